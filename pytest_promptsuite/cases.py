@@ -1,0 +1,274 @@
+"""Stage 1: case files (JSONL) into ``PromptCase`` objects, strictly.
+
+Every problem of a case file is reported, one ``path:line: what is wrong`` message each, and a
+file with any problem yields no case at all: nothing runs on a half-read suite.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Collection
+from collections.abc import Iterator
+from collections.abc import MutableMapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from typing import BinaryIO
+from typing import Union
+
+import jsonlines
+from pydantic import BaseModel
+from pydantic import ConfigDict
+from pydantic import Field
+from pydantic import PrivateAttr
+
+from .errors import CaseFileError
+
+
+__all__ = ["CaseLocation", "PromptCase", "iter_case_files", "load_cases", "nearest"]
+
+
+@dataclass(frozen=True)
+class CaseLocation:
+    """Where a case was read: the file and its 1-based line."""
+
+    path: Path
+    line: int
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}"
+
+
+class PromptCase(BaseModel):
+    """One line of a case file: what to send, what to check, and which slice it counts in."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    case_id: str
+    """Unique across every file of the run; the pytest item's name."""
+    input: Union[str, list[str]]
+    """The user input; a list of user turns for a multi-turn case."""
+    slice: str
+    """The group whose pass rate is gated."""
+    must_include: list[str] = Field(default_factory=list)
+    """Texts the output must contain (case-sensitive substrings); every one gates."""
+    must_not_include: list[str] = Field(default_factory=list)
+    """Texts the output must not contain; every one gates."""
+    vars: dict[str, Any] = Field(default_factory=dict)
+    """Extra template fields, each available at the top level of the row."""
+    answer: Union[str, list[Any], None] = None
+    """Ground truth: the template's output column."""
+    assert_: list[dict[str, Any]] = Field(default_factory=list, alias="assert")
+    """Extra checks (promptfoo's vocabulary)."""
+    threshold: Union[float, None] = None
+    """Weighted share of ``assert`` checks that must pass (default: all)."""
+    review: Union[bool, str] = False
+    """The output needs a human look (a string gives the reason)."""
+    tags: list[str] = Field(default_factory=list)
+    """Free labels; each is a pytest keyword."""
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    """Carried into results untouched."""
+
+    _location: CaseLocation | None = PrivateAttr(default=None)
+
+    @property
+    def location(self) -> CaseLocation:
+        """Where the case was read (``<memory>:0`` for a case built in code)."""
+        return self._location or CaseLocation(Path("<memory>"), 0)
+
+
+_REQUIRED = ("case_id", "input", "slice")
+_KNOWN_KEYS = tuple(
+    (info.alias or name) for name, info in PromptCase.model_fields.items()
+)
+_STRING_LISTS = ("must_include", "must_not_include", "tags")
+_OBJECTS = ("vars", "metadata")
+
+
+def nearest(word: str, known: tuple[str, ...] | list[str]) -> str | None:
+    """The known word closest to ``word``, if one is close enough to be a likely typo."""
+    matches = difflib.get_close_matches(word, known, n=1, cutoff=0.6)
+    return matches[0] if matches else None
+
+
+def _type_name(value: Any) -> str:
+    return {
+        bool: "a boolean",
+        int: "a number",
+        float: "a number",
+        str: "a string",
+        list: "a list",
+        dict: "an object",
+        type(None): "null",
+    }.get(type(value), type(value).__name__)
+
+
+def _shape_problems(data: dict[str, Any]) -> Iterator[str]:
+    """Every way ``data`` does not fit ``PromptCase``, as messages without the location."""
+    for key in data:
+        if key not in _KNOWN_KEYS:
+            hint = nearest(key, _KNOWN_KEYS)
+            yield f"unknown key {key!r}" + (f" (did you mean {hint!r}?)" if hint else "")
+    for key in _REQUIRED:
+        if key not in data:
+            yield f"missing required field {key!r}"
+    for key in ("case_id", "slice"):
+        value = data.get(key)
+        if key not in data:
+            continue
+        if not isinstance(value, str):
+            yield f"{key!r} must be a string, got {_type_name(value)}"
+        elif not value.strip():
+            yield f"{key!r} is empty"
+        elif "\n" in value or "\r" in value:
+            yield f"{key!r} must be one line"
+    if "input" in data:
+        value = data["input"]
+        if isinstance(value, str):
+            if not value.strip():
+                yield "'input' is empty"
+        elif isinstance(value, list):
+            if not value:
+                yield "'input' is an empty list (a multi-turn case needs at least one turn)"
+            for i, turn in enumerate(value):
+                if not isinstance(turn, str):
+                    yield f"'input[{i}]' must be a string, got {_type_name(turn)}"
+        else:
+            yield f"'input' must be a string or a list of strings, got {_type_name(value)}"
+    for key in _STRING_LISTS:
+        value = data.get(key, [])
+        if not isinstance(value, list):
+            yield f"{key!r} must be a list of strings, got {_type_name(value)}"
+            continue
+        for i, item in enumerate(value):
+            if not isinstance(item, str):
+                yield f"'{key}[{i}]' must be a string, got {_type_name(item)}"
+            elif not item:
+                yield f"'{key}[{i}]' is an empty string"
+    for key in _OBJECTS:
+        value = data.get(key, {})
+        if not isinstance(value, dict):
+            yield f"{key!r} must be an object, got {_type_name(value)}"
+    if "answer" in data and not isinstance(data["answer"], (str, list, type(None))):
+        yield f"'answer' must be a string or a list, got {_type_name(data['answer'])}"
+    if "assert" in data:
+        value = data["assert"]
+        if not isinstance(value, list):
+            yield f"'assert' must be a list of checks, got {_type_name(value)}"
+        else:
+            for i, item in enumerate(value):
+                if not isinstance(item, dict):
+                    yield f"'assert[{i}]' must be an object, got {_type_name(item)}"
+    if "threshold" in data:
+        value = data["threshold"]
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            yield f"'threshold' must be a number from 0 to 1, got {_type_name(value)}"
+        elif not 0 <= value <= 1:
+            yield f"'threshold' must be from 0 to 1, got {value!r}"
+    if "review" in data and not isinstance(data["review"], (bool, str)):
+        yield f"'review' must be true, false or a reason, got {_type_name(data['review'])}"
+
+
+class _LineCounter:
+    """Feeds a binary file to ``jsonlines`` line by line and remembers the current line number."""
+
+    def __init__(self, fp: BinaryIO) -> None:
+        self._fp = fp
+        self.line = 0
+
+    def __iter__(self) -> Iterator[bytes]:
+        for raw in self._fp:
+            self.line += 1
+            yield raw
+
+
+def _describe_invalid_line(exc: jsonlines.InvalidLineError) -> str:
+    cause = exc.__cause__
+    if isinstance(cause, UnicodeDecodeError):
+        return (
+            f"not valid UTF-8 (byte 0x{cause.object[cause.start]:02x} at column {cause.start + 1}); "
+            "save the file as UTF-8"
+        )
+    if cause is not None and hasattr(cause, "msg") and hasattr(cause, "colno"):
+        return f"invalid JSON: {cause.msg} (column {cause.colno})"
+    if "null" in str(exc):
+        return "the line is null, not a case object"
+    return f"invalid JSON: {exc}"
+
+
+def load_cases(
+    path: Path | str,
+    *,
+    seen: MutableMapping[str, CaseLocation] | None = None,
+    display: str | None = None,
+) -> list[PromptCase]:
+    """Read every case of a JSONL file, or raise :class:`CaseFileError` listing every problem.
+
+    Args:
+        path: the case file.
+        seen: case ids already taken by other files of the run (updated in place), so that a
+            duplicate across files is reported with both locations.
+        display: how to name the file in messages (default: ``path`` as given).
+    """
+    path = Path(path)
+    name = display if display is not None else str(path)
+    taken: MutableMapping[str, CaseLocation] = {} if seen is None else seen
+    problems: list[str] = []
+    cases: list[PromptCase] = []
+    added: list[str] = []
+    try:
+        fp = path.open("rb")
+    except OSError as exc:
+        raise CaseFileError([f"{name}:1: cannot read the case file: {exc.strerror}"]) from exc
+    with fp:
+        counter = _LineCounter(fp)
+        reader = jsonlines.Reader(counter)
+        while True:
+            try:
+                data = reader.read(skip_empty=True, allow_none=False)
+            except EOFError:
+                break
+            except jsonlines.InvalidLineError as exc:
+                problems.append(f"{name}:{exc.lineno}: {_describe_invalid_line(exc)}")
+                continue
+            line = counter.line
+            if not isinstance(data, dict):
+                problems.append(f"{name}:{line}: a case must be a JSON object, got {_type_name(data)}")
+                continue
+            shape = list(_shape_problems(data))
+            if shape:
+                problems.extend(f"{name}:{line}: {p}" for p in shape)
+                continue
+            case = PromptCase.model_validate(data)
+            location = CaseLocation(path, line)
+            case._location = location
+            earlier = taken.get(case.case_id)
+            if earlier is not None:
+                earlier_name = name if earlier.path == path else str(earlier.path)
+                problems.append(
+                    f"{name}:{line}: duplicate case_id {case.case_id!r} "
+                    f"(first defined at {earlier_name}:{earlier.line})"
+                )
+                continue
+            taken[case.case_id] = location
+            added.append(case.case_id)
+            cases.append(case)
+    if not cases and not problems:
+        problems.append(f"{name}:1: the file has no cases (a case file needs one JSON object a line)")
+    if problems:
+        for case_id in added:  # a failed file takes no ids: its cases never run
+            del taken[case_id]
+        raise CaseFileError(problems)
+    return cases
+
+
+def iter_case_files(path: Path, *, exclude: Collection[Path] = ()) -> Iterator[Path]:
+    """The ``*.jsonl`` files at ``path``: itself, or those under a folder, in sorted order.
+
+    ``exclude`` holds resolved paths that are not case files (a suite's train file).
+    """
+    if path.is_dir():
+        found = sorted(p for p in path.rglob("*.jsonl") if p.is_file())
+    else:
+        found = [path]
+    yield from (p for p in found if p.resolve() not in exclude)

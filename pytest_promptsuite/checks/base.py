@@ -1,0 +1,126 @@
+"""What checks produce: ``CheckResult`` per check and ``CaseResult`` per executed case.
+
+``CaseResult`` is the row of ``results.jsonl`` and what crosses the pytest-xdist wire (as JSON in
+``item.user_properties``), so it round-trips through :meth:`CaseResult.to_json` exactly.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from dataclasses import dataclass
+from dataclasses import field
+from enum import Enum
+from typing import Any
+
+
+__all__ = ["CaseResult", "CheckResult", "Layer", "Outcome", "RESULT_FORMAT_VERSION"]
+
+#: Bumped whenever a field of ``results.jsonl`` changes meaning.
+RESULT_FORMAT_VERSION = 1
+
+
+class Layer(str, Enum):
+    """The layers, in the order they run."""
+
+    STRUCTURE = "structure"
+    CONTENT = "content"
+    REVIEW = "review"
+    METRIC = "metric"
+
+
+class Outcome(str, Enum):
+    """A case's outcome; the first that applies wins: error, failed, review, passed."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    ERROR = "error"
+    REVIEW = "review"
+    SKIPPED = "skipped"
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """One check's verdict. ``gating`` is False for checks that only record (weight 0)."""
+
+    layer: str
+    name: str
+    passed: bool
+    message: str
+    gating: bool = True
+    skipped: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    """Everything recorded for one executed case (one variant, one repeat)."""
+
+    case_id: str
+    slice: str
+    outcome: str
+    location: str = ""
+    variant: str | None = None
+    repeat: int = 0
+    output: str | None = None
+    checks: tuple[CheckResult, ...] = ()
+    error: str | None = None
+    prompt: Any = None
+    prompt_hash: str | None = None
+    latency_ms: float | None = None
+    usage: dict[str, Any] | None = None
+    tags: tuple[str, ...] = ()
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def failed_checks(self) -> list[CheckResult]:
+        return [c for c in self.checks if not c.passed and not c.skipped]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``results.jsonl`` row (the contract's fields first)."""
+        return {
+            "case_id": self.case_id,
+            "slice": self.slice,
+            "variant": self.variant,
+            "repeat": self.repeat,
+            "outcome": self.outcome,
+            "output": self.output,
+            "checks": [c.to_dict() for c in self.checks],
+            "error": self.error,
+            "prompt": self.prompt,
+            "prompt_hash": self.prompt_hash,
+            "latency_ms": self.latency_ms,
+            "usage": self.usage,
+            "location": self.location,
+            "tags": list(self.tags),
+            "metadata": self.metadata,
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), ensure_ascii=False, separators=(",", ":"))
+
+    @classmethod
+    def from_dict(cls, row: dict[str, Any]) -> CaseResult:
+        return cls(
+            case_id=row["case_id"],
+            slice=row["slice"],
+            outcome=row["outcome"],
+            location=row.get("location", ""),
+            variant=row.get("variant"),
+            repeat=row.get("repeat", 0),
+            output=row.get("output"),
+            checks=tuple(CheckResult(**c) for c in row.get("checks", ())),
+            error=row.get("error"),
+            prompt=row.get("prompt"),
+            prompt_hash=row.get("prompt_hash"),
+            latency_ms=row.get("latency_ms"),
+            usage=row.get("usage"),
+            tags=tuple(row.get("tags", ())),
+            metadata=row.get("metadata") or {},
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> CaseResult:
+        return cls.from_dict(json.loads(text))

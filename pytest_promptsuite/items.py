@@ -1,0 +1,90 @@
+"""pytest nodes: ``PromptFile`` (a case file) and ``PromptItem`` (one case)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+from typing import Any
+
+import pytest
+
+from .cases import PromptCase
+from .checks.base import CaseResult
+from .errors import PromptSuiteError
+from .report import failure_text
+
+
+if TYPE_CHECKING:
+    from _pytest._code.code import ExceptionInfo
+    from _pytest._code.code import TerminalRepr
+
+    from .plugin import PromptRun
+
+__all__ = ["CaseFailed", "PromptFile", "PromptItem"]
+
+#: The user property that carries a case's result to the run object (and across xdist).
+RESULT_PROPERTY = "promptsuite"
+
+
+class CaseFailed(Exception):
+    """Raised by a case that failed or errored; its report is the result's text, no traceback."""
+
+    def __init__(self, result: CaseResult) -> None:
+        super().__init__(result.case_id)
+        self.result = result
+
+
+def _run(config: pytest.Config) -> PromptRun:
+    from .plugin import run_key
+
+    return config.stash[run_key]
+
+
+class PromptFile(pytest.File):
+    """A JSONL case file; every line is a case."""
+
+    def collect(self) -> Iterator[PromptItem]:
+        run = _run(self.config)
+        try:
+            suite = run.suite_for(self.path)
+            cases = run.load(self.path)
+        except PromptSuiteError as exc:
+            raise self.CollectError(str(exc)) from exc
+        for case in cases:
+            yield PromptItem.from_parent(self, name=case.case_id, case=case, suite_key=suite)
+
+
+class PromptItem(pytest.Item):
+    """One case: rendered, sent to the model and checked when pytest runs it."""
+
+    def __init__(self, *, case: PromptCase, suite_key: Any, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.case = case
+        self.suite_key = suite_key
+        self.keywords[case.slice] = True
+        for tag in case.tags:
+            self.keywords[tag] = True
+
+    def runtest(self) -> None:
+        run = _run(self.config)
+        result = run.run_case(self)
+        self.user_properties.append((RESULT_PROPERTY, result.to_json()))
+        self.ihook.pytest_promptsuite_case_finished(item=self, result=result)
+        if result.outcome in ("failed", "error"):
+            raise CaseFailed(result)
+
+    def repr_failure(
+        self, excinfo: ExceptionInfo[BaseException], style: Any = None
+    ) -> str | TerminalRepr:
+        if isinstance(excinfo.value, CaseFailed):
+            return failure_text(excinfo.value.result)
+        if isinstance(excinfo.value, PromptSuiteError):
+            return f"{self.location_text}: {self.case.case_id}: {excinfo.value}"
+        return super().repr_failure(excinfo, style)
+
+    @property
+    def location_text(self) -> str:
+        return f"{self.path.name}:{self.case.location.line}"
+
+    def reportinfo(self) -> tuple[Any, int | None, str]:
+        return self.path, self.case.location.line - 1, f"case {self.case.case_id} [{self.case.slice}]"

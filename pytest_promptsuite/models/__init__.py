@@ -1,0 +1,32 @@
+"""Stage 3: models. A prompt in, a response out: the fake model and OpenAI-compatible endpoints."""
+
+from __future__ import annotations
+
+from .base import Message
+from .base import Model
+from .base import ModelRequest
+from .base import Prompt
+from .base import Response
+from .base import SyncModel
+from .base import Usage
+from .base import prompt_hash
+from .base import prompt_text
+from .fake import FakeModel
+from .fake import FakeRule
+from .registry import make_model
+
+
+__all__ = [
+    "FakeModel",
+    "FakeRule",
+    "Message",
+    "Model",
+    "ModelRequest",
+    "Prompt",
+    "Response",
+    "SyncModel",
+    "Usage",
+    "make_model",
+    "prompt_hash",
+    "prompt_text",
+]

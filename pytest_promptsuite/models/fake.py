@@ -1,0 +1,102 @@
+"""The embedded deterministic model: echo, or replies chosen by regex rules from a JSON file."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import ConfigError
+from .base import ModelRequest
+from .base import Response
+from .base import prompt_text
+
+
+__all__ = ["FakeModel", "FakeRule"]
+
+
+@dataclass(frozen=True)
+class FakeRule:
+    """Reply ``reply`` when ``pattern`` is found (``re.search``) in the prompt's text."""
+
+    pattern: re.Pattern[str]
+    reply: str
+
+
+class FakeModel:
+    """Deterministic and offline.
+
+    With no rules it replies with the last user message it was sent (the whole prompt when the
+    prompt is a string). With rules, the first rule whose regex is found in the prompt text (a
+    string prompt, or the messages' contents joined with ``"\\n"``) gives the reply; else
+    ``default``; else the echo.
+    """
+
+    def __init__(
+        self, rules: Sequence[FakeRule] = (), default: str | None = None, *, spec: str = "fake"
+    ) -> None:
+        self.spec = spec
+        self.rules = tuple(rules)
+        self.default = default
+
+    @classmethod
+    def from_rules_file(cls, path: Path, *, spec: str | None = None) -> FakeModel:
+        """Load ``{"rules": [{"match": REGEX, "reply": TEXT}, ...], "default": TEXT}``."""
+        try:
+            data = json.loads(path.read_text(encoding="utf-8-sig"))
+        except OSError as exc:
+            raise ConfigError(f"{path}: cannot read the fake model's rules: {exc.strerror}") from exc
+        except ValueError as exc:
+            raise ConfigError(f"{path}: the fake model's rules are not valid JSON: {exc}") from exc
+        if not isinstance(data, dict):
+            raise ConfigError(f"{path}: the fake model's rules must be a JSON object")
+        unknown = sorted(set(data) - {"rules", "default"})
+        if unknown:
+            raise ConfigError(
+                f"{path}: unknown key {unknown[0]!r} in the fake model's rules "
+                "(known: 'rules', 'default')"
+            )
+        default = data.get("default")
+        if default is not None and not isinstance(default, str):
+            raise ConfigError(f"{path}: 'default' must be a string")
+        raw_rules = data.get("rules", [])
+        if not isinstance(raw_rules, list):
+            raise ConfigError(f"{path}: 'rules' must be a list of {{'match', 'reply'}} objects")
+        rules: list[FakeRule] = []
+        for i, raw in enumerate(raw_rules):
+            where = f"{path}: rules[{i}]"
+            if not isinstance(raw, dict) or set(raw) != {"match", "reply"}:
+                raise ConfigError(f"{where}: a rule is an object with exactly 'match' and 'reply'")
+            if not isinstance(raw["match"], str) or not isinstance(raw["reply"], str):
+                raise ConfigError(f"{where}: 'match' and 'reply' must be strings")
+            try:
+                pattern = re.compile(raw["match"])
+            except re.error as exc:
+                raise ConfigError(f"{where}: bad regex {raw['match']!r}: {exc}") from exc
+            rules.append(FakeRule(pattern, raw["reply"]))
+        return cls(rules, default, spec=spec or f"fake:{path}")
+
+    def reply_to(self, request: ModelRequest) -> str:
+        """The reply for ``request``, as the class docstring says."""
+        prompt = request.prompt
+        if self.rules or self.default is not None:
+            text = prompt_text(prompt)
+            for rule in self.rules:
+                if rule.pattern.search(text):
+                    return rule.reply
+            if self.default is not None:
+                return self.default
+        if isinstance(prompt, str):
+            return prompt
+        for message in reversed(prompt):
+            if message.get("role") == "user":
+                return prompt_text([message])
+        return ""
+
+    def generate_sync(self, request: ModelRequest) -> Response:
+        return Response(text=self.reply_to(request), finish_reason="stop")
+
+    async def generate(self, request: ModelRequest) -> Response:
+        return self.generate_sync(request)

@@ -1,0 +1,33 @@
+"""Make a model from its spec string (``fake``, ``fake:RULES.json``, ``openai:NAME``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import ModelError
+from ..suite import ModelConfig
+from .base import Model
+from .fake import FakeModel
+
+
+__all__ = ["make_model"]
+
+KNOWN_SCHEMES = ("fake", "fake:RULES.json", "openai:MODEL")
+
+
+def make_model(spec: str, *, settings: ModelConfig | None = None, root: Path | None = None) -> Model:
+    """The built-in model for ``spec``; relative rule files resolve against ``root``.
+
+    ``settings`` (base URL, params, timeouts) matter to endpoint models only.
+    """
+    if spec == "fake":
+        return FakeModel()
+    if spec.startswith("fake:"):
+        rules = Path(spec[len("fake:") :])
+        if root is not None and not rules.is_absolute():
+            rules = root / rules
+        return FakeModel.from_rules_file(rules, spec=spec)
+    raise ModelError(
+        f"unknown model spec {spec!r} (known: {', '.join(KNOWN_SCHEMES)}, "
+        "or a model named in the suite config)"
+    )

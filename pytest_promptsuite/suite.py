@@ -1,0 +1,214 @@
+"""Stage 1 (continued): the suite config, ``promptsuite.toml`` or ``[tool.promptsuite]``.
+
+Unknown keys are errors that name the key and the file; paths are resolved against the config's
+folder and must stay inside it.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from typing import Literal
+from typing import Union
+
+from pydantic import BaseModel
+from pydantic import ConfigDict
+from pydantic import Field
+from pydantic import ValidationError
+
+from .cases import nearest
+from .errors import ConfigError
+
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+
+__all__ = [
+    "ModelConfig",
+    "SuiteConfig",
+    "SuiteSection",
+    "Thresholds",
+    "find_config",
+    "load_config",
+    "suite_targets",
+]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class SuiteSection(_Section):
+    cases: list[str] = Field(default_factory=list)
+    train: Union[str, None] = None
+
+
+class ModelConfig(_Section):
+    """A model: its spec and how to reach it. ``api_key_env`` names a variable, never a key."""
+
+    spec: str = "fake"
+    base_url: Union[str, None] = None
+    api_key_env: str = "OPENAI_API_KEY"
+    endpoint: Literal["chat", "completions"] = "chat"
+    meta_template: Union[str, dict[str, Any], None] = None
+    params: dict[str, Any] = Field(default_factory=dict)
+    concurrency: Union[int, None] = Field(default=None, ge=1)
+    timeout_s: float = Field(default=60.0, gt=0)
+    max_retries: int = Field(default=3, ge=0)
+
+
+class TemplateConfig(_Section):
+    """How a case becomes a prompt (an ``infer_cfg``, a task prompt, or a template file)."""
+
+    prompt_template: Union[dict[str, Any], str, None] = None
+    ice_template: Union[dict[str, Any], str, None] = None
+    retriever: Union[dict[str, Any], None] = None
+    output_column: Union[str, None] = None
+    task_prompts: Union[str, None] = None
+    task: Union[str, None] = None
+    mode: Union[str, None] = None
+    template_file: Union[str, None] = None
+    template: Union[str, None] = None
+    renderer: Union[dict[str, Any], str, None] = None
+    infer_mode: Union[str, None] = None
+
+
+class Thresholds(_Section):
+    default: Union[float, None] = Field(default=None, ge=0, le=1)
+    max_regression: Union[float, None] = Field(default=None, ge=0, le=1)
+    slices: dict[str, float] = Field(default_factory=dict)
+
+
+class SuiteCheck(_Section):
+    slice: str = "*"
+    assert_: list[dict[str, Any]] = Field(alias="assert")
+
+
+class SuiteConfig(_Section):
+    """A parsed suite config. ``path`` is the file it came from (None for the defaults)."""
+
+    suite: SuiteSection = Field(default_factory=SuiteSection)
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    models: dict[str, ModelConfig] = Field(default_factory=dict)
+    template: TemplateConfig = Field(default_factory=TemplateConfig)
+    variants: dict[str, TemplateConfig] = Field(default_factory=dict)
+    thresholds: Thresholds = Field(default_factory=Thresholds)
+    checks: list[SuiteCheck] = Field(default_factory=list)
+    path: Union[Path, None] = Field(default=None, exclude=True)
+
+    @property
+    def root(self) -> Path:
+        """The folder paths in this config are relative to."""
+        return self.path.parent if self.path is not None else Path.cwd()
+
+    def resolve(self, relative: str, *, key: str) -> Path:
+        """Resolve a path of this config; it must stay inside the config's folder."""
+        root = self.root.resolve()
+        target = (root / relative).resolve()
+        if target != root and root not in target.parents:
+            raise ConfigError(
+                f"{self.path}: {key} = {relative!r} points outside the suite's folder {root}"
+            )
+        return target
+
+    def case_paths(self) -> list[Path]:
+        return [self.resolve(p, key="suite.cases") for p in self.suite.cases]
+
+
+def _known_keys(model: type[BaseModel]) -> list[str]:
+    return [info.alias or name for name, info in model.model_fields.items() if name != "path"]
+
+
+def _config_error(path: Path, exc: ValidationError, table: str) -> ConfigError:
+    lines = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"])
+        where = f"{table}.{loc}" if table else loc
+        if err["type"] == "extra_forbidden":
+            parent: type[BaseModel] = SuiteConfig
+            for part in err["loc"][:-1]:
+                field = parent.model_fields.get(str(part))
+                annotation = getattr(field, "annotation", None)
+                if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+                    parent = annotation
+            key = str(err["loc"][-1])
+            hint = nearest(key, _known_keys(parent))
+            lines.append(
+                f"{path}: unknown key {where!r}" + (f" (did you mean {hint!r}?)" if hint else "")
+            )
+        else:
+            lines.append(f"{path}: {where}: {err['msg']}")
+    return ConfigError("\n".join(lines))
+
+
+def load_config(path: Path | str) -> SuiteConfig:
+    """Parse a ``promptsuite.toml`` (or the ``[tool.promptsuite]`` table of a ``pyproject.toml``)."""
+    path = Path(path)
+    try:
+        with path.open("rb") as fp:
+            data = tomllib.load(fp)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the suite config: {exc.strerror}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from exc
+    table = ""
+    if path.name == "pyproject.toml":
+        data = data.get("tool", {}).get("promptsuite")
+        table = "tool.promptsuite"
+        if data is None:
+            raise ConfigError(f"{path}: has no [tool.promptsuite] table")
+    try:
+        config = SuiteConfig.model_validate(data)
+    except ValidationError as exc:
+        raise _config_error(path, exc, table) from exc
+    config = config.model_copy(update={"path": path.resolve()})
+    config.case_paths()  # refuse paths outside the folder now, not later
+    if config.suite.train is not None:
+        config.resolve(config.suite.train, key="suite.train")
+    return config
+
+
+def find_config(case_file: Path, rootdir: Path) -> Path | None:
+    """The config of a case file: ``promptsuite.toml`` beside it, else the nearest
+    ``pyproject.toml`` with a ``[tool.promptsuite]`` table between it and ``rootdir``."""
+    beside = case_file.parent / "promptsuite.toml"
+    if beside.is_file():
+        return beside
+    rootdir = rootdir.resolve()
+    folder = case_file.resolve().parent
+    while True:
+        candidate = folder / "pyproject.toml"
+        if candidate.is_file():
+            try:
+                with candidate.open("rb") as fp:
+                    if "promptsuite" in tomllib.load(fp).get("tool", {}):
+                        return candidate
+            except (OSError, tomllib.TOMLDecodeError):
+                pass
+        if folder == rootdir or folder.parent == folder:
+            return None
+        folder = folder.parent
+
+
+def suite_targets(
+    path: Path, *, load: Callable[[Path], SuiteConfig] = load_config
+) -> tuple[SuiteConfig | None, list[Path]]:
+    """What a ``--prompt-suite`` argument means: its config (if it names one) and what to collect.
+
+    A ``*.toml`` is a suite config: its ``[suite] cases`` (else its folder). A folder with a
+    ``promptsuite.toml`` is that config's suite. Anything else is collected as it is.
+    """
+    config_file: Path | None = None
+    if path.suffix == ".toml":
+        config_file = path
+    elif path.is_dir() and (path / "promptsuite.toml").is_file():
+        config_file = path / "promptsuite.toml"
+    if config_file is None:
+        return None, [path]
+    config = load(config_file)
+    return config, config.case_paths() or [config_file.parent if path.is_file() else path]
