@@ -2,6 +2,8 @@
 
 ``pytest --prompt-suite cases.jsonl`` collects every case of a JSONL file as a pytest item, sends
 it to a model, checks the output in layers and gates the run on per-slice pass rates.
+
+PYTEST_DONT_REWRITE (the plugin asserts nothing; this keeps pytester runs free of rewrite warnings)
 """
 
 from __future__ import annotations

@@ -199,20 +199,21 @@ def _describe_invalid_line(exc: jsonlines.InvalidLineError) -> str:
 def load_cases(
     path: Path | str,
     *,
-    seen: MutableMapping[str, CaseLocation] | None = None,
+    seen: MutableMapping[str, str] | None = None,
     display: str | None = None,
 ) -> list[PromptCase]:
     """Read every case of a JSONL file, or raise :class:`CaseFileError` listing every problem.
 
     Args:
         path: the case file.
-        seen: case ids already taken by other files of the run (updated in place), so that a
-            duplicate across files is reported with both locations.
+        seen: case ids already taken by other files of the run, each with where it was defined
+            (``"path:line"`` as displayed; updated in place), so a duplicate across files is
+            reported with both locations.
         display: how to name the file in messages (default: ``path`` as given).
     """
     path = Path(path)
     name = display if display is not None else str(path)
-    taken: MutableMapping[str, CaseLocation] = {} if seen is None else seen
+    taken: MutableMapping[str, str] = {} if seen is None else seen
     problems: list[str] = []
     cases: list[PromptCase] = []
     added: list[str] = []
@@ -244,13 +245,11 @@ def load_cases(
             case._location = location
             earlier = taken.get(case.case_id)
             if earlier is not None:
-                earlier_name = name if earlier.path == path else str(earlier.path)
                 problems.append(
-                    f"{name}:{line}: duplicate case_id {case.case_id!r} "
-                    f"(first defined at {earlier_name}:{earlier.line})"
+                    f"{name}:{line}: duplicate case_id {case.case_id!r} (first defined at {earlier})"
                 )
                 continue
-            taken[case.case_id] = location
+            taken[case.case_id] = f"{name}:{line}"
             added.append(case.case_id)
             cases.append(case)
     if not cases and not problems:

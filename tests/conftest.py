@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pandas  # noqa: F401  (numpy cannot be imported twice: pytester's in-process runs drop
+# modules first imported inside them, so the plugin's lazy pandas import must happen here first)
 import pytest
 
 
