@@ -1,0 +1,57 @@
+"""The ``promptsuite`` command, called through ``main`` (no pytest inside it)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_promptsuite.cli import main
+
+
+def _suite(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "cases.jsonl"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_validate_ok(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _suite(tmp_path, '{"case_id": "a", "input": "x", "slice": "s"}\n{"case_id": "b", "input": "y", "slice": "t"}\n')
+    assert main(["validate", str(path)]) == 0
+    assert capsys.readouterr().out == "ok: 2 cases in 2 slices (s, t)\n"
+
+
+def test_validate_reports_every_problem(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _suite(tmp_path, '{"case_id": "a", "input": "x"}\n{"case_id": "a", "input": "x", "slice": "s", "tagz": []}\n')
+    assert main(["validate", str(path)]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err == [
+        f"{path}:1: missing required field 'slice'",
+        f"{path}:2: unknown key 'tagz' (did you mean 'tags'?)",
+        "2 problems found",
+    ]
+
+
+def test_validate_example_suite(capsys: pytest.CaptureFixture[str]) -> None:
+    example = Path(__file__).parents[1] / "example_suites" / "customer_support"
+    assert main(["validate", str(example)]) == 0
+    assert capsys.readouterr().out.startswith("ok: 35 cases in 5 slices")
+
+
+def test_validate_missing_path(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate", "nope.jsonl"]) == 1
+    assert "nope.jsonl: no such file or folder" in capsys.readouterr().err
+
+
+def test_render_shows_each_case_prompt(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _suite(tmp_path, '{"case_id": "a", "input": "x", "slice": "s"}\n{"case_id": "b", "input": "y", "slice": "s"}\n')
+    assert main(["render", "--prompt-suite", str(path), "--case-id", "b"]) == 0
+    [line] = capsys.readouterr().out.splitlines()
+    assert json.loads(line)["case_id"] == "b"
+
+
+def test_render_unknown_case_id(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _suite(tmp_path, '{"case_id": "a", "input": "x", "slice": "s"}\n')
+    assert main(["render", "--prompt-suite", str(path), "--case-id", "zz"]) == 1
+    assert "no case with id zz" in capsys.readouterr().err
