@@ -48,22 +48,44 @@ class PromptFile(pytest.File):
         try:
             suite = run.suite_for(self.path)
             cases = run.load(self.path)
+            compiled = run.compile_checks(self, cases, suite)
         except PromptSuiteError as exc:
             raise self.CollectError(str(exc)) from exc
+        repeats = run.repeats
+        variants = run.variants_for(suite)
         for case in cases:
-            yield PromptItem.from_parent(self, name=case.case_id, case=case, suite_key=suite)
+            for variant in variants:  # prompt versions: ids case_id[v1], case_id[v2]
+                for repeat in range(repeats):  # --prompt-repeat N: ids case_id[repeat-0..N-1]
+                    name = case.case_id
+                    if variant is not None:
+                        name += f"[{variant}]"
+                    if repeats > 1:
+                        name += f"[repeat-{repeat}]"
+                    yield PromptItem.from_parent(
+                        self, name=name, case=case, suite_key=suite, repeat=repeat,
+                        variant=variant, compiled=compiled[case.case_id],
+                    )
 
 
 class PromptItem(pytest.Item):
     """One case: rendered, sent to the model and checked when pytest runs it."""
 
-    def __init__(self, *, case: PromptCase, suite_key: Any, **kwargs: Any) -> None:
+    def __init__(
+        self, *, case: PromptCase, suite_key: Any, repeat: int = 0, variant: str | None = None,
+        compiled: Any = None, **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         self.case = case
         self.suite_key = suite_key
-        self.keywords[case.slice] = True
-        for tag in case.tags:
-            self.keywords[tag] = True
+        #: The prompt version this item runs (``[variants.NAME]``), None without variants.
+        self.variant = variant
+        #: The case's checks, compiled at collection (``checks.CompiledChecks``).
+        self.compiled = compiled
+        #: Which run of the case this is (``--prompt-repeat``), from 0.
+        self.repeat = repeat
+        for word in (case.slice, *case.tags):  # -k 'refund and not 提示词注入'
+            self.keywords[word] = True
+            self.extra_keyword_matches.add(word)
 
     def runtest(self) -> None:
         run = _run(self.config)

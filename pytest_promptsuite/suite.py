@@ -76,6 +76,7 @@ class TemplateConfig(_Section):
     template: Union[str, None] = None
     renderer: Union[dict[str, Any], str, None] = None
     infer_mode: Union[str, None] = None
+    multiturn_template: Union[dict[str, Any], None] = None
 
 
 class Thresholds(_Section):
@@ -85,8 +86,17 @@ class Thresholds(_Section):
 
 
 class SuiteCheck(_Section):
+    """``[[checks]]``: checks for every case (``slice = "*"``), one slice, or a glob of slices."""
+
     slice: str = "*"
     assert_: list[dict[str, Any]] = Field(alias="assert")
+
+
+class ReviewConfig(_Section):
+    """``[review]``: what a review mark (``review`` on a case, a ``human-review`` check) does.
+    ``outcome = "review"`` (default) leaves the case out of the pass rate; ``"failed"`` fails it."""
+
+    outcome: Literal["review", "failed"] = "review"
 
 
 class SuiteConfig(_Section):
@@ -99,6 +109,7 @@ class SuiteConfig(_Section):
     variants: dict[str, TemplateConfig] = Field(default_factory=dict)
     thresholds: Thresholds = Field(default_factory=Thresholds)
     checks: list[SuiteCheck] = Field(default_factory=list)
+    review: ReviewConfig = Field(default_factory=ReviewConfig)
     path: Union[Path, None] = Field(default=None, exclude=True)
 
     @property

@@ -2,12 +2,31 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pandas  # noqa: F401  (numpy cannot be imported twice: pytester's in-process runs drop
 # modules first imported inside them, so the plugin's lazy pandas import must happen here first)
+import httpcore  # noqa: F401  (httpx imports it lazily and caches its exception classes)
 import pytest
+
+import pytest_promptsuite.models.openai  # noqa: F401  (same reason as pandas)
+from tests.loopback import LoopbackServer
+from tests.loopback import serve
 
 
 @pytest.fixture(params=[[], ["-n", "0"], ["-n", "2"]], ids=["serial", "xdist_zero", "xdist_two"])
 def plugin_args(request: pytest.FixtureRequest) -> list[str]:
     """Extra pytest arguments for the three ways a suite can run (syrupy's ``plugin_args``)."""
     return list(request.param)
+
+
+@pytest.fixture(scope="session")
+def _loopback_server() -> Iterator[LoopbackServer]:
+    with serve() as server:
+        yield server
+
+
+@pytest.fixture
+def loopback(_loopback_server: LoopbackServer) -> LoopbackServer:
+    """The loopback OpenAI-compatible server (``tests/loopback.py``), fresh knobs and counters."""
+    return _loopback_server.reset()

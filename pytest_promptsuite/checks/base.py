@@ -41,7 +41,13 @@ class Outcome(str, Enum):
 
 @dataclass(frozen=True)
 class CheckResult:
-    """One check's verdict. ``gating`` is False for checks that only record (weight 0)."""
+    """One check's verdict. ``gating`` is False for checks that only record (weight 0) and for
+    checks whose verdict counts through a threshold (the threshold's own result gates).
+
+    ``score`` is the check's score from 0 to 1 where it has one (a judge's score, a similarity
+    ratio); ``details`` holds what a check wants on record (a judge's verdict and reason, the
+    JSON path it read, a review reason).
+    """
 
     layer: str
     name: str
@@ -49,6 +55,8 @@ class CheckResult:
     message: str
     gating: bool = True
     skipped: bool = False
+    score: float | None = None
+    details: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -73,6 +81,8 @@ class CaseResult:
     usage: dict[str, Any] | None = None
     tags: tuple[str, ...] = ()
     metadata: dict[str, Any] = field(default_factory=dict)
+    #: Multi-turn cases: every reply, in request order (the last one is ``output``).
+    replies: tuple[str, ...] = ()
 
     @property
     def failed_checks(self) -> list[CheckResult]:
@@ -96,6 +106,7 @@ class CaseResult:
             "location": self.location,
             "tags": list(self.tags),
             "metadata": self.metadata,
+            **({"replies": list(self.replies)} if self.replies else {}),
         }
 
     def to_json(self) -> str:
@@ -119,6 +130,7 @@ class CaseResult:
             usage=row.get("usage"),
             tags=tuple(row.get("tags", ())),
             metadata=row.get("metadata") or {},
+            replies=tuple(row.get("replies", ())),
         )
 
     @classmethod

@@ -2,14 +2,34 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
+from typing import Any
 
 from ..cases import PromptCase
+from ..errors import CheckError
 from .base import CheckResult
 from .base import Layer
+from .core import Check
+from .core import CheckContext
+from .core import Params
+from .core import Verdict
+from .core import json_equal
+from .core import json_text
+from .core import shorten
 
 
-__all__ = ["must_checks"]
+__all__ = [
+    "Contains",
+    "Equals",
+    "IsRefusal",
+    "LevenshteinCheck",
+    "Regex",
+    "Similar",
+    "StartsWith",
+    "must_checks",
+    "REFUSAL_PATTERNS",
+]
 
 
 def must_checks(case: PromptCase, output: str) -> Iterator[CheckResult]:
@@ -18,9 +38,7 @@ def must_checks(case: PromptCase, output: str) -> Iterator[CheckResult]:
         if text in output:
             yield CheckResult(Layer.CONTENT.value, "must_include", True, f"found {text!r}")
         else:
-            yield CheckResult(
-                Layer.CONTENT.value, "must_include", False, f"missing required text {text!r}"
-            )
+            yield CheckResult(Layer.CONTENT.value, "must_include", False, f"missing required text {text!r}")
     for text in case.must_not_include:
         at = output.find(text)
         if at < 0:
@@ -32,3 +50,287 @@ def must_checks(case: PromptCase, output: str) -> Iterator[CheckResult]:
                 False,
                 f"found forbidden text {text!r} at offset {at}",
             )
+
+
+def _text(value: Any) -> str:
+    return json_text(value)
+
+
+class Equals(Check):
+    """``equals``: the output is exactly ``value``. A non-string ``value`` (a number, an object)
+    and any value read through ``path`` compare as JSON values: ``12`` is not ``"12"``."""
+
+    def __init__(self, expected: Any) -> None:
+        self.expected = expected
+
+    def evaluate(self, value: Any, ctx: CheckContext) -> Verdict:
+        expected = f"equals {shorten(self.expected)}"
+        if ctx.path is None and isinstance(value, str):
+            if isinstance(self.expected, str):
+                if value == self.expected:
+                    return Verdict(True, expected, "an equal output")
+                return Verdict(False, expected, _difference(value, self.expected))
+            try:
+                value = ctx.output_json()
+            except ValueError as exc:
+                return Verdict(False, expected, str(exc))
+        ok = json_equal(value, self.expected)
+        return Verdict(ok, expected, shorten(value) + ("" if ok else _type_note(value, self.expected)))
+
+
+def _type_note(found: Any, expected: Any) -> str:
+    kinds = {
+        str: "a string",
+        bool: "a boolean",
+        int: "a number",
+        float: "a number",
+        list: "an array",
+        dict: "an object",
+        type(None): "null",
+    }
+    a, b = kinds.get(type(found), "?"), kinds.get(type(expected), "?")
+    return f" ({a}, not {b})" if a != b else ""
+
+
+def _difference(found: str, expected: str) -> str:
+    """``found`` with the offset of its first difference from ``expected``."""
+    pairs = enumerate(zip(found, expected, strict=False))
+    at = next((i for i, (x, y) in pairs if x != y), min(len(found), len(expected)))
+    return f"{shorten(found)}, first difference at offset {at}"
+
+
+class Contains(Check):
+    """``contains`` / ``icontains`` / ``contains-any`` / ``contains-all`` / ``icontains-any`` /
+    ``icontains-all``: substrings of the output (``i``: ignoring case)."""
+
+    def __init__(self, needles: list[str], *, mode: str, ignore_case: bool) -> None:
+        self.needles = needles
+        self.mode = mode  # "one", "any" or "all"
+        self.ignore_case = ignore_case
+
+    def evaluate(self, value: Any, ctx: CheckContext) -> Verdict:
+        text = _text(value)
+        hay = text.casefold() if self.ignore_case else text
+        where = {n: hay.find(n.casefold() if self.ignore_case else n) for n in self.needles}
+        shown = ", ".join(repr(n) for n in self.needles)
+        case = " (ignoring case)" if self.ignore_case else ""
+        found_at = [f"{n!r} at offset {at}" for n, at in where.items() if at >= 0]
+        missing = [repr(n) for n, at in where.items() if at < 0]
+        if self.mode == "one":
+            expected, ok = f"contains {shown}{case}", not missing
+        elif self.mode == "any":
+            expected, ok = f"contains any of {shown}{case}", bool(found_at)
+        else:
+            expected, ok = f"contains all of {shown}{case}", not missing
+        if found_at and (ok or self.mode == "all"):
+            found = ", ".join(found_at) + (f"; missing {', '.join(missing)}" if missing else "")
+        else:
+            found = (
+                f"none of them in {len(text)} chars"
+                if self.mode != "one"
+                else f"no match in {len(text)} chars"
+            )
+        return Verdict(ok, expected, found)
+
+
+class StartsWith(Check):
+    """``starts-with``: the output begins with ``value``."""
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix
+
+    def evaluate(self, value: Any, ctx: CheckContext) -> Verdict:
+        text = _text(value)
+        ok = text.startswith(self.prefix)
+        return Verdict(
+            ok, f"starts with {self.prefix!r}", f"begins {shorten(text[: max(len(self.prefix), 20)])}"
+        )
+
+
+class Regex(Check):
+    """``regex``: a regular expression searched in the output; with ``fullmatch: true`` it must
+    match the whole output and the check belongs to the structure layer."""
+
+    def __init__(self, pattern: re.Pattern[str], *, fullmatch: bool) -> None:
+        self.pattern = pattern
+        self.fullmatch = fullmatch
+        self.layer = Layer.STRUCTURE if fullmatch else Layer.CONTENT
+
+    def evaluate(self, value: Any, ctx: CheckContext) -> Verdict:
+        text = _text(value)
+        if self.fullmatch:
+            expected = f"the whole output matches /{self.pattern.pattern}/"
+            match = self.pattern.fullmatch(text)
+            if match:
+                return Verdict(True, expected, f"a full match of {len(text)} chars")
+            partial = self.pattern.search(text)
+            found = (
+                f"only a partial match {shorten(partial.group(0))} at offset {partial.start()}"
+                if partial
+                else f"no match in {len(text)} chars"
+            )
+            return Verdict(False, expected, found)
+        expected = f"matches /{self.pattern.pattern}/"
+        match = self.pattern.search(text)
+        if match:
+            return Verdict(True, expected, f"{shorten(match.group(0))} at offset {match.start()}")
+        return Verdict(False, expected, f"no match in {len(text)} chars")
+
+
+class LevenshteinCheck(Check):
+    """``levenshtein``: edit distance from ``value`` at most ``threshold`` (default 5)."""
+
+    def __init__(self, expected: str, threshold: int) -> None:
+        self.expected = expected
+        self.threshold = threshold
+
+    def evaluate(self, value: Any, ctx: CheckContext) -> Verdict:
+        from rapidfuzz.distance import Levenshtein
+
+        distance = Levenshtein.distance(_text(value), self.expected)
+        return Verdict(
+            distance <= self.threshold,
+            f"edit distance <= {self.threshold} from {shorten(self.expected)}",
+            f"distance {distance}",
+            details={"distance": distance},
+        )
+
+
+class Similar(Check):
+    """``similar``: string similarity (rapidfuzz's normalised Indel ratio, 0..1) to ``value`` (or
+    the best of a list) at least ``threshold`` (default 0.75). Not embeddings: it measures spelling,
+    not meaning."""
+
+    def __init__(self, expected: list[str], threshold: float) -> None:
+        self.expected = expected
+        self.threshold = threshold
+
+    def evaluate(self, value: Any, ctx: CheckContext) -> Verdict:
+        from rapidfuzz import fuzz
+
+        text = _text(value)
+        best, ratio = max(((e, fuzz.ratio(text, e) / 100) for e in self.expected), key=lambda p: p[1])
+        target = (
+            shorten(self.expected[0]) if len(self.expected) == 1 else f"one of {len(self.expected)} texts"
+        )
+        return Verdict(
+            ratio >= self.threshold,
+            f"similarity >= {self.threshold:g} to {target}",
+            f"similarity {ratio:.2f}" + (f" (best: {shorten(best, 40)})" if len(self.expected) > 1 else ""),
+            score=ratio,
+        )
+
+
+#: Phrases that mark a refusal, by language; matched case-insensitively anywhere in the output.
+REFUSAL_PATTERNS: tuple[str, ...] = (
+    # English
+    r"\bI(?:'m| am)? (?:really |very )?(?:sorry|afraid)\b",
+    r"\bI (?:can ?not|can't|won't|will not|am unable to|'m unable to|am not able to|'m not able to)"
+    r" (?:help|assist|provide|do|comply|share|answer|fulfil|support|give)",
+    r"\bas an AI\b",
+    r"\bI must (?:decline|refuse)\b",
+    r"\b(?:not (?:able|allowed|permitted) to|unable to) (?:help|assist|provide|share|comply)",
+    # Chinese
+    r"抱歉|对不起|很遗憾",
+    r"我(?:不能|无法|不可以|没办法)(?:帮|提供|回答|协助|满足|处理|透露)",
+    r"(?:无法|不能|不便)(?:提供|协助|透露|回答)",
+    # Japanese
+    r"申し訳(?:ありません|ございません)|お答えできません|(?:お手伝い|提供)できません",
+    # Spanish, French, German
+    r"\blo siento\b|\bno puedo (?:ayudar|proporcionar|hacer|responder)",
+    r"\bje suis d[ée]sol[ée]\b|\bje ne peux pas\b",
+    r"\bes tut mir leid\b|\bich kann (?:dabei |ihnen |dir )?(?:nicht|keine)\b",
+)
+
+
+class IsRefusal(Check):
+    """``is-refusal``: the output declines the task (an empty output counts). The pattern set is
+    :data:`REFUSAL_PATTERNS`; ``value`` adds regexes, ``defaults: false`` keeps only yours."""
+
+    def __init__(self, patterns: list[re.Pattern[str]]) -> None:
+        self.patterns = patterns
+
+    def evaluate(self, value: Any, ctx: CheckContext) -> Verdict:
+        text = _text(value)
+        expected = "a refusal"
+        if not text.strip():
+            return Verdict(True, expected, "an empty output")
+        for pattern in self.patterns:
+            match = pattern.search(text)
+            if match:
+                return Verdict(
+                    True, expected, f"refusal phrase {shorten(match.group(0))} at offset {match.start()}"
+                )
+        return Verdict(False, expected, f"no refusal phrase in {len(text)} chars")
+
+
+def compile_regex(p: Params, key: str, source: str) -> re.Pattern[str]:
+    try:
+        return re.compile(source)
+    except re.error as exc:
+        raise CheckError(f"{key!r} of {p.name!r} is not a valid regex {source!r}: {exc}") from exc
+
+
+def make_equals(p: Params) -> Check:
+    if not p.has("value"):
+        p.raw("value", required=True, what="the expected output or JSON value")
+    return Equals(p.raw("value"))
+
+
+def make_contains(p: Params, *, mode: str, ignore_case: bool) -> Check:
+    if mode == "one":
+        needle = p.text("value", required=True)
+        assert needle is not None
+        if not needle:
+            raise CheckError(f"'value' of {p.name!r} is an empty string (it would match anything)")
+        return Contains([needle], mode=mode, ignore_case=ignore_case)
+    needles = p.strings("value", required=True)
+    assert needles is not None
+    return Contains(needles, mode=mode, ignore_case=ignore_case)
+
+
+def make_regex(p: Params) -> Check:
+    source = p.string("value", required=True, what="a regular expression")
+    assert source is not None
+    fullmatch = p.flag("fullmatch")
+    return Regex(compile_regex(p, "value", source), fullmatch=fullmatch)
+
+
+def make_levenshtein(p: Params) -> Check:
+    expected = p.text("value", required=True)
+    threshold = p.number("threshold", minimum=0, what="a whole number of edits >= 0")
+    if threshold is not None and threshold != int(threshold):
+        raise CheckError(f"'threshold' of {p.name!r} must be a whole number of edits, got {threshold!r}")
+    assert expected is not None
+    return LevenshteinCheck(expected, 5 if threshold is None else int(threshold))
+
+
+def make_similar(p: Params) -> Check:
+    expected = p.strings("value", required=True)
+    threshold = p.number("threshold", minimum=0, maximum=1, what="a ratio from 0 to 1")
+    assert expected is not None
+    return Similar(expected, 0.75 if threshold is None else threshold)
+
+
+def make_is_refusal(p: Params) -> Check:
+    extra = p.strings("value") or []
+    use_defaults = p.flag("defaults", default=True)
+    if not use_defaults and not extra:
+        raise CheckError(f"{p.name!r} with 'defaults: false' needs 'value': your refusal patterns")
+    sources = [*(REFUSAL_PATTERNS if use_defaults else ()), *extra]
+    return IsRefusal(
+        [re.compile(s, re.IGNORECASE) if s in REFUSAL_PATTERNS else _compile_ci(p, s) for s in sources]
+    )
+
+
+def _compile_ci(p: Params, source: str) -> re.Pattern[str]:
+    try:
+        return re.compile(source, re.IGNORECASE)
+    except re.error as exc:
+        raise CheckError(f"'value' of {p.name!r}: {source!r} is not a valid regex: {exc}") from exc
+
+
+def make_starts_with(p: Params) -> Check:
+    prefix = p.text("value", required=True)
+    assert prefix is not None
+    return StartsWith(prefix)

@@ -1,19 +1,281 @@
-"""Run every check of a case, layer by layer, and decide its outcome."""
+"""Run every check of a case, layer by layer, and decide its outcome.
+
+Order: ``must_include`` / ``must_not_include`` first (they always gate), then every compiled
+check by layer (structure, content, review, metric), then the assert-sets and the case threshold.
+Every failure is reported, not the first. A check with a ``path`` that cannot be read after a
+structure check failed is reported as skipped with that reason, not as a second failure.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+from typing import Union
+
 from ..cases import PromptCase
+from ..models.base import Response
 from .base import CheckResult
+from .base import Layer
 from .base import Outcome
+from .compiled import CheckSet
+from .compiled import CompiledCheck
+from .compiled import CompiledChecks
+from .compiled import MakeCheck
+from .compiled import SuiteChecks
+from .compiled import builtin_make
+from .compiled import compile_case
 from .content import must_checks
+from .core import CheckContext
+from .core import Judge
+from .jsonpath import PathMissing
 
 
-__all__ = ["evaluate", "outcome_of"]
+__all__ = ["Evaluator", "Transform", "evaluate", "outcome_of"]
+
+#: ``transform(output, case, response) -> str | None``: the text the checks see (None: unchanged).
+Transform = Callable[[str, PromptCase, Union[Response, None]], Union[str, None]]
+
+_ORDER = {Layer.STRUCTURE: 0, Layer.CONTENT: 1, Layer.REVIEW: 2, Layer.METRIC: 3}
 
 
-def evaluate(case: PromptCase, output: str) -> tuple[CheckResult, ...]:
-    """Every check result for ``output``, in layer order; all failures, not the first."""
-    return tuple(must_checks(case, output))
+class Evaluator:
+    """Checks outputs for the cases of one suite: its ``[[checks]]``, judge, review policy and
+    output transform.
+
+    Args:
+        make: makes a check from an entry (the ``pytest_promptsuite_make_check`` hook).
+        suite: the compiled ``[[checks]]`` of the suite config.
+        judge: sends a prompt to the judge model (for ``llm-rubric``); ``judge_name`` is recorded.
+        review_fails: ``[review] outcome = "failed"``: a review mark fails the case.
+        transform: rewrites the output before the checks (``pytest_promptsuite_transform_output``).
+    """
+
+    def __init__(
+        self,
+        *,
+        make: MakeCheck = builtin_make,
+        suite: SuiteChecks | None = None,
+        judge: Judge | None = None,
+        judge_name: str | None = None,
+        review_fails: bool = False,
+        transform: Transform | None = None,
+    ) -> None:
+        self.make = make
+        self.suite = suite
+        self.judge = judge
+        self.judge_name = judge_name
+        self.review_fails = review_fails
+        self.transform = transform
+
+    def compile(self, case: PromptCase, *, display: str | None = None) -> CompiledChecks:
+        """The case's checks (raises :class:`~pytest_promptsuite.errors.CheckError`)."""
+        return compile_case(case, self.make, suite=self.suite, display=display)
+
+    def evaluate(
+        self, case: PromptCase, response: Response | str, checks: CompiledChecks | None = None
+    ) -> tuple[CheckResult, ...]:
+        """Every check result for a response (or a bare output), in the order the module says."""
+        if isinstance(response, str):
+            output, reply = response, None
+        else:
+            output, reply = response.text, response
+        if checks is None:
+            checks = self.compile(case)
+        if self.transform is not None:
+            changed = self.transform(output, case, reply)
+            if changed is not None:
+                output = changed
+        ctx = CheckContext(
+            case=case, output=output, response=reply, judge=self.judge, judge_name=self.judge_name
+        )
+        return _Run(ctx, checks, self.review_fails).results()
+
+
+def evaluate(case: PromptCase, output: str, **settings: Any) -> tuple[CheckResult, ...]:
+    """Every check result for ``output`` with the built-in check types (a stage-level shortcut).
+
+    ``settings`` are :class:`Evaluator`'s keyword arguments.
+    """
+    return Evaluator(**settings).evaluate(case, output)
+
+
+class _Run:
+    """One case's evaluation: leaf checks by layer, then sets and the case threshold."""
+
+    def __init__(self, ctx: CheckContext, checks: CompiledChecks, review_fails: bool) -> None:
+        self.ctx = ctx
+        self.checks = checks
+        self.review_fails = review_fails
+        self.structure_failure: str | None = None
+        self.leaf: dict[int, CheckResult] = {}
+
+    def results(self) -> tuple[CheckResult, ...]:
+        case = self.ctx.case
+        thresholded = self.checks.threshold is not None
+        leaves: list[tuple[CompiledCheck, bool, str | None]] = []  # (check, gating, label)
+        for entries, suite in ((self.checks.entries, False), (self.checks.suite, True)):
+            for entry in entries:
+                label = f"suite {entry.where}" if suite else None
+                if isinstance(entry, CheckSet):
+                    leaves.extend((m, False, f"{label or entry.where} assert-set") for m in entry.members)
+                else:
+                    # a review mark is no pass/fail verdict: a case threshold does not weigh it
+                    own = suite or not thresholded or entry.layer is Layer.REVIEW
+                    leaves.append((entry, entry.weight > 0 and own, label))
+        leaves.sort(key=lambda item: _ORDER[item[0].layer])
+        by_layer: dict[Layer, list[CheckResult]] = {layer: [] for layer in _ORDER}
+        for compiled, gating, label in leaves:
+            result = self._run_leaf(compiled, gating, label)
+            self.leaf[id(compiled)] = result
+            by_layer[compiled.layer].append(result)
+            if compiled.layer is Layer.STRUCTURE and not result.passed and not result.skipped:
+                self.structure_failure = self.structure_failure or compiled.name
+        if case.review:
+            reason = case.review if isinstance(case.review, str) else "the case is marked review"
+            by_layer[Layer.REVIEW].append(self._review_result("review", reason, gating=True))
+        ordered = list(must_checks(case, self.ctx.output))
+        for layer in _ORDER:
+            ordered.extend(by_layer[layer])
+        scored: list[tuple[float, CheckResult]] = []  # (weight, result) of the case's own entries
+        for entries, suite in ((self.checks.entries, False), (self.checks.suite, True)):
+            for entry in entries:
+                if isinstance(entry, CheckSet):
+                    result = self._set_result(
+                        entry,
+                        gating=entry.weight > 0 and (suite or not thresholded),
+                        label=f"suite {entry.where}" if suite else entry.where,
+                    )
+                    ordered.append(result)
+                else:
+                    result = self.leaf[id(entry)]
+                if not suite and result.layer != Layer.REVIEW.value:
+                    scored.append((entry.weight, result))
+        if thresholded and scored:
+            ordered.append(_share_result("threshold", "case", scored, self.checks.threshold, gating=True))
+        return tuple(ordered)
+
+    def _run_leaf(self, compiled: CompiledCheck, gating: bool, label: str | None) -> CheckResult:
+        ctx = self.ctx
+        path = compiled.path
+        prefix = f"{path}: " if path is not None else ""
+        details: dict[str, Any] = {}
+        if path is not None:
+            details["path"] = str(path)
+        if label:
+            details["in"] = label
+        if compiled.metric:
+            details["metric"] = compiled.metric
+        gating = gating and compiled.weight > 0
+        value: Any = ctx.output
+        if path is not None:
+            try:
+                value = path.find(ctx.output_json())
+            except (ValueError, PathMissing) as exc:
+                if self.structure_failure is not None:
+                    message = f"{prefix}skipped: {exc}, and structure check {self.structure_failure!r} failed"
+                    return self._result(compiled, False, message, gating, details, skipped=True)
+                return self._result(compiled, False, f"{prefix}cannot read it: {exc}", gating, details)
+        ctx.path = str(path) if path is not None else None
+        try:
+            verdict = compiled.check.evaluate(value, ctx)
+        finally:
+            ctx.path = None
+        if verdict.details:
+            details.update(verdict.details)
+        if verdict.skip is not None:
+            return self._result(
+                compiled, False, f"{prefix}skipped: {verdict.skip}", gating, details, skipped=True
+            )
+        passed = verdict.passed != compiled.negate
+        expected = f"not {verdict.expected}" if compiled.negate else verdict.expected
+        message = f"{prefix}expected {expected}; found {verdict.found}"
+        if compiled.weight == 0:
+            message += " (weight 0: recorded only)"
+        if "review" in details and gating and self.review_fails:
+            passed = False
+            message += " (review.outcome = 'failed' in the suite config)"
+        return self._result(compiled, passed, message, gating, details, score=verdict.score)
+
+    @staticmethod
+    def _result(
+        compiled: CompiledCheck,
+        passed: bool,
+        message: str,
+        gating: bool,
+        details: dict[str, Any],
+        *,
+        skipped: bool = False,
+        score: float | None = None,
+    ) -> CheckResult:
+        return CheckResult(
+            compiled.layer.value,
+            compiled.name,
+            passed,
+            message,
+            gating=gating,
+            skipped=skipped,
+            score=score,
+            details=details or None,
+        )
+
+    def _review_result(self, name: str, reason: str, *, gating: bool) -> CheckResult:
+        message = f"marked for human review: {reason}"
+        if self.review_fails:
+            message += " (review.outcome = 'failed' in the suite config)"
+        return CheckResult(
+            Layer.REVIEW.value,
+            name,
+            not self.review_fails,
+            message,
+            gating=gating,
+            details={"review": reason},
+        )
+
+    def _set_result(self, entry: CheckSet, *, gating: bool, label: str) -> CheckResult:
+        scored = [(m.weight, self.leaf[id(m)]) for m in entry.members]
+        layer = max((m.layer for m in entry.members), key=lambda layer: _ORDER[layer])
+        result = _share_result("assert-set", label, scored, entry.threshold, gating=gating, layer=layer)
+        return result
+
+
+def _share_result(
+    name: str,
+    label: str,
+    scored: list[tuple[float, CheckResult]],
+    threshold: float | None,
+    *,
+    gating: bool,
+    layer: Layer = Layer.METRIC,
+) -> CheckResult:
+    """The verdict of a group: weighted share of passing checks against ``threshold`` (default:
+    every weighted check passes). Skipped checks and weight-0 checks do not count."""
+    counted = [(w, r) for w, r in scored if w > 0 and not r.skipped]
+    total = sum(w for w, _ in counted)
+    if not counted:
+        return CheckResult(
+            layer.value,
+            name,
+            False,
+            f"{label}: skipped: no check of it could run",
+            gating=gating,
+            skipped=True,
+        )
+    got = sum(w for w, r in counted if r.passed)
+    share = got / total
+    n_pass = sum(1 for _, r in counted if r.passed)
+    if threshold is None:
+        passed = n_pass == len(counted)
+        bound = "every weighted check passes"
+    else:
+        passed = share >= threshold - 1e-12
+        bound = f"a weighted share >= {threshold:g}"
+    failed = [r.name for _, r in counted if not r.passed]
+    found = f"{n_pass} of {len(counted)} passed, weighted share {share:.2f}"
+    if failed:
+        found += f" (failed: {', '.join(failed)})"
+    return CheckResult(
+        layer.value, name, passed, f"{label}: expected {bound}; found {found}", gating=gating, score=share
+    )
 
 
 def outcome_of(case: PromptCase, checks: tuple[CheckResult, ...], *, error: str | None) -> Outcome:
@@ -22,6 +284,9 @@ def outcome_of(case: PromptCase, checks: tuple[CheckResult, ...], *, error: str 
         return Outcome.ERROR
     if any(not c.passed and c.gating and not c.skipped for c in checks):
         return Outcome.FAILED
-    if case.review:
+    if case.review or any(
+        c.layer == Layer.REVIEW.value and c.gating and c.passed and c.details and "review" in c.details
+        for c in checks
+    ):
         return Outcome.REVIEW
     return Outcome.PASSED

@@ -27,6 +27,18 @@ def make_model(spec: str, *, settings: ModelConfig | None = None, root: Path | N
         if root is not None and not rules.is_absolute():
             rules = root / rules
         return FakeModel.from_rules_file(rules, spec=spec)
+    if spec.startswith("openai:"):
+        from .openai import openai_model  # httpx is imported only when an endpoint is used
+
+        config = settings or ModelConfig(spec=spec)
+        return openai_model(
+            spec[len("openai:") :],
+            base_url=config.base_url,
+            api_key_env=config.api_key_env,
+            endpoint=config.endpoint,
+            timeout_s=config.timeout_s,
+            max_retries=config.max_retries,
+        )
     raise ModelError(
         f"unknown model spec {spec!r} (known: {', '.join(KNOWN_SCHEMES)}, "
         "or a model named in the suite config)"

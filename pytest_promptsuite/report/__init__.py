@@ -2,11 +2,25 @@
 
 from __future__ import annotations
 
+from .files import REPORT_FILES
+from .files import sorted_rows
 from .files import write_report
+from .html import dashboard_html
+from .markdown import summary_markdown
 from .text import display_width
 from .text import failure_text
 from .text import summary_lines
 from .text import trim_output
 
 
-__all__ = ["display_width", "failure_text", "summary_lines", "trim_output", "write_report"]
+__all__ = [
+    "REPORT_FILES",
+    "dashboard_html",
+    "display_width",
+    "failure_text",
+    "sorted_rows",
+    "summary_lines",
+    "summary_markdown",
+    "trim_output",
+    "write_report",
+]

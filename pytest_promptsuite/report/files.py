@@ -1,28 +1,46 @@
-"""Report files: ``results.jsonl``, ``summary.json``, ``slices.csv`` and ``summary.md``."""
+"""Report files: ``results.jsonl``, ``summary.json``, ``slices.csv``, ``summary.md``, ``dashboard.html``."""
 
 from __future__ import annotations
 
 import csv
 import json
+import re
 from collections.abc import Iterable
 from pathlib import Path
 
 from ..checks.base import CaseResult
 from ..results import Summary
-from .text import summary_lines
+from .html import write_dashboard
+from .markdown import summary_markdown
 
 
-__all__ = ["write_report"]
+__all__ = ["REPORT_FILES", "sorted_rows", "write_report"]
+
+REPORT_FILES = ("results.jsonl", "summary.json", "slices.csv", "summary.md", "dashboard.html")
+_LOCATION = re.compile(r"^(.*):(\d+)$")
+
+
+def _order(row: CaseResult) -> tuple[str, int, str, str, int]:
+    match = _LOCATION.match(row.location)
+    path, line = (match.group(1), int(match.group(2))) if match else (row.location, 0)
+    return (path, line, row.case_id, row.variant or "", row.repeat)
+
+
+def sorted_rows(rows: Iterable[CaseResult]) -> list[CaseResult]:
+    """Rows in case-file order (file, line, variant, repeat), whatever order they finished in.
+
+    A serial run, a pytest-xdist run and merged shards then write the same ``results.jsonl``.
+    """
+    return sorted(rows, key=_order)
 
 
 def write_report(directory: Path, rows: Iterable[CaseResult], summary: Summary) -> list[Path]:
     """Write every report file into ``directory`` (created if needed); return their paths."""
     directory.mkdir(parents=True, exist_ok=True)
+    ordered = sorted_rows(rows)
     results = directory / "results.jsonl"
     with results.open("w", encoding="utf-8") as fp:
-        for row in rows:
-            fp.write(row.to_json())
-            fp.write("\n")
+        fp.writelines(row.to_json() + "\n" for row in ordered)
     summary_json = directory / "summary.json"
     summary_json.write_text(
         json.dumps(summary.to_dict(), ensure_ascii=False, indent=2) + "\n", encoding="utf-8"
@@ -35,9 +53,6 @@ def write_report(directory: Path, rows: Iterable[CaseResult], summary: Summary) 
         writer.writeheader()
         writer.writerows(table)
     summary_md = directory / "summary.md"
-    verdict = "PASSED" if summary.gate.passed else "FAILED"
-    md = [f"## promptsuite gate: {verdict}", ""]
-    md += [f"- {reason}" for reason in summary.gate.reasons]
-    md += ["", "```", *summary_lines(summary), "```", ""]
-    summary_md.write_text("\n".join(md), encoding="utf-8")
-    return [results, summary_json, slices_csv, summary_md]
+    summary_md.write_text(summary_markdown(summary), encoding="utf-8")
+    dashboard = write_dashboard(directory / "dashboard.html", ordered, summary)
+    return [results, summary_json, slices_csv, summary_md, dashboard]

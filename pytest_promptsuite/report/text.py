@@ -5,12 +5,15 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Iterator
 from collections.abc import Sequence
+from typing import Any
 
 from ..checks.base import CaseResult
 from ..results import Summary
 
 
-__all__ = ["display_width", "failure_text", "summary_lines", "trim_output"]
+__all__ = [
+    "display_width", "failure_text", "slice_rows", "summary_lines", "trim_output", "variant_lines",
+]
 
 #: Outputs longer than this are shown trimmed around the first place a failed check points at.
 MAX_OUTPUT_CHARS = 600
@@ -41,12 +44,30 @@ def _pct(value: float | None) -> str:
     return "-" if value is None else f"{value:.1%}"
 
 
-def summary_lines(summary: Summary) -> Iterator[str]:
-    """The slice table and the gate verdict, last."""
+def _signed_points(value: float | None) -> str:
+    return "-" if value is None else f"{value * 100:+.1f}"
+
+
+def _p(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3g}"
+
+
+def _id_list(ids: Sequence[str], limit: int) -> str:
+    shown = ", ".join(ids[:limit])
+    return shown + (f" ... and {len(ids) - limit} more" if len(ids) > limit else "")
+
+
+def slice_rows(summary: Summary) -> tuple[list[str], list[list[str]]]:
+    """The slice table as text cells (header, rows); baseline columns only with a baseline."""
+    baseline = summary.baseline is not None
     header = ["slice", "cases", "passed", "failed", "error", "review", "pass rate", "95% CI",
-              "threshold", "gate"]
-    rows = [
-        [
+              "threshold"]
+    if baseline:
+        header += ["baseline", "delta (pts)", "flips -/+", "p"]
+    header.append("gate")
+    rows = []
+    for s in summary.slices:
+        row = [
             s.slice,
             str(s.cases),
             str(s.passed),
@@ -56,16 +77,56 @@ def summary_lines(summary: Summary) -> Iterator[str]:
             _pct(s.pass_rate),
             "-" if s.ci_low is None else f"{s.ci_low:.0%}-{s.ci_high:.0%}",
             f"{s.threshold:.0%} ({s.threshold_source})",
-            s.gate.upper(),
         ]
-        for s in summary.slices
-    ]
-    yield from _table(header, rows, right={1, 2, 3, 4, 5, 6})
+        if baseline:
+            row += [
+                _pct(s.baseline_pass_rate),
+                _signed_points(s.delta),
+                f"-{s.regressions or 0}/+{s.fixes or 0}",
+                _p(s.p_value),
+            ]
+        row.append(s.gate.upper())
+        rows.append(row)
+    return header, rows
+
+
+def summary_lines(summary: Summary, *, max_ids: int = 20) -> Iterator[str]:
+    """The slice table, variants, flaky cases, the baseline diff by id, and the gate verdict last."""
+    header, rows = slice_rows(summary)
+    right = {1, 2, 3, 4, 5, 6} | ({9, 10, 12} if summary.baseline is not None else set())
+    yield from _table(header, rows, right=right)
     t = summary.totals
     yield (
         f"total: {t['cases']} cases, {t['passed']} passed, {t['failed']} failed, "
         f"{t['error']} error, {t['review']} review"
     )
+    if summary.variants:
+        yield "by variant: " + ", ".join(
+            f"{v.name} {_pct(v.pass_rate)} ({v.passed}/{v.cases - v.review - v.skipped})"
+            for v in summary.variants
+        )
+    if summary.compared_variants is not None:
+        yield from variant_lines(summary, max_ids=max_ids)
+    flaky = summary.flaky
+    if flaky:
+        yield "flaky (passed in some repeats only): " + _id_list(
+            [f"{r.case_id}{'' if r.variant is None else f'[{r.variant}]'} {r.passed}/{r.runs}"
+             for r in flaky],
+            max_ids,
+        )
+    diff = summary.baseline
+    if diff is not None:
+        yield (
+            f"against {diff.source}: {len(diff.regressions)} regressions, {len(diff.fixes)} fixes, "
+            f"{len(diff.new)} new, {len(diff.removed)} removed; allowed drop "
+            f"{diff.max_regression * 100:.1f} points ({diff.max_regression_source})"
+        )
+        if diff.regressions:
+            yield "regressions: " + _id_list(list(diff.regressions), max_ids)
+        if diff.fixes:
+            yield "fixes: " + _id_list(list(diff.fixes), max_ids)
+        for name, rate in sorted(diff.missing_slices.items()):
+            yield f"slice {name!r} of the baseline ({_pct(rate)}) has no case in this run"
     if summary.gate.passed:
         failed = t["failed"]
         tolerated = f" ({failed} failed case{'s' if failed != 1 else ''} within tolerance)" if failed else ""
@@ -74,6 +135,38 @@ def summary_lines(summary: Summary) -> Iterator[str]:
         yield "promptsuite gate: FAILED"
         for reason in summary.gate.reasons:
             yield f"  - {reason}"
+
+
+def variant_lines(summary: Summary, *, max_ids: int = 20) -> Iterator[str]:
+    """Prompt versions side by side: each slice's pass rate per variant, and the flips from the
+    first variant to the second."""
+    compared = summary.compared_variants
+    if compared is None:
+        return
+    names = list(compared.variants)
+    pair = len(names) >= 2
+    header = ["slice", *names]
+    if pair:
+        header += [f"flips {names[0]}->{names[1]} -/+", "p"]
+    by_slice: dict[str, dict[str, Any]] = {}
+    for vs in compared.slices:
+        counted = vs.cases - vs.review - vs.skipped
+        mark = "" if vs.gate == "pass" else " FAIL"
+        by_slice.setdefault(vs.slice, {})[vs.variant] = f"{_pct(vs.pass_rate)} ({vs.passed}/{counted}){mark}"
+    rows = []
+    for name in sorted(by_slice):
+        row = [name, *(by_slice[name].get(v, "-") for v in names)]
+        if pair:
+            flips = compared.flips_by_slice.get(name, {})
+            row += [f"-{flips.get('regressions', 0)}/+{flips.get('fixes', 0)}", _p(flips.get("p_value"))]
+        rows.append(row)
+    yield "prompt variants, pass rate by slice:"
+    yield from _table(header, rows, right=set(range(1, len(header))))
+    if pair and compared.diff is not None:
+        if compared.diff.regressions:
+            yield f"{names[1]} breaks (passed in {names[0]}): " + _id_list(list(compared.diff.regressions), max_ids)
+        if compared.diff.fixes:
+            yield f"{names[1]} fixes (failed in {names[0]}): " + _id_list(list(compared.diff.fixes), max_ids)
 
 
 def trim_output(output: str, focus: int | None = None, limit: int = MAX_OUTPUT_CHARS) -> str:
@@ -109,9 +202,10 @@ def failure_text(result: CaseResult) -> str:
         else f"failed {len(failed)} check{'s' if len(failed) != 1 else ''}"
     )
     lines = [f"{result.location}: {result.case_id} [slice {result.slice}] {what}"]
-    if failed:
-        name_width = max(len(c.name) for c in failed)
-        for check in failed:
+    shown_checks = failed + [c for c in result.checks if c.skipped]  # skipped ones say why
+    if shown_checks:
+        name_width = max(len(c.name) for c in shown_checks)
+        for check in shown_checks:
             lines.append(f"  {check.layer:<9} {check.name:<{name_width}}  {check.message}")
     if result.output is not None:
         shown = trim_output(result.output, _focus(result))

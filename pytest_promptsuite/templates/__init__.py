@@ -1,16 +1,61 @@
-"""Stage 2: a case into the prompt that is sent (a string, or chat messages)."""
+"""Stage 2: a case into the prompt that is sent (a string, or chat messages).
+
+The engine implements OpenCompass/AISBench prompt templates and meta templates as
+``SPEC-templates.md`` describes them, with its deliberate differences.
+"""
 
 from __future__ import annotations
 
 from ..cases import PromptCase
 from ..models.base import Prompt
+from .builtin import BUILTIN_META_TEMPLATES
+from .builtin import builtin_meta
+from .case import CasePrompts
+from .case import case_row
+from .meta import APITemplateParser
+from .meta import LMTemplateParser
+from .meta import MetaTemplate
+from .meta import to_openai_messages
+from .multimodal import MMPromptTemplate
+from .multiturn import MultiTurnPromptTemplate
+from .prompt_list import PromptList
+from .prompt_template import PromptTemplate
+from .request import render_request
+from .retrievers import BM25Retriever
+from .retrievers import FixKRetriever
+from .retrievers import RandomRetriever
+from .retrievers import TopkRetriever
+from .retrievers import ZeroRetriever
+from .substitute import substitute
 
 
-__all__ = ["case_prompt"]
+__all__ = [
+    "APITemplateParser",
+    "BM25Retriever",
+    "BUILTIN_META_TEMPLATES",
+    "CasePrompts",
+    "FixKRetriever",
+    "LMTemplateParser",
+    "MMPromptTemplate",
+    "MetaTemplate",
+    "MultiTurnPromptTemplate",
+    "PromptList",
+    "PromptTemplate",
+    "RandomRetriever",
+    "TopkRetriever",
+    "ZeroRetriever",
+    "builtin_meta",
+    "case_prompt",
+    "case_row",
+    "render_request",
+    "substitute",
+    "to_openai_messages",
+]
 
 
-def case_prompt(case: PromptCase) -> Prompt:
-    """The prompt of a case with no template: its input, or one user message per turn."""
-    if isinstance(case.input, str):
-        return case.input
-    return [{"role": "user", "content": turn} for turn in case.input]
+def case_prompt(
+    case: PromptCase, prompts: CasePrompts | None = None, *, variant: str | None = None
+) -> Prompt:
+    """The (first) prompt a case sends: with ``prompts`` (a suite's builder) or with no template
+    (the input string; a multi-turn case's first user turn)."""
+    return (prompts or CasePrompts()).prompt(case, variant=variant)

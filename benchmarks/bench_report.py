@@ -1,0 +1,120 @@
+"""Report generation for a large result set: aggregation (with a baseline diff) and every file.
+
+Builds N synthetic ``CaseResult`` rows (6 slices, about 5 % failing, ~800-char prompts and outputs,
+tags, 1 % of cases flipped against a baseline of the same size), then times, in-process:
+
+- ``load``: reading the baseline's ``results.jsonl`` back (what ``--prompt-baseline`` does),
+- ``summarize``: pandas aggregation, Wilson intervals, the baseline diff and McNemar,
+- ``write``: results.jsonl, summary.json, slices.csv, summary.md and dashboard.html.
+
+    python benchmarks/bench_report.py                  # N = 100,000, 3 runs, medians
+    python benchmarks/bench_report.py --rows 20000 --runs 5
+    python benchmarks/bench_report.py --browser        # also time headless Chromium on the dashboard
+
+The target is under 10 s for 100,000 rows (summarize + write).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from pytest_promptsuite.checks.base import CaseResult
+from pytest_promptsuite.checks.base import CheckResult
+from pytest_promptsuite.report import write_report
+from pytest_promptsuite.results import ThresholdPolicy
+from pytest_promptsuite.results import load_results
+from pytest_promptsuite.results import summarize
+
+
+SLICES = ["退款", "物流", "账户安全", "提示词注入", "闲聊", "billing"]
+WORDS = "the order refund parcel account password 退款 物流 快递 客服 please thanks 请 帮我 查询".split()
+
+
+def _text(rnd: random.Random, size: int) -> str:
+    return " ".join(rnd.choice(WORDS) for _ in range(size // 6))
+
+
+def make_rows(n: int, seed: int = 1234) -> tuple[list[CaseResult], list[CaseResult]]:
+    """(current, baseline): the same cases; 1 % of them flip in either direction."""
+    rnd = random.Random(seed)
+    ok = CheckResult("content", "must_include", True, "")
+    bad = CheckResult("content", "must_include", False, "missing required text 'refund'")
+    current: list[CaseResult] = []
+    baseline: list[CaseResult] = []
+    for i in range(n):
+        slice_ = SLICES[i % len(SLICES)]
+        prompt = _text(rnd, rnd.randint(50, 1600))
+        output = _text(rnd, rnd.randint(50, 1600))
+        passed = rnd.random() > 0.05
+        was = passed if rnd.random() > 0.01 else not passed
+        common = {"case_id": f"case-{i:06d}", "slice": slice_, "location": f"cases.jsonl:{i + 1}",
+                  "prompt": prompt, "prompt_hash": f"{i:016x}", "tags": (slice_, f"t{i % 7}")}
+        current.append(CaseResult(outcome="passed" if passed else "failed", output=output,
+                                  checks=(ok if passed else bad,), latency_ms=1.0, **common))
+        baseline.append(CaseResult(outcome="passed" if was else "failed", output=output,
+                                   checks=(ok if was else bad,), latency_ms=1.0, **common))
+    return current, baseline
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--rows", type=int, default=100_000)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--browser", action="store_true", help="time chromium --dump-dom on the dashboard")
+    args = parser.parse_args()
+    current, baseline = make_rows(args.rows)
+    policy = ThresholdPolicy(option=0.9, max_regression_option=0.02)
+    times: dict[str, list[float]] = {"load": [], "summarize": [], "write": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        base_dir = Path(tmp) / "base"
+        write_report(base_dir, baseline, summarize(baseline, policy))
+        for _ in range(args.runs):
+            t0 = time.perf_counter()
+            loaded = load_results(base_dir)
+            t1 = time.perf_counter()
+            summary = summarize(current, policy, baseline=loaded, baseline_source=str(base_dir))
+            t2 = time.perf_counter()
+            write_report(Path(tmp) / "rep", current, summary)
+            t3 = time.perf_counter()
+            times["load"].append(t1 - t0)
+            times["summarize"].append(t2 - t1)
+            times["write"].append(t3 - t2)
+        sizes = {p.name: p.stat().st_size for p in sorted((Path(tmp) / "rep").iterdir())}
+        print(f"rows: {args.rows:,}; runs: {args.runs}; regressions {len(summary.regressions):,}, "
+              f"fixes {len(summary.fixes):,}")
+        for name, values in times.items():
+            print(f"{name:>10}: median {statistics.median(values):6.2f} s  "
+                  f"[{min(values):.2f}-{max(values):.2f}]")
+        total = statistics.median(times["summarize"]) + statistics.median(times["write"])
+        print(f"{'report':>10}: {total:6.2f} s (summarize + write; target < 10 s)")
+        for name, size in sizes.items():
+            print(f"{name:>16}: {size / 1e6:7.1f} MB")
+        chromium = shutil.which("chromium")
+        if args.browser and chromium:
+            page = (Path(tmp) / "rep" / "dashboard.html").as_uri()
+            t0 = time.perf_counter()
+            dom = subprocess.run(
+                [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                 f"--user-data-dir={Path(tmp) / 'profile'}", "--dump-dom", page],
+                capture_output=True, text=True, timeout=300, check=True,
+            ).stdout
+            elapsed = time.perf_counter() - t0
+            rendered = 'data-rendered="1"' in dom
+            rows_shown = dom.count('<tr class="case ')
+            print(f"{'chromium':>10}: {elapsed:6.2f} s to load and render (rendered={rendered}, "
+                  f"{rows_shown} case rows on the first page)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,290 @@
+"""The metric layer: latency, tokens and cost of the call, a judge model's rubric, your function."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from ..errors import CheckError
+from ..errors import ModelError
+from ..models.base import Model
+from ..models.base import ModelRequest
+from ..models.runner import ModelRunner
+from .base import CheckResult
+from .base import Layer
+from .core import Check
+from .core import CheckContext
+from .core import Params
+from .core import Verdict
+from .core import json_text
+from .core import shorten
+from .structure import import_object
+
+
+__all__ = [
+    "Cost",
+    "Latency",
+    "LlmRubric",
+    "ModelJudge",
+    "PythonCheck",
+    "RUBRIC_PROMPT",
+    "Tokens",
+    "parse_judge_reply",
+]
+
+
+class Latency(Check):
+    """``latency``: the model call took at most ``threshold`` ms. A cached response (or a model that
+    measures none) has no latency: the check says so and is skipped, it does not pass."""
+
+    layer = Layer.METRIC
+    reads_output = False
+
+    def __init__(self, threshold: float) -> None:
+        self.threshold = threshold
+
+    def evaluate(self, value: Any, ctx: CheckContext) -> Verdict:
+        response = ctx.response
+        if response is None:
+            return Verdict.skipped("no model response to time")
+        if response.cached:
+            return Verdict.skipped(
+                "no latency: the response came from the cache (run without the cache to measure it)"
+            )
+        if response.latency_ms is None:
+            return Verdict.skipped("no latency: the model did not measure one (the fake model never does)")
+        return Verdict(
+            response.latency_ms <= self.threshold,
+            f"latency <= {self.threshold:g} ms",
+            f"{response.latency_ms:.0f} ms",
+            details={"latency_ms": response.latency_ms},
+        )
+
+
+_TOKEN_FIELDS = ("total", "prompt", "completion")
+
+
+class Tokens(Check):
+    """``tokens``: at most ``threshold`` tokens of ``field`` (``total``, ``prompt``, ``completion``)."""
+
+    layer = Layer.METRIC
+    reads_output = False
+
+    def __init__(self, threshold: int, field: str) -> None:
+        self.threshold = threshold
+        self.field = field
+
+    def evaluate(self, value: Any, ctx: CheckContext) -> Verdict:
+        usage = ctx.response.usage if ctx.response is not None else None
+        count = getattr(usage, f"{self.field}_tokens", None) if usage is not None else None
+        if count is None:
+            return Verdict.skipped(f"no {self.field} token count reported by the model")
+        return Verdict(
+            count <= self.threshold, f"at most {self.threshold} {self.field} tokens", f"{count} tokens"
+        )
+
+
+class Cost(Check):
+    """``cost``: at most ``threshold`` (USD) for the call, priced from its token usage with
+    ``prices = {prompt = USD per 1M tokens, completion = USD per 1M tokens}``."""
+
+    layer = Layer.METRIC
+    reads_output = False
+
+    def __init__(self, threshold: float, prompt_price: float, completion_price: float) -> None:
+        self.threshold = threshold
+        self.prompt_price = prompt_price
+        self.completion_price = completion_price
+
+    def evaluate(self, value: Any, ctx: CheckContext) -> Verdict:
+        usage = ctx.response.usage if ctx.response is not None else None
+        if usage is None or usage.prompt_tokens is None or usage.completion_tokens is None:
+            return Verdict.skipped("no token usage reported by the model, so no cost")
+        cost = (
+            usage.prompt_tokens * self.prompt_price + usage.completion_tokens * self.completion_price
+        ) / 1e6
+        return Verdict(
+            cost <= self.threshold,
+            f"cost <= ${self.threshold:g}",
+            f"${cost:.6f} ({usage.prompt_tokens} prompt + {usage.completion_tokens} completion tokens)",
+            details={"cost_usd": cost},
+        )
+
+
+#: What the judge is sent; ``{rubric}`` and ``{output}`` are filled in.
+RUBRIC_PROMPT = """You are grading an output against a rubric.
+
+<rubric>
+{rubric}
+</rubric>
+
+<output>
+{output}
+</output>
+
+Reply with one JSON object and nothing else:
+{{"reason": "<one sentence>", "pass": true or false, "score": <number from 0 to 1>}}"""
+
+
+def parse_judge_reply(reply: str) -> dict[str, Any]:
+    """The verdict object in a judge's reply (the first JSON object with a boolean ``pass``)."""
+    decoder = json.JSONDecoder()
+    for match in re.finditer(r"\{", reply):
+        try:
+            value, _ = decoder.raw_decode(reply, match.start())
+        except ValueError:
+            continue
+        if isinstance(value, dict) and isinstance(value.get("pass"), bool):
+            score = value.get("score")
+            if score is not None and (isinstance(score, bool) or not isinstance(score, (int, float))):
+                raise ValueError(f"'score' is {score!r}, not a number")
+            return value
+    raise ValueError("no JSON object with a boolean 'pass' in the reply")
+
+
+class LlmRubric(Check):
+    """``llm-rubric``: a judge model grades the output against the rubric in ``value``. Its
+    verdict, score and reason are recorded; with ``threshold`` the score must reach it."""
+
+    layer = Layer.METRIC
+
+    def __init__(self, rubric: str, threshold: float | None) -> None:
+        self.rubric = rubric
+        self.threshold = threshold
+
+    def evaluate(self, value: Any, ctx: CheckContext) -> Verdict:
+        expected = f"the judge passes rubric {shorten(self.rubric, 60)}" + (
+            f" with score >= {self.threshold:g}" if self.threshold is not None else ""
+        )
+        if ctx.judge is None:
+            return Verdict(
+                False,
+                expected,
+                "no judge model: configure [models.judge] in the suite config or pass --prompt-judge SPEC",
+            )
+        prompt = RUBRIC_PROMPT.format(rubric=self.rubric, output=json_text(value))
+        try:
+            reply = ctx.judge(prompt)
+        except ModelError as exc:
+            return Verdict(False, expected, f"the judge call failed: {exc}")
+        try:
+            verdict = parse_judge_reply(reply)
+        except ValueError as exc:
+            return Verdict(
+                False,
+                expected,
+                f"an unreadable judge reply ({exc}): {shorten(reply)}",
+                details={"judge": ctx.judge_name, "reply": reply},
+            )
+        passed = verdict["pass"]
+        score = verdict.get("score")
+        score = float(score) if score is not None else (1.0 if passed else 0.0)
+        reason = str(verdict.get("reason", ""))
+        ok = score >= self.threshold if self.threshold is not None else passed
+        return Verdict(
+            ok,
+            expected,
+            f"{'pass' if passed else 'fail'}, score {score:g}: {reason}",
+            score=score,
+            details={"judge": ctx.judge_name, "verdict": passed, "score": score, "reason": reason},
+        )
+
+
+class ModelJudge:
+    """A judge callable over a model: sends the rubric prompt, returns the reply text."""
+
+    def __init__(self, model: Model, runner: ModelRunner, params: dict[str, Any] | None = None) -> None:
+        self.model = model
+        self.runner = runner
+        self.params = dict(params or {})
+
+    def __call__(self, prompt: str) -> str:
+        return self.runner.call(self.model, ModelRequest(prompt=prompt, params=self.params)).text
+
+
+class PythonCheck(Check):
+    """``python``: your function ``(output, case) -> bool | float | CheckResult``. A float is a
+    score: it passes at >= ``threshold``, or above 0 without one."""
+
+    layer = Layer.METRIC
+
+    def __init__(self, function: Any, spec: str, threshold: float | None) -> None:
+        self.function = function
+        self.spec = spec
+        self.threshold = threshold
+
+    def evaluate(self, value: Any, ctx: CheckContext) -> Verdict:
+        expected = f"{self.spec} accepts the output"
+        try:
+            result = self.function(value, ctx.case)
+        except Exception as exc:  # the user's function broke: a failure that says how
+            return Verdict(False, expected, f"the function raised {exc!r}")
+        if isinstance(result, CheckResult):
+            return Verdict(
+                result.passed, expected, result.message, score=result.score, details=result.details
+            )
+        if isinstance(result, bool):
+            return Verdict(result, expected, "True" if result else "False")
+        if isinstance(result, (int, float)):
+            ok = result >= self.threshold if self.threshold is not None else result > 0
+            bound = f">= {self.threshold:g}" if self.threshold is not None else "> 0"
+            return Verdict(ok, f"{self.spec} scores {bound}", f"score {result:g}", score=float(result))
+        return Verdict(
+            False, expected, f"a {type(result).__name__} (return a bool, a float or a CheckResult)"
+        )
+
+
+def make_latency(p: Params) -> Check:
+    threshold = p.number("threshold", required=True, minimum=0, what="a bound in milliseconds")
+    assert threshold is not None
+    return Latency(threshold)
+
+
+def make_tokens(p: Params) -> Check:
+    threshold = p.number("threshold", required=True, minimum=0, what="a whole number of tokens")
+    field = p.string("field", what="'total', 'prompt' or 'completion'") or "total"
+    if field not in _TOKEN_FIELDS:
+        raise CheckError(f"'field' of {p.name!r} must be 'total', 'prompt' or 'completion', got {field!r}")
+    assert threshold is not None
+    return Tokens(int(threshold), field)
+
+
+def make_cost(p: Params) -> Check:
+    threshold = p.number("threshold", required=True, minimum=0, what="a bound in USD")
+    prices = p.raw(
+        "prices", required=True, what="{prompt = USD per 1M tokens, completion = USD per 1M tokens}"
+    )
+    if (
+        not isinstance(prices, dict)
+        or set(prices) != {"prompt", "completion"}
+        or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in prices.values()
+        )
+    ):
+        raise CheckError(
+            f"'prices' of {p.name!r} must be {{prompt = USD per 1M tokens, completion = USD per 1M tokens}}, "
+            f"got {prices!r}"
+        )
+    assert threshold is not None
+    return Cost(threshold, float(prices["prompt"]), float(prices["completion"]))
+
+
+def make_llm_rubric(p: Params) -> Check:
+    rubric = p.string("value", required=True, what="the rubric")
+    threshold = p.number("threshold", minimum=0, maximum=1, what="a score from 0 to 1")
+    assert rubric is not None
+    if not rubric.strip():
+        raise CheckError(f"'value' of {p.name!r} is empty: write the rubric")
+    return LlmRubric(rubric, threshold)
+
+
+def make_python(p: Params, base_dir: Path) -> Check:
+    spec = p.string("value", required=True, what="a dotted path like 'package.module:function'")
+    threshold = p.number("threshold")
+    assert spec is not None
+    function = import_object(spec, base_dir, field="value", name=p.name)
+    if not callable(function):
+        raise CheckError(f"'value' of {p.name!r}: {spec!r} is not callable")
+    return PythonCheck(function, spec, threshold)

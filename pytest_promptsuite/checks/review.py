@@ -1,0 +1,37 @@
+"""The review layer: outputs that need a human look (``human-review``, or the case's ``review``).
+
+A review mark is not a failure: the case ends as ``review``, which the pass rate leaves out,
+unless the suite config says ``[review] outcome = "failed"``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .base import Layer
+from .core import Check
+from .core import CheckContext
+from .core import Params
+from .core import Verdict
+
+
+__all__ = ["HumanReview", "make_human_review"]
+
+
+class HumanReview(Check):
+    """``human-review``: mark the case for a human, with the reason in ``value``."""
+
+    layer = Layer.REVIEW
+    negatable = False
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+    def evaluate(self, value: Any, ctx: CheckContext) -> Verdict:
+        return Verdict(True, "a human review", self.reason, details={"review": self.reason})
+
+
+def make_human_review(p: Params) -> Check:
+    reason = p.string("value", required=True, what="the reason a human should look")
+    assert reason is not None
+    return HumanReview(reason)

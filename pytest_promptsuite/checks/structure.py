@@ -1,0 +1,351 @@
+"""The structure layer: is the output shaped right (JSON, a schema, XML, a length, a finish reason)?
+
+These run first; a content check with a ``path`` that cannot be read after one of them failed is
+reported as skipped rather than as a second failure.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import json
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+from pydantic import ValidationError
+
+from ..errors import CheckError
+from .base import Layer
+from .core import Check
+from .core import CheckContext
+from .core import Params
+from .core import Verdict
+from .core import resolve_file
+from .core import shorten
+
+
+__all__ = [
+    "CharCount",
+    "ContainsJson",
+    "FinishReason",
+    "IsJson",
+    "IsXml",
+    "PydanticModel",
+    "WordCount",
+    "import_object",
+    "load_schema",
+]
+
+
+#: Validators by the schema's canonical JSON: a suite repeats one schema in many cases, and
+#: checking a schema against its meta-schema costs ~1 ms.
+_VALIDATORS: dict[str, Any] = {}
+#: Parsed schema files by resolved path.
+_SCHEMA_FILES: dict[Path, Any] = {}
+
+
+def load_schema(p: Params, base_dir: Path) -> Any | None:
+    """``value`` as a JSON Schema validator: an inline object, or a file relative to the case file."""
+    value = p.raw("value", what="a JSON Schema object or a schema file")
+    if value is None:
+        return None
+    if isinstance(value, str):
+        path = resolve_file(value, base_dir).resolve()
+        schema = _SCHEMA_FILES.get(path)
+        if schema is None:
+            try:
+                schema = json.loads(path.read_text(encoding="utf-8"))
+            except OSError as exc:
+                raise CheckError(
+                    f"'value' of {p.name!r}: cannot read the schema file {str(path)!r}: {exc.strerror}"
+                ) from exc
+            except ValueError as exc:
+                raise CheckError(
+                    f"'value' of {p.name!r}: the schema file {str(path)!r} is not JSON: {exc}"
+                ) from exc
+            _SCHEMA_FILES[path] = schema
+    else:
+        schema = value
+    if not isinstance(schema, dict):
+        raise CheckError(
+            f"'value' of {p.name!r} must be a JSON Schema object or a schema file, "
+            f"got {type(schema).__name__}"
+        )
+    key = json.dumps(schema, sort_keys=True)
+    validator = _VALIDATORS.get(key)
+    if validator is None:
+        import jsonschema  # imported when a schema is used: it costs ~0.1 s at every pytest start
+
+        cls = jsonschema.validators.validator_for(schema)
+        try:
+            cls.check_schema(schema)
+        except jsonschema.SchemaError as exc:
+            raise CheckError(f"'value' of {p.name!r} is not a valid JSON Schema: {exc.message}") from exc
+        validator = _VALIDATORS[key] = cls(schema)
+    return validator
+
+
+def _schema_problem(validator: Any, data: Any) -> str | None:
+    """None if ``data`` fits the schema; else the most relevant error, where it is, and how many."""
+    import jsonschema
+
+    errors = list(validator.iter_errors(data))
+    if not errors:
+        return None
+    best = jsonschema.exceptions.best_match(errors)
+    more = f" (and {len(errors) - 1} more schema errors)" if len(errors) > 1 else ""
+    return f"{best.json_path}: {best.message}{more}"
+
+
+class IsJson(Check):
+    """``is-json``: the whole output is JSON, optionally valid against a JSON Schema."""
+
+    layer = Layer.STRUCTURE
+
+    def __init__(self, schema: Any | None) -> None:
+        self.schema = schema
+
+    def evaluate(self, value: Any, ctx: CheckContext) -> Verdict:
+        expected = "valid JSON" + (" matching the schema" if self.schema is not None else "")
+        if isinstance(value, str):
+            try:
+                data = json.loads(value)
+            except json.JSONDecodeError as exc:
+                return Verdict(
+                    False, expected, f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+                )
+        else:
+            data = value
+        if self.schema is not None:
+            problem = _schema_problem(self.schema, data)
+            if problem:
+                return Verdict(False, expected, f"JSON that breaks the schema at {problem}")
+        return Verdict(True, expected, expected)
+
+
+def _json_values(text: str) -> list[Any]:
+    """The JSON objects and arrays embedded in ``text``, in order, not nested in each other."""
+    decoder = json.JSONDecoder()
+    found: list[Any] = []
+    at = 0
+    while True:
+        starts = [i for i in (text.find("{", at), text.find("[", at)) if i >= 0]
+        if not starts:
+            return found
+        start = min(starts)
+        try:
+            value, end = decoder.raw_decode(text, start)
+        except ValueError:
+            at = start + 1
+            continue
+        found.append(value)
+        at = end
+
+
+class ContainsJson(Check):
+    """``contains-json``: a JSON object or array somewhere in the output (optionally fits a schema)."""
+
+    layer = Layer.STRUCTURE
+
+    def __init__(self, schema: Any | None) -> None:
+        self.schema = schema
+
+    def evaluate(self, value: Any, ctx: CheckContext) -> Verdict:
+        text = value if isinstance(value, str) else json.dumps(value)
+        expected = "a JSON object in the output" + (" matching the schema" if self.schema is not None else "")
+        values = _json_values(text)
+        if not values:
+            return Verdict(False, expected, f"no JSON object or array in {len(text)} chars")
+        if self.schema is None:
+            return Verdict(True, expected, f"{len(values)} JSON value(s), first {shorten(values[0])}")
+        problems = []
+        for data in values:
+            problem = _schema_problem(self.schema, data)
+            if problem is None:
+                return Verdict(True, expected, f"{shorten(data)}")
+            problems.append(problem)
+        return Verdict(False, expected, f"{len(values)} JSON value(s), none matches; first: {problems[0]}")
+
+
+def import_object(spec: str, base_dir: Path, *, field: str, name: str) -> Any:
+    """``pkg.module:attr``, ``pkg.module.attr`` or ``file://path.py:attr`` (relative to the case file)."""
+    if spec.startswith("file://") or ":" in spec and spec.split(":", 1)[0].endswith(".py"):
+        file_part, sep, attr = spec.rpartition(":")
+        if not sep or not attr:
+            raise CheckError(
+                f"{field!r} of {name!r} must look like 'file://checks.py:function', got {spec!r}"
+            )
+        path = resolve_file(file_part, base_dir)
+        module_name = f"_promptsuite_user_{abs(hash(str(path.resolve())))}"
+        module = sys.modules.get(module_name)
+        if module is None:
+            location = importlib.util.spec_from_file_location(module_name, path)
+            if location is None or location.loader is None or not path.is_file():
+                raise CheckError(f"{field!r} of {name!r}: no Python file {str(path)!r}")
+            module = importlib.util.module_from_spec(location)
+            try:
+                location.loader.exec_module(module)
+            except Exception as exc:  # the user's module failed to import: say which and why
+                raise CheckError(f"{field!r} of {name!r}: importing {str(path)!r} failed: {exc!r}") from exc
+            sys.modules[module_name] = module
+    else:
+        if ":" in spec:
+            module_path, _, attr = spec.partition(":")
+        else:
+            module_path, _, attr = spec.rpartition(".")
+        if not module_path or not attr:
+            raise CheckError(
+                f"{field!r} of {name!r} must be a dotted path like 'package.module:name', got {spec!r}"
+            )
+        try:
+            module = importlib.import_module(module_path)
+        except ImportError as exc:
+            raise CheckError(f"{field!r} of {name!r}: cannot import module {module_path!r}: {exc}") from exc
+    try:
+        return getattr(module, attr)
+    except AttributeError:
+        raise CheckError(f"{field!r} of {name!r}: {module.__name__!r} has no attribute {attr!r}") from None
+
+
+class PydanticModel(Check):
+    """``pydantic``: the output (JSON) validates as a pydantic model class."""
+
+    layer = Layer.STRUCTURE
+
+    def __init__(self, model: type[BaseModel], spec: str) -> None:
+        self.model = model
+        self.spec = spec
+
+    def evaluate(self, value: Any, ctx: CheckContext) -> Verdict:
+        expected = f"valid {self.model.__name__} ({self.spec})"
+        try:
+            if isinstance(value, str):
+                self.model.model_validate_json(value)
+            else:
+                self.model.model_validate(value)
+        except ValidationError as exc:
+            errors = exc.errors()
+            first = errors[0]
+            loc = ".".join(str(p) for p in first["loc"]) or "(root)"
+            more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+            return Verdict(False, expected, f"{loc}: {first['msg']}{more}")
+        return Verdict(True, expected, f"a valid {self.model.__name__}")
+
+
+class IsXml(Check):
+    """``is-xml``: the whole output is well-formed XML, optionally with required elements."""
+
+    layer = Layer.STRUCTURE
+
+    def __init__(self, required: list[str]) -> None:
+        self.required = required
+
+    def evaluate(self, value: Any, ctx: CheckContext) -> Verdict:
+        expected = "well-formed XML" + (f" with {', '.join(self.required)}" if self.required else "")
+        text = value if isinstance(value, str) else str(value)
+        try:
+            root = ET.fromstring(text.strip())
+        except ET.ParseError as exc:
+            return Verdict(False, expected, f"not XML: {exc}")
+        missing = [path for path in self.required if not _has_element(root, path)]
+        if missing:
+            return Verdict(False, expected, f"XML without {', '.join(missing)} (root <{root.tag}>)")
+        return Verdict(True, expected, f"XML with root <{root.tag}>")
+
+
+def _has_element(root: ET.Element, dotted: str) -> bool:
+    first, *rest = dotted.split(".")
+    if root.tag != first:
+        return False
+    return not rest or root.find("/".join(rest)) is not None
+
+
+class _Count(Check):
+    layer = Layer.STRUCTURE
+    unit = ""
+
+    def __init__(self, exact: int | None, low: int | None, high: int | None) -> None:
+        self.exact, self.low, self.high = exact, low, high
+
+    def count(self, text: str) -> int:
+        raise NotImplementedError
+
+    def expectation(self) -> str:
+        if self.exact is not None:
+            return f"exactly {self.exact} {self.unit}"
+        if self.low is not None and self.high is not None:
+            return f"{self.low} to {self.high} {self.unit}"
+        if self.low is not None:
+            return f"at least {self.low} {self.unit}"
+        return f"at most {self.high} {self.unit}"
+
+    def evaluate(self, value: Any, ctx: CheckContext) -> Verdict:
+        n = self.count(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False))
+        if self.exact is not None:
+            ok = n == self.exact
+        else:
+            ok = (self.low is None or n >= self.low) and (self.high is None or n <= self.high)
+        return Verdict(ok, self.expectation(), f"{n} {self.unit}")
+
+    @classmethod
+    def make(cls, p: Params) -> _Count:
+        value = p.raw("value", required=True, what="a number or {min, max}")
+        if isinstance(value, bool) or not isinstance(value, (int, dict)):
+            raise CheckError(f"'value' of {p.name!r} must be a whole number or {{min, max}}, got {value!r}")
+        if isinstance(value, int):
+            if value < 0:
+                raise CheckError(f"'value' of {p.name!r} must be >= 0, got {value}")
+            return cls(value, None, None)
+        unknown = set(value) - {"min", "max"}
+        if unknown or not value:
+            raise CheckError(f"'value' of {p.name!r} takes 'min' and/or 'max', got keys {sorted(value)}")
+        bounds = []
+        for key in ("min", "max"):
+            bound = value.get(key)
+            if bound is not None and (isinstance(bound, bool) or not isinstance(bound, int) or bound < 0):
+                raise CheckError(f"'value.{key}' of {p.name!r} must be a whole number >= 0, got {bound!r}")
+            bounds.append(bound)
+        low, high = bounds
+        if low is not None and high is not None and low > high:
+            raise CheckError(f"'value' of {p.name!r}: min {low} is above max {high}")
+        return cls(None, low, high)
+
+
+class WordCount(_Count):
+    """``word-count``: words (whitespace-separated) exactly ``value`` or within ``{min, max}``."""
+
+    unit = "words"
+
+    def count(self, text: str) -> int:
+        return len(text.split())
+
+
+class CharCount(_Count):
+    """``char-count``: characters (code points) exactly ``value`` or within ``{min, max}``."""
+
+    unit = "chars"
+
+    def count(self, text: str) -> int:
+        return len(text)
+
+
+class FinishReason(Check):
+    """``finish-reason``: the model stopped for the expected reason (``stop``, ``length``...)."""
+
+    layer = Layer.STRUCTURE
+    reads_output = False
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+    def evaluate(self, value: Any, ctx: CheckContext) -> Verdict:
+        expected = f"finish reason {self.reason!r}"
+        if ctx.response is None:
+            return Verdict.skipped("no model response to read a finish reason from")
+        actual = ctx.response.finish_reason
+        if actual is None:
+            return Verdict(False, expected, "no finish reason reported by the model")
+        return Verdict(actual.lower() == self.reason.lower(), expected, f"{actual!r}")

@@ -1,0 +1,269 @@
+"""The response cache and cassettes (record / replay), wrapped around any async model.
+
+Both are keyed by :func:`cache_key`: a format version, the model's identity (spec, base URL
+without credentials, endpoint), the exact prompt or messages, the generation params and the
+repeat index. Concurrency, retry and timeout settings are not part of it, and neither is the API
+key or any header: a cache or cassette holds nothing secret.
+
+- :class:`ResponseCache`: one small JSON file per answer under a folder (``.promptsuite_cache/``
+  by default), written atomically, so pytest-xdist workers share it safely. Errors and empty
+  outputs are never stored; a hit reports ``latency_ms = None`` (the original latency stays in
+  the file).
+- :class:`Cassette`: one JSONL file meant to be committed, sorted by case, so CI replays a run
+  without a key. Recording appends one line per answer (one ``write`` each, so workers can
+  share the file) and :meth:`Cassette.finalize` sorts and de-duplicates it at the end.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+from ..errors import ModelError
+from .base import Model
+from .base import ModelRequest
+from .base import Response
+from .base import Usage
+
+
+__all__ = [
+    "CACHE_FORMAT_VERSION",
+    "Cassette",
+    "CachingModel",
+    "ResponseCache",
+    "cache_key",
+    "model_identity",
+]
+
+#: Part of every key: bump it when the key's inputs or an entry's meaning change.
+CACHE_FORMAT_VERSION = 1
+
+
+def model_identity(model: Model) -> dict[str, Any]:
+    """The model part of a key: ``cache_identity()`` where the model has one, else its spec."""
+    identity = getattr(model, "cache_identity", None)
+    if callable(identity):
+        return dict(identity())
+    return {"model": model.spec}
+
+
+def cache_key(identity: Mapping[str, Any], request: ModelRequest) -> str:
+    """The content address of one answer (sha256 hex)."""
+    data = {
+        "format_version": CACHE_FORMAT_VERSION,
+        "identity": dict(identity),
+        "prompt": request.prompt,
+        "params": dict(request.params),
+        "repeat": request.repeat,
+    }
+    text = json.dumps(data, ensure_ascii=False, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _response_dict(response: Response) -> dict[str, Any]:
+    return {
+        "text": response.text,
+        "finish_reason": response.finish_reason,
+        "usage": response.usage.to_dict() if response.usage else None,
+        "latency_ms": response.latency_ms,
+    }
+
+
+def _response_from(raw: Mapping[str, Any]) -> Response:
+    """A stored answer as a cache hit: ``cached=True`` and no latency."""
+    usage = raw.get("usage")
+    return Response(
+        text=raw["text"],
+        finish_reason=raw.get("finish_reason"),
+        usage=Usage(**usage) if isinstance(usage, dict) else None,
+        latency_ms=None,
+        cached=True,
+    )
+
+
+class ResponseCache:
+    """A content-addressed folder of answers: ``ROOT/v1/ab/abcdef....json``."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._folder = root / f"v{CACHE_FORMAT_VERSION}"
+        self.hits = 0
+        self.stores = 0
+        self._ready = False
+
+    def _path(self, key: str) -> Path:
+        return self._folder / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> Response | None:
+        try:
+            raw = json.loads(self._path(key).read_text(encoding="utf-8"))
+            response = _response_from(raw["response"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None  # absent, or a half-written / foreign file: a miss, never a crash
+        self.hits += 1
+        return response
+
+    def put(self, key: str, response: Response, *, case_id: str = "") -> None:
+        """Store an answer; empty outputs are not stored (an empty answer is often a glitch)."""
+        if not response.text:
+            return
+        self._prepare()
+        path = self._path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        entry = {"format_version": CACHE_FORMAT_VERSION, "key": key, "case_id": case_id,
+                 "response": _response_dict(response)}
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump(entry, handle, ensure_ascii=False)
+            os.replace(tmp, path)
+        except OSError:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        self.stores += 1
+
+    def _prepare(self) -> None:
+        if self._ready:
+            return
+        self.root.mkdir(parents=True, exist_ok=True)
+        ignore = self.root / ".gitignore"
+        if not ignore.exists():  # like .pytest_cache: never committed by accident
+            ignore.write_text("# created by pytest-promptsuite\n*\n", encoding="utf-8")
+        self._ready = True
+
+
+class Cassette:
+    """A committed JSONL file of answers; ``mode`` is ``"record"`` or ``"replay"``."""
+
+    def __init__(self, path: Path, mode: str) -> None:
+        if mode not in ("record", "replay"):
+            raise ValueError(mode)
+        self.path = path
+        self.mode = mode
+        self._entries: dict[str, dict[str, Any]] = {}
+        self._fd: int | None = None
+        if mode == "replay":
+            self._entries = self._read(path)
+
+    @staticmethod
+    def _read(path: Path) -> dict[str, dict[str, Any]]:
+        entries: dict[str, dict[str, Any]] = {}
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except OSError as exc:
+            raise ConfigError(f"--prompt-replay {path}: cannot read the cassette: {exc.strerror}"
+                              ) from exc
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                entry = json.loads(line)
+                entries[entry["key"]] = entry
+                _response_from(entry["response"])
+            except (ValueError, KeyError, TypeError) as exc:
+                raise ConfigError(f"{path}:{number}: not a cassette entry ({exc})") from exc
+        return entries
+
+    def start(self) -> None:
+        """Begin a recording: the file is replaced by this run's answers (call once, before any
+        worker starts)."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.write_text("", encoding="utf-8")
+
+    def get(self, key: str) -> Response | None:
+        entry = self._entries.get(key)
+        return None if entry is None else _response_from(entry["response"])
+
+    def add(self, key: str, request: ModelRequest, identity: Mapping[str, Any],
+            response: Response) -> None:
+        """Append one answer as one line in one ``write`` (safe with several writers)."""
+        entry = {
+            "key": key,
+            "case_id": request.case_id,
+            "repeat": request.repeat,
+            "model": dict(identity),
+            "prompt": request.prompt,
+            "params": dict(request.params),
+            "response": _response_dict(response),
+        }
+        line = json.dumps(entry, ensure_ascii=False, sort_keys=True, default=str) + "\n"
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        os.write(self._fd, line.encode("utf-8"))
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def finalize(self) -> int:
+        """Sort the recording by case, repeat and key, one line per key; return the count."""
+        self.close()
+        entries = self._read(self.path) if self.path.exists() else {}
+        ordered = sorted(entries.values(), key=lambda e: (e.get("case_id", ""), e.get("repeat", 0),
+                                                           e["key"]))
+        text = "".join(json.dumps(e, ensure_ascii=False, sort_keys=True) + "\n" for e in ordered)
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, self.path)
+        return len(ordered)
+
+
+class CachingModel:
+    """Wraps an async model: a replayed answer, else a cached one, else a call (then stored).
+
+    Only a model with a ``cache_identity()`` (what its answers depend on besides the request,
+    as :class:`~pytest_promptsuite.models.openai.OpenAIModel` has) uses the response cache: a
+    conftest model without one may answer differently from run to run. Record and replay, which
+    the user asks for by name, work for every model.
+    """
+
+    def __init__(
+        self,
+        inner: Model,
+        *,
+        cache: ResponseCache | None = None,
+        replay: Cassette | None = None,
+        record: Cassette | None = None,
+    ) -> None:
+        self.inner = inner
+        self.spec = inner.spec
+        self.cache = cache if callable(getattr(inner, "cache_identity", None)) else None
+        self.replay = replay
+        self.record = record
+        self.identity = model_identity(inner)
+
+    def __repr__(self) -> str:
+        return f"CachingModel({self.inner!r})"
+
+    async def generate(self, request: ModelRequest) -> Response:
+        key = cache_key(self.identity, request)
+        if self.replay is not None:
+            response = self.replay.get(key)
+            if response is None:
+                where = ", ".join(f"{k} {v}" for k, v in self.identity.items())
+                raise ModelError(
+                    f"case {request.case_id or '?'}: no recorded response in the cassette "
+                    f"{self.replay.path} ({where}, repeat {request.repeat}); the prompt, params or "
+                    "model changed since it was recorded: record it again with --prompt-record"
+                )
+            return response
+        response = self.cache.get(key) if self.cache is not None else None
+        if response is None:
+            response = await self.inner.generate(request)
+            if self.cache is not None:
+                self.cache.put(key, response, case_id=request.case_id)
+        if self.record is not None:
+            self.record.add(key, request, self.identity, response)
+        return response
+
+    async def aclose(self) -> None:
+        close = getattr(self.inner, "aclose", None)
+        if close is not None:
+            await close()

@@ -1,0 +1,106 @@
+"""The dashboard in a real browser: headless Chromium loads ``dashboard.html`` from ``file://``.
+
+Checks that the page renders with no console message at all (errors, CSP violations), that the
+slice table is there, and that markup in a model output stays text: an injected ``<script>`` would
+change ``document.title`` and an ``<img onerror>`` would mark ``<body>``. A screenshot is saved
+into the report folder.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from pytest_promptsuite.checks.base import CaseResult
+from pytest_promptsuite.checks.base import CheckResult
+from pytest_promptsuite.report import write_report
+from pytest_promptsuite.results import ThresholdPolicy
+from pytest_promptsuite.results import summarize
+
+
+CHROMIUM = next(
+    (found for name in ("chromium", "chromium-browser", "google-chrome") if (found := shutil.which(name))),
+    None,
+)
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None,
+    reason="needs Debian chromium (apt-get install -y chromium); .ci/run installs it when missing",
+)
+
+SCRIPT = "<script>document.title='pwned'</script>"
+IMG = "<img src=x onerror=\"document.body.setAttribute('data-pwned','1')\">"
+CONSOLE = re.compile(r":CONSOLE[:(\]]")
+
+
+def _chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    assert CHROMIUM is not None
+    command = [
+        CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run", "--hide-scrollbars",
+        f"--user-data-dir={tmp_path / 'profile'}", "--enable-logging=stderr", "--v=0", *args,
+    ]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120, check=True)
+
+
+def _report(folder: Path) -> Path:
+    failed = CheckResult("content", "must_not_include", False, "forbidden text '<script>' at offset 0")
+    rows = [
+        CaseResult(case_id=f"ok-{i}", slice="退款", outcome="passed", location=f"cases.jsonl:{i + 1}",
+                   output="fine", prompt="hello")
+        for i in range(30)
+    ]
+    rows += [
+        CaseResult(case_id="xss-script", slice="提示词注入", outcome="failed", location="cases.jsonl:40",
+                   output=SCRIPT, prompt=[{"role": "user", "content": SCRIPT}], checks=(failed,)),
+        CaseResult(case_id="xss-img", slice="提示词注入", outcome="review", location="cases.jsonl:41",
+                   output=IMG, prompt=IMG),
+        CaseResult(case_id="err-1", slice="a <b>", outcome="error", location="cases.jsonl:42",
+                   error=f"HTTP 500: {IMG}"),
+    ]
+    baseline = [
+        CaseResult(case_id="xss-script", slice="提示词注入", outcome="passed", output="safe",
+                   prompt=[{"role": "user", "content": "old prompt"}]),
+        CaseResult(case_id="ok-0", slice="退款", outcome="failed", output=IMG),
+    ]
+    summary = summarize(rows, ThresholdPolicy(option=0.9), baseline=baseline, baseline_source="main")
+    write_report(folder, rows, summary)
+    return folder / "dashboard.html"
+
+
+def test_dashboard_renders_offline_and_keeps_injected_markup_inert(tmp_path: Path) -> None:
+    report = tmp_path / "report"
+    page = _report(report)
+    dumped = _chromium(tmp_path, "--dump-dom", page.as_uri())
+    dom = dumped.stdout
+    assert [line for line in dumped.stderr.splitlines() if CONSOLE.search(line)] == []
+    assert 'data-rendered="1"' in dom  # the script ran to its end
+    assert "<title>promptsuite report: gate FAILED</title>" in dom
+    assert "pwned" not in re.search(r"<title>(.*?)</title>", dom).group(1)  # type: ignore[union-attr]
+    assert "data-pwned" not in dom.split("<body", 1)[1].split(">", 1)[0]
+    table = dom.split('id="slice-table"', 1)[1].split("</table>", 1)[0]
+    assert re.findall(r"<tr class=\"gate-(?:pass|fail)\"><td>([^<]*)</td>", table) == [
+        "a &lt;b&gt;", "提示词注入", "退款",
+    ]
+    assert "<img src=\"x\"" not in dom and "<img src=x" not in dom
+    assert html.escape(SCRIPT, quote=False) in dom  # shown as text in the case details
+    assert html.escape(IMG, quote=False) in dom
+    assert dom.count("<rect") >= 6  # a track and a bar per slice in the chart
+
+    shot = report / "dashboard.png"
+    _chromium(tmp_path, "--window-size=1280,2200", f"--screenshot={shot}", page.as_uri())
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
+
+
+def test_the_injection_markers_do_fire_in_a_page_that_trusts_its_input(tmp_path: Path) -> None:
+    """The control: the same strings pasted as markup do change the title and mark the body."""
+    page = tmp_path / "naive.html"
+    page.write_text(f"<!DOCTYPE html><html><head><title>t</title></head><body>{SCRIPT}{IMG}</body></html>",
+                    encoding="utf-8")
+    dom = _chromium(tmp_path, "--dump-dom", "--virtual-time-budget=2000", page.as_uri()).stdout
+    assert "<title>pwned</title>" in dom
+    assert 'data-pwned="1"' in dom

@@ -1,0 +1,354 @@
+"""A small OpenAI-compatible server for tests and benchmarks, on 127.0.0.1 only.
+
+It answers ``POST /v1/chat/completions`` and ``POST /v1/completions`` with the echo of the prompt
+(the last user message, or the whole completion prompt), like the fake model, so checks behave
+the same against it. Knobs (:class:`Knobs`, changeable while it runs):
+
+- ``latency_s``: every answer waits this long (``asyncio.sleep``).
+- ``fail_rate`` / ``fail_statuses``: a seeded share of attempts is answered with one of those
+  statuses. The draw depends on ``seed``, the prompt and the attempt number only, so it is the
+  same whatever the concurrency or order.
+- ``retry_after`` / ``retry_after_ms``: headers sent with every 429 and 5xx.
+- ``api_key``: when set, a request without ``Authorization: Bearer <api_key>`` gets a 401 whose
+  text repeats the key it was sent (as some proxies do), to prove the client scrubs it.
+- Scripted faults per prompt: a prompt containing ``[[500,429]]`` gets a 500 on its first attempt,
+  a 429 on its second and an answer on the third. Besides statuses a step may be ``drop`` (the
+  connection closes mid-answer), ``hang`` (no answer for ``hang_s``), ``malformed`` (a 200 that is
+  not JSON), ``nochoices`` (JSON without choices), ``empty`` (an empty completion), ``quota`` (a 429
+  with code ``insufficient_quota``) or ``ok``.
+
+It counts requests in flight (``max_in_flight``) and logs every request (``log``).
+
+Run it in a thread with :func:`serve` (tests), or as a process (benchmarks)::
+
+    python tests/loopback.py --latency-ms 100 --fail-rate 0.2   # prints "PORT <n>"
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import hashlib
+import re
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from dataclasses import field
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.responses import Response
+from starlette.routing import Route
+from starlette.types import Receive
+from starlette.types import Scope
+from starlette.types import Send
+
+
+__all__ = ["Knobs", "LoopbackServer", "serve"]
+
+SCRIPT = re.compile(r"\[\[([a-z0-9, ]+)\]\]")
+
+
+@dataclass
+class Knobs:
+    """How the server misbehaves; see the module docstring."""
+
+    latency_s: float = 0.0
+    fail_rate: float = 0.0
+    fail_statuses: tuple[int, ...] = (429, 500)
+    retry_after: str | None = None
+    retry_after_ms: int | None = None
+    seed: int = 0
+    api_key: str | None = None
+    hang_s: float = 5.0
+
+
+@dataclass
+class Stats:
+    """What the server saw."""
+
+    in_flight: int = 0
+    max_in_flight: int = 0
+    requests: int = 0
+    disconnected: int = 0
+    statuses: dict[int, int] = field(default_factory=dict)
+    attempts: dict[str, int] = field(default_factory=dict)
+    log: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _prompt_of(body: dict[str, Any]) -> str:
+    if "messages" in body:
+        users = [m.get("content", "") for m in body["messages"] if m.get("role") == "user"]
+        return str(users[-1]) if users else ""
+    return str(body.get("prompt", ""))
+
+
+def _drawn_failure(knobs: Knobs, prompt: str, attempt: int) -> int | None:
+    if knobs.fail_rate <= 0:
+        return None
+    digest = hashlib.sha256(f"{knobs.seed}\0{prompt}\0{attempt}".encode()).digest()
+    draw = int.from_bytes(digest[:8], "big") / 2**64
+    if draw >= knobs.fail_rate:
+        return None
+    return knobs.fail_statuses[digest[8] % len(knobs.fail_statuses)]
+
+
+class _App:
+    """The ASGI app: starlette routes plus the in-flight counter around them."""
+
+    def __init__(self, knobs: Knobs | None = None) -> None:
+        self.knobs = knobs or Knobs()
+        self.stats = Stats()
+        self._app = Starlette(
+            routes=[
+                Route("/v1/chat/completions", self.chat, methods=["POST"]),
+                Route("/v1/completions", self.completions, methods=["POST"]),
+                Route("/stats", self.stats_view, methods=["GET"]),
+            ]
+        )
+
+    def reset(self, knobs: Knobs | None = None) -> None:
+        self.knobs = knobs or Knobs()
+        self.stats = Stats()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+        stats = self.stats
+        stats.in_flight += 1
+        stats.max_in_flight = max(stats.max_in_flight, stats.in_flight)
+        try:
+            await self._app(scope, receive, send)
+        except asyncio.CancelledError:
+            stats.disconnected += 1
+            raise
+        finally:
+            stats.in_flight -= 1
+
+    async def stats_view(self, request: Request) -> Response:
+        s = self.stats
+        return JSONResponse(
+            {
+                "requests": s.requests,
+                "max_in_flight": s.max_in_flight,
+                "statuses": s.statuses,
+                "disconnected": s.disconnected,
+            }
+        )
+
+    async def chat(self, request: Request) -> Response:
+        return await self._answer(request, chat=True)
+
+    async def completions(self, request: Request) -> Response:
+        return await self._answer(request, chat=False)
+
+    async def _answer(self, request: Request, *, chat: bool) -> Response:
+        knobs, stats = self.knobs, self.stats
+        body = await request.json()
+        prompt = _prompt_of(body)
+        attempt = stats.attempts.get(prompt, 0)
+        stats.attempts[prompt] = attempt + 1
+        stats.requests += 1
+        entry: dict[str, Any] = {
+            "path": request.url.path,
+            "body": body,
+            "authorization": request.headers.get("authorization"),
+            "attempt": attempt,
+            "time": time.monotonic(),
+        }
+        stats.log.append(entry)
+        if knobs.latency_s:
+            await asyncio.sleep(knobs.latency_s)
+        response = self._respond(knobs, request, prompt, attempt, chat=chat, body=body)
+        entry["status"] = response.status_code
+        stats.statuses[response.status_code] = stats.statuses.get(response.status_code, 0) + 1
+        if isinstance(response, _Hang):
+            await asyncio.sleep(knobs.hang_s)
+        return response
+
+    def _respond(
+        self, knobs: Knobs, request: Request, prompt: str, attempt: int, *, chat: bool,
+        body: dict[str, Any],
+    ) -> Response:
+        if knobs.api_key is not None:
+            sent = request.headers.get("authorization", "")
+            if sent != f"Bearer {knobs.api_key}":
+                return _error(401, f"Incorrect API key provided: {sent[7:] or '(none)'}",
+                              "invalid_api_key")
+        step = _script_step(prompt, attempt)
+        if step is None:
+            status = _drawn_failure(knobs, prompt, attempt)
+            step = str(status) if status is not None else "ok"
+        if step == "ok":
+            return _completion(prompt, body, chat=chat)
+        if step == "empty":
+            return _completion("", body, chat=chat)
+        if step == "drop":
+            return _Dropped()
+        if step == "hang":
+            return _Hang()
+        if step == "malformed":
+            return Response("<html>502 Bad Gateway</html>", media_type="text/html")
+        if step == "nochoices":
+            return JSONResponse({"id": "x", "object": "chat.completion", "choices": []})
+        if step == "quota":
+            return _error(429, "You exceeded your current quota.", "insufficient_quota")
+        status = int(step)
+        headers: dict[str, str] = {}
+        if status == 429 or status >= 500:
+            if knobs.retry_after is not None:
+                headers["retry-after"] = knobs.retry_after
+            if knobs.retry_after_ms is not None:
+                headers["retry-after-ms"] = str(knobs.retry_after_ms)
+        text = {429: "Rate limit reached", 500: "The server had an error", 503: "Overloaded"}
+        return _error(status, text.get(status, f"error {status}"), None, headers)
+
+
+def _script_step(prompt: str, attempt: int) -> str | None:
+    match = SCRIPT.search(prompt)
+    if match is None:
+        return None
+    steps = [s.strip() for s in match.group(1).split(",")]
+    return steps[attempt] if attempt < len(steps) else "ok"
+
+
+def _error(status: int, message: str, code: str | None, headers: dict[str, str] | None = None
+           ) -> Response:
+    body = {"error": {"message": message, "type": "loopback_error", "code": code}}
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+def _completion(text: str, body: dict[str, Any], *, chat: bool) -> Response:
+    usage = {"prompt_tokens": len(text.split()), "completion_tokens": len(text.split()),
+             "total_tokens": 2 * len(text.split())}
+    model = body.get("model", "")
+    if chat:
+        choice = {"index": 0, "message": {"role": "assistant", "content": text},
+                  "finish_reason": "stop"}
+        return JSONResponse({"id": "c", "object": "chat.completion", "model": model,
+                             "choices": [choice], "usage": usage})
+    choice = {"index": 0, "text": text, "finish_reason": "length"}
+    return JSONResponse({"id": "c", "object": "text_completion", "model": model,
+                         "choices": [choice], "usage": usage})
+
+
+class _Dropped(Response):
+    """Promises a body and closes the connection half way (a dropped connection)."""
+
+    def __init__(self) -> None:
+        super().__init__(status_code=200)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-length", b"1000"), (b"content-type", b"application/json")]})
+        await send({"type": "http.response.body", "body": b'{"choices": [', "more_body": False})
+
+
+class _Hang(Response):
+    """Answers nothing for ``hang_s`` (the handler sleeps first), then a 504."""
+
+    def __init__(self) -> None:
+        super().__init__(status_code=504)
+
+
+class LoopbackServer:
+    """A running server: ``base_url`` (ends in ``/v1``), ``knobs`` and ``stats``."""
+
+    def __init__(self, app: _App, server: uvicorn.Server, thread: threading.Thread, port: int
+                 ) -> None:
+        self.app = app
+        self._server = server
+        self._thread = thread
+        self.port = port
+        self.base_url = f"http://127.0.0.1:{port}/v1"
+
+    @property
+    def knobs(self) -> Knobs:
+        return self.app.knobs
+
+    @property
+    def stats(self) -> Stats:
+        return self.app.stats
+
+    def reset(self, **knobs: Any) -> LoopbackServer:
+        """Forget what was seen and set fresh knobs."""
+        self.app.reset(Knobs(**knobs))
+        return self
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout=10)
+
+
+def _bound_socket(port: int = 0) -> socket.socket:
+    # proto=IPPROTO_TCP: asyncio sets TCP_NODELAY only then (else every answer waits ~40 ms)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", port))
+    return sock
+
+
+def _server(app: _App) -> uvicorn.Server:
+    config = uvicorn.Config(app, log_level="critical", access_log=False, lifespan="off",
+                            timeout_graceful_shutdown=1, backlog=2048)
+    return uvicorn.Server(config)
+
+
+@contextlib.contextmanager
+def serve(**knobs: Any) -> Iterator[LoopbackServer]:
+    """Run the server in a daemon thread on a free port of 127.0.0.1 while the block runs."""
+    app = _App(Knobs(**knobs))
+    sock = _bound_socket()
+    server = _server(app)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True,
+                              name="loopback-openai")
+    thread.start()
+    while not server.started:
+        if not thread.is_alive():
+            raise RuntimeError("the loopback server did not start")
+        threading.Event().wait(0.005)
+    running = LoopbackServer(app, server, thread, sock.getsockname()[1])
+    try:
+        yield running
+    finally:
+        running.stop()
+        sock.close()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Serve in the foreground (benchmarks); prints ``PORT <n>`` once listening."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--latency-ms", type=float, default=0)
+    parser.add_argument("--fail-rate", type=float, default=0)
+    parser.add_argument("--retry-after-ms", type=int, default=None)
+    parser.add_argument("--retry-after", default=None)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    app = _App(Knobs(latency_s=args.latency_ms / 1000, fail_rate=args.fail_rate, seed=args.seed,
+                     retry_after_ms=args.retry_after_ms, retry_after=args.retry_after))
+    sock = _bound_socket(args.port)
+    server = _server(app)
+
+    async def announce() -> None:
+        while not server.started:
+            await asyncio.sleep(0.005)
+        print(f"PORT {sock.getsockname()[1]}", flush=True)
+
+    async def run() -> None:
+        waiter = asyncio.ensure_future(announce())
+        await server.serve(sockets=[sock])
+        waiter.cancel()
+
+    asyncio.run(run())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,295 @@
+"""Layered checks through pytest: failure reports, collection errors, suite checks, the judge,
+review marks, and the json_extract example suite."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_promptsuite import cli
+
+
+def _lines(*cases: dict[str, object]) -> str:
+    return "\n".join(json.dumps(c, ensure_ascii=False) for c in cases)
+
+
+LAYERED = _lines(
+    {
+        "case_id": "ok-1",
+        "input": '{"refund": {"amount": 12}}',
+        "slice": "json",
+        "assert": [{"type": "is-json"}, {"type": "equals", "path": "$.refund.amount", "value": 12}],
+    },
+    {
+        "case_id": "bad-1",
+        "input": '{"refund": {"amount": "12"}}',
+        "slice": "json",
+        "assert": [
+            {"type": "is-json"},
+            {"type": "equals", "path": "$.refund.amount", "value": 12},
+            {"type": "not-contains", "value": "refund"},
+            {"type": "word-count", "value": {"max": 1}},
+        ],
+    },
+    {
+        "case_id": "prose-1",
+        "input": "The refund is 12 EUR.",
+        "slice": "json",
+        "assert": [{"type": "is-json"}, {"type": "equals", "path": "$.refund.amount", "value": 12}],
+    },
+)
+
+
+def test_failure_report_has_one_line_per_failed_check(
+    pytester: pytest.Pytester, plugin_args: list[str]
+) -> None:
+    pytester.makefile(".jsonl", cases=LAYERED)
+    result = pytester.runpytest("--prompt-suite", "cases.jsonl", "--prompt-report", "out", *plugin_args)
+    result.assert_outcomes(passed=1, failed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "cases.jsonl:2: bad-1 [[]slice json[]] failed 3 checks",
+            "  structure word-count    expected at most 1 words; found 3 words",
+            "  content   equals        $.refund.amount: expected "
+            "equals 12; found '12' (a string, not a number)",
+            "  content   not-contains  expected not contains 'refund'; found 'refund' at offset 2",
+        ],
+        consecutive=True,
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "cases.jsonl:3: prose-1 [[]slice json[]] failed 1 check",
+            "  structure is-json  expected valid JSON; found not JSON: Expecting value at line 1 column 1",
+            "  content   equals   $.refund.amount: skipped: output "
+            "is not JSON (*), and structure check 'is-json' failed",
+        ],
+        consecutive=True,
+    )
+    result.stdout.no_fnmatch_line("*Traceback*")
+    rows = {
+        row["case_id"]: row
+        for row in map(json.loads, (pytester.path / "out" / "results.jsonl").read_text("utf-8").splitlines())
+    }
+    checks = rows["prose-1"]["checks"]
+    assert [(c["layer"], c["name"], c["passed"], c["skipped"]) for c in checks] == [
+        ("structure", "is-json", False, False),
+        ("content", "equals", False, True),
+    ]
+    assert {"layer", "name", "passed", "message"} <= set(checks[0])
+    assert rows["ok-1"]["outcome"] == "passed"
+
+
+def test_unknown_check_type_is_a_collection_error(pytester: pytest.Pytester) -> None:
+    pytester.makefile(
+        ".jsonl",
+        cases=_lines(
+            {"case_id": "a", "input": "x", "slice": "s"},
+            {"case_id": "b", "input": "x", "slice": "s", "assert": [{"type": "not-contians", "value": "y"}]},
+            {"case_id": "c", "input": "x", "slice": "s", "assert": [{"type": "regex", "valeu": "y"}]},
+        ),
+    )
+    result = pytester.runpytest("--prompt-suite", "cases.jsonl")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "cases.jsonl:2: case 'b': assert[[]0[]]: unknown check "
+            "type 'not-contians' (did you mean 'not-contains'?);"
+            " known types: is-json, contains-json, *, llm-rubric, "
+            "python, assert-set (each also as not-TYPE), *",
+            "cases.jsonl:3: case 'c': assert[[]0[]]: 'regex' needs 'value' (a regular expression)",
+        ],
+        consecutive=True,
+    )
+    result.stdout.no_fnmatch_line("*Traceback*")
+
+
+SUITE_TOML = """
+[suite]
+cases = ["cases.jsonl"]
+
+[models.judge]
+spec = "fake:judge.json"
+
+[[checks]]
+slice = "*"
+assert = [{ type = "not-contains", value = "sk-" }]
+
+[[checks]]
+slice = "json"
+assert = [{ type = "is-json" }]
+"""
+
+JUDGE_RULES = {
+    "rules": [
+        {"match": "(?s)<output>\\s*Thank", "reply": '{"reason": "Polite.", "pass": true, "score": 0.9}'},
+        {"match": "(?s)<output>", "reply": '{"reason": "Curt and unhelpful.", "pass": false, "score": 0.1}'},
+    ]
+}
+
+
+@pytest.fixture
+def suite(pytester: pytest.Pytester) -> Path:
+    pytester.makefile(".toml", promptsuite=SUITE_TOML)
+    pytester.makefile(".json", judge=json.dumps(JUDGE_RULES))
+    pytester.makefile(
+        ".jsonl",
+        cases=_lines(
+            {"case_id": "j-1", "input": '{"a": 1}', "slice": "json"},
+            {"case_id": "j-2", "input": "not json", "slice": "json"},
+            {"case_id": "leak-1", "input": "key: sk-123", "slice": "chat"},
+            {
+                "case_id": "polite-1",
+                "input": "Thank you for waiting.",
+                "slice": "chat",
+                "assert": [{"type": "llm-rubric", "value": "The reply is polite"}],
+            },
+            {
+                "case_id": "polite-2",
+                "input": "No.",
+                "slice": "chat",
+                "assert": [{"type": "llm-rubric", "value": "The reply is polite"}],
+            },
+        ),
+    )
+    return pytester.path
+
+
+@pytest.mark.usefixtures("suite")
+def test_suite_checks_and_the_judge(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("--prompt-suite", "promptsuite.toml", "--prompt-report", "out")
+    result.assert_outcomes(passed=2, failed=3)
+    result.stdout.fnmatch_lines(
+        ["*j-2*failed 1 check", "  structure is-json  expected valid JSON; found not JSON*"]
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "*leak-1*failed 1 check",
+            "  content   not-contains  expected not contains 'sk-'; found 'sk-' at offset 5",
+        ]
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "*polite-2*failed 1 check",
+            "  metric    llm-rubric  expected the judge passes rubric 'The reply is polite';"
+            " found fail, score 0.1: Curt and unhelpful.",
+        ]
+    )
+    rows = [
+        json.loads(line) for line in (pytester.path / "out" / "results.jsonl").read_text("utf-8").splitlines()
+    ]
+    [polite] = [r for r in rows if r["case_id"] == "polite-1"]
+    [rubric] = [c for c in polite["checks"] if c["name"] == "llm-rubric"]
+    assert rubric["details"] == {
+        "judge": "fake:judge.json",
+        "verdict": True,
+        "score": 0.9,
+        "reason": "Polite.",
+    }
+
+
+@pytest.mark.usefixtures("suite")
+def test_prompt_judge_option_names_the_judge(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".json", other=json.dumps({"rules": [], "default": '{"pass": true, "reason": "fine"}'}))
+    result = pytester.runpytest(
+        "--prompt-suite", "promptsuite.toml", "--prompt-judge", "fake:other.json", "-k", "polite"
+    )
+    result.assert_outcomes(passed=2, deselected=3)
+
+
+def test_llm_rubric_without_a_judge_says_how_to_configure_one(pytester: pytest.Pytester) -> None:
+    pytester.makefile(
+        ".jsonl",
+        cases=_lines(
+            {"case_id": "p", "input": "x", "slice": "s", "assert": [{"type": "llm-rubric", "value": "ok"}]}
+        ),
+    )
+    result = pytester.runpytest("--prompt-suite", "cases.jsonl")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*found no judge model: configure [[]models.judge[]] "
+            "in the suite config or pass --prompt-judge SPEC"
+        ]
+    )
+
+
+def test_a_bad_suite_check_names_the_config(pytester: pytest.Pytester) -> None:
+    pytester.makefile(
+        ".toml", promptsuite='[suite]\ncases = ["cases.jsonl"]\n[[checks]]\nassert = [{ type = "is-jsn" }]\n'
+    )
+    pytester.makefile(".jsonl", cases=_lines({"case_id": "a", "input": "x", "slice": "s"}))
+    result = pytester.runpytest("--prompt-suite", "promptsuite.toml")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "promptsuite.toml: [[][[]checks[]][]][[]0[]].assert[[]0[]]: "
+            "unknown check type 'is-jsn' (did you mean 'is-json'?)*"
+        ]
+    )
+
+
+REVIEW_CASES = _lines(
+    {"case_id": "r-1", "input": "x", "slice": "s", "review": "legal wording"},
+    {"case_id": "r-2", "input": "x", "slice": "s", "assert": [{"type": "human-review", "value": "tone"}]},
+    {"case_id": "p-1", "input": "x", "slice": "s"},
+)
+
+
+@pytest.mark.parametrize(
+    ("config", "passed", "failed", "ret"), [("", 3, 0, 0), ('[review]\noutcome = "failed"\n', 1, 2, 1)]
+)
+def test_review_outcome(pytester: pytest.Pytester, config: str, passed: int, failed: int, ret: int) -> None:
+    pytester.makefile(".toml", promptsuite='[suite]\ncases = ["cases.jsonl"]\n' + config)
+    pytester.makefile(".jsonl", cases=REVIEW_CASES)
+    result = pytester.runpytest("--prompt-suite", "promptsuite.toml", "--prompt-report", "out")
+    result.assert_outcomes(passed=passed, failed=failed)
+    assert result.ret == ret
+    outcomes = [
+        json.loads(line)["outcome"]
+        for line in (pytester.path / "out" / "results.jsonl").read_text("utf-8").splitlines()
+    ]
+    assert outcomes == (["review", "review", "passed"] if not config else ["failed", "failed", "passed"])
+    if config:
+        result.stdout.fnmatch_lines(
+            [
+                "  review    review  marked for human review: legal "
+                "wording (review.outcome = 'failed' in the suite config)"
+            ]
+        )
+
+
+def test_json_extract_example(pytester: pytest.Pytester) -> None:
+    pytester.copy_example("json_extract")
+    result = pytester.runpytest("--prompt-suite", "promptsuite.toml")
+    result.assert_outcomes(passed=3, failed=1)
+    assert result.ret == 0  # the tolerated failure: refund passes 2/3 >= 0.6
+    result.stdout.fnmatch_lines(
+        [
+            "cases.jsonl:4: extract-004 [[]slice refund[]] failed 1 check",
+            "  structure is-json   expected valid JSON matching the schema; found not JSON*",
+            "  content   order-id  $.order_id: skipped: output "
+            "is not JSON*, and structure check 'is-json' failed",
+        ],
+        consecutive=True,
+    )
+    result.stdout.fnmatch_lines(["promptsuite gate: PASSED (1 failed case within tolerance)"])
+
+
+def test_promptsuite_validate_reports_bad_checks(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "cases.jsonl").write_text(
+        _lines(
+            {"case_id": "a", "input": "x", "slice": "s", "assert": [{"type": "word-count", "value": "many"}]}
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+    assert cli.main(["validate", str(tmp_path / "cases.jsonl")]) == 1
+    err = capsys.readouterr().err
+    assert (
+        f"{tmp_path / 'cases.jsonl'}:1: case 'a': assert[0]: 'value' of "
+        f"'word-count' must be a whole number or {{min, max}}, got 'many'" in err
+    )
+    assert "1 problem found" in err

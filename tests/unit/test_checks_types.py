@@ -1,0 +1,558 @@
+"""Stage tests for every built-in check type: pass, fail, ``not-``, and a malformed spec."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from pytest_promptsuite import PromptCase
+from pytest_promptsuite.checks import BUILTIN_TYPES
+from pytest_promptsuite.checks import CheckResult
+from pytest_promptsuite.checks import Evaluator
+from pytest_promptsuite.checks import compile_case
+from pytest_promptsuite.errors import CheckError
+from pytest_promptsuite.models import Response
+from pytest_promptsuite.models import Usage
+
+
+class Refund(BaseModel):
+    """The pydantic model the ``pydantic`` check tests validate against."""
+
+    order: str
+    amount: float
+
+
+def is_short(output: str, case: PromptCase) -> bool:
+    """A ``python`` check function: outputs under 10 characters."""
+    return len(output) < 10
+
+
+def half(output: str, case: PromptCase) -> float:
+    """A ``python`` check returning a score."""
+    return 0.5
+
+
+def result_of(entry: dict[str, Any], output: str | Response, **settings: Any) -> CheckResult:
+    """The one result of one entry (no must_include, no threshold)."""
+    case = PromptCase(case_id="c", input="i", slice="s", assert_=[entry])
+    [result] = Evaluator(**settings).evaluate(case, output)
+    return result
+
+
+REFUND = '{"order": "A-1", "amount": 12.5, "items": [{"sku": "x"}]}'
+SCHEMA = {"type": "object", "required": ["order", "amount"], "properties": {"amount": {"type": "number"}}}
+
+# (id, entry, output, passes, words the message must contain)
+CASES: list[tuple[str, dict[str, Any], Any, bool, str]] = [
+    # structure
+    ("is-json", {"type": "is-json"}, REFUND, True, "expected valid JSON; found valid JSON"),
+    ("is-json-bad", {"type": "is-json"}, "{'a': 1}", False, "not JSON: Expecting property name"),
+    ("not-is-json", {"type": "not-is-json"}, "plain text", True, "expected not valid JSON"),
+    ("is-json-schema", {"type": "is-json", "value": SCHEMA}, REFUND, True, "matching the schema"),
+    (
+        "is-json-schema-bad",
+        {"type": "is-json", "value": SCHEMA},
+        '{"order": "A-1", "amount": "12"}',
+        False,
+        "breaks the schema at $.amount: '12' is not of type 'number'",
+    ),
+    ("contains-json", {"type": "contains-json"}, 'Here: {"a": [1, 2]} done', True, '{"a":[1,2]}'),
+    ("contains-json-none", {"type": "contains-json"}, "no json {here", False, "no JSON object or array"),
+    ("not-contains-json", {"type": "not-contains-json"}, "just text", True, "expected not a JSON object"),
+    (
+        "contains-json-schema",
+        {"type": "contains-json", "value": SCHEMA},
+        'x {"b": 1} y {"order": "o", "amount": 1}',
+        True,
+        '{"order":"o","amount":1}',
+    ),
+    (
+        "contains-json-schema-bad",
+        {"type": "contains-json", "value": SCHEMA},
+        'x {"b": 1}',
+        False,
+        "none matches; first: $: 'order' is a required property",
+    ),
+    ("pydantic", {"type": "pydantic", "value": f"{__name__}:Refund"}, REFUND, True, "a valid Refund"),
+    (
+        "pydantic-bad",
+        {"type": "pydantic", "value": f"{__name__}.Refund"},
+        '{"order": "A-1"}',
+        False,
+        "amount: Field required",
+    ),
+    ("not-pydantic", {"type": "not-pydantic", "value": f"{__name__}:Refund"}, "{}", True, "not valid Refund"),
+    ("is-xml", {"type": "is-xml"}, "<a><b>1</b></a>", True, "XML with root <a>"),
+    ("is-xml-bad", {"type": "is-xml"}, "<a><b>1</a>", False, "not XML: mismatched tag"),
+    (
+        "is-xml-required",
+        {"type": "is-xml", "value": {"requiredElements": ["a.b", "a.c"]}},
+        "<a><b>1</b></a>",
+        False,
+        "XML without a.c",
+    ),
+    ("not-is-xml", {"type": "not-is-xml"}, "plain", True, "expected not well-formed XML"),
+    (
+        "regex-fullmatch",
+        {"type": "regex", "value": r"\d{3}-\d{4}", "fullmatch": True},
+        "555-1234",
+        True,
+        "a full match of 8 chars",
+    ),
+    (
+        "regex-fullmatch-partial",
+        {"type": "regex", "value": r"\d{3}-\d{4}", "fullmatch": True},
+        "call 555-1234 now",
+        False,
+        "only a partial match '555-1234' at offset 5",
+    ),
+    ("word-count", {"type": "word-count", "value": {"min": 2, "max": 3}}, "one two three", True, "3 words"),
+    ("word-count-exact", {"type": "word-count", "value": 2}, "one two three", False, "exactly 2 words"),
+    (
+        "not-word-count",
+        {"type": "not-word-count", "value": {"max": 1}},
+        "one two",
+        True,
+        "not at most 1 words",
+    ),
+    ("char-count", {"type": "char-count", "value": {"max": 5}}, "abcdef", False, "found 6 chars"),
+    ("char-count-ok", {"type": "char-count", "value": {"min": 1}}, "ab", True, "at least 1 chars"),
+    (
+        "finish-reason",
+        {"type": "finish-reason", "value": "stop"},
+        Response(text="x", finish_reason="STOP"),
+        True,
+        "finish reason 'stop'",
+    ),
+    (
+        "finish-reason-bad",
+        {"type": "finish-reason", "value": "stop"},
+        Response(text="x", finish_reason="length"),
+        False,
+        "found 'length'",
+    ),
+    (
+        "finish-reason-none",
+        {"type": "finish-reason", "value": "stop"},
+        Response(text="x"),
+        False,
+        "no finish reason reported",
+    ),
+    (
+        "not-finish-reason",
+        {"type": "not-finish-reason", "value": "length"},
+        Response(text="x", finish_reason="stop"),
+        True,
+        "not finish reason 'length'",
+    ),
+    # content
+    ("equals", {"type": "equals", "value": "Hello"}, "Hello", True, "an equal output"),
+    ("equals-bad", {"type": "equals", "value": "Hello"}, "Help!", False, "first difference at offset 3"),
+    ("not-equals", {"type": "not-equals", "value": "Hello"}, "Hi", True, "expected not equals 'Hello'"),
+    (
+        "equals-json",
+        {"type": "equals", "value": {"a": [1, True]}},
+        '{"a": [1.0, true]}',
+        True,
+        '{"a":[1.0,true]}',
+    ),
+    ("equals-json-type", {"type": "equals", "value": {"a": 1}}, '{"a": true}', False, '{"a":true}'),
+    ("contains", {"type": "contains", "value": "fund"}, "refund issued", True, "'fund' at offset 2"),
+    ("contains-bad", {"type": "contains", "value": "Refund"}, "refund issued", False, "no match in 13 chars"),
+    ("contains-number", {"type": "contains", "value": 12}, "total 12 USD", True, "'12' at offset 6"),
+    ("not-contains", {"type": "not-contains", "value": "sk-"}, "key sk-123", False, "'sk-' at offset 4"),
+    ("icontains", {"type": "icontains", "value": "REFUND"}, "refund issued", True, "(ignoring case)"),
+    (
+        "not-icontains",
+        {"type": "not-icontains", "value": "ERROR"},
+        "no problem",
+        True,
+        "not contains 'ERROR'",
+    ),
+    ("contains-any", {"type": "contains-any", "value": ["x", "issued"]}, "refund issued", True, "'issued'"),
+    (
+        "contains-any-bad",
+        {"type": "contains-any", "value": ["x", "y"]},
+        "abc",
+        False,
+        "none of them in 3 chars",
+    ),
+    (
+        "contains-all-ok",
+        {"type": "contains-all", "value": ["re", "is"]},
+        "refund issued",
+        True,
+        "'is' at offset 7",
+    ),
+    (
+        "contains-all",
+        {"type": "contains-all", "value": ["refund", "later"]},
+        "refund issued",
+        False,
+        "'refund' at offset 0; missing 'later'",
+    ),
+    (
+        "not-contains-any",
+        {"type": "not-contains-any", "value": ["sk-", "pk-"]},
+        "clean",
+        True,
+        "not contains any",
+    ),
+    ("icontains-any", {"type": "icontains-any", "value": ["REFUND"]}, "Refund", True, "'REFUND' at offset 0"),
+    ("icontains-any-bad", {"type": "icontains-any", "value": ["Z", "Q"]}, "ab", False, "none of them"),
+    ("icontains-all", {"type": "icontains-all", "value": ["A", "b"]}, "ab", True, "contains all of 'A', 'b'"),
+    ("icontains-all-bad", {"type": "icontains-all", "value": ["A", "z"]}, "ab", False, "missing 'z'"),
+    ("starts-with", {"type": "starts-with", "value": "Yes"}, "Yes, done", True, "starts with 'Yes'"),
+    ("starts-with-bad", {"type": "starts-with", "value": "Yes"}, "No, sorry", False, "begins 'No, sorry'"),
+    ("not-starts-with", {"type": "not-starts-with", "value": "As an AI"}, "Sure", True, "not starts with"),
+    ("regex", {"type": "regex", "value": r"\d+ USD"}, "total 12 USD", True, "'12 USD' at offset 6"),
+    ("regex-bad", {"type": "regex", "value": r"\d+ EUR"}, "total 12 USD", False, "no match in 12 chars"),
+    ("not-regex", {"type": "not-regex", "value": r"sk-\w+"}, "key sk-1", False, "'sk-1' at offset 4"),
+    (
+        "levenshtein",
+        {"type": "levenshtein", "value": "kitten", "threshold": 3},
+        "sitting",
+        True,
+        "distance 3",
+    ),
+    (
+        "levenshtein-bad",
+        {"type": "levenshtein", "value": "kitten", "threshold": 2},
+        "sitting",
+        False,
+        "distance 3",
+    ),
+    ("levenshtein-default", {"type": "levenshtein", "value": "abcdefgh"}, "a", False, "<= 5 from"),
+    (
+        "not-levenshtein",
+        {"type": "not-levenshtein", "value": "abc", "threshold": 0},
+        "abd",
+        True,
+        "distance 1",
+    ),
+    ("similar", {"type": "similar", "value": "refund issued"}, "refund isued", True, "similarity 0.96"),
+    (
+        "similar-bad",
+        {"type": "similar", "value": "refund issued", "threshold": 0.9},
+        "no",
+        False,
+        "similarity 0.",
+    ),
+    (
+        "similar-list",
+        {"type": "similar", "value": ["abc", "refund issued"], "threshold": 0.9},
+        "refund issued!",
+        True,
+        "one of 2 texts",
+    ),
+    ("not-similar", {"type": "not-similar", "value": "abc"}, "xyz", True, "not similarity >= 0.75"),
+    ("is-refusal", {"type": "is-refusal"}, "I'm sorry, but I can't help with that.", True, "refusal phrase"),
+    ("is-refusal-zh", {"type": "is-refusal"}, "抱歉，我无法提供该信息。", True, "'抱歉' at offset 0"),
+    ("is-refusal-empty", {"type": "is-refusal"}, "  ", True, "an empty output"),
+    ("is-refusal-bad", {"type": "is-refusal"}, "Your refund is on its way.", False, "no refusal phrase"),
+    ("not-is-refusal", {"type": "not-is-refusal"}, "Ich kann Ihnen nicht helfen.", False, "refusal phrase"),
+    (
+        "is-refusal-custom",
+        {"type": "is-refusal", "value": ["out of scope"], "defaults": False},
+        "I'm sorry, that is out of scope",
+        True,
+        "'out of scope' at offset 19",
+    ),
+    # review
+    (
+        "human-review",
+        {"type": "human-review", "value": "tone"},
+        "x",
+        True,
+        "expected a human review; found tone",
+    ),
+    # metric
+    (
+        "latency",
+        {"type": "latency", "threshold": 500},
+        Response(text="x", latency_ms=120.0),
+        True,
+        "expected latency <= 500 ms; found 120 ms",
+    ),
+    (
+        "latency-bad",
+        {"type": "latency", "threshold": 100},
+        Response(text="x", latency_ms=120.0),
+        False,
+        "found 120 ms",
+    ),
+    (
+        "not-latency",
+        {"type": "not-latency", "threshold": 100},
+        Response(text="x", latency_ms=120.0),
+        True,
+        "not latency <= 100 ms",
+    ),
+    (
+        "tokens",
+        {"type": "tokens", "threshold": 10, "field": "completion"},
+        Response(text="x", usage=Usage(3, 12, 15)),
+        False,
+        "at most 10 completion tokens; found 12 tokens",
+    ),
+    (
+        "tokens-ok",
+        {"type": "tokens", "threshold": 20},
+        Response(text="x", usage=Usage(3, 12, 15)),
+        True,
+        "15",
+    ),
+    (
+        "cost",
+        {"type": "cost", "threshold": 0.001, "prices": {"prompt": 1.0, "completion": 2.0}},
+        Response(text="x", usage=Usage(1000, 1000, 2000)),
+        False,
+        "found $0.003000 (1000 prompt + 1000 completion tokens)",
+    ),
+    (
+        "cost-ok",
+        {"type": "cost", "threshold": 0.01, "prices": {"prompt": 1.0, "completion": 2.0}},
+        Response(text="x", usage=Usage(1000, 1000, 2000)),
+        True,
+        "cost <= $0.01",
+    ),
+    ("python", {"type": "python", "value": f"{__name__}:is_short"}, "tiny", True, "found True"),
+    ("python-bad", {"type": "python", "value": f"{__name__}:is_short"}, "far too long", False, "found False"),
+    ("not-python", {"type": "not-python", "value": f"{__name__}:is_short"}, "far too long", True, "not "),
+    (
+        "python-score",
+        {"type": "python", "value": f"{__name__}:half", "threshold": 0.6},
+        "x",
+        False,
+        "score 0.5",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("entry", "output", "passes", "words"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
+)
+def test_builtin_type(entry: dict[str, Any], output: Any, passes: bool, words: str) -> None:
+    result = result_of(entry, output)
+    assert (result.passed, result.skipped) == (passes, False), result.message
+    assert words in result.message
+    assert result.name == entry["type"]
+
+
+def test_every_builtin_type_has_a_passing_and_a_failing_case() -> None:
+    tested = {(c[1]["type"].removeprefix("not-"), c[3] != c[1]["type"].startswith("not-")) for c in CASES}
+    for name in BUILTIN_TYPES:
+        if name in ("human-review", "llm-rubric"):  # never fails / tested with a judge below
+            continue
+        assert (name, True) in tested and (name, False) in tested, name
+
+
+def test_layers_follow_the_type() -> None:
+    layers = {c[1]["type"]: result_of(c[1], c[2]).layer for c in CASES}
+    assert result_of({"type": "regex", "value": "a", "fullmatch": True}, "a").layer == "structure"
+    assert result_of({"type": "regex", "value": "a"}, "a").layer == "content"
+    assert layers["is-json"] == "structure"
+    assert layers["contains"] == "content"
+    assert layers["human-review"] == "review"
+    assert layers["latency"] == "metric"
+
+
+def test_a_cached_response_has_no_latency_and_the_check_says_so() -> None:
+    result = result_of(
+        {"type": "latency", "threshold": 1000}, Response(text="x", latency_ms=None, cached=True)
+    )
+    assert (result.passed, result.skipped) == (False, True)
+    assert "no latency: the response came from the cache" in result.message
+    fake = result_of({"type": "latency", "threshold": 1000}, Response(text="x"))
+    assert fake.skipped and "did not measure one" in fake.message
+
+
+def test_usage_checks_skip_without_usage() -> None:
+    assert result_of({"type": "tokens", "threshold": 1}, Response(text="x")).skipped
+    assert result_of(
+        {"type": "cost", "threshold": 1, "prices": {"prompt": 1, "completion": 1}}, Response(text="x")
+    ).skipped
+
+
+def test_schema_file_is_relative_to_the_case_file(tmp_path: Path) -> None:
+    (tmp_path / "schemas").mkdir()
+    (tmp_path / "schemas" / "refund.json").write_text(json.dumps(SCHEMA), encoding="utf-8")
+    case = PromptCase(
+        case_id="c",
+        input="i",
+        slice="s",
+        assert_=[{"type": "is-json", "value": "file://schemas/refund.json"}],
+    )
+    compiled = compile_case(case, base_dir=tmp_path)
+    [ok] = Evaluator().evaluate(case, REFUND, compiled)
+    [bad] = Evaluator().evaluate(case, '{"order": 1}', compiled)
+    assert ok.passed and not bad.passed
+    assert "'amount' is a required property" in bad.message
+
+
+def test_python_check_from_a_file_beside_the_case(tmp_path: Path) -> None:
+    (tmp_path / "my_checks.py").write_text(
+        "from pytest_promptsuite.checks import CheckResult\n"
+        "def polite(output, case):\n"
+        "    return CheckResult('metric', 'python', 'please' in output, f'{case.case_id}: polite?')\n",
+        encoding="utf-8",
+    )
+    case = PromptCase(
+        case_id="c7",
+        input="i",
+        slice="s",
+        assert_=[{"type": "python", "value": "file://my_checks.py:polite"}],
+    )
+    compiled = compile_case(case, base_dir=tmp_path)
+    [result] = Evaluator().evaluate(case, "no", compiled)
+    assert not result.passed
+    assert result.message == "expected file://my_checks.py:polite accepts the output; found c7: polite?"
+
+
+def test_python_function_that_raises_fails_with_the_error() -> None:
+    result = result_of({"type": "python", "value": "json:loads"}, "not json")
+    assert not result.passed and "the function raised" in result.message
+
+
+MALFORMED: list[tuple[str, dict[str, Any], str]] = [
+    (
+        "is-json-schema",
+        {"type": "is-json", "value": {"type": "nope"}},
+        "'value' of 'is-json' is not a valid JSON Schema",
+    ),
+    ("is-json-file", {"type": "is-json", "value": "missing.json"}, "cannot read the schema file"),
+    (
+        "contains-json-schema",
+        {"type": "contains-json", "value": 3},
+        "must be a JSON Schema object or a schema file",
+    ),
+    (
+        "pydantic-import",
+        {"type": "pydantic", "value": "no_such_module:X"},
+        "cannot import module 'no_such_module'",
+    ),
+    (
+        "pydantic-class",
+        {"type": "pydantic", "value": f"{__name__}:is_short"},
+        "is not a pydantic model class",
+    ),
+    ("is-xml", {"type": "is-xml", "value": {"elements": ["a"]}}, "takes only 'requiredElements'"),
+    ("word-count", {"type": "word-count", "value": {"min": 5, "max": 2}}, "min 5 is above max 2"),
+    ("word-count-missing", {"type": "word-count"}, "'word-count' needs 'value'"),
+    ("char-count", {"type": "char-count", "value": "ten"}, "must be a whole number or {min, max}"),
+    (
+        "finish-reason",
+        {"type": "finish-reason", "value": 1},
+        "'value' of 'finish-reason' must be a finish reason",
+    ),
+    ("equals", {"type": "equals"}, "'equals' needs 'value'"),
+    ("contains", {"type": "contains", "value": ["a"]}, "'value' of 'contains' must be a string, got a list"),
+    ("contains-empty", {"type": "contains", "value": ""}, "is an empty string"),
+    ("icontains", {"type": "icontains", "valeu": "a"}, "'icontains' needs 'value'"),
+    ("contains-any", {"type": "contains-any", "value": []}, "must be a non-empty list of strings"),
+    (
+        "contains-all",
+        {"type": "contains-all", "value": [{"a": 1}]},
+        "'value[0]' of 'contains-all' must be a string",
+    ),
+    ("icontains-any", {"type": "icontains-any", "value": None}, "'icontains-any' needs 'value'"),
+    ("icontains-all", {"type": "icontains-all", "value": 3, "x": 1}, "must be a non-empty list of strings"),
+    ("starts-with", {"type": "starts-with", "value": True}, "must be a string, got a boolean"),
+    ("regex", {"type": "regex", "value": "("}, "'value' of 'regex' is not a valid regex '('"),
+    (
+        "regex-fullmatch",
+        {"type": "regex", "value": "a", "fullmatch": "yes"},
+        "'fullmatch' of 'regex' must be true or false",
+    ),
+    (
+        "levenshtein",
+        {"type": "levenshtein", "value": "a", "threshold": 1.5},
+        "must be a whole number of edits",
+    ),
+    (
+        "similar",
+        {"type": "similar", "value": "a", "threshold": 75},
+        "'threshold' of 'similar' must be a ratio from 0 to 1",
+    ),
+    ("is-refusal", {"type": "is-refusal", "value": ["("]}, "is not a valid regex"),
+    (
+        "is-refusal-defaults",
+        {"type": "is-refusal", "defaults": False},
+        "needs 'value': your refusal patterns",
+    ),
+    ("human-review", {"type": "human-review"}, "'human-review' needs 'value'"),
+    (
+        "not-human-review",
+        {"type": "not-human-review", "value": "x"},
+        "'not-human-review': 'human-review' has no not- form",
+    ),
+    (
+        "latency",
+        {"type": "latency", "threshold": -1},
+        "'threshold' of 'latency' must be a bound in milliseconds",
+    ),
+    (
+        "latency-path",
+        {"type": "latency", "threshold": 1, "path": "$.a"},
+        "'path' does not apply to 'latency'",
+    ),
+    (
+        "tokens",
+        {"type": "tokens", "threshold": 5, "field": "output"},
+        "must be 'total', 'prompt' or 'completion'",
+    ),
+    ("cost", {"type": "cost", "threshold": 1}, "'cost' needs 'prices'"),
+    ("cost-prices", {"type": "cost", "threshold": 1, "prices": {"prompt": 1}}, "'prices' of 'cost' must be"),
+    ("llm-rubric", {"type": "llm-rubric", "value": " "}, "is empty: write the rubric"),
+    ("llm-rubric-threshold", {"type": "llm-rubric", "value": "ok", "threshold": 2}, "a score from 0 to 1"),
+    ("python", {"type": "python", "value": "json:nope"}, "'json' has no attribute 'nope'"),
+    ("python-not-callable", {"type": "python", "value": "json:__name__"}, "is not callable"),
+    (
+        "unknown-field",
+        {"type": "contains", "value": "a", "vlaue": "b"},
+        "unknown field 'vlaue' for 'contains' (did you mean 'value'?)",
+    ),
+    ("weight", {"type": "contains", "value": "a", "weight": -1}, "'weight' must be a number >= 0"),
+    ("path", {"type": "equals", "value": 1, "path": "a.b"}, "'path' must be a JSONPath starting with '$'"),
+    ("path-syntax", {"type": "equals", "value": 1, "path": "$.a[x]"}, "cannot read '[x]' at position 4"),
+    (
+        "unknown-type",
+        {"type": "contians", "value": "a"},
+        "unknown check type 'contians' (did you mean 'contains'?)",
+    ),
+    ("no-type", {"value": "a"}, "missing 'type' (known types: is-json,"),
+    ("assert-set-empty", {"type": "assert-set", "assert": []}, "must be a non-empty list of checks"),
+    (
+        "assert-set-nested",
+        {"type": "assert-set", "assert": [{"type": "assert-set", "assert": [{"type": "is-json"}]}]},
+        "assert[1].assert[0]: an assert-set cannot hold another assert-set",
+    ),
+    (
+        "assert-set-field",
+        {"type": "assert-set", "assert": [{"type": "is-json"}], "treshold": 1},
+        "unknown field 'treshold' for 'assert-set' (did you mean 'threshold'?)",
+    ),
+    (
+        "assert-set-threshold",
+        {"type": "assert-set", "assert": [{"type": "is-json"}], "threshold": 5},
+        "'threshold' must be a share from 0 to 1",
+    ),
+]
+
+
+@pytest.mark.parametrize(("entry", "words"), [m[1:] for m in MALFORMED], ids=[m[0] for m in MALFORMED])
+def test_malformed_spec_is_a_check_error_naming_the_case_and_entry(entry: dict[str, Any], words: str) -> None:
+    case = PromptCase(case_id="bad-1", input="i", slice="s", assert_=[{"type": "is-json"}, entry])
+    with pytest.raises(CheckError) as info:
+        compile_case(case, display="cases.jsonl")
+    assert str(info.value).startswith("cases.jsonl:0: case 'bad-1': assert[1]")
+    assert words in str(info.value)
+
+
+def test_every_builtin_type_has_a_malformed_case() -> None:
+    covered = {m[1].get("type", "").removeprefix("not-") for m in MALFORMED}
+    assert set(BUILTIN_TYPES) <= covered, set(BUILTIN_TYPES) - covered

@@ -1,0 +1,335 @@
+"""The OpenAI-compatible client against the loopback server: both endpoints, every fault, retries."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+
+import pytest
+
+from pytest_promptsuite.errors import ConfigError
+from pytest_promptsuite.errors import EndpointError
+from pytest_promptsuite.models import ModelRequest
+from pytest_promptsuite.models import Response
+from pytest_promptsuite.models import make_model
+from pytest_promptsuite.models.openai import DEFAULT_BASE_URL
+from pytest_promptsuite.models.openai import OpenAIModel
+from pytest_promptsuite.models.openai import openai_model
+from pytest_promptsuite.models.openai import public_url
+from pytest_promptsuite.models.retry import RetryPolicy
+from pytest_promptsuite.models.retry import retry_after_s
+from pytest_promptsuite.models.runner import ModelRunner
+from pytest_promptsuite.suite import ModelConfig
+from tests.loopback import LoopbackServer
+
+
+FAST = RetryPolicy(max_retries=3, base_s=0.01, cap_s=0.05)
+
+
+@pytest.fixture
+def runner() -> Iterator[ModelRunner]:
+    runner = ModelRunner()
+    yield runner
+    runner.close()
+
+
+def _model(server: LoopbackServer, **kwargs: object) -> OpenAIModel:
+    options: dict[str, object] = {"base_url": server.base_url, "retry": FAST, "seed": 0}
+    options.update(kwargs)
+    return OpenAIModel("loop-model", **options)  # type: ignore[arg-type]
+
+
+def _fails(runner: ModelRunner, model: OpenAIModel, prompt: str) -> EndpointError:
+    with pytest.raises(EndpointError) as info:
+        runner.call(model, ModelRequest(prompt, case_id="c-1"))
+    return info.value
+
+
+# -- happy paths --------------------------------------------------------------------------------
+
+
+def test_chat_sends_a_string_as_one_user_message(loopback: LoopbackServer, runner: ModelRunner
+                                                 ) -> None:
+    model = _model(loopback, api_key="sk-test-123")
+    params = {"temperature": 0, "max_tokens": 16, "stop": ["\n"], "seed": 7,
+              "extra_body": {"top_k": 5}}
+    response = runner.call(model, ModelRequest("hello there", params=params))
+
+    assert response.text == "hello there"
+    assert response.finish_reason == "stop"
+    assert response.usage is not None and response.usage.total_tokens == 4
+    assert response.latency_ms is not None and response.latency_ms > 0
+    assert response.cached is False
+    [sent] = loopback.stats.log
+    assert sent["path"] == "/v1/chat/completions"
+    assert sent["body"] == {
+        "model": "loop-model",
+        "messages": [{"role": "user", "content": "hello there"}],
+        "temperature": 0, "max_tokens": 16, "stop": ["\n"], "seed": 7, "top_k": 5,
+    }
+    assert sent["authorization"] == "Bearer sk-test-123"
+
+
+def test_chat_sends_messages_as_they_are(loopback: LoopbackServer, runner: ModelRunner) -> None:
+    messages = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}]
+    response = runner.call(_model(loopback), ModelRequest(messages))
+
+    assert response.text == "hi"
+    assert loopback.stats.log[0]["body"]["messages"] == messages
+    assert loopback.stats.log[0]["authorization"] is None  # no key: no header at all
+
+
+def test_completions_endpoint_for_string_prompts(loopback: LoopbackServer, runner: ModelRunner
+                                                 ) -> None:
+    model = _model(loopback, endpoint="completions")
+    response = runner.call(model, ModelRequest("<|im_start|>user\nhi<|im_end|>\n"))
+    chat = runner.call(model, ModelRequest([{"role": "user", "content": "as messages"}]))
+
+    assert response == Response(text="<|im_start|>user\nhi<|im_end|>\n", finish_reason="length",
+                                usage=response.usage, latency_ms=response.latency_ms)
+    assert chat.text == "as messages"
+    assert [e["path"] for e in loopback.stats.log] == ["/v1/completions", "/v1/chat/completions"]
+    assert loopback.stats.log[0]["body"] == {"model": "loop-model",
+                                             "prompt": "<|im_start|>user\nhi<|im_end|>\n"}
+
+
+def test_params_may_not_replace_what_the_client_sets(loopback: LoopbackServer,
+                                                     runner: ModelRunner) -> None:
+    with pytest.raises(ConfigError, match="params may not set 'messages'"):
+        runner.call(_model(loopback), ModelRequest("x", params={"messages": []}))
+    assert loopback.stats.requests == 0
+
+
+# -- retries ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("script", ["500,429", "503,408", "drop", "drop,502"])
+def test_transient_faults_are_retried(loopback: LoopbackServer, runner: ModelRunner,
+                                      script: str) -> None:
+    model = _model(loopback)
+    response = runner.call(model, ModelRequest(f"retry me [[{script}]]"))
+
+    assert response.text == f"retry me [[{script}]]"
+    steps = len(script.split(","))
+    assert loopback.stats.requests == steps + 1
+    assert (model.attempts, model.retries) == (steps + 1, steps)
+
+
+def test_a_timeout_is_retried(loopback: LoopbackServer, runner: ModelRunner) -> None:
+    loopback.knobs.hang_s = 2
+    model = _model(loopback, timeout_s=0.2)
+
+    assert runner.call(model, ModelRequest("slow once [[hang]]")).text == "slow once [[hang]]"
+    assert loopback.stats.requests == 2
+
+
+def test_retries_are_bounded(loopback: LoopbackServer, runner: ModelRunner) -> None:
+    error = _fails(runner, _model(loopback), "always [[500,500,500,500,500,500]]")
+
+    assert loopback.stats.requests == 4  # the first attempt and max_retries = 3
+    assert error.status == 500
+    assert not error.fatal
+    assert str(error) == (
+        f"HTTP 500 from {loopback.base_url}/chat/completions: The server had an error (loopback_error) "
+        "(gave up after 4 attempts)"
+    )
+
+
+def test_max_retries_zero_means_one_attempt(loopback: LoopbackServer, runner: ModelRunner) -> None:
+    _fails(runner, _model(loopback, retry=RetryPolicy(max_retries=0)), "x [[429]]")
+    assert loopback.stats.requests == 1
+
+
+def test_timeouts_exhausted(loopback: LoopbackServer, runner: ModelRunner) -> None:
+    loopback.knobs.hang_s = 2
+    model = _model(loopback, timeout_s=0.1, retry=RetryPolicy(max_retries=1, base_s=0.01))
+    error = _fails(runner, model, "[[hang,hang]]")
+
+    assert "within 0.1 s" in str(error)
+    assert "gave up after 2 attempts" in str(error)
+    assert loopback.stats.requests == 2
+
+
+def test_dropped_connections_exhausted(loopback: LoopbackServer, runner: ModelRunner) -> None:
+    error = _fails(runner, _model(loopback), "[[drop,drop,drop,drop]]")
+
+    assert str(error).startswith(f"connection to {loopback.base_url}/chat/completions failed: ")
+    assert loopback.stats.requests == 4
+    assert not error.fatal
+
+
+def test_retry_after_ms_is_honoured(loopback: LoopbackServer, runner: ModelRunner) -> None:
+    loopback.knobs.retry_after_ms = 300
+    runner.call(_model(loopback), ModelRequest("wait [[429]]"))
+
+    first, second = loopback.stats.log
+    assert second["time"] - first["time"] >= 0.3
+
+
+def test_retry_after_seconds_is_honoured(loopback: LoopbackServer, runner: ModelRunner) -> None:
+    loopback.knobs.retry_after = "1"
+    runner.call(_model(loopback), ModelRequest("wait [[503]]"))
+
+    first, second = loopback.stats.log
+    assert second["time"] - first["time"] >= 1.0
+
+
+def test_a_retry_after_beyond_the_cap_is_not_waited_for(loopback: LoopbackServer,
+                                                        runner: ModelRunner) -> None:
+    loopback.knobs.retry_after = "3600"
+    error = _fails(runner, _model(loopback), "[[429]]")
+
+    assert "asked to retry after 3600 s, more than 60 s: not retried" in str(error)
+    assert loopback.stats.requests == 1
+
+
+# -- errors that are never retried ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("status", "fatal"), [(400, False), (401, True), (403, False), (404, True), (422, False)]
+)
+def test_client_errors_are_not_retried(loopback: LoopbackServer, runner: ModelRunner,
+                                       status: int, fatal: bool) -> None:
+    error = _fails(runner, _model(loopback), f"[[{status}]]")
+
+    assert loopback.stats.requests == 1
+    assert error.status == status
+    assert error.fatal is fatal
+    assert str(error).startswith(f"HTTP {status} from {loopback.base_url}/chat/completions: ")
+
+
+def test_an_exhausted_quota_is_not_retried_and_stops_the_run(loopback: LoopbackServer,
+                                                             runner: ModelRunner) -> None:
+    error = _fails(runner, _model(loopback), "[[quota]]")
+
+    assert loopback.stats.requests == 1
+    assert error.fatal
+    assert "You exceeded your current quota. (insufficient_quota)" in str(error)
+
+
+def test_a_wrong_key_is_fatal_and_never_shown(loopback: LoopbackServer, runner: ModelRunner
+                                              ) -> None:
+    loopback.knobs.api_key = "sk-right"
+    model = _model(loopback, api_key="sk-wrong-SECRET-42", api_key_env="MY_KEY")
+    error = _fails(runner, model, "hi")
+
+    assert error.fatal and error.status == 401
+    assert str(error) == (
+        f"HTTP 401 from {loopback.base_url}/chat/completions: Incorrect API key provided: *** "
+        "(invalid_api_key) (check the key in $MY_KEY)"
+    )
+    assert "SECRET" not in repr(model)
+
+
+def test_connection_refused_is_fatal(runner: ModelRunner) -> None:
+    model = OpenAIModel("m", base_url="http://127.0.0.1:9/v1", retry=FAST)
+    error = _fails(runner, model, "hi")
+
+    assert error.fatal
+    assert error.status is None
+    assert str(error).startswith("cannot connect to http://127.0.0.1:9/v1/chat/completions: ")
+    assert str(error).endswith("(gave up after 4 attempts)")
+
+
+@pytest.mark.parametrize(
+    ("step", "what"),
+    [("malformed", "not JSON; the body began '<html>502 Bad Gateway</html>'"),
+     ("nochoices", "no choices[0]; the body began '{")],
+)
+def test_malformed_bodies_are_clear_errors(loopback: LoopbackServer, runner: ModelRunner,
+                                           step: str, what: str) -> None:
+    error = _fails(runner, _model(loopback), f"[[{step}]]")
+
+    assert str(error).startswith(f"malformed response from {loopback.base_url}/chat/completions: ")
+    assert what in str(error)
+    assert not error.fatal
+
+
+def test_an_empty_completion_is_an_answer(loopback: LoopbackServer, runner: ModelRunner) -> None:
+    assert runner.call(_model(loopback), ModelRequest("[[empty]]")).text == ""
+
+
+# -- configuration ------------------------------------------------------------------------------
+
+
+def test_base_url_and_key_come_from_config_then_environment() -> None:
+    env = {"OPENAI_BASE_URL": "http://env:1/v1", "OPENAI_API_KEY": "sk-env", "OTHER": "sk-other"}
+    common = {"api_key_env": "OPENAI_API_KEY", "endpoint": "chat", "timeout_s": 5.0,
+              "max_retries": 2}
+
+    from_config = openai_model("m", base_url="http://cfg:2/v1/", environ=env, **common)  # type: ignore[arg-type]
+    from_env = openai_model("m", base_url=None, environ=env, **common)  # type: ignore[arg-type]
+    default = openai_model("m", base_url=None, environ={}, **common)  # type: ignore[arg-type]
+    other_key = openai_model("m", base_url=None, environ=env,
+                             **{**common, "api_key_env": "OTHER"})  # type: ignore[arg-type]
+
+    assert (from_config.base_url, from_env.base_url) == ("http://cfg:2/v1", "http://env:1/v1")
+    assert default.base_url == DEFAULT_BASE_URL
+    assert from_env._headers() == {"Authorization": "Bearer sk-env"}
+    assert other_key._headers() == {"Authorization": "Bearer sk-other"}
+    assert default._headers() == {}
+    assert from_config.retry.max_retries == 2 and from_config.timeout_s == 5.0
+
+
+def test_make_model_builds_openai_models() -> None:
+    settings = ModelConfig(spec="openai:qwen", base_url="http://h:1/v1", endpoint="completions",
+                           timeout_s=3, max_retries=1)
+    model = make_model("openai:qwen", settings=settings)
+
+    assert isinstance(model, OpenAIModel)
+    assert (model.spec, model.name, model.endpoint) == ("openai:qwen", "qwen", "completions")
+    assert model.cache_identity() == {"model": "openai:qwen", "base_url": "http://h:1/v1",
+                                      "endpoint": "completions"}
+
+
+@pytest.mark.parametrize(
+    ("spec", "base_url", "message"),
+    [("openai:", "http://h/v1", "openai: needs a model name"),
+     ("openai:m", "localhost:8000/v1", "base URL 'localhost:8000/v1' must start with http://")],
+)
+def test_bad_openai_settings(spec: str, base_url: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        make_model(spec, settings=ModelConfig(spec=spec, base_url=base_url))
+
+
+def test_credentials_in_a_url_are_never_shown() -> None:
+    assert public_url("http://user:pw@host:8/v1?x=1") == "http://host:8/v1?x=1"
+    assert public_url("http://host/v1") == "http://host/v1"
+    model = OpenAIModel("m", base_url="http://user:pw@host/v1")
+    assert "pw" not in repr(model) and "pw" not in str(model.cache_identity())
+
+
+# -- the retry policy -------------------------------------------------------------------------
+
+
+def test_full_jitter_stays_within_the_exponential_envelope() -> None:
+    policy = RetryPolicy(base_s=0.5, cap_s=4.0)
+    rng = random.Random(1)
+    for retry, ceiling in [(0, 0.5), (1, 1.0), (2, 2.0), (3, 4.0), (6, 4.0)]:
+        waits = [policy.backoff_s(retry, rng) for _ in range(200)]
+        assert all(0 <= w <= ceiling for w in waits)
+        assert max(waits) > ceiling * 0.8  # jitter spreads over the whole range
+    assert policy.wait_s(0, rng, 2.5) == 2.5  # the server's wish wins
+
+
+@pytest.mark.parametrize(
+    ("headers", "expected"),
+    [({"retry-after-ms": "250"}, 0.25),
+     ({"retry-after-ms": "250", "retry-after": "9"}, 0.25),
+     ({"retry-after": "2"}, 2.0),
+     ({"retry-after": "Wed, 21 Oct 2015 07:28:10 GMT"}, 10.0),
+     ({"retry-after": "soon"}, None),
+     ({}, None)],
+)
+def test_retry_after_headers(headers: dict[str, str], expected: float | None) -> None:
+    now = 1445412480.0  # 07:28:00 of that day
+    assert retry_after_s(headers, now=now) == expected
+
+
+@pytest.mark.parametrize(
+    ("status", "retry"), [(408, True), (409, True), (429, True), (500, True), (503, True),
+                          (400, False), (401, False), (403, False), (404, False)],
+)
+def test_which_statuses_are_retried(status: int, retry: bool) -> None:
+    assert RetryPolicy.retryable_status(status) is retry

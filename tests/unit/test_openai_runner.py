@@ -1,0 +1,118 @@
+"""The runner with a real endpoint: the concurrency bound, prefetching, fatal errors, cancelling."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from pytest_promptsuite.errors import EndpointError
+from pytest_promptsuite.models import FakeModel
+from pytest_promptsuite.models import ModelRequest
+from pytest_promptsuite.models.openai import OpenAIModel
+from pytest_promptsuite.models.retry import RetryPolicy
+from pytest_promptsuite.models.runner import ModelRunner
+from pytest_promptsuite.prefetch import Prefetcher
+from tests.loopback import LoopbackServer
+
+
+@pytest.fixture
+def runner() -> Iterator[ModelRunner]:
+    runner = ModelRunner()
+    yield runner
+    runner.close()
+
+
+def _model(server: LoopbackServer) -> OpenAIModel:
+    return OpenAIModel("m", base_url=server.base_url, retry=RetryPolicy(max_retries=0))
+
+
+def _requests(n: int) -> list[ModelRequest]:
+    return [ModelRequest(f"case {i}", case_id=f"c-{i}") for i in range(n)]
+
+
+def test_prefetched_calls_fill_the_bound_and_never_exceed_it(loopback: LoopbackServer,
+                                                             runner: ModelRunner) -> None:
+    loopback.knobs.latency_s = 0.1
+    model = _model(loopback)
+    runner.set_concurrency(model, 6)
+    requests = _requests(30)
+    for request in requests:
+        runner.prefetch(model, request)
+    answers = [runner.call(model, request).text for request in requests]
+
+    assert answers == [f"case {i}" for i in range(30)]
+    assert loopback.stats.max_in_flight == 6
+    assert loopback.stats.requests == 30  # each call once: call() took the prefetched one
+    assert runner.prefetch_hits == 30
+
+
+def test_a_call_whose_request_changed_is_made_again(loopback: LoopbackServer,
+                                                    runner: ModelRunner) -> None:
+    model = _model(loopback)
+    runner.prefetch(model, ModelRequest("same", params={"temperature": 0}, case_id="c"))
+    answer = runner.call(model, ModelRequest("same", params={"temperature": 1}, case_id="c"))
+
+    assert answer.text == "same"
+    assert runner.prefetch_hits == 0
+    assert [e["body"].get("temperature") for e in loopback.stats.log][-1] == 1
+
+
+def test_the_fake_model_stays_inline(runner: ModelRunner) -> None:
+    runner.prefetch(FakeModel(), ModelRequest("hi"))
+
+    assert runner.call(FakeModel(), ModelRequest("hi")).text == "hi"
+    assert runner._loop is None  # no event loop thread was ever started
+
+
+def test_a_fatal_error_stops_further_calls(runner: ModelRunner) -> None:
+    model = OpenAIModel("m", base_url="http://127.0.0.1:9/v1", retry=RetryPolicy(max_retries=0))
+    with pytest.raises(EndpointError) as first:
+        runner.call(model, ModelRequest("a"))
+    with pytest.raises(EndpointError) as second:
+        runner.call(model, ModelRequest("b"))
+
+    assert first.value.fatal and runner.fatal is first.value
+    assert str(second.value) == f"skipped call: endpoint unusable: {first.value}"
+    assert model.attempts == 1  # the second call was never sent
+
+
+def test_cancel_pending_ends_calls_in_flight(loopback: LoopbackServer, runner: ModelRunner) -> None:
+    loopback.knobs.hang_s = 30
+    model = _model(loopback)
+    for request in [ModelRequest(f"slow {i} [[hang]]", case_id=f"s-{i}") for i in range(4)]:
+        runner.prefetch(model, request)
+    while loopback.stats.in_flight < 4:
+        time.sleep(0.01)
+
+    assert runner.cancel_pending() == 4
+    assert runner.call(model, ModelRequest("still works")).text == "still works"
+
+
+def test_the_prefetcher_keeps_a_window_ahead() -> None:
+    started: list[int] = []
+    prefetcher = Prefetcher(started.append, window=3)
+    prefetcher.plan(list(range(10)))
+
+    prefetcher.advance(0, 1)
+    assert started == [0, 1, 2]
+    prefetcher.advance(1, 2)
+    prefetcher.advance(2, 3)
+    assert started == [0, 1, 2, 3, 4]
+    for item in range(3, 10):
+        prefetcher.advance(item, item + 1 if item < 9 else None)
+    assert started == list(range(10))  # each item once
+
+
+def test_the_prefetcher_follows_a_worker_queue() -> None:
+    started: list[str] = []
+    queue = ["c", "d", "e", "f"]
+    prefetcher = Prefetcher(started.append, window=2)
+    prefetcher.follow(lambda n: queue[:n])
+
+    prefetcher.advance("a", "b")
+    assert started == ["a", "b", "c", "d"]
+    del queue[:2]
+    prefetcher.advance("b", "c")
+    assert started == ["a", "b", "c", "d", "e", "f"]

@@ -1,0 +1,225 @@
+"""Suites use the engine: ``CasePrompts`` builds what each case sends (stage test, no pytest run)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_promptsuite.cases import PromptCase
+from pytest_promptsuite.cases import load_cases
+from pytest_promptsuite.errors import TemplateError
+from pytest_promptsuite.suite import load_config
+from pytest_promptsuite.templates import CasePrompts
+from pytest_promptsuite.templates import case_prompt
+from pytest_promptsuite.templates import case_row
+
+
+def case(**fields: Any) -> PromptCase:
+    return PromptCase.model_validate({"case_id": "c", "slice": "s", "input": "hi", **fields})
+
+
+QA = {"template": "Q: {question}\nA: {answer}"}
+DIALOGUE = {
+    "template": {"round": [{"role": "HUMAN", "prompt": "{input}"}, {"role": "BOT", "prompt": "{answer}"}]}
+}
+
+
+def test_row_has_input_question_vars_and_answer() -> None:
+    assert case_row(case(vars={"unit": "km", "question": "override"}, answer="4")) == {
+        "input": "hi",
+        "question": "override",
+        "unit": "km",
+        "answer": "4",
+    }
+
+
+def test_no_template_no_meta_sends_the_input_as_is() -> None:
+    assert case_prompt(case(input="hello {answer}", answer="x")) == "hello {answer}"
+    assert CasePrompts(endpoint="completions").prompt(case()) == "hi"
+
+
+def test_string_template_masks_the_answer() -> None:
+    prompts = CasePrompts({"prompt_template": QA})
+    assert prompts.prompt(case(input="1+1=?", answer="2")) == "Q: 1+1=?\nA: "
+
+
+def test_chat_endpoint_defaults_to_the_standard_api_template() -> None:
+    assert CasePrompts({"prompt_template": DIALOGUE}).prompt(case(answer="no")) == [
+        {"role": "user", "content": "hi"}
+    ]
+
+
+def test_plain_meta_joins_a_dialogue_into_a_string() -> None:
+    prompts = CasePrompts({"prompt_template": DIALOGUE}, meta_template="plain")
+    assert prompts.prompt(case(answer="no")) == "hi"
+
+
+def test_lm_meta_template_by_name() -> None:
+    prompts = CasePrompts({"prompt_template": DIALOGUE}, meta_template="chatml", endpoint="completions")
+    assert prompts.prompt(case()) == "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
+
+
+def test_meta_template_without_template_wraps_the_input() -> None:
+    prompts = CasePrompts(meta_template="llama3", endpoint="completions")
+    assert prompts.prompt(case()) == (
+        "<|start_header_id|>user<|end_header_id|>\n\nhi<|eot_id|>"
+        "<|start_header_id|>assistant<|end_header_id|>\n\n"
+    )
+
+
+def test_unknown_meta_name_is_a_render_error() -> None:
+    with pytest.raises(TemplateError, match="vicuna"):
+        CasePrompts(meta_template="vicuna").prompt(case())
+
+
+def _train(tmp_path: Path) -> Path:
+    path = tmp_path / "train.jsonl"
+    rows = [
+        {"input": "2+2=?", "answer": "4"},
+        {"input": "3+3=?", "vars": {"hint": "h"}, "answer": "6"},
+        {"question": "5+5=?", "answer": "10"},
+    ]
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n\n", encoding="utf-8")
+    return path
+
+
+def test_train_file_gives_the_ice_rows(tmp_path: Path) -> None:
+    prompts = CasePrompts(
+        {
+            "prompt_template": {"template": "</E>Q: {question}\nA: {answer}", "ice_token": "</E>"},
+            "ice_template": {"template": "Q: {question} {hint}\nA: {answer}"},
+            "retriever": {"type": "FixKRetriever", "fix_id_list": [1, 2]},
+        },
+        train_file=_train(tmp_path),
+    )
+    assert prompts.prompt(case(input="1+1=?", answer="2")) == (
+        "Q: 3+3=? h\nA: 6\nQ: 5+5=? {hint}\nA: 10\nQ: 1+1=?\nA: "
+    )
+
+
+def test_missing_train_file_is_a_render_error(tmp_path: Path) -> None:
+    prompts = CasePrompts(
+        {
+            "ice_template": {"template": "</E>{input}", "ice_token": "</E>"},
+            "retriever": {"type": "FixKRetriever", "fix_id_list": [0]},
+        },
+        train_file=tmp_path / "nope.jsonl",
+    )
+    with pytest.raises(TemplateError, match="nope.jsonl"):
+        prompts.prompt(case())
+
+
+def test_random_retriever_gives_the_kth_draw_to_the_case_on_line_k(tmp_path: Path) -> None:
+    import numpy as np
+
+    cases_file = tmp_path / "cases.jsonl"
+    cases_file.write_text(
+        "\n".join(json.dumps({"case_id": f"c{i}", "slice": "s", "input": f"q{i}"}) for i in range(3)),
+        encoding="utf-8",
+    )
+    cases = load_cases(cases_file)
+    prompts = CasePrompts(
+        {
+            "ice_template": {"template": "</E>{question}", "ice_token": "</E>"},
+            "retriever": {"type": "RandomRetriever", "ice_num": 1, "seed": 43},
+        },
+        train_file=_train(tmp_path),
+    )
+    rng = np.random.RandomState(43)
+    draws = [int(rng.choice(3, 1, replace=False)[0]) for _ in range(3)]
+    inputs = ["2+2=?", "3+3=?", "5+5=?"]
+    for c, draw in zip(cases, draws, strict=True):
+        first = prompts.prompt(c).split("\n")[0]
+        assert first == inputs[draw]
+    assert len(set(draws)) > 1  # the cases do not all get the same example
+
+
+def test_multiturn_every_follows_the_replies() -> None:
+    prompts = CasePrompts(endpoint="chat")
+    mt = case(input=["a", "b"], answer=["1", "2"])
+    assert prompts.prompt(mt) == [{"role": "user", "content": "a"}]
+    assert prompts.follow_up(mt, ["R1"]) == [
+        {"role": "user", "content": "a"},
+        {"role": "assistant", "content": "R1"},
+        {"role": "user", "content": "b"},
+    ]
+    assert prompts.follow_up(mt, ["R1", "R2"]) is None
+    assert prompts.follow_up(case(), ["x"]) is None
+
+
+def test_multiturn_last_sends_one_request_with_ground_truth() -> None:
+    prompts = CasePrompts({"infer_mode": "last"}, meta_template="plain")
+    mt = case(input=["a", "b", "c"], answer=["1", "2"])  # missing answers are padded
+    assert prompts.known_requests(mt) == ["a\n1\nb\n2\nc"]
+    assert prompts.follow_up(mt, ["x"]) is None
+
+
+def test_multiturn_string_answer_is_the_final_turns() -> None:
+    prompts = CasePrompts({"infer_mode": "every_with_gt"}, meta_template="plain")
+    mt = case(input=["a", "b"], answer="2")
+    assert prompts.known_requests(mt) == ["a", "a\nb"]  # not "a\n2\nb": "2" answers "b"
+
+
+def test_variant_overrides_template_keys() -> None:
+    prompts = CasePrompts(
+        {"prompt_template": QA}, variants={"v2": {"prompt_template": {"template": "{input}?"}}}
+    )
+    assert prompts.prompt(case(), variant="v2") == "hi?"
+    assert prompts.prompt(case(), variant=None) == "Q: hi\nA: "
+
+
+def test_from_suite_reads_template_model_and_train(tmp_path: Path) -> None:
+    _train(tmp_path)
+    (tmp_path / "promptsuite.toml").write_text(
+        """
+[suite]
+train = "train.jsonl"
+[model]
+endpoint = "completions"
+meta_template = "gemma"
+[template]
+retriever = { type = "FixKRetriever", fix_id_list = [0] }
+[template.prompt_template]
+ice_token = "</E>"
+[template.prompt_template.template]
+begin = "</E>"
+round = [{ role = "HUMAN", prompt = "{input}" }, { role = "BOT", prompt = "{answer}" }]
+[template.ice_template]
+template = { round = [{ role = "HUMAN", prompt = "{input}" }, { role = "BOT", prompt = "{answer}" }] }
+""",
+        encoding="utf-8",
+    )
+    prompts = CasePrompts.from_suite(load_config(tmp_path / "promptsuite.toml"))
+    assert prompts.prompt(case(input="1+1=?", answer="2")) == (
+        "<start_of_turn>user\n2+2=?<end_of_turn>\n<start_of_turn>model\n4<end_of_turn>\n"
+        "<start_of_turn>user\n1+1=?<end_of_turn>\n<start_of_turn>model\n"
+    )
+
+
+def test_template_file_keys_are_not_silently_ignored() -> None:
+    with pytest.raises(TemplateError, match="template_file"):
+        CasePrompts({"template_file": "prompts/v1.txt"}).prompt(case())
+
+
+def test_multimodal_case_sends_openai_content_parts() -> None:
+    parts = {
+        "text": {"type": "text", "text": "{question}"},
+        "image": {"type": "image_url", "image_url": {"url": "data:image/png;base64,{image}"}},
+    }
+    template = {
+        "type": "MMPromptTemplate",
+        "template": {"round": [{"role": "HUMAN", "prompt_mm": parts}, {"role": "BOT", "prompt": "{answer}"}]},
+    }
+    mm = case(input="<AIS_IMAGE_START>iVBOR<AIS_CONTENT_TAG><AIS_TEXT_START>What is shown?", answer="a cat")
+    assert CasePrompts({"prompt_template": template}).prompt(mm) == [
+        {
+            "role": "user",
+            "content": [
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBOR"}},
+                {"type": "text", "text": "What is shown?"},
+            ],
+        }
+    ]
