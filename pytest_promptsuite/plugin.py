@@ -602,7 +602,8 @@ class PromptRun:
         if self._prefetcher is None or session.shouldfail or session.shouldstop:
             return  # -x, or an unusable endpoint: no new calls
         if self.runner.fatal is None:
-            self._prefetcher.advance(item, nextitem)
+            with self.runner.batch():
+                self._prefetcher.advance(item, nextitem)
 
     def pytest_keyboard_interrupt(self) -> None:
         self.runner.cancel_pending()  # Ctrl-C: in-flight calls end now; finished rows stay

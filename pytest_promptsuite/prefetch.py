@@ -60,6 +60,8 @@ class Prefetcher:
         if position is None:  # not planned (a plugin reordered after collection): just this one
             self._start(item)
             return
+        if self._cursor - position > self.window // 2:
+            return  # top up in halves: fewer, larger batches of calls to start
         end = min(len(self._order), position + self.window)
         for index in range(max(self._cursor, position), end):
             self._start(self._order[index])

@@ -14,8 +14,11 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
+import functools
 import threading
 from collections.abc import Coroutine
+from collections.abc import Iterator
 from typing import Any
 from typing import TypeVar
 
@@ -32,6 +35,28 @@ __all__ = ["DEFAULT_CONCURRENCY", "ModelRunner"]
 T = TypeVar("T")
 DEFAULT_CONCURRENCY = 8
 _PrefetchKey = tuple[int, str, int, str]
+_Pending = tuple[Model, ModelRequest, "concurrent.futures.Future[Response]"]
+
+
+def _settle(future: concurrent.futures.Future[Response], task: asyncio.Task[Response]) -> None:
+    """Copy a finished task's outcome to the future the main thread waits on."""
+    if future.done():
+        return
+    try:
+        if task.cancelled():
+            future.cancel()
+        elif task.exception() is not None:
+            future.set_exception(task.exception())
+        else:
+            future.set_result(task.result())
+    except concurrent.futures.InvalidStateError:  # cancelled by the main thread meanwhile
+        pass
+
+
+def _cancel_task(loop: asyncio.AbstractEventLoop, task: asyncio.Task[Response],
+                 future: concurrent.futures.Future[Response]) -> None:
+    if future.cancelled() and not loop.is_closed():
+        loop.call_soon_threadsafe(task.cancel)
 
 
 class ModelRunner:
@@ -47,6 +72,7 @@ class ModelRunner:
         self._unusable: dict[int, EndpointError] = {}
         self._prefetched: dict[_PrefetchKey, tuple[ModelRequest, concurrent.futures.Future[Response]]]
         self._prefetched = {}
+        self._batch: list[_Pending] | None = None
         #: The first fatal error of any model (the plugin stops the run on it).
         self.fatal: EndpointError | None = None
         self.calls = 0
@@ -104,9 +130,43 @@ class ModelRunner:
             )
 
     def submit(self, model: Model, request: ModelRequest) -> concurrent.futures.Future[Response]:
-        """Start a call on the loop; its future resolves to the response or the ModelError."""
+        """Start a call on the loop; its future resolves to the response or the ModelError.
+
+        Cancelling the future cancels the call. Inside :meth:`batch` the call starts when the
+        batch ends, together with the others (one wake-up of the loop thread for all).
+        """
         self._models.setdefault(id(model), model)
-        return asyncio.run_coroutine_threadsafe(self._bounded(model, request), self._ensure_loop())
+        future: concurrent.futures.Future[Response] = concurrent.futures.Future()
+        if self._batch is not None:
+            self._batch.append((model, request, future))
+        else:
+            self._ensure_loop().call_soon_threadsafe(self._spawn, [(model, request, future)])
+        return future
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        """Collect the calls submitted in the block and start them at its end, at once."""
+        outer = self._batch is not None
+        if not outer:
+            self._batch = []
+        try:
+            yield
+        finally:
+            if not outer:
+                pending, self._batch = self._batch or [], None
+                if pending:
+                    self._ensure_loop().call_soon_threadsafe(self._spawn, pending)
+
+    def _spawn(self, pending: list[_Pending]) -> None:
+        """On the loop: one task per call, tied to its future both ways (result, cancel)."""
+        loop = self._loop
+        assert loop is not None
+        for model, request, future in pending:
+            if future.cancelled():
+                continue
+            task = loop.create_task(self._bounded(model, request))
+            task.add_done_callback(functools.partial(_settle, future))
+            future.add_done_callback(functools.partial(_cancel_task, loop, task))
 
     @staticmethod
     def _key(model: Model, request: ModelRequest) -> _PrefetchKey:
