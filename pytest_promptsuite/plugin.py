@@ -34,7 +34,7 @@ from .items import RESULT_PROPERTY
 from .items import PromptFile
 from .items import PromptItem
 from .models import Model
-from .models import SyncModel
+from .models import is_sync
 from .models import make_model
 from .models.cache import CachingModel
 from .models.cache import Cassette
@@ -318,6 +318,7 @@ class PromptRun:
         self.invocation_dir = config.invocation_params.dir
         self._baseline = None if self.is_worker else self._load_baseline()
         self.seen: dict[str, str] = {}
+        self._displayed: dict[Path, str] = {}
         self.rows: list[CaseResult] = []
         self.summary: Summary | None = None
         self.runner = ModelRunner()
@@ -443,7 +444,7 @@ class PromptRun:
         model = self.config.hook.pytest_promptsuite_make_model(
             config=self.config, spec=settings.spec, settings=settings, root=root
         )
-        if not isinstance(model, SyncModel):  # the fake model stays inline: nothing to cache
+        if not is_sync(model):  # the fake model stays inline: nothing to cache
             if self.cache or self.replay or self.record:
                 model = CachingModel(model, cache=self.cache, replay=self.replay, record=self.record)
             limit = self.config.getoption("prompt_concurrency") or settings.concurrency
@@ -486,7 +487,7 @@ class PromptRun:
             model = hook.pytest_promptsuite_make_model(
                 config=self.config, spec=judge_settings.spec, settings=judge_settings, root=root
             )
-            if not isinstance(model, SyncModel) and (self.cache or self.replay or self.record):
+            if not is_sync(model) and (self.cache or self.replay or self.record):
                 # the judge's answers are cached and replayed like the model's
                 model = CachingModel(model, cache=self.cache, replay=self.replay, record=self.record)
             judge = ModelJudge(model, self.runner, judge_settings.params)
@@ -551,10 +552,14 @@ class PromptRun:
 
     def display(self, path: Path) -> str:
         """A path as the user would write it: relative to where pytest was invoked."""
-        try:
-            return os.path.relpath(path, self.invocation_dir)
-        except ValueError:  # another drive on Windows
-            return str(path)
+        shown = self._displayed.get(path)
+        if shown is None:  # once per file: this is on the per-case path
+            try:
+                shown = os.path.relpath(path, self.invocation_dir)
+            except ValueError:  # another drive on Windows
+                shown = str(path)
+            self._displayed[path] = shown
+        return shown
 
     # -- running ------------------------------------------------------------------------------
 
@@ -575,7 +580,7 @@ class PromptRun:
         if not isinstance(item, PromptItem):
             return
         pipeline = self._pipelines.get(item.suite_key)
-        if pipeline is None or isinstance(pipeline.model, SyncModel):
+        if pipeline is None or is_sync(pipeline.model):
             return
         request = pipeline.request_for(
             item.case, variant=item.variant, repeat=item.repeat
@@ -584,7 +589,7 @@ class PromptRun:
             self.runner.prefetch(pipeline.model, request)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        models = [p.model for p in self._pipelines.values() if not isinstance(p.model, SyncModel)]
+        models = [p.model for p in self._pipelines.values() if not is_sync(p.model)]
         if not models:
             return
         self._planned = sum(isinstance(item, PromptItem) for item in session.items)

@@ -7,7 +7,6 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
 from dataclasses import dataclass
 from dataclasses import field
 from enum import Enum
@@ -59,7 +58,17 @@ class CheckResult:
     details: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        # by hand: dataclasses.asdict deep-copies, and this runs for every check of every case
+        return {
+            "layer": self.layer,
+            "name": self.name,
+            "passed": self.passed,
+            "message": self.message,
+            "gating": self.gating,
+            "skipped": self.skipped,
+            "score": self.score,
+            "details": self.details,
+        }
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from .base import Prompt
 from .base import Response
 from .base import SyncModel
 from .base import Usage
+from .base import is_sync
 from .base import prompt_hash
 from .base import prompt_text
 from .fake import FakeModel
@@ -26,6 +27,7 @@ __all__ = [
     "Response",
     "SyncModel",
     "Usage",
+    "is_sync",
     "make_model",
     "prompt_hash",
     "prompt_text",

@@ -21,6 +21,7 @@ __all__ = [
     "Response",
     "SyncModel",
     "Usage",
+    "is_sync",
     "prompt_hash",
     "prompt_text",
 ]
@@ -106,3 +107,12 @@ class SyncModel(Model, Protocol):
     """A model that answers without I/O can be called inline, without the event loop."""
 
     def generate_sync(self, request: ModelRequest) -> Response: ...
+
+
+def is_sync(model: object) -> bool:
+    """Whether ``model`` answers without I/O (:class:`SyncModel`), so it is called inline.
+
+    A plain attribute test: ``isinstance`` against a runtime-checkable Protocol inspects every
+    member on each call, which is too slow for the per-case path.
+    """
+    return callable(getattr(model, "generate_sync", None))

@@ -26,7 +26,7 @@ from ..errors import EndpointError
 from .base import Model
 from .base import ModelRequest
 from .base import Response
-from .base import SyncModel
+from .base import is_sync
 from .base import prompt_hash
 
 
@@ -174,7 +174,7 @@ class ModelRunner:
 
     def prefetch(self, model: Model, request: ModelRequest) -> None:
         """Start the call ``call(model, request)`` will want, unless it is started already."""
-        if isinstance(model, SyncModel):
+        if is_sync(model):
             return
         key = self._key(model, request)
         if key not in self._prefetched:
@@ -184,7 +184,7 @@ class ModelRunner:
     def call(self, model: Model, request: ModelRequest) -> Response:
         """Answer ``request`` with ``model``: inline without I/O, else its prefetched call (or a
         new one). Interrupted while waiting (Ctrl-C), the call is cancelled."""
-        if isinstance(model, SyncModel):
+        if is_sync(model):
             return model.generate_sync(request)
         found = self._prefetched.pop(self._key(model, request), None)
         if found is not None and found[0] == request and not found[1].cancelled():
