@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import pandas  # noqa: F401  (numpy cannot be imported twice: pytester's in-process runs drop
 # modules first imported inside them, so the plugin's lazy pandas import must happen here first)
@@ -10,8 +11,12 @@ import httpcore  # noqa: F401  (httpx imports it lazily and caches its exception
 import pytest
 
 import pytest_promptsuite.models.openai  # noqa: F401  (same reason as pandas)
-from tests.loopback import LoopbackServer
-from tests.loopback import serve
+
+
+if TYPE_CHECKING:
+    from tests.loopback import LoopbackServer
+# tests.loopback needs the test extra (uvicorn, starlette); it is imported in the fixture, because
+# pytest loads this conftest whenever it runs from the repository root, as the Quick start does
 
 
 @pytest.fixture(params=[[], ["-n", "0"], ["-n", "2"]], ids=["serial", "xdist_zero", "xdist_two"])
@@ -22,6 +27,8 @@ def plugin_args(request: pytest.FixtureRequest) -> list[str]:
 
 @pytest.fixture(scope="session")
 def _loopback_server() -> Iterator[LoopbackServer]:
+    from tests.loopback import serve
+
     with serve() as server:
         yield server
 
