@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Collection
+from collections.abc import Iterable
 from collections.abc import Iterator
 from collections.abc import MutableMapping
 from dataclasses import dataclass
@@ -25,7 +26,15 @@ from pydantic import PrivateAttr
 from .errors import CaseFileError
 
 
-__all__ = ["CaseLocation", "PromptCase", "iter_case_files", "load_cases", "nearest"]
+__all__ = [
+    "CaseLocation",
+    "PromptCase",
+    "describe_type",
+    "did_you_mean",
+    "iter_case_files",
+    "load_cases",
+    "nearest",
+]
 
 
 @dataclass(frozen=True)
@@ -91,7 +100,14 @@ def nearest(word: str, known: tuple[str, ...] | list[str]) -> str | None:
     return matches[0] if matches else None
 
 
-def _type_name(value: Any) -> str:
+def did_you_mean(word: str, known: Iterable[str]) -> str:
+    """``" (did you mean 'x'?)"`` when a known word is a likely typo of ``word``, else ``""``."""
+    hint = nearest(word, list(known))
+    return f" (did you mean {hint!r}?)" if hint else ""
+
+
+def describe_type(value: Any) -> str:
+    """How an error names a JSON value's type: "a string", "a list", "null", ..."""
     return {
         bool: "a boolean",
         int: "a number",
@@ -107,8 +123,7 @@ def _shape_problems(data: dict[str, Any]) -> Iterator[str]:
     """Every way ``data`` does not fit ``PromptCase``, as messages without the location."""
     for key in data:
         if key not in _KNOWN_KEYS:
-            hint = nearest(key, _KNOWN_KEYS)
-            yield f"unknown key {key!r}" + (f" (did you mean {hint!r}?)" if hint else "")
+            yield f"unknown key {key!r}" + did_you_mean(key, _KNOWN_KEYS)
     for key in _REQUIRED:
         if key not in data:
             yield f"missing required field {key!r}"
@@ -117,7 +132,7 @@ def _shape_problems(data: dict[str, Any]) -> Iterator[str]:
         if key not in data:
             continue
         if not isinstance(value, str):
-            yield f"{key!r} must be a string, got {_type_name(value)}"
+            yield f"{key!r} must be a string, got {describe_type(value)}"
         elif not value.strip():
             yield f"{key!r} is empty"
         elif "\n" in value or "\r" in value:
@@ -132,41 +147,41 @@ def _shape_problems(data: dict[str, Any]) -> Iterator[str]:
                 yield "'input' is an empty list (a multi-turn case needs at least one turn)"
             for i, turn in enumerate(value):
                 if not isinstance(turn, str):
-                    yield f"'input[{i}]' must be a string, got {_type_name(turn)}"
+                    yield f"'input[{i}]' must be a string, got {describe_type(turn)}"
         else:
-            yield f"'input' must be a string or a list of strings, got {_type_name(value)}"
+            yield f"'input' must be a string or a list of strings, got {describe_type(value)}"
     for key in _STRING_LISTS:
         value = data.get(key, [])
         if not isinstance(value, list):
-            yield f"{key!r} must be a list of strings, got {_type_name(value)}"
+            yield f"{key!r} must be a list of strings, got {describe_type(value)}"
             continue
         for i, item in enumerate(value):
             if not isinstance(item, str):
-                yield f"'{key}[{i}]' must be a string, got {_type_name(item)}"
+                yield f"'{key}[{i}]' must be a string, got {describe_type(item)}"
             elif not item:
                 yield f"'{key}[{i}]' is an empty string"
     for key in _OBJECTS:
         value = data.get(key, {})
         if not isinstance(value, dict):
-            yield f"{key!r} must be an object, got {_type_name(value)}"
+            yield f"{key!r} must be an object, got {describe_type(value)}"
     if "answer" in data and not isinstance(data["answer"], (str, list, type(None))):
-        yield f"'answer' must be a string or a list, got {_type_name(data['answer'])}"
+        yield f"'answer' must be a string or a list, got {describe_type(data['answer'])}"
     if "assert" in data:
         value = data["assert"]
         if not isinstance(value, list):
-            yield f"'assert' must be a list of checks, got {_type_name(value)}"
+            yield f"'assert' must be a list of checks, got {describe_type(value)}"
         else:
             for i, item in enumerate(value):
                 if not isinstance(item, dict):
-                    yield f"'assert[{i}]' must be an object, got {_type_name(item)}"
+                    yield f"'assert[{i}]' must be an object, got {describe_type(item)}"
     if "threshold" in data:
         value = data["threshold"]
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            yield f"'threshold' must be a number from 0 to 1, got {_type_name(value)}"
+            yield f"'threshold' must be a number from 0 to 1, got {describe_type(value)}"
         elif not 0 <= value <= 1:
             yield f"'threshold' must be from 0 to 1, got {value!r}"
     if "review" in data and not isinstance(data["review"], (bool, str)):
-        yield f"'review' must be true, false or a reason, got {_type_name(data['review'])}"
+        yield f"'review' must be true, false or a reason, got {describe_type(data['review'])}"
 
 
 class _LineCounter:
@@ -234,7 +249,7 @@ def load_cases(
                 continue
             line = counter.line
             if not isinstance(data, dict):
-                problems.append(f"{name}:{line}: a case must be a JSON object, got {_type_name(data)}")
+                problems.append(f"{name}:{line}: a case must be a JSON object, got {describe_type(data)}")
                 continue
             shape = list(_shape_problems(data))
             if shape:

@@ -18,7 +18,7 @@ from pydantic import ConfigDict
 from pydantic import Field
 from pydantic import ValidationError
 
-from .cases import nearest
+from .cases import did_you_mean
 from .errors import ConfigError
 
 
@@ -148,9 +148,8 @@ def _config_error(path: Path, exc: ValidationError, table: str) -> ConfigError:
                 if isinstance(annotation, type) and issubclass(annotation, BaseModel):
                     parent = annotation
             key = str(err["loc"][-1])
-            hint = nearest(key, _known_keys(parent))
             lines.append(
-                f"{path}: unknown key {where!r}" + (f" (did you mean {hint!r}?)" if hint else "")
+                f"{path}: unknown key {where!r}" + did_you_mean(key, _known_keys(parent))
             )
         else:
             lines.append(f"{path}: {where}: {err['msg']}")

@@ -18,6 +18,7 @@ from typing import Any
 from typing import Union
 
 from ..cases import PromptCase
+from ..cases import did_you_mean
 from ..cases import nearest
 from ..errors import CheckError
 from .base import Layer
@@ -164,10 +165,9 @@ def _compile_entry(
             raise CheckError("an assert-set cannot hold another assert-set")
         for key in entry:
             if key not in _SET_FIELDS:
-                hint = nearest(key, list(_SET_FIELDS))
                 raise CheckError(
                     f"unknown field {key!r} for 'assert-set'"
-                    + (f" (did you mean {hint!r}?)" if hint else "")
+                    + did_you_mean(key, list(_SET_FIELDS))
                     + f"; its fields: {', '.join(repr(k) for k in _SET_FIELDS[1:])}"
                 )
         members = entry.get("assert")

@@ -19,7 +19,8 @@ from typing import Any
 from typing import ClassVar
 
 from ..cases import PromptCase
-from ..cases import nearest
+from ..cases import describe_type
+from ..cases import did_you_mean
 from ..errors import CheckError
 from ..models.base import Response
 from .base import Layer
@@ -159,18 +160,6 @@ def resolve_file(value: str, base_dir: Path) -> Path:
     return path if path.is_absolute() else base_dir / path
 
 
-def _kind(value: Any) -> str:
-    return {
-        bool: "a boolean",
-        int: "a number",
-        float: "a number",
-        str: "a string",
-        list: "a list",
-        dict: "an object",
-        type(None): "null",
-    }.get(type(value), type(value).__name__)
-
-
 class Params:
     """The fields of one ``assert`` entry, read by a check factory with type checks.
 
@@ -200,7 +189,7 @@ class Params:
     def string(self, key: str, *, required: bool = False, what: str = "a string") -> str | None:
         value = self._get(key, required, what)
         if value is not None and not isinstance(value, str):
-            raise CheckError(f"{key!r} of {self.name!r} must be {what}, got {_kind(value)}")
+            raise CheckError(f"{key!r} of {self.name!r} must be {what}, got {describe_type(value)}")
         return value
 
     def text(self, key: str, *, required: bool = False) -> str | None:
@@ -209,7 +198,7 @@ class Params:
         if value is None:
             return None
         if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-            raise CheckError(f"{key!r} of {self.name!r} must be a string, got {_kind(value)}")
+            raise CheckError(f"{key!r} of {self.name!r} must be a string, got {describe_type(value)}")
         return value if isinstance(value, str) else json_text(value)
 
     def strings(self, key: str, *, required: bool = False) -> list[str] | None:
@@ -221,11 +210,11 @@ class Params:
             value = [value]
         if not isinstance(value, list) or not value:
             raise CheckError(
-                f"{key!r} of {self.name!r} must be a non-empty list of strings, got {_kind(value)}"
+                f"{key!r} of {self.name!r} must be a non-empty list of strings, got {describe_type(value)}"
             )
         for i, item in enumerate(value):
             if isinstance(item, bool) or not isinstance(item, (str, int, float)):
-                raise CheckError(f"'{key}[{i}]' of {self.name!r} must be a string, got {_kind(item)}")
+                raise CheckError(f"'{key}[{i}]' of {self.name!r} must be a string, got {describe_type(item)}")
         return [json_text(v) for v in value]
 
     def number(
@@ -241,7 +230,7 @@ class Params:
         if value is None:
             return None
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise CheckError(f"{key!r} of {self.name!r} must be {what}, got {_kind(value)}")
+            raise CheckError(f"{key!r} of {self.name!r} must be {what}, got {describe_type(value)}")
         if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
             raise CheckError(f"{key!r} of {self.name!r} must be {what}, got {value!r}")
         return value
@@ -251,17 +240,16 @@ class Params:
         if value is None:
             return default
         if not isinstance(value, bool):
-            raise CheckError(f"{key!r} of {self.name!r} must be true or false, got {_kind(value)}")
+            raise CheckError(f"{key!r} of {self.name!r} must be true or false, got {describe_type(value)}")
         return value
 
     def done(self) -> None:
         """Reject every field no read asked for."""
         for key in self._data:
             if key not in self._known:
-                hint = nearest(key, self._known)
                 fields = ", ".join(repr(k) for k in sorted(set(self._known))) or "none"
                 raise CheckError(
                     f"unknown field {key!r} for {self.name!r}"
-                    + (f" (did you mean {hint!r}?)" if hint else "")
+                    + did_you_mean(key, self._known)
                     + f"; its fields: {fields} (and 'weight', 'path', 'metric')"
                 )

@@ -31,6 +31,7 @@ from typing import runtime_checkable
 import jinja2
 from jinja2.sandbox import SandboxedEnvironment
 
+from ..cases import did_you_mean
 from ..cases import nearest
 from ..errors import ConfigError
 from ..errors import TemplateError
@@ -226,10 +227,9 @@ def get_renderer(
                 raise ConfigError(f"the renderer made for {name!r} has no render(template, row) method")
             return made
     if name not in BUILTIN_RENDERERS:
-        hint = nearest(name, list(BUILTIN_RENDERERS))
         raise ConfigError(
             f"unknown renderer {name!r}"
-            + (f" (did you mean {hint!r}?)" if hint else "")
+            + did_you_mean(name, list(BUILTIN_RENDERERS))
             + f"; built-in: {', '.join(BUILTIN_RENDERERS)}, or add one with the "
             "pytest_promptsuite_make_renderer hook"
         )
@@ -324,10 +324,9 @@ def variant_template(config: SuiteConfig, variant: str | None) -> TemplateConfig
     if variant is None:
         return config.template
     if variant not in config.variants:
-        hint = nearest(variant, list(config.variants))
         raise ConfigError(
             f"{config.path}: no variant {variant!r}"
-            + (f" (did you mean {hint!r}?)" if hint else "")
+            + did_you_mean(variant, list(config.variants))
             + f"; variants: {', '.join(config.variants) or 'none'}"
         )
     override = config.variants[variant]

@@ -49,7 +49,7 @@ from jinja2.exceptions import SecurityError
 from jinja2.runtime import LoopContext
 from jinja2.sandbox import SandboxedEnvironment
 
-from ..cases import nearest
+from ..cases import did_you_mean
 from ..errors import ConfigError
 from ..errors import PromptSuiteError
 from ..errors import TemplateError
@@ -379,10 +379,9 @@ def make_output_parser(spec: Any, *, make: MakeParser | None = None) -> Callable
         if made is not None:
             return made
     if name not in BUILTIN_PARSERS:
-        hint = nearest(name, list(BUILTIN_PARSERS))
         raise ConfigError(
             f"unknown output parser {name!r}"
-            + (f" (did you mean {hint!r}?)" if hint else "")
+            + did_you_mean(name, list(BUILTIN_PARSERS))
             + f"; built-in: {', '.join(BUILTIN_PARSERS)}, or register one with the "
             "pytest_promptsuite_make_output_parser hook"
         )
@@ -589,10 +588,9 @@ class TaskPrompts:
         mode = mode or STANDARD
         for_task = [p for p in self.prompts if p.task == task]
         if not for_task:
-            hint = nearest(task, self.tasks())
             raise ConfigError(
                 f"{self.source}: no prompt for task {task!r}"
-                + (f" (did you mean {hint!r}?)" if hint else "")
+                + did_you_mean(task, self.tasks())
                 + f"; tasks: {', '.join(self.tasks()) or 'none'}"
             )
         ranked = [(p, _model_rank(p, model)) for p in for_task]
@@ -673,9 +671,8 @@ def _build(
 ) -> TaskPrompt:
     unknown = [k for k in entry if k not in PROMPT_KEYS]
     if unknown:
-        hint = nearest(str(unknown[0]), list(PROMPT_KEYS))
         raise ConfigError(
-            f"{where}: unknown key {unknown[0]!r}" + (f" (did you mean {hint!r}?)" if hint else "")
+            f"{where}: unknown key {unknown[0]!r}" + did_you_mean(str(unknown[0]), list(PROMPT_KEYS))
         )
     task = entry.get("task")
     if not isinstance(task, str) or not task:
@@ -753,10 +750,9 @@ def _build_messages(
             raise ConfigError(f"{at}: unknown key {unknown[0]!r} (keys: type, content)")
         kind = m.get("type")
         if kind not in ROLES:
-            hint = nearest(str(kind), list(ROLES))
             raise ConfigError(
                 f"{at}: unknown type {kind!r}"
-                + (f" (did you mean {hint!r}?)" if hint else "")
+                + did_you_mean(str(kind), list(ROLES))
                 + f"; types: {', '.join(ROLES)}"
             )
         if not isinstance(m.get("content"), str):
