@@ -18,8 +18,8 @@ import pytest
 
 from . import hookspecs
 from .cases import PromptCase
+from .cases import did_you_mean
 from .cases import load_cases
-from .cases import nearest
 from .checks import Check
 from .checks import CompiledChecks
 from .checks import Evaluator
@@ -418,10 +418,9 @@ class PromptRun:
             return list(suite.variants)
         unknown = [name for name in wanted if name not in suite.variants]
         if unknown:
-            hint = nearest(unknown[0], list(suite.variants))
             raise ConfigError(
                 f"--prompt-variant {unknown[0]}: {self.display(suite.path) if suite.path else 'the config'} "
-                f"has no such variant" + (f" (did you mean {hint!r}?)" if hint else "")
+                f"has no such variant" + did_you_mean(unknown[0], list(suite.variants))
                 + f"; its variants: {', '.join(suite.variants)}"
             )
         return [name for name in wanted if name in suite.variants]
@@ -544,7 +543,10 @@ class PromptRun:
         if record:
             recording = Cassette(self.invocation_dir / record, "record")
             if not self.is_worker:
-                recording.start()
+                try:
+                    recording.start()
+                except PromptSuiteError as exc:
+                    raise pytest.UsageError(str(exc)) from exc
         return cache, replaying, recording
 
     def load(self, case_file: Path) -> list[PromptCase]:

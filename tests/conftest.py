@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-import pandas  # noqa: F401  (numpy cannot be imported twice: pytester's in-process runs drop
 # modules first imported inside them, so the plugin's lazy pandas import must happen here first)
 import httpcore  # noqa: F401  (httpx imports it lazily and caches its exception classes)
+import pandas  # noqa: F401  (numpy cannot be imported twice: pytester's in-process runs drop
 import pytest
 
 import pytest_promptsuite.models.openai  # noqa: F401  (same reason as pandas)

@@ -17,13 +17,17 @@ def _suite(tmp_path: Path, text: str) -> Path:
 
 
 def test_validate_ok(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    path = _suite(tmp_path, '{"case_id": "a", "input": "x", "slice": "s"}\n{"case_id": "b", "input": "y", "slice": "t"}\n')
+    path = _suite(
+        tmp_path, '{"case_id": "a", "input": "x", "slice": "s"}\n{"case_id": "b", "input": "y", "slice": "t"}\n'
+    )
     assert main(["validate", str(path)]) == 0
     assert capsys.readouterr().out == "ok: 2 cases in 2 slices (s, t)\n"
 
 
 def test_validate_reports_every_problem(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    path = _suite(tmp_path, '{"case_id": "a", "input": "x"}\n{"case_id": "a", "input": "x", "slice": "s", "tagz": []}\n')
+    path = _suite(
+        tmp_path, '{"case_id": "a", "input": "x"}\n{"case_id": "a", "input": "x", "slice": "s", "tagz": []}\n'
+    )
     assert main(["validate", str(path)]) == 1
     err = capsys.readouterr().err.splitlines()
     assert err == [
@@ -45,7 +49,9 @@ def test_validate_missing_path(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_render_shows_each_case_prompt(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    path = _suite(tmp_path, '{"case_id": "a", "input": "x", "slice": "s"}\n{"case_id": "b", "input": "y", "slice": "s"}\n')
+    path = _suite(
+        tmp_path, '{"case_id": "a", "input": "x", "slice": "s"}\n{"case_id": "b", "input": "y", "slice": "s"}\n'
+    )
     assert main(["render", "--prompt-suite", str(path), "--case-id", "b"]) == 0
     [line] = capsys.readouterr().out.splitlines()
     assert json.loads(line)["case_id"] == "b"

@@ -95,6 +95,7 @@ class ResponseCache:
         self._folder = root / f"v{CACHE_FORMAT_VERSION}"
         self.hits = 0
         self.stores = 0
+        self.write_errors = 0
         self._ready = False
 
     def _path(self, key: str) -> Path:
@@ -113,19 +114,24 @@ class ResponseCache:
         """Store an answer; empty outputs are not stored (an empty answer is often a glitch)."""
         if not response.text:
             return
-        self._prepare()
         path = self._path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
         entry = {"format_version": CACHE_FORMAT_VERSION, "key": key, "case_id": case_id,
                  "response": _response_dict(response)}
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+        try:
+            self._prepare()
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+        except OSError:  # a read-only checkout: the cache is an optimisation, never a failure
+            self.write_errors += 1
+            return
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 json.dump(entry, handle, ensure_ascii=False)
             os.replace(tmp, path)
         except OSError:
             Path(tmp).unlink(missing_ok=True)
-            raise
+            self.write_errors += 1
+            return
         self.stores += 1
 
     def _prepare(self) -> None:
@@ -139,7 +145,12 @@ class ResponseCache:
 
 
 class Cassette:
-    """A committed JSONL file of answers; ``mode`` is ``"record"`` or ``"replay"``."""
+    """A committed JSONL file of answers; ``mode`` is ``"record"`` or ``"replay"``.
+
+    A recording goes to ``PATH.partial`` first; :meth:`finalize` replaces ``PATH`` with it only
+    when the run recorded something, so ``--collect-only`` or a run that reached no endpoint
+    leaves a committed cassette as it was.
+    """
 
     def __init__(self, path: Path, mode: str) -> None:
         if mode not in ("record", "replay"):
@@ -148,6 +159,7 @@ class Cassette:
         self.mode = mode
         self._entries: dict[str, dict[str, Any]] = {}
         self._fd: int | None = None
+        self.partial = path.with_name(path.name + ".partial")
         if mode == "replay":
             self._entries = self._read(path)
 
@@ -171,10 +183,12 @@ class Cassette:
         return entries
 
     def start(self) -> None:
-        """Begin a recording: the file is replaced by this run's answers (call once, before any
-        worker starts)."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.path.write_text("", encoding="utf-8")
+        """Begin a recording (call once, before any pytest-xdist worker starts)."""
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.partial.write_text("", encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(f"--prompt-record {self.path}: cannot write: {exc.strerror}") from exc
 
     def get(self, key: str) -> Response | None:
         entry = self._entries.get(key)
@@ -193,9 +207,14 @@ class Cassette:
             "response": _response_dict(response),
         }
         line = json.dumps(entry, ensure_ascii=False, sort_keys=True, default=str) + "\n"
-        if self._fd is None:
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        os.write(self._fd, line.encode("utf-8"))
+        try:
+            if self._fd is None:
+                self._fd = os.open(self.partial, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            os.write(self._fd, line.encode("utf-8"))
+        except OSError as exc:
+            raise ModelError(
+                f"case {request.case_id}: --prompt-record {self.path}: cannot write: {exc.strerror}"
+            ) from exc
 
     def close(self) -> None:
         if self._fd is not None:
@@ -203,9 +222,13 @@ class Cassette:
             self._fd = None
 
     def finalize(self) -> int:
-        """Sort the recording by case, repeat and key, one line per key; return the count."""
+        """Write the recording to ``PATH``, sorted by case, repeat and key, one line per key;
+        return the count (0: nothing was recorded and ``PATH`` is left alone)."""
         self.close()
-        entries = self._read(self.path) if self.path.exists() else {}
+        entries = self._read(self.partial) if self.partial.exists() else {}
+        self.partial.unlink(missing_ok=True)
+        if not entries:
+            return 0
         ordered = sorted(entries.values(), key=lambda e: (e.get("case_id", ""), e.get("repeat", 0),
                                                            e["key"]))
         text = "".join(json.dumps(e, ensure_ascii=False, sort_keys=True) + "\n" for e in ordered)

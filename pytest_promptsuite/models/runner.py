@@ -193,7 +193,11 @@ class ModelRunner:
         else:
             if found is not None:
                 found[1].cancel()
-            future = self.submit(model, request)
+            batch, self._batch = self._batch, None  # waited for now: never held back by a batch
+            try:
+                future = self.submit(model, request)
+            finally:
+                self._batch = batch
         try:
             return future.result()
         except KeyboardInterrupt:

@@ -241,3 +241,23 @@ def test_only_models_with_a_cache_identity_are_cached(tmp_path: Path, runner: Mo
     assert recording.finalize() == 1  # but recorded when asked to (one key, the last answer)
     replayed = CachingModel(_Counting(), replay=Cassette(tmp_path / "c.jsonl", "replay"))
     assert runner.call(replayed, ModelRequest("hi", case_id="a")).text == "hi #2"
+
+
+def test_a_run_that_recorded_nothing_keeps_the_cassette(tmp_path: Path) -> None:
+    path = tmp_path / "cassette.jsonl"
+    path.write_text('{"key": "k", "response": {"text": "committed"}}\n')
+    recording = Cassette(path, "record")
+    recording.start()  # e.g. --collect-only, or an endpoint that was never reached
+
+    assert recording.finalize() == 0
+    assert path.read_text() == '{"key": "k", "response": {"text": "committed"}}\n'
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cassette.jsonl"]
+
+
+def test_a_cache_that_cannot_be_written_is_skipped(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("not a folder")
+    cache = ResponseCache(tmp_path / "file" / "cache")
+    cache.put("ab" * 32, Response(text="x"))
+
+    assert (cache.stores, cache.write_errors) == (0, 1)
+    assert cache.get("ab" * 32) is None

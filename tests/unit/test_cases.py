@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from pytest_promptsuite import CaseFileError
 from pytest_promptsuite import PromptCase
@@ -70,7 +71,7 @@ def test_crlf_line_endings(tmp_path: Path) -> None:
 
 def test_case_is_frozen() -> None:
     case = PromptCase(case_id="x", input="y", slice="z")
-    with pytest.raises(Exception):
+    with pytest.raises(ValidationError, match="frozen"):
         case.case_id = "other"  # type: ignore[misc]
 
 

@@ -116,3 +116,17 @@ def test_the_prefetcher_follows_a_worker_queue() -> None:
     del queue[:2]
     prefetcher.advance("b", "c")
     assert started == ["a", "b", "c", "d", "e", "f"]
+
+
+def test_a_batch_starts_its_calls_together_at_its_end(loopback: LoopbackServer,
+                                                      runner: ModelRunner) -> None:
+    model = _model(loopback)
+    with runner.batch():
+        for request in _requests(3):
+            runner.prefetch(model, request)
+        assert runner.call(model, ModelRequest("now", case_id="x")).text == "now"  # not held back
+        assert loopback.stats.requests == 1
+    answers = [runner.call(model, request).text for request in _requests(3)]
+
+    assert answers == ["case 0", "case 1", "case 2"]
+    assert loopback.stats.requests == 4 and runner.prefetch_hits == 3
