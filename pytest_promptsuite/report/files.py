@@ -7,6 +7,7 @@ import json
 import re
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from ..checks.base import CaseResult
 from ..results import Summary
@@ -14,9 +15,9 @@ from .html import write_dashboard
 from .markdown import summary_markdown
 
 
-__all__ = ["REPORT_FILES", "sorted_rows", "write_report"]
+__all__ = ["REPORT_FILES", "review_queue", "sorted_rows", "write_report"]
 
-REPORT_FILES = ("results.jsonl", "summary.json", "slices.csv", "summary.md", "dashboard.html")
+REPORT_FILES = ("results.jsonl", "summary.json", "slices.csv", "summary.md", "dashboard.html", "review.jsonl")
 _LOCATION = re.compile(r"^(.*):(\d+)$")
 
 
@@ -32,6 +33,24 @@ def sorted_rows(rows: Iterable[CaseResult]) -> list[CaseResult]:
     A serial run, a pytest-xdist run and merged shards then write the same ``results.jsonl``.
     """
     return sorted(rows, key=_order)
+
+
+def review_queue(rows: Iterable[CaseResult]) -> list[dict[str, Any]]:
+    """The cases marked for a human (outcome ``review``), each with the reasons it was marked."""
+    queue = []
+    for row in rows:
+        if row.outcome != "review":
+            continue
+        reasons = [
+            str(c.details["review"]) for c in row.checks if c.layer == "review" and c.details and "review" in c.details
+        ]
+        queue.append(
+            {
+                "case_id": row.case_id, "slice": row.slice, "variant": row.variant, "repeat": row.repeat,
+                "location": row.location, "reasons": reasons, "prompt": row.prompt, "output": row.output,
+            }
+        )
+    return queue
 
 
 def write_report(directory: Path, rows: Iterable[CaseResult], summary: Summary) -> list[Path]:
@@ -52,7 +71,11 @@ def write_report(directory: Path, rows: Iterable[CaseResult], summary: Summary) 
         writer = csv.DictWriter(fp, fieldnames=fields)
         writer.writeheader()
         writer.writerows(table)
+    queue = review_queue(ordered)
     summary_md = directory / "summary.md"
-    summary_md.write_text(summary_markdown(summary), encoding="utf-8")
+    summary_md.write_text(summary_markdown(summary, queue), encoding="utf-8")
     dashboard = write_dashboard(directory / "dashboard.html", ordered, summary)
-    return [results, summary_json, slices_csv, summary_md, dashboard]
+    review = directory / "review.jsonl"  # the review queue: what a human should look at
+    with review.open("w", encoding="utf-8") as fp:
+        fp.writelines(json.dumps(item, ensure_ascii=False) + "\n" for item in queue)
+    return [results, summary_json, slices_csv, summary_md, dashboard, review]

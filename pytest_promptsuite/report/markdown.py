@@ -7,7 +7,9 @@ ids, gate reasons) is escaped so it cannot turn into markup.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from collections.abc import Sequence
+from typing import Any
 
 from ..results import Summary
 from .text import slice_rows
@@ -53,8 +55,8 @@ def _ids(title: str, ids: Sequence[str]) -> list[str]:
     return [*lines, ""]
 
 
-def summary_markdown(summary: Summary) -> str:
-    """The whole ``summary.md`` text."""
+def summary_markdown(summary: Summary, review: Sequence[Mapping[str, Any]] = ()) -> str:
+    """The whole ``summary.md`` text; ``review`` is the review queue (``files.review_queue``)."""
     gate = summary.gate
     t = summary.totals
     verdict = "PASSED" if gate.passed else "FAILED"
@@ -118,6 +120,16 @@ def summary_markdown(summary: Summary) -> str:
         if pair and compared.diff is not None:
             md += _ids(f"{names[1]} breaks (passed in {names[0]})", list(compared.diff.regressions))
             md += _ids(f"{names[1]} fixes (failed in {names[0]})", list(compared.diff.fixes))
+    md += _ids(
+        "Review queue (for a human; see review.jsonl)",
+        [
+            "{}{} [{}]: {}".format(
+                item["case_id"], "" if item["variant"] is None else f"[{item['variant']}]", item["slice"],
+                "; ".join(item["reasons"]) or "marked for review",
+            )
+            for item in review
+        ],
+    )
     md += _ids(
         "Flaky cases (passed in some repeats only)",
         [
