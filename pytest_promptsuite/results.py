@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import field
+from dataclasses import fields
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -140,6 +141,11 @@ class ThresholdPolicy:
         )
 
 
+def _flat(row: Any) -> dict[str, Any]:
+    """A dataclass of plain values as a dict, in field order (no deep copy, unlike ``asdict``)."""
+    return {f.name: getattr(row, f.name) for f in fields(row)}
+
+
 @dataclass(frozen=True)
 class SliceStats:
     """One row of the slice table."""
@@ -202,18 +208,7 @@ class GroupStats:
     ci_high: float | None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "cases": self.cases,
-            "passed": self.passed,
-            "failed": self.failed,
-            "error": self.error,
-            "review": self.review,
-            "skipped": self.skipped,
-            "pass_rate": self.pass_rate,
-            "ci_low": self.ci_low,
-            "ci_high": self.ci_high,
-        }
+        return _flat(self)
 
 
 @dataclass(frozen=True)
@@ -233,14 +228,7 @@ class RepeatStats:
         return self.pass_fraction is not None and 0 < self.pass_fraction < 1
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "case_id": self.case_id,
-            "variant": self.variant,
-            "slice": self.slice,
-            "runs": self.runs,
-            "passed": self.passed,
-            "pass_fraction": self.pass_fraction,
-        }
+        return _flat(self)
 
 
 @dataclass(frozen=True)
@@ -318,13 +306,7 @@ class VariantSlice:
     gate: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "slice": self.slice, "variant": self.variant, "cases": self.cases,
-            "passed": self.passed, "failed": self.failed, "error": self.error,
-            "review": self.review, "skipped": self.skipped, "pass_rate": self.pass_rate,
-            "ci_low": self.ci_low, "ci_high": self.ci_high, "threshold": self.threshold,
-            "gate": self.gate,
-        }
+        return _flat(self)
 
 
 @dataclass(frozen=True)
