@@ -150,9 +150,45 @@
       }), [1, 2, 3, 4, 5, 6])]);
   }
 
+  function idList(ids) {
+    var shown = ids.slice(0, 50).join(", ");
+    return ids.length > 50 ? shown + " ... and " + (ids.length - 50) + " more" : shown;
+  }
+
+  function variantsTable() {
+    // prompt versions side by side: each slice's pass rate per variant, flips first -> second
+    var c = S.compared_variants;
+    if (!c || !c.slices.length) return null;
+    var names = c.variants, pair = names.length >= 2, bySlice = {};
+    c.slices.forEach(function (v) {
+      var counted = v.cases - v.review - v.skipped;
+      (bySlice[v.slice] = bySlice[v.slice] || {})[v.variant] =
+        pct(v.pass_rate) + " (" + v.passed + "/" + counted + ")" + (v.gate === "pass" ? "" : " FAIL");
+    });
+    var header = ["slice"].concat(names);
+    if (pair) header = header.concat(["flips " + names[0] + " \u2192 " + names[1] + " (\u2212/+)", "p"]);
+    var rows = Object.keys(bySlice).sort().map(function (name) {
+      var row = [name].concat(names.map(function (n) { return bySlice[name][n] || "-"; }));
+      if (pair) {
+        var f = c.flips_by_slice[name] || {};
+        row = row.concat(["\u2212" + (f.regressions || 0) + "/+" + (f.fixes || 0), pval(f.p_value)]);
+      }
+      return row;
+    });
+    var numeric = header.map(function (h, i) { return i; }).slice(1);
+    var children = [el("h2", { text: "Prompt variants side by side" }), table(header, rows, numeric)];
+    if (pair && c.regressions.length) {
+      children.push(el("p", { text: names[1] + " breaks (passed in " + names[0] + "): " + idList(c.regressions) }));
+    }
+    if (pair && c.fixes.length) {
+      children.push(el("p", { text: names[1] + " fixes (failed in " + names[0] + "): " + idList(c.fixes) }));
+    }
+    return el("section", { id: "variants" }, children);
+  }
+
   function renderGroups() {
     var box = document.getElementById("groups");
-    append(box, [groupTable("By variant", S.variants), groupTable("By tag", S.tags)]);
+    append(box, [variantsTable(), groupTable("By variant", S.variants), groupTable("By tag", S.tags)]);
     if (S.flaky && S.flaky.length) {
       box.appendChild(el("section", null, [el("h2", { text: "Flaky cases (passed in some repeats only)" }),
         table(["case", "variant", "slice", "passed", "runs", "pass fraction"], S.flaky.map(function (r) {

@@ -104,3 +104,23 @@ def test_the_injection_markers_do_fire_in_a_page_that_trusts_its_input(tmp_path:
     dom = _chromium(tmp_path, "--dump-dom", "--virtual-time-budget=2000", page.as_uri()).stdout
     assert "<title>pwned</title>" in dom
     assert 'data-pwned="1"' in dom
+
+
+def test_prompt_variants_side_by_side(tmp_path: Path) -> None:
+    """Two prompt versions: the page puts each slice's pass rate per variant side by side, with the
+    flips from the first variant to the second; a variant name with markup stays text."""
+    rows = [
+        CaseResult(case_id=f"c-{i}", slice="s", outcome=outcome, variant=variant, location=f"cases.jsonl:{i + 1}")
+        for i in range(3)
+        for variant, outcome in (("v1", "passed"), ("v<i>2", "failed" if i < 2 else "passed"))
+    ]
+    summary = summarize(rows, ThresholdPolicy(option=0.5), variant_order=["v1", "v<i>2"])
+    write_report(tmp_path / "report", rows, summary)
+    page = tmp_path / "report" / "dashboard.html"
+    dom = _chromium(tmp_path, "--dump-dom", page.as_uri()).stdout
+    section = dom[dom.index('id="variants"'):]
+    section = section[: section.index("</section>")]
+    cells = [html.unescape(c) for c in re.findall(r"<t[dh](?:\s[^>]*)?>(.*?)</t[dh]>", section)]
+    assert cells[:5] == ["slice", "v1", "v<i>2", "flips v1 \u2192 v<i>2 (\u2212/+)", "p"]
+    assert cells[5:] == ["s", "100.0% (3/3)", "33.3% (1/3) FAIL", "\u22122/+0", "0.5"]
+    assert "v&lt;i&gt;2 breaks (passed in v1): c-0, c-1" in section
