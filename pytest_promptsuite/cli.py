@@ -63,12 +63,12 @@ def plugin_manager() -> Any:
     """Our hooks outside pytest: the built-ins (``plugin.py``'s ``trylast`` implementations) and
     the installed plugins of the ``promptsuite.plugins`` entry point group.
 
-    The hookspecs are pytest's markers, so this imports pytest (but runs no pytest session).
+    Neither module imports pytest (a user's conftest may).
     """
     import pluggy
 
+    from . import builtins
     from . import hookspecs
-    from . import plugin as builtins
 
     class Manager(pluggy.PluginManager):
         def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:

@@ -19,14 +19,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from typing import Any
 
-import pytest
+import pluggy
 
 
+#: pytest's own marker (``pytest.hookspec`` is this object), made here so that the ``promptsuite``
+#: command can load these specs without importing pytest.
+hookspec = pluggy.HookspecMarker("pytest")
 #: The entry point group of installed plugins, loaded by pytest and by ``promptsuite``.
 ENTRY_POINT_GROUP = "promptsuite.plugins"
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+
+    import pytest
 
     from .cases import PromptCase
     from .checks.base import CaseResult
@@ -36,7 +41,7 @@ if TYPE_CHECKING:
     from .suite import ModelConfig
 
 
-@pytest.hookspec(firstresult=True)
+@hookspec(firstresult=True)
 def pytest_promptsuite_make_model(
     config: pytest.Config, spec: str, settings: ModelConfig, root: Path
 ) -> Model | None:
@@ -67,7 +72,7 @@ def pytest_promptsuite_make_model(
     """
 
 
-@pytest.hookspec
+@hookspec
 def pytest_promptsuite_case_finished(item: pytest.Item, result: CaseResult) -> None:
     """Called after a case ran, with its result (for logging or a custom sink).
 
@@ -81,7 +86,7 @@ def pytest_promptsuite_case_finished(item: pytest.Item, result: CaseResult) -> N
     """
 
 
-@pytest.hookspec(firstresult=True)
+@hookspec(firstresult=True)
 def pytest_promptsuite_make_check(
     name: str, params: dict[str, Any], case: PromptCase | None, base_dir: Path
 ) -> Check | None:
@@ -117,7 +122,7 @@ def pytest_promptsuite_make_check(
     """
 
 
-@pytest.hookspec(firstresult=True)
+@hookspec(firstresult=True)
 def pytest_promptsuite_make_retriever(name: str, params: dict[str, Any]) -> Any | None:
     """Make the in-context example retriever ``[template] retriever = {type = NAME, ...}``, or
     return None if ``name`` is not yours.
@@ -146,7 +151,7 @@ def pytest_promptsuite_make_retriever(name: str, params: dict[str, Any]) -> Any 
     """
 
 
-@pytest.hookspec(firstresult=True)
+@hookspec(firstresult=True)
 def pytest_promptsuite_make_renderer(name: str, params: dict[str, Any]) -> Any | None:
     """Make the template-file renderer ``[template] renderer = {type = NAME, ...}``, or return
     None if ``name`` is not yours.
@@ -171,7 +176,7 @@ def pytest_promptsuite_make_renderer(name: str, params: dict[str, Any]) -> Any |
     """
 
 
-@pytest.hookspec(firstresult=True)
+@hookspec(firstresult=True)
 def pytest_promptsuite_transform_output(
     output: str, case: PromptCase, response: Response | None
 ) -> str | None:
@@ -196,7 +201,7 @@ def pytest_promptsuite_transform_output(
     """
 
 
-@pytest.hookspec(firstresult=True)
+@hookspec(firstresult=True)
 def pytest_promptsuite_make_jinja_filter(name: str) -> Callable[..., Any] | None:
     """Make the Jinja2 filter ``name`` used in a task prompt (``prompts.yml``) or a ``jinja``
     template, or return None if it is not yours.
@@ -215,7 +220,7 @@ def pytest_promptsuite_make_jinja_filter(name: str) -> Callable[..., Any] | None
     """
 
 
-@pytest.hookspec(firstresult=True)
+@hookspec(firstresult=True)
 def pytest_promptsuite_make_output_parser(
     name: str, params: dict[str, Any]
 ) -> Callable[[str], str] | None:

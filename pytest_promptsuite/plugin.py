@@ -16,16 +16,15 @@ from typing import Any
 
 import pytest
 
+from . import builtins
 from . import hookspecs
 from .cases import PromptCase
 from .cases import did_you_mean
 from .cases import load_cases
-from .checks import Check
 from .checks import CompiledChecks
 from .checks import Evaluator
 from .checks import ModelJudge
 from .checks import compile_suite_checks
-from .checks import make_builtin_check
 from .checks.base import CaseResult
 from .errors import CheckError
 from .errors import ConfigError
@@ -33,9 +32,7 @@ from .errors import PromptSuiteError
 from .items import RESULT_PROPERTY
 from .items import PromptFile
 from .items import PromptItem
-from .models import Model
 from .models import is_sync
-from .models import make_model
 from .models.cache import CachingModel
 from .models.cache import Cassette
 from .models.cache import ResponseCache
@@ -107,6 +104,7 @@ def _positive(value: str) -> int:
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     pluginmanager.add_hookspecs(hookspecs)
+    pluginmanager.register(builtins, "promptsuite-builtins")
     _load_installed_plugins(pluginmanager)
 
 
@@ -287,26 +285,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
-
-
-@pytest.hookimpl(trylast=True)
-def pytest_promptsuite_make_model(
-    config: pytest.Config, spec: str, settings: ModelConfig, root: Path
-) -> Model:
-    return make_model(spec, settings=settings, root=root)
-
-
-@pytest.hookimpl(trylast=True)
-def pytest_promptsuite_make_check(name: str, params: dict[str, Any], base_dir: Path) -> Check | None:
-    return make_builtin_check(name, params, base_dir=base_dir)
-
-
-@pytest.hookimpl(trylast=True)
-def pytest_promptsuite_make_retriever(name: str, params: dict[str, Any]) -> Any | None:
-    from .templates.retrievers import RETRIEVERS
-    from .templates.retrievers import make_retriever
-
-    return make_retriever({"type": name, **params}) if name in RETRIEVERS else None
 
 
 class PromptRun:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -61,3 +63,15 @@ def test_render_unknown_case_id(tmp_path: Path, capsys: pytest.CaptureFixture[st
     path = _suite(tmp_path, '{"case_id": "a", "input": "x", "slice": "s"}\n')
     assert main(["render", "--prompt-suite", str(path), "--case-id", "zz"]) == 1
     assert "no case with id zz" in capsys.readouterr().err
+
+
+def test_the_command_never_imports_pytest(tmp_path: Path) -> None:
+    """``promptsuite`` loads our hooks (built-ins and installed plugins) through pluggy alone."""
+    path = _suite(tmp_path, '{"case_id": "a", "input": "x", "slice": "s", "assert": [{"type": "is-json"}]}\n')
+    code = (
+        "import sys; from pytest_promptsuite.cli import main; "
+        f"status = main(['validate', {str(path)!r}]); "
+        "print(status, 'pytest' in sys.modules, '_pytest' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path)
+    assert done.stdout.splitlines()[-1] == "0 False False"
