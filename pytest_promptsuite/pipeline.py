@@ -53,7 +53,11 @@ class CasePipeline:
         return self.prompts.prompt(case, variant=variant)
 
     def _request(self, case: PromptCase, prompt: Prompt, repeat: int, variant: str | None) -> ModelRequest:
-        params = {**self.params, **self.prompts.params(variant=variant)}
+        params = {
+            **self.prompts.default_params(variant=variant),
+            **self.params,
+            **self.prompts.params(variant=variant),
+        }
         return ModelRequest(prompt=prompt, params=params, repeat=repeat, case_id=case.case_id)
 
     def request_for(

@@ -185,6 +185,14 @@ class _Setup:
             self.parser: Any = APITemplateParser(self.meta)
         else:
             self.parser = LMTemplateParser(self.meta)
+        #: Where the model's turn ends in an LM meta template (ChatML's ``<|im_end|>``): the stop
+        #: sequence a completions endpoint needs, or it writes the next turns itself.
+        self.stop: list[str] = []
+        if endpoint == "completions" and isinstance(self.parser, LMTemplateParser) and self.meta is not None:
+            role = self.meta.roles.get(self.meta.generate_role or "", {})
+            end = role.get("end")
+            if isinstance(end, str) and end.strip():
+                self.stop = [end.strip()]
 
     def send(self, intermediate: Any) -> Prompt:
         """The parser's output as it is sent: a string, or OpenAI chat messages."""
@@ -316,9 +324,21 @@ class CasePrompts:
         )
 
     def params(self, *, variant: str | None = None) -> dict[str, Any]:
-        """Request params the prompt itself sets (a task prompt's ``stop``, ``max_tokens``)."""
+        """Request params the prompt itself sets (a task prompt's ``stop``, ``max_tokens``); they
+        override the model's."""
         source = self.sources.get(variant)
         return source.params if source is not None else {}
+
+    def default_params(self, *, variant: str | None = None) -> dict[str, Any]:
+        """Request params the meta template implies (``stop`` at the end of the model's turn, for
+        completions endpoints); the model's own params override them."""
+        if variant in self.sources:
+            return {}
+        try:
+            stop = self._setup(variant).stop
+        except TemplateError:  # reported when the case renders
+            return {}
+        return {"stop": list(stop)} if stop else {}
 
     def parse_output(self, text: str, *, variant: str | None = None) -> str:
         """The output the checks see: a task prompt's ``output_parser`` applied to ``text``.

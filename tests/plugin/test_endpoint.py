@@ -424,3 +424,28 @@ def test_xdist_workers_share_the_concurrency_bound(pytester: pytest.Pytester,
     result.assert_outcomes(passed=48)
     assert 4 <= loopback.stats.max_in_flight <= 8  # 4 per worker
     assert loopback.stats.requests == 48
+
+
+def test_an_lm_meta_template_stops_completions_at_the_end_of_the_model_turn(
+    pytester: pytest.Pytester, loopback: LoopbackServer
+) -> None:
+    """ChatML on /v1/completions: the request stops at ``<|im_end|>``, unless the config says
+    otherwise (the model's params win over what the meta template implies)."""
+    _cases(pytester, ["one"])
+    _config(pytester, loopback.base_url, endpoint="completions", meta_template="chatml")
+    _run(pytester, "--prompt-no-cache").assert_outcomes(passed=1)
+    [entry] = loopback.stats.log
+    assert entry["body"]["stop"] == ["<|im_end|>"]
+    assert entry["body"]["prompt"] == "<|im_start|>user\none<|im_end|>\n<|im_start|>assistant\n"
+
+    loopback.reset()
+    _config(pytester, loopback.base_url, endpoint="completions", meta_template="chatml", params={"stop": ["###"]})
+    _run(pytester, "--prompt-no-cache").assert_outcomes(passed=1)
+    [entry] = loopback.stats.log
+    assert entry["body"]["stop"] == ["###"]
+
+    loopback.reset()  # chat endpoints apply the chat template themselves: no stop is added
+    _config(pytester, loopback.base_url, endpoint="chat")
+    _run(pytester, "--prompt-no-cache").assert_outcomes(passed=1)
+    [entry] = loopback.stats.log
+    assert "stop" not in entry["body"]
