@@ -40,11 +40,13 @@ from .substitute import value_text
 from .task_prompts import MakeFilter
 from .task_prompts import MakeParser
 from .task_prompts import TaskPrompt
+from .task_prompts import builtin_factory
 from .task_prompts import compile_template
 from .task_prompts import install_filters
 from .task_prompts import load_task_prompts
 from .task_prompts import render_template
 from .task_prompts import sandbox_environment
+from .task_prompts import split_spec
 from .task_prompts import task_row
 
 
@@ -210,37 +212,15 @@ def get_renderer(
     ``make`` (the ``pytest_promptsuite_make_renderer`` hook) is asked first, so a plugin can add
     a type or replace a built-in; ``make_filter`` gives the ``jinja`` renderer plugin filters.
     """
-    params: dict[str, Any]
-    if spec is None:
-        name, params = "format", {}
-    elif isinstance(spec, str):
-        name, params = spec, {}
-    elif isinstance(spec, Mapping) and isinstance(spec.get("type"), str):
-        name = spec["type"]
-        params = {k: v for k, v in spec.items() if k != "type"}
-    else:
-        raise ConfigError(f"template.renderer must be a name or {{ type = NAME, ... }}, got {spec!r}")
+    name, params = ("format", {}) if spec is None else split_spec(spec, key="template.renderer")
     if make is not None:
         made = make(name, dict(params))
         if made is not None:
             if not callable(getattr(made, "render", None)):
                 raise ConfigError(f"the renderer made for {name!r} has no render(template, row) method")
             return made
-    if name not in BUILTIN_RENDERERS:
-        raise ConfigError(
-            f"unknown renderer {name!r}"
-            + did_you_mean(name, list(BUILTIN_RENDERERS))
-            + f"; built-in: {', '.join(BUILTIN_RENDERERS)}, or add one with the "
-            "pytest_promptsuite_make_renderer hook"
-        )
-    factory, allowed = BUILTIN_RENDERERS[name]
-    unknown = [k for k in params if k not in allowed]
-    if unknown:
-        raise ConfigError(
-            f"renderer {name!r}: unknown key {unknown[0]!r}"
-            + (f" (keys: {', '.join(allowed)})" if allowed else " (it takes none)")
-        )
-    return factory(params, make_filter)
+    factory = builtin_factory("renderer", name, params, BUILTIN_RENDERERS, "pytest_promptsuite_make_renderer")
+    return factory(params, make_filter)  # type: ignore[no-any-return]
 
 
 # --- suite config glue -----------------------------------------------------------------------

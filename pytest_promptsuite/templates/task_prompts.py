@@ -364,35 +364,48 @@ BUILTIN_PARSERS: dict[str, tuple[Callable[[dict[str, Any]], Callable[[str], str]
 }
 
 
+def split_spec(spec: Any, *, key: str) -> tuple[str, dict[str, Any]]:
+    """A pluggable part named as ``NAME`` or ``{type: NAME, ...params}``: (name, params)."""
+    if isinstance(spec, str):
+        return spec, {}
+    if isinstance(spec, Mapping) and isinstance(spec.get("type"), str):
+        return spec["type"], {k: v for k, v in spec.items() if k != "type"}
+    raise ConfigError(f"{key} must be a name or {{type: NAME, ...}}, got {spec!r}")
+
+
+def builtin_factory(
+    kind: str, name: str, params: Mapping[str, Any], builtins: Mapping[str, tuple[Any, tuple[str, ...]]], hook: str
+) -> Any:
+    """The factory of built-in ``kind`` ``name`` (a renderer, an output parser), once the name and
+    the keys of ``params`` are known good; else a ConfigError with the fix."""
+    if name not in builtins:
+        raise ConfigError(
+            f"unknown {kind} {name!r}"
+            + did_you_mean(name, list(builtins))
+            + f"; built-in: {', '.join(builtins)}, or add one with the {hook} hook"
+        )
+    factory, allowed = builtins[name]
+    unknown = [k for k in params if k not in allowed]
+    if unknown:
+        raise ConfigError(
+            f"{kind} {name!r}: unknown key {unknown[0]!r}"
+            + (f" (keys: {', '.join(allowed)})" if allowed else " (it takes none)")
+        )
+    return factory
+
+
 def make_output_parser(spec: Any, *, make: MakeParser | None = None) -> Callable[[str], str]:
     """The parser for ``output_parser: NAME`` or ``{type: NAME, ...params}``; ``make`` (the hook)
     is asked first, so a plugin can replace a built-in."""
-    if isinstance(spec, str):
-        name, params = spec, {}
-    elif isinstance(spec, Mapping) and isinstance(spec.get("type"), str):
-        name = spec["type"]
-        params = {k: v for k, v in spec.items() if k != "type"}
-    else:
-        raise ConfigError(f"output_parser must be a name or {{type: NAME, ...}}, got {spec!r}")
+    name, params = split_spec(spec, key="output_parser")
     if make is not None:
         made = make(name, dict(params))
         if made is not None:
             return made
-    if name not in BUILTIN_PARSERS:
-        raise ConfigError(
-            f"unknown output parser {name!r}"
-            + did_you_mean(name, list(BUILTIN_PARSERS))
-            + f"; built-in: {', '.join(BUILTIN_PARSERS)}, or register one with the "
-            "pytest_promptsuite_make_output_parser hook"
-        )
-    factory, allowed = BUILTIN_PARSERS[name]
-    unknown = [k for k in params if k not in allowed]
-    if unknown:
-        raise ConfigError(
-            f"output parser {name!r}: unknown key {unknown[0]!r}"
-            + (f" (keys: {', '.join(allowed)})" if allowed else " (it takes none)")
-        )
-    return factory(dict(params))
+    factory = builtin_factory(
+        "output parser", name, params, BUILTIN_PARSERS, "pytest_promptsuite_make_output_parser"
+    )
+    return factory(dict(params))  # type: ignore[no-any-return]
 
 
 def parse_output(spec: Any, text: str, *, make: MakeParser | None = None) -> str:
