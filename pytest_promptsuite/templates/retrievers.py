@@ -100,6 +100,19 @@ class FixKRetriever(Retriever):
         return [list(self.fix_id_list) for _ in tests]
 
 
+def _ice_num(value: Any) -> int:
+    """``retriever.ice_num`` of the similarity retrievers: a non-negative integer."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise TemplateError(f"retriever.ice_num must be a non-negative integer, got {value!r}")
+    return value
+
+
+def _fits(ice_num: int, train: Sequence[Row]) -> None:
+    """A retriever cannot pick more examples than there are train rows."""
+    if ice_num > len(train):
+        raise TemplateError(f"retriever.ice_num = {ice_num} is larger than the {len(train)} train rows")
+
+
 class RandomRetriever(Retriever):
     """``ice_num`` distinct rows per test row, drawn as the reference does (numpy legacy MT19937)."""
 
@@ -114,10 +127,7 @@ class RandomRetriever(Retriever):
     def retrieve(
         self, train: Sequence[Row], tests: Sequence[Row], *, output_column: str | None = None
     ) -> list[list[int]]:
-        if self.ice_num > len(train):
-            raise TemplateError(
-                f"retriever.ice_num = {self.ice_num} is larger than the {len(train)} train rows"
-            )
+        _fits(self.ice_num, train)
         import numpy as np  # the reference's exact stream; numpy comes with pandas
 
         rng = np.random.RandomState(self.seed)
@@ -186,9 +196,7 @@ class TopkRetriever(Retriever):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        if not isinstance(ice_num, int) or isinstance(ice_num, bool) or ice_num < 0:
-            raise TemplateError(f"retriever.ice_num must be a non-negative integer, got {ice_num!r}")
-        self.ice_num = ice_num
+        self.ice_num = _ice_num(ice_num)
         self.embedding = embedding
         self.embedding_factory = embedding_factory
         self.text_of = text_of
@@ -196,10 +204,7 @@ class TopkRetriever(Retriever):
     def retrieve(
         self, train: Sequence[Row], tests: Sequence[Row], *, output_column: str | None = None
     ) -> list[list[int]]:
-        if self.ice_num > len(train):
-            raise TemplateError(
-                f"retriever.ice_num = {self.ice_num} is larger than the {len(train)} train rows"
-            )
+        _fits(self.ice_num, train)
         train_texts = [self.text_of(r, output_column) for r in train]
         embed = self.embedding or self.embedding_factory(train_texts)
         train_vecs = list(embed(train_texts))
@@ -229,9 +234,7 @@ class BM25Retriever(Retriever):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        if not isinstance(ice_num, int) or isinstance(ice_num, bool) or ice_num < 0:
-            raise TemplateError(f"retriever.ice_num must be a non-negative integer, got {ice_num!r}")
-        self.ice_num = ice_num
+        self.ice_num = _ice_num(ice_num)
         self.k1, self.b, self.epsilon = k1, b, epsilon
         self.text_of = text_of
 
@@ -262,10 +265,7 @@ class BM25Retriever(Retriever):
     def retrieve(
         self, train: Sequence[Row], tests: Sequence[Row], *, output_column: str | None = None
     ) -> list[list[int]]:
-        if self.ice_num > len(train):
-            raise TemplateError(
-                f"retriever.ice_num = {self.ice_num} is larger than the {len(train)} train rows"
-            )
+        _fits(self.ice_num, train)
         corpus = [tokenize(self.text_of(r, output_column)) for r in train]
         out = []
         for row in tests:
