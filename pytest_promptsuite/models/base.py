@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from dataclasses import field
 from typing import Any
 from typing import Protocol
-from typing import Union
 from typing import runtime_checkable
+
+from ..templates.prompt import Message
+from ..templates.prompt import Prompt
+from ..templates.prompt import prompt_hash
+from ..templates.prompt import prompt_text
 
 
 __all__ = [
@@ -25,32 +27,6 @@ __all__ = [
     "prompt_hash",
     "prompt_text",
 ]
-
-#: One chat message with an OpenAI role (``system``, ``user``, ``assistant``, ``tool``).
-Message = dict[str, Any]
-#: What is sent: a string (completion, or one user message on chat endpoints) or chat messages.
-Prompt = Union[str, list[Message]]
-
-
-def prompt_text(prompt: Prompt) -> str:
-    """The prompt as one string: itself, or the messages' text contents joined with newlines."""
-    if isinstance(prompt, str):
-        return prompt
-    parts: list[str] = []
-    for message in prompt:
-        content = message.get("content", "")
-        if isinstance(content, str):
-            parts.append(content)
-        else:  # content parts (multimodal): only the text parts count
-            parts.extend(p.get("text", "") for p in content if isinstance(p, dict))
-    return "\n".join(parts)
-
-
-def prompt_hash(prompt: Prompt) -> str:
-    """A short, stable hash of exactly what was sent, so a diff can tell prompt changes apart."""
-    data = json.dumps(prompt, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(data.encode("utf-8")).hexdigest()[:12]
-
 
 @dataclass(frozen=True)
 class Usage:

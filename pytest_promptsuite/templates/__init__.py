@@ -7,7 +7,6 @@ The engine implements OpenCompass/AISBench prompt templates and meta templates a
 from __future__ import annotations
 
 from ..cases import PromptCase
-from ..models.base import Prompt
 from .builtin import BUILTIN_META_TEMPLATES
 from .builtin import builtin_meta
 from .case import CasePrompts
@@ -18,6 +17,7 @@ from .meta import MetaTemplate
 from .meta import to_openai_messages
 from .multimodal import MMPromptTemplate
 from .multiturn import MultiTurnPromptTemplate
+from .prompt import Prompt
 from .prompt_list import PromptList
 from .prompt_template import PromptTemplate
 from .request import render_request

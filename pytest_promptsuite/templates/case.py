@@ -20,7 +20,6 @@ from typing import Any
 from ..cases import PromptCase
 from ..errors import ConfigError
 from ..errors import TemplateError
-from ..models.base import Prompt
 from .builtin import builtin_meta
 from .builtin import resolve_meta
 from .meta import APITemplateParser
@@ -31,6 +30,7 @@ from .meta import to_openai_messages
 from .multimodal import MMPromptTemplate
 from .multiturn import Conversation
 from .multiturn import MultiTurnPromptTemplate
+from .prompt import Prompt
 from .renderers import MakeFilter
 from .renderers import MakeParser
 from .renderers import MakeRenderer

@@ -52,9 +52,9 @@ from .task_prompts import task_row
 
 if TYPE_CHECKING:
     from ..cases import PromptCase
-    from ..models.base import Prompt
     from ..suite import SuiteConfig
     from ..suite import TemplateConfig
+    from .prompt import Prompt
 
 
 __all__ = [

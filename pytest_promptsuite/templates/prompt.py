@@ -1,0 +1,36 @@
+"""What the templates stage produces: the ``Prompt`` that is sent, a string or chat messages."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+from typing import Union
+
+
+__all__ = ["Message", "Prompt", "prompt_hash", "prompt_text"]
+
+#: One chat message with an OpenAI role (``system``, ``user``, ``assistant``, ``tool``).
+Message = dict[str, Any]
+#: What is sent: a string (completion, or one user message on chat endpoints) or chat messages.
+Prompt = Union[str, list[Message]]
+
+
+def prompt_text(prompt: Prompt) -> str:
+    """The prompt as one string: itself, or the messages' text contents joined with newlines."""
+    if isinstance(prompt, str):
+        return prompt
+    parts: list[str] = []
+    for message in prompt:
+        content = message.get("content", "")
+        if isinstance(content, str):
+            parts.append(content)
+        else:  # content parts (multimodal): only the text parts count
+            parts.extend(p.get("text", "") for p in content if isinstance(p, dict))
+    return "\n".join(parts)
+
+
+def prompt_hash(prompt: Prompt) -> str:
+    """A short, stable hash of exactly what was sent, so a diff can tell prompt changes apart."""
+    data = json.dumps(prompt, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(data.encode("utf-8")).hexdigest()[:12]
