@@ -34,9 +34,11 @@ class CaseFailed(Exception):
         self.result = result
 
 
-def _run(config: pytest.Config) -> PromptRun:
-    from .plugin import run_key
+#: Where the run object lives (``config.stash``); plugin.py creates it, the nodes read it.
+run_key = pytest.StashKey["PromptRun"]()
 
+
+def _run(config: pytest.Config) -> PromptRun:
     return config.stash[run_key]
 
 

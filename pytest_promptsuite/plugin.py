@@ -32,6 +32,7 @@ from .errors import PromptSuiteError
 from .items import RESULT_PROPERTY
 from .items import PromptFile
 from .items import PromptItem
+from .items import run_key
 from .models import is_sync
 from .models.cache import CachingModel
 from .models.cache import Cassette
@@ -59,7 +60,6 @@ from .templates import CasePrompts
 
 __all__ = ["PromptRun", "run_key"]
 
-run_key = pytest.StashKey["PromptRun"]()
 
 
 def _fraction(value: str) -> float:
