@@ -27,6 +27,7 @@ from .errors import CaseFileError
 
 
 __all__ = [
+    "CaseKey",
     "CaseLocation",
     "PromptCase",
     "describe_type",
@@ -46,6 +47,36 @@ class CaseLocation:
 
     def __str__(self) -> str:
         return f"{self.path}:{self.line}"
+
+    @classmethod
+    def parse(cls, text: str) -> CaseLocation | None:
+        """A location as written in a results row (``"path:line"``); None for ``""``."""
+        if not text:
+            return None
+        path, sep, line = text.rpartition(":")
+        if not sep or not line.isdigit():
+            return cls(Path(text), 0)
+        return cls(Path(path), int(line))
+
+
+@dataclass(frozen=True)
+class CaseKey:
+    """Which run of which case: its id, the prompt variant (None without variants) and the
+    repeat (from 0). One key names the pytest item, the results row and a case in a diff."""
+
+    case_id: str
+    variant: str | None = None
+    repeat: int = 0
+
+    def name(self, *, with_repeat: bool) -> str:
+        """``case_id[variant][repeat-i]``, each suffix where it applies: the item's name (with
+        ``with_repeat`` when the run repeats cases) and a row's key in comparisons."""
+        name = self.case_id
+        if self.variant is not None:
+            name += f"[{self.variant}]"
+        if with_repeat:
+            name += f"[repeat-{self.repeat}]"
+        return name
 
 
 class PromptCase(BaseModel):

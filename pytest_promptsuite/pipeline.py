@@ -6,12 +6,14 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from .cases import CaseLocation
 from .cases import PromptCase
 from .checks import CaseResult
 from .checks import CheckResult
 from .checks import CompiledChecks
 from .checks import Evaluator
 from .checks import Layer
+from .checks import Outcome
 from .checks import outcome_of
 from .errors import ModelError
 from .errors import TemplateError
@@ -70,7 +72,7 @@ class CasePipeline:
         except TemplateError:
             return None
 
-    def run(self, case: PromptCase, *, location: str, variant: str | None = None,
+    def run(self, case: PromptCase, *, location: CaseLocation, variant: str | None = None,
             repeat: int = 0, compiled: CompiledChecks | None = None) -> CaseResult:
         """The case's result; a render or model failure is an ``error`` outcome, not a raise.
 
@@ -87,7 +89,7 @@ class CasePipeline:
         try:
             prompt = self.prompt_for(case, variant=variant)
         except TemplateError as exc:
-            return CaseResult(outcome="error", error=f"render: {exc}", **base)
+            return CaseResult(outcome=Outcome.ERROR, error=f"render: {exc}", **base)
         base["prompt"] = prompt
         base["prompt_hash"] = prompt_hash(prompt)
         request = self._request(case, prompt, repeat, variant)
@@ -101,15 +103,15 @@ class CasePipeline:
                 base["prompt"], base["prompt_hash"] = follow, prompt_hash(follow)
                 response = self.runner.call(self.model, self._request(case, follow, repeat, variant))
         except ModelError as exc:
-            return CaseResult(outcome="error", error=str(exc), replies=tuple(replies), **base)
+            return CaseResult(outcome=Outcome.ERROR, error=str(exc), replies=tuple(replies), **base)
         except TemplateError as exc:
-            return CaseResult(outcome="error", error=f"render: {exc}", replies=tuple(replies), **base)
+            return CaseResult(outcome=Outcome.ERROR, error=f"render: {exc}", replies=tuple(replies), **base)
         if isinstance(case.input, list):
             base["replies"] = (*replies, response.text)
         checks = self._checks(case, response, compiled, variant)
         outcome = outcome_of(case, checks, error=None)
         return CaseResult(
-            outcome=outcome.value,
+            outcome=outcome,
             output=response.text,
             checks=checks,
             latency_ms=response.latency_ms,

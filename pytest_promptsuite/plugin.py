@@ -18,6 +18,7 @@ import pytest
 
 from . import builtins
 from . import hookspecs
+from .cases import CaseLocation
 from .cases import PromptCase
 from .cases import did_you_mean
 from .cases import load_cases
@@ -545,7 +546,7 @@ class PromptRun:
 
     def run_case(self, item: PromptItem) -> CaseResult:
         case = item.case
-        location = f"{self.display(item.path)}:{case.location.line}"
+        location = CaseLocation(Path(self.display(item.path)), case.location.line)
         result = self._pipelines[item.suite_key].run(
             case, location=location, variant=item.variant, repeat=item.repeat, compiled=item.compiled
         )

@@ -446,7 +446,7 @@ def _frame(rows: Sequence[CaseResult]) -> pd.DataFrame:
             "slice": [r.slice for r in rows],
             "variant": [r.variant for r in rows],
             "repeat": [r.repeat for r in rows],
-            "outcome": [r.outcome for r in rows],
+            "outcome": [r.outcome.value for r in rows],
         }
     )
 
@@ -484,7 +484,7 @@ def _group(name: str, c: Mapping[str, int]) -> GroupStats:
 def _tag_stats(rows: Sequence[CaseResult]) -> tuple[GroupStats, ...]:
     import pandas as pd
 
-    pairs = [(tag, r.outcome) for r in rows for tag in r.tags]
+    pairs = [(tag, r.outcome.value) for r in rows for tag in r.tags]
     if not pairs:
         return ()
     df = pd.DataFrame(pairs, columns=["tag", "outcome"])

@@ -11,11 +11,16 @@ from dataclasses import dataclass
 from dataclasses import field
 from enum import Enum
 from typing import Any
+from typing import Union
+
+from ..cases import CaseKey
+from ..cases import CaseLocation
 
 
 __all__ = ["CaseResult", "CheckResult", "Layer", "Outcome", "RESULT_FORMAT_VERSION"]
 
-#: Bumped whenever a field of ``results.jsonl`` changes meaning.
+#: Written into every ``results.jsonl`` row; bumped whenever a field changes meaning. Rows
+#: without it are version 1 (before the field existed).
 RESULT_FORMAT_VERSION = 1
 
 
@@ -36,6 +41,9 @@ class Outcome(str, Enum):
     ERROR = "error"
     REVIEW = "review"
     SKIPPED = "skipped"
+
+    def __str__(self) -> str:
+        return self.value
 
 
 @dataclass(frozen=True)
@@ -73,12 +81,16 @@ class CheckResult:
 
 @dataclass(frozen=True)
 class CaseResult:
-    """Everything recorded for one executed case (one variant, one repeat)."""
+    """Everything recorded for one executed case (one variant, one repeat).
+
+    ``outcome`` may be given as its string and ``location`` as ``"path:line"`` (as a
+    ``results.jsonl`` row writes them); both are stored typed.
+    """
 
     case_id: str
     slice: str
-    outcome: str
-    location: str = ""
+    outcome: Outcome
+    location: Union[CaseLocation, None] = None
     variant: str | None = None
     repeat: int = 0
     output: str | None = None
@@ -93,18 +105,30 @@ class CaseResult:
     #: Multi-turn cases: every reply, in request order (the last one is ``output``).
     replies: tuple[str, ...] = ()
 
+    def __post_init__(self) -> None:
+        if type(self.outcome) is not Outcome:
+            object.__setattr__(self, "outcome", Outcome(self.outcome))
+        if isinstance(self.location, str):
+            object.__setattr__(self, "location", CaseLocation.parse(self.location))
+
+    @property
+    def key(self) -> CaseKey:
+        """Which case, variant and repeat this row is."""
+        return CaseKey(self.case_id, self.variant, self.repeat)
+
     @property
     def failed_checks(self) -> list[CheckResult]:
+        """The checks that ran and did not pass."""
         return [c for c in self.checks if not c.passed and not c.skipped]
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``results.jsonl`` row (the contract's fields first)."""
+        """The ``results.jsonl`` row (the contract's fields first, the format version last)."""
         return {
             "case_id": self.case_id,
             "slice": self.slice,
             "variant": self.variant,
             "repeat": self.repeat,
-            "outcome": self.outcome,
+            "outcome": self.outcome.value,
             "output": self.output,
             "checks": [c.to_dict() for c in self.checks],
             "error": self.error,
@@ -112,22 +136,31 @@ class CaseResult:
             "prompt_hash": self.prompt_hash,
             "latency_ms": self.latency_ms,
             "usage": self.usage,
-            "location": self.location,
+            "location": "" if self.location is None else str(self.location),
             "tags": list(self.tags),
             "metadata": self.metadata,
             **({"replies": list(self.replies)} if self.replies else {}),
+            "format_version": RESULT_FORMAT_VERSION,
         }
 
     def to_json(self) -> str:
+        """The row as one line of JSON (what ``results.jsonl`` and the xdist wire carry)."""
         return json.dumps(self.to_dict(), ensure_ascii=False, separators=(",", ":"))
 
     @classmethod
     def from_dict(cls, row: dict[str, Any]) -> CaseResult:
+        """A row read back; ValueError for a row of a newer format or an unknown outcome."""
+        version = row.get("format_version", 1)
+        if not isinstance(version, int) or version > RESULT_FORMAT_VERSION:
+            raise ValueError(
+                f"format_version {version!r} is newer than this pytest-promptsuite reads "
+                f"({RESULT_FORMAT_VERSION}); upgrade it"
+            )
         return cls(
             case_id=row["case_id"],
             slice=row["slice"],
-            outcome=row["outcome"],
-            location=row.get("location", ""),
+            outcome=Outcome(row["outcome"]),
+            location=CaseLocation.parse(row.get("location") or ""),
             variant=row.get("variant"),
             repeat=row.get("repeat", 0),
             output=row.get("output"),
@@ -144,4 +177,5 @@ class CaseResult:
 
     @classmethod
     def from_json(cls, text: str) -> CaseResult:
+        """A row from one line of JSON."""
         return cls.from_dict(json.loads(text))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import json
-import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -18,12 +17,11 @@ from .markdown import summary_markdown
 __all__ = ["REPORT_FILES", "review_queue", "sorted_rows", "write_report"]
 
 REPORT_FILES = ("results.jsonl", "summary.json", "slices.csv", "summary.md", "dashboard.html", "review.jsonl")
-_LOCATION = re.compile(r"^(.*):(\d+)$")
 
 
 def _order(row: CaseResult) -> tuple[str, int, str, str, int]:
-    match = _LOCATION.match(row.location)
-    path, line = (match.group(1), int(match.group(2))) if match else (row.location, 0)
+    where = row.location
+    path, line = ("", 0) if where is None else (str(where.path), where.line)
     return (path, line, row.case_id, row.variant or "", row.repeat)
 
 
@@ -47,7 +45,7 @@ def review_queue(rows: Iterable[CaseResult]) -> list[dict[str, Any]]:
         queue.append(
             {
                 "case_id": row.case_id, "slice": row.slice, "variant": row.variant, "repeat": row.repeat,
-                "location": row.location, "reasons": reasons, "prompt": row.prompt, "output": row.output,
+                "location": "" if row.location is None else str(row.location), "reasons": reasons, "prompt": row.prompt, "output": row.output,
             }
         )
     return queue

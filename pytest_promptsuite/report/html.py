@@ -57,7 +57,7 @@ def _payload(rows: Sequence[CaseResult], summary: Summary) -> dict[str, Any]:
             detail = len(details)
             details.append(
                 {
-                    "location": r.location,
+                    "location": "" if r.location is None else str(r.location),
                     "error": r.error,
                     "checks": [c.to_dict() for c in r.checks],
                     "prompt": _trim(prompt_display(r.prompt)),
