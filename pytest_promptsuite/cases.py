@@ -152,6 +152,13 @@ def describe_type(value: Any) -> str:
 
 def _shape_problems(data: dict[str, Any]) -> Iterator[str]:
     """Every way ``data`` does not fit ``PromptCase``, as messages without the location."""
+    yield from _key_problems(data)
+    yield from _list_problems(data)
+    yield from _check_problems(data)
+
+
+def _key_problems(data: dict[str, Any]) -> Iterator[str]:
+    """Unknown and missing keys, and the required fields' values."""
     for key in data:
         if key not in _KNOWN_KEYS:
             yield f"unknown key {key!r}" + did_you_mean(key, _KNOWN_KEYS)
@@ -181,6 +188,10 @@ def _shape_problems(data: dict[str, Any]) -> Iterator[str]:
                     yield f"'input[{i}]' must be a string, got {describe_type(turn)}"
         else:
             yield f"'input' must be a string or a list of strings, got {describe_type(value)}"
+
+
+def _list_problems(data: dict[str, Any]) -> Iterator[str]:
+    """The lists of strings and the objects (``vars``, ``metadata``)."""
     for key in _STRING_LISTS:
         value = data.get(key, [])
         if not isinstance(value, list):
@@ -195,6 +206,10 @@ def _shape_problems(data: dict[str, Any]) -> Iterator[str]:
         value = data.get(key, {})
         if not isinstance(value, dict):
             yield f"{key!r} must be an object, got {describe_type(value)}"
+
+
+def _check_problems(data: dict[str, Any]) -> Iterator[str]:
+    """What the checks read: ``answer``, ``assert``, ``threshold``, ``review``."""
     if "answer" in data and not isinstance(data["answer"], (str, list, type(None))):
         yield f"'answer' must be a string or a list, got {describe_type(data['answer'])}"
     if "assert" in data:
@@ -242,27 +257,9 @@ def _describe_invalid_line(exc: jsonlines.InvalidLineError) -> str:
     return f"invalid JSON: {exc}"
 
 
-def load_cases(
-    path: Path | str,
-    *,
-    seen: MutableMapping[str, str] | None = None,
-    display: str | None = None,
-) -> list[PromptCase]:
-    """Read every case of a JSONL file, or raise :class:`CaseFileError` listing every problem.
-
-    Args:
-        path: the case file.
-        seen: case ids already taken by other files of the run, each with where it was defined
-            (``"path:line"`` as displayed; updated in place), so a duplicate across files is
-            reported with both locations.
-        display: how to name the file in messages (default: ``path`` as given).
-    """
-    path = Path(path)
-    name = display if display is not None else str(path)
-    taken: MutableMapping[str, str] = {} if seen is None else seen
-    problems: list[str] = []
-    cases: list[PromptCase] = []
-    added: list[str] = []
+def _objects(path: Path, name: str, problems: list[str]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Each line of a case file that is a well-shaped case object, with its line number; every
+    other line adds its ``name:line: problem`` messages to ``problems``."""
     try:
         fp = path.open("rb")
     except OSError as exc:
@@ -286,18 +283,40 @@ def load_cases(
             if shape:
                 problems.extend(f"{name}:{line}: {p}" for p in shape)
                 continue
-            case = PromptCase.model_validate(data)
-            location = CaseLocation(path, line)
-            case._location = location
-            earlier = taken.get(case.case_id)
-            if earlier is not None:
-                problems.append(
-                    f"{name}:{line}: duplicate case_id {case.case_id!r} (first defined at {earlier})"
-                )
-                continue
-            taken[case.case_id] = f"{name}:{line}"
-            added.append(case.case_id)
-            cases.append(case)
+            yield line, data
+
+
+def load_cases(
+    path: Path | str,
+    *,
+    seen: MutableMapping[str, str] | None = None,
+    display: str | None = None,
+) -> list[PromptCase]:
+    """Read every case of a JSONL file, or raise :class:`CaseFileError` listing every problem.
+
+    Args:
+        path: the case file.
+        seen: case ids already taken by other files of the run, each with where it was defined
+            (``"path:line"`` as displayed; updated in place), so a duplicate across files is
+            reported with both locations.
+        display: how to name the file in messages (default: ``path`` as given).
+    """
+    path = Path(path)
+    name = display if display is not None else str(path)
+    taken: MutableMapping[str, str] = {} if seen is None else seen
+    problems: list[str] = []
+    cases: list[PromptCase] = []
+    added: list[str] = []
+    for line, data in _objects(path, name, problems):
+        case = PromptCase.model_validate(data)
+        case._location = CaseLocation(path, line)
+        earlier = taken.get(case.case_id)
+        if earlier is not None:
+            problems.append(f"{name}:{line}: duplicate case_id {case.case_id!r} (first defined at {earlier})")
+            continue
+        taken[case.case_id] = f"{name}:{line}"
+        added.append(case.case_id)
+        cases.append(case)
     if not cases and not problems:
         problems.append(f"{name}:1: the file has no cases (a case file needs one JSON object a line)")
     if problems:

@@ -1,6 +1,8 @@
-"""The ``promptsuite`` command: ``validate`` and ``render`` (more come with later stages).
+"""The ``promptsuite`` command: ``validate``, ``render``, ``diff`` and ``merge``.
 
-It reuses the stages directly and never imports pytest.
+It finds suites through the same :class:`~pytest_promptsuite.suites.SuiteIndex` and builds them
+through the same hooks as the pytest plugin (built-ins, installed plugins and the conftest files
+pytest would load), and never imports pytest.
 """
 
 from __future__ import annotations
@@ -8,156 +10,134 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Iterable
 from collections.abc import Sequence
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
+from .assemble import Assembler
 from .cases import PromptCase
-from .cases import iter_case_files
 from .cases import load_cases
+from .checks import compile_cases
 from .errors import CaseFileError
 from .errors import PromptSuiteError
+from .models.runner import ModelRunner
+from .options import RunOptions
+from .plugins import conftest_modules
+from .plugins import plugin_manager
 from .suite import SuiteConfig
-from .suite import suite_targets
-from .templates.case import suite_prompts
+from .suites import SuiteIndex
+from .suites import SuiteKey
+from .templates import CasePrompts
 from .templates.request import render_request_file
 
 
 __all__ = ["main"]
 
 
-def _collect(paths: Sequence[str]) -> tuple[list[PromptCase], list[str]]:
-    """Every case under ``paths`` (as ``--prompt-suite`` reads them) and every problem found."""
-    seen: dict[str, str] = {}
-    cases: list[PromptCase] = []
-    problems: list[str] = []
-    for raw in paths:
-        path = Path(raw)
-        if not path.exists():
-            problems.append(f"{raw}: no such file or folder")
-            continue
-        try:
-            suite, targets = suite_targets(path)
-        except PromptSuiteError as exc:
-            problems.append(str(exc))
-            continue
-        exclude = _train_files(suite)
-        for target in targets:
-            for case_file in iter_case_files(target, exclude=exclude):
-                try:
-                    cases.extend(load_cases(case_file, seen=seen))
-                except CaseFileError as exc:
-                    problems.extend(exc.problems)
-    return cases, problems
+class _Suites:
+    """The suites under some paths, as ``--prompt-suite`` reads them, and their cases."""
 
-
-def _train_files(suite: SuiteConfig | None) -> set[Path]:
-    if suite is None or suite.suite.train is None:
-        return set()
-    return {suite.resolve(suite.suite.train, key="suite.train")}
-
-
-def plugin_manager() -> Any:
-    """Our hooks outside pytest: the built-ins (``plugin.py``'s ``trylast`` implementations) and
-    the installed plugins of the ``promptsuite.plugins`` entry point group.
-
-    Neither module imports pytest (a user's conftest may).
-    """
-    import pluggy
-
-    from . import builtins
-    from . import hookspecs
-
-    class Manager(pluggy.PluginManager):
-        def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
-            opts = super().parse_hookimpl_opts(plugin, name)
-            if opts is None and name.startswith("pytest_promptsuite_") and callable(getattr(plugin, name)):
-                # plain functions count, as under pytest
-                return {"wrapper": False, "hookwrapper": False, "optionalhook": False,
-                        "tryfirst": False, "trylast": False, "specname": None}
-            return opts
-
-    manager = Manager("pytest")
-    manager.add_hookspecs(hookspecs)
-    manager.register(builtins, "promptsuite")
-    manager.load_setuptools_entrypoints(hookspecs.ENTRY_POINT_GROUP)
-    return manager
-
-
-def _conftests(case_files: Iterable[Path]) -> list[ModuleType]:
-    """The ``conftest.py`` modules pytest would load for these case files (those from the
-    current folder down to each file's folder), so their check types validate here too."""
-    import importlib.util
-
-    cwd = Path.cwd().resolve()
-    found: dict[Path, ModuleType] = {}
-    for case_file in case_files:
-        folder = case_file.resolve().parent
-        chain = [folder, *folder.parents]
-        if cwd in chain:
-            chain = chain[: chain.index(cwd) + 1]
-        else:
-            chain = [folder]
-        for directory in reversed(chain):
-            path = directory / "conftest.py"
-            if path in found or not path.is_file():
+    def __init__(self, paths: Sequence[str]) -> None:
+        self.index = SuiteIndex(invocation_dir=None, rootpath=Path.cwd())
+        self.problems: list[str] = []
+        self.files: list[Path] = []
+        for raw in paths:
+            if not Path(raw).exists():
+                self.problems.append(f"{raw}: no such file or folder")
                 continue
-            spec = importlib.util.spec_from_file_location(f"_promptsuite_conftest_{len(found)}", path)
-            if spec is None or spec.loader is None:
-                continue
-            module = importlib.util.module_from_spec(spec)
             try:
-                spec.loader.exec_module(module)
-            except Exception as exc:  # the user's conftest does not import: say so, as pytest would
-                raise PromptSuiteError(f"{path}: importing the conftest failed: {exc!r}") from exc
-            found[path] = module
-    return list(found.values())
-
-
-def _check_problems(paths: Sequence[str], cases: Sequence[PromptCase]) -> list[str]:
-    """Every bad ``assert`` entry of ``cases`` and every bad ``[[checks]]`` entry of the configs
-    that ``paths`` name, with the check types of installed plugins."""
-    from .checks import compile_case
-    from .checks import compile_suite_checks
-    from .errors import CheckError
-
-    manager = plugin_manager()
-    for conftest in _conftests(case.location.path for case in cases):
-        manager.register(conftest, f"conftest:{conftest.__file__}")
-    make = manager.hook.pytest_promptsuite_make_check
-    problems: list[str] = []
-    for case in cases:
-        try:
-            compile_case(case, make)
-        except CheckError as exc:
-            problems.extend(str(exc).splitlines())
-    for raw in paths:
-        try:
-            suite, _ = suite_targets(Path(raw))
-        except PromptSuiteError:
-            continue  # already reported by _collect
-        if suite is not None and suite.checks:
+                self.index.add_target(raw)
+            except PromptSuiteError as exc:
+                self.problems.append(str(exc))
+        self.files = list(self.index.case_files())
+        self.cases: dict[Path, list[PromptCase]] = {}
+        seen: dict[str, str] = {}
+        for case_file in self.files:
             try:
-                compile_suite_checks(suite.checks, make, base_dir=suite.root, source=raw)
-            except CheckError as exc:
+                self.cases[case_file] = load_cases(case_file, seen=seen, display=self.index.display(case_file))
+            except CaseFileError as exc:
+                self.problems.extend(exc.problems)
+        self._assembler: Assembler | None = None
+        self._prompts: dict[SuiteKey, CasePrompts] = {}
+
+    @property
+    def assembler(self) -> Assembler:
+        """Builds the suites through the hooks of the built-ins, installed plugins and the
+        conftest files of the case files (imported on first use)."""
+        if self._assembler is None:
+            manager = plugin_manager(conftest_modules(self.files, root=Path.cwd()))
+            self._assembler = Assembler(
+                manager.hook, runner=ModelRunner(), options=RunOptions(), invocation_dir=Path.cwd(),
+                display=self.index.display,
+            )
+        return self._assembler
+
+    def prompts(self, case_file: Path) -> tuple[SuiteConfig, CasePrompts]:
+        """The config and prompts of the suite a case file belongs to (built once per suite)."""
+        key, suite = self.index.suite_of(case_file)
+        if key not in self._prompts:
+            self._prompts[key] = self.assembler.prompts(suite)
+        return suite, self._prompts[key]
+
+    def check_problems(self) -> list[str]:
+        """Every bad ``assert`` entry of the cases, then every bad ``[[checks]]`` entry and prompt
+        of their suites, one message a line."""
+        make = self.assembler.hook.pytest_promptsuite_make_check
+        problems: list[str] = []
+        suites: dict[SuiteKey, Path] = {}
+        for case_file, cases in self.cases.items():
+            try:
+                suites.setdefault(self.index.suite_of(case_file)[0], case_file)
+                compile_cases(cases, make, display=self.index.display(case_file))
+            except PromptSuiteError as exc:
                 problems.extend(str(exc).splitlines())
-    return problems
+        for case_file in suites.values():
+            try:
+                self.assembler.suite_checks(self.index.suite_of(case_file)[1])
+            except PromptSuiteError as exc:
+                problems.extend(str(exc).splitlines())
+            try:
+                self.prompts(case_file)
+            except PromptSuiteError as exc:
+                problems.extend(str(exc).splitlines())
+        return problems
 
 
 def _validate(args: argparse.Namespace) -> int:
-    cases, problems = _collect(args.paths)
-    if not problems:
-        problems = _check_problems(args.paths, cases)
+    suites = _Suites(args.paths)
+    problems = suites.problems or suites.check_problems()
     for problem in problems:
         print(problem, file=sys.stderr)
     if problems:
         print(f"{len(problems)} problem{'s' if len(problems) != 1 else ''} found", file=sys.stderr)
         return 1
+    cases = [case for file_cases in suites.cases.values() for case in file_cases]
     slices = sorted({c.slice for c in cases})
     print(f"ok: {len(cases)} cases in {len(slices)} slices ({', '.join(slices)})")
     return 0
+
+
+def _selected(suites: _Suites, wanted: Sequence[str]) -> list[tuple[Path, PromptCase]] | str:
+    """The cases to render (``--case-id``), each with its file; a message when one is missing."""
+    chosen = [(f, c) for f, cases in suites.cases.items() for c in cases if not wanted or c.case_id in wanted]
+    missing = set(wanted) - {c.case_id for _, c in chosen}
+    return f"no case with id {', '.join(sorted(missing))}" if missing else chosen
+
+
+def _render_case(case: PromptCase, prompts: CasePrompts, variants: list[str | None]) -> None:
+    for variant in variants:
+        shown: dict[str, Any] = {"case_id": case.case_id}
+        if variant is not None:
+            shown["variant"] = variant
+        try:
+            requests = prompts.known_requests(case, variant=variant)
+        except PromptSuiteError as exc:
+            print(json.dumps({**shown, "error": str(exc)}, ensure_ascii=False))
+            continue
+        shown["prompt"] = requests[0]
+        if isinstance(case.input, list):  # multi-turn: the requests known before any reply
+            shown["requests"] = requests
+        print(json.dumps(shown, ensure_ascii=False))
 
 
 def _render(args: argparse.Namespace) -> int:
@@ -168,42 +148,25 @@ def _render(args: argparse.Namespace) -> int:
     if not args.prompt_suite:
         print("promptsuite render: give --prompt-suite PATH or --request FILE.json", file=sys.stderr)
         return 2
-    cases, problems = _collect(args.prompt_suite)
-    for problem in problems:
+    suites = _Suites(args.prompt_suite)
+    for problem in suites.problems:
         print(problem, file=sys.stderr)
-    if problems:
+    if suites.problems:
         return 1
-    if args.case_id:
-        wanted = set(args.case_id)
-        cases = [c for c in cases if c.case_id in wanted]
-        missing = wanted - {c.case_id for c in cases}
-        if missing:
-            print(f"no case with id {', '.join(sorted(missing))}", file=sys.stderr)
+    selected = _selected(suites, args.case_id)
+    if isinstance(selected, str):
+        print(selected, file=sys.stderr)
+        return 1
+    for case_file, case in selected:
+        suite, prompts = suites.prompts(case_file)
+        names = list(suite.variants)
+        unknown = [v for v in args.prompt_variant if v not in names]
+        if unknown:
+            print(f"case {case.case_id}: no variant {unknown[0]!r} (variants: {', '.join(names) or 'none'})",
+                  file=sys.stderr)
             return 1
-    prompts_of = suite_prompts(args.prompt_suite)
-    for case in cases:
-        prompts = prompts_of(case)
-        variants: list[str | None] = list(prompts.variants) or [None]
-        if args.prompt_variant:
-            unknown = [v for v in args.prompt_variant if v not in prompts.variants]
-            if unknown:
-                known = ", ".join(prompts.variants) or "none"
-                print(f"case {case.case_id}: no variant {unknown[0]!r} (variants: {known})", file=sys.stderr)
-                return 1
-            variants = list(args.prompt_variant)
-        for variant in variants:
-            shown: dict[str, Any] = {"case_id": case.case_id}
-            if variant is not None:
-                shown["variant"] = variant
-            try:
-                requests = prompts.known_requests(case, variant=variant)
-            except PromptSuiteError as exc:
-                print(json.dumps({**shown, "error": str(exc)}, ensure_ascii=False))
-                continue
-            shown["prompt"] = requests[0]
-            if isinstance(case.input, list):  # multi-turn: the requests known before any reply
-                shown["requests"] = requests
-            print(json.dumps(shown, ensure_ascii=False))
+        variants: list[str | None] = list(args.prompt_variant or names) or [None]
+        _render_case(case, prompts, variants)
     return 0
 
 

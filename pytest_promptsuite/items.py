@@ -1,16 +1,26 @@
-"""pytest nodes: ``PromptFile`` (a case file) and ``PromptItem`` (one case)."""
+"""pytest nodes: ``PromptFile`` (a case file) and ``PromptItem`` (one run of one case).
+
+The nodes know the run only through the narrow :class:`CaseSource` protocol that ``plugin.py``
+puts into ``config.stash[source_key]``: plan a file's items, run one, say whether to stop.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 from typing import Any
+from typing import Protocol
 
 import pytest
 
 from .cases import PromptCase
-from .checks.base import CaseResult
+from .checks import CaseResult
+from .checks import MakeCheck
+from .checks import Outcome
 from .errors import PromptSuiteError
+from .pipeline import PlannedCase
 from .report import failure_text
 
 
@@ -18,12 +28,30 @@ if TYPE_CHECKING:
     from _pytest._code.code import ExceptionInfo
     from _pytest._code.code import TerminalRepr
 
-    from .plugin import PromptRun
+__all__ = ["CaseFailed", "CaseSource", "PromptFile", "PromptItem", "RESULT_PROPERTY", "source_key"]
 
-__all__ = ["CaseFailed", "PromptFile", "PromptItem"]
-
-#: The user property that carries a case's result to the run object (and across xdist).
+#: The user property that carries a case's result to the session (and across xdist).
 RESULT_PROPERTY = "promptsuite"
+
+
+class CaseSource(Protocol):
+    """What the nodes need from the run."""
+
+    def collect_file(self, path: Path, make_check: MakeCheck) -> Sequence[PlannedCase]:
+        """The items of a case file (a PromptSuiteError fails its collection)."""
+        ...
+
+    def run(self, planned: PlannedCase) -> CaseResult:
+        """Run one planned case."""
+        ...
+
+    def stop_reason(self) -> str | None:
+        """Why no further case should run, if one should not."""
+        ...
+
+
+#: Where the run lives (``config.stash``); plugin.py puts it there, the nodes read it.
+source_key = pytest.StashKey[CaseSource]()
 
 
 class CaseFailed(Exception):
@@ -34,72 +62,52 @@ class CaseFailed(Exception):
         self.result = result
 
 
-#: Where the run object lives (``config.stash``); plugin.py creates it, the nodes read it.
-run_key = pytest.StashKey["PromptRun"]()
-
-
-def _run(config: pytest.Config) -> PromptRun:
-    return config.stash[run_key]
-
-
 class PromptFile(pytest.File):
     """A JSONL case file; every line is a case."""
 
     def collect(self) -> Iterator[PromptItem]:
-        run = _run(self.config)
+        """One item per case, variant and repeat; a bad file is one collection error."""
+        source = self.config.stash[source_key]
         try:
-            suite = run.suite_for(self.path)
-            cases = run.load(self.path)
-            compiled = run.compile_checks(self, cases, suite)
+            planned = source.collect_file(self.path, self.ihook.pytest_promptsuite_make_check)
         except PromptSuiteError as exc:
             raise self.CollectError(str(exc)) from exc
-        repeats = run.repeats
-        variants = run.variants_for(suite)
-        for case in cases:
-            for variant in variants:  # prompt versions: ids case_id[v1], case_id[v2]
-                for repeat in range(repeats):  # --prompt-repeat N: ids case_id[repeat-0..N-1]
-                    name = case.case_id
-                    if variant is not None:
-                        name += f"[{variant}]"
-                    if repeats > 1:
-                        name += f"[repeat-{repeat}]"
-                    yield PromptItem.from_parent(
-                        self, name=name, case=case, suite_key=suite, repeat=repeat,
-                        variant=variant, compiled=compiled[case.case_id],
-                    )
+        for one in planned:
+            yield PromptItem.from_parent(self, name=one.name, planned=one)
 
 
 class PromptItem(pytest.Item):
-    """One case: rendered, sent to the model and checked when pytest runs it."""
+    """One run of one case: rendered, sent to the model and checked when pytest runs it."""
 
-    def __init__(
-        self, *, case: PromptCase, suite_key: Any, repeat: int = 0, variant: str | None = None,
-        compiled: Any = None, **kwargs: Any,
-    ) -> None:
+    def __init__(self, *, planned: PlannedCase, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.case = case
-        self.suite_key = suite_key
-        #: The prompt version this item runs (``[variants.NAME]``), None without variants.
-        self.variant = variant
-        #: The case's checks, compiled at collection (``checks.CompiledChecks``).
-        self.compiled = compiled
-        #: Which run of the case this is (``--prompt-repeat``), from 0.
-        self.repeat = repeat
+        self.planned = planned
+        case = planned.case
         for word in (case.slice, *case.tags):  # -k 'refund and not 提示词注入'
             self.keywords[word] = True
             self.extra_keyword_matches.add(word)
 
+    @property
+    def case(self) -> PromptCase:
+        """The case this item runs."""
+        return self.planned.case
+
     def runtest(self) -> None:
-        run = _run(self.config)
-        result = run.run_case(self)
+        """Run the case; a failed or errored case raises :class:`CaseFailed`."""
+        source = self.config.stash[source_key]
+        result = source.run(self.planned)
+        stop = source.stop_reason()
+        if stop is not None and not self.session.shouldstop:
+            self.session.shouldstop = stop
         self.user_properties.append((RESULT_PROPERTY, result.to_json()))
         self.ihook.pytest_promptsuite_case_finished(item=self, result=result)
-        if result.outcome in ("failed", "error"):
+        if result.outcome in (Outcome.FAILED, Outcome.ERROR):
             raise CaseFailed(result)
 
     def repr_failure(
         self, excinfo: ExceptionInfo[BaseException], style: Any = None
     ) -> str | TerminalRepr:
+        """The case's report for our failures (no traceback), pytest's for anything else."""
         if isinstance(excinfo.value, CaseFailed):
             return failure_text(excinfo.value.result)
         if isinstance(excinfo.value, PromptSuiteError):
@@ -108,7 +116,9 @@ class PromptItem(pytest.Item):
 
     @property
     def location_text(self) -> str:
+        """``cases.jsonl:12``: the file's name and the case's line."""
         return f"{self.path.name}:{self.case.location.line}"
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
+        """The case's line (0-based, as pytest counts) and ``case ID [slice]``."""
         return self.path, self.case.location.line - 1, f"case {self.case.case_id} [{self.case.slice}]"

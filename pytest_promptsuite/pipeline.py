@@ -1,11 +1,20 @@
-"""Walks one case through the stages: prompt (templates), response (models), verdict (checks)."""
+"""Walks one case through the stages: prompt (templates), response (models), verdict (checks).
+
+A case's first request is rendered and hashed once: :meth:`CasePipeline.prefetch` prepares it
+and starts its call ahead of time, and :meth:`CasePipeline.run` sends that very request (or
+prepares it then, when nothing prefetched it). Every later request of a multi-turn case is
+rendered once, when the reply before it arrives.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from .cases import CaseKey
 from .cases import CaseLocation
 from .cases import PromptCase
 from .checks import CaseResult
@@ -27,7 +36,31 @@ from .templates import CasePrompts
 from .templates.task_prompts import OutputParserError
 
 
-__all__ = ["CasePipeline"]
+__all__ = ["CasePipeline", "PlannedCase"]
+
+
+@dataclass(frozen=True)
+class PlannedCase:
+    """One run of one case, as collection planned it: the case, which run it is, the pytest
+    item's name, the suite it belongs to and its checks compiled."""
+
+    case: PromptCase
+    key: CaseKey
+    name: str
+    #: The suite's config file (None: a case file without one).
+    suite: Path | None
+    checks: CompiledChecks
+    #: Where the case is, as the user reads it (``path:line`` relative to the invocation).
+    location: CaseLocation
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """A case's first request, rendered and hashed once."""
+
+    prompt: Prompt
+    prompt_hash: str
+    request: ModelRequest
 
 
 class CasePipeline:
@@ -49,69 +82,71 @@ class CasePipeline:
         self.evaluator = evaluator or Evaluator()
         #: Renders cases: the suite's ``[template]`` and the model's meta template.
         self.prompts = prompts or CasePrompts()
+        self._prepared: dict[CaseKey, _Prepared | TemplateError] = {}
 
-    def prompt_for(self, case: PromptCase, *, variant: str | None = None) -> Prompt:
-        """What is sent for ``case``: the render step of :meth:`run`, shared with prefetching."""
-        return self.prompts.prompt(case, variant=variant)
-
-    def _request(self, case: PromptCase, prompt: Prompt, repeat: int, variant: str | None) -> ModelRequest:
+    def _request(self, case: PromptCase, prompt: Prompt, key: CaseKey) -> ModelRequest:
         params = {
-            **self.prompts.default_params(variant=variant),
+            **self.prompts.default_params(variant=key.variant),
             **self.params,
-            **self.prompts.params(variant=variant),
+            **self.prompts.params(variant=key.variant),
         }
-        return ModelRequest(prompt=prompt, params=params, repeat=repeat, case_id=case.case_id)
+        return ModelRequest(prompt=prompt, params=params, repeat=key.repeat, case_id=case.case_id)
 
-    def request_for(
-        self, case: PromptCase, *, variant: str | None = None, repeat: int = 0
-    ) -> ModelRequest | None:
-        """The request :meth:`run` will make for ``case`` (None if it does not render), so the
-        plugin can start the call before pytest reaches the case."""
+    def _prepare(self, case: PromptCase, key: CaseKey) -> _Prepared | TemplateError:
         try:
-            return self._request(case, self.prompt_for(case, variant=variant), repeat, variant)
-        except TemplateError:
-            return None
+            prompt = self.prompts.prompt(case, variant=key.variant)
+        except TemplateError as exc:
+            return exc
+        return _Prepared(prompt, prompt_hash(prompt), self._request(case, prompt, key))
 
-    def run(self, case: PromptCase, *, location: CaseLocation, variant: str | None = None,
-            repeat: int = 0, compiled: CompiledChecks | None = None) -> CaseResult:
-        """The case's result; a render or model failure is an ``error`` outcome, not a raise.
+    def prefetch(self, planned: PlannedCase) -> None:
+        """Render the case's first request now and start its call (for a model with I/O), so it
+        is under way before pytest reaches the case; a render failure waits for :meth:`run`."""
+        if planned.key in self._prepared:
+            return
+        prepared = self._prepare(planned.case, planned.key)
+        self._prepared[planned.key] = prepared
+        if isinstance(prepared, _Prepared):
+            self.runner.prefetch(self.model, prepared.request, key=planned.key)
 
-        ``compiled`` are the case's checks as collection compiled them (else compiled now)."""
+    def forget(self) -> None:
+        """Drop what was prepared for cases that will not run (``-x``, Ctrl-C, end of run)."""
+        self._prepared.clear()
+
+    def run(self, planned: PlannedCase) -> CaseResult:
+        """The case's result; a render or model failure is an ``error`` outcome, not a raise."""
+        case, key = planned.case, planned.key
         base: dict[str, Any] = {
             "case_id": case.case_id,
             "slice": case.slice,
-            "location": location,
-            "variant": variant,
-            "repeat": repeat,
+            "location": planned.location,
+            "variant": key.variant,
+            "repeat": key.repeat,
             "tags": tuple(case.tags),
             "metadata": case.metadata,
         }
-        try:
-            prompt = self.prompt_for(case, variant=variant)
-        except TemplateError as exc:
-            return CaseResult(outcome=Outcome.ERROR, error=f"render: {exc}", **base)
-        base["prompt"] = prompt
-        base["prompt_hash"] = prompt_hash(prompt)
-        request = self._request(case, prompt, repeat, variant)
+        prepared = self._prepared.pop(key, None) or self._prepare(case, key)
+        if isinstance(prepared, TemplateError):
+            return CaseResult(outcome=Outcome.ERROR, error=f"render: {prepared}", **base)
+        base["prompt"], base["prompt_hash"] = prepared.prompt, prepared.prompt_hash
         replies: list[str] = []
         try:
-            response = self.runner.call(self.model, request)
+            response = self.runner.call(self.model, prepared.request, key=key)
             # a multi-turn case: each reply may feed the next request; the checks see the last reply
             while (follow := self.prompts.follow_up(case, [*replies, response.text],
-                                                    variant=variant)) is not None:
+                                                    variant=key.variant)) is not None:
                 replies.append(response.text)
                 base["prompt"], base["prompt_hash"] = follow, prompt_hash(follow)
-                response = self.runner.call(self.model, self._request(case, follow, repeat, variant))
+                response = self.runner.call(self.model, self._request(case, follow, key))
         except ModelError as exc:
             return CaseResult(outcome=Outcome.ERROR, error=str(exc), replies=tuple(replies), **base)
         except TemplateError as exc:
             return CaseResult(outcome=Outcome.ERROR, error=f"render: {exc}", replies=tuple(replies), **base)
         if isinstance(case.input, list):
             base["replies"] = (*replies, response.text)
-        checks = self._checks(case, response, compiled, variant)
-        outcome = outcome_of(case, checks, error=None)
+        checks = self._checks(case, response, planned.checks, key.variant)
         return CaseResult(
-            outcome=outcome,
+            outcome=outcome_of(case, checks, error=None),
             output=response.text,
             checks=checks,
             latency_ms=response.latency_ms,
@@ -120,7 +155,7 @@ class CasePipeline:
         )
 
     def _checks(
-        self, case: PromptCase, response: Response, compiled: CompiledChecks | None, variant: str | None
+        self, case: PromptCase, response: Response, compiled: CompiledChecks, variant: str | None
     ) -> tuple[CheckResult, ...]:
         """Every check of the case on what the prompt's output parser (if any) makes of the reply;
         a reply the parser cannot read fails the structure layer (results keep the raw output)."""

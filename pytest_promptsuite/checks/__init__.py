@@ -18,6 +18,7 @@ from .compiled import MakeCheck
 from .compiled import SuiteChecks
 from .compiled import builtin_make
 from .compiled import compile_case
+from .compiled import compile_cases
 from .compiled import compile_suite_checks
 from .content import must_checks
 from .core import Check
@@ -56,6 +57,7 @@ __all__ = [
     "Verdict",
     "builtin_make",
     "compile_case",
+    "compile_cases",
     "compile_suite_checks",
     "evaluate",
     "make_builtin_check",

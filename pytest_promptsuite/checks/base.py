@@ -67,6 +67,7 @@ class CheckResult:
 
     def to_dict(self) -> dict[str, Any]:
         # by hand: dataclasses.asdict deep-copies, and this runs for every check of every case
+        """The check as a row's checks entry."""
         return {
             "layer": self.layer,
             "name": self.name,
@@ -106,10 +107,12 @@ class CaseResult:
     replies: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        if type(self.outcome) is not Outcome:
-            object.__setattr__(self, "outcome", Outcome(self.outcome))
-        if isinstance(self.location, str):
-            object.__setattr__(self, "location", CaseLocation.parse(self.location))
+        outcome: object = self.outcome
+        if type(outcome) is not Outcome:
+            object.__setattr__(self, "outcome", Outcome(outcome))
+        location: object = self.location
+        if isinstance(location, str):
+            object.__setattr__(self, "location", CaseLocation.parse(location))
 
     @property
     def key(self) -> CaseKey:

@@ -36,6 +36,7 @@ __all__ = [
     "SuiteChecks",
     "builtin_make",
     "compile_case",
+    "compile_cases",
     "compile_entries",
     "compile_suite_checks",
 ]
@@ -69,6 +70,7 @@ class CompiledCheck:
 
     @property
     def layer(self) -> Layer:
+        """The layer the check runs in."""
         return Layer(self.check.layer)
 
 
@@ -112,6 +114,7 @@ class SuiteChecks:
 
 
 def known_types() -> str:
+    """The check types an error message lists: the built-ins and assert-set."""
     return ", ".join([*BUILTIN_TYPES, "assert-set"])
 
 
@@ -250,6 +253,23 @@ def compile_case(
         where = f"{display if display is not None else location.path}:{location.line}"
         raise CheckError("\n".join(f"{where}: case {case.case_id!r}: {p}" for p in problems))
     return CompiledChecks(entries, case.threshold, suite.for_slice(case.slice) if suite else ())
+
+
+def compile_cases(
+    cases: Sequence[PromptCase], make: MakeCheck, *, suite: SuiteChecks | None = None, display: str | None = None
+) -> dict[str, CompiledChecks]:
+    """Every case's checks by case id, or one :class:`CheckError` listing every bad entry of
+    every case (see :func:`compile_case`), so a file's mistakes are all reported at once."""
+    compiled: dict[str, CompiledChecks] = {}
+    problems: list[str] = []
+    for case in cases:
+        try:
+            compiled[case.case_id] = compile_case(case, make, suite=suite, display=display)
+        except CheckError as exc:
+            problems.append(str(exc))
+    if problems:
+        raise CheckError("\n".join(problems))
+    return compiled
 
 
 def compile_suite_checks(

@@ -63,6 +63,7 @@ class Verdict:
 
     @classmethod
     def skipped(cls, reason: str, **details: Any) -> Verdict:
+        """A verdict that the check could not run, and why (reported as skipped, not failed)."""
         return cls(passed=False, skip=reason, details=details or None)
 
 
@@ -173,6 +174,7 @@ class Params:
         self._known: list[str] = []
 
     def has(self, key: str) -> bool:
+        """Whether the entry has key."""
         return key in self._data
 
     def _get(self, key: str, required: bool, what: str) -> Any:
@@ -184,9 +186,11 @@ class Params:
         return self._data[key]
 
     def raw(self, key: str, *, required: bool = False, what: str = "a value") -> Any:
+        """The value of key as written (any JSON type)."""
         return self._get(key, required, what)
 
     def string(self, key: str, *, required: bool = False, what: str = "a string") -> str | None:
+        """The value of key; a CheckError naming it when it is not a string."""
         value = self._get(key, required, what)
         if value is not None and not isinstance(value, str):
             raise CheckError(f"{key!r} of {self.name!r} must be {what}, got {describe_type(value)}")
@@ -226,6 +230,7 @@ class Params:
         maximum: float | None = None,
         what: str = "a number",
     ) -> float | None:
+        """The value of key as a number within the bounds; a CheckError naming it otherwise."""
         value = self._get(key, required, what)
         if value is None:
             return None
@@ -236,6 +241,7 @@ class Params:
         return value
 
     def flag(self, key: str, *, default: bool = False) -> bool:
+        """The value of key as true or false (default when absent)."""
         value = self._get(key, False, "true or false")
         if value is None:
             return default

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from dataclasses import field
 from typing import Any
 from typing import Protocol
+from typing import TypeGuard
 from typing import runtime_checkable
 
 from ..templates.prompt import Message
@@ -37,6 +38,7 @@ class Usage:
     total_tokens: int | None = None
 
     def to_dict(self) -> dict[str, int | None]:
+        """The counts as a results row's usage."""
         return {
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
@@ -82,10 +84,12 @@ class Model(Protocol):
 class SyncModel(Model, Protocol):
     """A model that answers without I/O can be called inline, without the event loop."""
 
-    def generate_sync(self, request: ModelRequest) -> Response: ...
+    def generate_sync(self, request: ModelRequest) -> Response:
+        """Answer one request at once, without I/O."""
+        ...
 
 
-def is_sync(model: object) -> bool:
+def is_sync(model: object) -> TypeGuard[SyncModel]:
     """Whether ``model`` answers without I/O (:class:`SyncModel`), so it is called inline.
 
     A plain attribute test: ``isinstance`` against a runtime-checkable Protocol inspects every

@@ -21,6 +21,7 @@ import json
 import os
 import tempfile
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,7 @@ __all__ = [
     "Cassette",
     "CachingModel",
     "ResponseCache",
+    "ResponseStores",
     "cache_key",
     "model_identity",
 ]
@@ -102,6 +104,7 @@ class ResponseCache:
         return self._folder / key[:2] / f"{key}.json"
 
     def get(self, key: str) -> Response | None:
+        """The stored answer for key as a cache hit, or None (a miss, or a file that is not ours)."""
         try:
             raw = json.loads(self._path(key).read_text(encoding="utf-8"))
             response = _response_from(raw["response"])
@@ -191,6 +194,7 @@ class Cassette:
             raise ConfigError(f"--prompt-record {self.path}: cannot write: {exc.strerror}") from exc
 
     def get(self, key: str) -> Response | None:
+        """The recorded answer for key, or None."""
         entry = self._entries.get(key)
         return None if entry is None else _response_from(entry["response"])
 
@@ -217,6 +221,7 @@ class Cassette:
             ) from exc
 
     def close(self) -> None:
+        """Close the recording's file (safe to call twice)."""
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
@@ -236,6 +241,24 @@ class Cassette:
         tmp.write_text(text, encoding="utf-8")
         os.replace(tmp, self.path)
         return len(ordered)
+
+
+@dataclass(frozen=True)
+class ResponseStores:
+    """Where answers are kept besides the endpoint: the response cache and the cassettes."""
+
+    cache: ResponseCache | None = None
+    replay: Cassette | None = None
+    record: Cassette | None = None
+
+    def __bool__(self) -> bool:
+        return any((self.cache, self.replay, self.record))
+
+    def close(self) -> None:
+        """Close the cassettes' files (the cache holds none open)."""
+        for cassette in (self.record, self.replay):
+            if cassette is not None:
+                cassette.close()
 
 
 class CachingModel:
@@ -266,6 +289,7 @@ class CachingModel:
         return f"CachingModel({self.inner!r})"
 
     async def generate(self, request: ModelRequest) -> Response:
+        """A replayed answer, else a cached one, else the inner model's (stored and recorded)."""
         key = cache_key(self.identity, request)
         if self.replay is not None:
             response = self.replay.get(key)
@@ -287,6 +311,7 @@ class CachingModel:
         return response
 
     async def aclose(self) -> None:
+        """Close the inner model's connections."""
         close = getattr(self.inner, "aclose", None)
         if close is not None:
             await close()

@@ -96,7 +96,9 @@ class FakeModel:
         return ""
 
     def generate_sync(self, request: ModelRequest) -> Response:
+        """The reply of :meth:`reply_to`, at once."""
         return Response(text=self.reply_to(request), finish_reason="stop")
 
     async def generate(self, request: ModelRequest) -> Response:
+        """The same as :meth:`generate_sync`, for callers that await."""
         return self.generate_sync(request)

@@ -106,6 +106,7 @@ class OpenAIModel:
 
     @property
     def public_base_url(self) -> str:
+        """The base URL without credentials, as messages and cache keys show it."""
         return public_url(self.base_url)
 
     def cache_identity(self) -> dict[str, Any]:
@@ -169,6 +170,7 @@ class OpenAIModel:
         return text
 
     async def generate(self, request: ModelRequest) -> Response:
+        """Send one request (retrying transient failures); a ModelError with the endpoint's reason otherwise."""
         url, body = self._url_and_body(request)
         where = public_url(url)
         last: EndpointError | None = None
@@ -298,6 +300,7 @@ class OpenAIModel:
         )
 
     async def aclose(self) -> None:
+        """Close the HTTP connections."""
         clients, self._clients, self._free = self._clients, [], []
         for client in clients:
             await client.aclose()

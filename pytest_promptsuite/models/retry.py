@@ -56,6 +56,7 @@ class RetryPolicy:
 
     @staticmethod
     def retryable_status(status: int) -> bool:
+        """Whether an HTTP status is worth another attempt (429 and 5xx)."""
         return status in RETRYABLE_STATUSES or status >= 500
 
     def backoff_s(self, retry: int, rng: random.Random) -> float:

@@ -1,9 +1,12 @@
 """Runs model calls: inline for models without I/O, else on one background event loop.
 
-Calls to models with I/O run on one event loop in a daemon thread, at most ``concurrency`` of
-them at once per model. The plugin starts calls for the items pytest will reach next
-(:meth:`ModelRunner.prefetch`); when an item runs, :meth:`ModelRunner.call` hands it the future
-of its own request, so pytest running items one by one never means calls made one by one.
+The runner alone decides which: :meth:`ModelRunner.attach` takes every model of a run and
+returns it as calls will reach it (an inline model as it is; a model with I/O behind the
+response stores, with its concurrency bound). Calls to models with I/O run on one event loop in
+a daemon thread, at most ``concurrency`` of them at once per model. The plugin starts calls for
+the items pytest will reach next (:meth:`ModelRunner.prefetch`, keyed by the case's key); when an
+item runs, :meth:`ModelRunner.call` hands it the future of that very request, so pytest running
+items one by one never means calls made one by one.
 
 A call that fails with a *fatal* :class:`~pytest_promptsuite.errors.EndpointError` (wrong base
 URL, bad key) marks its model unusable: calls not yet sent fail at once with a short
@@ -18,6 +21,7 @@ import contextlib
 import functools
 import threading
 from collections.abc import Coroutine
+from collections.abc import Hashable
 from collections.abc import Iterator
 from typing import Any
 from typing import TypeVar
@@ -27,14 +31,15 @@ from .base import Model
 from .base import ModelRequest
 from .base import Response
 from .base import is_sync
-from .base import prompt_hash
+from .cache import CachingModel
+from .cache import ResponseStores
 
 
 __all__ = ["DEFAULT_CONCURRENCY", "ModelRunner"]
 
 T = TypeVar("T")
 DEFAULT_CONCURRENCY = 8
-_PrefetchKey = tuple[int, str, int, str]
+_PrefetchKey = tuple[int, Hashable]
 _Pending = tuple[Model, ModelRequest, "concurrent.futures.Future[Response]"]
 
 
@@ -69,6 +74,7 @@ class ModelRunner:
         self._limits: dict[int, int] = {}
         self._semaphores: dict[int, asyncio.Semaphore] = {}
         self._models: dict[int, Model] = {}
+        self._io_models: dict[int, Model] = {}
         self._unusable: dict[int, EndpointError] = {}
         self._prefetched: dict[_PrefetchKey, tuple[ModelRequest, concurrent.futures.Future[Response]]]
         self._prefetched = {}
@@ -100,7 +106,31 @@ class ModelRunner:
         self._limits[id(model)] = limit
 
     def limit(self, model: Model) -> int:
+        """How many calls of ``model`` may be in flight at once."""
         return self._limits.get(id(model), self.concurrency)
+
+    def attach(self, model: Model, *, concurrency: int | None = None, stores: ResponseStores | None = None,
+               prefetched: bool = True) -> Model:
+        """``model`` as the run calls it: a model without I/O (``generate_sync``) as it is, called
+        inline; any other behind the response ``stores`` (when there are any), with at most
+        ``concurrency`` calls in flight (default: the runner's). ``prefetched``: the cases' own
+        model, whose calls start ahead (a judge's calls start when a check needs them)."""
+        if is_sync(model):
+            return model  # answers at once: nothing to cache, bound or wait for
+        if stores:
+            model = CachingModel(model, cache=stores.cache, replay=stores.replay, record=stores.record)
+        if concurrency is not None:
+            self.set_concurrency(model, concurrency)
+        if prefetched:
+            self._io_models[id(model)] = model
+        return model
+
+    def prefetch_window(self) -> int:
+        """How many items ahead to start calls for: a few times the largest concurrency bound of
+        the models with I/O, 0 when every model answers inline (nothing to prefetch)."""
+        if not self._io_models:
+            return 0
+        return 4 * max(self.limit(model) for model in self._io_models.values())
 
     # -- calls --------------------------------------------------------------------------------
 
@@ -168,26 +198,24 @@ class ModelRunner:
             task.add_done_callback(functools.partial(_settle, future))
             future.add_done_callback(functools.partial(_cancel_task, loop, task))
 
-    @staticmethod
-    def _key(model: Model, request: ModelRequest) -> _PrefetchKey:
-        return (id(model), request.case_id, request.repeat, prompt_hash(request.prompt))
-
-    def prefetch(self, model: Model, request: ModelRequest) -> None:
-        """Start the call ``call(model, request)`` will want, unless it is started already."""
+    def prefetch(self, model: Model, request: ModelRequest, *, key: Hashable) -> None:
+        """Start the call that ``call(model, request, key=key)`` will want (``key`` names the
+        case's run), unless it is started already; a no-op for an inline model."""
         if is_sync(model):
             return
-        key = self._key(model, request)
-        if key not in self._prefetched:
-            self._prefetched[key] = (request, self.submit(model, request))
+        slot = (id(model), key)
+        if slot not in self._prefetched:
+            self._prefetched[slot] = (request, self.submit(model, request))
             self.prefetches += 1
 
-    def call(self, model: Model, request: ModelRequest) -> Response:
-        """Answer ``request`` with ``model``: inline without I/O, else its prefetched call (or a
-        new one). Interrupted while waiting (Ctrl-C), the call is cancelled."""
+    def call(self, model: Model, request: ModelRequest, *, key: Hashable | None = None) -> Response:
+        """Answer ``request`` with ``model``: inline without I/O, else the call prefetched for
+        ``key`` with this very request (or a new one). Interrupted while waiting (Ctrl-C), the
+        call is cancelled."""
         if is_sync(model):
             return model.generate_sync(request)
-        found = self._prefetched.pop(self._key(model, request), None)
-        if found is not None and found[0] == request and not found[1].cancelled():
+        found = self._prefetched.pop((id(model), key), None) if key is not None else None
+        if found is not None and (found[0] is request or found[0] == request) and not found[1].cancelled():
             future = found[1]
             self.prefetch_hits += 1
         else:
@@ -215,6 +243,7 @@ class ModelRunner:
         return cancelled
 
     def close(self) -> None:
+        """Cancel what is pending, close the models' connections and stop the event loop."""
         self.cancel_pending()
         if self._loop is not None and self._thread is not None:
             for model in self._models.values():

@@ -39,8 +39,8 @@ def test_prefetched_calls_fill_the_bound_and_never_exceed_it(loopback: LoopbackS
     runner.set_concurrency(model, 6)
     requests = _requests(30)
     for request in requests:
-        runner.prefetch(model, request)
-    answers = [runner.call(model, request).text for request in requests]
+        runner.prefetch(model, request, key=request.case_id)
+    answers = [runner.call(model, request, key=request.case_id).text for request in requests]
 
     assert answers == [f"case {i}" for i in range(30)]
     assert loopback.stats.max_in_flight == 6
@@ -51,8 +51,8 @@ def test_prefetched_calls_fill_the_bound_and_never_exceed_it(loopback: LoopbackS
 def test_a_call_whose_request_changed_is_made_again(loopback: LoopbackServer,
                                                     runner: ModelRunner) -> None:
     model = _model(loopback)
-    runner.prefetch(model, ModelRequest("same", params={"temperature": 0}, case_id="c"))
-    answer = runner.call(model, ModelRequest("same", params={"temperature": 1}, case_id="c"))
+    runner.prefetch(model, ModelRequest("same", params={"temperature": 0}, case_id="c"), key="c")
+    answer = runner.call(model, ModelRequest("same", params={"temperature": 1}, case_id="c"), key="c")
 
     assert answer.text == "same"
     assert runner.prefetch_hits == 0
@@ -60,9 +60,9 @@ def test_a_call_whose_request_changed_is_made_again(loopback: LoopbackServer,
 
 
 def test_the_fake_model_stays_inline(runner: ModelRunner) -> None:
-    runner.prefetch(FakeModel(), ModelRequest("hi"))
+    runner.prefetch(FakeModel(), ModelRequest("hi"), key="hi")
 
-    assert runner.call(FakeModel(), ModelRequest("hi")).text == "hi"
+    assert runner.call(FakeModel(), ModelRequest("hi"), key="hi").text == "hi"
     assert runner._loop is None  # no event loop thread was ever started
 
 
@@ -82,7 +82,7 @@ def test_cancel_pending_ends_calls_in_flight(loopback: LoopbackServer, runner: M
     loopback.knobs.hang_s = 30
     model = _model(loopback)
     for request in [ModelRequest(f"slow {i} [[hang]]", case_id=f"s-{i}") for i in range(4)]:
-        runner.prefetch(model, request)
+        runner.prefetch(model, request, key=request.case_id)
     while loopback.stats.in_flight < 4:
         time.sleep(0.01)
 
@@ -123,10 +123,10 @@ def test_a_batch_starts_its_calls_together_at_its_end(loopback: LoopbackServer,
     model = _model(loopback)
     with runner.batch():
         for request in _requests(3):
-            runner.prefetch(model, request)
+            runner.prefetch(model, request, key=request.case_id)
         assert runner.call(model, ModelRequest("now", case_id="x")).text == "now"  # not held back
         assert loopback.stats.requests == 1
-    answers = [runner.call(model, request).text for request in _requests(3)]
+    answers = [runner.call(model, request, key=request.case_id).text for request in _requests(3)]
 
     assert answers == ["case 0", "case 1", "case 2"]
     assert loopback.stats.requests == 4 and runner.prefetch_hits == 3

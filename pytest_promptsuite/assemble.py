@@ -1,0 +1,176 @@
+"""Builds what each suite runs with: its prompts, checks, judge, model and pipeline, and the
+run's response stores, through the plugin hooks only.
+
+Every renderer, output parser, Jinja filter, retriever, check and model comes from its
+``pytest_promptsuite_make_*`` hook, whose built-in implementations are registered like any
+plugin's (``builtins.py``), so a conftest or an installed plugin is asked first, under pytest and
+under the ``promptsuite`` command alike. pytest-free.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .checks import Evaluator
+from .checks import ModelJudge
+from .checks import SuiteChecks
+from .checks import compile_suite_checks
+from .errors import ConfigError
+from .models import Model
+from .models.cache import Cassette
+from .models.cache import ResponseCache
+from .models.cache import ResponseStores
+from .models.runner import DEFAULT_CONCURRENCY
+from .models.runner import ModelRunner
+from .options import RunOptions
+from .pipeline import CasePipeline
+from .suite import ModelConfig
+from .suite import SuiteConfig
+from .templates import CasePrompts
+
+
+__all__ = ["Assembler", "open_stores"]
+
+
+def open_stores(options: RunOptions, *, invocation_dir: Path, rootpath: Path, is_worker: bool) -> ResponseStores:
+    """The response cache and cassettes the options ask for; a cassette that cannot be read or
+    written is a ConfigError now, before anything runs. Only the controller starts a recording."""
+    if options.record and options.replay:
+        raise ConfigError("--prompt-record and --prompt-replay exclude each other")
+    cache = None
+    if not options.no_cache and not options.replay:
+        folder = invocation_dir / options.cache if options.cache else rootpath / ".promptsuite_cache"
+        cache = ResponseCache(folder)
+    replay = Cassette(invocation_dir / options.replay, "replay") if options.replay else None
+    record = None
+    if options.record:
+        record = Cassette(invocation_dir / options.record, "record")
+        if not is_worker:
+            record.start()
+    return ResponseStores(cache=cache, replay=replay, record=record)
+
+
+class Assembler:
+    """Makes the parts of each suite through ``hook`` (pytest's ``config.hook``, or the
+    ``promptsuite`` command's plugin manager).
+
+    Args:
+        hook: the hook relay the ``make_*`` hooks are called on.
+        runner: runs the model calls; models are attached to it as they are made.
+        options: the run's options (``--prompt-model``, ``--prompt-judge``, ...).
+        invocation_dir: where relative paths given on the command line resolve.
+        display: how a path is shown in messages.
+        stores: the response cache and cassettes, for every model with I/O.
+        config: passed to ``pytest_promptsuite_make_model`` (pytest's config; None outside).
+        workers: pytest-xdist workers sharing the run's concurrency bound.
+    """
+
+    def __init__(
+        self,
+        hook: Any,
+        *,
+        runner: ModelRunner,
+        options: RunOptions,
+        invocation_dir: Path,
+        display: Callable[[Path], str],
+        stores: ResponseStores | None = None,
+        config: Any = None,
+        workers: int = 1,
+    ) -> None:
+        self.hook = hook
+        self.runner = runner
+        self.options = options
+        self.invocation_dir = invocation_dir
+        self.display = display
+        self.stores = stores
+        self.config = config
+        self.workers = max(1, workers)
+
+    def model_settings(self, suite: SuiteConfig) -> tuple[ModelConfig, Path]:
+        """The model a suite runs and the folder its relative paths resolve in:
+        ``--prompt-model`` names a ``[models.NAME]`` or replaces the spec of ``[model]`` (its
+        relative rule files then resolve against the invocation folder); ``--prompt-base-url``
+        replaces the base URL."""
+        option, root = self.options.model, suite.root
+        if option is None:
+            settings = suite.model
+        elif option in suite.models:
+            settings = suite.models[option]
+        else:
+            settings, root = suite.model.model_copy(update={"spec": option}), self.invocation_dir
+        if self.options.base_url:
+            settings = settings.model_copy(update={"base_url": self.options.base_url})
+        return settings, root
+
+    def make_model(self, settings: ModelConfig, root: Path) -> Model:
+        """The model for ``settings`` from the ``pytest_promptsuite_make_model`` hook."""
+        model: Model = self.hook.pytest_promptsuite_make_model(
+            config=self.config, spec=settings.spec, settings=settings, root=root
+        )
+        return model
+
+    def prompts(self, suite: SuiteConfig, settings: ModelConfig | None = None) -> CasePrompts:
+        """What each case of ``suite`` sends: its ``[template]`` (and variants) compiled now, so a
+        mistake in a template, task prompt or renderer is reported before any case runs."""
+        hook = self.hook
+        return CasePrompts.from_suite(
+            suite,
+            settings or self.model_settings(suite)[0],
+            make_retriever=hook.pytest_promptsuite_make_retriever,
+            make_renderer=lambda name, params: hook.pytest_promptsuite_make_renderer(name=name, params=params),
+            make_filter=lambda name: hook.pytest_promptsuite_make_jinja_filter(name=name),
+            make_parser=lambda name, params: hook.pytest_promptsuite_make_output_parser(name=name, params=params),
+        )
+
+    def suite_checks(self, suite: SuiteConfig) -> SuiteChecks:
+        """The config's ``[[checks]]`` compiled (a CheckError naming the config and entry)."""
+        source = self.display(suite.path) if suite.path is not None else "suite config"
+        return compile_suite_checks(
+            suite.checks, self.hook.pytest_promptsuite_make_check, base_dir=suite.root, source=source
+        )
+
+    def _judge(self, suite: SuiteConfig) -> tuple[ModelJudge | None, str | None]:
+        """``--prompt-judge`` (a ``[models.NAME]`` or a spec), else ``[models.judge]``."""
+        option, root = self.options.judge, suite.root
+        if option is not None and option in suite.models:
+            settings = suite.models[option]
+        elif option is not None:
+            settings, root = ModelConfig(spec=option), self.invocation_dir
+        elif "judge" in suite.models:
+            settings = suite.models["judge"]
+        else:
+            return None, None
+        # the judge's answers are cached and replayed like the model's
+        model = self.runner.attach(self.make_model(settings, root), stores=self.stores, prefetched=False)
+        return ModelJudge(model, self.runner, settings.params), settings.spec
+
+    def evaluator(self, suite: SuiteConfig) -> Evaluator:
+        """The checks side of a suite: its ``[[checks]]``, the judge model, the review policy and
+        the output transform of ``pytest_promptsuite_transform_output``."""
+        hook = self.hook
+        judge, judge_name = self._judge(suite)
+        return Evaluator(
+            make=hook.pytest_promptsuite_make_check,
+            suite=self.suite_checks(suite),
+            judge=judge,
+            judge_name=judge_name,
+            review_fails=suite.review.outcome == "failed",
+            transform=lambda output, case, response: hook.pytest_promptsuite_transform_output(
+                output=output, case=case, response=response
+            ),
+        )
+
+    def pipeline(self, suite: SuiteConfig) -> CasePipeline:
+        """A suite's whole pipeline; the concurrency bound (``--prompt-concurrency``, else
+        ``[model] concurrency``) is for the whole run, so pytest-xdist workers share it."""
+        settings, root = self.model_settings(suite)
+        limit = self.options.concurrency or settings.concurrency or DEFAULT_CONCURRENCY
+        model = self.runner.attach(
+            self.make_model(settings, root), concurrency=max(1, -(-limit // self.workers)), stores=self.stores
+        )
+        prompts = self.prompts(suite, settings)
+        return CasePipeline(
+            model, self.runner, params=settings.params, evaluator=self.evaluator(suite), prompts=prompts
+        )

@@ -1,0 +1,230 @@
+"""One run of suites: planning each case file's items, running them, and aggregating the rows
+every item reported into the summary, the report files and the gates.
+
+pytest-free: ``plugin.py`` drives a :class:`PromptSession` from pytest's hooks and ``items.py``
+reaches it through a narrow protocol. Aggregation is built from the rows items report (which
+cross pytest-xdist as JSON), never from process state, so a serial run, workers and merged shards
+add up the same way; only the controller loads the baseline and writes files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from collections.abc import Iterator
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .assemble import Assembler
+from .assemble import open_stores
+from .cases import CaseKey
+from .cases import CaseLocation
+from .cases import load_cases
+from .checks import CaseResult
+from .checks import MakeCheck
+from .checks import compile_cases
+from .errors import ConfigError
+from .errors import PromptSuiteError
+from .models.runner import ModelRunner
+from .options import RunOptions
+from .pipeline import CasePipeline
+from .pipeline import PlannedCase
+from .prefetch import Prefetcher
+from .report import summary_lines
+from .report import write_report
+from .results import Summary
+from .results import ThresholdPolicy
+from .results import load_results
+from .results import summarize
+from .suites import SuiteIndex
+from .suites import SuiteKey
+
+
+__all__ = ["PromptSession"]
+
+
+class PromptSession:
+    """The state of one run: suites, pipelines, the rows items reported, the summary.
+
+    Creating it reads what the options name (the baseline, cassettes, ``--prompt-config``), so
+    each problem is a :class:`~pytest_promptsuite.errors.PromptSuiteError` before collection.
+
+    Args:
+        options: the run's options.
+        hook: the hook relay the parts are made through (``config.hook`` under pytest).
+        invocation_dir: where the run was invoked; paths are shown relative to it.
+        rootpath: pytest's rootdir (configs and the default cache are found under it).
+        config: handed to ``pytest_promptsuite_make_model`` (pytest's config).
+        is_worker: a pytest-xdist worker (reports nothing itself).
+        workers: how many workers share the concurrency bound.
+    """
+
+    def __init__(
+        self,
+        options: RunOptions,
+        *,
+        hook: Any,
+        invocation_dir: Path,
+        rootpath: Path,
+        config: Any = None,
+        is_worker: bool = False,
+        workers: int = 1,
+    ) -> None:
+        self.options = options
+        self.is_worker = is_worker
+        self.invocation_dir = invocation_dir
+        self.baseline = None if is_worker else self._load_baseline()
+        self.runner = ModelRunner()
+        self.stores = open_stores(options, invocation_dir=invocation_dir, rootpath=rootpath, is_worker=is_worker)
+        self.index = SuiteIndex(invocation_dir=invocation_dir, rootpath=rootpath, config=options.config)
+        self.assembler = Assembler(
+            hook, runner=self.runner, options=options, invocation_dir=invocation_dir,
+            display=self.index.display, stores=self.stores, config=config, workers=workers,
+        )
+        #: Case ids taken so far, each with where it was defined (duplicates across files).
+        self.seen: dict[str, str] = {}
+        self.rows: list[CaseResult] = []
+        self.summary: Summary | None = None
+        self._pipelines: dict[SuiteKey, CasePipeline] = {}
+        self._prefetcher: Prefetcher | None = None
+        self.planned = 0
+
+    def _load_baseline(self) -> list[CaseResult] | None:
+        """The ``--prompt-baseline`` rows (of this shard only, with ``--prompt-shard``)."""
+        path, shard = self.options.baseline, self.options.shard
+        if path is None:
+            return None
+        try:
+            rows = load_results(path)
+        except PromptSuiteError as exc:
+            raise ConfigError(f"--prompt-baseline: {exc}") from exc
+        return rows if shard is None else [r for r in rows if r.case_id in shard]
+
+    # -- collection ---------------------------------------------------------------------------
+
+    def collect_file(self, path: Path, make_check: MakeCheck) -> list[PlannedCase]:
+        """Every item of a case file: each case in each variant and repeat, its checks made
+        with ``make_check`` (the hook as seen from the file, so a conftest beside it counts)."""
+        key, suite = self.index.suite_of(path)
+        if key not in self._pipelines:
+            self._pipelines[key] = self.assembler.pipeline(suite)
+        pipeline = self._pipelines[key]
+        shown = self.index.display(path)
+        cases = load_cases(path, seen=self.seen, display=shown)
+        compiled = compile_cases(cases, make_check, suite=pipeline.evaluator.suite, display=shown)
+        variants = self.index.variants(key, self.options.variant)
+        repeats = self.options.repeat
+        planned = []
+        for case in cases:
+            location = CaseLocation(Path(shown), case.location.line)
+            for variant in variants:  # prompt versions: ids case_id[v1], case_id[v2]
+                for repeat in range(repeats):  # --prompt-repeat N: ids case_id[repeat-0..N-1]
+                    case_key = CaseKey(case.case_id, variant, repeat)
+                    name = case_key.name(with_repeat=repeats > 1)
+                    planned.append(PlannedCase(case, case_key, name, key, compiled[case.case_id], location))
+        return planned
+
+    # -- running ------------------------------------------------------------------------------
+
+    def run(self, planned: PlannedCase) -> CaseResult:
+        """Run one planned case (its failures are its row's outcome, never a raise); once an
+        endpoint is unusable, the calls started for later cases are cancelled."""
+        result = self._pipelines[planned.suite].run(planned)
+        if self.runner.fatal is not None:
+            self.cancel_pending()
+        return result
+
+    def stop_reason(self) -> str | None:
+        """Why no further case should run: an endpoint that every call fails on."""
+        fatal = self.runner.fatal
+        return None if fatal is None else f"promptsuite: endpoint unusable, run stopped: {fatal}"
+
+    def plan_prefetch(self, items: Sequence[Any], start: Callable[[Any], None],
+                      upcoming: Callable[[int], list[Any]] | None = None) -> None:
+        """Start model calls ahead of the items about to run: ``items`` in order (a serial run),
+        or what ``upcoming`` says the worker's queue holds (pytest-xdist). ``start(item)`` starts
+        one item's call. Nothing happens when every model answers inline."""
+        window = self.runner.prefetch_window()
+        if not window:
+            return
+        self._prefetcher = Prefetcher(start, window=window)
+        if upcoming is not None:
+            self._prefetcher.follow(upcoming)
+        else:
+            self._prefetcher.plan(items)
+
+    def prefetch(self, planned: PlannedCase) -> None:
+        """Render a case's request and start its call now."""
+        self._pipelines[planned.suite].prefetch(planned)
+
+    def advance(self, item: Any, nextitem: Any | None) -> None:
+        """``item`` is about to run: keep the calls of the items after it started."""
+        if self._prefetcher is not None and self.runner.fatal is None:
+            with self.runner.batch():
+                self._prefetcher.advance(item, nextitem)
+
+    def cancel_pending(self) -> None:
+        """Cancel the calls nobody will collect (``-x``, Ctrl-C, an early stop)."""
+        self.runner.cancel_pending()
+        for pipeline in self._pipelines.values():
+            pipeline.forget()
+
+    def close(self) -> None:
+        """End the run's event loop and close the cassettes."""
+        self.runner.close()
+        self.stores.close()
+
+    # -- aggregation --------------------------------------------------------------------------
+
+    def add_row(self, value: str) -> None:
+        """A row an item reported (its ``CaseResult`` as JSON, as it crossed pytest-xdist)."""
+        self.rows.append(CaseResult.from_json(value))
+
+    def policy(self) -> ThresholdPolicy:
+        """Where each slice's threshold and the allowed regression come from."""
+        slices: dict[str, float] = {}
+        config_default = None
+        configs = self.index.configs()
+        for suite in configs:
+            for name, value in suite.thresholds.slices.items():
+                slices.setdefault(name, value)
+            if config_default is None:
+                config_default = suite.thresholds.default
+        max_regression = next(
+            (s.thresholds.max_regression for s in configs if s.thresholds.max_regression is not None), None
+        )
+        return ThresholdPolicy(
+            slices=slices,
+            option=self.options.min_pass_rate,
+            config_default=config_default,
+            max_regression_option=self.options.max_regression,
+            max_regression_config=max_regression,
+        )
+
+    def finish(self) -> Summary | None:
+        """Aggregate the rows, write the report files (controller only) and return the summary;
+        None on a worker, or when nothing ran (a shard reports even then, for ``merge``)."""
+        self.cancel_pending()
+        if self.stores.record is not None and not self.is_worker:
+            self.stores.record.finalize()
+        if self.is_worker or not (self.rows or self.options.shard):
+            return None
+        self.summary = summarize(
+            self.rows, self.policy(), baseline=self.baseline, baseline_source=str(self.options.baseline),
+            variant_order=self.index.variant_order(),
+        )
+        if self.options.report:
+            write_report(self.invocation_dir / self.options.report, self.rows, self.summary)
+        return self.summary
+
+    def terminal_sections(self) -> Iterator[tuple[str, list[str]]]:
+        """What the terminal summary shows: (section title, lines) pairs."""
+        fatal = self.runner.fatal
+        if fatal is not None:
+            left = max(0, self.planned - len(self.rows))
+            yield "promptsuite: endpoint unusable", [f"{left} case(s) not run; the first error was: {fatal}"]
+        if self.summary is not None:
+            lines = list(summary_lines(self.summary))
+            if self.options.report:
+                lines.append(f"promptsuite report: {self.options.report}")
+            yield "promptsuite: pass rate by slice", lines
