@@ -1,7 +1,8 @@
 """One set of hooks everywhere: a conftest's renderer and Jinja filter work the same under pytest,
 ``promptsuite render`` and ``promptsuite validate``, and their absence fails all three the same
-way (a task prompt is compiled before the run; a ``jinja`` template file still fails per case,
-which the validation issue turns into one collection error); and an endpoint case is rendered and hashed once per attempt, prefetched or not."""
+way (a task prompt is compiled before the run; a ``jinja`` template still fails per case, which
+the validation issue turns into one collection error); and an endpoint case is rendered and
+hashed once per attempt, prefetched or not."""
 
 from __future__ import annotations
 
