@@ -83,3 +83,11 @@ def test_variants_pair_by_case_and_repeat_with_the_variant_stripped() -> None:
     assert result.diff.fixes == ("b[repeat-0]",)
     assert compare_variants(rows, ["v1"], ThresholdPolicy()) is None
     assert compare_variants(rows, ["v1", "v9"], ThresholdPolicy()) is None  # no row of v9
+
+
+def test_rows_with_and_without_a_variant_in_one_set_keep_their_own_names() -> None:
+    # pandas stores a missing variant beside named ones as NaN; the key comes from the row, so
+    # a case without a variant is "a", never "a[nan]"
+    old = [row("a", "s", "passed"), row("b", "s", "passed", variant="v1")]
+    new = [row("a", "s", "failed"), row("b", "s", "failed", variant="v1")]
+    assert compare(new, old, "base", ThresholdPolicy()).diff.regressions == ("a", "b[v1]")
