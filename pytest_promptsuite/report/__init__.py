@@ -1,12 +1,15 @@
-"""Stage 5b: what a summary looks like: terminal lines, a failing case's text, report files."""
+"""Stage 5b: what a summary looks like: terminal lines, a failing case's text, report files, and
+the sentence each gate decision is reported with."""
 
 from __future__ import annotations
 
+from .document import summary_document
 from .files import REPORT_FILES
 from .files import sorted_rows
 from .files import write_report
 from .html import dashboard_html
 from .markdown import summary_markdown
+from .reasons import reason
 from .text import display_width
 from .text import failure_text
 from .text import summary_lines
@@ -18,7 +21,9 @@ __all__ = [
     "dashboard_html",
     "display_width",
     "failure_text",
+    "reason",
     "sorted_rows",
+    "summary_document",
     "summary_lines",
     "summary_markdown",
     "trim_output",

@@ -9,7 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from ..checks.base import CaseResult
+from ..checks.base import Layer
+from ..checks.base import Outcome
 from ..results import Summary
+from .document import summary_document
 from .html import write_dashboard
 from .markdown import summary_markdown
 
@@ -37,15 +40,18 @@ def review_queue(rows: Iterable[CaseResult]) -> list[dict[str, Any]]:
     """The cases marked for a human (outcome ``review``), each with the reasons it was marked."""
     queue = []
     for row in rows:
-        if row.outcome != "review":
+        if row.outcome is not Outcome.REVIEW:
             continue
         reasons = [
-            str(c.details["review"]) for c in row.checks if c.layer == "review" and c.details and "review" in c.details
+            str(c.details["review"])
+            for c in row.checks
+            if c.layer == Layer.REVIEW and c.details and "review" in c.details
         ]
         queue.append(
             {
                 "case_id": row.case_id, "slice": row.slice, "variant": row.variant, "repeat": row.repeat,
-                "location": "" if row.location is None else str(row.location), "reasons": reasons, "prompt": row.prompt, "output": row.output,
+                "location": "" if row.location is None else str(row.location), "reasons": reasons,
+                "prompt": row.prompt, "output": row.output,
             }
         )
     return queue
@@ -60,7 +66,7 @@ def write_report(directory: Path, rows: Iterable[CaseResult], summary: Summary) 
         fp.writelines(row.to_json() + "\n" for row in ordered)
     summary_json = directory / "summary.json"
     summary_json.write_text(
-        json.dumps(summary.to_dict(), ensure_ascii=False, indent=2) + "\n", encoding="utf-8"
+        json.dumps(summary_document(summary), ensure_ascii=False, indent=2) + "\n", encoding="utf-8"
     )
     slices_csv = directory / "slices.csv"
     with slices_csv.open("w", encoding="utf-8", newline="") as fp:

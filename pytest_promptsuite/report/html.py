@@ -20,15 +20,17 @@ from pathlib import Path
 from typing import Any
 
 from ..checks.base import CaseResult
+from ..checks.base import Outcome
 from ..results import Summary
-from ..results import prompt_display
+from ..templates.prompt import prompt_display
+from .document import summary_document
 
 
 __all__ = ["dashboard_html", "write_dashboard"]
 
 #: Prompt and output texts longer than this are cut in the dashboard (results.jsonl has them whole).
 MAX_TEXT = 4000
-_ATTENTION = frozenset({"failed", "error", "review"})
+_ATTENTION = frozenset({Outcome.FAILED, Outcome.ERROR, Outcome.REVIEW})
 
 
 @cache
@@ -65,7 +67,7 @@ def _payload(rows: Sequence[CaseResult], summary: Summary) -> dict[str, Any]:
                     "tags": list(r.tags),
                 }
             )
-        table.append([r.case_id, r.slice, r.variant, r.repeat, r.outcome, detail])
+        table.append([r.case_id, r.slice, r.variant, r.repeat, r.outcome.value, detail])
     flips = []
     if summary.baseline is not None:
         for flip in summary.baseline.flips:
@@ -73,7 +75,7 @@ def _payload(rows: Sequence[CaseResult], summary: Summary) -> dict[str, Any]:
             for key in ("old_output", "new_output", "old_prompt", "new_prompt", "prompt_diff"):
                 d[key] = _trim(d[key])
             flips.append(d)
-    return {"summary": summary.to_dict(), "rows": table, "details": details, "flips": flips}
+    return {"summary": summary_document(summary), "rows": table, "details": details, "flips": flips}
 
 
 def _csp(script: str) -> str:

@@ -11,7 +11,9 @@ from collections.abc import Mapping
 from collections.abc import Sequence
 from typing import Any
 
+from ..cases import CaseKey
 from ..results import Summary
+from .reasons import reason
 from .text import slice_rows
 
 
@@ -57,74 +59,12 @@ def _ids(title: str, ids: Sequence[str]) -> list[str]:
 
 def summary_markdown(summary: Summary, review: Sequence[Mapping[str, Any]] = ()) -> str:
     """The whole ``summary.md`` text; ``review`` is the review queue (``files.review_queue``)."""
-    gate = summary.gate
-    t = summary.totals
-    verdict = "PASSED" if gate.passed else "FAILED"
-    mark = "\u2705" if gate.passed else "\u274c"
-    md = [f"## {mark} promptsuite gate: {verdict}", ""]
-    if gate.reasons:
-        md += [f"- {md_escape(reason)}" for reason in gate.reasons]
-        md.append("")
-    md += [
-        f"{t['cases']} cases: {t['passed']} passed, {t['failed']} failed, {t['error']} error, "
-        f"{t['review']} review",
-        "",
-    ]
-    header, rows = slice_rows(summary)
-    md.append("| " + " | ".join(md_escape(h) for h in header) + " |")
-    md.append("|" + "|".join("---" if i == 0 or i == len(header) - 1 else "---:"
-                             for i in range(len(header))) + "|")
-    for row in rows:
-        cells = [md_escape(c) for c in row]
-        cells[-1] = f"**{cells[-1]}**" if row[-1] == "FAIL" else cells[-1]
-        md.append("| " + " | ".join(cells) + " |")
-    md.append("")
-    diff = summary.baseline
-    if diff is not None:
-        md += [
-            f"Against the baseline {md_escape(diff.source)}: "
-            f"{len(diff.regressions)} regressions, {len(diff.fixes)} fixes, {len(diff.new)} new, "
-            f"{len(diff.removed)} removed; allowed drop {diff.max_regression * 100:.1f} points "
-            f"({md_escape(diff.max_regression_source)}). p is the exact McNemar test on the flips.",
-            "",
-        ]
-        md += _ids("Regressions (passed, now not)", list(diff.regressions))
-        md += _ids("Fixes (failed, now passed)", list(diff.fixes))
-        md += _ids("New cases", list(diff.new))
-        md += _ids("Removed cases", list(diff.removed))
-    if summary.variants:
-        md += ["### By variant", "", "| variant | cases | passed | pass rate |", "|---|---:|---:|---:|"]
-        for v in summary.variants:
-            rate = "-" if v.pass_rate is None else f"{v.pass_rate:.1%}"
-            md.append(f"| {md_escape(v.name)} | {v.cases} | {v.passed} | {rate} |")
-        md.append("")
-    compared = summary.compared_variants
-    if compared is not None:
-        names = list(compared.variants)
-        pair = len(names) >= 2
-        head = ["slice", *names] + ([f"flips {names[0]} → {names[1]} (−/+)", "p"] if pair else [])
-        md += ["### Prompt variants side by side", "", "| " + " | ".join(md_escape(h) for h in head) + " |",
-               "|---|" + "---:|" * (len(head) - 1)]
-        cells: dict[str, dict[str, str]] = {}
-        for vs in compared.slices:
-            rate = "-" if vs.pass_rate is None else f"{vs.pass_rate:.1%}"
-            cells.setdefault(vs.slice, {})[vs.variant] = rate + ("" if vs.gate == "pass" else " ❌")
-        for name in sorted(cells):
-            row = [md_escape(name), *(cells[name].get(v, "-") for v in names)]
-            if pair:
-                flips = compared.flips_by_slice.get(name, {})
-                p = flips.get("p_value")
-                row += [f"−{flips.get('regressions', 0)}/+{flips.get('fixes', 0)}", "-" if p is None else f"{p:.3g}"]
-            md.append("| " + " | ".join(row) + " |")
-        md.append("")
-        if pair and compared.diff is not None:
-            md += _ids(f"{names[1]} breaks (passed in {names[0]})", list(compared.diff.regressions))
-            md += _ids(f"{names[1]} fixes (failed in {names[0]})", list(compared.diff.fixes))
+    md = _verdict(summary) + _slice_table(summary) + _baseline(summary) + _variants(summary)
     md += _ids(
         "Review queue (for a human; see review.jsonl)",
         [
-            "{}{} [{}]: {}".format(
-                item["case_id"], "" if item["variant"] is None else f"[{item['variant']}]", item["slice"],
+            "{} [{}]: {}".format(
+                CaseKey(item["case_id"], item["variant"]).name(with_repeat=False), item["slice"],
                 "; ".join(item["reasons"]) or "marked for review",
             )
             for item in review
@@ -132,9 +72,91 @@ def summary_markdown(summary: Summary, review: Sequence[Mapping[str, Any]] = ())
     )
     md += _ids(
         "Flaky cases (passed in some repeats only)",
-        [
-            f"{r.case_id}{'' if r.variant is None else f'[{r.variant}]'}: {r.passed}/{r.runs}"
-            for r in summary.flaky
-        ],
+        [f"{r.key.name(with_repeat=False)}: {r.passed}/{r.runs}" for r in summary.flaky],
     )
     return "\n".join(md).rstrip("\n") + "\n"
+
+
+def _verdict(summary: Summary) -> list[str]:
+    """The verdict heading, each gate failure's sentence and the totals."""
+    gate = summary.gate
+    t = summary.totals
+    verdict = "PASSED" if gate.passed else "FAILED"
+    mark = "\u2705" if gate.passed else "\u274c"
+    md = [f"## {mark} promptsuite gate: {verdict}", ""]
+    if gate.decisions:
+        md += [f"- {md_escape(reason(decision))}" for decision in gate.decisions]
+        md.append("")
+    return [*md, f"{t.cases} cases: {t.passed} passed, {t.failed} failed, {t.error} error, {t.review} review", ""]
+
+
+def _slice_table(summary: Summary) -> list[str]:
+    """The slice table, its gate column in bold where it fails."""
+    header, rows = slice_rows(summary)
+    md = ["| " + " | ".join(md_escape(h) for h in header) + " |"]
+    md.append("|" + "|".join("---" if i == 0 or i == len(header) - 1 else "---:"
+                             for i in range(len(header))) + "|")
+    for row in rows:
+        cells = [md_escape(c) for c in row]
+        cells[-1] = f"**{cells[-1]}**" if row[-1] == "FAIL" else cells[-1]
+        md.append("| " + " | ".join(cells) + " |")
+    return [*md, ""]
+
+
+def _baseline(summary: Summary) -> list[str]:
+    """The baseline comparison in one sentence and the ids that changed; nothing without one."""
+    diff = summary.baseline
+    if diff is None:
+        return []
+    md = [
+        f"Against the baseline {md_escape(diff.source)}: "
+        f"{len(diff.regressions)} regressions, {len(diff.fixes)} fixes, {len(diff.new)} new, "
+        f"{len(diff.removed)} removed; allowed drop {diff.max_regression * 100:.1f} points "
+        f"({md_escape(diff.max_regression_source)}). p is the exact McNemar test on the flips.",
+        "",
+    ]
+    md += _ids("Regressions (passed, now not)", list(diff.regressions))
+    md += _ids("Fixes (failed, now passed)", list(diff.fixes))
+    md += _ids("New cases", list(diff.new))
+    return md + _ids("Removed cases", list(diff.removed))
+
+
+def _rate(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1%}"
+
+
+def _variants(summary: Summary) -> list[str]:
+    """The pass rate per variant, and the prompt variants side by side with their flips."""
+    md = []
+    if summary.variants:
+        md += ["### By variant", "", "| variant | cases | passed | pass rate |", "|---|---:|---:|---:|"]
+        for v in summary.variants:
+            c = v.counts
+            md.append(f"| {md_escape(v.name)} | {c.cases} | {c.passed} | {_rate(c.pass_rate)} |")
+        md.append("")
+    compared = summary.compared_variants
+    if compared is None:
+        return md
+    names = list(compared.variants)
+    pair = len(names) >= 2
+    head = ["slice", *names] + ([f"flips {names[0]} → {names[1]} (−/+)", "p"] if pair else [])
+    md += ["### Prompt variants side by side", "", "| " + " | ".join(md_escape(h) for h in head) + " |",
+           "|---|" + "---:|" * (len(head) - 1)]
+    by_slice: dict[str, dict[str, str]] = {}
+    for vs in compared.slices:
+        by_slice.setdefault(vs.slice, {})[vs.variant] = _rate(vs.counts.pass_rate) + (
+            "" if vs.gate == "pass" else " ❌"
+        )
+    for name in sorted(by_slice):
+        row = [md_escape(name), *(by_slice[name].get(v, "-") for v in names)]
+        if pair:
+            flips = compared.flips_by_slice.get(name)
+            row += ["−0/+0", "-"] if flips is None else [
+                f"−{flips.regressions}/+{flips.fixes}", f"{flips.p_value:.3g}"
+            ]
+        md.append("| " + " | ".join(row) + " |")
+    md.append("")
+    if pair and compared.diff is not None:
+        md += _ids(f"{names[1]} breaks (passed in {names[0]})", list(compared.diff.regressions))
+        md += _ids(f"{names[1]} fixes (failed in {names[0]})", list(compared.diff.fixes))
+    return md

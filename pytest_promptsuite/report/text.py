@@ -5,10 +5,10 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Iterator
 from collections.abc import Sequence
-from typing import Any
 
 from ..checks.base import CaseResult
 from ..results import Summary
+from .reasons import reason
 
 
 __all__ = [
@@ -67,15 +67,17 @@ def slice_rows(summary: Summary) -> tuple[list[str], list[list[str]]]:
     header.append("gate")
     rows = []
     for s in summary.slices:
+        c = s.counts
+        interval = c.interval
         row = [
             s.slice,
-            str(s.cases),
-            str(s.passed),
-            str(s.failed),
-            str(s.error),
-            str(s.review),
-            _pct(s.pass_rate),
-            "-" if s.ci_low is None else f"{s.ci_low:.0%}-{s.ci_high:.0%}",
+            str(c.cases),
+            str(c.passed),
+            str(c.failed),
+            str(c.error),
+            str(c.review),
+            _pct(c.pass_rate),
+            "-" if interval is None else f"{interval[0]:.0%}-{interval[1]:.0%}",
             f"{s.threshold:.0%} ({s.threshold_source})",
         ]
         if baseline:
@@ -96,13 +98,10 @@ def summary_lines(summary: Summary, *, max_ids: int = 20) -> Iterator[str]:
     right = {1, 2, 3, 4, 5, 6} | ({9, 10, 12} if summary.baseline is not None else set())
     yield from _table(header, rows, right=right)
     t = summary.totals
-    yield (
-        f"total: {t['cases']} cases, {t['passed']} passed, {t['failed']} failed, "
-        f"{t['error']} error, {t['review']} review"
-    )
+    yield f"total: {t.cases} cases, {t.passed} passed, {t.failed} failed, {t.error} error, {t.review} review"
     if summary.variants:
         yield "by variant: " + ", ".join(
-            f"{v.name} {_pct(v.pass_rate)} ({v.passed}/{v.cases - v.review - v.skipped})"
+            f"{v.name} {_pct(v.counts.pass_rate)} ({v.counts.passed}/{v.counts.counted})"
             for v in summary.variants
         )
     if summary.compared_variants is not None:
@@ -110,8 +109,7 @@ def summary_lines(summary: Summary, *, max_ids: int = 20) -> Iterator[str]:
     flaky = summary.flaky
     if flaky:
         yield "flaky (passed in some repeats only): " + _id_list(
-            [f"{r.case_id}{'' if r.variant is None else f'[{r.variant}]'} {r.passed}/{r.runs}"
-             for r in flaky],
+            [f"{r.key.name(with_repeat=False)} {r.passed}/{r.runs}" for r in flaky],
             max_ids,
         )
     diff = summary.baseline
@@ -128,13 +126,13 @@ def summary_lines(summary: Summary, *, max_ids: int = 20) -> Iterator[str]:
         for name, rate in sorted(diff.missing_slices.items()):
             yield f"slice {name!r} of the baseline ({_pct(rate)}) has no case in this run"
     if summary.gate.passed:
-        failed = t["failed"]
+        failed = t.failed
         tolerated = f" ({failed} failed case{'s' if failed != 1 else ''} within tolerance)" if failed else ""
         yield f"promptsuite gate: PASSED{tolerated}"
     else:
         yield "promptsuite gate: FAILED"
-        for reason in summary.gate.reasons:
-            yield f"  - {reason}"
+        for decision in summary.gate.decisions:
+            yield f"  - {reason(decision)}"
 
 
 def variant_lines(summary: Summary, *, max_ids: int = 20) -> Iterator[str]:
@@ -148,17 +146,17 @@ def variant_lines(summary: Summary, *, max_ids: int = 20) -> Iterator[str]:
     header = ["slice", *names]
     if pair:
         header += [f"flips {names[0]}->{names[1]} -/+", "p"]
-    by_slice: dict[str, dict[str, Any]] = {}
+    by_slice: dict[str, dict[str, str]] = {}
     for vs in compared.slices:
-        counted = vs.cases - vs.review - vs.skipped
+        c = vs.counts
         mark = "" if vs.gate == "pass" else " FAIL"
-        by_slice.setdefault(vs.slice, {})[vs.variant] = f"{_pct(vs.pass_rate)} ({vs.passed}/{counted}){mark}"
+        by_slice.setdefault(vs.slice, {})[vs.variant] = f"{_pct(c.pass_rate)} ({c.passed}/{c.counted}){mark}"
     rows = []
     for name in sorted(by_slice):
         row = [name, *(by_slice[name].get(v, "-") for v in names)]
         if pair:
-            flips = compared.flips_by_slice.get(name, {})
-            row += [f"-{flips.get('regressions', 0)}/+{flips.get('fixes', 0)}", _p(flips.get("p_value"))]
+            flips = compared.flips_by_slice.get(name)
+            row += ["-0/+0", "-"] if flips is None else [f"-{flips.regressions}/+{flips.fixes}", _p(flips.p_value)]
         rows.append(row)
     yield "prompt variants, pass rate by slice:"
     yield from _table(header, rows, right=set(range(1, len(header))))

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 from typing import TextIO
 
+from ..cases import CaseKey
 from ..checks.base import CaseResult
 from ..errors import PromptSuiteError
 from ..results import ThresholdPolicy
@@ -98,14 +99,14 @@ def run_merge(
     """Merge shard reports into one report in ``out_dir``: 0 when its gate holds, 1 when it
     fails, 2 when a shard or the baseline cannot be read or two shards ran the same case."""
     rows: list[CaseResult] = []
-    owner: dict[tuple[str, str | None, int], Path] = {}
+    owner: dict[CaseKey, Path] = {}
     policies: list[ThresholdPolicy] = []
     for shard in shards:
         shard_rows = _read(shard, err)
         if shard_rows is None:
             return UNREADABLE
         for row in shard_rows:
-            key = (row.case_id, row.variant, row.repeat)
+            key = row.key
             if key in owner:
                 print(
                     f"{shard}: case {row.case_id!r} (variant {row.variant}, repeat {row.repeat}) "

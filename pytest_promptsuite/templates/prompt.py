@@ -8,7 +8,7 @@ from typing import Any
 from typing import Union
 
 
-__all__ = ["Message", "Prompt", "prompt_hash", "prompt_text"]
+__all__ = ["Message", "Prompt", "prompt_display", "prompt_hash", "prompt_text"]
 
 #: One chat message with an OpenAI role (``system``, ``user``, ``assistant``, ``tool``).
 Message = dict[str, Any]
@@ -28,6 +28,21 @@ def prompt_text(prompt: Prompt) -> str:
         else:  # content parts (multimodal): only the text parts count
             parts.extend(p.get("text", "") for p in content if isinstance(p, dict))
     return "\n".join(parts)
+
+
+def prompt_display(prompt: Any) -> str | None:
+    """What was sent, as readable text for reports: the string, or ``[role] content`` lines for
+    messages (a prompt read back from ``results.jsonl`` may be any JSON value; None stays None)."""
+    if prompt is None:
+        return None
+    if isinstance(prompt, str):
+        return prompt
+    if isinstance(prompt, list):
+        return "\n".join(
+            f"[{m.get('role', '?')}] {m.get('content', '')}" if isinstance(m, dict) else str(m)
+            for m in prompt
+        )
+    return json.dumps(prompt, ensure_ascii=False)
 
 
 def prompt_hash(prompt: Prompt) -> str:

@@ -18,6 +18,7 @@ from pytest_promptsuite.cli import main as cli_main
 from pytest_promptsuite.report import REPORT_FILES
 from pytest_promptsuite.report import dashboard_html
 from pytest_promptsuite.report import sorted_rows
+from pytest_promptsuite.report import summary_document
 from pytest_promptsuite.report import summary_lines
 from pytest_promptsuite.report import summary_markdown
 from pytest_promptsuite.report import write_report
@@ -164,7 +165,7 @@ def test_dashboard_is_self_contained_and_keeps_markup_inert() -> None:
     assert outputs["err-1"]["error"] == "HTTP 500: </script><script>alert(1)</script>"
     assert [f["id"] for f in data["flips"]] == ["xss-1"]
     assert data["flips"][0]["prompt_diff"].splitlines()[-1] == f"+[user] {IMG}"
-    assert data["summary"] == json.loads(json.dumps(summary.to_dict()))
+    assert data["summary"] == json.loads(json.dumps(summary_document(summary)))
 
 
 def test_dashboard_csp_allows_only_its_own_script() -> None:

@@ -1,93 +1,36 @@
-"""Stage tests for ``results``: every number of the summary on hand-made result sets.
+"""Stage tests for ``results.summary``: every number of the summary on hand-made result sets.
 
-Reference values are computed here independently of the code under test: Wilson bounds as the
-roots of their defining quadratic, McNemar p-values from exact binomial sums with ``Fraction``.
+Reference values are computed independently of the code under test (see ``test_results_stats``).
 """
 
 from __future__ import annotations
 
-import json
-import math
 import random
-from fractions import Fraction
-from pathlib import Path
 
 import pytest
 
 from pytest_promptsuite.checks.base import CaseResult
 from pytest_promptsuite.checks.base import CheckResult
-from pytest_promptsuite.errors import ConfigError
+from pytest_promptsuite.report import reason
+from pytest_promptsuite.report import summary_document
+from pytest_promptsuite.results import Counts
+from pytest_promptsuite.results import RegressionRule
+from pytest_promptsuite.results import SliceBelowThreshold
+from pytest_promptsuite.results import SliceRegressed
 from pytest_promptsuite.results import ThresholdPolicy
-from pytest_promptsuite.results import load_results
-from pytest_promptsuite.results import mcnemar_p
+from pytest_promptsuite.results import ThresholdRule
 from pytest_promptsuite.results import summarize
-from pytest_promptsuite.results import wilson_interval
-
-
-Z95 = 1.959963984540054
+from tests.unit.test_results_stats import mcnemar_by_fractions
+from tests.unit.test_results_stats import wilson_by_quadratic
 
 
 def row(case_id: str, slice_: str, outcome: str, **kw: object) -> CaseResult:
     return CaseResult(case_id=case_id, slice=slice_, outcome=outcome, **kw)  # type: ignore[arg-type]
 
 
-def wilson_by_quadratic(k: int, n: int) -> tuple[float, float]:
-    """Roots of (k/n - p)^2 = z^2 p (1 - p) / n, i.e. a p^2 + b p + c = 0."""
-    phat, z2 = k / n, Z95 * Z95
-    a = 1 + z2 / n
-    b = -(2 * phat + z2 / n)
-    c = phat * phat
-    disc = math.sqrt(b * b - 4 * a * c)
-    return ((-b - disc) / (2 * a), (-b + disc) / (2 * a))
-
-
-def mcnemar_by_fractions(b: int, c: int) -> float:
-    n = b + c
-    if n == 0:
-        return 1.0
-    tail = Fraction(sum(math.comb(n, i) for i in range(min(b, c) + 1)), 2**n)
-    return float(min(Fraction(1), 2 * tail))
-
-
-# -- intervals and tests ---------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(("k", "n"), [(8, 10), (0, 7), (7, 7), (1, 3), (95, 100), (4999, 10000)])
-def test_wilson_matches_the_quadratic_roots(k: int, n: int) -> None:
-    low, high = wilson_interval(k, n)
-    ref_low, ref_high = wilson_by_quadratic(k, n)
-    assert low == pytest.approx(max(0.0, ref_low), abs=1e-12)
-    assert high == pytest.approx(min(1.0, ref_high), abs=1e-12)
-
-
-def test_wilson_of_8_of_10_is_the_textbook_value() -> None:
-    # statsmodels.stats.proportion.proportion_confint(8, 10, method="wilson")
-    assert wilson_interval(8, 10) == pytest.approx((0.4901625, 0.9433178), abs=1e-6)
-
-
-def test_wilson_without_cases_is_the_whole_range() -> None:
-    assert wilson_interval(0, 0) == (0.0, 1.0)
-
-
-@pytest.mark.parametrize(
-    ("b", "c", "expected"),
-    [
-        (0, 0, 1.0),  # no flips
-        (5, 5, 1.0),  # 2 * P(X <= 5) > 1 is capped
-        (0, 6, 2 / 64),
-        (1, 9, 22 / 1024),
-        (9, 1, 22 / 1024),  # symmetric
-        (3, 10, 756 / 8192),  # (1 + 13 + 78 + 286) * 2 / 2**13
-        (2, 3, 1.0),
-    ],
-)
-def test_mcnemar_exact_by_hand(b: int, c: int, expected: float) -> None:
-    assert mcnemar_p(b, c) == pytest.approx(expected, rel=1e-12)
-
-
-@pytest.mark.parametrize(("b", "c"), [(40, 60), (1000, 1100), (1100, 1060)])  # > 2000: log space
-def test_mcnemar_matches_exact_fractions_also_for_many_flips(b: int, c: int) -> None:
-    assert mcnemar_p(b, c) == pytest.approx(mcnemar_by_fractions(b, c), rel=1e-9)
+def reasons(summary: object) -> tuple[str, ...]:
+    """The gate's sentences, as the terminal and summary.json show them."""
+    return tuple(reason(d) for d in summary.gate.decisions)  # type: ignore[attr-defined]
 
 
 # -- slices, thresholds and gates ------------------------------------------------------------------
@@ -104,13 +47,16 @@ def test_slice_counts_pass_rate_and_interval() -> None:
     ]
     summary = summarize(rows, ThresholdPolicy(option=0.0))
     alpha, beta = summary.slices
-    assert (alpha.slice, alpha.cases, alpha.passed, alpha.failed, alpha.error, alpha.review) == (
+    a = alpha.counts
+    assert (alpha.slice, a.cases, a.passed, a.failed, a.error, a.review) == (
         "alpha", 5, 2, 1, 1, 1
     )
-    assert alpha.pass_rate == 2 / 4  # passed / (cases - review); the error counts as not passed
-    assert (alpha.ci_low, alpha.ci_high) == pytest.approx(wilson_by_quadratic(2, 4))
-    assert beta.pass_rate == 1.0
-    assert summary.totals == {
+    assert a.pass_rate == 2 / 4  # passed / (cases - review); the error counts as not passed
+    assert a.interval == pytest.approx(wilson_by_quadratic(2, 4))
+    assert (alpha.to_dict()["ci_low"], alpha.to_dict()["ci_high"]) == a.interval
+    assert beta.counts.pass_rate == 1.0
+    assert summary.totals == Counts(cases=6, passed=3, failed=1, error=1, review=1, skipped=0)
+    assert summary_document(summary)["totals"] == {
         "cases": 6, "passed": 3, "failed": 1, "error": 1, "review": 1, "skipped": 0
     }
     assert alpha.baseline_pass_rate is None and alpha.p_value is None and alpha.delta is None
@@ -119,21 +65,10 @@ def test_slice_counts_pass_rate_and_interval() -> None:
 def test_a_slice_of_only_review_cases_has_no_pass_rate_and_passes_its_gate() -> None:
     summary = summarize([row("r", "look", "review")])
     (only,) = summary.slices
-    assert (only.pass_rate, only.ci_low, only.ci_high, only.gate) == (None, None, None, "pass")
+    shown = only.to_dict()
+    assert (only.counts.pass_rate, only.counts.interval, only.gate) == (None, None, "pass")
+    assert (shown["pass_rate"], shown["ci_low"], shown["ci_high"]) == (None, None, None)
     assert summary.gate.passed
-
-
-def test_threshold_sources_in_order_of_precedence() -> None:
-    policy = ThresholdPolicy(slices={"inj": 1.0}, option=0.8, config_default=0.9)
-    assert policy.threshold("inj") == (1.0, "config slice")
-    assert policy.threshold("other") == (0.8, "option")
-    assert ThresholdPolicy(config_default=0.9).threshold("x") == (0.9, "config default")
-    assert ThresholdPolicy().threshold("x") == (1.0, "default")
-    assert ThresholdPolicy(max_regression_option=0.1, max_regression_config=0.2).max_regression() == (
-        0.1, "option"
-    )
-    assert ThresholdPolicy(max_regression_config=0.2).max_regression() == (0.2, "config")
-    assert ThresholdPolicy().max_regression() == (0.0, "default")
 
 
 def test_gate_reasons_name_the_slice_the_numbers_and_the_source() -> None:
@@ -141,7 +76,11 @@ def test_gate_reasons_name_the_slice_the_numbers_and_the_source() -> None:
     rows.append(row("boom", "other", "error", error="HTTP 500: upstream"))
     summary = summarize(rows, ThresholdPolicy(slices={"refund": 0.9}, option=0.0))
     assert not summary.gate.passed
-    assert summary.gate.reasons == (
+    assert summary.gate.decisions[0] == SliceBelowThreshold(
+        slice="refund", variant=None, rule=ThresholdRule(0.9, "config slice"), pass_rate=0.8, passed=8,
+        counted=10,
+    )
+    assert reasons(summary) == (
         "slice 'refund': pass rate 80.0% (8/10) is below its threshold 90.0% (config slice)",
         "1 case ended in an error (the model call or the rendering failed): boom; "
         "errors always fail the run",
@@ -159,7 +98,8 @@ def test_summary_does_not_depend_on_row_order() -> None:
     rows = [row(f"c{i}", f"s{i % 3}", ["passed", "failed", "review"][i % 4 % 3]) for i in range(30)]
     shuffled = rows[:]
     random.Random(4).shuffle(shuffled)
-    assert summarize(rows).to_dict() == summarize(shuffled).to_dict()
+    assert summary_document(summarize(rows)) == summary_document(summarize(shuffled))
+    assert summarize(rows) == summarize(shuffled)
 
 
 # -- baseline diff ---------------------------------------------------------------------------------
@@ -201,12 +141,12 @@ def test_baseline_diff_counts_ids_rates_and_p_value() -> None:
     # baseline: a, b, d, passed; c, e, gone not; r is review -> 3 / 6 over all baseline rows
     assert s.baseline_pass_rate == pytest.approx(3 / 6)
     # now: c d e r fresh passed; a, b not -> 5 / 7
-    assert s.pass_rate == pytest.approx(5 / 7)
+    assert s.counts.pass_rate == pytest.approx(5 / 7)
     assert s.delta == pytest.approx(5 / 7 - 3 / 6)
     assert (s.regressions, s.fixes) == (2, 2)
     assert s.p_value == 1.0
     assert (t.baseline_pass_rate, t.delta, t.regressions, t.fixes, t.p_value) == (1.0, 0.0, 0, 0, 1.0)
-    assert summary.to_dict()["slices"][0]["p_value"] == 1.0
+    assert summary_document(summary)["slices"][0]["p_value"] == 1.0
 
 
 def test_flips_carry_old_and_new_output_and_the_prompt_diff() -> None:
@@ -231,7 +171,14 @@ def test_regression_gate_fails_beyond_the_allowed_drop() -> None:
     assert not strict.gate.passed
     expected_p = mcnemar_by_fractions(3, 0)
     assert strict.slices[0].p_value == pytest.approx(expected_p)  # 2 * 1/8 = 0.25
-    assert strict.gate.reasons == (
+    assert strict.gate.decisions == (
+        SliceRegressed(
+            slice="s", variant=None, rule=RegressionRule(0.2, "config"), baseline_pass_rate=1.0,
+            pass_rate=0.7, drop=pytest.approx(0.3), p_value=pytest.approx(expected_p),
+            regressions=("c0", "c1", "c2"),
+        ),
+    )
+    assert reasons(strict) == (
         "slice 's': pass rate dropped 30.0 points against the baseline (100.0% -> 70.0%), "
         "more than the allowed 20.0 points (config); McNemar p = 0.25; regressions: c0, c1, c2",
     )
@@ -242,7 +189,7 @@ def test_regression_gate_fails_beyond_the_allowed_drop() -> None:
 def test_no_flips_give_p_one_and_no_baseline_gives_null() -> None:
     rows = [row("a", "s", "passed"), row("b", "s", "failed")]
     assert summarize(rows, baseline=rows).slices[0].p_value == 1.0
-    assert summarize(rows).to_dict()["slices"][0]["p_value"] is None
+    assert summary_document(summarize(rows))["slices"][0]["p_value"] is None
 
 
 def test_baseline_slices_missing_now_are_reported() -> None:
@@ -269,11 +216,11 @@ def test_repeats_count_once_each_and_give_pass_fractions_and_flaky_cases() -> No
         row("broken", "s", "failed", repeat=2),
     ]
     summary = summarize(rows, ThresholdPolicy(option=0.0))
-    assert summary.slices[0].cases == 9 and summary.slices[0].pass_rate == pytest.approx(5 / 9)
+    assert summary.slices[0].counts.cases == 9 and summary.slices[0].counts.pass_rate == pytest.approx(5 / 9)
     fractions = {r.case_id: (r.passed, r.runs, r.pass_fraction) for r in summary.repeats}
     assert fractions == {"broken": (0, 3, 0.0), "steady": (3, 3, 1.0), "wobbly": (2, 3, pytest.approx(2 / 3))}
     assert [r.case_id for r in summary.flaky] == ["wobbly"]
-    assert summary.to_dict()["flaky"][0]["pass_fraction"] == pytest.approx(2 / 3)
+    assert summary_document(summary)["flaky"][0]["pass_fraction"] == pytest.approx(2 / 3)
 
 
 def test_repeats_pair_with_the_same_repeat_of_the_baseline() -> None:
@@ -291,9 +238,9 @@ def test_variant_and_tag_tables() -> None:
         row("b", "s", "passed", variant="v2", tags=("x",)),
     ]
     summary = summarize(rows, ThresholdPolicy(option=0.0))
-    variants = {v.name: (v.cases, v.passed, v.pass_rate) for v in summary.variants}
+    variants = {v.name: (v.counts.cases, v.counts.passed, v.counts.pass_rate) for v in summary.variants}
     assert variants == {"v1": (2, 2, 1.0), "v2": (2, 1, 0.5)}
-    tags = {t.name: (t.cases, t.passed, t.pass_rate) for t in summary.tags}
+    tags = {t.name: (t.counts.cases, t.counts.passed, t.counts.pass_rate) for t in summary.tags}
     assert tags == {"x": (4, 3, 0.75), "y": (2, 1, 0.5)}
     assert summary.repeats == ()  # one row per (case, variant)
     no_variants = summarize([row("a", "s", "passed")])
@@ -304,26 +251,3 @@ def test_variants_are_diffed_separately() -> None:
     old = [row("a", "s", "passed", variant="v1"), row("a", "s", "passed", variant="v2")]
     new = [row("a", "s", "passed", variant="v1"), row("a", "s", "failed", variant="v2")]
     assert summarize(new, baseline=old).regressions == ("a[v2]",)
-
-
-# -- loading ---------------------------------------------------------------------------------------
-
-
-def test_load_results_from_a_file_or_a_report_folder(tmp_path: Path) -> None:
-    rows = [row("a", "s", "passed", output="<b>hi</b>"), row("b", "s", "failed")]
-    (tmp_path / "results.jsonl").write_text("".join(r.to_json() + "\n" for r in rows) + "\n", "utf-8")
-    assert load_results(tmp_path) == rows
-    assert load_results(tmp_path / "results.jsonl") == rows
-
-
-def test_load_results_names_the_file_and_line_of_a_bad_row(tmp_path: Path) -> None:
-    bad = tmp_path / "results.jsonl"
-    bad.write_text(json.dumps({"case_id": "a", "slice": "s", "outcome": "passed"}) + "\n{not json\n", "utf-8")
-    with pytest.raises(ConfigError, match=r"results\.jsonl:2: not a results\.jsonl row"):
-        load_results(bad)
-    bad.write_text(json.dumps({"case_id": "a"}) + "\n", "utf-8")
-    missing = r"results\.jsonl:1: not a results\.jsonl row \(missing field 'slice'\)"
-    with pytest.raises(ConfigError, match=missing):
-        load_results(bad)
-    with pytest.raises(ConfigError, match="cannot read results"):
-        load_results(tmp_path / "missing.jsonl")

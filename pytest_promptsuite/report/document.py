@@ -1,0 +1,42 @@
+"""``summary.json``'s content: the summary as one JSON document (also embedded in the dashboard)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..results import GateResult
+from ..results import Summary
+from .reasons import reason
+
+
+__all__ = ["SUMMARY_FORMAT_VERSION", "gate_document", "summary_document"]
+
+#: Bumped whenever a field of ``summary.json`` changes meaning.
+SUMMARY_FORMAT_VERSION = 2
+
+
+def gate_document(gate: GateResult) -> dict[str, Any]:
+    """``{"passed": ..., "reasons": [...]}``: the verdict and each failure's sentence."""
+    return {"passed": gate.passed, "reasons": [reason(d) for d in gate.decisions]}
+
+
+def summary_document(summary: Summary) -> dict[str, Any]:
+    """Everything ``summary.json`` holds, in its key order."""
+    return {
+        "format_version": SUMMARY_FORMAT_VERSION,
+        "totals": summary.totals.tallies(),
+        "slices": [s.to_dict() for s in summary.slices],
+        "regressions": list(summary.regressions),
+        "fixes": list(summary.fixes),
+        "new": list(summary.new),
+        "removed": list(summary.removed),
+        "gate": gate_document(summary.gate),
+        "tags": [t.to_dict() for t in summary.tags],
+        "variants": [v.to_dict() for v in summary.variants],
+        "flaky": [r.to_dict() for r in summary.flaky],
+        "baseline": summary.baseline.to_dict() if summary.baseline is not None else None,
+        "policy": summary.policy.to_dict(),
+        "compared_variants": (
+            summary.compared_variants.to_dict() if summary.compared_variants is not None else None
+        ),
+    }

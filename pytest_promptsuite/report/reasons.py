@@ -1,0 +1,72 @@
+"""Gate decisions in words: the one sentence each kind of failure is reported with.
+
+The terminal, ``summary.md``, ``summary.json`` and the dashboard all show these sentences, so a
+reader meets the same words everywhere; only this module knows them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..results import CasesErrored
+from ..results import GateDecision
+from ..results import SliceBelowThreshold
+from ..results import SliceRegressed
+
+
+__all__ = ["reason"]
+
+#: Ids named in a sentence before "and N more".
+MAX_IDS = 5
+
+
+def reason(decision: GateDecision) -> str:
+    """The sentence that says why ``decision`` failed the gate, with the figures that decided it."""
+    if isinstance(decision, SliceBelowThreshold):
+        return _below_threshold(decision)
+    if isinstance(decision, SliceRegressed):
+        return _regressed(decision)
+    return _errored(decision)
+
+
+def _where(slice_name: str, variant: str | None) -> str:
+    """``slice 'name'``, with `` [variant v]`` for one prompt variant of the slice."""
+    return f"slice {slice_name!r}" + ("" if variant is None else f" [variant {variant}]")
+
+
+def _below_threshold(d: SliceBelowThreshold) -> str:
+    return (
+        f"{_where(d.slice, d.variant)}: pass rate {d.pass_rate:.1%} ({d.passed}/{d.counted}) "
+        f"is below its threshold {d.rule.threshold:.1%} ({d.rule.source})"
+    )
+
+
+def _regressed(d: SliceRegressed) -> str:
+    which = f"; regressions: {_ids(d.regressions)}" if d.regressions else ""
+    return (
+        f"{_where(d.slice, d.variant)}: pass rate dropped {_points(d.drop)} against the baseline "
+        f"({d.baseline_pass_rate:.1%} -> {d.pass_rate:.1%}), more than the allowed "
+        f"{_points(d.rule.max_drop)} ({d.rule.source}); McNemar p = {d.p_value:.3g}{which}"
+    )
+
+
+def _errored(d: CasesErrored) -> str:
+    ids = [key.case_id for key in d.cases]
+    return (
+        f"{_plural(d.count, 'case')} ended in an error (the model call or the rendering failed): "
+        f"{_ids(ids)}; errors always fail the run"
+    )
+
+
+def _ids(ids: Sequence[str], limit: int = MAX_IDS) -> str:
+    shown = ", ".join(ids[:limit])
+    return shown + (f" and {len(ids) - limit} more" if len(ids) > limit else "")
+
+
+def _points(fraction: float) -> str:
+    """A difference of pass rates in percentage points."""
+    return f"{fraction * 100:.1f} points"
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"

@@ -1,0 +1,162 @@
+"""Gate decisions as data: which rule failed, for which slice (and variant), on which figures.
+
+One frozen record per kind of gate failure; :class:`GateResult` holds them in the order they were
+found. Nothing here is prose: ``report`` turns each decision into its sentence, so the terminal,
+``summary.md`` and ``summary.json`` can each show the same decision their own way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Union
+
+from ..cases import CaseKey
+from ..checks.base import CaseResult
+from ..checks.base import Outcome
+from .records import Counts
+from .records import SliceFlips
+
+
+__all__ = [
+    "EPS",
+    "CasesErrored",
+    "GateDecision",
+    "GateResult",
+    "RegressionRule",
+    "SliceBelowThreshold",
+    "SliceRegressed",
+    "ThresholdRule",
+    "check_errors",
+    "check_regression",
+    "check_threshold",
+]
+
+#: Pass rates are compared with this slack so that 0.9 of 10 cases meets a 0.9 threshold.
+EPS = 1e-9
+
+
+@dataclass(frozen=True)
+class ThresholdRule:
+    """The smallest pass rate a slice must reach, and where it came from (``config slice``,
+    ``option``, ``config default`` or ``default``; see :class:`ThresholdPolicy`)."""
+
+    threshold: float
+    source: str
+
+    def holds(self, pass_rate: float | None) -> bool:
+        """Whether ``pass_rate`` meets the threshold (a slice with no counted case always does)."""
+        return pass_rate is None or pass_rate + EPS >= self.threshold
+
+
+@dataclass(frozen=True)
+class RegressionRule:
+    """The largest drop of a slice's pass rate against the baseline that is allowed, and where it
+    came from (``option``, ``config`` or ``default``)."""
+
+    max_drop: float
+    source: str
+
+    def allows(self, drop: float) -> bool:
+        """Whether a drop of ``drop`` (a fraction; negative for a rise) stays within the rule."""
+        return not drop > self.max_drop + EPS
+
+
+@dataclass(frozen=True)
+class SliceBelowThreshold:
+    """A slice (or one prompt variant of it) whose pass rate is below its threshold."""
+
+    slice: str
+    variant: str | None
+    rule: ThresholdRule
+    pass_rate: float
+    passed: int
+    #: The pass rate's denominator (cases that are neither review nor skipped).
+    counted: int
+
+
+@dataclass(frozen=True)
+class SliceRegressed:
+    """A slice whose pass rate dropped against the baseline by more than the rule allows."""
+
+    slice: str
+    variant: str | None
+    rule: RegressionRule
+    baseline_pass_rate: float
+    pass_rate: float
+    #: ``baseline_pass_rate - pass_rate``.
+    drop: float
+    #: The exact two-sided McNemar p-value of the slice's paired flips.
+    p_value: float
+    #: The ids that passed in the baseline and do not now, in key order.
+    regressions: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class CasesErrored:
+    """Cases that ended in an error (the model call or the rendering failed): errors always fail."""
+
+    cases: tuple[CaseKey, ...]
+
+    @property
+    def count(self) -> int:
+        """How many rows ended in an error."""
+        return len(self.cases)
+
+
+#: Why a gate failed: one of the decision records.
+GateDecision = Union[SliceBelowThreshold, SliceRegressed, CasesErrored]
+
+
+@dataclass(frozen=True)
+class GateResult:
+    """The run's verdict and every decision that failed it (none when it passed)."""
+
+    passed: bool
+    decisions: tuple[GateDecision, ...] = ()
+
+    @classmethod
+    def of(cls, decisions: Iterable[GateDecision]) -> GateResult:
+        """The result of these failures: passed exactly when there is none."""
+        found = tuple(decisions)
+        return cls(passed=not found, decisions=found)
+
+
+def check_threshold(
+    slice_name: str, counts: Counts, rule: ThresholdRule, *, variant: str | None = None
+) -> SliceBelowThreshold | None:
+    """The failure of ``slice_name`` (under ``variant``) against ``rule``; None when it holds."""
+    rate = counts.pass_rate
+    if rate is None or rule.holds(rate):
+        return None
+    return SliceBelowThreshold(
+        slice=slice_name, variant=variant, rule=rule, pass_rate=rate, passed=counts.passed,
+        counted=counts.counted,
+    )
+
+
+def check_regression(
+    slice_name: str,
+    pass_rate: float | None,
+    baseline_pass_rate: float | None,
+    flips: SliceFlips,
+    regressions: tuple[str, ...],
+    rule: RegressionRule,
+) -> SliceRegressed | None:
+    """The failure of ``slice_name`` against the baseline under ``rule``; None when it holds or
+    either pass rate is missing."""
+    if pass_rate is None or baseline_pass_rate is None:
+        return None
+    drop = -(pass_rate - baseline_pass_rate)
+    if rule.allows(drop):
+        return None
+    return SliceRegressed(
+        slice=slice_name, variant=None, rule=rule, baseline_pass_rate=baseline_pass_rate,
+        pass_rate=pass_rate, drop=drop, p_value=flips.p_value, regressions=regressions,
+    )
+
+
+def check_errors(rows: Iterable[CaseResult]) -> CasesErrored | None:
+    """The rows that ended in an error, in row order; None when there is none."""
+    erred = tuple(r.key for r in rows if r.outcome is Outcome.ERROR)
+    return CasesErrored(cases=erred) if erred else None

@@ -1,0 +1,294 @@
+"""The rows of a summary: outcome counts, slice and group stats, repeats, flips and diffs.
+
+Plain frozen records; each ``to_dict`` gives exactly the keys, in the order, that ``summary.json``
+and ``slices.csv`` have always had, so that the files do not change when the records do.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from collections.abc import Mapping
+from dataclasses import dataclass
+from dataclasses import field
+from dataclasses import fields
+from typing import Any
+from typing import Literal
+
+from ..cases import CaseKey
+from ..checks.base import Outcome
+from .stats import wilson_interval
+
+
+__all__ = [
+    "UNCOUNTED",
+    "BaselineDiff",
+    "Counts",
+    "Flip",
+    "FlipKind",
+    "GroupStats",
+    "RepeatStats",
+    "SliceFlips",
+    "SliceStats",
+    "VariantComparison",
+    "VariantSlice",
+]
+
+#: Outcomes that are not counted in a pass rate: a human decides, or the case did not run.
+UNCOUNTED = frozenset({Outcome.REVIEW, Outcome.SKIPPED})
+
+
+@dataclass(frozen=True)
+class Counts:
+    """How many cases ended in each outcome, and the pass rate they give.
+
+    The pass rate is ``passed / (cases - review - skipped)``: review and skipped cases are not
+    counted, errors count as not passed. One type for the totals, every slice, tag and variant.
+    """
+
+    cases: int = 0
+    passed: int = 0
+    failed: int = 0
+    error: int = 0
+    review: int = 0
+    skipped: int = 0
+
+    @classmethod
+    def from_tally(cls, tally: Mapping[Outcome, int]) -> Counts:
+        """Counts from the number of cases per outcome (missing outcomes are 0)."""
+        per = {outcome.value: int(tally.get(outcome, 0)) for outcome in Outcome}
+        return cls(cases=sum(per.values()), **per)
+
+    @classmethod
+    def of(cls, outcomes: Iterable[Outcome]) -> Counts:
+        """Counts of these outcomes, one per case."""
+        return cls.from_tally(Counter(outcomes))
+
+    def __add__(self, other: Counts) -> Counts:
+        """Both counts together (the totals are the sum of the slices)."""
+        mine, theirs = self.tallies(), other.tallies()
+        return Counts(**{key: mine[key] + theirs[key] for key in mine})
+
+    @property
+    def counted(self) -> int:
+        """The pass rate's denominator: the cases that are neither review nor skipped."""
+        return self.cases - self.review - self.skipped
+
+    @property
+    def pass_rate(self) -> float | None:
+        """``passed / counted``; None when no case counts."""
+        n = self.counted
+        return self.passed / n if n > 0 else None
+
+    @property
+    def interval(self) -> tuple[float, float] | None:
+        """The 95 % Wilson interval of the pass rate; None when no case counts."""
+        n = self.counted
+        return wilson_interval(self.passed, n) if n > 0 else None
+
+    def tallies(self) -> dict[str, int]:
+        """``cases`` and the number per outcome (the ``totals`` of ``summary.json``)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    def to_dict(self) -> dict[str, Any]:
+        """The tallies, the pass rate and its interval: the nine count columns of every table."""
+        interval = self.interval
+        return {
+            **self.tallies(),
+            "pass_rate": self.pass_rate,
+            "ci_low": None if interval is None else interval[0],
+            "ci_high": None if interval is None else interval[1],
+        }
+
+
+@dataclass(frozen=True)
+class SliceFlips:
+    """One slice's paired flips between two row sets, with the exact McNemar p-value."""
+
+    regressions: int
+    fixes: int
+    p_value: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """``regressions``, ``fixes`` and ``p_value``."""
+        return {"regressions": self.regressions, "fixes": self.fixes, "p_value": self.p_value}
+
+
+@dataclass(frozen=True)
+class SliceStats:
+    """One row of the slice table: counts, threshold and gate, and the baseline comparison."""
+
+    slice: str
+    counts: Counts
+    threshold: float
+    threshold_source: str
+    gate: str  # "pass" | "fail"
+    baseline_pass_rate: float | None = None
+    delta: float | None = None
+    regressions: int | None = None
+    fixes: int | None = None
+    p_value: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The row of ``slices.csv`` and of ``summary.json``'s ``slices``."""
+        return {
+            "slice": self.slice,
+            **self.counts.to_dict(),
+            "threshold": self.threshold,
+            "threshold_source": self.threshold_source,
+            "baseline_pass_rate": self.baseline_pass_rate,
+            "delta": self.delta,
+            "regressions": self.regressions,
+            "fixes": self.fixes,
+            "p_value": self.p_value,
+            "gate": self.gate,
+        }
+
+
+@dataclass(frozen=True)
+class GroupStats:
+    """Counts and pass rate of a group that has no gate of its own: a tag or a prompt variant."""
+
+    name: str
+    counts: Counts
+
+    def to_dict(self) -> dict[str, Any]:
+        """The group's name and its count columns."""
+        return {"name": self.name, **self.counts.to_dict()}
+
+
+@dataclass(frozen=True)
+class RepeatStats:
+    """A repeated case (one variant): how many of its counted runs passed."""
+
+    case_id: str
+    variant: str | None
+    slice: str
+    runs: int
+    passed: int
+    pass_fraction: float | None
+
+    @property
+    def key(self) -> CaseKey:
+        """The case and variant (every repeat of them)."""
+        return CaseKey(self.case_id, self.variant)
+
+    @property
+    def flaky(self) -> bool:
+        """Passed in some repeats only."""
+        return self.pass_fraction is not None and 0 < self.pass_fraction < 1
+
+    def to_dict(self) -> dict[str, Any]:
+        """The entry of ``summary.json``'s ``flaky`` list."""
+        return {
+            "case_id": self.case_id, "variant": self.variant, "slice": self.slice, "runs": self.runs,
+            "passed": self.passed, "pass_fraction": self.pass_fraction,
+        }
+
+
+#: Which way a case flipped: it passed and now does not, or the other way round.
+FlipKind = Literal["regression", "fix"]
+
+
+@dataclass(frozen=True)
+class Flip:
+    """A case whose verdict changed against the baseline, with what is needed to see why."""
+
+    id: str
+    slice: str
+    kind: FlipKind
+    old_outcome: Outcome
+    new_outcome: Outcome
+    old_output: str | None
+    new_output: str | None
+    old_prompt: str | None
+    new_prompt: str | None
+    prompt_diff: str | None  # unified diff of the prompt text; None when the prompt is unchanged
+    checks: tuple[dict[str, Any], ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The flip as the dashboard shows it."""
+        return {
+            "id": self.id,
+            "slice": self.slice,
+            "kind": self.kind,
+            "old_outcome": self.old_outcome.value,
+            "new_outcome": self.new_outcome.value,
+            "old_output": self.old_output,
+            "new_output": self.new_output,
+            "old_prompt": self.old_prompt,
+            "new_prompt": self.new_prompt,
+            "prompt_diff": self.prompt_diff,
+            "checks": list(self.checks),
+        }
+
+
+@dataclass(frozen=True)
+class BaselineDiff:
+    """The current run against a baseline: the ids that changed and the flips behind them."""
+
+    source: str
+    max_regression: float
+    max_regression_source: str
+    regressions: tuple[str, ...] = ()
+    fixes: tuple[str, ...] = ()
+    new: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    flips: tuple[Flip, ...] = ()
+    #: Baseline slices with no row in the current run: slice -> baseline pass rate.
+    missing_slices: Mapping[str, float | None] = field(default_factory=dict)
+
+    def regressed_in(self, slice_name: str) -> tuple[str, ...]:
+        """The ids of ``slice_name`` that passed in the baseline and do not now."""
+        return tuple(f.id for f in self.flips if f.slice == slice_name and f.kind == "regression")
+
+    def to_dict(self) -> dict[str, Any]:
+        """``summary.json``'s ``baseline``: where it came from and the regression allowed."""
+        return {
+            "source": self.source,
+            "max_regression": self.max_regression,
+            "max_regression_source": self.max_regression_source,
+            "missing_slices": dict(self.missing_slices),
+        }
+
+
+@dataclass(frozen=True)
+class VariantSlice:
+    """One slice under one prompt variant: its own pass rate, gated like a slice."""
+
+    slice: str
+    variant: str
+    counts: Counts
+    threshold: float
+    gate: str  # "pass" | "fail"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The row of ``summary.json``'s ``compared_variants.slices``."""
+        return {
+            "slice": self.slice, "variant": self.variant, **self.counts.to_dict(),
+            "threshold": self.threshold, "gate": self.gate,
+        }
+
+
+@dataclass(frozen=True)
+class VariantComparison:
+    """Prompt versions compared in one run: every slice's pass rate per variant side by side,
+    and the cases that flipped from the first variant to the second (paired by case and repeat),
+    with McNemar p-values per slice."""
+
+    variants: tuple[str, ...]
+    slices: tuple[VariantSlice, ...]
+    #: Per slice, the flips from the first variant to the second.
+    flips_by_slice: Mapping[str, SliceFlips] = field(default_factory=dict)
+    #: The second variant against the first (None with fewer than two variants).
+    diff: BaselineDiff | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """``summary.json``'s ``compared_variants``."""
+        return {
+            "variants": list(self.variants),
+            "slices": [s.to_dict() for s in self.slices],
+            "flips_by_slice": {k: v.to_dict() for k, v in self.flips_by_slice.items()},
+            "regressions": list(self.diff.regressions) if self.diff else [],
+            "fixes": list(self.diff.fixes) if self.diff else [],
+        }

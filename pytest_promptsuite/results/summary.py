@@ -1,0 +1,262 @@
+"""Stage 5a: case results into per-slice pass rates, confidence intervals, baseline diffs and gates.
+
+Pure functions over ``CaseResult`` rows: the same rows give the same summary whether they came from
+a serial run, pytest-xdist workers or merged CI shards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from collections.abc import Sequence
+from dataclasses import dataclass
+from dataclasses import field
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from ..checks.base import CaseResult
+from ..checks.base import Outcome
+from .compare import Comparison
+from .compare import compare
+from .compare import compare_variants
+from .frames import counts_by
+from .frames import counts_by_pair
+from .frames import frame
+from .frames import tag_frame
+from .gate import GateDecision
+from .gate import GateResult
+from .gate import RegressionRule
+from .gate import SliceRegressed
+from .gate import ThresholdRule
+from .gate import check_errors
+from .gate import check_regression
+from .gate import check_threshold
+from .policy import ThresholdPolicy
+from .records import UNCOUNTED
+from .records import BaselineDiff
+from .records import Counts
+from .records import GroupStats
+from .records import RepeatStats
+from .records import SliceStats
+from .records import VariantComparison
+from .records import VariantSlice
+
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+__all__ = ["Summary", "summarize"]
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Everything a run's report shows: totals, the slice table, the gate, tags, variants,
+    repeats and, with a baseline or prompt variants, what changed case by case."""
+
+    totals: Counts
+    slices: tuple[SliceStats, ...]
+    gate: GateResult
+    tags: tuple[GroupStats, ...] = ()
+    variants: tuple[GroupStats, ...] = ()
+    repeats: tuple[RepeatStats, ...] = ()
+    baseline: BaselineDiff | None = None
+    policy: ThresholdPolicy = field(default_factory=ThresholdPolicy)
+    compared_variants: VariantComparison | None = None
+
+    @property
+    def regressions(self) -> tuple[str, ...]:
+        """Ids that passed in the baseline and do not now (none without a baseline)."""
+        return self.baseline.regressions if self.baseline is not None else ()
+
+    @property
+    def fixes(self) -> tuple[str, ...]:
+        """Ids that did not pass in the baseline and do now."""
+        return self.baseline.fixes if self.baseline is not None else ()
+
+    @property
+    def new(self) -> tuple[str, ...]:
+        """Ids of this run that the baseline does not have."""
+        return self.baseline.new if self.baseline is not None else ()
+
+    @property
+    def removed(self) -> tuple[str, ...]:
+        """Ids of the baseline that this run does not have."""
+        return self.baseline.removed if self.baseline is not None else ()
+
+    @property
+    def flaky(self) -> tuple[RepeatStats, ...]:
+        """Repeated cases that passed in some repeats only."""
+        return tuple(r for r in self.repeats if r.flaky)
+
+
+def summarize(
+    rows: Iterable[CaseResult],
+    policy: ThresholdPolicy | None = None,
+    *,
+    baseline: Sequence[CaseResult] | None = None,
+    baseline_source: str = "baseline",
+    variant_order: Sequence[str] | None = None,
+) -> Summary:
+    """Per-slice counts, pass rates (``passed / (cases - review - skipped)``), Wilson intervals
+    and gates.
+
+    With ``baseline`` (the rows of an earlier run) every slice also gets the baseline pass rate,
+    the delta, its regressions and fixes and an exact McNemar p-value, and the regression gate
+    (``policy.max_regression()``) applies. Slices are sorted by name, so the table does not depend
+    on the order results arrived in.
+
+    With prompt variants each (slice, variant) is gated on its own, so the verdict says which
+    version failed; ``variant_order`` (the config's order, else sorted) picks the first two to
+    compare case by case.
+    """
+    policy = policy or ThresholdPolicy()
+    rows = list(rows)
+    df = frame(rows)
+    order = _variant_order(rows, variant_order)
+    versions = _compare_variants(rows, df, order, policy) if order else None
+    compared = None
+    if baseline is not None:
+        compared = compare(rows, list(baseline), baseline_source, policy, table=df)
+    slices, decisions = _slices(counts_by(df, "slice"), policy, versions, compared)
+    errored = check_errors(rows)
+    if errored is not None:
+        decisions.append(errored)
+    totals = sum((s.counts for s in slices), Counts())
+    return Summary(
+        totals=totals,
+        slices=tuple(slices),
+        gate=GateResult.of(decisions),
+        tags=_tag_stats(rows),
+        variants=_variant_stats(df) if rows else (),
+        repeats=_repeat_stats(df) if rows else (),
+        baseline=compared.diff if compared is not None else None,
+        policy=policy,
+        compared_variants=versions,
+    )
+
+
+def _variant_order(rows: Sequence[CaseResult], preferred: Sequence[str] | None) -> list[str]:
+    """The variants present in ``rows``: those of ``preferred`` in its order, then the rest sorted."""
+    present = sorted({r.variant for r in rows if r.variant is not None})
+    first = [v for v in (preferred or ()) if v in present]
+    return first + [v for v in present if v not in first]
+
+
+def _slices(
+    counts: dict[str, Counts],
+    policy: ThresholdPolicy,
+    versions: VariantComparison | None,
+    compared: Comparison | None,
+) -> tuple[list[SliceStats], list[GateDecision]]:
+    """The slice table and the gate failures it shows, slice by slice in name order."""
+    slices: list[SliceStats] = []
+    decisions: list[GateDecision] = []
+    regression_rule = RegressionRule(*policy.max_regression())
+    for name, c in counts.items():
+        rule = ThresholdRule(*policy.threshold(name))
+        if versions is not None:  # each prompt version must meet the slice's threshold
+            found = [
+                check_threshold(name, vs.counts, rule, variant=vs.variant)
+                for vs in versions.slices if vs.slice == name
+            ]
+        else:
+            found = [check_threshold(name, c, rule)]
+        failed: list[GateDecision] = [d for d in found if d is not None]
+        stats = SliceStats(
+            slice=name, counts=c, threshold=rule.threshold, threshold_source=rule.source,
+            gate="fail" if failed else "pass",
+        )
+        if compared is not None:
+            stats, regressed = _against_baseline(stats, compared, regression_rule)
+            failed += [] if regressed is None else [regressed]
+        slices.append(stats)
+        decisions += failed
+    return slices, decisions
+
+
+def _against_baseline(
+    stats: SliceStats, compared: Comparison, rule: RegressionRule
+) -> tuple[SliceStats, SliceRegressed | None]:
+    """``stats`` with the baseline columns filled in, and its regression failure if any."""
+    name = stats.slice
+    flips = compared.flips[name]
+    old = compared.baseline_counts.get(name)
+    old_rate = None if old is None else old.pass_rate
+    rate = stats.counts.pass_rate
+    regressed = check_regression(name, rate, old_rate, flips, compared.diff.regressed_in(name), rule)
+    filled = replace(
+        stats,
+        gate="fail" if regressed is not None else stats.gate,
+        baseline_pass_rate=old_rate,
+        delta=rate - old_rate if rate is not None and old_rate is not None else None,
+        regressions=flips.regressions,
+        fixes=flips.fixes,
+        p_value=flips.p_value,
+    )
+    return filled, regressed
+
+
+def _compare_variants(
+    rows: Sequence[CaseResult], df: pd.DataFrame, order: Sequence[str], policy: ThresholdPolicy
+) -> VariantComparison:
+    """Each (slice, variant) gated like a slice, and the second variant diffed against the first
+    with the baseline machinery (the variant stripped, so rows pair by case and repeat)."""
+    named = df[df["variant"].notna()]
+    rank = {v: i for i, v in enumerate(order)}
+    groups = sorted(counts_by_pair(named, "slice", "variant").items(), key=lambda g: (g[0][0], rank[g[0][1]]))
+    table = []
+    for (slice_name, variant), c in groups:
+        rule = ThresholdRule(*policy.threshold(slice_name))
+        table.append(
+            VariantSlice(
+                slice=slice_name, variant=variant, counts=c, threshold=rule.threshold,
+                gate="pass" if rule.holds(c.pass_rate) else "fail",
+            )
+        )
+    compared = compare_variants(rows, order, policy)
+    return VariantComparison(
+        variants=tuple(order),
+        slices=tuple(table),
+        flips_by_slice=compared.flips if compared is not None else {},
+        diff=compared.diff if compared is not None else None,
+    )
+
+
+def _tag_stats(rows: Sequence[CaseResult]) -> tuple[GroupStats, ...]:
+    """Counts per tag (a row counts once in each of its tags)."""
+    return tuple(GroupStats(name, c) for name, c in counts_by(tag_frame(rows), "tag").items())
+
+
+def _variant_stats(df: pd.DataFrame) -> tuple[GroupStats, ...]:
+    """Counts per prompt variant (``(none)`` for rows without one); none without variants."""
+    if df["variant"].isna().all():
+        return ()
+    named = df.assign(variant=df["variant"].fillna("(none)"))
+    return tuple(GroupStats(name, c) for name, c in counts_by(named, "variant").items())
+
+
+def _repeat_stats(df: pd.DataFrame) -> tuple[RepeatStats, ...]:
+    """Per repeated case and variant: counted runs (not review/skipped) and how many passed."""
+    keyed = df.assign(variant=df["variant"].fillna(""))
+    sizes = keyed.groupby(["case_id", "variant"], sort=True).size()
+    repeated = sizes[sizes > 1]
+    if repeated.empty:
+        return ()
+    sub = keyed.set_index(["case_id", "variant"]).loc[repeated.index].reset_index()
+    sub = sub.assign(
+        counted=~sub["outcome"].isin([o.value for o in UNCOUNTED]),
+        ok=sub["outcome"].eq(Outcome.PASSED.value),
+    )
+    agg = sub.groupby(["case_id", "variant"], sort=True).agg(
+        slice=("slice", "first"), runs=("counted", "sum"), passed=("ok", "sum")
+    )
+    out = []
+    for (case_id, variant), row in agg.iterrows():
+        runs, passed = int(row["runs"]), int(row["passed"])
+        out.append(
+            RepeatStats(
+                case_id=str(case_id), variant=str(variant) or None, slice=str(row["slice"]),
+                runs=runs, passed=passed, pass_fraction=passed / runs if runs else None,
+            )
+        )
+    return tuple(out)

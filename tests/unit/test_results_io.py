@@ -1,0 +1,50 @@
+"""Stage tests for ``results.io``: reading a result set back, and what a bad one reports."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_promptsuite.checks.base import CaseResult
+from pytest_promptsuite.errors import ConfigError
+from pytest_promptsuite.results import load_results
+from pytest_promptsuite.results import load_summary_json
+
+
+def row(case_id: str, slice_: str, outcome: str, **kw: object) -> CaseResult:
+    return CaseResult(case_id=case_id, slice=slice_, outcome=outcome, **kw)  # type: ignore[arg-type]
+
+
+def test_load_results_from_a_file_or_a_report_folder(tmp_path: Path) -> None:
+    rows = [row("a", "s", "passed", output="<b>hi</b>"), row("b", "s", "failed")]
+    (tmp_path / "results.jsonl").write_text("".join(r.to_json() + "\n" for r in rows) + "\n", "utf-8")
+    assert load_results(tmp_path) == rows
+    assert load_results(tmp_path / "results.jsonl") == rows
+
+
+def test_load_results_names_the_file_and_line_of_a_bad_row(tmp_path: Path) -> None:
+    bad = tmp_path / "results.jsonl"
+    bad.write_text(json.dumps({"case_id": "a", "slice": "s", "outcome": "passed"}) + "\n{not json\n", "utf-8")
+    with pytest.raises(ConfigError, match=r"results\.jsonl:2: not a results\.jsonl row"):
+        load_results(bad)
+    bad.write_text(json.dumps({"case_id": "a"}) + "\n", "utf-8")
+    missing = r"results\.jsonl:1: not a results\.jsonl row \(missing field 'slice'\)"
+    with pytest.raises(ConfigError, match=missing):
+        load_results(bad)
+    with pytest.raises(ConfigError, match="cannot read results"):
+        load_results(tmp_path / "missing.jsonl")
+
+
+def test_load_summary_json_beside_the_results_or_none(tmp_path: Path) -> None:
+    assert load_summary_json(tmp_path) is None
+    (tmp_path / "summary.json").write_text('{"format_version": 2}', "utf-8")
+    assert load_summary_json(tmp_path) == {"format_version": 2}
+    assert load_summary_json(tmp_path / "results.jsonl") == {"format_version": 2}
+    (tmp_path / "summary.json").write_text("[1]", "utf-8")
+    with pytest.raises(ConfigError, match=r"summary\.json: not a promptsuite summary \(expected a JSON object\)"):
+        load_summary_json(tmp_path)
+    (tmp_path / "summary.json").write_text("{oops", "utf-8")
+    with pytest.raises(ConfigError, match=r"summary\.json: cannot read the summary"):
+        load_summary_json(tmp_path)
