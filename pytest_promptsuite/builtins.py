@@ -17,6 +17,8 @@ from .checks import make_builtin_check
 from .models import Model
 from .models import make_model
 from .suite import ModelConfig
+from .templates.retrievers import Retriever
+from .templates.retrievers import builtin_retriever
 
 
 hookimpl = pluggy.HookimplMarker("pytest")
@@ -35,8 +37,6 @@ def pytest_promptsuite_make_check(name: str, params: dict[str, Any], base_dir: P
 
 
 @hookimpl(trylast=True)
-def pytest_promptsuite_make_retriever(name: str, params: dict[str, Any]) -> Any | None:
-    from .templates.retrievers import RETRIEVERS
-    from .templates.retrievers import make_retriever
-
-    return make_retriever({"type": name, **params}) if name in RETRIEVERS else None
+def pytest_promptsuite_make_retriever(name: str, params: dict[str, Any]) -> Retriever | None:
+    """The built-in retrievers (``ZeroRetriever``, ``FixKRetriever``, ...); None for other names."""
+    return builtin_retriever(name, params)
