@@ -1,4 +1,5 @@
-"""The built-in implementations of our hooks: the models, checks and retrievers we ship.
+"""The built-in implementations of our hooks: the models, checks, retrievers, renderers, output
+parsers and Jinja filters we ship.
 
 They register through the same hooks third parties implement (pluggy's eggsample ``lib.py``),
 marked ``trylast`` so that a conftest or an installed plugin answers first. pytest-free, so the
@@ -7,6 +8,7 @@ marked ``trylast`` so that a conftest or an installed plugin answers first. pyte
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +19,14 @@ from .checks import make_builtin_check
 from .models import Model
 from .models import make_model
 from .suite import ModelConfig
+from .templates.filters import builtin_filter
+from .templates.jinja import MakeFilter
+from .templates.parsers import OutputParser
+from .templates.parsers import builtin_output_parser
+from .templates.renderers import Renderer
+from .templates.renderers import builtin_renderer
+from .templates.retrievers import Retriever
+from .templates.retrievers import builtin_retriever
 
 
 hookimpl = pluggy.HookimplMarker("pytest")
@@ -26,17 +36,40 @@ hookimpl = pluggy.HookimplMarker("pytest")
 def pytest_promptsuite_make_model(
     config: Any, spec: str, settings: ModelConfig, root: Path
 ) -> Model:
+    """The built-in models (``fake``, ``fake:RULES.json``, ``openai:MODEL``); an unknown spec raises."""
     return make_model(spec, settings=settings, root=root)
 
 
 @hookimpl(trylast=True)
 def pytest_promptsuite_make_check(name: str, params: dict[str, Any], base_dir: Path) -> Check | None:
+    """The built-in check types (promptfoo's names); None for other names."""
     return make_builtin_check(name, params, base_dir=base_dir)
 
 
 @hookimpl(trylast=True)
-def pytest_promptsuite_make_retriever(name: str, params: dict[str, Any]) -> Any | None:
-    from .templates.retrievers import RETRIEVERS
-    from .templates.retrievers import make_retriever
+def pytest_promptsuite_make_retriever(name: str, params: dict[str, Any]) -> Retriever | None:
+    """The built-in retrievers (``ZeroRetriever``, ``FixKRetriever``, ...); None for other names."""
+    return builtin_retriever(name, params)
 
-    return make_retriever({"type": name, **params}) if name in RETRIEVERS else None
+
+@hookimpl(trylast=True)
+def pytest_promptsuite_make_renderer(
+    name: str, params: dict[str, Any], make_filter: MakeFilter | None = None
+) -> Renderer | None:
+    """The built-in renderers (``format``, ``delimiters``, ``jinja``, ``none``); None for other
+    names. ``make_filter`` has a default: callers that do not pass it get an unbound ``jinja``
+    renderer, which :func:`~pytest_promptsuite.templates.renderers.get_renderer` binds."""
+    return builtin_renderer(name, params, make_filter)
+
+
+@hookimpl(trylast=True)
+def pytest_promptsuite_make_output_parser(name: str, params: dict[str, Any]) -> OutputParser | None:
+    """The built-in output parsers (``strip_prefix``, ``json``, NeMo's); None for other names."""
+    return builtin_output_parser(name, params)
+
+
+@hookimpl(trylast=True)
+def pytest_promptsuite_make_jinja_filter(name: str) -> Callable[..., Any] | None:
+    """The built-in Jinja filters (history filters, NeMo's ``indent``); None for other names, so
+    Jinja's own filter of that name, if any, applies."""
+    return builtin_filter(name)

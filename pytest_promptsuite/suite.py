@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from enum import Enum
 from pathlib import Path
 from typing import Any
 from typing import Literal
@@ -25,13 +26,15 @@ from .errors import ConfigError
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
-    import tomli as tomllib
+    import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
 
 
 __all__ = [
     "ModelConfig",
     "SuiteConfig",
     "SuiteSection",
+    "TemplateConfig",
+    "TemplateKind",
     "Thresholds",
     "find_config",
     "load_config",
@@ -44,6 +47,8 @@ class _Section(BaseModel):
 
 
 class SuiteSection(_Section):
+    """``[suite]``: the case files to collect and the train file that gives in-context examples."""
+
     cases: list[str] = Field(default_factory=list)
     train: Union[str, None] = None
 
@@ -62,6 +67,42 @@ class ModelConfig(_Section):
     max_retries: int = Field(default=3, ge=0)
 
 
+class TemplateKind(Enum):
+    """The three kinds of prompt a ``[template]`` table (after a variant's overrides) can make."""
+
+    INFER_CFG = "infer_cfg"
+    """An OpenCompass ``infer_cfg`` (``prompt_template`` / ``ice_template``), also the default."""
+    TASK_PROMPTS = "task_prompts"
+    """A NeMo Guardrails task prompt (``task_prompts`` + ``task``)."""
+    FILE = "file"
+    """A template file or inline ``template`` string with its ``renderer``."""
+
+    @property
+    def choosing_keys(self) -> tuple[str, ...]:
+        """The keys that make a table of this kind (any one of them set)."""
+        return _CHOOSING[self]
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """Every key of this kind: the choosing keys and those that only modify it."""
+        return _CHOOSING[self] + _MODIFYING[self]
+
+
+#: The keys that choose a kind: a table that sets keys of two kinds here is an error.
+_CHOOSING: dict[TemplateKind, tuple[str, ...]] = {
+    TemplateKind.INFER_CFG: ("prompt_template", "ice_template", "multiturn_template"),
+    TemplateKind.TASK_PROMPTS: ("task_prompts", "task"),
+    TemplateKind.FILE: ("template_file", "template"),
+}
+#: The keys that only modify their kind. A variant that sets any key of a kind (choosing or
+#: modifying) drops the ``[template]`` keys of the other kinds. ``output_column`` is of no kind.
+_MODIFYING: dict[TemplateKind, tuple[str, ...]] = {
+    TemplateKind.INFER_CFG: ("retriever", "infer_mode"),
+    TemplateKind.TASK_PROMPTS: ("mode",),
+    TemplateKind.FILE: ("renderer",),
+}
+
+
 class TemplateConfig(_Section):
     """How a case becomes a prompt (an ``infer_cfg``, a task prompt, or a template file)."""
 
@@ -78,8 +119,34 @@ class TemplateConfig(_Section):
     infer_mode: Union[str, None] = None
     multiturn_template: Union[dict[str, Any], None] = None
 
+    def kind(self, *, path: Path | None = None) -> TemplateKind:
+        """The kind of prompt this table makes (INFER_CFG when it sets no choosing key); called
+        when the suite's prompts are built, so a mixture is a ConfigError then, naming ``path``."""
+        chosen = [kind for kind in TemplateKind if any(getattr(self, k) is not None for k in kind.choosing_keys)]
+        if len(chosen) > 1:
+            raise ConfigError(
+                f"{path}: [template] takes exactly one of: an infer_cfg (prompt_template), a task "
+                "prompt (task_prompts + task) or a template file (template_file or template)"
+            )
+        return chosen[0] if chosen else TemplateKind.INFER_CFG
+
+    def for_variant(self, override: TemplateConfig) -> TemplateConfig:
+        """This table with ``override``'s keys over it; when the override sets a key of some kind,
+        this table's keys of the other kinds are dropped (a file variant over task prompts)."""
+        updates = {k: getattr(override, k) for k in override.model_fields_set}
+        kinds = {kind for kind in TemplateKind if any(k in updates for k in kind.keys)}
+        base = self.model_dump()
+        if kinds:
+            for kind in TemplateKind:
+                if kind not in kinds:
+                    base.update(dict.fromkeys(kind.keys))
+        base.update(updates)
+        return type(self).model_validate(base)
+
 
 class Thresholds(_Section):
+    """``[thresholds]``: the pass rate each slice must reach, and the regression a baseline allows."""
+
     default: Union[float, None] = Field(default=None, ge=0, le=1)
     max_regression: Union[float, None] = Field(default=None, ge=0, le=1)
     slices: dict[str, float] = Field(default_factory=dict)
@@ -128,7 +195,21 @@ class SuiteConfig(_Section):
         return target
 
     def case_paths(self) -> list[Path]:
+        """The ``[suite] cases`` paths, resolved (each must stay inside the config's folder)."""
         return [self.resolve(p, key="suite.cases") for p in self.suite.cases]
+
+    def template_for(self, variant: str | None) -> TemplateConfig:
+        """The ``[template]`` table as ``variant`` sees it (None: ``[template]`` itself); see
+        :meth:`TemplateConfig.for_variant`. ConfigError for a variant the config does not have."""
+        if variant is None:
+            return self.template
+        if variant not in self.variants:
+            raise ConfigError(
+                f"{self.path}: no variant {variant!r}"
+                + did_you_mean(variant, list(self.variants))
+                + f"; variants: {', '.join(self.variants) or 'none'}"
+            )
+        return self.template.for_variant(self.variants[variant])
 
 
 def _known_keys(model: type[BaseModel]) -> list[str]:

@@ -9,8 +9,7 @@ from __future__ import annotations
 from ..cases import PromptCase
 from .builtin import BUILTIN_META_TEMPLATES
 from .builtin import builtin_meta
-from .case import CasePrompts
-from .case import case_row
+from .case_prompts import CasePrompts
 from .meta import APITemplateParser
 from .meta import LMTemplateParser
 from .meta import MetaTemplate
@@ -26,6 +25,7 @@ from .retrievers import FixKRetriever
 from .retrievers import RandomRetriever
 from .retrievers import TopkRetriever
 from .retrievers import ZeroRetriever
+from .row import case_row
 from .substitute import substitute
 
 

@@ -103,6 +103,7 @@ class MetaTemplate:
         raise TemplateError(f"role {role!r} is not in {where}{extra} (roles: {', '.join(known)})")
 
     def merged(self, updates: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+        """Every role's config with the template items' keys (``prompt``...) over it (a copy)."""
         roles = copy.deepcopy(self.roles)
         for name, item in updates.items():
             roles[name].update(item)
@@ -140,10 +141,17 @@ def join_no_meta(prompt: list[Any]) -> str:
 class _Walker:
     """The section walk shared by both parsers (§7.4)."""
 
-    def __init__(self, meta: MetaTemplate) -> None:
+    def __init__(self, meta: MetaTemplate | None) -> None:
         self.meta = meta
 
+    @property
+    def _meta(self) -> MetaTemplate:
+        """The meta template, once ``parse`` has checked there is one (the walk needs it)."""
+        assert self.meta is not None
+        return self.meta
+
     def split_rounds(self, dialogue: list[Any], section: str) -> list[list[dict[str, Any]]]:
+        """The role items of a ``round`` / ``ice`` section, grouped into rounds of the meta template."""
         rounds: list[list[dict[str, Any]]] = [[]]
         last = -1
         for item in dialogue:
@@ -156,8 +164,8 @@ class _Walker:
                 )
             if not isinstance(item, Mapping):
                 raise TemplateError(f"prompt item {item!r} is neither a string nor an object")
-            name = self.meta.resolve(item, round_only=True)
-            pos = self.meta.round_roles.index(name)
+            name = self._meta.resolve(item, round_only=True)
+            pos = self._meta.round_roles.index(name)
             if pos <= last and rounds[-1]:
                 rounds.append([])
             rounds[-1].append({"_as": name, **item})
@@ -165,6 +173,7 @@ class _Walker:
         return rounds
 
     def walk(self, prompt: list[Any], mode: str) -> None:
+        """Walk the sections of ``prompt``, emitting strings, single items and rounds in order."""
         stack: list[tuple[str, int]] = []
         self.generating = True
         for i, item in enumerate(prompt):
@@ -193,12 +202,7 @@ class _Walker:
                             f"section marker {dict(item)!r} closes section {name!r} but {open_name!r} is open"
                         )
                     if name in ("round", "ice"):
-                        rounds = self.split_rounds(prompt[start:i], name)
-                        for k, rnd in enumerate(rounds):
-                            last = mode == "gen" and name == "round" and k == len(rounds) - 1
-                            self.on_round(rnd, for_gen=last)
-                            if not self.generating:
-                                break
+                        self._close_rounds(prompt[start:i], name, mode)
                 else:
                     raise TemplateError(f"section marker {dict(item)!r}: 'pos' must be 'begin' or 'end'")
             elif isinstance(item, Mapping):
@@ -208,7 +212,7 @@ class _Walker:
                         "template needs section markers"
                     )
                 if stack[-1][0] in ("begin", "end"):
-                    name = self.meta.resolve(item, round_only=False)
+                    name = self._meta.resolve(item, round_only=False)
                     self.on_single(name, item)
                 # round / ice items are rendered when their section closes
             else:
@@ -216,43 +220,57 @@ class _Walker:
         if stack:
             raise TemplateError(f"section {stack[-1][0]!r} is opened but never closed")
 
+    def _close_rounds(self, dialogue: list[Any], name: str, mode: str) -> None:
+        """Emit the rounds of a closed ``round`` / ``ice`` section, up to the model's turn in gen mode."""
+        rounds = self.split_rounds(dialogue, name)
+        for k, rnd in enumerate(rounds):
+            last = mode == "gen" and name == "round" and k == len(rounds) - 1
+            self.on_round(rnd, for_gen=last)
+            if not self.generating:
+                break
+
     def on_string(self, item: str) -> None:
+        """Emit a bare string of the intermediate."""
         raise NotImplementedError
 
     def on_single(self, name: str, item: Mapping[str, Any]) -> None:
+        """Emit one role item of a ``begin`` / ``end`` section as role ``name``."""
         raise NotImplementedError
 
     def on_round(self, rnd: list[dict[str, Any]], *, for_gen: bool) -> None:
+        """Emit one round in the meta template's role order; ``for_gen`` stops at the model's turn."""
         raise NotImplementedError
 
     def round_configs(self, rnd: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        """Every role's config with the round's items over it."""
         updates: dict[str, dict[str, Any]] = {}
         for item in rnd:
             name = item["_as"]
             updates[name] = {k: v for k, v in item.items() if k != "_as"}
-        return self.meta.merged(updates)
+        return self._meta.merged(updates)
 
 
 class LMTemplateParser(_Walker):
     """Intermediate to one string for completion models (§7)."""
 
     def __init__(self, meta: MetaTemplate | None) -> None:
-        self.meta = meta  # type: ignore[assignment]
+        super().__init__(meta)
         if meta is not None:
             for part in ("begin", "end"):
                 if not isinstance(getattr(meta, part), str):
                     raise TemplateError(f"{meta.key}.{part} must be a string for completion models")
 
     def parse(self, prompt: Intermediate, mode: str = "gen") -> str:
+        """The one string a completion model is sent for ``prompt`` (``gen`` or ``ppl`` mode)."""
         if isinstance(prompt, str):
             return prompt
         if self.meta is None:
             return join_no_meta(prompt)
         self.text = ""
         self.walk(list(prompt), mode)
-        out = self.meta.begin + self.text
+        out: str = self._meta.begin + self.text
         if self.generating:
-            out += self.meta.end
+            out += self._meta.end
         return out
 
     def _emit(self, cfg: Mapping[str, Any], name: str, *, for_gen: bool) -> bool:
@@ -270,12 +288,12 @@ class LMTemplateParser(_Walker):
         self.text += item
 
     def on_single(self, name: str, item: Mapping[str, Any]) -> None:
-        cfg = self.meta.merged({name: dict(item)})[name]
+        cfg = self._meta.merged({name: dict(item)})[name]
         self._emit(cfg, name, for_gen=False)
 
     def on_round(self, rnd: list[dict[str, Any]], *, for_gen: bool) -> None:
         roles = self.round_configs(rnd)
-        for entry in self.meta.round:
+        for entry in self._meta.round:
             if isinstance(entry, str):
                 self.text += entry
                 continue
@@ -289,7 +307,7 @@ class APITemplateParser(_Walker):
     """Intermediate to ``{"role": <api_role>, "prompt": ...}`` messages for chat models (§8)."""
 
     def __init__(self, meta: MetaTemplate | None) -> None:
-        self.meta = meta  # type: ignore[assignment]
+        super().__init__(meta)
         if meta is not None:
             for i, entry in enumerate(meta.round):
                 if isinstance(entry, str):
@@ -299,6 +317,7 @@ class APITemplateParser(_Walker):
                     )
 
     def parse(self, prompt: Intermediate, mode: str = "gen") -> Any:
+        """The ``{"role", "prompt"}`` messages a chat model is sent for ``prompt`` (a string stays one)."""
         if isinstance(prompt, str):
             return prompt
         if self.meta is None:
@@ -331,12 +350,12 @@ class APITemplateParser(_Walker):
         if not merged:
             raise TemplateError("the conversation is empty: the template produced no message to send")
         out: list[Any] = list(merged)
-        if self.meta.begin:
-            out.insert(0, self.meta.begin)
+        if self._meta.begin:
+            out.insert(0, self._meta.begin)
         return out
 
     def _human_role(self) -> str:
-        human = self.meta.roles.get("HUMAN")
+        human = self._meta.roles.get("HUMAN")
         if human is not None and isinstance(human.get("api_role"), str):
             return str(human["api_role"])
         return "HUMAN"
@@ -361,12 +380,12 @@ class APITemplateParser(_Walker):
             self.messages.append({"role": self._human_role(), "prompt": item})
 
     def on_single(self, name: str, item: Mapping[str, Any]) -> None:
-        cfg = self.meta.merged({name: dict(item)})[name]
+        cfg = self._meta.merged({name: dict(item)})[name]
         self.messages.append(self._message(cfg, name))
 
     def on_round(self, rnd: list[dict[str, Any]], *, for_gen: bool) -> None:
         roles = self.round_configs(rnd)
-        for entry in self.meta.round:
+        for entry in self._meta.round:
             name = entry["role"]
             cfg = roles[name]
             if for_gen and cfg.get("generate"):

@@ -108,6 +108,7 @@ class MMPromptTemplate:
     def gen_prompt(
         self, row: Mapping[str, Any], *, output_column: str | None = None, replace_token: str = ""
     ) -> PromptList:
+        """The intermediate of ``row``: text and content parts filled, the output column masked."""
         fill_row = dict(row)
         if output_column is not None:
             fill_row[output_column] = replace_token

@@ -89,6 +89,7 @@ class MultiTurnPromptTemplate:
     def conversation(
         self, row: Mapping[str, Any], *, infer_mode: str = "every", bot_role: str = "BOT"
     ) -> Conversation:
+        """The conversation of ``row`` (``question`` and ``answer`` lists) in ``infer_mode``."""
         if infer_mode not in INFER_MODES:
             raise TemplateError(f"infer_mode {infer_mode!r} is not one of {', '.join(INFER_MODES)}")
         for field in ("question", "answer"):

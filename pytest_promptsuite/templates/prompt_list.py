@@ -5,7 +5,6 @@ A :class:`PromptList` is a plain list subclass so that its JSON form is exactly 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 from typing import Union
 
@@ -83,10 +82,3 @@ def to_json(value: Any) -> Any:
         return {k: to_json(v) for k, v in value.items()}
     return value
 
-
-def concat(parts: Iterable[Any]) -> PromptList:
-    """One PromptList of several lists of items."""
-    out = PromptList()
-    for part in parts:
-        out.extend(part)
-    return out

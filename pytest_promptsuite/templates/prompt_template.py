@@ -217,6 +217,7 @@ class PromptTemplate:
         )
 
     def encode(self, label: Any = None, *, first: bool = False, ice: bool = False) -> Intermediate:
+        """The template chosen for ``label`` as written: a string, or a dialogue as a PromptList."""
         chosen = self.choose(label, first=first)
         if isinstance(chosen, str):
             return chosen

@@ -10,8 +10,9 @@ string, with the substitution syntax chosen per suite.
 - ``jinja``: Jinja2 in the same sandbox as task prompts (undefined variables are errors).
 - ``none``: no substitution at all (the template is already the prompt).
 
-Template files are read byte for byte relative to the suite config, and a path that leaves the
-suite's folder (``../x.txt``, or a symlink pointing outside) is refused.
+A renderer is made by one lookup, ``make_renderer(name, params)``: the
+``pytest_promptsuite_make_renderer`` hook under pytest (a plugin's first, then
+:func:`builtin_renderer`), :func:`builtin_renderer` itself elsewhere.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from dataclasses import field
 from functools import lru_cache
-from typing import TYPE_CHECKING
 from typing import Any
 from typing import Protocol
 from typing import Union
@@ -31,30 +31,20 @@ from typing import runtime_checkable
 import jinja2
 from jinja2.sandbox import SandboxedEnvironment
 
-from ..cases import did_you_mean
 from ..cases import nearest
 from ..errors import ConfigError
 from ..errors import TemplateError
+from .filters import builtin_filter
+from .jinja import MakeFilter
+from .jinja import compile_template
+from .jinja import install_filters
+from .jinja import render_template
+from .jinja import sandbox_environment
+from .pluggable import check_params
+from .pluggable import split_spec
+from .pluggable import unknown_part
 from .substitute import substitute
 from .substitute import value_text
-from .task_prompts import MakeFilter
-from .task_prompts import MakeParser
-from .task_prompts import TaskPrompt
-from .task_prompts import builtin_factory
-from .task_prompts import compile_template
-from .task_prompts import install_filters
-from .task_prompts import load_task_prompts
-from .task_prompts import render_template
-from .task_prompts import sandbox_environment
-from .task_prompts import split_spec
-from .task_prompts import task_row
-
-
-if TYPE_CHECKING:
-    from ..cases import PromptCase
-    from ..suite import SuiteConfig
-    from ..suite import TemplateConfig
-    from .prompt import Prompt
 
 
 __all__ = [
@@ -63,15 +53,11 @@ __all__ = [
     "FormatRenderer",
     "JinjaRenderer",
     "MakeRenderer",
+    "NeedsFilters",
     "NoneRenderer",
-    "PromptSource",
     "Renderer",
-    "StringTemplate",
+    "builtin_renderer",
     "get_renderer",
-    "load_template_file",
-    "prompt_source",
-    "string_template",
-    "variant_template",
 ]
 
 
@@ -79,7 +65,20 @@ __all__ = [
 class Renderer(Protocol):
     """Fills a template string from a row. Raise :class:`TemplateError` naming the variable."""
 
-    def render(self, template: str, row: Mapping[str, Any]) -> str: ...
+    def render(self, template: str, row: Mapping[str, Any]) -> str:
+        """The filled template."""
+
+
+@runtime_checkable
+class NeedsFilters(Protocol):
+    """A renderer that runs Jinja templates and so needs the suite's filter lookup.
+
+    :func:`get_renderer` calls ``with_filters`` on what the renderer lookup made, because a hook
+    caller may not pass ``make_filter`` to ``pytest_promptsuite_make_renderer``.
+    """
+
+    def with_filters(self, make_filter: MakeFilter) -> Renderer:
+        """This renderer using ``make_filter`` (itself if it already has a filter lookup)."""
 
 
 #: ``make(name, params) -> Renderer | None`` (the ``pytest_promptsuite_make_renderer`` hook).
@@ -91,6 +90,7 @@ class FormatRenderer:
     """``{name}`` substitution of SPEC-templates §4 (unknown placeholders stay verbatim)."""
 
     def render(self, template: str, row: Mapping[str, Any]) -> str:
+        """``template`` with each ``{name}`` of the row replaced (:func:`substitute`)."""
         return substitute(template, row)
 
 
@@ -111,6 +111,8 @@ class DelimiterRenderer:
             raise ConfigError("renderer 'delimiters' needs non-empty strings 'start' and 'end'")
 
     def render(self, template: str, row: Mapping[str, Any]) -> str:
+        """``template`` with each placeholder filled; an unknown one is an error when ``strict``."""
+
         def fill(match: re.Match[str]) -> str:
             name = match.group(1)
             if name in row:
@@ -141,7 +143,11 @@ def _delimited(start: str, end: str, keys: tuple[str, ...]) -> re.Pattern[str]:
 
 @dataclass
 class JinjaRenderer:
-    """Jinja2 in the task prompts' sandbox; compiled templates are cached by their text."""
+    """Jinja2 in the task prompts' sandbox; compiled templates are cached by their text.
+
+    ``make_filter`` is asked for each filter a template uses; None until :meth:`with_filters`
+    gives one, and the built-in filters (:func:`builtin_filter`) are used while it is None.
+    """
 
     make_filter: MakeFilter | None = None
     _env: SandboxedEnvironment = field(init=False, repr=False)
@@ -150,10 +156,15 @@ class JinjaRenderer:
     def __post_init__(self) -> None:
         self._env = sandbox_environment()
 
+    def with_filters(self, make_filter: MakeFilter) -> JinjaRenderer:
+        """This renderer if it has a filter lookup already, else a new one using ``make_filter``."""
+        return self if self.make_filter is not None else JinjaRenderer(make_filter)
+
     def render(self, template: str, row: Mapping[str, Any]) -> str:
+        """``template`` rendered with the row as its context (compiled once per text)."""
         compiled = self._cache.get(template)
         if compiled is None:
-            install_filters(self._env, [template], self.make_filter)
+            install_filters(self._env, [template], self.make_filter or builtin_filter)
             compiled = compile_template(self._env, template, None)
             self._cache[template] = compiled
         return render_template(compiled, row, None)
@@ -164,14 +175,11 @@ class NoneRenderer:
     """No substitution: the template is sent as written."""
 
     def render(self, template: str, row: Mapping[str, Any]) -> str:
+        """``template`` itself."""
         return template
 
 
-def _format(params: dict[str, Any], make_filter: MakeFilter | None) -> Renderer:
-    return FormatRenderer()
-
-
-def _delimiters(params: dict[str, Any], make_filter: MakeFilter | None) -> Renderer:
+def _delimiters(params: dict[str, Any]) -> Renderer:
     if "start" not in params or "end" not in params:
         raise ConfigError(
             "renderer 'delimiters' needs 'start' and 'end', "
@@ -183,210 +191,46 @@ def _delimiters(params: dict[str, Any], make_filter: MakeFilter | None) -> Rende
     return DelimiterRenderer(params["start"], params["end"], strict)
 
 
-def _jinja(params: dict[str, Any], make_filter: MakeFilter | None) -> Renderer:
-    return JinjaRenderer(make_filter)
+#: The names :func:`builtin_renderer` answers, and the params each takes.
+_PARAMS: dict[str, tuple[str, ...]] = {"format": (), "delimiters": ("start", "end", "strict"), "jinja": (), "none": ()}
+#: The names :func:`builtin_renderer` answers, for error messages.
+BUILTIN_RENDERERS = tuple(_PARAMS)
 
 
-def _none(params: dict[str, Any], make_filter: MakeFilter | None) -> Renderer:
-    return NoneRenderer()
-
-
-_Factory = Callable[[dict[str, Any], Union[MakeFilter, None]], Renderer]
-#: name -> (factory(params, make_filter), the params it takes)
-BUILTIN_RENDERERS: dict[str, tuple[_Factory, tuple[str, ...]]] = {
-    "format": (_format, ()),
-    "delimiters": (_delimiters, ("start", "end", "strict")),
-    "jinja": (_jinja, ()),
-    "none": (_none, ()),
-}
+def builtin_renderer(
+    name: str, params: dict[str, Any], make_filter: MakeFilter | None = None
+) -> Renderer | None:
+    """Our renderer ``name`` made with ``params`` (``jinja`` with the Jinja filter lookup
+    ``make_filter``, if given), or None when ``name`` is not ours; a ConfigError for bad params.
+    The built-in answer of the ``pytest_promptsuite_make_renderer`` hook."""
+    if name not in _PARAMS:
+        return None
+    check_params("renderer", name, params, _PARAMS[name])
+    if name == "delimiters":
+        return _delimiters(params)
+    if name == "jinja":
+        return JinjaRenderer(make_filter)
+    return NoneRenderer() if name == "none" else FormatRenderer()
 
 
 def get_renderer(
     spec: str | Mapping[str, Any] | None = None,
     *,
-    make: MakeRenderer | None = None,
-    make_filter: MakeFilter | None = None,
+    make: MakeRenderer = builtin_renderer,
+    make_filter: MakeFilter = builtin_filter,
 ) -> Renderer:
     """The renderer for ``renderer = NAME`` or ``{ type = NAME, ... }`` (None: ``format``).
 
-    ``make`` (the ``pytest_promptsuite_make_renderer`` hook) is asked first, so a plugin can add
-    a type or replace a built-in; ``make_filter`` gives the ``jinja`` renderer plugin filters.
+    ``make`` (the ``pytest_promptsuite_make_renderer`` hook, else :func:`builtin_renderer`) makes
+    it, and a renderer that runs Jinja (:class:`NeedsFilters`) gets ``make_filter``, the Jinja
+    filter lookup (the ``pytest_promptsuite_make_jinja_filter`` hook, else the built-ins).
     """
     name, params = ("format", {}) if spec is None else split_spec(spec, key="template.renderer")
-    if make is not None:
-        made = make(name, dict(params))
-        if made is not None:
-            if not callable(getattr(made, "render", None)):
-                raise ConfigError(f"the renderer made for {name!r} has no render(template, row) method")
-            return made
-    factory = builtin_factory("renderer", name, params, BUILTIN_RENDERERS, "pytest_promptsuite_make_renderer")
-    return factory(params, make_filter)  # type: ignore[no-any-return]
-
-
-# --- suite config glue -----------------------------------------------------------------------
-
-
-def load_template_file(config: SuiteConfig, relative: str) -> str:
-    """The text of ``template_file = RELATIVE``, byte for byte (UTF-8, no newline translation).
-
-    The path is resolved against the config's folder with links followed, and must stay inside
-    it (ConfigError otherwise, from :meth:`SuiteConfig.resolve`).
-    """
-    path = config.resolve(relative, key="template.template_file")
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise ConfigError(
-            f"{config.path}: template.template_file = {relative!r}: cannot read {path}: {exc.strerror}"
-        ) from exc
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path}: the template file is not UTF-8 text: {exc}") from exc
-
-
-@dataclass(frozen=True)
-class StringTemplate:
-    """A template string with its renderer and a name for errors (the file, or ``template``)."""
-
-    text: str
-    renderer: Renderer
-    name: str
-
-    def render(self, row: Mapping[str, Any]) -> str:
-        """The prompt for ``row``; a TemplateError names this template."""
-        try:
-            return self.renderer.render(self.text, row)
-        except TemplateError as exc:
-            raise TemplateError(f"{self.name}: {exc}") from exc
-
-
-def string_template(
-    config: SuiteConfig,
-    template: TemplateConfig | None = None,
-    *,
-    make: MakeRenderer | None = None,
-    make_filter: MakeFilter | None = None,
-) -> StringTemplate | None:
-    """``template_file`` (or an inline ``template`` string) of a template table with its
-    ``renderer``; None when the table has neither. ``template`` defaults to ``config.template``."""
-    table = template if template is not None else config.template
-    if table.template_file is not None and table.template is not None:
-        raise ConfigError(f"{config.path}: [template] has both 'template_file' and 'template'; keep one")
-    if table.template_file is not None:
-        text = load_template_file(config, table.template_file)
-        name = table.template_file
-    elif table.template is not None:
-        text, name = table.template, "template"
-    else:
-        if table.renderer is not None:
-            raise ConfigError(f"{config.path}: template.renderer needs a 'template_file' or 'template'")
-        return None
-    try:
-        renderer = get_renderer(table.renderer, make=make, make_filter=make_filter)
-    except ConfigError as exc:
-        raise ConfigError(f"{config.path}: {exc}") from exc
-    return StringTemplate(text, renderer, name)
-
-
-#: The three ways to make a prompt; a variant that sets a key of one drops the others' keys.
-_KINDS = {
-    "infer_cfg": ("prompt_template", "ice_template", "retriever", "infer_mode", "multiturn_template"),
-    "task_prompts": ("task_prompts", "task", "mode"),
-    "file": ("template_file", "template", "renderer"),
-}
-
-
-def variant_template(config: SuiteConfig, variant: str | None) -> TemplateConfig:
-    """The ``[template]`` table as variant ``variant`` sees it: its keys override ``[template]``'s,
-    and when it sets a key of another kind of prompt (say ``template_file`` over a
-    ``task_prompts`` default), the default's keys of the other kinds are dropped."""
-    if variant is None:
-        return config.template
-    if variant not in config.variants:
-        raise ConfigError(
-            f"{config.path}: no variant {variant!r}"
-            + did_you_mean(variant, list(config.variants))
-            + f"; variants: {', '.join(config.variants) or 'none'}"
-        )
-    override = config.variants[variant]
-    updates = {k: getattr(override, k) for k in override.model_fields_set}
-    kinds = {kind for kind, keys in _KINDS.items() if any(k in updates for k in keys)}
-    base = config.template.model_dump()
-    if kinds:
-        for kind, keys in _KINDS.items():
-            if kind not in kinds:
-                for key in keys:
-                    if key in base:
-                        base[key] = None
-    base.update(updates)
-    return type(config.template).model_validate(base)
-
-
-@dataclass(frozen=True)
-class PromptSource:
-    """What each case sends when its ``[template]`` table (after the variant) uses a task prompt
-    or a string template: one of the two is set."""
-
-    task_prompt: TaskPrompt | None = None
-    string: StringTemplate | None = None
-
-    def prompt(self, case: PromptCase) -> Prompt:
-        """The prompt of ``case``: a string, or OpenAI-role messages (task prompts' ``messages``).
-        TemplateError (naming the prompt or file, and the variable) when it does not render."""
-        row = task_row(case)
-        if self.task_prompt is not None:
-            return self.task_prompt.render(row)
-        assert self.string is not None
-        return self.string.render(row)
-
-    @property
-    def params(self) -> dict[str, Any]:
-        """Request params the task prompt sets (``stop``, ``max_tokens``); merge over the model's."""
-        return self.task_prompt.params if self.task_prompt is not None else {}
-
-    def parse_output(self, text: str) -> str:
-        """The output the checks see (the task prompt's ``output_parser``); may raise
-        :class:`OutputParserError`, which should fail the case, not error it."""
-        return self.task_prompt.parse_output(text) if self.task_prompt is not None else text
-
-
-def prompt_source(
-    config: SuiteConfig,
-    table: TemplateConfig | None = None,
-    *,
-    model: str | None = None,
-    make_renderer: MakeRenderer | None = None,
-    make_filter: MakeFilter | None = None,
-    make_parser: MakeParser | None = None,
-) -> PromptSource | None:
-    """The prompt source of a ``[template]`` table (default ``config.template``; pass
-    :func:`variant_template` for a variant), or None when it uses neither ``task_prompts`` nor
-    ``template_file``/``template`` (the infer_cfg engine's business).
-
-    Loads and compiles everything now, so any mistake is a ConfigError before a case runs; the
-    task prompt is selected for ``model`` (the model's spec) and ``table.mode``.
-    """
-    table = table if table is not None else config.template
-    uses_task = any(getattr(table, k) is not None for k in ("task_prompts", "task"))
-    uses_string = any(getattr(table, k) is not None for k in ("template_file", "template"))
-    uses_infer = any(
-        getattr(table, k, None) is not None for k in ("prompt_template", "ice_template", "multiturn_template")
-    )
-    if sum((uses_task, uses_string, uses_infer)) > 1:
-        raise ConfigError(
-            f"{config.path}: [template] takes exactly one of: an infer_cfg (prompt_template), a task "
-            "prompt (task_prompts + task) or a template file (template_file or template)"
-        )
-    if uses_task:
-        if table.task_prompts is None or table.task is None:
-            missing = "task_prompts" if table.task_prompts is None else "task"
-            raise ConfigError(f"{config.path}: [template] uses task prompts but has no {missing!r}")
-        prompts = load_task_prompts(
-            config, table.task_prompts, make_filter=make_filter, make_parser=make_parser
-        )
-        return PromptSource(task_prompt=prompts.select(table.task, model, table.mode))
-    if table.mode is not None:
-        raise ConfigError(f"{config.path}: template.mode applies to task prompts; add task_prompts and task")
-    string = string_template(config, table, make=make_renderer, make_filter=make_filter)
-    return PromptSource(string=string) if string is not None else None
+    made = make(name, dict(params))
+    if made is None:
+        raise unknown_part("renderer", name, BUILTIN_RENDERERS, "pytest_promptsuite_make_renderer")
+    if not callable(getattr(made, "render", None)):
+        raise ConfigError(f"the renderer made for {name!r} has no render(template, row) method")
+    if isinstance(made, NeedsFilters):
+        return made.with_filters(make_filter)
+    return made

@@ -7,6 +7,7 @@ engine with one call.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from collections.abc import Sequence
 from typing import Any
 
 from ..errors import TemplateError
@@ -17,8 +18,10 @@ from .multiturn import MultiTurnPromptTemplate
 from .prompt_list import prompt_list_from_json
 from .prompt_list import to_json
 from .prompt_template import PromptTemplate
+from .retrievers import MakeRetriever
+from .retrievers import Retriever
 from .retrievers import build_ice
-from .retrievers import make_retriever
+from .retrievers import builtin_retriever
 
 
 __all__ = ["REQUEST_KEYS", "make_template", "render_prompt", "render_request", "render_request_file"]
@@ -104,8 +107,37 @@ def _check(request: Any) -> dict[str, Any]:
     return req
 
 
-def render_request(request: Any) -> dict[str, Any]:
-    """Render one request (SPEC §2.1) into its response (§2.2); every failure is a TemplateError."""
+def _retriever(spec: Any, make: MakeRetriever) -> Retriever:
+    """The request's retriever (one of :data:`REQUEST_RETRIEVERS`, default ZeroRetriever), made by
+    ``make``."""
+    if spec is None:
+        spec = {"type": "ZeroRetriever"}
+    if not isinstance(spec, Mapping):
+        raise TemplateError(f"retriever must be an object with a 'type', got {spec!r}")
+    name = spec.get("type", "ZeroRetriever")
+    made = None
+    if isinstance(name, str) and name in REQUEST_RETRIEVERS:
+        made = make(name=name, params={k: v for k, v in spec.items() if k != "type"})
+    if made is None:
+        raise TemplateError(f"retriever.type: unknown retriever {name!r} (known: {', '.join(REQUEST_RETRIEVERS)})")
+    return made
+
+
+def _example(req: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The test row of a request (``example``, required, an object)."""
+    if "example" not in req:
+        raise TemplateError("request key 'example' (the test row) is required")
+    example = req["example"]
+    if not isinstance(example, Mapping):
+        raise TemplateError(f"example must be an object, got {type(example).__name__}")
+    return example
+
+
+def render_request(request: Any, *, make_retriever: MakeRetriever = builtin_retriever) -> dict[str, Any]:
+    """Render one request (SPEC §2.1) into its response (§2.2); every failure is a TemplateError.
+
+    ``make_retriever`` makes the retriever the request names (the built-ins unless a caller has
+    the plugin hook)."""
     req = _check(request)
     mode = req.get("mode", "gen")
     parser = req.get("parser")
@@ -117,19 +149,14 @@ def render_request(request: Any) -> dict[str, Any]:
 
     pt_spec = req.get("prompt_template")
     prompt_template = make_template(pt_spec, key="prompt_template") if pt_spec is not None else None
-    multi = isinstance(prompt_template, MultiTurnPromptTemplate)
     for key in ("infer_mode", "model_outputs"):
-        if key in req and not multi:
+        if key in req and not isinstance(prompt_template, MultiTurnPromptTemplate):
             raise TemplateError(f"request key {key!r} needs prompt_template.type 'MultiTurnPromptTemplate'")
-    if "example" not in req:
-        raise TemplateError("request key 'example' (the test row) is required")
-    example = req["example"]
-    if not isinstance(example, Mapping):
-        raise TemplateError(f"example must be an object, got {type(example).__name__}")
+    example = _example(req)
     output_column = req.get("output_column")
     replace = req.get("gen_field_replace_token", "")
 
-    if multi:
+    if isinstance(prompt_template, MultiTurnPromptTemplate):
         if mode == "ppl":
             raise TemplateError("a MultiTurnPromptTemplate renders in gen mode only (mode 'ppl' given)")
         return _render_multiturn(req, prompt_template, example, meta, parser)
@@ -146,22 +173,15 @@ def render_request(request: Any) -> dict[str, Any]:
         ice_template = make_template(it_spec, key="ice_template")
         if not isinstance(ice_template, PromptTemplate):
             raise TemplateError("ice_template.type must be 'PromptTemplate'")
-    retriever = make_retriever(req.get("retriever"), allowed=REQUEST_RETRIEVERS)
+    retriever = _retriever(req.get("retriever"), make_retriever)
     train = req.get("ice_examples", [])
     for i, row in enumerate(train):
         if not isinstance(row, Mapping):
             raise TemplateError(f"ice_examples[{i}] must be an object, got {type(row).__name__}")
     intermediate, retrieved = render_prompt(
-        prompt_template,
-        ice_template,
-        retriever,
-        train,
-        example,
-        output_column=output_column,
-        replace_token=replace,
-        mode=mode,
-        label=req.get("label"),
-        has_label="label" in req,
+        prompt_template, ice_template, retriever, train, example,
+        output_column=output_column, replace_token=replace, mode=mode,
+        label=req.get("label"), has_label="label" in req,
     )
     prompt = parse(intermediate, parser=parser, meta=meta, mode=mode)
     return {"prompt": to_json(prompt), "intermediate": to_json(intermediate), "retrieved": retrieved}
@@ -193,7 +213,7 @@ def render_prompt(
     prompt_template: PromptTemplate | None,
     ice_template: PromptTemplate | None,
     retriever: Any,
-    train: list[Mapping[str, Any]],
+    train: Sequence[Mapping[str, Any]],
     example: Mapping[str, Any],
     *,
     output_column: str | None,

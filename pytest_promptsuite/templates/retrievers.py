@@ -13,6 +13,7 @@ from collections.abc import Callable
 from collections.abc import Mapping
 from collections.abc import Sequence
 from typing import Any
+from typing import Protocol
 
 from ..errors import TemplateError
 from .prompt_list import Intermediate
@@ -24,12 +25,14 @@ __all__ = [
     "BM25Retriever",
     "Embedding",
     "FixKRetriever",
+    "MakeRetriever",
     "RETRIEVERS",
     "RandomRetriever",
     "Retriever",
     "TopkRetriever",
     "ZeroRetriever",
     "build_ice",
+    "builtin_retriever",
     "make_retriever",
     "row_text",
     "tfidf_embedding",
@@ -322,6 +325,23 @@ def make_retriever(spec: Any, *, key: str = "retriever", allowed: Sequence[str] 
     if kind == "TopkRetriever" and kwargs.get("embedding") is not None:
         kwargs["embedding"] = import_embedding(kwargs["embedding"], key=f"{key}.embedding")
     return cls(**kwargs)
+
+
+def builtin_retriever(name: Any, params: Mapping[str, Any]) -> Retriever | None:
+    """Our retriever ``name`` (a key of :data:`RETRIEVERS`) made with ``params``, or None when
+    ``name`` is not ours; TemplateError for bad params. The built-in answer of the
+    ``pytest_promptsuite_make_retriever`` hook."""
+    if not isinstance(name, str) or name not in RETRIEVERS:
+        return None
+    return make_retriever({"type": name, **params})
+
+
+class MakeRetriever(Protocol):
+    """``make(name=..., params=...) -> Retriever | None``: the ``pytest_promptsuite_make_retriever``
+    hook, or :func:`builtin_retriever`."""
+
+    def __call__(self, *, name: Any, params: dict[str, Any]) -> Retriever | None:
+        """The retriever ``name`` made with ``params``, or None when the name is unknown."""
 
 
 def build_ice(

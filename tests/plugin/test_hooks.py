@@ -248,3 +248,50 @@ def test_retriever_hook_builtin_and_override(pytester: pytest.Pytester) -> None:
     assert hook.pytest_promptsuite_make_retriever(name="LastK", params={"k": 2}) == ("last", 2)
     assert hook.pytest_promptsuite_make_retriever(name="Nope", params={}) is None
     assert hook.pytest_promptsuite_make_renderer(name="nope", params={}) is None
+
+
+def test_the_builtin_hookimpls_answer_our_names_and_none_for_others(pytester: pytest.Pytester) -> None:
+    from pytest_promptsuite.templates.filters import indent
+    from pytest_promptsuite.templates.renderers import JinjaRenderer
+
+    hook = pytester.parseconfigure().hook
+    assert isinstance(hook.pytest_promptsuite_make_renderer(name="jinja", params={}), JinjaRenderer)
+    parser = hook.pytest_promptsuite_make_output_parser(name="json", params={})
+    assert parser('Sure: {"a": 1}') == '{"a": 1}'
+    assert hook.pytest_promptsuite_make_output_parser(name="nope", params={}) is None
+    assert hook.pytest_promptsuite_make_jinja_filter(name="indent") is indent
+    assert hook.pytest_promptsuite_make_jinja_filter(name="upper") is None  # Jinja's own stays
+
+
+FILTER_CONFTEST = """
+def pytest_promptsuite_make_jinja_filter(name):
+    if name == "indent":
+        return lambda value, n=4: f"<{n}>{value}"
+    if name == "shout":
+        return lambda value: str(value).upper() + "!"
+"""
+
+
+def test_a_conftest_filter_wins_over_ours_and_jinjas_filters_stay(pytester: pytest.Pytester) -> None:
+    """In task prompts and in ``jinja`` template files alike: the conftest's ``indent`` replaces
+    ours, its ``shout`` is added, Jinja's ``upper`` and ``title`` still work, and so do ours."""
+    pytester.makeconftest(FILTER_CONFTEST)
+    template = "{{ input | shout }} {{ input | indent(2) }} {{ input | upper }} {{ input | title }} " \
+               "{{ history | user_assistant_sequence }}"
+    (pytester.path / "prompts.yml").write_text(
+        f"prompts:\n  - task: a\n    content: '{template}'\n", encoding="utf-8"
+    )
+    (pytester.path / "t.txt").write_text(template, encoding="utf-8")
+    pytester.makefile(
+        ".toml",
+        promptsuite='[template]\ntask_prompts = "prompts.yml"\ntask = "a"\n'
+        '[variants.task]\n[variants.file]\ntemplate_file = "t.txt"\nrenderer = "jinja"\n',
+    )
+    pytester.makefile(".jsonl", cases='{"case_id": "c", "input": "hi", "slice": "s"}')
+    result = pytester.runpytest("--prompt-suite", "cases.jsonl", "--prompt-report", "report")
+    result.assert_outcomes(passed=2)
+    rows = [json.loads(line) for line in (pytester.path / "report" / "results.jsonl").read_text("utf-8").splitlines()]
+    assert {r["variant"]: r["prompt"] for r in rows} == {
+        "task": "HI! <2>hi HI Hi User: hi",
+        "file": "HI! <2>hi HI Hi User: hi",
+    }

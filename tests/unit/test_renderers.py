@@ -13,18 +13,18 @@ from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.errors import TemplateError
 from pytest_promptsuite.suite import SuiteConfig
 from pytest_promptsuite.suite import load_config
+from pytest_promptsuite.templates.parsers import OutputParserError
 from pytest_promptsuite.templates.renderers import DelimiterRenderer
 from pytest_promptsuite.templates.renderers import FormatRenderer
 from pytest_promptsuite.templates.renderers import JinjaRenderer
 from pytest_promptsuite.templates.renderers import NoneRenderer
 from pytest_promptsuite.templates.renderers import Renderer
+from pytest_promptsuite.templates.renderers import builtin_renderer
 from pytest_promptsuite.templates.renderers import get_renderer
-from pytest_promptsuite.templates.renderers import load_template_file
-from pytest_promptsuite.templates.renderers import prompt_source
-from pytest_promptsuite.templates.renderers import string_template
-from pytest_promptsuite.templates.renderers import variant_template
+from pytest_promptsuite.templates.sources import load_template_file
+from pytest_promptsuite.templates.sources import prompt_source
+from pytest_promptsuite.templates.sources import string_template
 from pytest_promptsuite.templates.substitute import substitute
-from pytest_promptsuite.templates.task_prompts import OutputParserError
 
 
 ROW = {"input": "1+1=?", "composer": "John Williams", "answer": "2", "n": 5}
@@ -168,9 +168,9 @@ class TestGetRenderer:
             def render(self, template: str, row: Any) -> str:
                 return template.replace("$input", str(row["input"]))
 
-        def make(name: str, params: dict[str, Any]) -> Any:
+        def make(name: str, params: dict[str, Any]) -> Any:  # a conftest's hook, then the built-in one
             seen.append((name, params))
-            return Dollar() if name in ("dollar", "format") else None
+            return Dollar() if name in ("dollar", "format") else builtin_renderer(name, params)
 
         assert get_renderer({"type": "dollar", "x": 1}, make=make).render("$input", ROW) == "1+1=?"
         assert isinstance(get_renderer("format", make=make), Dollar)
@@ -273,20 +273,20 @@ renderer = "none"
 class TestVariants:
     def test_variant_overrides_template_keys(self, tmp_path: Path) -> None:
         config = suite(tmp_path, VARIANTS)
-        v2 = variant_template(config, "v2")
+        v2 = config.template_for("v2")
         assert (v2.task_prompts, v2.task, v2.mode) == ("prompts/v2.yml", "answer", "standard")
-        compact = variant_template(config, "compact")
+        compact = config.template_for("compact")
         assert (compact.task_prompts, compact.task, compact.mode) == ("prompts/v1.yml", "answer", "compact")
-        assert variant_template(config, None) == config.template
+        assert config.template_for(None) == config.template
 
     def test_variant_of_another_kind_drops_the_default_prompt(self, tmp_path: Path) -> None:
-        file = variant_template(suite(tmp_path, VARIANTS), "file")
+        file = suite(tmp_path, VARIANTS).template_for("file")
         assert (file.task_prompts, file.task, file.mode) == (None, None, None)
         assert (file.template_file, file.renderer) == ("prompts/plain.txt", "none")
 
     def test_unknown_variant(self, tmp_path: Path) -> None:
         with pytest.raises(ConfigError, match="no variant 'v3'.*; variants: v1, v2, compact, file"):
-            variant_template(suite(tmp_path, VARIANTS), "v3")
+            suite(tmp_path, VARIANTS).template_for("v3")
 
 
 PROMPTS_YML = """\
@@ -350,5 +350,5 @@ class TestPromptSource:
         config = suite(tmp_path, '[template]\ntask_prompts = "prompts.yml"\ntask = "answer"\n'
                                  '[variants.plain]\ntemplate = "plain {input}"\n')
         (tmp_path / "suite" / "prompts.yml").write_text(PROMPTS_YML, encoding="utf-8")
-        source = prompt_source(config, variant_template(config, "plain"))
+        source = prompt_source(config, config.template_for("plain"))
         assert source is not None and source.prompt(self.CASE) == "plain 1+1=?"
