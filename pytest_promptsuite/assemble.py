@@ -115,12 +115,16 @@ class Assembler:
         """What each case of ``suite`` sends: its ``[template]`` (and variants) compiled now, so a
         mistake in a template, task prompt or renderer is reported before any case runs."""
         hook = self.hook
+
+        def make_filter(name: str) -> Any:
+            return hook.pytest_promptsuite_make_jinja_filter(name=name)
+
         return CasePrompts.from_suite(
             suite,
             settings or self.model_settings(suite)[0],
             make_retriever=hook.pytest_promptsuite_make_retriever,
             make_renderer=lambda name, params: hook.pytest_promptsuite_make_renderer(name=name, params=params),
-            make_filter=lambda name: hook.pytest_promptsuite_make_jinja_filter(name=name),
+            make_filter=make_filter,
             make_parser=lambda name, params: hook.pytest_promptsuite_make_output_parser(name=name, params=params),
         )
 

@@ -20,7 +20,6 @@ from .models import Model
 from .models import make_model
 from .suite import ModelConfig
 from .templates.filters import builtin_filter
-from .templates.jinja import MakeFilter
 from .templates.parsers import OutputParser
 from .templates.parsers import builtin_output_parser
 from .templates.renderers import Renderer
@@ -53,13 +52,11 @@ def pytest_promptsuite_make_retriever(name: str, params: dict[str, Any]) -> Retr
 
 
 @hookimpl(trylast=True)
-def pytest_promptsuite_make_renderer(
-    name: str, params: dict[str, Any], make_filter: MakeFilter | None = None
-) -> Renderer | None:
+def pytest_promptsuite_make_renderer(name: str, params: dict[str, Any]) -> Renderer | None:
     """The built-in renderers (``format``, ``delimiters``, ``jinja``, ``none``); None for other
-    names. ``make_filter`` has a default: callers that do not pass it get an unbound ``jinja``
-    renderer, which :func:`~pytest_promptsuite.templates.renderers.get_renderer` binds."""
-    return builtin_renderer(name, params, make_filter)
+    names. The ``jinja`` renderer gets its filter lookup from
+    :func:`~pytest_promptsuite.templates.renderers.get_renderer` (``with_filters``)."""
+    return builtin_renderer(name, params)
 
 
 @hookimpl(trylast=True)

@@ -152,23 +152,17 @@ def pytest_promptsuite_make_retriever(name: str, params: dict[str, Any]) -> Any 
 
 
 @hookspec(firstresult=True)
-def pytest_promptsuite_make_renderer(
-    name: str,
-    params: dict[str, Any],
-    make_filter: Callable[[str], Callable[..., Any] | None] | None = None,
-) -> Any | None:
+def pytest_promptsuite_make_renderer(name: str, params: dict[str, Any]) -> Any | None:
     """Make the template-file renderer ``[template] renderer = {type = NAME, ...}``, or return
     None if ``name`` is not yours.
 
     Args:
         name: the renderer's ``type`` (built-ins: ``format``, ``delimiters``, ``jinja``, ``none``).
         params: the renderer table's other keys.
-        make_filter: the suite's Jinja filter lookup (``make_filter(name)`` asks
-            :func:`pytest_promptsuite_make_jinja_filter`), for a renderer that runs Jinja
-            templates; None when the caller does not pass one. Take it only if you need it, as
-            ``make_filter=None``. Whatever this hook makes is also handed the suite's lookup
-            through its ``with_filters(make_filter)`` method, if it has one (the built-in
-            ``jinja`` renderer does), so a Jinja renderer never depends on this argument.
+
+    A renderer that runs Jinja templates gets the suite's filter lookup (which asks
+    :func:`pytest_promptsuite_make_jinja_filter`) through its ``with_filters(make_filter)``
+    method, if it has one: the built-in ``jinja`` renderer does.
 
     Example, in ``conftest.py``::
 

@@ -33,7 +33,7 @@ from .models import Response
 from .models import prompt_hash
 from .models.runner import ModelRunner
 from .templates import CasePrompts
-from .templates.task_prompts import OutputParserError
+from .templates.parsers import OutputParserError
 
 
 __all__ = ["CasePipeline", "PlannedCase"]

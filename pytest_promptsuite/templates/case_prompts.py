@@ -23,9 +23,6 @@ from ..errors import TemplateError
 from ..suite import ModelConfig
 from ..suite import SuiteConfig
 from ..suite import TemplateKind
-from ..suite import find_config
-from ..suite import load_config
-from ..suite import suite_targets
 from .builtin import builtin_meta
 from .builtin import resolve_meta
 from .filters import builtin_filter
@@ -57,7 +54,7 @@ from .sources import PromptSource
 from .sources import prompt_source
 
 
-__all__ = ["CasePrompts", "suite_prompts"]
+__all__ = ["CasePrompts"]
 
 #: A case with no template: the input, or one turn per input with its answer.
 DEFAULT_TEMPLATE = {"round": [{"role": "HUMAN", "prompt": "{input}"}, {"role": "BOT", "prompt": "{answer}"}]}
@@ -375,32 +372,3 @@ class CasePrompts:
         if setup.infer_mode == "every":
             positions = positions[:1]
         return [setup.send(conv.request(p)) for p in positions]
-
-
-def suite_prompts(paths: Sequence[str]) -> Callable[[PromptCase], CasePrompts]:
-    """For ``promptsuite render``: the builder of each case's suite, as ``--prompt-suite`` reads them
-    (with the built-in retrievers, renderers, filters and parsers: no plugin hooks)."""
-    owners: list[tuple[Path, CasePrompts]] = []
-    by_config: dict[Path, CasePrompts] = {}
-    for raw in paths:
-        try:
-            suite, targets = suite_targets(Path(raw))
-        except Exception:  # noqa: BLE001 - reported by the caller's own collection
-            continue
-        if suite is not None:
-            prompts = CasePrompts.from_suite(suite)
-            owners.extend((t.resolve(), prompts) for t in targets)
-
-    def of(case: PromptCase) -> CasePrompts:
-        path = Path(case.location.path).resolve()
-        for target, prompts in owners:
-            if path == target or target in path.parents:
-                return prompts
-        found = find_config(path, Path.cwd())
-        if found is None:
-            return CasePrompts()
-        if found not in by_config:
-            by_config[found] = CasePrompts.from_suite(load_config(found))
-        return by_config[found]
-
-    return of

@@ -197,19 +197,17 @@ _PARAMS: dict[str, tuple[str, ...]] = {"format": (), "delimiters": ("start", "en
 BUILTIN_RENDERERS = tuple(_PARAMS)
 
 
-def builtin_renderer(
-    name: str, params: dict[str, Any], make_filter: MakeFilter | None = None
-) -> Renderer | None:
-    """Our renderer ``name`` made with ``params`` (``jinja`` with the Jinja filter lookup
-    ``make_filter``, if given), or None when ``name`` is not ours; a ConfigError for bad params.
-    The built-in answer of the ``pytest_promptsuite_make_renderer`` hook."""
+def builtin_renderer(name: str, params: dict[str, Any]) -> Renderer | None:
+    """Our renderer ``name`` made with ``params``, or None when ``name`` is not ours; a
+    ConfigError for bad params. The built-in answer of the ``pytest_promptsuite_make_renderer``
+    hook (``jinja`` gets its filter lookup from :func:`get_renderer`)."""
     if name not in _PARAMS:
         return None
     check_params("renderer", name, params, _PARAMS[name])
     if name == "delimiters":
         return _delimiters(params)
     if name == "jinja":
-        return JinjaRenderer(make_filter)
+        return JinjaRenderer()
     return NoneRenderer() if name == "none" else FormatRenderer()
 
 

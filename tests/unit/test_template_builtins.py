@@ -54,7 +54,9 @@ class TestBuiltinRenderer:
         def stars(name: str) -> Any:
             return (lambda v: f"*{v}*") if name == "stars" else None
 
-        renderer = builtin_renderer("jinja", {}, stars)
+        made = builtin_renderer("jinja", {})
+        assert isinstance(made, JinjaRenderer) and made.make_filter is None
+        renderer = made.with_filters(stars)
         assert isinstance(renderer, JinjaRenderer) and renderer.make_filter is stars
         assert renderer.render("{{ input | stars }}", {"input": "x"}) == "*x*"
         assert renderer.with_filters(builtin_filter) is renderer  # a bound renderer keeps its lookup
@@ -63,7 +65,7 @@ class TestBuiltinRenderer:
         def lookup(name: str) -> Any:
             return (lambda v: "mine") if name == "shout" else builtin_filter(name)
 
-        def make(name: str, params: dict[str, Any]) -> Any:  # a hook called without make_filter
+        def make(name: str, params: dict[str, Any]) -> Any:  # the hook
             return builtin_renderer(name, params)
 
         renderer = get_renderer("jinja", make=make, make_filter=lookup)
