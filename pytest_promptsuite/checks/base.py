@@ -67,7 +67,7 @@ class CheckResult:
 
     def to_dict(self) -> dict[str, Any]:
         # by hand: dataclasses.asdict deep-copies, and this runs for every check of every case
-        """The check as a row's checks entry."""
+        """The check as an entry of a row's ``checks``."""
         return {
             "layer": self.layer,
             "name": self.name,

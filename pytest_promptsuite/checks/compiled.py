@@ -114,7 +114,7 @@ class SuiteChecks:
 
 
 def known_types() -> str:
-    """The check types an error message lists: the built-ins and assert-set."""
+    """The check types an error message lists: the built-ins and ``assert-set``."""
     return ", ".join([*BUILTIN_TYPES, "assert-set"])
 
 

@@ -265,7 +265,7 @@ class IsRefusal(Check):
 
 
 def compile_regex(p: Params, key: str, source: str) -> re.Pattern[str]:
-    """source compiled; a CheckError naming the check's key when it is no regex."""
+    """``source`` compiled; a CheckError naming the check's ``key`` when it is no regex."""
     try:
         return re.compile(source)
     except re.error as exc:
@@ -273,14 +273,14 @@ def compile_regex(p: Params, key: str, source: str) -> re.Pattern[str]:
 
 
 def make_equals(p: Params) -> Check:
-    """equals: the output (or the JSON value at path) equals value."""
+    """``equals``: the output (or the JSON value at ``path``) equals ``value``."""
     if not p.has("value"):
         p.raw("value", required=True, what="the expected output or JSON value")
     return Equals(p.raw("value"))
 
 
 def make_contains(p: Params, *, mode: str, ignore_case: bool) -> Check:
-    """The contains family: mode is one, any or all of value, optionally ignoring case."""
+    """The ``contains`` family: ``mode`` is one, any or all of ``value``, optionally ignoring case."""
     if mode == "one":
         needle = p.text("value", required=True)
         assert needle is not None
@@ -293,7 +293,7 @@ def make_contains(p: Params, *, mode: str, ignore_case: bool) -> Check:
 
 
 def make_regex(p: Params) -> Check:
-    """regex: value is found in the output (or matches it whole with fullmatch)."""
+    """``regex``: ``value`` is found in the output (or matches it whole with ``fullmatch``)."""
     source = p.string("value", required=True, what="a regular expression")
     assert source is not None
     fullmatch = p.flag("fullmatch")
@@ -301,7 +301,7 @@ def make_regex(p: Params) -> Check:
 
 
 def make_levenshtein(p: Params) -> Check:
-    """levenshtein: at most threshold edits (default 5) from value."""
+    """``levenshtein``: at most ``threshold`` edits (default 5) from ``value``."""
     expected = p.text("value", required=True)
     threshold = p.number("threshold", minimum=0, what="a whole number of edits >= 0")
     if threshold is not None and threshold != int(threshold):
@@ -311,7 +311,7 @@ def make_levenshtein(p: Params) -> Check:
 
 
 def make_similar(p: Params) -> Check:
-    """similar: a similarity ratio of at least threshold (default 0.75) to one of value."""
+    """``similar``: a similarity ratio of at least ``threshold`` (default 0.75) to one of ``value``."""
     expected = p.strings("value", required=True)
     threshold = p.number("threshold", minimum=0, maximum=1, what="a ratio from 0 to 1")
     assert expected is not None
@@ -319,7 +319,7 @@ def make_similar(p: Params) -> Check:
 
 
 def make_is_refusal(p: Params) -> Check:
-    """is-refusal: the output refuses, by the built-in patterns and/or those of value."""
+    """``is-refusal``: the output refuses, by the built-in patterns and/or those of ``value``."""
     extra = p.strings("value") or []
     use_defaults = p.flag("defaults", default=True)
     if not use_defaults and not extra:
@@ -338,7 +338,7 @@ def _compile_ci(p: Params, source: str) -> re.Pattern[str]:
 
 
 def make_starts_with(p: Params) -> Check:
-    """starts-with: the output starts with value."""
+    """``starts-with``: the output starts with ``value``."""
     prefix = p.text("value", required=True)
     assert prefix is not None
     return StartsWith(prefix)

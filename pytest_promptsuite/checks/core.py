@@ -174,7 +174,7 @@ class Params:
         self._known: list[str] = []
 
     def has(self, key: str) -> bool:
-        """Whether the entry has key."""
+        """Whether the entry has ``key``."""
         return key in self._data
 
     def _get(self, key: str, required: bool, what: str) -> Any:
@@ -186,11 +186,11 @@ class Params:
         return self._data[key]
 
     def raw(self, key: str, *, required: bool = False, what: str = "a value") -> Any:
-        """The value of key as written (any JSON type)."""
+        """The value of ``key`` as written (any JSON type)."""
         return self._get(key, required, what)
 
     def string(self, key: str, *, required: bool = False, what: str = "a string") -> str | None:
-        """The value of key; a CheckError naming it when it is not a string."""
+        """The value of ``key``; a CheckError naming it when it is not a string."""
         value = self._get(key, required, what)
         if value is not None and not isinstance(value, str):
             raise CheckError(f"{key!r} of {self.name!r} must be {what}, got {describe_type(value)}")
@@ -230,7 +230,7 @@ class Params:
         maximum: float | None = None,
         what: str = "a number",
     ) -> float | None:
-        """The value of key as a number within the bounds; a CheckError naming it otherwise."""
+        """The value of ``key`` as a number within the bounds; a CheckError naming it otherwise."""
         value = self._get(key, required, what)
         if value is None:
             return None
@@ -241,7 +241,7 @@ class Params:
         return value
 
     def flag(self, key: str, *, default: bool = False) -> bool:
-        """The value of key as true or false (default when absent)."""
+        """The value of ``key`` as true or false (``default`` when absent)."""
         value = self._get(key, False, "true or false")
         if value is None:
             return default

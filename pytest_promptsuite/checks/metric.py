@@ -237,14 +237,14 @@ class PythonCheck(Check):
 
 
 def make_latency(p: Params) -> Check:
-    """latency: the call took at most threshold ms."""
+    """``latency``: the call took at most ``threshold`` ms."""
     threshold = p.number("threshold", required=True, minimum=0, what="a bound in milliseconds")
     assert threshold is not None
     return Latency(threshold)
 
 
 def make_tokens(p: Params) -> Check:
-    """tokens: at most threshold tokens of field (total, prompt or completion)."""
+    """``tokens``: at most ``threshold`` tokens of ``field`` (total, prompt or completion)."""
     threshold = p.number("threshold", required=True, minimum=0, what="a whole number of tokens")
     field = p.string("field", what="'total', 'prompt' or 'completion'") or "total"
     if field not in _TOKEN_FIELDS:
@@ -254,7 +254,7 @@ def make_tokens(p: Params) -> Check:
 
 
 def make_cost(p: Params) -> Check:
-    """cost: the call cost at most threshold USD at prices per million tokens."""
+    """``cost``: the call cost at most ``threshold`` USD at ``prices`` per million tokens."""
     threshold = p.number("threshold", required=True, minimum=0, what="a bound in USD")
     prices = p.raw(
         "prices", required=True, what="{prompt = USD per 1M tokens, completion = USD per 1M tokens}"
@@ -275,7 +275,7 @@ def make_cost(p: Params) -> Check:
 
 
 def make_llm_rubric(p: Params) -> Check:
-    """llm-rubric: a judge model scores the output against the rubric value."""
+    """``llm-rubric``: a judge model scores the output against the rubric ``value``."""
     rubric = p.string("value", required=True, what="the rubric")
     threshold = p.number("threshold", minimum=0, maximum=1, what="a score from 0 to 1")
     assert rubric is not None
@@ -285,7 +285,8 @@ def make_llm_rubric(p: Params) -> Check:
 
 
 def make_python(p: Params, base_dir: Path) -> Check:
-    """python: your function (value: module:function or file://path.py:function) judges the output."""
+    """``python``: your function (``value``: ``module:function`` or ``file://path.py:function``)
+    judges the output."""
     spec = p.string("value", required=True, what="a dotted path like 'package.module:function'")
     threshold = p.number("threshold")
     assert spec is not None

@@ -32,7 +32,7 @@ class HumanReview(Check):
 
 
 def make_human_review(p: Params) -> Check:
-    """human-review: marks the output for a human, with the reason value."""
+    """``human-review``: marks the output for a human, with the reason ``value``."""
     reason = p.string("value", required=True, what="the reason a human should look")
     assert reason is not None
     return HumanReview(reason)

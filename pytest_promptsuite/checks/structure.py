@@ -320,7 +320,7 @@ class WordCount(_Count):
     unit = "words"
 
     def count(self, text: str) -> int:
-        """Words of text (split on whitespace)."""
+        """Words of ``text`` (split on whitespace)."""
         return len(text.split())
 
 
@@ -330,7 +330,7 @@ class CharCount(_Count):
     unit = "chars"
 
     def count(self, text: str) -> int:
-        """Characters of text."""
+        """Characters of ``text``."""
         return len(text)
 
 

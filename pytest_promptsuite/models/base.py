@@ -38,7 +38,7 @@ class Usage:
     total_tokens: int | None = None
 
     def to_dict(self) -> dict[str, int | None]:
-        """The counts as a results row's usage."""
+        """The counts as a results row's ``usage``."""
         return {
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,

@@ -95,7 +95,6 @@ class ResponseCache:
     def __init__(self, root: Path) -> None:
         self.root = root
         self._folder = root / f"v{CACHE_FORMAT_VERSION}"
-        self.hits = 0
         self.stores = 0
         self.write_errors = 0
         self._ready = False
@@ -104,13 +103,12 @@ class ResponseCache:
         return self._folder / key[:2] / f"{key}.json"
 
     def get(self, key: str) -> Response | None:
-        """The stored answer for key as a cache hit, or None (a miss, or a file that is not ours)."""
+        """The stored answer for ``key`` as a cache hit, or None (a miss, or a file that is not ours)."""
         try:
             raw = json.loads(self._path(key).read_text(encoding="utf-8"))
             response = _response_from(raw["response"])
         except (OSError, ValueError, KeyError, TypeError):
             return None  # absent, or a half-written / foreign file: a miss, never a crash
-        self.hits += 1
         return response
 
     def put(self, key: str, response: Response, *, case_id: str = "") -> None:
@@ -194,7 +192,7 @@ class Cassette:
             raise ConfigError(f"--prompt-record {self.path}: cannot write: {exc.strerror}") from exc
 
     def get(self, key: str) -> Response | None:
-        """The recorded answer for key, or None."""
+        """The recorded answer for ``key``, or None."""
         entry = self._entries.get(key)
         return None if entry is None else _response_from(entry["response"])
 

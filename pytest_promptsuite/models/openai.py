@@ -170,7 +170,8 @@ class OpenAIModel:
         return text
 
     async def generate(self, request: ModelRequest) -> Response:
-        """Send one request (retrying transient failures); a ModelError with the endpoint's reason otherwise."""
+        """Send one request (retrying transient failures); a ModelError with the endpoint's reason
+        otherwise."""
         url, body = self._url_and_body(request)
         where = public_url(url)
         last: EndpointError | None = None

@@ -81,8 +81,6 @@ class ModelRunner:
         self._batch: list[_Pending] | None = None
         #: The first fatal error of any model (the plugin stops the run on it).
         self.fatal: EndpointError | None = None
-        self.calls = 0
-        self.prefetches = 0
         self.prefetch_hits = 0
 
     def _ensure_loop(self) -> asyncio.AbstractEventLoop:
@@ -142,7 +140,6 @@ class ModelRunner:
         self._check_usable(ident)
         async with semaphore:
             self._check_usable(ident)
-            self.calls += 1
             try:
                 return await model.generate(request)
             except EndpointError as exc:
@@ -206,7 +203,6 @@ class ModelRunner:
         slot = (id(model), key)
         if slot not in self._prefetched:
             self._prefetched[slot] = (request, self.submit(model, request))
-            self.prefetches += 1
 
     def call(self, model: Model, request: ModelRequest, *, key: Hashable | None = None) -> Response:
         """Answer ``request`` with ``model``: inline without I/O, else the call prefetched for
