@@ -7,6 +7,7 @@ file with any problem yields no case at all: nothing runs on a half-read suite.
 from __future__ import annotations
 
 import difflib
+import functools
 from collections.abc import Collection
 from collections.abc import Iterable
 from collections.abc import Iterator
@@ -38,6 +39,12 @@ __all__ = [
 ]
 
 
+@functools.lru_cache(maxsize=256)
+def _path(text: str) -> Path:
+    """One ``Path`` per file name: every row of a file parses the same location prefix."""
+    return Path(text)
+
+
 @dataclass(frozen=True)
 class CaseLocation:
     """Where a case was read: the file and its 1-based line."""
@@ -55,8 +62,8 @@ class CaseLocation:
             return None
         path, sep, line = text.rpartition(":")
         if not sep or not line.isdigit():
-            return cls(Path(text), 0)
-        return cls(Path(path), int(line))
+            return cls(_path(text), 0)
+        return cls(_path(path), int(line))
 
 
 @dataclass(frozen=True)

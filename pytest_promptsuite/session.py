@@ -115,8 +115,9 @@ class PromptSession:
         variants = self.index.variants(key, self.options.variant)
         repeats = self.options.repeat
         planned = []
+        shown_path = Path(shown)
         for case in cases:
-            location = CaseLocation(Path(shown), case.location.line)
+            location = CaseLocation(shown_path, case.location.line)
             for variant in variants:  # prompt versions: ids case_id[v1], case_id[v2]
                 for repeat in range(repeats):  # --prompt-repeat N: ids case_id[repeat-0..N-1]
                     case_key = CaseKey(case.case_id, variant, repeat)
