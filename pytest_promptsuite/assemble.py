@@ -18,6 +18,7 @@ from .checks import ModelJudge
 from .checks import SuiteChecks
 from .checks import compile_suite_checks
 from .errors import ConfigError
+from .errors import PromptSuiteError
 from .models import Model
 from .models.cache import Cassette
 from .models.cache import ResponseCache
@@ -88,11 +89,11 @@ class Assembler:
         self.config = config
         self.workers = max(1, workers)
 
-    def model_settings(self, suite: SuiteConfig) -> tuple[ModelConfig, Path]:
-        """The model a suite runs and the folder its relative paths resolve in:
-        ``--prompt-model`` names a ``[models.NAME]`` or replaces the spec of ``[model]`` (its
-        relative rule files then resolve against the invocation folder); ``--prompt-base-url``
-        replaces the base URL."""
+    def model_settings(self, suite: SuiteConfig, variant: str | None = None) -> tuple[ModelConfig, Path]:
+        """The model a suite (prompt ``variant``) runs and the folder its relative paths resolve
+        in: ``--prompt-model`` names a ``[models.NAME]`` or replaces the spec of ``[model]`` (its
+        relative rule files then resolve against the invocation folder); a variant's own
+        ``model`` table goes over that; ``--prompt-base-url`` replaces the base URL."""
         option, root = self.options.model, suite.root
         if option is None:
             settings = suite.model
@@ -100,9 +101,30 @@ class Assembler:
             settings = suite.models[option]
         else:
             settings, root = suite.model.model_copy(update={"spec": option}), self.invocation_dir
+        own = suite.model_for(variant, settings)
+        if own.spec != settings.spec:
+            root = suite.root  # the variant's own rules file is the config's
         if self.options.base_url:
-            settings = settings.model_copy(update={"base_url": self.options.base_url})
-        return settings, root
+            own = own.model_copy(update={"base_url": self.options.base_url})
+        return own, root
+
+    def describe_model(self, suite: SuiteConfig, variant: str | None) -> dict[str, Any]:
+        """What a run records of a variant's model: spec, base URL (without credentials), params
+        and whether its answers never vary (a ``deterministic`` model, or a replay)."""
+        from .models.openai import public_url  # httpx loads only when a run needs it
+
+        settings, root = self.model_settings(suite, variant)
+        try:
+            model = self.make_model(settings, root)
+            deterministic = bool(self.options.replay) or bool(getattr(model, "deterministic", False))
+        except PromptSuiteError:
+            deterministic = False
+        return {
+            "spec": settings.spec,
+            "base_url": public_url(settings.base_url) if settings.base_url else None,
+            "params": dict(settings.params),
+            "deterministic": deterministic,
+        }
 
     def make_model(self, settings: ModelConfig, root: Path) -> Model:
         """The model for ``settings`` from the ``pytest_promptsuite_make_model`` hook."""
@@ -111,9 +133,17 @@ class Assembler:
         )
         return model
 
-    def prompts(self, suite: SuiteConfig, settings: ModelConfig | None = None) -> CasePrompts:
-        """What each case of ``suite`` sends: its ``[template]`` (and variants) compiled now, so a
-        mistake in a template, task prompt or renderer is reported before any case runs."""
+    def prompts(
+        self, suite: SuiteConfig, settings: ModelConfig | None = None,
+        variant_settings: dict[str, ModelConfig] | None = None,
+    ) -> CasePrompts:
+        """What each case of ``suite`` sends: its ``[template]`` (and variants, each with its own
+        model's meta template where it has one) compiled now, so a mistake in a template, task
+        prompt or renderer is reported before any case runs."""
+        if variant_settings is None:
+            variant_settings = {
+                name: self.model_settings(suite, name)[0] for name, v in suite.variants.items() if v.model is not None
+            }
         hook = self.hook
 
         def make_filter(name: str) -> Any:
@@ -126,6 +156,7 @@ class Assembler:
             make_renderer=lambda name, params: hook.pytest_promptsuite_make_renderer(name=name, params=params),
             make_filter=make_filter,
             make_parser=lambda name, params: hook.pytest_promptsuite_make_output_parser(name=name, params=params),
+            variant_settings=variant_settings,
         )
 
     def suite_checks(self, suite: SuiteConfig) -> SuiteChecks:
@@ -166,15 +197,25 @@ class Assembler:
             ),
         )
 
-    def pipeline(self, suite: SuiteConfig) -> CasePipeline:
-        """A suite's whole pipeline; the concurrency bound (``--prompt-concurrency``, else
-        ``[model] concurrency``) is for the whole run, so pytest-xdist workers share it."""
-        settings, root = self.model_settings(suite)
+    def _attached(self, settings: ModelConfig, root: Path) -> Model:
+        """A model made and attached to the runner; the concurrency bound (``--prompt-concurrency``,
+        else its ``concurrency``) is for the whole run, so pytest-xdist workers share it."""
         limit = self.options.concurrency or settings.concurrency or DEFAULT_CONCURRENCY
-        model = self.runner.attach(
+        return self.runner.attach(
             self.make_model(settings, root), concurrency=max(1, -(-limit // self.workers)), stores=self.stores
         )
-        prompts = self.prompts(suite, settings)
+
+    def pipeline(self, suite: SuiteConfig) -> CasePipeline:
+        """A suite's whole pipeline, with a model of its own for each variant that has one."""
+        settings, root = self.model_settings(suite)
+        model = self._attached(settings, root)
+        own: dict[str, tuple[Model, ModelConfig]] = {}
+        for name, variant in suite.variants.items():
+            if variant.model is not None:
+                variant_settings, variant_root = self.model_settings(suite, name)
+                own[name] = (self._attached(variant_settings, variant_root), variant_settings)
+        prompts = self.prompts(suite, settings, {name: s for name, (_, s) in own.items()})
         return CasePipeline(
-            model, self.runner, params=settings.params, evaluator=self.evaluator(suite), prompts=prompts
+            model, self.runner, params=settings.params, evaluator=self.evaluator(suite), prompts=prompts,
+            variant_models={name: (m, s.params) for name, (m, s) in own.items()},
         )

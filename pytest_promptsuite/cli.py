@@ -21,6 +21,7 @@ from .checks import compile_cases
 from .errors import CaseFileError
 from .errors import PromptSuiteError
 from .models.runner import ModelRunner
+from .options import BY_FLAG
 from .options import RunOptions
 from .plugins import conftest_modules
 from .plugins import plugin_manager
@@ -173,7 +174,10 @@ def _render(args: argparse.Namespace) -> int:
 def _diff(args: argparse.Namespace) -> int:
     from .report.tools import run_diff
 
-    return run_diff(Path(args.old), Path(args.new))
+    return run_diff(
+        Path(args.old), Path(args.new), alpha=args.prompt_alpha, max_regression=args.prompt_max_regression,
+        baseline_variant=args.prompt_baseline_variant,
+    )
 
 
 def _merge(args: argparse.Namespace) -> int:
@@ -198,10 +202,13 @@ def _parser() -> argparse.ArgumentParser:
                         help="render one template request (SPEC-templates.md) and print JSON")
     render.set_defaults(func=_render)
     diff = commands.add_parser(
-        "diff", help="compare two result sets (report folders or results.jsonl); exits 0, 2 if unreadable"
+        "diff", help="compare two result sets (report folders or results.jsonl) under the regression rule; "
+        "exits 1 when a slice regressed, 0 otherwise, 2 if unreadable"
     )
     diff.add_argument("old", metavar="OLD")
     diff.add_argument("new", metavar="NEW")
+    for flag in ("--prompt-alpha", "--prompt-max-regression", "--prompt-baseline-variant"):
+        diff.add_argument(flag, **BY_FLAG[flag].kwargs)
     diff.set_defaults(func=_diff)
     merge = commands.add_parser("merge", help="merge shard report folders into one report")
     merge.add_argument("shards", nargs="+", metavar="SHARD")

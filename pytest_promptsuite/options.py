@@ -20,7 +20,7 @@ from .shard import Shard
 from .shard import parse_shard
 
 
-__all__ = ["OPTIONS", "Option", "RunOptions"]
+__all__ = ["BY_FLAG", "OPTIONS", "Option", "RunOptions"]
 
 
 def _fraction(value: str) -> float:
@@ -40,6 +40,16 @@ def _shard(value: str) -> Shard:
         return parse_shard(value)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _alpha(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number between 0 and 1 (e.g. 0.05)") from None
+    if not 0 < number < 1:
+        raise argparse.ArgumentTypeError(f"{value!r} is not between 0 and 1, both excluded (e.g. 0.05)")
+    return number
 
 
 def _results_path(value: str) -> Path:
@@ -106,6 +116,12 @@ OPTIONS: tuple[Option, ...] = (
         type=_fraction, default=None, metavar="X",
         help="Largest allowed drop of a slice's pass rate against the baseline, 0..1 "
         "(default 0.0, or the config's)")),
+    Option("--prompt-alpha", dict(
+        type=_alpha, default=None, metavar="A",
+        help="Level of the paired regression test against the baseline (default 0.05, or [gate] alpha)")),
+    Option("--prompt-baseline-variant", dict(
+        default=None, metavar="NAME",
+        help="Compare with the baseline's rows of prompt variant NAME (default: pair by case and variant)")),
     Option("--prompt-shard", dict(
         type=_shard, default=None, metavar="K/N",
         help="Run only the K-th (from 1) of N deterministic shards of the cases")),
@@ -137,6 +153,10 @@ OPTIONS: tuple[Option, ...] = (
 )
 
 
+#: Each option by its flag, for commands that share some (``promptsuite diff``).
+BY_FLAG: dict[str, Option] = {option.flag: option for option in OPTIONS}
+
+
 @dataclass(frozen=True)
 class RunOptions:
     """The ``--prompt-*`` options of one run, parsed once (every field is an option's value)."""
@@ -149,6 +169,8 @@ class RunOptions:
     min_pass_rate: float | None = None
     baseline: Path | None = None
     max_regression: float | None = None
+    alpha: float | None = None
+    baseline_variant: str | None = None
     shard: Shard | None = None
     base_url: str | None = None
     concurrency: int | None = None

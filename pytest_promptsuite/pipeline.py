@@ -64,7 +64,8 @@ class _Prepared:
 
 
 class CasePipeline:
-    """Everything needed to run the cases of one suite config against one model."""
+    """Everything needed to run the cases of one suite config: its model (and the own model of
+    each variant that has one, with that model's params), prompts and checks."""
 
     def __init__(
         self,
@@ -74,6 +75,7 @@ class CasePipeline:
         params: Mapping[str, Any] | None = None,
         evaluator: Evaluator | None = None,
         prompts: CasePrompts | None = None,
+        variant_models: Mapping[str, tuple[Model, Mapping[str, Any]]] | None = None,
     ) -> None:
         self.model = model
         self.runner = runner
@@ -83,11 +85,16 @@ class CasePipeline:
         #: Renders cases: the suite's ``[template]`` and the model's meta template.
         self.prompts = prompts or CasePrompts()
         self._prepared: dict[CaseKey, _Prepared | TemplateError] = {}
+        self._own = {name: (m, dict(p)) for name, (m, p) in (variant_models or {}).items()}
+
+    def model_for(self, variant: str | None) -> tuple[Model, dict[str, Any]]:
+        """The model a variant's cases are sent to, and its params."""
+        return self._own.get(variant or "", (self.model, self.params))
 
     def _request(self, case: PromptCase, prompt: Prompt, key: CaseKey) -> ModelRequest:
         params = {
             **self.prompts.default_params(variant=key.variant),
-            **self.params,
+            **self.model_for(key.variant)[1],
             **self.prompts.params(variant=key.variant),
         }
         return ModelRequest(prompt=prompt, params=params, repeat=key.repeat, case_id=case.case_id)
@@ -107,7 +114,7 @@ class CasePipeline:
         prepared = self._prepare(planned.case, planned.key)
         self._prepared[planned.key] = prepared
         if isinstance(prepared, _Prepared):
-            self.runner.prefetch(self.model, prepared.request, key=planned.key)
+            self.runner.prefetch(self.model_for(planned.key.variant)[0], prepared.request, key=planned.key)
 
     def forget(self) -> None:
         """Drop what was prepared for cases that will not run (``-x``, Ctrl-C, end of run)."""
@@ -130,14 +137,15 @@ class CasePipeline:
             return CaseResult(outcome=Outcome.ERROR, error=f"render: {prepared}", **base)
         base["prompt"], base["prompt_hash"] = prepared.prompt, prepared.prompt_hash
         replies: list[str] = []
+        model = self.model_for(key.variant)[0]
         try:
-            response = self.runner.call(self.model, prepared.request, key=key)
+            response = self.runner.call(model, prepared.request, key=key)
             # a multi-turn case: each reply may feed the next request; the checks see the last reply
             while (follow := self.prompts.follow_up(case, [*replies, response.text],
                                                     variant=key.variant)) is not None:
                 replies.append(response.text)
                 base["prompt"], base["prompt_hash"] = follow, prompt_hash(follow)
-                response = self.runner.call(self.model, self._request(case, follow, key))
+                response = self.runner.call(model, self._request(case, follow, key))
         except ModelError as exc:
             return CaseResult(outcome=Outcome.ERROR, error=str(exc), replies=tuple(replies), **base)
         except TemplateError as exc:

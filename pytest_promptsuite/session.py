@@ -9,6 +9,7 @@ add up the same way; only the controller loads the baseline and writes files.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from collections.abc import Iterator
 from collections.abc import Sequence
@@ -32,15 +33,26 @@ from .pipeline import PlannedCase
 from .prefetch import Prefetcher
 from .report import summary_lines
 from .report import write_report
+from .results import Baseline
+from .results import GateSettings
+from .results import RunInfo
 from .results import Summary
 from .results import ThresholdPolicy
 from .results import load_results
+from .results import load_summary_json
 from .results import summarize
 from .suites import SuiteIndex
 from .suites import SuiteKey
 
 
 __all__ = ["PromptSession"]
+
+
+def _version() -> str:
+    """pytest-promptsuite's version, as recorded in a run's summary."""
+    from . import __version__
+
+    return __version__
 
 
 class PromptSession:
@@ -89,16 +101,22 @@ class PromptSession:
         self._prefetcher: Prefetcher | None = None
         self.planned = 0
 
-    def _load_baseline(self) -> list[CaseResult] | None:
-        """The ``--prompt-baseline`` rows (of this shard only, with ``--prompt-shard``)."""
+    def _load_baseline(self) -> Baseline | None:
+        """The ``--prompt-baseline`` rows (of this shard only, with ``--prompt-shard``), and what
+        that run used when a ``summary.json`` lies beside them."""
         path, shard = self.options.baseline, self.options.shard
         if path is None:
             return None
         try:
             rows = load_results(path)
+            summary = load_summary_json(path)
         except PromptSuiteError as exc:
             raise ConfigError(f"--prompt-baseline: {exc}") from exc
-        return rows if shard is None else [r for r in rows if r.case_id in shard]
+        rows = rows if shard is None else [r for r in rows if r.case_id in shard]
+        run = summary.get("run") if summary else None
+        return Baseline(
+            rows, str(path), self.options.baseline_variant, RunInfo.from_dict(run) if isinstance(run, dict) else None
+        )
 
     # -- collection ---------------------------------------------------------------------------
 
@@ -181,6 +199,15 @@ class PromptSession:
         """A row an item reported (its ``CaseResult`` as JSON, as it crossed pytest-xdist)."""
         self.rows.append(CaseResult.from_json(value))
 
+    def _know_every_suite(self) -> None:
+        """Load the config of every case file under the targets, as collection did: a
+        pytest-xdist controller collects nothing itself, yet its gates need every config."""
+        for path in self.index.case_files():
+            try:
+                self.index.suite_of(path)
+            except PromptSuiteError:
+                pass  # reported where the file was collected
+
     def policy(self) -> ThresholdPolicy:
         """Where each slice's threshold and the allowed regression come from."""
         slices: dict[str, float] = {}
@@ -202,6 +229,36 @@ class PromptSession:
             max_regression_config=max_regression,
         )
 
+    def gate_settings(self) -> GateSettings:
+        """How drops are judged: ``--prompt-alpha``, else the first config's ``[gate]`` keys, else
+        the defaults."""
+        configs = self.index.configs()
+
+        def first(key: str) -> Any:
+            return next((getattr(s.gate, key) for s in configs if getattr(s.gate, key) is not None), None)
+
+        return GateSettings(
+            alpha=self.options.alpha or first("alpha") or 0.05,
+            correction=first("correction") or "holm",
+            regression=first("regression") or "auto",
+            compare_variants=bool(first("compare_variants")),
+        )
+
+    def run_info(self) -> RunInfo:
+        """What this run used: each variant's model, the case files' and prompts' hashes."""
+        models: dict[str, dict[str, Any]] = {}
+        for suite in self.index.configs():
+            variants: list[str | None] = [*suite.variants] or [None]
+            for variant in variants:
+                models.setdefault(variant or "", self.assembler.describe_model(suite, variant))
+        cases = hashlib.sha256()
+        for path in sorted(self.index.case_files(), key=self.index.display):
+            cases.update(self.index.display(path).encode("utf-8") + b"\0" + path.read_bytes() + b"\0")
+        return RunInfo(
+            version=_version(), models=models, suite_hash=cases.hexdigest()[:16],
+            prompt_hash=RunInfo.prompts_hash(self.rows),
+        )
+
     def finish(self) -> Summary | None:
         """Aggregate the rows, write the report files (controller only) and return the summary;
         None on a worker, or when nothing ran (a shard reports even then, for ``merge``)."""
@@ -210,9 +267,10 @@ class PromptSession:
             self.stores.record.finalize()
         if self.is_worker or not (self.rows or self.options.shard):
             return None
+        self._know_every_suite()
         self.summary = summarize(
-            self.rows, self.policy(), baseline=self.baseline, baseline_source=str(self.options.baseline),
-            variant_order=self.index.variant_order(),
+            self.rows, self.policy(), baseline=self.baseline, variant_order=self.index.variant_order(),
+            settings=self.gate_settings(), run=self.run_info(),
         )
         if self.options.report:
             write_report(self.invocation_dir / self.options.report, self.rows, self.summary)

@@ -30,12 +30,15 @@ else:  # pragma: no cover
 
 
 __all__ = [
+    "GateConfig",
     "ModelConfig",
+    "ModelOverride",
     "SuiteConfig",
     "SuiteSection",
     "TemplateConfig",
     "TemplateKind",
     "Thresholds",
+    "VariantConfig",
     "find_config",
     "load_config",
     "suite_targets",
@@ -133,7 +136,7 @@ class TemplateConfig(_Section):
     def for_variant(self, override: TemplateConfig) -> TemplateConfig:
         """This table with ``override``'s keys over it; when the override sets a key of some kind,
         this table's keys of the other kinds are dropped (a file variant over task prompts)."""
-        updates = {k: getattr(override, k) for k in override.model_fields_set}
+        updates = {k: getattr(override, k) for k in override.model_fields_set if k in TemplateConfig.model_fields}
         kinds = {kind for kind in TemplateKind if any(k in updates for k in kind.keys)}
         base = self.model_dump()
         if kinds:
@@ -150,6 +153,39 @@ class Thresholds(_Section):
     default: Union[float, None] = Field(default=None, ge=0, le=1)
     max_regression: Union[float, None] = Field(default=None, ge=0, le=1)
     slices: dict[str, float] = Field(default_factory=dict)
+
+
+class GateConfig(_Section):
+    """``[gate]``: how a drop against the baseline is judged (see the README's "Is this drop
+    real?"): the paired test's level, the correction over the run's comparisons, the rule, and
+    whether each later prompt variant is gated against the first."""
+
+    alpha: Union[float, None] = Field(default=None, gt=0, lt=1)
+    correction: Union[Literal["holm", "none"], None] = None
+    regression: Union[Literal["auto", "paired", "delta"], None] = None
+    compare_variants: Union[bool, None] = None
+
+
+class ModelOverride(_Section):
+    """``[variants.NAME.model]``: the keys of ``[model]`` a prompt variant changes (the rest
+    stay), so two models can be compared in one run under the same rule."""
+
+    spec: Union[str, None] = None
+    base_url: Union[str, None] = None
+    api_key_env: Union[str, None] = None
+    endpoint: Union[Literal["chat", "completions"], None] = None
+    meta_template: Union[str, dict[str, Any], None] = None
+    params: Union[dict[str, Any], None] = None
+    concurrency: Union[int, None] = Field(default=None, ge=1)
+    timeout_s: Union[float, None] = Field(default=None, gt=0)
+    max_retries: Union[int, None] = Field(default=None, ge=0)
+
+
+class VariantConfig(TemplateConfig):
+    """``[variants.NAME]``: the ``[template]`` keys a prompt version overrides, and optionally
+    its own ``model`` table."""
+
+    model: Union[ModelOverride, None] = None
 
 
 class SuiteCheck(_Section):
@@ -173,8 +209,9 @@ class SuiteConfig(_Section):
     model: ModelConfig = Field(default_factory=ModelConfig)
     models: dict[str, ModelConfig] = Field(default_factory=dict)
     template: TemplateConfig = Field(default_factory=TemplateConfig)
-    variants: dict[str, TemplateConfig] = Field(default_factory=dict)
+    variants: dict[str, VariantConfig] = Field(default_factory=dict)
     thresholds: Thresholds = Field(default_factory=Thresholds)
+    gate: GateConfig = Field(default_factory=GateConfig)
     checks: list[SuiteCheck] = Field(default_factory=list)
     review: ReviewConfig = Field(default_factory=ReviewConfig)
     path: Union[Path, None] = Field(default=None, exclude=True)
@@ -210,6 +247,15 @@ class SuiteConfig(_Section):
                 + f"; variants: {', '.join(self.variants) or 'none'}"
             )
         return self.template.for_variant(self.variants[variant])
+
+    def model_for(self, variant: str | None, base: ModelConfig | None = None) -> ModelConfig:
+        """The model ``variant`` runs: ``base`` (default ``[model]``) with the keys of the
+        variant's own ``model`` table over it."""
+        base = base if base is not None else self.model
+        override = self.variants[variant].model if variant is not None and variant in self.variants else None
+        if override is None:
+            return base
+        return base.model_copy(update={k: getattr(override, k) for k in override.model_fields_set})
 
 
 def _known_keys(model: type[BaseModel]) -> list[str]:

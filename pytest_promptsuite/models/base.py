@@ -70,7 +70,11 @@ class Response:
 
 @runtime_checkable
 class Model(Protocol):
-    """A model: one async method. Implementations are the fake model and the HTTP client."""
+    """A model: one async method. Implementations are the fake model and the HTTP client.
+
+    A model whose answers never vary may say so with a class attribute ``deterministic = True``
+    (the fake model does): a baseline comparison of two such runs needs no statistical test.
+    """
 
     #: The spec the model was made from, e.g. ``fake`` or ``openai:qwen2.5-7b``.
     spec: str

@@ -286,6 +286,11 @@ class CachingModel:
     def __repr__(self) -> str:
         return f"CachingModel({self.inner!r})"
 
+    @property
+    def deterministic(self) -> bool:
+        """Replayed answers never vary; otherwise, as the inner model's."""
+        return self.replay is not None or bool(getattr(self.inner, "deterministic", False))
+
     async def generate(self, request: ModelRequest) -> Response:
         """A replayed answer, else a cached one, else the inner model's (stored and recorded)."""
         key = cache_key(self.identity, request)

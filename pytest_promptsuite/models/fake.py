@@ -34,6 +34,9 @@ class FakeModel:
     ``default``; else the echo.
     """
 
+    #: Its answers never vary: a baseline of it is compared by the ``delta`` rule under ``auto``.
+    deterministic = True
+
     def __init__(
         self, rules: Sequence[FakeRule] = (), default: str | None = None, *, spec: str = "fake"
     ) -> None:

@@ -12,7 +12,7 @@ from .reasons import reason
 __all__ = ["SUMMARY_FORMAT_VERSION", "gate_document", "summary_document"]
 
 #: Bumped whenever a field of ``summary.json`` changes meaning.
-SUMMARY_FORMAT_VERSION = 2
+SUMMARY_FORMAT_VERSION = 3
 
 
 def gate_document(gate: GateResult) -> dict[str, Any]:
@@ -39,4 +39,9 @@ def summary_document(summary: Summary) -> dict[str, Any]:
         "compared_variants": (
             summary.compared_variants.to_dict() if summary.compared_variants is not None else None
         ),
+        **summary.settings.to_dict(),
+        "max_regression": summary.policy.max_regression()[0],
+        "regression_tests": [t.to_dict() for t in summary.tests],
+        "run": summary.run.to_dict() if summary.run is not None else None,
+        "baseline_run": summary.baseline_run.to_dict() if summary.baseline_run is not None else None,
     }

@@ -15,6 +15,7 @@ from ..cases import CaseKey
 from ..results import Summary
 from .reasons import reason
 from .text import slice_rows
+from .verdicts import verdict_lines
 
 
 __all__ = ["summary_markdown"]
@@ -112,9 +113,12 @@ def _baseline(summary: Summary) -> list[str]:
         f"Against the baseline {md_escape(diff.source)}: "
         f"{len(diff.regressions)} regressions, {len(diff.fixes)} fixes, {len(diff.new)} new, "
         f"{len(diff.removed)} removed; allowed drop {diff.max_regression * 100:.1f} points "
-        f"({md_escape(diff.max_regression_source)}). p is the exact McNemar test on the flips.",
+        f"({md_escape(diff.max_regression_source)}). p is the exact two-sided McNemar test on the "
+        "flips; p drop is the one-sided exact test of a drop the gate uses.",
         "",
     ]
+    md += [f"- {md_escape(line)}" for line in verdict_lines(summary)]
+    md += [""] if md[-1] != "" else []
     md += _ids("Regressions (passed, now not)", list(diff.regressions))
     md += _ids("Fixes (failed, now passed)", list(diff.fixes))
     md += _ids("New cases", list(diff.new))

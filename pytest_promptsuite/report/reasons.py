@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from ..results import CasesErrored
 from ..results import GateDecision
+from ..results import NoCommonCases
 from ..results import SliceBelowThreshold
 from ..results import SliceRegressed
 
@@ -26,6 +27,8 @@ def reason(decision: GateDecision) -> str:
         return _below_threshold(decision)
     if isinstance(decision, SliceRegressed):
         return _regressed(decision)
+    if isinstance(decision, NoCommonCases):
+        return _no_common_cases(decision)
     return _errored(decision)
 
 
@@ -43,10 +46,30 @@ def _below_threshold(d: SliceBelowThreshold) -> str:
 
 def _regressed(d: SliceRegressed) -> str:
     which = f"; regressions: {_ids(d.regressions)}" if d.regressions else ""
+    test = ""
+    if d.rule.kind == "paired" and d.p_regression is not None:
+        corrected = ""
+        if d.p_adjusted is not None and d.family > 1:
+            corrected = f", {d.p_adjusted:.3g} after Holm's correction over {d.family} comparisons"
+        test = f", and it is significant (one-sided exact p = {d.p_regression:.3g}{corrected}; alpha {d.rule.alpha:g})"
+    models = ""
+    if d.models is not None:
+        models = (
+            f"; the {d.against} used model {d.models[0]}, this run {d.models[1]}: "
+            "a model change, not only a prompt change"
+        )
+    over = "" if d.paired_cases is None else f" over the {_plural(d.paired_cases, 'case')} in both runs"
     return (
-        f"{_where(d.slice, d.variant)}: pass rate dropped {_points(d.drop)} against the baseline "
+        f"{_where(d.slice, d.variant)}: pass rate dropped {_points(d.drop)} against the {d.against}{over} "
         f"({d.baseline_pass_rate:.1%} -> {d.pass_rate:.1%}), more than the allowed "
-        f"{_points(d.rule.max_drop)} ({d.rule.source}); McNemar p = {d.p_value:.3g}{which}"
+        f"{_points(d.rule.max_drop)} ({d.rule.source}){test}; McNemar p = {d.p_value:.3g}{which}{models}"
+    )
+
+
+def _no_common_cases(d: NoCommonCases) -> str:
+    return (
+        f"no case in common with the {d.against} ({d.source}): nothing could be compared; check that "
+        "both runs have the same case ids (and --prompt-baseline-variant for a baseline of another variant)"
     )
 
 

@@ -9,6 +9,8 @@ from collections.abc import Sequence
 from ..checks.base import CaseResult
 from ..results import Summary
 from .reasons import reason
+from .verdicts import short_verdict
+from .verdicts import verdict_lines
 
 
 __all__ = [
@@ -63,7 +65,7 @@ def slice_rows(summary: Summary) -> tuple[list[str], list[list[str]]]:
     header = ["slice", "cases", "passed", "failed", "error", "review", "pass rate", "95% CI",
               "threshold"]
     if baseline:
-        header += ["baseline", "delta (pts)", "flips -/+", "p"]
+        header += ["baseline", "delta (pts)", "flips -/+", "p", "p drop", "verdict", "detectable (pts)"]
     header.append("gate")
     rows = []
     for s in summary.slices:
@@ -81,21 +83,27 @@ def slice_rows(summary: Summary) -> tuple[list[str], list[list[str]]]:
             f"{s.threshold:.0%} ({s.threshold_source})",
         ]
         if baseline:
+            test = s.test
+            shown_p = None if test is None else (test.p_adjusted if test.p_adjusted is not None else test.p_regression)
             row += [
                 _pct(s.baseline_pass_rate),
                 _signed_points(s.delta),
                 f"-{s.regressions or 0}/+{s.fixes or 0}",
                 _p(s.p_value),
+                _p(shown_p),
+                short_verdict(test),
+                "-" if test is None or test.detectable_drop is None else f"{test.detectable_drop * 100:.1f}",
             ]
         row.append(s.gate.upper())
         rows.append(row)
     return header, rows
 
 
-def summary_lines(summary: Summary, *, max_ids: int = 20) -> Iterator[str]:
-    """The slice table, variants, flaky cases, the baseline diff by id, and the gate verdict last."""
+def summary_lines(summary: Summary, *, max_ids: int = 20, gate: bool = True) -> Iterator[str]:
+    """The slice table, variants, flaky cases, the baseline diff by id, what the comparisons can
+    show, and (with ``gate``) the gate verdict last."""
     header, rows = slice_rows(summary)
-    right = {1, 2, 3, 4, 5, 6} | ({9, 10, 12} if summary.baseline is not None else set())
+    right = {1, 2, 3, 4, 5, 6} | ({9, 10, 12, 13, 15} if summary.baseline is not None else set())
     yield from _table(header, rows, right=right)
     t = summary.totals
     yield f"total: {t.cases} cases, {t.passed} passed, {t.failed} failed, {t.error} error, {t.review} review"
@@ -125,6 +133,9 @@ def summary_lines(summary: Summary, *, max_ids: int = 20) -> Iterator[str]:
             yield "fixes: " + _id_list(list(diff.fixes), max_ids)
         for name, rate in sorted(diff.missing_slices.items()):
             yield f"slice {name!r} of the baseline ({_pct(rate)}) has no case in this run"
+    yield from verdict_lines(summary)
+    if not gate:
+        return
     if summary.gate.passed:
         failed = t.failed
         tolerated = f" ({failed} failed case{'s' if failed != 1 else ''} within tolerance)" if failed else ""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from typing import TextIO
@@ -15,11 +16,17 @@ from typing import TextIO
 from ..cases import CaseKey
 from ..checks.base import CaseResult
 from ..errors import PromptSuiteError
+from ..results import Baseline
+from ..results import GateSettings
+from ..results import NoCommonCases
+from ..results import RunInfo
+from ..results import SliceRegressed
 from ..results import ThresholdPolicy
 from ..results import load_results
 from ..results import load_summary_json
 from ..results import summarize
 from .files import write_report
+from .reasons import reason
 from .text import summary_lines
 
 
@@ -60,24 +67,53 @@ def _read(path: Path, err: TextIO) -> list[CaseResult] | None:
         return None
 
 
-def run_diff(old: Path, new: Path, *, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
-    """Print the per-slice comparison of NEW against OLD and every changed id; 0, or 2 when a
-    result set cannot be read. NEW's thresholds (from its summary.json) fill the table."""
+def _summary_of(path: Path, err: TextIO) -> dict[str, Any] | None:
+    """The ``summary.json`` beside a result set, or None (a bad one is reported and ignored)."""
+    try:
+        return load_summary_json(path)
+    except PromptSuiteError as exc:
+        print(f"{exc}; ignoring it", file=err)
+        return None
+
+
+def _run_of(summary: dict[str, Any] | None) -> RunInfo | None:
+    run = summary.get("run") if summary else None
+    return RunInfo.from_dict(run) if isinstance(run, dict) else None
+
+
+def run_diff(
+    old: Path,
+    new: Path,
+    *,
+    alpha: float | None = None,
+    max_regression: float | None = None,
+    baseline_variant: str | None = None,
+    out: TextIO = sys.stdout,
+    err: TextIO = sys.stderr,
+) -> int:
+    """Compare NEW with OLD under the regression rule and print the slice table, the verdicts and
+    every changed id: 1 when a slice regressed (or nothing could be compared), 0 otherwise, 2 when
+    a result set cannot be read. The rule's settings come from NEW's ``summary.json`` unless given
+    (``paired`` for a bare ``results.jsonl``); slice thresholds only fill the table."""
     old_rows = _read(old, err)
     new_rows = _read(new, err)
     if old_rows is None or new_rows is None:
         return UNREADABLE
-    try:
-        policy = policy_from_summary(load_summary_json(new))
-    except PromptSuiteError as exc:
-        print(f"{exc}; using the default thresholds", file=err)
-        policy = ThresholdPolicy()
-    summary = summarize(new_rows, policy, baseline=old_rows, baseline_source=str(old))
+    new_summary, old_summary = _summary_of(new, err), _summary_of(old, err)
+    policy = policy_from_summary(new_summary)
+    if max_regression is not None:
+        policy = replace(policy, max_regression_option=max_regression)
+    settings = GateSettings.from_dict(new_summary) if new_summary else GateSettings(regression="paired")
+    if alpha is not None:
+        settings = replace(settings, alpha=alpha)
+    summary = summarize(
+        new_rows, policy, baseline=Baseline(old_rows, str(old), baseline_variant, _run_of(old_summary)),
+        settings=settings, run=_run_of(new_summary),
+    )
     print(f"promptsuite diff: {old} -> {new}", file=out)
-    for line in summary_lines(summary, max_ids=10**9):
-        if line.startswith(("regressions: ", "fixes: ")):
-            continue  # listed one per line below
-        print(line, file=out)
+    for line in summary_lines(summary, max_ids=10**9, gate=False):
+        if not line.startswith(("regressions: ", "fixes: ")):  # listed one per line below
+            print(line, file=out)
     diff = summary.baseline
     assert diff is not None
     for title, ids in (("regressions", diff.regressions), ("fixes", diff.fixes), ("new", diff.new),
@@ -85,7 +121,42 @@ def run_diff(old: Path, new: Path, *, out: TextIO = sys.stdout, err: TextIO = sy
         print(f"{title} ({len(ids)}):", file=out)
         for case in ids:
             print(f"  {case}", file=out)
-    return 0
+    failed = [d for d in summary.gate.decisions if isinstance(d, (SliceRegressed, NoCommonCases))]
+    if not failed:
+        print("promptsuite diff: no slice regressed", file=out)
+        return 0
+    print("promptsuite diff: REGRESSED", file=out)
+    for decision in failed:
+        print(f"  - {reason(decision)}", file=out)
+    return 1
+
+
+def _shard_rows(shards: Sequence[Path], err: TextIO) -> tuple[list[CaseResult], list[dict[str, Any]]] | None:
+    """Every shard's rows and ``summary.json`` (None, reported, when one cannot be read or two
+    shards ran the same case)."""
+    rows: list[CaseResult] = []
+    summaries: list[dict[str, Any]] = []
+    owner: dict[CaseKey, Path] = {}
+    for shard in shards:
+        shard_rows = _read(shard, err)
+        if shard_rows is None:
+            return None
+        for row in shard_rows:
+            if row.key in owner:
+                print(
+                    f"{shard}: case {row.case_id!r} (variant {row.variant}, repeat {row.repeat}) "
+                    f"is also in {owner[row.key]}; shards must not overlap",
+                    file=err,
+                )
+                return None
+            owner[row.key] = shard
+        rows.extend(shard_rows)
+        try:
+            summaries.append(load_summary_json(shard) or {})
+        except PromptSuiteError as exc:
+            print(str(exc), file=err)
+            return None
+    return rows, summaries
 
 
 def run_merge(
@@ -97,37 +168,25 @@ def run_merge(
     err: TextIO = sys.stderr,
 ) -> int:
     """Merge shard reports into one report in ``out_dir``: 0 when its gate holds, 1 when it
-    fails, 2 when a shard or the baseline cannot be read or two shards ran the same case."""
-    rows: list[CaseResult] = []
-    owner: dict[CaseKey, Path] = {}
-    policies: list[ThresholdPolicy] = []
-    for shard in shards:
-        shard_rows = _read(shard, err)
-        if shard_rows is None:
-            return UNREADABLE
-        for row in shard_rows:
-            key = row.key
-            if key in owner:
-                print(
-                    f"{shard}: case {row.case_id!r} (variant {row.variant}, repeat {row.repeat}) "
-                    f"is also in {owner[key]}; shards must not overlap",
-                    file=err,
-                )
-                return UNREADABLE
-            owner[key] = shard
-        rows.extend(shard_rows)
-        try:
-            policies.append(policy_from_summary(load_summary_json(shard)))
-        except PromptSuiteError as exc:
-            print(str(exc), file=err)
-            return UNREADABLE
-    policy = _merge_policies(policies, err)
-    baseline_rows = None
+    fails, 2 when a shard or the baseline cannot be read or two shards ran the same case. The
+    thresholds, gate settings and run record come from the shards' ``summary.json``."""
+    found = _shard_rows(shards, err)
+    if found is None:
+        return UNREADABLE
+    rows, summaries = found
+    policy = _merge_policies([policy_from_summary(s) for s in summaries], err)
+    first = summaries[0] if summaries else {}
+    run = _run_of(first)
+    against = None
     if baseline is not None:
         baseline_rows = _read(baseline, err)
         if baseline_rows is None:
             return UNREADABLE
-    summary = summarize(rows, policy, baseline=baseline_rows, baseline_source=str(baseline))
+        against = Baseline(baseline_rows, str(baseline), None, _run_of(_summary_of(baseline, err)))
+    summary = summarize(
+        rows, policy, baseline=against, settings=GateSettings.from_dict(first),
+        run=replace(run, prompt_hash=RunInfo.prompts_hash(rows)) if run is not None else None,
+    )
     write_report(out_dir, rows, summary)
     for line in summary_lines(summary):
         print(line, file=out)

@@ -12,29 +12,35 @@ from .compare import Comparison
 from .gate import CasesErrored
 from .gate import GateDecision
 from .gate import GateResult
+from .gate import NoCommonCases
 from .gate import RegressionRule
 from .gate import SliceBelowThreshold
 from .gate import SliceRegressed
 from .gate import ThresholdRule
 from .io import load_results
 from .io import load_summary_json
+from .policy import GateSettings
 from .policy import ThresholdPolicy
 from .records import BaselineDiff
 from .records import Counts
 from .records import Flip
 from .records import GroupStats
+from .records import RegressionTest
 from .records import RepeatStats
+from .records import RunInfo
 from .records import SliceFlips
 from .records import SliceStats
 from .records import VariantComparison
 from .records import VariantSlice
 from .stats import mcnemar_p
 from .stats import wilson_interval
+from .summary import Baseline
 from .summary import Summary
 from .summary import summarize
 
 
 __all__ = [
+    "Baseline",
     "BaselineDiff",
     "CasesErrored",
     "Comparison",
@@ -42,9 +48,13 @@ __all__ = [
     "Flip",
     "GateDecision",
     "GateResult",
+    "GateSettings",
     "GroupStats",
+    "NoCommonCases",
     "RegressionRule",
+    "RegressionTest",
     "RepeatStats",
+    "RunInfo",
     "SliceBelowThreshold",
     "SliceFlips",
     "SliceRegressed",

@@ -1,21 +1,25 @@
 """Pairing two row sets case by case: the current run with a baseline, or one prompt variant
-with another. Rows pair by their :class:`~pytest_promptsuite.cases.CaseKey` (case, variant and,
-when either set repeats cases, the repeat); what changed is counted per slice with McNemar p-values.
+with another.
+
+Rows pair by case and variant (:class:`~pytest_promptsuite.cases.CaseKey` without the repeat).
+A repeated case is compared by how many of its runs passed: the first ``min(k)`` repeats of each
+side when the two runs repeated cases a different number of times, review and skipped runs left
+out. A case *regressed* when its pass fraction dropped and was *fixed* when it rose, so a flaky
+case counts once at most, never as a regression and a fix.
 """
 
 from __future__ import annotations
 
-from collections import Counter
+from collections.abc import Iterable
 from collections.abc import Sequence
 from dataclasses import dataclass
+from dataclasses import field
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
+from ..cases import CaseKey
 from ..checks.base import CaseResult
 from ..checks.base import Outcome
 from ..templates.prompt import prompt_display
-from .frames import counts_by
-from .frames import frame
 from .policy import ThresholdPolicy
 from .records import UNCOUNTED
 from .records import BaselineDiff
@@ -23,65 +27,117 @@ from .records import Counts
 from .records import Flip
 from .records import FlipKind
 from .records import SliceFlips
+from .stats import Stratum
 from .stats import mcnemar_p
 
 
-if TYPE_CHECKING:
-    import pandas as pd
+__all__ = ["Comparison", "PairedCase", "compare", "compare_variants"]
 
 
-__all__ = ["Comparison", "compare", "compare_variants"]
+@dataclass(frozen=True)
+class PairedCase:
+    """A case both row sets have: how its runs passed on each side, and the rows behind them."""
 
-_UNCOUNTED = [o.value for o in UNCOUNTED]
+    key: CaseKey
+    slice: str
+    stratum: Stratum
+    old_rows: tuple[CaseResult, ...]
+    new_rows: tuple[CaseResult, ...]
+
+    @property
+    def kind(self) -> FlipKind | None:
+        """``regression`` when the pass fraction dropped, ``fix`` when it rose, else None."""
+        s = self.stratum
+        if s.old * s.k_new > s.new * s.k_old:
+            return "regression"
+        if s.old * s.k_new < s.new * s.k_old:
+            return "fix"
+        return None
 
 
 @dataclass(frozen=True)
 class Comparison:
-    """The current rows against a baseline's: the diff, and per slice the flips and the counts."""
+    """The current rows against other rows: the diff, the paired cases, and per slice the flips
+    and the other side's counts."""
 
     diff: BaselineDiff
+    #: Every paired case, in key order.
+    paired: tuple[PairedCase, ...]
     #: Per slice of the current rows (sorted): the paired flips.
     flips: dict[str, SliceFlips]
-    #: Per slice of the baseline rows (sorted): the baseline's counts.
+    #: Per slice of the other rows (sorted): their counts over all their rows.
     baseline_counts: dict[str, Counts]
+    #: Runs per case on each side (the most repeats of any case), and how many were compared.
+    repeats: tuple[int, int, int] = (1, 1, 1)
+    #: Per slice: its cases in only one of the two row sets (new or removed).
+    unpaired: dict[str, int] = field(default_factory=dict)
+
+    def strata(self, slice_name: str) -> tuple[Stratum, ...]:
+        """The strata of a slice's paired cases (of every variant)."""
+        return tuple(p.stratum for p in self.paired if p.slice == slice_name)
 
 
-def _keyed(rows: Sequence[CaseResult], table: pd.DataFrame, *, with_repeat: bool) -> pd.DataFrame:
-    """``table`` (the frame of ``rows``) with each row's position (``idx``) and its key's name
-    (``key``); of rows with the same key the last one stays."""
-    keys = [r.key.name(with_repeat=with_repeat) for r in rows]
-    keyed = table.assign(idx=range(len(rows)), key=keys)
-    last: pd.DataFrame = keyed.drop_duplicates("key", keep="last")
-    return last
+def _by_case(rows: Iterable[CaseResult]) -> dict[CaseKey, list[CaseResult]]:
+    """Rows grouped by case and variant, each group in repeat order (the last row of a repeat
+    index wins, as when a shard is merged twice)."""
+    grouped: dict[CaseKey, dict[int, CaseResult]] = {}
+    for row in rows:
+        grouped.setdefault(CaseKey(row.case_id, row.variant), {})[row.repeat] = row
+    return {key: [runs[r] for r in sorted(runs)] for key, runs in grouped.items()}
 
 
-def _flip(key: str, kind: FlipKind, old: CaseResult, new: CaseResult) -> Flip:
-    """The flip of one case, with both prompts as text and their unified diff."""
+def _tally(rows: Sequence[CaseResult]) -> tuple[int, int]:
+    """(passed, counted) of some runs of a case: review and skipped runs do not count."""
+    counted = [r for r in rows if r.outcome not in UNCOUNTED]
+    return sum(1 for r in counted if r.outcome is Outcome.PASSED), len(counted)
+
+
+def _flip(paired: PairedCase, kind: FlipKind) -> Flip:
+    """The flip of one case, shown with the first repeat where it went the ``kind`` way."""
     import difflib
 
+    wanted = (True, False) if kind == "regression" else (False, True)
+    pairs = list(zip(paired.old_rows, paired.new_rows, strict=False))
+    old, new = next(
+        ((o, n) for o, n in pairs
+         if (o.outcome is Outcome.PASSED, n.outcome is Outcome.PASSED) == wanted),
+        pairs[0],
+    )
     old_prompt, new_prompt = prompt_display(old.prompt), prompt_display(new.prompt)
     diff = None
     if old_prompt is not None and new_prompt is not None and old_prompt != new_prompt:
         diff = "\n".join(
-            difflib.unified_diff(
-                old_prompt.splitlines(), new_prompt.splitlines(), "baseline", "current", lineterm=""
-            )
+            difflib.unified_diff(old_prompt.splitlines(), new_prompt.splitlines(), "baseline", "current", lineterm="")
         )
     return Flip(
-        id=key, slice=new.slice, kind=kind, old_outcome=old.outcome, new_outcome=new.outcome,
-        old_output=old.output, new_output=new.output, old_prompt=old_prompt, new_prompt=new_prompt,
-        prompt_diff=diff, checks=tuple(c.to_dict() for c in new.checks),
+        id=paired.key.name(with_repeat=False), slice=new.slice, kind=kind, old_outcome=old.outcome,
+        new_outcome=new.outcome, old_output=old.output, new_output=new.output, old_prompt=old_prompt,
+        new_prompt=new_prompt, prompt_diff=diff, checks=tuple(c.to_dict() for c in new.checks),
     )
 
 
-def _flips(
-    kind: FlipKind, paired: pd.DataFrame, rows: Sequence[CaseResult], baseline: Sequence[CaseResult]
-) -> list[Flip]:
-    """A flip per line of ``paired`` (the merged frame's lines of one kind), in key order."""
-    return [
-        _flip(str(key), kind, baseline[int(j)], rows[int(i)])
-        for key, i, j in zip(paired["key"], paired["idx"], paired["idx_old"], strict=True)
-    ]
+def _pair(
+    current: dict[CaseKey, list[CaseResult]], other: dict[CaseKey, list[CaseResult]]
+) -> tuple[list[PairedCase], tuple[int, int, int]]:
+    """The cases both sides have, each compared over the first ``min(k)`` repeats."""
+    k_new = max((len(v) for v in current.values()), default=1)
+    k_old = max((len(v) for v in other.values()), default=1)
+    used = min(k_new, k_old)
+    paired = []
+    for key in sorted(current.keys() & other.keys(), key=lambda k: k.name(with_repeat=False)):
+        old_rows, new_rows = tuple(other[key][:used]), tuple(current[key][:used])
+        (old, k_o), (new, k_n) = _tally(old_rows), _tally(new_rows)
+        if k_o and k_n:
+            paired.append(PairedCase(key, new_rows[0].slice, Stratum(old, k_o, new, k_n), old_rows, new_rows))
+    return paired, (k_old, k_new, used)
+
+
+def _counts(rows: Iterable[CaseResult]) -> dict[str, Counts]:
+    """Outcome counts per slice, in slice order."""
+    by_slice: dict[str, list[Outcome]] = {}
+    for row in rows:
+        by_slice.setdefault(row.slice, []).append(row.outcome)
+    return {name: Counts.of(by_slice[name]) for name in sorted(by_slice)}
 
 
 def compare(
@@ -89,54 +145,49 @@ def compare(
     baseline: Sequence[CaseResult],
     source: str,
     policy: ThresholdPolicy,
-    *,
-    table: pd.DataFrame | None = None,
 ) -> Comparison:
-    """Pair ``rows`` with ``baseline`` by :class:`CaseKey`; the flips, new and removed ids (sorted
-    by key name) and per slice the regressions, fixes and McNemar p-value.
-
-    A flip needs both outcomes counted (neither review nor skipped). ``source`` names the
-    baseline; ``policy`` gives the allowed regression the diff records; ``table`` is
-    ``frame(rows)`` when the caller has already built it.
-    """
-    with_repeat = any(r.repeat != 0 for r in rows) or any(r.repeat != 0 for r in baseline)
-    base_frame = frame(baseline)
-    cur = _keyed(rows, frame(rows) if table is None else table, with_repeat=with_repeat)
-    old = _keyed(baseline, base_frame, with_repeat=with_repeat)
-    both = cur.merge(old, on="key", how="outer", suffixes=("", "_old"), indicator=True, sort=True)
-    paired = both[both["_merge"] == "both"]
-    counted = ~paired["outcome"].isin(_UNCOUNTED) & ~paired["outcome_old"].isin(_UNCOUNTED)
-    now_ok, was_ok = paired["outcome"].eq(Outcome.PASSED.value), paired["outcome_old"].eq(Outcome.PASSED.value)
-    reg = paired[counted & was_ok & ~now_ok]
-    fix = paired[counted & ~was_ok & now_ok]
-    reg_by_slice, fix_by_slice = Counter(reg["slice"]), Counter(fix["slice"])
-    current_slices = sorted({r.slice for r in rows})
-    flips = {}
-    for name in current_slices:
-        b, c = reg_by_slice[name], fix_by_slice[name]
-        flips[name] = SliceFlips(regressions=b, fixes=c, p_value=mcnemar_p(b, c))
-    base_counts = counts_by(base_frame, "slice")
+    """Pair ``rows`` with ``baseline`` case by case (see the module docstring): the flips, new and
+    removed ids (sorted), and per slice the regressions, fixes and two-sided McNemar p-value.
+    ``source`` names the baseline; ``policy`` gives the allowed regression the diff records."""
+    current, other = _by_case(rows), _by_case(baseline)
+    paired, repeats = _pair(current, other)
+    flips_of = {name: [0, 0] for name in sorted({r.slice for r in rows})}
+    changed: list[Flip] = []
+    for kind in ("regression", "fix"):
+        for case in paired:
+            if case.kind == kind:
+                flips_of[case.slice][0 if kind == "regression" else 1] += 1
+                changed.append(_flip(case, kind))
+    base_counts = _counts(baseline)
     limit, limit_source = policy.max_regression()
     diff = BaselineDiff(
         source=source, max_regression=limit, max_regression_source=limit_source,
-        regressions=tuple(reg["key"]), fixes=tuple(fix["key"]),
-        new=tuple(both.loc[both["_merge"] == "left_only", "key"]),
-        removed=tuple(both.loc[both["_merge"] == "right_only", "key"]),
-        flips=(*_flips("regression", reg, rows, baseline), *_flips("fix", fix, rows, baseline)),
-        missing_slices={n: c.pass_rate for n, c in base_counts.items() if n not in flips},
+        regressions=tuple(f.id for f in changed if f.kind == "regression"),
+        fixes=tuple(f.id for f in changed if f.kind == "fix"),
+        new=tuple(sorted(k.name(with_repeat=False) for k in current.keys() - other.keys())),
+        removed=tuple(sorted(k.name(with_repeat=False) for k in other.keys() - current.keys())),
+        flips=tuple(changed),
+        missing_slices={n: c.pass_rate for n, c in base_counts.items() if n not in flips_of},
+        repeats=repeats,
     )
-    return Comparison(diff=diff, flips=flips, baseline_counts=base_counts)
+    flips = {name: SliceFlips(b, c, mcnemar_p(b, c)) for name, (b, c) in flips_of.items()}
+    unpaired: dict[str, int] = {}
+    for side, others in ((current, other), (other, current)):
+        for key in side.keys() - others.keys():
+            name = side[key][0].slice
+            unpaired[name] = unpaired.get(name, 0) + 1
+    return Comparison(
+        diff=diff, paired=tuple(paired), flips=flips, baseline_counts=base_counts, repeats=repeats, unpaired=unpaired
+    )
 
 
 def compare_variants(
-    rows: Sequence[CaseResult], order: Sequence[str], policy: ThresholdPolicy
+    rows: Sequence[CaseResult], first: str, later: str, policy: ThresholdPolicy
 ) -> Comparison | None:
-    """The second variant of ``order`` paired with the first, case by case and repeat by repeat
-    (with the variant stripped, so rows pair across variants); None without two such variants."""
-    if len(order) < 2:
+    """Variant ``later``'s rows paired with variant ``first``'s, case by case (the variant
+    stripped, so rows pair across variants); None when either has no row."""
+    old = [replace(r, variant=None) for r in rows if r.variant == first]
+    new = [replace(r, variant=None) for r in rows if r.variant == later]
+    if not old or not new:
         return None
-    first = [replace(r, variant=None) for r in rows if r.variant == order[0]]
-    second = [replace(r, variant=None) for r in rows if r.variant == order[1]]
-    if not first or not second:
-        return None
-    return compare(second, first, f"variant {order[0]}", policy)
+    return compare(new, old, f"variant {first}", policy)

@@ -15,7 +15,7 @@ from ..cases import CaseKey
 from ..checks.base import CaseResult
 from ..checks.base import Outcome
 from .records import Counts
-from .records import SliceFlips
+from .records import RegressionTest
 
 
 __all__ = [
@@ -23,6 +23,7 @@ __all__ = [
     "CasesErrored",
     "GateDecision",
     "GateResult",
+    "NoCommonCases",
     "RegressionRule",
     "SliceBelowThreshold",
     "SliceRegressed",
@@ -52,10 +53,14 @@ class ThresholdRule:
 @dataclass(frozen=True)
 class RegressionRule:
     """The largest drop of a slice's pass rate against the baseline that is allowed, and where it
-    came from (``option``, ``config`` or ``default``)."""
+    came from (``option``, ``config`` or ``default``); under the ``paired`` ``kind`` the drop must
+    also be significant at ``alpha`` after the ``correction``."""
 
     max_drop: float
     source: str
+    kind: str = "delta"  # "delta" | "paired"
+    alpha: float = 0.05
+    correction: str = "holm"
 
     def allows(self, drop: float) -> bool:
         """Whether a drop of ``drop`` (a fraction; negative for a rise) stays within the rule."""
@@ -90,6 +95,25 @@ class SliceRegressed:
     p_value: float
     #: The ids that passed in the baseline and do not now, in key order.
     regressions: tuple[str, ...]
+    #: ``baseline`` or ``variant NAME``.
+    against: str = "baseline"
+    #: Under the paired rule: the one-sided p-value, and after the correction (None without one).
+    p_regression: float | None = None
+    p_adjusted: float | None = None
+    #: (the other side's model, this run's) when they differ: a model change, not only a prompt's.
+    models: tuple[str, str] | None = None
+    #: How many comparisons the correction was over.
+    family: int = 1
+    #: The paired cases the rates are over, when the slice also has cases in one run only.
+    paired_cases: int | None = None
+
+
+@dataclass(frozen=True)
+class NoCommonCases:
+    """A comparison (against the baseline, or the first variant) with no case in common."""
+
+    against: str
+    source: str
 
 
 @dataclass(frozen=True)
@@ -105,7 +129,7 @@ class CasesErrored:
 
 
 #: Why a gate failed: one of the decision records.
-GateDecision = Union[SliceBelowThreshold, SliceRegressed, CasesErrored]
+GateDecision = Union[SliceBelowThreshold, SliceRegressed, CasesErrored, NoCommonCases]
 
 
 @dataclass(frozen=True)
@@ -136,23 +160,25 @@ def check_threshold(
 
 
 def check_regression(
-    slice_name: str,
-    pass_rate: float | None,
-    baseline_pass_rate: float | None,
-    flips: SliceFlips,
-    regressions: tuple[str, ...],
+    test: RegressionTest,
     rule: RegressionRule,
+    regressions: tuple[str, ...],
+    *,
+    p_value: float,
+    models: tuple[str, str] | None = None,
+    family: int = 1,
+    unpaired: int = 0,
 ) -> SliceRegressed | None:
-    """The failure of ``slice_name`` against the baseline under ``rule``; None when it holds or
-    either pass rate is missing."""
-    if pass_rate is None or baseline_pass_rate is None:
+    """The failure of a comparison whose verdict is ``regressed``; None otherwise."""
+    if test.verdict != "regressed" or test.drop is None or test.pass_rate is None:
         return None
-    drop = -(pass_rate - baseline_pass_rate)
-    if rule.allows(drop):
-        return None
+    assert test.baseline_pass_rate is not None
     return SliceRegressed(
-        slice=slice_name, variant=None, rule=rule, baseline_pass_rate=baseline_pass_rate,
-        pass_rate=pass_rate, drop=drop, p_value=flips.p_value, regressions=regressions,
+        slice=test.slice, variant=test.variant, rule=rule, baseline_pass_rate=test.baseline_pass_rate,
+        pass_rate=test.pass_rate, drop=test.drop, p_value=p_value, regressions=regressions,
+        against=test.against, p_regression=test.p_regression if rule.kind == "paired" else None,
+        p_adjusted=test.p_adjusted if rule.kind == "paired" else None, models=models, family=family,
+        paired_cases=test.cases if unpaired else None,
     )
 
 

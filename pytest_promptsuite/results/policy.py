@@ -1,4 +1,5 @@
-"""Where each slice's threshold and the allowed regression come from."""
+"""Where each slice's threshold and the allowed regression come from, and how a drop against a
+baseline is judged (:class:`GateSettings`)."""
 
 from __future__ import annotations
 
@@ -6,9 +7,50 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from dataclasses import field
 from typing import Any
+from typing import Literal
 
 
-__all__ = ["ThresholdPolicy"]
+__all__ = ["CORRECTIONS", "REGRESSION_RULES", "GateSettings", "ThresholdPolicy"]
+
+#: ``[gate] regression``: ``auto`` is ``delta`` when both runs are deterministic, else ``paired``.
+REGRESSION_RULES = ("auto", "paired", "delta")
+#: ``[gate] correction``: over every compared (slice, variant) of the run, or none.
+CORRECTIONS = ("holm", "none")
+
+
+@dataclass(frozen=True)
+class GateSettings:
+    """How a drop against a baseline (or the first variant) is judged: the paired test's level
+    ``alpha``, the ``correction`` over every comparison of the run, the ``regression`` rule, and
+    whether each later prompt variant is gated against the first (``compare_variants``)."""
+
+    alpha: float = 0.05
+    correction: Literal["holm", "none"] = "holm"
+    regression: Literal["auto", "paired", "delta"] = "auto"
+    compare_variants: bool = False
+
+    def rule_for(self, deterministic: bool) -> Literal["paired", "delta"]:
+        """The rule a comparison is judged by: ``regression``, with ``auto`` resolved by whether
+        both runs compared are ``deterministic``."""
+        if self.regression == "auto":
+            return "delta" if deterministic else "paired"
+        return self.regression
+
+    def to_dict(self) -> dict[str, Any]:
+        """The settings in force, as ``summary.json`` records them for ``diff`` and ``merge``."""
+        return {"alpha": self.alpha, "correction": self.correction, "regression": self.regression}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> GateSettings:
+        """The settings a ``summary.json`` recorded (the defaults where it has none)."""
+        alpha = data.get("alpha", 0.05)
+        correction = data.get("correction", "holm")
+        regression = data.get("regression", "auto")
+        return cls(
+            alpha=float(alpha) if isinstance(alpha, (int, float)) and 0 < alpha < 1 else 0.05,
+            correction="none" if correction == "none" else "holm",
+            regression=regression if regression in ("paired", "delta") else "auto",
+        )
 
 
 @dataclass(frozen=True)

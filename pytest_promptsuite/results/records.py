@@ -16,6 +16,7 @@ from typing import Any
 from typing import Literal
 
 from ..cases import CaseKey
+from ..checks.base import CaseResult
 from ..checks.base import Outcome
 from .stats import wilson_interval
 
@@ -27,7 +28,9 @@ __all__ = [
     "Flip",
     "FlipKind",
     "GroupStats",
+    "RegressionTest",
     "RepeatStats",
+    "RunInfo",
     "SliceFlips",
     "SliceStats",
     "VariantComparison",
@@ -128,9 +131,12 @@ class SliceStats:
     regressions: int | None = None
     fixes: int | None = None
     p_value: float | None = None
+    #: The regression test against the baseline (None without one).
+    test: RegressionTest | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The row of ``slices.csv`` and of ``summary.json``'s ``slices``."""
+        test = self.test
         return {
             "slice": self.slice,
             **self.counts.to_dict(),
@@ -141,6 +147,9 @@ class SliceStats:
             "regressions": self.regressions,
             "fixes": self.fixes,
             "p_value": self.p_value,
+            "p_regression": None if test is None else test.p_regression,
+            "verdict": None if test is None else test.verdict,
+            "detectable_drop": None if test is None else test.detectable_drop,
             "gate": self.gate,
         }
 
@@ -237,6 +246,8 @@ class BaselineDiff:
     flips: tuple[Flip, ...] = ()
     #: Baseline slices with no row in the current run: slice -> baseline pass rate.
     missing_slices: Mapping[str, float | None] = field(default_factory=dict)
+    #: The most runs of a case in the baseline and now, and how many of each were compared.
+    repeats: tuple[int, int, int] = (1, 1, 1)
 
     def regressed_in(self, slice_name: str) -> tuple[str, ...]:
         """The ids of ``slice_name`` that passed in the baseline and do not now."""
@@ -249,6 +260,7 @@ class BaselineDiff:
             "max_regression": self.max_regression,
             "max_regression_source": self.max_regression_source,
             "missing_slices": dict(self.missing_slices),
+            "repeats": dict(zip(("baseline", "current", "compared"), self.repeats, strict=True)),
         }
 
 
@@ -261,12 +273,15 @@ class VariantSlice:
     counts: Counts
     threshold: float
     gate: str  # "pass" | "fail"
+    #: With ``[gate] compare_variants``, this variant's regression test against the first.
+    test: RegressionTest | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The row of ``summary.json``'s ``compared_variants.slices``."""
         return {
             "slice": self.slice, "variant": self.variant, **self.counts.to_dict(),
             "threshold": self.threshold, "gate": self.gate,
+            **({} if self.test is None else {"against_first": self.test.to_dict()}),
         }
 
 
@@ -292,3 +307,111 @@ class VariantComparison:
             "regressions": list(self.diff.regressions) if self.diff else [],
             "fixes": list(self.diff.fixes) if self.diff else [],
         }
+
+
+#: What a comparison concluded about a slice (the contract's three words).
+Verdict = Literal["regressed", "inconclusive", "no evidence of a drop"]
+
+
+@dataclass(frozen=True)
+class RegressionTest:
+    """One compared (slice, variant) against the baseline or the first variant: its paired
+    figures, the rule that judged it, the p-values and what the data can and cannot show."""
+
+    slice: str
+    variant: str | None
+    #: ``baseline`` or ``variant NAME``.
+    against: str
+    #: ``paired`` (the drop must also be significant) or ``delta`` (the drop alone).
+    rule: str
+    #: Paired cases, and the runs of each compared.
+    cases: int
+    repeats: int
+    #: Pass rates over the paired cases' compared runs, and the drop between them.
+    baseline_pass_rate: float | None
+    pass_rate: float | None
+    drop: float | None
+    #: Cases whose pass fraction dropped, and rose.
+    regressions: int
+    fixes: int
+    #: The one-sided exact test of the drop, and after the correction over every comparison.
+    p_regression: float
+    p_adjusted: float | None
+    #: The smallest drop this comparison catches with 90 % power (a fraction).
+    detectable_drop: float | None
+    verdict: Verdict
+    #: When inconclusive: the cases (at these repeats) or repeats (at these cases) that would settle it.
+    settle_cases: int | None = None
+    settle_repeats: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The test as ``summary.json`` shows it."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """What a run used, so that a baseline can be told apart from a prompt change: the model of
+    each variant (``""`` without variants), the suite and prompt hashes, our version."""
+
+    version: str
+    #: Per variant: ``spec``, ``base_url`` (without credentials), ``params``, ``deterministic``.
+    models: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    suite_hash: str | None = None
+    prompt_hash: str | None = None
+
+    @property
+    def deterministic(self) -> bool:
+        """Whether every model of the run answers the same every time (the fake model, a replay)."""
+        return bool(self.models) and all(bool(m.get("deterministic")) for m in self.models.values())
+
+    def model(self, variant: str | None) -> Mapping[str, Any] | None:
+        """The model of ``variant`` (of the run's only model when it has one for every variant)."""
+        found = self.models.get(variant or "")
+        if found is None and len({repr(sorted(m.items())) for m in self.models.values()}) == 1:
+            found = next(iter(self.models.values()))
+        return found
+
+    @staticmethod
+    def prompts_hash(rows: Iterable[CaseResult]) -> str:
+        """A short hash of what every row sent: (its key, its prompt hash), in key order."""
+        import hashlib
+
+        digest = hashlib.sha256()
+        for name, hashed in sorted((r.key.name(with_repeat=True), r.prompt_hash or "") for r in rows):
+            digest.update(f"{name}\t{hashed}\n".encode())
+        return digest.hexdigest()[:16]
+
+    @staticmethod
+    def describe(model: Mapping[str, Any] | None) -> str | None:
+        """A model as a verdict names it: its spec, base URL and params."""
+        if model is None:
+            return None
+        text = str(model.get("spec"))
+        if model.get("base_url"):
+            text += f" at {model['base_url']}"
+        if model.get("params"):
+            text += " with " + ", ".join(f"{k}={v!r}" for k, v in sorted(dict(model["params"]).items()))
+        return text
+
+    def to_dict(self) -> dict[str, Any]:
+        """``summary.json``'s ``run``."""
+        return {
+            "promptsuite_version": self.version,
+            "models": {name: dict(model) for name, model in self.models.items()},
+            "deterministic": self.deterministic,
+            "suite_hash": self.suite_hash,
+            "prompt_hash": self.prompt_hash,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RunInfo:
+        """A ``run`` read back from a ``summary.json``."""
+        models = data.get("models")
+        return cls(
+            version=str(data.get("promptsuite_version", "")),
+            models={str(k): dict(v) for k, v in models.items() if isinstance(v, Mapping)}
+            if isinstance(models, Mapping) else {},
+            suite_hash=data.get("suite_hash"),
+            prompt_hash=data.get("prompt_hash"),
+        )

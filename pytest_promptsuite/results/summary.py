@@ -25,27 +25,32 @@ from .frames import tag_frame
 from .gate import GateDecision
 from .gate import GateResult
 from .gate import RegressionRule
+from .gate import SliceBelowThreshold
 from .gate import SliceRegressed
 from .gate import ThresholdRule
 from .gate import check_errors
-from .gate import check_regression
 from .gate import check_threshold
+from .policy import GateSettings
 from .policy import ThresholdPolicy
 from .records import UNCOUNTED
 from .records import BaselineDiff
 from .records import Counts
 from .records import GroupStats
+from .records import RegressionTest
 from .records import RepeatStats
+from .records import RunInfo
 from .records import SliceStats
 from .records import VariantComparison
 from .records import VariantSlice
+from .regression import Judgement
+from .regression import judge
 
 
 if TYPE_CHECKING:
     import pandas as pd
 
 
-__all__ = ["Summary", "summarize"]
+__all__ = ["Baseline", "Summary", "summarize"]
 
 
 @dataclass(frozen=True)
@@ -62,6 +67,12 @@ class Summary:
     baseline: BaselineDiff | None = None
     policy: ThresholdPolicy = field(default_factory=ThresholdPolicy)
     compared_variants: VariantComparison | None = None
+    #: How drops were judged, and every regression test of the run (baseline and variants).
+    settings: GateSettings = field(default_factory=GateSettings)
+    tests: tuple[RegressionTest, ...] = ()
+    #: What this run and the baseline's used (models, hashes), when known.
+    run: RunInfo | None = None
+    baseline_run: RunInfo | None = None
 
     @property
     def regressions(self) -> tuple[str, ...]:
@@ -89,50 +100,99 @@ class Summary:
         return tuple(r for r in self.repeats if r.flaky)
 
 
+@dataclass(frozen=True)
+class Baseline:
+    """What the run is compared with: the baseline's rows, where they came from, which of its
+    variants (``--prompt-baseline-variant``), and what that run used (its ``summary.json``)."""
+
+    rows: Sequence[CaseResult]
+    source: str = "baseline"
+    variant: str | None = None
+    run: RunInfo | None = None
+
+
 def summarize(
     rows: Iterable[CaseResult],
     policy: ThresholdPolicy | None = None,
     *,
-    baseline: Sequence[CaseResult] | None = None,
+    baseline: Sequence[CaseResult] | Baseline | None = None,
     baseline_source: str = "baseline",
     variant_order: Sequence[str] | None = None,
+    settings: GateSettings | None = None,
+    run: RunInfo | None = None,
 ) -> Summary:
     """Per-slice counts, pass rates (``passed / (cases - review - skipped)``), Wilson intervals
     and gates.
 
-    With ``baseline`` (the rows of an earlier run) every slice also gets the baseline pass rate,
-    the delta, its regressions and fixes and an exact McNemar p-value, and the regression gate
-    (``policy.max_regression()``) applies. Slices are sorted by name, so the table does not depend
-    on the order results arrived in.
+    With ``baseline`` (an earlier run's rows, or a :class:`Baseline`) every slice also gets the
+    baseline pass rate, the delta, its regressions and fixes, the McNemar p-value and the
+    regression test of ``settings`` (see :mod:`~pytest_promptsuite.results.regression`); ``run``
+    says what this run used (a deterministic run is judged by the ``delta`` rule under
+    ``auto``). Slices are sorted by name, so the table does not depend on the order results
+    arrived in.
 
-    With prompt variants each (slice, variant) is gated on its own, so the verdict says which
-    version failed; ``variant_order`` (the config's order, else sorted) picks the first two to
-    compare case by case.
+    With prompt variants each (slice, variant) is gated on its own threshold; ``variant_order``
+    (the config's order, else sorted) puts the first variant first: the one the second is
+    compared with, and every later one under ``[gate] compare_variants``.
     """
-    policy = policy or ThresholdPolicy()
+    policy, settings = policy or ThresholdPolicy(), settings or GateSettings()
+    if baseline is not None and not isinstance(baseline, Baseline):
+        baseline = Baseline(list(baseline), baseline_source)
     rows = list(rows)
     df = frame(rows)
     order = _variant_order(rows, variant_order)
-    versions = _compare_variants(rows, df, order, policy) if order else None
-    compared = None
-    if baseline is not None:
-        compared = compare(rows, list(baseline), baseline_source, policy, table=df)
-    slices, decisions = _slices(counts_by(df, "slice"), policy, versions, compared)
+    compared = _compare_baseline(rows, baseline, order, policy)
+    later = {v: compare_variants(rows, order[0], v, policy) for v in order[1:]}
+    judgement = judge(
+        baseline=compared, variants=later, settings=settings, rule=RegressionRule(*policy.max_regression()),
+        run=run, baseline_run=baseline.run if baseline is not None else None,
+        baseline_variant=baseline.variant if baseline is not None else None,
+    )
+    versions = _compare_variants(df, order, policy, later, judgement) if order else None
+    slices, decisions = _slices(counts_by(df, "slice"), policy, versions, compared, judgement)
     errored = check_errors(rows)
-    if errored is not None:
-        decisions.append(errored)
     totals = sum((s.counts for s in slices), Counts())
     return Summary(
         totals=totals,
         slices=tuple(slices),
-        gate=GateResult.of(decisions),
+        gate=GateResult.of([*_in_slice_order(decisions, judgement.decisions), *([errored] if errored else [])]),
         tags=_tag_stats(rows),
         variants=_variant_stats(df) if rows else (),
         repeats=_repeat_stats(df) if rows else (),
         baseline=compared.diff if compared is not None else None,
         policy=policy,
         compared_variants=versions,
+        settings=settings,
+        tests=judgement.tests,
+        run=run,
+        baseline_run=baseline.run if baseline is not None else None,
     )
+
+
+def _in_slice_order(thresholds: list[GateDecision], judged: Sequence[GateDecision]) -> list[GateDecision]:
+    """Each slice's failures together, slices in name order (thresholds before regressions);
+    comparisons with no case in common after them."""
+    by_slice = sorted(
+        [(d.slice, 0, i, d) for i, d in enumerate(thresholds) if isinstance(d, SliceBelowThreshold)]
+        + [(d.slice, 1, i, d) for i, d in enumerate(judged) if isinstance(d, SliceRegressed)],
+        key=lambda item: item[:3],
+    )
+    return [d for *_, d in by_slice] + [d for d in judged if not isinstance(d, SliceRegressed)]
+
+
+def _compare_baseline(
+    rows: Sequence[CaseResult], baseline: Baseline | None, order: Sequence[str], policy: ThresholdPolicy
+) -> Comparison | None:
+    """The rows paired with the baseline's by (case, variant); with ``--prompt-baseline-variant``
+    the baseline's rows of that variant stand for every variant of this run."""
+    if baseline is None:
+        return None
+    base_rows = list(baseline.rows)
+    if baseline.variant is not None:
+        chosen = [r for r in base_rows if r.variant == baseline.variant]
+        targets: list[str | None] = [*order] or [None]
+        base_rows = [replace(r, variant=v) for v in targets for r in chosen]
+    return compare(rows, base_rows, baseline.source, policy)
 
 
 def _variant_order(rows: Sequence[CaseResult], preferred: Sequence[str] | None) -> list[str]:
@@ -147,11 +207,13 @@ def _slices(
     policy: ThresholdPolicy,
     versions: VariantComparison | None,
     compared: Comparison | None,
+    judgement: Judgement,
 ) -> tuple[list[SliceStats], list[GateDecision]]:
-    """The slice table and the gate failures it shows, slice by slice in name order."""
+    """The slice table and its threshold failures, slice by slice in name order (a slice's
+    regression failure is the judgement's; its row shows the gate it leads to)."""
     slices: list[SliceStats] = []
     decisions: list[GateDecision] = []
-    regression_rule = RegressionRule(*policy.max_regression())
+    regressed = {d.slice for d in judgement.decisions if isinstance(d, SliceRegressed)}
     for name, c in counts.items():
         rule = ThresholdRule(*policy.threshold(name))
         if versions is not None:  # each prompt version must meet the slice's threshold
@@ -164,43 +226,39 @@ def _slices(
         failed: list[GateDecision] = [d for d in found if d is not None]
         stats = SliceStats(
             slice=name, counts=c, threshold=rule.threshold, threshold_source=rule.source,
-            gate="fail" if failed else "pass",
+            gate="fail" if failed or name in regressed else "pass",
         )
         if compared is not None:
-            stats, regressed = _against_baseline(stats, compared, regression_rule)
-            failed += [] if regressed is None else [regressed]
+            stats = _against_baseline(stats, compared, judgement.by_slice.get(name))
         slices.append(stats)
         decisions += failed
     return slices, decisions
 
 
-def _against_baseline(
-    stats: SliceStats, compared: Comparison, rule: RegressionRule
-) -> tuple[SliceStats, SliceRegressed | None]:
-    """``stats`` with the baseline columns filled in, and its regression failure if any."""
+def _against_baseline(stats: SliceStats, compared: Comparison, test: RegressionTest | None) -> SliceStats:
+    """``stats`` with the baseline columns filled in."""
     name = stats.slice
     flips = compared.flips[name]
     old = compared.baseline_counts.get(name)
     old_rate = None if old is None else old.pass_rate
     rate = stats.counts.pass_rate
-    regressed = check_regression(name, rate, old_rate, flips, compared.diff.regressed_in(name), rule)
-    filled = replace(
+    return replace(
         stats,
-        gate="fail" if regressed is not None else stats.gate,
         baseline_pass_rate=old_rate,
         delta=rate - old_rate if rate is not None and old_rate is not None else None,
         regressions=flips.regressions,
         fixes=flips.fixes,
         p_value=flips.p_value,
+        test=test,
     )
-    return filled, regressed
 
 
 def _compare_variants(
-    rows: Sequence[CaseResult], df: pd.DataFrame, order: Sequence[str], policy: ThresholdPolicy
+    df: pd.DataFrame, order: Sequence[str], policy: ThresholdPolicy,
+    later: dict[str, Comparison | None], judgement: Judgement,
 ) -> VariantComparison:
-    """Each (slice, variant) gated like a slice, and the second variant diffed against the first
-    with the baseline machinery (the variant stripped, so rows pair by case and repeat)."""
+    """Each (slice, variant) gated like a slice (and, under ``compare_variants``, tested against
+    the first variant), and the second variant diffed against the first case by case."""
     named = df[df["variant"].notna()]
     rank = {v: i for i, v in enumerate(order)}
     groups = sorted(counts_by_pair(named, "slice", "variant").items(), key=lambda g: (g[0][0], rank[g[0][1]]))
@@ -211,9 +269,10 @@ def _compare_variants(
             VariantSlice(
                 slice=slice_name, variant=variant, counts=c, threshold=rule.threshold,
                 gate="pass" if rule.holds(c.pass_rate) else "fail",
+                test=judgement.by_variant.get((slice_name, variant)),
             )
         )
-    compared = compare_variants(rows, order, policy)
+    compared = later.get(order[1]) if len(order) >= 2 else None
     return VariantComparison(
         variants=tuple(order),
         slices=tuple(table),

@@ -223,7 +223,8 @@ class CasePrompts:
     ``variants`` maps a variant name to the ``[template]`` keys it overrides (None unsets a key;
     :meth:`from_suite` gives each variant's whole table, :meth:`SuiteConfig.template_for`).
     ``sources`` holds, per variant (None: ``[template]`` itself), the task prompt or template file
-    that replaces the infer_cfg engine.
+    that replaces the infer_cfg engine. ``models`` gives a variant with a model of its own that
+    model's (meta template, endpoint).
     """
 
     def __init__(
@@ -236,6 +237,7 @@ class CasePrompts:
         variants: Mapping[str, Mapping[str, Any]] | None = None,
         make_retriever: MakeRetriever = builtin_retriever,
         sources: Mapping[str | None, PromptSource] | None = None,
+        models: Mapping[str, tuple[Any, str]] | None = None,
     ) -> None:
         self.template = {k: v for k, v in (template or {}).items() if v is not None}
         self.meta_template = meta_template
@@ -246,6 +248,7 @@ class CasePrompts:
         self._train: list[dict[str, Any]] | None = None
         self.make_retriever = make_retriever
         self.sources = dict(sources or {})
+        self.models = dict(models or {})
 
     @classmethod
     def from_suite(
@@ -257,6 +260,7 @@ class CasePrompts:
         make_renderer: MakeRenderer = builtin_renderer,
         make_filter: MakeFilter = builtin_filter,
         make_parser: MakeParser = builtin_output_parser,
+        variant_settings: Mapping[str, ModelConfig] | None = None,
     ) -> CasePrompts:
         """The builder of a suite config (None: no config) with the model settings in use.
 
@@ -268,6 +272,7 @@ class CasePrompts:
         if suite is None:
             return cls(make_retriever=make_retriever)
         settings = settings or suite.model
+        own = dict(variant_settings or {})
         train = suite.resolve(suite.suite.train, key="suite.train") if suite.suite.train else None
         # with variants, [template] itself is only the base they override: never run on its own
         names: list[str | None] = [*suite.variants] or [None]
@@ -275,7 +280,7 @@ class CasePrompts:
         sources: dict[str | None, PromptSource] = {}
         for name, table in tables.items():
             source = prompt_source(
-                suite, table, model=settings.spec,
+                suite, table, model=own[name].spec if name in own else settings.spec,
                 make_renderer=make_renderer, make_filter=make_filter, make_parser=make_parser,
             )
             if source is not None:
@@ -288,6 +293,7 @@ class CasePrompts:
             variants={name: t.model_dump() for name, t in tables.items() if name is not None},
             make_retriever=make_retriever,
             sources=sources,
+            models={name: (s.meta_template, s.endpoint) for name, s in own.items()},
         )
 
     def params(self, *, variant: str | None = None) -> dict[str, Any]:
@@ -324,10 +330,11 @@ class CasePrompts:
             merged = {**self.template, **(self.variants.get(variant, {}) if variant is not None else {})}
             table = {k: v for k, v in merged.items() if v is not None}
             try:
+                meta, endpoint = self.models.get(variant or "", (self.meta_template, self.endpoint))
                 self._setups[variant] = _Setup(
                     table,
-                    meta=self.meta_template,
-                    endpoint=self.endpoint,
+                    meta=meta,
+                    endpoint=endpoint,
                     train=self._train_rows,
                     make_retriever=self.make_retriever,
                 )

@@ -102,16 +102,21 @@ def test_baseline_regressions_fail_the_gate_unless_allowed(pytester: pytest.Pyte
     assert result.ret == 1
     result.stdout.fnmatch_lines(
         [
-            "slice * baseline * delta (pts) * flips -/+ * p * gate",
+            "slice * baseline * delta (pts) * flips -/+ * p * p drop * verdict * detectable (pts) * gate",
             "refund * 4 * 2 * 2 * 0 * 0 * 50.0% * 15%-85% * 0% (option) "
-            "* 100.0% * -50.0 * -2/+0 * 0.5 * FAIL",
-            "注入 * 100.0% * +0.0 * -0/+0 * 1 * PASS",
+            "* 100.0% * -50.0 * -2/+0 * 0.5 * 0.25 * REGRESSED * 33.3 * FAIL",
+            "注入 * 100.0% * +0.0 * -0/+0 * 1 * 1 * no drop * 50.0 * PASS",
             "total: 6 cases, 4 passed, 2 failed, 0 error, 0 review",
             "against base: 2 regressions, 0 fixes, 1 new, 0 removed; allowed drop 0.0 points (default)",
             "regressions: r2, r3",
+            "regression rule: auto, here delta (both runs deterministic)",  # the fake model: flips are real
+            "refund against the baseline: regressed: drop 66.7 points over 3 cases (p 0.25); "
+            "detectable drop 33.3 points",
             "promptsuite gate: FAILED",
-            "  - slice 'refund': pass rate dropped 50.0 points against the baseline (100.0% -> 50.0%), "
-            "more than the allowed 0.0 points (default); McNemar p = 0.5; regressions: r2, r3",
+            # the drop is over the cases in both runs: r5 is new, so 2 of 3 paired cases regressed
+            "  - slice 'refund': pass rate dropped 66.7 points against the baseline over the 3 cases in both "
+            "runs (100.0% -> 33.3%), more than the allowed 0.0 points (default); McNemar p = 0.5; "
+            "regressions: r2, r3",
         ],
         consecutive=True,
     )
@@ -123,9 +128,10 @@ def test_baseline_regressions_fail_the_gate_unless_allowed(pytester: pytest.Pyte
         [],
     )
     assert summary["slices"][0]["p_value"] == 0.5 and summary["slices"][0]["delta"] == -0.5
-    allowed = pytester.runpytest(*args, "--prompt-max-regression", "0.5")
+    assert pytester.runpytest(*args, "--prompt-max-regression", "0.6").ret == 1  # 66.7 > 60 points
+    allowed = pytester.runpytest(*args, "--prompt-max-regression", "0.7")
     assert allowed.ret == 0
-    allowed.stdout.fnmatch_lines(["*allowed drop 50.0 points (option)*", "promptsuite gate: PASSED*"])
+    allowed.stdout.fnmatch_lines(["*allowed drop 70.0 points (option)*", "promptsuite gate: PASSED*"])
 
 
 def test_config_max_regression_applies_and_says_so(pytester: pytest.Pytester) -> None:

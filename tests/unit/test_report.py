@@ -25,6 +25,7 @@ from pytest_promptsuite.report import write_report
 from pytest_promptsuite.report.markdown import md_escape
 from pytest_promptsuite.report.tools import run_diff
 from pytest_promptsuite.report.tools import run_merge
+from pytest_promptsuite.results import GateSettings
 from pytest_promptsuite.results import ThresholdPolicy
 from pytest_promptsuite.results import summarize
 from pytest_promptsuite.shard import parse_shard
@@ -90,20 +91,21 @@ def test_rows_are_written_in_case_file_order() -> None:
 
 
 def test_summary_lines_end_with_the_verdict_and_list_regressions_by_id() -> None:
-    summary = summarize(_rows(), ThresholdPolicy(option=0.5), baseline=_baseline(), baseline_source="base")
+    summary = summarize(_rows(), ThresholdPolicy(option=0.5), baseline=_baseline(), baseline_source="base",
+                        settings=GateSettings(regression="delta"))
     lines = list(summary_lines(summary))
     assert lines[0].split() == [
         "slice", "cases", "passed", "failed", "error", "review", "pass", "rate", "95%", "CI", "threshold",
-        "baseline", "delta", "(pts)", "flips", "-/+", "p", "gate",
+        "baseline", "delta", "(pts)", "flips", "-/+", "p", "p", "drop", "verdict", "detectable", "(pts)", "gate",
     ]
     assert lines[2].split()[:7] == ["客服", "2", "1", "1", "0", "0", "50.0%"]
-    assert lines[2].split()[-5:] == ["100.0%", "-50.0", "-1/+0", "1", "FAIL"]
+    assert lines[2].split()[-8:] == ["100.0%", "-50.0", "-1/+0", "1", "0.5", "REGRESSED", "50.0", "FAIL"]
     assert "regressions: xss-1" in lines
+    # slice a|b shares no case with the baseline (gone-1 was removed, err-1 and rev-1 are new): no
+    # drop is claimed there; its threshold still fails it
     assert lines[lines.index("promptsuite gate: FAILED"):] == [
         "promptsuite gate: FAILED",
         "  - slice 'a|b': pass rate 0.0% (0/1) is below its threshold 50.0% (option)",
-        "  - slice 'a|b': pass rate dropped 100.0 points against the baseline (100.0% -> 0.0%), "
-        "more than the allowed 0.0 points (default); McNemar p = 1",
         "  - slice '客服': pass rate dropped 50.0 points against the baseline (100.0% -> 50.0%), "
         "more than the allowed 0.0 points (default); McNemar p = 1; regressions: xss-1",
         "  - 1 case ended in an error (the model call or the rendering failed): err-1; "
@@ -246,16 +248,20 @@ def test_diff_prints_deltas_p_values_and_ids(tmp_path: Path) -> None:
     write_report(tmp_path / "old", old, summarize(old))
     (tmp_path / "new.jsonl").write_text("".join(r.to_json() + "\n" for r in new), "utf-8")
     out = io.StringIO()
-    assert run_diff(tmp_path / "old", tmp_path / "new.jsonl", out=out) == 0
+    # a bare results.jsonl: the paired rule; 6 regressions and no fixes are significant, so exit 1
+    assert run_diff(tmp_path / "old", tmp_path / "new.jsonl", out=out) == 1
     text = out.getvalue().splitlines()
     slice_s = next(line for line in text if line.startswith("s "))
-    # baseline 10/11, now 4/10; 6 regressions and no fixes: p = 2 / 2**6
-    assert slice_s.split()[-5:] == ["90.9%", "-50.9", "-6/+0", "0.0312", "FAIL"]
+    # baseline 10/11, now 4/10; 6 regressions and no fixes: p = 2 / 2**6, one-sided 1 / 2**6
+    assert slice_s.split()[-8:] == ["90.9%", "-50.9", "-6/+0", "0.0312", "0.0156", "REGRESSED", "50.0", "FAIL"]
     assert text[text.index("regressions (6):") + 1:text.index("fixes (0):")] == [
         f"  c{i}" for i in range(6)
     ]
     assert text[text.index("new (1):") + 1] == "  fresh"
-    assert text[-2:] == ["removed (1):", "  gone"]
+    assert text[text.index("removed (1):") + 1] == "  gone"
+    assert text[text.index("promptsuite diff: REGRESSED") + 1].startswith(
+        "  - slice 's': pass rate dropped 60.0 points against the baseline over the 10 cases in both runs"
+    )
 
 
 def test_diff_exits_2_on_unreadable_input(tmp_path: Path) -> None:

@@ -28,21 +28,31 @@ def test_rows_pair_by_case_and_variant_without_repeats() -> None:
     ]
 
 
-def test_repeats_pair_repeat_by_repeat_and_name_the_repeat() -> None:
+def test_repeats_pair_by_case_over_the_first_min_k_repeats() -> None:
     old = [row("a", "s", "passed", repeat=0), row("a", "s", "passed", repeat=1)]
     new = [row("a", "s", "passed", repeat=0), row("a", "s", "failed", repeat=1), row("a", "s", "passed", repeat=2)]
+    result = compare(new, old, "base", ThresholdPolicy())
+    assert result.diff.regressions == ("a",)  # 2/2 -> 1/2 over the first two repeats of each
+    assert (result.diff.new, result.diff.removed) == ((), ())
+    assert result.repeats == result.diff.repeats == (2, 3, 2)
+    [paired] = result.paired
+    assert (paired.stratum.old, paired.stratum.k_old, paired.stratum.new, paired.stratum.k_new) == (2, 2, 1, 2)
+    # one run now against two then: the first repeat of each is compared, and it did not flip
+    result = compare([row("a", "s", "passed")], old, "base", ThresholdPolicy())
+    assert (result.diff.regressions, result.diff.new, result.diff.removed, result.repeats) == ((), (), (), (2, 1, 1))
+
+
+def test_a_flaky_case_is_never_a_regression_and_a_fix() -> None:
+    old = [row("f", "s", "passed", repeat=0), row("f", "s", "failed", repeat=1)]
+    new = [row("f", "s", "failed", repeat=0), row("f", "s", "passed", repeat=1)]
     diff = compare(new, old, "base", ThresholdPolicy()).diff
-    assert diff.regressions == ("a[repeat-1]",)
-    assert diff.new == ("a[repeat-2]",)
-    # a repeat in the baseline alone names every key with its repeat
-    diff = compare([row("a", "s", "passed")], old, "base", ThresholdPolicy()).diff
-    assert (diff.new, diff.removed) == ((), ("a[repeat-1]",))
+    assert (diff.regressions, diff.fixes) == ((), ())
 
 
 def test_variants_and_repeats_together_give_the_full_key() -> None:
     old = [row("a", "s", "passed", variant="v1", repeat=r) for r in range(2)]
     new = [row("a", "s", "passed", variant="v1", repeat=0), row("a", "s", "failed", variant="v1", repeat=1)]
-    assert compare(new, old, "base", ThresholdPolicy()).diff.regressions == ("a[v1][repeat-1]",)
+    assert compare(new, old, "base", ThresholdPolicy()).diff.regressions == ("a[v1]",)
 
 
 def test_ids_are_sorted_by_key_and_the_last_row_of_a_key_wins() -> None:
@@ -69,20 +79,20 @@ def test_review_and_skipped_never_flip_and_missing_slices_keep_their_rate() -> N
     )
 
 
-def test_variants_pair_by_case_and_repeat_with_the_variant_stripped() -> None:
+def test_variants_pair_by_case_with_the_variant_stripped() -> None:
     rows = [
         row("a", "s", "passed", variant="v1", repeat=0), row("a", "s", "failed", variant="v2", repeat=0),
         row("a", "s", "passed", variant="v1", repeat=1), row("a", "s", "passed", variant="v2", repeat=1),
         row("b", "s", "failed", variant="v1"), row("b", "s", "passed", variant="v2"),
         row("c", "s", "failed", variant="v3"),
     ]
-    result = compare_variants(rows, ["v1", "v2", "v3"], ThresholdPolicy())
+    result = compare_variants(rows, "v1", "v2", ThresholdPolicy())
     assert result is not None
     assert result.diff.source == "variant v1"
-    assert result.diff.regressions == ("a[repeat-0]",)
-    assert result.diff.fixes == ("b[repeat-0]",)
-    assert compare_variants(rows, ["v1"], ThresholdPolicy()) is None
-    assert compare_variants(rows, ["v1", "v9"], ThresholdPolicy()) is None  # no row of v9
+    assert result.diff.regressions == ("a",)  # 2/2 in v1, 1/2 in v2
+    assert result.diff.fixes == ("b",)
+    assert compare_variants(rows, "v1", "v9", ThresholdPolicy()) is None  # no row of v9
+    assert compare_variants(rows, "v9", "v1", ThresholdPolicy()) is None
 
 
 def test_rows_with_and_without_a_variant_in_one_set_keep_their_own_names() -> None:

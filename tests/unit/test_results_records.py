@@ -62,7 +62,7 @@ def test_slice_group_and_variant_rows_keep_their_columns_in_order() -> None:
     stats = SliceStats(slice="s", counts=c, threshold=0.5, threshold_source="option", gate="pass")
     assert list(stats.to_dict()) == [
         "slice", *COUNT_KEYS, "threshold", "threshold_source", "baseline_pass_rate", "delta",
-        "regressions", "fixes", "p_value", "gate",
+        "regressions", "fixes", "p_value", "p_regression", "verdict", "detectable_drop", "gate",
     ]
     assert stats.to_dict()["pass_rate"] == 0.75
     group = GroupStats("tag", c)

@@ -14,6 +14,7 @@ from pytest_promptsuite.checks.base import CheckResult
 from pytest_promptsuite.report import reason
 from pytest_promptsuite.report import summary_document
 from pytest_promptsuite.results import Counts
+from pytest_promptsuite.results import GateSettings
 from pytest_promptsuite.results import RegressionRule
 from pytest_promptsuite.results import SliceBelowThreshold
 from pytest_promptsuite.results import SliceRegressed
@@ -167,7 +168,8 @@ def test_flips_carry_old_and_new_output_and_the_prompt_diff() -> None:
 def test_regression_gate_fails_beyond_the_allowed_drop() -> None:
     old = [row(f"c{i}", "s", "passed") for i in range(10)]
     new = [row(f"c{i}", "s", "passed" if i >= 3 else "failed") for i in range(10)]
-    strict = summarize(new, ThresholdPolicy(option=0.0, max_regression_config=0.2), baseline=old)
+    delta = GateSettings(regression="delta")  # today's rule: the drop alone (deterministic runs)
+    strict = summarize(new, ThresholdPolicy(option=0.0, max_regression_config=0.2), baseline=old, settings=delta)
     assert not strict.gate.passed
     expected_p = mcnemar_by_fractions(3, 0)
     assert strict.slices[0].p_value == pytest.approx(expected_p)  # 2 * 1/8 = 0.25
@@ -182,7 +184,7 @@ def test_regression_gate_fails_beyond_the_allowed_drop() -> None:
         "slice 's': pass rate dropped 30.0 points against the baseline (100.0% -> 70.0%), "
         "more than the allowed 20.0 points (config); McNemar p = 0.25; regressions: c0, c1, c2",
     )
-    loose = summarize(new, ThresholdPolicy(option=0.0, max_regression_option=0.3), baseline=old)
+    loose = summarize(new, ThresholdPolicy(option=0.0, max_regression_option=0.3), baseline=old, settings=delta)
     assert loose.gate.passed and loose.slices[0].gate == "pass"
 
 
@@ -223,11 +225,15 @@ def test_repeats_count_once_each_and_give_pass_fractions_and_flaky_cases() -> No
     assert summary_document(summary)["flaky"][0]["pass_fraction"] == pytest.approx(2 / 3)
 
 
-def test_repeats_pair_with_the_same_repeat_of_the_baseline() -> None:
-    old = [row("a", "s", "passed", repeat=0), row("a", "s", "passed", repeat=1)]
-    new = [row("a", "s", "passed", repeat=0), row("a", "s", "failed", repeat=1)]
+def test_repeats_pair_by_case_on_their_pass_fractions() -> None:
+    old = [row("a", "s", "passed", repeat=0), row("a", "s", "passed", repeat=1),
+           row("flaky", "s", "passed", repeat=0), row("flaky", "s", "failed", repeat=1)]
+    new = [row("a", "s", "passed", repeat=0), row("a", "s", "failed", repeat=1),
+           row("flaky", "s", "failed", repeat=0), row("flaky", "s", "passed", repeat=1)]
     summary = summarize(new, baseline=old)
-    assert summary.regressions == ("a[repeat-1]",)
+    assert summary.regressions == ("a",)  # 2/2 -> 1/2; the flaky case (1/2 both times) is neither
+    assert summary.fixes == ()
+    assert summary.baseline is not None and summary.baseline.repeats == (2, 2, 2)
 
 
 def test_variant_and_tag_tables() -> None:

@@ -1,0 +1,240 @@
+"""The regression rule: is a slice's drop against the baseline (or the first variant) real?
+
+Each compared (slice, variant) is a :class:`Comparand`: its paired cases as strata and the rule it
+is judged by. Under ``delta`` a drop larger than the allowed one fails the slice (deterministic
+runs: every flip is real). Under ``paired`` the drop must also be significant: the one-sided exact
+stratified test (:func:`~pytest_promptsuite.results.stats.stratified_p`), Holm-corrected over
+every paired comparison of the run unless the correction is ``none``. Each comparison also says
+what the data can show: its verdict and the smallest drop it catches with 90 % power.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from collections.abc import Sequence
+from dataclasses import dataclass
+from dataclasses import field
+from dataclasses import replace
+from typing import Any
+
+from .compare import Comparison
+from .gate import EPS
+from .gate import GateDecision
+from .gate import NoCommonCases
+from .gate import RegressionRule
+from .gate import check_regression
+from .policy import GateSettings
+from .records import RegressionTest
+from .records import RunInfo
+from .records import Verdict
+from .stats import Stratum
+from .stats import detectable_drop
+from .stats import holm
+from .stats import mcnemar_p
+from .stats import settling_size
+from .stats import stratified_p
+
+
+__all__ = ["Comparand", "Judgement", "judge", "regression_tests"]
+
+
+@dataclass(frozen=True)
+class Comparand:
+    """One compared (slice, variant): its paired cases and the rule that judges it."""
+
+    slice: str
+    variant: str | None
+    #: ``baseline`` or ``variant NAME``.
+    against: str
+    strata: tuple[Stratum, ...]
+    rule: str  # "paired" | "delta"
+
+    def rates(self) -> tuple[float | None, float | None]:
+        """The pass rates of the other side and of this one over the compared runs."""
+        runs_old = sum(s.k_old for s in self.strata)
+        runs_new = sum(s.k_new for s in self.strata)
+        old = sum(s.old for s in self.strata) / runs_old if runs_old else None
+        new = sum(s.new for s in self.strata) / runs_new if runs_new else None
+        return old, new
+
+
+def _delta_detectable(comparand: Comparand, max_drop: float) -> float | None:
+    """Under ``delta``: the smallest drop of whole runs that exceeds the allowed one."""
+    runs = sum(s.k_new for s in comparand.strata)
+    if not runs:
+        return None
+    return (math.floor(max_drop * runs + 1e-9) + 1) / runs
+
+
+def _test(comparand: Comparand, p: float, p_adjusted: float | None, settings: GateSettings,
+          max_drop: float, level: float) -> RegressionTest:
+    """One comparison's figures, verdict and, when inconclusive, what would settle it."""
+    old, new = comparand.rates()
+    drop = None if old is None or new is None else old - new
+    beyond = drop is not None and drop > max_drop + EPS
+    strata = comparand.strata
+    settle: tuple[int | None, int | None] = (None, None)
+    verdict: Verdict = "no evidence of a drop"
+    if comparand.rule == "delta":
+        detectable = _delta_detectable(comparand, max_drop)
+        if beyond:
+            verdict = "regressed"
+    else:
+        detectable = detectable_drop(strata, level)
+        significant = (p_adjusted if p_adjusted is not None else p) <= settings.alpha
+        if beyond and significant:
+            verdict = "regressed"
+        elif beyond and drop is not None and (detectable is None or drop < detectable - EPS):
+            verdict = "inconclusive"
+            settle = settling_size(strata, level, drop)
+    repeats = max((min(s.k_old, s.k_new) for s in strata), default=0)
+    return RegressionTest(
+        slice=comparand.slice, variant=comparand.variant, against=comparand.against, rule=comparand.rule,
+        cases=len(strata), repeats=repeats, baseline_pass_rate=old, pass_rate=new, drop=drop,
+        regressions=sum(1 for s in strata if s.old * s.k_new > s.new * s.k_old),
+        fixes=sum(1 for s in strata if s.old * s.k_new < s.new * s.k_old),
+        p_regression=p, p_adjusted=p_adjusted, detectable_drop=detectable, verdict=verdict,
+        settle_cases=settle[0], settle_repeats=settle[1],
+    )
+
+
+def regression_tests(
+    comparands: Sequence[Comparand], settings: GateSettings, max_drop: float
+) -> list[RegressionTest]:
+    """Every comparison judged, in the order given: the paired ones Holm-corrected together
+    (the family is every comparison of the run under the ``paired`` rule)."""
+    p_values = [stratified_p(c.strata) for c in comparands]
+    family = [i for i, c in enumerate(comparands) if c.rule == "paired"]
+    adjusted: dict[int, float] = {}
+    if settings.correction == "holm" and family:
+        adjusted = dict(zip(family, holm([p_values[i] for i in family]), strict=True))
+    # the detectable drop at the level the family's smallest p-value must reach (Bonferroni's)
+    level = settings.alpha / len(family) if settings.correction == "holm" and family else settings.alpha
+    return [
+        _test(c, p_values[i], adjusted.get(i), settings, max_drop, level) for i, c in enumerate(comparands)
+    ]
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """Every comparison of a run judged: the tests per compared (slice, variant), the test each
+    slice row shows, each later variant's tests against the first, and the gate failures."""
+
+    tests: tuple[RegressionTest, ...] = ()
+    #: Per slice: the baseline test its row shows (the slice's own, or pooled over its variants).
+    by_slice: dict[str, RegressionTest] = field(default_factory=dict)
+    #: Per (slice, variant): a later variant's test against the first.
+    by_variant: dict[tuple[str, str], RegressionTest] = field(default_factory=dict)
+    decisions: tuple[GateDecision, ...] = ()
+
+
+_SEVERITY = {"regressed": 2, "inconclusive": 1, "no evidence of a drop": 0}
+
+
+def _units(comparison: Comparison, against: str, rule: str, variant: str | None = None) -> list[Comparand]:
+    """One comparand per (slice, variant) of a comparison's paired cases, in order (all of them
+    ``variant`` when given: a variant's rows compared with the first's carry none)."""
+    grouped: dict[tuple[str, str | None], list[Stratum]] = {}
+    for case in comparison.paired:
+        grouped.setdefault((case.slice, variant or case.key.variant), []).append(case.stratum)
+    return [
+        Comparand(name, variant, against, tuple(strata), rule)
+        for (name, variant), strata in sorted(grouped.items(), key=lambda g: (g[0][0], g[0][1] or ""))
+    ]
+
+
+def _ids(comparison: Comparison, slice_name: str, variant: str | None) -> tuple[str, ...]:
+    """The regressed cases of one compared (slice, variant), by key name."""
+    return tuple(
+        p.key.name(with_repeat=False) for p in comparison.paired
+        if p.slice == slice_name and p.key.variant == variant and p.kind == "regression"
+    )
+
+
+def _models(old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> tuple[str, str] | None:
+    """(the other side's model, this run's) when both are known and differ."""
+    a, b = RunInfo.describe(old), RunInfo.describe(new)
+    return (a, b) if a is not None and b is not None and a != b else None
+
+
+def _pooled(tests: list[RegressionTest], strata: tuple[Stratum, ...], settings: GateSettings,
+            max_drop: float) -> RegressionTest:
+    """A slice's row over all its variants: the pooled figures, the worst variant's verdict."""
+    first = tests[0]
+    if len(tests) == 1:
+        return first
+    alone = replace(settings, correction="none")
+    pooled = regression_tests([Comparand(first.slice, None, first.against, strata, first.rule)], alone, max_drop)[0]
+    worst = max(tests, key=lambda t: _SEVERITY[t.verdict])
+    return replace(pooled, verdict=worst.verdict, settle_cases=worst.settle_cases,
+                   settle_repeats=worst.settle_repeats)
+
+
+def judge(
+    *,
+    baseline: Comparison | None,
+    variants: Mapping[str, Comparison | None],
+    settings: GateSettings,
+    rule: RegressionRule,
+    run: RunInfo | None = None,
+    baseline_run: RunInfo | None = None,
+    baseline_variant: str | None = None,
+) -> Judgement:
+    """Judge the run against its baseline and, with ``compare_variants``, each later variant
+    (``variants``: variant -> its comparison with the first) against the first, under one family."""
+    current = run.deterministic if run is not None else False
+    other = baseline_run.deterministic if baseline_run is not None else current
+    comparands: list[Comparand] = []
+    if baseline is not None:
+        comparands += _units(baseline, "baseline", settings.rule_for(current and other))
+    first = next((c.diff.source for c in variants.values() if c is not None), "")
+    if settings.compare_variants:
+        for name, comparison in variants.items():
+            if comparison is not None:
+                comparands += _units(comparison, comparison.diff.source, settings.rule_for(current), name)
+    tests = regression_tests(comparands, settings, rule.max_drop)
+    family = sum(1 for c in comparands if c.rule == "paired")
+    decisions: list[GateDecision] = []
+    if baseline is not None and not baseline.paired:
+        decisions.append(NoCommonCases("baseline", baseline.diff.source))
+    if settings.compare_variants:
+        decisions += [
+            NoCommonCases(f"first {first}", f"variant {v}")
+            for v, c in variants.items() if c is not None and not c.paired
+        ]
+    for test in tests:
+        against_baseline = test.against == "baseline"
+        comparison = baseline if against_baseline else variants.get(test.variant or "")
+        assert comparison is not None
+        models = None
+        if against_baseline and run is not None and baseline_run is not None:
+            models = _models(baseline_run.model(baseline_variant or test.variant), run.model(test.variant))
+        found = check_regression(
+            test, replace(rule, kind=test.rule, alpha=settings.alpha, correction=settings.correction),
+            _ids(comparison, test.slice, None if not against_baseline else test.variant),
+            p_value=mcnemar_p(test.regressions, test.fixes), models=models, family=max(1, family),
+            unpaired=comparison.unpaired.get(test.slice, 0),
+        )
+        if found is not None:
+            decisions.append(found)
+    return Judgement(
+        tests=tuple(tests),
+        by_slice=_slice_rows(tests, baseline, settings, rule.max_drop),
+        by_variant={(t.slice, t.variant or ""): t for t in tests if t.against != "baseline"},
+        decisions=tuple(decisions),
+    )
+
+
+def _slice_rows(tests: Sequence[RegressionTest], baseline: Comparison | None, settings: GateSettings,
+                max_drop: float) -> dict[str, RegressionTest]:
+    """The baseline test each slice row shows."""
+    by_slice: dict[str, list[RegressionTest]] = {}
+    for test in tests:
+        if test.against == "baseline":
+            by_slice.setdefault(test.slice, []).append(test)
+    if baseline is None:
+        return {}
+    return {
+        name: _pooled(found, baseline.strata(name), settings, max_drop) for name, found in by_slice.items()
+    }
