@@ -16,6 +16,9 @@ the same against it. Knobs (:class:`Knobs`, changeable while it runs):
   connection closes mid-answer), ``hang`` (no answer for ``hang_s``), ``malformed`` (a 200 that is
   not JSON), ``nochoices`` (JSON without choices), ``empty`` (an empty completion), ``quota`` (a 429
   with code ``insufficient_quota``) or ``ok``.
+- Seeded answers for gate simulations: a prompt containing ``<<pass 0.3>>`` is echoed on a share
+  0.3 of its attempts (drawn from ``seed``, the prompt and the attempt number) and answered
+  ``nope`` otherwise, so a case that checks for its own text passes with that probability.
 
 It counts requests in flight (``max_in_flight``) and logs every request (``log``).
 
@@ -53,6 +56,7 @@ from starlette.types import Send
 __all__ = ["Knobs", "LoopbackServer", "serve"]
 
 SCRIPT = re.compile(r"\[\[([a-z0-9, ]+)\]\]")
+PASS_RATE = re.compile(r"<<pass (\d*\.?\d+)>>")
 
 
 @dataclass
@@ -87,6 +91,15 @@ def _prompt_of(body: dict[str, Any]) -> str:
         users = [m.get("content", "") for m in body["messages"] if m.get("role") == "user"]
         return str(users[-1]) if users else ""
     return str(body.get("prompt", ""))
+
+
+def _drawn_miss(knobs: Knobs, prompt: str, attempt: int) -> bool:
+    """Whether a ``<<pass p>>`` prompt misses on this attempt (a draw above ``p``)."""
+    match = PASS_RATE.search(prompt)
+    if match is None:
+        return False
+    digest = hashlib.sha256(f"pass\0{knobs.seed}\0{prompt}\0{attempt}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64 >= float(match.group(1))
 
 
 def _drawn_failure(knobs: Knobs, prompt: str, attempt: int) -> int | None:
@@ -182,6 +195,8 @@ class _App:
             if sent != f"Bearer {knobs.api_key}":
                 return _error(401, f"Incorrect API key provided: {sent[7:] or '(none)'}",
                               "invalid_api_key")
+        if _drawn_miss(knobs, prompt, attempt):
+            return _completion("nope", body, chat=chat)
         step = _script_step(prompt, attempt)
         if step is None:
             status = _drawn_failure(knobs, prompt, attempt)
