@@ -38,7 +38,10 @@ class GateSettings:
 
     def to_dict(self) -> dict[str, Any]:
         """The settings in force, as ``summary.json`` records them for ``diff`` and ``merge``."""
-        return {"alpha": self.alpha, "correction": self.correction, "regression": self.regression}
+        return {
+            "alpha": self.alpha, "correction": self.correction, "regression": self.regression,
+            "compare_variants": self.compare_variants,
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> GateSettings:
@@ -50,6 +53,7 @@ class GateSettings:
             alpha=float(alpha) if isinstance(alpha, (int, float)) and 0 < alpha < 1 else 0.05,
             correction="none" if correction == "none" else "holm",
             regression=regression if regression in ("paired", "delta") else "auto",
+            compare_variants=data.get("compare_variants") is True,
         )
 
 

@@ -13,8 +13,8 @@ from pytest_promptsuite.results import Counts
 from pytest_promptsuite.results import GateResult
 from pytest_promptsuite.results import GateSettings
 from pytest_promptsuite.results import RegressionRule
-from pytest_promptsuite.results import SliceBelowThreshold
 from pytest_promptsuite.results import RegressionTest
+from pytest_promptsuite.results import SliceBelowThreshold
 from pytest_promptsuite.results import SliceRegressed
 from pytest_promptsuite.results import ThresholdPolicy
 from pytest_promptsuite.results import ThresholdRule
