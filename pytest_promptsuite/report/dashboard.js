@@ -121,18 +121,20 @@
     var hasBase = S.baseline !== null;
     var header = ["slice", "cases", "passed", "failed", "error", "review", "pass rate", "95% CI",
       "threshold", "source"];
-    if (hasBase) header = header.concat(["baseline", "delta (pts)", "regressions", "fixes", "p (McNemar)"]);
+    if (hasBase) header = header.concat(["baseline", "delta (pts)", "regressions", "fixes", "p (McNemar)",
+      "p (drop)", "verdict", "detectable drop"]);
     header.push("gate");
     var rows = S.slices.map(function (s) {
       var r = [s.slice, String(s.cases), String(s.passed), String(s.failed), String(s.error),
         String(s.review), pct(s.pass_rate), s.ci_low === null ? "-" : pct(s.ci_low) + " - " + pct(s.ci_high),
         pct(s.threshold), s.threshold_source];
       if (hasBase) r = r.concat([pct(s.baseline_pass_rate), pts(s.delta), String(s.regressions),
-        String(s.fixes), pval(s.p_value)]);
+        String(s.fixes), pval(s.p_value), pval(s.p_regression), s.verdict || "-",
+        s.detectable_drop === null || s.detectable_drop === undefined ? "-" : pct(s.detectable_drop)]);
       r.push(s.gate.toUpperCase());
       return r;
     });
-    var t = table(header, rows, [1, 2, 3, 4, 5, 6, 8, 10, 11, 12, 13, 14]);
+    var t = table(header, rows, [1, 2, 3, 4, 5, 6, 8, 10, 11, 12, 13, 14, 15, 17]);
     t.id = "slice-table";
     Array.prototype.forEach.call(t.tBodies[0].rows, function (tr, i) {
       tr.className = S.slices[i].gate === "pass" ? "gate-pass" : "gate-fail";
