@@ -60,7 +60,7 @@ def _ids(title: str, ids: Sequence[str]) -> list[str]:
 
 def summary_markdown(summary: Summary, review: Sequence[Mapping[str, Any]] = ()) -> str:
     """The whole ``summary.md`` text; ``review`` is the review queue (``files.review_queue``)."""
-    md = _verdict(summary) + _slice_table(summary) + _baseline(summary) + _variants(summary)
+    md = _verdict(summary) + _slice_table(summary) + _baseline(summary) + _drops(summary) + _variants(summary)
     md += _ids(
         "Review queue (for a human; see review.jsonl)",
         [
@@ -117,12 +117,19 @@ def _baseline(summary: Summary) -> list[str]:
         "flips; p drop is the one-sided exact test of a drop the gate uses.",
         "",
     ]
-    md += [f"- {md_escape(line)}" for line in verdict_lines(summary)]
-    md += [""] if md[-1] != "" else []
+
     md += _ids("Regressions (passed, now not)", list(diff.regressions))
     md += _ids("Fixes (failed, now passed)", list(diff.fixes))
     md += _ids("New cases", list(diff.new))
     return md + _ids("Removed cases", list(diff.removed))
+
+
+def _drops(summary: Summary) -> list[str]:
+    """What the comparisons can and cannot show: the rule and each verdict worth a look."""
+    lines = list(verdict_lines(summary))
+    if not lines:
+        return []
+    return ["### Is this drop real?", "", *[f"- {md_escape(line)}" for line in lines], ""]
 
 
 def _rate(value: float | None) -> str:
