@@ -17,6 +17,7 @@ from typing import Any
 from .assemble import Assembler
 from .cases import PromptCase
 from .cases import load_cases
+from .checks import CheckScope
 from .checks import compile_cases
 from .errors import CaseFileError
 from .errors import PromptSuiteError
@@ -54,9 +55,12 @@ class _Suites:
         seen: dict[str, str] = {}
         for case_file in self.files:
             try:
+                self.index.check_file(case_file)
                 self.cases[case_file] = load_cases(case_file, seen=seen, display=self.index.display(case_file))
             except CaseFileError as exc:
                 self.problems.extend(exc.problems)
+            except PromptSuiteError as exc:
+                self.problems.append(str(exc))
         self._assembler: Assembler | None = None
         self._prompts: dict[SuiteKey, CasePrompts] = {}
 
@@ -87,8 +91,10 @@ class _Suites:
         suites: dict[SuiteKey, Path] = {}
         for case_file, cases in self.cases.items():
             try:
-                suites.setdefault(self.index.suite_of(case_file)[0], case_file)
-                compile_cases(cases, make, display=self.index.display(case_file))
+                key, suite = self.index.suite_of(case_file)
+                suites.setdefault(key, case_file)
+                scope = CheckScope(self.index.folder_of(case_file), suite.python_modules)
+                compile_cases(cases, make, display=self.index.display(case_file), scope=scope)
             except PromptSuiteError as exc:
                 problems.extend(str(exc).splitlines())
         for case_file in suites.values():

@@ -20,9 +20,12 @@ from .assemble import open_stores
 from .cases import CaseKey
 from .cases import CaseLocation
 from .cases import load_cases
+from .cases import output_kind
 from .checks import CaseResult
+from .checks import CheckScope
 from .checks import MakeCheck
 from .checks import compile_cases
+from .errors import CaseFileError
 from .errors import ConfigError
 from .errors import PromptSuiteError
 from .models.runner import ModelRunner
@@ -110,8 +113,13 @@ class PromptSession:
             self._pipelines[key] = self.assembler.pipeline(suite)
         pipeline = self._pipelines[key]
         shown = self.index.display(path)
+        self.index.check_file(path)
+        kind = output_kind(path)
+        if kind is not None:  # named on the command line: a report or cassette is no case file
+            raise CaseFileError([f"{shown}:1: this is {kind}, not a case file"])
         cases = load_cases(path, seen=self.seen, display=shown)
-        compiled = compile_cases(cases, make_check, suite=pipeline.evaluator.suite, display=shown)
+        scope = CheckScope(self.index.folder_of(path), suite.python_modules)
+        compiled = compile_cases(cases, make_check, suite=pipeline.evaluator.suite, display=shown, scope=scope)
         variants = self.index.variants(key, self.options.variant)
         repeats = self.options.repeat
         planned = []

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from .cases import did_you_mean
 from .cases import iter_case_files
+from .cases import output_kind
 from .errors import ConfigError
 from .suite import SuiteConfig
 from .suite import find_config
@@ -89,9 +90,38 @@ class SuiteIndex:
         return targets
 
     def wants(self, file_path: Path) -> bool:
-        """Whether a ``*.jsonl`` file is a case file of a target (a train file is not)."""
+        """Whether a ``*.jsonl`` file pytest found is a case file of a target: not a train file,
+        not one of our own output files (a report or cassette kept in the suite's folder). A
+        link under a target that leads outside it is wanted, so that collecting it says so."""
         resolved = file_path.resolve()
-        return resolved not in self._excluded and self._root_of(resolved) is not None
+        if resolved in self._excluded:
+            return False
+        if self._root_of(resolved) is None and self._given_under(file_path) is None:
+            return False
+        return output_kind(file_path) is None
+
+    def check_file(self, case_file: Path) -> None:
+        """Refuse (ConfigError) a case file reached through a link that leaves its target's
+        folder: ``--prompt-suite`` folders are read inside, never silently skipped."""
+        resolved = case_file.resolve()
+        if self._root_of(resolved) is not None:
+            return
+        given = self._given_under(case_file)
+        if given is not None:
+            raise ConfigError(
+                f"{self.display(case_file)}: a link to {resolved}, outside the suite's folder "
+                f"{given.resolve()}; case files are read inside the folder --prompt-suite names "
+                "(copy the file in, or name it with its own --prompt-suite)"
+            )
+
+    def _given_under(self, file_path: Path) -> Path | None:
+        """The given (not resolved) target that ``file_path`` is under, as found by walking it."""
+        path = self._absolute(file_path)
+        for target in self._given:
+            base = self._absolute(target)
+            if path == base or base in path.parents:
+                return target
+        return None
 
     def case_files(self) -> Iterator[Path]:
         """Every case file under the targets, in order (what pytest would collect)."""
@@ -103,6 +133,17 @@ class SuiteIndex:
             if resolved == root or root in resolved.parents:
                 return root, owner
         return None
+
+    def folder_of(self, case_file: Path) -> Path:
+        """The suite's folder of a case file, the one it may read files and code from: its
+        config's folder, else the ``--prompt-suite`` folder it was found in, else its own."""
+        key, suite = self.suite_of(case_file)
+        if suite.path is not None:
+            return suite.root
+        found = self._root_of(case_file.resolve())
+        if found is not None and found[0].is_dir():
+            return found[0]
+        return case_file.resolve().parent
 
     # -- configs and variants ---------------------------------------------------------------
 

@@ -16,6 +16,7 @@ from .base import CheckResult
 from .base import Layer
 from .core import Check
 from .core import CheckContext
+from .core import CheckScope
 from .core import Params
 from .core import Verdict
 from .core import json_text
@@ -284,13 +285,13 @@ def make_llm_rubric(p: Params) -> Check:
     return LlmRubric(rubric, threshold)
 
 
-def make_python(p: Params, base_dir: Path) -> Check:
+def make_python(p: Params, base_dir: Path, scope: CheckScope | None = None) -> Check:
     """``python``: your function (``value``: ``module:function`` or ``file://path.py:function``)
-    judges the output."""
+    judges the output; ``scope`` says which files and modules it may come from."""
     spec = p.string("value", required=True, what="a dotted path like 'package.module:function'")
     threshold = p.number("threshold")
     assert spec is not None
-    function = import_object(spec, base_dir, field="value", name=p.name)
+    function = import_object(spec, base_dir, field="value", name=p.name, scope=scope)
     if not callable(function):
         raise CheckError(f"'value' of {p.name!r}: {spec!r} is not callable")
     return PythonCheck(function, spec, threshold)
