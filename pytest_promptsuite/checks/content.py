@@ -6,8 +6,10 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from ..budget import time_budget
 from ..cases import PromptCase
 from ..errors import CheckError
+from ..formats.limits import REGEX_SECONDS
 from .base import CheckResult
 from .base import Layer
 from .core import Check
@@ -157,7 +159,10 @@ class Regex(Check):
         self.layer = Layer.STRUCTURE if fullmatch else Layer.CONTENT
 
     def evaluate(self, value: Any, ctx: CheckContext) -> Verdict:
-        text = _text(value)
+        with time_budget(REGEX_SECONDS, f"regex /{shorten(self.pattern.pattern, 40)[1:-1]}/"):
+            return self._evaluate(_text(value))
+
+    def _evaluate(self, text: str) -> Verdict:
         if self.fullmatch:
             expected = f"the whole output matches /{self.pattern.pattern}/"
             match = self.pattern.fullmatch(text)
@@ -255,12 +260,10 @@ class IsRefusal(Check):
         expected = "a refusal"
         if not text.strip():
             return Verdict(True, expected, "an empty output")
-        for pattern in self.patterns:
-            match = pattern.search(text)
-            if match:
-                return Verdict(
-                    True, expected, f"refusal phrase {shorten(match.group(0))} at offset {match.start()}"
-                )
+        with time_budget(REGEX_SECONDS, "the refusal patterns"):
+            match = next((m for p in self.patterns if (m := p.search(text)) is not None), None)
+        if match is not None:
+            return Verdict(True, expected, f"refusal phrase {shorten(match.group(0))} at offset {match.start()}")
         return Verdict(False, expected, f"no refusal phrase in {len(text)} chars")
 
 

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-import json
+import math
 import re
 from pathlib import Path
 from typing import Any
 
 from ..errors import CheckError
 from ..errors import ModelError
+from ..formats.jsonio import JsonError
+from ..formats.jsonio import raw_decode
 from ..models.base import Model
 from ..models.base import ModelRequest
 from ..models.runner import ModelRunner
@@ -131,15 +133,16 @@ Reply with one JSON object and nothing else:
 
 def parse_judge_reply(reply: str) -> dict[str, Any]:
     """The verdict object in a judge's reply (the first JSON object with a boolean ``pass``)."""
-    decoder = json.JSONDecoder()
     for match in re.finditer(r"\{", reply):
         try:
-            value, _ = decoder.raw_decode(reply, match.start())
-        except ValueError:
+            value, _ = raw_decode(reply, match.start())
+        except JsonError:
             continue
         if isinstance(value, dict) and isinstance(value.get("pass"), bool):
             score = value.get("score")
-            if score is not None and (isinstance(score, bool) or not isinstance(score, (int, float))):
+            if score is not None and (
+                isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score)
+            ):
                 raise ValueError(f"'score' is {score!r}, not a number")
             return value
     raise ValueError("no JSON object with a boolean 'pass' in the reply")
@@ -170,6 +173,8 @@ class LlmRubric(Check):
             reply = ctx.judge(prompt)
         except ModelError as exc:
             return Verdict(False, expected, f"the judge call failed: {exc}")
+        except Exception as exc:  # whatever a judge model raised: this check fails, the case runs on
+            return Verdict(False, expected, f"the judge call failed: {type(exc).__name__}: {exc}")
         try:
             verdict = parse_judge_reply(reply)
         except ValueError as exc:
@@ -220,7 +225,7 @@ class PythonCheck(Check):
         expected = f"{self.spec} accepts the output"
         try:
             result = self.function(value, ctx.case)
-        except Exception as exc:  # the user's function broke: a failure that says how
+        except (Exception, SystemExit) as exc:  # the user's function broke: a failure that says how
             return Verdict(False, expected, f"the function raised {exc!r}")
         if isinstance(result, CheckResult):
             return Verdict(
@@ -229,6 +234,8 @@ class PythonCheck(Check):
         if isinstance(result, bool):
             return Verdict(result, expected, "True" if result else "False")
         if isinstance(result, (int, float)):
+            if not math.isfinite(result):
+                return Verdict(False, expected, f"score {result!r}, which is not a number to compare")
             ok = result >= self.threshold if self.threshold is not None else result > 0
             bound = f">= {self.threshold:g}" if self.threshold is not None else "> 0"
             return Verdict(ok, f"{self.spec} scores {bound}", f"score {result:g}", score=float(result))

@@ -7,7 +7,6 @@ no Colang rewriting). A plugin adds or replaces one with ``pytest_promptsuite_ma
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from typing import Any
@@ -15,6 +14,9 @@ from typing import Union
 
 from ..errors import ConfigError
 from ..errors import PromptSuiteError
+from ..formats.jsonio import JsonError
+from ..formats.jsonio import decode
+from ..formats.jsonio import raw_decode
 from .pluggable import check_params
 from .pluggable import split_spec
 from .pluggable import unknown_part
@@ -61,18 +63,17 @@ _FENCE = re.compile(r"```(?:json)?[ \t]*\n(.*?)```", re.DOTALL)
 def extract_json(text: str) -> str:
     """The first JSON value in ``text``, exactly as written: the whole text, a fenced
     ```` ```json ```` block, or the first ``{...}`` / ``[...]`` after some prose."""
-    decoder = json.JSONDecoder()
     candidates: list[str] = [text.strip()] + [str(m.group(1)).strip() for m in _FENCE.finditer(text)]
     for candidate in candidates:
         try:
-            json.loads(candidate)
-        except ValueError:
+            decode(candidate, strict=False)
+        except JsonError:
             continue
         return candidate
     for match in re.finditer(r"[\[{]", text):
         try:
-            _, end = decoder.raw_decode(text, match.start())
-        except ValueError:
+            _, end = raw_decode(text, match.start())
+        except JsonError:
             continue
         return text[match.start() : end]
     snippet = text[:60] + ("..." if len(text) > 60 else "")
