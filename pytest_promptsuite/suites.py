@@ -18,6 +18,7 @@ from .cases import did_you_mean
 from .cases import iter_case_files
 from .cases import output_kind
 from .errors import ConfigError
+from .scrub import register
 from .suite import SuiteConfig
 from .suite import find_config
 from .suite import load_config
@@ -65,6 +66,8 @@ class SuiteIndex:
         resolved = path.resolve()
         if resolved not in self._configs:
             suite = load_config(path)
+            for model in (suite.model, *suite.models.values()):  # scrubbed from now on, wherever shown
+                register(os.environ.get(model.api_key_env))
             self._configs[resolved] = suite
             if suite.suite.train is not None:
                 self._excluded.add(suite.resolve(suite.suite.train, key="suite.train"))
