@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from ..results import CasesErrored
 from ..results import GateDecision
+from ..results import RunIncomplete
 from ..results import SliceBelowThreshold
 from ..results import SliceRegressed
 
@@ -26,6 +27,8 @@ def reason(decision: GateDecision) -> str:
         return _below_threshold(decision)
     if isinstance(decision, SliceRegressed):
         return _regressed(decision)
+    if isinstance(decision, RunIncomplete):
+        return _incomplete(decision)
     return _errored(decision)
 
 
@@ -70,3 +73,10 @@ def _points(fraction: float) -> str:
 
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _incomplete(d: RunIncomplete) -> str:
+    return (
+        f"the run stopped before every case ran ({d.why}): {d.ran} of {d.ran + d.not_run} cases ran; "
+        "a partial run never passes the gate"
+    )

@@ -13,6 +13,7 @@ from .gate import CasesErrored
 from .gate import GateDecision
 from .gate import GateResult
 from .gate import RegressionRule
+from .gate import RunIncomplete
 from .gate import SliceBelowThreshold
 from .gate import SliceRegressed
 from .gate import ThresholdRule
@@ -45,6 +46,7 @@ __all__ = [
     "GroupStats",
     "RegressionRule",
     "RepeatStats",
+    "RunIncomplete",
     "SliceBelowThreshold",
     "SliceFlips",
     "SliceRegressed",
