@@ -8,7 +8,6 @@ pytest would load), and never imports pytest.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,9 +21,12 @@ from .checks import compile_cases
 from .errors import CaseFileError
 from .errors import PromptSuiteError
 from .models.runner import ModelRunner
+from .formats.jsonio import encode
 from .options import RunOptions
 from .plugins import conftest_modules
 from .plugins import plugin_manager
+from .scrub import install_log_filter
+from .scrub import printable
 from .suite import SuiteConfig
 from .suites import SuiteIndex
 from .suites import SuiteKey
@@ -113,7 +115,7 @@ def _validate(args: argparse.Namespace) -> int:
     suites = _Suites(args.paths)
     problems = suites.problems or suites.check_problems()
     for problem in problems:
-        print(problem, file=sys.stderr)
+        print(printable(problem), file=sys.stderr)
     if problems:
         print(f"{len(problems)} problem{'s' if len(problems) != 1 else ''} found", file=sys.stderr)
         return 1
@@ -138,18 +140,18 @@ def _render_case(case: PromptCase, prompts: CasePrompts, variants: list[str | No
         try:
             requests = prompts.known_requests(case, variant=variant)
         except PromptSuiteError as exc:
-            print(json.dumps({**shown, "error": str(exc)}, ensure_ascii=False))
+            print(encode({**shown, "error": str(exc)}))
             continue
         shown["prompt"] = requests[0]
         if isinstance(case.input, list):  # multi-turn: the requests known before any reply
             shown["requests"] = requests
-        print(json.dumps(shown, ensure_ascii=False))
+        print(encode(shown))
 
 
 def _render(args: argparse.Namespace) -> int:
     if args.request:
         status, answer = render_request_file(args.request)
-        print(json.dumps(answer, ensure_ascii=False))
+        print(encode(answer))
         return status
     if not args.prompt_suite:
         print("promptsuite render: give --prompt-suite PATH or --request FILE.json", file=sys.stderr)
@@ -220,8 +222,9 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``promptsuite`` command; return its exit status."""
     args = _parser().parse_args(argv)
+    install_log_filter()
     try:
         return int(args.func(args))
     except PromptSuiteError as exc:
-        print(str(exc), file=sys.stderr)
+        print(printable(str(exc)), file=sys.stderr)
         return 1

@@ -180,6 +180,11 @@ class SuiteIndex:
         """The prompt versions a suite's cases run in: every ``[variants.NAME]`` of its config,
         or those of ``wanted`` (``--prompt-variant``); ``[None]`` without variants."""
         suite = self._configs[key]
+        if not suite.variants and wanted:  # its one prompt is no version of that name: say so
+            where = self.display(suite.path) if suite.path else "a case file without a suite config"
+            raise ConfigError(
+                f"--prompt-variant {wanted[0]}: {where} has no [variants] table, so no such variant"
+            )
         if not suite.variants:
             return [None]
         if not wanted:

@@ -83,6 +83,9 @@ class OpenAIModel:
         self.spec = spec or f"openai:{name}"
         self.name = name
         self.base_url = base_url.rstrip("/")
+        # a query (Azure's api-version, a proxy's key=...) stays at the end of every endpoint URL
+        path, _, query = self.base_url.partition("?")
+        self._path, self._query = path.rstrip("/"), f"?{query}" if query else ""
         self.api_key_env = api_key_env
         self.endpoint = endpoint
         self.timeout_s = timeout_s
@@ -127,9 +130,9 @@ class OpenAIModel:
             )
         prompt = request.prompt
         if isinstance(prompt, str) and self.endpoint == "completions":
-            return f"{self.base_url}/completions", {"model": self.name, "prompt": prompt, **params}
+            return f"{self._path}/completions{self._query}", {"model": self.name, "prompt": prompt, **params}
         messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else prompt
-        return f"{self.base_url}/chat/completions", {"model": self.name, "messages": messages, **params}
+        return f"{self._path}/chat/completions{self._query}", {"model": self.name, "messages": messages, **params}
 
     def _headers(self) -> dict[str, str]:
         if self._api_key is None:
