@@ -20,8 +20,8 @@ from .checks import CheckScope
 from .checks import compile_cases
 from .errors import CaseFileError
 from .errors import PromptSuiteError
-from .models.runner import ModelRunner
 from .formats.jsonio import encode
+from .models.runner import ModelRunner
 from .options import RunOptions
 from .plugins import conftest_modules
 from .plugins import plugin_manager
