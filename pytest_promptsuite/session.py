@@ -10,6 +10,7 @@ add up the same way; only the controller loads the baseline and writes files.
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Callable
 from collections.abc import Iterator
 from collections.abc import Sequence
@@ -44,6 +45,7 @@ from .results import ThresholdPolicy
 from .results import load_results
 from .results import summarize
 from .scrub import public_url
+from .scrub import register
 from .suite import base_url_problem
 from .suites import SuiteIndex
 from .suites import SuiteKey
@@ -83,6 +85,7 @@ class PromptSession:
         self.is_worker = is_worker
         self.invocation_dir = invocation_dir
         self.rootpath = rootpath
+        register(os.environ.get("OPENAI_API_KEY"))  # the default key variable: scrubbed from the start
         if options.base_url:  # the option's value, checked before anything is collected
             problem = base_url_problem(options.base_url)
             if problem:

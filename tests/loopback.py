@@ -166,6 +166,7 @@ class _App:
         stats.requests += 1
         entry: dict[str, Any] = {
             "path": request.url.path,
+            "query": request.url.query,
             "body": body,
             "authorization": request.headers.get("authorization"),
             "attempt": attempt,
