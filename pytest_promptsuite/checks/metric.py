@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import math
-import re
 from pathlib import Path
 from typing import Any
 
+from ..budget import BudgetExceeded
+from ..budget import time_budget
 from ..errors import CheckError
 from ..errors import ModelError
-from ..formats.jsonio import JsonError
-from ..formats.jsonio import raw_decode
+from ..formats.jsonio import find_json
+from ..formats.limits import JSON_SEARCH_SECONDS
 from ..models.base import Model
 from ..models.base import ModelRequest
 from ..models.runner import ModelRunner
@@ -133,11 +134,12 @@ Reply with one JSON object and nothing else:
 
 def parse_judge_reply(reply: str) -> dict[str, Any]:
     """The verdict object in a judge's reply (the first JSON object with a boolean ``pass``)."""
-    for match in re.finditer(r"\{", reply):
-        try:
-            value, _ = raw_decode(reply, match.start())
-        except JsonError:
-            continue
+    try:
+        with time_budget(JSON_SEARCH_SECONDS, "looking for the verdict in the judge's reply"):
+            values = [value for value, _, _ in find_json(reply, opening="{", nested=True)]
+    except BudgetExceeded as exc:
+        raise ValueError(str(exc)) from None
+    for value in values:
         if isinstance(value, dict) and isinstance(value.get("pass"), bool):
             score = value.get("score")
             if score is not None and (

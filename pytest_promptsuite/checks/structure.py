@@ -22,7 +22,8 @@ from ..budget import time_budget
 from ..errors import CheckError
 from ..formats.jsonio import JsonError
 from ..formats.jsonio import decode
-from ..formats.jsonio import raw_decode
+from ..formats.jsonio import find_json
+from ..formats.limits import JSON_SEARCH_SECONDS
 from ..formats.limits import REGEX_SECONDS
 from .base import Layer
 from .core import Check
@@ -168,21 +169,9 @@ class IsJson(Check):
 
 def _json_values(text: str) -> list[Any]:
     """The JSON objects and arrays embedded in ``text``, in order, not nested in each other
-    (none nested deeper than the depth limit)."""
-    found: list[Any] = []
-    at = 0
-    while True:
-        starts = [i for i in (text.find("{", at), text.find("[", at)) if i >= 0]
-        if not starts:
-            return found
-        start = min(starts)
-        try:
-            value, end = raw_decode(text, start)
-        except JsonError:
-            at = start + 1
-            continue
-        found.append(value)
-        at = end
+    (none nested deeper than the depth limit; the search has a time budget)."""
+    with time_budget(JSON_SEARCH_SECONDS, "looking for JSON in the output"):
+        return [value for value, _, _ in find_json(text)]
 
 
 class ContainsJson(Check):

@@ -34,6 +34,7 @@ __all__ = [
     "JsonLine",
     "decode",
     "encode",
+    "find_json",
     "lone_surrogate",
     "nesting",
     "raw_decode",
@@ -214,21 +215,69 @@ def nesting(value: Any, stop: int) -> int:
     return deepest
 
 
+def _deeper_from(text: str, start: int, limit: Limit) -> bool:
+    """Whether the value that opens at ``start`` nests deeper than ``limit`` (a scan that stops
+    at the value's end or one bracket past the limit, so a bomb costs ``limit`` steps)."""
+    depth = 0
+    for match in _STRING_OR_BRACKET.finditer(text, start):
+        token = match.group()
+        if token in "[{":
+            depth += 1
+            if depth > limit.value:
+                return True
+        elif token in "]}":
+            depth -= 1
+            if depth <= 0:
+                return False
+    return False
+
+
 def raw_decode(text: str, start: int, *, limit: Limit = DEPTH) -> tuple[Any, int]:
     """The JSON value that begins at ``start`` of ``text`` and where it ends (for finding JSON in
     prose); :class:`JsonError` when there is none or it nests deeper than ``limit``."""
+    if text[start:start + 1] in ("[", "{") and _deeper_from(text, start, limit):
+        raise JsonError(f"nested deeper than {limit}")
     try:
-        value, end = _DECODER.raw_decode(text, start)
+        return _DECODER.raw_decode(text, start)
     except json.JSONDecodeError as exc:
         raise JsonError(exc.msg, ((exc.lineno, exc.colno),)) from None
     except RecursionError:
         raise JsonError(f"nested deeper than {limit}") from None
     except ValueError as exc:
         raise JsonError(str(exc)) from None
-    if text.count("[", start, end) + text.count("{", start, end) > limit.value:
-        if nesting(value, int(limit.value)) > limit.value:
-            raise JsonError(f"nested deeper than {limit}")
-    return value, end
+
+
+_OPEN_RUN = re.compile(r"[\[{](?:\s*[\[{])*")
+
+
+def _after_failure(text: str, start: int, limit: Limit) -> int:
+    """Where to look for the next value after none began at ``start``: past the opening
+    brackets of a run too long to be a value (each of them opens more than ``limit`` levels)."""
+    run = _OPEN_RUN.match(text, start)
+    if run is None:
+        return start + 1
+    opens = [run.start() + i for i, ch in enumerate(run.group()) if ch in "[{"]
+    return opens[len(opens) - int(limit.value)] if len(opens) > limit.value else start + 1
+
+
+def find_json(text: str, *, opening: str = "[{", nested: bool = False,
+              limit: Limit = DEPTH) -> Iterator[tuple[Any, int, int]]:
+    """Each JSON value that begins at one of the ``opening`` characters in ``text``, with where
+    it begins and ends, in order: after a value the search goes on past it (``nested``: inside
+    it). A run of brackets deeper than ``limit`` is skipped in one step, so a bracket bomb costs
+    linear time instead of a failed parse per bracket."""
+    starts = re.compile("[" + re.escape(opening) + "]")
+    at = 0
+    while (found := starts.search(text, at)) is not None:
+        start = found.start()
+        try:
+            value, end = raw_decode(text, start, limit=limit)
+        except JsonError as exc:
+            deep = exc.message.startswith("nested")
+            at = _after_failure(text, start, limit) if deep else start + 1
+            continue
+        yield value, start, end
+        at = start + 1 if nested else end
 
 
 def _finite(value: Any) -> Any:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 __all__ = [
     "DEPTH",
+    "JSON_SEARCH_SECONDS",
     "Limit",
     "REGEX_SECONDS",
     "RENDER_SECONDS",
@@ -45,6 +46,9 @@ YAML_NODES = Limit("YAML alias expansion", 100_000, "nodes")
 #: How long one regular expression of a suite (a ``regex`` check, a fake-model rule, an
 #: ``is-refusal`` pattern) may run on one text.
 REGEX_SECONDS = Limit("regex time", 2, "seconds")
+#: How long looking for JSON values in one answer may take (``contains-json``, the ``json``
+#: output parser, a judge's verdict).
+JSON_SEARCH_SECONDS = Limit("JSON search time", 2, "seconds")
 #: How long one template may take to render one prompt.
 RENDER_SECONDS = Limit("template time", 5, "seconds")
 #: How many characters a template may produce, and the largest string or list it may build.

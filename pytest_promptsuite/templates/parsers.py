@@ -12,11 +12,14 @@ from collections.abc import Callable
 from typing import Any
 from typing import Union
 
+from ..budget import BudgetExceeded
+from ..budget import time_budget
 from ..errors import ConfigError
 from ..errors import PromptSuiteError
 from ..formats.jsonio import JsonError
 from ..formats.jsonio import decode
-from ..formats.jsonio import raw_decode
+from ..formats.jsonio import find_json
+from ..formats.limits import JSON_SEARCH_SECONDS
 from .pluggable import check_params
 from .pluggable import split_spec
 from .pluggable import unknown_part
@@ -70,12 +73,13 @@ def extract_json(text: str) -> str:
         except JsonError:
             continue
         return candidate
-    for match in re.finditer(r"[\[{]", text):
-        try:
-            _, end = raw_decode(text, match.start())
-        except JsonError:
-            continue
-        return text[match.start() : end]
+    try:
+        with time_budget(JSON_SEARCH_SECONDS, "output parser 'json'"):
+            first = next(find_json(text), None)
+    except BudgetExceeded as exc:
+        raise OutputParserError(str(exc)) from None
+    if first is not None:
+        return text[first[1] : first[2]]
     snippet = text[:60] + ("..." if len(text) > 60 else "")
     raise OutputParserError(f"output parser 'json': no JSON value in the output {snippet!r}")
 

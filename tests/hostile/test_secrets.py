@@ -49,6 +49,7 @@ def pytest_promptsuite_make_model(config, spec, settings, root):
 """
 
 
+@pytest.mark.parametrize("plugin_args", [[], ["-n", "2"]], ids=["serial", "xdist_two"])
 def test_whatever_a_model_raises_is_an_error_row_without_the_key(
     pytester: pytest.Pytester, plugin_args: list[str]
 ) -> None:
@@ -86,6 +87,7 @@ def test_a_body_that_its_content_encoding_does_not_fit_is_retried_then_an_error(
     assert_secret_nowhere(pytester.path, result)
 
 
+@pytest.mark.parametrize("plugin_args", [[], ["-n", "2"]], ids=["serial", "xdist_two"])
 def test_an_endpoint_that_echoes_the_key_gets_it_stored_nowhere(
     pytester: pytest.Pytester, loopback: LoopbackServer, plugin_args: list[str]
 ) -> None:
