@@ -328,6 +328,8 @@ def output_kind(path: Path) -> str | None:
     """What ``path`` is when its first line is a row of a file we write (a report's
     ``results.jsonl`` or ``review.jsonl``, a cassette), so it is never collected as cases; None
     for anything else (including a file that cannot be read: loading it will say why)."""
+    if path.name in ("results.jsonl", "review.jsonl") and (path.parent / "summary.json").is_file():
+        return f"a {path.name} of a pytest-promptsuite report"  # even when empty (no review items)
     try:
         with path.open("rb") as fp:
             first = b""
