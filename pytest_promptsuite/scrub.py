@@ -87,12 +87,23 @@ def _generic(match: re.Match[str]) -> str:
     return f"{prefix}{REDACTED}@" if kind == "userinfo" else prefix + REDACTED
 
 
+_QUERY_MARKS = tuple(f"{name}=" for name in KEY_PARAMETERS)
+
+
+def _may_hold_credentials(text: str) -> bool:
+    """A cheap test before the pattern (which costs ~0.1 ms per KB): any of its literal parts."""
+    if "://" in text and "@" in text:
+        return True
+    lower = text.lower()
+    return "bearer" in lower or "authorization" in lower or ("=" in text and any(m in lower for m in _QUERY_MARKS))
+
+
 def scrub(text: str) -> str:
     """``text`` without secrets (see the module docstring); ``text`` itself when it holds none."""
     for secret in _secrets:
         if secret in text:
             text = text.replace(secret, REDACTED)
-    if _GENERIC.search(text) is not None:
+    if _may_hold_credentials(text) and _GENERIC.search(text) is not None:
         text = _GENERIC.sub(_generic, text)
     return text
 

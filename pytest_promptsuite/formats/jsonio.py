@@ -10,8 +10,9 @@ raw inside strings.
 
 Writing (:func:`encode`) escapes U+0085, U+2028, U+2029 and lone surrogates, so every line we
 write is one line for any reader and valid UTF-8 whatever a model answered, writes non-finite
-numbers as ``null``, and passes the text through the secret scrubber. Whatever string we write,
-:func:`decode` gives it back unchanged.
+numbers as ``null``, and passes the text through the secret scrubber. Whatever string we can
+receive (from an endpoint's JSON, a file), :func:`decode` gives back unchanged. (A high and a low
+surrogate side by side are one character in JSON; only Python code can make them two.)
 """
 
 from __future__ import annotations

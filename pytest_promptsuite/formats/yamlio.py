@@ -79,7 +79,10 @@ class _Measure:
 def load_yaml(text: str, where: str) -> tuple[Any, yaml.Node | None]:
     """The value of a YAML document and its node tree (None for an empty document), or a
     ConfigError naming ``where`` and the line."""
-    loader = yaml.SafeLoader(text)
+    try:
+        loader = yaml.SafeLoader(text)  # its reader refuses control characters at once
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{where}: invalid YAML: {exc}") from exc
     try:
         try:
             node = loader.get_single_node()

@@ -70,8 +70,8 @@ JINJA: list[tuple[str, str]] = [
     ("{{ [0] * 10**7 }}", "more than the template output limit"),
     ("{{ 'x' + ('y' * 999999) + ('z' * 999999) }}", "more than the template output limit"),
     ("{% for i in range(100000) %}{% endfor %}", "more than the template range limit of 10,000 numbers"),
-    ("{% for i in range(9999) %}{% for j in range(9999) %}{% endfor %}{% endfor %}",
-     "ran longer than the template time limit of 5 seconds"),
+    ("{% for i in range(9999) %}{% for j in range(9999) %}{% for k in range(9999) %}{% endfor %}{% endfor %}"
+     "{% endfor %}", "ran longer than the template time limit of 5 seconds"),
     ("{{ 'a'|center(100000000) }}", "filter 'center' was given 100,000,000"),
     ("{{ '%099999999d' % 1 }}", "asks for a field that wide"),
     ("{{ '%*d'|format(999999, 1) }}", "asks for a field that wide"),

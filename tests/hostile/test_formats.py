@@ -29,8 +29,12 @@ from pytest_promptsuite.formats.yamlio import load_yaml
 from pytest_promptsuite.results import load_results
 
 
-#: Any code point, lone surrogates and every line separator included.
-ANY_TEXT = st.text(alphabet=st.characters(codec=None, categories=None), max_size=60)
+#: Any string we can receive: any code point, lone surrogates and every line separator included.
+#: (A high and a low surrogate side by side are one character in JSON, so no answer or file we
+#: read holds them as two; the map makes the generated strings such strings.)
+ANY_TEXT = st.text(alphabet=st.characters(codec=None, categories=None), max_size=60).map(
+    lambda text: str(json.loads(json.dumps(text)))
+)
 JSON_VALUES = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | ANY_TEXT,
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(ANY_TEXT, inner, max_size=4),
