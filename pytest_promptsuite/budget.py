@@ -15,9 +15,11 @@ template limits of :mod:`~pytest_promptsuite.templates.jinja` (range, sizes) sti
 
 from __future__ import annotations
 
+import re
 import signal
 import threading
 import time
+import warnings
 from types import FrameType
 from types import TracebackType
 from typing import Any
@@ -26,7 +28,7 @@ from .errors import PromptSuiteError
 from .formats.limits import Limit
 
 
-__all__ = ["BudgetExceeded", "budget_available", "time_budget"]
+__all__ = ["BudgetExceeded", "budget_available", "time_budget", "user_regex"]
 
 
 class BudgetExceeded(PromptSuiteError):
@@ -103,3 +105,12 @@ class time_budget:  # lower case: used like a function, ``with time_budget(...)`
             signal.setitimer(signal.ITIMER_REAL, max(left, 1e-6), self.outer_interval)
         if isinstance(exc, _Expired):
             raise BudgetExceeded(f"{self.what} ran longer than {self.limit}") from None
+
+
+def user_regex(source: str, flags: int = 0) -> re.Pattern[str]:
+    """A suite's regex, compiled quietly: ``re`` warns about some patterns (``FutureWarning:
+    Possible nested set``), and such a warning turned into an error (``-W error``) is no message
+    a user can act on; a pattern that does not compile raises ``re.error`` as ever."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return re.compile(source, flags)

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..budget import time_budget
+from ..budget import user_regex
 from ..cases import PromptCase
 from ..errors import CheckError
 from ..formats.limits import REGEX_SECONDS
@@ -270,8 +271,8 @@ class IsRefusal(Check):
 def compile_regex(p: Params, key: str, source: str) -> re.Pattern[str]:
     """``source`` compiled; a CheckError naming the check's ``key`` when it is no regex."""
     try:
-        return re.compile(source)
-    except re.error as exc:
+        return user_regex(source)
+    except (re.error, RecursionError, OverflowError) as exc:
         raise CheckError(f"{key!r} of {p.name!r} is not a valid regex {source!r}: {exc}") from exc
 
 
@@ -335,8 +336,8 @@ def make_is_refusal(p: Params) -> Check:
 
 def _compile_ci(p: Params, source: str) -> re.Pattern[str]:
     try:
-        return re.compile(source, re.IGNORECASE)
-    except re.error as exc:
+        return user_regex(source, re.IGNORECASE)
+    except (re.error, RecursionError, OverflowError) as exc:
         raise CheckError(f"'value' of {p.name!r}: {source!r} is not a valid regex: {exc}") from exc
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ..budget import BudgetExceeded
 from ..budget import time_budget
+from ..budget import user_regex
 from ..errors import ConfigError
 from ..errors import ModelError
 from ..formats.jsonio import JsonError
@@ -80,8 +81,8 @@ class FakeModel:
             if not isinstance(raw["match"], str) or not isinstance(raw["reply"], str):
                 raise ConfigError(f"{where}: 'match' and 'reply' must be strings")
             try:
-                pattern = re.compile(raw["match"])
-            except re.error as exc:
+                pattern = user_regex(raw["match"])
+            except (re.error, RecursionError, OverflowError) as exc:
                 raise ConfigError(f"{where}: bad regex {raw['match']!r}: {exc}") from exc
             rules.append(FakeRule(pattern, raw["reply"]))
         return cls(rules, default, spec=spec or f"fake:{path}")

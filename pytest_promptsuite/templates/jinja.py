@@ -116,7 +116,7 @@ def install_filters(env: SandboxedEnvironment, sources: Iterable[str], make_filt
     for source in sources:
         try:
             names |= used_filters(env, source)
-        except jinja2.TemplateSyntaxError:
+        except (jinja2.TemplateSyntaxError, RecursionError):
             pass  # reported with its location when the template is compiled
     for name in sorted(names):
         made = make_filter(name)
@@ -155,6 +155,9 @@ def compile_template(env: SandboxedEnvironment, source: str, where: str | None) 
     except jinja2.TemplateSyntaxError as exc:  # unknown filters too (TemplateAssertionError)
         text = f"line {exc.lineno} of the template: {exc.message}"
         raise TemplateError(f"{where}: {text}" if where else text) from exc
+    except RecursionError:  # Jinja's parser recurses once per bracket or parenthesis
+        text = "the template nests its expressions deeper than Jinja's parser can read"
+        raise TemplateError(f"{where}: {text}" if where else text) from None
 
 
 def render_template(template: jinja2.Template, row: Mapping[str, Any], where: str | None) -> str:

@@ -327,19 +327,20 @@ def endpoint_attacks(server: LoopbackServer, count: int) -> Iterator[Attempt]:
     """Every fault script through the HTTP client: a response or an EndpointError, never the key."""
     server.reset(api_key=KEY, retry_after_ms=1, hang_s=2, drip_s=0.05)
     runner = ModelRunner()
-    model = OpenAIModel("m", base_url=f"{server.base_url}?api-key={KEY}", api_key=KEY, timeout_s=0.5,
-                        retry=RetryPolicy(max_retries=3, base_s=0.01, cap_s=0.05))
     try:
-        yield from _endpoint_attempts(runner, model, count)
+        yield from _endpoint_attempts(server, runner, count)
     finally:
         runner.close()
 
 
-def _endpoint_attempts(runner: ModelRunner, model: OpenAIModel, count: int) -> Iterator[Attempt]:
+def _endpoint_attempts(server: LoopbackServer, runner: ModelRunner, count: int) -> Iterator[Attempt]:
     for i in range(count):
         prompt = f"call {i} [[{ENDPOINT_SCRIPTS[i % len(ENDPOINT_SCRIPTS)]}]]"
+        # a model per call: a 401 or an exhausted quota makes a model unusable for the rest of a run
+        model = OpenAIModel("m", base_url=f"{server.base_url}?api-key={KEY}", api_key=KEY, timeout_s=0.5,
+                            retry=RetryPolicy(max_retries=3, base_s=0.01, cap_s=0.05))
 
-        def attempt(prompt: str = prompt) -> str:
+        def attempt(prompt: str = prompt, model: OpenAIModel = model) -> str:
             try:
                 text = runner.call(model, ModelRequest(prompt)).text
             except PromptSuiteError as exc:
