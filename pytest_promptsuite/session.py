@@ -205,9 +205,11 @@ class PromptSession:
 
     # -- aggregation --------------------------------------------------------------------------
 
-    def add_row(self, value: str) -> None:
+    def add_row(self, value: str) -> CaseResult:
         """A row an item reported (its ``CaseResult`` as JSON, as it crossed pytest-xdist)."""
-        self.rows.append(CaseResult.from_json(value))
+        row = CaseResult.from_json(value)
+        self.rows.append(row)
+        return row
 
     def policy(self) -> ThresholdPolicy:
         """Where each slice's threshold and the allowed regression come from."""

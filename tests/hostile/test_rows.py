@@ -226,3 +226,13 @@ def _assert_incomplete(pytester: pytest.Pytester, result: pytest.RunResult, why:
     assert "promptsuite gate: FAILED" in result.stdout.str()
     assert "PASSED" not in "".join(Path(p).read_text(encoding="utf-8")
                                    for p in (pytester.path / "report").glob("summary.*"))
+
+
+def test_a_hook_that_breaks_after_a_passing_case_is_not_masked(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest("def pytest_promptsuite_case_finished(item, result):\n    raise RuntimeError('sink down')\n")
+    _many(pytester, n=2)
+    result = pytester.runpytest("--prompt-suite", "cases.jsonl", "--prompt-report", "report")
+
+    assert result.ret == pytest.ExitCode.TESTS_FAILED  # the rows passed, but a plugin failed: say so
+    assert [row["outcome"] for row in rows(pytester)] == ["passed", "passed"]
+    assert "RuntimeError: sink down" in output(result)
