@@ -203,3 +203,23 @@ def test_yaml_aliases_within_the_limit_still_work() -> None:
     data, node = load_yaml("base: &b {task: t}\nprompts: [*b, *b]\n", "prompts.yml")
     assert data["prompts"] == [{"task": "t"}, {"task": "t"}]
     assert node is not None
+
+
+def test_a_prompts_file_is_parsed_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import yaml
+
+    from pytest_promptsuite.templates.prompts_yml import read_prompts
+
+    calls: list[int] = []
+    compose = yaml.SafeLoader.get_single_node
+
+    def counted(self: yaml.SafeLoader) -> yaml.Node | None:
+        calls.append(1)
+        return compose(self)
+
+    monkeypatch.setattr(yaml.SafeLoader, "get_single_node", counted)
+    monkeypatch.setattr(yaml, "safe_load", None)  # a second parse through safe_load would fail loudly
+    path = tmp_path / "prompts.yml"
+    path.write_text("prompts:\n  - task: a\n    content: x\n", encoding="utf-8")
+    [(entry, where)] = read_prompts(path)
+    assert (entry["task"], where, calls) == ("a", f"{path}:2", [1])
