@@ -37,7 +37,6 @@ __all__ = [
     "encode",
     "find_json",
     "lone_surrogate",
-    "nesting",
     "raw_decode",
     "read_jsonl",
 ]
@@ -198,22 +197,6 @@ def decode(text: str, *, strict: bool = True, limit: Limit = DEPTH) -> Any:
         raise JsonError(f"nested deeper than {limit}") from None
     except ValueError as exc:  # an integer with more digits than Python converts
         raise JsonError(str(exc)) from None
-
-
-def nesting(value: Any, stop: int) -> int:
-    """How deep ``value``'s lists and dicts nest (a walk without recursion; stops past ``stop``)."""
-    deepest = 0
-    todo: list[tuple[Any, int]] = [(value, 0)]
-    while todo:
-        item, depth = todo.pop()
-        if isinstance(item, (list, dict)):
-            depth += 1
-            if depth > deepest:
-                deepest = depth
-                if deepest > stop:
-                    return deepest
-            todo.extend((v, depth) for v in (item.values() if isinstance(item, dict) else item))
-    return deepest
 
 
 def _deeper_from(text: str, start: int, limit: Limit) -> bool:

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from tests.hostile.campaign import campaign
 from tests.hostile.campaign import table
 from tests.loopback import LoopbackServer
@@ -25,7 +23,3 @@ def test_every_attack_class_ends_clean(loopback: LoopbackServer, tmp_path: Path)
     for name in ("prompts.yml bombs and mutations", "Jinja escapes and bombs", "files and code from outside"):
         assert by_name[name].clear > 0, name
 
-
-@pytest.mark.parametrize("name", ["catastrophic regexes"])
-def test_the_campaign_classes_are_named(name: str) -> None:
-    assert name in Path(__file__).with_name("campaign.py").read_text(encoding="utf-8")
