@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .checks import CheckScope
 from .checks import Evaluator
 from .checks import ModelJudge
 from .checks import SuiteChecks
@@ -163,7 +164,8 @@ class Assembler:
         """The config's ``[[checks]]`` compiled (a CheckError naming the config and entry)."""
         source = self.display(suite.path) if suite.path is not None else "suite config"
         return compile_suite_checks(
-            suite.checks, self.hook.pytest_promptsuite_make_check, base_dir=suite.root, source=source
+            suite.checks, self.hook.pytest_promptsuite_make_check, base_dir=suite.root, source=source,
+            scope=CheckScope(suite.root, suite.python_modules),
         )
 
     def _judge(self, suite: SuiteConfig) -> tuple[ModelJudge | None, str | None]:

@@ -15,6 +15,7 @@ from typing import Any
 import pluggy
 
 from .checks import Check
+from .checks import CheckScope
 from .checks import make_builtin_check
 from .models import Model
 from .models import make_model
@@ -40,9 +41,11 @@ def pytest_promptsuite_make_model(
 
 
 @hookimpl(trylast=True)
-def pytest_promptsuite_make_check(name: str, params: dict[str, Any], base_dir: Path) -> Check | None:
+def pytest_promptsuite_make_check(
+    name: str, params: dict[str, Any], base_dir: Path, scope: CheckScope | None
+) -> Check | None:
     """The built-in check types (promptfoo's names); None for other names."""
-    return make_builtin_check(name, params, base_dir=base_dir)
+    return make_builtin_check(name, params, base_dir=base_dir, scope=scope)
 
 
 @hookimpl(trylast=True)

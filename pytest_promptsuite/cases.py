@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import os
 from collections.abc import Collection
 from collections.abc import Iterable
 from collections.abc import Iterator
@@ -15,16 +16,17 @@ from collections.abc import MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from typing import BinaryIO
 from typing import Union
 
-import jsonlines
 from pydantic import BaseModel
 from pydantic import ConfigDict
 from pydantic import Field
 from pydantic import PrivateAttr
 
 from .errors import CaseFileError
+from .formats.jsonio import decode
+from .formats.jsonio import lone_surrogate
+from .formats.jsonio import read_jsonl
 
 
 __all__ = [
@@ -36,6 +38,7 @@ __all__ = [
     "iter_case_files",
     "load_cases",
     "nearest",
+    "output_kind",
 ]
 
 
@@ -193,6 +196,8 @@ def _key_problems(data: dict[str, Any]) -> Iterator[str]:
             for i, turn in enumerate(value):
                 if not isinstance(turn, str):
                     yield f"'input[{i}]' must be a string, got {describe_type(turn)}"
+                elif not turn.strip():
+                    yield f"'input[{i}]' is empty (every turn needs text, as 'input' does)"
         else:
             yield f"'input' must be a string or a list of strings, got {describe_type(value)}"
 
@@ -237,60 +242,37 @@ def _check_problems(data: dict[str, Any]) -> Iterator[str]:
         yield f"'review' must be true, false or a reason, got {describe_type(data['review'])}"
 
 
-class _LineCounter:
-    """Feeds a binary file to ``jsonlines`` line by line and remembers the current line number."""
-
-    def __init__(self, fp: BinaryIO) -> None:
-        self._fp = fp
-        self.line = 0
-
-    def __iter__(self) -> Iterator[bytes]:
-        for raw in self._fp:
-            self.line += 1
-            yield raw
-
-
-def _describe_invalid_line(exc: jsonlines.InvalidLineError) -> str:
-    cause = exc.__cause__
-    if isinstance(cause, UnicodeDecodeError):
-        return (
-            f"not valid UTF-8 (byte 0x{cause.object[cause.start]:02x} at column {cause.start + 1}); "
-            "save the file as UTF-8"
-        )
-    if cause is not None and hasattr(cause, "msg") and hasattr(cause, "colno"):
-        return f"invalid JSON: {cause.msg} (column {cause.colno})"
-    if "null" in str(exc):
-        return "the line is null, not a case object"
-    return f"invalid JSON: {exc}"
-
-
 def _objects(path: Path, name: str, problems: list[str]) -> Iterator[tuple[int, dict[str, Any]]]:
     """Each line of a case file that is a well-shaped case object, with its line number; every
     other line adds its ``name:line: problem`` messages to ``problems``."""
     try:
-        fp = path.open("rb")
+        data = path.read_bytes()
     except OSError as exc:
         raise CaseFileError([f"{name}:1: cannot read the case file: {exc.strerror}"]) from exc
-    with fp:
-        counter = _LineCounter(fp)
-        reader = jsonlines.Reader(counter)
-        while True:
-            try:
-                data = reader.read(skip_empty=True, allow_none=False)
-            except EOFError:
-                break
-            except jsonlines.InvalidLineError as exc:
-                problems.append(f"{name}:{exc.lineno}: {_describe_invalid_line(exc)}")
-                continue
-            line = counter.line
-            if not isinstance(data, dict):
-                problems.append(f"{name}:{line}: a case must be a JSON object, got {describe_type(data)}")
-                continue
-            shape = list(_shape_problems(data))
-            if shape:
-                problems.extend(f"{name}:{line}: {p}" for p in shape)
-                continue
-            yield line, data
+    for line in read_jsonl(data):
+        where = f"{name}:{line.number}"
+        if line.problem is not None:
+            problems.append(f"{where}: {line.problem}")
+            continue
+        value = line.value
+        if value is None:
+            problems.append(f"{where}: the line is null, not a case object")
+            continue
+        if not isinstance(value, dict):
+            problems.append(f"{where}: a case must be a JSON object, got {describe_type(value)}")
+            continue
+        lone = lone_surrogate(line.text, value)
+        if lone is not None:
+            problems.append(
+                f"{where}: {lone[0]!r} holds {lone[1]}, half of a UTF-16 surrogate pair and no "
+                "character (it cannot be sent or written as UTF-8); write the whole pair or drop it"
+            )
+            continue
+        shape = list(_shape_problems(value))
+        if shape:
+            problems.extend(f"{where}: {p}" for p in shape)
+            continue
+        yield line.number, value
 
 
 def load_cases(
@@ -333,13 +315,62 @@ def load_cases(
     return cases
 
 
+#: The keys that mark a line of a file we write (a case file refuses every one of them).
+_OUTPUT_KINDS: tuple[tuple[str, frozenset[str]], ...] = (
+    ("a results.jsonl of pytest-promptsuite", frozenset({"case_id", "outcome"})),
+    ("a cassette of pytest-promptsuite (--prompt-record)", frozenset({"key", "response"})),
+    ("a review.jsonl of pytest-promptsuite", frozenset({"case_id", "reasons"})),
+)
+_SNIFF_BYTES = 1 << 20
+
+
+def output_kind(path: Path) -> str | None:
+    """What ``path`` is when its first line is a row of a file we write (a report's
+    ``results.jsonl`` or ``review.jsonl``, a cassette), so it is never collected as cases; None
+    for anything else (including a file that cannot be read: loading it will say why)."""
+    if path.name in ("results.jsonl", "review.jsonl") and (path.parent / "summary.json").is_file():
+        return f"a {path.name} of a pytest-promptsuite report"  # even when empty (no review items)
+    try:
+        with path.open("rb") as fp:
+            first = b""
+            while not first.strip():
+                first = fp.readline(_SNIFF_BYTES)
+                if not first:
+                    return None
+    except OSError:
+        return None
+    try:
+        value = decode(first.decode("utf-8-sig"), strict=False)
+    except (UnicodeDecodeError, ValueError):
+        return None
+    if isinstance(value, dict):
+        for kind, keys in _OUTPUT_KINDS:
+            if keys <= value.keys():
+                return kind
+    return None
+
+
+def _walk(folder: Path) -> Iterator[Path]:
+    """Every ``*.jsonl`` under ``folder``, following links to folders (each real folder once)."""
+    seen: set[Path] = set()
+    for top, dirs, files in os.walk(folder, followlinks=True):
+        real = Path(top).resolve()
+        if real in seen:
+            dirs[:] = []
+            continue
+        seen.add(real)
+        dirs.sort()
+        yield from (Path(top) / name for name in files if name.endswith(".jsonl"))
+
+
 def iter_case_files(path: Path, *, exclude: Collection[Path] = ()) -> Iterator[Path]:
-    """The ``*.jsonl`` files at ``path``: itself, or those under a folder, in sorted order.
+    """The case files at ``path``: itself, or the ``*.jsonl`` files under a folder (links
+    followed, as pytest does) in sorted order, without our own output files (:func:`output_kind`).
 
     ``exclude`` holds resolved paths that are not case files (a suite's train file).
     """
     if path.is_dir():
-        found = sorted(p for p in path.rglob("*.jsonl") if p.is_file())
+        found = sorted(p for p in _walk(path) if p.is_file() and output_kind(p) is None)
     else:
         found = [path]
     yield from (p for p in found if p.resolve() not in exclude)

@@ -8,7 +8,6 @@ pytest would load), and never imports pytest.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,14 +16,18 @@ from typing import Any
 from .assemble import Assembler
 from .cases import PromptCase
 from .cases import load_cases
+from .checks import CheckScope
 from .checks import compile_cases
 from .errors import CaseFileError
 from .errors import PromptSuiteError
+from .formats.jsonio import encode
 from .models.runner import ModelRunner
 from .options import BY_FLAG
 from .options import RunOptions
 from .plugins import conftest_modules
 from .plugins import plugin_manager
+from .scrub import install_log_filter
+from .scrub import printable
 from .suite import SuiteConfig
 from .suites import SuiteIndex
 from .suites import SuiteKey
@@ -55,9 +58,12 @@ class _Suites:
         seen: dict[str, str] = {}
         for case_file in self.files:
             try:
+                self.index.check_file(case_file)
                 self.cases[case_file] = load_cases(case_file, seen=seen, display=self.index.display(case_file))
             except CaseFileError as exc:
                 self.problems.extend(exc.problems)
+            except PromptSuiteError as exc:
+                self.problems.append(str(exc))
         self._assembler: Assembler | None = None
         self._prompts: dict[SuiteKey, CasePrompts] = {}
 
@@ -88,8 +94,10 @@ class _Suites:
         suites: dict[SuiteKey, Path] = {}
         for case_file, cases in self.cases.items():
             try:
-                suites.setdefault(self.index.suite_of(case_file)[0], case_file)
-                compile_cases(cases, make, display=self.index.display(case_file))
+                key, suite = self.index.suite_of(case_file)
+                suites.setdefault(key, case_file)
+                scope = CheckScope(self.index.folder_of(case_file), suite.python_modules)
+                compile_cases(cases, make, display=self.index.display(case_file), scope=scope)
             except PromptSuiteError as exc:
                 problems.extend(str(exc).splitlines())
         for case_file in suites.values():
@@ -108,7 +116,7 @@ def _validate(args: argparse.Namespace) -> int:
     suites = _Suites(args.paths)
     problems = suites.problems or suites.check_problems()
     for problem in problems:
-        print(problem, file=sys.stderr)
+        print(printable(problem), file=sys.stderr)
     if problems:
         print(f"{len(problems)} problem{'s' if len(problems) != 1 else ''} found", file=sys.stderr)
         return 1
@@ -133,18 +141,18 @@ def _render_case(case: PromptCase, prompts: CasePrompts, variants: list[str | No
         try:
             requests = prompts.known_requests(case, variant=variant)
         except PromptSuiteError as exc:
-            print(json.dumps({**shown, "error": str(exc)}, ensure_ascii=False))
+            print(encode({**shown, "error": str(exc)}))
             continue
         shown["prompt"] = requests[0]
         if isinstance(case.input, list):  # multi-turn: the requests known before any reply
             shown["requests"] = requests
-        print(json.dumps(shown, ensure_ascii=False))
+        print(encode(shown))
 
 
 def _render(args: argparse.Namespace) -> int:
     if args.request:
         status, answer = render_request_file(args.request)
-        print(json.dumps(answer, ensure_ascii=False))
+        print(encode(answer))
         return status
     if not args.prompt_suite:
         print("promptsuite render: give --prompt-suite PATH or --request FILE.json", file=sys.stderr)
@@ -221,8 +229,9 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``promptsuite`` command; return its exit status."""
     args = _parser().parse_args(argv)
+    install_log_filter()
     try:
         return int(args.func(args))
     except PromptSuiteError as exc:
-        print(str(exc), file=sys.stderr)
+        print(printable(str(exc)), file=sys.stderr)
         return 1

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from .cases import PromptCase
     from .checks.base import CaseResult
     from .checks.core import Check
+    from .checks.core import CheckScope
     from .models.base import Model
     from .models.base import Response
     from .suite import ModelConfig
@@ -88,7 +89,7 @@ def pytest_promptsuite_case_finished(item: pytest.Item, result: CaseResult) -> N
 
 @hookspec(firstresult=True)
 def pytest_promptsuite_make_check(
-    name: str, params: dict[str, Any], case: PromptCase | None, base_dir: Path
+    name: str, params: dict[str, Any], case: PromptCase | None, base_dir: Path, scope: CheckScope | None
 ) -> Check | None:
     """Make the check for one ``assert`` entry, or return None if ``name`` is not yours.
 
@@ -103,6 +104,10 @@ def pytest_promptsuite_make_check(
         params: the entry's other fields.
         case: the case the entry belongs to; None for a suite-level ``[[checks]]`` entry.
         base_dir: the folder relative files resolve against (the case file's, or the config's).
+        scope: where the entry's files and code may come from: ``scope.file(value, base_dir,
+            field=..., name=...)`` resolves a file inside the suite's folder (or raises), and
+            ``scope.check_module(module, ...)`` refuses a module the config's
+            ``[checks] python_modules`` does not list. None when trusted code compiles checks.
 
     Example, in ``conftest.py``::
 

@@ -22,6 +22,7 @@ from .checks import Outcome
 from .errors import PromptSuiteError
 from .pipeline import PlannedCase
 from .report import failure_text
+from .scrub import printable
 
 
 if TYPE_CHECKING:
@@ -75,6 +76,10 @@ class PromptFile(pytest.File):
         for one in planned:
             yield PromptItem.from_parent(self, name=one.name, planned=one)
 
+    def repr_failure(self, excinfo: ExceptionInfo[BaseException]) -> str | TerminalRepr:  # type: ignore[override]
+        """pytest's report of a collection error, with every secret scrubbed."""
+        return printable(str(super().repr_failure(excinfo)))
+
 
 class PromptItem(pytest.Item):
     """One run of one case: rendered, sent to the model and checked when pytest runs it."""
@@ -107,12 +112,13 @@ class PromptItem(pytest.Item):
     def repr_failure(
         self, excinfo: ExceptionInfo[BaseException], style: Any = None
     ) -> str | TerminalRepr:
-        """The case's report for our failures (no traceback), pytest's for anything else."""
+        """The case's report for our failures (no traceback), pytest's for anything else; every
+        secret scrubbed either way (a traceback shows the arguments of its frames)."""
         if isinstance(excinfo.value, CaseFailed):
-            return failure_text(excinfo.value.result)
+            return printable(failure_text(excinfo.value.result))
         if isinstance(excinfo.value, PromptSuiteError):
-            return f"{self.location_text}: {self.case.case_id}: {excinfo.value}"
-        return super().repr_failure(excinfo, style)
+            return printable(f"{self.location_text}: {self.case.case_id}: {excinfo.value}")
+        return printable(str(super().repr_failure(excinfo, style)))
 
     @property
     def location_text(self) -> str:

@@ -150,6 +150,9 @@ class CasePipeline:
             return CaseResult(outcome=Outcome.ERROR, error=str(exc), replies=tuple(replies), **base)
         except TemplateError as exc:
             return CaseResult(outcome=Outcome.ERROR, error=f"render: {exc}", replies=tuple(replies), **base)
+        except Exception as exc:  # whatever a model (ours or a plugin's) raised: an error row, never lost
+            error = f"the model call raised {type(exc).__name__}: {exc}"
+            return CaseResult(outcome=Outcome.ERROR, error=error, replies=tuple(replies), **base)
         if isinstance(case.input, list):
             base["replies"] = (*replies, response.text)
         checks = self._checks(case, response, planned.checks, key.variant)
@@ -169,8 +172,11 @@ class CasePipeline:
         a reply the parser cannot read fails the structure layer (results keep the raw output)."""
         try:
             parsed = self.prompts.parse_output(response.text, variant=variant)
-        except OutputParserError as exc:
-            failure = CheckResult(Layer.STRUCTURE.value, "output_parser", False, str(exc))
+        except Exception as exc:  # OutputParserError, or whatever a plugin's parser raised
+            message = str(exc) if isinstance(exc, OutputParserError) else (
+                f"the output parser raised {type(exc).__name__}: {exc}"
+            )
+            failure = CheckResult(Layer.STRUCTURE.value, "output_parser", False, message)
             return (failure, *self.evaluator.evaluate(case, response, compiled))
         if parsed != response.text:
             response = dataclasses.replace(response, text=parsed)

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from .checks import Outcome
 from .errors import PromptSuiteError
 from .items import RESULT_PROPERTY
 from .items import PromptFile
@@ -22,6 +23,8 @@ from .options import OPTIONS
 from .options import RunOptions
 from .plugins import register_plugins
 from .prefetch import xdist_queue
+from .scrub import install_log_filter
+from .scrub import printable
 from .session import PromptSession
 
 
@@ -46,6 +49,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     """Parse the options once, start the session and, with ``--prompt-suite``, name what to
     collect (only the suites when no positional path is given)."""
+    install_log_filter()  # httpx's and httpcore's records (and ours) never show a secret
     options = RunOptions.from_values(config.getoption)
     workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
     try:
@@ -111,6 +115,8 @@ class _SessionPlugin:
         self.session = session
         self.config = config
         self._prompt_nodeids: set[str] = set()
+        #: The node ids of every collected case (a controller learns them from its workers).
+        self._collected: list[str] = []
         self._failed_reports = 0
         self._failed_prompt_reports = 0
 
@@ -119,7 +125,8 @@ class _SessionPlugin:
             self.session.prefetch(item.planned)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        self.session.planned = sum(isinstance(item, PromptItem) for item in session.items)
+        self._collected = [item.nodeid for item in session.items if isinstance(item, PromptItem)]
+        self.session.planned = len(self._collected)
         upcoming = None
         if self.session.is_worker:  # only this worker's own queue, never another worker's cases
             upcoming = xdist_queue(self.config.pluginmanager.get_plugins(), session.items) or (lambda n: [])
@@ -129,6 +136,13 @@ class _SessionPlugin:
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> None:
         if not (item.session.shouldfail or item.session.shouldstop):  # -x or a stop: no new calls
             self.session.advance(item, nextitem)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        """Under pytest-xdist the controller collects nothing: every worker sends the same ids."""
+        if not self._collected:
+            self._collected = [i for i in ids if i.partition("::")[0].endswith(".jsonl")]
+            self.session.planned = len(self._collected)
 
     def pytest_keyboard_interrupt(self) -> None:
         self.session.cancel_pending()  # Ctrl-C: in-flight calls end now; finished rows stay
@@ -140,15 +154,26 @@ class _SessionPlugin:
             return
         for name, value in report.user_properties:
             if name == RESULT_PROPERTY:
-                self.session.add_row(str(value))
+                row = self.session.add_row(str(value))
                 self._prompt_nodeids.add(report.nodeid)
-                if report.failed:
-                    self._failed_prompt_reports += 1
+                if report.failed and row.outcome in (Outcome.FAILED, Outcome.ERROR):
+                    self._failed_prompt_reports += 1  # else a hook broke after the case: not masked
                 break
+
+    def _stop_reason(self, session: pytest.Session, exitstatus: int) -> str | None:
+        """Why the run stopped early, in pytest's words where it has some."""
+        dsession = self.config.pluginmanager.get_plugin("dsession")  # pytest-xdist's controller
+        for flag in (getattr(dsession, "shouldstop", None), session.shouldfail, session.shouldstop):
+            if flag:
+                return flag.removeprefix("promptsuite: ") if isinstance(flag, str) else "stopped early"
+        if exitstatus == pytest.ExitCode.INTERRUPTED:
+            return "interrupted"
+        return None
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        summary = self.session.finish()
+        not_run = sum(nodeid not in self._prompt_nodeids for nodeid in self._collected)
+        summary = self.session.finish(not_run=not_run, why=self._stop_reason(session, exitstatus))
         if summary is None:
             return
         if exitstatus not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
@@ -180,6 +205,6 @@ class _SessionPlugin:
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         for title, lines in self.session.terminal_sections():
-            terminalreporter.write_sep("-", title)
+            terminalreporter.write_sep("-", printable(title))
             for line in lines:
-                terminalreporter.write_line(line)
+                terminalreporter.write_line(printable(line))

@@ -9,7 +9,9 @@ add up the same way; only the controller loads the baseline and writes files.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import os
 from collections.abc import Callable
 from collections.abc import Iterator
 from collections.abc import Sequence
@@ -21,9 +23,13 @@ from .assemble import open_stores
 from .cases import CaseKey
 from .cases import CaseLocation
 from .cases import load_cases
+from .cases import output_kind
 from .checks import CaseResult
+from .checks import CheckScope
 from .checks import MakeCheck
+from .checks import Outcome
 from .checks import compile_cases
+from .errors import CaseFileError
 from .errors import ConfigError
 from .errors import PromptSuiteError
 from .models.runner import ModelRunner
@@ -34,13 +40,18 @@ from .prefetch import Prefetcher
 from .report import summary_lines
 from .report import write_report
 from .results import Baseline
+from .results import GateResult
 from .results import GateSettings
+from .results import RunIncomplete
 from .results import RunInfo
 from .results import Summary
 from .results import ThresholdPolicy
 from .results import load_results
 from .results import load_summary_json
 from .results import summarize
+from .scrub import public_url
+from .scrub import register
+from .suite import base_url_problem
 from .suites import SuiteIndex
 from .suites import SuiteKey
 
@@ -85,6 +96,12 @@ class PromptSession:
         self.options = options
         self.is_worker = is_worker
         self.invocation_dir = invocation_dir
+        self.rootpath = rootpath
+        register(os.environ.get("OPENAI_API_KEY"))  # the default key variable: scrubbed from the start
+        if options.base_url:  # the option's value, checked before anything is collected
+            problem = base_url_problem(options.base_url)
+            if problem:
+                raise ConfigError(f"--prompt-base-url {public_url(options.base_url)!r} {problem}")
         self.baseline = None if is_worker else self._load_baseline()
         self.runner = ModelRunner()
         self.stores = open_stores(options, invocation_dir=invocation_dir, rootpath=rootpath, is_worker=is_worker)
@@ -97,6 +114,8 @@ class PromptSession:
         self.seen: dict[str, str] = {}
         self.rows: list[CaseResult] = []
         self.summary: Summary | None = None
+        #: Collected cases that never ran (known once the run finished).
+        self.not_run: int | None = None
         self._pipelines: dict[SuiteKey, CasePipeline] = {}
         self._prefetcher: Prefetcher | None = None
         self.planned = 0
@@ -128,8 +147,13 @@ class PromptSession:
             self._pipelines[key] = self.assembler.pipeline(suite)
         pipeline = self._pipelines[key]
         shown = self.index.display(path)
+        self.index.check_file(path)
+        kind = output_kind(path)
+        if kind is not None:  # named on the command line: a report or cassette is no case file
+            raise CaseFileError([f"{shown}:1: this is {kind}, not a case file"])
         cases = load_cases(path, seen=self.seen, display=shown)
-        compiled = compile_cases(cases, make_check, suite=pipeline.evaluator.suite, display=shown)
+        scope = CheckScope(self.index.folder_of(path), suite.python_modules)
+        compiled = compile_cases(cases, make_check, suite=pipeline.evaluator.suite, display=shown, scope=scope)
         variants = self.index.variants(key, self.options.variant)
         repeats = self.options.repeat
         planned = []
@@ -148,7 +172,11 @@ class PromptSession:
     def run(self, planned: PlannedCase) -> CaseResult:
         """Run one planned case (its failures are its row's outcome, never a raise); once an
         endpoint is unusable, the calls started for later cases are cancelled."""
-        result = self._pipelines[planned.suite].run(planned)
+        try:
+            result = self._pipelines[planned.suite].run(planned)
+        except Exception as exc:  # a bug (ours or a plugin's) still ends the case with its row
+            result = _row(planned, Outcome.ERROR, f"internal error while running the case: "
+                                                  f"{type(exc).__name__}: {exc}")
         if self.runner.fatal is not None:
             self.cancel_pending()
         return result
@@ -195,9 +223,11 @@ class PromptSession:
 
     # -- aggregation --------------------------------------------------------------------------
 
-    def add_row(self, value: str) -> None:
+    def add_row(self, value: str) -> CaseResult:
         """A row an item reported (its ``CaseResult`` as JSON, as it crossed pytest-xdist)."""
-        self.rows.append(CaseResult.from_json(value))
+        row = CaseResult.from_json(value)
+        self.rows.append(row)
+        return row
 
     def _know_every_suite(self) -> None:
         """Load the config of every case file under the targets, as collection did: a
@@ -259,19 +289,31 @@ class PromptSession:
             prompt_hash=RunInfo.prompts_hash(self.rows),
         )
 
-    def finish(self) -> Summary | None:
+    def finish(self, *, not_run: int = 0, why: str | None = None) -> Summary | None:
         """Aggregate the rows, write the report files (controller only) and return the summary;
-        None on a worker, or when nothing ran (a shard reports even then, for ``merge``)."""
+        None on a worker, or when nothing ran (a shard reports even then, for ``merge``).
+
+        ``not_run``: how many collected cases never reported a row (the run stopped, ``why``);
+        then the gate fails on :class:`RunIncomplete`, so no report file says PASSED.
+        """
         self.cancel_pending()
         if self.stores.record is not None and not self.is_worker:
             self.stores.record.finalize()
         if self.is_worker or not (self.rows or self.options.shard):
             return None
         self._know_every_suite()
+        incomplete = None
+        self.not_run = not_run
+        if not_run:
+            reason = why or "some cases reported no result"
+            incomplete = RunIncomplete(why=reason, ran=len(self.rows), not_run=not_run)
         self.summary = summarize(
             self.rows, self.policy(), baseline=self.baseline, variant_order=self.index.variant_order(),
             settings=self.gate_settings(), run=self.run_info(),
         )
+        if incomplete is not None:
+            gate = GateResult.of([*self.summary.gate.decisions, incomplete])
+            self.summary = dataclasses.replace(self.summary, gate=gate)
         if self.options.report:
             write_report(self.invocation_dir / self.options.report, self.rows, self.summary)
         return self.summary
@@ -280,10 +322,19 @@ class PromptSession:
         """What the terminal summary shows: (section title, lines) pairs."""
         fatal = self.runner.fatal
         if fatal is not None:
-            left = max(0, self.planned - len(self.rows))
+            left = self.not_run if self.not_run is not None else max(0, self.planned - len(self.rows))
             yield "promptsuite: endpoint unusable", [f"{left} case(s) not run; the first error was: {fatal}"]
         if self.summary is not None:
             lines = list(summary_lines(self.summary))
             if self.options.report:
                 lines.append(f"promptsuite report: {self.options.report}")
             yield "promptsuite: pass rate by slice", lines
+
+
+def _row(planned: PlannedCase, outcome: Outcome, error: str) -> CaseResult:
+    """A row for a case whose pipeline broke (an internal error) and so made none of its own."""
+    case, key = planned.case, planned.key
+    return CaseResult(
+        case_id=case.case_id, slice=case.slice, outcome=outcome, location=planned.location,
+        variant=key.variant, repeat=key.repeat, error=error, tags=tuple(case.tags), metadata=case.metadata,
+    )

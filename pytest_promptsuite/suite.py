@@ -6,13 +6,14 @@ folder and must stay inside it.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
+from typing import Annotated
 from typing import Any
 from typing import Literal
 from typing import Union
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel
 from pydantic import ConfigDict
@@ -21,12 +22,10 @@ from pydantic import ValidationError
 
 from .cases import did_you_mean
 from .errors import ConfigError
-
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
+from .formats.tomlio import check_values
+from .formats.tomlio import line_of
+from .formats.tomlio import load_toml
+from .scrub import public_url
 
 
 __all__ = [
@@ -39,6 +38,8 @@ __all__ = [
     "TemplateKind",
     "Thresholds",
     "VariantConfig",
+    "base_url_problem",
+    "confine",
     "find_config",
     "load_config",
     "suite_targets",
@@ -46,7 +47,7 @@ __all__ = [
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
 class SuiteSection(_Section):
@@ -65,9 +66,39 @@ class ModelConfig(_Section):
     endpoint: Literal["chat", "completions"] = "chat"
     meta_template: Union[str, dict[str, Any], None] = None
     params: dict[str, Any] = Field(default_factory=dict)
-    concurrency: Union[int, None] = Field(default=None, ge=1)
-    timeout_s: float = Field(default=60.0, gt=0)
-    max_retries: int = Field(default=3, ge=0)
+    concurrency: Union[int, None] = Field(default=None, ge=1, le=1024)
+    timeout_s: float = Field(default=60.0, gt=0, le=86400)
+    max_retries: int = Field(default=3, ge=0, le=100)
+
+
+def base_url_problem(url: str) -> str | None:
+    """What is wrong with an endpoint's base URL (None: nothing). Credentials in it are refused:
+    httpx would silently send ``user:password@`` as Basic auth in place of the bearer key."""
+    if any(ch.isspace() or ord(ch) < 32 for ch in url):
+        return "holds whitespace or a control character"
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https"):
+        return "must start with http:// or https://"
+    if parts.username is not None or parts.password is not None:
+        return (
+            "carries 'user:password@', which httpx would send as Basic auth in place of the API "
+            "key; drop it and put the key in the variable api_key_env names"
+        )
+    try:
+        parts.port  # noqa: B018 (reading it checks it)
+    except ValueError:
+        return "has a port that is not a number from 0 to 65535"
+    if not parts.hostname:
+        return "has no host"
+    return None
+
+
+def confine(root: Path, relative: str | Path) -> Path | None:
+    """``root / relative`` resolved (links followed), or None when that leaves ``root``: the one
+    rule for every file a config or a case file names."""
+    base = root.resolve()
+    target = (base / relative).resolve()
+    return target if target == base or base in target.parents else None
 
 
 class TemplateKind(Enum):
@@ -152,7 +183,7 @@ class Thresholds(_Section):
 
     default: Union[float, None] = Field(default=None, ge=0, le=1)
     max_regression: Union[float, None] = Field(default=None, ge=0, le=1)
-    slices: dict[str, float] = Field(default_factory=dict)
+    slices: dict[str, Annotated[float, Field(ge=0, le=1)]] = Field(default_factory=dict)
 
 
 class GateConfig(_Section):
@@ -214,6 +245,8 @@ class SuiteConfig(_Section):
     gate: GateConfig = Field(default_factory=GateConfig)
     checks: list[SuiteCheck] = Field(default_factory=list)
     review: ReviewConfig = Field(default_factory=ReviewConfig)
+    #: ``[checks] python_modules``: modules ``python`` and ``pydantic`` checks may import.
+    python_modules: tuple[str, ...] = Field(default=(), exclude=True)
     path: Union[Path, None] = Field(default=None, exclude=True)
 
     @property
@@ -222,12 +255,11 @@ class SuiteConfig(_Section):
         return self.path.parent if self.path is not None else Path.cwd()
 
     def resolve(self, relative: str, *, key: str) -> Path:
-        """Resolve a path of this config; it must stay inside the config's folder."""
-        root = self.root.resolve()
-        target = (root / relative).resolve()
-        if target != root and root not in target.parents:
+        """Resolve a path of this config (links followed); it must stay inside the config's folder."""
+        target = confine(self.root, relative)
+        if target is None:
             raise ConfigError(
-                f"{self.path}: {key} = {relative!r} points outside the suite's folder {root}"
+                f"{self.path}: {key} = {relative!r} points outside the suite's folder {self.root.resolve()}"
             )
         return target
 
@@ -259,7 +291,7 @@ class SuiteConfig(_Section):
 
 
 def _known_keys(model: type[BaseModel]) -> list[str]:
-    return [info.alias or name for name, info in model.model_fields.items() if name != "path"]
+    return [info.alias or name for name, info in model.model_fields.items() if name not in ("path", "python_modules")]
 
 
 def _config_error(path: Path, exc: ValidationError, table: str) -> ConfigError:
@@ -283,30 +315,75 @@ def _config_error(path: Path, exc: ValidationError, table: str) -> ConfigError:
     return ConfigError("\n".join(lines))
 
 
+_CHECKS_TABLE = ("python_modules", "rules")
+
+
+def _checks_table(data: dict[str, Any], where: str) -> dict[str, Any]:
+    """``[checks]`` written as a table (``python_modules``, and the suite checks as
+    ``[[checks.rules]]``) folded into the fields ``checks`` and ``python_modules``. TOML cannot
+    hold a ``[checks]`` table and ``[[checks]]`` tables both, hence the second spelling."""
+    if "python_modules" in data:
+        raise ConfigError(f"{where}: unknown key 'python_modules' (did you mean [checks] python_modules?)")
+    table = data.get("checks")
+    if not isinstance(table, dict):
+        return data
+    for key in table:
+        if key not in _CHECKS_TABLE:
+            raise ConfigError(
+                f"{where}: unknown key 'checks.{key}'" + did_you_mean(str(key), list(_CHECKS_TABLE))
+                + "; with [checks] python_modules, write the suite checks as [[checks.rules]]"
+            )
+    modules = table.get("python_modules", [])
+    if not isinstance(modules, list) or not all(
+        isinstance(m, str) and m and all(part.isidentifier() for part in m.split(".")) for m in modules
+    ):
+        raise ConfigError(f"{where}: checks.python_modules must be a list of module names like 'myapp.checks'")
+    return {**data, "checks": table.get("rules", []), "python_modules": tuple(modules)}
+
+
+def _check_base_urls(config: SuiteConfig, text: str, where: str, table: str) -> None:
+    """Refuse a ``base_url`` of ``[model]`` or ``[models.NAME]`` that :func:`base_url_problem` finds wrong."""
+    named = [("model", config.model), *((f"models.{k}", v) for k, v in config.models.items())]
+    for key, model in named:
+        problem = model.base_url and base_url_problem(model.base_url)
+        if problem:
+            line = line_of(text, "base_url")
+            dotted = f"{table}.{key}" if table else key
+            place = f"{where}:{line}" if line else where
+            raise ConfigError(f"{place}: {dotted}.base_url = {public_url(model.base_url or '')!r} {problem}")
+
+
 def load_config(path: Path | str) -> SuiteConfig:
     """Parse a ``promptsuite.toml`` (or the ``[tool.promptsuite]`` table of a ``pyproject.toml``)."""
     path = Path(path)
-    try:
-        with path.open("rb") as fp:
-            data = tomllib.load(fp)
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read the suite config: {exc.strerror}") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: invalid TOML: {exc}") from exc
+    document, text = load_toml(path)
+    data: Any = document
     table = ""
     if path.name == "pyproject.toml":
-        data = data.get("tool", {}).get("promptsuite")
+        tool = document.get("tool")
+        data = tool.get("promptsuite") if isinstance(tool, dict) else None
         table = "tool.promptsuite"
         if data is None:
             raise ConfigError(f"{path}: has no [tool.promptsuite] table")
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: [{table}] must be a table")
+    check_values(data, text, str(path), (table,) if table else ())
+    data = _checks_table(data, str(path))
     try:
         config = SuiteConfig.model_validate(data)
     except ValidationError as exc:
         raise _config_error(path, exc, table) from exc
+    _check_base_urls(config, text, str(path), table)
     config = config.model_copy(update={"path": path.resolve()})
     config.case_paths()  # refuse paths outside the folder now, not later
     if config.suite.train is not None:
         config.resolve(config.suite.train, key="suite.train")
+    for key, model in [("model", config.model), *((f"models.{k}", v) for k, v in config.models.items())]:
+        if model.spec.startswith("fake:") and confine(config.root, model.spec[len("fake:"):]) is None:
+            raise ConfigError(  # the fake model's rules file is a path of the config like any other
+                f"{config.path}: {key}.spec = {model.spec!r} points outside the suite's folder "
+                f"{config.root.resolve()} (--prompt-model may name a file anywhere)"
+            )
     return config
 
 
@@ -322,10 +399,10 @@ def find_config(case_file: Path, rootdir: Path) -> Path | None:
         candidate = folder / "pyproject.toml"
         if candidate.is_file():
             try:
-                with candidate.open("rb") as fp:
-                    if "promptsuite" in tomllib.load(fp).get("tool", {}):
-                        return candidate
-            except (OSError, tomllib.TOMLDecodeError):
+                tool = load_toml(candidate)[0].get("tool")
+                if isinstance(tool, dict) and "promptsuite" in tool:
+                    return candidate
+            except ConfigError:  # not ours to report: a pyproject.toml that is not a suite's
                 pass
         if folder == rootdir or folder.parent == folder:
             return None

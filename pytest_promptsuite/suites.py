@@ -16,7 +16,9 @@ from pathlib import Path
 
 from .cases import did_you_mean
 from .cases import iter_case_files
+from .cases import output_kind
 from .errors import ConfigError
+from .scrub import register
 from .suite import SuiteConfig
 from .suite import find_config
 from .suite import load_config
@@ -64,6 +66,8 @@ class SuiteIndex:
         resolved = path.resolve()
         if resolved not in self._configs:
             suite = load_config(path)
+            for model in (suite.model, *suite.models.values()):  # scrubbed from now on, wherever shown
+                register(os.environ.get(model.api_key_env))
             self._configs[resolved] = suite
             if suite.suite.train is not None:
                 self._excluded.add(suite.resolve(suite.suite.train, key="suite.train"))
@@ -89,9 +93,38 @@ class SuiteIndex:
         return targets
 
     def wants(self, file_path: Path) -> bool:
-        """Whether a ``*.jsonl`` file is a case file of a target (a train file is not)."""
+        """Whether a ``*.jsonl`` file pytest found is a case file of a target: not a train file,
+        not one of our own output files (a report or cassette kept in the suite's folder). A
+        link under a target that leads outside it is wanted, so that collecting it says so."""
         resolved = file_path.resolve()
-        return resolved not in self._excluded and self._root_of(resolved) is not None
+        if resolved in self._excluded:
+            return False
+        if self._root_of(resolved) is None and self._given_under(file_path) is None:
+            return False
+        return output_kind(file_path) is None
+
+    def check_file(self, case_file: Path) -> None:
+        """Refuse (ConfigError) a case file reached through a link that leaves its target's
+        folder: ``--prompt-suite`` folders are read inside, never silently skipped."""
+        resolved = case_file.resolve()
+        if self._root_of(resolved) is not None:
+            return
+        given = self._given_under(case_file)
+        if given is not None:
+            raise ConfigError(
+                f"{self.display(case_file)}: a link to {resolved}, outside the suite's folder "
+                f"{given.resolve()}; case files are read inside the folder --prompt-suite names "
+                "(copy the file in, or name it with its own --prompt-suite)"
+            )
+
+    def _given_under(self, file_path: Path) -> Path | None:
+        """The given (not resolved) target that ``file_path`` is under, as found by walking it."""
+        path = self._absolute(file_path)
+        for target in self._given:
+            base = self._absolute(target)
+            if path == base or base in path.parents:
+                return target
+        return None
 
     def case_files(self) -> Iterator[Path]:
         """Every case file under the targets, in order (what pytest would collect)."""
@@ -103,6 +136,17 @@ class SuiteIndex:
             if resolved == root or root in resolved.parents:
                 return root, owner
         return None
+
+    def folder_of(self, case_file: Path) -> Path:
+        """The suite's folder of a case file, the one it may read files and code from: its
+        config's folder, else the ``--prompt-suite`` folder it was found in, else its own."""
+        key, suite = self.suite_of(case_file)
+        if suite.path is not None:
+            return suite.root
+        found = self._root_of(case_file.resolve())
+        if found is not None and found[0].is_dir():
+            return found[0]
+        return case_file.resolve().parent
 
     # -- configs and variants ---------------------------------------------------------------
 
@@ -136,6 +180,11 @@ class SuiteIndex:
         """The prompt versions a suite's cases run in: every ``[variants.NAME]`` of its config,
         or those of ``wanted`` (``--prompt-variant``); ``[None]`` without variants."""
         suite = self._configs[key]
+        if not suite.variants and wanted:  # its one prompt is no version of that name: say so
+            where = self.display(suite.path) if suite.path else "a case file without a suite config"
+            raise ConfigError(
+                f"--prompt-variant {wanted[0]}: {where} has no [variants] table, so no such variant"
+            )
         if not suite.variants:
             return [None]
         if not wanted:

@@ -15,7 +15,12 @@ the same against it. Knobs (:class:`Knobs`, changeable while it runs):
   a 429 on its second and an answer on the third. Besides statuses a step may be ``drop`` (the
   connection closes mid-answer), ``hang`` (no answer for ``hang_s``), ``malformed`` (a 200 that is
   not JSON), ``nochoices`` (JSON without choices), ``empty`` (an empty completion), ``quota`` (a 429
-  with code ``insufficient_quota``) or ``ok``.
+  with code ``insufficient_quota``) or ``ok``. The hostile ones: ``reset`` (a TCP reset, nothing
+  sent), ``truncated`` (half of the real answer, then the connection closes), ``gzip`` (a
+  ``Content-Encoding: gzip`` header on a body that is not gzip), ``latin1`` (a 200 whose body is
+  not UTF-8), ``drip`` (the real answer one byte every ``drip_s``), ``echo`` (an answer that
+  repeats the ``Authorization`` header it was sent) and ``weird`` (an answer holding U+2028,
+  U+2029, U+0085 and a lone surrogate).
 - Seeded answers for gate simulations: a prompt containing ``<<pass 0.3>>`` is echoed on a share
   0.3 of its attempts (drawn from ``seed``, the prompt and the attempt number) and answered
   ``nope`` otherwise, so a case that checks for its own text passes with that probability.
@@ -33,8 +38,10 @@ import argparse
 import asyncio
 import contextlib
 import hashlib
+import json
 import re
 import socket
+import struct
 import threading
 import time
 from collections.abc import Iterator
@@ -71,6 +78,7 @@ class Knobs:
     seed: int = 0
     api_key: str | None = None
     hang_s: float = 5.0
+    drip_s: float = 0.05
 
 
 @dataclass
@@ -171,6 +179,7 @@ class _App:
         stats.requests += 1
         entry: dict[str, Any] = {
             "path": request.url.path,
+            "query": request.url.query,
             "body": body,
             "authorization": request.headers.get("authorization"),
             "attempt": attempt,
@@ -215,6 +224,9 @@ class _App:
             return JSONResponse({"id": "x", "object": "chat.completion", "choices": []})
         if step == "quota":
             return _error(429, "You exceeded your current quota.", "insufficient_quota")
+        hostile = _hostile(step, knobs, request, prompt, body, chat=chat)
+        if hostile is not None:
+            return hostile
         status = int(step)
         headers: dict[str, str] = {}
         if status == 429 or status >= 500:
@@ -240,18 +252,88 @@ def _error(status: int, message: str, code: str | None, headers: dict[str, str] 
     return JSONResponse(body, status_code=status, headers=headers)
 
 
-def _completion(text: str, body: dict[str, Any], *, chat: bool) -> Response:
+def _completion_data(text: str, body: dict[str, Any], *, chat: bool) -> dict[str, Any]:
     usage = {"prompt_tokens": len(text.split()), "completion_tokens": len(text.split()),
              "total_tokens": 2 * len(text.split())}
     model = body.get("model", "")
     if chat:
         choice = {"index": 0, "message": {"role": "assistant", "content": text},
                   "finish_reason": "stop"}
-        return JSONResponse({"id": "c", "object": "chat.completion", "model": model,
-                             "choices": [choice], "usage": usage})
+        return {"id": "c", "object": "chat.completion", "model": model, "choices": [choice], "usage": usage}
     choice = {"index": 0, "text": text, "finish_reason": "length"}
-    return JSONResponse({"id": "c", "object": "text_completion", "model": model,
-                         "choices": [choice], "usage": usage})
+    return {"id": "c", "object": "text_completion", "model": model, "choices": [choice], "usage": usage}
+
+
+def _completion(text: str, body: dict[str, Any], *, chat: bool) -> Response:
+    return JSONResponse(_completion_data(text, body, chat=chat))
+
+
+#: The text of a ``weird`` answer: every character our JSON Lines must survive.
+WEIRD = "a\u2028b\u2029c\u0085d\ud800e"
+
+
+def _hostile(step: str, knobs: Knobs, request: Request, prompt: str, body: dict[str, Any], *,
+             chat: bool) -> Response | None:
+    """The answer of a hostile step, or None when ``step`` is not one."""
+    if step == "echo":
+        return _completion(f"{prompt} key={request.headers.get('authorization')}", body, chat=chat)
+    if step == "weird":
+        return _Raw(_completion_bytes(WEIRD, body, chat=chat, ascii=True))
+    if step == "reset":
+        return _Reset()
+    if step == "truncated":
+        data = _completion_bytes(prompt, body, chat=chat)
+        return _Raw(data[: len(data) // 2], length=len(data), close=True)
+    if step == "gzip":
+        return _Raw(_completion_bytes(prompt, body, chat=chat), headers=[(b"content-encoding", b"gzip")])
+    if step == "latin1":
+        return _Raw(b'{"choices": [{"message": {"content": "caf\xe9"}, "finish_reason": "stop"}]}')
+    if step == "drip":
+        return _Raw(_completion_bytes(prompt, body, chat=chat), drip_s=knobs.drip_s)
+    return None
+
+
+def _completion_bytes(text: str, body: dict[str, Any], *, chat: bool, ascii: bool = False) -> bytes:
+    return json.dumps(_completion_data(text, body, chat=chat), ensure_ascii=ascii).encode("utf-8")
+
+
+class _Raw(Response):
+    """Sends ``data`` as it is: with extra headers, cut short (``length`` promised, then the
+    connection closes) or dripped a byte at a time."""
+
+    def __init__(self, data: bytes, *, headers: list[tuple[bytes, bytes]] | None = None,
+                 length: int | None = None, close: bool = False, drip_s: float = 0.0) -> None:
+        super().__init__(status_code=200)
+        self.data, self.extra, self.close = data, headers or [], close
+        self.length, self.drip_s = length if length is not None else len(data), drip_s
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = [(b"content-length", str(self.length).encode()),
+                   (b"content-type", b"application/json"), *self.extra]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        if self.drip_s:
+            for i in range(len(self.data)):
+                await send({"type": "http.response.body", "body": self.data[i:i + 1], "more_body": True})
+                await asyncio.sleep(self.drip_s)
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+            return
+        await send({"type": "http.response.body", "body": self.data, "more_body": False})
+
+
+class _Reset(Response):
+    """Resets the TCP connection (``SO_LINGER`` 0, then abort) without sending a byte."""
+
+    def __init__(self) -> None:
+        super().__init__(status_code=200)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        transport = getattr(getattr(receive, "__self__", None), "transport", None)
+        if transport is None:
+            raise RuntimeError("no transport to reset")
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        transport.abort()
 
 
 class _Dropped(Response):

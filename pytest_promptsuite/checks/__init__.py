@@ -23,6 +23,7 @@ from .compiled import compile_suite_checks
 from .content import must_checks
 from .core import Check
 from .core import CheckContext
+from .core import CheckScope
 from .core import Params
 from .core import Verdict
 from .evaluate import Evaluator
@@ -42,6 +43,7 @@ __all__ = [
     "Check",
     "CheckContext",
     "CheckResult",
+    "CheckScope",
     "CheckSet",
     "CompiledCheck",
     "CompiledChecks",

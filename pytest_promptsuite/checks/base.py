@@ -6,7 +6,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from dataclasses import field
 from enum import Enum
@@ -15,6 +14,8 @@ from typing import Union
 
 from ..cases import CaseKey
 from ..cases import CaseLocation
+from ..formats.jsonio import decode
+from ..formats.jsonio import encode
 
 
 __all__ = ["CaseResult", "CheckResult", "Layer", "Outcome", "RESULT_FORMAT_VERSION"]
@@ -147,8 +148,9 @@ class CaseResult:
         }
 
     def to_json(self) -> str:
-        """The row as one line of JSON (what ``results.jsonl`` and the xdist wire carry)."""
-        return json.dumps(self.to_dict(), ensure_ascii=False, separators=(",", ":"))
+        """The row as one line of JSON (what ``results.jsonl``, junit's properties and the xdist
+        wire carry): secrets scrubbed, every line separator and lone surrogate escaped."""
+        return encode(self.to_dict(), compact=True)
 
     @classmethod
     def from_dict(cls, row: dict[str, Any]) -> CaseResult:
@@ -180,5 +182,5 @@ class CaseResult:
 
     @classmethod
     def from_json(cls, text: str) -> CaseResult:
-        """A row from one line of JSON."""
-        return cls.from_dict(json.loads(text))
+        """A row from one line of JSON (ValueError when it is not JSON)."""
+        return cls.from_dict(decode(text, strict=False))

@@ -10,6 +10,7 @@ stops before any model is called. Check types come from a ``make`` callable: the
 from __future__ import annotations
 
 import fnmatch
+import math
 from collections.abc import Callable
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from ..cases import nearest
 from ..errors import CheckError
 from .base import Layer
 from .core import Check
+from .core import CheckScope
 from .jsonpath import JsonPath
 from .registry import BUILTIN_TYPES
 from .registry import make_builtin_check
@@ -41,7 +43,7 @@ __all__ = [
     "compile_suite_checks",
 ]
 
-#: ``make(name=..., params=..., case=..., base_dir=...) -> Check | None`` (the hook's signature).
+#: ``make(name=..., params=..., case=..., base_dir=..., scope=...) -> Check | None`` (the hook's).
 MakeCheck = Callable[..., Union[Check, None]]
 
 #: Fields every entry may carry; the evaluator handles them, factories never see them.
@@ -50,10 +52,11 @@ _SET_FIELDS = ("type", "assert", "threshold", "weight", "metric")
 
 
 def builtin_make(
-    *, name: str, params: dict[str, Any], case: PromptCase | None, base_dir: Path
+    *, name: str, params: dict[str, Any], case: PromptCase | None, base_dir: Path,
+    scope: CheckScope | None = None,
 ) -> Check | None:
     """The built-in types only (what the hook answers when no plugin does)."""
-    return make_builtin_check(name, params, base_dir=base_dir)
+    return make_builtin_check(name, params, base_dir=base_dir, scope=scope)
 
 
 @dataclass(frozen=True)
@@ -125,6 +128,7 @@ def _number(entry: dict[str, Any], key: str, *, low: float, high: float | None, 
     if (
         isinstance(value, bool)
         or not isinstance(value, (int, float))
+        or not math.isfinite(value)
         or value < low
         or (high is not None and value > high)
     ):
@@ -140,19 +144,22 @@ def _metric(entry: dict[str, Any]) -> str | None:
 
 
 def compile_entry(
-    entry: Any, make: MakeCheck, *, case: PromptCase | None, base_dir: Path, where: str, in_set: bool = False
+    entry: Any, make: MakeCheck, *, case: PromptCase | None, base_dir: Path, where: str, in_set: bool = False,
+    scope: CheckScope | None = None,
 ) -> Entry:
     """One ``assert`` entry into a :class:`CompiledCheck` or :class:`CheckSet`; raises
-    :class:`CheckError` with a message that starts with ``where``."""
+    :class:`CheckError` with a message that starts with ``where``. ``scope``: where its files
+    and code may come from (None: anywhere, for trusted callers)."""
     try:
-        return _compile_entry(entry, make, case=case, base_dir=base_dir, where=where, in_set=in_set)
+        return _compile_entry(entry, make, case=case, base_dir=base_dir, where=where, in_set=in_set, scope=scope)
     except CheckError as exc:
         text = str(exc)
         raise CheckError(text if text.startswith(where) else f"{where}: {text}") from exc
 
 
 def _compile_entry(
-    entry: Any, make: MakeCheck, *, case: PromptCase | None, base_dir: Path, where: str, in_set: bool
+    entry: Any, make: MakeCheck, *, case: PromptCase | None, base_dir: Path, where: str, in_set: bool,
+    scope: CheckScope | None,
 ) -> Entry:
     if not isinstance(entry, dict):
         raise CheckError(
@@ -177,7 +184,8 @@ def _compile_entry(
         if not isinstance(members, list) or not members:
             raise CheckError("'assert' of 'assert-set' must be a non-empty list of checks")
         compiled = tuple(
-            compile_entry(m, make, case=case, base_dir=base_dir, where=f"{where}.assert[{i}]", in_set=True)
+            compile_entry(m, make, case=case, base_dir=base_dir, where=f"{where}.assert[{i}]", in_set=True,
+                          scope=scope)
             for i, m in enumerate(members)
         )
         threshold = _number(entry, "threshold", low=0, high=1, what="a share from 0 to 1")
@@ -187,7 +195,7 @@ def _compile_entry(
     path_text = entry.get("path")
     path = JsonPath.parse(path_text) if path_text is not None else None
     params = {k: v for k, v in entry.items() if k not in COMMON_FIELDS}
-    check = make(name=name, params=params, case=case, base_dir=base_dir)
+    check = make(name=name, params=params, case=case, base_dir=base_dir, scope=scope)
     if check is None:
         hint = nearest(name, list(BUILTIN_TYPES))
         raise CheckError(
@@ -215,13 +223,16 @@ def compile_entries(
     case: PromptCase | None,
     base_dir: Path,
     prefix: str = "assert",
+    scope: CheckScope | None = None,
 ) -> tuple[tuple[Entry, ...], list[str]]:
     """Every entry compiled, and every problem found (one message per bad entry)."""
     compiled: list[Entry] = []
     problems: list[str] = []
     for i, entry in enumerate(entries):
         try:
-            compiled.append(compile_entry(entry, make, case=case, base_dir=base_dir, where=f"{prefix}[{i}]"))
+            compiled.append(
+                compile_entry(entry, make, case=case, base_dir=base_dir, where=f"{prefix}[{i}]", scope=scope)
+            )
         except CheckError as exc:
             problems.append(str(exc))
     return tuple(compiled), problems
@@ -234,6 +245,7 @@ def compile_case(
     base_dir: Path | None = None,
     suite: SuiteChecks | None = None,
     display: str | None = None,
+    scope: CheckScope | None = None,
 ) -> CompiledChecks:
     """The checks of ``case`` (its ``assert`` plus the suite's for its slice), or a
     :class:`CheckError` with one ``path:line: case 'ID': assert[i]: problem`` line per bad entry.
@@ -245,10 +257,11 @@ def compile_case(
             case file's folder.
         suite: the suite config's ``[[checks]]``, already compiled.
         display: how to name the case file in messages (default: the path it was read from).
+        scope: where the files and code the entries name may come from (None: anywhere).
     """
     location = case.location
     base = base_dir if base_dir is not None else location.path.parent
-    entries, problems = compile_entries(case.assert_, make, case=case, base_dir=base)
+    entries, problems = compile_entries(case.assert_, make, case=case, base_dir=base, scope=scope)
     if problems:
         where = f"{display if display is not None else location.path}:{location.line}"
         raise CheckError("\n".join(f"{where}: case {case.case_id!r}: {p}" for p in problems))
@@ -256,7 +269,8 @@ def compile_case(
 
 
 def compile_cases(
-    cases: Sequence[PromptCase], make: MakeCheck, *, suite: SuiteChecks | None = None, display: str | None = None
+    cases: Sequence[PromptCase], make: MakeCheck, *, suite: SuiteChecks | None = None, display: str | None = None,
+    scope: CheckScope | None = None,
 ) -> dict[str, CompiledChecks]:
     """Every case's checks by case id, or one :class:`CheckError` listing every bad entry of
     every case (see :func:`compile_case`), so a file's mistakes are all reported at once."""
@@ -264,7 +278,7 @@ def compile_cases(
     problems: list[str] = []
     for case in cases:
         try:
-            compiled[case.case_id] = compile_case(case, make, suite=suite, display=display)
+            compiled[case.case_id] = compile_case(case, make, suite=suite, display=display, scope=scope)
         except CheckError as exc:
             problems.append(str(exc))
     if problems:
@@ -273,7 +287,7 @@ def compile_cases(
 
 
 def compile_suite_checks(
-    tables: Sequence[Any], make: MakeCheck, *, base_dir: Path, source: str
+    tables: Sequence[Any], make: MakeCheck, *, base_dir: Path, source: str, scope: CheckScope | None = None
 ) -> SuiteChecks:
     """The config's ``[[checks]]`` (objects with ``slice`` and ``assert``), or a
     :class:`CheckError` naming the config file and ``[[checks]][i].assert[j]``."""
@@ -285,7 +299,7 @@ def compile_suite_checks(
         if entries is None and isinstance(table, dict):
             slice_pattern, entries = table.get("slice", "*"), table.get("assert", [])
         compiled, found = compile_entries(
-            entries or [], make, case=None, base_dir=base_dir, prefix=f"[[checks]][{i}].assert"
+            entries or [], make, case=None, base_dir=base_dir, prefix=f"[[checks]][{i}].assert", scope=scope
         )
         problems.extend(f"{source}: {p}" for p in found)
         rules.append((slice_pattern, compiled))

@@ -6,8 +6,11 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from ..budget import time_budget
+from ..budget import user_regex
 from ..cases import PromptCase
 from ..errors import CheckError
+from ..formats.limits import REGEX_SECONDS
 from .base import CheckResult
 from .base import Layer
 from .core import Check
@@ -157,7 +160,10 @@ class Regex(Check):
         self.layer = Layer.STRUCTURE if fullmatch else Layer.CONTENT
 
     def evaluate(self, value: Any, ctx: CheckContext) -> Verdict:
-        text = _text(value)
+        with time_budget(REGEX_SECONDS, f"regex /{shorten(self.pattern.pattern, 40)[1:-1]}/"):
+            return self._evaluate(_text(value))
+
+    def _evaluate(self, text: str) -> Verdict:
         if self.fullmatch:
             expected = f"the whole output matches /{self.pattern.pattern}/"
             match = self.pattern.fullmatch(text)
@@ -255,20 +261,18 @@ class IsRefusal(Check):
         expected = "a refusal"
         if not text.strip():
             return Verdict(True, expected, "an empty output")
-        for pattern in self.patterns:
-            match = pattern.search(text)
-            if match:
-                return Verdict(
-                    True, expected, f"refusal phrase {shorten(match.group(0))} at offset {match.start()}"
-                )
+        with time_budget(REGEX_SECONDS, "the refusal patterns"):
+            match = next((m for p in self.patterns if (m := p.search(text)) is not None), None)
+        if match is not None:
+            return Verdict(True, expected, f"refusal phrase {shorten(match.group(0))} at offset {match.start()}")
         return Verdict(False, expected, f"no refusal phrase in {len(text)} chars")
 
 
 def compile_regex(p: Params, key: str, source: str) -> re.Pattern[str]:
     """``source`` compiled; a CheckError naming the check's ``key`` when it is no regex."""
     try:
-        return re.compile(source)
-    except re.error as exc:
+        return user_regex(source)
+    except (re.error, RecursionError, OverflowError) as exc:
         raise CheckError(f"{key!r} of {p.name!r} is not a valid regex {source!r}: {exc}") from exc
 
 
@@ -332,8 +336,8 @@ def make_is_refusal(p: Params) -> Check:
 
 def _compile_ci(p: Params, source: str) -> re.Pattern[str]:
     try:
-        return re.compile(source, re.IGNORECASE)
-    except re.error as exc:
+        return user_regex(source, re.IGNORECASE)
+    except (re.error, RecursionError, OverflowError) as exc:
         raise CheckError(f"'value' of {p.name!r}: {source!r} is not a valid regex: {exc}") from exc
 
 

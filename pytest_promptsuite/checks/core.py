@@ -9,6 +9,7 @@ skipping are the evaluator's job, so a check (built-in or from a plugin) stays a
 from __future__ import annotations
 
 import json
+import math
 from abc import ABC
 from abc import abstractmethod
 from collections.abc import Callable
@@ -22,17 +23,22 @@ from ..cases import PromptCase
 from ..cases import describe_type
 from ..cases import did_you_mean
 from ..errors import CheckError
+from ..formats.jsonio import JsonError
+from ..formats.jsonio import decode
 from ..models.base import Response
+from ..suite import confine
 from .base import Layer
 
 
 __all__ = [
     "Check",
     "CheckContext",
+    "CheckScope",
     "Judge",
     "Params",
     "Verdict",
     "json_equal",
+    "json_problem",
     "json_text",
     "resolve_file",
     "shorten",
@@ -89,13 +95,9 @@ class CheckContext:
         """The output parsed as JSON (cached); raises ``ValueError`` naming the parse error."""
         if self._json is None and self._json_error is None:
             try:
-                self._json = json.loads(self.output)
-            except ValueError as exc:
-                self._json_error = (
-                    f"{exc.msg} at line {exc.lineno} column {exc.colno}"
-                    if isinstance(exc, json.JSONDecodeError)
-                    else str(exc)
-                )
+                self._json = decode(self.output, strict=False)
+            except JsonError as exc:
+                self._json_error = json_problem(exc)
                 self._json = _NOT_JSON
         if self._json is _NOT_JSON:
             raise ValueError(f"output is not JSON ({self._json_error})")
@@ -121,6 +123,14 @@ class Check(ABC):
     @abstractmethod
     def evaluate(self, value: Any, ctx: CheckContext) -> Verdict:
         """Check ``value`` (the output, or the value at ``path``) and say what was found."""
+
+
+def json_problem(exc: JsonError) -> str:
+    """Why a text is not JSON we read: ``Expecting value at line 1 column 1``."""
+    if not exc.places:
+        return exc.message
+    line, column = exc.places[0]
+    return f"{exc.message} at line {line} column {column}"
 
 
 def json_text(value: Any) -> str:
@@ -159,6 +169,39 @@ def resolve_file(value: str, base_dir: Path) -> Path:
     raw = value[len("file://") :] if value.startswith("file://") else value
     path = Path(raw)
     return path if path.is_absolute() else base_dir / path
+
+
+@dataclass(frozen=True)
+class CheckScope:
+    """Where the files and the code an ``assert`` entry names may come from: files inside
+    ``root`` (the suite's folder, links followed), and the modules of ``python_modules`` (the
+    config's ``[checks] python_modules``) and their submodules. A case file can name neither a
+    file elsewhere nor any other module. Code that compiles checks without a scope is trusted."""
+
+    root: Path
+    python_modules: tuple[str, ...] = ()
+
+    def file(self, value: str, base_dir: Path, *, field: str, name: str) -> Path:
+        """``value`` (``file://x`` or a path, relative to ``base_dir``) resolved; a CheckError
+        when it leaves :attr:`root`."""
+        path = confine(self.root, resolve_file(value, base_dir))
+        if path is None:
+            raise CheckError(
+                f"{field!r} of {name!r}: {value!r} is outside the suite's folder {self.root.resolve()}; "
+                "a check reads files inside it only"
+            )
+        return path
+
+    def check_module(self, module: str, *, field: str, name: str) -> None:
+        """A CheckError unless ``module`` is one of :attr:`python_modules` or inside one."""
+        if any(module == m or module.startswith(m + ".") for m in self.python_modules):
+            return
+        listed = ", ".join(self.python_modules) or "none"
+        raise CheckError(
+            f"{field!r} of {name!r}: module {module!r} is not in the suite config's [checks] "
+            f"python_modules (listed: {listed}); list it there, or put the function in a file "
+            "inside the suite's folder (file://checks.py:name)"
+        )
 
 
 class Params:
@@ -236,6 +279,8 @@ class Params:
             return None
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise CheckError(f"{key!r} of {self.name!r} must be {what}, got {describe_type(value)}")
+        if not math.isfinite(value):
+            raise CheckError(f"{key!r} of {self.name!r} must be {what}, got {value!r}")
         if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
             raise CheckError(f"{key!r} of {self.name!r} must be {what}, got {value!r}")
         return value

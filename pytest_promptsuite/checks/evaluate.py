@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 from typing import Union
 
+from ..budget import BudgetExceeded
 from ..cases import PromptCase
 from ..models.base import Response
 from .base import CheckResult
@@ -82,7 +83,11 @@ class Evaluator:
         if checks is None:
             checks = self.compile(case)
         if self.transform is not None:
-            changed = self.transform(output, case, reply)
+            try:
+                changed = self.transform(output, case, reply)
+            except Exception as exc:  # the hook broke: the case fails and says so, it is not lost
+                message = f"pytest_promptsuite_transform_output raised {type(exc).__name__}: {exc}"
+                return (CheckResult(Layer.STRUCTURE.value, "transform_output", False, message),)
             if changed is not None:
                 output = changed
         ctx = CheckContext(
@@ -178,6 +183,11 @@ class _Run:
         ctx.path = str(path) if path is not None else None
         try:
             verdict = compiled.check.evaluate(value, ctx)
+        except BudgetExceeded as exc:
+            return self._result(compiled, False, f"{prefix}{exc}", gating, details)
+        except Exception as exc:  # a check that breaks fails, with why; the case keeps its row
+            message = f"{prefix}the check raised {type(exc).__name__}: {exc}"
+            return self._result(compiled, False, message, gating, details)
         finally:
             ctx.path = None
         if verdict.details:

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-import json
-import re
+import math
 from pathlib import Path
 from typing import Any
 
+from ..budget import BudgetExceeded
+from ..budget import time_budget
 from ..errors import CheckError
 from ..errors import ModelError
+from ..formats.jsonio import find_json
+from ..formats.limits import JSON_SEARCH_SECONDS
 from ..models.base import Model
 from ..models.base import ModelRequest
 from ..models.runner import ModelRunner
@@ -16,6 +19,7 @@ from .base import CheckResult
 from .base import Layer
 from .core import Check
 from .core import CheckContext
+from .core import CheckScope
 from .core import Params
 from .core import Verdict
 from .core import json_text
@@ -130,15 +134,17 @@ Reply with one JSON object and nothing else:
 
 def parse_judge_reply(reply: str) -> dict[str, Any]:
     """The verdict object in a judge's reply (the first JSON object with a boolean ``pass``)."""
-    decoder = json.JSONDecoder()
-    for match in re.finditer(r"\{", reply):
-        try:
-            value, _ = decoder.raw_decode(reply, match.start())
-        except ValueError:
-            continue
+    try:
+        with time_budget(JSON_SEARCH_SECONDS, "looking for the verdict in the judge's reply"):
+            values = [value for value, _, _ in find_json(reply, opening="{", nested=True)]
+    except BudgetExceeded as exc:
+        raise ValueError(str(exc)) from None
+    for value in values:
         if isinstance(value, dict) and isinstance(value.get("pass"), bool):
             score = value.get("score")
-            if score is not None and (isinstance(score, bool) or not isinstance(score, (int, float))):
+            if score is not None and (
+                isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score)
+            ):
                 raise ValueError(f"'score' is {score!r}, not a number")
             return value
     raise ValueError("no JSON object with a boolean 'pass' in the reply")
@@ -169,6 +175,8 @@ class LlmRubric(Check):
             reply = ctx.judge(prompt)
         except ModelError as exc:
             return Verdict(False, expected, f"the judge call failed: {exc}")
+        except Exception as exc:  # whatever a judge model raised: this check fails, the case runs on
+            return Verdict(False, expected, f"the judge call failed: {type(exc).__name__}: {exc}")
         try:
             verdict = parse_judge_reply(reply)
         except ValueError as exc:
@@ -219,7 +227,7 @@ class PythonCheck(Check):
         expected = f"{self.spec} accepts the output"
         try:
             result = self.function(value, ctx.case)
-        except Exception as exc:  # the user's function broke: a failure that says how
+        except (Exception, SystemExit) as exc:  # the user's function broke: a failure that says how
             return Verdict(False, expected, f"the function raised {exc!r}")
         if isinstance(result, CheckResult):
             return Verdict(
@@ -228,6 +236,8 @@ class PythonCheck(Check):
         if isinstance(result, bool):
             return Verdict(result, expected, "True" if result else "False")
         if isinstance(result, (int, float)):
+            if not math.isfinite(result):
+                return Verdict(False, expected, f"score {result!r}, which is not a number to compare")
             ok = result >= self.threshold if self.threshold is not None else result > 0
             bound = f">= {self.threshold:g}" if self.threshold is not None else "> 0"
             return Verdict(ok, f"{self.spec} scores {bound}", f"score {result:g}", score=float(result))
@@ -284,13 +294,13 @@ def make_llm_rubric(p: Params) -> Check:
     return LlmRubric(rubric, threshold)
 
 
-def make_python(p: Params, base_dir: Path) -> Check:
+def make_python(p: Params, base_dir: Path, scope: CheckScope | None = None) -> Check:
     """``python``: your function (``value``: ``module:function`` or ``file://path.py:function``)
-    judges the output."""
+    judges the output; ``scope`` says which files and modules it may come from."""
     spec = p.string("value", required=True, what="a dotted path like 'package.module:function'")
     threshold = p.number("threshold")
     assert spec is not None
-    function = import_object(spec, base_dir, field="value", name=p.name)
+    function = import_object(spec, base_dir, field="value", name=p.name, scope=scope)
     if not callable(function):
         raise CheckError(f"'value' of {p.name!r}: {spec!r} is not callable")
     return PythonCheck(function, spec, threshold)

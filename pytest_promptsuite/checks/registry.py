@@ -17,25 +17,27 @@ from . import metric
 from . import review
 from . import structure
 from .core import Check
+from .core import CheckScope
 from .core import Params
 
 
 __all__ = ["BUILTIN_TYPES", "make_builtin_check"]
 
-Factory = Callable[[Params, Path], Check]
+#: ``factory(params, base_dir, scope)``: the check, reading files and code only as ``scope`` allows.
+Factory = Callable[[Params, Path, "CheckScope | None"], Check]
 
 
 def _schema_check(cls: type[Check]) -> Factory:
-    def make(p: Params, base_dir: Path) -> Check:
-        return cls(structure.load_schema(p, base_dir))  # type: ignore[call-arg]
+    def make(p: Params, base_dir: Path, scope: CheckScope | None) -> Check:
+        return cls(structure.load_schema(p, base_dir, scope))  # type: ignore[call-arg]
 
     return make
 
 
-def _pydantic(p: Params, base_dir: Path) -> Check:
+def _pydantic(p: Params, base_dir: Path, scope: CheckScope | None) -> Check:
     spec = p.string("value", required=True, what="a dotted path to a pydantic model class")
     assert spec is not None
-    model = structure.import_object(spec, base_dir, field="value", name=p.name)
+    model = structure.import_object(spec, base_dir, field="value", name=p.name, scope=scope)
     from pydantic import BaseModel
 
     if not (isinstance(model, type) and issubclass(model, BaseModel)):
@@ -43,7 +45,7 @@ def _pydantic(p: Params, base_dir: Path) -> Check:
     return structure.PydanticModel(model, spec)
 
 
-def _is_xml(p: Params, base_dir: Path) -> Check:
+def _is_xml(p: Params, base_dir: Path, scope: CheckScope | None) -> Check:
     value = p.raw("value", what="{requiredElements = [...]} or a list of element paths")
     if value is None:
         return structure.IsXml([])
@@ -58,18 +60,18 @@ def _is_xml(p: Params, base_dir: Path) -> Check:
     return structure.IsXml(value)
 
 
-def _finish_reason(p: Params, base_dir: Path) -> Check:
+def _finish_reason(p: Params, base_dir: Path, scope: CheckScope | None) -> Check:
     reason = p.string("value", required=True, what="a finish reason such as 'stop' or 'length'")
     assert reason is not None
     return structure.FinishReason(reason)
 
 
 def _plain(make: Callable[[Params], Check]) -> Factory:
-    return lambda p, base_dir: make(p)
+    return lambda p, base_dir, scope: make(p)
 
 
 def _contains(mode: str, ignore_case: bool) -> Factory:
-    return lambda p, base_dir: content.make_contains(p, mode=mode, ignore_case=ignore_case)
+    return lambda p, base_dir, scope: content.make_contains(p, mode=mode, ignore_case=ignore_case)
 
 
 #: Every built-in type (without ``not-``), in the README's order: structure, content, review, metric.
@@ -102,12 +104,15 @@ BUILTIN_TYPES: dict[str, Factory] = {
 }
 
 
-def make_builtin_check(name: str, params: dict[str, Any], *, base_dir: Path) -> Check | None:
-    """The built-in check ``name`` made from ``params``; None if ``name`` is not built in."""
+def make_builtin_check(
+    name: str, params: dict[str, Any], *, base_dir: Path, scope: CheckScope | None = None
+) -> Check | None:
+    """The built-in check ``name`` made from ``params``; None if ``name`` is not built in.
+    ``scope`` says where its files and code may come from (None: anywhere)."""
     factory = BUILTIN_TYPES.get(name)
     if factory is None:
         return None
     p = Params(name, params)
-    check = factory(p, base_dir)
+    check = factory(p, base_dir, scope)
     p.done()
     return check

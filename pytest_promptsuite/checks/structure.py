@@ -17,12 +17,21 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic import ValidationError
 
+from ..budget import BudgetExceeded
+from ..budget import time_budget
 from ..errors import CheckError
+from ..formats.jsonio import JsonError
+from ..formats.jsonio import decode
+from ..formats.jsonio import find_json
+from ..formats.limits import JSON_SEARCH_SECONDS
+from ..formats.limits import REGEX_SECONDS
 from .base import Layer
 from .core import Check
 from .core import CheckContext
+from .core import CheckScope
 from .core import Params
 from .core import Verdict
+from .core import json_problem
 from .core import resolve_file
 from .core import shorten
 
@@ -47,32 +56,58 @@ _VALIDATORS: dict[str, Any] = {}
 _SCHEMA_FILES: dict[Path, Any] = {}
 
 
-def load_schema(p: Params, base_dir: Path) -> Any | None:
-    """``value`` as a JSON Schema validator: an inline object, or a file relative to the case file."""
+def _read_schema(path: Path, name: str) -> Any:
+    try:
+        return decode(path.read_bytes().decode("utf-8"))
+    except OSError as exc:
+        raise CheckError(f"'value' of {name!r}: cannot read the schema file {str(path)!r}: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise CheckError(f"'value' of {name!r}: the schema file {str(path)!r} is not UTF-8: {exc.reason}") from exc
+    except JsonError as exc:
+        raise CheckError(f"'value' of {name!r}: the schema file {str(path)!r} is not JSON: {exc.describe()}") from exc
+
+
+def _remote_ref(schema: Any) -> str | None:
+    """The first ``$ref`` that names another document (nothing is fetched, so it cannot resolve)."""
+    todo = [schema]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, dict):
+            ref = item.get("$ref")
+            if isinstance(ref, str) and not ref.startswith("#"):
+                return ref
+            todo.extend(item.values())
+        elif isinstance(item, list):
+            todo.extend(item)
+    return None
+
+
+def load_schema(p: Params, base_dir: Path, scope: CheckScope | None = None) -> Any | None:
+    """``value`` as a JSON Schema validator: an inline object, or a file relative to the case
+    file (inside the suite's folder when there is a ``scope``)."""
     value = p.raw("value", what="a JSON Schema object or a schema file")
     if value is None:
         return None
     if isinstance(value, str):
-        path = resolve_file(value, base_dir).resolve()
+        if scope is not None:
+            path = scope.file(value, base_dir, field="value", name=p.name)
+        else:
+            path = resolve_file(value, base_dir).resolve()
         schema = _SCHEMA_FILES.get(path)
         if schema is None:
-            try:
-                schema = json.loads(path.read_text(encoding="utf-8"))
-            except OSError as exc:
-                raise CheckError(
-                    f"'value' of {p.name!r}: cannot read the schema file {str(path)!r}: {exc.strerror}"
-                ) from exc
-            except ValueError as exc:
-                raise CheckError(
-                    f"'value' of {p.name!r}: the schema file {str(path)!r} is not JSON: {exc}"
-                ) from exc
-            _SCHEMA_FILES[path] = schema
+            schema = _SCHEMA_FILES[path] = _read_schema(path, p.name)
     else:
         schema = value
     if not isinstance(schema, dict):
         raise CheckError(
             f"'value' of {p.name!r} must be a JSON Schema object or a schema file, "
             f"got {type(schema).__name__}"
+        )
+    remote = _remote_ref(schema)
+    if remote is not None:
+        raise CheckError(
+            f"'value' of {p.name!r}: $ref {remote!r} names another document, and schemas are never "
+            "fetched; put that schema inline or refer inside this one ('#/$defs/...')"
         )
     key = json.dumps(schema, sort_keys=True)
     validator = _VALIDATORS.get(key)
@@ -89,10 +124,18 @@ def load_schema(p: Params, base_dir: Path) -> Any | None:
 
 
 def _schema_problem(validator: Any, data: Any) -> str | None:
-    """None if ``data`` fits the schema; else the most relevant error, where it is, and how many."""
+    """None if ``data`` fits the schema; else the most relevant error, where it is, and how many.
+    A schema's ``pattern`` is a regex of the suite, so validation runs with the regex time budget;
+    a schema that cannot be applied at all is reported as the problem, never raised."""
     import jsonschema
 
-    errors = list(validator.iter_errors(data))
+    try:
+        with time_budget(REGEX_SECONDS, "the schema's validation"):
+            errors = list(validator.iter_errors(data))
+    except BudgetExceeded as exc:
+        return f"$: {exc}"
+    except Exception as exc:  # an unresolvable reference, a bad format checker: say so
+        return f"$: the schema could not be applied ({type(exc).__name__}: {exc})"
     if not errors:
         return None
     best = jsonschema.exceptions.best_match(errors)
@@ -112,11 +155,9 @@ class IsJson(Check):
         expected = "valid JSON" + (" matching the schema" if self.schema is not None else "")
         if isinstance(value, str):
             try:
-                data = json.loads(value)
-            except json.JSONDecodeError as exc:
-                return Verdict(
-                    False, expected, f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
-                )
+                data = decode(value, strict=False)
+            except JsonError as exc:
+                return Verdict(False, expected, f"not JSON: {json_problem(exc)}")
         else:
             data = value
         if self.schema is not None:
@@ -127,22 +168,10 @@ class IsJson(Check):
 
 
 def _json_values(text: str) -> list[Any]:
-    """The JSON objects and arrays embedded in ``text``, in order, not nested in each other."""
-    decoder = json.JSONDecoder()
-    found: list[Any] = []
-    at = 0
-    while True:
-        starts = [i for i in (text.find("{", at), text.find("[", at)) if i >= 0]
-        if not starts:
-            return found
-        start = min(starts)
-        try:
-            value, end = decoder.raw_decode(text, start)
-        except ValueError:
-            at = start + 1
-            continue
-        found.append(value)
-        at = end
+    """The JSON objects and arrays embedded in ``text``, in order, not nested in each other
+    (none nested deeper than the depth limit; the search has a time budget)."""
+    with time_budget(JSON_SEARCH_SECONDS, "looking for JSON in the output"):
+        return [value for value, _, _ in find_json(text)]
 
 
 class ContainsJson(Check):
@@ -170,27 +199,37 @@ class ContainsJson(Check):
         return Verdict(False, expected, f"{len(values)} JSON value(s), none matches; first: {problems[0]}")
 
 
-def import_object(spec: str, base_dir: Path, *, field: str, name: str) -> Any:
-    """``pkg.module:attr``, ``pkg.module.attr`` or ``file://path.py:attr`` (relative to the case file)."""
+def _import_file(path: Path, *, field: str, name: str) -> Any:
+    module_name = f"_promptsuite_user_{abs(hash(str(path.resolve())))}"
+    module = sys.modules.get(module_name)
+    if module is None:
+        location = importlib.util.spec_from_file_location(module_name, path)
+        if location is None or location.loader is None or not path.is_file():
+            raise CheckError(f"{field!r} of {name!r}: no Python file {str(path)!r}")
+        module = importlib.util.module_from_spec(location)
+        try:
+            location.loader.exec_module(module)
+        except (Exception, SystemExit) as exc:  # the user's module failed to import: say which and why
+            raise CheckError(f"{field!r} of {name!r}: importing {str(path)!r} failed: {exc!r}") from exc
+        sys.modules[module_name] = module
+    return module
+
+
+def import_object(spec: str, base_dir: Path, *, field: str, name: str, scope: CheckScope | None = None) -> Any:
+    """``pkg.module:attr``, ``pkg.module.attr`` or ``file://path.py:attr`` (relative to the case
+    file). With a ``scope``, a file must be inside the suite's folder and a module one of its
+    ``python_modules``: a case file cannot make a run import code from anywhere else."""
     if spec.startswith("file://") or ":" in spec and spec.split(":", 1)[0].endswith(".py"):
         file_part, sep, attr = spec.rpartition(":")
         if not sep or not attr:
             raise CheckError(
                 f"{field!r} of {name!r} must look like 'file://checks.py:function', got {spec!r}"
             )
-        path = resolve_file(file_part, base_dir)
-        module_name = f"_promptsuite_user_{abs(hash(str(path.resolve())))}"
-        module = sys.modules.get(module_name)
-        if module is None:
-            location = importlib.util.spec_from_file_location(module_name, path)
-            if location is None or location.loader is None or not path.is_file():
-                raise CheckError(f"{field!r} of {name!r}: no Python file {str(path)!r}")
-            module = importlib.util.module_from_spec(location)
-            try:
-                location.loader.exec_module(module)
-            except Exception as exc:  # the user's module failed to import: say which and why
-                raise CheckError(f"{field!r} of {name!r}: importing {str(path)!r} failed: {exc!r}") from exc
-            sys.modules[module_name] = module
+        if scope is not None:
+            path = scope.file(file_part, base_dir, field=field, name=name)
+        else:
+            path = resolve_file(file_part, base_dir)
+        module = _import_file(path, field=field, name=name)
     else:
         if ":" in spec:
             module_path, _, attr = spec.partition(":")
@@ -200,10 +239,14 @@ def import_object(spec: str, base_dir: Path, *, field: str, name: str) -> Any:
             raise CheckError(
                 f"{field!r} of {name!r} must be a dotted path like 'package.module:name', got {spec!r}"
             )
+        if scope is not None:
+            scope.check_module(module_path, field=field, name=name)
         try:
             module = importlib.import_module(module_path)
         except ImportError as exc:
             raise CheckError(f"{field!r} of {name!r}: cannot import module {module_path!r}: {exc}") from exc
+        except (Exception, SystemExit) as exc:
+            raise CheckError(f"{field!r} of {name!r}: importing {module_path!r} failed: {exc!r}") from exc
     try:
         return getattr(module, attr)
     except AttributeError:

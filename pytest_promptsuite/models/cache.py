@@ -27,6 +27,9 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..errors import ModelError
+from ..formats.jsonio import decode
+from ..formats.jsonio import encode
+from ..formats.jsonio import read_jsonl
 from .base import Model
 from .base import ModelRequest
 from .base import Response
@@ -65,7 +68,7 @@ def cache_key(identity: Mapping[str, Any], request: ModelRequest) -> str:
         "repeat": request.repeat,
     }
     text = json.dumps(data, ensure_ascii=False, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _response_dict(response: Response) -> dict[str, Any]:
@@ -80,6 +83,8 @@ def _response_dict(response: Response) -> dict[str, Any]:
 def _response_from(raw: Mapping[str, Any]) -> Response:
     """A stored answer as a cache hit: ``cached=True`` and no latency."""
     usage = raw.get("usage")
+    if not isinstance(raw["text"], str):
+        raise TypeError("its 'text' is not a string")
     return Response(
         text=raw["text"],
         finish_reason=raw.get("finish_reason"),
@@ -105,7 +110,7 @@ class ResponseCache:
     def get(self, key: str) -> Response | None:
         """The stored answer for ``key`` as a cache hit, or None (a miss, or a file that is not ours)."""
         try:
-            raw = json.loads(self._path(key).read_text(encoding="utf-8"))
+            raw = decode(self._path(key).read_bytes().decode("utf-8"), strict=False)
             response = _response_from(raw["response"])
         except (OSError, ValueError, KeyError, TypeError):
             return None  # absent, or a half-written / foreign file: a miss, never a crash
@@ -127,7 +132,7 @@ class ResponseCache:
             return
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(entry, handle, ensure_ascii=False)
+                handle.write(encode(entry))  # scrubbed: an endpoint that echoes the key is stored without it
             os.replace(tmp, path)
         except OSError:
             Path(tmp).unlink(missing_ok=True)
@@ -168,19 +173,20 @@ class Cassette:
     def _read(path: Path) -> dict[str, dict[str, Any]]:
         entries: dict[str, dict[str, Any]] = {}
         try:
-            lines = path.read_text(encoding="utf-8").splitlines()
+            data = path.read_bytes()
         except OSError as exc:
             raise ConfigError(f"--prompt-replay {path}: cannot read the cassette: {exc.strerror}"
                               ) from exc
-        for number, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
+        for line in read_jsonl(data, strict=False):
+            if line.problem is not None:
+                raise ConfigError(f"{path}:{line.number}: not a cassette entry ({line.problem})")
             try:
-                entry = json.loads(line)
+                entry = line.value
                 entries[entry["key"]] = entry
                 _response_from(entry["response"])
             except (ValueError, KeyError, TypeError) as exc:
-                raise ConfigError(f"{path}:{number}: not a cassette entry ({exc})") from exc
+                what = f"no {exc}" if isinstance(exc, KeyError) else str(exc)
+                raise ConfigError(f"{path}:{line.number}: not a cassette entry ({what})") from exc
         return entries
 
     def start(self) -> None:
@@ -208,7 +214,7 @@ class Cassette:
             "params": dict(request.params),
             "response": _response_dict(response),
         }
-        line = json.dumps(entry, ensure_ascii=False, sort_keys=True, default=str) + "\n"
+        line = encode(entry, sort_keys=True) + "\n"  # scrubbed, and one line whatever the answer holds
         try:
             if self._fd is None:
                 self._fd = os.open(self.partial, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -234,7 +240,7 @@ class Cassette:
             return 0
         ordered = sorted(entries.values(), key=lambda e: (e.get("case_id", ""), e.get("repeat", 0),
                                                            e["key"]))
-        text = "".join(json.dumps(e, ensure_ascii=False, sort_keys=True) + "\n" for e in ordered)
+        text = "".join(encode(e, sort_keys=True) + "\n" for e in ordered)
         tmp = self.path.with_name(self.path.name + ".tmp")
         tmp.write_text(text, encoding="utf-8")
         os.replace(tmp, self.path)

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..budget import BudgetExceeded
+from ..budget import time_budget
+from ..budget import user_regex
 from ..errors import ConfigError
+from ..errors import ModelError
+from ..formats.jsonio import JsonError
+from ..formats.jsonio import decode
+from ..formats.limits import REGEX_SECONDS
 from .base import ModelRequest
 from .base import Response
 from .base import prompt_text
@@ -48,11 +54,14 @@ class FakeModel:
     def from_rules_file(cls, path: Path, *, spec: str | None = None) -> FakeModel:
         """Load ``{"rules": [{"match": REGEX, "reply": TEXT}, ...], "default": TEXT}``."""
         try:
-            data = json.loads(path.read_text(encoding="utf-8-sig"))
+            data = decode(path.read_bytes().decode("utf-8-sig"))
         except OSError as exc:
             raise ConfigError(f"{path}: cannot read the fake model's rules: {exc.strerror}") from exc
-        except ValueError as exc:
-            raise ConfigError(f"{path}: the fake model's rules are not valid JSON: {exc}") from exc
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"{path}: the fake model's rules are not UTF-8 text: {exc.reason}") from exc
+        except JsonError as exc:
+            where = f"{path}:{exc.line}" if exc.line else str(path)
+            raise ConfigError(f"{where}: the fake model's rules are not valid JSON: {exc.describe()}") from exc
         if not isinstance(data, dict):
             raise ConfigError(f"{path}: the fake model's rules must be a JSON object")
         unknown = sorted(set(data) - {"rules", "default"})
@@ -75,8 +84,8 @@ class FakeModel:
             if not isinstance(raw["match"], str) or not isinstance(raw["reply"], str):
                 raise ConfigError(f"{where}: 'match' and 'reply' must be strings")
             try:
-                pattern = re.compile(raw["match"])
-            except re.error as exc:
+                pattern = user_regex(raw["match"])
+            except (re.error, RecursionError, OverflowError) as exc:
                 raise ConfigError(f"{where}: bad regex {raw['match']!r}: {exc}") from exc
             rules.append(FakeRule(pattern, raw["reply"]))
         return cls(rules, default, spec=spec or f"fake:{path}")
@@ -86,9 +95,10 @@ class FakeModel:
         prompt = request.prompt
         if self.rules or self.default is not None:
             text = prompt_text(prompt)
-            for rule in self.rules:
-                if rule.pattern.search(text):
-                    return rule.reply
+            with time_budget(REGEX_SECONDS, f"a rule of {self.spec} on case {request.case_id or '?'}"):
+                for rule in self.rules:
+                    if rule.pattern.search(text):
+                        return rule.reply
             if self.default is not None:
                 return self.default
         if isinstance(prompt, str):
@@ -99,8 +109,12 @@ class FakeModel:
         return ""
 
     def generate_sync(self, request: ModelRequest) -> Response:
-        """The reply of :meth:`reply_to`, at once."""
-        return Response(text=self.reply_to(request), finish_reason="stop")
+        """The reply of :meth:`reply_to`, at once; a rule that outruns its time budget is a
+        ModelError (the case's ``error``)."""
+        try:
+            return Response(text=self.reply_to(request), finish_reason="stop")
+        except BudgetExceeded as exc:
+            raise ModelError(str(exc)) from exc
 
     async def generate(self, request: ModelRequest) -> Response:
         """The same as :meth:`generate_sync`, for callers that await."""

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import random
 import ssl
@@ -21,13 +20,21 @@ import time
 from collections.abc import AsyncIterator
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import urlsplit
-from urllib.parse import urlunsplit
 
 import httpx
 
 from ..errors import ConfigError
 from ..errors import EndpointError
+from ..formats.jsonio import JsonError
+from ..formats.jsonio import decode
+from ..formats.jsonio import encode
+from ..formats.limits import RESPONSE_BYTES
+from ..scrub import install_log_filter
+from ..scrub import public_url
+from ..scrub import register
+from ..scrub import scrub
+from ..scrub import secret_parameters
+from ..suite import base_url_problem
 from .base import ModelRequest
 from .base import Response
 from .base import Usage
@@ -43,17 +50,6 @@ RESERVED_PARAMS = frozenset({"model", "messages", "prompt", "stream"})
 #: Statuses after which every further call would fail the same way.
 FATAL_STATUSES = frozenset({401, 404})
 _ERROR_TEXT_LIMIT = 500
-
-
-def public_url(url: str) -> str:
-    """``url`` without user:password, so it can be shown, hashed and stored."""
-    parts = urlsplit(url)
-    if parts.username is None and parts.password is None:
-        return url
-    host = parts.hostname or ""
-    if parts.port is not None:
-        host = f"{host}:{parts.port}"
-    return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
 
 
 class _Retry(Exception):
@@ -87,11 +83,17 @@ class OpenAIModel:
         self.spec = spec or f"openai:{name}"
         self.name = name
         self.base_url = base_url.rstrip("/")
+        # a query (Azure's api-version, a proxy's key=...) stays at the end of every endpoint URL
+        path, _, query = self.base_url.partition("?")
+        self._path, self._query = path.rstrip("/"), f"?{query}" if query else ""
         self.api_key_env = api_key_env
         self.endpoint = endpoint
         self.timeout_s = timeout_s
         self.retry = retry or RetryPolicy()
         self._api_key = api_key or None
+        register(self._api_key)  # scrubbed from every result, file, message and log from now on
+        for secret in secret_parameters(self.base_url):
+            register(secret)
         self._rng = random.Random(seed)
         self._transport = transport
         self._ssl: ssl.SSLContext | None = None
@@ -128,9 +130,9 @@ class OpenAIModel:
             )
         prompt = request.prompt
         if isinstance(prompt, str) and self.endpoint == "completions":
-            return f"{self.base_url}/completions", {"model": self.name, "prompt": prompt, **params}
+            return f"{self._path}/completions{self._query}", {"model": self.name, "prompt": prompt, **params}
         messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else prompt
-        return f"{self.base_url}/chat/completions", {"model": self.name, "messages": messages, **params}
+        return f"{self._path}/chat/completions{self._query}", {"model": self.name, "messages": messages, **params}
 
     def _headers(self) -> dict[str, str]:
         if self._api_key is None:
@@ -164,16 +166,25 @@ class OpenAIModel:
             self._free.append(client)
 
     def scrub(self, text: str) -> str:
-        """``text`` with the API key (if any) replaced, for anything shown or stored."""
+        """``text`` with the API key (however short) and every other secret replaced."""
         if self._api_key:
             text = text.replace(self._api_key, "***")
-        return text
+        return scrub(text)
 
     async def generate(self, request: ModelRequest) -> Response:
         """Send one request (retrying transient failures); a ModelError with the endpoint's reason
-        otherwise."""
+        otherwise. Nothing else escapes: an unexpected failure is an EndpointError that says what
+        it was, scrubbed."""
         url, body = self._url_and_body(request)
         where = public_url(url)
+        try:
+            return await self._generate(url, body, where)
+        except EndpointError:
+            raise
+        except Exception as exc:
+            raise EndpointError(f"request to {where} failed: {type(exc).__name__}: {self._reason(exc)}") from None
+
+    async def _generate(self, url: str, body: dict[str, Any], where: str) -> Response:
         last: EndpointError | None = None
         wait: float | None = None
         all_refused = True
@@ -200,12 +211,10 @@ class OpenAIModel:
         self, client: httpx.AsyncClient, url: str, body: dict[str, Any], where: str
     ) -> Response:
         start = time.perf_counter()
+        payload = encode(body, compact=True, scrub=False).encode("utf-8")  # lone surrogates escaped
         try:
             # httpx's timeouts are per phase (connect, each read); this one bounds the attempt
-            reply = await asyncio.wait_for(
-                client.post(url, json=body, headers=self._headers()), self.timeout_s
-            )
-            content = reply.content
+            reply, content = await asyncio.wait_for(self._send(client, url, payload), self.timeout_s)
         except httpx.ConnectError as exc:
             raise _Retry(EndpointError(f"cannot connect to {where}: {self._reason(exc)}")) from exc
         except (httpx.TimeoutException, asyncio.TimeoutError) as exc:
@@ -216,11 +225,29 @@ class OpenAIModel:
             raise _Retry(
                 EndpointError(f"connection to {where} failed: {self._reason(exc)}")
             ) from exc
+        except httpx.DecodingError as exc:  # a body its Content-Encoding does not fit
+            raise _Retry(EndpointError(f"undecodable response from {where}: {self._reason(exc)}")) from exc
         latency_ms = (time.perf_counter() - start) * 1000
         status = reply.status_code
         if status >= 400:
             raise self._status_error(reply, content, where)
         return self._parse(content, where, latency_ms)
+
+    async def _send(self, client: httpx.AsyncClient, url: str, payload: bytes) -> tuple[httpx.Response, bytes]:
+        """POST ``payload`` and read the answer, at most :data:`RESPONSE_BYTES` of it."""
+        headers = {"Content-Type": "application/json", **self._headers()}
+        reply = await client.send(client.build_request("POST", url, content=payload, headers=headers), stream=True)
+        try:
+            chunks: list[bytes] = []
+            size = 0
+            async for chunk in reply.aiter_bytes():
+                size += len(chunk)
+                if size > RESPONSE_BYTES.value:
+                    raise EndpointError(f"the response from {public_url(url)} is larger than {RESPONSE_BYTES}")
+                chunks.append(chunk)
+        finally:
+            await reply.aclose()
+        return reply, b"".join(chunks)
 
     def _reason(self, exc: Exception) -> str:
         return self.scrub(str(exc) or type(exc).__name__)
@@ -253,8 +280,8 @@ class OpenAIModel:
         code: str | None = None
         text = raw.strip()
         try:
-            data = json.loads(raw)
-        except ValueError:
+            data = decode(raw, strict=False)
+        except JsonError:
             data = None
         if isinstance(data, dict):
             error = data.get("error", data)
@@ -276,9 +303,11 @@ class OpenAIModel:
             return EndpointError(f"malformed response from {where}: {what}; the body began {snippet!r}")
 
         try:
-            data = json.loads(content)
-        except ValueError:
-            raise malformed("not JSON") from None
+            data = decode(content.decode("utf-8"), strict=False)
+        except UnicodeDecodeError:
+            raise malformed("not UTF-8") from None
+        except JsonError as exc:
+            raise malformed("not JSON" if not exc.message.startswith("nested") else exc.message) from None
         choices = data.get("choices") if isinstance(data, dict) else None
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
             raise malformed("no choices[0]")
@@ -327,6 +356,7 @@ def openai_model(
     timeout_s: float,
     max_retries: int,
     environ: Mapping[str, str] | None = None,
+    params: Mapping[str, Any] | None = None,
 ) -> OpenAIModel:
     """An :class:`OpenAIModel` from config values: base URL from the argument, else
     ``OPENAI_BASE_URL``, else OpenAI's; the key only from the variable ``api_key_env`` names."""
@@ -334,8 +364,13 @@ def openai_model(
     if not name:
         raise ConfigError("openai: needs a model name, e.g. openai:qwen2.5-7b-instruct")
     url = base_url or env.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
-    if not url.startswith(("http://", "https://")):
-        raise ConfigError(f"base URL {public_url(url)!r} must start with http:// or https://")
+    problem = base_url_problem(url)
+    if problem:
+        source = "" if base_url else " (from $OPENAI_BASE_URL)"
+        raise ConfigError(f"base URL {public_url(url)!r}{source} {problem}")
+    install_log_filter()
+    model = OpenAIModel("", endpoint=endpoint)  # only to check the params now, not at the first call
+    model._url_and_body(ModelRequest("", params=dict(params or {})))
     return OpenAIModel(
         name,
         base_url=url,

@@ -38,6 +38,7 @@ def make_model(spec: str, *, settings: ModelConfig | None = None, root: Path | N
             endpoint=config.endpoint,
             timeout_s=config.timeout_s,
             max_retries=config.max_retries,
+            params=config.params,
         )
     raise ModelError(
         f"unknown model spec {spec!r} (known: {', '.join(KNOWN_SCHEMES)}, "

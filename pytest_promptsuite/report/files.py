@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import csv
-import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+from typing import TextIO
 
 from ..checks.base import CaseResult
 from ..checks.base import Layer
 from ..checks.base import Outcome
+from ..formats.jsonio import encode
 from ..results import Summary
+from ..scrub import printable
 from .document import summary_document
 from .html import write_dashboard
 from .markdown import summary_markdown
@@ -57,6 +59,17 @@ def review_queue(rows: Iterable[CaseResult]) -> list[dict[str, Any]]:
     return queue
 
 
+class _Printable:
+    """A text file that writes everything through :func:`printable` (the csv module's writer)."""
+
+    def __init__(self, fp: TextIO) -> None:
+        self.fp = fp
+
+    def write(self, text: str) -> int:
+        """Write ``text`` scrubbed, lone surrogates escaped."""
+        return self.fp.write(printable(text))
+
+
 def write_report(directory: Path, rows: Iterable[CaseResult], summary: Summary) -> list[Path]:
     """Write every report file into ``directory`` (created if needed); return their paths."""
     directory.mkdir(parents=True, exist_ok=True)
@@ -65,21 +78,19 @@ def write_report(directory: Path, rows: Iterable[CaseResult], summary: Summary) 
     with results.open("w", encoding="utf-8") as fp:
         fp.writelines(row.to_json() + "\n" for row in ordered)
     summary_json = directory / "summary.json"
-    summary_json.write_text(
-        json.dumps(summary_document(summary), ensure_ascii=False, indent=2) + "\n", encoding="utf-8"
-    )
+    summary_json.write_text(encode(summary_document(summary), indent=2) + "\n", encoding="utf-8")
     slices_csv = directory / "slices.csv"
     with slices_csv.open("w", encoding="utf-8", newline="") as fp:
         table = [s.to_dict() for s in summary.slices]
         fields = list(table[0]) if table else ["slice"]
-        writer = csv.DictWriter(fp, fieldnames=fields)
+        writer = csv.DictWriter(_Printable(fp), fieldnames=fields)
         writer.writeheader()
         writer.writerows(table)
     queue = review_queue(ordered)
     summary_md = directory / "summary.md"
-    summary_md.write_text(summary_markdown(summary, queue), encoding="utf-8")
+    summary_md.write_text(printable(summary_markdown(summary, queue)), encoding="utf-8")
     dashboard = write_dashboard(directory / "dashboard.html", ordered, summary)
     review = directory / "review.jsonl"  # the review queue: what a human should look at
     with review.open("w", encoding="utf-8") as fp:
-        fp.writelines(json.dumps(item, ensure_ascii=False) + "\n" for item in queue)
+        fp.writelines(encode(item) + "\n" for item in queue)
     return [results, summary_json, slices_csv, summary_md, dashboard, review]

@@ -12,7 +12,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import html
-import json
 from collections.abc import Sequence
 from functools import cache
 from importlib import resources
@@ -21,6 +20,7 @@ from typing import Any
 
 from ..checks.base import CaseResult
 from ..checks.base import Outcome
+from ..formats.jsonio import encode
 from ..results import Summary
 from ..templates.prompt import prompt_display
 from .document import summary_document
@@ -46,7 +46,7 @@ def _trim(text: str | None) -> str | None:
 
 def _json_for_script(data: Any) -> str:
     """JSON that is safe inside ``<script type="application/json">``: no ``<``, ``>`` or ``&``."""
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    text = encode(data, compact=True)  # scrubbed; U+2028, U+2029 and lone surrogates escaped
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from ..results import CasesErrored
 from ..results import GateDecision
 from ..results import NoCommonCases
+from ..results import RunIncomplete
 from ..results import SliceBelowThreshold
 from ..results import SliceRegressed
 
@@ -29,6 +30,8 @@ def reason(decision: GateDecision) -> str:
         return _regressed(decision)
     if isinstance(decision, NoCommonCases):
         return _no_common_cases(decision)
+    if isinstance(decision, RunIncomplete):
+        return _incomplete(decision)
     return _errored(decision)
 
 
@@ -93,3 +96,10 @@ def _points(fraction: float) -> str:
 
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _incomplete(d: RunIncomplete) -> str:
+    return (
+        f"the run stopped before every case ran ({d.why}): {d.ran} of {d.ran + d.not_run} cases ran; "
+        "a partial run never passes the gate"
+    )

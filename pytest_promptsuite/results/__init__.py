@@ -14,6 +14,7 @@ from .gate import GateDecision
 from .gate import GateResult
 from .gate import NoCommonCases
 from .gate import RegressionRule
+from .gate import RunIncomplete
 from .gate import SliceBelowThreshold
 from .gate import SliceRegressed
 from .gate import ThresholdRule
@@ -54,6 +55,7 @@ __all__ = [
     "RegressionRule",
     "RegressionTest",
     "RepeatStats",
+    "RunIncomplete",
     "RunInfo",
     "SliceBelowThreshold",
     "SliceFlips",

@@ -25,6 +25,7 @@ __all__ = [
     "GateResult",
     "NoCommonCases",
     "RegressionRule",
+    "RunIncomplete",
     "SliceBelowThreshold",
     "SliceRegressed",
     "ThresholdRule",
@@ -129,7 +130,7 @@ class CasesErrored:
 
 
 #: Why a gate failed: one of the decision records.
-GateDecision = Union[SliceBelowThreshold, SliceRegressed, CasesErrored, NoCommonCases]
+GateDecision = Union[SliceBelowThreshold, SliceRegressed, CasesErrored, NoCommonCases, "RunIncomplete"]
 
 
 @dataclass(frozen=True)
@@ -186,3 +187,16 @@ def check_errors(rows: Iterable[CaseResult]) -> CasesErrored | None:
     """The rows that ended in an error, in row order; None when there is none."""
     erred = tuple(r.key for r in rows if r.outcome is Outcome.ERROR)
     return CasesErrored(cases=erred) if erred else None
+
+
+@dataclass(frozen=True)
+class RunIncomplete:
+    """The run stopped before every collected case ran (Ctrl-C, ``-x`` / ``--maxfail``, an
+    unusable endpoint, a crashed worker): whatever the rows say, a partial run never passes."""
+
+    #: Why it stopped, in pytest's or our words ("interrupted", "stopping after 1 failures").
+    why: str
+    #: Rows of cases that ran.
+    ran: int
+    #: Collected cases that never ran (they have no row: rows are of executed cases).
+    not_run: int

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from ..checks.base import CaseResult
 from ..errors import ConfigError
+from ..formats.jsonio import decode
+from ..formats.jsonio import read_jsonl
 
 
 __all__ = ["load_results", "load_summary_json"]
@@ -20,20 +21,18 @@ def load_results(path: Path) -> list[CaseResult]:
     """
     file = path / "results.jsonl" if path.is_dir() else path
     try:
-        text = file.read_text(encoding="utf-8")
+        data = file.read_bytes()
     except OSError as exc:
         raise ConfigError(f"{file}: cannot read results ({exc.strerror or exc})") from exc
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{file}: not UTF-8 text ({exc.reason})") from exc
     rows: list[CaseResult] = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
+    for line in read_jsonl(data, strict=False):  # lines end at "\n" only, never at U+2028
+        if line.problem is not None:
+            raise ConfigError(f"{file}:{line.number}: not a results.jsonl row ({line.problem})")
         try:
-            rows.append(CaseResult.from_json(line))
-        except (ValueError, KeyError, TypeError) as exc:
+            rows.append(CaseResult.from_dict(line.value))
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
             what = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
-            raise ConfigError(f"{file}:{number}: not a results.jsonl row ({what})") from exc
+            raise ConfigError(f"{file}:{line.number}: not a results.jsonl row ({what})") from exc
     return rows
 
 
@@ -44,7 +43,7 @@ def load_summary_json(path: Path) -> dict[str, Any] | None:
     if not file.is_file():
         return None
     try:
-        data = json.loads(file.read_text(encoding="utf-8"))
+        data = decode(file.read_bytes().decode("utf-8"), strict=False)
     except (OSError, ValueError) as exc:
         raise ConfigError(f"{file}: cannot read the summary ({exc})") from exc
     if not isinstance(data, dict):

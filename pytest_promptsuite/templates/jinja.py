@@ -21,8 +21,16 @@ from jinja2.exceptions import SecurityError
 from jinja2.runtime import LoopContext
 from jinja2.sandbox import SandboxedEnvironment
 
+from ..budget import time_budget
 from ..errors import PromptSuiteError
 from ..errors import TemplateError
+from ..formats.limits import RENDER_SECONDS
+from .bounded import BOUNDED_BINOPS
+from .bounded import LimitRefused
+from .bounded import bounded_binop
+from .bounded import bounded_filter
+from .bounded import bounded_output
+from .bounded import bounded_range
 
 
 __all__ = [
@@ -42,16 +50,40 @@ _SAFE_RUNTIME = (LoopContext, jinja2.utils.Cycler, jinja2.utils.Joiner, jinja2.u
 
 
 class _DataSandbox(SandboxedEnvironment):
-    """Jinja's sandbox, stricter: no attribute of the data is reachable, only its items.
+    """Jinja's sandbox, stricter: no attribute of the data is reachable, only its items, and the
+    work a template can ask for is bounded (:mod:`.bounded`).
 
     The stock sandbox allows ``input.upper()`` or ``history.pop()``; a prompt needs neither
     (filters do the work), and refusing them all keeps a prompt file from being a program.
     """
 
+    intercepted_binops = BOUNDED_BINOPS  # checked at run time, so never folded while compiling
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.globals["range"] = bounded_range
+        self.filters = _Filters(self.filters)
+
     def is_safe_attribute(self, obj: Any, attr: str, value: Any) -> bool:
         if isinstance(obj, _SAFE_RUNTIME):
             return super().is_safe_attribute(obj, attr, value)
         return False
+
+    def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+        bounded_binop(operator, left, right)
+        return self.binop_table[operator](left, right)
+
+
+class _Filters(dict[str, Any]):
+    """The environment's filters, each bounded as it is installed (Jinja's own and ours)."""
+
+    def __init__(self, filters: Mapping[str, Any]) -> None:
+        super().__init__()
+        for name, function in filters.items():
+            self[name] = function
+
+    def __setitem__(self, name: str, function: Any) -> None:
+        super().__setitem__(name, bounded_filter(name, function))
 
 
 def sandbox_environment() -> SandboxedEnvironment:
@@ -84,7 +116,7 @@ def install_filters(env: SandboxedEnvironment, sources: Iterable[str], make_filt
     for source in sources:
         try:
             names |= used_filters(env, source)
-        except jinja2.TemplateSyntaxError:
+        except (jinja2.TemplateSyntaxError, RecursionError):
             pass  # reported with its location when the template is compiled
     for name in sorted(names):
         made = make_filter(name)
@@ -99,7 +131,9 @@ def _undefined_name(message: str) -> str | None:
 
 def template_error(where: str | None, exc: Exception) -> TemplateError:
     """One clear message for whatever Jinja raised while rendering ``where`` (None: no prefix)."""
-    if isinstance(exc, SecurityError):
+    if isinstance(exc, LimitRefused):
+        text = f"refused by the sandbox: {exc}"
+    elif isinstance(exc, SecurityError):
         text = (
             f"refused by the sandbox: {exc} (templates may read items of the row, "
             "e.g. turn['content'], but no attributes or methods)"
@@ -121,11 +155,16 @@ def compile_template(env: SandboxedEnvironment, source: str, where: str | None) 
     except jinja2.TemplateSyntaxError as exc:  # unknown filters too (TemplateAssertionError)
         text = f"line {exc.lineno} of the template: {exc.message}"
         raise TemplateError(f"{where}: {text}" if where else text) from exc
+    except RecursionError:  # Jinja's parser recurses once per bracket or parenthesis
+        text = "the template nests its expressions deeper than Jinja's parser can read"
+        raise TemplateError(f"{where}: {text}" if where else text) from None
 
 
 def render_template(template: jinja2.Template, row: Mapping[str, Any], where: str | None) -> str:
-    """Render a compiled template with ``row`` as its context; every failure is a TemplateError."""
+    """Render a compiled template with ``row`` as its context, its output and time bounded;
+    every failure is a TemplateError."""
     try:
-        return template.render(dict(row))
+        with time_budget(RENDER_SECONDS, "the template"):
+            return bounded_output(template.root_render_func(template.new_context(dict(row))))
     except Exception as exc:  # jinja2 errors, ours from a filter, anything a filter raised
         raise template_error(where, exc) from exc

@@ -7,14 +7,19 @@ no Colang rewriting). A plugin adds or replaces one with ``pytest_promptsuite_ma
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from typing import Any
 from typing import Union
 
+from ..budget import BudgetExceeded
+from ..budget import time_budget
 from ..errors import ConfigError
 from ..errors import PromptSuiteError
+from ..formats.jsonio import JsonError
+from ..formats.jsonio import decode
+from ..formats.jsonio import find_json
+from ..formats.limits import JSON_SEARCH_SECONDS
 from .pluggable import check_params
 from .pluggable import split_spec
 from .pluggable import unknown_part
@@ -61,20 +66,20 @@ _FENCE = re.compile(r"```(?:json)?[ \t]*\n(.*?)```", re.DOTALL)
 def extract_json(text: str) -> str:
     """The first JSON value in ``text``, exactly as written: the whole text, a fenced
     ```` ```json ```` block, or the first ``{...}`` / ``[...]`` after some prose."""
-    decoder = json.JSONDecoder()
     candidates: list[str] = [text.strip()] + [str(m.group(1)).strip() for m in _FENCE.finditer(text)]
     for candidate in candidates:
         try:
-            json.loads(candidate)
-        except ValueError:
+            decode(candidate, strict=False)
+        except JsonError:
             continue
         return candidate
-    for match in re.finditer(r"[\[{]", text):
-        try:
-            _, end = decoder.raw_decode(text, match.start())
-        except ValueError:
-            continue
-        return text[match.start() : end]
+    try:
+        with time_budget(JSON_SEARCH_SECONDS, "output parser 'json'"):
+            first = next(find_json(text), None)
+    except BudgetExceeded as exc:
+        raise OutputParserError(str(exc)) from None
+    if first is not None:
+        return text[first[1] : first[2]]
     snippet = text[:60] + ("..." if len(text) > 60 else "")
     raise OutputParserError(f"output parser 'json': no JSON value in the output {snippet!r}")
 

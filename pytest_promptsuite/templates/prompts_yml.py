@@ -17,6 +17,7 @@ import yaml
 
 from ..cases import did_you_mean
 from ..errors import ConfigError
+from ..formats.yamlio import load_yaml
 from .filters import ROLES
 
 
@@ -72,11 +73,7 @@ def _read_file(file: Path, *, required: bool) -> list[RawPrompt]:
         raise ConfigError(f"{file}: cannot read the prompts file: {exc.strerror}") from exc
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{file}: not UTF-8 text: {exc}") from exc
-    try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{file}: invalid YAML: {exc}") from exc
+    data, node = load_yaml(text, str(file))  # parsed once; aliases, depth and repeated keys bounded
     if not isinstance(data, dict) or "prompts" not in data:
         if required:
             raise ConfigError(f"{file}: has no 'prompts:' list (NeMo Guardrails' prompts.yml layout)")

@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import TemplateError
+from ..formats.jsonio import JsonError
+from ..formats.jsonio import decode
 from .meta import make_meta
 from .meta import parse
 from .multimodal import MMPromptTemplate
@@ -285,14 +287,14 @@ def render_request_file(path: str) -> tuple[int, dict[str, Any]]:
 
     A user error gives status 1 and ``{"error": {"type", "message"}}``; never a traceback.
     """
-    import json
-
     try:
-        with open(path, encoding="utf-8") as fp:
-            request = json.load(fp)
+        with open(path, "rb") as fp:
+            request = decode(fp.read().decode("utf-8-sig"))
     except OSError as exc:
         error: Exception = TemplateError(f"{path}: cannot read the render request: {exc.strerror}")
-    except ValueError as exc:  # JSONDecodeError, or bad UTF-8
+    except JsonError as exc:
+        error = TemplateError(f"{path}: the render request is not valid JSON: {exc.describe()}")
+    except ValueError as exc:  # bad UTF-8
         error = TemplateError(f"{path}: the render request is not valid JSON: {exc}")
     else:
         try:

@@ -8,12 +8,12 @@ prompts and template files also read ``history``, the case's turns as chat messa
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from ..cases import PromptCase
 from ..errors import TemplateError
+from ..formats.jsonio import read_jsonl
 
 
 __all__ = ["case_row", "history_of", "load_train_rows", "task_row"]
@@ -65,16 +65,12 @@ def _train_row(obj: Any, where: str) -> dict[str, Any]:
 def load_train_rows(path: Path) -> list[dict[str, Any]]:
     """The train rows of a JSONL file (blank lines skipped); ``vars`` are lifted to the top level."""
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
     except OSError as exc:
         raise TemplateError(f"{path}: cannot read the train file ([suite] train): {exc.strerror}") from exc
     rows = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except ValueError as exc:
-            raise TemplateError(f"{path}:{number}: not valid JSON: {exc}") from exc
-        rows.append(_train_row(obj, f"{path}:{number}"))
+    for line in read_jsonl(data):
+        if line.problem is not None:
+            raise TemplateError(f"{path}:{line.number}: {line.problem}")
+        rows.append(_train_row(line.value, f"{path}:{line.number}"))
     return rows

@@ -1,0 +1,61 @@
+"""The limits on the work a suite's files and a model's answers can ask for.
+
+Each limit is a named :class:`Limit`, and the error that enforces it says which one it is
+(``nested deeper than the depth limit of 64 levels``), so a user who meets one knows it is ours
+and not a bug. The values are far above what a real suite needs and far below what hangs a run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+__all__ = [
+    "DEPTH",
+    "JSON_SEARCH_SECONDS",
+    "Limit",
+    "REGEX_SECONDS",
+    "RENDER_SECONDS",
+    "RESPONSE_BYTES",
+    "TEMPLATE_INT_DIGITS",
+    "TEMPLATE_OUTPUT",
+    "TEMPLATE_RANGE",
+    "YAML_NODES",
+]
+
+
+@dataclass(frozen=True)
+class Limit:
+    """One named limit: ``str(limit)`` is how an error names it."""
+
+    name: str
+    value: int | float
+    unit: str
+
+    def __str__(self) -> str:
+        return f"the {self.name} limit of {self.value:,} {self.unit}"
+
+
+#: How deep arrays and objects may nest in a JSON, TOML or YAML document we read, and in JSON
+#: that a check or an output parser reads from a model's answer. Deeper input makes Python's
+#: parsers, jsonschema and our own walks run out of stack.
+DEPTH = Limit("depth", 64, "levels")
+#: How many nodes a YAML document may expand to once its aliases are followed (a 585-byte
+#: "billion laughs" file expands to 10**9).
+YAML_NODES = Limit("YAML alias expansion", 100_000, "nodes")
+#: How long one regular expression of a suite (a ``regex`` check, a fake-model rule, an
+#: ``is-refusal`` pattern) may run on one text.
+REGEX_SECONDS = Limit("regex time", 2, "seconds")
+#: How long looking for JSON values in one answer may take (``contains-json``, the ``json``
+#: output parser, a judge's verdict).
+JSON_SEARCH_SECONDS = Limit("JSON search time", 2, "seconds")
+#: How long one template may take to render one prompt.
+RENDER_SECONDS = Limit("template time", 5, "seconds")
+#: How many characters a template may produce, and the largest string or list it may build.
+TEMPLATE_OUTPUT = Limit("template output", 1_000_000, "characters")
+#: The most numbers a template's ``range()`` may give.
+TEMPLATE_RANGE = Limit("template range", 10_000, "numbers")
+#: The most decimal digits a number computed in a template may have.
+TEMPLATE_INT_DIGITS = Limit("template number", 1_000, "digits")
+#: The largest response body an endpoint may send for one call.
+RESPONSE_BYTES = Limit("response size", 32 * 1024 * 1024, "bytes")

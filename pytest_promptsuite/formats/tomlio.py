@@ -1,0 +1,124 @@
+"""Reading TOML files (``promptsuite.toml``, ``pyproject.toml``), bounded.
+
+``tomllib`` recurses once per nested array or inline table and decodes the file itself, so a
+5,000-deep array or a byte that is not UTF-8 used to end pytest with an INTERNALERROR. Here the
+bytes are decoded and the nesting measured first, each problem a ``path:line: ...`` ConfigError;
+:func:`check_values` then refuses what a TOML file can hold but a suite never means: ``nan``,
+``inf`` and dates or times.
+"""
+
+from __future__ import annotations
+
+import codecs
+import datetime
+import math
+import re
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+from .limits import DEPTH
+
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
+
+
+__all__ = ["check_values", "line_of", "load_toml", "parse_toml"]
+
+_TOKENS = re.compile(
+    r'"""(?:[^\\]|\\.)*?"""|\'\'\'.*?\'\'\'|"(?:[^"\\\n]|\\.)*"|\'[^\'\n]*\'|#[^\n]*|[\[\]{}]', re.DOTALL
+)
+_DATES = (datetime.date, datetime.time)
+
+
+def _too_deep(text: str) -> int | None:
+    """The offset where brackets outside strings and comments nest deeper than :data:`DEPTH`."""
+    if text.count("[") + text.count("{") <= DEPTH.value:
+        return None
+    depth = 0
+    for match in _TOKENS.finditer(text):
+        token = match.group()
+        if token in "[{":
+            depth += 1
+            if depth > DEPTH.value:
+                return match.start()
+        elif token in "]}":
+            depth -= 1
+    return None
+
+
+def parse_toml(data: bytes, where: str) -> tuple[dict[str, Any], str]:
+    """The document of a TOML file's bytes, and its text; ConfigError naming ``where`` and the
+    line for bytes that are not UTF-8, nesting deeper than :data:`DEPTH`, or invalid TOML."""
+    if data.startswith(codecs.BOM_UTF8):
+        data = data[len(codecs.BOM_UTF8):]
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise ConfigError(
+            f"{where}:{line}: not valid UTF-8 (byte 0x{data[exc.start]:02x} at column {column}); "
+            "save the file as UTF-8"
+        ) from None
+    offset = _too_deep(text)
+    if offset is not None:
+        raise ConfigError(f"{where}:{text.count(chr(10), 0, offset) + 1}: nested deeper than {DEPTH}")
+    try:
+        return tomllib.loads(text), text
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{where}: invalid TOML: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{where}: nested deeper than {DEPTH}") from None
+
+
+def load_toml(path: Path, *, what: str = "the suite config") -> tuple[dict[str, Any], str]:
+    """:func:`parse_toml` of the file at ``path`` (ConfigError when it cannot be read)."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read {what}: {exc.strerror}") from exc
+    return parse_toml(data, str(path))
+
+
+def _walk(value: Any, where: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], Any]]:
+    todo = [(where, value)]
+    while todo:
+        path, item = todo.pop()
+        if isinstance(item, dict):
+            todo.extend((path + (str(k),), v) for k, v in reversed(item.items()))
+        elif isinstance(item, list):
+            todo.extend((path[:-1] + (f"{path[-1]}[{i}]",) if path else (f"[{i}]",), v)
+                        for i, v in reversed(list(enumerate(item))))
+        else:
+            yield path, item
+
+
+def line_of(text: str, key: str, value: str = "") -> int | None:
+    """The first line of ``text`` that sets ``key`` (bare or quoted) and, when given, shows the
+    pattern ``value`` after the ``=``: where an error about that key points."""
+    name = re.escape(key.split("[")[0])
+    pattern = rf"(?:^|[\s{{,.])(?:{name}|\"{name}\"|'{name}')\s*=" + (rf"[^\n]*?{value}" if value else "")
+    match = re.search(pattern, text, re.MULTILINE)
+    return None if match is None else text.count("\n", 0, match.start()) + (text[match.start()] == "\n") + 1
+
+
+def check_values(data: Any, text: str, where: str, prefix: tuple[str, ...] = ()) -> None:
+    """Refuse ``nan``, ``inf`` and dates or times anywhere in ``data`` (ConfigError naming the
+    key, and its line when it can be found in ``text``)."""
+    for path, value in _walk(data, prefix):
+        dotted = ".".join(path)
+        if isinstance(value, float) and not math.isfinite(value):
+            line = line_of(text, path[-1], r"(?<![\w.])[+-]?(?:nan|inf)\b")
+            problem = f"{dotted} = {value}: not a finite number"
+        elif isinstance(value, _DATES):
+            line = line_of(text, path[-1], r"\d\d:\d\d|\d{4}-\d\d-\d\d")
+            problem = f"{dotted} = {value.isoformat()}: a date or time, which no setting takes"
+        else:
+            continue
+        raise ConfigError(f"{where}:{line}: {problem}" if line else f"{where}: {problem}")

@@ -1,0 +1,105 @@
+"""Reading YAML files (``prompts.yml``), bounded, parsed once.
+
+PyYAML's safe loader shares the node of an alias, so a 585-byte "billion laughs" file is small
+in memory but expands to 10**9 values the moment anything prints or walks it; it keeps the last
+of two equal keys; and it recurses once per nesting level. :func:`load_yaml` composes the node
+tree once, refuses a tree that expands past :data:`~.limits.YAML_NODES`, nests deeper than
+:data:`~.limits.DEPTH`, contains itself, or repeats a key (naming both lines), and only then
+builds the Python values from that same tree.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from ..errors import ConfigError
+from .limits import DEPTH
+from .limits import YAML_NODES
+
+
+__all__ = ["load_yaml"]
+
+
+def _line(node: yaml.Node) -> int:
+    return int(node.start_mark.line) + 1
+
+
+class _Measure:
+    """One walk of a node tree: expanded size, depth, cycles and repeated keys."""
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+        self.sizes: dict[int, tuple[int, int]] = {}
+        self.active: set[int] = set()
+
+    def error(self, node: yaml.Node, problem: str) -> ConfigError:
+        return ConfigError(f"{self.where}:{_line(node)}: {problem}")
+
+    def children(self, node: yaml.Node) -> list[yaml.Node]:
+        if isinstance(node, yaml.SequenceNode):
+            return list(node.value)
+        if not isinstance(node, yaml.MappingNode):
+            return []
+        seen: dict[tuple[str, str], yaml.Node] = {}
+        for key, _ in node.value:
+            if isinstance(key, yaml.ScalarNode) and key.tag != "tag:yaml.org,2002:merge":
+                first = seen.setdefault((key.tag, key.value), key)
+                if first is not key:
+                    raise self.error(
+                        key, f"duplicate key {key.value!r} (first at line {_line(first)}); a key may appear once"
+                    )
+        return [part for pair in node.value for part in pair]
+
+    def visit(self, node: yaml.Node) -> tuple[int, int]:
+        """(nodes once aliases are expanded, nesting depth) of ``node``."""
+        key = id(node)
+        known = self.sizes.get(key)
+        if known is not None:
+            return known
+        if key in self.active:
+            raise self.error(node, "a YAML alias that contains itself")
+        self.active.add(key)
+        size, depth = 1, 0
+        for child in self.children(node):
+            child_size, child_depth = self.visit(child)
+            size, depth = size + child_size, max(depth, child_depth)
+            if size > YAML_NODES.value:
+                raise self.error(node, f"YAML aliases expand to more than {YAML_NODES}")
+        if isinstance(node, yaml.CollectionNode):
+            depth += 1
+            if depth > DEPTH.value:
+                raise self.error(node, f"nested deeper than {DEPTH}")
+        self.active.discard(key)
+        self.sizes[key] = (size, depth)
+        return size, depth
+
+
+def load_yaml(text: str, where: str) -> tuple[Any, yaml.Node | None]:
+    """The value of a YAML document and its node tree (None for an empty document), or a
+    ConfigError naming ``where`` and the line."""
+    try:
+        loader = yaml.SafeLoader(text)  # its reader refuses control characters at once
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{where}: invalid YAML: {exc}") from exc
+    try:
+        try:
+            node = loader.get_single_node()
+        except RecursionError:
+            mark = loader.get_mark()
+            raise ConfigError(f"{where}:{int(mark.line) + 1}: nested deeper than {DEPTH}") from None
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{where}: invalid YAML: {exc}") from exc
+        if node is None:
+            return None, None
+        try:
+            _Measure(where).visit(node)
+        except RecursionError:
+            raise ConfigError(f"{where}:{_line(node)}: nested deeper than {DEPTH}") from None
+        try:
+            return loader.construct_document(node), node
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{where}: invalid YAML: {exc}") from exc
+    finally:
+        loader.dispose()

@@ -1,0 +1,147 @@
+"""The hostile load run: N cases against the loopback server, a seeded share of them scripted
+with mixed faults, run by pytest in its own process; then every row is held to what its script
+says must happen. Used by ``tests/hostile/test_load.py`` and ``benchmarks/bench_hostile.py``.
+
+A faulty case's script is one to four steps drawn from :data:`FAULTS`; attempt ``k`` of the case
+gets step ``k`` (then plain answers). With ``max_retries = 3`` a case passes when its first
+answerable step comes within four attempts (its output then is the echo of its prompt, the echo
+with the scrubbed key, or the ``weird`` text), and ends as ``error`` otherwise: after four
+retryable faults, or at a body that is not UTF-8 (never retried).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass
+from dataclasses import field
+from pathlib import Path
+from typing import Any
+
+from tests.loopback import WEIRD
+from tests.loopback import LoopbackServer
+
+
+#: The faults a script draws from, and those the client retries.
+FAULTS = ("429", "500", "503", "reset", "truncated", "gzip", "drip", "hang", "latin1", "echo", "weird")
+RETRYABLE = frozenset({"429", "500", "503", "reset", "truncated", "gzip", "drip", "hang"})
+MAX_RETRIES = 3
+KEY = "sk-load-NEVER-WRITE-ME-31c9a0d7e2"
+
+
+@dataclass(frozen=True)
+class Planned:
+    """One case of the load run and what its row must say."""
+
+    case_id: str
+    prompt: str
+    outcome: str
+    output: str | None
+
+
+def expected(prompt: str, steps: list[str]) -> tuple[str, str | None]:
+    """(outcome, output) of a case whose attempts meet ``steps``."""
+    for attempt in range(MAX_RETRIES + 1):
+        step = steps[attempt] if attempt < len(steps) else "ok"
+        if step in RETRYABLE:
+            continue
+        if step == "latin1":
+            return "error", None
+        if step == "echo":
+            return "passed", f"{prompt} key=Bearer ***"
+        return "passed", WEIRD if step == "weird" else prompt
+    return "error", None
+
+
+def plan(cases: int, fault_share: float, seed: int) -> list[Planned]:
+    """The cases of a load run: a seeded ``fault_share`` of them scripted."""
+    rng = random.Random(seed)
+    faulty = set(rng.sample(range(cases), int(cases * fault_share)))
+    planned = []
+    for i in range(cases):
+        prompt = f"load case {i:05d}"
+        if i in faulty:
+            prompt += " [[" + ",".join(rng.choice(FAULTS) for _ in range(rng.randint(1, 4))) + "]]"
+        steps = prompt.partition("[[")[2].rstrip("]").split(",") if "[[" in prompt else []
+        outcome, output = expected(prompt, steps)
+        planned.append(Planned(f"load-{i:05d}", prompt, outcome, output))
+    return planned
+
+
+def write_suite(folder: Path, planned: list[Planned], base_url: str) -> None:
+    """The case file (each passing case must include its own id's text) and the config."""
+    lines = []
+    for p in planned:
+        row: dict[str, Any] = {"case_id": p.case_id, "input": p.prompt, "slice": "load"}
+        if p.output is not None and p.output != WEIRD:
+            row["must_include"] = [p.prompt.split(" [[")[0]]  # a row with another case's answer fails
+        lines.append(json.dumps(row))
+    (folder / "cases.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (folder / "promptsuite.toml").write_text(
+        f'[model]\nspec = "openai:load"\nbase_url = "{base_url}"\ntimeout_s = 1\nmax_retries = {MAX_RETRIES}\n',
+        encoding="utf-8",
+    )
+
+
+@dataclass
+class LoadReport:
+    """What a load run did and how its rows compare with the plan."""
+
+    cases: int = 0
+    rows: int = 0
+    lost: list[str] = field(default_factory=list)
+    duplicated: list[str] = field(default_factory=list)
+    mislabelled: list[str] = field(default_factory=list)
+    leaks: list[str] = field(default_factory=list)
+    files_searched: int = 0
+    seconds: float = 0.0
+    exit_status: int = 0
+    outcomes: dict[str, int] = field(default_factory=dict)
+    requests: int = 0
+    max_in_flight: int = 0
+    statuses: dict[int, int] = field(default_factory=dict)
+
+
+def _compare(report: LoadReport, planned: list[Planned], rows: list[dict[str, Any]]) -> None:
+    by_id = Counter(row["case_id"] for row in rows)
+    report.rows = len(rows)
+    report.lost = sorted(p.case_id for p in planned if p.case_id not in by_id)
+    report.duplicated = sorted(case_id for case_id, n in by_id.items() if n > 1)
+    report.outcomes = dict(Counter(row["outcome"] for row in rows))
+    want = {p.case_id: p for p in planned}
+    for row in rows:
+        p = want.get(row["case_id"])
+        if p is None or row["outcome"] != p.outcome or (p.output is not None and row["output"] != p.output):
+            report.mislabelled.append(row["case_id"])
+
+
+def run_load(server: LoopbackServer, folder: Path, *, cases: int = 2000, concurrency: int = 32,
+             fault_share: float = 0.25, seed: int = 17, timeout: float = 900, workers: int = 2) -> LoadReport:
+    """Run the load suite in ``folder`` with pytest in a child process (``workers`` pytest-xdist
+    workers sharing the ``concurrency`` bound; 0 for a serial run); compare and grep."""
+    server.reset(api_key=KEY, retry_after_ms=10, hang_s=4, drip_s=0.05)
+    planned = plan(cases, fault_share, seed)
+    write_suite(folder, planned, server.base_url)
+    env = {**os.environ, "OPENAI_API_KEY": KEY}
+    command = [sys.executable, "-m", "pytest", "--prompt-suite", "cases.jsonl", "-p", "no:randomly",
+               "-p", "no:cacheprovider", "--prompt-concurrency", str(concurrency), "--prompt-report", "report",
+               "--junitxml", "junit.xml", "--prompt-record", "cassette.jsonl", "--log-file", "run.log",
+               "-o", "log_file_level=DEBUG", "-q", *(["-n", str(workers)] if workers else [])]
+    start = time.monotonic()
+    done = subprocess.run(command, cwd=folder, env=env, capture_output=True, timeout=timeout, check=False)
+    report = LoadReport(cases=cases, seconds=time.monotonic() - start, exit_status=done.returncode)
+    (folder / "stdout.txt").write_bytes(done.stdout)
+    (folder / "stderr.txt").write_bytes(done.stderr)
+    text = (folder / "report" / "results.jsonl").read_text(encoding="utf-8")
+    _compare(report, planned, [json.loads(line) for line in text.split("\n") if line.strip()])
+    files = [p for p in folder.rglob("*") if p.is_file() and p.name != "promptsuite.toml"]
+    report.files_searched = len(files)
+    report.leaks = [str(p) for p in files if KEY.encode() in p.read_bytes()]
+    stats = server.stats
+    report.requests, report.max_in_flight, report.statuses = stats.requests, stats.max_in_flight, dict(stats.statuses)
+    return report

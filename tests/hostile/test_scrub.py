@@ -1,0 +1,84 @@
+"""The one secret scrubber (finding 1 and 5): what it removes, that JSON stays JSON, that log
+records of httpx and httpcore are scrubbed before any handler sees them."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from hypothesis import given
+from hypothesis import settings
+from hypothesis import strategies as st
+
+from pytest_promptsuite.formats.jsonio import decode
+from pytest_promptsuite.formats.jsonio import encode
+from pytest_promptsuite.scrub import install_log_filter
+from pytest_promptsuite.scrub import printable
+from pytest_promptsuite.scrub import public_url
+from pytest_promptsuite.scrub import register
+from pytest_promptsuite.scrub import scrub
+
+
+KEY = "sk-hostile-scrub-test-0123456789"
+register(KEY)
+
+
+@pytest.mark.parametrize(
+    ("text", "clean"),
+    [
+        (f"error: Incorrect API key provided: {KEY}", "error: Incorrect API key provided: ***"),
+        ("headers={'Authorization': 'Bearer abc.def-123'}", "headers={'Authorization': 'Bearer ***'}"),
+        ("Authorization: Basic dXNlcjpwYXNz", "Authorization: Basic ***"),
+        ("curl -H 'authorization: token ghp_1234567890'", "curl -H 'authorization: token ***'"),
+        ("POST http://user:hunter2@host:8000/v1/x", "POST http://***@host:8000/v1/x"),
+        ("https://h/v1?api-key=abc123&api-version=2024", "https://h/v1?api-key=***&api-version=2024"),
+        ("see https://h/path?key=SECRETVALUE#frag", "see https://h/path?key=***#frag"),
+        ("the bearer of this letter", "the bearer of this letter"),  # English stays
+        ("the bearer instrument", "the bearer instrument"),
+        ("plain text with no secret", "plain text with no secret"),
+    ],
+)
+def test_what_the_scrubber_removes(text: str, clean: str) -> None:
+    assert scrub(text) == clean
+
+
+def test_nothing_to_scrub_returns_the_same_object() -> None:
+    text = "nothing here " * 20
+    assert scrub(text) is text
+
+
+def test_short_values_are_not_registered() -> None:
+    register("EMPTY")  # vLLM's placeholder key: scrubbing it would garble every "EMPTY" in outputs
+    assert scrub("EMPTY") == "EMPTY"
+
+
+SECRETISH = st.sampled_from([KEY, f"Bearer {KEY}", "http://u:p@h/", "?token=abcdef", "\"", "\\", "\u2028", "x"])
+
+
+@settings(max_examples=200, derandomize=True)
+@given(st.lists(SECRETISH | st.text(max_size=8), max_size=12))
+def test_scrubbed_json_is_still_json_and_holds_no_key(parts: list[str]) -> None:
+    value = {"output": "".join(parts), "list": parts}
+    text = encode(value)
+    assert KEY not in text
+    assert isinstance(decode(text, strict=False), dict)
+
+
+def test_public_url_drops_userinfo_and_key_values() -> None:
+    assert public_url("http://u:p@h:1/v1?api-key=zzz&api-version=1") == "http://h:1/v1?api-key=***&api-version=1"
+    assert public_url("http://h/v1") == "http://h/v1"
+
+
+def test_printable_escapes_lone_surrogates_for_the_terminal() -> None:
+    assert printable(f"a\ud800b {KEY}") == "a\\ud800b ***"
+
+
+def test_log_records_of_httpx_and_httpcore_are_scrubbed(caplog: pytest.LogCaptureFixture) -> None:
+    install_log_filter()
+    with caplog.at_level(logging.DEBUG):
+        logging.getLogger("httpx").info('HTTP Request: POST %s "HTTP/1.1 200 OK"', f"http://h/v1?key={KEY}")
+        logging.getLogger("httpcore.http11").debug("send_request_headers.started headers=%r",
+                                                   {"authorization": f"Bearer {KEY}"})
+    assert caplog.records
+    assert KEY not in caplog.text
+    assert "key=***" in caplog.text
