@@ -27,6 +27,7 @@ from ..suite import TemplateKind
 from .builtin import builtin_meta
 from .builtin import resolve_meta
 from .fields import TemplateReads
+from .fields import locate
 from .filters import builtin_filter
 from .jinja import MakeFilter
 from .meta import APITemplateParser
@@ -331,8 +332,11 @@ class CasePrompts:
         source = self.sources.get(variant)
         if source is not None:
             return source.fields(), source.optional
-        setup = self._setup(variant)
         config = self.config
+        try:
+            setup = self._setup(variant)
+        except TemplateError as exc:
+            raise TemplateError(locate(config, variant, str(exc), own_model=(variant or "") in self.models)) from exc
 
         def where(key: str) -> tuple[Path | None, int]:
             if config is None or config.path is None:

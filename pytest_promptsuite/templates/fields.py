@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from jinja2 import Environment
 
     from ..cases import PromptCase
+    from ..suite import SuiteConfig
 
 
 __all__ = [
@@ -42,6 +43,7 @@ __all__ = [
     "TemplateReads",
     "check_fields",
     "jinja_reads",
+    "locate",
     "placeholder_reads",
     "shift",
     "value_reads",
@@ -122,6 +124,22 @@ def jinja_reads(env: Environment, source: str) -> list[FieldRead]:
         if name.ctx == "load" and name.name not in declared:
             lines.setdefault(name.name, name.lineno)
     return [FieldRead(n, line, n in guarded) for n, line in lines.items()]
+
+
+def locate(config: SuiteConfig | None, variant: str | None, message: str, *, own_model: bool = False) -> str:
+    """``message`` (a template problem that names its ``[template]`` or meta template key first,
+    ``template.prompt_template: ...``) prefixed with the config's ``path:line`` of that key as
+    ``variant`` sees it; unchanged without a config file."""
+    if config is None or config.path is None:
+        return message
+    head = message.split(":", 1)[0].split(" ", 1)[0]
+    if head.startswith("template.") and len(head.split(".")) > 1:
+        key = config.template_key(variant, head.split(".")[1])
+    elif "meta_template" in head:
+        key = f"variants.{variant}.model.meta_template" if own_model else "model.meta_template"
+    else:
+        key = config.template_key(variant, "prompt_template")
+    return f"{config.where(key)}: {message}"
 
 
 @dataclass(frozen=True)
@@ -237,7 +255,7 @@ def check_fields(
             first = next(c for c in cases if name in c.vars)
             count = sum(name in c.vars for c in cases)
             report.warnings.append(
-                f"{file_shown}:{first.location.line}: vars field {name!r} (in {count} case{'s' if count != 1 else ''}, first "
-                f"{first.case_id}) is read by no template of the suite"
+                f"{file_shown}:{first.location.line}: vars field {name!r} (in {count} case{'s' if count != 1 else ''}, "
+                f"first {first.case_id}) is read by no template of the suite"
             )
     return report

@@ -82,8 +82,8 @@ BROKEN: dict[str, tuple[dict[str, str], str]] = {
         "*promptsuite.toml:2: template.prompt_template reads the field 'tier', which no case of * provides*",
     ),
     "multiturn-unknown-field": (
-        {"promptsuite.toml": '[template]\nmultiturn_template = { round = [{ role = "HUMAN", prompt = "{question} '
-         '{mood}" }, { role = "BOT", prompt = "{answer}" }] }\n',
+        {"promptsuite.toml": '[template]\nmultiturn_template = { template = { round = [{ role = "HUMAN", prompt = '
+         '"{question} {mood}" }, { role = "BOT", prompt = "{answer}" }] } }\n',
          "cases.jsonl": '{"case_id": "m-1", "input": ["a", "b"], "slice": "s"}\n'},
         "*promptsuite.toml:2: template.multiturn_template reads the field 'mood', which no case of * provides*",
     ),
@@ -95,7 +95,21 @@ BROKEN: dict[str, tuple[dict[str, str], str]] = {
     ),
     "meta-template-unknown": (
         {"promptsuite.toml": '[template]\nprompt_template = "{input}"\n', "model+": 'meta_template = "nope"\n'},
-        "*nope*",
+        "*promptsuite.toml:7: meta_template = 'nope' is not a built-in meta template*",
+    ),
+    "infer-cfg-unknown-retriever": (
+        {"promptsuite.toml": '[template]\nretriever = { type = "Nope" }\nprompt_template = "{input}"\n'},
+        "*promptsuite.toml:2: template.retriever.type: unknown retriever 'Nope'*",
+    ),
+    "task-prompt-syntax-error": (
+        {"promptsuite.toml": '[template]\ntask_prompts = "prompts.yml"\ntask = "t"\n',
+         "prompts.yml": "prompts:\n  - task: u\n    content: ok\n  - task: t\n    content: '{% if input %}'\n"},
+        "*prompts.yml:4 (task 't', mode 'standard'): line 1 of the template: Unexpected end of template*",
+    ),
+    "prompts-yml-invalid": (
+        {"promptsuite.toml": '[template]\ntask_prompts = "prompts.yml"\ntask = "t"\n',
+         "prompts.yml": "prompts:\n  - task: t\n    content: : x\n"},
+        "*prompts.yml:3: invalid YAML: *",
     ),
     "toml-unknown-key": (
         {"promptsuite.toml": '[suite]\ncases = ["cases.jsonl"]\n\n[thresholds]\ndefualt = 0.8\n'},
