@@ -127,12 +127,36 @@ class Assembler:
             "deterministic": deterministic,
         }
 
-    def make_model(self, settings: ModelConfig, root: Path) -> Model:
-        """The model for ``settings`` from the ``pytest_promptsuite_make_model`` hook."""
-        model: Model = self.hook.pytest_promptsuite_make_model(
-            config=self.config, spec=settings.spec, settings=settings, root=root
-        )
+    def make_model(self, settings: ModelConfig, root: Path, where: str | None = None) -> Model:
+        """The model for ``settings`` from the ``pytest_promptsuite_make_model`` hook; a problem
+        (a missing rules file, an unknown spec) is a ConfigError prefixed with ``where`` (the
+        config line or option that named the model)."""
+        try:
+            model: Model = self.hook.pytest_promptsuite_make_model(
+                config=self.config, spec=settings.spec, settings=settings, root=root
+            )
+        except PromptSuiteError as exc:
+            if where is None:
+                raise
+            raise ConfigError(f"{where}: {exc}") from exc
         return model
+
+    def model_source(self, suite: SuiteConfig, variant: str | None = None) -> str | None:
+        """Where the model of a suite (prompt ``variant``) was named, for messages:
+        ``promptsuite.toml:5: model.spec = 'fake:rules.json'``, or the ``--prompt-model`` option."""
+        option = self.options.model
+        if variant is not None and variant in suite.variants:
+            own = suite.variants[variant].model
+            if own is not None and "spec" in own.model_fields_set:
+                key = f"variants.{variant}.model.spec"
+                return f"{suite.where(key)}: {key} = {own.spec!r}" if suite.path else None
+        if option is not None and option not in suite.models:
+            return f"--prompt-model {option}"
+        key = f"models.{option}.spec" if option is not None else "model.spec"
+        if suite.path is None:
+            return None
+        settings = suite.models[option] if option is not None else suite.model
+        return f"{suite.where(key)}: {key} = {settings.spec!r}"
 
     def prompts(
         self, suite: SuiteConfig, settings: ModelConfig | None = None,
@@ -171,16 +195,19 @@ class Assembler:
     def _judge(self, suite: SuiteConfig) -> tuple[ModelJudge | None, str | None]:
         """``--prompt-judge`` (a ``[models.NAME]`` or a spec), else ``[models.judge]``."""
         option, root = self.options.judge, suite.root
-        if option is not None and option in suite.models:
-            settings = suite.models[option]
+        name = option if option is not None and option in suite.models else None
+        where = f"--prompt-judge {option}" if option is not None else None
+        if option is None and "judge" in suite.models:
+            name = "judge"
+        if name is not None:
+            settings = suite.models[name]
+            where = f"{suite.where(f'models.{name}.spec')}: models.{name}.spec = {settings.spec!r}"
         elif option is not None:
             settings, root = ModelConfig(spec=option), self.invocation_dir
-        elif "judge" in suite.models:
-            settings = suite.models["judge"]
         else:
             return None, None
         # the judge's answers are cached and replayed like the model's
-        model = self.runner.attach(self.make_model(settings, root), stores=self.stores, prefetched=False)
+        model = self.runner.attach(self.make_model(settings, root, where), stores=self.stores, prefetched=False)
         return ModelJudge(model, self.runner, settings.params), settings.spec
 
     def evaluator(self, suite: SuiteConfig) -> Evaluator:
@@ -199,23 +226,26 @@ class Assembler:
             ),
         )
 
-    def _attached(self, settings: ModelConfig, root: Path) -> Model:
+    def _attached(self, settings: ModelConfig, root: Path, where: str | None = None) -> Model:
         """A model made and attached to the runner; the concurrency bound (``--prompt-concurrency``,
         else its ``concurrency``) is for the whole run, so pytest-xdist workers share it."""
         limit = self.options.concurrency or settings.concurrency or DEFAULT_CONCURRENCY
         return self.runner.attach(
-            self.make_model(settings, root), concurrency=max(1, -(-limit // self.workers)), stores=self.stores
+            self.make_model(settings, root, where), concurrency=max(1, -(-limit // self.workers)),
+            stores=self.stores,
         )
 
     def pipeline(self, suite: SuiteConfig) -> CasePipeline:
         """A suite's whole pipeline, with a model of its own for each variant that has one."""
         settings, root = self.model_settings(suite)
-        model = self._attached(settings, root)
+        model = self._attached(settings, root, self.model_source(suite))
         own: dict[str, tuple[Model, ModelConfig]] = {}
         for name, variant in suite.variants.items():
             if variant.model is not None:
                 variant_settings, variant_root = self.model_settings(suite, name)
-                own[name] = (self._attached(variant_settings, variant_root), variant_settings)
+                own[name] = (
+                    self._attached(variant_settings, variant_root, self.model_source(suite, name)), variant_settings
+                )
         prompts = self.prompts(suite, settings, {name: s for name, (_, s) in own.items()})
         return CasePipeline(
             model, self.runner, params=settings.params, evaluator=self.evaluator(suite), prompts=prompts,

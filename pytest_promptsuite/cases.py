@@ -6,7 +6,6 @@ file with any problem yields no case at all: nothing runs on a half-read suite.
 
 from __future__ import annotations
 
-import difflib
 import functools
 import os
 from collections.abc import Collection
@@ -22,6 +21,7 @@ from pydantic import BaseModel
 from pydantic import ConfigDict
 from pydantic import Field
 from pydantic import PrivateAttr
+from rapidfuzz.distance import Levenshtein
 
 from .errors import CaseFileError
 from .formats.jsonio import decode
@@ -135,15 +135,37 @@ _STRING_LISTS = ("must_include", "must_not_include", "tags")
 _OBJECTS = ("vars", "metadata")
 
 
-def nearest(word: str, known: tuple[str, ...] | list[str]) -> str | None:
-    """The known word closest to ``word``, if one is close enough to be a likely typo."""
-    matches = difflib.get_close_matches(word, known, n=1, cutoff=0.6)
-    return matches[0] if matches else None
+def _common_prefix(a: str, b: str) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def nearest(word: str, known: Iterable[str]) -> str | None:
+    """The known word closest to ``word`` by edit distance over the whole name, if it is close
+    enough to be a likely typo (at most two fifths of the longer name changed, and never all of
+    it); among equally close
+    names, the one sharing the longest prefix with ``word`` wins, then the first given."""
+    best: tuple[int, int, int] | None = None
+    choice = None
+    for index, name in enumerate(dict.fromkeys(known)):
+        distance = Levenshtein.distance(word, name)
+        longer = max(len(word), len(name))
+        limit = min(max(1, round(longer * 0.4)), longer - 1)
+        if distance == 0 or distance > limit:
+            continue
+        rank = (distance, -_common_prefix(word, name), index)
+        if best is None or rank < best:
+            best, choice = rank, name
+    return choice
 
 
 def did_you_mean(word: str, known: Iterable[str]) -> str:
     """``" (did you mean 'x'?)"`` when a known word is a likely typo of ``word``, else ``""``."""
-    hint = nearest(word, list(known))
+    hint = nearest(word, known)
     return f" (did you mean {hint!r}?)" if hint else ""
 
 

@@ -8,145 +8,150 @@ pytest would load), and never imports pytest.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .assemble import Assembler
-from .cases import PromptCase
-from .cases import load_cases
-from .checks import CheckScope
-from .checks import compile_cases
 from .errors import CaseFileError
 from .errors import PromptSuiteError
 from .formats.jsonio import encode
-from .models.runner import ModelRunner
 from .options import BY_FLAG
 from .options import RunOptions
+from .pipeline import PlannedCase
 from .plugins import conftest_modules
 from .plugins import plugin_manager
 from .scrub import install_log_filter
 from .scrub import printable
-from .suite import SuiteConfig
+from .session import PromptSession
 from .suites import SuiteIndex
-from .suites import SuiteKey
-from .templates import CasePrompts
+from .templates.prompt import Prompt
 from .templates.request import render_request_file
 
 
 __all__ = ["main"]
 
 
-class _Suites:
-    """The suites under some paths, as ``--prompt-suite`` reads them, and their cases."""
+#: The options of a run that decide what collection finds; ``validate`` and ``render`` take them too.
+_COLLECTION_OPTIONS = ("--prompt-config", "--prompt-model", "--prompt-judge", "--prompt-variant", "--prompt-base-url")
 
-    def __init__(self, paths: Sequence[str]) -> None:
-        self.index = SuiteIndex(invocation_dir=None, rootpath=Path.cwd())
+
+class _Collected:
+    """What ``pytest --collect-only --prompt-suite PATH...`` collects, collected the same way: one
+    :class:`PromptSession` (the one pytest runs), its hooks from the built-ins, installed plugins
+    and the conftest files pytest would load. ``problems`` holds every collection error, one
+    message a line; nothing is sent to any model."""
+
+    def __init__(self, paths: Sequence[str], args: argparse.Namespace) -> None:
         self.problems: list[str] = []
-        self.files: list[Path] = []
+        self.planned: list[PlannedCase] = []
+        options = RunOptions(
+            suite=tuple(paths), config=getattr(args, "prompt_config", None), model=getattr(args, "prompt_model", None),
+            judge=getattr(args, "prompt_judge", None), variant=tuple(getattr(args, "prompt_variant", None) or ()),
+            base_url=getattr(args, "prompt_base_url", None), no_cache=True,
+        )
+        cwd = Path.cwd()
+        try:
+            index = SuiteIndex(invocation_dir=None, rootpath=cwd, config=options.config)  # paths as given
+            self.session = PromptSession(
+                options, hook=plugin_manager().hook, invocation_dir=cwd, rootpath=cwd, index=index
+            )
+        except PromptSuiteError as exc:
+            self.problems.append(str(exc))
+            return
+        index = self.session.index
         for raw in paths:
-            if not Path(raw).exists():
-                self.problems.append(f"{raw}: no such file or folder")
-                continue
             try:
-                self.index.add_target(raw)
+                index.add_target(raw)
             except PromptSuiteError as exc:
                 self.problems.append(str(exc))
-        self.files = list(self.index.case_files())
-        self.cases: dict[Path, list[PromptCase]] = {}
-        seen: dict[str, str] = {}
-        for case_file in self.files:
+        if self.problems:
+            return
+        files = [path for path in index.case_files() if index.wants(path)]
+        try:  # the conftests pytest would load for these files, as pytest loads them: first
+            hook = plugin_manager(conftest_modules(files, root=cwd)).hook
+        except PromptSuiteError as exc:
+            self.problems.append(str(exc))
+            return
+        self.session.assembler.hook = hook
+        for path in files:
             try:
-                self.index.check_file(case_file)
-                self.cases[case_file] = load_cases(case_file, seen=seen, display=self.index.display(case_file))
+                self.planned.extend(self.session.collect_file(path, hook.pytest_promptsuite_make_check))
             except CaseFileError as exc:
                 self.problems.extend(exc.problems)
             except PromptSuiteError as exc:
-                self.problems.append(str(exc))
-        self._assembler: Assembler | None = None
-        self._prompts: dict[SuiteKey, CasePrompts] = {}
+                self.problems.extend(str(exc).splitlines())
 
     @property
-    def assembler(self) -> Assembler:
-        """Builds the suites through the hooks of the built-ins, installed plugins and the
-        conftest files of the case files (imported on first use)."""
-        if self._assembler is None:
-            manager = plugin_manager(conftest_modules(self.files, root=Path.cwd()))
-            self._assembler = Assembler(
-                manager.hook, runner=ModelRunner(), options=RunOptions(), invocation_dir=Path.cwd(),
-                display=self.index.display,
-            )
-        return self._assembler
+    def warnings(self) -> list[str]:
+        """What collection noticed but does not stop on."""
+        return self.session.warnings if not self.problems else []
 
-    def prompts(self, case_file: Path) -> tuple[SuiteConfig, CasePrompts]:
-        """The config and prompts of the suite a case file belongs to (built once per suite)."""
-        key, suite = self.index.suite_of(case_file)
-        if key not in self._prompts:
-            self._prompts[key] = self.assembler.prompts(suite)
-        return suite, self._prompts[key]
+    def close(self) -> None:
+        """Close the session (its event loop), if it started."""
+        if hasattr(self, "session"):
+            self.session.close()
 
-    def check_problems(self) -> list[str]:
-        """Every bad ``assert`` entry of the cases, then every bad ``[[checks]]`` entry and prompt
-        of their suites, one message a line."""
-        make = self.assembler.hook.pytest_promptsuite_make_check
-        problems: list[str] = []
-        suites: dict[SuiteKey, Path] = {}
-        for case_file, cases in self.cases.items():
-            try:
-                key, suite = self.index.suite_of(case_file)
-                suites.setdefault(key, case_file)
-                scope = CheckScope(self.index.folder_of(case_file), suite.python_modules)
-                compile_cases(cases, make, display=self.index.display(case_file), scope=scope)
-            except PromptSuiteError as exc:
-                problems.extend(str(exc).splitlines())
-        for case_file in suites.values():
-            try:
-                self.assembler.suite_checks(self.index.suite_of(case_file)[1])
-            except PromptSuiteError as exc:
-                problems.extend(str(exc).splitlines())
-            try:
-                self.prompts(case_file)
-            except PromptSuiteError as exc:
-                problems.extend(str(exc).splitlines())
-        return problems
+
+def _print_problems(problems: Sequence[str]) -> None:
+    for problem in problems:
+        print(printable(problem), file=sys.stderr)
+    print(f"{len(problems)} problem{'s' if len(problems) != 1 else ''} found", file=sys.stderr)
 
 
 def _validate(args: argparse.Namespace) -> int:
-    suites = _Suites(args.paths)
-    problems = suites.problems or suites.check_problems()
-    for problem in problems:
-        print(printable(problem), file=sys.stderr)
-    if problems:
-        print(f"{len(problems)} problem{'s' if len(problems) != 1 else ''} found", file=sys.stderr)
-        return 1
-    cases = [case for file_cases in suites.cases.values() for case in file_cases]
-    slices = sorted({c.slice for c in cases})
+    collected = _Collected(args.paths, args)
+    try:
+        if collected.problems:
+            _print_problems(collected.problems)
+            return 1
+        for warning in collected.warnings:
+            print(printable(f"warning: {warning}"), file=sys.stderr)
+        failed = []
+        for planned in collected.planned:  # a dry render of every case in every variant
+            if planned.key.repeat == 0:
+                error = collected.session.dry_render(planned)[1]
+                if error is not None:
+                    failed.append(f"{planned.location}: {planned.name}: {error}")
+        if failed:
+            _print_problems(failed)
+            return 1
+    finally:
+        collected.close()
+    cases = {p.case.case_id: p.case for p in collected.planned}
+    slices = sorted({c.slice for c in cases.values()})
     print(f"ok: {len(cases)} cases in {len(slices)} slices ({', '.join(slices)})")
     return 0
 
 
-def _selected(suites: _Suites, wanted: Sequence[str]) -> list[tuple[Path, PromptCase]] | str:
-    """The cases to render (``--case-id``), each with its file; a message when one is missing."""
-    chosen = [(f, c) for f, cases in suites.cases.items() for c in cases if not wanted or c.case_id in wanted]
-    missing = set(wanted) - {c.case_id for _, c in chosen}
-    return f"no case with id {', '.join(sorted(missing))}" if missing else chosen
+def _text(prompt: Prompt) -> str:
+    """A prompt as it is sent, for a reader: the string, or each message under its role."""
+    if isinstance(prompt, str):
+        return prompt
+    parts = []
+    for message in prompt:
+        content = message.get("content")
+        parts.append(f"[{message.get('role')}]\n{content if isinstance(content, str) else encode(content)}")
+    return "\n".join(parts)
 
 
-def _render_case(case: PromptCase, prompts: CasePrompts, variants: list[str | None]) -> None:
-    for variant in variants:
-        shown: dict[str, Any] = {"case_id": case.case_id}
-        if variant is not None:
-            shown["variant"] = variant
-        try:
-            requests = prompts.known_requests(case, variant=variant)
-        except PromptSuiteError as exc:
-            print(encode({**shown, "error": str(exc)}))
-            continue
-        shown["prompt"] = requests[0]
-        if isinstance(case.input, list):  # multi-turn: the requests known before any reply
+def _show(planned: PlannedCase, requests: list[Prompt], error: str | None, form: str) -> str:
+    """One case in one variant as ``render`` prints it (``form``: text or jsonl)."""
+    case, variant = planned.case, planned.key.variant
+    if form == "jsonl":
+        shown: dict[str, Any] = {"case_id": case.case_id, "variant": variant,
+                                 "prompt": requests[0] if requests else None, "error": error}
+        if isinstance(case.input, list) and requests:  # multi-turn: the requests known before any reply
             shown["requests"] = requests
-        print(encode(shown))
+        return encode(shown)
+    head = f"=== {planned.location}: {planned.name} [{case.slice}] ==="
+    if error is not None:
+        return f"{head}\nerror: {error}"
+    bodies = [_text(r) for r in requests]
+    if len(bodies) > 1:
+        bodies = [f"--- request {i + 1} of {len(bodies)} ---\n{b}" for i, b in enumerate(bodies)]
+    return "\n".join([head, *bodies])
 
 
 def _render(args: argparse.Namespace) -> int:
@@ -157,26 +162,26 @@ def _render(args: argparse.Namespace) -> int:
     if not args.prompt_suite:
         print("promptsuite render: give --prompt-suite PATH or --request FILE.json", file=sys.stderr)
         return 2
-    suites = _Suites(args.prompt_suite)
-    for problem in suites.problems:
-        print(problem, file=sys.stderr)
-    if suites.problems:
-        return 1
-    selected = _selected(suites, args.case_id)
-    if isinstance(selected, str):
-        print(selected, file=sys.stderr)
-        return 1
-    for case_file, case in selected:
-        suite, prompts = suites.prompts(case_file)
-        names = list(suite.variants)
-        unknown = [v for v in args.prompt_variant if v not in names]
-        if unknown:
-            print(f"case {case.case_id}: no variant {unknown[0]!r} (variants: {', '.join(names) or 'none'})",
-                  file=sys.stderr)
+    form = args.format or ("text" if sys.stdout.isatty() else "jsonl")
+    collected = _Collected(args.prompt_suite, args)
+    try:
+        if collected.problems:
+            _print_problems(collected.problems)
             return 1
-        variants: list[str | None] = list(args.prompt_variant or names) or [None]
-        _render_case(case, prompts, variants)
-    return 0
+        wanted = set(args.case_id)
+        chosen = [p for p in collected.planned if p.key.repeat == 0 and (not wanted or p.case.case_id in wanted)]
+        missing = set(args.case_id) - {p.case.case_id for p in chosen}
+        if missing:
+            print(f"no case with id {', '.join(sorted(missing))}", file=sys.stderr)
+            return 1
+        status = 0
+        for planned in chosen:
+            requests, error = collected.session.dry_render(planned)
+            status = 1 if error is not None else status
+            print(printable(_show(planned, requests, error, form)) + ("\n" if form == "text" else ""))
+        return status
+    finally:
+        collected.close()
 
 
 def _diff(args: argparse.Namespace) -> int:
@@ -198,16 +203,23 @@ def _merge(args: argparse.Namespace) -> int:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="promptsuite", description="pytest-promptsuite tools")
     commands = parser.add_subparsers(dest="command", required=True)
-    validate = commands.add_parser("validate", help="check case files and suite configs")
+    validate = commands.add_parser(
+        "validate", help="collect suites as pytest --collect-only does, and dry-render every case; "
+        "exits 1 with path:line problems"
+    )
     validate.add_argument("paths", nargs="+", metavar="PATH")
-    validate.set_defaults(func=_validate)
     render = commands.add_parser("render", help="show exactly what would be sent for cases")
     render.add_argument("--prompt-suite", action="append", default=[], metavar="PATH")
     render.add_argument("--case-id", action="append", default=[], metavar="ID")
-    render.add_argument("--prompt-variant", action="append", default=[], metavar="NAME",
-                        help="only this prompt version (default: every [variants.NAME])")
+    render.add_argument("--format", choices=("text", "jsonl"), default=None,
+                        help="text (the default on a terminal): each prompt as sent, messages under their "
+                        "roles; jsonl (the default when piped): case_id, variant, prompt, error")
     render.add_argument("--request", metavar="FILE.json",
                         help="render one template request (SPEC-templates.md) and print JSON")
+    for command in (validate, render):
+        for flag in _COLLECTION_OPTIONS:
+            command.add_argument(flag, **BY_FLAG[flag].kwargs)
+    validate.set_defaults(func=_validate)
     render.set_defaults(func=_render)
     diff = commands.add_parser(
         "diff", help="compare two result sets (report folders or results.jsonl) under the regression rule; "
@@ -235,3 +247,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except PromptSuiteError as exc:
         print(printable(str(exc)), file=sys.stderr)
         return 1
+    except BrokenPipeError:  # `promptsuite render ... | head`: the reader has seen enough
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0

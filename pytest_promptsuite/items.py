@@ -74,7 +74,9 @@ class PromptFile(pytest.File):
         except PromptSuiteError as exc:
             raise self.CollectError(str(exc)) from exc
         for one in planned:
-            yield PromptItem.from_parent(self, name=one.name, planned=one)
+            # the id given whole, so pytest reads a variant or repeat suffix as its params, as it
+            # does the ids it stored (--lf, --ff and --nf look items up by that parsed form)
+            yield PromptItem.from_parent(self, name=one.name, planned=one, nodeid=f"{self.nodeid}::{one.name}")
 
     def repr_failure(self, excinfo: ExceptionInfo[BaseException]) -> str | TerminalRepr:  # type: ignore[override]
         """pytest's report of a collection error, with every secret scrubbed."""
@@ -117,7 +119,7 @@ class PromptItem(pytest.Item):
         if isinstance(excinfo.value, CaseFailed):
             return printable(failure_text(excinfo.value.result))
         if isinstance(excinfo.value, PromptSuiteError):
-            return printable(f"{self.location_text}: {self.case.case_id}: {excinfo.value}")
+            return printable(f"{self.location_text}: {self.name}: {excinfo.value}")
         return printable(str(super().repr_failure(excinfo, style)))
 
     @property
@@ -126,5 +128,6 @@ class PromptItem(pytest.Item):
         return f"{self.path.name}:{self.case.location.line}"
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
-        """The case's line (0-based, as pytest counts) and ``case ID [slice]``."""
-        return self.path, self.case.location.line - 1, f"case {self.case.case_id} [{self.case.slice}]"
+        """The case's line (0-based, as pytest counts) and ``case ID [slice]``, the ID with its
+        variant and repeat (``flight-005[v2][repeat-1]``) where those apply."""
+        return self.path, self.case.location.line - 1, f"case {self.name} [{self.case.slice}]"

@@ -22,6 +22,7 @@ from .assemble import Assembler
 from .assemble import open_stores
 from .cases import CaseKey
 from .cases import CaseLocation
+from .cases import PromptCase
 from .cases import load_cases
 from .cases import output_kind
 from .checks import CaseResult
@@ -54,6 +55,9 @@ from .scrub import register
 from .suite import base_url_problem
 from .suites import SuiteIndex
 from .suites import SuiteKey
+from .templates import CasePrompts
+from .templates.fields import check_fields
+from .templates.prompt import Prompt
 
 
 __all__ = ["PromptSession"]
@@ -80,6 +84,7 @@ class PromptSession:
         config: handed to ``pytest_promptsuite_make_model`` (pytest's config).
         is_worker: a pytest-xdist worker (reports nothing itself).
         workers: how many workers share the concurrency bound.
+        index: the suite index to use (the ``promptsuite`` command's shows paths as given).
     """
 
     def __init__(
@@ -92,6 +97,7 @@ class PromptSession:
         config: Any = None,
         is_worker: bool = False,
         workers: int = 1,
+        index: SuiteIndex | None = None,
     ) -> None:
         self.options = options
         self.is_worker = is_worker
@@ -105,7 +111,7 @@ class PromptSession:
         self.baseline = None if is_worker else self._load_baseline()
         self.runner = ModelRunner()
         self.stores = open_stores(options, invocation_dir=invocation_dir, rootpath=rootpath, is_worker=is_worker)
-        self.index = SuiteIndex(invocation_dir=invocation_dir, rootpath=rootpath, config=options.config)
+        self.index = index or SuiteIndex(invocation_dir=invocation_dir, rootpath=rootpath, config=options.config)
         self.assembler = Assembler(
             hook, runner=self.runner, options=options, invocation_dir=invocation_dir,
             display=self.index.display, stores=self.stores, config=config, workers=workers,
@@ -113,6 +119,8 @@ class PromptSession:
         #: Case ids taken so far, each with where it was defined (duplicates across files).
         self.seen: dict[str, str] = {}
         self.rows: list[CaseResult] = []
+        #: What collection noticed but does not stop on (a ``vars`` field no template reads).
+        self.warnings: list[str] = []
         self.summary: Summary | None = None
         #: Collected cases that never ran (known once the run finished).
         self.not_run: int | None = None
@@ -155,6 +163,7 @@ class PromptSession:
         scope = CheckScope(self.index.folder_of(path), suite.python_modules)
         compiled = compile_cases(cases, make_check, suite=pipeline.evaluator.suite, display=shown, scope=scope)
         variants = self.index.variants(key, self.options.variant)
+        self.check_prompts(pipeline.prompts, cases, variants, shown)
         repeats = self.options.repeat
         planned = []
         shown_path = Path(shown)
@@ -166,6 +175,29 @@ class PromptSession:
                     name = case_key.name(with_repeat=repeats > 1)
                     planned.append(PlannedCase(case, case_key, name, key, compiled[case.case_id], location))
         return planned
+
+    def check_prompts(
+        self, prompts: CasePrompts, cases: Sequence[PromptCase], variants: Sequence[str | None], shown: str
+    ) -> None:
+        """The static prompt check of a file's cases (:func:`~.templates.fields.check_fields`):
+        a field some case lacks stops collection (CaseFileError); an unread ``vars`` field is
+        a warning, kept for the terminal and ``promptsuite validate``."""
+        report = check_fields(
+            cases, {variant: prompts.fields(variant) for variant in variants}, file_shown=shown,
+            display=self.index.display,
+        )
+        if report.problems:
+            raise CaseFileError(report.problems)
+        self.warnings.extend(w for w in report.warnings if w not in self.warnings)
+
+    def dry_render(self, planned: PlannedCase) -> tuple[list[Prompt], str | None]:
+        """Every request of a planned case known before a model answers, and the render error
+        (None when it renders): what ``promptsuite render`` shows and ``validate`` checks."""
+        prompts = self._pipelines[planned.suite].prompts
+        try:
+            return prompts.known_requests(planned.case, variant=planned.key.variant), None
+        except PromptSuiteError as exc:
+            return [], str(exc)
 
     # -- running ------------------------------------------------------------------------------
 
@@ -320,6 +352,8 @@ class PromptSession:
 
     def terminal_sections(self) -> Iterator[tuple[str, list[str]]]:
         """What the terminal summary shows: (section title, lines) pairs."""
+        if self.warnings and not self.is_worker:
+            yield "promptsuite: warnings", list(self.warnings)
         fatal = self.runner.fatal
         if fatal is not None:
             left = self.not_run if self.not_run is not None else max(0, self.planned - len(self.rows))

@@ -23,8 +23,9 @@ from pydantic import ValidationError
 from .cases import did_you_mean
 from .errors import ConfigError
 from .formats.tomlio import check_values
-from .formats.tomlio import line_of
+from .formats.tomlio import key_lines
 from .formats.tomlio import load_toml
+from .formats.tomlio import place
 from .scrub import public_url
 
 
@@ -152,6 +153,7 @@ class TemplateConfig(_Section):
     renderer: Union[dict[str, Any], str, None] = None
     infer_mode: Union[str, None] = None
     multiturn_template: Union[dict[str, Any], None] = None
+    optional: Union[list[str], None] = None  # fields a case may leave out: they render empty
 
     def kind(self, *, path: Path | None = None) -> TemplateKind:
         """The kind of prompt this table makes (INFER_CFG when it sets no choosing key); called
@@ -248,6 +250,11 @@ class SuiteConfig(_Section):
     #: ``[checks] python_modules``: modules ``python`` and ``pydantic`` checks may import.
     python_modules: tuple[str, ...] = Field(default=(), exclude=True)
     path: Union[Path, None] = Field(default=None, exclude=True)
+    lines: dict[str, int] = Field(default_factory=dict, exclude=True)  # each key's line, for messages
+
+    def where(self, key: str) -> str:
+        """``path:line`` of the line setting ``key`` (``template.template_file``), else the path."""
+        return place(self.path, self.lines, key)
 
     @property
     def root(self) -> Path:
@@ -259,7 +266,7 @@ class SuiteConfig(_Section):
         target = confine(self.root, relative)
         if target is None:
             raise ConfigError(
-                f"{self.path}: {key} = {relative!r} points outside the suite's folder {self.root.resolve()}"
+                f"{self.where(key)}: {key} = {relative!r} points outside the suite's folder {self.root.resolve()}"
             )
         return target
 
@@ -274,11 +281,17 @@ class SuiteConfig(_Section):
             return self.template
         if variant not in self.variants:
             raise ConfigError(
-                f"{self.path}: no variant {variant!r}"
+                f"{self.where('variants')}: no variant {variant!r}"
                 + did_you_mean(variant, list(self.variants))
                 + f"; variants: {', '.join(self.variants) or 'none'}"
             )
         return self.template.for_variant(self.variants[variant])
+
+    def template_key(self, variant: str | None, key: str) -> str:
+        """Where ``variant``'s ``[template]`` setting came from: ``variants.NAME.KEY`` or ``template.KEY``."""
+        if variant is not None and variant in self.variants and key in self.variants[variant].model_fields_set:
+            return f"variants.{variant}.{key}"
+        return f"template.{key}"
 
     def model_for(self, variant: str | None, base: ModelConfig | None = None) -> ModelConfig:
         """The model ``variant`` runs: ``base`` (default ``[model]``) with the keys of the
@@ -291,14 +304,16 @@ class SuiteConfig(_Section):
 
 
 def _known_keys(model: type[BaseModel]) -> list[str]:
-    return [info.alias or name for name, info in model.model_fields.items() if name not in ("path", "python_modules")]
+    hidden = ("path", "python_modules", "lines")
+    return [info.alias or name for name, info in model.model_fields.items() if name not in hidden]
 
 
-def _config_error(path: Path, exc: ValidationError, table: str) -> ConfigError:
-    lines = []
+def _config_error(path: Path, exc: ValidationError, table: str, lines: dict[str, int]) -> ConfigError:
+    problems = []
     for err in exc.errors():
-        loc = ".".join(str(p) for p in err["loc"])
+        loc = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"]).lstrip(".")
         where = f"{table}.{loc}" if table else loc
+        at = place(path, lines, loc)
         if err["type"] == "extra_forbidden":
             parent: type[BaseModel] = SuiteConfig
             for part in err["loc"][:-1]:
@@ -307,50 +322,53 @@ def _config_error(path: Path, exc: ValidationError, table: str) -> ConfigError:
                 if isinstance(annotation, type) and issubclass(annotation, BaseModel):
                     parent = annotation
             key = str(err["loc"][-1])
-            lines.append(
-                f"{path}: unknown key {where!r}" + did_you_mean(key, _known_keys(parent))
-            )
+            problems.append(f"{at}: unknown key {where!r}" + did_you_mean(key, _known_keys(parent)))
         else:
-            lines.append(f"{path}: {where}: {err['msg']}")
-    return ConfigError("\n".join(lines))
+            problems.append(f"{at}: {where}: {err['msg']}")
+    return ConfigError("\n".join(problems))
 
 
 _CHECKS_TABLE = ("python_modules", "rules")
 
 
-def _checks_table(data: dict[str, Any], where: str) -> dict[str, Any]:
+def _checks_table(data: dict[str, Any], path: Path, lines: dict[str, int]) -> dict[str, Any]:
     """``[checks]`` written as a table (``python_modules``, and the suite checks as
     ``[[checks.rules]]``) folded into the fields ``checks`` and ``python_modules``. TOML cannot
     hold a ``[checks]`` table and ``[[checks]]`` tables both, hence the second spelling."""
     if "python_modules" in data:
-        raise ConfigError(f"{where}: unknown key 'python_modules' (did you mean [checks] python_modules?)")
+        at = place(path, lines, "python_modules")
+        raise ConfigError(f"{at}: unknown key 'python_modules' (did you mean [checks] python_modules?)")
     table = data.get("checks")
     if not isinstance(table, dict):
         return data
     for key in table:
         if key not in _CHECKS_TABLE:
             raise ConfigError(
-                f"{where}: unknown key 'checks.{key}'" + did_you_mean(str(key), list(_CHECKS_TABLE))
+                f"{place(path, lines, f'checks.{key}')}: unknown key 'checks.{key}'"
+                + did_you_mean(str(key), list(_CHECKS_TABLE))
                 + "; with [checks] python_modules, write the suite checks as [[checks.rules]]"
             )
     modules = table.get("python_modules", [])
     if not isinstance(modules, list) or not all(
         isinstance(m, str) and m and all(part.isidentifier() for part in m.split(".")) for m in modules
     ):
-        raise ConfigError(f"{where}: checks.python_modules must be a list of module names like 'myapp.checks'")
+        raise ConfigError(
+            f"{place(path, lines, 'checks.python_modules')}: checks.python_modules must be a list of module names "
+            "like 'myapp.checks'"
+        )
     return {**data, "checks": table.get("rules", []), "python_modules": tuple(modules)}
 
 
-def _check_base_urls(config: SuiteConfig, text: str, where: str, table: str) -> None:
+def _check_base_urls(config: SuiteConfig, table: str) -> None:
     """Refuse a ``base_url`` of ``[model]`` or ``[models.NAME]`` that :func:`base_url_problem` finds wrong."""
     named = [("model", config.model), *((f"models.{k}", v) for k, v in config.models.items())]
     for key, model in named:
         problem = model.base_url and base_url_problem(model.base_url)
         if problem:
-            line = line_of(text, "base_url")
             dotted = f"{table}.{key}" if table else key
-            place = f"{where}:{line}" if line else where
-            raise ConfigError(f"{place}: {dotted}.base_url = {public_url(model.base_url or '')!r} {problem}")
+            raise ConfigError(
+                f"{config.where(f'{key}.base_url')}: {dotted}.base_url = {public_url(model.base_url or '')!r} {problem}"
+            )
 
 
 def load_config(path: Path | str) -> SuiteConfig:
@@ -368,20 +386,23 @@ def load_config(path: Path | str) -> SuiteConfig:
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: [{table}] must be a table")
     check_values(data, text, str(path), (table,) if table else ())
-    data = _checks_table(data, str(path))
+    lines = key_lines(text)
+    if table:
+        lines = {k[len(table) + 1:]: v for k, v in lines.items() if k.startswith(table + ".")}
+    data = _checks_table(data, path, lines)
     try:
         config = SuiteConfig.model_validate(data)
     except ValidationError as exc:
-        raise _config_error(path, exc, table) from exc
-    _check_base_urls(config, text, str(path), table)
-    config = config.model_copy(update={"path": path.resolve()})
+        raise _config_error(path, exc, table, lines) from exc
+    config = config.model_copy(update={"path": path.resolve(), "lines": lines})
+    _check_base_urls(config, table)
     config.case_paths()  # refuse paths outside the folder now, not later
     if config.suite.train is not None:
         config.resolve(config.suite.train, key="suite.train")
     for key, model in [("model", config.model), *((f"models.{k}", v) for k, v in config.models.items())]:
         if model.spec.startswith("fake:") and confine(config.root, model.spec[len("fake:"):]) is None:
             raise ConfigError(  # the fake model's rules file is a path of the config like any other
-                f"{config.path}: {key}.spec = {model.spec!r} points outside the suite's folder "
+                f"{config.where(f'{key}.spec')}: {key}.spec = {model.spec!r} points outside the suite's folder "
                 f"{config.root.resolve()} (--prompt-model may name a file anywhere)"
             )
     return config

@@ -28,7 +28,8 @@ else:  # pragma: no cover
     import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
 
 
-__all__ = ["check_values", "line_of", "load_toml", "parse_toml"]
+__all__ = ["check_values", "key_lines", "line_of", "line_of_key", "load_toml", "parse_toml",
+           "place"]
 
 _TOKENS = re.compile(
     r'"""(?:[^\\]|\\.)*?"""|\'\'\'.*?\'\'\'|"(?:[^"\\\n]|\\.)*"|\'[^\'\n]*\'|#[^\n]*|[\[\]{}]', re.DOTALL
@@ -72,7 +73,11 @@ def parse_toml(data: bytes, where: str) -> tuple[dict[str, Any], str]:
     try:
         return tomllib.loads(text), text
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{where}: invalid TOML: {exc}") from None
+        found = re.search(r"\s*\(at line (\d+), column \d+\)|\s*\(at end of document\)", str(exc))
+        if found is None:
+            raise ConfigError(f"{where}: invalid TOML: {exc}") from None
+        line = int(found.group(1)) if found.group(1) else text.count("\n") + 1
+        raise ConfigError(f"{where}:{line}: invalid TOML: {str(exc).replace(found.group(0), '')}") from None
     except RecursionError:
         raise ConfigError(f"{where}: nested deeper than {DEPTH}") from None
 
@@ -106,6 +111,66 @@ def line_of(text: str, key: str, value: str = "") -> int | None:
     pattern = rf"(?:^|[\s{{,.])(?:{name}|\"{name}\"|'{name}')\s*=" + (rf"[^\n]*?{value}" if value else "")
     match = re.search(pattern, text, re.MULTILINE)
     return None if match is None else text.count("\n", 0, match.start()) + (text[match.start()] == "\n") + 1
+
+
+_PART = r'(?:[A-Za-z0-9_-]+|"(?:[^"\\\n]|\\.)*"|\'[^\'\n]*\')'
+_DOTTED = rf"{_PART}(?:\s*\.\s*{_PART})*"
+_HEADER = re.compile(rf"\s*(\[\[?)\s*({_DOTTED})\s*\]")
+_KEY = re.compile(rf"\s*({_DOTTED})\s*=")
+_INLINE_KEY = re.compile(rf"[{{,]\s*({_DOTTED})\s*=")
+
+
+def _parts(dotted: str) -> list[str]:
+    return [p.strip().strip("\"'") for p in re.findall(_PART, dotted)]
+
+
+def key_lines(text: str) -> dict[str, int]:
+    """The line (1-based) where each key of a TOML document is set, by its dotted path as errors
+    name it (``thresholds.default``, ``checks[0].assert``, ``model.params.temperature``): the
+    lines the parsed document no longer has. Keys of inline tables get their line too."""
+    lines: dict[str, int] = {}
+    counts: dict[str, int] = {}
+    table: list[str] = []
+    in_string = False
+    for number, line in enumerate(text.split("\n"), start=1):
+        opens = line.count('"""') % 2 == 1 or line.count("\'\'\'") % 2 == 1
+        if in_string:  # inside a multi-line string: no key here
+            in_string = not opens
+            continue
+        in_string = opens
+        header = _HEADER.match(line)
+        if header:
+            name = ".".join(_parts(header.group(2)))
+            if header.group(1) == "[[":
+                index = counts[name] = counts.get(name, -1) + 1
+                name = f"{name}[{index}]"
+            table = [name]
+            lines.setdefault(name, number)
+            continue
+        key = _KEY.match(line)
+        if key is None:
+            continue
+        dotted = ".".join(table + _parts(key.group(1)))
+        lines.setdefault(dotted, number)
+        for inner in _INLINE_KEY.finditer(line, key.end()):
+            lines.setdefault(f"{dotted}.{'.'.join(_parts(inner.group(1)))}", number)
+    return lines
+
+
+def place(path: object, lines: dict[str, int], dotted: str) -> str:
+    """``path:line`` of the line that sets ``dotted`` (:func:`line_of_key`), or ``path`` alone."""
+    line = line_of_key(lines, dotted)
+    return f"{path}:{line}" if line is not None else str(path)
+
+
+def line_of_key(lines: dict[str, int], dotted: str) -> int | None:
+    """The line of ``dotted`` in :func:`key_lines`, else of the nearest table or key above it."""
+    while dotted:
+        if dotted in lines:
+            return lines[dotted]
+        cut = max(dotted.rfind("."), dotted.rfind("["))
+        dotted = dotted[:cut] if cut > 0 else ""
+    return None
 
 
 def check_values(data: Any, text: str, where: str, prefix: tuple[str, ...] = ()) -> None:

@@ -76,13 +76,25 @@ class _Measure:
         return size, depth
 
 
+def _invalid(where: str, exc: yaml.YAMLError) -> ConfigError:
+    """``where:line: invalid YAML: ...`` with the line the parser stopped at, when it says."""
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    if mark is None:
+        return ConfigError(f"{where}: invalid YAML: {exc}")
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    context, start = getattr(exc, "context", None), getattr(exc, "context_mark", None)
+    started = f"; {context} that starts at line {int(start.line) + 1}" if context and start is not None else ""
+    at = f"{where}:{int(mark.line) + 1}"
+    return ConfigError(f"{at}: invalid YAML: {problem} (column {int(mark.column) + 1}{started})")
+
+
 def load_yaml(text: str, where: str) -> tuple[Any, yaml.Node | None]:
     """The value of a YAML document and its node tree (None for an empty document), or a
     ConfigError naming ``where`` and the line."""
     try:
         loader = yaml.SafeLoader(text)  # its reader refuses control characters at once
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{where}: invalid YAML: {exc}") from exc
+        raise _invalid(where, exc) from exc
     try:
         try:
             node = loader.get_single_node()
@@ -90,7 +102,7 @@ def load_yaml(text: str, where: str) -> tuple[Any, yaml.Node | None]:
             mark = loader.get_mark()
             raise ConfigError(f"{where}:{int(mark.line) + 1}: nested deeper than {DEPTH}") from None
         except yaml.YAMLError as exc:
-            raise ConfigError(f"{where}: invalid YAML: {exc}") from exc
+            raise _invalid(where, exc) from exc
         if node is None:
             return None, None
         try:
@@ -100,6 +112,6 @@ def load_yaml(text: str, where: str) -> tuple[Any, yaml.Node | None]:
         try:
             return loader.construct_document(node), node
         except yaml.YAMLError as exc:
-            raise ConfigError(f"{where}: invalid YAML: {exc}") from exc
+            raise _invalid(where, exc) from exc
     finally:
         loader.dispose()

@@ -210,7 +210,12 @@ def failure_text(result: CaseResult) -> str:
         if result.error is not None
         else f"failed {len(failed)} check{'s' if len(failed) != 1 else ''}"
     )
-    lines = [f"{result.location or ''}: {result.case_id} [slice {result.slice}] {what}"]
+    which = result.case_id
+    if result.variant is not None:
+        which += f" [variant {result.variant}]"
+    if result.repeat:
+        which += f" [repeat {result.repeat}]"
+    lines = [f"{result.location or ''}: {which} [slice {result.slice}] {what}"]
     shown_checks = failed + [c for c in result.checks if c.skipped]  # skipped ones say why
     if shown_checks:
         name_width = max(len(c.name) for c in shown_checks)

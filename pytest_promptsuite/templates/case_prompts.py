@@ -20,11 +20,14 @@ from typing import Any
 from ..cases import PromptCase
 from ..errors import ConfigError
 from ..errors import TemplateError
+from ..formats.tomlio import line_of_key
 from ..suite import ModelConfig
 from ..suite import SuiteConfig
 from ..suite import TemplateKind
 from .builtin import builtin_meta
 from .builtin import resolve_meta
+from .fields import TemplateReads
+from .fields import locate
 from .filters import builtin_filter
 from .jinja import MakeFilter
 from .meta import APITemplateParser
@@ -119,6 +122,7 @@ class _Setup:
         make_retriever: MakeRetriever = builtin_retriever,
     ) -> None:
         _refuse_other_kinds(table)
+        self.keys = frozenset(k for k, v in table.items() if v is not None)
         self.configured = any(table.get(k) is not None for k in ("prompt_template", "ice_template"))
         self.prompt_template: Any = _template(table, "prompt_template")
         self.ice_template: Any = _template(table, "ice_template")
@@ -134,6 +138,7 @@ class _Setup:
         self.retriever: Retriever = _retriever(spec, make_retriever)
         self.output_column = table.get("output_column") or "answer"
         self.infer_mode = table.get("infer_mode") or "every"
+        self.optional: tuple[str, ...] = tuple(table.get("optional") or ())
         self.train = train
         #: No template and no meta template: a string input is sent as it is.
         self.plain = not self.configured and meta is None
@@ -158,6 +163,26 @@ class _Setup:
             if isinstance(end, str) and end.strip():
                 self.stop = [end.strip()]
 
+    def fields(self, where: Callable[[str], tuple[Path | None, int]]) -> list[TemplateReads]:
+        """What the templates read: the prompt template (single-turn cases), the multi-turn
+        template (multi-turn cases) and the ICE template (train rows, so only counted as read).
+        ``where(key)`` gives the file and line a ``[template]`` key is written on."""
+        prompt_key = "prompt_template" if self.configured and "prompt_template" in self.keys else "ice_template"
+        if not self.plain and not self.configured:
+            prompt_key = "default template"
+        prompt = self.prompt_template or self.ice_template  # an ice_template alone is the prompt too
+        reads = [
+            TemplateReads(f"template.{prompt_key}", tuple(prompt.fields()), *where(prompt_key), cases="single"),
+            TemplateReads("template.multiturn_template", tuple(self.multiturn.fields()),
+                          *where("multiturn_template"), cases="multi"),
+        ]
+        if self.plain:
+            reads.pop(0)
+        if self.ice_template is not None:
+            reads.append(TemplateReads("template.ice_template", tuple(self.ice_template.fields()),
+                                       *where("ice_template"), cases="train"))
+        return reads
+
     def send(self, intermediate: Any) -> Prompt:
         """The parser's output as it is sent: a string, or OpenAI chat messages."""
         value = self.parser.parse(intermediate, "gen")
@@ -169,7 +194,7 @@ class _Setup:
         """The prompt of a single-turn case: its in-context examples, template and meta template."""
         if self.plain and isinstance(case.input, str):
             return case.input
-        row = case_row(case)
+        row = {**dict.fromkeys(self.optional, ""), **case_row(case)}
         train: list[dict[str, Any]] = []
         indices: list[int] | None = []
         if self.ice_template is not None or not isinstance(self.retriever, ZeroRetriever):
@@ -207,7 +232,8 @@ class _Setup:
             padded = [""] * (turns - 1) + [case.answer]
         else:
             padded = [""] * turns
-        row = {"input": case.input, **case.vars, "question": list(case.input), "answer": padded}
+        row = {**dict.fromkeys(self.optional, ""), "input": case.input, **case.vars, "question": list(case.input),
+               "answer": padded}
         bot = (self.meta.generate_role if self.meta is not None else None) or "BOT"
         conv = self.multiturn.conversation(row, infer_mode=self.infer_mode, bot_role=bot)
         if not conv.request_turns():
@@ -249,6 +275,8 @@ class CasePrompts:
         self.make_retriever = make_retriever
         self.sources = dict(sources or {})
         self.models = dict(models or {})
+        #: The suite config the tables came from (for the lines of their keys), if any.
+        self.config: SuiteConfig | None = None
 
     @classmethod
     def from_suite(
@@ -281,11 +309,11 @@ class CasePrompts:
         for name, table in tables.items():
             source = prompt_source(
                 suite, table, model=own[name].spec if name in own else settings.spec,
-                make_renderer=make_renderer, make_filter=make_filter, make_parser=make_parser,
+                make_renderer=make_renderer, make_filter=make_filter, make_parser=make_parser, variant=name,
             )
             if source is not None:
                 sources[name] = source
-        return cls(
+        prompts = cls(
             suite.template.model_dump(),
             meta_template=settings.meta_template,
             endpoint=settings.endpoint,
@@ -295,6 +323,27 @@ class CasePrompts:
             sources=sources,
             models={name: (s.meta_template, s.endpoint) for name, s in own.items()},
         )
+        prompts.config = suite
+        return prompts
+
+    def fields(self, variant: str | None = None) -> tuple[list[TemplateReads], frozenset[str]]:
+        """What the prompt of ``variant`` reads, template by template, and its ``[template]
+        optional`` fields; a template that does not compile is an error now (TemplateError)."""
+        source = self.sources.get(variant)
+        if source is not None:
+            return source.fields(), source.optional
+        config = self.config
+        try:
+            setup = self._setup(variant)
+        except TemplateError as exc:
+            raise TemplateError(locate(config, variant, str(exc), own_model=(variant or "") in self.models)) from exc
+
+        def where(key: str) -> tuple[Path | None, int]:
+            if config is None or config.path is None:
+                return None, 0
+            return config.path, line_of_key(config.lines, config.template_key(variant, key)) or 0
+
+        return setup.fields(where), frozenset(setup.optional)
 
     def params(self, *, variant: str | None = None) -> dict[str, Any]:
         """Request params the prompt itself sets (a task prompt's ``stop``, ``max_tokens``); they

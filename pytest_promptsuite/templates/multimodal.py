@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import TemplateError
+from .fields import FieldRead
+from .fields import value_reads
 from .prompt_list import PromptList
 from .prompt_list import is_marker
 from .prompt_template import encode_dialogue
@@ -104,6 +106,10 @@ class MMPromptTemplate:
             )
         self.encoded = encode_dialogue(template, ice=False, where=name)
         self.name = name
+
+    def fields(self) -> list[FieldRead]:
+        """The ``{name}`` fields of its texts and content parts (the tagged ``content`` aside)."""
+        return value_reads(list(self.encoded))
 
     def gen_prompt(
         self, row: Mapping[str, Any], *, output_column: str | None = None, replace_token: str = ""

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import TemplateError
+from .fields import FieldRead
+from .fields import value_reads
 from .prompt_list import PromptList
 from .prompt_list import is_marker
 from .prompt_list import marker
@@ -85,6 +87,10 @@ class MultiTurnPromptTemplate:
         self._round_begin = self.encoded.index(marker("round", "begin"))
         self._round_end = self.encoded.index(marker("round", "end"))
         self.template = template
+
+    def fields(self) -> list[FieldRead]:
+        """The ``{name}`` fields the template's turns and ``begin``/``end`` read."""
+        return value_reads(self.template)
 
     def conversation(
         self, row: Mapping[str, Any], *, infer_mode: str = "every", bot_role: str = "BOT"

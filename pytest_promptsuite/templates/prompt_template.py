@@ -12,6 +12,8 @@ from typing import Any
 from typing import Union
 
 from ..errors import TemplateError
+from .fields import FieldRead
+from .fields import value_reads
 from .prompt_list import Intermediate
 from .prompt_list import PromptList
 from .prompt_list import check_item
@@ -180,6 +182,10 @@ class PromptTemplate:
                 )
             if isinstance(value, str) and ice_token and ice_token not in value:
                 raise TemplateError(f"{name}[{key!r}]: ice_token {ice_token!r} is not in {value!r}")
+
+    def fields(self) -> list[FieldRead]:
+        """The ``{name}`` fields any of this template's texts reads (every label of a label map)."""
+        return value_reads(self.template)
 
     # -- choosing and encoding ---------------------------------------------------------------
 

@@ -34,6 +34,9 @@ from jinja2.sandbox import SandboxedEnvironment
 from ..cases import nearest
 from ..errors import ConfigError
 from ..errors import TemplateError
+from .fields import FieldRead
+from .fields import jinja_reads
+from .fields import placeholder_reads
 from .filters import builtin_filter
 from .jinja import MakeFilter
 from .jinja import compile_template
@@ -93,6 +96,10 @@ class FormatRenderer:
         """``template`` with each ``{name}`` of the row replaced (:func:`substitute`)."""
         return substitute(template, row)
 
+    def fields(self, template: str) -> list[FieldRead]:
+        """The ``{name}`` fields ``template`` reads (an unprovided one would stay verbatim)."""
+        return placeholder_reads(template)
+
 
 @dataclass(frozen=True)
 class DelimiterRenderer:
@@ -133,6 +140,10 @@ class DelimiterRenderer:
         keys = tuple(k for k in row if isinstance(k, str) and k)
         return _delimited(self.start, self.end, keys).sub(fill, template)
 
+    def fields(self, template: str) -> list[FieldRead]:
+        """The identifier placeholders ``template`` reads; guarded (may be absent) unless ``strict``."""
+        return placeholder_reads(template, _delimited(self.start, self.end, ()), guarded=not self.strict)
+
 
 @lru_cache(maxsize=256)
 def _delimited(start: str, end: str, keys: tuple[str, ...]) -> re.Pattern[str]:
@@ -160,14 +171,23 @@ class JinjaRenderer:
         """This renderer if it has a filter lookup already, else a new one using ``make_filter``."""
         return self if self.make_filter is not None else JinjaRenderer(make_filter)
 
-    def render(self, template: str, row: Mapping[str, Any]) -> str:
-        """``template`` rendered with the row as its context (compiled once per text)."""
+    def _compiled(self, template: str) -> jinja2.Template:
         compiled = self._cache.get(template)
         if compiled is None:
             install_filters(self._env, [template], self.make_filter or builtin_filter)
             compiled = compile_template(self._env, template, None)
             self._cache[template] = compiled
-        return render_template(compiled, row, None)
+        return compiled
+
+    def render(self, template: str, row: Mapping[str, Any]) -> str:
+        """``template`` rendered with the row as its context (compiled once per text)."""
+        return render_template(self._compiled(template), row, None)
+
+    def fields(self, template: str) -> list[FieldRead]:
+        """The variables ``template`` reads; compiling it first, so a syntax error or an unknown
+        filter is a TemplateError now (at collection), not once per case."""
+        self._compiled(template)
+        return jinja_reads(self._env, template)
 
 
 @dataclass(frozen=True)
@@ -177,6 +197,10 @@ class NoneRenderer:
     def render(self, template: str, row: Mapping[str, Any]) -> str:
         """``template`` itself."""
         return template
+
+    def fields(self, template: str) -> list[FieldRead]:
+        """Nothing: no field is read."""
+        return []
 
 
 def _delimiters(params: dict[str, Any]) -> Renderer:

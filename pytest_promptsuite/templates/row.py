@@ -1,9 +1,9 @@
 """What a template can read: the row of a case, and the rows of the train file.
 
 Every template of a suite (infer_cfg templates, task prompts, template files) fills from the same
-row: ``input`` (also ``question``), each key of ``vars`` at the top level, and ``answer``. Task
-prompts and template files also read ``history``, the case's turns as chat messages. A train row
-(an in-context example) has the same shape.
+row: ``input`` (also ``question``), each key of ``vars`` at the top level, ``answer`` (empty when
+the case has none) and ``history``, the case's turns as chat messages. A train row (an
+in-context example) has the same shape.
 """
 
 from __future__ import annotations
@@ -20,11 +20,13 @@ __all__ = ["case_row", "history_of", "load_train_rows", "task_row"]
 
 
 def case_row(case: PromptCase) -> dict[str, Any]:
-    """The row a case fills templates with: ``input``, ``question``, the ``vars``, ``answer``."""
+    """The row a case fills templates with: ``input``, ``question``, the ``vars``, ``answer``
+    (empty when the case has none) and ``history`` (:func:`history_of`): the fields every row
+    provides, whatever the case (:data:`.fields.ALWAYS`)."""
     row: dict[str, Any] = {"input": case.input, "question": case.input}
     row.update(case.vars)
-    if case.answer is not None:
-        row["answer"] = case.answer
+    row["answer"] = case.answer if case.answer is not None else ""
+    row["history"] = history_of(case)
     return row
 
 
@@ -43,11 +45,9 @@ def history_of(case: PromptCase) -> list[dict[str, Any]]:
 
 
 def task_row(case: PromptCase) -> dict[str, Any]:
-    """The row task prompts and string templates fill from: :func:`case_row` (so every template
-    sees the same fields) plus ``history`` (:func:`history_of`)."""
-    row = case_row(case)
-    row["history"] = history_of(case)
-    return row
+    """The row task prompts and string templates fill from: :func:`case_row`, so every template
+    sees the same fields."""
+    return case_row(case)
 
 
 def _train_row(obj: Any, where: str) -> dict[str, Any]:

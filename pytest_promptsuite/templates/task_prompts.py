@@ -42,6 +42,8 @@ from jinja2.sandbox import SandboxedEnvironment
 from ..cases import did_you_mean
 from ..errors import ConfigError
 from ..errors import TemplateError
+from .fields import FieldRead
+from .fields import jinja_reads
 from .filters import ROLES
 from .filters import builtin_filter
 from .filters import role_of
@@ -106,6 +108,14 @@ class TaskPrompt:
     stop: tuple[str, ...] | None = None
     max_tokens: int | None = None
     parser: OutputParser | None = field(default=None, repr=False, compare=False)
+    content_source: str | None = field(default=None, repr=False, compare=False)
+
+    def fields(self) -> list[FieldRead]:
+        """The variables the prompt's templates read (:func:`.fields.jinja_reads`)."""
+        env = sandbox_environment()
+        sources = [self.content_source] if self.content_source is not None else []
+        sources += [m.source for m in self.messages or ()]
+        return [read for source in sources for read in jinja_reads(env, source)]
 
     @property
     def name(self) -> str:
@@ -308,6 +318,7 @@ def _build(entry: dict[str, Any], where: str, env: SandboxedEnvironment, make_pa
         stop=tuple(stop) if stop is not None else None,
         max_tokens=entry.get("max_tokens"),
         parser=parser,
+        content_source=entry.get("content"),
     )
 
 

@@ -147,7 +147,7 @@ def test_read_jsonl_reports_every_bad_line_and_goes_on() -> None:
         (b'[suite]\ncases = ["a.jsonl"]\nname = "caf\xe9"\n',
          "promptsuite.toml:3: not valid UTF-8 (byte 0xe9 at column 12); save the file as UTF-8"),
         (b"x = " + b"[" * 5000 + b"]" * 5000 + b"\n", "promptsuite.toml:1: nested deeper than the depth limit"),
-        (b"[suite\n", "promptsuite.toml: invalid TOML: "),
+        (b"[suite\n", "promptsuite.toml:1: invalid TOML: "),
     ],
     ids=["not-utf8", "deep", "syntax"],
 )

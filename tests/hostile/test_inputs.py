@@ -72,7 +72,7 @@ def test_slice_thresholds_outside_0_to_1_are_refused(pytester: pytest.Pytester, 
     _config(pytester, f'[thresholds.slices]\n"s" = {value}\n')
     write_cases(pytester, [case("a")])
     message = ("promptsuite.toml:2: thresholds.slices.s = nan: not a finite number" if value == "nan"
-               else "promptsuite.toml: thresholds.slices.s: Input should be")
+               else "promptsuite.toml:2: thresholds.slices.s: Input should be")
     _refused(_run(pytester), message)
 
 

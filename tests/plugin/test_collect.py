@@ -138,7 +138,7 @@ def test_bad_config_is_a_usage_error(pytester: pytest.Pytester) -> None:
     pytester.makefile(".toml", promptsuite='[thresholds]\ndefualt = 0.5\n')
     result = pytester.runpytest("--prompt-suite", "promptsuite.toml")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*promptsuite.toml: unknown key 'thresholds.defualt' (did you mean 'default'?)*"])
+    result.stderr.fnmatch_lines(["*promptsuite.toml:2: unknown key 'thresholds.defualt' (did you mean 'default'?)*"])
 
 
 def test_bad_option_value_is_a_usage_error(pytester: pytest.Pytester) -> None:

@@ -189,7 +189,8 @@ ice_template = { template = "</E>{input} = {answer}", ice_token = "</E>" }
     assert _rows(pytester)["c1"]["prompt"] == "2+2 = 4\n3+3 = 6\n5+5 = "
 
 
-def test_an_unknown_retriever_is_a_case_error(pytester: pytest.Pytester) -> None:
+def test_an_unknown_retriever_stops_collection(pytester: pytest.Pytester) -> None:
+    """A static prompt error: nothing runs (it used to end each case as an error)."""
     pytester.makefile(
         ".toml",
         promptsuite="""
@@ -200,5 +201,6 @@ prompt_template = { template = "{input}" }
     )
     pytester.makefile(".jsonl", cases=json.dumps({"case_id": "c1", "input": "hi", "slice": "s"}))
     result = pytester.runpytest("--prompt-suite", ".", "--prompt-report", "report")
-    result.assert_outcomes(failed=1)
-    assert "'NopeRetriever'" in _rows(pytester)["c1"]["error"]
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*template.retriever.type: unknown retriever 'NopeRetriever'*"])
+    assert not (pytester.path / "report" / "results.jsonl").exists()

@@ -248,7 +248,7 @@ class TestTemplateFiles:
 
     def test_string_template_bad_renderer_names_the_config(self, tmp_path: Path) -> None:
         config = suite(tmp_path, '[template]\ntemplate = "x"\nrenderer = "jinga"\n')
-        message = r"promptsuite.toml: unknown renderer 'jinga' \(did you mean 'jinja'\?\)"
+        message = r"promptsuite.toml:3: unknown renderer 'jinga' \(did you mean 'jinja'\?\)"
         with pytest.raises(ConfigError, match=message):
             string_template(config)
 

@@ -33,7 +33,13 @@ def test_row_has_input_question_vars_and_answer() -> None:
         "question": "override",
         "unit": "km",
         "answer": "4",
+        "history": [{"role": "user", "content": "hi"}],
     }
+
+
+def test_row_always_has_answer_and_history() -> None:
+    row = case_row(case())
+    assert (row["answer"], row["history"]) == ("", [{"role": "user", "content": "hi"}])
 
 
 def test_no_template_no_meta_sends_the_input_as_is() -> None:

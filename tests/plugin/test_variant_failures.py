@@ -1,0 +1,61 @@
+"""Variants and repeats are visible: a failing case's header and first line name them, and
+``--lf`` / ``--ff`` re-run exactly the items that failed."""
+
+from __future__ import annotations
+
+import pytest
+
+
+CONFIG = '[template]\ntemplate_file = "v1.txt"\n[variants.v1]\n[variants.v2]\ntemplate_file = "v2.txt"\n'
+CASES = (
+    '{"case_id": "f-1", "input": "x", "slice": "s", "must_include": ["A"]}\n'
+    '{"case_id": "f-2", "input": "y", "slice": "s"}\n'
+)
+
+
+@pytest.fixture
+def suite(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makefile(".toml", promptsuite=CONFIG)
+    (pytester.path / "v1.txt").write_text("A {input}", encoding="utf-8")
+    (pytester.path / "v2.txt").write_text("B {input}", encoding="utf-8")
+    pytester.makefile(".jsonl", cases=CASES)
+    return pytester
+
+
+def test_the_failure_header_names_the_variant_and_the_repeat(suite: pytest.Pytester) -> None:
+    result = suite.runpytest("--prompt-suite", "cases.jsonl", "--prompt-repeat", "2", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=6, failed=2)
+    result.stdout.fnmatch_lines([
+        "*_ case f-1[[]v2[]][[]repeat-0[]] [[]s[]] _*",
+        "cases.jsonl:1: f-1 [[]variant v2[]] [[]slice s[]] failed 1 check",
+    ])
+    result.stdout.fnmatch_lines([
+        "*_ case f-1[[]v2[]][[]repeat-1[]] [[]s[]] _*",
+        "cases.jsonl:1: f-1 [[]variant v2[]] [[]repeat 1[]] [[]slice s[]] failed 1 check",
+    ])
+
+
+@pytest.mark.parametrize("repeat", [[], ["--prompt-repeat", "2"]], ids=["variants", "variants-and-repeats"])
+def test_last_failed_reruns_exactly_the_failed_items(suite: pytest.Pytester, repeat: list[str]) -> None:
+    first = suite.runpytest("--prompt-suite", "cases.jsonl", *repeat)
+    failed = 2 if repeat else 1
+    first.assert_outcomes(passed=4 * (len(repeat) or 1) - failed, failed=failed)
+    again = suite.runpytest("--prompt-suite", "cases.jsonl", "--lf", *repeat)
+    again.assert_outcomes(failed=failed, deselected=4 * (len(repeat) or 1) - failed)
+    again.stdout.no_fnmatch_line("*known failures not in selected tests*")
+    first_fail = suite.runpytest("--prompt-suite", "cases.jsonl", "--ff", "-v", *repeat)
+    first_fail.stdout.fnmatch_lines(["cases.jsonl::f-1[[]v2[]]* FAILED*"])
+    assert first_fail.stdout.lines.index(
+        next(line for line in first_fail.stdout.lines if line.startswith("cases.jsonl::"))
+    ) == first_fail.stdout.lines.index(next(line for line in first_fail.stdout.lines if "FAILED" in line))
+
+
+def test_an_unread_vars_field_is_a_warning_at_the_end_of_the_run(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".toml", promptsuite='[template]\ntemplate = "{input}"\n')
+    pytester.makefile(".jsonl", cases='{"case_id": "a", "input": "x", "slice": "s", "vars": {"tone": "dry"}}')
+    result = pytester.runpytest("--prompt-suite", "cases.jsonl")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines([
+        "*promptsuite: warnings*",
+        "cases.jsonl:1: vars field 'tone' (in 1 case, first a) is read by no template of the suite",
+    ])

@@ -1,0 +1,216 @@
+"""The static prompt check (``templates/fields.py``), the lines of config keys and did-you-mean."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_promptsuite.cases import PromptCase
+from pytest_promptsuite.cases import nearest
+from pytest_promptsuite.errors import ConfigError
+from pytest_promptsuite.formats.tomlio import key_lines
+from pytest_promptsuite.suite import load_config
+from pytest_promptsuite.templates import CasePrompts
+from pytest_promptsuite.templates.fields import FieldRead
+from pytest_promptsuite.templates.fields import TemplateReads
+from pytest_promptsuite.templates.fields import check_fields
+from pytest_promptsuite.templates.fields import jinja_reads
+from pytest_promptsuite.templates.fields import placeholder_reads
+from pytest_promptsuite.templates.jinja import sandbox_environment
+from pytest_promptsuite.templates.renderers import DelimiterRenderer
+from pytest_promptsuite.templates.renderers import FormatRenderer
+from pytest_promptsuite.templates.renderers import JinjaRenderer
+from pytest_promptsuite.templates.renderers import NoneRenderer
+from pytest_promptsuite.templates.sources import PromptSource
+
+
+def case(case_id: str = "c", **fields: Any) -> PromptCase:
+    return PromptCase.model_validate({"case_id": case_id, "slice": "s", "input": "hi", **fields})
+
+
+# -- did you mean ----------------------------------------------------------------------------------
+
+
+def test_nearest_ranks_by_edit_distance_over_the_whole_name() -> None:
+    assert nearest("must_inlcude", ["must_not_include", "must_include"]) == "must_include"
+    assert nearest("traveler_tier", ["input", "traveller_tier", "tier"]) == "traveller_tier"
+    # difflib's ratio prefers the long shared run 'include'; the whole name is one edit from 'inlcude'
+    assert nearest("inlcude", ["must_include", "include", "exclude"]) == "include"
+    # whole-name distance: 'contains-json' is 3 edits from 'contains-some', 'contains-any' 4
+    assert nearest("contains-some", ["contains-any", "contains-json"]) == "contains-json"
+
+
+def test_nearest_prefers_the_same_prefix_among_equally_close_names() -> None:
+    assert nearest("abcx", ["zbcx", "abcy"]) == "abcy"
+    assert nearest("tier", ["tiers", "xtier"]) == "tiers"
+
+
+def test_nearest_refuses_what_is_no_likely_typo() -> None:
+    assert nearest("ab", ["cd"]) is None
+    assert nearest("threshold", ["input", "answer"]) is None
+    assert nearest("same", ["same"]) is None  # a name that exists is no typo of itself
+    assert nearest("alfa", ["alpha"]) == "alpha"
+
+
+# -- config lines -----------------------------------------------------------------------------------
+
+
+def test_key_lines_keep_the_line_of_every_key() -> None:
+    text = (
+        '[suite]\ncases = ["c.jsonl"]\n# note\n[model]\nparams = { temperature = 0, seed = 1 }\n'
+        'notes = """\nfake = 1\n"""\n[[checks]]\nslice = "*"\n[[checks]]\nslice = "a"\n'
+        '[variants."v 1"]\ntemplate_file = "x"\n'
+    )
+    lines = key_lines(text)
+    assert lines["suite.cases"] == 2
+    assert lines["model.params.seed"] == 5
+    assert lines["model.notes"] == 6 and "model.fake" not in lines  # inside a multi-line string
+    assert (lines["checks[0].slice"], lines["checks[1].slice"]) == (10, 12)
+    assert lines["variants.v 1.template_file"] == 14
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('[suite]\ncases = []\n\n[thresholds]\ndefualt = 0.8\n',
+         ":5: unknown key 'thresholds.defualt' (did you mean 'default'?)"),
+        ('[model]\nspec = "fake"\ntimeout_s = "slow"\n', ":3: model.timeout_s: Input should be a valid number"),
+        ('[suite]\n\ncases = ["../x.jsonl"]\n', ":3: suite.cases = '../x.jsonl' points outside"),
+        ('[model]\nspec = "fake:../rules.json"\n', ":2: model.spec = 'fake:../rules.json' points outside"),
+        ('[model]\nspec = "fake"\n[gate]\nalpha = 2\n', ":4: gate.alpha: Input should be less than 1"),
+    ],
+    ids=["unknown-key", "wrong-type", "path-outside", "rules-outside", "range"],
+)
+def test_config_errors_name_their_line(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "promptsuite.toml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert str(info.value).startswith(str(path) + message)
+
+
+def test_pyproject_table_errors_name_the_line_in_pyproject(tmp_path: Path) -> None:
+    path = tmp_path / "pyproject.toml"
+    path.write_text('[project]\nname = "x"\n\n[tool.promptsuite.thresholds]\ndefualt = 0.5\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"pyproject.toml:5: unknown key 'tool.promptsuite.thresholds.defualt'"):
+        load_config(path)
+
+
+def test_a_missing_template_file_names_the_variant_line(tmp_path: Path) -> None:
+    path = tmp_path / "promptsuite.toml"
+    path.write_text('[template]\ntemplate_file = "a.txt"\n[variants.v1]\n[variants.v2]\ntemplate_file = "gone.txt"\n',
+                    encoding="utf-8")
+    (tmp_path / "a.txt").write_text("{input}", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"promptsuite.toml:5: variants.v2.template_file = 'gone.txt': cannot read"):
+        CasePrompts.from_suite(load_config(path))
+
+
+# -- what each kind of prompt reads -----------------------------------------------------------------
+
+
+def test_each_renderer_says_what_it_reads() -> None:
+    text = 'Hi {name}\n{"json": 1} <tier> {{ city }}\n'
+    assert [(r.name, r.line) for r in FormatRenderer().fields(text)] == [("name", 1)]
+    assert DelimiterRenderer("<", ">").fields(text) == [FieldRead("tier", 2)]
+    assert DelimiterRenderer("<", ">", strict=False).fields(text) == [FieldRead("tier", 2, guarded=True)]
+    assert [r.name for r in JinjaRenderer().fields(text)] == ["city"]
+    assert NoneRenderer().fields(text) == []
+
+
+def test_jinja_reads_skip_what_the_template_sets_and_guard_what_it_tests() -> None:
+    source = (
+        "{% set greeting = 'hi' %}{{ greeting }} {{ input | upper }}\n"
+        "{% for turn in history %}{{ turn['content'] }}{{ loop.index }}{% endfor %}\n"
+        "{% if city is defined %}{{ city }}{% endif %}{{ mood | default('calm') }}{{ range(2) | list }}"
+    )
+    reads = jinja_reads(sandbox_environment(), source)
+    assert [(r.name, r.line, r.guarded) for r in reads] == [
+        ("input", 1, False), ("history", 2, False), ("city", 3, True), ("mood", 3, True)
+    ]
+
+
+def test_placeholder_reads_skip_json_and_numbers() -> None:
+    assert [r.name for r in placeholder_reads('{"a": 1} {0} {x!r} {ok} {_under}')] == ["ok", "_under"]
+
+
+# -- the check --------------------------------------------------------------------------------------
+
+
+def _reads(*names: str, cases: str = "all") -> TemplateReads:
+    return TemplateReads("template.template_file", tuple(FieldRead(n, 2) for n in names), Path("p.txt"), 1,
+                         cases=cases)
+
+
+def test_a_field_some_cases_lack_names_the_first_five_and_a_count() -> None:
+    cases = [case(f"c{i}", vars={"city": "x"} if i % 2 else {}) for i in range(14)]
+    report = check_fields(cases, {None: ([_reads("city")], frozenset())}, file_shown="cases.jsonl")
+    assert report.problems == [
+        "p.txt:2: template.template_file reads the field 'city', which 7 of 14 cases of cases.jsonl lack: "
+        "c0, c2, c4, c6, c8 and 2 more. Give it in their \"vars\", or list it in [template] optional to render "
+        "it empty"
+    ]
+
+
+def test_the_row_always_provides_input_answer_and_history_and_optional_and_source_names() -> None:
+    cases = [case("a"), case("b", input=["one", "two"])]
+    reads = replace(_reads("input", "question", "answer", "history", "city", "nemo_var"),
+                    provides=frozenset({"nemo_var"}))
+    report = check_fields(cases, {"v1": ([reads], frozenset({"city"}))}, file_shown="cases.jsonl")
+    assert report.problems == []
+
+
+def test_a_template_of_single_turn_cases_is_not_checked_against_multi_turn_ones() -> None:
+    cases = [case("a", vars={"x": 1}), case("b", input=["one", "two"])]
+    templates = [_reads("x", cases="single"), _reads("question", cases="multi")]
+    assert check_fields(cases, {None: (templates, frozenset())}, file_shown="f").problems == []
+
+
+def test_an_unread_vars_field_is_a_warning_unless_a_template_cannot_say() -> None:
+    cases = [case("a", vars={"extra": 1})]
+    said = check_fields(cases, {None: ([_reads("input")], frozenset())}, file_shown="f")
+    assert said.problems == [] and said.warnings == [
+        "f:0: vars field 'extra' (in 1 case, first a) is read by no template of the suite"
+    ]
+    unknown = TemplateReads("plugin renderer", None)
+    assert check_fields(cases, {None: ([unknown], frozenset())}, file_shown="f").warnings == []
+
+
+# -- optional fields render empty ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("renderer", "template"),
+    [('"format"', "[{input}|{city}]"), ('"jinja"', "[{{ input }}|{{ city }}]"),
+     ('{ type = "delimiters", start = "<", end = ">" }', "[<input>|<city>]")],
+    ids=["format", "jinja", "delimiters"],
+)
+def test_an_optional_field_a_case_leaves_out_renders_empty(tmp_path: Path, renderer: str, template: str) -> None:
+    (tmp_path / "promptsuite.toml").write_text(
+        f'[template]\ntemplate_file = "p.txt"\nrenderer = {renderer}\noptional = ["city"]\n', encoding="utf-8"
+    )
+    (tmp_path / "p.txt").write_text(template, encoding="utf-8")
+    prompts = CasePrompts.from_suite(load_config(tmp_path / "promptsuite.toml"))
+    assert prompts.prompt(case()) == "[hi|]"
+    assert prompts.prompt(case(vars={"city": "Oslo"})) == "[hi|Oslo]"
+
+
+def test_an_optional_field_renders_empty_in_an_infer_cfg_template(tmp_path: Path) -> None:
+    (tmp_path / "promptsuite.toml").write_text(
+        '[model]\nendpoint = "completions"\n[template]\nprompt_template = { template = "{input}/{city}" }\n'
+        'optional = ["city"]\n', encoding="utf-8"
+    )
+    prompts = CasePrompts.from_suite(load_config(tmp_path / "promptsuite.toml"))
+    assert prompts.prompt(case()) == "hi/"
+
+
+def test_a_prompt_source_takes_extra_provided_names() -> None:
+    """How NeMo's context variables plug in: a source's ``provides`` count as provided."""
+    from pytest_promptsuite.templates.sources import StringTemplate
+
+    source = PromptSource(string=StringTemplate("{input} {relevant_chunks}", FormatRenderer(), "t"),
+                          provides=frozenset({"relevant_chunks"}))
+    [reads] = source.fields()
+    assert check_fields([case()], {None: ([reads], frozenset())}, file_shown="f").problems == []
