@@ -21,6 +21,9 @@ from ..errors import TemplateError
 from ..suite import TemplateKind
 from .filters import builtin_filter
 from .jinja import MakeFilter
+from .nemo.prompt import NemoPrompt
+from .nemo.prompt import nemo_prompt
+from .nemo.prompt import nemo_semantics
 from .parsers import MakeParser
 from .parsers import builtin_output_parser
 from .renderers import MakeRenderer
@@ -112,7 +115,7 @@ class PromptSource:
     """What each case sends when its ``[template]`` table (after the variant) uses a task prompt
     or a string template: one of the two is set."""
 
-    task_prompt: TaskPrompt | None = None
+    task_prompt: TaskPrompt | NemoPrompt | None = None
     string: StringTemplate | None = None
 
     def prompt(self, case: PromptCase) -> Prompt:
@@ -149,18 +152,25 @@ def prompt_source(
     :class:`CasePrompts` engine's business). ConfigError when it mixes kinds.
 
     Loads and compiles everything now, so any mistake is a ConfigError before a case runs; the
-    task prompt is selected for ``model`` (the model's spec) and ``table.mode``.
+    task prompt is selected for ``table.prompt_model``, else ``model`` (the model's spec), and
+    ``table.mode``; under NeMo semantics by NeMo's rules (:mod:`.nemo`).
     """
     table = table if table is not None else config.template
     if table.kind(path=config.path) is TemplateKind.TASK_PROMPTS:
+        if nemo_semantics(table) and table.task is not None:
+            nemo = nemo_prompt(config, table, make_filter=make_filter, make_parser=make_parser)
+            return PromptSource(task_prompt=nemo)
         if table.task_prompts is None or table.task is None:
             missing = "task_prompts" if table.task_prompts is None else "task"
             raise ConfigError(f"{config.path}: [template] uses task prompts but has no {missing!r}")
+        if table.prompt_model is not None:
+            model = table.prompt_model
         prompts = load_task_prompts(
             config, table.task_prompts, make_filter=make_filter, make_parser=make_parser
         )
         return PromptSource(task_prompt=prompts.select(table.task, model, table.mode))
-    if table.mode is not None:
-        raise ConfigError(f"{config.path}: template.mode applies to task prompts; add task_prompts and task")
+    for key in ("mode", "nemo_config", "semantics", "prompt_model"):
+        if getattr(table, key) is not None:
+            raise ConfigError(f"{config.path}: template.{key} applies to task prompts; add task_prompts and task")
     string = string_template(config, table, make=make_renderer, make_filter=make_filter)
     return PromptSource(string=string) if string is not None else None
