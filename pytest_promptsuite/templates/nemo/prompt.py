@@ -43,14 +43,27 @@ if TYPE_CHECKING:
     from ...suite import TemplateConfig
 
 
-__all__ = ["DEFAULT_MAX_LENGTH", "NEMO_CONTEXT", "NemoPrompt", "nemo_prompt", "nemo_semantics", "provided_variables"]
+__all__ = [
+    "DEFAULT_MAX_LENGTH",
+    "NEMO_CONTEXT",
+    "RETRIEVED",
+    "NemoPrompt",
+    "nemo_prompt",
+    "nemo_semantics",
+    "provided_variables",
+]
 
 #: NeMo's ``max_length`` of a prompt that sets none (characters).
 DEFAULT_MAX_LENGTH = 16000
+#: What NeMo's runtime computes for a task and a case cannot hold as such (the few-shot examples
+#: and intents it retrieves from the Colang files, the knowledge base's chunks): empty unless the
+#: case's ``vars`` give them, which is also what ``render_task_prompt`` renders without them.
+RETRIEVED = ("examples", "potential_user_intents", "relevant_chunks")
 #: The variables NeMo's context gives every prompt (``user_input``: the case's last user turn,
 #: as NeMo's actions pass it), possibly empty; a case's ``vars`` override them.
 NEMO_CONTEXT = frozenset(
-    {"history", "general_instructions", "sample_conversation", "sample_conversation_two_turns", "user_input"}
+    {"history", "general_instructions", "sample_conversation", "sample_conversation_two_turns", "user_input",
+     *RETRIEVED}
 )
 
 
@@ -152,6 +165,7 @@ def nemo_prompt(
         return make_parser(NEMO_PREFIX + name, params) or make_parser(name, params)
 
     context = {
+        **dict.fromkeys(RETRIEVED, ""),
         "general_instructions": nemo.general_instructions,
         "sample_conversation": nemo.sample,
         "sample_conversation_two_turns": nemo.sample,
