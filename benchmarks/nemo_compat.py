@@ -3,6 +3,7 @@ many equal NeMo's own ``LLMTaskManager.render_task_prompt`` byte for byte; and h
 prompt selection picks the prompt NeMo's ``get_prompt`` picks.
 
     python benchmarks/nemo_compat.py --nemo-python /tmp/nemo-venv/bin/python
+    python benchmarks/nemo_compat.py --nemo-python ... --extra NeMo-Guardrails/examples --extra .../docs
 
 The reference runs in a Python that has ``nemoguardrails`` installed (0.10.1 measured; default:
 ``$PROMPTSUITE_NEMO_PYTHON``, else this Python when it can import it). Entries: every prompt of
@@ -35,6 +36,8 @@ from pytest_promptsuite.templates.nemo.config import library_prompts  # noqa: E4
 from pytest_promptsuite.templates.nemo.config import read_nemo_config  # noqa: E402
 from pytest_promptsuite.templates.nemo.prompt import nemo_prompt  # noqa: E402
 from pytest_promptsuite.templates.nemo.selection import select_nemo_prompt  # noqa: E402
+from pytest_promptsuite.templates.prompts_yml import prompts_in  # noqa: E402
+from pytest_promptsuite.templates.prompts_yml import read_yaml_file  # noqa: E402
 from pytest_promptsuite.templates.task_prompts import prompt_entries  # noqa: E402
 
 
@@ -57,8 +60,12 @@ EVENTS: list[dict[str, Any]] = [
 ]
 INSTRUCTIONS = "You are a support bot for ACME.\nAnswer briefly.\n"
 SAMPLE = 'user "Hello"\n  express greeting\nbot express greeting\n  "Hi! How can I help?"\n'
-#: Values of the variables that are not strings in NeMo's runtime (``context.relevant_chunks``).
-VALUES: dict[str, Any] = {"context": {"relevant_chunks": "<relevant chunks value>"}}
+#: Values of the variables that are not strings in NeMo's runtime (``context.relevant_chunks``,
+#: the evaluation's ``policy.id``).
+VALUES: dict[str, Any] = {
+    "context": {"relevant_chunks": "<relevant chunks value>"},
+    "policy": {"id": "<policy id>", "description": "<policy description>"},
+}
 PROVIDED = {"history", "general_instructions", "sample_conversation", "sample_conversation_two_turns"}
 
 REFERENCE = r'''
@@ -148,11 +155,17 @@ def main() -> None:
     """Print the counts: entries rendering as written, byte-equal to NeMo, selection agreement."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--nemo-python", default=os.environ.get("PROMPTSUITE_NEMO_PYTHON", sys.executable))
+    parser.add_argument("--extra", action="append", default=[], type=Path, metavar="DIR",
+                        help="also every prompt of the *.yml / *.yaml files under DIR (e.g. NeMo's examples)")
     args = parser.parse_args()
     where = "import json, os, nemoguardrails; print(json.dumps(os.path.dirname(nemoguardrails.__file__)))"
     folder = Path(json.loads(subprocess.run([args.nemo_python, "-c", where], capture_output=True, text=True,
                                             check=True).stdout))
     raw = list(library_prompts(folder)) + list(read_nemo_config(EXAMPLE).prompts)
+    for extra in args.extra:
+        for file in sorted(extra.rglob("*.y*ml")):
+            data, node = read_yaml_file(file)
+            raw += prompts_in(data, node, file, required=False)
     entries = [{"task": f"compat_{i}", "prompt": dict(p), "where": w} for i, (p, w) in enumerate(raw)]
     ref = reference(args.nemo_python, entries)
     rendered = equal = 0
