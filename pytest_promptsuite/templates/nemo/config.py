@@ -98,9 +98,11 @@ def library_folder() -> Path | None:
 
 def walk_yaml(folder: Path) -> list[Path]:
     """The ``*.yml`` / ``*.yaml`` files under ``folder`` in NeMo's order (``os.walk``, links
-    followed), leaving out the ``kb/`` folder as NeMo does."""
-    files = []
-    for root, _, names in os.walk(folder, followlinks=True):
+    followed, each real folder once so a link loop ends), leaving out ``kb/`` as NeMo does."""
+    files, seen = [], set()
+    for root, dirs, names in os.walk(folder, followlinks=True):
+        seen.add(os.path.realpath(root))
+        dirs[:] = [d for d in dirs if os.path.realpath(os.path.join(root, d)) not in seen]
         for name in names:
             path = Path(root) / name
             if name.endswith((".yml", ".yaml")) and not str(path.relative_to(folder)).startswith("kb"):
@@ -132,7 +134,15 @@ def nemo_defaults(colang_version: str = "1.0") -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def _models(value: Any, file: Path) -> list[NemoModel]:
+def _line(node: Any, key: str) -> str:
+    """``:LINE`` of ``key`` in a file's top mapping (empty when it cannot be told)."""
+    for k, _ in getattr(node, "value", None) or ():
+        if getattr(k, "value", None) == key:
+            return f":{k.start_mark.line + 1}"
+    return ""
+
+
+def _models(value: Any, file: str) -> list[NemoModel]:
     if not isinstance(value, list):
         raise ConfigError(f"{file}: 'models' must be a list of {{type, engine, model}}")
     out = []
@@ -144,21 +154,25 @@ def _models(value: Any, file: Path) -> list[NemoModel]:
     return out
 
 
-def _join(joined: dict[str, Any], data: Any, file: Path) -> None:
+def _join(joined: dict[str, Any], data: Any, node: Any, file: Path) -> None:
     if data is None:
         return
     if not isinstance(data, dict):
         raise ConfigError(f"{file}: a NeMo config file must be a mapping")
     instructions = data.get("instructions") or []
     if not isinstance(instructions, list) or not all(isinstance(i, dict) for i in instructions):
-        raise ConfigError(f"{file}: 'instructions' must be a list of {{type, content}}")
+        raise ConfigError(f"{file}{_line(node, 'instructions')}: 'instructions' must be a list of {{type, content}}")
     joined["instructions"] += instructions
-    joined["models"] += _models(data.get("models") or [], file)
+    joined["models"] += _models(data.get("models") or [], f"{file}{_line(node, 'models')}")
     for key in _LAST_WINS:
         if key in data:
             joined[key] = data[key]
-    if key_type := [k for k in ("sample_conversation", "prompting_mode") if k in data and not isinstance(data[k], str)]:
-        raise ConfigError(f"{file}: {key_type[0]!r} must be a string")
+    for key in ("sample_conversation", "prompting_mode"):
+        if key in data and not isinstance(data[key], str):
+            raise ConfigError(f"{file}{_line(node, key)}: {key!r} must be a string")
+    temperature = data.get("lowest_temperature")
+    if temperature is not None and (isinstance(temperature, bool) or not isinstance(temperature, (int, float))):
+        raise ConfigError(f"{file}{_line(node, 'lowest_temperature')}: 'lowest_temperature' must be a number")
 
 
 def read_nemo_config(folder: Path, *, root: Path | None = None) -> NemoConfig:
@@ -172,12 +186,10 @@ def read_nemo_config(folder: Path, *, root: Path | None = None) -> NemoConfig:
         if root is not None and root.resolve() not in file.resolve().parents:
             raise ConfigError(f"{file}: points outside the suite's folder {root.resolve()}")
         data, node = read_yaml_file(file)
-        _join(joined, data, file)
+        _join(joined, data, node, file)
         prompts.extend(prompts_in(data, node, file, required=False))
     version = str(joined.get("colang_version") or "1.0")
     temperature = joined.get("lowest_temperature")
-    if temperature is not None and (isinstance(temperature, bool) or not isinstance(temperature, (int, float))):
-        raise ConfigError(f"{folder}: 'lowest_temperature' must be a number")
     return NemoConfig(
         folder=folder,
         prompts=tuple(prompts),

@@ -148,13 +148,20 @@ def nemo_prompt(
     line and construct when the selected prompt does not compile."""
     assert table.task is not None
     nemo = _nemo_config(config, table)
-    raw = list(library_prompts()) + list(nemo.prompts)
+    library = library_prompts()
+    raw = list(library) + list(nemo.prompts)
     if table.task_prompts is not None:
         raw += read_prompts(config.resolve(table.task_prompts, key="template.task_prompts"), root=config.root)
     model = table.prompt_model or nemo.model_for(table.task)
     mode = table.mode or nemo.prompting_mode or STANDARD
     source = f"{config.path}: [template] task {table.task!r} (NeMo semantics)"
-    entry = select_nemo_prompt(prompt_entries(raw), table.task, model, mode, source)
+    try:
+        entry = select_nemo_prompt(prompt_entries(raw), table.task, model, mode, source)
+    except ConfigError as exc:
+        if library:
+            raise
+        raise ConfigError(f"{exc} (NeMo's built-in prompts come from an installed nemoguardrails package; "
+                          "none is installed, so only the config's prompts count)") from exc
     env = sandbox_environment()
     env.keep_trailing_newline = False  # NeMo's Jinja environment drops a template's final newline
 
