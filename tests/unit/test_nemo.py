@@ -26,6 +26,7 @@ from pytest_promptsuite.templates.nemo import read_nemo_config
 from pytest_promptsuite.templates.nemo import select_nemo_prompt
 from pytest_promptsuite.templates.nemo.config import library_folder
 from pytest_promptsuite.templates.nemo.parsers import content_safety
+from pytest_promptsuite.templates.sources import prompt_source
 from pytest_promptsuite.templates.task_prompts import prompt_entries
 
 
@@ -316,6 +317,12 @@ class TestConfigErrors:
         with pytest.raises(ConfigError, match=message.replace("(", r"\(")):
             read_nemo_config(tmp_path / "config")
 
+    def test_nemo_config_is_nemo_semantics(self, tmp_path: Path) -> None:
+        toml = '[template]\nnemo_config = "config"\ntask = "general"\nsemantics = "promptsuite"\n'
+        suite = _suite(tmp_path, CONFIG, PROMPTS, toml)
+        with pytest.raises(ConfigError, match="nemo_config renders with NeMo's semantics"):
+            nemo_prompt(suite, suite.template, make_filter=make_filter, make_parser=make_parser)
+
     def test_a_link_loop_in_the_folder_ends(self, tmp_path: Path) -> None:
         _suite(tmp_path, "models: []\n", "prompts:\n  - {task: t, content: x}\n", "")
         (tmp_path / "config" / "loop").symlink_to(tmp_path / "config")
@@ -328,3 +335,15 @@ class TestConfigErrors:
         suite = _suite(tmp_path, "models: []\n", PROMPTS, toml)
         with pytest.raises(ConfigError, match="none is installed, so only the config's prompts count"):
             nemo_prompt(suite, suite.template, make_filter=make_filter, make_parser=make_parser)
+
+
+def test_prompt_model_selects_under_our_own_rules_too(tmp_path: Path) -> None:
+    (tmp_path / "prompts.yml").write_text(
+        "prompts:\n  - {task: t, content: generic}\n  - {task: t, content: for-gpt-4o, models: [openai/gpt-4o]}\n",
+        encoding="utf-8")
+    (tmp_path / "promptsuite.toml").write_text(
+        '[template]\ntask_prompts = "prompts.yml"\ntask = "t"\nprompt_model = "openai/gpt-4o"\n', encoding="utf-8")
+    suite = load_config(tmp_path / "promptsuite.toml")
+    source = prompt_source(suite, model="fake")
+    assert source is not None and source.task_prompt is not None
+    assert source.task_prompt.render({}) == "for-gpt-4o"

@@ -147,6 +147,9 @@ def nemo_prompt(
     it: a construct we lack elsewhere in the files blocks nothing). ConfigError naming the file,
     line and construct when the selected prompt does not compile."""
     assert table.task is not None
+    if table.nemo_config is not None and table.semantics == "promptsuite":
+        raise ConfigError(f"{config.path}: template.nemo_config renders with NeMo's semantics; "
+                          "drop semantics = 'promptsuite' (or nemo_config)")
     nemo = _nemo_config(config, table)
     library = library_prompts()
     raw = list(library) + list(nemo.prompts)
