@@ -28,37 +28,18 @@ from pytest_promptsuite.templates.nemo.config import library_folder
 from pytest_promptsuite.templates.nemo.parsers import content_safety
 from pytest_promptsuite.templates.sources import prompt_source
 from pytest_promptsuite.templates.task_prompts import prompt_entries
+from tests.fixtures.nemo.inputs import COLANG
+from tests.fixtures.nemo.inputs import EVENTS
+from tests.fixtures.nemo.inputs import ON_COLANG
+from tests.fixtures.nemo.inputs import ON_EVENTS
+from tests.fixtures.nemo.inputs import PARSER_INPUTS
+from tests.fixtures.nemo.inputs import SAFETY_ANSWERS
+from tests.fixtures.nemo.inputs import V2
 
 
 EXPECTED = json.loads(
     (Path(__file__).parents[1] / "fixtures" / "nemo" / "expected-0.10.1.json").read_text(encoding="utf-8")
 )
-EVENTS: list[dict[str, Any]] = [
-    {"type": "UtteranceUserActionFinished", "final_transcript": "Hi"},
-    {"type": "UserMessage", "text": "Hi"},
-    {"type": "UserIntent", "intent": "express greeting"},
-    {"type": "BotIntent", "intent": "express greeting", "instructions": "be brief"},
-    {"type": "StartUtteranceBotAction", "script": "Hello!"},
-    {"type": "StartInternalSystemAction", "action_name": "lookup", "is_system_action": False},
-    {"type": "InternalSystemActionFinished", "action_name": "lookup", "return_value": "a\nb",
-     "is_system_action": False},
-    {"type": "UtteranceUserActionFinished", "final_transcript": "Refund?"},
-    {"type": "UserMessage", "text": "Refund?"},
-]
-COLANG = (
-    'user "Hi"\n  express greeting\nbot express greeting\n  "Hello!"\n# note\nuser "Refund?"\n  ask refund\n\n'
-    'bot inform\n  "Sure"\n'
-)
-V2 = (
-    'user action: user said "hi"\nuser intent: user expressed greeting\nbot intent: bot express greeting\n'
-    'bot action: bot say "Hello"\n\nuser action: user said "bye"\n'
-)
-ON_EVENTS = ["colang", "co_v2", "colang_without_identifiers", "to_chat_messages", "user_assistant_sequence",
-             "user_assistant_sequence_nemollm"]
-ON_COLANG = ["to_messages", "to_messages_nemollm", "to_intent_messages", "to_intent_messages_2", "verbose_v1",
-             "remove_text_messages"]
-
-
 class TestFiltersAsNeMo:
     @pytest.mark.parametrize("name", ON_EVENTS)
     def test_on_an_event_history(self, name: str) -> None:
@@ -90,15 +71,11 @@ class TestFiltersAsNeMo:
 
 
 class TestOutputParsersAsNeMo:
-    def test_intents_and_messages(self) -> None:
-        parsers = EXPECTED["parsers"]
-        assert NEMO_OUTPUT_PARSERS["user_intent"]("User intent:  ask refund ") == parsers["user_intent"]
-        assert NEMO_OUTPUT_PARSERS["bot_intent"]("Bot intent: inform") == parsers["bot_intent"]
-        assert NEMO_OUTPUT_PARSERS["bot_message"]('Bot message: "Sure" ') == parsers["bot_message"]
-        text = ' User intent: ask refund\nbot message: "x"\nBot intent: inform '
-        assert NEMO_OUTPUT_PARSERS["verbose_v1"](text) == parsers["verbose_v1"]
+    @pytest.mark.parametrize("name", ["user_intent", "bot_intent", "bot_message", "verbose_v1"])
+    def test_intents_and_messages(self, name: str) -> None:
+        assert NEMO_OUTPUT_PARSERS[name](PARSER_INPUTS[name]) == EXPECTED["parsers"][name]
 
-    @pytest.mark.parametrize("answer", ["Yes", "No.", "safe", "unsafe S1 S2", "maybe", "I think no"])
+    @pytest.mark.parametrize("answer", SAFETY_ANSWERS)
     def test_is_content_safe(self, answer: str) -> None:
         safe, policies = EXPECTED["safe"][answer]
         assert content_safety(answer) == (safe, policies)
