@@ -21,6 +21,8 @@ from .models import Model
 from .models import make_model
 from .suite import ModelConfig
 from .templates.filters import builtin_filter
+from .templates.nemo.filters import nemo_filter
+from .templates.nemo.parsers import nemo_output_parser
 from .templates.parsers import OutputParser
 from .templates.parsers import builtin_output_parser
 from .templates.renderers import Renderer
@@ -64,12 +66,13 @@ def pytest_promptsuite_make_renderer(name: str, params: dict[str, Any]) -> Rende
 
 @hookimpl(trylast=True)
 def pytest_promptsuite_make_output_parser(name: str, params: dict[str, Any]) -> OutputParser | None:
-    """The built-in output parsers (``strip_prefix``, ``json``, NeMo's); None for other names."""
-    return builtin_output_parser(name, params)
+    """The built-in output parsers (``strip_prefix``, ``json``, NeMo's; NeMo's own semantics as
+    ``nemo.NAME``); None for other names."""
+    return builtin_output_parser(name, params) or nemo_output_parser(name, params)
 
 
 @hookimpl(trylast=True)
 def pytest_promptsuite_make_jinja_filter(name: str) -> Callable[..., Any] | None:
     """The built-in Jinja filters (history filters, NeMo's ``indent``); None for other names, so
-    Jinja's own filter of that name, if any, applies."""
-    return builtin_filter(name)
+    Jinja's own filter of that name, if any, applies. NeMo's filters answer as ``nemo.NAME``."""
+    return builtin_filter(name) or nemo_filter(name)

@@ -133,7 +133,7 @@ _CHOOSING: dict[TemplateKind, tuple[str, ...]] = {
 #: modifying) drops the ``[template]`` keys of the other kinds. ``output_column`` is of no kind.
 _MODIFYING: dict[TemplateKind, tuple[str, ...]] = {
     TemplateKind.INFER_CFG: ("retriever", "infer_mode"),
-    TemplateKind.TASK_PROMPTS: ("mode",),
+    TemplateKind.TASK_PROMPTS: ("mode", "nemo_config", "semantics", "prompt_model"),
     TemplateKind.FILE: ("renderer",),
 }
 
@@ -154,6 +154,11 @@ class TemplateConfig(_Section):
     infer_mode: Union[str, None] = None
     multiturn_template: Union[dict[str, Any], None] = None
     optional: Union[list[str], None] = None  # fields a case may leave out: they render empty
+    nemo_config: Union[str, None] = None
+    """A NeMo Guardrails config folder: its prompts, instructions and models; NeMo semantics."""
+    semantics: Union[Literal["promptsuite", "nemo"], None] = None
+    prompt_model: Union[str, None] = None
+    """The model name that selects a NeMo prompt (``openai/gpt-4o``), apart from the one that runs."""
 
     def kind(self, *, path: Path | None = None) -> TemplateKind:
         """The kind of prompt this table makes (INFER_CFG when it sets no choosing key); called

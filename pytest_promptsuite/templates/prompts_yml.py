@@ -21,8 +21,8 @@ from ..formats.yamlio import load_yaml
 from .filters import ROLES
 
 
-__all__ = ["MESSAGE_KEYS", "PROMPT_KEYS", "STANDARD", "check_message", "check_prompt", "read_prompts",
-           "template_sources"]
+__all__ = ["MESSAGE_KEYS", "PROMPT_KEYS", "STANDARD", "check_message", "check_prompt", "prompts_in",
+           "read_prompts", "read_yaml_file", "template_sources"]
 
 PROMPT_KEYS = (
     "task",
@@ -67,13 +67,25 @@ def _inside(file: Path, root: Path) -> None:
 
 
 def _read_file(file: Path, *, required: bool) -> list[RawPrompt]:
+    data, node = read_yaml_file(file)
+    return prompts_in(data, node, file, required=required)
+
+
+def read_yaml_file(file: Path) -> tuple[Any, Any]:
+    """The value and node tree of a UTF-8 YAML file (bounded: :func:`load_yaml`); ConfigError
+    naming the file when it cannot be read or parsed."""
     try:
         text = file.read_bytes().decode("utf-8")
     except OSError as exc:
-        raise ConfigError(f"{file}: cannot read the prompts file: {exc.strerror}") from exc
+        raise ConfigError(f"{file}: cannot read the file: {exc.strerror}") from exc
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{file}: not UTF-8 text: {exc}") from exc
-    data, node = load_yaml(text, str(file))  # parsed once; aliases, depth and repeated keys bounded
+    return load_yaml(text, str(file))  # parsed once; aliases, depth and repeated keys bounded
+
+
+def prompts_in(data: Any, node: Any, file: Path, *, required: bool) -> list[RawPrompt]:
+    """The prompts of a parsed file's ``prompts:`` list, each with ``path:line``; a file without
+    one is an error when ``required``, else holds none."""
     if not isinstance(data, dict) or "prompts" not in data:
         if required:
             raise ConfigError(f"{file}: has no 'prompts:' list (NeMo Guardrails' prompts.yml layout)")

@@ -28,6 +28,10 @@ from ..suite import TemplateKind
 from .fields import TemplateReads
 from .filters import builtin_filter
 from .jinja import MakeFilter
+from .nemo.prompt import NEMO_CONTEXT
+from .nemo.prompt import NemoPrompt
+from .nemo.prompt import nemo_prompt
+from .nemo.prompt import nemo_semantics
 from .parsers import MakeParser
 from .parsers import builtin_output_parser
 from .renderers import MakeRenderer
@@ -144,7 +148,7 @@ class PromptSource:
     """What each case sends when its ``[template]`` table (after the variant) uses a task prompt
     or a string template: one of the two is set."""
 
-    task_prompt: TaskPrompt | None = None
+    task_prompt: TaskPrompt | NemoPrompt | None = None
     string: StringTemplate | None = None
     #: ``[template] optional``: fields a case may leave out; they render empty.
     optional: frozenset[str] = frozenset()
@@ -156,7 +160,7 @@ class PromptSource:
         if self.string is not None:
             return [replace(self.string.fields(), provides=self.provides)]
         assert self.task_prompt is not None
-        prompt = self.task_prompt
+        prompt = self.task_prompt.prompt if isinstance(self.task_prompt, NemoPrompt) else self.task_prompt
         where, _, line = prompt.where.rpartition(":")
         path = Path(where) if line.isdigit() else None
         return [
@@ -202,7 +206,8 @@ def prompt_source(
     ConfigError when it mixes kinds.
 
     Loads and compiles everything now, so any mistake is a ConfigError before a case runs; the
-    task prompt is selected for ``model`` (the model's spec) and ``table.mode``.
+    task prompt is selected for ``table.prompt_model``, else ``model`` (the model's spec), and
+    ``table.mode``; under NeMo semantics by NeMo's rules (:mod:`.nemo`).
     """
     table = table if table is not None else config.template
 
@@ -211,12 +216,17 @@ def prompt_source(
 
     optional = frozenset(table.optional or ())
     if table.kind(path=config.path) is TemplateKind.TASK_PROMPTS:
+        if nemo_semantics(table) and table.task is not None:
+            nemo = nemo_prompt(config, table, make_filter=make_filter, make_parser=make_parser)
+            return PromptSource(task_prompt=nemo, optional=optional, provides=NEMO_CONTEXT)
         if table.task_prompts is None or table.task is None:
             missing = "task_prompts" if table.task_prompts is None else "task"
             raise ConfigError(f"{where('task_prompts')}: [template] uses task prompts but has no {missing!r}")
         key = config.template_key(variant, "task_prompts")
         if not config.resolve(table.task_prompts, key=key).exists():
             raise ConfigError(f"{config.where(key)}: {key} = {table.task_prompts!r}: no such file or folder")
+        if table.prompt_model is not None:
+            model = table.prompt_model
         prompts = load_task_prompts(
             config, table.task_prompts, make_filter=make_filter, make_parser=make_parser
         )
@@ -225,7 +235,8 @@ def prompt_source(
         except ConfigError as exc:
             raise ConfigError(f"{where('task')}: {exc}") from exc
         return PromptSource(task_prompt=chosen, optional=optional)
-    if table.mode is not None:
-        raise ConfigError(f"{where('mode')}: template.mode applies to task prompts; add task_prompts and task")
+    for key in ("mode", "nemo_config", "semantics", "prompt_model"):
+        if getattr(table, key) is not None:
+            raise ConfigError(f"{where(key)}: template.{key} applies to task prompts; add task_prompts and task")
     string = string_template(config, table, make=make_renderer, make_filter=make_filter, variant=variant)
     return PromptSource(string=string, optional=optional) if string is not None else None

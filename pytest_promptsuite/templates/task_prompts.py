@@ -21,6 +21,8 @@ Rules, and where we differ from NeMo on purpose:
 - ``max_length`` has no default (NeMo's is 16000): without it nothing is dropped. With it, whole
   oldest turns of ``history`` are dropped until the prompt fits; the template's system prompt and
   the last user turn are never dropped, and a prompt that cannot fit is an error, never cut.
+- Only a selected prompt compiles (its templates, the filters they use, its output parser): a
+  construct that one prompt of a file uses and we lack blocks no other prompt of the file.
 - A chat message whose rendered content is blank is left out (NeMo does the same), so a message
   can be made conditional with ``{% if %}``.
 """
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Mapping
+from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import field
 from pathlib import Path
@@ -59,6 +62,7 @@ from .parsers import OutputParserError
 from .parsers import builtin_output_parser
 from .parsers import make_output_parser
 from .prompts_yml import STANDARD
+from .prompts_yml import RawPrompt
 from .prompts_yml import check_message
 from .prompts_yml import check_prompt
 from .prompts_yml import read_prompts
@@ -72,9 +76,12 @@ if TYPE_CHECKING:
 __all__ = [
     "MessageTemplate",
     "OutputParserError",
+    "PromptEntry",
     "TaskPrompt",
     "TaskPrompts",
+    "compile_prompt",
     "load_task_prompts",
+    "prompt_entries",
     "prompt_length",
 ]
 
@@ -132,7 +139,8 @@ class TaskPrompt:
             out["max_tokens"] = self.max_tokens
         return out
 
-    def _render_once(self, row: Mapping[str, Any]) -> Rendered:
+    def render_once(self, row: Mapping[str, Any]) -> Rendered:
+        """The prompt for ``row`` as the templates render it (no ``max_length`` applied)."""
         if self.content is not None:
             return render_template(self.content, row, self.name)
         messages: list[Message] = []
@@ -153,7 +161,7 @@ class TaskPrompt:
         dropped one whole turn at a time until it fits. Raises TemplateError naming the prompt.
         """
         budget = max_length if max_length is not None else self.max_length
-        prompt = self._render_once(row)
+        prompt = self.render_once(row)
         if budget is None or prompt_length(prompt) <= budget:
             return prompt
         history = row.get("history")
@@ -162,7 +170,7 @@ class TaskPrompt:
         for k in range(1, droppable + 1):
             kept_system = [m for turn in turns[:k] for m in turn if role_of(m) == "system"]
             shorter = kept_system + [m for turn in turns[k:] for m in turn]
-            prompt = self._render_once({**row, "history": shorter})
+            prompt = self.render_once({**row, "history": shorter})
             if prompt_length(prompt) <= budget:
                 return prompt
         raise TemplateError(
@@ -207,7 +215,7 @@ def _literal_messages(text: str, where: str) -> list[Message]:
     return out
 
 
-def _model_rank(prompt: TaskPrompt, model: str | None) -> int | None:
+def _model_rank(prompt: PromptEntry, model: str | None) -> int | None:
     """How well ``prompt.models`` matches ``model``: 3 exact, 2 model name, 1 provider,
     0 no ``models`` at all, None when the prompt is for other models."""
     if not prompt.models:
@@ -231,8 +239,12 @@ def _model_rank(prompt: TaskPrompt, model: str | None) -> int | None:
 class TaskPrompts:
     """Every prompt of one ``prompts.yml`` (or folder), in file order."""
 
-    prompts: tuple[TaskPrompt, ...]
+    entries: tuple[PromptEntry, ...]
     source: str
+    env: SandboxedEnvironment = field(repr=False, compare=False)
+    make_filter: MakeFilter = field(default=builtin_filter, repr=False, compare=False)
+    make_parser: MakeParser = field(default=builtin_output_parser, repr=False, compare=False)
+    _compiled: dict[str, TaskPrompt] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def load(
@@ -244,27 +256,36 @@ class TaskPrompts:
         make_parser: MakeParser = builtin_output_parser,
     ) -> TaskPrompts:
         """Load a ``prompts.yml`` or every ``*.yml``/``*.yaml`` under a folder (sorted by path;
-        files without a ``prompts`` key are skipped there). Templates are compiled and output
-        parsers made now, so a bad prompt is a ConfigError before any case runs. With ``root``,
-        a file that resolves outside it (a symlink) is refused. ``make_filter`` and
-        ``make_parser`` are the Jinja filter and output parser lookups (the hooks under pytest)."""
+        files without a ``prompts`` key are skipped there). Every prompt's keys are checked now;
+        a prompt's templates compile and its output parser is made only when it is selected, so
+        a construct one prompt lacks support for blocks no other. With ``root``, a file that
+        resolves outside it (a symlink) is refused. ``make_filter`` and ``make_parser`` are the
+        Jinja filter and output parser lookups (the hooks under pytest)."""
         path = Path(path)
-        raw = read_prompts(path, root=root)
-        env = sandbox_environment()
-        install_filters(env, template_sources(raw), make_filter)
-        prompts = tuple(_build(entry, where, env, make_parser) for entry, where in raw)
-        return cls(prompts, str(path))
+        entries = prompt_entries(read_prompts(path, root=root))
+        return cls(entries, str(path), sandbox_environment(), make_filter, make_parser)
+
+    @property
+    def prompts(self) -> tuple[TaskPrompt, ...]:
+        """Every prompt compiled, in file order (a bad template anywhere is a ConfigError)."""
+        return tuple(self.compiled(entry) for entry in self.entries)
+
+    def compiled(self, entry: PromptEntry) -> TaskPrompt:
+        """``entry`` compiled (once): its templates, the filters they use, its output parser."""
+        if entry.where not in self._compiled:
+            self._compiled[entry.where] = compile_prompt(entry, self.env, self.make_filter, self.make_parser)
+        return self._compiled[entry.where]
 
     def tasks(self) -> list[str]:
         """The tasks that have at least one prompt, in first-seen order."""
-        return list(dict.fromkeys(p.task for p in self.prompts))
+        return list(dict.fromkeys(p.task for p in self.entries))
 
     def select(self, task: str, model: str | None = None, mode: str | None = None) -> TaskPrompt:
         """The prompt for ``task`` on ``model`` (a spec such as ``openai:gpt-4o``; NeMo's
         ``openai/gpt-4o`` entries match it too) in ``mode`` (default ``standard``); see the
         module docstring for the order. ConfigError naming the task when none fits."""
         mode = mode or STANDARD
-        for_task = [p for p in self.prompts if p.task == task]
+        for_task = [p for p in self.entries if p.task == task]
         if not for_task:
             raise ConfigError(
                 f"{self.source}: no prompt for task {task!r}"
@@ -277,7 +298,7 @@ class TaskPrompts:
             candidates = [(p, r) for p, r in eligible if p.mode == wanted]
             if candidates:
                 best = max(r for _, r in candidates)
-                return [p for p, r in candidates if r == best][-1]
+                return self.compiled([p for p, r in candidates if r == best][-1])
         modes = sorted({p.mode for p, _ in eligible})
         if not eligible:
             reason = f"every prompt for it lists other models than {model!r}"
@@ -286,9 +307,39 @@ class TaskPrompts:
         raise ConfigError(f"{self.source}: no prompt for task {task!r} on model {model!r}: {reason}")
 
 
+@dataclass(frozen=True)
+class PromptEntry:
+    """One prompt of a file as written: its keys checked, its templates not compiled yet."""
+
+    task: str
+    models: tuple[str, ...]
+    mode: str
+    where: str
+    raw: Mapping[str, Any] = field(repr=False, compare=False)
+
+
+def prompt_entries(raw: Sequence[RawPrompt]) -> tuple[PromptEntry, ...]:
+    """The prompts of :func:`read_prompts`, each checked (ConfigError naming ``path:line``)."""
+    out = []
+    for entry, where in raw:
+        check_prompt(entry, where)
+        models = tuple(entry.get("models") or [])
+        out.append(PromptEntry(entry["task"], models, entry.get("mode", STANDARD), where, entry))
+    return tuple(out)
+
+
+def compile_prompt(
+    entry: PromptEntry, env: SandboxedEnvironment, make_filter: MakeFilter, make_parser: MakeParser
+) -> TaskPrompt:
+    """One prompt compiled in ``env`` with the filters it uses (asked of ``make_filter``) and its
+    output parser (``make_parser``); a ConfigError names ``path:line``, the task and the construct
+    (the unknown filter or parser, the syntax error)."""
+    install_filters(env, template_sources([(dict(entry.raw), entry.where)]), make_filter)
+    return _build(dict(entry.raw), entry.where, env, make_parser)
+
+
 def _build(entry: dict[str, Any], where: str, env: SandboxedEnvironment, make_parser: MakeParser) -> TaskPrompt:
-    """One prompt of a file: its keys checked, its templates compiled, its output parser made."""
-    check_prompt(entry, where)
+    """One prompt of a file (keys checked): its templates compiled, its output parser made."""
     task, mode, stop = entry["task"], entry.get("mode", STANDARD), entry.get("stop")
     name = f"{where} (task {task!r}, mode {mode!r})"
     content = None

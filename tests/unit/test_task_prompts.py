@@ -138,10 +138,26 @@ class TestLoadingErrors:
              "max-length", "unknown-parser", "parser-params", "no-prompts", "bad-yaml"],
     )
     def test_bad_prompt_file(self, tmp_path: Path, text: str, message: str) -> None:
+        # keys and shapes fail the load; a template or parser fails when its prompt is selected
         with pytest.raises(ConfigError) as info:
-            load(tmp_path, text)
+            load(tmp_path, text).select("a")
         assert message in str(info.value)
         assert str(tmp_path / "prompts.yml") in str(info.value)
+
+    def test_a_prompt_no_case_selects_blocks_nothing(self, tmp_path: Path) -> None:
+        prompts = load(tmp_path, """\
+            prompts:
+              - task: a
+                content: 'fine {{ input }}'
+              - task: b
+                content: '{{ history | verbose_v1 }}'
+                output_parser: is_content_safe
+            """)
+        assert prompts.select("a").render({"input": "x"}) == "fine x"
+        with pytest.raises(ConfigError) as info:
+            prompts.select("b")
+        assert f"{tmp_path / 'prompts.yml'}:4 (task 'b', mode 'standard')" in str(info.value)
+        assert "No filter named 'verbose_v1'" in str(info.value)
 
     def test_symlink_out_of_the_suite_is_refused(self, tmp_path: Path) -> None:
         outside = write(tmp_path, "prompts:\n  - task: a\n    content: secret\n", "outside/p.yml")
