@@ -182,9 +182,10 @@ class PromptSession:
         """The static prompt check of a file's cases (:func:`~.templates.fields.check_fields`):
         a field some case lacks stops collection (CaseFileError); an unread ``vars`` field is
         a warning, kept for the terminal and ``promptsuite validate``."""
+        templates = {variant: prompts.fields(variant) for variant in variants}
+        ice = any(t.cases == "train" for reads, _ in templates.values() for t in reads)
         report = check_fields(
-            cases, {variant: prompts.fields(variant) for variant in variants}, file_shown=shown,
-            display=self.index.display,
+            cases, templates, file_shown=shown, display=self.index.display, train=prompts.train_rows() if ice else (),
         )
         if report.problems:
             raise CaseFileError(report.problems)

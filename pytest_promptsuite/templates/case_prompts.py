@@ -369,6 +369,10 @@ class CasePrompts:
         source = self.sources.get(variant)
         return source.parse_output(text) if source is not None else text
 
+    def train_rows(self) -> list[dict[str, Any]]:
+        """The rows of ``[suite] train`` (read once), the in-context examples' fields."""
+        return self._train_rows()
+
     def _train_rows(self) -> list[dict[str, Any]]:
         if self._train is None:
             self._train = load_train_rows(self.train_file) if self.train_file is not None else []

@@ -216,7 +216,7 @@ def _one_template(
             problems.append(
                 f"{where}: {which} reads the field {read.name!r}, which no case of {file_shown} provides"
                 + (f" (did you mean {hint!r}?)" if hint else "")
-                + f"; {len(missing)} case{'s' if len(missing) != 1 else ''} lack it. Give it in each case's "
+                + f"; {len(missing)} case{'s lack' if len(missing) != 1 else ' lacks'} it. Give it in each case's "
                 "\"vars\", or list it in [template] optional to render it empty"
             )
         else:
@@ -228,17 +228,40 @@ def _one_template(
     return problems
 
 
+def _train_problems(
+    template: TemplateReads, train: Sequence[Mapping[str, Any]], optional: frozenset[str], display: Any
+) -> list[str]:
+    """An ICE template's reads against the train rows it renders (one problem per field)."""
+    problems = []
+    first = {r.name: r for r in reversed(template.reads or ()) if not r.guarded and r.name not in optional}
+    for read in reversed(first.values()):
+        missing = [i + 1 for i, row in enumerate(train) if read.name not in row]
+        if missing:
+            known = sorted({k for row in train for k in row})
+            hint = nearest(read.name, known)
+            problems.append(
+                f"{_place(template, read, display)}: {template.name} reads the field {read.name!r}, which "
+                f"{len(missing)} of {len(train)} train rows ([suite] train) lack"
+                + (f" (did you mean {hint!r}?)" if hint else "")
+                + f": rows {', '.join(map(str, missing[:SHOWN_CASES]))}"
+                + (f" and {len(missing) - SHOWN_CASES} more" if len(missing) > SHOWN_CASES else "")
+            )
+    return problems
+
+
 def check_fields(
     cases: Sequence[PromptCase],
     templates: Mapping[str | None, tuple[Sequence[TemplateReads], frozenset[str]]],
     *,
     file_shown: str,
     display: Any = str,
+    train: Sequence[Mapping[str, Any]] = (),
 ) -> FieldReport:
     """Compare what every template of every variant reads with what each case of a file
-    provides. ``templates`` maps a variant (None: no variants) to its templates and its
-    ``[template] optional`` fields. One problem per template and field, never per case; a
-    ``vars`` field no template reads is a warning (when every template could say what it reads)."""
+    provides, and what an ICE template reads with the ``train`` rows. ``templates`` maps a
+    variant (None: no variants) to its templates and its ``[template] optional`` fields. One
+    problem per template and field, never per case; a ``vars`` field no template reads is a
+    warning (when every template could say what it reads)."""
     report = FieldReport()
     provided = {name for case in cases for name in case.vars}
     for variant, (reads, optional) in templates.items():
@@ -246,6 +269,9 @@ def check_fields(
             report.problems.extend(
                 _one_template(template, cases, provided, optional, file_shown, variant, display)
             )
+            if template.cases == "train" and train:
+                report.problems.extend(p for p in _train_problems(template, train, optional, display)
+                                       if p not in report.problems)
             if template.reads is None:
                 report.read = None
             elif report.read is not None:

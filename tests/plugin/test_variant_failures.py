@@ -59,3 +59,8 @@ def test_an_unread_vars_field_is_a_warning_at_the_end_of_the_run(pytester: pytes
         "*promptsuite: warnings*",
         "cases.jsonl:1: vars field 'tone' (in 1 case, first a) is read by no template of the suite",
     ])
+
+
+def test_a_node_id_selects_one_variant_or_every_variant_of_a_case(suite: pytest.Pytester) -> None:
+    suite.runpytest("cases.jsonl::f-1[v2]", "-p", "no:cacheprovider").assert_outcomes(failed=1)
+    suite.runpytest("cases.jsonl::f-2", "-p", "no:cacheprovider").assert_outcomes(passed=2)

@@ -214,3 +214,22 @@ def test_a_prompt_source_takes_extra_provided_names() -> None:
                           provides=frozenset({"relevant_chunks"}))
     [reads] = source.fields()
     assert check_fields([case()], {None: ([reads], frozenset())}, file_shown="f").problems == []
+
+
+def test_an_ice_template_is_checked_against_the_train_rows(tmp_path: Path) -> None:
+    (tmp_path / "promptsuite.toml").write_text(
+        '[suite]\ntrain = "train.jsonl"\n[model]\nendpoint = "completions"\n[template]\n'
+        'retriever = { type = "FixKRetriever", fix_id_list = [0, 1] }\n'
+        'prompt_template = { template = "</E>{input} =", ice_token = "</E>" }\n'
+        'ice_template = { template = "{input} = {anwser}\\n" }\n', encoding="utf-8"
+    )
+    (tmp_path / "train.jsonl").write_text('{"input": "1+1", "answer": "2"}\n{"input": "2+2", "answer": "4"}\n',
+                                          encoding="utf-8")
+    config = load_config(tmp_path / "promptsuite.toml")
+    prompts = CasePrompts.from_suite(config)
+    report = check_fields([case()], {None: prompts.fields(None)}, file_shown="cases.jsonl",
+                          train=prompts.train_rows())
+    assert report.problems == [
+        f"{config.path}:8: template.ice_template reads the field 'anwser', which 2 of 2 train rows ([suite] train) "
+        "lack (did you mean 'answer'?): rows 1, 2"
+    ]
