@@ -1,4 +1,4 @@
-"""The ``promptsuite`` command: ``validate``, ``render``, ``diff`` and ``merge``.
+"""The ``promptsuite`` command: ``validate``, ``render``, ``diff``, ``merge`` and ``import``.
 
 It finds suites through the same :class:`~pytest_promptsuite.suites.SuiteIndex` and builds them
 through the same hooks as the pytest plugin (built-ins, installed plugins and the conftest files
@@ -144,6 +144,8 @@ def _render_case(case: PromptCase, prompts: CasePrompts, variants: list[str | No
             print(encode({**shown, "error": str(exc)}))
             continue
         shown["prompt"] = requests[0]
+        if prompts.is_ppl(variant=variant):  # the ppl mode: each label's prompt
+            shown["labels"] = dict(prompts.label_prompts(case, variant=variant))
         if isinstance(case.input, list):  # multi-turn: the requests known before any reply
             shown["requests"] = requests
         print(encode(shown))
@@ -223,6 +225,9 @@ def _parser() -> argparse.ArgumentParser:
     merge.add_argument("--out", required=True, metavar="DIR")
     merge.add_argument("--prompt-baseline", default=None, metavar="PATH")
     merge.set_defaults(func=_merge)
+    from .importers.command import add_import_command
+
+    add_import_command(commands)
     return parser
 
 

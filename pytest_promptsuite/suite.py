@@ -131,7 +131,7 @@ _CHOOSING: dict[TemplateKind, tuple[str, ...]] = {
 #: The keys that only modify their kind. A variant that sets any key of a kind (choosing or
 #: modifying) drops the ``[template]`` keys of the other kinds. ``output_column`` is of no kind.
 _MODIFYING: dict[TemplateKind, tuple[str, ...]] = {
-    TemplateKind.INFER_CFG: ("retriever", "infer_mode"),
+    TemplateKind.INFER_CFG: ("retriever", "infer_mode", "inferencer"),
     TemplateKind.TASK_PROMPTS: ("mode",),
     TemplateKind.FILE: ("renderer",),
 }
@@ -152,6 +152,8 @@ class TemplateConfig(_Section):
     renderer: Union[dict[str, Any], str, None] = None
     infer_mode: Union[str, None] = None
     multiturn_template: Union[dict[str, Any], None] = None
+    #: ``"ppl"``: a label map's cases score one prompt per label and predict the likeliest.
+    inferencer: Union[Literal["gen", "ppl"], None] = None
 
     def kind(self, *, path: Path | None = None) -> TemplateKind:
         """The kind of prompt this table makes (INFER_CFG when it sets no choosing key); called

@@ -22,6 +22,12 @@ from .limits import YAML_NODES
 __all__ = ["load_yaml"]
 
 
+def _mark(exc: yaml.YAMLError) -> str:
+    """``:line`` of a YAML error (where the problem is), or ``""``."""
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    return f":{int(mark.line) + 1}" if mark is not None else ""
+
+
 def _line(node: yaml.Node) -> int:
     return int(node.start_mark.line) + 1
 
@@ -90,7 +96,7 @@ def load_yaml(text: str, where: str) -> tuple[Any, yaml.Node | None]:
             mark = loader.get_mark()
             raise ConfigError(f"{where}:{int(mark.line) + 1}: nested deeper than {DEPTH}") from None
         except yaml.YAMLError as exc:
-            raise ConfigError(f"{where}: invalid YAML: {exc}") from exc
+            raise ConfigError(f"{where}{_mark(exc)}: invalid YAML: {exc}") from exc
         if node is None:
             return None, None
         try:
@@ -100,6 +106,6 @@ def load_yaml(text: str, where: str) -> tuple[Any, yaml.Node | None]:
         try:
             return loader.construct_document(node), node
         except yaml.YAMLError as exc:
-            raise ConfigError(f"{where}: invalid YAML: {exc}") from exc
+            raise ConfigError(f"{where}{_mark(exc)}: invalid YAML: {exc}") from exc
     finally:
         loader.dispose()
