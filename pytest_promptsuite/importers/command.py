@@ -4,10 +4,12 @@ written and what could not be carried over (exit 1 with ``path:line`` messages, 
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 from typing import Any
 
 from ..scrub import printable
+from ..scrub import register
 
 
 __all__ = ["add_import_command"]
@@ -28,6 +30,7 @@ def _opencompass(args: argparse.Namespace) -> int:
 def _promptfoo(args: argparse.Namespace) -> int:
     from .promptfoo import import_promptfoo
 
+    register(os.environ.get("OPENAI_API_KEY"))
     result = import_promptfoo(Path(args.config), out=Path(args.out), slice_key=args.slice_key)
     print(printable(result.report()))
     return 0

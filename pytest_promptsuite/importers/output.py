@@ -2,7 +2,7 @@
 
 An importer builds every file of every suite in memory first (:class:`ImportedSuite`); only then
 :func:`write_import` writes them into a fresh folder beside ``--out`` and renames it into place, so
-bad input, found at any point, leaves nothing partial behind.
+bad input, found at any point, leaves nothing partial behind. Every file goes through the scrubber.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from typing import Any
 from ..errors import ConfigError
 from ..formats.jsonio import encode
 from ..formats.tomlwrite import dump_toml
+from ..scrub import scrub
 
 
 __all__ = ["ImportResult", "ImportedSuite", "jsonl", "write_import"]
@@ -82,8 +83,8 @@ def write_import(out: Path, suites: Sequence[ImportedSuite], *, flat: bool = Fal
             base += "_"
         used.add(base)
         suite.name = base or "."
-        for relative, text in suite.rendered().items():
-            contents[f"{base}/{relative}" if base else relative] = text
+        for relative, text in suite.rendered().items():  # every file through the one scrubber
+            contents[f"{base}/{relative}" if base else relative] = scrub(text)
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".promptsuite-import-", dir=out.parent))
     try:

@@ -22,6 +22,7 @@ from ..formats.jsonio import JsonError
 from ..formats.jsonio import decode
 from ..formats.jsonio import encode
 from ..formats.yamlio import load_yaml
+from ..scrub import register
 from ..suite import confine
 from .output import ImportedSuite
 from .output import ImportResult
@@ -175,6 +176,8 @@ def _provider(config: _Config, raw: Any, where: str) -> tuple[str, dict[str, Any
         raise ConfigError(f"{where}: a provider is an id string or {{id, label, config}}")
     label = str(options.get("label") or ident)
     settings: dict[str, Any] = options["config"] if isinstance(options.get("config"), dict) else {}
+    if isinstance(settings.get("apiKey"), str):  # never carried over, and scrubbed wherever it shows
+        register(settings["apiKey"])
     if ident == "echo":
         return label, {"spec": "echo"}
     if ident.startswith("openai:"):

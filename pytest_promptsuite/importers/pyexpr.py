@@ -141,14 +141,20 @@ def _attribute(host: _Host, value: Any, name: str, node: ast.AST) -> Any:
     return getattr(value, name)
 
 
+def _elements(host: _Host, nodes: list[ast.expr]) -> list[Any]:
+    """The values of a list display or call's arguments, ``*starred`` ones spread."""
+    items: list[Any] = []
+    for elt in nodes:
+        if isinstance(elt, ast.Starred):
+            items.extend(evaluate_expr(host, elt.value))
+        else:
+            items.append(evaluate_expr(host, elt))
+    return items
+
+
 def _call(host: _Host, node: ast.Call) -> Any:
     func = node.func
-    args: list[Any] = []
-    for arg in node.args:
-        if isinstance(arg, ast.Starred):
-            args.extend(evaluate_expr(host, arg.value))
-        else:
-            args.append(evaluate_expr(host, arg))
+    args = _elements(host, node.args)
     kwargs: dict[str, Any] = {}
     for keyword in node.keywords:
         value = evaluate_expr(host, keyword.value)
@@ -295,12 +301,7 @@ def evaluate_expr(host: _Host, node: ast.expr) -> Any:  # noqa: C901 (one branch
             return _BUILTINS[node.id]
         raise host.fail(f"name {node.id!r} is not defined", node)
     if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
-        items: list[Any] = []
-        for elt in node.elts:
-            if isinstance(elt, ast.Starred):
-                items.extend(evaluate_expr(host, elt.value))
-            else:
-                items.append(evaluate_expr(host, elt))
+        items = _elements(host, node.elts)
         return items if isinstance(node, ast.List) else tuple(items) if isinstance(node, ast.Tuple) else set(items)
     if isinstance(node, ast.Dict):
         out: dict[Any, Any] = {}

@@ -152,3 +152,17 @@ def test_bad_input_is_path_line_and_writes_nothing(tmp_path: Path, capsys: pytes
     assert status == 1
     assert message in err and err.startswith(str(folder))
     assert not suite.exists()
+
+
+def test_a_key_in_the_config_is_never_written(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    key = "sk-import-test-KEY-9876543210"
+    config = tmp_path / "promptfooconfig.yaml"
+    config.write_text(f"prompts: ['Use {key} for {{{{ x }}}}']\n"
+                      f"providers:\n  - id: openai:gpt-4o-mini\n    config: {{apiKey: {key}}}\n"
+                      "tests:\n  - vars: {x: hi}\n", encoding="utf-8")
+    status, suite = _import(tmp_path, config)
+    printed = capsys.readouterr().out
+    assert status == 0 and "apiKey" in printed and key not in printed
+    written = [p.read_text(encoding="utf-8") for p in suite.rglob("*") if p.is_file()]
+    assert len(written) == 3 and not any(key in text for text in written)
+    assert "Use *** for {{ x }}" in (suite / "prompts" / "prompt-1.txt").read_text(encoding="utf-8")
