@@ -208,15 +208,17 @@ def opencompass_suites(
     root: Path | None = None,
 ) -> list[ImportedSuite]:
     """The suites of an OpenCompass dataset config, built in memory (nothing written)."""
-    names = evaluate_config(config, root=root)
+    where: dict[int, str] = {}
+    names = evaluate_config(config, root=root, where=where)
     model_import = import_model(model, root=root) if model is not None else None
     rows = DataRows.load(data, train) if data is not None or train is not None else None
     suites = []
     for dataset in _datasets(names, config):
         try:
             suites.append(dataset_suite(dataset, model_import, rows))
-        except ConfigError as exc:
-            raise ConfigError(f"{config}: {exc}") from None
+        except ConfigError as exc:  # at the dataset's infer_cfg (or the dataset) where the config built it
+            place = where.get(id(dataset.get("infer_cfg")), where.get(id(dataset), str(config)))
+            raise ConfigError(f"{place}: {exc}") from None
     return _shared(suites, config.stem)
 
 

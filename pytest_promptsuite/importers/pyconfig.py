@@ -49,8 +49,11 @@ def _size(value: Any) -> int:
 class _Evaluator:
     """One walk of one config file; base configs get their own, sharing the deadline and cache."""
 
-    def __init__(self, path: Path, root: Path, deadline: float, cache: dict[Path, dict[str, Any]]) -> None:
+    def __init__(self, path: Path, root: Path, deadline: float, cache: dict[Path, dict[str, Any]],
+                 where: dict[int, str]) -> None:
         self.path, self.root, self.deadline, self.cache = path, root, deadline, cache
+        #: ``path:line`` of each dict the config built, by ``id`` (for the importer's messages)
+        self.where = where
         self.env: dict[str, Any] = {"__file__": str(path), "__name__": "config"}
         self.line = 0
 
@@ -64,6 +67,8 @@ class _Evaluator:
             raise self.fail(f"evaluation stopped at {CONFIG_SECONDS}")
 
     def bounded(self, value: Any, node: ast.AST) -> Any:
+        if isinstance(value, dict):
+            self.where.setdefault(id(value), f"{self.path}:{getattr(node, 'lineno', None) or self.line or 1}")
         if _size(value) > CONFIG_VALUE.value:
             raise self.fail(f"a value larger than {CONFIG_VALUE}", node)
         return value
@@ -189,7 +194,7 @@ class _Evaluator:
     def load(self, source: Path, node: ast.AST) -> dict[str, Any]:
         if source not in self.cache:
             self.cache[source] = {}  # a config importing itself sees nothing, not a loop
-            self.cache[source] = _Evaluator(source, self.root, self.deadline, self.cache).evaluate()
+            self.cache[source] = _Evaluator(source, self.root, self.deadline, self.cache, self.where).evaluate()
         return self.cache[source]
 
     def evaluate(self) -> dict[str, Any]:
@@ -255,14 +260,16 @@ def config_root(path: Path) -> Path:
     return path.resolve().parent
 
 
-def evaluate_config(path: Path, *, root: Path | None = None, seconds: float | None = None) -> dict[str, Any]:
+def evaluate_config(path: Path, *, root: Path | None = None, seconds: float | None = None,
+                    where: dict[int, str] | None = None) -> dict[str, Any]:
     """The top-level names of the config at ``path`` (a ``path:line`` ConfigError when it cannot
     be evaluated); base configs and files it reads must lie inside ``root`` (:func:`config_root`);
-    the walk stops after ``seconds`` (default :data:`CONFIG_SECONDS`)."""
+    the walk stops after ``seconds`` (default :data:`CONFIG_SECONDS`); ``where`` is filled with the
+    ``path:line`` of every dict the config built, by ``id``."""
     resolved = path.resolve()
     tree = (root or config_root(path)).resolve()
     if confine(tree, resolved) is None:
         raise ConfigError(f"{path}: the config is not inside its config tree {tree}")
     deadline = time.monotonic() + (CONFIG_SECONDS.value if seconds is None else seconds)
-    return _Evaluator(resolved, tree, deadline, {}).evaluate()
+    return _Evaluator(resolved, tree, deadline, {}, where if where is not None else {}).evaluate()
 

@@ -310,7 +310,7 @@ def evaluate_expr(host: _Host, node: ast.expr) -> Any:  # noqa: C901 (one branch
                 out.update(evaluate_expr(host, value))
             else:
                 out[evaluate_expr(host, key)] = evaluate_expr(host, value)
-        return out
+        return host.bounded(out, node)
     if isinstance(node, ast.JoinedStr):
         return _fstring(host, node)
     if isinstance(node, (ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare)):

@@ -111,6 +111,14 @@ def test_bad_input_is_path_line_and_writes_nothing(tmp_path: Path, capsys: pytes
     assert status == 1
     assert f"{bad}:2: name 'undefined_name' is not defined" in capsys.readouterr().err
     assert not out.exists()
+    bad.write_text("from opencompass.openicl.icl_retriever import SlidingKRetriever\n\n"
+                   "x_infer_cfg = dict(\n    prompt_template=dict(template='{q}'),\n"
+                   "    retriever=dict(type=SlidingKRetriever))\n"
+                   "x_datasets = [dict(abbr='x', infer_cfg=x_infer_cfg)]\n",
+                   encoding="utf-8")
+    status, out = _import(tmp_path, bad)
+    assert status == 1 and not out.exists()
+    assert f"{bad}:3: infer_cfg.retriever: SlidingKRetriever is not supported" in capsys.readouterr().err
     rows = tmp_path / "rows.jsonl"
     rows.write_text('{"ctx": "a", "A": "x", "B": "y", "label": 0}\n{"ctx": "b", "A": "x", "B": "y", "label": 7}\n',
                     encoding="utf-8")
