@@ -130,6 +130,12 @@ class ScoringModel:
         score: LabelScore = self.model.score_sync(request)
         return Response(text=score.to_text(), finish_reason="stop")
 
+    async def aclose(self) -> None:
+        """Close the scoring model's connections (the runner closes the models it called)."""
+        close = getattr(self.model, "aclose", None)
+        if close is not None:
+            await close()
+
     async def generate(self, request: ModelRequest) -> Response:
         """Score ``request``'s prompt; the text of the response is the :class:`LabelScore`."""
         if callable(getattr(self.model, "score_sync", None)):
