@@ -1,4 +1,4 @@
-"""The ``promptsuite`` command: ``validate``, ``render``, ``diff`` and ``merge``.
+"""The ``promptsuite`` command: ``validate``, ``render``, ``diff``, ``merge`` and ``import``.
 
 It finds suites through the same :class:`~pytest_promptsuite.suites.SuiteIndex` and builds them
 through the same hooks as the pytest plugin (built-ins, installed plugins and the conftest files
@@ -136,12 +136,16 @@ def _text(prompt: Prompt) -> str:
     return "\n".join(parts)
 
 
-def _show(planned: PlannedCase, requests: list[Prompt], error: str | None, form: str) -> str:
-    """One case in one variant as ``render`` prints it (``form``: text or jsonl)."""
+def _show(planned: PlannedCase, requests: list[Prompt], error: str | None, form: str,
+          labels: Sequence[tuple[str, Prompt]] = ()) -> str:
+    """One case in one variant as ``render`` prints it (``form``: text or jsonl); ``labels``: in
+    the ppl mode, each label's prompt."""
     case, variant = planned.case, planned.key.variant
     if form == "jsonl":
         shown: dict[str, Any] = {"case_id": case.case_id, "variant": variant,
                                  "prompt": requests[0] if requests else None, "error": error}
+        if labels:
+            shown["labels"] = dict(labels)
         if isinstance(case.input, list) and requests:  # multi-turn: the requests known before any reply
             shown["requests"] = requests
         return encode(shown)
@@ -149,7 +153,9 @@ def _show(planned: PlannedCase, requests: list[Prompt], error: str | None, form:
     if error is not None:
         return f"{head}\nerror: {error}"
     bodies = [_text(r) for r in requests]
-    if len(bodies) > 1:
+    if labels:
+        bodies = [f"--- label {label} ---\n{_text(prompt)}" for label, prompt in labels]
+    elif len(bodies) > 1:
         bodies = [f"--- request {i + 1} of {len(bodies)} ---\n{b}" for i, b in enumerate(bodies)]
     return "\n".join([head, *bodies])
 
@@ -178,7 +184,8 @@ def _render(args: argparse.Namespace) -> int:
         for planned in chosen:
             requests, error = collected.session.dry_render(planned)
             status = 1 if error is not None else status
-            print(printable(_show(planned, requests, error, form)) + ("\n" if form == "text" else ""))
+            labels = collected.session.label_prompts(planned) if error is None else []
+            print(printable(_show(planned, requests, error, form, labels)) + ("\n" if form == "text" else ""))
         return status
     finally:
         collected.close()
@@ -235,6 +242,9 @@ def _parser() -> argparse.ArgumentParser:
     merge.add_argument("--out", required=True, metavar="DIR")
     merge.add_argument("--prompt-baseline", default=None, metavar="PATH")
     merge.set_defaults(func=_merge)
+    from .importers.command import add_import_command
+
+    add_import_command(commands)
     return parser
 
 

@@ -26,10 +26,12 @@ from .checks import Outcome
 from .checks import outcome_of
 from .errors import ModelError
 from .errors import TemplateError
+from .formats.jsonio import encode
 from .models import Model
 from .models import ModelRequest
 from .models import Prompt
 from .models import Response
+from .models import is_sync
 from .models import prompt_hash
 from .models.runner import ModelRunner
 from .templates import CasePrompts
@@ -86,6 +88,7 @@ class CasePipeline:
         self.prompts = prompts or CasePrompts()
         self._prepared: dict[CaseKey, _Prepared | TemplateError] = {}
         self._own = {name: (m, dict(p)) for name, (m, p) in (variant_models or {}).items()}
+        self._scorers: dict[int, Any] = {}  # the ppl mode: one scoring model per model (one bound)
 
     def model_for(self, variant: str | None) -> tuple[Model, dict[str, Any]]:
         """The model a variant's cases are sent to, and its params."""
@@ -109,7 +112,7 @@ class CasePipeline:
     def prefetch(self, planned: PlannedCase) -> None:
         """Render the case's first request now and start its call (for a model with I/O), so it
         is under way before pytest reaches the case; a render failure waits for :meth:`run`."""
-        if planned.key in self._prepared:
+        if planned.key in self._prepared or self._ppl(planned.key.variant):
             return
         prepared = self._prepare(planned.case, planned.key)
         self._prepared[planned.key] = prepared
@@ -132,6 +135,8 @@ class CasePipeline:
             "tags": tuple(case.tags),
             "metadata": case.metadata,
         }
+        if self._ppl(key.variant):
+            return self._run_ppl(planned, base)
         prepared = self._prepared.pop(key, None) or self._prepare(case, key)
         if isinstance(prepared, TemplateError):
             return CaseResult(outcome=Outcome.ERROR, error=f"render: {prepared}", **base)
@@ -164,6 +169,49 @@ class CasePipeline:
             usage=response.usage.to_dict() if response.usage else None,
             **base,
         )
+
+    def _ppl(self, variant: str | None) -> bool:
+        try:
+            return self.prompts.is_ppl(variant=variant)
+        except TemplateError:  # reported when the case renders
+            return False
+
+    def _run_ppl(self, planned: PlannedCase, base: dict[str, Any]) -> CaseResult:
+        """The ppl mode: score each label's prompt, predict the label of lowest perplexity and
+        check it against ``answer``; the output is the predicted label."""
+        from .checks.ppl import label_check
+        from .models.scoring import LabelScore
+        from .models.scoring import ScoringModel
+        from .models.scoring import predict_label
+
+        case, key = planned.case, planned.key
+        try:
+            labels = self.prompts.label_prompts(case, variant=key.variant)
+        except TemplateError as exc:
+            return CaseResult(outcome=Outcome.ERROR, error=f"render: {exc}", **base)
+        # every label's prompt counts in the hash; the row shows the predicted label's prompt
+        base["prompt"], base["prompt_hash"] = labels[0][1], prompt_hash(encode(labels, scrub=False))
+        model, params = self.model_for(key.variant)
+        try:
+            scorer = self._scorers.get(id(model))
+            if scorer is None:
+                scorer = self._scorers[id(model)] = ScoringModel(model)
+            requests = [ModelRequest(prompt=p, params=params, repeat=key.repeat, case_id=case.case_id)
+                        for _, p in labels]
+            if is_sync(scorer):
+                answers = [self.runner.call(scorer, request) for request in requests]
+            else:  # every label's call in flight at once, under the runner's bound
+                answers = [future.result() for future in [self.runner.submit(scorer, r) for r in requests]]
+            scores = [(label, LabelScore.from_text(a.text)) for (label, _), a in zip(labels, answers, strict=True)]
+        except ModelError as exc:
+            return CaseResult(outcome=Outcome.ERROR, error=str(exc), **base)
+        except Exception as exc:  # whatever a plugin's model raised: an error row, never lost
+            return CaseResult(outcome=Outcome.ERROR, error=f"scoring raised {type(exc).__name__}: {exc}", **base)
+        predicted = predict_label(scores)
+        base["prompt"] = dict(labels)[predicted]
+        response = Response(text=predicted, finish_reason="stop")
+        checks = (label_check(case, predicted, scores), *self._checks(case, response, planned.checks, key.variant))
+        return CaseResult(outcome=outcome_of(case, checks, error=None), output=predicted, checks=checks, **base)
 
     def _checks(
         self, case: PromptCase, response: Response, compiled: CompiledChecks, variant: str | None

@@ -200,6 +200,13 @@ class PromptSession:
         except PromptSuiteError as exc:
             return [], str(exc)
 
+    def label_prompts(self, planned: PlannedCase) -> list[tuple[str, Prompt]]:
+        """The ppl mode: each label of a planned case and the prompt it scores (else none)."""
+        prompts = self._pipelines[planned.suite].prompts
+        if not prompts.is_ppl(variant=planned.key.variant):
+            return []
+        return prompts.label_prompts(planned.case, variant=planned.key.variant)
+
     # -- running ------------------------------------------------------------------------------
 
     def run(self, planned: PlannedCase) -> CaseResult:

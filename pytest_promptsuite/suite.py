@@ -132,7 +132,7 @@ _CHOOSING: dict[TemplateKind, tuple[str, ...]] = {
 #: The keys that only modify their kind. A variant that sets any key of a kind (choosing or
 #: modifying) drops the ``[template]`` keys of the other kinds. ``output_column`` is of no kind.
 _MODIFYING: dict[TemplateKind, tuple[str, ...]] = {
-    TemplateKind.INFER_CFG: ("retriever", "infer_mode"),
+    TemplateKind.INFER_CFG: ("retriever", "infer_mode", "inferencer"),
     TemplateKind.TASK_PROMPTS: ("mode", "nemo_config", "semantics", "prompt_model"),
     TemplateKind.FILE: ("renderer",),
 }
@@ -159,6 +159,8 @@ class TemplateConfig(_Section):
     semantics: Union[Literal["promptsuite", "nemo"], None] = None
     prompt_model: Union[str, None] = None
     """The model name that selects a NeMo prompt (``openai/gpt-4o``), apart from the one that runs."""
+    #: ``"ppl"``: a label map's cases score one prompt per label and predict the likeliest.
+    inferencer: Union[Literal["gen", "ppl"], None] = None
 
     def kind(self, *, path: Path | None = None) -> TemplateKind:
         """The kind of prompt this table makes (INFER_CFG when it sets no choosing key); called

@@ -210,6 +210,8 @@ class _App:
         if step is None:
             status = _drawn_failure(knobs, prompt, attempt)
             step = str(status) if status is not None else "ok"
+        if step == "ok" and not chat and body.get("echo") and body.get("logprobs") is not None:
+            return JSONResponse(_echo_logprobs(prompt, body))
         if step == "ok":
             return _completion(prompt, body, chat=chat)
         if step == "empty":
@@ -262,6 +264,27 @@ def _completion_data(text: str, body: dict[str, Any], *, chat: bool) -> dict[str
         return {"id": "c", "object": "chat.completion", "model": model, "choices": [choice], "usage": usage}
     choice = {"index": 0, "text": text, "finish_reason": "length"}
     return {"id": "c", "object": "text_completion", "model": model, "choices": [choice], "usage": usage}
+
+
+def _echo_logprobs(prompt: str, body: dict[str, Any]) -> dict[str, Any]:
+    """vLLM's answer to ``echo: true, logprobs: 0``: every prompt token with its log-probability
+    (the first has none), then one generated token. A word holding ``LIKELY`` scores -0.1, any
+    other -2.0, so a test knows which label's prompt has the lowest perplexity."""
+    tokens, offsets, offset = [], [], 0
+    for word in prompt.split(" "):
+        tokens.append(word if not offsets else " " + word)
+        offsets.append(offset)
+        offset += len(tokens[-1])
+    logprobs: list[float | None] = [None] + [-0.1 if "LIKELY" in t else -2.0 for t in tokens[1:]]
+    tokens.append(" x")
+    offsets.append(len(prompt))
+    logprobs.append(-9.0)
+    choice = {"index": 0, "text": prompt + " x", "finish_reason": "length",
+              "logprobs": {"tokens": tokens, "token_logprobs": logprobs, "text_offset": offsets,
+                           "top_logprobs": None}}
+    usage = {"prompt_tokens": len(tokens) - 1, "completion_tokens": 1, "total_tokens": len(tokens)}
+    return {"id": "c", "object": "text_completion", "model": body.get("model", ""), "choices": [choice],
+            "usage": usage}
 
 
 def _completion(text: str, body: dict[str, Any], *, chat: bool) -> Response:

@@ -11,6 +11,10 @@ from dataclasses import dataclass
 
 
 __all__ = [
+    "CONFIG_FILE_BYTES",
+    "CONFIG_SECONDS",
+    "CONFIG_VALUE",
+    "CSV_FIELD",
     "DEPTH",
     "JSON_SEARCH_SECONDS",
     "Limit",
@@ -59,3 +63,11 @@ TEMPLATE_RANGE = Limit("template range", 10_000, "numbers")
 TEMPLATE_INT_DIGITS = Limit("template number", 1_000, "digits")
 #: The largest response body an endpoint may send for one call.
 RESPONSE_BYTES = Limit("response size", 32 * 1024 * 1024, "bytes")
+#: How long evaluating one imported Python config (OpenCompass) may take, its base configs included.
+CONFIG_SECONDS = Limit("config evaluation time", 10, "seconds")
+#: The longest string, list or mapping an imported Python config may build.
+CONFIG_VALUE = Limit("config value size", 1_000_000, "items or characters")
+#: The largest file an imported config may read (a prompt file beside it, a base config).
+CONFIG_FILE_BYTES = Limit("config file size", 4 * 1024 * 1024, "bytes")
+#: The largest field of a CSV file we read (a promptfoo test file, data rows).
+CSV_FIELD = Limit("CSV field size", 1_000_000, "characters")

@@ -22,6 +22,12 @@ from .limits import YAML_NODES
 __all__ = ["load_yaml"]
 
 
+def _mark(exc: yaml.YAMLError) -> str:
+    """``:line`` of a YAML error (where the problem is), or ``""``."""
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    return f":{int(mark.line) + 1}" if mark is not None else ""
+
+
 def _line(node: yaml.Node) -> int:
     return int(node.start_mark.line) + 1
 

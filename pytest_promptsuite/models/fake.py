@@ -18,6 +18,9 @@ from ..formats.limits import REGEX_SECONDS
 from .base import ModelRequest
 from .base import Response
 from .base import prompt_text
+from .scoring import LabelScore
+from .scoring import fake_score
+from .scoring import score_text
 
 
 __all__ = ["FakeModel", "FakeRule"]
@@ -119,3 +122,7 @@ class FakeModel:
     async def generate(self, request: ModelRequest) -> Response:
         """The same as :meth:`generate_sync`, for callers that await."""
         return self.generate_sync(request)
+
+    def score_sync(self, request: ModelRequest) -> LabelScore:
+        """The ppl mode's score of the prompt, fixed by its tokens' text (:func:`.scoring.fake_score`)."""
+        return fake_score(score_text(request.prompt))

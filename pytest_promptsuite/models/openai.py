@@ -18,6 +18,7 @@ import random
 import ssl
 import time
 from collections.abc import AsyncIterator
+from collections.abc import Callable
 from collections.abc import Mapping
 from typing import Any
 
@@ -25,6 +26,7 @@ import httpx
 
 from ..errors import ConfigError
 from ..errors import EndpointError
+from ..errors import ModelError
 from ..formats.jsonio import JsonError
 from ..formats.jsonio import decode
 from ..formats.jsonio import encode
@@ -40,6 +42,8 @@ from .base import Response
 from .base import Usage
 from .retry import RetryPolicy
 from .retry import retry_after_s
+from .scoring import LabelScore
+from .scoring import echo_logprobs
 
 
 __all__ = ["DEFAULT_BASE_URL", "OpenAIModel", "public_url"]
@@ -184,7 +188,23 @@ class OpenAIModel:
         except Exception as exc:
             raise EndpointError(f"request to {where} failed: {type(exc).__name__}: {self._reason(exc)}") from None
 
-    async def _generate(self, url: str, body: dict[str, Any], where: str) -> Response:
+    async def score(self, request: ModelRequest) -> LabelScore:
+        """The ppl mode's score of a string prompt: its token log-probabilities from
+        ``/v1/completions`` with ``echo: true`` and ``logprobs`` (as vLLM serves them)."""
+        if not isinstance(request.prompt, str):
+            raise ModelError(
+                "the ppl mode scores string prompts: give an LM meta template (or none) and "
+                'endpoint = "completions"'
+            )
+        url = f"{self._path}/completions{self._query}"
+        body = {"model": self.name, "prompt": request.prompt, "max_tokens": 1, "echo": True, "logprobs": 0,
+                "temperature": 0}
+        prompt = request.prompt
+        response = await self._generate(url, body, public_url(url), parse=lambda data: echo_logprobs(data, prompt))
+        return LabelScore.from_text(response.text)
+
+    async def _generate(self, url: str, body: dict[str, Any], where: str,
+                        parse: Callable[[Any], LabelScore] | None = None) -> Response:
         last: EndpointError | None = None
         wait: float | None = None
         all_refused = True
@@ -195,7 +215,7 @@ class OpenAIModel:
             self.attempts += 1
             try:
                 async with self._client_slot() as client:
-                    return await self._attempt(client, url, body, where)
+                    return await self._attempt(client, url, body, where, parse)
             except _Retry as retry:
                 last, wait = retry.error, retry.retry_after
                 if not isinstance(retry.__cause__, httpx.ConnectError):
@@ -208,7 +228,8 @@ class OpenAIModel:
         )
 
     async def _attempt(
-        self, client: httpx.AsyncClient, url: str, body: dict[str, Any], where: str
+        self, client: httpx.AsyncClient, url: str, body: dict[str, Any], where: str,
+        parse: Callable[[Any], LabelScore] | None = None,
     ) -> Response:
         start = time.perf_counter()
         payload = encode(body, compact=True, scrub=False).encode("utf-8")  # lone surrogates escaped
@@ -231,6 +252,8 @@ class OpenAIModel:
         status = reply.status_code
         if status >= 400:
             raise self._status_error(reply, content, where)
+        if parse is not None:  # a score (the ppl mode): the logprobs, not the text
+            return Response(text=parse(self._decode(content, where)).to_text(), latency_ms=round(latency_ms, 3))
         return self._parse(content, where, latency_ms)
 
     async def _send(self, client: httpx.AsyncClient, url: str, payload: bytes) -> tuple[httpx.Response, bytes]:
@@ -297,17 +320,24 @@ class OpenAIModel:
             text = text[:_ERROR_TEXT_LIMIT] + "..."
         return self.scrub(text or "(empty body)"), code
 
+    def _malformed(self, content: bytes, where: str, what: str) -> EndpointError:
+        snippet = self.scrub(content[:200].decode("utf-8", "replace"))
+        return EndpointError(f"malformed response from {where}: {what}; the body began {snippet!r}")
+
+    def _decode(self, content: bytes, where: str) -> Any:
+        try:
+            return decode(content.decode("utf-8"), strict=False)
+        except UnicodeDecodeError:
+            raise self._malformed(content, where, "not UTF-8") from None
+        except JsonError as exc:
+            what = "not JSON" if not exc.message.startswith("nested") else exc.message
+            raise self._malformed(content, where, what) from None
+
     def _parse(self, content: bytes, where: str, latency_ms: float) -> Response:
         def malformed(what: str) -> EndpointError:
-            snippet = self.scrub(content[:200].decode("utf-8", "replace"))
-            return EndpointError(f"malformed response from {where}: {what}; the body began {snippet!r}")
+            return self._malformed(content, where, what)
 
-        try:
-            data = decode(content.decode("utf-8"), strict=False)
-        except UnicodeDecodeError:
-            raise malformed("not UTF-8") from None
-        except JsonError as exc:
-            raise malformed("not JSON" if not exc.message.startswith("nested") else exc.message) from None
+        data = self._decode(content, where)
         choices = data.get("choices") if isinstance(data, dict) else None
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
             raise malformed("no choices[0]")

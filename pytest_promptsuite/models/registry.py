@@ -1,4 +1,4 @@
-"""Make a model from its spec string (``fake``, ``fake:RULES.json``, ``openai:NAME``)."""
+"""Make a model from its spec string (``fake``, ``fake:RULES.json``, ``echo``, ``openai:NAME``)."""
 
 from __future__ import annotations
 
@@ -7,12 +7,13 @@ from pathlib import Path
 from ..errors import ModelError
 from ..suite import ModelConfig
 from .base import Model
+from .echo import EchoModel
 from .fake import FakeModel
 
 
 __all__ = ["make_model"]
 
-KNOWN_SCHEMES = ("fake", "fake:RULES.json", "openai:MODEL")
+KNOWN_SCHEMES = ("fake", "fake:RULES.json", "echo", "openai:MODEL")
 
 
 def make_model(spec: str, *, settings: ModelConfig | None = None, root: Path | None = None) -> Model:
@@ -22,6 +23,8 @@ def make_model(spec: str, *, settings: ModelConfig | None = None, root: Path | N
     """
     if spec == "fake":
         return FakeModel()
+    if spec == "echo":
+        return EchoModel()
     if spec.startswith("fake:"):
         rules = Path(spec[len("fake:") :])
         if root is not None and not rules.is_absolute():

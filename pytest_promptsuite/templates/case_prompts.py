@@ -139,6 +139,7 @@ class _Setup:
         self.output_column = table.get("output_column") or "answer"
         self.infer_mode = table.get("infer_mode") or "every"
         self.optional: tuple[str, ...] = tuple(table.get("optional") or ())
+        self.ppl = table.get("inferencer") == "ppl"
         self.train = train
         #: No template and no meta template: a string input is sent as it is.
         self.plain = not self.configured and meta is None
@@ -221,6 +222,24 @@ class _Setup:
                 indices=indices,
             )
         return self.send(intermediate)
+
+    def labels(self, case: PromptCase) -> list[tuple[str, Prompt]]:
+        """The ppl mode: each label of the label map and the full prompt that label scores."""
+        chosen = self.prompt_template if self.prompt_template is not None else self.ice_template
+        if not isinstance(case.input, str) or getattr(chosen, "kind", None) != "labels":
+            raise TemplateError(
+                f"case {case.case_id!r}: inferencer = \"ppl\" needs a label-map prompt_template and a "
+                "single-turn case"
+            )
+        row = case_row(case)
+        train = self.train() if self.ice_template is not None or not isinstance(self.retriever, ZeroRetriever) else []
+        out: list[tuple[str, Prompt]] = []
+        for label in chosen.template:
+            intermediate, _ = render_prompt(self.prompt_template, self.ice_template, self.retriever, train, row,
+                                            output_column=self.output_column, mode="ppl", label=label)
+            value = self.parser.parse(intermediate, "ppl")
+            out.append((label, to_openai_messages(value) if isinstance(self.parser, APITemplateParser) else value))
+        return out
 
     def conversation(self, case: PromptCase) -> Conversation:
         """The conversation of a multi-turn case; TemplateError when it would send nothing."""
@@ -409,6 +428,14 @@ class CasePrompts:
         conv = setup.conversation(case)
         return setup.send(conv.request(conv.request_turns()[0]))
 
+    def is_ppl(self, *, variant: str | None = None) -> bool:
+        """Whether the variant's cases are scored per label (``[template] inferencer = "ppl"``)."""
+        return variant not in self.sources and self._setup(variant).ppl
+
+    def label_prompts(self, case: PromptCase, *, variant: str | None = None) -> list[tuple[str, Prompt]]:
+        """The ppl mode: each label and the prompt it scores (:meth:`_Setup.labels`)."""
+        return self._setup(variant).labels(case)
+
     def follow_up(
         self, case: PromptCase, replies: Sequence[str], *, variant: str | None = None
     ) -> Prompt | None:
@@ -423,7 +450,10 @@ class CasePrompts:
         return setup.send(conv.request(positions[len(replies)], replies))
 
     def known_requests(self, case: PromptCase, *, variant: str | None = None) -> list[Prompt]:
-        """Every request that does not depend on a model reply (all of them but in ``every`` mode)."""
+        """Every request that does not depend on a model reply (all of them but in ``every`` mode;
+        each label's prompt in the ppl mode)."""
+        if variant not in self.sources and self._setup(variant).ppl:
+            return [prompt for _, prompt in self.label_prompts(case, variant=variant)]
         if isinstance(case.input, str) or variant in self.sources:
             return [self.prompt(case, variant=variant)]
         setup = self._setup(variant)

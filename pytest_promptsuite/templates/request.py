@@ -231,7 +231,7 @@ def render_prompt(
         indices = retriever.retrieve(train, [example], output_column=output_column)[0]
     ice_tpl = ice_template
     separator, eos = retriever.ice_separator, retriever.ice_eos_token
-    if ice_tpl is not None and ice_tpl.is_dialogue:
+    if ice_tpl is not None and ice_tpl.kind == "dialogue":  # OpenCompass: only a dialogue, not a label map
         separator, eos = "", ""
     ice = build_ice(indices, train, ice_tpl, output_column=output_column, separator=separator, eos=eos)
     if mode == "ppl":

@@ -379,6 +379,8 @@ def build_ice(
                 out.extend(item)
             elif item:
                 out.append(item)
-        out.append("")
+            if separator:  # OpenCompass: ``ice + ice_separator`` for each example, then the eos
+                out.append(separator)
+        out.append(eos)
         return out
     return separator.join(str(x) for x in items) + eos

@@ -65,7 +65,7 @@ def test_keys_of_each_kind() -> None:
     )
     assert TemplateKind.FILE.keys == ("template_file", "template", "renderer")
     assert TemplateKind.INFER_CFG.keys == (
-        "prompt_template", "ice_template", "multiturn_template", "retriever", "infer_mode"
+        "prompt_template", "ice_template", "multiturn_template", "retriever", "infer_mode", "inferencer"
     )
 
 

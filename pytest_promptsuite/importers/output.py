@@ -1,0 +1,100 @@
+"""What an importer produces, and writing it all or nothing.
+
+An importer builds every file of every suite in memory first (:class:`ImportedSuite`); only then
+:func:`write_import` writes them into a fresh folder beside ``--out`` and renames it into place, so
+bad input, found at any point, leaves nothing partial behind. Every file goes through the scrubber.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable
+from collections.abc import Sequence
+from dataclasses import dataclass
+from dataclasses import field
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+from ..formats.jsonio import encode
+from ..formats.tomlwrite import dump_toml
+from ..scrub import scrub
+
+
+__all__ = ["ImportResult", "ImportedSuite", "jsonl", "write_import"]
+
+
+def jsonl(rows: Iterable[Any]) -> str:
+    """Rows as JSON Lines text (through :mod:`..formats.jsonio`: escaped and scrubbed)."""
+    return "".join(encode(row) + "\n" for row in rows)
+
+
+@dataclass
+class ImportedSuite:
+    """One suite: its folder name under ``--out``, its config tables and its other files."""
+
+    name: str
+    config: dict[str, dict[str, Any]]
+    files: dict[str, str] = field(default_factory=dict)
+    #: What was not carried over, or carried over with a change, one sentence each.
+    notes: list[str] = field(default_factory=list)
+    header: str = ""
+
+    def rendered(self) -> dict[str, str]:
+        """Every file of the suite, ``promptsuite.toml`` included, by relative path."""
+        return {"promptsuite.toml": dump_toml(self.config, header=self.header), **self.files}
+
+
+@dataclass
+class ImportResult:
+    """What an import wrote: the suites, and the notes of the whole import."""
+
+    out: Path
+    suites: Sequence[ImportedSuite]
+    notes: list[str] = field(default_factory=list)
+
+    def report(self) -> str:
+        """The lines the ``import`` command prints: each suite, then what was not carried over."""
+        lines = [f"wrote {len(self.suites)} suite{'s' if len(self.suites) != 1 else ''} under {self.out}"]
+        for suite in self.suites:
+            lines.append(f"  {suite.name}/")
+            lines.extend(f"    - {note}" for note in suite.notes)
+        lines.extend(f"  - {note}" for note in self.notes)
+        return "\n".join(lines)
+
+
+def _folder_name(name: str) -> str:
+    cleaned = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name).strip("._") or "suite"
+    return cleaned[:100]
+
+
+def write_import(out: Path, suites: Sequence[ImportedSuite], *, flat: bool = False) -> None:
+    """Write ``suites`` under ``out`` (each in its own folder, or ``out`` itself when ``flat``),
+    all or nothing: ``out`` must not exist or be an empty folder."""
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise ConfigError(f"{out}: --out must be a new or empty folder (nothing was written)")
+    contents: dict[str, str] = {}
+    used: set[str] = set()
+    for suite in suites:
+        base = "" if flat else _folder_name(suite.name)
+        while base in used and not flat:
+            base += "_"
+        used.add(base)
+        suite.name = base or "."
+        for relative, text in suite.rendered().items():  # every file through the one scrubber
+            contents[f"{base}/{relative}" if base else relative] = scrub(text)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".promptsuite-import-", dir=out.parent))
+    try:
+        for relative, text in contents.items():
+            target = staging / relative
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8", newline="\n")
+        if out.exists():
+            out.rmdir()
+        os.replace(staging, out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise

@@ -1,0 +1,149 @@
+"""Scoring a prompt by its token log-probabilities, for the ppl suite mode (``inferencer = "ppl"``).
+
+A case of a label-map template renders one prompt per label; each is scored, and the label whose
+prompt has the lowest perplexity (the mean negative log-probability of its tokens, as
+OpenCompass's ``PPLInferencer`` computes it) is the prediction. An endpoint scores through
+``/v1/completions`` with ``echo: true`` and ``logprobs`` (as vLLM serves it); the fake model scores
+deterministically from the tokens' text. :class:`ScoringModel` lets the runner call a model's
+``score`` as it calls ``generate`` (concurrency, cancelling, inline for the fake model).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from collections.abc import Mapping
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import EndpointError
+from ..errors import ModelError
+from ..formats.jsonio import JsonError
+from ..formats.jsonio import decode
+from ..formats.jsonio import encode
+from .base import Model
+from .base import ModelRequest
+from .base import Response
+from .base import prompt_text
+
+
+__all__ = ["LabelScore", "ScoringModel", "echo_logprobs", "fake_score", "predict_label"]
+
+_TOKEN = re.compile(r"\w+|[^\w\s]", re.UNICODE)
+
+
+@dataclass(frozen=True)
+class LabelScore:
+    """The summed log-probability of a prompt's tokens and how many were scored."""
+
+    logprob: float
+    tokens: int
+
+    @property
+    def perplexity(self) -> float:
+        """``exp`` of the mean negative log-probability (infinite when nothing was scored)."""
+        return math.exp(-self.logprob / self.tokens) if self.tokens else math.inf
+
+    def to_text(self) -> str:
+        """The score as the text of a :class:`Response` (how it travels through the runner)."""
+        return encode({"logprob": self.logprob, "tokens": self.tokens}, compact=True, scrub=False)
+
+    @classmethod
+    def from_text(cls, text: str) -> LabelScore:
+        """The score :meth:`to_text` wrote (a ModelError for anything else)."""
+        try:
+            data = decode(text)
+            return cls(float(data["logprob"]), int(data["tokens"]))
+        except (JsonError, KeyError, TypeError, ValueError):
+            raise ModelError(f"not a score: {text[:100]!r}") from None
+
+
+def fake_score(prompt: str) -> LabelScore:
+    """The fake model's score: each token (a word or a punctuation mark) has a log-probability
+    fixed by its text, between -1 and -5, so the same prompt always scores the same."""
+    tokens = _TOKEN.findall(prompt)
+    total = 0.0
+    for token in tokens:
+        digest = int.from_bytes(hashlib.sha256(token.encode("utf-8")).digest()[:2], "big")
+        total -= 1.0 + 4.0 * digest / 65535
+    return LabelScore(round(total, 6), len(tokens))
+
+
+def echo_logprobs(data: Any, prompt: str) -> LabelScore:
+    """The score of ``prompt`` from a ``/v1/completions`` answer to ``echo: true, logprobs: 0``:
+    the log-probabilities of the prompt's tokens (the first has none; generated tokens, those
+    past ``usage.prompt_tokens`` or past the prompt's text, are left out)."""
+    choices = data.get("choices") if isinstance(data, Mapping) else None
+    logprobs = choices[0].get("logprobs") if isinstance(choices, list) and choices and isinstance(
+        choices[0], Mapping) else None
+    values = logprobs.get("token_logprobs") if isinstance(logprobs, Mapping) else None
+    if not isinstance(values, list):
+        raise EndpointError(
+            "the endpoint answered without choices[0].logprobs.token_logprobs: scoring needs "
+            "/v1/completions with echo and logprobs (vLLM serves them)"
+        )
+    usage = data.get("usage")
+    count = usage.get("prompt_tokens") if isinstance(usage, Mapping) else None
+    offsets = logprobs.get("text_offset") if isinstance(logprobs, Mapping) else None
+    if isinstance(count, int) and 0 < count <= len(values):
+        values = values[:count]
+    elif isinstance(offsets, list) and len(offsets) == len(values):
+        values = [v for v, o in zip(values, offsets, strict=False) if isinstance(o, int) and o < len(prompt)]
+    scored = [float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    if not scored or not all(math.isfinite(v) for v in scored):
+        raise EndpointError("the endpoint gave no finite log-probability for the prompt's tokens")
+    return LabelScore(sum(scored), len(scored))
+
+
+def predict_label(scores: Sequence[tuple[str, LabelScore]]) -> str:
+    """The label of lowest perplexity (the first of equals)."""
+    best = min(range(len(scores)), key=lambda i: (scores[i][1].perplexity, i))
+    return scores[best][0]
+
+
+def _scorer(model: Model) -> Any:
+    """The model that scores: ``model`` or the one a response cache wraps."""
+    inner: Any = model
+    while not callable(getattr(inner, "score", None)) and not callable(getattr(inner, "score_sync", None)):
+        inner = getattr(inner, "inner", None)
+        if inner is None:
+            raise ModelError(
+                f"{model.spec} cannot score prompts: the ppl mode needs the fake model or an "
+                "openai: model on a /v1/completions endpoint that returns logprobs"
+            )
+    return inner
+
+
+class ScoringModel:
+    """``model``'s ``score`` as a model's ``generate``: the response's text is the score."""
+
+    def __init__(self, model: Model) -> None:
+        self.model = _scorer(model)
+        self.spec = f"{model.spec} (scoring)"
+        self.deterministic = bool(getattr(self.model, "deterministic", False))
+        if callable(getattr(self.model, "score_sync", None)):
+            self.generate_sync = self._generate_sync
+
+    def _generate_sync(self, request: ModelRequest) -> Response:
+        score: LabelScore = self.model.score_sync(request)
+        return Response(text=score.to_text(), finish_reason="stop")
+
+    async def aclose(self) -> None:
+        """Close the scoring model's connections (the runner closes the models it called)."""
+        close = getattr(self.model, "aclose", None)
+        if close is not None:
+            await close()
+
+    async def generate(self, request: ModelRequest) -> Response:
+        """Score ``request``'s prompt; the text of the response is the :class:`LabelScore`."""
+        if callable(getattr(self.model, "score_sync", None)):
+            return self._generate_sync(request)
+        score: LabelScore = await self.model.score(request)
+        return Response(text=score.to_text(), finish_reason="stop")
+
+
+def score_text(prompt: Any) -> str:
+    """The text the fake model scores: a string prompt, or the messages' contents joined."""
+    return prompt if isinstance(prompt, str) else prompt_text(prompt)
