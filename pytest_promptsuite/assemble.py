@@ -26,6 +26,7 @@ from .models.cache import ResponseCache
 from .models.cache import ResponseStores
 from .models.runner import DEFAULT_CONCURRENCY
 from .models.runner import ModelRunner
+from .models.spend import Prices
 from .options import RunOptions
 from .pipeline import CasePipeline
 from .suite import ModelConfig
@@ -203,8 +204,13 @@ class Assembler:
         """A model made and attached to the runner; the concurrency bound (``--prompt-concurrency``,
         else its ``concurrency``) is for the whole run, so pytest-xdist workers share it."""
         limit = self.options.concurrency or settings.concurrency or DEFAULT_CONCURRENCY
+        if settings.budget_usd is not None and settings.prices is None:
+            raise ConfigError(f"[model] budget_usd of {settings.spec} needs [model] prices = "
+                              "{prompt = USD per 1M tokens, completion = USD per 1M tokens}")
+        prices = None if settings.prices is None else Prices(settings.prices.prompt, settings.prices.completion)
         return self.runner.attach(
-            self.make_model(settings, root), concurrency=max(1, -(-limit // self.workers)), stores=self.stores
+            self.make_model(settings, root), concurrency=max(1, -(-limit // self.workers)), stores=self.stores,
+            batch=self.options.batch_mode or settings.batch, budget_usd=settings.budget_usd, prices=prices,
         )
 
     def pipeline(self, suite: SuiteConfig) -> CasePipeline:

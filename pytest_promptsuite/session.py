@@ -79,7 +79,8 @@ class PromptSession:
         rootpath: pytest's rootdir (configs and the default cache are found under it).
         config: handed to ``pytest_promptsuite_make_model`` (pytest's config).
         is_worker: a pytest-xdist worker (reports nothing itself).
-        workers: how many workers share the concurrency bound.
+        workers: how many workers share the concurrency bound (and ``--prompt-max-calls``).
+        worker_index: which of them this is (0 outside pytest-xdist).
     """
 
     def __init__(
@@ -92,6 +93,7 @@ class PromptSession:
         config: Any = None,
         is_worker: bool = False,
         workers: int = 1,
+        worker_index: int = 0,
     ) -> None:
         self.options = options
         self.is_worker = is_worker
@@ -104,6 +106,9 @@ class PromptSession:
                 raise ConfigError(f"--prompt-base-url {public_url(options.base_url)!r} {problem}")
         self.baseline = None if is_worker else self._load_baseline()
         self.runner = ModelRunner()
+        if options.max_calls is not None:  # pytest-xdist: each worker issues its share of the calls
+            share, extra = divmod(options.max_calls, workers)
+            self.runner.allowance.max_calls = share + (worker_index < extra)
         self.stores = open_stores(options, invocation_dir=invocation_dir, rootpath=rootpath, is_worker=is_worker)
         self.index = SuiteIndex(invocation_dir=invocation_dir, rootpath=rootpath, config=options.config)
         self.assembler = Assembler(
@@ -200,6 +205,21 @@ class PromptSession:
         else:
             self._prefetcher.plan(items)
 
+    def start_calls(self, planned: Sequence[PlannedCase], progress: Callable[[str], None] | None = None) -> None:
+        """The run is known (collection final): in batch mode, answer every call of ``planned``
+        through one batch (a job, ``--prompt-batch-file`` or ``--prompt-batch-results``) before
+        the first case runs; the prefetcher then starts its first window of calls."""
+        if any(a.answers is not None for a in self.runner.attached.values()) and not self.is_worker:
+            calls = [call for one in planned if (call := self._pipelines[one.suite].first_call(one)) is not None]
+            out = None if self.options.batch_file is None else self.invocation_dir / self.options.batch_file
+            sent = self.runner.batch(calls, write_to=out,
+                                     results=self.options.batch_results, progress=progress)
+            if self.options.batch_file and progress is not None:
+                progress(f"batch: {sent:,} requests written to {self.options.batch_file}")
+        if self._prefetcher is not None:
+            with self.runner.batch_submits():
+                self._prefetcher.start()
+
     def prefetch(self, planned: PlannedCase) -> None:
         """Render a case's request and start its call now."""
         self._pipelines[planned.suite].prefetch(planned)
@@ -207,7 +227,7 @@ class PromptSession:
     def advance(self, item: Any, nextitem: Any | None) -> None:
         """``item`` is about to run: keep the calls of the items after it started."""
         if self._prefetcher is not None and self.runner.fatal is None:
-            with self.runner.batch():
+            with self.runner.batch_submits():
                 self._prefetcher.advance(item, nextitem)
 
     def cancel_pending(self) -> None:
@@ -304,9 +324,12 @@ class PromptSession:
         self._know_every_suite()
         incomplete = None
         self.not_run = not_run
+        skipped = [row for row in self.rows if row.outcome is Outcome.SKIPPED]
+        if skipped and not self.options.batch_file:  # the budget ran out: calls were not issued
+            not_run, why = not_run + len(skipped), why or skipped[0].error
         if not_run:
             reason = why or "some cases reported no result"
-            incomplete = RunIncomplete(why=reason, ran=len(self.rows), not_run=not_run)
+            incomplete = RunIncomplete(why=reason, ran=len(self.rows) - len(skipped), not_run=not_run)
         self.summary = summarize(
             self.rows, self.policy(), baseline=self.baseline, variant_order=self.index.variant_order(),
             settings=self.gate_settings(), run=self.run_info(),
