@@ -29,6 +29,7 @@ from .models.runner import ModelRunner
 from .models.spend import Prices
 from .options import RunOptions
 from .pipeline import CasePipeline
+from .scrub import public_url
 from .suite import ModelConfig
 from .suite import SuiteConfig
 from .templates import CasePrompts
@@ -113,8 +114,6 @@ class Assembler:
     def describe_model(self, suite: SuiteConfig, variant: str | None) -> dict[str, Any]:
         """What a run records of a variant's model: spec, base URL (without credentials), params
         and whether its answers never vary (a ``deterministic`` model, or a replay)."""
-        from .models.openai import public_url  # httpx loads only when a run needs it
-
         settings, root = self.model_settings(suite, variant)
         try:
             model = self.make_model(settings, root)

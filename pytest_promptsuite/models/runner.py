@@ -15,7 +15,6 @@ URL, bad key) marks its model unusable: calls not yet sent fail at once with a s
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
 import contextlib
 import dataclasses
@@ -27,6 +26,7 @@ from collections.abc import Hashable
 from collections.abc import Iterable
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 from typing import Any
 from typing import TypeVar
 
@@ -43,13 +43,16 @@ from .batch import NotSent
 from .batch import answers_from
 from .batch import read_outputs
 from .batch import write_requests
-from .batch_job import BatchJob
 from .cache import CachingModel
 from .cache import ResponseStores
 from .spend import Allowance
 from .spend import BudgetedModel
 from .spend import BudgetExhausted
 from .spend import Prices
+
+
+if TYPE_CHECKING:
+    import asyncio
 
 
 __all__ = ["DEFAULT_CONCURRENCY", "ModelRunner"]
@@ -69,6 +72,19 @@ class Attached:
     caching: CachingModel | None
     answers: BatchAnswers | None
     budget: BudgetedModel
+
+
+def _threadsafe(coro: Coroutine[Any, Any, T], loop: asyncio.AbstractEventLoop) -> concurrent.futures.Future[T]:
+    """``coro`` started on ``loop`` (another thread's), as a future this thread can wait on."""
+    import asyncio
+
+    return asyncio.run_coroutine_threadsafe(coro, loop)
+
+
+def _semaphore(limit: int) -> asyncio.Semaphore:
+    import asyncio
+
+    return asyncio.Semaphore(limit)
 
 
 def _read(path: Path) -> bytes:
@@ -123,6 +139,8 @@ class ModelRunner:
         self.attached: dict[int, Attached] = {}
 
     def _ensure_loop(self) -> asyncio.AbstractEventLoop:
+        import asyncio  # a run whose models all answer inline never starts a loop, nor imports asyncio
+
         if self._loop is None:
             loop = asyncio.new_event_loop()
             thread = threading.Thread(
@@ -134,7 +152,7 @@ class ModelRunner:
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run ``coro`` on the background loop and wait for its result."""
-        return asyncio.run_coroutine_threadsafe(coro, self._ensure_loop()).result()
+        return _threadsafe(coro, self._ensure_loop()).result()
 
     def set_concurrency(self, model: Model, limit: int) -> None:
         """At most ``limit`` calls of ``model`` in flight (default: the runner's ``concurrency``)."""
@@ -183,7 +201,7 @@ class ModelRunner:
         ident = id(model)
         semaphore = self._semaphores.get(ident)
         if semaphore is None:
-            semaphore = self._semaphores[ident] = asyncio.Semaphore(self.limit(model))
+            semaphore = self._semaphores[ident] = _semaphore(self.limit(model))
         self._check_usable(ident)
         async with semaphore:
             self._check_usable(ident)
@@ -336,16 +354,18 @@ class ModelRunner:
     def _run_job(self, model: Model, answers: BatchAnswers, lines: list[BatchLine], url: str,
                  progress: Callable[[str], None] | None) -> dict[str, Response | ModelError]:
         """One batch job to its end (Ctrl-C cancels it); each line's answer or error."""
+        from .batch_job import BatchJob  # httpx: imported when a job is sent, never at start-up
+
         job = BatchJob(model, progress=progress)
         if progress is not None:
             progress(f"batch: sending {len(lines):,} requests to {url}")
-        future = asyncio.run_coroutine_threadsafe(job.run(lines, url), self._ensure_loop())
+        future = _threadsafe(job.run(lines, url), self._ensure_loop())
         try:
             result = future.result()
         except KeyboardInterrupt:
             future.cancel()
             with contextlib.suppress(Exception):
-                asyncio.run_coroutine_threadsafe(job.cancel(), self._ensure_loop()).result(timeout=10)
+                _threadsafe(job.cancel(), self._ensure_loop()).result(timeout=10)
             raise
         except ModelError as exc:
             return {line.custom_id: exc for line in lines}
@@ -369,7 +389,7 @@ class ModelRunner:
                 close = getattr(model, "aclose", None)
                 if close is not None:
                     try:
-                        asyncio.run_coroutine_threadsafe(close(), self._loop).result(timeout=5)
+                        _threadsafe(close(), self._loop).result(timeout=5)
                     except Exception:  # closing sockets must never mask the run's outcome
                         pass
             self._loop.call_soon_threadsafe(self._loop.stop)

@@ -1,7 +1,7 @@
 """Stage 5a: case results into per-slice pass rates, confidence intervals, baseline diffs and gates.
 
 One module per concept: ``stats`` (Wilson, McNemar), ``policy`` (thresholds), ``records`` (the
-summary's rows around one :class:`Counts` type), ``io`` (reading result sets), ``frames`` (pandas
+summary's rows around one :class:`Counts` type), ``io`` (reading result sets), ``frames`` (outcome
 aggregation), ``compare`` (pairing rows by case key), ``gate`` (gate decisions as data) and
 ``summary`` (:func:`summarize`). The prose of a gate decision belongs to ``report``.
 """

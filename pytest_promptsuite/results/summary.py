@@ -11,7 +11,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import field
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from ..checks.base import CaseResult
 from ..checks.base import Outcome
@@ -19,9 +18,7 @@ from .compare import Comparison
 from .compare import compare
 from .compare import compare_variants
 from .frames import counts_by
-from .frames import counts_by_pair
-from .frames import frame
-from .frames import tag_frame
+from .frames import tally
 from .gate import GateDecision
 from .gate import GateResult
 from .gate import RegressionRule
@@ -44,10 +41,6 @@ from .records import VariantComparison
 from .records import VariantSlice
 from .regression import Judgement
 from .regression import judge
-
-
-if TYPE_CHECKING:
-    import pandas as pd
 
 
 __all__ = ["Baseline", "Summary", "summarize"]
@@ -139,7 +132,6 @@ def summarize(
     if baseline is not None and not isinstance(baseline, Baseline):
         baseline = Baseline(list(baseline), baseline_source)
     rows = list(rows)
-    df = frame(rows)
     order = _variant_order(rows, variant_order)
     compared = _compare_baseline(rows, baseline, order, policy)
     later = {v: compare_variants(rows, order[0], v, policy) for v in order[1:]}
@@ -148,8 +140,8 @@ def summarize(
         run=run, baseline_run=baseline.run if baseline is not None else None,
         baseline_variant=baseline.variant if baseline is not None else None,
     )
-    versions = _compare_variants(df, order, policy, later, judgement) if order else None
-    slices, decisions = _slices(counts_by(df, "slice"), policy, versions, compared, judgement)
+    versions = _compare_variants(rows, order, policy, later, judgement) if order else None
+    slices, decisions = _slices(counts_by(rows, _slice_of), policy, versions, compared, judgement)
     errored = check_errors(rows)
     totals = sum((s.counts for s in slices), Counts())
     return Summary(
@@ -157,8 +149,8 @@ def summarize(
         slices=tuple(slices),
         gate=GateResult.of([*_in_slice_order(decisions, judgement.decisions), *([errored] if errored else [])]),
         tags=_tag_stats(rows),
-        variants=_variant_stats(df) if rows else (),
-        repeats=_repeat_stats(df) if rows else (),
+        variants=_variant_stats(rows),
+        repeats=_repeat_stats(rows),
         baseline=compared.diff if compared is not None else None,
         policy=policy,
         compared_variants=versions,
@@ -253,15 +245,19 @@ def _against_baseline(stats: SliceStats, compared: Comparison, test: RegressionT
     )
 
 
+def _slice_of(row: CaseResult) -> str:
+    return row.slice
+
+
 def _compare_variants(
-    df: pd.DataFrame, order: Sequence[str], policy: ThresholdPolicy,
+    rows: Sequence[CaseResult], order: Sequence[str], policy: ThresholdPolicy,
     later: dict[str, Comparison | None], judgement: Judgement,
 ) -> VariantComparison:
     """Each (slice, variant) gated like a slice (and, under ``compare_variants``, tested against
     the first variant), and the second variant diffed against the first case by case."""
-    named = df[df["variant"].notna()]
     rank = {v: i for i, v in enumerate(order)}
-    groups = sorted(counts_by_pair(named, "slice", "variant").items(), key=lambda g: (g[0][0], rank[g[0][1]]))
+    pairs = counts_by(rows, lambda r: None if r.variant is None else (r.slice, r.variant))
+    groups = sorted(pairs.items(), key=lambda g: (g[0][0], rank[g[0][1]]))
     table = []
     for (slice_name, variant), c in groups:
         rule = ThresholdRule(*policy.threshold(slice_name))
@@ -283,38 +279,31 @@ def _compare_variants(
 
 def _tag_stats(rows: Sequence[CaseResult]) -> tuple[GroupStats, ...]:
     """Counts per tag (a row counts once in each of its tags)."""
-    return tuple(GroupStats(name, c) for name, c in counts_by(tag_frame(rows), "tag").items())
+    return tuple(GroupStats(name, c) for name, c in tally((t, r.outcome) for r in rows for t in r.tags).items())
 
 
-def _variant_stats(df: pd.DataFrame) -> tuple[GroupStats, ...]:
+def _variant_stats(rows: Sequence[CaseResult]) -> tuple[GroupStats, ...]:
     """Counts per prompt variant (``(none)`` for rows without one); none without variants."""
-    if df["variant"].isna().all():
+    if all(r.variant is None for r in rows):
         return ()
-    named = df.assign(variant=df["variant"].fillna("(none)"))
-    return tuple(GroupStats(name, c) for name, c in counts_by(named, "variant").items())
+    named = counts_by(rows, lambda r: "(none)" if r.variant is None else r.variant)
+    return tuple(GroupStats(name, c) for name, c in named.items())
 
 
-def _repeat_stats(df: pd.DataFrame) -> tuple[RepeatStats, ...]:
+def _repeat_stats(rows: Sequence[CaseResult]) -> tuple[RepeatStats, ...]:
     """Per repeated case and variant: counted runs (not review/skipped) and how many passed."""
-    keyed = df.assign(variant=df["variant"].fillna(""))
-    sizes = keyed.groupby(["case_id", "variant"], sort=True).size()
-    repeated = sizes[sizes > 1]
-    if repeated.empty:
-        return ()
-    sub = keyed.set_index(["case_id", "variant"]).loc[repeated.index].reset_index()
-    sub = sub.assign(
-        counted=~sub["outcome"].isin([o.value for o in UNCOUNTED]),
-        ok=sub["outcome"].eq(Outcome.PASSED.value),
-    )
-    agg = sub.groupby(["case_id", "variant"], sort=True).agg(
-        slice=("slice", "first"), runs=("counted", "sum"), passed=("ok", "sum")
-    )
+    groups: dict[tuple[str, str], list[CaseResult]] = {}
+    for row in rows:
+        groups.setdefault((row.case_id, row.variant or ""), []).append(row)
     out = []
-    for (case_id, variant), row in agg.iterrows():
-        runs, passed = int(row["runs"]), int(row["passed"])
+    for (case_id, variant), runs_of in sorted(groups.items()):
+        if len(runs_of) < 2:
+            continue
+        runs = sum(r.outcome not in UNCOUNTED for r in runs_of)
+        passed = sum(r.outcome is Outcome.PASSED for r in runs_of)
         out.append(
             RepeatStats(
-                case_id=str(case_id), variant=str(variant) or None, slice=str(row["slice"]),
+                case_id=case_id, variant=variant or None, slice=runs_of[0].slice,
                 runs=runs, passed=passed, pass_fraction=passed / runs if runs else None,
             )
         )
