@@ -46,8 +46,8 @@ from .results import RunIncomplete
 from .results import RunInfo
 from .results import Summary
 from .results import ThresholdPolicy
-from .results import load_results
 from .results import load_summary_json
+from .results import stream_results
 from .results import summarize
 from .scrub import public_url
 from .scrub import register
@@ -132,14 +132,15 @@ class PromptSession:
         if path is None:
             return None
         try:
-            rows = load_results(path)
+            stored = stream_results(path)  # outputs and prompts stay on disk until a flip shows them
             summary = load_summary_json(path)
         except PromptSuiteError as exc:
             raise ConfigError(f"--prompt-baseline: {exc}") from exc
-        rows = rows if shard is None else [r for r in rows if r.case_id in shard]
+        rows = stored.rows if shard is None else [r for r in stored.rows if r.case_id in shard]
         run = summary.get("run") if summary else None
         return Baseline(
-            rows, str(path), self.options.baseline_variant, RunInfo.from_dict(run) if isinstance(run, dict) else None
+            rows, str(path), self.options.baseline_variant, RunInfo.from_dict(run) if isinstance(run, dict) else None,
+            full=stored.full,
         )
 
     # -- collection ---------------------------------------------------------------------------

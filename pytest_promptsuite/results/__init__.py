@@ -18,8 +18,10 @@ from .gate import RunIncomplete
 from .gate import SliceBelowThreshold
 from .gate import SliceRegressed
 from .gate import ThresholdRule
+from .io import StoredResults
 from .io import load_results
 from .io import load_summary_json
+from .io import stream_results
 from .policy import GateSettings
 from .policy import ThresholdPolicy
 from .records import BaselineDiff
@@ -61,6 +63,7 @@ __all__ = [
     "SliceFlips",
     "SliceRegressed",
     "SliceStats",
+    "StoredResults",
     "Summary",
     "ThresholdPolicy",
     "ThresholdRule",
@@ -68,6 +71,7 @@ __all__ = [
     "VariantSlice",
     "load_results",
     "load_summary_json",
+    "stream_results",
     "mcnemar_p",
     "summarize",
     "wilson_interval",

@@ -10,6 +10,7 @@ case counts once at most, never as a regression and a fix.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -92,8 +93,9 @@ def _tally(rows: Sequence[CaseResult]) -> tuple[int, int]:
     return sum(1 for r in counted if r.outcome is Outcome.PASSED), len(counted)
 
 
-def _flip(paired: PairedCase, kind: FlipKind) -> Flip:
-    """The flip of one case, shown with the first repeat where it went the ``kind`` way."""
+def _flip(paired: PairedCase, kind: FlipKind, full: Callable[[CaseResult], CaseResult] | None = None) -> Flip:
+    """The flip of one case, shown with the first repeat where it went the ``kind`` way (the
+    baseline's row read back whole by ``full`` when it left its texts on disk)."""
     import difflib
 
     wanted = (True, False) if kind == "regression" else (False, True)
@@ -103,6 +105,8 @@ def _flip(paired: PairedCase, kind: FlipKind) -> Flip:
          if (o.outcome is Outcome.PASSED, n.outcome is Outcome.PASSED) == wanted),
         pairs[0],
     )
+    if full is not None:
+        old = full(old)
     old_prompt, new_prompt = prompt_display(old.prompt), prompt_display(new.prompt)
     diff = None
     if old_prompt is not None and new_prompt is not None and old_prompt != new_prompt:
@@ -145,10 +149,13 @@ def compare(
     baseline: Sequence[CaseResult],
     source: str,
     policy: ThresholdPolicy,
+    *,
+    full: Callable[[CaseResult], CaseResult] | None = None,
 ) -> Comparison:
     """Pair ``rows`` with ``baseline`` case by case (see the module docstring): the flips, new and
     removed ids (sorted), and per slice the regressions, fixes and two-sided McNemar p-value.
-    ``source`` names the baseline; ``policy`` gives the allowed regression the diff records."""
+    ``source`` names the baseline; ``policy`` gives the allowed regression the diff records;
+    ``full`` reads a baseline row back whole for a flip, when its texts stayed on disk."""
     current, other = _by_case(rows), _by_case(baseline)
     paired, repeats = _pair(current, other)
     flips_of = {name: [0, 0] for name in sorted({r.slice for r in rows})}
@@ -157,7 +164,7 @@ def compare(
         for case in paired:
             if case.kind == kind:
                 flips_of[case.slice][0 if kind == "regression" else 1] += 1
-                changed.append(_flip(case, kind))
+                changed.append(_flip(case, kind, full))
     base_counts = _counts(baseline)
     limit, limit_source = policy.max_regression()
     diff = BaselineDiff(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +13,10 @@ from ..formats.jsonio import decode
 from ..formats.jsonio import read_jsonl
 
 
-__all__ = ["load_results", "load_summary_json"]
+__all__ = ["StoredResults", "load_results", "load_summary_json", "stream_results"]
+
+#: What a stored row keeps on disk until a report shows it (the long texts and the checks).
+_ON_DISK = ("output", "prompt", "checks", "replies", "metadata", "usage")
 
 
 def load_results(path: Path) -> list[CaseResult]:
@@ -24,16 +29,63 @@ def load_results(path: Path) -> list[CaseResult]:
         data = file.read_bytes()
     except OSError as exc:
         raise ConfigError(f"{file}: cannot read results ({exc.strerror or exc})") from exc
-    rows: list[CaseResult] = []
-    for line in read_jsonl(data, strict=False):  # lines end at "\n" only, never at U+2028
-        if line.problem is not None:
-            raise ConfigError(f"{file}:{line.number}: not a results.jsonl row ({line.problem})")
-        try:
-            rows.append(CaseResult.from_dict(line.value))
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            what = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
-            raise ConfigError(f"{file}:{line.number}: not a results.jsonl row ({what})") from exc
-    return rows
+    # lines end at "\n" only, never at U+2028
+    return [_row(file, line.number, line.problem, line.value) for line in read_jsonl(data, strict=False)]
+
+
+@dataclass
+class StoredResults:
+    """A ``results.jsonl`` read as a stream: every row without its output, prompt, replies,
+    checks, usage and metadata, which stay on disk; :meth:`full` reads one row back whole (the
+    report's flips show the baseline's output and prompt)."""
+
+    file: Path
+    rows: list[CaseResult] = field(default_factory=list)
+    _offsets: dict[tuple[str, str | None, int], int] = field(default_factory=dict, repr=False)
+
+    def full(self, row: CaseResult) -> CaseResult:
+        """``row`` with everything the file holds for it (as it is when the file does not have it)."""
+        offset = self._offsets.get((row.case_id, row.variant, row.repeat))
+        if offset is None:
+            return row
+        with self.file.open("rb") as fp:
+            fp.seek(offset)
+            line = next(read_jsonl(fp.readline(), strict=False))
+        return CaseResult.from_dict(line.value) if line.problem is None else row
+
+
+def stream_results(path: Path) -> StoredResults:
+    """The rows of a ``results.jsonl`` (or the one in a report folder), read line by line and
+    kept without what stays on disk (see :class:`StoredResults`); errors as :func:`load_results`."""
+    file = path / "results.jsonl" if path.is_dir() else path
+    stored = StoredResults(file)
+    try:
+        fp = file.open("rb")
+    except OSError as exc:
+        raise ConfigError(f"{file}: cannot read results ({exc.strerror or exc})") from exc
+    offset = 0
+    with fp:
+        for number, raw in enumerate(fp, start=1):
+            start, offset = offset, offset + len(raw)
+            for line in read_jsonl(raw, strict=False):  # one line, or none when blank
+                value = line.value
+                if isinstance(value, dict):
+                    for key in _ON_DISK:
+                        value.pop(key, None)
+                row = _row(file, number, line.problem, value)
+                stored.rows.append(row)
+                stored._offsets[(row.case_id, row.variant, row.repeat)] = start
+    return stored
+
+
+def _row(file: Path, number: int, problem: str | None, value: Any) -> CaseResult:
+    if problem is not None:
+        raise ConfigError(f"{file}:{number}: not a results.jsonl row ({problem})")
+    try:
+        return CaseResult.from_dict(value)
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        what = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
+        raise ConfigError(f"{file}:{number}: not a results.jsonl row ({what})") from exc
 
 
 def load_summary_json(path: Path) -> dict[str, Any] | None:

@@ -6,6 +6,7 @@ a serial run, pytest-xdist workers or merged CI shards.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -102,6 +103,9 @@ class Baseline:
     source: str = "baseline"
     variant: str | None = None
     run: RunInfo | None = None
+    #: A row read back whole, when ``rows`` left their outputs and prompts on disk
+    #: (:class:`~pytest_promptsuite.results.io.StoredResults`).
+    full: Callable[[CaseResult], CaseResult] | None = None
 
 
 def summarize(
@@ -184,7 +188,11 @@ def _compare_baseline(
         chosen = [r for r in base_rows if r.variant == baseline.variant]
         targets: list[str | None] = [*order] or [None]
         base_rows = [replace(r, variant=v) for v in targets for r in chosen]
-    return compare(rows, base_rows, baseline.source, policy)
+    full, variant = baseline.full, baseline.variant
+    if full is not None and variant is not None:
+        read = full
+        full = lambda r: replace(read(replace(r, variant=variant)), variant=r.variant)  # noqa: E731
+    return compare(rows, base_rows, baseline.source, policy, full=full)
 
 
 def _variant_order(rows: Sequence[CaseResult], preferred: Sequence[str] | None) -> list[str]:
