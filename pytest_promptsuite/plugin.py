@@ -162,17 +162,27 @@ class _SessionPlugin:
     def pytest_keyboard_interrupt(self) -> None:
         self.session.cancel_pending()  # Ctrl-C: in-flight calls end now; finished rows stay
 
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item) -> Any:
+        report = yield
+        if isinstance(item, PromptItem):  # the report has the row now: the item need not keep it
+            item.user_properties[:] = [p for p in item.user_properties if p[0] != RESULT_PROPERTY]
+        return report
+
+    @pytest.hookimpl(trylast=True)  # after junitxml and the like have seen the row
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.failed:
             self._failed_reports += 1
         if report.when != "call":
             return
-        for name, value in report.user_properties:
+        for index, (name, value) in enumerate(report.user_properties):
             if name == RESULT_PROPERTY:
-                row = self.session.add_row(str(value))
+                row = self.session.add_row(str(value))  # spooled to a file
                 self._prompt_nodeids.add(report.nodeid)
                 if report.failed and row.outcome in (Outcome.FAILED, Outcome.ERROR):
                     self._failed_prompt_reports += 1  # else a hook broke after the case: not masked
+                if not self.session.is_worker:  # pytest keeps every report: not every row's text
+                    del report.user_properties[index]
                 break
 
     def _stop_reason(self, session: pytest.Session, exitstatus: int) -> str | None:

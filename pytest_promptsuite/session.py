@@ -44,6 +44,7 @@ from .results import GateResult
 from .results import GateSettings
 from .results import RunIncomplete
 from .results import RunInfo
+from .results import StoredResults
 from .results import Summary
 from .results import ThresholdPolicy
 from .results import load_summary_json
@@ -117,7 +118,8 @@ class PromptSession:
         )
         #: Case ids taken so far, each with where it was defined (duplicates across files).
         self.seen: dict[str, str] = {}
-        self.rows: list[CaseResult] = []
+        #: The rows items reported, spooled to a file as they arrive (made at the first).
+        self._spool: StoredResults | None = None
         self.summary: Summary | None = None
         #: Collected cases that never ran (known once the run finished).
         self.not_run: int | None = None
@@ -241,14 +243,25 @@ class PromptSession:
         """End the run's event loop and close the cassettes."""
         self.runner.close()
         self.stores.close()
+        if self._spool is not None:
+            self._spool.close()
 
     # -- aggregation --------------------------------------------------------------------------
 
     def add_row(self, value: str) -> CaseResult:
         """A row an item reported (its ``CaseResult`` as JSON, as it crossed pytest-xdist)."""
-        row = CaseResult.from_json(value)
-        self.rows.append(row)
-        return row
+        if self._spool is None:
+            self._spool = StoredResults.spool()
+        return self._spool.append(value)
+
+    @property
+    def rows(self) -> list[CaseResult]:
+        """The rows items reported so far, without their texts (those stay in the spool)."""
+        return [] if self._spool is None else self._spool.rows
+
+    def full(self, row: CaseResult) -> CaseResult:
+        """One of :attr:`rows` read back whole from the spool."""
+        return row if self._spool is None else self._spool.full(row)
 
     def _know_every_suite(self) -> None:
         """Load the config of every case file under the targets, as collection did: a
@@ -333,13 +346,13 @@ class PromptSession:
             incomplete = RunIncomplete(why=reason, ran=len(self.rows) - len(skipped), not_run=not_run)
         self.summary = summarize(
             self.rows, self.policy(), baseline=self.baseline, variant_order=self.index.variant_order(),
-            settings=self.gate_settings(), run=self.run_info(),
+            settings=self.gate_settings(), run=self.run_info(), full=self.full,
         )
         if incomplete is not None:
             gate = GateResult.of([*self.summary.gate.decisions, incomplete])
             self.summary = dataclasses.replace(self.summary, gate=gate)
         if self.options.report:
-            write_report(self.invocation_dir / self.options.report, self.rows, self.summary)
+            write_report(self.invocation_dir / self.options.report, self.rows, self.summary, full=self.full)
         return self.summary
 
     def terminal_sections(self) -> Iterator[tuple[str, list[str]]]:

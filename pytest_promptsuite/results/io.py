@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from dataclasses import field
+import tempfile
 from pathlib import Path
 from typing import Any
+from typing import BinaryIO
 
 from ..checks.base import CaseResult
 from ..errors import ConfigError
@@ -33,25 +33,67 @@ def load_results(path: Path) -> list[CaseResult]:
     return [_row(file, line.number, line.problem, line.value) for line in read_jsonl(data, strict=False)]
 
 
-@dataclass
 class StoredResults:
-    """A ``results.jsonl`` read as a stream: every row without its output, prompt, replies,
-    checks, usage and metadata, which stay on disk; :meth:`full` reads one row back whole (the
-    report's flips show the baseline's output and prompt)."""
+    """Rows whose output, prompt, replies, checks, usage and metadata stay on disk: a
+    ``results.jsonl`` read as a stream (:func:`stream_results`), or a run's spool that rows are
+    appended to as they arrive (:meth:`spool`). :meth:`full` reads one row back whole."""
 
-    file: Path
-    rows: list[CaseResult] = field(default_factory=list)
-    _offsets: dict[tuple[str, str | None, int], int] = field(default_factory=dict, repr=False)
+    def __init__(self, file: Path, fp: BinaryIO | None = None) -> None:
+        self.file = file
+        self.rows: list[CaseResult] = []
+        self._fp = fp
+        self._end = 0
+        self._offsets: dict[tuple[str, str | None, int], int] = {}
+
+    @classmethod
+    def spool(cls) -> StoredResults:
+        """An empty spool in a temporary file (removed by :meth:`close`)."""
+        fp = tempfile.NamedTemporaryFile(prefix="promptsuite-rows-", suffix=".jsonl")  # noqa: SIM115
+        return cls(Path(fp.name), fp)  # type: ignore[arg-type]
+
+    def add(self, raw: bytes, number: int) -> CaseResult | None:
+        """Keep one line of the file (``raw``, at the current end) as a row without its texts."""
+        start, self._end = self._end, self._end + len(raw)
+        for line in read_jsonl(raw, strict=False):  # one line, or none when blank
+            value = line.value
+            if isinstance(value, dict):
+                for key in _ON_DISK:
+                    value.pop(key, None)
+            row = _row(self.file, number, line.problem, value)
+            self.rows.append(row)
+            self._offsets[(row.case_id, row.variant, row.repeat)] = start
+            return row
+        return None
+
+    def append(self, line: str) -> CaseResult:
+        """Spool a row (its JSON, one line) and keep it without its texts."""
+        assert self._fp is not None, "append to a spool"
+        raw = line.encode("utf-8") + b"\n"
+        self._fp.seek(self._end)
+        self._fp.write(raw)
+        row = self.add(raw, len(self.rows) + 1)
+        assert row is not None
+        return row
 
     def full(self, row: CaseResult) -> CaseResult:
         """``row`` with everything the file holds for it (as it is when the file does not have it)."""
         offset = self._offsets.get((row.case_id, row.variant, row.repeat))
         if offset is None:
             return row
-        with self.file.open("rb") as fp:
-            fp.seek(offset)
-            line = next(read_jsonl(fp.readline(), strict=False))
+        if self._fp is not None:
+            self._fp.seek(offset)
+            raw = self._fp.readline()
+        else:
+            with self.file.open("rb") as fp:
+                fp.seek(offset)
+                raw = fp.readline()
+        line = next(read_jsonl(raw, strict=False))
         return CaseResult.from_dict(line.value) if line.problem is None else row
+
+    def close(self) -> None:
+        """Close (and so remove) a spool's file."""
+        if self._fp is not None:
+            self._fp.close()
 
 
 def stream_results(path: Path) -> StoredResults:
@@ -63,18 +105,9 @@ def stream_results(path: Path) -> StoredResults:
         fp = file.open("rb")
     except OSError as exc:
         raise ConfigError(f"{file}: cannot read results ({exc.strerror or exc})") from exc
-    offset = 0
     with fp:
         for number, raw in enumerate(fp, start=1):
-            start, offset = offset, offset + len(raw)
-            for line in read_jsonl(raw, strict=False):  # one line, or none when blank
-                value = line.value
-                if isinstance(value, dict):
-                    for key in _ON_DISK:
-                        value.pop(key, None)
-                row = _row(file, number, line.problem, value)
-                stored.rows.append(row)
-                stored._offsets[(row.case_id, row.variant, row.repeat)] = start
+            stored.add(raw, number)
     return stored
 
 

@@ -117,6 +117,7 @@ def summarize(
     variant_order: Sequence[str] | None = None,
     settings: GateSettings | None = None,
     run: RunInfo | None = None,
+    full: Callable[[CaseResult], CaseResult] | None = None,
 ) -> Summary:
     """Per-slice counts, pass rates (``passed / (cases - review - skipped)``), Wilson intervals
     and gates.
@@ -126,7 +127,8 @@ def summarize(
     regression test of ``settings`` (see :mod:`~pytest_promptsuite.results.regression`); ``run``
     says what this run used (a deterministic run is judged by the ``delta`` rule under
     ``auto``). Slices are sorted by name, so the table does not depend on the order results
-    arrived in.
+    arrived in. ``full`` reads one of ``rows`` back whole when they left their texts on disk
+    (a run's spool): the flips show outputs and prompts.
 
     With prompt variants each (slice, variant) is gated on its own threshold; ``variant_order``
     (the config's order, else sorted) puts the first variant first: the one the second is
@@ -137,8 +139,8 @@ def summarize(
         baseline = Baseline(list(baseline), baseline_source)
     rows = list(rows)
     order = _variant_order(rows, variant_order)
-    compared = _compare_baseline(rows, baseline, order, policy)
-    later = {v: compare_variants(rows, order[0], v, policy) for v in order[1:]}
+    compared = _compare_baseline(rows, baseline, order, policy, full)
+    later = {v: compare_variants(rows, order[0], v, policy, full) for v in order[1:]}
     judgement = judge(
         baseline=compared, variants=later, settings=settings, rule=RegressionRule(*policy.max_regression()),
         run=run, baseline_run=baseline.run if baseline is not None else None,
@@ -177,7 +179,8 @@ def _in_slice_order(thresholds: list[GateDecision], judged: Sequence[GateDecisio
 
 
 def _compare_baseline(
-    rows: Sequence[CaseResult], baseline: Baseline | None, order: Sequence[str], policy: ThresholdPolicy
+    rows: Sequence[CaseResult], baseline: Baseline | None, order: Sequence[str], policy: ThresholdPolicy,
+    full_new: Callable[[CaseResult], CaseResult] | None = None,
 ) -> Comparison | None:
     """The rows paired with the baseline's by (case, variant); with ``--prompt-baseline-variant``
     the baseline's rows of that variant stand for every variant of this run."""
@@ -192,7 +195,7 @@ def _compare_baseline(
     if full is not None and variant is not None:
         read = full
         full = lambda r: replace(read(replace(r, variant=variant)), variant=r.variant)  # noqa: E731
-    return compare(rows, base_rows, baseline.source, policy, full=full)
+    return compare(rows, base_rows, baseline.source, policy, full=full, full_new=full_new)
 
 
 def _variant_order(rows: Sequence[CaseResult], preferred: Sequence[str] | None) -> list[str]:
