@@ -7,7 +7,10 @@ plain test is what a team would write by hand; the ratio is the price of the plu
     python benchmarks/bench_overhead.py                 # N = 10,000 and 50,000, 3 runs / 1 run
     python benchmarks/bench_overhead.py --sizes 2000 --runs 5
 
-Runs alternate (plain, plugin, plain, ...) so machine noise hits both; medians are reported.
+Runs alternate (plain, plugin, plain, ...) so machine noise hits both; medians are reported, with
+each run's peak resident memory. The plain run uses ``--tb=line``; the plugin writes its report
+(``--prompt-report``). Goal (issue 16, N = 50,000): wall <= 1.1x plain, peak memory <= 2 KB per case
+over plain's.
 """
 
 from __future__ import annotations
@@ -69,13 +72,18 @@ def make_suite(folder: Path, n: int, seed: int = 1234, fail_share: float = 0.05)
     return failing
 
 
-def timed(cmd: list[str], cwd: Path) -> tuple[float, int]:
+def timed(cmd: list[str], cwd: Path) -> tuple[float, float]:
+    """(wall seconds, peak resident memory in MB) of one run (``wait4``: that child's own peak)."""
     start = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    elapsed = time.perf_counter() - start
-    if proc.returncode not in (0, 1):
-        sys.exit(f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stderr[-2000:]}")
-    return elapsed, proc.returncode
+    with tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)
+        elapsed = time.perf_counter() - start
+        code = os.waitstatus_to_exitcode(status)
+        if code not in (0, 1):
+            err.seek(0)
+            sys.exit(f"{' '.join(cmd)} exited {code}:\n{err.read().decode()[-2000:]}")
+    return elapsed, usage.ru_maxrss / 1024
 
 
 def main() -> None:
@@ -83,25 +91,27 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 50_000])
     parser.add_argument("--runs", type=int, default=0, help="runs per size (default: 3, or 1 at 50,000+)")
     args = parser.parse_args()
-    pytest_cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q"]
+    pytest_cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--tb=line"]
     env_note = f"python {sys.version.split()[0]}, {os.cpu_count()} cpus"
-    print(f"# bench_overhead ({env_note})")
-    print("| N | failing | plain pytest s (median) | promptsuite s (median) | ratio | runs |")
-    print("|---:|---:|---:|---:|---:|---:|")
+    print(f"# bench_overhead ({env_note}); plain: pytest --tb=line; promptsuite: --prompt-report on")
+    print("| N | failing | plain pytest s | promptsuite s | ratio | plain peak MB | promptsuite peak MB "
+          "| KB per case over plain | runs |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for n in args.sizes:
         runs = args.runs or (1 if n >= 50_000 else 3)
         with tempfile.TemporaryDirectory() as tmp:
             folder = Path(tmp)
             failing = make_suite(folder, n)
-            plain: list[float] = []
-            ours: list[float] = []
+            plain: list[tuple[float, float]] = []
+            ours: list[tuple[float, float]] = []
             for _ in range(runs):
-                plain.append(timed([*pytest_cmd, "test_plain.py"], folder)[0])
-                ours.append(
-                    timed([*pytest_cmd, "--prompt-suite", "cases.jsonl", "--prompt-min-pass-rate", "0"], folder)[0]
-                )
-            p, o = statistics.median(plain), statistics.median(ours)
-            print(f"| {n:,} | {failing:,} | {p:.2f} | {o:.2f} | {o / p:.2f} | {runs} |", flush=True)
+                plain.append(timed([*pytest_cmd, "test_plain.py"], folder))
+                ours.append(timed([*pytest_cmd, "--prompt-suite", "cases.jsonl", "--prompt-min-pass-rate", "0",
+                                   "--prompt-report", "report"], folder))
+            p, o = statistics.median(t for t, _ in plain), statistics.median(t for t, _ in ours)
+            pm, om = statistics.median(m for _, m in plain), statistics.median(m for _, m in ours)
+            print(f"| {n:,} | {failing:,} | {p:.2f} | {o:.2f} | {o / p:.2f} | {pm:.0f} | {om:.0f} "
+                  f"| {(om - pm) * 1024 / n:.2f} | {runs} |", flush=True)
 
 
 if __name__ == "__main__":

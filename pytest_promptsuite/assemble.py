@@ -26,8 +26,10 @@ from .models.cache import ResponseCache
 from .models.cache import ResponseStores
 from .models.runner import DEFAULT_CONCURRENCY
 from .models.runner import ModelRunner
+from .models.spend import Prices
 from .options import RunOptions
 from .pipeline import CasePipeline
+from .scrub import public_url
 from .suite import ModelConfig
 from .suite import SuiteConfig
 from .templates import CasePrompts
@@ -112,8 +114,6 @@ class Assembler:
     def describe_model(self, suite: SuiteConfig, variant: str | None) -> dict[str, Any]:
         """What a run records of a variant's model: spec, base URL (without credentials), params
         and whether its answers never vary (a ``deterministic`` model, or a replay)."""
-        from .models.openai import public_url  # httpx loads only when a run needs it
-
         settings, root = self.model_settings(suite, variant)
         try:
             model = self.make_model(settings, root)
@@ -230,9 +230,14 @@ class Assembler:
         """A model made and attached to the runner; the concurrency bound (``--prompt-concurrency``,
         else its ``concurrency``) is for the whole run, so pytest-xdist workers share it."""
         limit = self.options.concurrency or settings.concurrency or DEFAULT_CONCURRENCY
+        if settings.budget_usd is not None and settings.prices is None:
+            raise ConfigError(f"[model] budget_usd of {settings.spec} needs [model] prices = "
+                              "{prompt = USD per 1M tokens, completion = USD per 1M tokens}")
+        prices = None if settings.prices is None else Prices(settings.prices.prompt, settings.prices.completion)
         return self.runner.attach(
             self.make_model(settings, root, where), concurrency=max(1, -(-limit // self.workers)),
-            stores=self.stores,
+            stores=self.stores, batch=self.options.batch_mode or settings.batch, budget_usd=settings.budget_usd,
+            prices=prices,
         )
 
     def pipeline(self, suite: SuiteConfig) -> CasePipeline:

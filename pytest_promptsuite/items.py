@@ -110,6 +110,8 @@ class PromptItem(pytest.Item):
         self.ihook.pytest_promptsuite_case_finished(item=self, result=result)
         if result.outcome in (Outcome.FAILED, Outcome.ERROR):
             raise CaseFailed(result)
+        if result.outcome is Outcome.SKIPPED:  # its call was not issued (budget, batch file)
+            pytest.skip(printable(result.error or "skipped"))
 
     def repr_failure(
         self, excinfo: ExceptionInfo[BaseException], style: Any = None

@@ -63,6 +63,13 @@ def _results_path(value: str) -> Path:
     return path
 
 
+def _existing_file(value: str) -> Path:
+    path = Path(value)
+    if not path.is_file():
+        raise argparse.ArgumentTypeError(f"{value!r}: no such file")
+    return path
+
+
 def _positive(value: str) -> int:
     try:
         number = int(value)
@@ -150,6 +157,20 @@ OPTIONS: tuple[Option, ...] = (
     Option("--prompt-replay", dict(
         default=None, metavar="PATH",
         help="Answer from a cassette only, never calling the endpoint; a missing answer is an error")),
+    Option("--prompt-max-calls", dict(
+        type=_positive, default=None, metavar="N",
+        help="Issue at most N model calls (cache hits are free); the cases left end as skipped and "
+        "the run fails")),
+    Option("--prompt-batch", dict(
+        action="store_true", default=False,
+        help="Send the run's calls as one OpenAI Batch job (or [model] batch = true)")),
+    Option("--prompt-batch-file", dict(
+        default=None, metavar="OUT.jsonl",
+        help="Write the run's calls as a batch request file (OpenAI format, for vllm run-batch) "
+        "without sending them")),
+    Option("--prompt-batch-results", dict(
+        type=_existing_file, default=None, metavar="FILE",
+        help="Answer the calls from a batch output file made elsewhere, then run the checks")),
 )
 
 
@@ -180,6 +201,15 @@ class RunOptions:
     no_cache: bool = False
     record: str | None = None
     replay: str | None = None
+    max_calls: int | None = None
+    batch: bool = False
+    batch_file: str | None = None
+    batch_results: Path | None = None
+
+    @property
+    def batch_mode(self) -> bool:
+        """Whether calls go through a batch: sent as a job, written to a file, or read back."""
+        return self.batch or self.batch_file is not None or self.batch_results is not None
 
     @classmethod
     def from_values(cls, get: Callable[[str], Any]) -> RunOptions:

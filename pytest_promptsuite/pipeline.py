@@ -34,6 +34,7 @@ from .models import Response
 from .models import is_sync
 from .models import prompt_hash
 from .models.runner import ModelRunner
+from .models.spend import NotIssued
 from .templates import CasePrompts
 from .templates.parsers import OutputParserError
 
@@ -109,15 +110,24 @@ class CasePipeline:
             return exc
         return _Prepared(prompt, prompt_hash(prompt), self._request(case, prompt, key))
 
+    def first_call(self, planned: PlannedCase) -> tuple[Model, ModelRequest] | None:
+        """The case's first request (rendered once and kept for :meth:`run`) and its model; None
+        when it does not render (the failure waits for :meth:`run`)."""
+        prepared = self._prepared.get(planned.key)
+        if prepared is None:
+            prepared = self._prepared[planned.key] = self._prepare(planned.case, planned.key)
+        if isinstance(prepared, TemplateError):
+            return None
+        return self.model_for(planned.key.variant)[0], prepared.request
+
     def prefetch(self, planned: PlannedCase) -> None:
         """Render the case's first request now and start its call (for a model with I/O), so it
         is under way before pytest reaches the case; a render failure waits for :meth:`run`."""
         if planned.key in self._prepared or self._ppl(planned.key.variant):
             return
-        prepared = self._prepare(planned.case, planned.key)
-        self._prepared[planned.key] = prepared
-        if isinstance(prepared, _Prepared):
-            self.runner.prefetch(self.model_for(planned.key.variant)[0], prepared.request, key=planned.key)
+        call = self.first_call(planned)
+        if call is not None:
+            self.runner.prefetch(*call, key=planned.key)
 
     def forget(self) -> None:
         """Drop what was prepared for cases that will not run (``-x``, Ctrl-C, end of run)."""
@@ -151,8 +161,9 @@ class CasePipeline:
                 replies.append(response.text)
                 base["prompt"], base["prompt_hash"] = follow, prompt_hash(follow)
                 response = self.runner.call(model, self._request(case, follow, key))
-        except ModelError as exc:
-            return CaseResult(outcome=Outcome.ERROR, error=str(exc), replies=tuple(replies), **base)
+        except ModelError as exc:  # a call deliberately not issued (budget, batch file): skipped
+            outcome = Outcome.SKIPPED if isinstance(exc, NotIssued) else Outcome.ERROR
+            return CaseResult(outcome=outcome, error=str(exc), replies=tuple(replies), **base)
         except TemplateError as exc:
             return CaseResult(outcome=Outcome.ERROR, error=f"render: {exc}", replies=tuple(replies), **base)
         except Exception as exc:  # whatever a model (ours or a plugin's) raised: an error row, never lost

@@ -52,10 +52,14 @@ def pytest_configure(config: pytest.Config) -> None:
     install_log_filter()  # httpx's and httpcore's records (and ours) never show a secret
     options = RunOptions.from_values(config.getoption)
     workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
+    worker_index = int(str(getattr(config, "workerinput", {}).get("workerid", "gw0"))[2:] or 0)
+    if options.batch_mode and getattr(config.option, "numprocesses", None):
+        raise pytest.UsageError("--prompt-batch, --prompt-batch-file and --prompt-batch-results make one "
+                                "batch of the run's calls in one process: drop -n")
     try:
         session = PromptSession(
             options, hook=config.hook, invocation_dir=config.invocation_params.dir, rootpath=config.rootpath,
-            config=config, is_worker=hasattr(config, "workerinput"), workers=workers,
+            config=config, is_worker=hasattr(config, "workerinput"), workers=workers, worker_index=worker_index,
         )
         suites = [str(path) for raw in options.suite for path in session.index.add_target(raw)]
     except PromptSuiteError as exc:
@@ -125,12 +129,23 @@ class _SessionPlugin:
             self.session.prefetch(item.planned)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        self._collected = [item.nodeid for item in session.items if isinstance(item, PromptItem)]
+        """The run is known (after -k, --lf, shards and plugins deselected): calls start now,
+        never under --collect-only or after a collection error."""
+        ours = [item for item in session.items if isinstance(item, PromptItem)]
+        self._collected = [item.nodeid for item in ours]
         self.session.planned = len(self._collected)
+        if self.config.option.collectonly or session.testsfailed:
+            return
         upcoming = None
         if self.session.is_worker:  # only this worker's own queue, never another worker's cases
             upcoming = xdist_queue(self.config.pluginmanager.get_plugins(), session.items) or (lambda n: [])
         self.session.plan_prefetch(session.items, self._start, upcoming)
+        reporter: Any = self.config.pluginmanager.get_plugin("terminalreporter")
+        progress = None if reporter is None else (lambda line: reporter.write_line(printable(line)))
+        try:
+            self.session.start_calls([item.planned for item in ours], progress)
+        except PromptSuiteError as exc:
+            raise pytest.UsageError(str(exc)) from exc
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> None:
@@ -147,17 +162,27 @@ class _SessionPlugin:
     def pytest_keyboard_interrupt(self) -> None:
         self.session.cancel_pending()  # Ctrl-C: in-flight calls end now; finished rows stay
 
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item) -> Any:
+        report = yield
+        if isinstance(item, PromptItem):  # the report has the row now: the item need not keep it
+            item.user_properties[:] = [p for p in item.user_properties if p[0] != RESULT_PROPERTY]
+        return report
+
+    @pytest.hookimpl(trylast=True)  # after junitxml and the like have seen the row
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.failed:
             self._failed_reports += 1
         if report.when != "call":
             return
-        for name, value in report.user_properties:
+        for index, (name, value) in enumerate(report.user_properties):
             if name == RESULT_PROPERTY:
-                row = self.session.add_row(str(value))
+                row = self.session.add_row(str(value))  # spooled to a file
                 self._prompt_nodeids.add(report.nodeid)
                 if report.failed and row.outcome in (Outcome.FAILED, Outcome.ERROR):
                     self._failed_prompt_reports += 1  # else a hook broke after the case: not masked
+                if not self.session.is_worker:  # pytest keeps every report: not every row's text
+                    del report.user_properties[index]
                 break
 
     def _stop_reason(self, session: pytest.Session, exitstatus: int) -> str | None:

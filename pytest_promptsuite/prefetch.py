@@ -47,6 +47,12 @@ class Prefetcher:
         """A pytest-xdist worker: the items ahead are whatever its queue holds right now."""
         self._queue = upcoming
 
+    def start(self) -> None:
+        """The run is known: start the first window of a serial run's calls (a worker's queue is
+        still empty then; its calls start as items arrive)."""
+        if self._queue is None and self._order:
+            self.advance(self._order[0], None)
+
     def advance(self, item: Any, nextitem: Any | None) -> None:
         """``item`` is about to run: make sure its call and those of the window after it started."""
         if self._queue is not None:

@@ -45,10 +45,11 @@ from .results import GateResult
 from .results import GateSettings
 from .results import RunIncomplete
 from .results import RunInfo
+from .results import StoredResults
 from .results import Summary
 from .results import ThresholdPolicy
-from .results import load_results
 from .results import load_summary_json
+from .results import stream_results
 from .results import summarize
 from .scrub import public_url
 from .scrub import register
@@ -83,7 +84,8 @@ class PromptSession:
         rootpath: pytest's rootdir (configs and the default cache are found under it).
         config: handed to ``pytest_promptsuite_make_model`` (pytest's config).
         is_worker: a pytest-xdist worker (reports nothing itself).
-        workers: how many workers share the concurrency bound.
+        workers: how many workers share the concurrency bound (and ``--prompt-max-calls``).
+        worker_index: which of them this is (0 outside pytest-xdist).
         index: the suite index to use (the ``promptsuite`` command's shows paths as given).
     """
 
@@ -97,6 +99,7 @@ class PromptSession:
         config: Any = None,
         is_worker: bool = False,
         workers: int = 1,
+        worker_index: int = 0,
         index: SuiteIndex | None = None,
     ) -> None:
         self.options = options
@@ -110,6 +113,9 @@ class PromptSession:
                 raise ConfigError(f"--prompt-base-url {public_url(options.base_url)!r} {problem}")
         self.baseline = None if is_worker else self._load_baseline()
         self.runner = ModelRunner()
+        if options.max_calls is not None:  # pytest-xdist: each worker issues its share of the calls
+            share, extra = divmod(options.max_calls, workers)
+            self.runner.allowance.max_calls = share + (worker_index < extra)
         self.stores = open_stores(options, invocation_dir=invocation_dir, rootpath=rootpath, is_worker=is_worker)
         self.index = index or SuiteIndex(invocation_dir=invocation_dir, rootpath=rootpath, config=options.config)
         self.assembler = Assembler(
@@ -118,7 +124,8 @@ class PromptSession:
         )
         #: Case ids taken so far, each with where it was defined (duplicates across files).
         self.seen: dict[str, str] = {}
-        self.rows: list[CaseResult] = []
+        #: The rows items reported, spooled to a file as they arrive (made at the first).
+        self._spool: StoredResults | None = None
         #: What collection noticed but does not stop on (a ``vars`` field no template reads).
         self.warnings: list[str] = []
         self.summary: Summary | None = None
@@ -135,14 +142,15 @@ class PromptSession:
         if path is None:
             return None
         try:
-            rows = load_results(path)
+            stored = stream_results(path)  # outputs and prompts stay on disk until a flip shows them
             summary = load_summary_json(path)
         except PromptSuiteError as exc:
             raise ConfigError(f"--prompt-baseline: {exc}") from exc
-        rows = rows if shard is None else [r for r in rows if r.case_id in shard]
+        rows = stored.rows if shard is None else [r for r in stored.rows if r.case_id in shard]
         run = summary.get("run") if summary else None
         return Baseline(
-            rows, str(path), self.options.baseline_variant, RunInfo.from_dict(run) if isinstance(run, dict) else None
+            rows, str(path), self.options.baseline_variant, RunInfo.from_dict(run) if isinstance(run, dict) else None,
+            full=stored.full,
         )
 
     # -- collection ---------------------------------------------------------------------------
@@ -240,6 +248,21 @@ class PromptSession:
         else:
             self._prefetcher.plan(items)
 
+    def start_calls(self, planned: Sequence[PlannedCase], progress: Callable[[str], None] | None = None) -> None:
+        """The run is known (collection final): in batch mode, answer every call of ``planned``
+        through one batch (a job, ``--prompt-batch-file`` or ``--prompt-batch-results``) before
+        the first case runs; the prefetcher then starts its first window of calls."""
+        if any(a.answers is not None for a in self.runner.attached.values()) and not self.is_worker:
+            calls = [call for one in planned if (call := self._pipelines[one.suite].first_call(one)) is not None]
+            out = None if self.options.batch_file is None else self.invocation_dir / self.options.batch_file
+            sent = self.runner.batch(calls, write_to=out,
+                                     results=self.options.batch_results, progress=progress)
+            if self.options.batch_file and progress is not None:
+                progress(f"batch: {sent:,} requests written to {self.options.batch_file}")
+        if self._prefetcher is not None:
+            with self.runner.batch_submits():
+                self._prefetcher.start()
+
     def prefetch(self, planned: PlannedCase) -> None:
         """Render a case's request and start its call now."""
         self._pipelines[planned.suite].prefetch(planned)
@@ -247,7 +270,7 @@ class PromptSession:
     def advance(self, item: Any, nextitem: Any | None) -> None:
         """``item`` is about to run: keep the calls of the items after it started."""
         if self._prefetcher is not None and self.runner.fatal is None:
-            with self.runner.batch():
+            with self.runner.batch_submits():
                 self._prefetcher.advance(item, nextitem)
 
     def cancel_pending(self) -> None:
@@ -260,14 +283,25 @@ class PromptSession:
         """End the run's event loop and close the cassettes."""
         self.runner.close()
         self.stores.close()
+        if self._spool is not None:
+            self._spool.close()
 
     # -- aggregation --------------------------------------------------------------------------
 
     def add_row(self, value: str) -> CaseResult:
         """A row an item reported (its ``CaseResult`` as JSON, as it crossed pytest-xdist)."""
-        row = CaseResult.from_json(value)
-        self.rows.append(row)
-        return row
+        if self._spool is None:
+            self._spool = StoredResults.spool()
+        return self._spool.append(value)
+
+    @property
+    def rows(self) -> list[CaseResult]:
+        """The rows items reported so far, without their texts (those stay in the spool)."""
+        return [] if self._spool is None else self._spool.rows
+
+    def full(self, row: CaseResult) -> CaseResult:
+        """One of :attr:`rows` read back whole from the spool."""
+        return row if self._spool is None else self._spool.full(row)
 
     def _know_every_suite(self) -> None:
         """Load the config of every case file under the targets, as collection did: a
@@ -344,18 +378,21 @@ class PromptSession:
         self._know_every_suite()
         incomplete = None
         self.not_run = not_run
+        skipped = [row for row in self.rows if row.outcome is Outcome.SKIPPED]
+        if skipped and not self.options.batch_file:  # the budget ran out: calls were not issued
+            not_run, why = not_run + len(skipped), why or skipped[0].error
         if not_run:
             reason = why or "some cases reported no result"
-            incomplete = RunIncomplete(why=reason, ran=len(self.rows), not_run=not_run)
+            incomplete = RunIncomplete(why=reason, ran=len(self.rows) - len(skipped), not_run=not_run)
         self.summary = summarize(
             self.rows, self.policy(), baseline=self.baseline, variant_order=self.index.variant_order(),
-            settings=self.gate_settings(), run=self.run_info(),
+            settings=self.gate_settings(), run=self.run_info(), full=self.full,
         )
         if incomplete is not None:
             gate = GateResult.of([*self.summary.gate.decisions, incomplete])
             self.summary = dataclasses.replace(self.summary, gate=gate)
         if self.options.report:
-            write_report(self.invocation_dir / self.options.report, self.rows, self.summary)
+            write_report(self.invocation_dir / self.options.report, self.rows, self.summary, full=self.full)
         return self.summary
 
     def terminal_sections(self) -> Iterator[tuple[str, list[str]]]:

@@ -13,10 +13,8 @@ from typing import Annotated
 from typing import Any
 from typing import Literal
 from typing import Union
-from urllib.parse import urlsplit
 
 from pydantic import BaseModel
-from pydantic import ConfigDict
 from pydantic import Field
 from pydantic import ValidationError
 
@@ -26,6 +24,11 @@ from .formats.tomlio import check_values
 from .formats.tomlio import key_lines
 from .formats.tomlio import load_toml
 from .formats.tomlio import place
+from .model_config import ConfigTable as _Section
+from .model_config import ModelConfig
+from .model_config import ModelOverride
+from .model_config import Prices
+from .model_config import base_url_problem
 from .scrub import public_url
 
 
@@ -33,6 +36,7 @@ __all__ = [
     "GateConfig",
     "ModelConfig",
     "ModelOverride",
+    "Prices",
     "SuiteConfig",
     "SuiteSection",
     "TemplateConfig",
@@ -47,51 +51,11 @@ __all__ = [
 ]
 
 
-class _Section(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
-
-
 class SuiteSection(_Section):
     """``[suite]``: the case files to collect and the train file that gives in-context examples."""
 
     cases: list[str] = Field(default_factory=list)
     train: Union[str, None] = None
-
-
-class ModelConfig(_Section):
-    """A model: its spec and how to reach it. ``api_key_env`` names a variable, never a key."""
-
-    spec: str = "fake"
-    base_url: Union[str, None] = None
-    api_key_env: str = "OPENAI_API_KEY"
-    endpoint: Literal["chat", "completions"] = "chat"
-    meta_template: Union[str, dict[str, Any], None] = None
-    params: dict[str, Any] = Field(default_factory=dict)
-    concurrency: Union[int, None] = Field(default=None, ge=1, le=1024)
-    timeout_s: float = Field(default=60.0, gt=0, le=86400)
-    max_retries: int = Field(default=3, ge=0, le=100)
-
-
-def base_url_problem(url: str) -> str | None:
-    """What is wrong with an endpoint's base URL (None: nothing). Credentials in it are refused:
-    httpx would silently send ``user:password@`` as Basic auth in place of the bearer key."""
-    if any(ch.isspace() or ord(ch) < 32 for ch in url):
-        return "holds whitespace or a control character"
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https"):
-        return "must start with http:// or https://"
-    if parts.username is not None or parts.password is not None:
-        return (
-            "carries 'user:password@', which httpx would send as Basic auth in place of the API "
-            "key; drop it and put the key in the variable api_key_env names"
-        )
-    try:
-        parts.port  # noqa: B018 (reading it checks it)
-    except ValueError:
-        return "has a port that is not a number from 0 to 65535"
-    if not parts.hostname:
-        return "has no host"
-    return None
 
 
 def confine(root: Path, relative: str | Path) -> Path | None:
@@ -206,21 +170,6 @@ class GateConfig(_Section):
     compare_variants: Union[bool, None] = None
 
 
-class ModelOverride(_Section):
-    """``[variants.NAME.model]``: the keys of ``[model]`` a prompt variant changes (the rest
-    stay), so two models can be compared in one run under the same rule."""
-
-    spec: Union[str, None] = None
-    base_url: Union[str, None] = None
-    api_key_env: Union[str, None] = None
-    endpoint: Union[Literal["chat", "completions"], None] = None
-    meta_template: Union[str, dict[str, Any], None] = None
-    params: Union[dict[str, Any], None] = None
-    concurrency: Union[int, None] = Field(default=None, ge=1)
-    timeout_s: Union[float, None] = Field(default=None, gt=0)
-    max_retries: Union[int, None] = Field(default=None, ge=0)
-
-
 class VariantConfig(TemplateConfig):
     """``[variants.NAME]``: the ``[template]`` keys a prompt version overrides, and optionally
     its own ``model`` table."""
@@ -273,7 +222,7 @@ class SuiteConfig(_Section):
         target = confine(self.root, relative)
         if target is None:
             raise ConfigError(
-                f"{self.where(key)}: {key} = {relative!r} points outside the suite's folder {self.root.resolve()}"
+                f"{self.where(key)}: {key} = {relative!r} points outside the suite's folder {self.root}"
             )
         return target
 

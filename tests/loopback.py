@@ -59,6 +59,8 @@ from starlette.types import Receive
 from starlette.types import Scope
 from starlette.types import Send
 
+from tests.loopback_batch import BatchApi  # as a script too: PYTHONPATH holds the repository
+
 
 __all__ = ["Knobs", "LoopbackServer", "serve"]
 
@@ -126,17 +128,20 @@ class _App:
     def __init__(self, knobs: Knobs | None = None) -> None:
         self.knobs = knobs or Knobs()
         self.stats = Stats()
+        self.batch = BatchApi(lambda body, chat: _completion_data(_prompt_of(body), body, chat=chat), _prompt_of)
         self._app = Starlette(
             routes=[
                 Route("/v1/chat/completions", self.chat, methods=["POST"]),
                 Route("/v1/completions", self.completions, methods=["POST"]),
                 Route("/stats", self.stats_view, methods=["GET"]),
+                *self.batch.routes(),  # the Batch API (tests/loopback_batch.py)
             ]
         )
 
     def reset(self, knobs: Knobs | None = None) -> None:
         self.knobs = knobs or Knobs()
         self.stats = Stats()
+        self.batch.reset()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -155,14 +160,15 @@ class _App:
 
     async def stats_view(self, request: Request) -> Response:
         s = self.stats
-        return JSONResponse(
-            {
-                "requests": s.requests,
-                "max_in_flight": s.max_in_flight,
-                "statuses": s.statuses,
-                "disconnected": s.disconnected,
-            }
-        )
+        data: dict[str, Any] = {
+            "requests": s.requests,
+            "max_in_flight": s.max_in_flight,
+            "statuses": s.statuses,
+            "disconnected": s.disconnected,
+        }
+        if request.query_params.get("timeline"):  # when each request came and was answered
+            data["timeline"] = [[e["time"], e.get("end")] for e in s.log]
+        return JSONResponse(data)
 
     async def chat(self, request: Request) -> Response:
         return await self._answer(request, chat=True)
@@ -190,6 +196,7 @@ class _App:
             await asyncio.sleep(knobs.latency_s)
         response = self._respond(knobs, request, prompt, attempt, chat=chat, body=body)
         entry["status"] = response.status_code
+        entry["end"] = time.monotonic()
         stats.statuses[response.status_code] = stats.statuses.get(response.status_code, 0) + 1
         if isinstance(response, _Hang):
             await asyncio.sleep(knobs.hang_s)
@@ -396,6 +403,11 @@ class LoopbackServer:
     @property
     def stats(self) -> Stats:
         return self.app.stats
+
+    @property
+    def batch(self) -> BatchApi:
+        """The Batch API's jobs, files, knobs (``batch.reset(...)``) and counts."""
+        return self.app.batch
 
     def reset(self, **knobs: Any) -> LoopbackServer:
         """Forget what was seen and set fresh knobs."""

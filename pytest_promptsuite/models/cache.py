@@ -297,6 +297,12 @@ class CachingModel:
         """Replayed answers never vary; otherwise, as the inner model's."""
         return self.replay is not None or bool(getattr(self.inner, "deterministic", False))
 
+    def stored(self, request: ModelRequest) -> bool:
+        """Whether the call never reaches the model: replayed (or refused) by the cassette, or cached."""
+        if self.replay is not None:
+            return True
+        return self.cache is not None and self.cache.get(cache_key(self.identity, request)) is not None
+
     async def generate(self, request: ModelRequest) -> Response:
         """A replayed answer, else a cached one, else the inner model's (stored and recorded)."""
         key = cache_key(self.identity, request)

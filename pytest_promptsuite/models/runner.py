@@ -15,24 +15,44 @@ URL, bad key) marks its model unusable: calls not yet sent fail at once with a s
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
 import contextlib
+import dataclasses
 import functools
 import threading
+from collections.abc import Callable
 from collections.abc import Coroutine
 from collections.abc import Hashable
+from collections.abc import Iterable
 from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
 from typing import Any
 from typing import TypeVar
 
+from ..errors import ConfigError
 from ..errors import EndpointError
+from ..errors import ModelError
 from .base import Model
 from .base import ModelRequest
 from .base import Response
 from .base import is_sync
+from .batch import BatchAnswers
+from .batch import BatchLine
+from .batch import NotSent
+from .batch import answers_from
+from .batch import read_outputs
+from .batch import write_requests
 from .cache import CachingModel
 from .cache import ResponseStores
+from .spend import Allowance
+from .spend import BudgetedModel
+from .spend import BudgetExhausted
+from .spend import Prices
+
+
+if TYPE_CHECKING:
+    import asyncio
 
 
 __all__ = ["DEFAULT_CONCURRENCY", "ModelRunner"]
@@ -41,6 +61,37 @@ T = TypeVar("T")
 DEFAULT_CONCURRENCY = 8
 _PrefetchKey = tuple[int, Hashable]
 _Pending = tuple[Model, ModelRequest, "concurrent.futures.Future[Response]"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Attached:
+    """The layers of a model with I/O, outermost first: the response stores (if any), the run's
+    batch answers (batch mode), the budget, the model itself."""
+
+    outer: Model
+    caching: CachingModel | None
+    answers: BatchAnswers | None
+    budget: BudgetedModel
+
+
+def _threadsafe(coro: Coroutine[Any, Any, T], loop: asyncio.AbstractEventLoop) -> concurrent.futures.Future[T]:
+    """``coro`` started on ``loop`` (another thread's), as a future this thread can wait on."""
+    import asyncio
+
+    return asyncio.run_coroutine_threadsafe(coro, loop)
+
+
+def _semaphore(limit: int) -> asyncio.Semaphore:
+    import asyncio
+
+    return asyncio.Semaphore(limit)
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"--prompt-batch-results {path}: cannot read ({exc.strerror or exc})") from exc
 
 
 def _settle(future: concurrent.futures.Future[Response], task: asyncio.Task[Response]) -> None:
@@ -82,8 +133,14 @@ class ModelRunner:
         #: The first fatal error of any model (the plugin stops the run on it).
         self.fatal: EndpointError | None = None
         self.prefetch_hits = 0
+        #: What the run may still spend (``--prompt-max-calls``, each model's ``budget_usd``).
+        self.allowance = Allowance()
+        #: Each model with I/O as :meth:`attach` layered it, by the id of what it returned.
+        self.attached: dict[int, Attached] = {}
 
     def _ensure_loop(self) -> asyncio.AbstractEventLoop:
+        import asyncio  # a run whose models all answer inline never starts a loop, nor imports asyncio
+
         if self._loop is None:
             loop = asyncio.new_event_loop()
             thread = threading.Thread(
@@ -95,7 +152,7 @@ class ModelRunner:
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run ``coro`` on the background loop and wait for its result."""
-        return asyncio.run_coroutine_threadsafe(coro, self._ensure_loop()).result()
+        return _threadsafe(coro, self._ensure_loop()).result()
 
     def set_concurrency(self, model: Model, limit: int) -> None:
         """At most ``limit`` calls of ``model`` in flight (default: the runner's ``concurrency``)."""
@@ -108,20 +165,28 @@ class ModelRunner:
         return self._limits.get(id(model), self.concurrency)
 
     def attach(self, model: Model, *, concurrency: int | None = None, stores: ResponseStores | None = None,
-               prefetched: bool = True) -> Model:
+               prefetched: bool = True, batch: bool = False, budget_usd: float | None = None,
+               prices: Prices | None = None) -> Model:
         """``model`` as the run calls it: a model without I/O (``generate_sync``) as it is, called
-        inline; any other behind the response ``stores`` (when there are any), with at most
-        ``concurrency`` calls in flight (default: the runner's). ``prefetched``: the cases' own
-        model, whose calls start ahead (a judge's calls start when a check needs them)."""
+        inline; any other within the run's budget (:mod:`.spend`: ``budget_usd`` at ``prices``),
+        answered from the run's batch job when ``batch``, behind the response ``stores`` (when
+        there are any), with at most ``concurrency`` calls in flight (default: the runner's).
+        ``prefetched``: the cases' own model, whose calls start ahead (a judge's calls start
+        when a check needs them)."""
         if is_sync(model):
             return model  # answers at once: nothing to cache, bound or wait for
+        budgeted = BudgetedModel(model, self.allowance, budget_usd=budget_usd, prices=prices)
+        answers = BatchAnswers(budgeted) if batch else None
+        outer: Model = answers or budgeted
+        caching = None
         if stores:
-            model = CachingModel(model, cache=stores.cache, replay=stores.replay, record=stores.record)
+            outer = caching = CachingModel(outer, cache=stores.cache, replay=stores.replay, record=stores.record)
+        self.attached[id(outer)] = Attached(outer, caching, answers, budgeted)
         if concurrency is not None:
-            self.set_concurrency(model, concurrency)
+            self.set_concurrency(outer, concurrency)
         if prefetched:
-            self._io_models[id(model)] = model
-        return model
+            self._io_models[id(outer)] = outer
+        return outer
 
     def prefetch_window(self) -> int:
         """How many items ahead to start calls for: a few times the largest concurrency bound of
@@ -136,7 +201,7 @@ class ModelRunner:
         ident = id(model)
         semaphore = self._semaphores.get(ident)
         if semaphore is None:
-            semaphore = self._semaphores[ident] = asyncio.Semaphore(self.limit(model))
+            semaphore = self._semaphores[ident] = _semaphore(self.limit(model))
         self._check_usable(ident)
         async with semaphore:
             self._check_usable(ident)
@@ -159,7 +224,7 @@ class ModelRunner:
     def submit(self, model: Model, request: ModelRequest) -> concurrent.futures.Future[Response]:
         """Start a call on the loop; its future resolves to the response or the ModelError.
 
-        Cancelling the future cancels the call. Inside :meth:`batch` the call starts when the
+        Cancelling the future cancels the call. Inside :meth:`batch_submits` the call starts when the
         batch ends, together with the others (one wake-up of the loop thread for all).
         """
         self._models.setdefault(id(model), model)
@@ -171,7 +236,7 @@ class ModelRunner:
         return future
 
     @contextlib.contextmanager
-    def batch(self) -> Iterator[None]:
+    def batch_submits(self) -> Iterator[None]:
         """Collect the calls submitted in the block and start them at its end, at once."""
         outer = self._batch is not None
         if not outer:
@@ -229,6 +294,84 @@ class ModelRunner:
             future.cancel()
             raise
 
+    # -- batch mode ---------------------------------------------------------------------------
+
+    def batch_lines(self, calls: Iterable[tuple[Model, ModelRequest]], *, send: bool
+                    ) -> dict[int, dict[str, dict[str, BatchLine]]]:
+        """The batch lines of ``calls`` by model and endpoint, each ``custom_id`` once. Left out:
+        calls of a model not in batch mode, answered by the cache or a cassette, or (``send``:
+        they would be issued) not within the budget, which then refuses them as they run."""
+        groups: dict[int, dict[str, dict[str, BatchLine]]] = {}
+        for model, request in calls:
+            attached = self.attached.get(id(model))
+            if attached is None or attached.answers is None or not attached.answers.batchable:
+                continue
+            if attached.caching is not None and attached.caching.stored(request):
+                continue
+            line = attached.answers.line(request)
+            by_url = groups.setdefault(id(model), {}).setdefault(line.url, {})
+            if line.custom_id in by_url:
+                continue
+            if send:
+                try:
+                    self.allowance.take(attached.budget, request)
+                except BudgetExhausted:
+                    continue
+            by_url[line.custom_id] = line
+        return groups
+
+    def batch(self, calls: Iterable[tuple[Model, ModelRequest]], *, write_to: Path | None = None,
+              results: Path | None = None, progress: Callable[[str], None] | None = None) -> int:
+        """Answer ``calls`` from batch jobs (one per model and endpoint), a results file
+        (``results``) or not at all (``write_to``: the request file is written, each call then
+        ends as not sent). Returns how many requests went into jobs or the file."""
+        groups = self.batch_lines(calls, send=write_to is None and results is None)
+        every = [line for by_url in groups.values() for lines in by_url.values() for line in lines.values()]
+        if write_to is not None:
+            write_requests(write_to, every)
+            note = NotSent(f"written to {write_to} (--prompt-batch-file), not sent")
+            for ident, by_url in groups.items():
+                answers = self.attached[ident].answers
+                assert answers is not None
+                answers.answers.update({cid: note for lines in by_url.values() for cid in lines})
+            return len(every)
+        outputs = None
+        if results is not None:
+            outputs = read_outputs(_read(results), str(results))
+        for ident, by_url in groups.items():
+            attached = self.attached[ident]
+            answers = attached.answers
+            assert answers is not None
+            for url, lines in by_url.items():
+                if outputs is not None:
+                    found = answers_from(answers, lines, outputs, str(results),
+                                         "the request is not in it (its prompt, params or model changed?)")
+                else:
+                    found = self._run_job(attached.budget.inner, answers, list(lines.values()), url, progress)
+                answers.answers.update(found)
+        return len(every)
+
+    def _run_job(self, model: Model, answers: BatchAnswers, lines: list[BatchLine], url: str,
+                 progress: Callable[[str], None] | None) -> dict[str, Response | ModelError]:
+        """One batch job to its end (Ctrl-C cancels it); each line's answer or error."""
+        from .batch_job import BatchJob  # httpx: imported when a job is sent, never at start-up
+
+        job = BatchJob(model, progress=progress)
+        if progress is not None:
+            progress(f"batch: sending {len(lines):,} requests to {url}")
+        future = _threadsafe(job.run(lines, url), self._ensure_loop())
+        try:
+            result = future.result()
+        except KeyboardInterrupt:
+            future.cancel()
+            with contextlib.suppress(Exception):
+                _threadsafe(job.cancel(), self._ensure_loop()).result(timeout=10)
+            raise
+        except ModelError as exc:
+            return {line.custom_id: exc for line in lines}
+        where = f"batch {result.batch_id} ({result.status})"
+        return answers_from(answers, (line.custom_id for line in lines), result.outputs, where, result.reason)
+
     def cancel_pending(self) -> int:
         """Cancel every prefetched call nobody collected (``-x``, Ctrl-C, end of run)."""
         cancelled = 0
@@ -246,7 +389,7 @@ class ModelRunner:
                 close = getattr(model, "aclose", None)
                 if close is not None:
                     try:
-                        asyncio.run_coroutine_threadsafe(close(), self._loop).result(timeout=5)
+                        _threadsafe(close(), self._loop).result(timeout=5)
                     except Exception:  # closing sockets must never mask the run's outcome
                         pass
             self._loop.call_soon_threadsafe(self._loop.stop)

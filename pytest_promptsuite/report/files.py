@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import csv
+from collections.abc import Callable
 from collections.abc import Iterable
+from collections.abc import Iterator
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 from typing import TextIO
+from typing import overload
 
 from ..checks.base import CaseResult
 from ..checks.base import Layer
@@ -70,10 +74,39 @@ class _Printable:
         return self.fp.write(printable(text))
 
 
-def write_report(directory: Path, rows: Iterable[CaseResult], summary: Summary) -> list[Path]:
-    """Write every report file into ``directory`` (created if needed); return their paths."""
+class _ReadBack(Sequence[CaseResult]):
+    """Rows in order, each read back whole by ``full`` as it is reached: the report files are
+    written as a stream, never with every row's texts in memory at once."""
+
+    def __init__(self, rows: list[CaseResult], full: Callable[[CaseResult], CaseResult]) -> None:
+        self._rows, self._full = rows, full
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    @overload
+    def __getitem__(self, index: int) -> CaseResult: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[CaseResult]: ...
+
+    def __getitem__(self, index: int | slice) -> CaseResult | Sequence[CaseResult]:
+        if isinstance(index, slice):
+            return _ReadBack(self._rows[index], self._full)
+        return self._full(self._rows[index])
+
+    def __iter__(self) -> Iterator[CaseResult]:
+        return map(self._full, self._rows)
+
+
+def write_report(directory: Path, rows: Iterable[CaseResult], summary: Summary, *,
+                 full: Callable[[CaseResult], CaseResult] | None = None) -> list[Path]:
+    """Write every report file into ``directory`` (created if needed); return their paths.
+    ``full`` reads a row back whole when ``rows`` left their texts on disk (a run's spool)."""
     directory.mkdir(parents=True, exist_ok=True)
-    ordered = sorted_rows(rows)
+    ordered: Sequence[CaseResult] = sorted_rows(rows)
+    if full is not None:
+        ordered = _ReadBack(list(ordered), full)
     results = directory / "results.jsonl"
     with results.open("w", encoding="utf-8") as fp:
         fp.writelines(row.to_json() + "\n" for row in ordered)

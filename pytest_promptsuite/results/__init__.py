@@ -1,7 +1,7 @@
 """Stage 5a: case results into per-slice pass rates, confidence intervals, baseline diffs and gates.
 
 One module per concept: ``stats`` (Wilson, McNemar), ``policy`` (thresholds), ``records`` (the
-summary's rows around one :class:`Counts` type), ``io`` (reading result sets), ``frames`` (pandas
+summary's rows around one :class:`Counts` type), ``io`` (reading result sets), ``frames`` (outcome
 aggregation), ``compare`` (pairing rows by case key), ``gate`` (gate decisions as data) and
 ``summary`` (:func:`summarize`). The prose of a gate decision belongs to ``report``.
 """
@@ -18,8 +18,10 @@ from .gate import RunIncomplete
 from .gate import SliceBelowThreshold
 from .gate import SliceRegressed
 from .gate import ThresholdRule
+from .io import StoredResults
 from .io import load_results
 from .io import load_summary_json
+from .io import stream_results
 from .policy import GateSettings
 from .policy import ThresholdPolicy
 from .records import BaselineDiff
@@ -61,6 +63,7 @@ __all__ = [
     "SliceFlips",
     "SliceRegressed",
     "SliceStats",
+    "StoredResults",
     "Summary",
     "ThresholdPolicy",
     "ThresholdRule",
@@ -68,6 +71,7 @@ __all__ = [
     "VariantSlice",
     "load_results",
     "load_summary_json",
+    "stream_results",
     "mcnemar_p",
     "summarize",
     "wilson_interval",

@@ -10,6 +10,7 @@ case counts once at most, never as a regression and a fix.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -92,8 +93,10 @@ def _tally(rows: Sequence[CaseResult]) -> tuple[int, int]:
     return sum(1 for r in counted if r.outcome is Outcome.PASSED), len(counted)
 
 
-def _flip(paired: PairedCase, kind: FlipKind) -> Flip:
-    """The flip of one case, shown with the first repeat where it went the ``kind`` way."""
+def _flip(paired: PairedCase, kind: FlipKind, full: Callable[[CaseResult], CaseResult] | None = None,
+          full_new: Callable[[CaseResult], CaseResult] | None = None) -> Flip:
+    """The flip of one case, shown with the first repeat where it went the ``kind`` way (each
+    side's row read back whole by ``full`` / ``full_new`` when it left its texts on disk)."""
     import difflib
 
     wanted = (True, False) if kind == "regression" else (False, True)
@@ -103,6 +106,10 @@ def _flip(paired: PairedCase, kind: FlipKind) -> Flip:
          if (o.outcome is Outcome.PASSED, n.outcome is Outcome.PASSED) == wanted),
         pairs[0],
     )
+    if full is not None:
+        old = full(old)
+    if full_new is not None:
+        new = full_new(new)
     old_prompt, new_prompt = prompt_display(old.prompt), prompt_display(new.prompt)
     diff = None
     if old_prompt is not None and new_prompt is not None and old_prompt != new_prompt:
@@ -145,10 +152,15 @@ def compare(
     baseline: Sequence[CaseResult],
     source: str,
     policy: ThresholdPolicy,
+    *,
+    full: Callable[[CaseResult], CaseResult] | None = None,
+    full_new: Callable[[CaseResult], CaseResult] | None = None,
 ) -> Comparison:
     """Pair ``rows`` with ``baseline`` case by case (see the module docstring): the flips, new and
     removed ids (sorted), and per slice the regressions, fixes and two-sided McNemar p-value.
-    ``source`` names the baseline; ``policy`` gives the allowed regression the diff records."""
+    ``source`` names the baseline; ``policy`` gives the allowed regression the diff records;
+    ``full`` (``full_new``) reads a baseline (current) row back whole for a flip, when its texts
+    stayed on disk."""
     current, other = _by_case(rows), _by_case(baseline)
     paired, repeats = _pair(current, other)
     flips_of = {name: [0, 0] for name in sorted({r.slice for r in rows})}
@@ -157,7 +169,7 @@ def compare(
         for case in paired:
             if case.kind == kind:
                 flips_of[case.slice][0 if kind == "regression" else 1] += 1
-                changed.append(_flip(case, kind))
+                changed.append(_flip(case, kind, full, full_new))
     base_counts = _counts(baseline)
     limit, limit_source = policy.max_regression()
     diff = BaselineDiff(
@@ -182,12 +194,19 @@ def compare(
 
 
 def compare_variants(
-    rows: Sequence[CaseResult], first: str, later: str, policy: ThresholdPolicy
+    rows: Sequence[CaseResult], first: str, later: str, policy: ThresholdPolicy,
+    full: Callable[[CaseResult], CaseResult] | None = None,
 ) -> Comparison | None:
     """Variant ``later``'s rows paired with variant ``first``'s, case by case (the variant
-    stripped, so rows pair across variants); None when either has no row."""
+    stripped, so rows pair across variants); None when either has no row. ``full`` reads a row
+    back whole for a flip, when its texts stayed on disk."""
     old = [replace(r, variant=None) for r in rows if r.variant == first]
     new = [replace(r, variant=None) for r in rows if r.variant == later]
     if not old or not new:
         return None
-    return compare(new, old, f"variant {first}", policy)
+    if full is None:
+        return compare(new, old, f"variant {first}", policy)
+    read = full
+    return compare(new, old, f"variant {first}", policy,
+                   full=lambda r: replace(read(replace(r, variant=first)), variant=None),
+                   full_new=lambda r: replace(read(replace(r, variant=later)), variant=None))

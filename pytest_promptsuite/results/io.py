@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 from typing import Any
+from typing import BinaryIO
 
 from ..checks.base import CaseResult
 from ..errors import ConfigError
@@ -11,7 +13,10 @@ from ..formats.jsonio import decode
 from ..formats.jsonio import read_jsonl
 
 
-__all__ = ["load_results", "load_summary_json"]
+__all__ = ["StoredResults", "load_results", "load_summary_json", "stream_results"]
+
+#: What a stored row keeps on disk until a report shows it (the long texts and the checks).
+_ON_DISK = ("output", "prompt", "checks", "replies", "metadata", "usage")
 
 
 def load_results(path: Path) -> list[CaseResult]:
@@ -24,16 +29,96 @@ def load_results(path: Path) -> list[CaseResult]:
         data = file.read_bytes()
     except OSError as exc:
         raise ConfigError(f"{file}: cannot read results ({exc.strerror or exc})") from exc
-    rows: list[CaseResult] = []
-    for line in read_jsonl(data, strict=False):  # lines end at "\n" only, never at U+2028
-        if line.problem is not None:
-            raise ConfigError(f"{file}:{line.number}: not a results.jsonl row ({line.problem})")
-        try:
-            rows.append(CaseResult.from_dict(line.value))
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            what = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
-            raise ConfigError(f"{file}:{line.number}: not a results.jsonl row ({what})") from exc
-    return rows
+    # lines end at "\n" only, never at U+2028
+    return [_row(file, line.number, line.problem, line.value) for line in read_jsonl(data, strict=False)]
+
+
+class StoredResults:
+    """Rows whose output, prompt, replies, checks, usage and metadata stay on disk: a
+    ``results.jsonl`` read as a stream (:func:`stream_results`), or a run's spool that rows are
+    appended to as they arrive (:meth:`spool`). :meth:`full` reads one row back whole."""
+
+    def __init__(self, file: Path, fp: BinaryIO | None = None) -> None:
+        self.file = file
+        self.rows: list[CaseResult] = []
+        self._fp = fp
+        self._end = 0
+        self._offsets: dict[tuple[str, str | None, int], int] = {}
+
+    @classmethod
+    def spool(cls) -> StoredResults:
+        """An empty spool in a temporary file (removed by :meth:`close`)."""
+        fp = tempfile.NamedTemporaryFile(prefix="promptsuite-rows-", suffix=".jsonl")  # noqa: SIM115
+        return cls(Path(fp.name), fp)  # type: ignore[arg-type]
+
+    def add(self, raw: bytes, number: int) -> CaseResult | None:
+        """Keep one line of the file (``raw``, at the current end) as a row without its texts."""
+        start, self._end = self._end, self._end + len(raw)
+        for line in read_jsonl(raw, strict=False):  # one line, or none when blank
+            value = line.value
+            if isinstance(value, dict):
+                for key in _ON_DISK:
+                    value.pop(key, None)
+            row = _row(self.file, number, line.problem, value)
+            self.rows.append(row)
+            self._offsets[(row.case_id, row.variant, row.repeat)] = start
+            return row
+        return None
+
+    def append(self, line: str) -> CaseResult:
+        """Spool a row (its JSON, one line) and keep it without its texts."""
+        assert self._fp is not None, "append to a spool"
+        raw = line.encode("utf-8") + b"\n"
+        self._fp.seek(self._end)
+        self._fp.write(raw)
+        row = self.add(raw, len(self.rows) + 1)
+        assert row is not None
+        return row
+
+    def full(self, row: CaseResult) -> CaseResult:
+        """``row`` with everything the file holds for it (as it is when the file does not have it)."""
+        offset = self._offsets.get((row.case_id, row.variant, row.repeat))
+        if offset is None:
+            return row
+        if self._fp is not None:
+            self._fp.seek(offset)
+            raw = self._fp.readline()
+        else:
+            with self.file.open("rb") as fp:
+                fp.seek(offset)
+                raw = fp.readline()
+        line = next(read_jsonl(raw, strict=False))
+        return CaseResult.from_dict(line.value) if line.problem is None else row
+
+    def close(self) -> None:
+        """Close (and so remove) a spool's file."""
+        if self._fp is not None:
+            self._fp.close()
+
+
+def stream_results(path: Path) -> StoredResults:
+    """The rows of a ``results.jsonl`` (or the one in a report folder), read line by line and
+    kept without what stays on disk (see :class:`StoredResults`); errors as :func:`load_results`."""
+    file = path / "results.jsonl" if path.is_dir() else path
+    stored = StoredResults(file)
+    try:
+        fp = file.open("rb")
+    except OSError as exc:
+        raise ConfigError(f"{file}: cannot read results ({exc.strerror or exc})") from exc
+    with fp:
+        for number, raw in enumerate(fp, start=1):
+            stored.add(raw, number)
+    return stored
+
+
+def _row(file: Path, number: int, problem: str | None, value: Any) -> CaseResult:
+    if problem is not None:
+        raise ConfigError(f"{file}:{number}: not a results.jsonl row ({problem})")
+    try:
+        return CaseResult.from_dict(value)
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        what = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
+        raise ConfigError(f"{file}:{number}: not a results.jsonl row ({what})") from exc
 
 
 def load_summary_json(path: Path) -> dict[str, Any] | None:

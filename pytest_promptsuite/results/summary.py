@@ -6,12 +6,12 @@ a serial run, pytest-xdist workers or merged CI shards.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import field
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from ..checks.base import CaseResult
 from ..checks.base import Outcome
@@ -19,9 +19,7 @@ from .compare import Comparison
 from .compare import compare
 from .compare import compare_variants
 from .frames import counts_by
-from .frames import counts_by_pair
-from .frames import frame
-from .frames import tag_frame
+from .frames import tally
 from .gate import GateDecision
 from .gate import GateResult
 from .gate import RegressionRule
@@ -44,10 +42,6 @@ from .records import VariantComparison
 from .records import VariantSlice
 from .regression import Judgement
 from .regression import judge
-
-
-if TYPE_CHECKING:
-    import pandas as pd
 
 
 __all__ = ["Baseline", "Summary", "summarize"]
@@ -109,6 +103,9 @@ class Baseline:
     source: str = "baseline"
     variant: str | None = None
     run: RunInfo | None = None
+    #: A row read back whole, when ``rows`` left their outputs and prompts on disk
+    #: (:class:`~pytest_promptsuite.results.io.StoredResults`).
+    full: Callable[[CaseResult], CaseResult] | None = None
 
 
 def summarize(
@@ -120,6 +117,7 @@ def summarize(
     variant_order: Sequence[str] | None = None,
     settings: GateSettings | None = None,
     run: RunInfo | None = None,
+    full: Callable[[CaseResult], CaseResult] | None = None,
 ) -> Summary:
     """Per-slice counts, pass rates (``passed / (cases - review - skipped)``), Wilson intervals
     and gates.
@@ -129,7 +127,8 @@ def summarize(
     regression test of ``settings`` (see :mod:`~pytest_promptsuite.results.regression`); ``run``
     says what this run used (a deterministic run is judged by the ``delta`` rule under
     ``auto``). Slices are sorted by name, so the table does not depend on the order results
-    arrived in.
+    arrived in. ``full`` reads one of ``rows`` back whole when they left their texts on disk
+    (a run's spool): the flips show outputs and prompts.
 
     With prompt variants each (slice, variant) is gated on its own threshold; ``variant_order``
     (the config's order, else sorted) puts the first variant first: the one the second is
@@ -139,17 +138,16 @@ def summarize(
     if baseline is not None and not isinstance(baseline, Baseline):
         baseline = Baseline(list(baseline), baseline_source)
     rows = list(rows)
-    df = frame(rows)
     order = _variant_order(rows, variant_order)
-    compared = _compare_baseline(rows, baseline, order, policy)
-    later = {v: compare_variants(rows, order[0], v, policy) for v in order[1:]}
+    compared = _compare_baseline(rows, baseline, order, policy, full)
+    later = {v: compare_variants(rows, order[0], v, policy, full) for v in order[1:]}
     judgement = judge(
         baseline=compared, variants=later, settings=settings, rule=RegressionRule(*policy.max_regression()),
         run=run, baseline_run=baseline.run if baseline is not None else None,
         baseline_variant=baseline.variant if baseline is not None else None,
     )
-    versions = _compare_variants(df, order, policy, later, judgement) if order else None
-    slices, decisions = _slices(counts_by(df, "slice"), policy, versions, compared, judgement)
+    versions = _compare_variants(rows, order, policy, later, judgement) if order else None
+    slices, decisions = _slices(counts_by(rows, _slice_of), policy, versions, compared, judgement)
     errored = check_errors(rows)
     totals = sum((s.counts for s in slices), Counts())
     return Summary(
@@ -157,8 +155,8 @@ def summarize(
         slices=tuple(slices),
         gate=GateResult.of([*_in_slice_order(decisions, judgement.decisions), *([errored] if errored else [])]),
         tags=_tag_stats(rows),
-        variants=_variant_stats(df) if rows else (),
-        repeats=_repeat_stats(df) if rows else (),
+        variants=_variant_stats(rows),
+        repeats=_repeat_stats(rows),
         baseline=compared.diff if compared is not None else None,
         policy=policy,
         compared_variants=versions,
@@ -181,7 +179,8 @@ def _in_slice_order(thresholds: list[GateDecision], judged: Sequence[GateDecisio
 
 
 def _compare_baseline(
-    rows: Sequence[CaseResult], baseline: Baseline | None, order: Sequence[str], policy: ThresholdPolicy
+    rows: Sequence[CaseResult], baseline: Baseline | None, order: Sequence[str], policy: ThresholdPolicy,
+    full_new: Callable[[CaseResult], CaseResult] | None = None,
 ) -> Comparison | None:
     """The rows paired with the baseline's by (case, variant); with ``--prompt-baseline-variant``
     the baseline's rows of that variant stand for every variant of this run."""
@@ -192,7 +191,11 @@ def _compare_baseline(
         chosen = [r for r in base_rows if r.variant == baseline.variant]
         targets: list[str | None] = [*order] or [None]
         base_rows = [replace(r, variant=v) for v in targets for r in chosen]
-    return compare(rows, base_rows, baseline.source, policy)
+    full, variant = baseline.full, baseline.variant
+    if full is not None and variant is not None:
+        read = full
+        full = lambda r: replace(read(replace(r, variant=variant)), variant=r.variant)  # noqa: E731
+    return compare(rows, base_rows, baseline.source, policy, full=full, full_new=full_new)
 
 
 def _variant_order(rows: Sequence[CaseResult], preferred: Sequence[str] | None) -> list[str]:
@@ -253,15 +256,19 @@ def _against_baseline(stats: SliceStats, compared: Comparison, test: RegressionT
     )
 
 
+def _slice_of(row: CaseResult) -> str:
+    return row.slice
+
+
 def _compare_variants(
-    df: pd.DataFrame, order: Sequence[str], policy: ThresholdPolicy,
+    rows: Sequence[CaseResult], order: Sequence[str], policy: ThresholdPolicy,
     later: dict[str, Comparison | None], judgement: Judgement,
 ) -> VariantComparison:
     """Each (slice, variant) gated like a slice (and, under ``compare_variants``, tested against
     the first variant), and the second variant diffed against the first case by case."""
-    named = df[df["variant"].notna()]
     rank = {v: i for i, v in enumerate(order)}
-    groups = sorted(counts_by_pair(named, "slice", "variant").items(), key=lambda g: (g[0][0], rank[g[0][1]]))
+    pairs = counts_by(rows, lambda r: None if r.variant is None else (r.slice, r.variant))
+    groups = sorted(pairs.items(), key=lambda g: (g[0][0], rank[g[0][1]]))
     table = []
     for (slice_name, variant), c in groups:
         rule = ThresholdRule(*policy.threshold(slice_name))
@@ -283,38 +290,31 @@ def _compare_variants(
 
 def _tag_stats(rows: Sequence[CaseResult]) -> tuple[GroupStats, ...]:
     """Counts per tag (a row counts once in each of its tags)."""
-    return tuple(GroupStats(name, c) for name, c in counts_by(tag_frame(rows), "tag").items())
+    return tuple(GroupStats(name, c) for name, c in tally((t, r.outcome) for r in rows for t in r.tags).items())
 
 
-def _variant_stats(df: pd.DataFrame) -> tuple[GroupStats, ...]:
+def _variant_stats(rows: Sequence[CaseResult]) -> tuple[GroupStats, ...]:
     """Counts per prompt variant (``(none)`` for rows without one); none without variants."""
-    if df["variant"].isna().all():
+    if all(r.variant is None for r in rows):
         return ()
-    named = df.assign(variant=df["variant"].fillna("(none)"))
-    return tuple(GroupStats(name, c) for name, c in counts_by(named, "variant").items())
+    named = counts_by(rows, lambda r: "(none)" if r.variant is None else r.variant)
+    return tuple(GroupStats(name, c) for name, c in named.items())
 
 
-def _repeat_stats(df: pd.DataFrame) -> tuple[RepeatStats, ...]:
+def _repeat_stats(rows: Sequence[CaseResult]) -> tuple[RepeatStats, ...]:
     """Per repeated case and variant: counted runs (not review/skipped) and how many passed."""
-    keyed = df.assign(variant=df["variant"].fillna(""))
-    sizes = keyed.groupby(["case_id", "variant"], sort=True).size()
-    repeated = sizes[sizes > 1]
-    if repeated.empty:
-        return ()
-    sub = keyed.set_index(["case_id", "variant"]).loc[repeated.index].reset_index()
-    sub = sub.assign(
-        counted=~sub["outcome"].isin([o.value for o in UNCOUNTED]),
-        ok=sub["outcome"].eq(Outcome.PASSED.value),
-    )
-    agg = sub.groupby(["case_id", "variant"], sort=True).agg(
-        slice=("slice", "first"), runs=("counted", "sum"), passed=("ok", "sum")
-    )
+    groups: dict[tuple[str, str], list[CaseResult]] = {}
+    for row in rows:
+        groups.setdefault((row.case_id, row.variant or ""), []).append(row)
     out = []
-    for (case_id, variant), row in agg.iterrows():
-        runs, passed = int(row["runs"]), int(row["passed"])
+    for (case_id, variant), runs_of in sorted(groups.items()):
+        if len(runs_of) < 2:
+            continue
+        runs = sum(r.outcome not in UNCOUNTED for r in runs_of)
+        passed = sum(r.outcome is Outcome.PASSED for r in runs_of)
         out.append(
             RepeatStats(
-                case_id=str(case_id), variant=str(variant) or None, slice=str(row["slice"]),
+                case_id=case_id, variant=variant or None, slice=runs_of[0].slice,
                 runs=runs, passed=passed, pass_fraction=passed / runs if runs else None,
             )
         )

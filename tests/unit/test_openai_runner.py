@@ -121,7 +121,7 @@ def test_the_prefetcher_follows_a_worker_queue() -> None:
 def test_a_batch_starts_its_calls_together_at_its_end(loopback: LoopbackServer,
                                                       runner: ModelRunner) -> None:
     model = _model(loopback)
-    with runner.batch():
+    with runner.batch_submits():
         for request in _requests(3):
             runner.prefetch(model, request, key=request.case_id)
         assert runner.call(model, ModelRequest("now", case_id="x")).text == "now"  # not held back

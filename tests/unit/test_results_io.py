@@ -9,8 +9,11 @@ import pytest
 
 from pytest_promptsuite.checks.base import CaseResult
 from pytest_promptsuite.errors import ConfigError
+from pytest_promptsuite.results import Baseline
 from pytest_promptsuite.results import load_results
 from pytest_promptsuite.results import load_summary_json
+from pytest_promptsuite.results import stream_results
+from pytest_promptsuite.results import summarize
 
 
 def row(case_id: str, slice_: str, outcome: str, **kw: object) -> CaseResult:
@@ -48,3 +51,31 @@ def test_load_summary_json_beside_the_results_or_none(tmp_path: Path) -> None:
     (tmp_path / "summary.json").write_text("{oops", "utf-8")
     with pytest.raises(ConfigError, match=r"summary\.json: cannot read the summary"):
         load_summary_json(tmp_path)
+
+
+def test_stream_results_leaves_the_texts_on_disk_until_a_row_is_read_back(tmp_path: Path) -> None:
+    rows = [row("a", "s", "passed", output="out a\u2028x", prompt="prompt a", variant="v1"),
+            row("b", "s", "failed", output="out b", prompt=[{"role": "user", "content": "hi"}], repeat=1)]
+    path = tmp_path / "results.jsonl"
+    path.write_text("\n" + "".join(r.to_json() + "\n" for r in rows), "utf-8")
+    stored = stream_results(tmp_path)
+    assert [(r.case_id, r.variant, r.repeat, r.outcome.value) for r in stored.rows] == [
+        ("a", "v1", 0, "passed"), ("b", None, 1, "failed")
+    ]
+    assert all(r.output is None and r.prompt is None for r in stored.rows)
+    assert [stored.full(r) for r in stored.rows] == rows
+    path.write_text(rows[0].to_json() + "\n" + json.dumps({"case_id": "c"}) + "\n", "utf-8")
+    with pytest.raises(ConfigError, match=r"results\.jsonl:2: not a results\.jsonl row \(missing field 'slice'\)"):
+        stream_results(path)
+
+
+def test_a_flip_against_a_stored_baseline_shows_the_baseline_output(tmp_path: Path) -> None:
+    old = [row("a", "s", "passed", output="old answer", prompt="old prompt"), row("b", "s", "passed")]
+    (tmp_path / "results.jsonl").write_text("".join(r.to_json() + "\n" for r in old), "utf-8")
+    stored = stream_results(tmp_path)
+    now = [row("a", "s", "failed", output="new answer", prompt="new prompt"), row("b", "s", "passed")]
+    summary = summarize(now, baseline=Baseline(stored.rows, "old", full=stored.full))
+    assert summary.baseline is not None
+    (flip,) = summary.baseline.flips
+    assert (flip.id, flip.old_output, flip.new_output) == ("a", "old answer", "new answer")
+    assert flip.old_prompt == "old prompt"

@@ -1,0 +1,109 @@
+"""Start-up: the one-case edit-run loop against bare pytest on one test, in the same venv.
+
+Times, as whole processes, in turn (``--runs`` rounds, medians):
+
+1. ``bare``: ``pytest -p no:promptsuite test_one.py`` (one plain test; the plugin not loaded);
+2. ``plugin``: ``pytest --prompt-suite one.jsonl`` (one case on the fake model).
+
+Neither run autoloads the test extra's pytest plugins (``PYTEST_DISABLE_PLUGIN_AUTOLOAD=1``:
+hypothesis alone imports itself for a second at every terminal summary), as for a user who
+installed the plugin with its core dependencies only; the plugin run loads it with ``-p``.
+
+Then ``python -X importtime`` of the plugin, and the heaviest imports it pulls in (what start-up
+pays for before anything is collected). The goal (issue 16): plugin <= bare + 0.3 s.
+
+    python benchmarks/bench_startup.py [--runs 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+CASE = '{"case_id": "refund-001", "input": "Can I return an opened item?", "slice": "refunds", ' \
+       '"must_include": ["return"]}\n'
+TEST = "def test_one():\n    assert 'return' in 'Can I return an opened item?'\n"
+#: No autoloaded test-extra plugins; bytecode cached as an installed package has it (pip compiles
+#: it on install; the warm-up round writes it here even where PYTHONDONTWRITEBYTECODE is set).
+ENV = {**{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"},
+       "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+HEAVY = ("pydantic", "pandas", "numpy", "httpx", "jinja2", "yaml", "jsonschema", "rapidfuzz", "asyncio")
+
+
+def timed(command: list[str], cwd: Path) -> tuple[float, float]:
+    """(wall seconds, CPU seconds: user + system) of one run."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, env=ENV)
+    seconds = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode != 0:
+        sys.exit(f"{' '.join(command)} exited {done.returncode}:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
+    return seconds, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def import_report(cwd: Path) -> None:
+    """The plugin's import time and which heavy packages it imports (cumulative, ms)."""
+    done = subprocess.run([sys.executable, "-X", "importtime", "-c", "import pytest; import pytest_promptsuite.plugin"],
+                          cwd=cwd, capture_output=True, text=True, env=ENV)
+    totals: dict[str, float] = {}
+    for line in done.stderr.splitlines():
+        parts = line.split("|")
+        if len(parts) != 3 or not parts[1].strip().isdigit():
+            continue
+        name = parts[2].strip()
+        if name in HEAVY or name in ("pytest", "pytest_promptsuite.plugin"):
+            totals[name] = int(parts[1]) / 1000
+    plugin = totals.pop("pytest_promptsuite.plugin", 0.0)
+    print(f"  python -X importtime: pytest {totals.pop('pytest', 0.0):.0f} ms; pytest_promptsuite.plugin "
+          f"{plugin:.0f} ms, of which: " + (", ".join(f"{k} {v:.0f} ms" for k, v in totals.items()) or "none of "
+                                              + ", ".join(HEAVY)))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+    pytest = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly"]
+    with tempfile.TemporaryDirectory(prefix="bench-startup-") as tmp:
+        folder = Path(tmp)
+        (folder / "one.jsonl").write_text(CASE, encoding="utf-8")
+        (folder / "test_one.py").write_text(TEST, encoding="utf-8")
+        commands = {
+            "bare pytest, one test (-p no:promptsuite)": [*pytest, "-p", "no:promptsuite", "test_one.py"],
+            "pytest --prompt-suite one.jsonl": [*pytest, "-p", "pytest_promptsuite.plugin", "--prompt-suite",
+                                                "one.jsonl"],
+        }
+        times: dict[str, list[tuple[float, float]]] = {label: [] for label in commands}
+        for command in commands.values():  # a warm-up round: the file cache, .pyc files
+            timed(command, folder)
+        for _ in range(args.runs):
+            for label, command in commands.items():
+                times[label].append(timed(command, folder))
+        print(f"# bench_startup: medians of {args.runs}, in turn (wall; CPU = user + system, which a "
+              "busy machine inflates less)")
+        for label, values in times.items():
+            wall, cpu = [v[0] for v in values], [v[1] for v in values]
+            print(f"  {label:<44} wall {statistics.median(wall):.3f} s [{min(wall):.3f}-{max(wall):.3f}]  "
+                  f"CPU {statistics.median(cpu):.3f} s")
+        (bare, bare_cpu), (plugin, plugin_cpu) = (
+            (statistics.median(v[0] for v in values), statistics.median(v[1] for v in values))
+            for values in times.values()
+        )
+        ok = plugin <= bare + 0.3
+        print(f"  plugin - bare = {plugin - bare:+.3f} s wall, {plugin_cpu - bare_cpu:+.3f} s CPU; plugin / bare = "
+              f"{plugin / bare:.2f}; goal plugin <= bare + 0.3 s (wall): {'MET' if ok else 'NOT MET'}")
+        import_report(folder)
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()
