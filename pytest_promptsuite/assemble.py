@@ -125,6 +125,7 @@ class Assembler:
             "base_url": public_url(settings.base_url) if settings.base_url else None,
             "params": dict(settings.params),
             "deterministic": deterministic,
+            **({} if settings.prices is None else {"prices": settings.prices.model_dump()}),
         }
 
     def make_model(self, settings: ModelConfig, root: Path) -> Model:
@@ -220,4 +221,5 @@ class Assembler:
         return CasePipeline(
             model, self.runner, params=settings.params, evaluator=self.evaluator(suite), prompts=prompts,
             variant_models={name: (m, s.params) for name, (m, s) in own.items()},
+            prices={"": settings.prices, **{name: s.prices for name, (_, s) in own.items()}},
         )

@@ -195,6 +195,16 @@ def _merge(args: argparse.Namespace) -> int:
     return run_merge([Path(p) for p in args.shards], Path(args.out), baseline=baseline)
 
 
+def _history(args: argparse.Namespace) -> int:
+    from .report.history import history_lines
+    from .results.history import load_history
+
+    history = load_history([Path(p) for p in args.folders], limit=args.last)
+    for line in history_lines(history, last=args.last):
+        print(printable(line))
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="promptsuite", description="pytest-promptsuite tools")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -207,7 +217,7 @@ def _parser() -> argparse.ArgumentParser:
     render.add_argument("--prompt-variant", action="append", default=[], metavar="NAME",
                         help="only this prompt version (default: every [variants.NAME])")
     render.add_argument("--request", metavar="FILE.json",
-                        help="render one template request (SPEC-templates.md) and print JSON")
+                        help="render one template request (docs/templates.md) and print JSON")
     render.set_defaults(func=_render)
     diff = commands.add_parser(
         "diff", help="compare two result sets (report folders or results.jsonl) under the regression rule; "
@@ -223,6 +233,12 @@ def _parser() -> argparse.ArgumentParser:
     merge.add_argument("--out", required=True, metavar="DIR")
     merge.add_argument("--prompt-baseline", default=None, metavar="PATH")
     merge.set_defaults(func=_merge)
+    history = commands.add_parser(
+        "history", help="each slice's pass rate (95%% CI) over earlier runs: report folders or summary.json files"
+    )
+    history.add_argument("folders", nargs="+", metavar="DIR")
+    history.add_argument("--last", type=int, default=8, metavar="N", help="show the latest N runs (default 8)")
+    history.set_defaults(func=_history)
     return parser
 
 

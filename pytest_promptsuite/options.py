@@ -63,6 +63,13 @@ def _results_path(value: str) -> Path:
     return path
 
 
+def _existing(value: str) -> Path:
+    path = Path(value)
+    if not path.exists():
+        raise argparse.ArgumentTypeError(f"{value!r}: no such file or folder")
+    return path
+
+
 def _positive(value: str) -> int:
     try:
         number = int(value)
@@ -150,6 +157,12 @@ OPTIONS: tuple[Option, ...] = (
     Option("--prompt-replay", dict(
         default=None, metavar="PATH",
         help="Answer from a cassette only, never calling the endpoint; a missing answer is an error")),
+    Option("--prompt-history", dict(
+        type=_existing, default=None, metavar="DIR",
+        help="Folder of earlier report folders or summary.json files: per-slice trends in the reports")),
+    Option("--prompt-reviews", dict(
+        type=_existing, default=None, metavar="FILE",
+        help="Review decisions (JSONL, downloaded from the dashboard) applied to unchanged outputs")),
 )
 
 
@@ -180,6 +193,8 @@ class RunOptions:
     no_cache: bool = False
     record: str | None = None
     replay: str | None = None
+    history: Path | None = None
+    reviews: Path | None = None
 
     @classmethod
     def from_values(cls, get: Callable[[str], Any]) -> RunOptions:

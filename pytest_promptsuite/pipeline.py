@@ -32,6 +32,7 @@ from .models import Prompt
 from .models import Response
 from .models import prompt_hash
 from .models.runner import ModelRunner
+from .suite import Prices
 from .templates import CasePrompts
 from .templates.parsers import OutputParserError
 
@@ -76,6 +77,7 @@ class CasePipeline:
         evaluator: Evaluator | None = None,
         prompts: CasePrompts | None = None,
         variant_models: Mapping[str, tuple[Model, Mapping[str, Any]]] | None = None,
+        prices: Mapping[str, Prices | None] | None = None,
     ) -> None:
         self.model = model
         self.runner = runner
@@ -86,6 +88,8 @@ class CasePipeline:
         self.prompts = prompts or CasePrompts()
         self._prepared: dict[CaseKey, _Prepared | TemplateError] = {}
         self._own = {name: (m, dict(p)) for name, (m, p) in (variant_models or {}).items()}
+        #: ``[model] prices`` by variant ("" for the suite's model): a ``cost`` check reads them.
+        self.prices = dict(prices or {})
 
     def model_for(self, variant: str | None) -> tuple[Model, dict[str, Any]]:
         """The model a variant's cases are sent to, and its params."""
@@ -161,6 +165,7 @@ class CasePipeline:
             output=response.text,
             checks=checks,
             latency_ms=response.latency_ms,
+            cached=response.cached,
             usage=response.usage.to_dict() if response.usage else None,
             **base,
         )
@@ -170,6 +175,7 @@ class CasePipeline:
     ) -> tuple[CheckResult, ...]:
         """Every check of the case on what the prompt's output parser (if any) makes of the reply;
         a reply the parser cannot read fails the structure layer (results keep the raw output)."""
+        prices = self.prices.get(variant or "", self.prices.get(""))
         try:
             parsed = self.prompts.parse_output(response.text, variant=variant)
         except Exception as exc:  # OutputParserError, or whatever a plugin's parser raised
@@ -177,7 +183,7 @@ class CasePipeline:
                 f"the output parser raised {type(exc).__name__}: {exc}"
             )
             failure = CheckResult(Layer.STRUCTURE.value, "output_parser", False, message)
-            return (failure, *self.evaluator.evaluate(case, response, compiled))
+            return (failure, *self.evaluator.evaluate(case, response, compiled, prices=prices))
         if parsed != response.text:
             response = dataclasses.replace(response, text=parsed)
-        return self.evaluator.evaluate(case, response, compiled)
+        return self.evaluator.evaluate(case, response, compiled, prices=prices)

@@ -49,6 +49,10 @@ from .results import ThresholdPolicy
 from .results import load_results
 from .results import load_summary_json
 from .results import summarize
+from .results.history import load_history
+from .results.usage import UsageReport
+from .results.usage import usage_report
+from .reviews import load_reviews
 from .scrub import public_url
 from .scrub import register
 from .suite import base_url_problem
@@ -103,6 +107,9 @@ class PromptSession:
             if problem:
                 raise ConfigError(f"--prompt-base-url {public_url(options.base_url)!r} {problem}")
         self.baseline = None if is_worker else self._load_baseline()
+        # --prompt-reviews: every process that runs cases applies them; --prompt-history: the reports'
+        self.reviews = load_reviews(options.reviews) if options.reviews is not None else None
+        self.history = load_history([options.history]) if options.history is not None and not is_worker else None
         self.runner = ModelRunner()
         self.stores = open_stores(options, invocation_dir=invocation_dir, rootpath=rootpath, is_worker=is_worker)
         self.index = SuiteIndex(invocation_dir=invocation_dir, rootpath=rootpath, config=options.config)
@@ -114,6 +121,7 @@ class PromptSession:
         self.seen: dict[str, str] = {}
         self.rows: list[CaseResult] = []
         self.summary: Summary | None = None
+        self.usage: UsageReport | None = None
         #: Collected cases that never ran (known once the run finished).
         self.not_run: int | None = None
         self._pipelines: dict[SuiteKey, CasePipeline] = {}
@@ -179,7 +187,7 @@ class PromptSession:
                                                   f"{type(exc).__name__}: {exc}")
         if self.runner.fatal is not None:
             self.cancel_pending()
-        return result
+        return result if self.reviews is None else self.reviews.apply(result)
 
     def stop_reason(self) -> str | None:
         """Why no further case should run: an endpoint that every call fails on."""
@@ -314,8 +322,10 @@ class PromptSession:
         if incomplete is not None:
             gate = GateResult.of([*self.summary.gate.decisions, incomplete])
             self.summary = dataclasses.replace(self.summary, gate=gate)
+        self.usage = usage_report(self.rows, self.summary.run)
         if self.options.report:
-            write_report(self.invocation_dir / self.options.report, self.rows, self.summary)
+            write_report(self.invocation_dir / self.options.report, self.rows, self.summary, usage=self.usage,
+                         history=self.history, baseline=self.baseline.rows if self.baseline else None)
         return self.summary
 
     def terminal_sections(self) -> Iterator[tuple[str, list[str]]]:
@@ -325,7 +335,7 @@ class PromptSession:
             left = self.not_run if self.not_run is not None else max(0, self.planned - len(self.rows))
             yield "promptsuite: endpoint unusable", [f"{left} case(s) not run; the first error was: {fatal}"]
         if self.summary is not None:
-            lines = list(summary_lines(self.summary))
+            lines = list(summary_lines(self.summary, usage=self.usage))
             if self.options.report:
                 lines.append(f"promptsuite report: {self.options.report}")
             yield "promptsuite: pass rate by slice", lines

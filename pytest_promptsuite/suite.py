@@ -32,6 +32,7 @@ __all__ = [
     "GateConfig",
     "ModelConfig",
     "ModelOverride",
+    "Prices",
     "SuiteConfig",
     "SuiteSection",
     "TemplateConfig",
@@ -57,6 +58,20 @@ class SuiteSection(_Section):
     train: Union[str, None] = None
 
 
+class Prices(_Section):
+    """``[model] prices``: USD per million tokens, the one place a run's prices live (the reports'
+    cost figures, a ``cost`` check without prices of its own, a budget)."""
+
+    prompt: float = Field(ge=0)
+    completion: float = Field(ge=0)
+
+    def cost(self, prompt_tokens: int | None, completion_tokens: int | None) -> float | None:
+        """USD for one call's token counts; None when either count is unknown."""
+        if prompt_tokens is None or completion_tokens is None:
+            return None
+        return (prompt_tokens * self.prompt + completion_tokens * self.completion) / 1e6
+
+
 class ModelConfig(_Section):
     """A model: its spec and how to reach it. ``api_key_env`` names a variable, never a key."""
 
@@ -69,6 +84,11 @@ class ModelConfig(_Section):
     concurrency: Union[int, None] = Field(default=None, ge=1, le=1024)
     timeout_s: float = Field(default=60.0, gt=0, le=86400)
     max_retries: int = Field(default=3, ge=0, le=100)
+    prices: Union[Prices, None] = None
+
+    def cost(self, prompt_tokens: int | None, completion_tokens: int | None) -> float | None:
+        """USD for one call at this model's ``prices``; None without prices or token counts."""
+        return None if self.prices is None else self.prices.cost(prompt_tokens, completion_tokens)
 
 
 def base_url_problem(url: str) -> str | None:
@@ -210,6 +230,7 @@ class ModelOverride(_Section):
     concurrency: Union[int, None] = Field(default=None, ge=1)
     timeout_s: Union[float, None] = Field(default=None, gt=0)
     max_retries: Union[int, None] = Field(default=None, ge=0)
+    prices: Union[Prices, None] = None
 
 
 class VariantConfig(TemplateConfig):

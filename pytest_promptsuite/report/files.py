@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 from collections.abc import Iterable
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 from typing import TextIO
@@ -13,6 +14,9 @@ from ..checks.base import Layer
 from ..checks.base import Outcome
 from ..formats.jsonio import encode
 from ..results import Summary
+from ..results.history import History
+from ..results.usage import UsageReport
+from ..results.usage import usage_report
 from ..scrub import printable
 from .document import summary_document
 from .html import write_dashboard
@@ -70,15 +74,25 @@ class _Printable:
         return self.fp.write(printable(text))
 
 
-def write_report(directory: Path, rows: Iterable[CaseResult], summary: Summary) -> list[Path]:
-    """Write every report file into ``directory`` (created if needed); return their paths."""
+def write_report(
+    directory: Path, rows: Iterable[CaseResult], summary: Summary, *, usage: UsageReport | None = None,
+    history: History | None = None, baseline: Sequence[CaseResult] | None = None,
+) -> list[Path]:
+    """Write every report file into ``directory`` (created if needed); return their paths.
+
+    ``usage`` (calls, tokens, cost, latency) is computed from the rows when not given; ``history``
+    (``--prompt-history``) adds each slice's trend, this run last, to ``summary.md`` and the dashboard;
+    the ``baseline``'s rows are the dashboard's baseline column of outputs.
+    """
     directory.mkdir(parents=True, exist_ok=True)
     ordered = sorted_rows(rows)
+    usage = usage if usage is not None else usage_report(ordered, summary.run)
+    trend = history.with_current(summary) if history is not None else None
     results = directory / "results.jsonl"
     with results.open("w", encoding="utf-8") as fp:
         fp.writelines(row.to_json() + "\n" for row in ordered)
     summary_json = directory / "summary.json"
-    summary_json.write_text(encode(summary_document(summary), indent=2) + "\n", encoding="utf-8")
+    summary_json.write_text(encode(summary_document(summary, usage=usage), indent=2) + "\n", encoding="utf-8")
     slices_csv = directory / "slices.csv"
     with slices_csv.open("w", encoding="utf-8", newline="") as fp:
         table = [s.to_dict() for s in summary.slices]
@@ -88,8 +102,11 @@ def write_report(directory: Path, rows: Iterable[CaseResult], summary: Summary) 
         writer.writerows(table)
     queue = review_queue(ordered)
     summary_md = directory / "summary.md"
-    summary_md.write_text(printable(summary_markdown(summary, queue)), encoding="utf-8")
-    dashboard = write_dashboard(directory / "dashboard.html", ordered, summary)
+    markdown = summary_markdown(summary, queue, rows=ordered, usage=usage, history=trend)
+    summary_md.write_text(printable(markdown), encoding="utf-8")
+    dashboard = write_dashboard(
+        directory / "dashboard.html", ordered, summary, usage=usage, history=trend, baseline=baseline
+    )
     review = directory / "review.jsonl"  # the review queue: what a human should look at
     with review.open("w", encoding="utf-8") as fp:
         fp.writelines(encode(item) + "\n" for item in queue)
