@@ -327,7 +327,7 @@
     if (r[COL.output] && r[COL.output].toLowerCase().indexOf(q) >= 0) return true;
     if (r[COL.input] && r[COL.input].toLowerCase().indexOf(q) >= 0) return true;
     var b = BASE ? BASE[i] : 0;
-    return !!(b && b[1] && b[1].toLowerCase().indexOf(q) >= 0);
+    return !!(b && typeof b !== "string" && b[1] && b[1].toLowerCase().indexOf(q) >= 0);
   }
 
   function filterRows() {
@@ -587,7 +587,8 @@
       var tr = el("tr", { class: "grid-row", "data-case": r0[COL.id] });
       function fill(diff) {
         clear(tr);
-        tr.appendChild(el("td", { text: r0[COL.id] + (r0[COL.repeat] ? " [repeat-" + r0[COL.repeat] + "]" : "") }));
+        tr.appendChild(el("td", null, [el("div", { text: r0[COL.id] + (r0[COL.repeat] ? " [repeat-" + r0[COL.repeat] + "]" : "") }),
+          r0[COL.input] ? el("div", { class: "muted input", text: r0[COL.input] }) : null]));
         tr.appendChild(el("td", { text: r0[COL.slice] }));
         var first = null;
         columns.forEach(function (v, n) {
@@ -599,6 +600,7 @@
         });
         if (BASE) {
           var b = BASE[columns[0] === null ? any : cells[columns[0]]];
+          if (typeof b === "string") b = [b, first];  // the same output as this run's first column
           tr.appendChild(b ? gridCell(b[0], b[1], "", first, diff) : el("td", { class: "muted", text: "not in the baseline" }));
         }
         var button = el("button", { type: "button", class: "diff-toggle", text: diff ? "plain" : "diff" });
@@ -610,6 +612,10 @@
     });
   }
 
+  document.getElementById("grid-note").textContent = "Each case a row, each variant (and the baseline) a " +
+    "column; the filters above apply. Failed checks are marked under each output; \"diff\" compares a row " +
+    "with its first column. The grid and the search see the first " + D.grid_text + " characters of each " +
+    "output and " + Math.floor(D.grid_text / 2) + " of each input (results.jsonl has them whole).";
   renderVerdict();
   renderChart();
   renderSlices();

@@ -34,10 +34,12 @@ __all__ = ["dashboard_html", "write_dashboard"]
 
 #: Prompt and output texts longer than this are cut in the dashboard (results.jsonl has them whole).
 MAX_TEXT = 4000
-#: Characters of every row's input and output kept for the outputs grid and the search (a
-#: 100,000-row page stays small enough to open; the details of a case needing attention keep
-#: MAX_TEXT).
-GRID_TEXT = 200
+#: Characters of input and output kept per row for the outputs grid and the search, shared by
+#: all rows: a small suite keeps up to GRID_MAX of each output, a 100,000-row one GRID_MIN, so its
+#: page stays quick to write and to open (a case needing attention keeps MAX_TEXT in its details).
+GRID_BUDGET = 4_000_000
+GRID_MIN = 40
+GRID_MAX = 400
 _ATTENTION = frozenset({Outcome.FAILED, Outcome.ERROR, Outcome.REVIEW})
 
 
@@ -52,20 +54,21 @@ def _trim(text: str | None) -> str | None:
     return text[:MAX_TEXT] + f"\n[... {len(text) - MAX_TEXT} more chars; see results.jsonl]"
 
 
-def _preview(text: str | None) -> str:
-    return "" if text is None else text[:GRID_TEXT]
+def grid_text(rows: int) -> int:
+    """How many characters of each output the grid keeps for a page of ``rows`` rows (inputs: half)."""
+    return max(GRID_MIN, min(GRID_MAX, GRID_BUDGET * 2 // 3 // max(1, rows)))
 
 
-def _input_of(prompt: Any) -> str:
+def _input_of(prompt: Any, size: int) -> str:
     """The user's part of a prompt, for the grid and the search: the last user message, or the
     end of a string prompt (a template puts the input last far more often than first)."""
     if isinstance(prompt, list):
         for message in reversed(prompt):
             if isinstance(message, dict) and message.get("role") == "user":
                 content = message.get("content")
-                return content[:GRID_TEXT] if isinstance(content, str) else ""
+                return content[:size] if isinstance(content, str) else ""
         return ""
-    return prompt[-GRID_TEXT:] if isinstance(prompt, str) else ""
+    return prompt[-size:] if isinstance(prompt, str) else ""
 
 
 def _json_for_script(data: Any) -> str:
@@ -92,13 +95,19 @@ def _failed_names(r: CaseResult) -> str:
     return ", ".join(c.name for c in r.checks if not c.passed and not c.skipped and c.gating)
 
 
-def _baseline_cells(rows: Sequence[CaseResult], baseline: Sequence[CaseResult]) -> list[Any]:
-    """Per row, the baseline's [outcome, output preview] of the same case and variant (or 0)."""
+def _baseline_cells(rows: Sequence[CaseResult], baseline: Sequence[CaseResult], size: int) -> list[Any]:
+    """Per row, the baseline's row of the same case and variant: 0 when it has none, its outcome
+    alone when its output is the same as this run's, else [outcome, output preview]."""
     by_key = {(b.case_id, b.variant, b.repeat): b for b in baseline}
     cells: list[Any] = []
     for r in rows:
         b = by_key.get((r.case_id, r.variant, r.repeat))
-        cells.append(0 if b is None else [b.outcome.value, _preview(b.output)])
+        if b is None:
+            cells.append(0)
+        elif b.output == r.output:
+            cells.append(b.outcome.value)
+        else:
+            cells.append([b.outcome.value, (b.output or "")[:size]])
     return cells
 
 
@@ -106,16 +115,19 @@ def _payload(
     rows: Sequence[CaseResult], summary: Summary, usage: UsageReport | None, history: History | None,
     baseline: Sequence[CaseResult] | None,
 ) -> dict[str, Any]:
+    size = grid_text(len(rows))
     table: list[list[Any]] = []
     details: list[dict[str, Any]] = []
     for r in rows:
         detail = -1
-        if r.outcome in _ATTENTION or any(c.name == REVIEW_CHECK for c in r.checks):
+        # a decided review (its decision is the last check) keeps its details: who decided and why
+        if r.outcome in _ATTENTION or (r.checks and r.checks[-1].name == REVIEW_CHECK):
             detail = len(details)
             details.append(_detail(r))
+        failed = "" if r.outcome is Outcome.PASSED else _failed_names(r)
+        output = "" if r.output is None else r.output[:size]
         table.append([r.case_id, r.slice, r.variant, r.repeat, r.outcome.value, detail,
-                      _input_of(r.prompt), _preview(r.output), _failed_names(r) if r.outcome is not Outcome.PASSED
-                      else "", r.latency_ms])
+                      _input_of(r.prompt, size // 2), output, failed])
     flips = []
     if summary.baseline is not None:
         for flip in summary.baseline.flips:
@@ -125,8 +137,8 @@ def _payload(
             flips.append(d)
     return {
         "summary": summary_document(summary, usage=usage), "rows": table, "details": details, "flips": flips,
-        "baseline_rows": _baseline_cells(rows, baseline) if baseline else None,
-        "history": history.to_dict() if history is not None else None,
+        "baseline_rows": _baseline_cells(rows, baseline, size) if baseline else None,
+        "history": history.to_dict() if history is not None else None, "grid_text": size,
     }
 
 

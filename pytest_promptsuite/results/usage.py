@@ -78,17 +78,28 @@ class _Group:
         if row.cached:
             self.cache_hits += 1
         elif row.output is not None:
-            self.calls += max(1, len(row.replies))
+            self.calls += len(row.replies) or 1
         if row.latency_ms is not None:
-            self.latencies.append(float(row.latency_ms))
-        usage = row.usage or {}
-        prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
-        if isinstance(prompt, int):
-            self.prompt_tokens = (self.prompt_tokens or 0) + prompt
-        if isinstance(completion, int):
-            self.completion_tokens = (self.completion_tokens or 0) + completion
+            self.latencies.append(row.latency_ms)
+        usage = row.usage
+        if usage:
+            prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
+            if isinstance(prompt, int):
+                self.prompt_tokens = (self.prompt_tokens or 0) + prompt
+            if isinstance(completion, int):
+                self.completion_tokens = (self.completion_tokens or 0) + completion
         if cost is not None:
             self.cost_usd = (self.cost_usd or 0.0) + cost
+
+    def merge(self, other: _Group) -> None:
+        self.rows += other.rows
+        self.calls += other.calls
+        self.cache_hits += other.cache_hits
+        for name in ("prompt_tokens", "completion_tokens", "cost_usd"):
+            theirs = getattr(other, name)
+            if theirs is not None:
+                setattr(self, name, (getattr(self, name) or 0) + theirs)
+        self.latencies.extend(other.latencies)
 
     def stats(self, name: str) -> UsageStats:
         ordered = sorted(self.latencies)
@@ -123,30 +134,35 @@ class UsageTally:
 
     def __init__(self, prices: Mapping[str, Prices] | None = None) -> None:
         self.prices = dict(prices or {})
-        self._total = _Group()
-        self._slices: dict[str, _Group] = {}
-        self._variants: dict[str, _Group] = {}
-
-    def _price(self, row: CaseResult) -> float | None:
-        prices = self.prices.get(row.variant or "") or self.prices.get("")
-        if prices is None or row.cached or not row.usage:
-            return None
-        return prices.cost(row.usage.get("prompt_tokens"), row.usage.get("completion_tokens"))
+        self._groups: dict[tuple[str, str | None], _Group] = {}  # one per (slice, variant)
 
     def add(self, row: CaseResult) -> None:
         """Count one row."""
-        cost = self._price(row)
-        self._total.add(row, cost)
-        self._slices.setdefault(row.slice, _Group()).add(row, cost)
-        if row.variant is not None:
-            self._variants.setdefault(row.variant, _Group()).add(row, cost)
+        key = (row.slice, row.variant)
+        group = self._groups.get(key)
+        if group is None:
+            group = self._groups[key] = _Group()
+        cost = None
+        if self.prices and row.usage and not row.cached:
+            prices = self.prices.get(row.variant or "") or self.prices.get("")
+            if prices is not None:
+                cost = prices.cost(row.usage.get("prompt_tokens"), row.usage.get("completion_tokens"))
+        group.add(row, cost)
 
     def report(self) -> UsageReport:
         """The figures of every row added so far."""
+        total = _Group()
+        slices: dict[str, _Group] = {}
+        variants: dict[str, _Group] = {}
+        for (slice_name, variant), group in self._groups.items():
+            total.merge(group)
+            slices.setdefault(slice_name, _Group()).merge(group)
+            if variant is not None:
+                variants.setdefault(variant, _Group()).merge(group)
         return UsageReport(
-            self._total.stats("total"),
-            tuple(g.stats(name) for name, g in sorted(self._slices.items())),
-            tuple(g.stats(name) for name, g in self._variants.items()),
+            total.stats("total"),
+            tuple(g.stats(name) for name, g in sorted(slices.items())),
+            tuple(g.stats(name) for name, g in variants.items()),
             priced=bool(self.prices),
         )
 
