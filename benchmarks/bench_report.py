@@ -15,7 +15,8 @@ tags, 1 % of cases flipped against a baseline of the same size), then times, in-
 With ``--reference REF``, the same benchmark also runs on the package as it was at git commit REF
 (exported to a temporary folder), in the same go: ``--runs`` rounds, each timing the reference
 once and then this checkout once (a drifting machine load weighs on both), and the medians are
-printed side by side with their ratios (this checkout / reference). The target is under 10 s for 100,000 rows (summarize + write).
+printed side by side with their ratios (this checkout / reference). The target is under 10 s
+for 100,000 rows (summarize + write).
 """
 
 from __future__ import annotations
