@@ -92,7 +92,10 @@
   // -- chart -------------------------------------------------------------------------------------
   // bars: [{name, pass_rate, ci_low, ci_high, threshold, threshold_source, gate, baseline}]
   function drawChart(root, bars) {
-    var label = 190, width = 520, rowH = 28, top = 24, right = 70;
+    // drawn at the width it is shown at, so a phone reads the labels at full size
+    var avail = document.getElementById("charts").clientWidth || 780, narrow = avail < 560;
+    var label = narrow ? 96 : 190, right = narrow ? 46 : 70, rowH = 28, top = 24;
+    var width = Math.max(140, Math.min(520, avail - label - right));
     var height = top + bars.length * rowH + 30;
     root.setAttribute("viewBox", "0 0 " + (label + width + right) + " " + height);
     root.setAttribute("width", String(label + width + right));
@@ -105,7 +108,8 @@
     });
     bars.forEach(function (s, i) {
       var y = top + i * rowH;
-      var name = s.name.length > 26 ? s.name.slice(0, 25) + "\u2026" : s.name;
+      var keep = narrow ? 12 : 26;
+      var name = s.name.length > keep ? s.name.slice(0, keep - 1) + "\u2026" : s.name;
       root.appendChild(svg("text", { x: label - 8, y: y + 15, "text-anchor": "end", class: "label" },
         [name, svg("title", { text: s.name })]));
       root.appendChild(svg("rect", { x: x(0), y: y + 3, width: width, height: rowH - 10, class: "track" }));
@@ -320,12 +324,16 @@
   var COL = { id: 0, slice: 1, variant: 2, repeat: 3, outcome: 4, detail: 5, input: 6, output: 7, failed: 8 };
   var BASE = D.baseline_rows;
 
+  // a row needing attention has its prompt and output in its details; a passed row their start
+  function outputOf(r) { return r[COL.detail] >= 0 ? D.details[r[COL.detail]].output || "" : r[COL.output]; }
+  function inputOf(r) { return r[COL.detail] >= 0 ? D.details[r[COL.detail]].prompt || "" : r[COL.input]; }
   function matches(i, q) {
-    // case id, input and output (their first 200 characters), and the baseline's output
+    // case id, input and output, and the baseline's output
     var r = D.rows[i];
     if (r[COL.id].toLowerCase().indexOf(q) >= 0) return true;
-    if (r[COL.output] && r[COL.output].toLowerCase().indexOf(q) >= 0) return true;
-    if (r[COL.input] && r[COL.input].toLowerCase().indexOf(q) >= 0) return true;
+    var out = outputOf(r), inp = inputOf(r);
+    if (out && out.toLowerCase().indexOf(q) >= 0) return true;
+    if (inp && inp.toLowerCase().indexOf(q) >= 0) return true;
     var b = BASE ? BASE[i] : 0;
     return !!(b && typeof b !== "string" && b[1] && b[1].toLowerCase().indexOf(q) >= 0);
   }
@@ -588,15 +596,15 @@
       function fill(diff) {
         clear(tr);
         tr.appendChild(el("td", null, [el("div", { text: r0[COL.id] + (r0[COL.repeat] ? " [repeat-" + r0[COL.repeat] + "]" : "") }),
-          r0[COL.input] ? el("div", { class: "muted input", text: r0[COL.input] }) : null]));
+          r0[COL.input] ? el("div", { class: "muted input", text: r0[COL.input] }) : null]));  // passed rows
         tr.appendChild(el("td", { text: r0[COL.slice] }));
         var first = null;
         columns.forEach(function (v, n) {
           var i = v === null ? any : cells[v];
           if (i === undefined) { tr.appendChild(el("td", { class: "muted", text: "-" })); return; }
           var r = D.rows[i];
-          tr.appendChild(gridCell(r[COL.outcome], r[COL.output], r[COL.failed], n === 0 ? null : first, diff));
-          if (n === 0) first = r[COL.output] || "";
+          tr.appendChild(gridCell(r[COL.outcome], outputOf(r), r[COL.failed], n === 0 ? null : first, diff));
+          if (n === 0) first = outputOf(r) || "";
         });
         if (BASE) {
           var b = BASE[columns[0] === null ? any : cells[columns[0]]];
@@ -614,8 +622,9 @@
 
   document.getElementById("grid-note").textContent = "Each case a row, each variant (and the baseline) a " +
     "column; the filters above apply. Failed checks are marked under each output; \"diff\" compares a row " +
-    "with its first column. The grid and the search see the first " + D.grid_text + " characters of each " +
-    "output and " + Math.floor(D.grid_text / 2) + " of each input (results.jsonl has them whole).";
+    "with its first column. The grid and the search see up to 4,000 characters of the prompt and output " +
+    "of a case that failed, errored or awaits review, and the first " + D.grid_text + " characters of a " +
+    "passed case's output and " + Math.floor(D.grid_text / 2) + " of its input (results.jsonl has them whole).";
   renderVerdict();
   renderChart();
   renderSlices();

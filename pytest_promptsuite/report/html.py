@@ -34,11 +34,12 @@ __all__ = ["dashboard_html", "write_dashboard"]
 
 #: Prompt and output texts longer than this are cut in the dashboard (results.jsonl has them whole).
 MAX_TEXT = 4000
-#: Characters of input and output kept per row for the outputs grid and the search, shared by
-#: all rows: a small suite keeps up to GRID_MAX of each output, a 100,000-row one GRID_MIN, so its
-#: page stays quick to write and to open (a case needing attention keeps MAX_TEXT in its details).
-GRID_BUDGET = 4_000_000
-GRID_MIN = 40
+#: Characters of input and output kept per passed row for the outputs grid and the search, shared
+#: by all rows: a small suite keeps up to GRID_MAX of each output, a 100,000-row one GRID_MIN, so
+#: its page stays quick to write and to open. A case needing attention keeps MAX_TEXT of its prompt
+#: and output in its details, which the grid and the search read instead.
+GRID_BUDGET = 2_400_000
+GRID_MIN = 24
 GRID_MAX = 400
 _ATTENTION = frozenset({Outcome.FAILED, Outcome.ERROR, Outcome.REVIEW})
 
@@ -124,10 +125,13 @@ def _payload(
         if r.outcome in _ATTENTION or (r.checks and r.checks[-1].name == REVIEW_CHECK):
             detail = len(details)
             details.append(_detail(r))
-        failed = "" if r.outcome is Outcome.PASSED else _failed_names(r)
-        output = "" if r.output is None else r.output[:size]
-        table.append([r.case_id, r.slice, r.variant, r.repeat, r.outcome.value, detail,
-                      _input_of(r.prompt, size // 2), output, failed])
+        if detail >= 0:  # the grid and the search read the details
+            table.append([r.case_id, r.slice, r.variant, r.repeat, r.outcome.value, detail, "", "",
+                          _failed_names(r)])
+        else:
+            output = "" if r.output is None else r.output[:size]
+            table.append([r.case_id, r.slice, r.variant, r.repeat, r.outcome.value, detail,
+                          _input_of(r.prompt, size // 2), output, ""])
     flips = []
     if summary.baseline is not None:
         for flip in summary.baseline.flips:
