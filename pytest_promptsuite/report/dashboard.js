@@ -94,7 +94,7 @@
   function drawChart(root, bars) {
     // drawn at the width it is shown at, so a phone reads the labels at full size
     var avail = document.getElementById("charts").clientWidth || 780, narrow = avail < 560;
-    var label = narrow ? 96 : 190, right = narrow ? 46 : 70, rowH = 28, top = 24;
+    var label = narrow ? 96 : 190, right = narrow ? 58 : 70, rowH = 28, top = 24;
     var width = Math.max(140, Math.min(520, avail - label - right));
     var height = top + bars.length * rowH + 30;
     root.setAttribute("viewBox", "0 0 " + (label + width + right) + " " + height);
