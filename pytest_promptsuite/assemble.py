@@ -26,7 +26,6 @@ from .models.cache import ResponseCache
 from .models.cache import ResponseStores
 from .models.runner import DEFAULT_CONCURRENCY
 from .models.runner import ModelRunner
-from .models.spend import Prices
 from .options import RunOptions
 from .pipeline import CasePipeline
 from .scrub import public_url
@@ -125,6 +124,7 @@ class Assembler:
             "base_url": public_url(settings.base_url) if settings.base_url else None,
             "params": dict(settings.params),
             "deterministic": deterministic,
+            **({} if settings.prices is None else {"prices": settings.prices.model_dump()}),
         }
 
     def make_model(self, settings: ModelConfig, root: Path, where: str | None = None) -> Model:
@@ -233,11 +233,10 @@ class Assembler:
         if settings.budget_usd is not None and settings.prices is None:
             raise ConfigError(f"[model] budget_usd of {settings.spec} needs [model] prices = "
                               "{prompt = USD per 1M tokens, completion = USD per 1M tokens}")
-        prices = None if settings.prices is None else Prices(settings.prices.prompt, settings.prices.completion)
         return self.runner.attach(
             self.make_model(settings, root, where), concurrency=max(1, -(-limit // self.workers)),
             stores=self.stores, batch=self.options.batch_mode or settings.batch, budget_usd=settings.budget_usd,
-            prices=prices,
+            prices=settings.prices,
         )
 
     def pipeline(self, suite: SuiteConfig) -> CasePipeline:
@@ -255,4 +254,5 @@ class Assembler:
         return CasePipeline(
             model, self.runner, params=settings.params, evaluator=self.evaluator(suite), prompts=prompts,
             variant_models={name: (m, s.params) for name, (m, s) in own.items()},
+            prices={"": settings.prices, **{name: s.prices for name, (_, s) in own.items()}},
         )

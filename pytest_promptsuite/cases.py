@@ -342,6 +342,7 @@ _OUTPUT_KINDS: tuple[tuple[str, frozenset[str]], ...] = (
     ("a results.jsonl of pytest-promptsuite", frozenset({"case_id", "outcome"})),
     ("a cassette of pytest-promptsuite (--prompt-record)", frozenset({"key", "response"})),
     ("a review.jsonl of pytest-promptsuite", frozenset({"case_id", "reasons"})),
+    ("a review decisions file of pytest-promptsuite (--prompt-reviews)", frozenset({"case_id", "output_sha256"})),
 )
 _SNIFF_BYTES = 1 << 20
 

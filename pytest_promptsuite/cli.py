@@ -207,6 +207,16 @@ def _merge(args: argparse.Namespace) -> int:
     return run_merge([Path(p) for p in args.shards], Path(args.out), baseline=baseline)
 
 
+def _history(args: argparse.Namespace) -> int:
+    from .report.history import history_lines
+    from .results.history import load_history
+
+    history = load_history([Path(p) for p in args.folders], limit=args.last)
+    for line in history_lines(history, last=args.last):
+        print(printable(line))
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="promptsuite", description="pytest-promptsuite tools")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -222,7 +232,7 @@ def _parser() -> argparse.ArgumentParser:
                         help="text (the default on a terminal): each prompt as sent, messages under their "
                         "roles; jsonl (the default when piped): case_id, variant, prompt, error")
     render.add_argument("--request", metavar="FILE.json",
-                        help="render one template request (SPEC-templates.md) and print JSON")
+                        help="render one template request (docs/templates.md) and print JSON")
     for command in (validate, render):
         for flag in _COLLECTION_OPTIONS:
             command.add_argument(flag, **BY_FLAG[flag].kwargs)
@@ -245,6 +255,12 @@ def _parser() -> argparse.ArgumentParser:
     from .importers.command import add_import_command
 
     add_import_command(commands)
+    history = commands.add_parser(
+        "history", help="each slice's pass rate (95%% CI) over earlier runs: report folders or summary.json files"
+    )
+    history.add_argument("folders", nargs="+", metavar="DIR")
+    history.add_argument("--last", type=int, default=8, metavar="N", help="show the latest N runs (default 8)")
+    history.set_defaults(func=_history)
     return parser
 
 

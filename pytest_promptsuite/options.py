@@ -70,6 +70,13 @@ def _existing_file(value: str) -> Path:
     return path
 
 
+def _existing(value: str) -> Path:
+    path = Path(value)
+    if not path.exists():
+        raise argparse.ArgumentTypeError(f"{value!r}: no such file or folder")
+    return path
+
+
 def _positive(value: str) -> int:
     try:
         number = int(value)
@@ -171,6 +178,12 @@ OPTIONS: tuple[Option, ...] = (
     Option("--prompt-batch-results", dict(
         type=_existing_file, default=None, metavar="FILE",
         help="Answer the calls from a batch output file made elsewhere, then run the checks")),
+    Option("--prompt-history", dict(
+        type=_existing, default=None, metavar="DIR",
+        help="Folder of earlier report folders or summary.json files: per-slice trends in the reports")),
+    Option("--prompt-reviews", dict(
+        type=_existing, default=None, metavar="FILE",
+        help="Review decisions (JSONL, downloaded from the dashboard) applied to unchanged outputs")),
 )
 
 
@@ -201,6 +214,8 @@ class RunOptions:
     no_cache: bool = False
     record: str | None = None
     replay: str | None = None
+    history: Path | None = None
+    reviews: Path | None = None
     max_calls: int | None = None
     batch: bool = False
     batch_file: str | None = None

@@ -35,6 +35,7 @@ from .models import is_sync
 from .models import prompt_hash
 from .models.runner import ModelRunner
 from .models.spend import NotIssued
+from .suite import Prices
 from .templates import CasePrompts
 from .templates.parsers import OutputParserError
 
@@ -79,6 +80,7 @@ class CasePipeline:
         evaluator: Evaluator | None = None,
         prompts: CasePrompts | None = None,
         variant_models: Mapping[str, tuple[Model, Mapping[str, Any]]] | None = None,
+        prices: Mapping[str, Prices | None] | None = None,
     ) -> None:
         self.model = model
         self.runner = runner
@@ -90,6 +92,8 @@ class CasePipeline:
         self._prepared: dict[CaseKey, _Prepared | TemplateError] = {}
         self._own = {name: (m, dict(p)) for name, (m, p) in (variant_models or {}).items()}
         self._scorers: dict[int, Any] = {}  # the ppl mode: one scoring model per model (one bound)
+        #: ``[model] prices`` by variant ("" for the suite's model): a ``cost`` check reads them.
+        self.prices = dict(prices or {})
 
     def model_for(self, variant: str | None) -> tuple[Model, dict[str, Any]]:
         """The model a variant's cases are sent to, and its params."""
@@ -177,6 +181,7 @@ class CasePipeline:
             output=response.text,
             checks=checks,
             latency_ms=response.latency_ms,
+            cached=response.cached,
             usage=response.usage.to_dict() if response.usage else None,
             **base,
         )
@@ -229,6 +234,7 @@ class CasePipeline:
     ) -> tuple[CheckResult, ...]:
         """Every check of the case on what the prompt's output parser (if any) makes of the reply;
         a reply the parser cannot read fails the structure layer (results keep the raw output)."""
+        prices = self.prices.get(variant or "", self.prices.get(""))
         try:
             parsed = self.prompts.parse_output(response.text, variant=variant)
         except Exception as exc:  # OutputParserError, or whatever a plugin's parser raised
@@ -236,7 +242,7 @@ class CasePipeline:
                 f"the output parser raised {type(exc).__name__}: {exc}"
             )
             failure = CheckResult(Layer.STRUCTURE.value, "output_parser", False, message)
-            return (failure, *self.evaluator.evaluate(case, response, compiled))
+            return (failure, *self.evaluator.evaluate(case, response, compiled, prices=prices))
         if parsed != response.text:
             response = dataclasses.replace(response, text=parsed)
-        return self.evaluator.evaluate(case, response, compiled)
+        return self.evaluator.evaluate(case, response, compiled, prices=prices)

@@ -51,6 +51,10 @@ from .results import ThresholdPolicy
 from .results import load_summary_json
 from .results import stream_results
 from .results import summarize
+from .results.history import load_history
+from .results.usage import UsageReport
+from .results.usage import usage_report
+from .reviews import load_reviews
 from .scrub import public_url
 from .scrub import register
 from .suite import base_url_problem
@@ -112,6 +116,9 @@ class PromptSession:
             if problem:
                 raise ConfigError(f"--prompt-base-url {public_url(options.base_url)!r} {problem}")
         self.baseline = None if is_worker else self._load_baseline()
+        # --prompt-reviews: every process that runs cases applies them; --prompt-history: the reports'
+        self.reviews = load_reviews(options.reviews) if options.reviews is not None else None
+        self.history = load_history([options.history]) if options.history is not None and not is_worker else None
         self.runner = ModelRunner()
         if options.max_calls is not None:  # pytest-xdist: each worker issues its share of the calls
             share, extra = divmod(options.max_calls, workers)
@@ -129,6 +136,7 @@ class PromptSession:
         #: What collection noticed but does not stop on (a ``vars`` field no template reads).
         self.warnings: list[str] = []
         self.summary: Summary | None = None
+        self.usage: UsageReport | None = None
         #: Collected cases that never ran (known once the run finished).
         self.not_run: int | None = None
         self._pipelines: dict[SuiteKey, CasePipeline] = {}
@@ -227,7 +235,7 @@ class PromptSession:
                                                   f"{type(exc).__name__}: {exc}")
         if self.runner.fatal is not None:
             self.cancel_pending()
-        return result
+        return result if self.reviews is None else self.reviews.apply(result)
 
     def stop_reason(self) -> str | None:
         """Why no further case should run: an endpoint that every call fails on."""
@@ -391,8 +399,10 @@ class PromptSession:
         if incomplete is not None:
             gate = GateResult.of([*self.summary.gate.decisions, incomplete])
             self.summary = dataclasses.replace(self.summary, gate=gate)
+        self.usage = usage_report(map(self.full, self.rows), self.summary.run)  # texts read back
         if self.options.report:
-            write_report(self.invocation_dir / self.options.report, self.rows, self.summary, full=self.full)
+            write_report(self.invocation_dir / self.options.report, self.rows, self.summary, full=self.full,
+                         usage=self.usage, history=self.history, baseline=self.baseline)
         return self.summary
 
     def terminal_sections(self) -> Iterator[tuple[str, list[str]]]:
@@ -404,7 +414,7 @@ class PromptSession:
             left = self.not_run if self.not_run is not None else max(0, self.planned - len(self.rows))
             yield "promptsuite: endpoint unusable", [f"{left} case(s) not run; the first error was: {fatal}"]
         if self.summary is not None:
-            lines = list(summary_lines(self.summary))
+            lines = list(summary_lines(self.summary, usage=self.usage))
             if self.options.report:
                 lines.append(f"promptsuite report: {self.options.report}")
             yield "promptsuite: pass rate by slice", lines

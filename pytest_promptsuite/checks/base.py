@@ -106,6 +106,8 @@ class CaseResult:
     metadata: dict[str, Any] = field(default_factory=dict)
     #: Multi-turn cases: every reply, in request order (the last one is ``output``).
     replies: tuple[str, ...] = ()
+    #: The answer came from the response cache (no call was made).
+    cached: bool = False
 
     def __post_init__(self) -> None:
         outcome: object = self.outcome
@@ -144,6 +146,7 @@ class CaseResult:
             "tags": list(self.tags),
             "metadata": self.metadata,
             **({"replies": list(self.replies)} if self.replies else {}),
+            **({"cached": True} if self.cached else {}),
             "format_version": RESULT_FORMAT_VERSION,
         }
 
@@ -178,6 +181,7 @@ class CaseResult:
             tags=tuple(row.get("tags", ())),
             metadata=row.get("metadata") or {},
             replies=tuple(row.get("replies", ())),
+            cached=row.get("cached") is True,
         )
 
     @classmethod

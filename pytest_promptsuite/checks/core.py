@@ -26,6 +26,7 @@ from ..errors import CheckError
 from ..formats.jsonio import JsonError
 from ..formats.jsonio import decode
 from ..models.base import Response
+from ..suite import Prices
 from ..suite import confine
 from .base import Layer
 
@@ -88,6 +89,8 @@ class CheckContext:
     judge_name: str | None = None
     #: The JSON path the current check reads (set by the evaluator), or None for the whole output.
     path: str | None = None
+    #: The ``[model] prices`` of the model that answered (a ``cost`` check without its own).
+    prices: Prices | None = None
     _json: Any = field(default=None, repr=False)
     _json_error: str | None = field(default=None, repr=False)
 

@@ -15,6 +15,7 @@ from typing import Union
 from ..budget import BudgetExceeded
 from ..cases import PromptCase
 from ..models.base import Response
+from ..suite import Prices
 from .base import CheckResult
 from .base import Layer
 from .base import Outcome
@@ -73,9 +74,11 @@ class Evaluator:
         return compile_case(case, self.make, suite=self.suite, display=display)
 
     def evaluate(
-        self, case: PromptCase, response: Response | str, checks: CompiledChecks | None = None
+        self, case: PromptCase, response: Response | str, checks: CompiledChecks | None = None,
+        *, prices: Prices | None = None,
     ) -> tuple[CheckResult, ...]:
-        """Every check result for a response (or a bare output), in the order the module says."""
+        """Every check result for a response (or a bare output), in the order the module says;
+        ``prices`` are the answering model's (``[model] prices``)."""
         if isinstance(response, str):
             output, reply = response, None
         else:
@@ -91,7 +94,8 @@ class Evaluator:
             if changed is not None:
                 output = changed
         ctx = CheckContext(
-            case=case, output=output, response=reply, judge=self.judge, judge_name=self.judge_name
+            case=case, output=output, response=reply, judge=self.judge, judge_name=self.judge_name,
+            prices=prices,
         )
         return _Run(ctx, checks, self.review_fails).results()
 

@@ -15,6 +15,7 @@ from ..formats.limits import JSON_SEARCH_SECONDS
 from ..models.base import Model
 from ..models.base import ModelRequest
 from ..models.runner import ModelRunner
+from ..suite import Prices
 from .base import CheckResult
 from .base import Layer
 from .core import Check
@@ -92,26 +93,28 @@ class Tokens(Check):
 
 class Cost(Check):
     """``cost``: at most ``threshold`` (USD) for the call, priced from its token usage with
-    ``prices = {prompt = USD per 1M tokens, completion = USD per 1M tokens}``."""
+    ``prices = {prompt = USD per 1M tokens, completion = USD per 1M tokens}``, or, without
+    prices of its own, the answering model's ``[model] prices``."""
 
     layer = Layer.METRIC
     reads_output = False
 
-    def __init__(self, threshold: float, prompt_price: float, completion_price: float) -> None:
+    def __init__(self, threshold: float, prices: Prices | None = None) -> None:
         self.threshold = threshold
-        self.prompt_price = prompt_price
-        self.completion_price = completion_price
+        self.prices = prices
 
     def evaluate(self, value: Any, ctx: CheckContext) -> Verdict:
+        prices = self.prices or ctx.prices
+        expected = f"cost <= ${self.threshold:g}"
+        if prices is None:
+            return Verdict(False, expected, "no prices: give the check 'prices' or set [model] prices")
         usage = ctx.response.usage if ctx.response is not None else None
-        if usage is None or usage.prompt_tokens is None or usage.completion_tokens is None:
+        cost = None if usage is None else prices.cost(usage.prompt_tokens, usage.completion_tokens)
+        if usage is None or cost is None:
             return Verdict.skipped("no token usage reported by the model, so no cost")
-        cost = (
-            usage.prompt_tokens * self.prompt_price + usage.completion_tokens * self.completion_price
-        ) / 1e6
         return Verdict(
             cost <= self.threshold,
-            f"cost <= ${self.threshold:g}",
+            expected,
             f"${cost:.6f} ({usage.prompt_tokens} prompt + {usage.completion_tokens} completion tokens)",
             details={"cost_usd": cost},
         )
@@ -264,11 +267,13 @@ def make_tokens(p: Params) -> Check:
 
 
 def make_cost(p: Params) -> Check:
-    """``cost``: the call cost at most ``threshold`` USD at ``prices`` per million tokens."""
+    """``cost``: the call cost at most ``threshold`` USD at ``prices`` per million tokens (else
+    at the model's ``[model] prices``)."""
     threshold = p.number("threshold", required=True, minimum=0, what="a bound in USD")
-    prices = p.raw(
-        "prices", required=True, what="{prompt = USD per 1M tokens, completion = USD per 1M tokens}"
-    )
+    prices = p.raw("prices", what="{prompt = USD per 1M tokens, completion = USD per 1M tokens}")
+    assert threshold is not None
+    if prices is None:
+        return Cost(threshold)
     if (
         not isinstance(prices, dict)
         or set(prices) != {"prompt", "completion"}
@@ -280,8 +285,7 @@ def make_cost(p: Params) -> Check:
             f"'prices' of {p.name!r} must be {{prompt = USD per 1M tokens, completion = USD per 1M tokens}}, "
             f"got {prices!r}"
         )
-    assert threshold is not None
-    return Cost(threshold, float(prices["prompt"]), float(prices["completion"]))
+    return Cost(threshold, Prices(prompt=float(prices["prompt"]), completion=float(prices["completion"])))
 
 
 def make_llm_rubric(p: Params) -> Check:

@@ -33,6 +33,7 @@ from typing import TypeVar
 from ..errors import ConfigError
 from ..errors import EndpointError
 from ..errors import ModelError
+from ..model_config import Prices
 from .base import Model
 from .base import ModelRequest
 from .base import Response
@@ -48,7 +49,6 @@ from .cache import ResponseStores
 from .spend import Allowance
 from .spend import BudgetedModel
 from .spend import BudgetExhausted
-from .spend import Prices
 
 
 if TYPE_CHECKING:

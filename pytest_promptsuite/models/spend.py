@@ -15,17 +15,17 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ModelError
+from ..model_config import Prices
 from .base import Model
 from .base import ModelRequest
 from .base import Response
 from .base import prompt_text
 
 
-__all__ = ["Allowance", "BudgetExhausted", "BudgetedModel", "NotIssued", "Prices", "estimate_tokens"]
+__all__ = ["Allowance", "BudgetExhausted", "BudgetedModel", "NotIssued", "estimate_tokens"]
 
 #: Characters per token in the estimate (OpenAI's rule of thumb for English text).
 CHARS_PER_TOKEN = 4
@@ -37,18 +37,6 @@ class NotIssued(ModelError):
 
 class BudgetExhausted(NotIssued):
     """The call was not issued: it would pass the run's call or USD budget."""
-
-
-@dataclass(frozen=True)
-class Prices:
-    """USD per million prompt and completion tokens (``[model] prices``)."""
-
-    prompt: float
-    completion: float
-
-    def cost(self, prompt_tokens: float, completion_tokens: float) -> float:
-        """USD for these token counts."""
-        return (prompt_tokens * self.prompt + completion_tokens * self.completion) / 1e6
 
 
 def estimate_tokens(request: ModelRequest) -> tuple[int, int]:
@@ -80,7 +68,7 @@ class Allowance:
         Raises :class:`BudgetExhausted` when it would pass a budget."""
         estimate = 0.0
         if account.prices is not None:
-            estimate = account.prices.cost(*estimate_tokens(request))
+            estimate = account.prices.cost(*estimate_tokens(request)) or 0.0
         with self._lock:
             if self.max_calls is not None and self.issued >= self.max_calls:
                 reason = f"--prompt-max-calls {self.max_calls} reached: the call was not issued"
@@ -108,7 +96,7 @@ class Allowance:
         usage = response.usage
         if usage.prompt_tokens is None or usage.completion_tokens is None:
             return
-        real = account.prices.cost(usage.prompt_tokens, usage.completion_tokens)
+        real = account.prices.cost(usage.prompt_tokens, usage.completion_tokens) or 0.0
         with self._lock:
             self._spent[id(account)] = self._spent.get(id(account), 0.0) - estimate + real
 

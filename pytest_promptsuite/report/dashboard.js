@@ -25,9 +25,9 @@
       e.appendChild(typeof c === "string" ? document.createTextNode(c) : c);
     });
   }
+  var SVG_NS = "http://www.w3.org/2000/svg";
   function svg(tag, attrs, children) {
-    var root = document.getElementById("chart");
-    var e = document.createElementNS(root.namespaceURI, tag);
+    var e = document.createElementNS(SVG_NS, tag);
     setAttrs(e, attrs);
     append(e, children);
     return e;
@@ -42,6 +42,12 @@
   function pts(v) {
     return v === null || v === undefined ? "-" : (v >= 0 ? "+" : "") + (v * 100).toFixed(1);
   }
+  function money(v) {
+    if (v === null || v === undefined) return "-";
+    if (v >= 1) return "$" + v.toFixed(2);
+    return v ? "$" + v.toFixed(6).replace(/0+$/, "").replace(/\.$/, "") : "$0";
+  }
+  function ms(v) { return v === null || v === undefined ? "-" : Math.round(v).toLocaleString("en") + " ms"; }
   function pval(v) {
     return v === null || v === undefined ? "-" : Number(v.toPrecision(3)).toString();
   }
@@ -58,6 +64,7 @@
     }));
     return el("table", null, [thead, tbody]);
   }
+  function scroll(t) { return el("div", { class: "scroll" }, [t]); }
 
   // -- verdict -----------------------------------------------------------------------------------
   function renderVerdict() {
@@ -71,14 +78,25 @@
     var t = S.totals;
     box.appendChild(el("p", { text: t.cases + " cases: " + t.passed + " passed, " + t.failed +
       " failed, " + t.error + " error, " + t.review + " review" }));
+    var u = S.usage;
+    if (u) {
+      var tot = u.total;
+      box.appendChild(el("p", { id: "totals", text: tot.calls + " calls, " + tot.cache_hits + " cache hits, " +
+        (tot.tokens === null ? "tokens not reported" : tot.tokens.toLocaleString("en") + " tokens") + ", " +
+        (tot.cost_usd !== null ? "cost " + money(tot.cost_usd) : u.priced ? "cost unknown (no token counts)"
+          : "cost unknown (no [model] prices)") + ", " +
+        (tot.latency_p95_ms === null ? "p95 latency not measured" : "p95 latency " + ms(tot.latency_p95_ms)) }));
+    }
   }
 
   // -- chart -------------------------------------------------------------------------------------
-  function renderChart() {
-    var root = document.getElementById("chart");
-    var slices = S.slices;
-    var label = 190, width = 520, rowH = 28, top = 24, right = 70;
-    var height = top + slices.length * rowH + 30;
+  // bars: [{name, pass_rate, ci_low, ci_high, threshold, threshold_source, gate, baseline}]
+  function drawChart(root, bars) {
+    // drawn at the width it is shown at, so a phone reads the labels at full size
+    var avail = document.getElementById("charts").clientWidth || 780, narrow = avail < 560;
+    var label = narrow ? 96 : 190, right = narrow ? 58 : 70, rowH = 28, top = 24;
+    var width = Math.max(140, Math.min(520, avail - label - right));
+    var height = top + bars.length * rowH + 30;
     root.setAttribute("viewBox", "0 0 " + (label + width + right) + " " + height);
     root.setAttribute("width", String(label + width + right));
     root.setAttribute("height", String(height));
@@ -88,16 +106,17 @@
       root.appendChild(svg("text", { x: x(v), y: height - 8, "text-anchor": "middle", class: "axis",
         text: (v * 100) + "%" }));
     });
-    slices.forEach(function (s, i) {
+    bars.forEach(function (s, i) {
       var y = top + i * rowH;
-      var name = s.slice.length > 26 ? s.slice.slice(0, 25) + "\u2026" : s.slice;
+      var keep = narrow ? 12 : 26;
+      var name = s.name.length > keep ? s.name.slice(0, keep - 1) + "\u2026" : s.name;
       root.appendChild(svg("text", { x: label - 8, y: y + 15, "text-anchor": "end", class: "label" },
-        [name, svg("title", { text: s.slice })]));
+        [name, svg("title", { text: s.name })]));
       root.appendChild(svg("rect", { x: x(0), y: y + 3, width: width, height: rowH - 10, class: "track" }));
-      if (s.pass_rate !== null) {
+      if (s.pass_rate !== null && s.pass_rate !== undefined) {
         root.appendChild(svg("rect", { x: x(0), y: y + 3, width: Math.max(0, s.pass_rate * width),
-          height: rowH - 10, class: s.gate === "pass" ? "bar pass" : "bar fail" },
-          [svg("title", { text: s.slice + ": " + pct(s.pass_rate) + " (95% CI " + pct(s.ci_low) +
+          height: rowH - 10, class: s.gate === "pass" ? "bar pass" : "bar fail", "data-slice": s.name },
+          [svg("title", { text: s.name + ": " + pct(s.pass_rate) + " (95% CI " + pct(s.ci_low) +
             "-" + pct(s.ci_high) + ")" })]));
         var mid = y + 3 + (rowH - 10) / 2;
         root.appendChild(svg("line", { x1: x(s.ci_low), x2: x(s.ci_high), y1: mid, y2: mid, class: "ci" }));
@@ -105,14 +124,51 @@
         root.appendChild(svg("line", { x1: x(s.ci_high), x2: x(s.ci_high), y1: mid - 5, y2: mid + 5, class: "ci" }));
       }
       root.appendChild(svg("line", { x1: x(s.threshold), x2: x(s.threshold), y1: y, y2: y + rowH - 4,
-        class: "threshold" }, [svg("title", { text: "threshold " + pct(s.threshold) + " (" +
-        s.threshold_source + ")" })]));
-      if (s.baseline_pass_rate !== null && s.baseline_pass_rate !== undefined) {
-        var bx = x(s.baseline_pass_rate), by = y + rowH - 6;
+        class: "threshold" }, [svg("title", { text: "threshold " + pct(s.threshold) +
+        (s.threshold_source ? " (" + s.threshold_source + ")" : "") })]));
+      if (s.baseline !== null && s.baseline !== undefined) {
+        var bx = x(s.baseline), by = y + rowH - 6;
         root.appendChild(svg("path", { d: "M" + bx + " " + (by - 7) + " l5 7 l-10 0 z", class: "baseline" },
-          [svg("title", { text: "baseline " + pct(s.baseline_pass_rate) })]));
+          [svg("title", { text: "baseline " + pct(s.baseline) })]));
       }
       root.appendChild(svg("text", { x: x(1) + 8, y: y + 15, class: "value", text: pct(s.pass_rate) }));
+    });
+  }
+
+  function modelOf(variant) {
+    var models = S.run && S.run.models ? S.run.models : {};
+    var m = models[variant] || null;
+    return m && m.spec ? m.spec : "";
+  }
+
+  function renderChart() {
+    var c = S.compared_variants;
+    var root = document.getElementById("chart");
+    if (!c || c.variants.length < 2) {
+      drawChart(root, S.slices.map(function (s) {
+        return { name: s.slice, pass_rate: s.pass_rate, ci_low: s.ci_low, ci_high: s.ci_high,
+          threshold: s.threshold, threshold_source: s.threshold_source, gate: s.gate,
+          baseline: s.baseline_pass_rate };
+      }));
+      return;
+    }
+    // one chart per variant, each bar gated on its own: pooling variants hides which one failed
+    var box = clear(document.getElementById("charts"));
+    c.variants.forEach(function (v) {
+      var mine = c.slices.filter(function (s) { return s.variant === v; });
+      var failing = mine.filter(function (s) { return s.gate !== "pass"; }).length;
+      var chart = svg("svg", { class: "chart", role: "img", "aria-label": "pass rate by slice, variant " + v });
+      drawChart(chart, mine.map(function (s) {
+        var t = s.against_first;
+        return { name: s.slice, pass_rate: s.pass_rate, ci_low: s.ci_low, ci_high: s.ci_high,
+          threshold: s.threshold, gate: s.gate, baseline: t ? t.baseline_pass_rate : null };
+      }));
+      var model = modelOf(v);
+      box.appendChild(el("figure", { class: "variant-chart", "data-variant": v }, [
+        el("figcaption", null, [el("strong", { text: v }), model ? " \u00b7 " + model : "",
+          el("span", { class: failing ? "gate-fail" : "gate-pass",
+            text: failing ? "  gate FAILS in " + failing + " slice" + (failing === 1 ? "" : "s") : "  gate holds" })]),
+        chart]));
     });
   }
 
@@ -144,12 +200,12 @@
 
   function groupTable(title, groups) {
     if (!groups || !groups.length) return null;
-    return el("section", null, [el("h2", { text: title }), table(
+    return el("section", null, [el("h2", { text: title }), scroll(table(
       ["name", "cases", "passed", "failed", "error", "review", "pass rate", "95% CI"],
       groups.map(function (g) {
         return [g.name, String(g.cases), String(g.passed), String(g.failed), String(g.error),
           String(g.review), pct(g.pass_rate), g.ci_low === null ? "-" : pct(g.ci_low) + " - " + pct(g.ci_high)];
-      }), [1, 2, 3, 4, 5, 6])]);
+      }), [1, 2, 3, 4, 5, 6]))]);
   }
 
   function idList(ids) {
@@ -178,7 +234,7 @@
       return row;
     });
     var numeric = header.map(function (h, i) { return i; }).slice(1);
-    var children = [el("h2", { text: "Prompt variants side by side" }), table(header, rows, numeric)];
+    var children = [el("h2", { text: "Prompt variants side by side" }), scroll(table(header, rows, numeric))];
     if (pair && c.regressions.length) {
       children.push(el("p", { text: names[1] + " breaks (passed in " + names[0] + "): " + idList(c.regressions) }));
     }
@@ -193,9 +249,9 @@
     append(box, [variantsTable(), groupTable("By variant", S.variants), groupTable("By tag", S.tags)]);
     if (S.flaky && S.flaky.length) {
       box.appendChild(el("section", null, [el("h2", { text: "Flaky cases (passed in some repeats only)" }),
-        table(["case", "variant", "slice", "passed", "runs", "pass fraction"], S.flaky.map(function (r) {
+        scroll(table(["case", "variant", "slice", "passed", "runs", "pass fraction"], S.flaky.map(function (r) {
           return [r.case_id, r.variant || "", r.slice, String(r.passed), String(r.runs), pct(r.pass_fraction)];
-        }), [3, 4, 5])]));
+        }), [3, 4, 5]))]));
     }
   }
 
@@ -265,7 +321,22 @@
 
   // -- cases -------------------------------------------------------------------------------------
   var state = { slice: "", outcome: "attention", search: "", page: 0, matches: [] };
-  var COL = { id: 0, slice: 1, variant: 2, repeat: 3, outcome: 4, detail: 5 };
+  var COL = { id: 0, slice: 1, variant: 2, repeat: 3, outcome: 4, detail: 5, input: 6, output: 7, failed: 8 };
+  var BASE = D.baseline_rows;
+
+  // a row needing attention has its prompt and output in its details; a passed row their start
+  function outputOf(r) { return r[COL.detail] >= 0 ? D.details[r[COL.detail]].output || "" : r[COL.output]; }
+  function inputOf(r) { return r[COL.detail] >= 0 ? D.details[r[COL.detail]].prompt || "" : r[COL.input]; }
+  function matches(i, q) {
+    // case id, input and output, and the baseline's output
+    var r = D.rows[i];
+    if (r[COL.id].toLowerCase().indexOf(q) >= 0) return true;
+    var out = outputOf(r), inp = inputOf(r);
+    if (out && out.toLowerCase().indexOf(q) >= 0) return true;
+    if (inp && inp.toLowerCase().indexOf(q) >= 0) return true;
+    var b = BASE ? BASE[i] : 0;
+    return !!(b && typeof b !== "string" && b[1] && b[1].toLowerCase().indexOf(q) >= 0);
+  }
 
   function filterRows() {
     var out = [], rows = D.rows, q = state.search.toLowerCase();
@@ -275,7 +346,7 @@
       if (state.outcome === "attention") {
         if (o !== "failed" && o !== "error" && o !== "review") continue;
       } else if (state.outcome && o !== state.outcome) continue;
-      if (q && r[COL.id].toLowerCase().indexOf(q) < 0) continue;
+      if (q && !matches(i, q)) continue;
       out.push(i);
     }
     state.matches = out;
@@ -329,6 +400,7 @@
       " of " + pages;
     document.getElementById("prev").disabled = state.page === 0;
     document.getElementById("next").disabled = state.page >= pages - 1;
+    renderGrid();
   }
 
   function renderCases() {
@@ -350,11 +422,217 @@
     renderPage();
   }
 
+
+  // -- calls, tokens, cost, latency --------------------------------------------------------------
+  function renderUsage() {
+    var u = S.usage;
+    if (!u || !u.total.rows) return;
+    var rows = [];
+    function add(kind, g) {
+      rows.push([kind, g.name, String(g.calls), String(g.cache_hits),
+        g.tokens === null ? "-" : g.tokens.toLocaleString("en"), money(g.cost_usd), ms(g.latency_p50_ms),
+        ms(g.latency_p95_ms)]);
+    }
+    u.slices.forEach(function (g) { add("slice", g); });
+    u.variants.forEach(function (g) { add("variant", g); });
+    add("total", u.total);
+    var t = table(["by", "name", "calls", "cache hits", "tokens", "cost", "p50 latency", "p95 latency"], rows,
+      [2, 3, 4, 5, 6, 7]);
+    t.id = "usage-table";
+    append(document.getElementById("usage"), [el("h2", { text: "Calls, tokens, cost and latency" }),
+      u.priced ? null : el("p", { class: "muted", text: "No [model] prices in the config, so no cost." }),
+      scroll(t)]);
+  }
+
+  // -- history -----------------------------------------------------------------------------------
+  function sparkline(points, labels) {
+    var w = 24, h = 60, pad = 6, width = pad * 2 + Math.max(1, points.length - 1) * w;
+    var root = svg("svg", { class: "spark", viewBox: "0 0 " + width + " " + (h + pad * 2),
+      width: String(width), height: String(h + pad * 2) });
+    function y(v) { return pad + (1 - v) * h; }
+    var path = "";
+    points.forEach(function (p, i) {
+      if (!p || p.pass_rate === null) return;
+      var x = pad + i * w;
+      if (p.ci_low !== null) root.appendChild(svg("line", { x1: x, x2: x, y1: y(p.ci_low), y2: y(p.ci_high), class: "ci" }));
+      path += (path ? " L" : "M") + x + " " + y(p.pass_rate);
+      root.appendChild(svg("circle", { cx: x, cy: y(p.pass_rate), r: i === points.length - 1 ? 4 : 3,
+        class: p.gate === "fail" ? "dot fail" : "dot" }, [svg("title", { text: labels[i] + ": " +
+        pct(p.pass_rate) + " (95% CI " + pct(p.ci_low) + "-" + pct(p.ci_high) + "), " + p.passed + "/" +
+        p.counted }) ]));
+    });
+    root.insertBefore(svg("path", { d: path, class: "trend-line" }), root.firstChild);
+    return root;
+  }
+
+  function renderTrend() {
+    var h = D.history;
+    if (!h || h.runs.length < 2) return;
+    var labels = h.runs.map(function (r) { return r.label; });
+    var names = {};
+    h.runs.forEach(function (r) { Object.keys(r.slices).forEach(function (n) { names[n] = 1; }); });
+    var rows = Object.keys(names).sort().map(function (name) {
+      var points = h.runs.map(function (r) { return r.slices[name] || null; });
+      var rates = points.filter(function (p) { return p && p.pass_rate !== null; });
+      var change = rates.length > 1 ? rates[rates.length - 1].pass_rate - rates[0].pass_rate : null;
+      return el("tr", null, [el("td", { text: name }), el("td", null, [sparkline(points, labels)]),
+        el("td", { class: "num", text: pct(rates.length ? rates[rates.length - 1].pass_rate : null) }),
+        el("td", { class: "num" + (change !== null && change < 0 ? " down" : ""), text: change === null ? "-" :
+          pts(change) + " pts" })]);
+    });
+    var t = el("table", { id: "trend-table" }, [el("thead", null, [el("tr", null, [el("th", { text: "slice" }),
+      el("th", { text: "pass rate, " + labels[0] + " \u2192 " + labels[labels.length - 1] }),
+      el("th", { text: "now" }), el("th", { text: "change" })])]), el("tbody", null, rows)]);
+    append(document.getElementById("trend"), [el("h2", { text: "Trend over the last " + h.runs.length + " runs" }),
+      el("p", { class: "muted", text: "Each dot is a run's pass rate, each whisker its 95% interval; " +
+        "the last dot is this run. Hover a dot for its figures." }), scroll(t)]);
+  }
+
+  // -- review decisions --------------------------------------------------------------------------
+  var decisions = {};
+  function reviewItem(i, reviewer, counter) {
+    var r = D.rows[i], d = D.details[r[COL.detail]];
+    var key = r[COL.id] + "\u0000" + (r[COL.variant] || "") + "\u0000" + r[COL.repeat];
+    var comment = el("input", { type: "text", class: "comment", placeholder: "why (optional)" });
+    var status = el("span", { class: "muted decision", text: "" });
+    function decide(verdict) {
+      decisions[key] = { case_id: r[COL.id], variant: r[COL.variant], slice: r[COL.slice], repeat: r[COL.repeat],
+        output_sha256: d.output_sha256, decision: verdict, reviewer: reviewer.value,
+        comment: comment.value, decided_at: new Date().toISOString().replace(/\.\d+Z$/, "Z") };
+      status.textContent = "marked " + verdict;
+      counter();
+    }
+    var pass = el("button", { type: "button", class: "mark-pass", text: "pass" });
+    var fail = el("button", { type: "button", class: "mark-fail", text: "fail" });
+    pass.addEventListener("click", function () { decide("pass"); });
+    fail.addEventListener("click", function () { decide("fail"); });
+    var reasons = d.checks.filter(function (c) { return c.details && c.details.review; })
+      .map(function (c) { return c.details.review; }).join("; ");
+    return el("li", { class: "review-item", "data-case": r[COL.id] }, [
+      el("strong", { text: r[COL.id] + (r[COL.variant] ? " [" + r[COL.variant] + "]" : "") }),
+      " " + r[COL.slice] + (reasons ? ": " + reasons : ""), pre(d.output, "output"),
+      el("div", { class: "review-actions" }, [pass, fail, comment, status])]);
+  }
+
+  function renderReview() {
+    var items = [];
+    for (var i = 0; i < D.rows.length; i++) {
+      var r = D.rows[i];
+      if (r[COL.outcome] === "review" && r[COL.detail] >= 0 && D.details[r[COL.detail]].output_sha256) items.push(i);
+    }
+    if (!items.length) return;
+    var reviewer = el("input", { type: "text", id: "reviewer", placeholder: "your name" });
+    var download = el("button", { type: "button", id: "download-decisions", text: "download decisions (0)" });
+    function counter() { download.textContent = "download decisions (" + Object.keys(decisions).length + ")"; }
+    download.addEventListener("click", function () {
+      var lines = Object.keys(decisions).map(function (k) { return JSON.stringify(decisions[k]); });
+      var blob = new Blob([lines.join("\n") + (lines.length ? "\n" : "")], { type: "application/x-ndjson" });
+      var a = el("a", { download: "review-decisions.jsonl", href: URL.createObjectURL(blob) });
+      document.body.appendChild(a);
+      a.click();
+      document.body.removeChild(a);
+    });
+    var list = el("ol", { id: "review-list" }, items.slice(0, 200).map(function (i) { return reviewItem(i, reviewer, counter); }));
+    append(document.getElementById("review"), [el("h2", { text: "Review queue (" + items.length + ")" }),
+      el("p", { class: "muted", text: "Mark each output pass or fail, then download the decisions and run " +
+        "with --prompt-reviews FILE: they apply to the same output of the same case on later runs." }),
+      el("div", { class: "filters" }, [el("label", null, ["reviewer ", reviewer]), download]), list,
+      items.length > 200 ? el("p", { class: "muted", text: (items.length - 200) + " more in review.jsonl" }) : null]);
+  }
+
+  // -- outputs grid ------------------------------------------------------------------------------
+  var GRID_PAGE = 50;
+  var columns = (S.compared_variants && S.compared_variants.variants.length) ? S.compared_variants.variants : [null];
+  var byCase = {};
+  D.rows.forEach(function (r, i) {
+    var k = r[COL.id] + "\u0000" + r[COL.repeat];
+    (byCase[k] = byCase[k] || {})[r[COL.variant] === null ? "" : r[COL.variant]] = i;
+  });
+
+  function words(text) { return text.split(/(\s+)/).filter(function (w) { return w.length; }); }
+  function wordDiff(a, b) {
+    // longest common subsequence of words: what b removed from a (del) and added (add)
+    var x = words(a), y = words(b), n = x.length, m = y.length, L = [], i, j;
+    for (i = 0; i <= n; i++) { L.push(new Array(m + 1).fill(0)); }
+    for (i = n - 1; i >= 0; i--) for (j = m - 1; j >= 0; j--) {
+      L[i][j] = x[i] === y[j] ? L[i + 1][j + 1] + 1 : Math.max(L[i + 1][j], L[i][j + 1]);
+    }
+    var out = el("pre", { class: "diff" });
+    i = 0; j = 0;
+    while (i < n || j < m) {
+      if (i < n && j < m && x[i] === y[j]) { out.appendChild(document.createTextNode(x[i])); i++; j++; }
+      else if (j < m && (i >= n || L[i][j + 1] >= L[i + 1][j])) { out.appendChild(el("span", { class: "add", text: y[j] })); j++; }
+      else { out.appendChild(el("span", { class: "del", text: x[i] })); i++; }
+    }
+    return out;
+  }
+
+  function gridCell(outcome, text, failed, first, diff) {
+    var td = el("td", { class: "cell " + outcome });
+    td.appendChild(el("span", { class: "badge " + outcome, text: outcome }));
+    td.appendChild(diff && first !== null ? wordDiff(first, text || "") : pre(text, "output"));
+    if (failed) td.appendChild(el("p", { class: "failed-checks", text: "\u2717 " + failed }));
+    return td;
+  }
+
+  function renderGrid() {
+    var head = clear(document.getElementById("grid-head"));
+    var body = clear(document.getElementById("grid-rows"));
+    var cols = columns.map(function (c) { return c === null ? "output" : c; });
+    if (BASE) cols.push("baseline");
+    head.appendChild(el("tr", null, [el("th", { text: "case" }), el("th", { text: "slice" })]
+      .concat(cols.map(function (c) { return el("th", { text: c }); })).concat([el("th", { text: "" })])));
+    var seen = {}, keys = [];
+    var start = state.page * PAGE;
+    state.matches.slice(start, start + PAGE).forEach(function (i) {
+      var r = D.rows[i], k = r[COL.id] + "\u0000" + r[COL.repeat];
+      if (!seen[k]) { seen[k] = 1; keys.push(k); }
+    });
+    keys.slice(0, GRID_PAGE).forEach(function (k) {
+      var cells = byCase[k], any = null;
+      Object.keys(cells).forEach(function (v) { if (any === null) any = cells[v]; });
+      var r0 = D.rows[any];
+      var tr = el("tr", { class: "grid-row", "data-case": r0[COL.id] });
+      function fill(diff) {
+        clear(tr);
+        tr.appendChild(el("td", null, [el("div", { text: r0[COL.id] + (r0[COL.repeat] ? " [repeat-" + r0[COL.repeat] + "]" : "") }),
+          r0[COL.input] ? el("div", { class: "muted input", text: r0[COL.input] }) : null]));  // passed rows
+        tr.appendChild(el("td", { text: r0[COL.slice] }));
+        var first = null;
+        columns.forEach(function (v, n) {
+          var i = v === null ? any : cells[v];
+          if (i === undefined) { tr.appendChild(el("td", { class: "muted", text: "-" })); return; }
+          var r = D.rows[i];
+          tr.appendChild(gridCell(r[COL.outcome], outputOf(r), r[COL.failed], n === 0 ? null : first, diff));
+          if (n === 0) first = outputOf(r) || "";
+        });
+        if (BASE) {
+          var b = BASE[columns[0] === null ? any : cells[columns[0]]];
+          if (typeof b === "string") b = [b, first];  // the same output as this run's first column
+          tr.appendChild(b ? gridCell(b[0], b[1], "", first, diff) : el("td", { class: "muted", text: "not in the baseline" }));
+        }
+        var button = el("button", { type: "button", class: "diff-toggle", text: diff ? "plain" : "diff" });
+        button.addEventListener("click", function () { fill(!diff); });
+        tr.appendChild(el("td", null, [button]));
+      }
+      fill(false);
+      body.appendChild(tr);
+    });
+  }
+
+  document.getElementById("grid-note").textContent = "Each case a row, each variant (and the baseline) a " +
+    "column; the filters above apply. Failed checks are marked under each output; \"diff\" compares a row " +
+    "with its first column. The grid and the search see up to 4,000 characters of the prompt and output " +
+    "of a case that failed, errored or awaits review, and the first " + D.grid_text + " characters of a " +
+    "passed case's output and " + Math.floor(D.grid_text / 2) + " of its input (results.jsonl has them whole).";
   renderVerdict();
   renderChart();
   renderSlices();
+  renderTrend();
+  renderUsage();
   renderGroups();
   renderDiff();
+  renderReview();
   renderCases();
   document.documentElement.setAttribute("data-rendered", "1");
 })();

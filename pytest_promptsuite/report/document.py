@@ -6,6 +6,7 @@ from typing import Any
 
 from ..results import GateResult
 from ..results import Summary
+from ..results.usage import UsageReport
 from .reasons import reason
 
 
@@ -20,8 +21,9 @@ def gate_document(gate: GateResult) -> dict[str, Any]:
     return {"passed": gate.passed, "reasons": [reason(d) for d in gate.decisions]}
 
 
-def summary_document(summary: Summary) -> dict[str, Any]:
-    """Everything ``summary.json`` holds, in its key order."""
+def summary_document(summary: Summary, *, usage: UsageReport | None = None) -> dict[str, Any]:
+    """Everything ``summary.json`` holds, in its key order (``usage``: calls, tokens, cost and
+    latency, in total, per slice and per variant, when given)."""
     return {
         "format_version": SUMMARY_FORMAT_VERSION,
         "totals": summary.totals.tallies(),
@@ -44,4 +46,5 @@ def summary_document(summary: Summary) -> dict[str, Any]:
         "regression_tests": [t.to_dict() for t in summary.tests],
         "run": summary.run.to_dict() if summary.run is not None else None,
         "baseline_run": summary.baseline_run.to_dict() if summary.baseline_run is not None else None,
+        **({} if usage is None else {"usage": usage.to_dict()}),
     }

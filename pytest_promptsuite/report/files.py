@@ -16,7 +16,11 @@ from ..checks.base import CaseResult
 from ..checks.base import Layer
 from ..checks.base import Outcome
 from ..formats.jsonio import encode
+from ..results import Baseline
 from ..results import Summary
+from ..results.history import History
+from ..results.usage import UsageReport
+from ..results.usage import usage_report
 from ..scrub import printable
 from .document import summary_document
 from .html import write_dashboard
@@ -99,19 +103,32 @@ class _ReadBack(Sequence[CaseResult]):
         return map(self._full, self._rows)
 
 
-def write_report(directory: Path, rows: Iterable[CaseResult], summary: Summary, *,
-                 full: Callable[[CaseResult], CaseResult] | None = None) -> list[Path]:
+def write_report(
+    directory: Path, rows: Iterable[CaseResult], summary: Summary, *,
+    full: Callable[[CaseResult], CaseResult] | None = None, usage: UsageReport | None = None,
+    history: History | None = None, baseline: Baseline | Sequence[CaseResult] | None = None,
+) -> list[Path]:
     """Write every report file into ``directory`` (created if needed); return their paths.
-    ``full`` reads a row back whole when ``rows`` left their texts on disk (a run's spool)."""
+
+    ``full`` reads a row back whole when ``rows`` left their texts on disk (a run's spool), so the
+    files are written as a stream. ``usage`` (calls, tokens, cost, latency) is computed from the
+    rows when not given; ``history`` (``--prompt-history``) adds each slice's trend, this run last,
+    to ``summary.md`` and the dashboard; the ``baseline``'s rows are the dashboard's baseline
+    column of outputs (read back the same way when a streamed :class:`Baseline` left them on disk).
+    """
     directory.mkdir(parents=True, exist_ok=True)
     ordered: Sequence[CaseResult] = sorted_rows(rows)
     if full is not None:
         ordered = _ReadBack(list(ordered), full)
+    if isinstance(baseline, Baseline):
+        baseline = baseline.rows if baseline.full is None else _ReadBack(list(baseline.rows), baseline.full)
+    usage = usage if usage is not None else usage_report(ordered, summary.run)
+    trend = history.with_current(summary) if history is not None else None
     results = directory / "results.jsonl"
     with results.open("w", encoding="utf-8") as fp:
         fp.writelines(row.to_json() + "\n" for row in ordered)
     summary_json = directory / "summary.json"
-    summary_json.write_text(encode(summary_document(summary), indent=2) + "\n", encoding="utf-8")
+    summary_json.write_text(encode(summary_document(summary, usage=usage), indent=2) + "\n", encoding="utf-8")
     slices_csv = directory / "slices.csv"
     with slices_csv.open("w", encoding="utf-8", newline="") as fp:
         table = [s.to_dict() for s in summary.slices]
@@ -121,8 +138,11 @@ def write_report(directory: Path, rows: Iterable[CaseResult], summary: Summary, 
         writer.writerows(table)
     queue = review_queue(ordered)
     summary_md = directory / "summary.md"
-    summary_md.write_text(printable(summary_markdown(summary, queue)), encoding="utf-8")
-    dashboard = write_dashboard(directory / "dashboard.html", ordered, summary)
+    markdown = summary_markdown(summary, queue, rows=ordered, usage=usage, history=trend)
+    summary_md.write_text(printable(markdown), encoding="utf-8")
+    dashboard = write_dashboard(
+        directory / "dashboard.html", ordered, summary, usage=usage, history=trend, baseline=baseline
+    )
     review = directory / "review.jsonl"  # the review queue: what a human should look at
     with review.open("w", encoding="utf-8") as fp:
         fp.writelines(encode(item) + "\n" for item in queue)

@@ -12,9 +12,16 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..cases import CaseKey
+from ..checks.base import CaseResult
+from ..checks.base import Outcome
 from ..results import Summary
+from ..results.history import History
+from ..results.usage import UsageReport
+from .history import trend_rows
 from .reasons import reason
 from .text import slice_rows
+from .text import totals_line
+from .text import usage_cells
 from .verdicts import verdict_lines
 
 
@@ -22,6 +29,9 @@ __all__ = ["summary_markdown"]
 
 #: Ids listed per section before "... and N more": a job summary is capped at 1 MiB.
 MAX_IDS = 50
+#: Cases listed in a collapsed section, and characters of each one's first failed check message.
+MAX_CASES = 100
+MAX_MESSAGE = 200
 #: Characters that are markup anywhere in a line (HTML is written as entities instead).
 _SPECIAL = "\\`*_[]|~"
 _LINE_START = re.compile(r"^(\d+)([.)])(?=\s|$)|^([-+#=])")
@@ -58,9 +68,18 @@ def _ids(title: str, ids: Sequence[str]) -> list[str]:
     return [*lines, ""]
 
 
-def summary_markdown(summary: Summary, review: Sequence[Mapping[str, Any]] = ()) -> str:
-    """The whole ``summary.md`` text; ``review`` is the review queue (``files.review_queue``)."""
-    md = _verdict(summary) + _slice_table(summary) + _baseline(summary) + _drops(summary) + _variants(summary)
+def summary_markdown(
+    summary: Summary, review: Sequence[Mapping[str, Any]] = (), *, rows: Sequence[CaseResult] = (),
+    usage: UsageReport | None = None, history: History | None = None,
+) -> str:
+    """The whole ``summary.md`` text: the verdict, the slice table and the totals on top, then
+    collapsed sections (failing and regressed cases with their first failed check, cost and
+    latency, the trend over earlier runs); ``review`` is the review queue (``files.review_queue``)."""
+    md = _verdict(summary) + _slice_table(summary)
+    if usage is not None:
+        md += [md_escape(totals_line(usage)), ""]
+    md += _failing(rows) + _regressed(summary) + _usage(usage) + _trend(history)
+    md += _baseline(summary) + _drops(summary) + _variants(summary)
     md += _ids(
         "Review queue (for a human; see review.jsonl)",
         [
@@ -76,6 +95,75 @@ def summary_markdown(summary: Summary, review: Sequence[Mapping[str, Any]] = ())
         [f"{r.key.name(with_repeat=False)}: {r.passed}/{r.runs}" for r in summary.flaky],
     )
     return "\n".join(md).rstrip("\n") + "\n"
+
+
+def _collapsed(title: str, header: Sequence[str], rows: Sequence[Sequence[str]], more: int = 0) -> list[str]:
+    """A ``<details>`` section holding a table (cells already escaped), closed by default."""
+    md = [f"<details><summary>{md_escape(title)}</summary>", "",
+          "| " + " | ".join(md_escape(h) for h in header) + " |", "|" + "---|" * len(header)]
+    md += ["| " + " | ".join(row) + " |" for row in rows]
+    if more:
+        md += ["", f"... and {more} more (see results.jsonl)"]
+    return [*md, "", "</details>", ""]
+
+
+def _first_failure(checks: Sequence[Mapping[str, Any]], error: str | None) -> str:
+    if error is not None:
+        text = f"error: {error}"
+    else:
+        failed = next((c for c in checks if not c.get("passed") and not c.get("skipped")), None)
+        text = "-" if failed is None else f"{failed.get('name')}: {failed.get('message')}"
+    text = " ".join(text.split())
+    return md_escape(text if len(text) <= MAX_MESSAGE else text[: MAX_MESSAGE - 1] + "…")
+
+
+def _failing(rows: Sequence[CaseResult]) -> list[str]:
+    """The failed and errored cases, each with its first failed check's message."""
+    bad = [r for r in rows if r.outcome in (Outcome.FAILED, Outcome.ERROR)]
+    if not bad:
+        return []
+    repeated = any(r.repeat for r in bad)
+    table = [
+        [md_escape(r.key.name(with_repeat=repeated)), md_escape(r.slice), r.outcome.value,
+         _first_failure([c.to_dict() for c in r.checks], r.error)]
+        for r in bad[:MAX_CASES]
+    ]
+    return _collapsed(f"Failing cases ({len(bad)})", ["case", "slice", "outcome", "first failed check"],
+                      table, max(0, len(bad) - MAX_CASES))
+
+
+def _regressed(summary: Summary) -> list[str]:
+    """The cases that passed in the baseline and do not now, with what fails now."""
+    flips = [f for f in (summary.baseline.flips if summary.baseline else ()) if f.kind == "regression"]
+    if not flips:
+        return []
+    table = [
+        [md_escape(f.id), md_escape(f.slice), f"{f.old_outcome} → {f.new_outcome}",
+         "an error (see the failing cases)" if f.new_outcome == "error" else _first_failure(f.checks, None)]
+        for f in flips[:MAX_CASES]
+    ]
+    return _collapsed(f"Regressed cases ({len(flips)}, passed in the baseline)",
+                      ["case", "slice", "outcome", "first failed check now"], table, max(0, len(flips) - MAX_CASES))
+
+
+def _usage(usage: UsageReport | None) -> list[str]:
+    """Calls, cache hits, tokens, cost and latency per slice and per variant."""
+    if usage is None or not usage.total.rows:
+        return []
+    groups = [("slice", s) for s in usage.slices] + [("variant", v) for v in usage.variants]
+    table = [[kind, md_escape(g.name), *usage_cells(g)] for kind, g in groups]
+    return _collapsed("Calls, tokens, cost and latency by slice and variant",
+                      ["by", "name", "calls", "cache hits", "tokens", "cost", "p50 latency", "p95 latency"], table)
+
+
+def _trend(history: History | None) -> list[str]:
+    """Each slice's pass rate (95 % interval) over the earlier runs and this one."""
+    if history is None or len(history.runs) < 2:
+        return []
+    header, rows = trend_rows(history)
+    table = [[md_escape(c) for c in row] for row in rows]
+    return _collapsed(f"Pass rate by slice over the last {min(len(history.runs), len(header) - 2)} runs",
+                      header, table)
 
 
 def _verdict(summary: Summary) -> list[str]:

@@ -8,13 +8,16 @@ from collections.abc import Sequence
 
 from ..checks.base import CaseResult
 from ..results import Summary
+from ..results.usage import UsageReport
+from ..results.usage import UsageStats
 from .reasons import reason
 from .verdicts import short_verdict
 from .verdicts import verdict_lines
 
 
 __all__ = [
-    "display_width", "failure_text", "slice_rows", "summary_lines", "trim_output", "variant_lines",
+    "display_width", "failure_text", "money", "slice_rows", "summary_lines", "totals_line", "trim_output",
+    "usage_cells", "variant_lines",
 ]
 
 #: Outputs longer than this are shown trimmed around the first place a failed check points at.
@@ -99,14 +102,53 @@ def slice_rows(summary: Summary) -> tuple[list[str], list[list[str]]]:
     return header, rows
 
 
-def summary_lines(summary: Summary, *, max_ids: int = 20, gate: bool = True) -> Iterator[str]:
-    """The slice table, variants, flaky cases, the baseline diff by id, what the comparisons can
-    show, and (with ``gate``) the gate verdict last."""
+def money(value: float | None) -> str:
+    """USD with enough digits to tell small calls apart (``$0.000123``, ``$12.34``)."""
+    if value is None:
+        return "-"
+    return f"${value:.2f}" if value >= 1 else f"${value:.6f}".rstrip("0").rstrip(".") if value else "$0"
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.0f} ms"
+
+
+def usage_cells(stats: UsageStats) -> list[str]:
+    """A group's calls, cache hits, tokens, cost and latency p50 / p95 as table cells."""
+    tokens = stats.tokens
+    return [
+        str(stats.calls), str(stats.cache_hits), "-" if tokens is None else f"{tokens:,}",
+        money(stats.cost_usd), _ms(stats.latency_p50_ms), _ms(stats.latency_p95_ms),
+    ]
+
+
+def totals_line(usage: UsageReport) -> str:
+    """One line: calls, cache hits, tokens, cost and p95 latency of the whole run."""
+    t = usage.total
+    tokens = "tokens not reported" if t.tokens is None else (
+        f"{t.tokens:,} tokens ({t.prompt_tokens or 0:,} prompt + {t.completion_tokens or 0:,} completion)"
+    )
+    cost = f"cost {money(t.cost_usd)}" if t.cost_usd is not None else (
+        "cost unknown (no token counts)" if usage.priced else "cost unknown (no [model] prices)"
+    )
+    latency = "p95 latency not measured" if t.latency_p95_ms is None else f"p95 latency {_ms(t.latency_p95_ms)}"
+    hits = f"{t.cache_hits} cache hit{'s' if t.cache_hits != 1 else ''}"
+    return f"totals: {t.calls} call{'s' if t.calls != 1 else ''}, {hits}, {tokens}, {cost}, {latency}"
+
+
+def summary_lines(
+    summary: Summary, *, max_ids: int = 20, gate: bool = True, usage: UsageReport | None = None
+) -> Iterator[str]:
+    """The slice table, the totals (with ``usage``, its line of calls, tokens, cost and latency),
+    variants, flaky cases, the baseline diff by id, what the comparisons can show, and (with
+    ``gate``) the gate verdict last."""
     header, rows = slice_rows(summary)
     right = {1, 2, 3, 4, 5, 6} | ({9, 10, 12, 13, 15} if summary.baseline is not None else set())
     yield from _table(header, rows, right=right)
     t = summary.totals
     yield f"total: {t.cases} cases, {t.passed} passed, {t.failed} failed, {t.error} error, {t.review} review"
+    if usage is not None:
+        yield totals_line(usage)
     if summary.variants:
         yield "by variant: " + ", ".join(
             f"{v.name} {_pct(v.counts.pass_rate)} ({v.counts.passed}/{v.counts.counted})"

@@ -187,7 +187,7 @@ def run_merge(
         rows, policy, baseline=against, settings=GateSettings.from_dict(first),
         run=replace(run, prompt_hash=RunInfo.prompts_hash(rows)) if run is not None else None,
     )
-    write_report(out_dir, rows, summary)
+    write_report(out_dir, rows, summary, baseline=against.rows if against is not None else None)
     for line in summary_lines(summary):
         print(line, file=out)
     print(f"promptsuite report: {out_dir}", file=out)

@@ -1,7 +1,7 @@
 """Stage 2: a case into the prompt that is sent (a string, or chat messages).
 
 The engine implements OpenCompass/AISBench prompt templates and meta templates as
-``SPEC-templates.md`` describes them, with its deliberate differences.
+``docs/templates.md`` describes them, with its deliberate differences.
 """
 
 from __future__ import annotations

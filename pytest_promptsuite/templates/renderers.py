@@ -1,7 +1,7 @@
 """Renderers for string templates (Spring AI's ``TemplateRenderer``): one template, one row, one
 string, with the substitution syntax chosen per suite.
 
-- ``format`` (the default): ``{name}`` placeholder substitution exactly as SPEC-templates §4 says
+- ``format`` (the default): ``{name}`` placeholder substitution exactly as docs/templates.md says
   (single pass; an unknown ``{name}`` stays verbatim, as in OpenCompass).
 - ``delimiters``: ``start`` + name + ``end`` with tokens of your choice (``<composer>``,
   ``[[name]]``), so JSON-heavy prompts need no escaping. Strict by default: a placeholder-shaped
@@ -90,7 +90,7 @@ MakeRenderer = Callable[[str, dict[str, Any]], Union[Renderer, None]]
 
 @dataclass(frozen=True)
 class FormatRenderer:
-    """``{name}`` substitution of SPEC-templates §4 (unknown placeholders stay verbatim)."""
+    """``{name}`` substitution as docs/templates.md says (unknown placeholders stay verbatim)."""
 
     def render(self, template: str, row: Mapping[str, Any]) -> str:
         """``template`` with each ``{name}`` of the row replaced (:func:`substitute`)."""

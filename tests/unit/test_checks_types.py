@@ -17,6 +17,7 @@ from pytest_promptsuite.checks import compile_case
 from pytest_promptsuite.errors import CheckError
 from pytest_promptsuite.models import Response
 from pytest_promptsuite.models import Usage
+from pytest_promptsuite.suite import Prices
 
 
 class Refund(BaseModel):
@@ -378,6 +379,27 @@ def test_usage_checks_skip_without_usage() -> None:
     ).skipped
 
 
+def test_cost_without_prices_of_its_own_reads_the_models_prices() -> None:
+    """``[model] prices`` is the one place prices live: a ``cost`` check without ``prices`` uses
+    them, its own win, and with neither it fails saying where prices go."""
+    case = PromptCase(case_id="c", input="i", slice="s", assert_=[{"type": "cost", "threshold": 0.002}])
+    answer = Response(text="x", usage=Usage(1000, 1000, 2000))
+    evaluator = Evaluator()
+    priced = [c for c in evaluator.evaluate(case, answer, prices=Prices(prompt=1.0, completion=2.0))
+              if c.name == "cost"][0]
+    assert not priced.passed and "$0.003000" in priced.message
+    cheap = [c for c in evaluator.evaluate(case, answer, prices=Prices(prompt=0.5, completion=0.5))
+             if c.name == "cost"][0]
+    assert cheap.passed and "$0.001000" in cheap.message
+    unpriced = [c for c in evaluator.evaluate(case, answer) if c.name == "cost"][0]
+    assert not unpriced.passed and "[model] prices" in unpriced.message
+    own = PromptCase(case_id="c", input="i", slice="s",
+                     assert_=[{"type": "cost", "threshold": 0.002, "prices": {"prompt": 0.5, "completion": 0.5}}])
+    mine = [c for c in evaluator.evaluate(own, answer, prices=Prices(prompt=9.0, completion=9.0))
+            if c.name == "cost"][0]
+    assert mine.passed and "$0.001000" in mine.message
+
+
 def test_schema_file_is_relative_to_the_case_file(tmp_path: Path) -> None:
     (tmp_path / "schemas").mkdir()
     (tmp_path / "schemas" / "refund.json").write_text(json.dumps(SCHEMA), encoding="utf-8")
@@ -505,7 +527,7 @@ MALFORMED: list[tuple[str, dict[str, Any], str]] = [
         {"type": "tokens", "threshold": 5, "field": "output"},
         "must be 'total', 'prompt' or 'completion'",
     ),
-    ("cost", {"type": "cost", "threshold": 1}, "'cost' needs 'prices'"),
+    ("cost", {"type": "cost", "prices": {"prompt": 1, "completion": 1}}, "'cost' needs 'threshold'"),
     ("cost-prices", {"type": "cost", "threshold": 1, "prices": {"prompt": 1}}, "'prices' of 'cost' must be"),
     ("llm-rubric", {"type": "llm-rubric", "value": " "}, "is empty: write the rubric"),
     ("llm-rubric-threshold", {"type": "llm-rubric", "value": "ok", "threshold": 2}, "a score from 0 to 1"),

@@ -1,0 +1,152 @@
+"""Earlier runs (``--prompt-history DIR``, ``promptsuite history DIR...``): each slice's pass rate
+over the last runs, with its 95 % interval, so a slice sliding for five merges shows.
+
+A history folder holds earlier report folders or ``summary.json`` files (downloaded CI
+artifacts, for example), at any depth. Runs are ordered by their path, numbers compared as
+numbers (``run-9`` before ``run-10``), so name them by build number or date.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from dataclasses import field
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+from ..formats.jsonio import decode
+from .summary import Summary
+
+
+__all__ = ["HISTORY_RUNS", "History", "HistoryPoint", "HistoryRun", "load_history"]
+
+#: How many of the latest runs a trend shows.
+HISTORY_RUNS = 20
+_NUMBER = re.compile(r"(\d+)")
+
+
+@dataclass(frozen=True)
+class HistoryPoint:
+    """One slice in one run: its counts and pass rate with the 95 % Wilson interval."""
+
+    passed: int
+    counted: int
+    pass_rate: float | None
+    ci_low: float | None
+    ci_high: float | None
+    gate: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The point as the reports embed it."""
+        return {"passed": self.passed, "counted": self.counted, "pass_rate": self.pass_rate,
+                "ci_low": self.ci_low, "ci_high": self.ci_high, "gate": self.gate}
+
+
+@dataclass(frozen=True)
+class HistoryRun:
+    """One earlier (or the current) run: its label, gate verdict and slices."""
+
+    label: str
+    passed: bool | None
+    slices: dict[str, HistoryPoint] = field(default_factory=dict)
+
+    @classmethod
+    def from_document(cls, label: str, data: Any, where: str) -> HistoryRun:
+        """A run from a ``summary.json``'s content; ConfigError naming ``where`` if it is none."""
+        if not isinstance(data, dict) or not isinstance(data.get("slices"), list):
+            raise ConfigError(f"{where}: not a promptsuite summary.json (no 'slices' list)")
+        slices = {}
+        for s in data["slices"]:
+            try:
+                counted = int(s["cases"]) - int(s.get("review", 0)) - int(s.get("skipped", 0))
+                slices[str(s["slice"])] = HistoryPoint(
+                    int(s["passed"]), counted, s.get("pass_rate"), s.get("ci_low"), s.get("ci_high"), s.get("gate")
+                )
+            except (KeyError, TypeError, ValueError) as exc:
+                raise ConfigError(f"{where}: a slice of this summary.json is unreadable ({exc!r})") from None
+        gate = data.get("gate")
+        passed = gate.get("passed") if isinstance(gate, dict) and isinstance(gate.get("passed"), bool) else None
+        return cls(label, passed, slices)
+
+    @classmethod
+    def from_summary(cls, label: str, summary: Summary) -> HistoryRun:
+        """The current run, from its summary."""
+        slices = {}
+        for s in summary.slices:
+            c = s.counts
+            interval = c.interval
+            slices[s.slice] = HistoryPoint(
+                c.passed, c.counted, c.pass_rate, None if interval is None else interval[0],
+                None if interval is None else interval[1], s.gate,
+            )
+        return cls(label, summary.gate.passed, slices)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The run as the reports embed it."""
+        return {"label": self.label, "passed": self.passed,
+                "slices": {name: p.to_dict() for name, p in self.slices.items()}}
+
+
+@dataclass(frozen=True)
+class History:
+    """Runs oldest first (the current one last, once :meth:`with_current` added it)."""
+
+    runs: tuple[HistoryRun, ...] = ()
+
+    def with_current(self, summary: Summary, label: str = "this run") -> History:
+        """These runs and then the current one, the latest :data:`HISTORY_RUNS` kept."""
+        return History((*self.runs, HistoryRun.from_summary(label, summary))[-HISTORY_RUNS:])
+
+    @property
+    def slices(self) -> list[str]:
+        """Every slice of any run, sorted."""
+        return sorted({name for run in self.runs for name in run.slices})
+
+    def trend(self, slice_name: str) -> list[HistoryPoint | None]:
+        """The slice's point in each run (None where the run had no such slice)."""
+        return [run.slices.get(slice_name) for run in self.runs]
+
+    def to_dict(self) -> dict[str, Any]:
+        """What the dashboard draws."""
+        return {"runs": [run.to_dict() for run in self.runs]}
+
+
+def _order(path: Path) -> list[Any]:
+    return [int(part) if part.isdigit() else part for part in _NUMBER.split(path.as_posix())]
+
+
+def _summary_files(folder: Path) -> list[Path]:
+    if folder.is_file():
+        return [folder]
+    found = {p for p in folder.rglob("summary.json") if p.is_file()}
+    found |= {p for p in folder.glob("*.json") if p.is_file()}
+    return sorted(found, key=lambda p: _order(p.relative_to(folder)))
+
+
+def _label(file: Path, folder: Path) -> str:
+    if file == folder:
+        return file.stem
+    relative = file.relative_to(folder)
+    if relative.name == "summary.json":
+        return relative.parent.as_posix() if relative.parent.parts else folder.name
+    return relative.stem
+
+
+def load_history(folders: Iterable[Path], *, limit: int = HISTORY_RUNS) -> History:
+    """The earlier runs under ``folders`` (each a folder or one ``summary.json``), oldest first,
+    the latest ``limit`` kept; ConfigError naming the file that is not a readable summary."""
+    runs: list[HistoryRun] = []
+    for folder in folders:
+        if not folder.exists():
+            raise ConfigError(f"{folder}: no such file or folder")
+        files = _summary_files(folder)
+        for file in files:
+            try:
+                data = decode(file.read_bytes().decode("utf-8"), strict=False)
+            except (OSError, ValueError) as exc:
+                raise ConfigError(f"{file}: cannot read this summary.json ({exc})") from exc
+            runs.append(HistoryRun.from_document(_label(file, folder), data, str(file)))
+    return History(tuple(runs[-limit:]) if limit else ())
+
