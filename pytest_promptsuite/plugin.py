@@ -34,6 +34,9 @@ __all__ = ["session_key"]
 session_key = pytest.StashKey["_SessionPlugin"]()
 
 
+#: The key under which a pytest-xdist worker hands its collection warnings to the controller.
+WARNINGS_OUTPUT = "promptsuite_warnings"
+
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     """Our hookspecs, the built-in implementations and the installed ``promptsuite.plugins``."""
     register_plugins(pluginmanager)
@@ -195,8 +198,16 @@ class _SessionPlugin:
             return "interrupted"
         return None
 
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        """Under pytest-xdist the workers collect: their warnings reach the controller here."""
+        self.session.add_warnings(getattr(node, "workeroutput", {}).get(WARNINGS_OUTPUT, ()))
+
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        workeroutput = getattr(self.config, "workeroutput", None)
+        if workeroutput is not None:  # a pytest-xdist worker: the controller prints the warnings
+            workeroutput[WARNINGS_OUTPUT] = list(self.session.warnings)
         not_run = sum(nodeid not in self._prompt_nodeids for nodeid in self._collected)
         summary = self.session.finish(not_run=not_run, why=self._stop_reason(session, exitstatus))
         if summary is None:

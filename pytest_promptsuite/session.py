@@ -13,6 +13,7 @@ import dataclasses
 import hashlib
 import os
 from collections.abc import Callable
+from collections.abc import Iterable
 from collections.abc import Iterator
 from collections.abc import Sequence
 from pathlib import Path
@@ -205,7 +206,11 @@ class PromptSession:
         )
         if report.problems:
             raise CaseFileError(report.problems)
-        self.warnings.extend(w for w in report.warnings if w not in self.warnings)
+        self.add_warnings(report.warnings)
+
+    def add_warnings(self, warnings: Iterable[str]) -> None:
+        """Keep collection warnings (once each): this process's, or a pytest-xdist worker's."""
+        self.warnings.extend(w for w in warnings if w not in self.warnings)
 
     def dry_render(self, planned: PlannedCase) -> tuple[list[Prompt], str | None]:
         """Every request of a planned case known before a model answers, and the render error

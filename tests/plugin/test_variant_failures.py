@@ -50,15 +50,17 @@ def test_last_failed_reruns_exactly_the_failed_items(suite: pytest.Pytester, rep
     ) == first_fail.stdout.lines.index(next(line for line in first_fail.stdout.lines if "FAILED" in line))
 
 
-def test_an_unread_vars_field_is_a_warning_at_the_end_of_the_run(pytester: pytest.Pytester) -> None:
+@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist"])
+def test_an_unread_vars_field_is_a_warning_at_the_end_of_the_run(pytester: pytest.Pytester, xdist: list[str]) -> None:
     pytester.makefile(".toml", promptsuite='[template]\ntemplate = "{input}"\n')
     pytester.makefile(".jsonl", cases='{"case_id": "a", "input": "x", "slice": "s", "vars": {"tone": "dry"}}')
-    result = pytester.runpytest("--prompt-suite", "cases.jsonl")
+    result = pytester.runpytest("--prompt-suite", "cases.jsonl", *xdist)
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines([
         "*promptsuite: warnings*",
         "cases.jsonl:1: vars field 'tone' (in 1 case, first a) is read by no template of the suite",
     ])
+    assert sum("vars field 'tone'" in line for line in result.stdout.lines) == 1  # once, not once per worker
 
 
 def test_a_node_id_selects_one_variant_or_every_variant_of_a_case(suite: pytest.Pytester) -> None:
