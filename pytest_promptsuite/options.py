@@ -112,7 +112,8 @@ OPTIONS: tuple[Option, ...] = (
         "else [tool.promptsuite] in pyproject.toml")),
     Option("--prompt-model", dict(
         default=None, metavar="SPEC",
-        help="fake (default), fake:RULES.json, echo (promptfoo's echo provider), openai:MODEL or a model named in the config")),
+        help="fake (default), fake:RULES.json, echo (promptfoo's echo provider), openai:MODEL or a model "
+        "named in the config")),
     Option("--prompt-judge", dict(
         default=None, metavar="SPEC",
         help="Judge model for llm-rubric checks: a model named in the config or a spec "
