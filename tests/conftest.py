@@ -11,6 +11,7 @@ import pandas  # noqa: F401  (numpy cannot be imported twice: pytester's in-proc
 import pytest
 
 import pytest_promptsuite.models.openai  # noqa: F401  (same reason as pandas)
+from pytest_promptsuite.models.runner import ModelRunner
 
 
 if TYPE_CHECKING:
@@ -37,3 +38,11 @@ def _loopback_server() -> Iterator[LoopbackServer]:
 def loopback(_loopback_server: LoopbackServer) -> LoopbackServer:
     """The loopback OpenAI-compatible server (``tests/loopback.py``), fresh knobs and counters."""
     return _loopback_server.reset()
+
+
+@pytest.fixture
+def runner() -> Iterator[ModelRunner]:
+    """A model runner (its event loop and concurrency bounds), closed after the test."""
+    runner = ModelRunner()
+    yield runner
+    runner.close()

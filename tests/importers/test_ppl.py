@@ -5,7 +5,6 @@ token log-probabilities, the label of lowest perplexity checked against ``answer
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 
 import pytest
 
@@ -38,13 +37,6 @@ output_column = "answer"
 yes = "Q: {{input}} A: LIKELY yes"
 no = "Q: {{input}} A: no"
 """
-
-
-@pytest.fixture
-def runner() -> Iterator[ModelRunner]:
-    runner = ModelRunner()
-    yield runner
-    runner.close()
 
 
 def test_fake_scores_are_fixed_by_the_tokens() -> None:

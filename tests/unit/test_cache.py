@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,13 +25,6 @@ from tests.loopback import LoopbackServer
 
 IDENTITY = {"model": "openai:m", "base_url": "http://h/v1", "endpoint": "chat"}
 SECRET = "sk-test-DO-NOT-LEAK-0123456789"
-
-
-@pytest.fixture
-def runner() -> Iterator[ModelRunner]:
-    runner = ModelRunner()
-    yield runner
-    runner.close()
 
 
 def _endpoint(server: LoopbackServer) -> OpenAIModel:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
 
 import pytest
 
@@ -24,13 +23,6 @@ from tests.loopback import LoopbackServer
 
 
 FAST = RetryPolicy(max_retries=3, base_s=0.01, cap_s=0.05)
-
-
-@pytest.fixture
-def runner() -> Iterator[ModelRunner]:
-    runner = ModelRunner()
-    yield runner
-    runner.close()
 
 
 def _model(server: LoopbackServer, **kwargs: object) -> OpenAIModel:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 
 import pytest
 
@@ -15,13 +14,6 @@ from pytest_promptsuite.models.retry import RetryPolicy
 from pytest_promptsuite.models.runner import ModelRunner
 from pytest_promptsuite.prefetch import Prefetcher
 from tests.loopback import LoopbackServer
-
-
-@pytest.fixture
-def runner() -> Iterator[ModelRunner]:
-    runner = ModelRunner()
-    yield runner
-    runner.close()
 
 
 def _model(server: LoopbackServer) -> OpenAIModel:
