@@ -136,7 +136,6 @@ class _SessionPlugin:
         never under --collect-only or after a collection error."""
         ours = [item for item in session.items if isinstance(item, PromptItem)]
         self._collected = [item.nodeid for item in ours]
-        self.session.planned = len(self._collected)
         if self.config.option.collectonly or session.testsfailed:
             return
         upcoming = None
@@ -160,7 +159,6 @@ class _SessionPlugin:
         """Under pytest-xdist the controller collects nothing: every worker sends the same ids."""
         if not self._collected:
             self._collected = [i for i in ids if i.partition("::")[0].endswith(".jsonl")]
-            self.session.planned = len(self._collected)
 
     def pytest_keyboard_interrupt(self) -> None:
         self.session.cancel_pending()  # Ctrl-C: in-flight calls end now; finished rows stay

@@ -138,11 +138,8 @@ class PromptSession:
         self.warnings: list[str] = []
         self.summary: Summary | None = None
         self.usage: UsageReport | None = None
-        #: Collected cases that never ran (known once the run finished).
-        self.not_run: int | None = None
         self._pipelines: dict[SuiteKey, CasePipeline] = {}
         self._prefetcher: Prefetcher | None = None
-        self.planned = 0
 
     def _load_baseline(self) -> Baseline | None:
         """The ``--prompt-baseline`` rows (of this shard only, with ``--prompt-shard``), and what
@@ -390,7 +387,6 @@ class PromptSession:
             return None
         self._know_every_suite()
         incomplete = None
-        self.not_run = not_run
         skipped = [row for row in self.rows if row.outcome is Outcome.SKIPPED]
         if skipped and not self.options.batch_file:  # the budget ran out: calls were not issued
             not_run, why = not_run + len(skipped), why or skipped[0].error
@@ -414,10 +410,6 @@ class PromptSession:
         """What the terminal summary shows: (section title, lines) pairs."""
         if self.warnings and not self.is_worker:
             yield "promptsuite: warnings", list(self.warnings)
-        fatal = self.runner.fatal
-        if fatal is not None:
-            left = self.not_run if self.not_run is not None else max(0, self.planned - len(self.rows))
-            yield "promptsuite: endpoint unusable", [f"{left} case(s) not run; the first error was: {fatal}"]
         if self.summary is not None:
             lines = list(summary_lines(self.summary, usage=self.usage))
             if self.options.report:
