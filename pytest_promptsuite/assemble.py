@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 from typing import Any
 
 from .checks import CheckScope
 from .checks import Evaluator
-from .checks import ModelJudge
 from .checks import SuiteChecks
 from .checks import compile_suite_checks
 from .errors import ConfigError
@@ -32,6 +32,10 @@ from .scrub import public_url
 from .suite import ModelConfig
 from .suite import SuiteConfig
 from .templates import CasePrompts
+
+
+if TYPE_CHECKING:
+    from .checks.metric import ModelJudge
 
 
 __all__ = ["Assembler", "open_stores"]
@@ -208,6 +212,8 @@ class Assembler:
             return None, None
         # the judge's answers are cached and replayed like the model's
         model = self.runner.attach(self.make_model(settings, root, where), stores=self.stores, prefetched=False)
+        from .checks.metric import ModelJudge  # the judge's layer: loaded when a suite has a judge
+
         return ModelJudge(model, self.runner, settings.params), settings.spec
 
     def evaluator(self, suite: SuiteConfig) -> Evaluator:

@@ -21,7 +21,6 @@ from pydantic import BaseModel
 from pydantic import ConfigDict
 from pydantic import Field
 from pydantic import PrivateAttr
-from rapidfuzz.distance import Levenshtein
 
 from .errors import CaseFileError
 from .formats.jsonio import decode
@@ -149,6 +148,8 @@ def nearest(word: str, known: Iterable[str]) -> str | None:
     enough to be a likely typo (at most two fifths of the longer name changed, and never all of
     it); among equally close
     names, the one sharing the longest prefix with ``word`` wins, then the first given."""
+    from rapidfuzz.distance import Levenshtein  # only on the error path: start-up stays light
+
     best: tuple[int, int, int] | None = None
     choice = None
     for index, name in enumerate(dict.fromkeys(known)):

@@ -15,7 +15,7 @@ from dataclasses import field
 from pathlib import Path
 from typing import Any
 
-from .models.runner import DEFAULT_CONCURRENCY
+from .models.base import DEFAULT_CONCURRENCY
 from .shard import Shard
 from .shard import parse_shard
 

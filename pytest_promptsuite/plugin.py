@@ -9,23 +9,24 @@ and pytest-xdist's worker queue. Only the controller writes files and decides th
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 from typing import Any
 
 import pytest
 
-from .checks import Outcome
 from .errors import PromptSuiteError
-from .items import RESULT_PROPERTY
-from .items import PromptFile
-from .items import PromptItem
-from .items import source_key
 from .options import OPTIONS
 from .options import RunOptions
-from .plugins import register_plugins
+from .plugins import register_builtins
+from .plugins import register_installed
 from .prefetch import xdist_queue
 from .scrub import install_log_filter
 from .scrub import printable
-from .session import PromptSession
+
+
+if TYPE_CHECKING:
+    from .items import PromptFile
+    from .session import PromptSession
 
 
 __all__ = ["session_key"]
@@ -38,8 +39,9 @@ session_key = pytest.StashKey["_SessionPlugin"]()
 WARNINGS_OUTPUT = "promptsuite_warnings"
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
-    """Our hookspecs, the built-in implementations and the installed ``promptsuite.plugins``."""
-    register_plugins(pluginmanager)
+    """Our hookspecs and the built-in implementations (the installed ``promptsuite.plugins``
+    register in :func:`pytest_configure`, for runs with prompt cases)."""
+    register_builtins(pluginmanager)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -49,11 +51,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         group.addoption(option.flag, **option.kwargs)
 
 
+def _has_cases(options: RunOptions, args: list[str]) -> bool:
+    """Whether this run has prompt cases: ``--prompt-suite``, or a ``*.jsonl`` file among the
+    paths (the command line's, or ``testpaths``). Other pytest runs never load the stages."""
+    return bool(options.suite) or any(arg.partition("::")[0].endswith(".jsonl") for arg in args)
+
+
 def pytest_configure(config: pytest.Config) -> None:
-    """Parse the options once, start the session and, with ``--prompt-suite``, name what to
-    collect (only the suites when no positional path is given)."""
+    """Parse the options once and, for a run with prompt cases, start the session and, with
+    ``--prompt-suite``, name what to collect (only the suites when no positional path is given)."""
     install_log_filter()  # httpx's and httpcore's records (and ours) never show a secret
     options = RunOptions.from_values(config.getoption)
+    if not _has_cases(options, config.args):
+        return
+    from .items import source_key  # the stages load here, for a run that has cases
+    from .session import PromptSession
+
+    register_installed(config.pluginmanager)
     workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
     worker_index = int(str(getattr(config, "workerinput", {}).get("workerid", "gw0"))[2:] or 0)
     if options.batch_mode and getattr(config.option, "numprocesses", None):
@@ -82,6 +96,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     """Close the session: its event loop and cassettes."""
     plugin = config.stash.get(session_key, None)
     if plugin is not None:
+        from .items import source_key
+
         plugin.session.close()
         del config.stash[session_key]
         del config.stash[source_key]
@@ -90,19 +106,24 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> PromptFile | None:
     """A ``*.jsonl`` under a ``--prompt-suite`` target, or named on the command line."""
-    if file_path.suffix != ".jsonl":
+    plugin = parent.config.stash.get(session_key, None)
+    if file_path.suffix != ".jsonl" or plugin is None:
         return None
-    session = parent.config.stash[session_key].session
-    if session.index.wants(file_path) or parent.session.isinitpath(file_path):
+    if plugin.session.index.wants(file_path) or parent.session.isinitpath(file_path):
+        from .items import PromptFile
+
         return PromptFile.from_parent(parent, path=file_path)
     return None
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """``--prompt-shard K/N``: deselect the cases of the other shards."""
-    shard = config.stash[session_key].session.options.shard
+    plugin = config.stash.get(session_key, None)
+    shard = plugin.session.options.shard if plugin is not None else None
     if shard is None:
         return
+    from .items import PromptItem
+
     keep: list[pytest.Item] = []
     drop: list[pytest.Item] = []
     for item in items:
@@ -128,12 +149,16 @@ class _SessionPlugin:
         self._failed_prompt_reports = 0
 
     def _start(self, item: Any) -> None:
+        from .items import PromptItem
+
         if isinstance(item, PromptItem):
             self.session.prefetch(item.planned)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """The run is known (after -k, --lf, shards and plugins deselected): calls start now,
         never under --collect-only or after a collection error."""
+        from .items import PromptItem
+
         ours = [item for item in session.items if isinstance(item, PromptItem)]
         self._collected = [item.nodeid for item in ours]
         if self.config.option.collectonly or session.testsfailed:
@@ -166,6 +191,9 @@ class _SessionPlugin:
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item) -> Any:
         report = yield
+        from .items import RESULT_PROPERTY
+        from .items import PromptItem
+
         if isinstance(item, PromptItem):  # the report has the row now: the item need not keep it
             item.user_properties[:] = [p for p in item.user_properties if p[0] != RESULT_PROPERTY]
         return report
@@ -176,6 +204,9 @@ class _SessionPlugin:
             self._failed_reports += 1
         if report.when != "call":
             return
+        from .checks.base import Outcome
+        from .items import RESULT_PROPERTY
+
         for index, (name, value) in enumerate(report.user_properties):
             if name == RESULT_PROPERTY:
                 row = self.session.add_row(str(value))  # spooled to a file

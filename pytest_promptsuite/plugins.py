@@ -22,15 +22,25 @@ from . import hookspecs
 from .errors import PromptSuiteError
 
 
-__all__ = ["conftest_modules", "plugin_manager", "register_plugins"]
+__all__ = ["conftest_modules", "plugin_manager", "register_builtins", "register_installed", "register_plugins"]
 
 
 def register_plugins(manager: pluggy.PluginManager) -> None:
-    """Add our hookspecs, the built-ins and the plugins of the ``promptsuite.plugins`` entry
-    point group to ``manager``; a blocked name (``-p no:NAME``) and a module that is also a
-    ``pytest11`` plugin (registered already) are skipped."""
+    """Add our hookspecs, the built-ins and the installed plugins to ``manager``."""
+    register_builtins(manager)
+    register_installed(manager)
+
+
+def register_builtins(manager: pluggy.PluginManager) -> None:
+    """Add our hookspecs and the built-in implementations (cheap: they import on first use)."""
     manager.add_hookspecs(hookspecs)
     manager.register(builtins, "promptsuite-builtins")
+
+
+def register_installed(manager: pluggy.PluginManager) -> None:
+    """Add the plugins of the ``promptsuite.plugins`` entry point group; a blocked name
+    (``-p no:NAME``) and a module that is also a ``pytest11`` plugin (registered already) are
+    skipped. pytest calls this for runs with prompt cases only, so other runs never import them."""
     for entry_point in importlib.metadata.entry_points(group=hookspecs.ENTRY_POINT_GROUP):
         if manager.get_plugin(entry_point.name) is not None or manager.is_blocked(entry_point.name):
             continue

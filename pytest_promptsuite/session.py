@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from collections.abc import Iterator
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 from typing import Any
 
 from .assemble import Assembler
@@ -40,7 +41,6 @@ from .pipeline import CasePipeline
 from .pipeline import PlannedCase
 from .prefetch import Prefetcher
 from .report import summary_lines
-from .report import write_report
 from .results import Baseline
 from .results import GateResult
 from .results import GateSettings
@@ -52,10 +52,8 @@ from .results import ThresholdPolicy
 from .results import load_summary_json
 from .results import stream_results
 from .results import summarize
-from .results.history import load_history
 from .results.usage import UsageReport
 from .results.usage import usage_report
-from .reviews import load_reviews
 from .scrub import public_url
 from .scrub import register
 from .suite import base_url_problem
@@ -64,6 +62,11 @@ from .suites import SuiteKey
 from .templates import CasePrompts
 from .templates.fields import check_fields
 from .templates.prompt import Prompt
+
+
+if TYPE_CHECKING:
+    from .results.history import History
+    from .reviews import ReviewBook
 
 
 __all__ = ["PromptSession"]
@@ -117,9 +120,7 @@ class PromptSession:
             if problem:
                 raise ConfigError(f"--prompt-base-url {public_url(options.base_url)!r} {problem}")
         self.baseline = None if is_worker else self._load_baseline()
-        # --prompt-reviews: every process that runs cases applies them; --prompt-history: the reports'
-        self.reviews = load_reviews(options.reviews) if options.reviews is not None else None
-        self.history = load_history([options.history]) if options.history is not None and not is_worker else None
+        self.reviews, self.history = self._load_reviews_and_history()
         self.runner = ModelRunner()
         if options.max_calls is not None:  # pytest-xdist: each worker issues its share of the calls
             share, extra = divmod(options.max_calls, workers)
@@ -140,6 +141,20 @@ class PromptSession:
         self.usage: UsageReport | None = None
         self._pipelines: dict[SuiteKey, CasePipeline] = {}
         self._prefetcher: Prefetcher | None = None
+
+    def _load_reviews_and_history(self) -> tuple[ReviewBook | None, History | None]:
+        """``--prompt-reviews`` (every process that runs cases applies them) and ``--prompt-history``
+        (the reports'), each module loaded only when its option is given."""
+        reviews = history = None
+        if self.options.reviews is not None:
+            from .reviews import load_reviews
+
+            reviews = load_reviews(self.options.reviews)
+        if self.options.history is not None and not self.is_worker:
+            from .results.history import load_history
+
+            history = load_history([self.options.history])
+        return reviews, history
 
     def _load_baseline(self) -> Baseline | None:
         """The ``--prompt-baseline`` rows (of this shard only, with ``--prompt-shard``), and what
@@ -402,6 +417,8 @@ class PromptSession:
             self.summary = dataclasses.replace(self.summary, gate=gate)
         self.usage = usage_report(map(self.full, self.rows), self.summary.run)  # texts read back
         if self.options.report:
+            from .report.files import write_report
+
             write_report(self.invocation_dir / self.options.report, self.rows, self.summary, full=self.full,
                          usage=self.usage, history=self.history, baseline=self.baseline)
         return self.summary

@@ -37,11 +37,13 @@ MODULES = _modules()
 def _imports(name: str, path: Path) -> Iterator[tuple[str, int]]:
     """Every module of the package that ``name`` imports (at any depth but TYPE_CHECKING)."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    source = path.read_text(encoding="utf-8")
+    lazy = path.name == "__init__.py" and "lazy_exports(" in source
 
     def walk(body: list[ast.stmt]) -> Iterator[tuple[str, int]]:
         for node in body:
-            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-                continue
+            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test) and not lazy:
+                continue  # but a lazy package's names (``lazy_exports``) are imports made later
             if isinstance(node, ast.ImportFrom):
                 if node.level:
                     base = package.split(".")[: len(package.split(".")) - node.level + 1]
@@ -60,7 +62,7 @@ def _imports(name: str, path: Path) -> Iterator[tuple[str, int]]:
                 if isinstance(inner, list):
                     yield from walk(inner)
 
-    yield from walk(ast.parse(path.read_text(encoding="utf-8")).body)
+    yield from walk(ast.parse(source).body)
 
 
 def _graph() -> dict[str, set[str]]:

@@ -6,34 +6,42 @@
 
 from __future__ import annotations
 
-from .base import RESULT_FORMAT_VERSION
-from .base import CaseResult
-from .base import CheckResult
-from .base import Layer
-from .base import Outcome
-from .compiled import CheckSet
-from .compiled import CompiledCheck
-from .compiled import CompiledChecks
-from .compiled import MakeCheck
-from .compiled import SuiteChecks
-from .compiled import builtin_make
-from .compiled import compile_case
-from .compiled import compile_cases
-from .compiled import compile_suite_checks
-from .content import must_checks
-from .core import Check
-from .core import CheckContext
-from .core import CheckScope
-from .core import Params
-from .core import Verdict
-from .evaluate import Evaluator
-from .evaluate import Transform
-from .evaluate import evaluate
-from .evaluate import outcome_of
-from .jsonpath import JsonPath
-from .metric import ModelJudge
-from .registry import BUILTIN_TYPES
-from .registry import make_builtin_check
+from typing import TYPE_CHECKING
+
+from ..lazy import lazy_exports
+
+
+if TYPE_CHECKING:
+    from .base import RESULT_FORMAT_VERSION
+    from .base import CaseResult
+    from .base import CheckResult
+    from .base import Layer
+    from .base import Outcome
+    from .compiled import CheckSet
+    from .compiled import CompiledCheck
+    from .compiled import CompiledChecks
+    from .compiled import MakeCheck
+    from .compiled import SuiteChecks
+    from .compiled import builtin_make
+    from .compiled import compile_case
+    from .compiled import compile_cases
+    from .compiled import compile_suite_checks
+    from .content import must_checks
+    from .core import Check
+    from .core import CheckContext
+    from .core import CheckScope
+    from .core import Params
+    from .core import Verdict
+    from .evaluator import Evaluator
+    from .evaluator import Transform
+    from .evaluator import evaluate
+    from .evaluator import outcome_of
+    from .jsonpath import JsonPath
+    from .metric import ModelJudge
+    from .registry import BUILTIN_TYPES
+    from .registry import make_builtin_check
+
+__getattr__, __dir__ = lazy_exports(__name__, __file__)
 
 
 __all__ = [

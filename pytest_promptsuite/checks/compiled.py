@@ -15,6 +15,7 @@ from collections.abc import Callable
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 from typing import Any
 from typing import Union
 
@@ -25,9 +26,12 @@ from ..errors import CheckError
 from .base import Layer
 from .core import Check
 from .core import CheckScope
-from .jsonpath import JsonPath
 from .registry import BUILTIN_TYPES
 from .registry import make_builtin_check
+
+
+if TYPE_CHECKING:
+    from .jsonpath import JsonPath
 
 
 __all__ = [
@@ -157,6 +161,15 @@ def compile_entry(
         raise CheckError(text if text.startswith(where) else f"{where}: {text}") from exc
 
 
+def _path(text: Any) -> JsonPath | None:
+    """An entry's ``path``, parsed (the JSONPath module loads only for a suite that uses one)."""
+    if text is None:
+        return None
+    from .jsonpath import JsonPath
+
+    return JsonPath.parse(text)
+
+
 def _compile_entry(
     entry: Any, make: MakeCheck, *, case: PromptCase | None, base_dir: Path, where: str, in_set: bool,
     scope: CheckScope | None,
@@ -192,8 +205,7 @@ def _compile_entry(
         return CheckSet(compiled, threshold, weight, where, _metric(entry))  # type: ignore[arg-type]
     negate = kind.startswith("not-")
     name = kind[4:] if negate else kind
-    path_text = entry.get("path")
-    path = JsonPath.parse(path_text) if path_text is not None else None
+    path = _path(entry.get("path"))
     params = {k: v for k, v in entry.items() if k not in COMMON_FIELDS}
     check = make(name=name, params=params, case=case, base_dir=base_dir, scope=scope)
     if check is None:

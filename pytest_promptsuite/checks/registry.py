@@ -7,15 +7,13 @@ plugin may know it), or a :class:`CheckError` for a malformed spec.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ..errors import CheckError
-from . import content
-from . import metric
-from . import review
-from . import structure
+from .content import make_contains  # the layer of must_include: every run uses it
 from .core import Check
 from .core import CheckScope
 from .core import Params
@@ -27,14 +25,28 @@ __all__ = ["BUILTIN_TYPES", "make_builtin_check"]
 Factory = Callable[[Params, Path, "CheckScope | None"], Check]
 
 
-def _schema_check(cls: type[Check]) -> Factory:
+def _made(module: str, path: str, *args: Any) -> Check:
+    """``module.path(*args)``, importing the layer's module when a suite first uses one of its
+    types (a run on ``contains`` never loads the JSON-schema or judge code)."""
+    target: Any = importlib.import_module(f".{module}", __package__)
+    for part in path.split("."):
+        target = getattr(target, part)
+    check: Check = target(*args)
+    return check
+
+
+def _schema_check(cls: str) -> Factory:
     def make(p: Params, base_dir: Path, scope: CheckScope | None) -> Check:
-        return cls(structure.load_schema(p, base_dir, scope))  # type: ignore[call-arg]
+        from . import structure
+
+        return _made("structure", cls, structure.load_schema(p, base_dir, scope))
 
     return make
 
 
 def _pydantic(p: Params, base_dir: Path, scope: CheckScope | None) -> Check:
+    from . import structure
+
     spec = p.string("value", required=True, what="a dotted path to a pydantic model class")
     assert spec is not None
     model = structure.import_object(spec, base_dir, field="value", name=p.name, scope=scope)
@@ -46,6 +58,8 @@ def _pydantic(p: Params, base_dir: Path, scope: CheckScope | None) -> Check:
 
 
 def _is_xml(p: Params, base_dir: Path, scope: CheckScope | None) -> Check:
+    from . import structure
+
     value = p.raw("value", what="{requiredElements = [...]} or a list of element paths")
     if value is None:
         return structure.IsXml([])
@@ -61,46 +75,52 @@ def _is_xml(p: Params, base_dir: Path, scope: CheckScope | None) -> Check:
 
 
 def _finish_reason(p: Params, base_dir: Path, scope: CheckScope | None) -> Check:
+    from . import structure
+
     reason = p.string("value", required=True, what="a finish reason such as 'stop' or 'length'")
     assert reason is not None
     return structure.FinishReason(reason)
 
 
-def _plain(make: Callable[[Params], Check]) -> Factory:
-    return lambda p, base_dir, scope: make(p)
+def _plain(module: str, make: str) -> Factory:
+    return lambda p, base_dir, scope: _made(module, make, p)
+
+
+def _scoped(module: str, make: str) -> Factory:
+    return lambda p, base_dir, scope: _made(module, make, p, base_dir, scope)
 
 
 def _contains(mode: str, ignore_case: bool) -> Factory:
-    return lambda p, base_dir, scope: content.make_contains(p, mode=mode, ignore_case=ignore_case)
+    return lambda p, base_dir, scope: make_contains(p, mode=mode, ignore_case=ignore_case)
 
 
 #: Every built-in type (without ``not-``), in the README's order: structure, content, review, metric.
 BUILTIN_TYPES: dict[str, Factory] = {
-    "is-json": _schema_check(structure.IsJson),
-    "contains-json": _schema_check(structure.ContainsJson),
+    "is-json": _schema_check("IsJson"),
+    "contains-json": _schema_check("ContainsJson"),
     "pydantic": _pydantic,
     "is-xml": _is_xml,
-    "word-count": _plain(structure.WordCount.make),
-    "char-count": _plain(structure.CharCount.make),
+    "word-count": _plain("structure", "WordCount.make"),
+    "char-count": _plain("structure", "CharCount.make"),
     "finish-reason": _finish_reason,
-    "equals": _plain(content.make_equals),
+    "equals": _plain("content", "make_equals"),
     "contains": _contains("one", False),
     "icontains": _contains("one", True),
     "contains-any": _contains("any", False),
     "contains-all": _contains("all", False),
     "icontains-any": _contains("any", True),
     "icontains-all": _contains("all", True),
-    "starts-with": _plain(content.make_starts_with),
-    "regex": _plain(content.make_regex),
-    "levenshtein": _plain(content.make_levenshtein),
-    "similar": _plain(content.make_similar),
-    "is-refusal": _plain(content.make_is_refusal),
-    "human-review": _plain(review.make_human_review),
-    "latency": _plain(metric.make_latency),
-    "tokens": _plain(metric.make_tokens),
-    "cost": _plain(metric.make_cost),
-    "llm-rubric": _plain(metric.make_llm_rubric),
-    "python": metric.make_python,
+    "starts-with": _plain("content", "make_starts_with"),
+    "regex": _plain("content", "make_regex"),
+    "levenshtein": _plain("content", "make_levenshtein"),
+    "similar": _plain("content", "make_similar"),
+    "is-refusal": _plain("content", "make_is_refusal"),
+    "human-review": _plain("review", "make_human_review"),
+    "latency": _plain("metric", "make_latency"),
+    "tokens": _plain("metric", "make_tokens"),
+    "cost": _plain("metric", "make_cost"),
+    "llm-rubric": _plain("metric", "make_llm_rubric"),
+    "python": _scoped("metric", "make_python"),
 }
 
 

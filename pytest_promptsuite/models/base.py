@@ -17,6 +17,7 @@ from ..templates.prompt import prompt_text
 
 
 __all__ = [
+    "DEFAULT_CONCURRENCY",
     "Message",
     "Model",
     "ModelRequest",
@@ -28,6 +29,10 @@ __all__ = [
     "prompt_hash",
     "prompt_text",
 ]
+
+#: Calls of one model in flight at once, unless ``--prompt-concurrency`` or ``[model] concurrency``.
+DEFAULT_CONCURRENCY = 8
+
 
 @dataclass(frozen=True)
 class Usage:

@@ -34,6 +34,7 @@ from ..errors import ConfigError
 from ..errors import EndpointError
 from ..errors import ModelError
 from ..model_config import Prices
+from .base import DEFAULT_CONCURRENCY
 from .base import Model
 from .base import ModelRequest
 from .base import Response
@@ -58,7 +59,6 @@ if TYPE_CHECKING:
 __all__ = ["DEFAULT_CONCURRENCY", "ModelRunner"]
 
 T = TypeVar("T")
-DEFAULT_CONCURRENCY = 8
 _PrefetchKey = tuple[int, Hashable]
 _Pending = tuple[Model, ModelRequest, "concurrent.futures.Future[Response]"]
 

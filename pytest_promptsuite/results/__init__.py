@@ -8,38 +8,46 @@ aggregation), ``compare`` (pairing rows by case key), ``gate`` (gate decisions a
 
 from __future__ import annotations
 
-from .compare import Comparison
-from .gate import CasesErrored
-from .gate import GateDecision
-from .gate import GateResult
-from .gate import NoCommonCases
-from .gate import RegressionRule
-from .gate import RunIncomplete
-from .gate import SliceBelowThreshold
-from .gate import SliceRegressed
-from .gate import ThresholdRule
-from .io import StoredResults
-from .io import load_results
-from .io import load_summary_json
-from .io import stream_results
-from .policy import GateSettings
-from .policy import ThresholdPolicy
-from .records import BaselineDiff
-from .records import Counts
-from .records import Flip
-from .records import GroupStats
-from .records import RegressionTest
-from .records import RepeatStats
-from .records import RunInfo
-from .records import SliceFlips
-from .records import SliceStats
-from .records import VariantComparison
-from .records import VariantSlice
-from .stats import mcnemar_p
-from .stats import wilson_interval
-from .summary import Baseline
-from .summary import Summary
-from .summary import summarize
+from typing import TYPE_CHECKING
+
+from ..lazy import lazy_exports
+
+
+if TYPE_CHECKING:
+    from .compare import Comparison
+    from .gate import CasesErrored
+    from .gate import GateDecision
+    from .gate import GateResult
+    from .gate import NoCommonCases
+    from .gate import RegressionRule
+    from .gate import RunIncomplete
+    from .gate import SliceBelowThreshold
+    from .gate import SliceRegressed
+    from .gate import ThresholdRule
+    from .io import StoredResults
+    from .io import load_results
+    from .io import load_summary_json
+    from .io import stream_results
+    from .policy import GateSettings
+    from .policy import ThresholdPolicy
+    from .records import BaselineDiff
+    from .records import Counts
+    from .records import Flip
+    from .records import GroupStats
+    from .records import RegressionTest
+    from .records import RepeatStats
+    from .records import RunInfo
+    from .records import SliceFlips
+    from .records import SliceStats
+    from .records import VariantComparison
+    from .records import VariantSlice
+    from .stats import mcnemar_p
+    from .stats import wilson_interval
+    from .summary import Baseline
+    from .summary import Summary
+    from .summary import summarize
+
+__getattr__, __dir__ = lazy_exports(__name__, __file__)
 
 
 __all__ = [

@@ -24,9 +24,9 @@ from ..suite import ModelConfig
 from ..suite import SuiteConfig
 from .fields import TemplateReads
 from .fields import locate
+from .filters import MakeFilter
 from .filters import builtin_filter
 from .infer_setup import InferSetup
-from .jinja import MakeFilter
 from .parsers import MakeParser
 from .parsers import builtin_output_parser
 from .prompt import Prompt

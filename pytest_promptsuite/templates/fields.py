@@ -24,13 +24,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from typing import Any
 
-from jinja2 import nodes
-
 from ..cases import nearest
 
 
 if TYPE_CHECKING:
     from jinja2 import Environment
+    from jinja2 import nodes
 
     from ..cases import PromptCase
     from ..suite import SuiteConfig
@@ -101,6 +100,8 @@ def value_reads(value: Any) -> list[FieldRead]:
 
 
 def _guarded_names(tree: nodes.Template) -> set[str]:
+    from jinja2 import nodes
+
     names = set()
     for node in tree.find_all((nodes.Filter, nodes.Test)):
         guards = _GUARD_FILTERS if isinstance(node, nodes.Filter) else _GUARD_TESTS
@@ -115,6 +116,8 @@ def jinja_reads(env: Environment, source: str) -> list[FieldRead]:
     environment's globals, each at its first line; guarded ones (``x is defined``,
     ``x | default('')``) may be absent. Read from the syntax tree alone, so the filters the
     template uses need not exist yet. Raises jinja2.TemplateSyntaxError for a bad template."""
+    from jinja2 import nodes  # Jinja2 loads with the first Jinja template: start-up stays light
+
     tree = env.parse(source)
     names = list(tree.find_all(nodes.Name))
     declared = {n.name for n in names if n.ctx != "load"} | set(env.globals) | {"loop", "caller", "varargs", "kwargs"}

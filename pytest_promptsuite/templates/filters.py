@@ -13,12 +13,14 @@ from collections.abc import Callable
 from collections.abc import Mapping
 from collections.abc import Sequence
 from typing import Any
+from typing import Union
 
 from ..errors import TemplateError
 
 
 __all__ = [
     "BUILTIN_FILTERS",
+    "MakeFilter",
     "ROLES",
     "builtin_filter",
     "first_turns",
@@ -29,6 +31,9 @@ __all__ = [
     "to_messages",
     "user_assistant_sequence",
 ]
+
+#: ``make_filter(name) -> callable | None`` (the ``pytest_promptsuite_make_jinja_filter`` hook).
+MakeFilter = Callable[[str], Union[Callable[..., Any], None]]
 
 #: NeMo's message types and the OpenAI role each becomes.
 ROLES = {"system": "system", "user": "user", "assistant": "assistant", "bot": "assistant"}

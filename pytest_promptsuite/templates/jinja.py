@@ -9,11 +9,9 @@ hook under pytest), so a conftest's filter wins over ours and ours over Jinja's 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Mapping
 from typing import Any
-from typing import Union
 
 import jinja2
 from jinja2 import nodes
@@ -31,10 +29,10 @@ from .bounded import bounded_binop
 from .bounded import bounded_filter
 from .bounded import bounded_output
 from .bounded import bounded_range
+from .filters import MakeFilter
 
 
 __all__ = [
-    "MakeFilter",
     "compile_template",
     "install_filters",
     "render_template",
@@ -42,9 +40,6 @@ __all__ = [
     "template_error",
     "used_filters",
 ]
-
-#: ``make_filter(name) -> callable | None`` (the ``pytest_promptsuite_make_jinja_filter`` hook).
-MakeFilter = Callable[[str], Union[Callable[..., Any], None]]
 
 _SAFE_RUNTIME = (LoopContext, jinja2.utils.Cycler, jinja2.utils.Joiner, jinja2.utils.Namespace)
 

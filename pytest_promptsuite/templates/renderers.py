@@ -23,13 +23,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from dataclasses import field
 from functools import lru_cache
+from typing import TYPE_CHECKING
 from typing import Any
 from typing import Protocol
 from typing import Union
 from typing import runtime_checkable
-
-import jinja2
-from jinja2.sandbox import SandboxedEnvironment
 
 from ..cases import nearest
 from ..errors import ConfigError
@@ -37,17 +35,18 @@ from ..errors import TemplateError
 from .fields import FieldRead
 from .fields import jinja_reads
 from .fields import placeholder_reads
+from .filters import MakeFilter
 from .filters import builtin_filter
-from .jinja import MakeFilter
-from .jinja import compile_template
-from .jinja import install_filters
-from .jinja import render_template
-from .jinja import sandbox_environment
 from .pluggable import check_params
 from .pluggable import split_spec
 from .pluggable import unknown_part
 from .substitute import substitute
 from .substitute import value_text
+
+
+if TYPE_CHECKING:
+    import jinja2
+    from jinja2.sandbox import SandboxedEnvironment
 
 
 __all__ = [
@@ -165,6 +164,8 @@ class JinjaRenderer:
     _cache: dict[str, jinja2.Template] = field(init=False, repr=False, default_factory=dict)
 
     def __post_init__(self) -> None:
+        from .jinja import sandbox_environment  # Jinja2 loads with the first Jinja template
+
         self._env = sandbox_environment()
 
     def with_filters(self, make_filter: MakeFilter) -> JinjaRenderer:
@@ -174,6 +175,9 @@ class JinjaRenderer:
     def _compiled(self, template: str) -> jinja2.Template:
         compiled = self._cache.get(template)
         if compiled is None:
+            from .jinja import compile_template
+            from .jinja import install_filters
+
             install_filters(self._env, [template], self.make_filter or builtin_filter)
             compiled = compile_template(self._env, template, None)
             self._cache[template] = compiled
@@ -181,6 +185,8 @@ class JinjaRenderer:
 
     def render(self, template: str, row: Mapping[str, Any]) -> str:
         """``template`` rendered with the row as its context (compiled once per text)."""
+        from .jinja import render_template
+
         return render_template(self._compiled(template), row, None)
 
     def fields(self, template: str) -> list[FieldRead]:

@@ -11,6 +11,7 @@ suite's folder (``../x.txt``, or a symlink pointing outside) is refused.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from dataclasses import field
@@ -19,19 +20,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from typing import Any
 
-import jinja2
-
 from ..errors import ConfigError
 from ..errors import TemplateError
 from ..formats.tomlio import line_of_key
 from ..suite import TemplateKind
 from .fields import TemplateReads
+from .filters import MakeFilter
 from .filters import builtin_filter
-from .jinja import MakeFilter
-from .nemo.prompt import NEMO_CONTEXT
-from .nemo.prompt import NemoPrompt
-from .nemo.prompt import nemo_prompt
-from .nemo.prompt import nemo_semantics
 from .parsers import MakeParser
 from .parsers import builtin_output_parser
 from .renderers import MakeRenderer
@@ -39,15 +34,15 @@ from .renderers import Renderer
 from .renderers import builtin_renderer
 from .renderers import get_renderer
 from .row import task_row
-from .task_prompts import TaskPrompt
-from .task_prompts import load_task_prompts
 
 
 if TYPE_CHECKING:
     from ..cases import PromptCase
     from ..suite import SuiteConfig
     from ..suite import TemplateConfig
+    from .nemo.prompt import NemoPrompt
     from .prompt import Prompt
+    from .task_prompts import TaskPrompt
 
 
 __all__ = ["PromptSource", "StringTemplate", "load_template_file", "prompt_source", "string_template"]
@@ -96,9 +91,11 @@ class StringTemplate:
         ``fields`` method); a syntax error or unknown filter is a ConfigError naming the file."""
         path, line = self.origin
         reads = getattr(self.renderer, "fields", None)
+        jinja2 = sys.modules.get("jinja2")  # only a loaded Jinja2 raises its syntax errors
+        errors = (TemplateError, jinja2.TemplateSyntaxError) if jinja2 is not None else (TemplateError,)
         try:
             found = tuple(reads(self.text)) if callable(reads) else None
-        except (TemplateError, jinja2.TemplateSyntaxError) as exc:
+        except errors as exc:
             place = f"{path}:{line}" if path is not None and line else (str(path) if path else self.name)
             raise ConfigError(f"{place}: {self.key}: {exc}") from exc
         return TemplateReads(self.key, found, path, line or (1 if path is not None else 0))
@@ -160,6 +157,8 @@ class PromptSource:
         if self.string is not None:
             return [replace(self.string.fields(), provides=self.provides)]
         assert self.task_prompt is not None
+        from .nemo.prompt import NemoPrompt
+
         prompt = self.task_prompt.prompt if isinstance(self.task_prompt, NemoPrompt) else self.task_prompt
         where, _, line = prompt.where.rpartition(":")
         path = Path(where) if line.isdigit() else None
@@ -216,6 +215,11 @@ def prompt_source(
 
     optional = frozenset(table.optional or ())
     if table.kind(path=config.path) is TemplateKind.TASK_PROMPTS:
+        from .nemo.prompt import NEMO_CONTEXT  # YAML and Jinja2 load with the first task prompt
+        from .nemo.prompt import nemo_prompt
+        from .nemo.prompt import nemo_semantics
+        from .task_prompts import load_task_prompts
+
         if nemo_semantics(table) and table.task is not None:
             nemo = nemo_prompt(config, table, make_filter=make_filter, make_parser=make_parser)
             return PromptSource(task_prompt=nemo, optional=optional, provides=NEMO_CONTEXT)

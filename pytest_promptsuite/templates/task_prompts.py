@@ -48,10 +48,10 @@ from ..errors import TemplateError
 from .fields import FieldRead
 from .fields import jinja_reads
 from .filters import ROLES
+from .filters import MakeFilter
 from .filters import builtin_filter
 from .filters import role_of
 from .filters import split_turns
-from .jinja import MakeFilter
 from .jinja import compile_template
 from .jinja import install_filters
 from .jinja import render_template

@@ -8,20 +8,28 @@ Asked for by ``[template] nemo_config = "DIR"`` or ``semantics = "nemo"``; see t
 
 from __future__ import annotations
 
-from .colang import colang_history
-from .colang import events_of
-from .config import NemoConfig
-from .config import read_nemo_config
-from .filters import NEMO_FILTERS
-from .filters import nemo_filter
-from .parsers import NEMO_OUTPUT_PARSERS
-from .parsers import nemo_output_parser
-from .prompt import NEMO_CONTEXT
-from .prompt import NemoPrompt
-from .prompt import nemo_prompt
-from .prompt import nemo_semantics
-from .prompt import provided_variables
-from .selection import select_nemo_prompt
+from typing import TYPE_CHECKING
+
+from ...lazy import lazy_exports
+
+
+if TYPE_CHECKING:
+    from .colang import colang_history
+    from .colang import events_of
+    from .config import NemoConfig
+    from .config import read_nemo_config
+    from .filters import NEMO_FILTERS
+    from .filters import nemo_filter
+    from .parsers import NEMO_OUTPUT_PARSERS
+    from .parsers import nemo_output_parser
+    from .prompt import NEMO_CONTEXT
+    from .prompt import NemoPrompt
+    from .prompt import nemo_prompt
+    from .prompt import nemo_semantics
+    from .prompt import provided_variables
+    from .selection import select_nemo_prompt
+
+__getattr__, __dir__ = lazy_exports(__name__, __file__)
 
 
 __all__ = [

@@ -19,7 +19,7 @@ from typing import Any
 
 from ...errors import ConfigError
 from ...errors import TemplateError
-from ..jinja import MakeFilter
+from ..filters import MakeFilter
 from ..jinja import sandbox_environment
 from ..parsers import MakeParser
 from ..parsers import OutputParser

@@ -29,7 +29,6 @@ from .compiled import compile_case
 from .content import must_checks
 from .core import CheckContext
 from .core import Judge
-from .jsonpath import PathMissing
 
 
 __all__ = ["Evaluator", "Transform", "evaluate", "outcome_of"]
@@ -177,6 +176,8 @@ class _Run:
         gating = gating and compiled.weight > 0
         value: Any = ctx.output
         if path is not None:
+            from .jsonpath import PathMissing  # loaded already: the path was parsed at collection
+
             try:
                 value = path.find(ctx.output_json())
             except (ValueError, PathMissing) as exc:

@@ -1,0 +1,83 @@
+"""Start-up: what a run imports. A pytest run without prompt cases loads none of the stages, and a
+one-case run only the stages it uses (``benchmarks/bench_startup.py`` measures the time)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+CASE = {"case_id": "c1", "input": "Can I return an opened item?", "slice": "s", "must_include": ["return"]}
+#: Never needed by a run on the fake model with a format template and ``must_include``.
+HEAVY = {"pydantic", "jinja2", "yaml", "rapidfuzz", "httpx", "pandas", "jsonschema", "asyncio"}
+
+
+def _imported(folder: Path, *args: str, status: int = 0) -> set[str]:
+    """The modules a ``pytest ARGS`` run in ``folder`` imported (its exit status must be ``status``)."""
+    script = (
+        "import json, sys, pytest\n"
+        f"code = pytest.main({['-q', '-p', 'no:cacheprovider', '-p', 'no:thirdparty_example', *args]!r})\n"
+        "print(json.dumps(sorted(sys.modules)))\n"
+        "sys.exit(code)\n"
+    )
+    env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    done = subprocess.run([sys.executable, "-c", script], cwd=folder, capture_output=True, text=True, env=env)
+    assert done.returncode == status, done.stdout[-2000:] + done.stderr[-2000:]
+    return set(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def _tops(modules: set[str]) -> set[str]:
+    return {name.split(".")[0] for name in modules}
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    (tmp_path / "test_plain.py").write_text("def test_plain():\n    assert True\n", encoding="utf-8")
+    (tmp_path / "cases.jsonl").write_text(json.dumps(CASE) + "\n", encoding="utf-8")
+    return tmp_path
+
+
+def test_a_run_without_cases_loads_no_stage(folder: Path) -> None:
+    modules = _imported(folder, "-p", "pytest_promptsuite.plugin", "test_plain.py")
+    ours = {m for m in modules if m.startswith("pytest_promptsuite.")}
+    stage_names = {"cases", "checks", "results", "report", "session", "items", "suite"}
+    stages = {m for m in ours if m.split(".")[1] in stage_names}
+    assert stages == set()
+    assert _tops(modules) & HEAVY == set()
+
+
+def test_a_one_case_run_loads_only_what_it_uses(folder: Path) -> None:
+    modules = _imported(folder, "-p", "pytest_promptsuite.plugin", "--prompt-suite", "cases.jsonl")
+    assert "pytest_promptsuite.session" in modules  # the run did load the stages
+    assert _tops(modules) & (HEAVY - {"pydantic"}) == set()
+    unused = {
+        "pytest_promptsuite.templates.nemo",
+        "pytest_promptsuite.templates.task_prompts",
+        "pytest_promptsuite.templates.jinja",
+        "pytest_promptsuite.checks.jsonpath",
+        "pytest_promptsuite.checks.structure",
+        "pytest_promptsuite.checks.metric",
+        "pytest_promptsuite.report.files",
+        "pytest_promptsuite.report.html",
+        "pytest_promptsuite.importers",
+    }
+    assert modules & unused == set()
+
+
+def test_what_a_suite_uses_loads_when_it_uses_it(folder: Path) -> None:
+    """The other side of the lazy imports: a Jinja template and a report load their modules."""
+    (folder / "promptsuite.toml").write_text(
+        '[template]\ntemplate = "Q: {{ input }}"\nrenderer = "jinja"\n', encoding="utf-8"
+    )
+    case = {**CASE, "assert": [{"type": "is-json", "path": "$.a"}]}
+    (folder / "cases.jsonl").write_text(json.dumps(case) + "\n", encoding="utf-8")
+    modules = _imported(folder, "-p", "pytest_promptsuite.plugin", "--prompt-suite", ".", "--prompt-report", "out",
+                        status=1)  # the output is no JSON: the case fails, and the run with it
+    assert {"jinja2", "pytest_promptsuite.templates.jinja", "pytest_promptsuite.checks.jsonpath",
+            "pytest_promptsuite.checks.structure", "pytest_promptsuite.report.files"} <= modules
+    assert (folder / "out" / "summary.json").exists()
