@@ -17,7 +17,11 @@ who installed the plugin with its core dependencies only; the plugin runs load i
 Then ``python -X importtime`` of the plugin, and the heavy packages a one-case run imports.
 The goal (issue 16): plugin <= bare + 0.3 s.
 
-    python benchmarks/bench_startup.py [--runs 5]
+    python benchmarks/bench_startup.py [--runs 5] [--python VENV/bin/python --autoload]
+
+In a wheel install with autoloading (what a user gets: ``--python V/bin/python --autoload``), pytest
+also rewrites the asserts of every module of the plugin's distribution (its ``pytest11`` entry
+point), which ``-p pytest_promptsuite.plugin`` in the dev venv does not: time both.
 """
 
 from __future__ import annotations
@@ -56,15 +60,15 @@ def timed(command: list[str], cwd: Path) -> tuple[float, float]:
     return seconds, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def import_report(cwd: Path) -> None:
+def import_report(cwd: Path, python: str, load: list[str]) -> None:
     """The heavy packages a one-case run imports, and the plugin's import time (cumulative, ms)."""
     script = ("import sys, pytest; pytest.main(['-q', '-p', 'no:cacheprovider', '-p', 'no:thirdparty_example', "
-              "'-p', 'pytest_promptsuite.plugin', '--prompt-suite', 'one.jsonl']); "
+              f"*{load!r}, '--prompt-suite', 'one.jsonl']); "
               f"print(sorted({{m.split('.')[0] for m in sys.modules}} & {set(HEAVY)!r}))")
-    done = subprocess.run([sys.executable, "-c", script], cwd=cwd, capture_output=True, text=True, env=ENV)
+    done = subprocess.run([python, "-c", script], cwd=cwd, capture_output=True, text=True, env=ENV)
     heavy = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else "?"
     importing = "import pytest; import pytest_promptsuite.plugin"
-    timing = subprocess.run([sys.executable, "-X", "importtime", "-c", importing],
+    timing = subprocess.run([python, "-X", "importtime", "-c", importing],
                             cwd=cwd, capture_output=True, text=True, env=ENV)
     plugin = next((int(line.split("|")[1]) / 1000 for line in timing.stderr.splitlines()
                    if line.rstrip().endswith("| pytest_promptsuite.plugin")), 0.0)
@@ -75,14 +79,23 @@ def import_report(cwd: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--autoload", action="store_true",
+                        help="let pytest autoload its plugins, as a user's pytest does (use with --python on "
+                             "a venv holding only the core install: then pytest also rewrites the plugin's asserts)")
+    parser.add_argument("--python", default=sys.executable,
+                        help="the interpreter of the venv to time (default: this one). What a user gets is a "
+                             "wheel install: python -m venv V && V/bin/pip install . && --python V/bin/python")
     args = parser.parse_args()
-    pytest = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly"]
+    if args.autoload:
+        del ENV["PYTEST_DISABLE_PLUGIN_AUTOLOAD"]
+    pytest = [args.python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly"]
     with tempfile.TemporaryDirectory(prefix="bench-startup-") as tmp:
         folder = Path(tmp)
         (folder / "one.jsonl").write_text(CASE, encoding="utf-8")
         (folder / "test_one.py").write_text(TEST, encoding="utf-8")
         (folder / "floor_pydantic.py").write_text(FLOOR, encoding="utf-8")
-        plugin = [*pytest, "-p", "no:thirdparty_example", "-p", "pytest_promptsuite.plugin"]
+        load = [] if args.autoload else ["-p", "pytest_promptsuite.plugin"]  # autoload: its entry point
+        plugin = [*pytest, "-p", "no:thirdparty_example", *load]
         commands = {
             "bare pytest, one test (-p no:promptsuite)": [*pytest, "-p", "no:promptsuite", "test_one.py"],
             "plugin installed, one test, no case": [*plugin, "test_one.py"],
@@ -109,7 +122,7 @@ def main() -> None:
         print(f"  installed - bare = {installed - bare:+.3f} s; pydantic floor - bare = {floor - bare:+.3f} s")
         print(f"  plugin - bare = {suite - bare:+.3f} s wall, {suite_cpu - bare_cpu:+.3f} s CPU; plugin / bare = "
               f"{suite / bare:.2f}; goal plugin <= bare + 0.3 s (wall): {'MET' if ok else 'NOT MET'}")
-        import_report(folder)
+        import_report(folder, args.python, load)
     sys.exit(0 if ok else 1)
 
 
