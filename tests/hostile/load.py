@@ -31,6 +31,11 @@ from tests.loopback import LoopbackServer
 FAULTS = ("429", "500", "503", "reset", "truncated", "gzip", "drip", "hang", "latin1", "echo", "weird")
 RETRYABLE = frozenset({"429", "500", "503", "reset", "truncated", "gzip", "drip", "hang"})
 MAX_RETRIES = 3
+#: The client's timeout: a ``hang`` (the server holds the answer ``HANG_S``) always outlasts it, a
+#: plain answer never comes near it, even on a busy machine (3 s made a plain last attempt time out
+#: on a 2-core machine at load 6, so a planned pass ended as an error).
+TIMEOUT_S = 5
+HANG_S = 12
 KEY = "sk-load-NEVER-WRITE-ME-31c9a0d7e2"
 
 
@@ -83,7 +88,8 @@ def write_suite(folder: Path, planned: list[Planned], base_url: str) -> None:
         lines.append(json.dumps(row))
     (folder / "cases.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     (folder / "promptsuite.toml").write_text(
-        f'[model]\nspec = "openai:load"\nbase_url = "{base_url}"\ntimeout_s = 3\nmax_retries = {MAX_RETRIES}\n',
+        f'[model]\nspec = "openai:load"\nbase_url = "{base_url}"\n'
+        f"timeout_s = {TIMEOUT_S}\nmax_retries = {MAX_RETRIES}\n",
         encoding="utf-8",
     )
 
@@ -124,7 +130,7 @@ def run_load(server: LoopbackServer, folder: Path, *, cases: int = 2000, concurr
              fault_share: float = 0.25, seed: int = 17, timeout: float = 900, workers: int = 2) -> LoadReport:
     """Run the load suite in ``folder`` with pytest in a child process (``workers`` pytest-xdist
     workers sharing the ``concurrency`` bound; 0 for a serial run); compare and grep."""
-    server.reset(api_key=KEY, retry_after_ms=10, hang_s=8, drip_s=0.05)
+    server.reset(api_key=KEY, retry_after_ms=10, hang_s=HANG_S, drip_s=0.05)
     planned = plan(cases, fault_share, seed)
     write_suite(folder, planned, server.base_url)
     env = {**os.environ, "OPENAI_API_KEY": KEY}
