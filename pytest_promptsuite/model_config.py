@@ -19,7 +19,7 @@ __all__ = ["ConfigTable", "ModelConfig", "ModelOverride", "Prices", "base_url_pr
 class ConfigTable(BaseModel):
     """A table of the suite config: frozen, unknown keys refused, no ``nan`` or ``inf``."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False, defer_build=True)
 
 
 class Prices(ConfigTable):
