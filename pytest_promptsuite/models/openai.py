@@ -44,6 +44,7 @@ from .retry import RetryPolicy
 from .retry import retry_after_s
 from .scoring import LabelScore
 from .scoring import echo_logprobs
+from .transport import http_transport
 
 
 __all__ = ["DEFAULT_BASE_URL", "OpenAIModel", "public_url"]
@@ -156,11 +157,12 @@ class OpenAIModel:
         else:
             if self._ssl is None:
                 self._ssl = httpx.create_ssl_context()  # loading the CA bundle takes ~50 ms: once
+            limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
             client = httpx.AsyncClient(
                 timeout=httpx.Timeout(self.timeout_s),
-                limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
+                limits=limits,
                 verify=self._ssl,
-                transport=self._transport,
+                transport=self._transport or http_transport(self._ssl, limits),
                 trust_env=False,
             )
             self._clients.append(client)

@@ -130,6 +130,8 @@ class ModelRunner:
         self._prefetched: dict[_PrefetchKey, tuple[ModelRequest, concurrent.futures.Future[Response]]]
         self._prefetched = {}
         self._batch: list[_Pending] | None = None
+        self._submitted = 0  # written by the main thread only
+        self._finished = 0  # written by the loop thread only
         #: The first fatal error of any model (the plugin stops the run on it).
         self.fatal: EndpointError | None = None
         self.prefetch_hits = 0
@@ -229,6 +231,7 @@ class ModelRunner:
         """
         self._models.setdefault(id(model), model)
         future: concurrent.futures.Future[Response] = concurrent.futures.Future()
+        self._submitted += 1
         if self._batch is not None:
             self._batch.append((model, request, future))
         else:
@@ -255,10 +258,19 @@ class ModelRunner:
         assert loop is not None
         for model, request, future in pending:
             if future.cancelled():
+                self._finished += 1
                 continue
             task = loop.create_task(self._bounded(model, request))
-            task.add_done_callback(functools.partial(_settle, future))
+            task.add_done_callback(functools.partial(self._settle, future))
             future.add_done_callback(functools.partial(_cancel_task, loop, task))
+
+    def _settle(self, future: concurrent.futures.Future[Response], task: asyncio.Task[Response]) -> None:
+        self._finished += 1
+        _settle(future, task)
+
+    def unfinished(self) -> int:
+        """How many calls were submitted and are not answered (nor cancelled) yet."""
+        return self._submitted - self._finished
 
     def prefetch(self, model: Model, request: ModelRequest, *, key: Hashable) -> None:
         """Start the call that ``call(model, request, key=key)`` will want (``key`` names the
