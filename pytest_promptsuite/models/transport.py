@@ -14,6 +14,7 @@ AnyIO backend, unchanged.
 
 from __future__ import annotations
 
+import logging
 import select
 import socket
 import ssl
@@ -24,7 +25,11 @@ import httpcore
 import httpx
 
 
-__all__ = ["http_transport"]
+__all__ = ["http_transport", "log_request"]
+
+#: httpx's own logger: a call sent to the transport directly is logged as httpx would log it
+#: (the scrubber's filter sits on this logger).
+_LOG = logging.getLogger("httpx")
 
 
 class _Stream(httpcore.AsyncNetworkStream):
@@ -122,3 +127,9 @@ def http_transport(ssl_context: ssl.SSLContext, limits: httpx.Limits) -> httpx.A
             network_backend=_Backend(),
         )
     return transport
+
+
+def log_request(request: httpx.Request, response: httpx.Response) -> None:
+    """Log a call as ``httpx.AsyncClient`` does (INFO ``HTTP Request: POST <url> "HTTP/1.1 200 OK"``)."""
+    _LOG.info('HTTP Request: %s %s "%s %d %s"', request.method, request.url, response.http_version,
+              response.status_code, response.reason_phrase)
