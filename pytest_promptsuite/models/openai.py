@@ -1,8 +1,9 @@
 """``openai:MODEL``: any OpenAI-compatible HTTP endpoint (vLLM, Ollama, llama.cpp, LiteLLM, OpenAI).
 
 One :class:`OpenAIModel` owns httpx transports of one connection each, one per call in flight
-(:mod:`.transport`; made lazily on the runner's event loop). It sends a prompt to ``/chat/completions`` (a string becomes one user message) or, for string
-prompts with ``endpoint = "completions"``, to ``/completions``; it retries as
+(:mod:`.transport`; made lazily on the runner's event loop). It sends a prompt to
+``/chat/completions`` (a string becomes one user message) or, for string prompts with
+``endpoint = "completions"``, to ``/completions``; it retries as
 :class:`~pytest_promptsuite.models.retry.RetryPolicy` says and turns every failure into an
 :class:`~pytest_promptsuite.errors.EndpointError` that carries the status and the endpoint's own
 error text. The API key is read from the environment variable the config names and is scrubbed

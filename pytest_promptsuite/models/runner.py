@@ -45,6 +45,7 @@ from .batch import answers_from
 from .batch import read_outputs
 from .batch import write_requests
 from .cache import CachingModel
+from .cache import HeldCache
 from .cache import ResponseStores
 from .spend import Allowance
 from .spend import BudgetedModel
@@ -139,6 +140,7 @@ class ModelRunner:
         self.allowance = Allowance()
         #: Each model with I/O as :meth:`attach` layered it, by the id of what it returned.
         self.attached: dict[int, Attached] = {}
+        self._held: list[HeldCache] = []
 
     def _ensure_loop(self) -> asyncio.AbstractEventLoop:
         import asyncio  # a run whose models all answer inline never starts a loop, nor imports asyncio
@@ -182,7 +184,11 @@ class ModelRunner:
         outer: Model = answers or budgeted
         caching = None
         if stores:
-            outer = caching = CachingModel(outer, cache=stores.cache, replay=stores.replay, record=stores.record)
+            cache = None
+            if stores.cache is not None:  # answers stored by the main thread (flush_stores), not the loop's
+                cache = HeldCache(stores.cache.root)
+                self._held.append(cache)
+            outer = caching = CachingModel(outer, cache=cache, replay=stores.replay, record=stores.record)
         self.attached[id(outer)] = Attached(outer, caching, answers, budgeted)
         if concurrency is not None:
             self.set_concurrency(outer, concurrency)
@@ -305,6 +311,13 @@ class ModelRunner:
             self.cancel_pending()  # first, so no waiting call takes the freed slot
             future.cancel()
             raise
+        finally:
+            self.flush_stores()
+
+    def flush_stores(self) -> None:
+        """Write the answers the response cache holds (on the main thread: see :class:`HeldCache`)."""
+        for cache in self._held:
+            cache.flush()
 
     # -- batch mode ---------------------------------------------------------------------------
 
@@ -394,7 +407,8 @@ class ModelRunner:
         return cancelled
 
     def close(self) -> None:
-        """Cancel what is pending, close the models' connections and stop the event loop."""
+        """Cancel what is pending, close the models' connections and stop the event loop; store
+        the answers the cache holds."""
         self.cancel_pending()
         if self._loop is not None and self._thread is not None:
             for model in self._models.values():
@@ -409,3 +423,4 @@ class ModelRunner:
             self._loop.close()
             self._loop = self._thread = None
         self._models.clear()
+        self.flush_stores()
