@@ -8,9 +8,10 @@ times, as whole processes (start-up included), in the same run:
    (no pytest, raw HTTP/1.1 on keep-alive sockets: what the server and the network allow);
 3. ``reference``: ``reference_client.py``, a minimal httpx asyncio client doing the same render
    and checks (what a team would write by hand);
-4. ``endpoint``: pytest with ``openai:`` at ``--prompt-concurrency`` (default 32), no cache.
+4. ``endpoint``: pytest with ``openai:`` at ``--prompt-concurrency`` (default 32), no cache;
+5. the same with the response cache on (the default; emptied before each run).
 
-Each round runs the four in turn. For each it prints the CPU seconds the command and the server
+Each round runs the five in turn. For each it prints the CPU seconds the command and the server
 used (``/proc``: is the server or the client the one that cannot keep up?) and, from the
 server's log, the calls in flight over time: their mean from the first call's arrival to the last
 one's answer, the share of that time at the bound, how long after the process started the first
@@ -34,6 +35,7 @@ import dataclasses
 import json
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -229,6 +231,8 @@ def latency_bound(args: argparse.Namespace, folder: Path) -> bool:
                                              "cases.jsonl", server.base_url, "--concurrency",
                                              str(args.concurrency)],
         plugin: pytest_command(*endpoint_args),
+        # the default: answers stored in the response cache (emptied before each run)
+        f"{plugin}, cache on": pytest_command(*endpoint_args[:-1], "--prompt-cache", "bench-cache"),
     }
     samples: dict[str, list[Sample]] = {label: [] for label in commands}
     try:
@@ -237,6 +241,7 @@ def latency_bound(args: argparse.Namespace, folder: Path) -> bool:
               f"(wall [range], CPU of the command and of the server, the server's calls in flight)", flush=True)
         for _ in range(args.runs):
             for label, command in commands.items():
+                shutil.rmtree(folder / "bench-cache", ignore_errors=True)
                 samples[label].append(measure(command, folder, label, server, args.concurrency))
         if args.profile_loop:
             print("  one more plugin run with benchmarks/loop_probe.py:")

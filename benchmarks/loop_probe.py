@@ -10,7 +10,8 @@ Loaded with ``-p loop_probe`` (``benchmarks/`` on ``PYTHONPATH``), it prints to 
   holds back every call waiting on the loop, as asyncio's debug mode ``slow_callback_duration``
   would warn);
 - the cases whose call had already finished when pytest reached them, and how long the others
-  waited (the main thread waiting means the calls are behind; not waiting means they are ahead).
+  waited (the main thread waiting means the calls are behind; not waiting means they are ahead),
+  apart from the time it took storing answers in the response cache (``HeldCache``).
 """
 
 from __future__ import annotations
@@ -29,9 +30,11 @@ _LOOP_THREAD = "promptsuite-models"
 _callbacks: list[float] = []
 _waits: list[float] = []
 _ready = [0]
+_stores: list[float] = []
 _start: dict[str, float] = {}
 _run = asyncio.events.Handle._run
 _call = ModelRunner.call
+_flush = ModelRunner.flush_stores
 
 
 def _timed_run(self: asyncio.events.Handle) -> None:
@@ -56,8 +59,17 @@ def _timed_call(self: ModelRunner, model: Any, request: Any, *, key: Any = None)
         _waits.append(time.perf_counter() - begin)
 
 
+def _timed_flush(self: ModelRunner) -> None:
+    begin = time.perf_counter()
+    try:
+        _flush(self)
+    finally:
+        _stores.append(time.perf_counter() - begin)
+
+
 asyncio.events.Handle._run = _timed_run  # type: ignore[method-assign]
 ModelRunner.call = _timed_call  # type: ignore[method-assign]
+ModelRunner.flush_stores = _timed_flush  # type: ignore[method-assign]
 
 
 def _thread_cpu(native_id: int | None) -> float | None:
@@ -91,6 +103,7 @@ def pytest_sessionfinish() -> None:
         f"{1000 * (slow[-1] if slow else 0):.1f} ms, {sum(d > 0.005 for d in slow)} over 5 ms, "
         f"99th percentile {1000 * (slow[int(0.99 * (len(slow) - 1))] if slow else 0):.2f} ms",
         f"    cases whose call had finished when pytest reached them: {_ready[0]} of {len(_waits)}; "
-        f"the main thread waited {sum(_waits):.2f} s for calls in all",
+        f"the main thread waited {sum(_waits) - sum(_stores):.2f} s for calls in all and took "
+        f"{sum(_stores):.2f} s storing answers in the response cache",
     ]
     sys.stderr.write("\n".join(lines) + "\n")
