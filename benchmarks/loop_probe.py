@@ -23,6 +23,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from pytest_promptsuite.models.runner import ModelRunner
 
 
@@ -35,6 +37,7 @@ _start: dict[str, float] = {}
 _run = asyncio.events.Handle._run
 _call = ModelRunner.call
 _flush = ModelRunner.flush_stores
+_spawn = ModelRunner._spawn
 
 
 def _timed_run(self: asyncio.events.Handle) -> None:
@@ -59,6 +62,11 @@ def _timed_call(self: ModelRunner, model: Any, request: Any, *, key: Any = None)
         _waits.append(time.perf_counter() - begin)
 
 
+def _first_spawn(self: ModelRunner, pending: Any) -> None:
+    _start.setdefault("spawned", time.monotonic())
+    _spawn(self, pending)
+
+
 def _timed_flush(self: ModelRunner) -> None:
     begin = time.perf_counter()
     try:
@@ -70,6 +78,7 @@ def _timed_flush(self: ModelRunner) -> None:
 asyncio.events.Handle._run = _timed_run  # type: ignore[method-assign]
 ModelRunner.call = _timed_call  # type: ignore[method-assign]
 ModelRunner.flush_stores = _timed_flush  # type: ignore[method-assign]
+ModelRunner._spawn = _first_spawn  # type: ignore[method-assign]
 
 
 def _thread_cpu(native_id: int | None) -> float | None:
@@ -82,6 +91,7 @@ def _thread_cpu(native_id: int | None) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+@pytest.hookimpl(tryfirst=True)  # before the plugin's own, which starts the first calls
 def pytest_collection_finish() -> None:
     """Calls start now: the clocks start too."""
     _start["wall"], _start["main"] = time.monotonic(), time.thread_time()
@@ -97,8 +107,10 @@ def pytest_sessionfinish() -> None:
     loop_cpu = _thread_cpu(thread.native_id) if thread is not None else None
     loop = "not started" if loop_cpu is None else f"{loop_cpu - _start.get('loop', 0.0):.2f} s"
     slow = sorted(_callbacks)
+    first = _start.get("spawned", 0.0) - _start.get("wall", 0.0)
     lines = [
-        f"    from the end of collection: wall {wall:.2f} s; CPU: main thread {main:.2f} s, event loop thread {loop}",
+        f"    from the end of collection: wall {wall:.2f} s; CPU: main thread {main:.2f} s, event loop thread {loop}; "
+        f"the first calls started on the loop {1000 * first:.0f} ms after it",
         f"    event loop callbacks: {len(slow):,}, {sum(slow):.2f} s in all, slowest "
         f"{1000 * (slow[-1] if slow else 0):.1f} ms, {sum(d > 0.005 for d in slow)} over 5 ms, "
         f"99th percentile {1000 * (slow[int(0.99 * (len(slow) - 1))] if slow else 0):.2f} ms",
