@@ -169,7 +169,7 @@ class OpenAIModel:
             slot = self._free.pop()
         else:
             if self._ssl is None:
-                self._ssl = httpx.create_ssl_context()  # loading the CA bundle takes ~50 ms: once
+                self._ssl = self._ssl_context()
             limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
             slot = self._transport or http_transport(self._ssl, limits)
             self._slots.append(slot)
@@ -177,6 +177,14 @@ class OpenAIModel:
             yield slot
         finally:
             self._free.append(slot)
+
+    def _ssl_context(self) -> ssl.SSLContext:
+        """The CA bundle for an ``https`` endpoint (loading it takes ~60 ms: once per model). A
+        plain ``http`` endpoint never does TLS (no redirect is followed, no proxy used): its
+        context trusts no certificate and costs the first call nothing."""
+        if self._path.lower().startswith("https:"):
+            return httpx.create_ssl_context()
+        return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
 
     def scrub(self, text: str) -> str:
         """``text`` with the API key (however short) and every other secret replaced."""

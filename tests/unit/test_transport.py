@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import ssl
 
+from pytest_promptsuite.models.openai import OpenAIModel
 from pytest_promptsuite.models.transport import _Backend
 from tests.loopback import LoopbackServer
 
@@ -61,3 +63,12 @@ def test_an_idle_connection_the_server_closed_reads_as_readable(loopback: Loopba
         return readable
 
     assert asyncio.run(scenario()) == (False, True)
+
+
+def test_only_an_https_endpoint_loads_the_ca_bundle() -> None:
+    plain = OpenAIModel("m", base_url="http://127.0.0.1:1/v1")._ssl_context()
+    secure = OpenAIModel("m", base_url="HTTPS://api.example.com/v1")._ssl_context()
+
+    assert plain.cert_store_stats()["x509_ca"] == 0  # trusts nothing: it is never used for TLS
+    assert plain.verify_mode == ssl.CERT_REQUIRED and plain.check_hostname
+    assert secure.cert_store_stats()["x509_ca"] > 0
