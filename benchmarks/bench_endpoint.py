@@ -8,16 +8,21 @@ times, as whole processes (start-up included), in the same run:
    (no pytest, raw HTTP/1.1 on keep-alive sockets: what the server and the network allow);
 3. ``reference``: ``reference_client.py``, a minimal httpx asyncio client doing the same render
    and checks (what a team would write by hand);
-4. ``endpoint``: pytest with ``openai:`` at ``--prompt-concurrency`` (default 32), no cache,
-   with the server's in-flight count over time (how full the bound was, and how soon after the
-   process started the first call came).
+4. ``endpoint``: pytest with ``openai:`` at ``--prompt-concurrency`` (default 32), no cache;
+5. the same with the response cache on (the default; emptied before each run).
 
-Each round runs the four in turn. The goal (issue 16): endpoint <= 1.2 x reference.
+Each round runs the five in turn. For each it prints the CPU seconds the command and the server
+used (``/proc``: is the server or the client the one that cannot keep up?) and, from the
+server's log, the calls in flight over time: their mean from the first call's arrival to the last
+one's answer, the share of that time at the bound, how long after the process started the first
+call came (the ramp-up) and how soon the bound was first full. ``--profile-loop`` adds one plugin
+run with ``loop_probe.py`` (each thread's CPU, the event loop's callbacks, the cases that waited).
+The goal (issue 16): endpoint <= 1.2 x reference.
 Then, with ``--fault-rate`` (default 0.2) of the attempts answered 429 or 500 (seeded, with
 ``retry-after-ms``), it checks every case is accounted for: one row each in results.jsonl,
 passed, failed or error with a reason; none lost, none duplicated.
 
-    python benchmarks/bench_endpoint.py [--cases 1000] [--concurrency 32] [--runs 3]
+    python benchmarks/bench_endpoint.py [--cases 1000] [--concurrency 32] [--runs 3] [--profile-loop]
 
 Exit status 0 when both goals hold.
 """
@@ -26,8 +31,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import os
+import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -59,6 +67,12 @@ class Server:
         self.port = int(line.split()[1])
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
 
+    def cpu_s(self) -> float:
+        """The server process's CPU time so far (user + system; Linux ``/proc``), to tell a server
+        that cannot keep up from a client that does not send."""
+        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def stats(self, timeline: bool = False) -> dict[str, Any]:
         query = "?timeline=1" if timeline else ""
         with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/stats{query}") as reply:
@@ -80,7 +94,7 @@ def write_suite(folder: Path, n: int) -> list[str]:
 
 
 def timed(command: list[str], cwd: Path) -> tuple[float, subprocess.CompletedProcess[str]]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "benchmarks")])}
     env.pop("OPENAI_API_KEY", None)
     start = time.perf_counter()
     done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, env=env)
@@ -88,8 +102,10 @@ def timed(command: list[str], cwd: Path) -> tuple[float, subprocess.CompletedPro
 
 
 def pytest_command(*args: str) -> list[str]:
+    # no:hypothesispytest: the test extra's hypothesis plugin imports hypothesis at the terminal
+    # summary (1-2 s here); the plugin installed with its core dependencies never pays it
     return [PYTHON, "-m", "pytest", "--prompt-suite", "cases.jsonl", "-q", "-p", "no:randomly",
-            "-p", "no:cacheprovider", "--tb=line", *args]
+            "-p", "no:cacheprovider", "-p", "no:hypothesispytest", "--tb=line", *args]
 
 
 async def _floor(port: int, n: int, concurrency: int, folder: Path) -> None:
@@ -122,67 +138,123 @@ def floor_command(port: int, n: int, concurrency: int, folder: Path) -> list[str
     return [PYTHON, "-c", code]
 
 
-def run_once(command: list[str], cwd: Path, label: str) -> float:
-    seconds, done = timed(command, cwd)
-    if done.returncode not in (0, 1):
-        sys.exit(f"{label} failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
-    return seconds
+@dataclasses.dataclass(frozen=True)
+class Flight:
+    """How full the bound was, from the server's side: each call from its arrival at the handler
+    to its answer, counted exactly (not sampled)."""
+
+    calls: int
+    first_call_s: float  # from the process's start to the first call's arrival: the ramp-up
+    span_s: float  # from the first call's arrival to the last one's answer
+    mean: float  # calls in flight, averaged over the span
+    at_bound: float  # share of the span with ``concurrency`` calls in flight
+    bound_reached_s: float | None  # from the first call until the bound was first full
 
 
-def in_flight(timeline: list[list[float]], since: float, concurrency: int) -> str:
-    """How full the bound was: the server's in-flight count sampled every 5 ms from the first
-    call's start to the last one's end, and how long after the process started the first call came."""
+@dataclasses.dataclass(frozen=True)
+class Sample:
+    """One command's run: its wall time, the CPU seconds it and the server used, its calls."""
+
+    wall_s: float
+    client_cpu_s: float
+    server_cpu_s: float
+    flight: Flight | None
+
+
+def in_flight(timeline: list[list[float]], since: float, concurrency: int) -> Flight | None:
+    """The calls that arrived after ``since`` (the process's start), as a :class:`Flight`."""
     spans = [(a, b) for a, b in timeline if a >= since and b is not None]
     if not spans:
-        return "no calls"
-    first, last = min(a for a, _ in spans), max(b for _, b in spans)
-    steps = max(1, int((last - first) / 0.005))
-    counts = [0] * (steps + 1)
-    for a, b in spans:
-        for i in range(int((a - first) / 0.005), min(steps, int((b - first) / 0.005)) + 1):
-            counts[i] += 1
-    full = sum(c >= concurrency for c in counts) / len(counts)
-    mean = sum(counts) / len(counts)
-    return (f"first call {first - since:.2f} s after the process started; calls over {last - first:.2f} s; "
-            f"in flight: mean {mean:.1f} of {concurrency}, at the bound {full:.0%} of that time")
+        return None
+    events = sorted([(a, 1) for a, _ in spans] + [(b, -1) for _, b in spans])
+    first, last = events[0][0], events[-1][0]
+    count, area, full, reached = 0, 0.0, 0.0, None
+    for (when, step), (after, _) in zip(events, events[1:], strict=False):
+        count += step
+        area += count * (after - when)
+        if count >= concurrency:
+            full += after - when
+            reached = when - first if reached is None else reached
+    span = max(last - first, 1e-9)
+    return Flight(len(spans), first - since, span, area / span, full / span, reached)
+
+
+def measure(command: list[str], cwd: Path, label: str, server: Server, concurrency: int) -> Sample:
+    """Run ``command`` once; a failure (exit status other than 0 or 1) ends the benchmark."""
+    before, server_before = resource.getrusage(resource.RUSAGE_CHILDREN), server.cpu_s()
+    since = time.monotonic()
+    seconds, done = timed(command, cwd)
+    after, server_after = resource.getrusage(resource.RUSAGE_CHILDREN), server.cpu_s()
+    if done.returncode not in (0, 1):
+        sys.exit(f"{label} failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+    if "loop_probe" in command:
+        print(done.stderr.rstrip())
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    flight = in_flight(server.stats(timeline=True)["timeline"], since, concurrency)
+    return Sample(seconds, cpu, server_after - server_before, flight)
+
+
+def _median(values: list[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return statistics.median(known) if known else None
+
+
+def _row(label: str, samples: list[Sample]) -> str:
+    """One command's line: medians over the rounds."""
+    walls = [s.wall_s for s in samples]
+    cpu, server = _median([s.client_cpu_s for s in samples]), _median([s.server_cpu_s for s in samples])
+    line = (f"  {label:<34} {statistics.median(walls):6.2f} s [{min(walls):.2f}-{max(walls):.2f}]"
+            f"  cpu {cpu:5.2f} s, server {server:4.2f} s")
+    flights = [s.flight for s in samples if s.flight is not None]
+    if not flights:
+        return line
+    reached = _median([f.bound_reached_s for f in flights])
+    return (line + f"  | first call {_median([f.first_call_s for f in flights]):.2f} s, calls over "
+            f"{_median([f.span_s for f in flights]):.2f} s, in flight {_median([f.mean for f in flights]):4.1f}, "
+            f"at the bound {_median([f.at_bound for f in flights]):.0%}, bound full after "
+            + ("never" if reached is None else f"{reached:.2f} s"))
 
 
 def latency_bound(args: argparse.Namespace, folder: Path) -> bool:
     """The plugin against a minimal asyncio client (``reference_client.py``) and the raw floor,
-    in turn, ``--runs`` rounds; the plugin's wall time over the reference's is the figure."""
+    in turn, ``--runs`` rounds; the plugin's wall time over the reference's is the figure, and
+    each one's calls in flight on the server say how full each kept the bound."""
     ideal = args.cases * args.latency_ms / 1000 / args.concurrency
     server = Server("--latency-ms", str(args.latency_ms))
     endpoint_args = ["--prompt-model", "openai:bench", "--prompt-base-url", server.base_url,
                      "--prompt-concurrency", str(args.concurrency), "--prompt-no-cache"]
+    plugin = f"pytest, openai: at {args.concurrency}"
     commands = {
         "pytest, fake model": pytest_command(),
         "async floor (raw asyncio client)": floor_command(server.port, args.cases, args.concurrency, folder),
         "reference (httpx asyncio client)": [PYTHON, str(ROOT / "benchmarks" / "reference_client.py"),
                                              "cases.jsonl", server.base_url, "--concurrency",
                                              str(args.concurrency)],
-        f"pytest, openai: at {args.concurrency}": pytest_command(*endpoint_args),
+        plugin: pytest_command(*endpoint_args),
+        # the default: answers stored in the response cache (emptied before each run)
+        f"{plugin}, cache on": pytest_command(*endpoint_args[:-1], "--prompt-cache", "bench-cache"),
     }
-    times: dict[str, list[float]] = {label: [] for label in commands}
-    flight = ""
+    samples: dict[str, list[Sample]] = {label: [] for label in commands}
     try:
         print(f"N={args.cases}, latency {args.latency_ms:g} ms, concurrency {args.concurrency}: "
-              f"ideal {ideal:.3f} s; {args.runs} rounds, each command in turn", flush=True)
+              f"ideal {ideal:.3f} s; {args.runs} rounds, each command in turn; medians "
+              f"(wall [range], CPU of the command and of the server, the server's calls in flight)", flush=True)
         for _ in range(args.runs):
             for label, command in commands.items():
-                since = time.monotonic()
-                times[label].append(run_once(command, folder, label))
-                if label.startswith("pytest, openai"):
-                    timeline = server.stats(timeline=True)["timeline"]
-                    flight = in_flight(timeline, since, args.concurrency)
+                shutil.rmtree(folder / "bench-cache", ignore_errors=True)
+                samples[label].append(measure(command, folder, label, server, args.concurrency))
+        if args.profile_loop:
+            print("  one more plugin run with benchmarks/loop_probe.py:")
+            measure(pytest_command(*endpoint_args, "-p", "loop_probe"), folder, plugin,
+                    server, args.concurrency)
         stats = server.stats()
     finally:
         server.stop()
-    medians = {label: statistics.median(values) for label, values in times.items()}
-    for label, values in times.items():
-        print(f"  {label:<36} median {medians[label]:6.2f} s  [{min(values):.2f}-{max(values):.2f}]")
-    endpoint = medians[f"pytest, openai: at {args.concurrency}"]
-    reference = medians["reference (httpx asyncio client)"]
-    print(f"  server's peak in flight: {stats['max_in_flight']}; last plugin run: {flight}")
+    for label, values in samples.items():
+        print(_row(label, values))
+    medians = {label: statistics.median(s.wall_s for s in values) for label, values in samples.items()}
+    endpoint, reference = medians[plugin], medians["reference (httpx asyncio client)"]
+    print(f"  server's peak in flight: {stats['max_in_flight']}")
     print(f"  plugin / reference = {endpoint / reference:.2f}; plugin / ideal = {endpoint / ideal:.2f}; "
           f"plugin / raw floor = {endpoint / medians['async floor (raw asyncio client)']:.2f}")
     ok = endpoint <= 1.2 * reference
@@ -225,6 +297,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--fault-rate", type=float, default=0.2)
     parser.add_argument("--skip-faults", action="store_true")
+    parser.add_argument("--profile-loop", action="store_true",
+                        help="one more plugin run with benchmarks/loop_probe.py: each thread's CPU, "
+                             "the event loop's callbacks, how often a case waited for its call")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-endpoint-") as tmp:
         folder = Path(tmp)

@@ -166,7 +166,7 @@ class _SessionPlugin:
         upcoming = None
         if self.session.is_worker:  # only this worker's own queue, never another worker's cases
             upcoming = xdist_queue(self.config.pluginmanager.get_plugins(), session.items) or (lambda n: [])
-        self.session.plan_prefetch(session.items, self._start, upcoming)
+        self.session.plan_prefetch(session.items, self._start, upcoming, stop_early=bool(self.config.option.maxfail))
         reporter: Any = self.config.pluginmanager.get_plugin("terminalreporter")
         progress = None if reporter is None else (lambda line: reporter.write_line(printable(line)))
         try:

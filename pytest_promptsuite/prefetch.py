@@ -1,16 +1,20 @@
 """Starts the model calls of the cases pytest will run next, so serial items mean parallel calls.
 
 pytest runs one item at a time. Before an item runs, :meth:`Prefetcher.advance` starts the calls
-of the items that follow it, up to ``window`` items ahead; the runner's concurrency bound decides
-how many are in flight, and the window (a few times that bound) keeps the bound full. The items
-ahead are, in a serial run, the rest of ``session.items``; in a pytest-xdist worker, the indices
-the controller has already sent to that worker (its own queue), so a worker never calls the model
-for another worker's case. This module only sees items as opaque objects: the plugin passes a
-``start(item)`` callback that knows how to make a case's request.
+of the items that follow it: always the next ``window`` items (a few times the concurrency bound),
+and further ahead while fewer than half a window of calls are unfinished, up to ``ahead`` windows:
+when the cases run slower than the calls return (the checks, pytest's own work per item), the
+calls keep the bound full instead of waiting for pytest to catch up. Calls start in chunks of a
+quarter window, each chunk at once (one wake-up of the event loop), the first as soon as it is
+rendered. The items ahead are, in a serial run, the rest of ``session.items``; in a pytest-xdist
+worker, the indices the controller has already sent to that worker (its own queue), so a worker
+never calls the model for another worker's case. This module only sees items as opaque objects:
+the plugin passes a ``start(item)`` callback that knows how to make a case's request.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 from collections.abc import Callable
 from collections.abc import Iterable
@@ -20,16 +24,31 @@ from typing import Any
 
 __all__ = ["Prefetcher", "xdist_queue"]
 
+#: How many windows ahead of the running item calls may start while the calls are ahead of the
+#: cases (the answers waiting for their case are what this costs: a few KB each).
+AHEAD = 16
+
 #: Returns up to ``n`` items the process will run next (after the current one).
 Upcoming = Callable[[int], list[Any]]
 
 
 class Prefetcher:
-    """Keeps the calls of the next ``window`` items started."""
+    """Keeps the calls of the next ``window`` items started, and more while the calls are ahead.
 
-    def __init__(self, start: Callable[[Any], None], *, window: int) -> None:
+    ``unfinished()`` counts the calls started and not answered yet (not given: the window alone);
+    ``batch()`` holds back the calls started in its block until its end (one wake-up for them all).
+    """
+
+    def __init__(self, start: Callable[[Any], None], *, window: int, ahead: int | None = None,
+                 unfinished: Callable[[], int] | None = None,
+                 batch: Callable[[], contextlib.AbstractContextManager[None]] = contextlib.nullcontext) -> None:
         self._start = start
         self.window = max(1, window)
+        #: At most this many windows of items ahead of the one running (default :data:`AHEAD`).
+        self.ahead = AHEAD if ahead is None else max(1, ahead)
+        self._unfinished = unfinished
+        self._batch = batch
+        self._chunk = max(1, self.window // 4)
         self._order: list[Any] = []
         self._position: dict[int, int] = {}
         self._cursor = 0
@@ -53,25 +72,45 @@ class Prefetcher:
         if self._queue is None and self._order:
             self.advance(self._order[0], None)
 
+    def _starved(self) -> bool:
+        """Fewer than half a window of calls unfinished: the bound may soon run dry."""
+        return self._unfinished is not None and self._unfinished() < self.window // 2
+
+    def _start_chunk(self, items: Sequence[Any]) -> None:
+        with self._batch():
+            for item in items:
+                self._start(item)
+
     def advance(self, item: Any, nextitem: Any | None) -> None:
-        """``item`` is about to run: make sure its call and those of the window after it started."""
+        """``item`` is about to run: make sure its call and those of the window after it started
+        (and, while :meth:`_starved`, of the items after those)."""
         if self._queue is not None:
-            ahead = [item, *([nextitem] if nextitem is not None else []), *self._queue(self.window)]
-            for other in ahead:
-                if id(other) not in self._started:
-                    self._started.add(id(other))
-                    self._start(other)
+            self._advance_queue(item, nextitem)
             return
         position = self._position.get(id(item))
         if position is None:  # not planned (a plugin reordered after collection): just this one
-            self._start(item)
+            self._start_chunk([item])
             return
-        if self._cursor - position > self.window // 2:
-            return  # top up in halves: fewer, larger batches of calls to start
-        end = min(len(self._order), position + self.window)
-        for index in range(max(self._cursor, position), end):
-            self._start(self._order[index])
-        self._cursor = max(self._cursor, end)
+        # the window is topped up in halves: fewer, larger chunks of calls to start
+        want = position + self.window if self._cursor - position <= self.window // 2 else 0
+        limit = min(len(self._order), position + self.window * self.ahead)
+        self._cursor = max(self._cursor, position)
+        while self._cursor < limit and (self._cursor < want or self._starved()):
+            end = min(limit, self._cursor + self._chunk)
+            self._start_chunk(self._order[self._cursor:end])
+            self._cursor = end
+
+    def _advance_queue(self, item: Any, nextitem: Any | None) -> None:
+        assert self._queue is not None
+        count = self.window * (self.ahead if self._starved() else 1)
+        ahead = [item, *([nextitem] if nextitem is not None else []), *self._queue(count)]
+        fresh = []
+        for other in ahead:
+            if id(other) not in self._started:
+                self._started.add(id(other))
+                fresh.append(other)
+        for index in range(0, len(fresh), self._chunk):
+            self._start_chunk(fresh[index:index + self._chunk])
 
 
 def xdist_queue(plugins: Iterable[object], items: Sequence[Any]) -> Upcoming | None:

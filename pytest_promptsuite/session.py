@@ -260,14 +260,16 @@ class PromptSession:
         return None if fatal is None else f"promptsuite: endpoint unusable, run stopped: {fatal}"
 
     def plan_prefetch(self, items: Sequence[Any], start: Callable[[Any], None],
-                      upcoming: Callable[[int], list[Any]] | None = None) -> None:
+                      upcoming: Callable[[int], list[Any]] | None = None, *, stop_early: bool = False) -> None:
         """Start model calls ahead of the items about to run: ``items`` in order (a serial run),
         or what ``upcoming`` says the worker's queue holds (pytest-xdist). ``start(item)`` starts
-        one item's call. Nothing happens when every model answers inline."""
+        one item's call. Nothing happens when every model answers inline. ``stop_early`` (``-x``,
+        ``--maxfail``): never more than one window ahead, as the run may stop at any case."""
         window = self.runner.prefetch_window()
         if not window:
             return
-        self._prefetcher = Prefetcher(start, window=window)
+        self._prefetcher = Prefetcher(start, window=window, ahead=1 if stop_early else None,
+                                      unfinished=self.runner.unfinished, batch=self.runner.batch_submits)
         if upcoming is not None:
             self._prefetcher.follow(upcoming)
         else:
@@ -285,8 +287,7 @@ class PromptSession:
             if self.options.batch_file and progress is not None:
                 progress(f"batch: {sent:,} requests written to {self.options.batch_file}")
         if self._prefetcher is not None:
-            with self.runner.batch_submits():
-                self._prefetcher.start()
+            self._prefetcher.start()
 
     def prefetch(self, planned: PlannedCase) -> None:
         """Render a case's request and start its call now."""
@@ -295,8 +296,7 @@ class PromptSession:
     def advance(self, item: Any, nextitem: Any | None) -> None:
         """``item`` is about to run: keep the calls of the items after it started."""
         if self._prefetcher is not None and self.runner.fatal is None:
-            with self.runner.batch_submits():
-                self._prefetcher.advance(item, nextitem)
+            self._prefetcher.advance(item, nextitem)
 
     def cancel_pending(self) -> None:
         """Cancel the calls nobody will collect (``-x``, Ctrl-C, an early stop)."""

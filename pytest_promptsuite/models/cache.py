@@ -20,6 +20,7 @@ import hashlib
 import json
 import os
 import tempfile
+from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +41,7 @@ __all__ = [
     "CACHE_FORMAT_VERSION",
     "Cassette",
     "CachingModel",
+    "HeldCache",
     "ResponseCache",
     "ResponseStores",
     "cache_key",
@@ -330,3 +332,26 @@ class CachingModel:
         close = getattr(self.inner, "aclose", None)
         if close is not None:
             await close()
+
+
+class HeldCache(ResponseCache):
+    """A :class:`ResponseCache` whose stores wait for :meth:`flush`, which the runner calls on the
+    main thread: storing an answer writes a file (a folder made, a temporary file written and
+    renamed), and on the event loop thread every call in flight would wait for it."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root)
+        self._held: deque[tuple[str, Response, str]] = deque()  # appended on the loop, taken on the main thread
+
+    def put(self, key: str, response: Response, *, case_id: str = "") -> None:
+        """Hold the answer until :meth:`flush`."""
+        self._held.append((key, response, case_id))
+
+    def flush(self) -> None:
+        """Store the answers held so far."""
+        while True:
+            try:
+                key, response, case_id = self._held.popleft()
+            except IndexError:
+                return
+            super().put(key, response, case_id=case_id)

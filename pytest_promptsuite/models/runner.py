@@ -46,6 +46,7 @@ from .batch import answers_from
 from .batch import read_outputs
 from .batch import write_requests
 from .cache import CachingModel
+from .cache import HeldCache
 from .cache import ResponseStores
 from .spend import Allowance
 from .spend import BudgetedModel
@@ -130,6 +131,8 @@ class ModelRunner:
         self._prefetched: dict[_PrefetchKey, tuple[ModelRequest, concurrent.futures.Future[Response]]]
         self._prefetched = {}
         self._batch: list[_Pending] | None = None
+        self._submitted = 0  # written by the main thread only
+        self._finished = 0  # written by the loop thread only
         #: The first fatal error of any model (the plugin stops the run on it).
         self.fatal: EndpointError | None = None
         self.prefetch_hits = 0
@@ -137,6 +140,7 @@ class ModelRunner:
         self.allowance = Allowance()
         #: Each model with I/O as :meth:`attach` layered it, by the id of what it returned.
         self.attached: dict[int, Attached] = {}
+        self._held: list[HeldCache] = []
 
     def _ensure_loop(self) -> asyncio.AbstractEventLoop:
         import asyncio  # a run whose models all answer inline never starts a loop, nor imports asyncio
@@ -180,7 +184,11 @@ class ModelRunner:
         outer: Model = answers or budgeted
         caching = None
         if stores:
-            outer = caching = CachingModel(outer, cache=stores.cache, replay=stores.replay, record=stores.record)
+            cache = None
+            if stores.cache is not None:  # answers stored by the main thread (flush_stores), not the loop's
+                cache = HeldCache(stores.cache.root)
+                self._held.append(cache)
+            outer = caching = CachingModel(outer, cache=cache, replay=stores.replay, record=stores.record)
         self.attached[id(outer)] = Attached(outer, caching, answers, budgeted)
         if concurrency is not None:
             self.set_concurrency(outer, concurrency)
@@ -229,6 +237,7 @@ class ModelRunner:
         """
         self._models.setdefault(id(model), model)
         future: concurrent.futures.Future[Response] = concurrent.futures.Future()
+        self._submitted += 1
         if self._batch is not None:
             self._batch.append((model, request, future))
         else:
@@ -255,10 +264,19 @@ class ModelRunner:
         assert loop is not None
         for model, request, future in pending:
             if future.cancelled():
+                self._finished += 1
                 continue
             task = loop.create_task(self._bounded(model, request))
-            task.add_done_callback(functools.partial(_settle, future))
+            task.add_done_callback(functools.partial(self._settle, future))
             future.add_done_callback(functools.partial(_cancel_task, loop, task))
+
+    def _settle(self, future: concurrent.futures.Future[Response], task: asyncio.Task[Response]) -> None:
+        self._finished += 1
+        _settle(future, task)
+
+    def unfinished(self) -> int:
+        """How many calls were submitted and are not answered (nor cancelled) yet."""
+        return self._submitted - self._finished
 
     def prefetch(self, model: Model, request: ModelRequest, *, key: Hashable) -> None:
         """Start the call that ``call(model, request, key=key)`` will want (``key`` names the
@@ -293,6 +311,13 @@ class ModelRunner:
             self.cancel_pending()  # first, so no waiting call takes the freed slot
             future.cancel()
             raise
+        finally:
+            self.flush_stores()
+
+    def flush_stores(self) -> None:
+        """Write the answers the response cache holds (on the main thread: see :class:`HeldCache`)."""
+        for cache in self._held:
+            cache.flush()
 
     # -- batch mode ---------------------------------------------------------------------------
 
@@ -382,7 +407,8 @@ class ModelRunner:
         return cancelled
 
     def close(self) -> None:
-        """Cancel what is pending, close the models' connections and stop the event loop."""
+        """Cancel what is pending, close the models' connections and stop the event loop; store
+        the answers the cache holds."""
         self.cancel_pending()
         if self._loop is not None and self._thread is not None:
             for model in self._models.values():
@@ -397,3 +423,4 @@ class ModelRunner:
             self._loop.close()
             self._loop = self._thread = None
         self._models.clear()
+        self.flush_stores()

@@ -365,6 +365,37 @@ def test_exitfirst_stops_issuing_calls(pytester: pytest.Pytester, loopback: Loop
     assert loopback.stats.requests <= 8  # the prefetch window (4 x concurrency), not 40
 
 
+SLOW_CASES = """
+import json, time, urllib.request
+
+def pytest_runtest_setup(item):
+    if item.name < "c-06":  # the first cases run slower than their calls return
+        time.sleep(0.1)
+    if item.name == "c-05":
+        with urllib.request.urlopen("{stats}") as reply:
+            seen = json.loads(reply.read())["requests"]
+        with open("seen.txt", "w") as out:
+            out.write(str(seen))
+"""
+
+
+@pytest.mark.parametrize(("option", "most"), [(None, 40), ("-x", 5 + 8)])
+def test_calls_run_ahead_of_cases_that_run_slower_than_calls_return(
+    pytester: pytest.Pytester, loopback: LoopbackServer, option: str | None, most: int
+) -> None:
+    _cases(pytester, [f"case {i}" for i in range(40)])
+    _config(pytester, loopback.base_url)
+    pytester.makeconftest(SLOW_CASES.format(stats=loopback.base_url.removesuffix("/v1") + "/stats"))
+    result = _run(pytester, "--prompt-concurrency", "2", *([option] if option else []))
+
+    result.assert_outcomes(passed=40)
+    seen = int((pytester.path / "seen.txt").read_text())
+    if option is None:  # more than the window (4 x concurrency) past the running case
+        assert seen > 5 + 8
+    else:  # -x: a call ahead is a call the run may never use: the window only
+        assert seen <= most
+
+
 def test_ctrl_c_cancels_calls_and_keeps_finished_results(
     pytester: pytest.Pytester, loopback: LoopbackServer
 ) -> None:

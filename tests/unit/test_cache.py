@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,9 @@ from pytest_promptsuite.models import Usage
 from pytest_promptsuite.models.cache import CachingModel
 from pytest_promptsuite.models.cache import Cassette
 from pytest_promptsuite.models.cache import ResponseCache
+from pytest_promptsuite.models.cache import ResponseStores
 from pytest_promptsuite.models.cache import cache_key
+from pytest_promptsuite.models.cache import model_identity
 from pytest_promptsuite.models.openai import OpenAIModel
 from pytest_promptsuite.models.retry import RetryPolicy
 from pytest_promptsuite.models.runner import ModelRunner
@@ -118,6 +121,25 @@ def test_a_second_call_is_answered_from_the_cache(tmp_path: Path, loopback: Loop
     assert second == Response(text="hello", finish_reason="stop", usage=first.usage,
                               latency_ms=None, cached=True)
     assert not other_repeat.cached
+
+
+def test_the_runner_stores_answers_on_the_main_thread(tmp_path: Path, loopback: LoopbackServer,
+                                                      runner: ModelRunner) -> None:
+    model = runner.attach(_endpoint(loopback), stores=ResponseStores(cache=ResponseCache(tmp_path)))
+    requests = [ModelRequest(f"held {i}", case_id=f"c-{i}") for i in range(3)]
+    for request in requests:
+        runner.prefetch(model, request, key=request.case_id)
+    while runner.unfinished():
+        time.sleep(0.01)
+    stored = list(tmp_path.rglob("*.json"))  # answered, not stored yet: the loop thread writes no file
+
+    assert runner.call(model, requests[0], key="c-0").text == "held 0"
+    after_one_case = len(list(tmp_path.rglob("*.json")))
+    runner.close()  # the answers nobody collected are stored too
+
+    assert stored == [] and after_one_case == 3
+    fresh = ResponseCache(tmp_path)
+    assert [fresh.get(cache_key(model_identity(_endpoint(loopback)), r)) is not None for r in requests] == [True] * 3
 
 
 @pytest.mark.parametrize("script", ["[[400]]", "[[empty]]"])
