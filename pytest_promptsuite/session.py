@@ -367,7 +367,11 @@ class PromptSession:
                 models.setdefault(variant or "", self.assembler.describe_model(suite, variant))
         cases = hashlib.sha256()
         for path in sorted(self.index.case_files(), key=self.index.display):
-            cases.update(self.index.display(path).encode("utf-8") + b"\0" + path.read_bytes() + b"\0")
+            cases.update(self.index.display(path).encode("utf-8") + b"\0")
+            with path.open("rb") as fp:  # in blocks: a large case file is never read whole here
+                while block := fp.read(1 << 20):
+                    cases.update(block)
+            cases.update(b"\0")
         return RunInfo(
             version=_version(), models=models, suite_hash=cases.hexdigest()[:16],
             prompt_hash=RunInfo.prompts_hash(self.rows),
