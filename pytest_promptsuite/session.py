@@ -22,7 +22,6 @@ from typing import Any
 from .assemble import Assembler
 from .assemble import open_stores
 from .cases import CaseKey
-from .cases import CaseLocation
 from .cases import PromptCase
 from .cases import load_cases
 from .cases import output_kind
@@ -181,13 +180,20 @@ class PromptSession:
         repeats = self.options.repeat
         planned = []
         shown_path = Path(shown)
-        for case in cases:
-            location = CaseLocation(shown_path, case.location.line)
+        slices: dict[str, str] = {}  # one string per slice and one tuple per set of tags, shared
+        tag_sets: dict[tuple[str, ...], tuple[str, ...]] = {}
+        for case in cases:  # an item keeps where its case is, not the case (read back when it runs)
+            ref, checks = case.ref, compiled[case.case_id]
+            assert ref is not None, "a loaded case knows its line"
+            slice_ = slices.setdefault(case.slice, case.slice)
+            tags = tag_sets.setdefault(tuple(case.tags), tuple(case.tags))
             for variant in variants:  # prompt versions: ids case_id[v1], case_id[v2]
                 for repeat in range(repeats):  # --prompt-repeat N: ids case_id[repeat-0..N-1]
                     case_key = CaseKey(case.case_id, variant, repeat)
                     name = case_key.name(with_repeat=repeats > 1)
-                    planned.append(PlannedCase(case, case_key, name, key, compiled[case.case_id], location))
+                    planned.append(
+                        PlannedCase(ref, case_key, name, key, checks, shown=shown_path, slice=slice_, tags=tags)
+                    )
         return planned
 
     def check_prompts(
@@ -423,8 +429,12 @@ class PromptSession:
 
 def _row(planned: PlannedCase, outcome: Outcome, error: str) -> CaseResult:
     """A row for a case whose pipeline broke (an internal error) and so made none of its own."""
-    case, key = planned.case, planned.key
+    key = planned.key
+    try:
+        metadata = planned.case.metadata
+    except PromptSuiteError:  # the case file changed since collection
+        metadata = {}
     return CaseResult(
-        case_id=case.case_id, slice=case.slice, outcome=outcome, location=planned.location,
-        variant=key.variant, repeat=key.repeat, error=error, tags=tuple(case.tags), metadata=case.metadata,
+        case_id=key.case_id, slice=planned.slice, outcome=outcome, location=planned.location,
+        variant=key.variant, repeat=key.repeat, error=error, tags=planned.tags, metadata=metadata,
     )
