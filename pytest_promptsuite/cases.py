@@ -159,7 +159,8 @@ class CaseRef:
             raise CaseFileError([f"{where}: cannot read the case file: {exc.strerror}"]) from exc
         if zlib.crc32(raw) != self.crc or len(raw) != self.length:
             raise CaseFileError([f"{where}: the case file changed after it was collected; run again"])
-        case = PromptCase.model_validate(next(read_jsonl(raw)).value)  # checked whole when collected
+        # the very bytes that passed every check when collected: parsed without them again
+        case = PromptCase.model_validate(decode(raw.decode("utf-8-sig"), strict=False))
         case._location, case._ref = CaseLocation(self.path, self.line), self
         return case
 

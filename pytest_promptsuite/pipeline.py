@@ -111,6 +111,7 @@ class CasePipeline:
         #: Renders cases: the suite's ``[template]`` and the model's meta template.
         self.prompts = prompts or CasePrompts()
         self._prepared: dict[CaseKey, _Prepared | TemplateError | CaseFileError] = {}
+        self._last: tuple[CaseRef, PromptCase] | None = None  # the case read back last
         self._own = {name: (m, dict(p)) for name, (m, p) in (variant_models or {}).items()}
         self._scorers: dict[int, Any] = {}  # the ppl mode: one scoring model per model (one bound)
         #: ``[model] prices`` by variant ("" for the suite's model): a ``cost`` check reads them.
@@ -119,6 +120,13 @@ class CasePipeline:
     def model_for(self, variant: str | None) -> tuple[Model, dict[str, Any]]:
         """The model a variant's cases are sent to, and its params."""
         return self._own.get(variant or "", (self.model, self.params))
+
+    def case_of(self, planned: PlannedCase) -> PromptCase:
+        """``planned.case``, read back once for the items of one case in a row (its variants
+        and repeats, ``render``'s labels); a CaseFileError when its file changed since collection."""
+        if self._last is None or self._last[0] is not planned.ref:
+            self._last = (planned.ref, planned.case)
+        return self._last[1]
 
     def _request(self, case: PromptCase, prompt: Prompt, key: CaseKey) -> ModelRequest:
         params = {
@@ -134,7 +142,7 @@ class CasePipeline:
         """The first request of ``planned`` (its ``case`` when already read), or the failure
         :meth:`run` reports: a render error, or a case file changed since collection."""
         try:
-            case = case or planned.case
+            case = case or self.case_of(planned)
             prompt = self.prompts.prompt(case, variant=planned.key.variant)
         except (TemplateError, CaseFileError) as exc:
             return exc
@@ -168,7 +176,7 @@ class CasePipeline:
         key = planned.key
         prepared = self._prepared.pop(key, None)
         try:  # read back from its file (or as the prefetch read it)
-            case = prepared.case if isinstance(prepared, _Prepared) else planned.case
+            case = prepared.case if isinstance(prepared, _Prepared) else self.case_of(planned)
         except CaseFileError as exc:  # the file changed since collection: an error naming its line
             return CaseResult(outcome=Outcome.ERROR, error=str(exc), **_base(planned, None))
         base = _base(planned, case)

@@ -218,9 +218,9 @@ class PromptSession:
     def dry_render(self, planned: PlannedCase) -> tuple[list[Prompt], str | None]:
         """Every request of a planned case known before a model answers, and the render error
         (None when it renders): what ``promptsuite render`` shows and ``validate`` checks."""
-        prompts = self._pipelines[planned.suite].prompts
+        pipeline = self._pipelines[planned.suite]
         try:
-            return prompts.known_requests(planned.case, variant=planned.key.variant), None
+            return pipeline.prompts.known_requests(pipeline.case_of(planned), variant=planned.key.variant), None
         except PromptSuiteError as exc:
             return [], str(exc)
 
@@ -229,7 +229,7 @@ class PromptSession:
         prompts = self._pipelines[planned.suite].prompts
         if not prompts.is_ppl(variant=planned.key.variant):
             return []
-        return prompts.label_prompts(planned.case, variant=planned.key.variant)
+        return prompts.label_prompts(self._pipelines[planned.suite].case_of(planned), variant=planned.key.variant)
 
     # -- running ------------------------------------------------------------------------------
 
@@ -413,7 +413,8 @@ class PromptSession:
         self.usage = usage_report(map(self.full, self.rows), self.summary.run)  # texts read back
         if self.options.report:
             write_report(self.invocation_dir / self.options.report, self.rows, self.summary, full=self.full,
-                         usage=self.usage, history=self.history, baseline=self.baseline)
+                         usage=self.usage, history=self.history, baseline=self.baseline,
+                         line=None if self._spool is None else self._spool.line)
         return self.summary
 
     def terminal_sections(self) -> Iterator[tuple[str, list[str]]]:
