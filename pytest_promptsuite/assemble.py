@@ -28,6 +28,10 @@ from .models.runner import DEFAULT_CONCURRENCY
 from .models.runner import ModelRunner
 from .options import RunOptions
 from .pipeline import CasePipeline
+from .results import Baseline
+from .results import RunInfo
+from .results import load_summary_json
+from .results import stream_results
 from .scrub import public_url
 from .suite import ModelConfig
 from .suite import SuiteConfig
@@ -36,9 +40,11 @@ from .templates import CasePrompts
 
 if TYPE_CHECKING:
     from .checks.metric import ModelJudge
+    from .results.history import History
+    from .reviews import ReviewBook
 
 
-__all__ = ["Assembler", "open_stores"]
+__all__ = ["Assembler", "open_baseline", "open_reviews_and_history", "open_stores"]
 
 
 def open_stores(options: RunOptions, *, invocation_dir: Path, rootpath: Path, is_worker: bool) -> ResponseStores:
@@ -58,6 +64,38 @@ def open_stores(options: RunOptions, *, invocation_dir: Path, rootpath: Path, is
             record.start()
     return ResponseStores(cache=cache, replay=replay, record=record)
 
+
+
+def open_baseline(options: RunOptions) -> Baseline | None:
+    """The ``--prompt-baseline`` rows (of this shard only, with ``--prompt-shard``), and what
+    that run used when a ``summary.json`` lies beside them."""
+    path, shard = options.baseline, options.shard
+    if path is None:
+        return None
+    try:
+        stored = stream_results(path)  # outputs and prompts stay on disk until a flip shows them
+        summary = load_summary_json(path)
+    except PromptSuiteError as exc:
+        raise ConfigError(f"--prompt-baseline: {exc}") from exc
+    rows = stored.rows if shard is None else [r for r in stored.rows if r.case_id in shard]
+    run = summary.get("run") if summary else None
+    info = RunInfo.from_dict(run) if isinstance(run, dict) else None
+    return Baseline(rows, str(path), options.baseline_variant, info, full=stored.full)
+
+
+def open_reviews_and_history(options: RunOptions, *, is_worker: bool) -> tuple[ReviewBook | None, History | None]:
+    """``--prompt-reviews`` (every process that runs cases applies them) and ``--prompt-history``
+    (the controller's reports), each module loaded only when its option is given."""
+    reviews = history = None
+    if options.reviews is not None:
+        from .reviews import load_reviews
+
+        reviews = load_reviews(options.reviews)
+    if options.history is not None and not is_worker:
+        from .results.history import load_history
+
+        history = load_history([options.history])
+    return reviews, history
 
 class Assembler:
     """Makes the parts of each suite through ``hook`` (pytest's ``config.hook``, or the

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import os
+import zlib
 from collections.abc import Collection
 from collections.abc import Iterable
 from collections.abc import Iterator
@@ -31,6 +32,7 @@ from .formats.jsonio import read_jsonl
 __all__ = [
     "CaseKey",
     "CaseLocation",
+    "CaseRef",
     "PromptCase",
     "describe_type",
     "did_you_mean",
@@ -119,17 +121,51 @@ class PromptCase(BaseModel):
     """Carried into results untouched."""
 
     _location: CaseLocation | None = PrivateAttr(default=None)
+    _ref: CaseRef | None = PrivateAttr(default=None)
 
     @property
     def location(self) -> CaseLocation:
         """Where the case was read (``<memory>:0`` for a case built in code)."""
         return self._location or CaseLocation(Path("<memory>"), 0)
 
+    @property
+    def ref(self) -> CaseRef | None:
+        """Where its line is in its file, to read it back (None for a case built in code)."""
+        return self._ref
+
+
+class CaseRef:
+    """Where a case's line is in its file: the line, its bytes' offset, length and CRC-32. A
+    pytest item keeps this instead of the case, and reads the case back when it runs."""
+
+    __slots__ = ("path", "line", "offset", "length", "crc")
+
+    def __init__(self, path: Path, line: int, offset: int, length: int, crc: int) -> None:
+        self.path, self.line, self.offset, self.length, self.crc = path, line, offset, length, crc
+
+    def read(self, display: str | None = None) -> PromptCase:
+        """The case parsed again from its line, or :class:`CaseFileError` (``display:line``) when
+        the line is no longer the one collected."""
+        where = f"{display or self.path}:{self.line}"
+        try:  # os-level calls: a third of the cost of an io file object
+            fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+            try:
+                os.lseek(fd, self.offset, os.SEEK_SET)  # not os.pread: Windows has none
+                raw = os.read(fd, self.length)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            raise CaseFileError([f"{where}: cannot read the case file: {exc.strerror}"]) from exc
+        if zlib.crc32(raw) != self.crc or len(raw) != self.length:
+            raise CaseFileError([f"{where}: the case file changed after it was collected; run again"])
+        # the very bytes that passed every check when collected: parsed without them again
+        case = PromptCase.model_validate(decode(raw.decode("utf-8-sig"), strict=False))
+        case._location, case._ref = CaseLocation(self.path, self.line), self
+        return case
+
 
 _REQUIRED = ("case_id", "input", "slice")
-_KNOWN_KEYS = tuple(
-    (info.alias or name) for name, info in PromptCase.model_fields.items()
-)
+_KNOWN_KEYS = tuple((info.alias or name) for name, info in PromptCase.model_fields.items())
 _STRING_LISTS = ("must_include", "must_not_include", "tags")
 _OBJECTS = ("vars", "metadata")
 
@@ -265,13 +301,24 @@ def _check_problems(data: dict[str, Any]) -> Iterator[str]:
         yield f"'review' must be true, false or a reason, got {describe_type(data['review'])}"
 
 
-def _objects(path: Path, name: str, problems: list[str]) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Each line of a case file that is a well-shaped case object, with its line number; every
+def _span(data: bytes, start: tuple[int, int], number: int) -> tuple[int, int]:
+    """Line ``number``'s start and end in ``data``, on from ``start`` (an earlier line's number
+    and start); line 1 starts at 0, before any BOM."""
+    at, offset = start
+    while at < number:
+        offset, at = data.index(b"\n", offset) + 1, at + 1
+    end = data.find(b"\n", offset)
+    return offset, len(data) if end < 0 else end + 1
+
+
+def _objects(path: Path, name: str, problems: list[str]) -> Iterator[tuple[CaseRef, dict[str, Any]]]:
+    """Each line of a case file that is a well-shaped case object, with where it is; every
     other line adds its ``name:line: problem`` messages to ``problems``."""
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise CaseFileError([f"{name}:1: cannot read the case file: {exc.strerror}"]) from exc
+    start = (1, 0)
     for line in read_jsonl(data):
         where = f"{name}:{line.number}"
         if line.problem is not None:
@@ -295,7 +342,9 @@ def _objects(path: Path, name: str, problems: list[str]) -> Iterator[tuple[int, 
         if shape:
             problems.extend(f"{where}: {p}" for p in shape)
             continue
-        yield line.number, value
+        offset, end = _span(data, start, line.number)
+        start = (line.number, offset)
+        yield CaseRef(path, line.number, offset, end - offset, zlib.crc32(memoryview(data)[offset:end])), value
 
 
 def load_cases(
@@ -319,9 +368,10 @@ def load_cases(
     problems: list[str] = []
     cases: list[PromptCase] = []
     added: list[str] = []
-    for line, data in _objects(path, name, problems):
+    for ref, data in _objects(path, name, problems):
+        line = ref.line
         case = PromptCase.model_validate(data)
-        case._location = CaseLocation(path, line)
+        case._location, case._ref = CaseLocation(path, line), ref
         earlier = taken.get(case.case_id)
         if earlier is not None:
             problems.append(f"{name}:{line}: duplicate case_id {case.case_id!r} (first defined at {earlier})")

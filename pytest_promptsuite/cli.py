@@ -119,8 +119,8 @@ def _validate(args: argparse.Namespace) -> int:
             return 1
     finally:
         collected.close()
-    cases = {p.case.case_id: p.case for p in collected.planned}
-    slices = sorted({c.slice for c in cases.values()})
+    cases = {p.key.case_id: p.slice for p in collected.planned}  # the items know these: no case read back
+    slices = sorted(set(cases.values()))
     print(f"ok: {len(cases)} cases in {len(slices)} slices ({', '.join(slices)})")
     return 0
 
@@ -175,8 +175,8 @@ def _render(args: argparse.Namespace) -> int:
             _print_problems(collected.problems)
             return 1
         wanted = set(args.case_id)
-        chosen = [p for p in collected.planned if p.key.repeat == 0 and (not wanted or p.case.case_id in wanted)]
-        missing = set(args.case_id) - {p.case.case_id for p in chosen}
+        chosen = [p for p in collected.planned if p.key.repeat == 0 and (not wanted or p.key.case_id in wanted)]
+        missing = set(args.case_id) - {p.key.case_id for p in chosen}
         if missing:
             print(f"no case with id {', '.join(sorted(missing))}", file=sys.stderr)
             return 1

@@ -89,14 +89,13 @@ class PromptItem(pytest.Item):
     def __init__(self, *, planned: PlannedCase, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.planned = planned
-        case = planned.case
-        for word in (case.slice, *case.tags):  # -k 'refund and not 提示词注入'
+        for word in (planned.slice, *planned.tags):  # -k 'refund and not 提示词注入'
             self.keywords[word] = True
             self.extra_keyword_matches.add(word)
 
     @property
     def case(self) -> PromptCase:
-        """The case this item runs."""
+        """The case this item runs, read back from its file (the item keeps only where it is)."""
         return self.planned.case
 
     def runtest(self) -> None:
@@ -127,9 +126,9 @@ class PromptItem(pytest.Item):
     @property
     def location_text(self) -> str:
         """``cases.jsonl:12``: the file's name and the case's line."""
-        return f"{self.path.name}:{self.case.location.line}"
+        return f"{self.path.name}:{self.planned.ref.line}"
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
         """The case's line (0-based, as pytest counts) and ``case ID [slice]``, the ID with its
         variant and repeat (``flight-005[v2][repeat-1]``) where those apply."""
-        return self.path, self.case.location.line - 1, f"case {self.name} [{self.case.slice}]"
+        return self.path, self.planned.ref.line - 1, f"case {self.name} [{self.planned.slice}]"

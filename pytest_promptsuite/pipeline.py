@@ -16,6 +16,7 @@ from typing import Any
 
 from .cases import CaseKey
 from .cases import CaseLocation
+from .cases import CaseRef
 from .cases import PromptCase
 from .checks import CaseResult
 from .checks import CheckResult
@@ -24,6 +25,7 @@ from .checks import Evaluator
 from .checks import Layer
 from .checks import Outcome
 from .checks import outcome_of
+from .errors import CaseFileError
 from .errors import ModelError
 from .errors import TemplateError
 from .formats.jsonio import encode
@@ -43,25 +45,44 @@ from .templates.parsers import OutputParserError
 __all__ = ["CasePipeline", "PlannedCase"]
 
 
-@dataclass(frozen=True)
 class PlannedCase:
-    """One run of one case, as collection planned it: the case, which run it is, the pytest
-    item's name, the suite it belongs to and its checks compiled."""
+    """One run of one case, as collection planned it: where the case is (read back whole when
+    it runs, so 50,000 items do not hold 50,000 cases), which run it is, the pytest item's name,
+    the suite it belongs to, its checks compiled, and what names and selects the item."""
 
-    case: PromptCase
-    key: CaseKey
-    name: str
-    #: The suite's config file (None: a case file without one).
-    suite: Path | None
-    checks: CompiledChecks
-    #: Where the case is, as the user reads it (``path:line`` relative to the invocation).
-    location: CaseLocation
+    __slots__ = ("ref", "key", "name", "suite", "checks", "shown", "slice", "tags")
+
+    def __init__(
+        self, ref: CaseRef, key: CaseKey, name: str, suite: Path | None, checks: CompiledChecks, *,
+        shown: Path, slice: str, tags: tuple[str, ...],
+    ) -> None:
+        self.ref = ref
+        self.key = key
+        self.name = name
+        #: The suite's config file (None: a case file without one).
+        self.suite = suite
+        self.checks = checks
+        #: The case file as the user reads it (relative to the invocation).
+        self.shown = shown
+        self.slice = slice
+        self.tags = tags
+
+    @property
+    def case(self) -> PromptCase:
+        """The case, read back from its file (a CaseFileError when the file changed since)."""
+        return self.ref.read(str(self.shown))
+
+    @property
+    def location(self) -> CaseLocation:
+        """Where the case is, as the user reads it (``path:line`` relative to the invocation)."""
+        return CaseLocation(self.shown, self.ref.line)
 
 
 @dataclass(frozen=True)
 class _Prepared:
-    """A case's first request, rendered and hashed once."""
+    """A case's first request, rendered and hashed once (with the case it was read as)."""
 
+    case: PromptCase
     prompt: Prompt
     prompt_hash: str
     request: ModelRequest
@@ -89,7 +110,8 @@ class CasePipeline:
         self.evaluator = evaluator or Evaluator()
         #: Renders cases: the suite's ``[template]`` and the model's meta template.
         self.prompts = prompts or CasePrompts()
-        self._prepared: dict[CaseKey, _Prepared | TemplateError] = {}
+        self._prepared: dict[CaseKey, _Prepared | TemplateError | CaseFileError] = {}
+        self._last: tuple[CaseRef, PromptCase] | None = None  # the case read back last
         self._own = {name: (m, dict(p)) for name, (m, p) in (variant_models or {}).items()}
         self._scorers: dict[int, Any] = {}  # the ppl mode: one scoring model per model (one bound)
         #: ``[model] prices`` by variant ("" for the suite's model): a ``cost`` check reads them.
@@ -99,6 +121,13 @@ class CasePipeline:
         """The model a variant's cases are sent to, and its params."""
         return self._own.get(variant or "", (self.model, self.params))
 
+    def case_of(self, planned: PlannedCase) -> PromptCase:
+        """``planned.case``, read back once for the items of one case in a row (its variants
+        and repeats, ``render``'s labels); a CaseFileError when its file changed since collection."""
+        if self._last is None or self._last[0] is not planned.ref:
+            self._last = (planned.ref, planned.case)
+        return self._last[1]
+
     def _request(self, case: PromptCase, prompt: Prompt, key: CaseKey) -> ModelRequest:
         params = {
             **self.prompts.default_params(variant=key.variant),
@@ -107,20 +136,25 @@ class CasePipeline:
         }
         return ModelRequest(prompt=prompt, params=params, repeat=key.repeat, case_id=case.case_id)
 
-    def _prepare(self, case: PromptCase, key: CaseKey) -> _Prepared | TemplateError:
+    def _prepare(
+        self, planned: PlannedCase, case: PromptCase | None = None
+    ) -> _Prepared | TemplateError | CaseFileError:
+        """The first request of ``planned`` (its ``case`` when already read), or the failure
+        :meth:`run` reports: a render error, or a case file changed since collection."""
         try:
-            prompt = self.prompts.prompt(case, variant=key.variant)
-        except TemplateError as exc:
+            case = case or self.case_of(planned)
+            prompt = self.prompts.prompt(case, variant=planned.key.variant)
+        except (TemplateError, CaseFileError) as exc:
             return exc
-        return _Prepared(prompt, prompt_hash(prompt), self._request(case, prompt, key))
+        return _Prepared(case, prompt, prompt_hash(prompt), self._request(case, prompt, planned.key))
 
     def first_call(self, planned: PlannedCase) -> tuple[Model, ModelRequest] | None:
         """The case's first request (rendered once and kept for :meth:`run`) and its model; None
         when it does not render (the failure waits for :meth:`run`)."""
         prepared = self._prepared.get(planned.key)
         if prepared is None:
-            prepared = self._prepared[planned.key] = self._prepare(planned.case, planned.key)
-        if isinstance(prepared, TemplateError):
+            prepared = self._prepared[planned.key] = self._prepare(planned)
+        if not isinstance(prepared, _Prepared):
             return None
         return self.model_for(planned.key.variant)[0], prepared.request
 
@@ -139,20 +173,18 @@ class CasePipeline:
 
     def run(self, planned: PlannedCase) -> CaseResult:
         """The case's result; a render or model failure is an ``error`` outcome, not a raise."""
-        case, key = planned.case, planned.key
-        base: dict[str, Any] = {
-            "case_id": case.case_id,
-            "slice": case.slice,
-            "location": planned.location,
-            "variant": key.variant,
-            "repeat": key.repeat,
-            "tags": tuple(case.tags),
-            "metadata": case.metadata,
-        }
+        key = planned.key
+        prepared = self._prepared.pop(key, None)
+        try:  # read back from its file (or as the prefetch read it)
+            case = prepared.case if isinstance(prepared, _Prepared) else self.case_of(planned)
+        except CaseFileError as exc:  # the file changed since collection: an error naming its line
+            return CaseResult(outcome=Outcome.ERROR, error=str(exc), **_base(planned, None))
+        base = _base(planned, case)
         if self._ppl(key.variant):
-            return self._run_ppl(planned, base)
-        prepared = self._prepared.pop(key, None) or self._prepare(case, key)
-        if isinstance(prepared, TemplateError):
+            return self._run_ppl(planned, case, base)
+        if not isinstance(prepared, (_Prepared, TemplateError)):  # not prepared (or not read) ahead
+            prepared = self._prepare(planned, case)
+        if not isinstance(prepared, _Prepared):  # a render error (the case is read)
             return CaseResult(outcome=Outcome.ERROR, error=f"render: {prepared}", **base)
         base["prompt"], base["prompt_hash"] = prepared.prompt, prepared.prompt_hash
         replies: list[str] = []
@@ -192,7 +224,7 @@ class CasePipeline:
         except TemplateError:  # reported when the case renders
             return False
 
-    def _run_ppl(self, planned: PlannedCase, base: dict[str, Any]) -> CaseResult:
+    def _run_ppl(self, planned: PlannedCase, case: PromptCase, base: dict[str, Any]) -> CaseResult:
         """The ppl mode: score each label's prompt, predict the label of lowest perplexity and
         check it against ``answer``; the output is the predicted label."""
         from .checks.ppl import label_check
@@ -200,7 +232,7 @@ class CasePipeline:
         from .models.scoring import ScoringModel
         from .models.scoring import predict_label
 
-        case, key = planned.case, planned.key
+        key = planned.key
         try:
             labels = self.prompts.label_prompts(case, variant=key.variant)
         except TemplateError as exc:
@@ -246,3 +278,12 @@ class CasePipeline:
         if parsed != response.text:
             response = dataclasses.replace(response, text=parsed)
         return self.evaluator.evaluate(case, response, compiled, prices=prices)
+
+
+def _base(planned: PlannedCase, case: PromptCase | None) -> dict[str, Any]:
+    """The fields of a case's row known before it runs (no ``metadata`` when it cannot be read)."""
+    key = planned.key
+    return {
+        "case_id": key.case_id, "slice": planned.slice, "location": planned.location, "variant": key.variant,
+        "repeat": key.repeat, "tags": planned.tags, "metadata": {} if case is None else case.metadata,
+    }

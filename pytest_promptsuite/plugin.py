@@ -127,7 +127,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     keep: list[pytest.Item] = []
     drop: list[pytest.Item] = []
     for item in items:
-        if isinstance(item, PromptItem) and item.case.case_id not in shard:
+        if isinstance(item, PromptItem) and item.planned.key.case_id not in shard:
             drop.append(item)
         else:
             keep.append(item)

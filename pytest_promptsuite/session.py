@@ -17,13 +17,13 @@ from collections.abc import Iterable
 from collections.abc import Iterator
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 from typing import Any
 
 from .assemble import Assembler
+from .assemble import open_baseline
+from .assemble import open_reviews_and_history
 from .assemble import open_stores
 from .cases import CaseKey
-from .cases import CaseLocation
 from .cases import PromptCase
 from .cases import load_cases
 from .cases import output_kind
@@ -41,7 +41,6 @@ from .pipeline import CasePipeline
 from .pipeline import PlannedCase
 from .prefetch import Prefetcher
 from .report import summary_lines
-from .results import Baseline
 from .results import GateResult
 from .results import GateSettings
 from .results import RunIncomplete
@@ -49,8 +48,6 @@ from .results import RunInfo
 from .results import StoredResults
 from .results import Summary
 from .results import ThresholdPolicy
-from .results import load_summary_json
-from .results import stream_results
 from .results import summarize
 from .results.usage import UsageReport
 from .results.usage import usage_report
@@ -62,11 +59,6 @@ from .suites import SuiteKey
 from .templates import CasePrompts
 from .templates.fields import check_fields
 from .templates.prompt import Prompt
-
-
-if TYPE_CHECKING:
-    from .results.history import History
-    from .reviews import ReviewBook
 
 
 __all__ = ["PromptSession"]
@@ -119,8 +111,8 @@ class PromptSession:
             problem = base_url_problem(options.base_url)
             if problem:
                 raise ConfigError(f"--prompt-base-url {public_url(options.base_url)!r} {problem}")
-        self.baseline = None if is_worker else self._load_baseline()
-        self.reviews, self.history = self._load_reviews_and_history()
+        self.baseline = None if is_worker else open_baseline(options)
+        self.reviews, self.history = open_reviews_and_history(options, is_worker=is_worker)
         self.runner = ModelRunner()
         if options.max_calls is not None:  # pytest-xdist: each worker issues its share of the calls
             share, extra = divmod(options.max_calls, workers)
@@ -141,38 +133,6 @@ class PromptSession:
         self.usage: UsageReport | None = None
         self._pipelines: dict[SuiteKey, CasePipeline] = {}
         self._prefetcher: Prefetcher | None = None
-
-    def _load_reviews_and_history(self) -> tuple[ReviewBook | None, History | None]:
-        """``--prompt-reviews`` (every process that runs cases applies them) and ``--prompt-history``
-        (the reports'), each module loaded only when its option is given."""
-        reviews = history = None
-        if self.options.reviews is not None:
-            from .reviews import load_reviews
-
-            reviews = load_reviews(self.options.reviews)
-        if self.options.history is not None and not self.is_worker:
-            from .results.history import load_history
-
-            history = load_history([self.options.history])
-        return reviews, history
-
-    def _load_baseline(self) -> Baseline | None:
-        """The ``--prompt-baseline`` rows (of this shard only, with ``--prompt-shard``), and what
-        that run used when a ``summary.json`` lies beside them."""
-        path, shard = self.options.baseline, self.options.shard
-        if path is None:
-            return None
-        try:
-            stored = stream_results(path)  # outputs and prompts stay on disk until a flip shows them
-            summary = load_summary_json(path)
-        except PromptSuiteError as exc:
-            raise ConfigError(f"--prompt-baseline: {exc}") from exc
-        rows = stored.rows if shard is None else [r for r in stored.rows if r.case_id in shard]
-        run = summary.get("run") if summary else None
-        return Baseline(
-            rows, str(path), self.options.baseline_variant, RunInfo.from_dict(run) if isinstance(run, dict) else None,
-            full=stored.full,
-        )
 
     # -- collection ---------------------------------------------------------------------------
 
@@ -196,13 +156,20 @@ class PromptSession:
         repeats = self.options.repeat
         planned = []
         shown_path = Path(shown)
-        for case in cases:
-            location = CaseLocation(shown_path, case.location.line)
+        slices: dict[str, str] = {}  # one string per slice and one tuple per set of tags, shared
+        tag_sets: dict[tuple[str, ...], tuple[str, ...]] = {}
+        for case in cases:  # an item keeps where its case is, not the case (read back when it runs)
+            ref, checks = case.ref, compiled[case.case_id]
+            assert ref is not None, "a loaded case knows its line"
+            slice_ = slices.setdefault(case.slice, case.slice)
+            tags = tag_sets.setdefault(tuple(case.tags), tuple(case.tags))
             for variant in variants:  # prompt versions: ids case_id[v1], case_id[v2]
                 for repeat in range(repeats):  # --prompt-repeat N: ids case_id[repeat-0..N-1]
                     case_key = CaseKey(case.case_id, variant, repeat)
                     name = case_key.name(with_repeat=repeats > 1)
-                    planned.append(PlannedCase(case, case_key, name, key, compiled[case.case_id], location))
+                    planned.append(
+                        PlannedCase(ref, case_key, name, key, checks, shown=shown_path, slice=slice_, tags=tags)
+                    )
         return planned
 
     def check_prompts(
@@ -227,9 +194,9 @@ class PromptSession:
     def dry_render(self, planned: PlannedCase) -> tuple[list[Prompt], str | None]:
         """Every request of a planned case known before a model answers, and the render error
         (None when it renders): what ``promptsuite render`` shows and ``validate`` checks."""
-        prompts = self._pipelines[planned.suite].prompts
+        pipeline = self._pipelines[planned.suite]
         try:
-            return prompts.known_requests(planned.case, variant=planned.key.variant), None
+            return pipeline.prompts.known_requests(pipeline.case_of(planned), variant=planned.key.variant), None
         except PromptSuiteError as exc:
             return [], str(exc)
 
@@ -238,7 +205,7 @@ class PromptSession:
         prompts = self._pipelines[planned.suite].prompts
         if not prompts.is_ppl(variant=planned.key.variant):
             return []
-        return prompts.label_prompts(planned.case, variant=planned.key.variant)
+        return prompts.label_prompts(self._pipelines[planned.suite].case_of(planned), variant=planned.key.variant)
 
     # -- running ------------------------------------------------------------------------------
 
@@ -382,7 +349,11 @@ class PromptSession:
                 models.setdefault(variant or "", self.assembler.describe_model(suite, variant))
         cases = hashlib.sha256()
         for path in sorted(self.index.case_files(), key=self.index.display):
-            cases.update(self.index.display(path).encode("utf-8") + b"\0" + path.read_bytes() + b"\0")
+            cases.update(self.index.display(path).encode("utf-8") + b"\0")
+            with path.open("rb") as fp:  # in blocks: a large case file is never read whole here
+                while block := fp.read(1 << 20):
+                    cases.update(block)
+            cases.update(b"\0")
         return RunInfo(
             version=_version(), models=models, suite_hash=cases.hexdigest()[:16],
             prompt_hash=RunInfo.prompts_hash(self.rows),
@@ -420,7 +391,8 @@ class PromptSession:
             from .report.files import write_report
 
             write_report(self.invocation_dir / self.options.report, self.rows, self.summary, full=self.full,
-                         usage=self.usage, history=self.history, baseline=self.baseline)
+                         usage=self.usage, history=self.history, baseline=self.baseline,
+                         line=None if self._spool is None else self._spool.line)
         return self.summary
 
     def terminal_sections(self) -> Iterator[tuple[str, list[str]]]:
@@ -436,8 +408,12 @@ class PromptSession:
 
 def _row(planned: PlannedCase, outcome: Outcome, error: str) -> CaseResult:
     """A row for a case whose pipeline broke (an internal error) and so made none of its own."""
-    case, key = planned.case, planned.key
+    key = planned.key
+    try:
+        metadata = planned.case.metadata
+    except PromptSuiteError:  # the case file changed since collection
+        metadata = {}
     return CaseResult(
-        case_id=case.case_id, slice=case.slice, outcome=outcome, location=planned.location,
-        variant=key.variant, repeat=key.repeat, error=error, tags=tuple(case.tags), metadata=case.metadata,
+        case_id=key.case_id, slice=planned.slice, outcome=outcome, location=planned.location,
+        variant=key.variant, repeat=key.repeat, error=error, tags=planned.tags, metadata=metadata,
     )

@@ -288,9 +288,16 @@ def compile_cases(
     every case (see :func:`compile_case`), so a file's mistakes are all reported at once."""
     compiled: dict[str, CompiledChecks] = {}
     problems: list[str] = []
+    shared: dict[tuple[str, float | None], CompiledChecks] = {}  # cases without entries of their own
     for case in cases:
         try:
-            compiled[case.case_id] = compile_case(case, make, suite=suite, display=display, scope=scope)
+            if case.assert_:
+                compiled[case.case_id] = compile_case(case, make, suite=suite, display=display, scope=scope)
+                continue
+            plain = (case.slice, case.threshold)
+            if plain not in shared:
+                shared[plain] = compile_case(case, make, suite=suite, display=display, scope=scope)
+            compiled[case.case_id] = shared[plain]
         except CheckError as exc:
             problems.append(str(exc))
     if problems:

@@ -22,6 +22,7 @@ from ..results.history import History
 from ..results.usage import UsageReport
 from ..results.usage import usage_report
 from ..scrub import printable
+from ..scrub import scrub
 from .document import summary_document
 from .html import write_dashboard
 from .markdown import summary_markdown
@@ -103,10 +104,19 @@ class _ReadBack(Sequence[CaseResult]):
         return map(self._full, self._rows)
 
 
+def _only(rows: Sequence[CaseResult], *outcomes: Outcome) -> Sequence[CaseResult]:
+    """The rows of these outcomes; of read-back rows, only those are read back (the outcome is
+    known without the texts)."""
+    if isinstance(rows, _ReadBack):
+        return _ReadBack([r for r in rows._rows if r.outcome in outcomes], rows._full)
+    return [r for r in rows if r.outcome in outcomes]
+
+
 def write_report(
     directory: Path, rows: Iterable[CaseResult], summary: Summary, *,
     full: Callable[[CaseResult], CaseResult] | None = None, usage: UsageReport | None = None,
     history: History | None = None, baseline: Baseline | Sequence[CaseResult] | None = None,
+    line: Callable[[CaseResult], str | None] | None = None,
 ) -> list[Path]:
     """Write every report file into ``directory`` (created if needed); return their paths.
 
@@ -115,18 +125,23 @@ def write_report(
     rows when not given; ``history`` (``--prompt-history``) adds each slice's trend, this run last,
     to ``summary.md`` and the dashboard; the ``baseline``'s rows are the dashboard's baseline
     column of outputs (read back the same way when a streamed :class:`Baseline` left them on disk).
+    ``line`` gives a row's ``results.jsonl`` line as a spool holds it (its ``to_json()``, copied
+    rather than read back, parsed and encoded again).
     """
     directory.mkdir(parents=True, exist_ok=True)
-    ordered: Sequence[CaseResult] = sorted_rows(rows)
-    if full is not None:
-        ordered = _ReadBack(list(ordered), full)
+    light = sorted_rows(rows)
+    ordered: Sequence[CaseResult] = light if full is None else _ReadBack(light, full)
     if isinstance(baseline, Baseline):
         baseline = baseline.rows if baseline.full is None else _ReadBack(list(baseline.rows), baseline.full)
     usage = usage if usage is not None else usage_report(ordered, summary.run)
     trend = history.with_current(summary) if history is not None else None
     results = directory / "results.jsonl"
     with results.open("w", encoding="utf-8") as fp:
-        fp.writelines(row.to_json() + "\n" for row in ordered)
+        if line is None:
+            fp.writelines(row.to_json() + "\n" for row in ordered)
+        else:  # scrubbed again: a secret registered after a row was spooled is masked too
+            read = full or (lambda row: row)
+            fp.writelines(scrub(line(row) or read(row).to_json()) + "\n" for row in light)
     summary_json = directory / "summary.json"
     summary_json.write_text(encode(summary_document(summary, usage=usage), indent=2) + "\n", encoding="utf-8")
     slices_csv = directory / "slices.csv"
@@ -136,9 +151,10 @@ def write_report(
         writer = csv.DictWriter(_Printable(fp), fieldnames=fields)
         writer.writeheader()
         writer.writerows(table)
-    queue = review_queue(ordered)
+    queue = review_queue(_only(ordered, Outcome.REVIEW))  # only those rows read back
     summary_md = directory / "summary.md"
-    markdown = summary_markdown(summary, queue, rows=ordered, usage=usage, history=trend)
+    markdown = summary_markdown(summary, queue, rows=_only(ordered, Outcome.FAILED, Outcome.ERROR), usage=usage,
+                                history=trend)
     summary_md.write_text(printable(markdown), encoding="utf-8")
     dashboard = write_dashboard(
         directory / "dashboard.html", ordered, summary, usage=usage, history=trend, baseline=baseline

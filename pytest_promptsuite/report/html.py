@@ -12,11 +12,15 @@ from __future__ import annotations
 import base64
 import hashlib
 import html
+import io
+import shutil
+import tempfile
 from collections.abc import Sequence
 from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
+from typing import TextIO
 
 from ..checks.base import CaseResult
 from ..checks.base import Outcome
@@ -42,6 +46,8 @@ GRID_BUDGET = 2_400_000
 GRID_MIN = 24
 GRID_MAX = 400
 _ATTENTION = frozenset({Outcome.FAILED, Outcome.ERROR, Outcome.REVIEW})
+#: The details and baseline cells of a page stay in memory up to this size, then go to a file.
+_SPILL_BYTES = 4 << 20
 
 
 @cache
@@ -96,42 +102,36 @@ def _failed_names(r: CaseResult) -> str:
     return ", ".join(c.name for c in r.checks if not c.passed and not c.skipped and c.gating)
 
 
-def _baseline_cells(rows: Sequence[CaseResult], baseline: Sequence[CaseResult], size: int) -> list[Any]:
-    """Per row, the baseline's row of the same case and variant: 0 when it has none, its outcome
-    alone when its output is the same as this run's, else [outcome, output preview]."""
-    by_key = {(b.case_id, b.variant, b.repeat): b for b in baseline}
-    cells: list[Any] = []
-    for r in rows:
-        b = by_key.get((r.case_id, r.variant, r.repeat))
-        if b is None:
-            cells.append(0)
-        elif b.output == r.output:
-            cells.append(b.outcome.value)
-        else:
-            cells.append([b.outcome.value, (b.output or "")[:size]])
-    return cells
+#: What the grid keeps of a baseline row: its outcome, its output's hash and its output's preview.
+_BaselineCell = tuple[str, int, str]
 
 
-def _payload(
-    rows: Sequence[CaseResult], summary: Summary, usage: UsageReport | None, history: History | None,
-    baseline: Sequence[CaseResult] | None,
-) -> dict[str, Any]:
-    size = grid_text(len(rows))
-    table: list[list[Any]] = []
-    details: list[dict[str, Any]] = []
-    for r in rows:
-        detail = -1
-        # a decided review (its decision is the last check) keeps its details: who decided and why
-        if r.outcome in _ATTENTION or (r.checks and r.checks[-1].name == REVIEW_CHECK):
-            detail = len(details)
-            details.append(_detail(r))
-        if detail >= 0:  # the grid and the search read the details
-            table.append([r.case_id, r.slice, r.variant, r.repeat, r.outcome.value, detail, "", "",
-                          _failed_names(r)])
-        else:
-            output = "" if r.output is None else r.output[:size]
-            table.append([r.case_id, r.slice, r.variant, r.repeat, r.outcome.value, detail,
-                          _input_of(r.prompt, size // 2), output, ""])
+def _baseline_cells(baseline: Sequence[CaseResult], size: int) -> dict[tuple[str, str | None, int], _BaselineCell]:
+    """Each baseline row by (case, variant, repeat), without its output (only its hash and
+    preview): the baseline's texts are read once, never all held."""
+    return {(b.case_id, b.variant, b.repeat): (b.outcome.value, hash(b.output), (b.output or "")[:size])
+            for b in baseline}
+
+
+def _baseline_cell(r: CaseResult, b: _BaselineCell | None) -> Any:
+    """The baseline's row of the same case and variant: 0 when it has none, its outcome alone
+    when its output is the same as this run's, else [outcome, output preview]."""
+    if b is None:
+        return 0
+    outcome, output_hash, preview = b
+    return outcome if output_hash == hash(r.output) else [outcome, preview]
+
+
+def _grid_row(r: CaseResult, detail: int, size: int) -> list[Any]:
+    """One row of the outputs grid; a row with details (``detail`` >= 0) leaves its texts there."""
+    if detail >= 0:  # the grid and the search read the details
+        return [r.case_id, r.slice, r.variant, r.repeat, r.outcome.value, detail, "", "", _failed_names(r)]
+    output = "" if r.output is None else r.output[:size]
+    shown = _input_of(r.prompt, size // 2)
+    return [r.case_id, r.slice, r.variant, r.repeat, r.outcome.value, detail, shown, output, ""]
+
+
+def _flips(summary: Summary) -> list[dict[str, Any]]:
     flips = []
     if summary.baseline is not None:
         for flip in summary.baseline.flips:
@@ -139,11 +139,65 @@ def _payload(
             for key in ("old_output", "new_output", "old_prompt", "new_prompt", "prompt_diff"):
                 d[key] = _trim(d[key])
             flips.append(d)
-    return {
-        "summary": summary_document(summary, usage=usage), "rows": table, "details": details, "flips": flips,
-        "baseline_rows": _baseline_cells(rows, baseline, size) if baseline else None,
-        "history": history.to_dict() if history is not None else None, "grid_text": size,
-    }
+    return flips
+
+
+def _write_payload(
+    out: TextIO, rows: Sequence[CaseResult], summary: Summary, usage: UsageReport | None, history: History | None,
+    baseline: Sequence[CaseResult] | None,
+) -> None:
+    """The page's data, written as a stream: one row of the grid at a time (each row read back
+    from the spool as it is reached), the details and baseline cells through spill files, so a
+    100,000-row dashboard never holds every row in memory. The JSON is what one ``encode`` of
+    the whole payload gives."""
+    size = grid_text(len(rows))
+    by_key = _baseline_cells(baseline, size) if baseline else None
+    out.write('{"summary":' + _json_for_script(summary_document(summary, usage=usage)) + ',"rows":[')
+    with _Spill() as details, _Spill() as cells:
+        for i, r in enumerate(rows):
+            detail = -1
+            # a decided review (its decision is the last check) keeps its details: who decided and why
+            if r.outcome in _ATTENTION or (r.checks and r.checks[-1].name == REVIEW_CHECK):
+                detail = details.add(_json_for_script(_detail(r)))
+            out.write(("," if i else "") + _json_for_script(_grid_row(r, detail, size)))
+            if by_key is not None:
+                cells.add(_json_for_script(_baseline_cell(r, by_key.get((r.case_id, r.variant, r.repeat)))))
+        out.write('],"details":[')
+        details.copy_to(out)
+        out.write('],"flips":' + _json_for_script(_flips(summary)) + ',"baseline_rows":')
+        if by_key is not None:
+            out.write("[")
+            cells.copy_to(out)
+            out.write("]")
+        else:
+            out.write("null")
+    history_data = history.to_dict() if history is not None else None
+    out.write(',"history":' + _json_for_script(history_data) + ',"grid_text":' + _json_for_script(size) + "}")
+
+
+class _Spill:
+    """JSON values joined by commas in a temporary file that stays in memory while it is small."""
+
+    def __init__(self) -> None:
+        self._fp = tempfile.SpooledTemporaryFile(max_size=_SPILL_BYTES, mode="w+", encoding="utf-8")  # noqa: SIM115
+        self.count = 0
+
+    def __enter__(self) -> _Spill:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._fp.close()
+
+    def add(self, text: str) -> int:
+        """Append one value; its index."""
+        self._fp.write(("," if self.count else "") + text)
+        self.count += 1
+        return self.count - 1
+
+    def copy_to(self, out: TextIO) -> None:
+        """Write every value, in order, to ``out``."""
+        self._fp.seek(0)
+        shutil.copyfileobj(self._fp, out)
 
 
 def _csp(script: str) -> str:
@@ -154,25 +208,36 @@ def _csp(script: str) -> str:
     )
 
 
+def _write_page(
+    out: TextIO, rows: Sequence[CaseResult], summary: Summary, *, title: str, usage: UsageReport | None,
+    history: History | None, baseline: Sequence[CaseResult] | None,
+) -> None:
+    script = _asset("dashboard.js")
+    verdict = "PASSED" if summary.gate.passed else "FAILED"
+    head, tail = _asset("dashboard.html").split("{data}")
+    fields = {"csp": _csp(script), "title": html.escape(title), "verdict": verdict, "style": _asset("dashboard.css"),
+              "script": script}
+    out.write(head.format(**fields))
+    _write_payload(out, rows, summary, usage, history, baseline)
+    out.write(tail.format(**fields))
+
+
 def dashboard_html(
     rows: Sequence[CaseResult], summary: Summary, *, title: str = "promptsuite report",
     usage: UsageReport | None = None, history: History | None = None, baseline: Sequence[CaseResult] | None = None,
 ) -> str:
     """The whole dashboard page; ``usage``, ``history`` (this run last) and the ``baseline``'s
     rows (its column in the outputs grid) are drawn when given."""
-    script = _asset("dashboard.js")
-    verdict = "PASSED" if summary.gate.passed else "FAILED"
-    data = _json_for_script(_payload(rows, summary, usage, history, baseline))
-    return _asset("dashboard.html").format(
-        csp=_csp(script), title=html.escape(title), verdict=verdict, style=_asset("dashboard.css"), data=data,
-        script=script,
-    )
+    out = io.StringIO()
+    _write_page(out, rows, summary, title=title, usage=usage, history=history, baseline=baseline)
+    return out.getvalue()
 
 
 def write_dashboard(
     path: Path, rows: Sequence[CaseResult], summary: Summary, *, usage: UsageReport | None = None,
     history: History | None = None, baseline: Sequence[CaseResult] | None = None,
 ) -> Path:
-    """Write ``dashboard.html`` to ``path``."""
-    path.write_text(dashboard_html(rows, summary, usage=usage, history=history, baseline=baseline), encoding="utf-8")
+    """Write ``dashboard.html`` to ``path``, as a stream (see :func:`_write_payload`)."""
+    with path.open("w", encoding="utf-8") as out:
+        _write_page(out, rows, summary, title="promptsuite report", usage=usage, history=history, baseline=baseline)
     return path

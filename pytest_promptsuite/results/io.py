@@ -77,18 +77,28 @@ class StoredResults:
 
     def full(self, row: CaseResult) -> CaseResult:
         """``row`` with everything the file holds for it (as it is when the file does not have it)."""
-        offset = self._offsets.get((row.case_id, row.variant, row.repeat))
-        if offset is None:
+        raw = self._raw(row)
+        if raw is None:
             return row
-        if self._fp is not None:
-            self._fp.seek(offset)
-            raw = self._fp.readline()
-        else:
-            with self.file.open("rb") as fp:
-                fp.seek(offset)
-                raw = fp.readline()
         line = next(read_jsonl(raw, strict=False))
         return CaseResult.from_dict(line.value) if line.problem is None else row
+
+    def line(self, row: CaseResult) -> str | None:
+        """``row``'s line of the file as it was written (no newline), None when it has none: a
+        spooled row is its ``to_json()``, so a report copies it instead of parsing and encoding."""
+        raw = self._raw(row)
+        return None if raw is None else raw.decode("utf-8").rstrip("\r\n")
+
+    def _raw(self, row: CaseResult) -> bytes | None:
+        offset = self._offsets.get((row.case_id, row.variant, row.repeat))
+        if offset is None:
+            return None
+        if self._fp is not None:
+            self._fp.seek(offset)
+            return self._fp.readline()
+        with self.file.open("rb") as fp:
+            fp.seek(offset)
+            return fp.readline()
 
     def close(self) -> None:
         """Close (and so remove) a spool's file."""
