@@ -21,10 +21,10 @@ from .checks import compile_suite_checks
 from .errors import ConfigError
 from .errors import PromptSuiteError
 from .models import Model
+from .models.base import DEFAULT_CONCURRENCY
 from .models.cache import Cassette
 from .models.cache import ResponseCache
 from .models.cache import ResponseStores
-from .models.runner import DEFAULT_CONCURRENCY
 from .models.runner import ModelRunner
 from .options import RunOptions
 from .pipeline import CasePipeline

@@ -57,7 +57,7 @@ if TYPE_CHECKING:
     import asyncio
 
 
-__all__ = ["DEFAULT_CONCURRENCY", "ModelRunner"]
+__all__ = ["ModelRunner"]
 
 T = TypeVar("T")
 _PrefetchKey = tuple[int, Hashable]

@@ -11,7 +11,6 @@ suite's folder (``../x.txt``, or a symlink pointing outside) is refused.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from dataclasses import field
@@ -91,11 +90,9 @@ class StringTemplate:
         ``fields`` method); a syntax error or unknown filter is a ConfigError naming the file."""
         path, line = self.origin
         reads = getattr(self.renderer, "fields", None)
-        jinja2 = sys.modules.get("jinja2")  # only a loaded Jinja2 raises its syntax errors
-        errors = (TemplateError, jinja2.TemplateSyntaxError) if jinja2 is not None else (TemplateError,)
-        try:
+        try:  # a renderer's syntax errors are TemplateErrors (the jinja one compiles first)
             found = tuple(reads(self.text)) if callable(reads) else None
-        except errors as exc:
+        except TemplateError as exc:
             place = f"{path}:{line}" if path is not None and line else (str(path) if path else self.name)
             raise ConfigError(f"{place}: {self.key}: {exc}") from exc
         return TemplateReads(self.key, found, path, line or (1 if path is not None else 0))

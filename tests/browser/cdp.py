@@ -10,11 +10,25 @@ from __future__ import annotations
 import base64
 import json
 import os
+import shutil
 import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+
+#: The headless browser the dashboard tests drive (None: not installed).
+CHROMIUM = next(
+    (found for name in ("chromium", "chromium-browser", "google-chrome") if (found := shutil.which(name))),
+    None,
+)
+#: The mark of a test that needs it.
+needs_chromium = pytest.mark.skipif(
+    CHROMIUM is None,
+    reason="needs Debian chromium (apt-get install -y chromium); .ci/run installs it when missing",
+)
 
 class Browser:
     """One headless Chromium with one page; use as a context manager."""

@@ -10,11 +10,8 @@ from __future__ import annotations
 
 import html
 import re
-import shutil
 import subprocess
 from pathlib import Path
-
-import pytest
 
 from pytest_promptsuite.checks.base import CaseResult
 from pytest_promptsuite.checks.base import CheckResult
@@ -22,15 +19,11 @@ from pytest_promptsuite.report import write_report
 from pytest_promptsuite.results import ThresholdPolicy
 from pytest_promptsuite.results import summarize
 
+from .cdp import CHROMIUM
+from .cdp import needs_chromium
 
-CHROMIUM = next(
-    (found for name in ("chromium", "chromium-browser", "google-chrome") if (found := shutil.which(name))),
-    None,
-)
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None,
-    reason="needs Debian chromium (apt-get install -y chromium); .ci/run installs it when missing",
-)
+
+pytestmark = needs_chromium
 
 SCRIPT = "<script>document.title='pwned'</script>"
 IMG = "<img src=x onerror=\"document.body.setAttribute('data-pwned','1')\">"

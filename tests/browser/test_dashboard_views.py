@@ -5,7 +5,6 @@ by its output, and a review decision made in the page is applied by a later run.
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -17,17 +16,12 @@ from pytest_promptsuite.results import ThresholdPolicy
 from pytest_promptsuite.results import summarize
 from pytest_promptsuite.results.history import load_history
 
+from .cdp import CHROMIUM
 from .cdp import Browser
+from .cdp import needs_chromium
 
 
-CHROMIUM = next(
-    (found for name in ("chromium", "chromium-browser", "google-chrome") if (found := shutil.which(name))),
-    None,
-)
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None,
-    reason="needs Debian chromium (apt-get install -y chromium); .ci/run installs it when missing",
-)
+pytestmark = needs_chromium
 
 #: Every table header cell: does any of its words span two lines? (a word split by wrapping
 #: has more than one client rect; one rect per word means the text fits on whole words)
