@@ -4,6 +4,10 @@ The run itself is a pytest-free :class:`~pytest_promptsuite.session.PromptSessio
 ``config.stash``; :class:`_SessionPlugin` (registered as a plugin, like xdist's ``DSession``)
 forwards pytest's hooks to it and owns what only pytest knows: the exit status, the terminal
 and pytest-xdist's worker queue. Only the controller writes files and decides the gates.
+
+pytest imports this module for every run in an environment that has the plugin, so it imports
+only the options at the top; ``items``, ``session`` and the stages are imported inside the hooks,
+which run only for a run with prompt cases (``tests/plugin/test_startup.py``).
 """
 
 from __future__ import annotations
