@@ -9,6 +9,7 @@ under the ``promptsuite`` command alike. pytest-free.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -144,12 +145,12 @@ class Assembler:
         elif option in suite.models:
             settings = suite.models[option]
         else:
-            settings, root = suite.model.model_copy(update={"spec": option}), self.invocation_dir
+            settings, root = dataclasses.replace(suite.model, spec=option), self.invocation_dir
         own = suite.model_for(variant, settings)
         if own.spec != settings.spec:
             root = suite.root  # the variant's own rules file is the config's
         if self.options.base_url:
-            own = own.model_copy(update={"base_url": self.options.base_url})
+            own = dataclasses.replace(own, base_url=self.options.base_url)
         return own, root
 
     def describe_model(self, suite: SuiteConfig, variant: str | None) -> dict[str, Any]:
@@ -166,7 +167,7 @@ class Assembler:
             "base_url": public_url(settings.base_url) if settings.base_url else None,
             "params": dict(settings.params),
             "deterministic": deterministic,
-            **({} if settings.prices is None else {"prices": settings.prices.model_dump()}),
+            **({} if settings.prices is None else {"prices": dataclasses.asdict(settings.prices)}),
         }
 
     def make_model(self, settings: ModelConfig, root: Path, where: str | None = None) -> Model:
@@ -189,7 +190,7 @@ class Assembler:
         option = self.options.model
         if variant is not None and variant in suite.variants:
             own = suite.variants[variant].model
-            if own is not None and "spec" in own.model_fields_set:
+            if own is not None and own.spec is not None:
                 key = f"variants.{variant}.model.spec"
                 return f"{suite.where(key)}: {key} = {own.spec!r}" if suite.path else None
         if option is not None and option not in suite.models:

@@ -9,19 +9,16 @@ from __future__ import annotations
 import functools
 import os
 import zlib
-from collections.abc import Collection
 from collections.abc import Iterable
 from collections.abc import Iterator
 from collections.abc import MutableMapping
+from dataclasses import MISSING
 from dataclasses import dataclass
+from dataclasses import field
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 from typing import Union
-
-from pydantic import BaseModel
-from pydantic import ConfigDict
-from pydantic import Field
-from pydantic import PrivateAttr
 
 from .errors import CaseFileError
 from .formats.jsonio import decode
@@ -36,10 +33,8 @@ __all__ = [
     "PromptCase",
     "describe_type",
     "did_you_mean",
-    "iter_case_files",
     "load_cases",
     "nearest",
-    "output_kind",
 ]
 
 
@@ -90,10 +85,10 @@ class CaseKey:
         return name
 
 
-class PromptCase(BaseModel):
-    """One line of a case file: what to send, what to check, and which slice it counts in."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+@dataclass(frozen=True)
+class PromptCase:
+    """One line of a case file: what to send, what to check, and which slice it counts in.
+    Built in code, it is checked as a case file's line is (ValueError listing the problems)."""
 
     case_id: str
     """Unique across every file of the run; the pytest item's name."""
@@ -101,27 +96,46 @@ class PromptCase(BaseModel):
     """The user input; a list of user turns for a multi-turn case."""
     slice: str
     """The group whose pass rate is gated."""
-    must_include: list[str] = Field(default_factory=list)
+    must_include: list[str] = field(default_factory=list)
     """Texts the output must contain (case-sensitive substrings); every one gates."""
-    must_not_include: list[str] = Field(default_factory=list)
+    must_not_include: list[str] = field(default_factory=list)
     """Texts the output must not contain; every one gates."""
-    vars: dict[str, Any] = Field(default_factory=dict)
+    vars: dict[str, Any] = field(default_factory=dict)
     """Extra template fields, each available at the top level of the row."""
     answer: Union[str, list[Any], None] = None
     """Ground truth: the template's output column."""
-    assert_: list[dict[str, Any]] = Field(default_factory=list, alias="assert")
+    assert_: list[dict[str, Any]] = field(default_factory=list, metadata={"key": "assert"})
     """Extra checks (promptfoo's vocabulary)."""
     threshold: Union[float, None] = None
     """Weighted share of ``assert`` checks that must pass (default: all)."""
     review: Union[bool, str] = False
     """The output needs a human look (a string gives the reason)."""
-    tags: list[str] = Field(default_factory=list)
+    tags: list[str] = field(default_factory=list)
     """Free labels; each is a pytest keyword."""
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    metadata: dict[str, Any] = field(default_factory=dict)
     """Carried into results untouched."""
 
-    _location: CaseLocation | None = PrivateAttr(default=None)
-    _ref: CaseRef | None = PrivateAttr(default=None)
+    _location: CaseLocation | None = field(default=None, repr=False, compare=False, kw_only=True)
+    _ref: CaseRef | None = field(default=None, repr=False, compare=False, kw_only=True)
+
+    def __post_init__(self) -> None:
+        problems = list(_shape_problems(self.to_dict()))
+        if problems:
+            raise ValueError(f"{self.location}: " + "; ".join(problems))
+        if self.threshold is not None:  # a JSON 1 is the number 1.0
+            object.__setattr__(self, "threshold", float(self.threshold))
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], *, location: CaseLocation | None = None) -> PromptCase:
+        """The case a case file's line holds (its JSON keys), or ValueError listing its problems."""
+        problems = list(_shape_problems(data))
+        if problems:
+            raise ValueError(f"{location or '<memory>:0'}: " + "; ".join(problems))
+        return _checked(data, location, None)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The case as a case file's line holds it: its JSON keys, defaults included, None left out."""
+        return {key: value for key, name in _KEYS.items() if (value := getattr(self, name)) is not None}
 
     @property
     def location(self) -> CaseLocation:
@@ -158,16 +172,30 @@ class CaseRef:
             raise CaseFileError([f"{where}: cannot read the case file: {exc.strerror}"]) from exc
         if zlib.crc32(raw) != self.crc or len(raw) != self.length:
             raise CaseFileError([f"{where}: the case file changed after it was collected; run again"])
-        # the very bytes that passed every check when collected: parsed without them again
-        case = PromptCase.model_validate(decode(raw.decode("utf-8-sig"), strict=False))
-        case._location, case._ref = CaseLocation(self.path, self.line), self
-        return case
+        # the very bytes that passed every check when collected: not checked again
+        return _checked(decode(raw.decode("utf-8-sig"), strict=False), CaseLocation(self.path, self.line), self)
 
 
+#: Each JSON key of a case line, and its field.
+_KEYS = {f.metadata.get("key", f.name): f.name for f in fields(PromptCase) if f.init and not f.kw_only}
+_FRESH = {f.name: f.default_factory for f in fields(PromptCase) if f.default_factory is not MISSING}
+_FIXED = {f.name: f.default for f in fields(PromptCase) if f.default is not MISSING}
 _REQUIRED = ("case_id", "input", "slice")
-_KNOWN_KEYS = tuple((info.alias or name) for name, info in PromptCase.model_fields.items())
+_KNOWN_KEYS = tuple(_KEYS)
 _STRING_LISTS = ("must_include", "must_not_include", "tags")
 _OBJECTS = ("vars", "metadata")
+
+
+def _checked(data: dict[str, Any], location: CaseLocation | None, ref: CaseRef | None) -> PromptCase:
+    """A case from a line :func:`_shape_problems` found nothing wrong with, built without checking
+    it again (the hot path: every case is read back from its file when it runs)."""
+    case = object.__new__(PromptCase)
+    values = {**_FIXED, **{name: make() for name, make in _FRESH.items()}, "_location": location, "_ref": ref}
+    values.update((_KEYS[key], value) for key, value in data.items())
+    if values["threshold"] is not None:
+        values["threshold"] = float(values["threshold"])
+    case.__dict__.update(values)
+    return case
 
 
 def _common_prefix(a: str, b: str) -> int:
@@ -370,8 +398,7 @@ def load_cases(
     added: list[str] = []
     for ref, data in _objects(path, name, problems):
         line = ref.line
-        case = PromptCase.model_validate(data)
-        case._location, case._ref = CaseLocation(path, line), ref
+        case = _checked(data, CaseLocation(path, line), ref)
         earlier = taken.get(case.case_id)
         if earlier is not None:
             problems.append(f"{name}:{line}: duplicate case_id {case.case_id!r} (first defined at {earlier})")
@@ -386,65 +413,3 @@ def load_cases(
             del taken[case_id]
         raise CaseFileError(problems)
     return cases
-
-
-#: The keys that mark a line of a file we write (a case file refuses every one of them).
-_OUTPUT_KINDS: tuple[tuple[str, frozenset[str]], ...] = (
-    ("a results.jsonl of pytest-promptsuite", frozenset({"case_id", "outcome"})),
-    ("a cassette of pytest-promptsuite (--prompt-record)", frozenset({"key", "response"})),
-    ("a review.jsonl of pytest-promptsuite", frozenset({"case_id", "reasons"})),
-    ("a review decisions file of pytest-promptsuite (--prompt-reviews)", frozenset({"case_id", "output_sha256"})),
-)
-_SNIFF_BYTES = 1 << 20
-
-
-def output_kind(path: Path) -> str | None:
-    """What ``path`` is when its first line is a row of a file we write (a report's
-    ``results.jsonl`` or ``review.jsonl``, a cassette), so it is never collected as cases; None
-    for anything else (including a file that cannot be read: loading it will say why)."""
-    if path.name in ("results.jsonl", "review.jsonl") and (path.parent / "summary.json").is_file():
-        return f"a {path.name} of a pytest-promptsuite report"  # even when empty (no review items)
-    try:
-        with path.open("rb") as fp:
-            first = b""
-            while not first.strip():
-                first = fp.readline(_SNIFF_BYTES)
-                if not first:
-                    return None
-    except OSError:
-        return None
-    try:
-        value = decode(first.decode("utf-8-sig"), strict=False)
-    except (UnicodeDecodeError, ValueError):
-        return None
-    if isinstance(value, dict):
-        for kind, keys in _OUTPUT_KINDS:
-            if keys <= value.keys():
-                return kind
-    return None
-
-
-def _walk(folder: Path) -> Iterator[Path]:
-    """Every ``*.jsonl`` under ``folder``, following links to folders (each real folder once)."""
-    seen: set[Path] = set()
-    for top, dirs, files in os.walk(folder, followlinks=True):
-        real = Path(top).resolve()
-        if real in seen:
-            dirs[:] = []
-            continue
-        seen.add(real)
-        dirs.sort()
-        yield from (Path(top) / name for name in files if name.endswith(".jsonl"))
-
-
-def iter_case_files(path: Path, *, exclude: Collection[Path] = ()) -> Iterator[Path]:
-    """The case files at ``path``: itself, or the ``*.jsonl`` files under a folder (links
-    followed, as pytest does) in sorted order, without our own output files (:func:`output_kind`).
-
-    ``exclude`` holds resolved paths that are not case files (a suite's train file).
-    """
-    if path.is_dir():
-        found = sorted(p for p in _walk(path) if p.is_file() and output_kind(p) is None)
-    else:
-        found = [path]
-    yield from (p for p in found if p.resolve() not in exclude)

@@ -3,31 +3,33 @@ what a model's base URL may be. :mod:`.suite` re-exports these with the rest of 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from dataclasses import field
+from typing import Annotated
 from typing import Any
 from typing import Literal
 from typing import Union
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel
-from pydantic import ConfigDict
-from pydantic import Field
+from .tables import Range
 
 
 __all__ = ["ConfigTable", "ModelConfig", "ModelOverride", "Prices", "base_url_problem"]
 
 
-class ConfigTable(BaseModel):
-    """A table of the suite config: frozen, unknown keys refused, no ``nan`` or ``inf``."""
+@dataclass(frozen=True)
+class ConfigTable:
+    """A table of the suite config: frozen; :func:`.tables.fill` makes one from a file's table
+    (unknown keys, wrong types, ``nan`` and ``inf`` refused)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False, defer_build=True)
 
-
+@dataclass(frozen=True)
 class Prices(ConfigTable):
     """``[model] prices``: USD per million tokens, the one place a run's prices live (the reports'
     cost figures, a ``cost`` check without prices of its own, a budget)."""
 
-    prompt: float = Field(ge=0)
-    completion: float = Field(ge=0)
+    prompt: Annotated[float, Range(ge=0)]
+    completion: Annotated[float, Range(ge=0)]
 
     def cost(self, prompt_tokens: int | None, completion_tokens: int | None) -> float | None:
         """USD for one call's token counts; None when either count is unknown."""
@@ -36,6 +38,7 @@ class Prices(ConfigTable):
         return (prompt_tokens * self.prompt + completion_tokens * self.completion) / 1e6
 
 
+@dataclass(frozen=True)
 class ModelConfig(ConfigTable):
     """A model: its spec and how to reach it. ``api_key_env`` names a variable, never a key."""
 
@@ -44,12 +47,12 @@ class ModelConfig(ConfigTable):
     api_key_env: str = "OPENAI_API_KEY"
     endpoint: Literal["chat", "completions"] = "chat"
     meta_template: Union[str, dict[str, Any], None] = None
-    params: dict[str, Any] = Field(default_factory=dict)
+    params: dict[str, Any] = field(default_factory=dict)
     batch: bool = False
-    budget_usd: Union[float, None] = Field(default=None, ge=0)
-    concurrency: Union[int, None] = Field(default=None, ge=1, le=1024)
-    timeout_s: float = Field(default=60.0, gt=0, le=86400)
-    max_retries: int = Field(default=3, ge=0, le=100)
+    budget_usd: Union[Annotated[float, Range(ge=0)], None] = None
+    concurrency: Union[Annotated[int, Range(ge=1, le=1024)], None] = None
+    timeout_s: Annotated[float, Range(gt=0, le=86400)] = 60.0
+    max_retries: Annotated[int, Range(ge=0, le=100)] = 3
     prices: Union[Prices, None] = None
 
     def cost(self, prompt_tokens: int | None, completion_tokens: int | None) -> float | None:
@@ -79,6 +82,7 @@ def base_url_problem(url: str) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
 class ModelOverride(ConfigTable):
     """``[variants.NAME.model]``: the keys of ``[model]`` a prompt variant changes (the rest
     stay), so two models can be compared in one run under the same rule."""
@@ -89,7 +93,7 @@ class ModelOverride(ConfigTable):
     endpoint: Union[Literal["chat", "completions"], None] = None
     meta_template: Union[str, dict[str, Any], None] = None
     params: Union[dict[str, Any], None] = None
-    concurrency: Union[int, None] = Field(default=None, ge=1)
-    timeout_s: Union[float, None] = Field(default=None, gt=0)
-    max_retries: Union[int, None] = Field(default=None, ge=0)
+    concurrency: Union[Annotated[int, Range(ge=1)], None] = None
+    timeout_s: Union[Annotated[float, Range(gt=0)], None] = None
+    max_retries: Union[Annotated[int, Range(ge=0)], None] = None
     prices: Union[Prices, None] = None

@@ -23,10 +23,10 @@ from .assemble import Assembler
 from .assemble import open_baseline
 from .assemble import open_reviews_and_history
 from .assemble import open_stores
+from .case_files import output_kind
 from .cases import CaseKey
 from .cases import PromptCase
 from .cases import load_cases
-from .cases import output_kind
 from .checks import CaseResult
 from .checks import CheckScope
 from .checks import MakeCheck

@@ -6,17 +6,16 @@ folder and must stay inside it.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
+from dataclasses import dataclass
+from dataclasses import field
 from enum import Enum
 from pathlib import Path
 from typing import Annotated
 from typing import Any
 from typing import Literal
 from typing import Union
-
-from pydantic import BaseModel
-from pydantic import Field
-from pydantic import ValidationError
 
 from .cases import did_you_mean
 from .errors import ConfigError
@@ -30,6 +29,10 @@ from .model_config import ModelOverride
 from .model_config import Prices
 from .model_config import base_url_problem
 from .scrub import public_url
+from .tables import Range
+from .tables import TableError
+from .tables import fill
+from .tables import set_keys
 
 
 __all__ = [
@@ -51,10 +54,11 @@ __all__ = [
 ]
 
 
+@dataclass(frozen=True)
 class SuiteSection(_Section):
     """``[suite]``: the case files to collect and the train file that gives in-context examples."""
 
-    cases: list[str] = Field(default_factory=list)
+    cases: list[str] = field(default_factory=list)
     train: Union[str, None] = None
 
 
@@ -102,6 +106,7 @@ _MODIFYING: dict[TemplateKind, tuple[str, ...]] = {
 }
 
 
+@dataclass(frozen=True)
 class TemplateConfig(_Section):
     """How a case becomes a prompt (an ``infer_cfg``, a task prompt, or a template file)."""
 
@@ -140,36 +145,35 @@ class TemplateConfig(_Section):
     def for_variant(self, override: TemplateConfig) -> TemplateConfig:
         """This table with ``override``'s keys over it; when the override sets a key of some kind,
         this table's keys of the other kinds are dropped (a file variant over task prompts)."""
-        updates = {k: getattr(override, k) for k in override.model_fields_set if k in TemplateConfig.model_fields}
+        own = {f.name for f in dataclasses.fields(TemplateConfig)}
+        updates = {k: getattr(override, k) for k in set_keys(override) if k in own}
         kinds = {kind for kind in TemplateKind if any(k in updates for k in kind.keys)}
-        base = self.model_dump()
-        if kinds:
-            for kind in TemplateKind:
-                if kind not in kinds:
-                    base.update(dict.fromkeys(kind.keys))
-        base.update(updates)
-        return type(self).model_validate(base)
+        dropped = {k: None for kind in TemplateKind if kinds and kind not in kinds for k in kind.keys}
+        return dataclasses.replace(self, **{**dropped, **updates})
 
 
+@dataclass(frozen=True)
 class Thresholds(_Section):
     """``[thresholds]``: the pass rate each slice must reach, and the regression a baseline allows."""
 
-    default: Union[float, None] = Field(default=None, ge=0, le=1)
-    max_regression: Union[float, None] = Field(default=None, ge=0, le=1)
-    slices: dict[str, Annotated[float, Field(ge=0, le=1)]] = Field(default_factory=dict)
+    default: Union[Annotated[float, Range(ge=0, le=1)], None] = None
+    max_regression: Union[Annotated[float, Range(ge=0, le=1)], None] = None
+    slices: dict[str, Annotated[float, Range(ge=0, le=1)]] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
 class GateConfig(_Section):
     """``[gate]``: how a drop against the baseline is judged (see the README's "Is this drop
     real?"): the paired test's level, the correction over the run's comparisons, the rule, and
     whether each later prompt variant is gated against the first."""
 
-    alpha: Union[float, None] = Field(default=None, gt=0, lt=1)
+    alpha: Union[Annotated[float, Range(gt=0, lt=1)], None] = None
     correction: Union[Literal["holm", "none"], None] = None
     regression: Union[Literal["auto", "paired", "delta"], None] = None
     compare_variants: Union[bool, None] = None
 
 
+@dataclass(frozen=True)
 class VariantConfig(TemplateConfig):
     """``[variants.NAME]``: the ``[template]`` keys a prompt version overrides, and optionally
     its own ``model`` table."""
@@ -177,13 +181,15 @@ class VariantConfig(TemplateConfig):
     model: Union[ModelOverride, None] = None
 
 
+@dataclass(frozen=True)
 class SuiteCheck(_Section):
     """``[[checks]]``: checks for every case (``slice = "*"``), one slice, or a glob of slices."""
 
+    assert_: list[dict[str, Any]] = field(metadata={"key": "assert"})
     slice: str = "*"
-    assert_: list[dict[str, Any]] = Field(alias="assert")
 
 
+@dataclass(frozen=True)
 class ReviewConfig(_Section):
     """``[review]``: what a review mark (``review`` on a case, a ``human-review`` check) does.
     ``outcome = "review"`` (default) leaves the case out of the pass rate; ``"failed"`` fails it."""
@@ -191,22 +197,23 @@ class ReviewConfig(_Section):
     outcome: Literal["review", "failed"] = "review"
 
 
+@dataclass(frozen=True)
 class SuiteConfig(_Section):
     """A parsed suite config. ``path`` is the file it came from (None for the defaults)."""
 
-    suite: SuiteSection = Field(default_factory=SuiteSection)
-    model: ModelConfig = Field(default_factory=ModelConfig)
-    models: dict[str, ModelConfig] = Field(default_factory=dict)
-    template: TemplateConfig = Field(default_factory=TemplateConfig)
-    variants: dict[str, VariantConfig] = Field(default_factory=dict)
-    thresholds: Thresholds = Field(default_factory=Thresholds)
-    gate: GateConfig = Field(default_factory=GateConfig)
-    checks: list[SuiteCheck] = Field(default_factory=list)
-    review: ReviewConfig = Field(default_factory=ReviewConfig)
+    suite: SuiteSection = field(default_factory=SuiteSection)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    models: dict[str, ModelConfig] = field(default_factory=dict)
+    template: TemplateConfig = field(default_factory=TemplateConfig)
+    variants: dict[str, VariantConfig] = field(default_factory=dict)
+    thresholds: Thresholds = field(default_factory=Thresholds)
+    gate: GateConfig = field(default_factory=GateConfig)
+    checks: list[SuiteCheck] = field(default_factory=list)
+    review: ReviewConfig = field(default_factory=ReviewConfig)
     #: ``[checks] python_modules``: modules ``python`` and ``pydantic`` checks may import.
-    python_modules: tuple[str, ...] = Field(default=(), exclude=True)
-    path: Union[Path, None] = Field(default=None, exclude=True)
-    lines: dict[str, int] = Field(default_factory=dict, exclude=True)  # each key's line, for messages
+    python_modules: tuple[str, ...] = ()
+    path: Union[Path, None] = field(default=None, metadata={"internal": True})
+    lines: dict[str, int] = field(default_factory=dict, metadata={"internal": True})  # each key's line
 
     def where(self, key: str) -> str:
         """``path:line`` of the line setting ``key`` (``template.template_file``), else the path."""
@@ -245,7 +252,7 @@ class SuiteConfig(_Section):
 
     def template_key(self, variant: str | None, key: str) -> str:
         """Where ``variant``'s ``[template]`` setting came from: ``variants.NAME.KEY`` or ``template.KEY``."""
-        if variant is not None and variant in self.variants and key in self.variants[variant].model_fields_set:
+        if variant is not None and variant in self.variants and key in set_keys(self.variants[variant]):
             return f"variants.{variant}.{key}"
         return f"template.{key}"
 
@@ -256,31 +263,20 @@ class SuiteConfig(_Section):
         override = self.variants[variant].model if variant is not None and variant in self.variants else None
         if override is None:
             return base
-        return base.model_copy(update={k: getattr(override, k) for k in override.model_fields_set})
+        return dataclasses.replace(base, **{k: getattr(override, k) for k in set_keys(override)})
 
 
-def _known_keys(model: type[BaseModel]) -> list[str]:
-    hidden = ("path", "python_modules", "lines")
-    return [info.alias or name for name, info in model.model_fields.items() if name not in hidden]
-
-
-def _config_error(path: Path, exc: ValidationError, table: str, lines: dict[str, int]) -> ConfigError:
+def _config_error(path: Path, exc: TableError, table: str, lines: dict[str, int]) -> ConfigError:
     problems = []
-    for err in exc.errors():
-        loc = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"]).lstrip(".")
+    for problem in exc.problems:
+        loc = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in problem.loc).lstrip(".")
         where = f"{table}.{loc}" if table else loc
         at = place(path, lines, loc)
-        if err["type"] == "extra_forbidden":
-            parent: type[BaseModel] = SuiteConfig
-            for part in err["loc"][:-1]:
-                field = parent.model_fields.get(str(part))
-                annotation = getattr(field, "annotation", None)
-                if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-                    parent = annotation
-            key = str(err["loc"][-1])
-            problems.append(f"{at}: unknown key {where!r}" + did_you_mean(key, _known_keys(parent)))
+        if problem.known is not None:
+            known = [k for k in problem.known if k != "python_modules"]  # set in [checks], not here
+            problems.append(f"{at}: unknown key {where!r}" + did_you_mean(str(problem.loc[-1]), known))
         else:
-            problems.append(f"{at}: {where}: {err['msg']}")
+            problems.append(f"{at}: {where}: {problem.message}")
     return ConfigError("\n".join(problems))
 
 
@@ -347,10 +343,10 @@ def load_config(path: Path | str) -> SuiteConfig:
         lines = {k[len(table) + 1:]: v for k, v in lines.items() if k.startswith(table + ".")}
     data = _checks_table(data, path, lines)
     try:
-        config = SuiteConfig.model_validate(data)
-    except ValidationError as exc:
+        config = fill(SuiteConfig, data)
+    except TableError as exc:
         raise _config_error(path, exc, table, lines) from exc
-    config = config.model_copy(update={"path": path.resolve(), "lines": lines})
+    config = dataclasses.replace(config, path=path.resolve(), lines=lines)
     _check_base_urls(config, table)
     config.case_paths()  # refuse paths outside the folder now, not later
     if config.suite.train is not None:

@@ -14,9 +14,9 @@ from collections.abc import Iterator
 from collections.abc import Sequence
 from pathlib import Path
 
+from .case_files import iter_case_files
+from .case_files import output_kind
 from .cases import did_you_mean
-from .cases import iter_case_files
-from .cases import output_kind
 from .errors import ConfigError
 from .scrub import register
 from .suite import SuiteConfig

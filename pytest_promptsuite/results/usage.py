@@ -17,6 +17,7 @@ from typing import Any
 
 from ..checks.base import CaseResult
 from ..suite import Prices
+from ..tables import fill
 from .records import RunInfo
 
 
@@ -174,7 +175,7 @@ def prices_of_run(run: RunInfo | None) -> dict[str, Prices]:
         raw = model.get("prices")
         if isinstance(raw, Mapping):
             try:
-                found[variant] = Prices(**raw)
+                found[variant] = fill(Prices, raw)
             except ValueError:
                 continue  # a summary.json edited by hand: no cost rather than a crash
     return found

@@ -11,6 +11,7 @@ the requests of its ``infer_mode`` one after the other, each reply feeding the n
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from collections.abc import Sequence
 from pathlib import Path
@@ -112,11 +113,11 @@ class CasePrompts:
             if source is not None:
                 sources[name] = source
         prompts = cls(
-            suite.template.model_dump(),
+            dataclasses.asdict(suite.template),
             meta_template=settings.meta_template,
             endpoint=settings.endpoint,
             train_file=train,
-            variants={name: t.model_dump() for name, t in tables.items() if name is not None},
+            variants={name: dataclasses.asdict(t) for name, t in tables.items() if name is not None},
             make_retriever=make_retriever,
             sources=sources,
             models={name: (s.meta_template, s.endpoint) for name, s in own.items()},

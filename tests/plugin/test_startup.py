@@ -54,7 +54,7 @@ def test_a_run_without_cases_loads_no_stage(folder: Path) -> None:
 def test_a_one_case_run_loads_only_what_it_uses(folder: Path) -> None:
     modules = _imported(folder, "-p", "pytest_promptsuite.plugin", "--prompt-suite", "cases.jsonl")
     assert "pytest_promptsuite.session" in modules  # the run did load the stages
-    assert _tops(modules) & (HEAVY - {"pydantic"}) == set()
+    assert _tops(modules) & HEAVY == set()
     unused = {
         "pytest_promptsuite.templates.nemo",
         "pytest_promptsuite.templates.task_prompts",
@@ -67,6 +67,19 @@ def test_a_one_case_run_loads_only_what_it_uses(folder: Path) -> None:
         "pytest_promptsuite.importers",
     }
     assert modules & unused == set()
+
+
+def test_a_config_file_is_read_without_pydantic(folder: Path) -> None:
+    """The suite config's tables are checked by our own rules (``tables.py``): a suite with a
+    ``promptsuite.toml`` loads no heavy package either."""
+    (folder / "promptsuite.toml").write_text(
+        '[model]\nspec = "fake"\ntimeout_s = 30\n[template]\nprompt_template = "Q: {input}"\n'
+        '[thresholds]\ndefault = 0.8\nslices = { s = 1.0 }\n[variants.v2]\nprompt_template = "Question: {input}"\n',
+        encoding="utf-8",
+    )
+    modules = _imported(folder, "-p", "pytest_promptsuite.plugin", "--prompt-suite", ".")
+    assert "pytest_promptsuite.suite" in modules
+    assert _tops(modules) & HEAVY == set()
 
 
 def test_what_a_suite_uses_loads_when_it_uses_it(folder: Path) -> None:

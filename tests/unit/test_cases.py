@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
-from pydantic import ValidationError
 
 from pytest_promptsuite import CaseFileError
 from pytest_promptsuite import PromptCase
@@ -71,8 +71,19 @@ def test_crlf_line_endings(tmp_path: Path) -> None:
 
 def test_case_is_frozen() -> None:
     case = PromptCase(case_id="x", input="y", slice="z")
-    with pytest.raises(ValidationError, match="frozen"):
+    with pytest.raises(dataclasses.FrozenInstanceError):
         case.case_id = "other"  # type: ignore[misc]
+
+
+def test_a_case_built_in_code_is_checked_as_a_line_is() -> None:
+    with pytest.raises(ValueError, match=r"<memory>:0: 'slice' is empty; 'must_include\[0\]' must be a string"):
+        PromptCase(case_id="x", input="y", slice=" ", must_include=[3])  # type: ignore[list-item]
+    with pytest.raises(ValueError, match="unknown key 'must_inlcude' .did you mean 'must_include'"):
+        PromptCase.from_dict({"case_id": "x", "input": "y", "slice": "z", "must_inlcude": ["a"]})
+    case = PromptCase.from_dict({"case_id": "x", "input": "y", "slice": "z", "assert": [{"type": "is-json"}], "threshold": 1})
+    assert case.assert_ == [{"type": "is-json"}] and case.threshold == 1.0 and isinstance(case.threshold, float)
+    assert case.to_dict()["assert"] == [{"type": "is-json"}] and "answer" not in case.to_dict()
+    assert PromptCase(**{k: v for k, v in case.__dict__.items() if not k.startswith("_")}) == case
 
 
 @pytest.mark.parametrize(

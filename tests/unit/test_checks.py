@@ -26,6 +26,7 @@ from pytest_promptsuite.models import Response
 from pytest_promptsuite.models.fake import FakeRule
 from pytest_promptsuite.models.runner import ModelRunner
 from pytest_promptsuite.suite import SuiteConfig
+from pytest_promptsuite.tables import fill
 
 
 def _case(entries: list[dict[str, Any]], **kwargs: Any) -> PromptCase:
@@ -231,7 +232,7 @@ def test_assert_set_counts_in_the_case_threshold_with_its_weight() -> None:
 
 
 def test_suite_checks_apply_by_slice_and_gate_on_their_own() -> None:
-    config = SuiteConfig.model_validate(
+    config = fill(SuiteConfig, 
         {
             "checks": [
                 {"slice": "*", "assert": [{"type": "not-contains", "value": "sk-"}]},
@@ -257,7 +258,7 @@ def test_suite_checks_apply_by_slice_and_gate_on_their_own() -> None:
 
 
 def test_bad_suite_checks_name_the_config_and_the_entry() -> None:
-    config = SuiteConfig.model_validate({"checks": [{"assert": [{"type": "is-json"}, {"type": "is-jsn"}]}]})
+    config = fill(SuiteConfig, {"checks": [{"assert": [{"type": "is-json"}, {"type": "is-jsn"}]}]})
     with pytest.raises(CheckError) as info:
         compile_suite_checks(config.checks, builtin_make, base_dir=config.root, source="promptsuite.toml")
     assert str(info.value).startswith(

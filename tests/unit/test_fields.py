@@ -28,7 +28,7 @@ from pytest_promptsuite.templates.sources import PromptSource
 
 
 def case(case_id: str = "c", **fields: Any) -> PromptCase:
-    return PromptCase.model_validate({"case_id": case_id, "slice": "s", "input": "hi", **fields})
+    return PromptCase.from_dict({"case_id": case_id, "slice": "s", "input": "hi", **fields})
 
 
 # -- did you mean ----------------------------------------------------------------------------------

@@ -492,7 +492,7 @@ class TestSupportBotExample:
         model = FakeModel.from_rules_file(EXAMPLE / "rules.json")
         totals: dict[str, list[bool]] = {}
         for line in (EXAMPLE / "cases.jsonl").read_text(encoding="utf-8").splitlines():
-            case = PromptCase.model_validate(json.loads(line))
+            case = PromptCase.from_dict(json.loads(line))
             output = source.parse_output(model.reply_to(ModelRequest(prompt=source.prompt(case))))
             passed = all(t in output for t in case.must_include)
             passed = passed and not any(t in output for t in case.must_not_include)

@@ -15,6 +15,7 @@ from pytest_promptsuite.suite import SuiteConfig
 from pytest_promptsuite.suite import TemplateConfig
 from pytest_promptsuite.suite import TemplateKind
 from pytest_promptsuite.suite import load_config
+from pytest_promptsuite.tables import fill
 from pytest_promptsuite.templates import CasePrompts
 
 
@@ -41,7 +42,7 @@ MIXTURE = (
     ],
 )
 def test_kind(keys: dict[str, object], kind: TemplateKind) -> None:
-    assert TemplateConfig.model_validate(keys).kind() is kind
+    assert fill(TemplateConfig, keys).kind() is kind
 
 
 @pytest.mark.parametrize(
@@ -54,7 +55,7 @@ def test_kind(keys: dict[str, object], kind: TemplateKind) -> None:
 )
 def test_a_mixture_is_a_config_error_naming_the_config(keys: dict[str, object]) -> None:
     with pytest.raises(ConfigError) as info:
-        TemplateConfig.model_validate(keys).kind(path=Path("suite/promptsuite.toml"))
+        fill(TemplateConfig, keys).kind(path=Path("suite/promptsuite.toml"))
     assert str(info.value) == f"{Path('suite/promptsuite.toml')}: {MIXTURE}"
 
 

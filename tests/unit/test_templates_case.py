@@ -18,7 +18,7 @@ from pytest_promptsuite.templates import case_row
 
 
 def case(**fields: Any) -> PromptCase:
-    return PromptCase.model_validate({"case_id": "c", "slice": "s", "input": "hi", **fields})
+    return PromptCase.from_dict({"case_id": "c", "slice": "s", "input": "hi", **fields})
 
 
 QA = {"template": "Q: {question}\nA: {answer}"}
