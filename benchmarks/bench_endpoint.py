@@ -16,13 +16,16 @@ used (``/proc``: is the server or the client the one that cannot keep up?) and, 
 server's log, the calls in flight over time: their mean from the first call's arrival to the last
 one's answer, the share of that time at the bound, how long after the process started the first
 call came (the ramp-up) and how soon the bound was first full. ``--profile-loop`` adds one plugin
-run with ``loop_probe.py`` (each thread's CPU, the event loop's callbacks, the cases that waited).
+run with ``loop_probe.py`` (each thread's CPU, the event loop's callbacks and lag, the cases that
+waited). ``--reference REF`` adds the two plugin runs on the package as it was at git commit REF
+to each round (before and after, in the same go).
 The goal (issue 16): endpoint <= 1.2 x reference.
 Then, with ``--fault-rate`` (default 0.2) of the attempts answered 429 or 500 (seeded, with
 ``retry-after-ms``), it checks every case is accounted for: one row each in results.jsonl,
 passed, failed or error with a reason; none lost, none duplicated.
 
     python benchmarks/bench_endpoint.py [--cases 1000] [--concurrency 32] [--runs 3] [--profile-loop]
+                                        [--reference REF]
 
 Exit status 0 when both goals hold.
 """
@@ -93,8 +96,10 @@ def write_suite(folder: Path, n: int) -> list[str]:
     return ids
 
 
-def timed(command: list[str], cwd: Path) -> tuple[float, subprocess.CompletedProcess[str]]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "benchmarks")])}
+def timed(command: list[str], cwd: Path, package: Path | None = None) -> tuple[float, subprocess.CompletedProcess[str]]:
+    """Run ``command`` once; ``package``: a folder holding another ``pytest_promptsuite`` to load."""
+    paths = [*([str(package)] if package is not None else []), str(ROOT), str(ROOT / "benchmarks")]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
     env.pop("OPENAI_API_KEY", None)
     start = time.perf_counter()
     done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, env=env)
@@ -179,11 +184,12 @@ def in_flight(timeline: list[list[float]], since: float, concurrency: int) -> Fl
     return Flight(len(spans), first - since, span, area / span, full / span, reached)
 
 
-def measure(command: list[str], cwd: Path, label: str, server: Server, concurrency: int) -> Sample:
+def measure(command: list[str], cwd: Path, label: str, server: Server, concurrency: int,
+            package: Path | None = None) -> Sample:
     """Run ``command`` once; a failure (exit status other than 0 or 1) ends the benchmark."""
     before, server_before = resource.getrusage(resource.RUSAGE_CHILDREN), server.cpu_s()
     since = time.monotonic()
-    seconds, done = timed(command, cwd)
+    seconds, done = timed(command, cwd, package)
     after, server_after = resource.getrusage(resource.RUSAGE_CHILDREN), server.cpu_s()
     if done.returncode not in (0, 1):
         sys.exit(f"{label} failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
@@ -215,6 +221,15 @@ def _row(label: str, samples: list[Sample]) -> str:
             + ("never" if reached is None else f"{reached:.2f} s"))
 
 
+def export_package(ref: str, folder: Path) -> Path:
+    """The package as it was at git commit ``ref``, exported into ``folder``."""
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref, "pytest_promptsuite"],
+                             capture_output=True, check=True).stdout
+    folder.mkdir()
+    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
+    return folder
+
+
 def latency_bound(args: argparse.Namespace, folder: Path) -> bool:
     """The plugin against a minimal asyncio client (``reference_client.py``) and the raw floor,
     in turn, ``--runs`` rounds; the plugin's wall time over the reference's is the figure, and
@@ -234,6 +249,12 @@ def latency_bound(args: argparse.Namespace, folder: Path) -> bool:
         # the default: answers stored in the response cache (emptied before each run)
         f"{plugin}, cache on": pytest_command(*endpoint_args[:-1], "--prompt-cache", "bench-cache"),
     }
+    packages: dict[str, Path] = {}
+    if args.reference:  # the same two plugin runs on the package at another commit, in turn
+        package = export_package(args.reference, folder.with_name(folder.name + "-reference"))
+        for label in (plugin, f"{plugin}, cache on"):
+            commands[f"{label} @{args.reference}"] = commands[label]
+            packages[f"{label} @{args.reference}"] = package
     samples: dict[str, list[Sample]] = {label: [] for label in commands}
     try:
         print(f"N={args.cases}, latency {args.latency_ms:g} ms, concurrency {args.concurrency}: "
@@ -242,7 +263,8 @@ def latency_bound(args: argparse.Namespace, folder: Path) -> bool:
         for _ in range(args.runs):
             for label, command in commands.items():
                 shutil.rmtree(folder / "bench-cache", ignore_errors=True)
-                samples[label].append(measure(command, folder, label, server, args.concurrency))
+                samples[label].append(measure(command, folder, label, server, args.concurrency,
+                                              packages.get(label)))
         if args.profile_loop:
             print("  one more plugin run with benchmarks/loop_probe.py:")
             measure(pytest_command(*endpoint_args, "-p", "loop_probe"), folder, plugin,
@@ -250,6 +272,7 @@ def latency_bound(args: argparse.Namespace, folder: Path) -> bool:
         stats = server.stats()
     finally:
         server.stop()
+        shutil.rmtree(folder.with_name(folder.name + "-reference"), ignore_errors=True)
     for label, values in samples.items():
         print(_row(label, values))
     medians = {label: statistics.median(s.wall_s for s in values) for label, values in samples.items()}
@@ -257,6 +280,9 @@ def latency_bound(args: argparse.Namespace, folder: Path) -> bool:
     print(f"  server's peak in flight: {stats['max_in_flight']}")
     print(f"  plugin / reference = {endpoint / reference:.2f}; plugin / ideal = {endpoint / ideal:.2f}; "
           f"plugin / raw floor = {endpoint / medians['async floor (raw asyncio client)']:.2f}")
+    if args.reference:
+        before = medians[f"{plugin} @{args.reference}"]
+        print(f"  plugin / the plugin at {args.reference} = {endpoint / before:.2f}")
     ok = endpoint <= 1.2 * reference
     print(f"  goal: plugin {endpoint:.2f} s <= 1.2 x reference = {1.2 * reference:.2f} s: "
           f"{'MET' if ok else 'NOT MET'}", flush=True)
@@ -297,6 +323,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--fault-rate", type=float, default=0.2)
     parser.add_argument("--skip-faults", action="store_true")
+    parser.add_argument("--reference", metavar="REF",
+                        help="also run the plugin on the package at git commit REF, in the same rounds")
     parser.add_argument("--profile-loop", action="store_true",
                         help="one more plugin run with benchmarks/loop_probe.py: each thread's CPU, "
                              "the event loop's callbacks, how often a case waited for its call")
