@@ -5,13 +5,15 @@ times, as whole processes (start-up included), in the same run:
 
 1. ``fake``: pytest with the fake model (pytest's own cost for N cases, no calls);
 2. ``async floor``: a bare asyncio client making the same N calls at the same concurrency
-   (no pytest, raw HTTP/1.1 on keep-alive sockets: what the server and the network allow);
+   (no pytest, raw HTTP/1.1 on keep-alive sockets: what the server and the network allow), and
+   ``runner alone``: the plugin's runner and OpenAI client making them with no pytest (its main
+   thread waits): what the plugin's own call path allows, apart from pytest's work per case;
 3. ``reference``: ``reference_client.py``, a minimal httpx asyncio client doing the same render
    and checks (what a team would write by hand);
 4. ``endpoint``: pytest with ``openai:`` at ``--prompt-concurrency`` (default 32), no cache;
 5. the same with the response cache on (the default; emptied before each run).
 
-Each round runs the five in turn. For each it prints the CPU seconds the command and the server
+Each round runs them in turn. For each it prints the CPU seconds the command and the server
 used (``/proc``: is the server or the client the one that cannot keep up?) and, from the
 server's log, the calls in flight over time: their mean from the first call's arrival to the last
 one's answer, the share of that time at the bound, how long after the process started the first
@@ -136,10 +138,28 @@ async def _floor(port: int, n: int, concurrency: int, folder: Path) -> None:
     await asyncio.gather(*(worker() for _ in range(concurrency)))
 
 
-def floor_command(port: int, n: int, concurrency: int, folder: Path) -> list[str]:
+def _runner_alone(port: int, n: int, concurrency: int, folder: Path) -> None:
+    """The plugin's own call path without pytest: its runner (event loop thread, bound) and its
+    OpenAI client make the same calls while the main thread only waits."""
+    from pytest_promptsuite.models.base import ModelRequest
+    from pytest_promptsuite.models.openai import OpenAIModel
+    from pytest_promptsuite.models.runner import ModelRunner
+
+    prompts = [json.loads(line)["input"] for line in (folder / "cases.jsonl").open()]
+    runner = ModelRunner(concurrency)
+    model = runner.attach(OpenAIModel("bench", base_url=f"http://127.0.0.1:{port}/v1"))
+    with runner.batch_submits():
+        futures = [runner.submit(model, ModelRequest(prompt)) for prompt in prompts[:n]]
+    for future in futures:
+        future.result()
+    runner.close()
+
+
+def floor_command(port: int, n: int, concurrency: int, folder: Path, what: str = "floor") -> list[str]:
+    """``_floor`` (or another function of this module, ``what``) in a process of its own."""
+    call = f"b._{what}({port}, {n}, {concurrency}, pathlib.Path({str(folder)!r}))"
     code = (f"import asyncio, sys; sys.path.insert(0, {str(ROOT / 'benchmarks')!r}); "
-            f"import bench_endpoint as b, pathlib; "
-            f"asyncio.run(b._floor({port}, {n}, {concurrency}, pathlib.Path({str(folder)!r})))")
+            f"import bench_endpoint as b, pathlib; " + (f"asyncio.run({call})" if what == "floor" else call))
     return [PYTHON, "-c", code]
 
 
@@ -242,6 +262,8 @@ def latency_bound(args: argparse.Namespace, folder: Path) -> bool:
     commands = {
         "pytest, fake model": pytest_command(),
         "async floor (raw asyncio client)": floor_command(server.port, args.cases, args.concurrency, folder),
+        # the plugin's runner and client without pytest: what its own call path keeps in flight
+        "runner alone (no pytest)": floor_command(server.port, args.cases, args.concurrency, folder, "runner_alone"),
         "reference (httpx asyncio client)": [PYTHON, str(ROOT / "benchmarks" / "reference_client.py"),
                                              "cases.jsonl", server.base_url, "--concurrency",
                                              str(args.concurrency)],
