@@ -189,7 +189,8 @@ class _Head:
 
     def keep_alive(self) -> bool:
         """Whether the server lets the connection carry another request after this answer."""
-        return self.version == b"HTTP/1.1" and b"close" not in self.values(b"connection")
+        return (self.version == b"HTTP/1.1" and self.status != 101  # 101: the connection is no longer HTTP
+                and b"close" not in self.values(b"connection"))
 
 
 async def _read_head(conn: _Connection, timeout: float | None, request: httpx.Request) -> _Head:

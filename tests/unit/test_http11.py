@@ -7,9 +7,13 @@ from __future__ import annotations
 import asyncio
 import gzip
 import json
+import os
 import socket
+import subprocess
+import sys
 from collections.abc import Awaitable
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -163,6 +167,27 @@ def test_an_http_1_0_answer_is_not_kept_alive() -> None:
 
     assert [status for status, _ in answers] == [200, 200]
     assert server.connections == 2
+
+
+def test_a_switching_protocols_answer_is_final_and_ends_the_connection() -> None:
+    server, answers = _run([(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\n\r\n", False),
+                            (_ok(b"fresh"), False)], _twice)
+
+    assert answers == [(101, b""), (200, b"fresh")]
+    assert server.connections == 2
+
+
+def test_an_http_endpoint_never_imports_httpcore(loopback: LoopbackServer) -> None:
+    """httpx imports httpcore lazily; only an https endpoint's transport needs it."""
+    code = ("import sys; from pytest_promptsuite.models.openai import OpenAIModel; "
+            "from pytest_promptsuite.models.runner import ModelRunner; "
+            "from pytest_promptsuite.models.base import ModelRequest; "
+            "runner = ModelRunner(); model = runner.attach(OpenAIModel('m', base_url=sys.argv[1])); "
+            "print(runner.call(model, ModelRequest('light')).text, 'httpcore' in sys.modules); runner.close()")
+    done = subprocess.run([sys.executable, "-c", code, loopback.base_url], capture_output=True, text=True,
+                          check=True, env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])})
+
+    assert done.stdout.split() == ["light", "False"]
 
 
 def test_informational_answers_are_skipped() -> None:
