@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import select
 import socket
 from collections.abc import AsyncIterator
@@ -37,6 +38,7 @@ MAX_HEAD = 100 * 1024
 #: closed it, and the loop may not have seen that yet.
 IDLE_CHECK_S = 1.0
 _NO_BODY_STATUSES = frozenset({204, 304})
+_HEX = re.compile(rb"[0-9A-Fa-f]{1,16}")
 
 
 def readable(sock: socket.socket) -> bool:
@@ -226,19 +228,10 @@ class _Body(httpx.AsyncByteStream):
     async def __aiter__(self) -> AsyncIterator[bytes]:
         """The body's bytes (chunked encoding removed)."""
         kind, length = self._framing
-        conn, remaining = self._conn, length
-        while kind == "length" and remaining:  # the common case, inline: one generator fewer per call
-            if not conn.buffer:
-                if conn.closed:
-                    raise conn.failure("peer closed connection without sending complete message body: "
-                                       f"received {length - remaining} bytes, expected {length}", self._request)
-                await conn.more(self._timeout, self._request)
-                continue
-            part = bytes(conn.buffer[:remaining])
-            del conn.buffer[:len(part)]
-            remaining -= len(part)
-            yield part
-        if kind == "chunked":
+        if kind == "length":
+            async for part in self._exactly(length, None):
+                yield part
+        elif kind == "chunked":
             async for part in self._chunked():
                 yield part
         elif kind == "close":
@@ -247,12 +240,15 @@ class _Body(httpx.AsyncByteStream):
         self._done = True
         self._owner.release(self._conn, reuse=self._keep)
 
-    async def _exactly(self, length: int, what: str) -> AsyncIterator[bytes]:
+    async def _exactly(self, length: int, what: str | None) -> AsyncIterator[bytes]:
+        """``length`` bytes as they arrive; ``what`` the error if the peer closes first (None: how
+        many came of how many)."""
         conn, remaining = self._conn, length
         while remaining:
             if not conn.buffer:
                 if conn.closed:
-                    raise conn.failure(what, self._request)
+                    raise conn.failure(what or "peer closed connection without sending complete message body: "
+                                       f"received {length - remaining} bytes, expected {length}", self._request)
                 await conn.more(self._timeout, self._request)
                 continue
             part = bytes(conn.buffer[:remaining])
@@ -265,10 +261,9 @@ class _Body(httpx.AsyncByteStream):
         incomplete = "peer closed connection without sending complete message body: incomplete chunked read"
         while True:
             size_line = (await conn.line(self._timeout, self._request)).partition(b";")[0].strip()
-            try:
-                size = int(size_line, 16)
-            except ValueError:
-                raise httpx.RemoteProtocolError(f"bad chunk size {size_line[:20]!r}", request=self._request) from None
+            if not _HEX.fullmatch(size_line):  # int() alone would take "-5", "+5" and "1_0"
+                raise httpx.RemoteProtocolError(f"bad chunk size {size_line[:20]!r}", request=self._request)
+            size = int(size_line, 16)
             if size == 0:
                 while await conn.line(self._timeout, self._request):  # trailers, up to an empty line
                     pass
