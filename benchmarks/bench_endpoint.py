@@ -5,24 +5,29 @@ times, as whole processes (start-up included), in the same run:
 
 1. ``fake``: pytest with the fake model (pytest's own cost for N cases, no calls);
 2. ``async floor``: a bare asyncio client making the same N calls at the same concurrency
-   (no pytest, raw HTTP/1.1 on keep-alive sockets: what the server and the network allow);
+   (no pytest, raw HTTP/1.1 on keep-alive sockets: what the server and the network allow), and
+   ``runner alone``: the plugin's runner and OpenAI client making them with no pytest (its main
+   thread waits): what the plugin's own call path allows, apart from pytest's work per case;
 3. ``reference``: ``reference_client.py``, a minimal httpx asyncio client doing the same render
    and checks (what a team would write by hand);
 4. ``endpoint``: pytest with ``openai:`` at ``--prompt-concurrency`` (default 32), no cache;
 5. the same with the response cache on (the default; emptied before each run).
 
-Each round runs the five in turn. For each it prints the CPU seconds the command and the server
+Each round runs them in turn. For each it prints the CPU seconds the command and the server
 used (``/proc``: is the server or the client the one that cannot keep up?) and, from the
 server's log, the calls in flight over time: their mean from the first call's arrival to the last
 one's answer, the share of that time at the bound, how long after the process started the first
 call came (the ramp-up) and how soon the bound was first full. ``--profile-loop`` adds one plugin
-run with ``loop_probe.py`` (each thread's CPU, the event loop's callbacks, the cases that waited).
+run with ``loop_probe.py`` (each thread's CPU, the event loop's callbacks and lag, the cases that
+waited). ``--reference REF`` adds the two plugin runs on the package as it was at git commit REF
+to each round (before and after, in the same go).
 The goal (issue 16): endpoint <= 1.2 x reference.
 Then, with ``--fault-rate`` (default 0.2) of the attempts answered 429 or 500 (seeded, with
 ``retry-after-ms``), it checks every case is accounted for: one row each in results.jsonl,
 passed, failed or error with a reason; none lost, none duplicated.
 
     python benchmarks/bench_endpoint.py [--cases 1000] [--concurrency 32] [--runs 3] [--profile-loop]
+                                        [--reference REF]
 
 Exit status 0 when both goals hold.
 """
@@ -93,8 +98,10 @@ def write_suite(folder: Path, n: int) -> list[str]:
     return ids
 
 
-def timed(command: list[str], cwd: Path) -> tuple[float, subprocess.CompletedProcess[str]]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "benchmarks")])}
+def timed(command: list[str], cwd: Path, package: Path | None = None) -> tuple[float, subprocess.CompletedProcess[str]]:
+    """Run ``command`` once; ``package``: a folder holding another ``pytest_promptsuite`` to load."""
+    paths = [*([str(package)] if package is not None else []), str(ROOT), str(ROOT / "benchmarks")]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
     env.pop("OPENAI_API_KEY", None)
     start = time.perf_counter()
     done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, env=env)
@@ -131,10 +138,28 @@ async def _floor(port: int, n: int, concurrency: int, folder: Path) -> None:
     await asyncio.gather(*(worker() for _ in range(concurrency)))
 
 
-def floor_command(port: int, n: int, concurrency: int, folder: Path) -> list[str]:
+def _runner_alone(port: int, n: int, concurrency: int, folder: Path) -> None:
+    """The plugin's own call path without pytest: its runner (event loop thread, bound) and its
+    OpenAI client make the same calls while the main thread only waits."""
+    from pytest_promptsuite.models.base import ModelRequest
+    from pytest_promptsuite.models.openai import OpenAIModel
+    from pytest_promptsuite.models.runner import ModelRunner
+
+    prompts = [json.loads(line)["input"] for line in (folder / "cases.jsonl").open()]
+    runner = ModelRunner(concurrency)
+    model = runner.attach(OpenAIModel("bench", base_url=f"http://127.0.0.1:{port}/v1"))
+    with runner.batch_submits():
+        futures = [runner.submit(model, ModelRequest(prompt)) for prompt in prompts[:n]]
+    for future in futures:
+        future.result()
+    runner.close()
+
+
+def floor_command(port: int, n: int, concurrency: int, folder: Path, what: str = "floor") -> list[str]:
+    """``_floor`` (or another function of this module, ``what``) in a process of its own."""
+    call = f"b._{what}({port}, {n}, {concurrency}, pathlib.Path({str(folder)!r}))"
     code = (f"import asyncio, sys; sys.path.insert(0, {str(ROOT / 'benchmarks')!r}); "
-            f"import bench_endpoint as b, pathlib; "
-            f"asyncio.run(b._floor({port}, {n}, {concurrency}, pathlib.Path({str(folder)!r})))")
+            f"import bench_endpoint as b, pathlib; " + (f"asyncio.run({call})" if what == "floor" else call))
     return [PYTHON, "-c", code]
 
 
@@ -179,11 +204,12 @@ def in_flight(timeline: list[list[float]], since: float, concurrency: int) -> Fl
     return Flight(len(spans), first - since, span, area / span, full / span, reached)
 
 
-def measure(command: list[str], cwd: Path, label: str, server: Server, concurrency: int) -> Sample:
+def measure(command: list[str], cwd: Path, label: str, server: Server, concurrency: int,
+            package: Path | None = None) -> Sample:
     """Run ``command`` once; a failure (exit status other than 0 or 1) ends the benchmark."""
     before, server_before = resource.getrusage(resource.RUSAGE_CHILDREN), server.cpu_s()
     since = time.monotonic()
-    seconds, done = timed(command, cwd)
+    seconds, done = timed(command, cwd, package)
     after, server_after = resource.getrusage(resource.RUSAGE_CHILDREN), server.cpu_s()
     if done.returncode not in (0, 1):
         sys.exit(f"{label} failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
@@ -215,6 +241,15 @@ def _row(label: str, samples: list[Sample]) -> str:
             + ("never" if reached is None else f"{reached:.2f} s"))
 
 
+def export_package(ref: str, folder: Path) -> Path:
+    """The package as it was at git commit ``ref``, exported into ``folder``."""
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref, "pytest_promptsuite"],
+                             capture_output=True, check=True).stdout
+    folder.mkdir()
+    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
+    return folder
+
+
 def latency_bound(args: argparse.Namespace, folder: Path) -> bool:
     """The plugin against a minimal asyncio client (``reference_client.py``) and the raw floor,
     in turn, ``--runs`` rounds; the plugin's wall time over the reference's is the figure, and
@@ -227,6 +262,8 @@ def latency_bound(args: argparse.Namespace, folder: Path) -> bool:
     commands = {
         "pytest, fake model": pytest_command(),
         "async floor (raw asyncio client)": floor_command(server.port, args.cases, args.concurrency, folder),
+        # the plugin's runner and client without pytest: what its own call path keeps in flight
+        "runner alone (no pytest)": floor_command(server.port, args.cases, args.concurrency, folder, "runner_alone"),
         "reference (httpx asyncio client)": [PYTHON, str(ROOT / "benchmarks" / "reference_client.py"),
                                              "cases.jsonl", server.base_url, "--concurrency",
                                              str(args.concurrency)],
@@ -234,6 +271,12 @@ def latency_bound(args: argparse.Namespace, folder: Path) -> bool:
         # the default: answers stored in the response cache (emptied before each run)
         f"{plugin}, cache on": pytest_command(*endpoint_args[:-1], "--prompt-cache", "bench-cache"),
     }
+    packages: dict[str, Path] = {}
+    if args.reference:  # the same two plugin runs on the package at another commit, in turn
+        package = export_package(args.reference, folder.with_name(folder.name + "-reference"))
+        for label in (plugin, f"{plugin}, cache on"):
+            commands[f"{label} @{args.reference}"] = commands[label]
+            packages[f"{label} @{args.reference}"] = package
     samples: dict[str, list[Sample]] = {label: [] for label in commands}
     try:
         print(f"N={args.cases}, latency {args.latency_ms:g} ms, concurrency {args.concurrency}: "
@@ -242,7 +285,8 @@ def latency_bound(args: argparse.Namespace, folder: Path) -> bool:
         for _ in range(args.runs):
             for label, command in commands.items():
                 shutil.rmtree(folder / "bench-cache", ignore_errors=True)
-                samples[label].append(measure(command, folder, label, server, args.concurrency))
+                samples[label].append(measure(command, folder, label, server, args.concurrency,
+                                              packages.get(label)))
         if args.profile_loop:
             print("  one more plugin run with benchmarks/loop_probe.py:")
             measure(pytest_command(*endpoint_args, "-p", "loop_probe"), folder, plugin,
@@ -250,6 +294,7 @@ def latency_bound(args: argparse.Namespace, folder: Path) -> bool:
         stats = server.stats()
     finally:
         server.stop()
+        shutil.rmtree(folder.with_name(folder.name + "-reference"), ignore_errors=True)
     for label, values in samples.items():
         print(_row(label, values))
     medians = {label: statistics.median(s.wall_s for s in values) for label, values in samples.items()}
@@ -257,6 +302,9 @@ def latency_bound(args: argparse.Namespace, folder: Path) -> bool:
     print(f"  server's peak in flight: {stats['max_in_flight']}")
     print(f"  plugin / reference = {endpoint / reference:.2f}; plugin / ideal = {endpoint / ideal:.2f}; "
           f"plugin / raw floor = {endpoint / medians['async floor (raw asyncio client)']:.2f}")
+    if args.reference:
+        before = medians[f"{plugin} @{args.reference}"]
+        print(f"  plugin / the plugin at {args.reference} = {endpoint / before:.2f}")
     ok = endpoint <= 1.2 * reference
     print(f"  goal: plugin {endpoint:.2f} s <= 1.2 x reference = {1.2 * reference:.2f} s: "
           f"{'MET' if ok else 'NOT MET'}", flush=True)
@@ -297,6 +345,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--fault-rate", type=float, default=0.2)
     parser.add_argument("--skip-faults", action="store_true")
+    parser.add_argument("--reference", metavar="REF",
+                        help="also run the plugin on the package at git commit REF, in the same rounds")
     parser.add_argument("--profile-loop", action="store_true",
                         help="one more plugin run with benchmarks/loop_probe.py: each thread's CPU, "
                              "the event loop's callbacks, how often a case waited for its call")

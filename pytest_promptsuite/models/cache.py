@@ -307,6 +307,13 @@ class CachingModel:
 
     async def generate(self, request: ModelRequest) -> Response:
         """A replayed answer, else a cached one, else the inner model's (stored and recorded)."""
+        key, response = self.lookup(request)
+        return response if response is not None else await self.fetch(request, key)
+
+    def lookup(self, request: ModelRequest) -> tuple[str, Response | None]:
+        """The request's key and its stored answer (replayed, or cached and then recorded), or
+        None: :meth:`fetch` asks the inner model. The runner looks up on pytest's main thread,
+        so the event loop thread never waits for a cache file; a replay miss is a ModelError."""
         key = cache_key(self.identity, request)
         if self.replay is not None:
             response = self.replay.get(key)
@@ -317,12 +324,18 @@ class CachingModel:
                     f"{self.replay.path} ({where}, repeat {request.repeat}); the prompt, params or "
                     "model changed since it was recorded: record it again with --prompt-record"
                 )
-            return response
+            return key, response
         response = self.cache.get(key) if self.cache is not None else None
-        if response is None:
-            response = await self.inner.generate(request)
-            if self.cache is not None:
-                self.cache.put(key, response, case_id=request.case_id)
+        if response is not None and self.record is not None:
+            self.record.add(key, request, self.identity, response)
+        return key, response
+
+    async def fetch(self, request: ModelRequest, key: str) -> Response:
+        """The inner model's answer to a request :meth:`lookup` found nothing for (``key``: its
+        key), stored in the cache and recorded."""
+        response = await self.inner.generate(request)
+        if self.cache is not None:
+            self.cache.put(key, response, case_id=request.case_id)
         if self.record is not None:
             self.record.add(key, request, self.identity, response)
         return response

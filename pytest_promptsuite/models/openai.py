@@ -1,9 +1,9 @@
 """``openai:MODEL``: any OpenAI-compatible HTTP endpoint (vLLM, Ollama, llama.cpp, LiteLLM, OpenAI).
 
 One :class:`OpenAIModel` owns httpx transports of one connection each, one per call in flight
-(:mod:`.transport`; made lazily on the runner's event loop). It sends a prompt to
-``/chat/completions`` (a string becomes one user message) or, for string prompts with
-``endpoint = "completions"``, to ``/completions``; it retries as
+(:mod:`.http11` for ``http://``, :mod:`.transport` for ``https://``; made lazily on the runner's
+event loop). It sends a prompt to ``/chat/completions`` (a string becomes one user message) or,
+for string prompts with ``endpoint = "completions"``, to ``/completions``; it retries as
 :class:`~pytest_promptsuite.models.retry.RetryPolicy` says and turns every failure into an
 :class:`~pytest_promptsuite.errors.EndpointError` that carries the status and the endpoint's own
 error text. The API key is read from the environment variable the config names and is scrubbed
@@ -13,12 +13,10 @@ from every message, so it never reaches a result, a cache file or a log.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import random
 import ssl
 import time
-from collections.abc import AsyncIterator
 from collections.abc import Callable
 from collections.abc import Mapping
 from typing import Any
@@ -41,12 +39,12 @@ from ..suite import base_url_problem
 from .base import ModelRequest
 from .base import Response
 from .base import Usage
+from .http11 import Http11Transport
+from .http11 import log_request
 from .retry import RetryPolicy
 from .retry import retry_after_s
 from .scoring import LabelScore
 from .scoring import echo_logprobs
-from .transport import http_transport
-from .transport import log_request
 
 
 __all__ = ["DEFAULT_BASE_URL", "OpenAIModel", "public_url"]
@@ -108,6 +106,7 @@ class OpenAIModel:
         self._free: list[httpx.AsyncBaseTransport] = []
         self._urls: dict[str, httpx.URL] = {}
         self._timeouts = httpx.Timeout(timeout_s).as_dict()
+        self._request_head: httpx.Headers | None = None
         #: Attempts sent and retries made, for the run's summary and the tests.
         self.attempts = 0
         self.retries = 0
@@ -148,35 +147,41 @@ class OpenAIModel:
             return {}
         return {"Authorization": f"Bearer {self._api_key}"}
 
-    def _request_headers(self) -> dict[str, str]:
-        """What a call's request carries: httpx's own defaults, the JSON type, the key (if any)."""
-        return {"Accept": "*/*", "Accept-Encoding": "gzip, deflate", "Connection": "keep-alive",
+    def _request_headers(self) -> httpx.Headers:
+        """What a call's request carries: httpx's own defaults, the JSON type, the key (if any);
+        built once (httpx copies a ``Headers`` as it is, where it would check a dict's every item)."""
+        if self._request_head is None:
+            self._request_head = httpx.Headers({
+                "Accept": "*/*", "Accept-Encoding": "gzip, deflate", "Connection": "keep-alive",
                 "User-Agent": f"python-httpx/{httpx.__version__}", "Content-Type": "application/json",
-                **self._headers()}
+                **self._headers()})
+        return self._request_head
 
-    @contextlib.asynccontextmanager
-    async def _slot(self) -> AsyncIterator[httpx.AsyncBaseTransport]:
-        """A transport with one connection, for this call alone.
+    def _take_slot(self) -> httpx.AsyncBaseTransport:
+        """A transport with one connection, for this call alone (given back with ``_free.append``).
 
         One pool for all calls costs about 5 ms of CPU per call at 32 in flight (httpcore scans
         every connection of the pool on each event); one transport per call slot keeps each pool
         at one connection. The runner's bound caps how many slots exist. Calls go to the
         transport itself, not through an ``httpx.AsyncClient``: no cookies, auth flow or
-        redirects to handle, and no URL parsed again for each request (with :mod:`.transport`,
-        about a quarter less CPU per call on the runner's loop thread).
+        redirects to handle, and no URL parsed again for each request.
         """
         if self._free:
-            slot = self._free.pop()
-        else:
-            if self._ssl is None:
-                self._ssl = self._ssl_context()
-            limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
-            slot = self._transport or http_transport(self._ssl, limits)
-            self._slots.append(slot)
-        try:
-            yield slot
-        finally:
-            self._free.append(slot)
+            return self._free.pop()
+        slot = self._transport or self._new_transport()
+        self._slots.append(slot)
+        return slot
+
+    def _new_transport(self) -> httpx.AsyncBaseTransport:
+        """A plain ``http`` endpoint's slot speaks HTTP/1.1 itself (:mod:`.http11`: less of the
+        loop thread's time per call); an ``https`` one's is httpx's, with the CA bundle."""
+        if not self._path.lower().startswith("https:"):
+            return Http11Transport(max_keepalive=1)
+        from .transport import http_transport  # httpcore: imported for an https endpoint only
+
+        if self._ssl is None:
+            self._ssl = self._ssl_context()
+        return http_transport(self._ssl, httpx.Limits(max_connections=1, max_keepalive_connections=1))
 
     def _ssl_context(self) -> ssl.SSLContext:
         """The CA bundle for an ``https`` endpoint (loading it takes ~60 ms: once per model). A
@@ -231,8 +236,11 @@ class OpenAIModel:
                 await asyncio.sleep(self.retry.wait_s(attempt - 1, self._rng, wait))
             self.attempts += 1
             try:
-                async with self._slot() as slot:
+                slot = self._take_slot()
+                try:
                     return await self._attempt(slot, url, body, where, parse)
+                finally:
+                    self._free.append(slot)
             except _Retry as retry:
                 last, wait = retry.error, retry.retry_after
                 if not isinstance(retry.__cause__, httpx.ConnectError):

@@ -61,7 +61,9 @@ __all__ = ["ModelRunner"]
 
 T = TypeVar("T")
 _PrefetchKey = tuple[int, Hashable]
-_Pending = tuple[Model, ModelRequest, "concurrent.futures.Future[Response]"]
+#: What the loop runs for one call: the model (its bound), the call, the future it settles.
+_Call = Callable[[], Coroutine[Any, Any, Response]]
+_Pending = tuple[Model, _Call, "concurrent.futures.Future[Response]"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -205,7 +207,7 @@ class ModelRunner:
 
     # -- calls --------------------------------------------------------------------------------
 
-    async def _bounded(self, model: Model, request: ModelRequest) -> Response:
+    async def _bounded(self, model: Model, call: _Call) -> Response:
         ident = id(model)
         semaphore = self._semaphores.get(ident)
         if semaphore is None:
@@ -214,7 +216,7 @@ class ModelRunner:
         async with semaphore:
             self._check_usable(ident)
             try:
-                return await model.generate(request)
+                return await call()
             except EndpointError as exc:
                 if exc.fatal and ident not in self._unusable:
                     self._unusable[ident] = exc
@@ -237,12 +239,34 @@ class ModelRunner:
         """
         self._models.setdefault(id(model), model)
         future: concurrent.futures.Future[Response] = concurrent.futures.Future()
+        call = self._call_of(model, request, future)
+        if call is None:
+            return future
         self._submitted += 1
         if self._batch is not None:
-            self._batch.append((model, request, future))
+            self._batch.append((model, call, future))
         else:
-            self._ensure_loop().call_soon_threadsafe(self._spawn, [(model, request, future)])
+            self._ensure_loop().call_soon_threadsafe(self._spawn, [(model, call, future)])
         return future
+
+    def _call_of(self, model: Model, request: ModelRequest, future: concurrent.futures.Future[Response]
+                 ) -> _Call | None:
+        """What the loop runs for ``request``. Behind the response stores, the lookup is made here,
+        on the caller's thread, and only a miss goes to the loop: a stored answer (or a replay
+        miss, or an endpoint already unusable) settles ``future`` at once, None returned."""
+        attached = self.attached.get(id(model))
+        if attached is None or attached.caching is None:
+            return functools.partial(model.generate, request)
+        try:
+            self._check_usable(id(model))
+            key, stored = attached.caching.lookup(request)
+        except ModelError as exc:
+            future.set_exception(exc)
+            return None
+        if stored is not None:
+            future.set_result(stored)
+            return None
+        return functools.partial(attached.caching.fetch, request, key)
 
     @contextlib.contextmanager
     def batch_submits(self) -> Iterator[None]:
@@ -262,11 +286,11 @@ class ModelRunner:
         """On the loop: one task per call, tied to its future both ways (result, cancel)."""
         loop = self._loop
         assert loop is not None
-        for model, request, future in pending:
+        for model, call, future in pending:
             if future.cancelled():
                 self._finished += 1
                 continue
-            task = loop.create_task(self._bounded(model, request))
+            task = loop.create_task(self._bounded(model, call))
             task.add_done_callback(functools.partial(self._settle, future))
             future.add_done_callback(functools.partial(_cancel_task, loop, task))
 

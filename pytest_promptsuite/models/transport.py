@@ -1,5 +1,6 @@
-"""The HTTP transport of :class:`~pytest_promptsuite.models.openai.OpenAIModel`: httpx's own, over
-a network stream that costs the event loop less per call.
+"""The HTTP transport of :class:`~pytest_promptsuite.models.openai.OpenAIModel` for ``https://``
+endpoints: httpx's own, over a network stream that costs the event loop less per call (a plain
+``http://`` endpoint's is :mod:`.http11`).
 
 httpcore writes a request's head and body in two socket sends and, before reusing a kept-alive
 connection and again after each answer, asks the stream whether the socket is readable, which
@@ -15,8 +16,6 @@ AnyIO backend, unchanged.
 
 from __future__ import annotations
 
-import logging
-import select
 import socket
 import ssl
 from collections.abc import Iterable
@@ -25,13 +24,10 @@ from typing import Any
 import httpcore
 import httpx
 
+from .http11 import readable
 
-__all__ = ["http_transport", "log_request"]
 
-#: httpx's own logger: a call sent to the transport directly is logged as httpx would log it
-#: (the scrubber's filter sits on this logger).
-_LOG = logging.getLogger("httpx")
-
+__all__ = ["http_transport"]
 
 class _Stream(httpcore.AsyncNetworkStream):
     """httpcore's AnyIO stream, with the writes before a read sent in one write."""
@@ -76,21 +72,8 @@ class _Stream(httpcore.AsyncNetworkStream):
     def get_extra_info(self, info: str) -> Any:
         """httpcore's ``is_readable`` from the socket looked up once; anything else as AnyIO says."""
         if info == "is_readable" and self._socket is not None:
-            return _readable(self._socket)
+            return readable(self._socket)
         return self._inner.get_extra_info(info)
-
-
-def _readable(sock: socket.socket) -> bool:
-    """Whether a read would not block (at an idle kept-alive connection: the server closed it);
-    a closed socket counts as readable, as in httpcore."""
-    fd = sock.fileno()
-    if fd < 0:
-        return True
-    if not hasattr(select, "poll"):  # Windows
-        return bool(select.select([fd], [], [], 0)[0])
-    poller = select.poll()
-    poller.register(fd, select.POLLIN)
-    return bool(poller.poll(0))
 
 
 class _Backend(httpcore.AsyncNetworkBackend):
@@ -128,9 +111,3 @@ def http_transport(ssl_context: ssl.SSLContext, limits: httpx.Limits) -> httpx.A
             network_backend=_Backend(),
         )
     return transport
-
-
-def log_request(request: httpx.Request, response: httpx.Response) -> None:
-    """Log a call as ``httpx.AsyncClient`` does (INFO ``HTTP Request: POST <url> "HTTP/1.1 200 OK"``)."""
-    _LOG.info('HTTP Request: %s %s "%s %d %s"', request.method, request.url, response.http_version,
-              response.status_code, response.reason_phrase)

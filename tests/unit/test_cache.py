@@ -142,6 +142,31 @@ def test_the_runner_stores_answers_on_the_main_thread(tmp_path: Path, loopback: 
     assert [fresh.get(cache_key(model_identity(_endpoint(loopback)), r)) is not None for r in requests] == [True] * 3
 
 
+def test_the_runner_looks_up_stored_answers_on_the_callers_thread(tmp_path: Path, loopback: LoopbackServer) -> None:
+    """A cache hit or a replayed answer never goes to the event loop thread: a run answered from
+    the stores alone starts no loop at all."""
+    cache, cassette = ResponseCache(tmp_path / "cache"), tmp_path / "cassette.jsonl"
+    request = ModelRequest("stored", case_id="c-1")
+    warm = ModelRunner()
+    recording = Cassette(cassette, "record")
+    recording.start()
+    warm.call(warm.attach(_endpoint(loopback), stores=ResponseStores(cache=cache, record=recording)), request)
+    warm.close()
+    recording.finalize()
+    calls_so_far = loopback.stats.requests
+
+    for stores in (ResponseStores(cache=ResponseCache(tmp_path / "cache")),
+                   ResponseStores(replay=Cassette(cassette, "replay"))):
+        runner = ModelRunner()
+        model = runner.attach(_endpoint(loopback), stores=stores)
+        runner.prefetch(model, request, key="c-1")
+        answer = runner.call(model, request, key="c-1")
+        assert answer.cached and answer.text == "stored"
+        assert runner._loop is None and runner.unfinished() == 0 and runner.prefetch_hits == 1
+        runner.close()
+    assert loopback.stats.requests == calls_so_far
+
+
 @pytest.mark.parametrize("script", ["[[400]]", "[[empty]]"])
 def test_errors_and_empty_outputs_are_asked_again(tmp_path: Path, loopback: LoopbackServer,
                                                   runner: ModelRunner, script: str) -> None:
