@@ -232,7 +232,7 @@ def test_assert_set_counts_in_the_case_threshold_with_its_weight() -> None:
 
 
 def test_suite_checks_apply_by_slice_and_gate_on_their_own() -> None:
-    config = fill(SuiteConfig, 
+    config = fill(SuiteConfig,
         {
             "checks": [
                 {"slice": "*", "assert": [{"type": "not-contains", "value": "sk-"}]},
