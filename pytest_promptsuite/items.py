@@ -46,6 +46,10 @@ class CaseSource(Protocol):
         """Run one planned case."""
         ...
 
+    def row_line(self, result: CaseResult) -> str:
+        """The row's JSON line, as the item reports it."""
+        ...
+
     def stop_reason(self) -> str | None:
         """Why no further case should run, if one should not."""
         ...
@@ -105,12 +109,17 @@ class PromptItem(pytest.Item):
         stop = source.stop_reason()
         if stop is not None and not self.session.shouldstop:
             self.session.shouldstop = stop
-        self.user_properties.append((RESULT_PROPERTY, result.to_json()))
+        self.user_properties.append((RESULT_PROPERTY, source.row_line(result)))
         self.ihook.pytest_promptsuite_case_finished(item=self, result=result)
         if result.outcome in (Outcome.FAILED, Outcome.ERROR):
             raise CaseFailed(result)
         if result.outcome is Outcome.SKIPPED:  # its call was not issued (budget, batch file)
             pytest.skip(printable(result.error or "skipped"))
+
+    def teardown(self) -> None:
+        """Drop the row once the call's report carries it: pytest keeps every item, and the
+        teardown's report (junit's properties) never had it."""
+        self.user_properties[:] = [p for p in self.user_properties if p[0] != RESULT_PROPERTY]
 
     def repr_failure(
         self, excinfo: ExceptionInfo[BaseException], style: Any = None

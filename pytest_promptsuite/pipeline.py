@@ -27,6 +27,7 @@ from .checks import Outcome
 from .checks import outcome_of
 from .errors import CaseFileError
 from .errors import ModelError
+from .errors import PromptSuiteError
 from .errors import TemplateError
 from .formats.jsonio import encode
 from .models import Model
@@ -42,7 +43,7 @@ from .templates import CasePrompts
 from .templates.parsers import OutputParserError
 
 
-__all__ = ["CasePipeline", "PlannedCase"]
+__all__ = ["CasePipeline", "PlannedCase", "error_row"]
 
 
 class PlannedCase:
@@ -287,3 +288,12 @@ def _base(planned: PlannedCase, case: PromptCase | None) -> dict[str, Any]:
         "case_id": key.case_id, "slice": planned.slice, "location": planned.location, "variant": key.variant,
         "repeat": key.repeat, "tags": planned.tags, "metadata": {} if case is None else case.metadata,
     }
+
+
+def error_row(planned: PlannedCase, error: str) -> CaseResult:
+    """An ``error`` row for a case whose pipeline broke (an internal error) and so made none."""
+    try:
+        case: PromptCase | None = planned.case
+    except PromptSuiteError:  # the case file changed since collection
+        case = None
+    return CaseResult(outcome=Outcome.ERROR, error=error, **_base(planned, case))

@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from collections.abc import Iterator
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 from typing import Any
 
 from .assemble import Assembler
@@ -39,6 +40,7 @@ from .models.runner import ModelRunner
 from .options import RunOptions
 from .pipeline import CasePipeline
 from .pipeline import PlannedCase
+from .pipeline import error_row
 from .prefetch import Prefetcher
 from .report import summary_lines
 from .results import GateResult
@@ -49,8 +51,10 @@ from .results import StoredResults
 from .results import Summary
 from .results import ThresholdPolicy
 from .results import summarize
+from .results.io import encode_row
 from .results.usage import UsageReport
-from .results.usage import usage_report
+from .results.usage import UsageTally
+from .results.usage import prices_of_run
 from .scrub import public_url
 from .scrub import register
 from .suite import base_url_problem
@@ -59,6 +63,10 @@ from .suites import SuiteKey
 from .templates import CasePrompts
 from .templates.fields import check_fields
 from .templates.prompt import Prompt
+
+
+if TYPE_CHECKING:
+    from .report.html import GridCells
 
 
 __all__ = ["PromptSession"]
@@ -127,6 +135,13 @@ class PromptSession:
         self.seen: dict[str, str] = {}
         #: The rows items reported, spooled to a file as they arrive (made at the first).
         self._spool: StoredResults | None = None
+        #: The last line :meth:`row_line` made and what it reads back as, until :meth:`add_row`.
+        self._reported: tuple[str, dict[str, Any]] | None = None
+        #: How many rows the run expects (its collected cases; plugin.py says, once it knows).
+        self.expected_rows: int | None = None
+        #: The spooled rows' calls, tokens and latency, counted as they arrive.
+        self._tally = UsageTally()
+        self._cells: GridCells | None = None  # the dashboard grid's text, made as rows arrive
         #: What collection noticed but does not stop on (a ``vars`` field no template reads).
         self.warnings: list[str] = []
         self.summary: Summary | None = None
@@ -215,8 +230,7 @@ class PromptSession:
         try:
             result = self._pipelines[planned.suite].run(planned)
         except Exception as exc:  # a bug (ours or a plugin's) still ends the case with its row
-            result = _row(planned, Outcome.ERROR, f"internal error while running the case: "
-                                                  f"{type(exc).__name__}: {exc}")
+            result = error_row(planned, f"internal error while running the case: {type(exc).__name__}: {exc}")
         if self.runner.fatal is not None:
             self.cancel_pending()
         return result if self.reviews is None else self.reviews.apply(result)
@@ -280,11 +294,38 @@ class PromptSession:
 
     # -- aggregation --------------------------------------------------------------------------
 
+    def row_line(self, result: CaseResult) -> str:
+        """``result`` as the line its item reports (its ``to_json()``, which crosses pytest-xdist);
+        the session keeps what the line reads back as until :meth:`add_row` receives that very
+        line, so a row run in this process is encoded once and never parsed back."""
+        line, value = encode_row(result)
+        self._reported = None if value is None else (line, value)
+        return line
+
     def add_row(self, value: str) -> CaseResult:
         """A row an item reported (its ``CaseResult`` as JSON, as it crossed pytest-xdist)."""
         if self._spool is None:
-            self._spool = StoredResults.spool()
+            self._start_spool()
+            assert self._spool is not None
+        reported, self._reported = self._reported, None
+        if reported is not None and reported[0] is value:  # this process's own row, just encoded
+            return self._spool.append(value, reported[1])
         return self._spool.append(value)
+
+    def _start_spool(self) -> None:
+        """The spool, counting usage and (for a dashboard) making its grid's text as rows arrive."""
+        if self.options.report and self.expected_rows:
+            from .report.html import GridCells
+
+            self._cells = GridCells(self.expected_rows)
+        tally, cells = self._tally, self._cells
+
+        def on_row(row: CaseResult, line: dict[str, Any]) -> None:
+            tally.add_line(line)
+            if cells is not None:
+                cells.add(row, line)
+
+        self._spool = StoredResults.spool(on_row)
 
     @property
     def rows(self) -> list[CaseResult]:
@@ -386,13 +427,13 @@ class PromptSession:
         if incomplete is not None:
             gate = GateResult.of([*self.summary.gate.decisions, incomplete])
             self.summary = dataclasses.replace(self.summary, gate=gate)
-        self.usage = usage_report(map(self.full, self.rows), self.summary.run)  # texts read back
+        self.usage = self._tally.report(prices_of_run(self.summary.run))  # counted as rows were spooled
         if self.options.report:
             from .report.files import write_report
 
             write_report(self.invocation_dir / self.options.report, self.rows, self.summary, full=self.full,
                          usage=self.usage, history=self.history, baseline=self.baseline,
-                         line=None if self._spool is None else self._spool.line)
+                         line=None if self._spool is None else self._spool.line, cells=self._cells)
         return self.summary
 
     def terminal_sections(self) -> Iterator[tuple[str, list[str]]]:
@@ -404,16 +445,3 @@ class PromptSession:
             if self.options.report:
                 lines.append(f"promptsuite report: {self.options.report}")
             yield "promptsuite: pass rate by slice", lines
-
-
-def _row(planned: PlannedCase, outcome: Outcome, error: str) -> CaseResult:
-    """A row for a case whose pipeline broke (an internal error) and so made none of its own."""
-    key = planned.key
-    try:
-        metadata = planned.case.metadata
-    except PromptSuiteError:  # the case file changed since collection
-        metadata = {}
-    return CaseResult(
-        case_id=key.case_id, slice=planned.slice, outcome=outcome, location=planned.location,
-        variant=key.variant, repeat=key.repeat, error=error, tags=planned.tags, metadata=metadata,
-    )

@@ -24,6 +24,7 @@ from ..results.usage import usage_report
 from ..scrub import printable
 from ..scrub import scrub
 from .document import summary_document
+from .html import GridCells
 from .html import write_dashboard
 from .markdown import summary_markdown
 
@@ -116,7 +117,7 @@ def write_report(
     directory: Path, rows: Iterable[CaseResult], summary: Summary, *,
     full: Callable[[CaseResult], CaseResult] | None = None, usage: UsageReport | None = None,
     history: History | None = None, baseline: Baseline | Sequence[CaseResult] | None = None,
-    line: Callable[[CaseResult], str | None] | None = None,
+    line: Callable[[CaseResult], str | None] | None = None, cells: GridCells | None = None,
 ) -> list[Path]:
     """Write every report file into ``directory`` (created if needed); return their paths.
 
@@ -126,7 +127,8 @@ def write_report(
     to ``summary.md`` and the dashboard; the ``baseline``'s rows are the dashboard's baseline
     column of outputs (read back the same way when a streamed :class:`Baseline` left them on disk).
     ``line`` gives a row's ``results.jsonl`` line as a spool holds it (its ``to_json()``, copied
-    rather than read back, parsed and encoded again).
+    rather than read back, parsed and encoded again); ``cells``, the dashboard grid's text of the
+    rows it need not read back (made as they were spooled).
     """
     directory.mkdir(parents=True, exist_ok=True)
     light = sorted_rows(rows)
@@ -157,7 +159,8 @@ def write_report(
                                 history=trend)
     summary_md.write_text(printable(markdown), encoding="utf-8")
     dashboard = write_dashboard(
-        directory / "dashboard.html", ordered, summary, usage=usage, history=trend, baseline=baseline
+        directory / "dashboard.html", light, summary, usage=usage, history=trend, baseline=baseline, full=full,
+        cells=cells,
     )
     review = directory / "review.jsonl"  # the review queue: what a human should look at
     with review.open("w", encoding="utf-8") as fp:

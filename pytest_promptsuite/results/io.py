@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from typing import BinaryIO
@@ -10,13 +12,30 @@ from typing import BinaryIO
 from ..checks.base import CaseResult
 from ..errors import ConfigError
 from ..formats.jsonio import decode
+from ..formats.jsonio import encode
 from ..formats.jsonio import read_jsonl
+from ..scrub import scrub
 
 
-__all__ = ["StoredResults", "load_results", "load_summary_json", "stream_results"]
+__all__ = ["StoredResults", "encode_row", "load_results", "load_summary_json", "stream_results"]
 
 #: What a stored row keeps on disk until a report shows it (the long texts and the checks).
 _ON_DISK = ("output", "prompt", "checks", "replies", "metadata", "usage")
+#: Told of each row a spool keeps, with everything its line holds (see :meth:`StoredResults.spool`).
+OnRow = Callable[[CaseResult, dict[str, Any]], None]
+
+
+def encode_row(row: CaseResult) -> tuple[str, dict[str, Any] | None]:
+    """``row.to_json()`` and, when that line reads back as exactly ``row.to_dict()`` in what a
+    spool keeps and counts of it (nothing was scrubbed from it, its latency and token counts are
+    finite), that dict: :meth:`StoredResults.append` then need not parse the line again."""
+    value = row.to_dict()
+    raw = encode(value, compact=True, scrub=False)
+    line = scrub(raw)  # the very object when nothing was scrubbed (the scrubber promises it)
+    numbers = (row.latency_ms, *(row.usage or {}).values())
+    if line is not raw or any(isinstance(n, float) and not math.isfinite(n) for n in numbers):
+        return line, None
+    return line, value
 
 
 def load_results(path: Path) -> list[CaseResult]:
@@ -38,42 +57,54 @@ class StoredResults:
     ``results.jsonl`` read as a stream (:func:`stream_results`), or a run's spool that rows are
     appended to as they arrive (:meth:`spool`). :meth:`full` reads one row back whole."""
 
-    def __init__(self, file: Path, fp: BinaryIO | None = None) -> None:
+    def __init__(self, file: Path, fp: BinaryIO | None = None, *, on_row: OnRow | None = None) -> None:
         self.file = file
         self.rows: list[CaseResult] = []
+        self._on_row = on_row
         self._fp = fp
         self._end = 0
         self._offsets: dict[tuple[str, str | None, int], int] = {}
 
     @classmethod
-    def spool(cls) -> StoredResults:
-        """An empty spool in a temporary file (removed by :meth:`close`)."""
+    def spool(cls, on_row: OnRow | None = None) -> StoredResults:
+        """An empty spool in a temporary file (removed by :meth:`close`). ``on_row(row, line)`` is
+        told of each row kept, with what its line holds (texts included), as it is appended: what
+        is counted from every row's texts is counted then, not by reading them all back."""
         fp = tempfile.NamedTemporaryFile(prefix="promptsuite-rows-", suffix=".jsonl")  # noqa: SIM115
-        return cls(Path(fp.name), fp)  # type: ignore[arg-type]
+        return cls(Path(fp.name), fp, on_row=on_row)  # type: ignore[arg-type]
 
     def add(self, raw: bytes, number: int) -> CaseResult | None:
         """Keep one line of the file (``raw``, at the current end) as a row without its texts."""
-        start, self._end = self._end, self._end + len(raw)
         for line in read_jsonl(raw, strict=False):  # one line, or none when blank
-            value = line.value
-            if isinstance(value, dict):
-                for key in _ON_DISK:
-                    value.pop(key, None)
-            row = _row(self.file, number, line.problem, value)
-            self.rows.append(row)
-            self._offsets[(row.case_id, row.variant, row.repeat)] = start
-            return row
+            return self._keep(len(raw), number, line.problem, line.value)
+        self._end += len(raw)
         return None
 
-    def append(self, line: str) -> CaseResult:
-        """Spool a row (its JSON, one line) and keep it without its texts."""
+    def _keep(self, size: int, number: int, problem: str | None, value: Any) -> CaseResult:
+        start, self._end = self._end, self._end + size
+        kept = value
+        if isinstance(value, dict):
+            kept = {key: item for key, item in value.items() if key not in _ON_DISK}
+        row = _row(self.file, number, problem, kept)
+        if self._on_row is not None:
+            self._on_row(row, value)
+        self.rows.append(row)
+        self._offsets[(row.case_id, row.variant, row.repeat)] = start
+        return row
+
+    def append(self, line: str, value: dict[str, Any] | None = None) -> CaseResult:
+        """Spool a row (its JSON, one line) and keep it without its texts; ``value``, when the
+        caller has it, is what the line reads back as (:func:`encode_row`), so it is not parsed."""
         assert self._fp is not None, "append to a spool"
         raw = line.encode("utf-8") + b"\n"
         self._fp.seek(self._end)
         self._fp.write(raw)
-        row = self.add(raw, len(self.rows) + 1)
-        assert row is not None
-        return row
+        number = len(self.rows) + 1
+        if value is None:
+            row = self.add(raw, number)
+            assert row is not None
+            return row
+        return self._keep(len(raw), number, None, value)
 
     def full(self, row: CaseResult) -> CaseResult:
         """``row`` with everything the file holds for it (as it is when the file does not have it)."""
