@@ -151,6 +151,11 @@ class _SessionPlugin:
         self._collected: list[str] = []
         self._failed_reports = 0
         self._failed_prompt_reports = 0
+        from .checks.base import Outcome  # looked up once, not for each report
+        from .items import RESULT_PROPERTY
+
+        self._result_property = RESULT_PROPERTY
+        self._failing = frozenset({Outcome.FAILED, Outcome.ERROR})
 
     def _start(self, item: Any) -> None:
         from .items import PromptItem
@@ -200,16 +205,14 @@ class _SessionPlugin:
             self._failed_reports += 1
         if report.when != "call" or self.session.is_worker:  # a worker's rows cross in its reports
             return
-        from .checks.base import Outcome
-        from .items import RESULT_PROPERTY
-
-        for index, (name, value) in enumerate(report.user_properties):
-            if name == RESULT_PROPERTY:
+        properties = report.user_properties
+        for index, (name, value) in enumerate(properties):
+            if name == self._result_property:
                 row = self.session.add_row(str(value))  # spooled to a file
                 self._prompt_nodeids.add(report.nodeid)
-                if report.failed and row.outcome in (Outcome.FAILED, Outcome.ERROR):
+                if report.failed and row.outcome in self._failing:
                     self._failed_prompt_reports += 1  # else a hook broke after the case: not masked
-                del report.user_properties[index]  # pytest keeps every report: not every row's text
+                del properties[index]  # pytest keeps every report: not every row's text
                 break
 
     def _stop_reason(self, session: pytest.Session, exitstatus: int) -> str | None:

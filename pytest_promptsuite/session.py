@@ -135,8 +135,8 @@ class PromptSession:
         self.seen: dict[str, str] = {}
         #: The rows items reported, spooled to a file as they arrive (made at the first).
         self._spool: StoredResults | None = None
-        #: The last line :meth:`row_line` made and what it reads back as, until :meth:`add_row`.
-        self._reported: tuple[str, dict[str, Any]] | None = None
+        #: The last line :meth:`row_line` made, its row and what it reads back as, until :meth:`add_row`.
+        self._reported: tuple[str, CaseResult, dict[str, Any]] | None = None
         #: How many rows the run expects (its collected cases; plugin.py says, once it knows).
         self.expected_rows: int | None = None
         #: The spooled rows' calls, tokens and latency, counted as they arrive.
@@ -299,7 +299,7 @@ class PromptSession:
         the session keeps what the line reads back as until :meth:`add_row` receives that very
         line, so a row run in this process is encoded once and never parsed back."""
         line, value = encode_row(result)
-        self._reported = None if value is None else (line, value)
+        self._reported = None if value is None else (line, result, value)
         return line
 
     def add_row(self, value: str) -> CaseResult:
@@ -309,7 +309,7 @@ class PromptSession:
             assert self._spool is not None
         reported, self._reported = self._reported, None
         if reported is not None and reported[0] is value:  # this process's own row, just encoded
-            return self._spool.append(value, reported[1])
+            return self._spool.append(value, reported[1:])
         return self._spool.append(value)
 
     def _start_spool(self) -> None:

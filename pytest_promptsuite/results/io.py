@@ -6,8 +6,8 @@ import math
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import IO
 from typing import Any
-from typing import BinaryIO
 
 from ..checks.base import CaseResult
 from ..errors import ConfigError
@@ -38,6 +38,15 @@ def encode_row(row: CaseResult) -> tuple[str, dict[str, Any] | None]:
     return line, value
 
 
+def _without_texts(row: CaseResult) -> CaseResult:
+    """``row`` as a stored row keeps it: without what stays on disk (:data:`_ON_DISK`)."""
+    return CaseResult(
+        case_id=row.case_id, slice=row.slice, outcome=row.outcome, location=row.location, variant=row.variant,
+        repeat=row.repeat, error=row.error, prompt_hash=row.prompt_hash, latency_ms=row.latency_ms, tags=row.tags,
+        cached=row.cached,
+    )
+
+
 def load_results(path: Path) -> list[CaseResult]:
     """The rows of a ``results.jsonl``, or of the one in a report folder.
 
@@ -57,12 +66,14 @@ class StoredResults:
     ``results.jsonl`` read as a stream (:func:`stream_results`), or a run's spool that rows are
     appended to as they arrive (:meth:`spool`). :meth:`full` reads one row back whole."""
 
-    def __init__(self, file: Path, fp: BinaryIO | None = None, *, on_row: OnRow | None = None) -> None:
+    def __init__(self, file: Path, fp: IO[bytes] | None = None, *, on_row: OnRow | None = None) -> None:
         self.file = file
         self.rows: list[CaseResult] = []
         self._on_row = on_row
         self._fp = fp
+        self._owner: Any = None  # a spool's temporary file, which removes the file when closed
         self._end = 0
+        self._at_end = True  # where the next append writes (a read back moves away from it)
         self._offsets: dict[tuple[str, str | None, int], int] = {}
 
     @classmethod
@@ -70,8 +81,10 @@ class StoredResults:
         """An empty spool in a temporary file (removed by :meth:`close`). ``on_row(row, line)`` is
         told of each row kept, with what its line holds (texts included), as it is appended: what
         is counted from every row's texts is counted then, not by reading them all back."""
-        fp = tempfile.NamedTemporaryFile(prefix="promptsuite-rows-", suffix=".jsonl")  # noqa: SIM115
-        return cls(Path(fp.name), fp, on_row=on_row)  # type: ignore[arg-type]
+        owner = tempfile.NamedTemporaryFile(prefix="promptsuite-rows-", suffix=".jsonl")  # noqa: SIM115
+        stored = cls(Path(owner.name), owner.file, on_row=on_row)  # the file itself: no wrapper per call
+        stored._owner = owner
+        return stored
 
     def add(self, raw: bytes, number: int) -> CaseResult | None:
         """Keep one line of the file (``raw``, at the current end) as a row without its texts."""
@@ -80,31 +93,37 @@ class StoredResults:
         self._end += len(raw)
         return None
 
-    def _keep(self, size: int, number: int, problem: str | None, value: Any) -> CaseResult:
+    def _keep(
+        self, size: int, number: int, problem: str | None, value: Any, row: CaseResult | None = None
+    ) -> CaseResult:
         start, self._end = self._end, self._end + size
-        kept = value
-        if isinstance(value, dict):
-            kept = {key: item for key, item in value.items() if key not in _ON_DISK}
-        row = _row(self.file, number, problem, kept)
+        if row is None:
+            kept = value
+            if isinstance(value, dict):
+                kept = {key: item for key, item in value.items() if key not in _ON_DISK}
+            row = _row(self.file, number, problem, kept)
         if self._on_row is not None:
             self._on_row(row, value)
         self.rows.append(row)
         self._offsets[(row.case_id, row.variant, row.repeat)] = start
         return row
 
-    def append(self, line: str, value: dict[str, Any] | None = None) -> CaseResult:
-        """Spool a row (its JSON, one line) and keep it without its texts; ``value``, when the
-        caller has it, is what the line reads back as (:func:`encode_row`), so it is not parsed."""
+    def append(self, line: str, known: tuple[CaseResult, dict[str, Any]] | None = None) -> CaseResult:
+        """Spool a row (its JSON, one line) and keep it without its texts. ``known``, when the
+        caller has them, is the row itself and what its line reads back as (:func:`encode_row`):
+        then the line is not parsed again."""
         assert self._fp is not None, "append to a spool"
         raw = line.encode("utf-8") + b"\n"
-        self._fp.seek(self._end)
+        if not self._at_end:
+            self._fp.seek(self._end)
+            self._at_end = True
         self._fp.write(raw)
         number = len(self.rows) + 1
-        if value is None:
+        if known is None:
             row = self.add(raw, number)
             assert row is not None
             return row
-        return self._keep(len(raw), number, None, value)
+        return self._keep(len(raw), number, None, known[1], _without_texts(known[0]))
 
     def full(self, row: CaseResult) -> CaseResult:
         """``row`` with everything the file holds for it (as it is when the file does not have it)."""
@@ -125,6 +144,7 @@ class StoredResults:
         if offset is None:
             return None
         if self._fp is not None:
+            self._at_end = False
             self._fp.seek(offset)
             return self._fp.readline()
         with self.file.open("rb") as fp:
@@ -133,8 +153,8 @@ class StoredResults:
 
     def close(self) -> None:
         """Close (and so remove) a spool's file."""
-        if self._fp is not None:
-            self._fp.close()
+        if self._owner is not None:
+            self._owner.close()
 
 
 def stream_results(path: Path) -> StoredResults:

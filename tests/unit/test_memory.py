@@ -176,7 +176,8 @@ def test_a_dashboard_from_cells_made_as_rows_were_spooled_is_the_page_read_back(
     for cells in (GridCells(len(rows)), GridCells(100 * len(rows))):  # the second: cut for another size
         spool = StoredResults.spool(cells.add)
         for r in rows:
-            spool.append(*encode_row(r))
+            line, value = encode_row(r)
+            spool.append(line, None if value is None else (r, value))
         read_back: list[str] = []
 
         def full(r: CaseResult, spool: StoredResults = spool, read_back: list[str] = read_back) -> CaseResult:

@@ -110,11 +110,12 @@ def test_a_row_encoded_once_is_spooled_as_if_its_line_were_read_back() -> None:
         assert line == r.to_json()
         values.append(value)
         parsed.append(line)
-        given.append(line, value)
+        given.append(line, None if value is None else (r, value))
     # a scrubbed secret or a NaN: the line is not what the row holds, so it is read back
     assert [v is None for v in values] == [False, False, True, True]
     assert "sk0123456789abcdef" not in SPOOLED[2].to_json()
     assert parsed.rows == given.rows and parsed_lines == given_lines
+    assert [type(r.location) for r in given.rows] == [type(r.location) for r in parsed.rows]
     assert all(r.output is None and r.checks == () and r.usage is None for r in given.rows)
     assert [given.full(r) for r in given.rows] == [parsed.full(r) for r in parsed.rows]
     assert given.line(given.rows[1]) == SPOOLED[1].to_json()
