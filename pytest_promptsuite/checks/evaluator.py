@@ -92,6 +92,8 @@ class Evaluator:
                 return (CheckResult(Layer.STRUCTURE.value, "transform_output", False, message),)
             if changed is not None:
                 output = changed
+        if not (checks.entries or checks.suite or case.review):  # only must_include / must_not_include
+            return tuple(must_checks(case, output))
         ctx = CheckContext(
             case=case, output=output, response=reply, judge=self.judge, judge_name=self.judge_name,
             prices=prices,
