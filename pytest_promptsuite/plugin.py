@@ -170,7 +170,7 @@ class _SessionPlugin:
 
         ours = [item for item in session.items if isinstance(item, PromptItem)]
         self._collected = [item.nodeid for item in ours]
-        self.session.expected_rows = len(ours)
+        self.session.expect_rows(len(ours))
         if self.config.option.collectonly or session.testsfailed:
             return
         upcoming = None
@@ -194,7 +194,7 @@ class _SessionPlugin:
         """Under pytest-xdist the controller collects nothing: every worker sends the same ids."""
         if not self._collected:
             self._collected = [i for i in ids if i.partition("::")[0].endswith(".jsonl")]
-            self.session.expected_rows = len(self._collected)
+            self.session.expect_rows(len(self._collected))
 
     def pytest_keyboard_interrupt(self) -> None:
         self.session.cancel_pending()  # Ctrl-C: in-flight calls end now; finished rows stay

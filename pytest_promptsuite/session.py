@@ -47,13 +47,11 @@ from .results import GateResult
 from .results import GateSettings
 from .results import RunIncomplete
 from .results import RunInfo
-from .results import StoredResults
 from .results import Summary
 from .results import ThresholdPolicy
 from .results import summarize
-from .results.io import encode_row
+from .results.spool import RowSpool
 from .results.usage import UsageReport
-from .results.usage import UsageTally
 from .results.usage import prices_of_run
 from .scrub import public_url
 from .scrub import register
@@ -133,14 +131,8 @@ class PromptSession:
         )
         #: Case ids taken so far, each with where it was defined (duplicates across files).
         self.seen: dict[str, str] = {}
-        #: The rows items reported, spooled to a file as they arrive (made at the first).
-        self._spool: StoredResults | None = None
-        #: The last line :meth:`row_line` made, its row and what it reads back as, until :meth:`add_row`.
-        self._reported: tuple[str, CaseResult, dict[str, Any]] | None = None
-        #: How many rows the run expects (its collected cases; plugin.py says, once it knows).
-        self.expected_rows: int | None = None
-        #: The spooled rows' calls, tokens and latency, counted as they arrive.
-        self._tally = UsageTally()
+        #: The rows items reported, spooled to a file as they arrive.
+        self._rows = RowSpool()
         self._cells: GridCells | None = None  # the dashboard grid's text, made as rows arrive
         #: What collection noticed but does not stop on (a ``vars`` field no template reads).
         self.warnings: list[str] = []
@@ -289,52 +281,36 @@ class PromptSession:
         """End the run's event loop and close the cassettes."""
         self.runner.close()
         self.stores.close()
-        if self._spool is not None:
-            self._spool.close()
+        self._rows.close()
 
     # -- aggregation --------------------------------------------------------------------------
 
     def row_line(self, result: CaseResult) -> str:
-        """``result`` as the line its item reports (its ``to_json()``, which crosses pytest-xdist);
-        the session keeps what the line reads back as until :meth:`add_row` receives that very
-        line, so a row run in this process is encoded once and never parsed back."""
-        line, value = encode_row(result)
-        self._reported = None if value is None else (line, result, value)
-        return line
+        """``result`` as the line its item reports (which crosses pytest-xdist): encoded once, and
+        never parsed back when :meth:`add_row` receives it in this process."""
+        return self._rows.encode(result)
 
     def add_row(self, value: str) -> CaseResult:
         """A row an item reported (its ``CaseResult`` as JSON, as it crossed pytest-xdist)."""
-        if self._spool is None:
-            self._start_spool()
-            assert self._spool is not None
-        reported, self._reported = self._reported, None
-        if reported is not None and reported[0] is value:  # this process's own row, just encoded
-            return self._spool.append(value, reported[1:])
-        return self._spool.append(value)
+        return self._rows.add(value)
 
-    def _start_spool(self) -> None:
-        """The spool, counting usage and (for a dashboard) making its grid's text as rows arrive."""
-        if self.options.report and self.expected_rows:
+    def expect_rows(self, count: int) -> None:
+        """The run's collected cases are known: with a report, the dashboard's grid is made as
+        their rows arrive (sized for ``count`` rows)."""
+        if self.options.report and count and not self._rows.rows:
             from .report.html import GridCells
 
-            self._cells = GridCells(self.expected_rows)
-        tally, cells = self._tally, self._cells
-
-        def on_row(row: CaseResult, line: dict[str, Any]) -> None:
-            tally.add_line(line)
-            if cells is not None:
-                cells.add(row, line)
-
-        self._spool = StoredResults.spool(on_row)
+            self._cells = GridCells(count)
+            self._rows.on_row = self._cells.add
 
     @property
     def rows(self) -> list[CaseResult]:
         """The rows items reported so far, without their texts (those stay in the spool)."""
-        return [] if self._spool is None else self._spool.rows
+        return self._rows.rows
 
     def full(self, row: CaseResult) -> CaseResult:
         """One of :attr:`rows` read back whole from the spool."""
-        return row if self._spool is None else self._spool.full(row)
+        return self._rows.full(row)
 
     def _know_every_suite(self) -> None:
         """Load the config of every case file under the targets, as collection did: a
@@ -427,13 +403,13 @@ class PromptSession:
         if incomplete is not None:
             gate = GateResult.of([*self.summary.gate.decisions, incomplete])
             self.summary = dataclasses.replace(self.summary, gate=gate)
-        self.usage = self._tally.report(prices_of_run(self.summary.run))  # counted as rows were spooled
+        self.usage = self._rows.usage.report(prices_of_run(self.summary.run))  # counted as rows were spooled
         if self.options.report:
             from .report.files import write_report
 
             write_report(self.invocation_dir / self.options.report, self.rows, self.summary, full=self.full,
                          usage=self.usage, history=self.history, baseline=self.baseline,
-                         line=None if self._spool is None else self._spool.line, cells=self._cells)
+                         lines=self._rows.lines, cells=self._cells)
         return self.summary
 
     def terminal_sections(self) -> Iterator[tuple[str, list[str]]]:

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import math
 import tempfile
+from array import array
 from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 from typing import Any
@@ -21,6 +24,8 @@ __all__ = ["StoredResults", "encode_row", "load_results", "load_summary_json", "
 
 #: What a stored row keeps on disk until a report shows it (the long texts and the checks).
 _ON_DISK = ("output", "prompt", "checks", "replies", "metadata", "usage")
+#: How much of the file one block of :meth:`StoredResults.lines` holds at most.
+_BLOCK_BYTES = 1 << 20
 #: Told of each row a spool keeps, with everything its line holds (see :meth:`StoredResults.spool`).
 OnRow = Callable[[CaseResult, dict[str, Any]], None]
 
@@ -74,7 +79,8 @@ class StoredResults:
         self._owner: Any = None  # a spool's temporary file, which removes the file when closed
         self._end = 0
         self._at_end = True  # where the next append writes (a read back moves away from it)
-        self._offsets: dict[tuple[str, str | None, int], int] = {}
+        self._spans = array("q")  # where each row's line starts and stops, in pairs, in row order
+        self._index: dict[tuple[str, str | None, int], int] = {}  # a row's key: its place in rows
 
     @classmethod
     def spool(cls, on_row: OnRow | None = None) -> StoredResults:
@@ -104,8 +110,9 @@ class StoredResults:
             row = _row(self.file, number, problem, kept)
         if self._on_row is not None:
             self._on_row(row, value)
+        self._index[(row.case_id, row.variant, row.repeat)] = len(self.rows)
         self.rows.append(row)
-        self._offsets[(row.case_id, row.variant, row.repeat)] = start
+        self._spans.extend((start, start + size))
         return row
 
     def append(self, line: str, known: tuple[CaseResult, dict[str, Any]] | None = None) -> CaseResult:
@@ -133,23 +140,52 @@ class StoredResults:
         line = next(read_jsonl(raw, strict=False))
         return CaseResult.from_dict(line.value) if line.problem is None else row
 
-    def line(self, row: CaseResult) -> str | None:
-        """``row``'s line of the file as it was written (no newline), None when it has none: a
-        spooled row is its ``to_json()``, so a report copies it instead of parsing and encoding."""
-        raw = self._raw(row)
-        return None if raw is None else raw.decode("utf-8").rstrip("\r\n")
+    def lines(self, rows: Iterable[CaseResult], *, scrubbed: bool = False) -> Iterator[str]:
+        """The lines of ``rows`` in that order, each ending in a newline, as the file holds them
+        (a row it lacks: its ``to_json()``), each scrubbed again. ``scrubbed``: no secret was
+        registered since the lines were written, so they are copied as they are, and a run of
+        rows in the file's own order is read as one block (a serial run's ``results.jsonl``)."""
+        start = stop = -1
+        for row in rows:
+            span = self._span(row)
+            if scrubbed and span is not None and span[0] == stop and stop - start < _BLOCK_BYTES:
+                stop = span[1]
+                continue
+            if start >= 0:
+                yield self._text(start, stop)
+                start = stop = -1
+            if span is None:
+                yield row.to_json() + "\n"
+            elif scrubbed:
+                start, stop = span
+            else:
+                yield scrub(self._text(*span))
+        if start >= 0:
+            yield self._text(start, stop)
+
+    def _span(self, row: CaseResult) -> tuple[int, int] | None:
+        index = self._index.get((row.case_id, row.variant, row.repeat))
+        return None if index is None else (self._spans[2 * index], self._spans[2 * index + 1])
+
+    def _text(self, start: int, stop: int) -> str:
+        """The file's lines from ``start`` to ``stop``, each ending in ``\\n`` alone."""
+        text = self._read(start, stop).decode("utf-8")
+        if "\r" in text:  # only at a line's end: JSON escapes it inside a string
+            text = text.replace("\r\n", "\n")
+        return text if text.endswith("\n") else text + "\n"
 
     def _raw(self, row: CaseResult) -> bytes | None:
-        offset = self._offsets.get((row.case_id, row.variant, row.repeat))
-        if offset is None:
-            return None
+        span = self._span(row)
+        return None if span is None else self._read(*span)
+
+    def _read(self, start: int, stop: int) -> bytes:
         if self._fp is not None:
             self._at_end = False
-            self._fp.seek(offset)
-            return self._fp.readline()
+            self._fp.seek(start)
+            return self._fp.read(stop - start)
         with self.file.open("rb") as fp:
-            fp.seek(offset)
-            return fp.readline()
+            fp.seek(start)
+            return fp.read(stop - start)
 
     def close(self) -> None:
         """Close (and so remove) a spool's file."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import uuid
 from pathlib import Path
 
 import pytest
@@ -18,9 +19,12 @@ from pytest_promptsuite.results import load_summary_json
 from pytest_promptsuite.results import stream_results
 from pytest_promptsuite.results import summarize
 from pytest_promptsuite.results.io import encode_row
+from pytest_promptsuite.results.spool import RowSpool
 from pytest_promptsuite.results.usage import UsageTally
 from pytest_promptsuite.results.usage import prices_of_run
 from pytest_promptsuite.results.usage import usage_report
+from pytest_promptsuite.scrub import REDACTED
+from pytest_promptsuite.scrub import register
 
 
 def row(case_id: str, slice_: str, outcome: str, **kw: object) -> CaseResult:
@@ -118,7 +122,12 @@ def test_a_row_encoded_once_is_spooled_as_if_its_line_were_read_back() -> None:
     assert [type(r.location) for r in given.rows] == [type(r.location) for r in parsed.rows]
     assert all(r.output is None and r.checks == () and r.usage is None for r in given.rows)
     assert [given.full(r) for r in given.rows] == [parsed.full(r) for r in parsed.rows]
-    assert given.line(given.rows[1]) == SPOOLED[1].to_json()
+    lines = [r.to_json() + "\n" for r in SPOOLED]
+    assert list(given.lines(given.rows, scrubbed=True)) == ["".join(lines)]  # the file's order: one block
+    assert list(given.lines(given.rows[::-1], scrubbed=True)) == lines[::-1]
+    assert list(given.lines(given.rows[:2] + [SPOOLED[3]], scrubbed=True)) == [lines[0] + lines[1], lines[3]]
+    stranger = row("z", "s", "passed")  # a row the file lacks: its to_json()
+    assert list(given.lines([stranger])) == [stranger.to_json() + "\n"]
     parsed.close()
     given.close()
 
@@ -136,3 +145,20 @@ def test_usage_counted_from_spooled_lines_is_usage_of_the_rows() -> None:
 
 def load_rows(rows: list[CaseResult]) -> list[CaseResult]:
     return [CaseResult.from_json(r.to_json()) for r in rows]
+
+
+def test_a_row_spool_copies_its_lines_unless_a_secret_may_have_slipped_in() -> None:
+    late, known = f"late-secret-{uuid.uuid4().hex}", f"known-secret-{uuid.uuid4().hex}"
+    rows = [row(f"r{i}", "s", "passed", output=f"answer {i} {late if i == 1 else ''}") for i in range(3)]
+    spool = RowSpool()
+    assert [spool.add(spool.encode(r)) for r in rows] == spool.rows
+    assert "".join(spool.lines(spool.rows)) == "".join(r.to_json() + "\n" for r in rows)
+    register(late)  # registered after its row was spooled: the copy is scrubbed again
+    assert late not in "".join(spool.lines(spool.rows)) and REDACTED in "".join(spool.lines(spool.rows[1:2]))
+    register(known)
+    worker = RowSpool()  # a worker's line scrubbed without a secret this process knows
+    worker.add(spool.encode(rows[0]))
+    worker.add(json.dumps(row("w", "s", "passed", output=known).to_dict()))
+    assert known not in "".join(worker.lines(worker.rows))
+    spool.close()
+    worker.close()
