@@ -112,6 +112,7 @@ class CasePipeline:
         #: Renders cases: the suite's ``[template]`` and the model's meta template.
         self.prompts = prompts or CasePrompts()
         self._prepared: dict[CaseKey, _Prepared | TemplateError | CaseFileError] = {}
+        self._params: dict[str | None, dict[str, Any]] = {}  # each variant's request params
         self._last: tuple[CaseRef, PromptCase] | None = None  # the case read back last
         self._own = {name: (m, dict(p)) for name, (m, p) in (variant_models or {}).items()}
         self._scorers: dict[int, Any] = {}  # the ppl mode: one scoring model per model (one bound)
@@ -130,12 +131,14 @@ class CasePipeline:
         return self._last[1]
 
     def _request(self, case: PromptCase, prompt: Prompt, key: CaseKey) -> ModelRequest:
-        params = {
-            **self.prompts.default_params(variant=key.variant),
-            **self.model_for(key.variant)[1],
-            **self.prompts.params(variant=key.variant),
-        }
-        return ModelRequest(prompt=prompt, params=params, repeat=key.repeat, case_id=case.case_id)
+        params = self._params.get(key.variant)
+        if params is None:  # the same for every case of a variant: merged once
+            params = self._params[key.variant] = {
+                **self.prompts.default_params(variant=key.variant),
+                **self.model_for(key.variant)[1],
+                **self.prompts.params(variant=key.variant),
+            }
+        return ModelRequest(prompt=prompt, params=dict(params), repeat=key.repeat, case_id=case.case_id)
 
     def _prepare(
         self, planned: PlannedCase, case: PromptCase | None = None
