@@ -8,9 +8,10 @@ plain test is what a team would write by hand; the ratio is the price of the plu
     python benchmarks/bench_overhead.py --sizes 2000 --runs 5
 
 Runs alternate (plain, plugin, plain, ...) so machine noise hits both; medians are reported, with
-each run's peak resident memory. The plain run uses ``--tb=line``; the plugin writes its report
-(``--prompt-report``). Goal (issue 16, N = 50,000): wall <= 1.1x plain, peak memory <= 2 KB per case
-over plain's.
+each run's peak resident memory and CPU time (user + system: on a shared machine the CPU ratio
+moves less than the wall ratio, which other processes stretch). The plain run uses ``--tb=line``;
+the plugin writes its report (``--prompt-report``). Goal (issue 16, N = 50,000): wall <= 1.1x
+plain, peak memory <= 2 KB per case over plain's.
 """
 
 from __future__ import annotations
@@ -72,46 +73,67 @@ def make_suite(folder: Path, n: int, seed: int = 1234, fail_share: float = 0.05)
     return failing
 
 
-def timed(cmd: list[str], cwd: Path) -> tuple[float, float]:
-    """(wall seconds, peak resident memory in MB) of one run (``wait4``: that child's own peak)."""
+def timed(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[float, float, float]:
+    """(wall seconds, peak resident memory in MB, CPU seconds) of one run (``wait4``: that
+    child's own peak and time)."""
     start = time.perf_counter()
     with tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=err)
+        proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=err, env=env)
         _, status, usage = os.wait4(proc.pid, 0)
         elapsed = time.perf_counter() - start
         code = os.waitstatus_to_exitcode(status)
         if code not in (0, 1):
             err.seek(0)
             sys.exit(f"{' '.join(cmd)} exited {code}:\n{err.read().decode()[-2000:]}")
-    return elapsed, usage.ru_maxrss / 1024
+    return elapsed, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
+
+
+Runs = list[tuple[float, float, float]]
+
+
+def row(n: int, failing: int, label: str, plain: Runs, ours: Runs) -> str:
+    """One line of the table: medians of each side, the ratios, memory per case over plain."""
+    p, o = statistics.median(t for t, _, _ in plain), statistics.median(t for t, _, _ in ours)
+    pm, om = statistics.median(m for _, m, _ in plain), statistics.median(m for _, m, _ in ours)
+    pc, oc = statistics.median(c for _, _, c in plain), statistics.median(c for _, _, c in ours)
+    return (f"| {n:,} | {failing:,} | {label} | {p:.2f} | {o:.2f} | {o / p:.2f} | {pm:.0f} | {om:.0f} "
+            f"| {(om - pm) * 1024 / n:.2f} | {pc:.2f} | {oc:.2f} | {oc / pc:.2f} | {len(ours)} |")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 50_000])
     parser.add_argument("--runs", type=int, default=0, help="runs per size (default: 3, or 1 at 50,000+)")
+    parser.add_argument("--before", type=Path, metavar="SRC",
+                        help="also run the plugin from SRC (a checkout of an earlier commit: its package "
+                             "goes first on PYTHONPATH) in the same rounds, for a before/after figure")
     args = parser.parse_args()
     pytest_cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--tb=line"]
+    plugin_args = ["--prompt-suite", "cases.jsonl", "--prompt-min-pass-rate", "0", "--prompt-report", "report"]
+    before_env = None
+    if args.before is not None:
+        before_env = {**os.environ, "PYTHONPATH": str(args.before.resolve())}
     env_note = f"python {sys.version.split()[0]}, {os.cpu_count()} cpus"
     print(f"# bench_overhead ({env_note}); plain: pytest --tb=line; promptsuite: --prompt-report on")
-    print("| N | failing | plain pytest s | promptsuite s | ratio | plain peak MB | promptsuite peak MB "
-          "| KB per case over plain | runs |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("| N | failing | promptsuite from | plain pytest s | promptsuite s | ratio | plain peak MB "
+          "| promptsuite peak MB | KB per case over plain | plain CPU s | promptsuite CPU s | CPU ratio | runs |")
+    print("|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for n in args.sizes:
         runs = args.runs or (1 if n >= 50_000 else 3)
         with tempfile.TemporaryDirectory() as tmp:
             folder = Path(tmp)
             failing = make_suite(folder, n)
-            plain: list[tuple[float, float]] = []
-            ours: list[tuple[float, float]] = []
+            plain: Runs = []
+            ours: Runs = []
+            before: Runs = []
             for _ in range(runs):
                 plain.append(timed([*pytest_cmd, "test_plain.py"], folder))
-                ours.append(timed([*pytest_cmd, "--prompt-suite", "cases.jsonl", "--prompt-min-pass-rate", "0",
-                                   "--prompt-report", "report"], folder))
-            p, o = statistics.median(t for t, _ in plain), statistics.median(t for t, _ in ours)
-            pm, om = statistics.median(m for _, m in plain), statistics.median(m for _, m in ours)
-            print(f"| {n:,} | {failing:,} | {p:.2f} | {o:.2f} | {o / p:.2f} | {pm:.0f} | {om:.0f} "
-                  f"| {(om - pm) * 1024 / n:.2f} | {runs} |", flush=True)
+                ours.append(timed([*pytest_cmd, *plugin_args], folder))
+                if before_env is not None:
+                    before.append(timed([*pytest_cmd, *plugin_args], folder, before_env))
+            print(row(n, failing, "this tree", plain, ours), flush=True)
+            if before:
+                print(row(n, failing, str(args.before), plain, before), flush=True)
 
 
 if __name__ == "__main__":

@@ -46,6 +46,10 @@ class CaseSource(Protocol):
         """Run one planned case."""
         ...
 
+    def row_line(self, result: CaseResult) -> str:
+        """The row's JSON line, as the item reports it."""
+        ...
+
     def stop_reason(self) -> str | None:
         """Why no further case should run, if one should not."""
         ...
@@ -69,6 +73,9 @@ class PromptFile(pytest.File):
     def collect(self) -> Iterator[PromptItem]:
         """One item per case, variant and repeat; a bad file is one collection error."""
         source = self.config.stash[source_key]
+        #: The hook each item calls when its case is done, as seen from this file (its conftests
+        #: are known by now): looked up once, not for each of its items.
+        self.case_finished = self.ihook.pytest_promptsuite_case_finished
         try:
             planned = source.collect_file(self.path, self.ihook.pytest_promptsuite_make_check)
         except PromptSuiteError as exc:
@@ -105,12 +112,19 @@ class PromptItem(pytest.Item):
         stop = source.stop_reason()
         if stop is not None and not self.session.shouldstop:
             self.session.shouldstop = stop
-        self.user_properties.append((RESULT_PROPERTY, result.to_json()))
-        self.ihook.pytest_promptsuite_case_finished(item=self, result=result)
+        self.user_properties.append((RESULT_PROPERTY, source.row_line(result)))
+        finished = getattr(self.parent, "case_finished", None) or self.ihook.pytest_promptsuite_case_finished
+        if finished.get_hookimpls():  # (a call nobody implements still costs, 50,000 times)
+            finished(item=self, result=result)
         if result.outcome in (Outcome.FAILED, Outcome.ERROR):
             raise CaseFailed(result)
         if result.outcome is Outcome.SKIPPED:  # its call was not issued (budget, batch file)
             pytest.skip(printable(result.error or "skipped"))
+
+    def teardown(self) -> None:
+        """Drop the row once the call's report carries it: pytest keeps every item, and the
+        teardown's report (junit's properties) never had it."""
+        self.user_properties[:] = [p for p in self.user_properties if p[0] != RESULT_PROPERTY]
 
     def repr_failure(
         self, excinfo: ExceptionInfo[BaseException], style: Any = None

@@ -27,6 +27,7 @@ from .checks import Outcome
 from .checks import outcome_of
 from .errors import CaseFileError
 from .errors import ModelError
+from .errors import PromptSuiteError
 from .errors import TemplateError
 from .formats.jsonio import encode
 from .models import Model
@@ -42,7 +43,7 @@ from .templates import CasePrompts
 from .templates.parsers import OutputParserError
 
 
-__all__ = ["CasePipeline", "PlannedCase"]
+__all__ = ["CasePipeline", "PlannedCase", "error_row"]
 
 
 class PlannedCase:
@@ -111,6 +112,7 @@ class CasePipeline:
         #: Renders cases: the suite's ``[template]`` and the model's meta template.
         self.prompts = prompts or CasePrompts()
         self._prepared: dict[CaseKey, _Prepared | TemplateError | CaseFileError] = {}
+        self._params: dict[str | None, dict[str, Any]] = {}  # each variant's request params
         self._last: tuple[CaseRef, PromptCase] | None = None  # the case read back last
         self._own = {name: (m, dict(p)) for name, (m, p) in (variant_models or {}).items()}
         self._scorers: dict[int, Any] = {}  # the ppl mode: one scoring model per model (one bound)
@@ -129,12 +131,14 @@ class CasePipeline:
         return self._last[1]
 
     def _request(self, case: PromptCase, prompt: Prompt, key: CaseKey) -> ModelRequest:
-        params = {
-            **self.prompts.default_params(variant=key.variant),
-            **self.model_for(key.variant)[1],
-            **self.prompts.params(variant=key.variant),
-        }
-        return ModelRequest(prompt=prompt, params=params, repeat=key.repeat, case_id=case.case_id)
+        params = self._params.get(key.variant)
+        if params is None:  # the same for every case of a variant: merged once
+            params = self._params[key.variant] = {
+                **self.prompts.default_params(variant=key.variant),
+                **self.model_for(key.variant)[1],
+                **self.prompts.params(variant=key.variant),
+            }
+        return ModelRequest(prompt=prompt, params=dict(params), repeat=key.repeat, case_id=case.case_id)
 
     def _prepare(
         self, planned: PlannedCase, case: PromptCase | None = None
@@ -287,3 +291,12 @@ def _base(planned: PlannedCase, case: PromptCase | None) -> dict[str, Any]:
         "case_id": key.case_id, "slice": planned.slice, "location": planned.location, "variant": key.variant,
         "repeat": key.repeat, "tags": planned.tags, "metadata": {} if case is None else case.metadata,
     }
+
+
+def error_row(planned: PlannedCase, error: str) -> CaseResult:
+    """An ``error`` row for a case whose pipeline broke (an internal error) and so made none."""
+    try:
+        case: PromptCase | None = planned.case
+    except PromptSuiteError:  # the case file changed since collection
+        case = None
+    return CaseResult(outcome=Outcome.ERROR, error=error, **_base(planned, case))

@@ -151,6 +151,11 @@ class _SessionPlugin:
         self._collected: list[str] = []
         self._failed_reports = 0
         self._failed_prompt_reports = 0
+        from .checks.base import Outcome  # looked up once, not for each report
+        from .items import RESULT_PROPERTY
+
+        self._result_property = RESULT_PROPERTY
+        self._failing = frozenset({Outcome.FAILED, Outcome.ERROR})
 
     def _start(self, item: Any) -> None:
         from .items import PromptItem
@@ -165,6 +170,7 @@ class _SessionPlugin:
 
         ours = [item for item in session.items if isinstance(item, PromptItem)]
         self._collected = [item.nodeid for item in ours]
+        self.session.expect_rows(len(ours))
         if self.config.option.collectonly or session.testsfailed:
             return
         upcoming = None
@@ -188,37 +194,25 @@ class _SessionPlugin:
         """Under pytest-xdist the controller collects nothing: every worker sends the same ids."""
         if not self._collected:
             self._collected = [i for i in ids if i.partition("::")[0].endswith(".jsonl")]
+            self.session.expect_rows(len(self._collected))
 
     def pytest_keyboard_interrupt(self) -> None:
         self.session.cancel_pending()  # Ctrl-C: in-flight calls end now; finished rows stay
-
-    @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_makereport(self, item: pytest.Item) -> Any:
-        report = yield
-        from .items import RESULT_PROPERTY
-        from .items import PromptItem
-
-        if isinstance(item, PromptItem):  # the report has the row now: the item need not keep it
-            item.user_properties[:] = [p for p in item.user_properties if p[0] != RESULT_PROPERTY]
-        return report
 
     @pytest.hookimpl(trylast=True)  # after junitxml and the like have seen the row
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.failed:
             self._failed_reports += 1
-        if report.when != "call":
+        if report.when != "call" or self.session.is_worker:  # a worker's rows cross in its reports
             return
-        from .checks.base import Outcome
-        from .items import RESULT_PROPERTY
-
-        for index, (name, value) in enumerate(report.user_properties):
-            if name == RESULT_PROPERTY:
+        properties = report.user_properties
+        for index, (name, value) in enumerate(properties):
+            if name == self._result_property:
                 row = self.session.add_row(str(value))  # spooled to a file
                 self._prompt_nodeids.add(report.nodeid)
-                if report.failed and row.outcome in (Outcome.FAILED, Outcome.ERROR):
+                if report.failed and row.outcome in self._failing:
                     self._failed_prompt_reports += 1  # else a hook broke after the case: not masked
-                if not self.session.is_worker:  # pytest keeps every report: not every row's text
-                    del report.user_properties[index]
+                del properties[index]  # pytest keeps every report: not every row's text
                 break
 
     def _stop_reason(self, session: pytest.Session, exitstatus: int) -> str | None:

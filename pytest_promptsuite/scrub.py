@@ -36,6 +36,7 @@ __all__ = [
     "printable",
     "public_url",
     "register",
+    "registered",
     "scrub",
     "secret_parameters",
 ]
@@ -78,6 +79,12 @@ def register(secret: str | None) -> None:
     with _lock:
         known = set(_secrets) | forms
         _secrets = tuple(sorted(known, key=len, reverse=True))  # longest first: no partial leftovers
+
+
+def registered() -> tuple[str, ...]:
+    """The secrets registered so far: a new tuple after each registration, so a caller can tell
+    whether text scrubbed earlier may still hold one."""
+    return _secrets
 
 
 def _generic(match: re.Match[str]) -> str:

@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from collections.abc import Iterator
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 from typing import Any
 
 from .assemble import Assembler
@@ -39,18 +40,19 @@ from .models.runner import ModelRunner
 from .options import RunOptions
 from .pipeline import CasePipeline
 from .pipeline import PlannedCase
+from .pipeline import error_row
 from .prefetch import Prefetcher
 from .report import summary_lines
 from .results import GateResult
 from .results import GateSettings
 from .results import RunIncomplete
 from .results import RunInfo
-from .results import StoredResults
 from .results import Summary
 from .results import ThresholdPolicy
 from .results import summarize
+from .results.spool import RowSpool
 from .results.usage import UsageReport
-from .results.usage import usage_report
+from .results.usage import prices_of_run
 from .scrub import public_url
 from .scrub import register
 from .suite import base_url_problem
@@ -59,6 +61,10 @@ from .suites import SuiteKey
 from .templates import CasePrompts
 from .templates.fields import check_fields
 from .templates.prompt import Prompt
+
+
+if TYPE_CHECKING:
+    from .report.html import GridCells
 
 
 __all__ = ["PromptSession"]
@@ -125,8 +131,9 @@ class PromptSession:
         )
         #: Case ids taken so far, each with where it was defined (duplicates across files).
         self.seen: dict[str, str] = {}
-        #: The rows items reported, spooled to a file as they arrive (made at the first).
-        self._spool: StoredResults | None = None
+        #: The rows items reported, spooled to a file as they arrive.
+        self._rows = RowSpool()
+        self._cells: GridCells | None = None  # the dashboard grid's text, made as rows arrive
         #: What collection noticed but does not stop on (a ``vars`` field no template reads).
         self.warnings: list[str] = []
         self.summary: Summary | None = None
@@ -215,8 +222,7 @@ class PromptSession:
         try:
             result = self._pipelines[planned.suite].run(planned)
         except Exception as exc:  # a bug (ours or a plugin's) still ends the case with its row
-            result = _row(planned, Outcome.ERROR, f"internal error while running the case: "
-                                                  f"{type(exc).__name__}: {exc}")
+            result = error_row(planned, f"internal error while running the case: {type(exc).__name__}: {exc}")
         if self.runner.fatal is not None:
             self.cancel_pending()
         return result if self.reviews is None else self.reviews.apply(result)
@@ -275,25 +281,36 @@ class PromptSession:
         """End the run's event loop and close the cassettes."""
         self.runner.close()
         self.stores.close()
-        if self._spool is not None:
-            self._spool.close()
+        self._rows.close()
 
     # -- aggregation --------------------------------------------------------------------------
 
+    def row_line(self, result: CaseResult) -> str:
+        """``result`` as the line its item reports (which crosses pytest-xdist): encoded once, and
+        never parsed back when :meth:`add_row` receives it in this process."""
+        return self._rows.encode(result)
+
     def add_row(self, value: str) -> CaseResult:
         """A row an item reported (its ``CaseResult`` as JSON, as it crossed pytest-xdist)."""
-        if self._spool is None:
-            self._spool = StoredResults.spool()
-        return self._spool.append(value)
+        return self._rows.add(value)
+
+    def expect_rows(self, count: int) -> None:
+        """The run's collected cases are known: with a report, the dashboard's grid is made as
+        their rows arrive (sized for ``count`` rows)."""
+        if self.options.report and count and not self._rows.rows:
+            from .report.html import GridCells
+
+            self._cells = GridCells(count)
+            self._rows.on_row = self._cells.add
 
     @property
     def rows(self) -> list[CaseResult]:
         """The rows items reported so far, without their texts (those stay in the spool)."""
-        return [] if self._spool is None else self._spool.rows
+        return self._rows.rows
 
     def full(self, row: CaseResult) -> CaseResult:
         """One of :attr:`rows` read back whole from the spool."""
-        return row if self._spool is None else self._spool.full(row)
+        return self._rows.full(row)
 
     def _know_every_suite(self) -> None:
         """Load the config of every case file under the targets, as collection did: a
@@ -386,13 +403,13 @@ class PromptSession:
         if incomplete is not None:
             gate = GateResult.of([*self.summary.gate.decisions, incomplete])
             self.summary = dataclasses.replace(self.summary, gate=gate)
-        self.usage = usage_report(map(self.full, self.rows), self.summary.run)  # texts read back
+        self.usage = self._rows.usage.report(prices_of_run(self.summary.run))  # counted as rows were spooled
         if self.options.report:
             from .report.files import write_report
 
             write_report(self.invocation_dir / self.options.report, self.rows, self.summary, full=self.full,
                          usage=self.usage, history=self.history, baseline=self.baseline,
-                         line=None if self._spool is None else self._spool.line)
+                         lines=self._rows.lines, cells=self._cells)
         return self.summary
 
     def terminal_sections(self) -> Iterator[tuple[str, list[str]]]:
@@ -404,16 +421,3 @@ class PromptSession:
             if self.options.report:
                 lines.append(f"promptsuite report: {self.options.report}")
             yield "promptsuite: pass rate by slice", lines
-
-
-def _row(planned: PlannedCase, outcome: Outcome, error: str) -> CaseResult:
-    """A row for a case whose pipeline broke (an internal error) and so made none of its own."""
-    key = planned.key
-    try:
-        metadata = planned.case.metadata
-    except PromptSuiteError:  # the case file changed since collection
-        metadata = {}
-    return CaseResult(
-        case_id=key.case_id, slice=planned.slice, outcome=outcome, location=planned.location,
-        variant=key.variant, repeat=key.repeat, error=error, tags=planned.tags, metadata=metadata,
-    )

@@ -37,6 +37,7 @@ __all__ = ["Evaluator", "Transform", "evaluate", "outcome_of"]
 Transform = Callable[[str, PromptCase, Union[Response, None]], Union[str, None]]
 
 _ORDER = {Layer.STRUCTURE: 0, Layer.CONTENT: 1, Layer.REVIEW: 2, Layer.METRIC: 3}
+_REVIEW = Layer.REVIEW.value
 
 
 class Evaluator:
@@ -92,6 +93,8 @@ class Evaluator:
                 return (CheckResult(Layer.STRUCTURE.value, "transform_output", False, message),)
             if changed is not None:
                 output = changed
+        if not (checks.entries or checks.suite or case.review):  # only must_include / must_not_include
+            return tuple(must_checks(case, output))
         ctx = CheckContext(
             case=case, output=output, response=reply, judge=self.judge, judge_name=self.judge_name,
             prices=prices,
@@ -299,9 +302,9 @@ def outcome_of(case: PromptCase, checks: tuple[CheckResult, ...], *, error: str 
         return Outcome.ERROR
     if any(not c.passed and c.gating and not c.skipped for c in checks):
         return Outcome.FAILED
+    review = _REVIEW  # (an enum's value is a property: looked up once, not per check)
     if case.review or any(
-        c.layer == Layer.REVIEW.value and c.gating and c.passed and c.details and "review" in c.details
-        for c in checks
+        c.layer == review and c.gating and c.passed and c.details and "review" in c.details for c in checks
     ):
         return Outcome.REVIEW
     return Outcome.PASSED

@@ -22,8 +22,8 @@ from ..results.history import History
 from ..results.usage import UsageReport
 from ..results.usage import usage_report
 from ..scrub import printable
-from ..scrub import scrub
 from .document import summary_document
+from .html import GridCells
 from .html import write_dashboard
 from .markdown import summary_markdown
 
@@ -116,7 +116,7 @@ def write_report(
     directory: Path, rows: Iterable[CaseResult], summary: Summary, *,
     full: Callable[[CaseResult], CaseResult] | None = None, usage: UsageReport | None = None,
     history: History | None = None, baseline: Baseline | Sequence[CaseResult] | None = None,
-    line: Callable[[CaseResult], str | None] | None = None,
+    lines: Callable[[Iterable[CaseResult]], Iterable[str]] | None = None, cells: GridCells | None = None,
 ) -> list[Path]:
     """Write every report file into ``directory`` (created if needed); return their paths.
 
@@ -125,8 +125,10 @@ def write_report(
     rows when not given; ``history`` (``--prompt-history``) adds each slice's trend, this run last,
     to ``summary.md`` and the dashboard; the ``baseline``'s rows are the dashboard's baseline
     column of outputs (read back the same way when a streamed :class:`Baseline` left them on disk).
-    ``line`` gives a row's ``results.jsonl`` line as a spool holds it (its ``to_json()``, copied
-    rather than read back, parsed and encoded again).
+    ``lines`` gives the rows' ``results.jsonl`` lines (each ending in a newline, scrubbed) as a
+    spool holds them (their ``to_json()``, copied rather than read back, parsed and encoded
+    again); ``cells``, the dashboard grid's text of the rows it need not read back (made as they
+    were spooled).
     """
     directory.mkdir(parents=True, exist_ok=True)
     light = sorted_rows(rows)
@@ -137,11 +139,10 @@ def write_report(
     trend = history.with_current(summary) if history is not None else None
     results = directory / "results.jsonl"
     with results.open("w", encoding="utf-8") as fp:
-        if line is None:
+        if lines is None:
             fp.writelines(row.to_json() + "\n" for row in ordered)
-        else:  # scrubbed again: a secret registered after a row was spooled is masked too
-            read = full or (lambda row: row)
-            fp.writelines(scrub(line(row) or read(row).to_json()) + "\n" for row in light)
+        else:
+            fp.writelines(lines(light))
     summary_json = directory / "summary.json"
     summary_json.write_text(encode(summary_document(summary, usage=usage), indent=2) + "\n", encoding="utf-8")
     slices_csv = directory / "slices.csv"
@@ -157,7 +158,8 @@ def write_report(
                                 history=trend)
     summary_md.write_text(printable(markdown), encoding="utf-8")
     dashboard = write_dashboard(
-        directory / "dashboard.html", ordered, summary, usage=usage, history=trend, baseline=baseline
+        directory / "dashboard.html", light, summary, usage=usage, history=trend, baseline=baseline, full=full,
+        cells=cells,
     )
     review = directory / "review.jsonl"  # the review queue: what a human should look at
     with review.open("w", encoding="utf-8") as fp:

@@ -15,6 +15,8 @@ import html
 import io
 import shutil
 import tempfile
+from collections.abc import Callable
+from collections.abc import Mapping
 from collections.abc import Sequence
 from functools import cache
 from importlib import resources
@@ -34,7 +36,7 @@ from ..templates.prompt import prompt_display
 from .document import summary_document
 
 
-__all__ = ["dashboard_html", "write_dashboard"]
+__all__ = ["GridCells", "dashboard_html", "write_dashboard"]
 
 #: Prompt and output texts longer than this are cut in the dashboard (results.jsonl has them whole).
 MAX_TEXT = 4000
@@ -113,22 +115,56 @@ def _baseline_cells(baseline: Sequence[CaseResult], size: int) -> dict[tuple[str
             for b in baseline}
 
 
-def _baseline_cell(r: CaseResult, b: _BaselineCell | None) -> Any:
+def _baseline_cell(output_hash: int, b: _BaselineCell | None) -> Any:
     """The baseline's row of the same case and variant: 0 when it has none, its outcome alone
-    when its output is the same as this run's, else [outcome, output preview]."""
+    when its output is the same as this run's (``output_hash``), else [outcome, output preview]."""
     if b is None:
         return 0
-    outcome, output_hash, preview = b
-    return outcome if output_hash == hash(r.output) else [outcome, preview]
+    outcome, baseline_hash, preview = b
+    return outcome if baseline_hash == output_hash else [outcome, preview]
+
+
+def _needs_detail(outcome: Outcome, last_check: str | None) -> bool:
+    """Whether a row's details go into the page: it needs attention, or it is a decided review
+    (its decision is the last check), which keeps who decided and why."""
+    return outcome in _ATTENTION or last_check == REVIEW_CHECK
 
 
 def _grid_row(r: CaseResult, detail: int, size: int) -> list[Any]:
     """One row of the outputs grid; a row with details (``detail`` >= 0) leaves its texts there."""
     if detail >= 0:  # the grid and the search read the details
         return [r.case_id, r.slice, r.variant, r.repeat, r.outcome.value, detail, "", "", _failed_names(r)]
-    output = "" if r.output is None else r.output[:size]
-    shown = _input_of(r.prompt, size // 2)
-    return [r.case_id, r.slice, r.variant, r.repeat, r.outcome.value, detail, shown, output, ""]
+    return _plain_row(r, r.output, r.prompt, size)
+
+
+def _plain_row(r: CaseResult, output: str | None, prompt: Any, size: int) -> list[Any]:
+    """A row of the grid without details: the start of its output and the end of its input."""
+    start = "" if output is None else output[:size]
+    return [r.case_id, r.slice, r.variant, r.repeat, r.outcome.value, -1, _input_of(prompt, size // 2), start, ""]
+
+
+class GridCells:
+    """The grid's JSON of each row without details, made as a run spools its rows, for a page of
+    ``rows`` rows (the run's collected cases): writing the page then reads back only the rows it
+    shows in detail. A page of another size (the run stopped early) reads every row back."""
+
+    def __init__(self, rows: int) -> None:
+        self.size = grid_text(rows)
+        self._cells: dict[tuple[str, str | None, int], tuple[str, int]] = {}
+
+    def add(self, row: CaseResult, line: Mapping[str, Any]) -> None:
+        """Keep ``row``'s cell and its output's hash; ``line`` is what its ``results.jsonl`` line
+        holds (the texts ``row`` left on disk)."""
+        checks = line.get("checks") or ()
+        if _needs_detail(row.outcome, checks[-1].get("name") if checks else None):
+            return
+        output = line.get("output")
+        cell = _json_for_script(_plain_row(row, output, line.get("prompt"), self.size))
+        self._cells[(row.case_id, row.variant, row.repeat)] = (cell, hash(output))
+
+    def get(self, row: CaseResult) -> tuple[str, int] | None:
+        """``row``'s cell and its output's hash, if kept."""
+        return self._cells.get((row.case_id, row.variant, row.repeat))
 
 
 def _flips(summary: Summary) -> list[dict[str, Any]]:
@@ -144,30 +180,36 @@ def _flips(summary: Summary) -> list[dict[str, Any]]:
 
 def _write_payload(
     out: TextIO, rows: Sequence[CaseResult], summary: Summary, usage: UsageReport | None, history: History | None,
-    baseline: Sequence[CaseResult] | None,
+    baseline: Sequence[CaseResult] | None, full: Callable[[CaseResult], CaseResult] | None = None,
+    cells: GridCells | None = None,
 ) -> None:
-    """The page's data, written as a stream: one row of the grid at a time (each row read back
-    from the spool as it is reached), the details and baseline cells through spill files, so a
-    100,000-row dashboard never holds every row in memory. The JSON is what one ``encode`` of
-    the whole payload gives."""
+    """The page's data, written as a stream: one row of the grid at a time (a row ``cells`` has
+    is copied, any other read back whole by ``full`` as it is reached), the details and baseline
+    cells through spill files, so a 100,000-row dashboard never holds every row in memory. The
+    JSON is what one ``encode`` of the whole payload gives."""
     size = grid_text(len(rows))
     by_key = _baseline_cells(baseline, size) if baseline else None
+    known = cells if cells is not None and cells.size == size else None
     out.write('{"summary":' + _json_for_script(summary_document(summary, usage=usage)) + ',"rows":[')
-    with _Spill() as details, _Spill() as cells:
+    with _Spill() as details, _Spill() as baseline_cells:
         for i, r in enumerate(rows):
-            detail = -1
-            # a decided review (its decision is the last check) keeps its details: who decided and why
-            if r.outcome in _ATTENTION or (r.checks and r.checks[-1].name == REVIEW_CHECK):
-                detail = details.add(_json_for_script(_detail(r)))
-            out.write(("," if i else "") + _json_for_script(_grid_row(r, detail, size)))
+            kept = None if known is None else known.get(r)
+            if kept is None:
+                r = r if full is None else full(r)
+                detail = -1
+                if _needs_detail(r.outcome, r.checks[-1].name if r.checks else None):
+                    detail = details.add(_json_for_script(_detail(r)))
+                kept = _json_for_script(_grid_row(r, detail, size)), hash(r.output)
+            out.write(("," if i else "") + kept[0])
             if by_key is not None:
-                cells.add(_json_for_script(_baseline_cell(r, by_key.get((r.case_id, r.variant, r.repeat)))))
+                cell = _baseline_cell(kept[1], by_key.get((r.case_id, r.variant, r.repeat)))
+                baseline_cells.add(_json_for_script(cell))
         out.write('],"details":[')
         details.copy_to(out)
         out.write('],"flips":' + _json_for_script(_flips(summary)) + ',"baseline_rows":')
         if by_key is not None:
             out.write("[")
-            cells.copy_to(out)
+            baseline_cells.copy_to(out)
             out.write("]")
         else:
             out.write("null")
@@ -211,6 +253,7 @@ def _csp(script: str) -> str:
 def _write_page(
     out: TextIO, rows: Sequence[CaseResult], summary: Summary, *, title: str, usage: UsageReport | None,
     history: History | None, baseline: Sequence[CaseResult] | None,
+    full: Callable[[CaseResult], CaseResult] | None = None, cells: GridCells | None = None,
 ) -> None:
     script = _asset("dashboard.js")
     verdict = "PASSED" if summary.gate.passed else "FAILED"
@@ -218,7 +261,7 @@ def _write_page(
     fields = {"csp": _csp(script), "title": html.escape(title), "verdict": verdict, "style": _asset("dashboard.css"),
               "script": script}
     out.write(head.format(**fields))
-    _write_payload(out, rows, summary, usage, history, baseline)
+    _write_payload(out, rows, summary, usage, history, baseline, full, cells)
     out.write(tail.format(**fields))
 
 
@@ -236,8 +279,12 @@ def dashboard_html(
 def write_dashboard(
     path: Path, rows: Sequence[CaseResult], summary: Summary, *, usage: UsageReport | None = None,
     history: History | None = None, baseline: Sequence[CaseResult] | None = None,
+    full: Callable[[CaseResult], CaseResult] | None = None, cells: GridCells | None = None,
 ) -> Path:
-    """Write ``dashboard.html`` to ``path``, as a stream (see :func:`_write_payload`)."""
+    """Write ``dashboard.html`` to ``path``, as a stream (see :func:`_write_payload`); ``full``
+    reads one of ``rows`` back whole when they left their texts on disk, ``cells`` has the grid's
+    text of the rows that need no reading back."""
     with path.open("w", encoding="utf-8") as out:
-        _write_page(out, rows, summary, title="promptsuite report", usage=usage, history=history, baseline=baseline)
+        _write_page(out, rows, summary, title="promptsuite report", usage=usage, history=history, baseline=baseline,
+                    full=full, cells=cells)
     return path

@@ -2,21 +2,54 @@
 
 from __future__ import annotations
 
+import math
 import tempfile
+from array import array
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Iterator
 from pathlib import Path
+from typing import IO
 from typing import Any
-from typing import BinaryIO
 
 from ..checks.base import CaseResult
 from ..errors import ConfigError
 from ..formats.jsonio import decode
+from ..formats.jsonio import encode
 from ..formats.jsonio import read_jsonl
+from ..scrub import scrub
 
 
-__all__ = ["StoredResults", "load_results", "load_summary_json", "stream_results"]
+__all__ = ["StoredResults", "encode_row", "load_results", "load_summary_json", "stream_results"]
 
 #: What a stored row keeps on disk until a report shows it (the long texts and the checks).
 _ON_DISK = ("output", "prompt", "checks", "replies", "metadata", "usage")
+#: How much of the file one block of :meth:`StoredResults.lines` holds at most.
+_BLOCK_BYTES = 1 << 20
+#: Told of each row a spool keeps, with everything its line holds (see :meth:`StoredResults.spool`).
+OnRow = Callable[[CaseResult, dict[str, Any]], None]
+
+
+def encode_row(row: CaseResult) -> tuple[str, dict[str, Any] | None]:
+    """``row.to_json()`` and, when that line reads back as exactly ``row.to_dict()`` in what a
+    spool keeps and counts of it (nothing was scrubbed from it, its latency and token counts are
+    finite), that dict: :meth:`StoredResults.append` then need not parse the line again."""
+    value = row.to_dict()
+    raw = encode(value, compact=True, scrub=False)
+    line = scrub(raw)  # the very object when nothing was scrubbed (the scrubber promises it)
+    numbers = (row.latency_ms, *(row.usage or {}).values())
+    if line is not raw or any(isinstance(n, float) and not math.isfinite(n) for n in numbers):
+        return line, None
+    return line, value
+
+
+def _without_texts(row: CaseResult) -> CaseResult:
+    """``row`` as a stored row keeps it: without what stays on disk (:data:`_ON_DISK`)."""
+    return CaseResult(
+        case_id=row.case_id, slice=row.slice, outcome=row.outcome, location=row.location, variant=row.variant,
+        repeat=row.repeat, error=row.error, prompt_hash=row.prompt_hash, latency_ms=row.latency_ms, tags=row.tags,
+        cached=row.cached,
+    )
 
 
 def load_results(path: Path) -> list[CaseResult]:
@@ -38,42 +71,66 @@ class StoredResults:
     ``results.jsonl`` read as a stream (:func:`stream_results`), or a run's spool that rows are
     appended to as they arrive (:meth:`spool`). :meth:`full` reads one row back whole."""
 
-    def __init__(self, file: Path, fp: BinaryIO | None = None) -> None:
+    def __init__(self, file: Path, fp: IO[bytes] | None = None, *, on_row: OnRow | None = None) -> None:
         self.file = file
         self.rows: list[CaseResult] = []
+        self._on_row = on_row
         self._fp = fp
+        self._owner: Any = None  # a spool's temporary file, which removes the file when closed
         self._end = 0
-        self._offsets: dict[tuple[str, str | None, int], int] = {}
+        self._at_end = True  # where the next append writes (a read back moves away from it)
+        self._spans = array("q")  # where each row's line starts and stops, in pairs, in row order
+        self._index: dict[tuple[str, str | None, int], int] = {}  # a row's key: its place in rows
 
     @classmethod
-    def spool(cls) -> StoredResults:
-        """An empty spool in a temporary file (removed by :meth:`close`)."""
-        fp = tempfile.NamedTemporaryFile(prefix="promptsuite-rows-", suffix=".jsonl")  # noqa: SIM115
-        return cls(Path(fp.name), fp)  # type: ignore[arg-type]
+    def spool(cls, on_row: OnRow | None = None) -> StoredResults:
+        """An empty spool in a temporary file (removed by :meth:`close`). ``on_row(row, line)`` is
+        told of each row kept, with what its line holds (texts included), as it is appended: what
+        is counted from every row's texts is counted then, not by reading them all back."""
+        owner = tempfile.NamedTemporaryFile(prefix="promptsuite-rows-", suffix=".jsonl")  # noqa: SIM115
+        stored = cls(Path(owner.name), owner.file, on_row=on_row)  # the file itself: no wrapper per call
+        stored._owner = owner
+        return stored
 
     def add(self, raw: bytes, number: int) -> CaseResult | None:
         """Keep one line of the file (``raw``, at the current end) as a row without its texts."""
-        start, self._end = self._end, self._end + len(raw)
         for line in read_jsonl(raw, strict=False):  # one line, or none when blank
-            value = line.value
-            if isinstance(value, dict):
-                for key in _ON_DISK:
-                    value.pop(key, None)
-            row = _row(self.file, number, line.problem, value)
-            self.rows.append(row)
-            self._offsets[(row.case_id, row.variant, row.repeat)] = start
-            return row
+            return self._keep(len(raw), number, line.problem, line.value)
+        self._end += len(raw)
         return None
 
-    def append(self, line: str) -> CaseResult:
-        """Spool a row (its JSON, one line) and keep it without its texts."""
+    def _keep(
+        self, size: int, number: int, problem: str | None, value: Any, row: CaseResult | None = None
+    ) -> CaseResult:
+        start, self._end = self._end, self._end + size
+        if row is None:
+            kept = value
+            if isinstance(value, dict):
+                kept = {key: item for key, item in value.items() if key not in _ON_DISK}
+            row = _row(self.file, number, problem, kept)
+        if self._on_row is not None:
+            self._on_row(row, value)
+        self._index[(row.case_id, row.variant, row.repeat)] = len(self.rows)
+        self.rows.append(row)
+        self._spans.extend((start, start + size))
+        return row
+
+    def append(self, line: str, known: tuple[CaseResult, dict[str, Any]] | None = None) -> CaseResult:
+        """Spool a row (its JSON, one line) and keep it without its texts. ``known``, when the
+        caller has them, is the row itself and what its line reads back as (:func:`encode_row`):
+        then the line is not parsed again."""
         assert self._fp is not None, "append to a spool"
         raw = line.encode("utf-8") + b"\n"
-        self._fp.seek(self._end)
+        if not self._at_end:
+            self._fp.seek(self._end)
+            self._at_end = True
         self._fp.write(raw)
-        row = self.add(raw, len(self.rows) + 1)
-        assert row is not None
-        return row
+        number = len(self.rows) + 1
+        if known is None:
+            row = self.add(raw, number)
+            assert row is not None
+            return row
+        return self._keep(len(raw), number, None, known[1], _without_texts(known[0]))
 
     def full(self, row: CaseResult) -> CaseResult:
         """``row`` with everything the file holds for it (as it is when the file does not have it)."""
@@ -83,27 +140,57 @@ class StoredResults:
         line = next(read_jsonl(raw, strict=False))
         return CaseResult.from_dict(line.value) if line.problem is None else row
 
-    def line(self, row: CaseResult) -> str | None:
-        """``row``'s line of the file as it was written (no newline), None when it has none: a
-        spooled row is its ``to_json()``, so a report copies it instead of parsing and encoding."""
-        raw = self._raw(row)
-        return None if raw is None else raw.decode("utf-8").rstrip("\r\n")
+    def lines(self, rows: Iterable[CaseResult], *, scrubbed: bool = False) -> Iterator[str]:
+        """The lines of ``rows`` in that order, each ending in a newline, as the file holds them
+        (a row it lacks: its ``to_json()``), each scrubbed again. ``scrubbed``: no secret was
+        registered since the lines were written, so they are copied as they are, and a run of
+        rows in the file's own order is read as one block (a serial run's ``results.jsonl``)."""
+        start = stop = -1
+        for row in rows:
+            span = self._span(row)
+            if scrubbed and span is not None and span[0] == stop and stop - start < _BLOCK_BYTES:
+                stop = span[1]
+                continue
+            if start >= 0:
+                yield self._text(start, stop)
+                start = stop = -1
+            if span is None:
+                yield row.to_json() + "\n"
+            elif scrubbed:
+                start, stop = span
+            else:
+                yield scrub(self._text(*span))
+        if start >= 0:
+            yield self._text(start, stop)
+
+    def _span(self, row: CaseResult) -> tuple[int, int] | None:
+        index = self._index.get((row.case_id, row.variant, row.repeat))
+        return None if index is None else (self._spans[2 * index], self._spans[2 * index + 1])
+
+    def _text(self, start: int, stop: int) -> str:
+        """The file's lines from ``start`` to ``stop``, each ending in ``\\n`` alone."""
+        text = self._read(start, stop).decode("utf-8")
+        if "\r" in text:  # only at a line's end: JSON escapes it inside a string
+            text = text.replace("\r\n", "\n")
+        return text if text.endswith("\n") else text + "\n"
 
     def _raw(self, row: CaseResult) -> bytes | None:
-        offset = self._offsets.get((row.case_id, row.variant, row.repeat))
-        if offset is None:
-            return None
+        span = self._span(row)
+        return None if span is None else self._read(*span)
+
+    def _read(self, start: int, stop: int) -> bytes:
         if self._fp is not None:
-            self._fp.seek(offset)
-            return self._fp.readline()
+            self._at_end = False
+            self._fp.seek(start)
+            return self._fp.read(stop - start)
         with self.file.open("rb") as fp:
-            fp.seek(offset)
-            return fp.readline()
+            fp.seek(start)
+            return fp.read(stop - start)
 
     def close(self) -> None:
         """Close (and so remove) a spool's file."""
-        if self._fp is not None:
-            self._fp.close()
+        if self._owner is not None:
+            self._owner.close()
 
 
 def stream_results(path: Path) -> StoredResults:

@@ -303,9 +303,16 @@ def _variant_stats(rows: Sequence[CaseResult]) -> tuple[GroupStats, ...]:
 
 def _repeat_stats(rows: Sequence[CaseResult]) -> tuple[RepeatStats, ...]:
     """Per repeated case and variant: counted runs (not review/skipped) and how many passed."""
-    groups: dict[tuple[str, str], list[CaseResult]] = {}
+    seen: set[tuple[str, str]] = set()
+    repeated: set[tuple[str, str]] = set()  # a list for each of 50,000 rows costs more than their stats
     for row in rows:
-        groups.setdefault((row.case_id, row.variant or ""), []).append(row)
+        key = (row.case_id, row.variant or "")
+        (repeated if key in seen else seen).add(key)
+    groups: dict[tuple[str, str], list[CaseResult]] = {key: [] for key in repeated}
+    for row in rows if repeated else ():
+        runs_of = groups.get((row.case_id, row.variant or ""))
+        if runs_of is not None:
+            runs_of.append(row)
     out = []
     for (case_id, variant), runs_of in sorted(groups.items()):
         if len(runs_of) < 2:

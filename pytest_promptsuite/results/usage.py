@@ -73,24 +73,36 @@ class _Group:
     completion_tokens: int | None = None
     cost_usd: float | None = None
     latencies: list[float] = field(default_factory=list)
+    #: Each call's (prompt, completion) token counts, in order: priced when the report is made.
+    billed: list[tuple[Any, Any]] = field(default_factory=list)
 
-    def add(self, row: CaseResult, cost: float | None) -> None:
+    def add(self, *, answered: bool, calls: int, cached: bool, latency: float | None,
+            usage: Mapping[str, Any] | None) -> None:
         self.rows += 1
-        if row.cached:
+        if cached:
             self.cache_hits += 1
-        elif row.output is not None:
-            self.calls += len(row.replies) or 1
-        if row.latency_ms is not None:
-            self.latencies.append(row.latency_ms)
-        usage = row.usage
+        elif answered:
+            self.calls += calls
+        if latency is not None:
+            self.latencies.append(latency)
         if usage:
             prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
             if isinstance(prompt, int):
                 self.prompt_tokens = (self.prompt_tokens or 0) + prompt
             if isinstance(completion, int):
                 self.completion_tokens = (self.completion_tokens or 0) + completion
-        if cost is not None:
-            self.cost_usd = (self.cost_usd or 0.0) + cost
+            if not cached:
+                self.billed.append((prompt, completion))
+
+    def priced(self, prices: Prices | None) -> _Group:
+        """This group with ``cost_usd`` summed over its calls at ``prices``, in call order."""
+        cost_usd = None
+        for prompt, completion in self.billed:
+            cost = None if prices is None else prices.cost(prompt, completion)
+            if cost is not None:
+                cost_usd = (cost_usd or 0.0) + cost
+        return _Group(self.rows, self.calls, self.cache_hits, self.prompt_tokens, self.completion_tokens,
+                      cost_usd, self.latencies)
 
     def merge(self, other: _Group) -> None:
         self.rows += other.rows
@@ -131,31 +143,41 @@ class UsageReport:
 
 
 class UsageTally:
-    """Adds rows one at a time (a run that streams its rows never holds them all)."""
+    """Counts rows one at a time, as a run spools them (it never holds them all), and prices
+    their calls when the report is made (a run's prices are known once its configs are)."""
 
-    def __init__(self, prices: Mapping[str, Prices] | None = None) -> None:
-        self.prices = dict(prices or {})
+    def __init__(self) -> None:
         self._groups: dict[tuple[str, str | None], _Group] = {}  # one per (slice, variant)
+
+    def _group(self, slice_name: str, variant: str | None) -> _Group:
+        group = self._groups.get((slice_name, variant))
+        if group is None:
+            group = self._groups[(slice_name, variant)] = _Group()
+        return group
 
     def add(self, row: CaseResult) -> None:
         """Count one row."""
-        key = (row.slice, row.variant)
-        group = self._groups.get(key)
-        if group is None:
-            group = self._groups[key] = _Group()
-        cost = None
-        if self.prices and row.usage and not row.cached:
-            prices = self.prices.get(row.variant or "") or self.prices.get("")
-            if prices is not None:
-                cost = prices.cost(row.usage.get("prompt_tokens"), row.usage.get("completion_tokens"))
-        group.add(row, cost)
+        self._group(row.slice, row.variant).add(
+            answered=row.output is not None, calls=len(row.replies) or 1, cached=row.cached,
+            latency=row.latency_ms, usage=row.usage,
+        )
 
-    def report(self) -> UsageReport:
-        """The figures of every row added so far."""
+    def add_line(self, row: Mapping[str, Any]) -> None:
+        """Count one row as its ``results.jsonl`` line holds it (:meth:`CaseResult.to_dict`)."""
+        self._group(row["slice"], row.get("variant")).add(
+            answered=row.get("output") is not None, calls=len(row.get("replies") or ()) or 1,
+            cached=row.get("cached") is True, latency=row.get("latency_ms"), usage=row.get("usage"),
+        )
+
+    def report(self, prices: Mapping[str, Prices] | None = None) -> UsageReport:
+        """The figures of every row counted so far, each call priced at its variant's ``prices``
+        (``""``: the run without variants)."""
+        prices = prices or {}
         total = _Group()
         slices: dict[str, _Group] = {}
         variants: dict[str, _Group] = {}
-        for (slice_name, variant), group in self._groups.items():
+        for (slice_name, variant), counted in self._groups.items():
+            group = counted.priced(prices.get(variant or "") or prices.get("")) if prices else counted
             total.merge(group)
             slices.setdefault(slice_name, _Group()).merge(group)
             if variant is not None:
@@ -164,7 +186,7 @@ class UsageTally:
             total.stats("total"),
             tuple(g.stats(name) for name, g in sorted(slices.items())),
             tuple(g.stats(name) for name, g in variants.items()),
-            priced=bool(self.prices),
+            priced=bool(prices),
         )
 
 
@@ -183,7 +205,7 @@ def prices_of_run(run: RunInfo | None) -> dict[str, Prices]:
 
 def usage_report(rows: Iterable[CaseResult], run: RunInfo | None = None) -> UsageReport:
     """Every row's figures, priced at the run's recorded ``[model] prices``."""
-    tally = UsageTally(prices_of_run(run))
+    tally = UsageTally()
     for row in rows:
         tally.add(row)
-    return tally.report()
+    return tally.report(prices_of_run(run))

@@ -88,6 +88,40 @@ def test_report_is_the_same_serial_and_under_xdist(pytester: pytest.Pytester, pl
         assert (pytester.path / "rep" / name).is_file()
 
 
+def test_report_files_are_byte_for_byte_the_same_serial_and_under_xdist(pytester: pytest.Pytester) -> None:
+    """Serial rows are spooled from the value they were encoded from, workers' rows from their
+    lines; the dashboard's grid is made as rows arrive: every file must come out the same."""
+    extra = (_case(f"x{i}", f"s{i % 3}", f"text {i} <b>", "text" if i % 5 else "zz") for i in range(30))
+    _write_cases(pytester, [*CASES, *extra])
+    common = ["--prompt-suite", "cases.jsonl", "--prompt-min-pass-rate", "0.5"]
+    assert pytester.runpytest(*common, "--prompt-report", "base").ret == 0
+    lines = [line.replace('"r2", "input": "refund two"', '"r2", "input": "no"') for line in [*CASES]]
+    _write_cases(pytester, [*lines, *(_case(f"x{i}", f"s{i % 3}", f"text {i}", "text") for i in range(30))])
+    for name, args in (("serial", []), ("xdist", ["-n", "2"])):
+        pytester.runpytest(*common, "--prompt-baseline", "base", "--prompt-max-regression", "1",
+                           "--prompt-report", name, *args)
+    for name in ("results.jsonl", "summary.json", "slices.csv", "summary.md", "dashboard.html", "review.jsonl"):
+        serial, xdist = (pytester.path / run / name for run in ("serial", "xdist"))
+        assert serial.read_bytes() == xdist.read_bytes(), name
+    assert '"baseline_rows":[' in (pytester.path / "serial" / "dashboard.html").read_text("utf-8")
+
+
+def test_a_row_rides_only_on_its_call_report(pytester: pytest.Pytester) -> None:
+    """The call's report carries the row (to the controller, to junit's hooks); neither the item
+    nor its setup and teardown reports keep it, since pytest keeps every item and report."""
+    _write_cases(pytester, CASES[:3])
+    pytester.makeconftest(
+        "seen = []\n\n"
+        "def pytest_runtest_logreport(report):\n"
+        "    seen.append((report.when, [name for name, _ in report.user_properties]))\n\n"
+        "def pytest_sessionfinish(session):\n"
+        "    print('REPORTS', sorted(set((w, tuple(n)) for w, n in seen)))\n"
+        "    print('ITEMS', [item.user_properties for item in session.items])\n"
+    )
+    out = pytester.runpytest("--prompt-suite", "cases.jsonl", "-s").stdout.str()
+    assert "REPORTS [('call', ('promptsuite',)), ('setup', ()), ('teardown', ())]\nITEMS [[], [], []]\n" in out
+
+
 def test_baseline_regressions_fail_the_gate_unless_allowed(pytester: pytest.Pytester) -> None:
     _write_cases(pytester, CASES[:3] + CASES[4:])
     assert pytester.runpytest("--prompt-suite", "cases.jsonl", "--prompt-report", "base").ret == 0

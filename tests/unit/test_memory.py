@@ -7,6 +7,7 @@ per-case memory back unnoticed.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import json
 import weakref
@@ -22,12 +23,18 @@ from pytest_promptsuite.cases import load_cases
 from pytest_promptsuite.checks import builtin_make
 from pytest_promptsuite.checks import compile_cases
 from pytest_promptsuite.checks.base import CaseResult
+from pytest_promptsuite.checks.base import CheckResult
+from pytest_promptsuite.checks.base import Outcome
 from pytest_promptsuite.errors import CaseFileError
 from pytest_promptsuite.report import dashboard_html
 from pytest_promptsuite.report import html as html_module
+from pytest_promptsuite.report.html import GridCells
 from pytest_promptsuite.report.html import write_dashboard
+from pytest_promptsuite.results import StoredResults
 from pytest_promptsuite.results import ThresholdPolicy
 from pytest_promptsuite.results import summarize
+from pytest_promptsuite.results.io import encode_row
+from pytest_promptsuite.reviews import REVIEW_CHECK
 
 
 def _row(i: int, outcome: str = "passed", output: str | None = None) -> CaseResult:
@@ -155,3 +162,33 @@ def test_a_case_file_edited_during_the_run_ends_that_case_as_an_error(pytester: 
     assert [(r["case_id"], r["outcome"], r["location"]) for r in rows] == [
         ("a", "passed", "cases.jsonl:1"), ("b", "error", "cases.jsonl:2")
     ]
+
+
+def test_a_dashboard_from_cells_made_as_rows_were_spooled_is_the_page_read_back(tmp_path: Path) -> None:
+    decided = CheckResult("review", REVIEW_CHECK, True, "approved by ana")
+    rows = [_row(i, "failed" if i % 4 == 0 else "passed") for i in range(200)]
+    rows[5] = dataclasses.replace(rows[5], checks=(decided,))  # a decided review keeps its details
+    rows[6] = dataclasses.replace(rows[6], output=None, prompt=[{"role": "user", "content": "question <6>"}])
+    rows[7] = dataclasses.replace(rows[7], outcome=Outcome.REVIEW)
+    baseline = [_row(i, "passed", output="old" if i % 3 else None) for i in range(150)]
+    summary = summarize(rows, ThresholdPolicy(option=0.5))
+    page = dashboard_html(rows, summary, baseline=baseline)
+    for cells in (GridCells(len(rows)), GridCells(100 * len(rows))):  # the second: cut for another size
+        spool = StoredResults.spool(cells.add)
+        for r in rows:
+            line, value = encode_row(r)
+            spool.append(line, None if value is None else (r, value))
+        read_back: list[str] = []
+
+        def full(r: CaseResult, spool: StoredResults = spool, read_back: list[str] = read_back) -> CaseResult:
+            read_back.append(r.case_id)
+            return spool.full(r)
+
+        written = write_dashboard(tmp_path / "dashboard.html", spool.rows, summary, baseline=baseline,
+                                  full=full, cells=cells)
+        assert written.read_text(encoding="utf-8") == page
+        if cells.size == html_module.grid_text(len(rows)):  # only the rows shown in detail are read back
+            assert read_back == [r.case_id for r in rows if r.outcome is not Outcome.PASSED or r.checks]
+        else:
+            assert read_back == [r.case_id for r in rows]
+        spool.close()

@@ -3,17 +3,28 @@
 from __future__ import annotations
 
 import json
+import uuid
 from pathlib import Path
 
 import pytest
 
 from pytest_promptsuite.checks.base import CaseResult
+from pytest_promptsuite.checks.base import CheckResult
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.results import Baseline
+from pytest_promptsuite.results import RunInfo
+from pytest_promptsuite.results import StoredResults
 from pytest_promptsuite.results import load_results
 from pytest_promptsuite.results import load_summary_json
 from pytest_promptsuite.results import stream_results
 from pytest_promptsuite.results import summarize
+from pytest_promptsuite.results.io import encode_row
+from pytest_promptsuite.results.spool import RowSpool
+from pytest_promptsuite.results.usage import UsageTally
+from pytest_promptsuite.results.usage import prices_of_run
+from pytest_promptsuite.results.usage import usage_report
+from pytest_promptsuite.scrub import REDACTED
+from pytest_promptsuite.scrub import register
 
 
 def row(case_id: str, slice_: str, outcome: str, **kw: object) -> CaseResult:
@@ -79,3 +90,75 @@ def test_a_flip_against_a_stored_baseline_shows_the_baseline_output(tmp_path: Pa
     (flip,) = summary.baseline.flips
     assert (flip.id, flip.old_output, flip.new_output) == ("a", "old answer", "new answer")
     assert flip.old_prompt == "old prompt"
+
+
+SPOOLED = [
+    row("a", "退款", "passed", output="out a\u2028x", prompt="prompt a", variant="v1", location="cases.jsonl:1",
+        latency_ms=12.5, usage={"prompt_tokens": 10, "completion_tokens": 3, "total_tokens": 13}, tags=("t",)),
+    row("b", "s", "failed", output="out b", prompt=[{"role": "user", "content": "hi"}], repeat=1,
+        checks=(CheckResult("content", "must_include", False, "missing required text 'x'"),), cached=True,
+        usage={"prompt_tokens": 4, "completion_tokens": 1, "total_tokens": 5}, metadata={"k": [1, 2]}),
+    row("c", "s", "error", error="HTTP 401 with Authorization: Bearer sk0123456789abcdef", location="cases.jsonl:3"),
+    row("d", "s", "passed", output="last", replies=("first", "last"), latency_ms=float("nan")),
+]
+
+
+def test_a_row_encoded_once_is_spooled_as_if_its_line_were_read_back() -> None:
+    parsed_lines: list[tuple[CaseResult, dict]] = []
+    given_lines: list[tuple[CaseResult, dict]] = []
+    parsed = StoredResults.spool(lambda r, line: parsed_lines.append((r, line)))
+    given = StoredResults.spool(lambda r, line: given_lines.append((r, line)))
+    values = []
+    for r in SPOOLED:
+        line, value = encode_row(r)
+        assert line == r.to_json()
+        values.append(value)
+        parsed.append(line)
+        given.append(line, None if value is None else (r, value))
+    # a scrubbed secret or a NaN: the line is not what the row holds, so it is read back
+    assert [v is None for v in values] == [False, False, True, True]
+    assert "sk0123456789abcdef" not in SPOOLED[2].to_json()
+    assert parsed.rows == given.rows and parsed_lines == given_lines
+    assert [type(r.location) for r in given.rows] == [type(r.location) for r in parsed.rows]
+    assert all(r.output is None and r.checks == () and r.usage is None for r in given.rows)
+    assert [given.full(r) for r in given.rows] == [parsed.full(r) for r in parsed.rows]
+    lines = [r.to_json() + "\n" for r in SPOOLED]
+    assert list(given.lines(given.rows, scrubbed=True)) == ["".join(lines)]  # the file's order: one block
+    assert list(given.lines(given.rows[::-1], scrubbed=True)) == lines[::-1]
+    assert list(given.lines(given.rows[:2] + [SPOOLED[3]], scrubbed=True)) == [lines[0] + lines[1], lines[3]]
+    stranger = row("z", "s", "passed")  # a row the file lacks: its to_json()
+    assert list(given.lines([stranger])) == [stranger.to_json() + "\n"]
+    parsed.close()
+    given.close()
+
+
+def test_usage_counted_from_spooled_lines_is_usage_of_the_rows() -> None:
+    tally = UsageTally()
+    for r in SPOOLED:
+        tally.add_line(json.loads(r.to_json()))
+    run = RunInfo(version="x", models={"v1": {"spec": "s", "prices": {"prompt": 1.0, "completion": 2.0}},
+                                       "": {"spec": "s", "prices": {"prompt": 3.0, "completion": 5.0}}})
+    assert tally.report(prices_of_run(run)) == usage_report(load_rows(SPOOLED), run)
+    assert tally.report() == usage_report(load_rows(SPOOLED))
+    assert tally.report(prices_of_run(run)).total.cost_usd == pytest.approx((10 + 2 * 3) / 1e6)
+
+
+def load_rows(rows: list[CaseResult]) -> list[CaseResult]:
+    return [CaseResult.from_json(r.to_json()) for r in rows]
+
+
+def test_a_row_spool_copies_its_lines_unless_a_secret_may_have_slipped_in() -> None:
+    late, known = f"late-secret-{uuid.uuid4().hex}", f"known-secret-{uuid.uuid4().hex}"
+    rows = [row(f"r{i}", "s", "passed", output=f"answer {i} {late if i == 1 else ''}") for i in range(3)]
+    spool = RowSpool()
+    assert [spool.add(spool.encode(r)) for r in rows] == spool.rows
+    assert "".join(spool.lines(spool.rows)) == "".join(r.to_json() + "\n" for r in rows)
+    register(late)  # registered after its row was spooled: the copy is scrubbed again
+    assert late not in "".join(spool.lines(spool.rows)) and REDACTED in "".join(spool.lines(spool.rows[1:2]))
+    register(known)
+    worker = RowSpool()  # a worker's line scrubbed without a secret this process knows
+    worker.add(spool.encode(rows[0]))
+    worker.add(json.dumps(row("w", "s", "passed", output=known).to_dict()))
+    assert known not in "".join(worker.lines(worker.rows))
+    spool.close()
+    worker.close()
