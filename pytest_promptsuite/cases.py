@@ -119,18 +119,14 @@ class PromptCase:
     _ref: CaseRef | None = field(default=None, repr=False, compare=False, kw_only=True)
 
     def __post_init__(self) -> None:
-        problems = list(_shape_problems(self.to_dict()))
-        if problems:
-            raise ValueError(f"{self.location}: " + "; ".join(problems))
+        _refuse_bad(self.to_dict(), self.location)
         if self.threshold is not None:  # a JSON 1 is the number 1.0
             object.__setattr__(self, "threshold", float(self.threshold))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], *, location: CaseLocation | None = None) -> PromptCase:
         """The case a case file's line holds (its JSON keys), or ValueError listing its problems."""
-        problems = list(_shape_problems(data))
-        if problems:
-            raise ValueError(f"{location or '<memory>:0'}: " + "; ".join(problems))
+        _refuse_bad(data, location or CaseLocation(Path("<memory>"), 0))
         return _checked(data, location, None)
 
     def to_dict(self) -> dict[str, Any]:
@@ -184,6 +180,13 @@ _REQUIRED = ("case_id", "input", "slice")
 _KNOWN_KEYS = tuple(_KEYS)
 _STRING_LISTS = ("must_include", "must_not_include", "tags")
 _OBJECTS = ("vars", "metadata")
+
+
+def _refuse_bad(data: dict[str, Any], location: CaseLocation) -> None:
+    """A ValueError listing every problem :func:`_shape_problems` finds in a case built in code."""
+    problems = list(_shape_problems(data))
+    if problems:
+        raise ValueError(f"{location}: " + "; ".join(problems))
 
 
 def _checked(data: dict[str, Any], location: CaseLocation | None, ref: CaseRef | None) -> PromptCase:

@@ -145,11 +145,14 @@ class TemplateConfig(_Section):
     def for_variant(self, override: TemplateConfig) -> TemplateConfig:
         """This table with ``override``'s keys over it; when the override sets a key of some kind,
         this table's keys of the other kinds are dropped (a file variant over task prompts)."""
-        own = {f.name for f in dataclasses.fields(TemplateConfig)}
-        updates = {k: getattr(override, k) for k in set_keys(override) if k in own}
+        updates = {k: getattr(override, k) for k in set_keys(override) if k in _TEMPLATE_FIELDS}
         kinds = {kind for kind in TemplateKind if any(k in updates for k in kind.keys)}
         dropped = {k: None for kind in TemplateKind if kinds and kind not in kinds for k in kind.keys}
         return dataclasses.replace(self, **{**dropped, **updates})
+
+
+#: The fields of ``[template]`` itself (a variant's table adds ``model``).
+_TEMPLATE_FIELDS = frozenset(f.name for f in dataclasses.fields(TemplateConfig))
 
 
 @dataclass(frozen=True)

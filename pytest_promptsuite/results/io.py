@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import tempfile
 from array import array
@@ -43,13 +44,13 @@ def encode_row(row: CaseResult) -> tuple[str, dict[str, Any] | None]:
     return line, value
 
 
+#: The fields a stored row keeps in memory: every one but those of :data:`_ON_DISK`.
+_KEPT = tuple(f.name for f in dataclasses.fields(CaseResult) if f.name not in _ON_DISK)
+
+
 def _without_texts(row: CaseResult) -> CaseResult:
     """``row`` as a stored row keeps it: without what stays on disk (:data:`_ON_DISK`)."""
-    return CaseResult(
-        case_id=row.case_id, slice=row.slice, outcome=row.outcome, location=row.location, variant=row.variant,
-        repeat=row.repeat, error=row.error, prompt_hash=row.prompt_hash, latency_ms=row.latency_ms, tags=row.tags,
-        cached=row.cached,
-    )
+    return CaseResult(**{name: getattr(row, name) for name in _KEPT})
 
 
 def load_results(path: Path) -> list[CaseResult]:
