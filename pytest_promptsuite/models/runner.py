@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING
 from typing import Any
 from typing import TypeVar
 
-from ..errors import ConfigError
 from ..errors import EndpointError
 from ..errors import ModelError
 from ..model_config import Prices
@@ -40,17 +39,11 @@ from .base import ModelRequest
 from .base import Response
 from .base import is_sync
 from .batch import BatchAnswers
-from .batch import BatchLine
-from .batch import NotSent
-from .batch import answers_from
-from .batch import read_outputs
-from .batch import write_requests
 from .cache import CachingModel
 from .cache import HeldCache
 from .cache import ResponseStores
 from .spend import Allowance
 from .spend import BudgetedModel
-from .spend import BudgetExhausted
 
 
 if TYPE_CHECKING:
@@ -88,13 +81,6 @@ def _semaphore(limit: int) -> asyncio.Semaphore:
     import asyncio
 
     return asyncio.Semaphore(limit)
-
-
-def _read(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except OSError as exc:
-        raise ConfigError(f"--prompt-batch-results {path}: cannot read ({exc.strerror or exc})") from exc
 
 
 def _settle(future: concurrent.futures.Future[Response], task: asyncio.Task[Response]) -> None:
@@ -345,81 +331,15 @@ class ModelRunner:
 
     # -- batch mode ---------------------------------------------------------------------------
 
-    def batch_lines(self, calls: Iterable[tuple[Model, ModelRequest]], *, send: bool
-                    ) -> dict[int, dict[str, dict[str, BatchLine]]]:
-        """The batch lines of ``calls`` by model and endpoint, each ``custom_id`` once. Left out:
-        calls of a model not in batch mode, answered by the cache or a cassette, or (``send``:
-        they would be issued) not within the budget, which then refuses them as they run."""
-        groups: dict[int, dict[str, dict[str, BatchLine]]] = {}
-        for model, request in calls:
-            attached = self.attached.get(id(model))
-            if attached is None or attached.answers is None or not attached.answers.batchable:
-                continue
-            if attached.caching is not None and attached.caching.stored(request):
-                continue
-            line = attached.answers.line(request)
-            by_url = groups.setdefault(id(model), {}).setdefault(line.url, {})
-            if line.custom_id in by_url:
-                continue
-            if send:
-                try:
-                    self.allowance.take(attached.budget, request)
-                except BudgetExhausted:
-                    continue
-            by_url[line.custom_id] = line
-        return groups
-
     def batch(self, calls: Iterable[tuple[Model, ModelRequest]], *, write_to: Path | None = None,
               results: Path | None = None, progress: Callable[[str], None] | None = None) -> int:
-        """Answer ``calls`` from batch jobs (one per model and endpoint), a results file
-        (``results``) or not at all (``write_to``: the request file is written, each call then
-        ends as not sent). Returns how many requests went into jobs or the file."""
-        groups = self.batch_lines(calls, send=write_to is None and results is None)
-        every = [line for by_url in groups.values() for lines in by_url.values() for line in lines.values()]
-        if write_to is not None:
-            write_requests(write_to, every)
-            note = NotSent(f"written to {write_to} (--prompt-batch-file), not sent")
-            for ident, by_url in groups.items():
-                answers = self.attached[ident].answers
-                assert answers is not None
-                answers.answers.update({cid: note for lines in by_url.values() for cid in lines})
-            return len(every)
-        outputs = None
-        if results is not None:
-            outputs = read_outputs(_read(results), str(results))
-        for ident, by_url in groups.items():
-            attached = self.attached[ident]
-            answers = attached.answers
-            assert answers is not None
-            for url, lines in by_url.items():
-                if outputs is not None:
-                    found = answers_from(answers, lines, outputs, str(results),
-                                         "the request is not in it (its prompt, params or model changed?)")
-                else:
-                    found = self._run_job(attached.budget.inner, answers, list(lines.values()), url, progress)
-                answers.answers.update(found)
-        return len(every)
+        """Answer ``calls`` in batch mode before the cases run (see :mod:`.batch_run`): a job per
+        model and endpoint, a results file (``results``), or none (``write_to``: the request file
+        is written, each call then ends as not sent). Returns how many requests were batched."""
+        from .batch_run import answer_in_batches
 
-    def _run_job(self, model: Model, answers: BatchAnswers, lines: list[BatchLine], url: str,
-                 progress: Callable[[str], None] | None) -> dict[str, Response | ModelError]:
-        """One batch job to its end (Ctrl-C cancels it); each line's answer or error."""
-        from .batch_job import BatchJob  # httpx: imported when a job is sent, never at start-up
-
-        job = BatchJob(model, progress=progress)
-        if progress is not None:
-            progress(f"batch: sending {len(lines):,} requests to {url}")
-        future = _threadsafe(job.run(lines, url), self._ensure_loop())
-        try:
-            result = future.result()
-        except KeyboardInterrupt:
-            future.cancel()
-            with contextlib.suppress(Exception):
-                _threadsafe(job.cancel(), self._ensure_loop()).result(timeout=10)
-            raise
-        except ModelError as exc:
-            return {line.custom_id: exc for line in lines}
-        where = f"batch {result.batch_id} ({result.status})"
-        return answers_from(answers, (line.custom_id for line in lines), result.outputs, where, result.reason)
+        return answer_in_batches(self.attached, self.allowance, calls, write_to=write_to, results=results,
+                                 progress=progress, submit=lambda coro: _threadsafe(coro, self._ensure_loop()))
 
     def cancel_pending(self) -> int:
         """Cancel every prefetched call nobody collected (``-x``, Ctrl-C, end of run)."""
