@@ -116,7 +116,7 @@ def write_report(
     directory: Path, rows: Iterable[CaseResult], summary: Summary, *,
     full: Callable[[CaseResult], CaseResult] | None = None, usage: UsageReport | None = None,
     history: History | None = None, baseline: Baseline | Sequence[CaseResult] | None = None,
-    lines: Callable[[Iterable[CaseResult]], Iterable[str]] | None = None, cells: GridCells | None = None,
+    lines: Callable[[Iterable[CaseResult]], Iterable[bytes]] | None = None, cells: GridCells | None = None,
 ) -> list[Path]:
     """Write every report file into ``directory`` (created if needed); return their paths.
 
@@ -125,8 +125,8 @@ def write_report(
     rows when not given; ``history`` (``--prompt-history``) adds each slice's trend, this run last,
     to ``summary.md`` and the dashboard; the ``baseline``'s rows are the dashboard's baseline
     column of outputs (read back the same way when a streamed :class:`Baseline` left them on disk).
-    ``lines`` gives the rows' ``results.jsonl`` lines (each ending in a newline, scrubbed) as a
-    spool holds them (their ``to_json()``, copied rather than read back, parsed and encoded
+    ``lines`` gives the rows' ``results.jsonl`` lines (UTF-8, each ending in a newline, scrubbed)
+    as a spool holds them (their ``to_json()``, copied rather than read back, parsed and encoded
     again); ``cells``, the dashboard grid's text of the rows it need not read back (made as they
     were spooled).
     """
@@ -138,9 +138,9 @@ def write_report(
     usage = usage if usage is not None else usage_report(ordered, summary.run)
     trend = history.with_current(summary) if history is not None else None
     results = directory / "results.jsonl"
-    with results.open("w", encoding="utf-8") as fp:
+    with results.open("wb") as fp:  # bytes: a spool's lines are copied, never decoded
         if lines is None:
-            fp.writelines(row.to_json() + "\n" for row in ordered)
+            fp.writelines((row.to_json() + "\n").encode("utf-8") for row in ordered)
         else:
             fp.writelines(lines(light))
     summary_json = directory / "summary.json"

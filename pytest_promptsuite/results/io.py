@@ -44,13 +44,20 @@ def encode_row(row: CaseResult) -> tuple[str, dict[str, Any] | None]:
     return line, value
 
 
-#: The fields a stored row keeps in memory: every one but those of :data:`_ON_DISK`.
-_KEPT = tuple(f.name for f in dataclasses.fields(CaseResult) if f.name not in _ON_DISK)
+#: What a stored row holds in place of what stays on disk (:data:`_ON_DISK`): each field's
+#: default (a field with a factory gets a new value each time).
+_CLEARED = {f.name: f.default for f in dataclasses.fields(CaseResult)
+            if f.name in _ON_DISK and f.default is not dataclasses.MISSING}
+_FRESH = {f.name: f.default_factory for f in dataclasses.fields(CaseResult)
+          if f.name in _ON_DISK and f.default_factory is not dataclasses.MISSING}
 
 
 def _without_texts(row: CaseResult) -> CaseResult:
-    """``row`` as a stored row keeps it: without what stays on disk (:data:`_ON_DISK`)."""
-    return CaseResult(**{name: getattr(row, name) for name in _KEPT})
+    """``row`` as a stored row keeps it: without what stays on disk (:data:`_ON_DISK`). Its
+    other fields are the row's own, already checked: copied, not built again."""
+    kept = object.__new__(CaseResult)
+    kept.__dict__.update(row.__dict__, **_CLEARED, **{name: make() for name, make in _FRESH.items()})
+    return kept
 
 
 def load_results(path: Path) -> list[CaseResult]:
@@ -141,11 +148,11 @@ class StoredResults:
         line = next(read_jsonl(raw, strict=False))
         return CaseResult.from_dict(line.value) if line.problem is None else row
 
-    def lines(self, rows: Iterable[CaseResult], *, scrubbed: bool = False) -> Iterator[str]:
-        """The lines of ``rows`` in that order, each ending in a newline, as the file holds them
-        (a row it lacks: its ``to_json()``), each scrubbed again. ``scrubbed``: no secret was
-        registered since the lines were written, so they are copied as they are, and a run of
-        rows in the file's own order is read as one block (a serial run's ``results.jsonl``)."""
+    def lines(self, rows: Iterable[CaseResult], *, scrubbed: bool = False) -> Iterator[bytes]:
+        """The lines of ``rows`` in that order as UTF-8, each ending in a newline, as the file
+        holds them (a row it lacks: its ``to_json()``), each scrubbed again. ``scrubbed``: no
+        secret was registered since the lines were written, so they are copied as they are, and a
+        run of rows in the file's own order is read as one block (a serial run's ``results.jsonl``)."""
         start = stop = -1
         for row in rows:
             span = self._span(row)
@@ -153,27 +160,30 @@ class StoredResults:
                 stop = span[1]
                 continue
             if start >= 0:
-                yield self._text(start, stop)
+                yield self._block(start, stop)
                 start = stop = -1
             if span is None:
-                yield row.to_json() + "\n"
+                yield (row.to_json() + "\n").encode("utf-8")
             elif scrubbed:
                 start, stop = span
             else:
-                yield scrub(self._text(*span))
+                data = self._block(*span)
+                text = data.decode("utf-8")
+                clean = scrub(text)  # the very object when nothing was scrubbed
+                yield data if clean is text else clean.encode("utf-8")
         if start >= 0:
-            yield self._text(start, stop)
+            yield self._block(start, stop)
 
     def _span(self, row: CaseResult) -> tuple[int, int] | None:
         index = self._index.get((row.case_id, row.variant, row.repeat))
         return None if index is None else (self._spans[2 * index], self._spans[2 * index + 1])
 
-    def _text(self, start: int, stop: int) -> str:
+    def _block(self, start: int, stop: int) -> bytes:
         """The file's lines from ``start`` to ``stop``, each ending in ``\\n`` alone."""
-        text = self._read(start, stop).decode("utf-8")
-        if "\r" in text:  # only at a line's end: JSON escapes it inside a string
-            text = text.replace("\r\n", "\n")
-        return text if text.endswith("\n") else text + "\n"
+        data = self._read(start, stop)
+        if b"\r" in data:  # only at a line's end: JSON escapes it inside a string
+            data = data.replace(b"\r\n", b"\n")
+        return data if data.endswith(b"\n") else data + b"\n"
 
     def _raw(self, row: CaseResult) -> bytes | None:
         span = self._span(row)

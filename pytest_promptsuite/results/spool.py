@@ -68,11 +68,12 @@ class RowSpool:
         """One of :attr:`rows` read back whole."""
         return row if self._stored is None else self._stored.full(row)
 
-    def lines(self, rows: Iterable[CaseResult]) -> Iterator[str]:
-        """The ``results.jsonl`` lines of ``rows``, in that order: the spooled lines, copied as
-        they are when no secret was registered since they were scrubbed (else scrubbed again)."""
+    def lines(self, rows: Iterable[CaseResult]) -> Iterator[bytes]:
+        """The ``results.jsonl`` lines of ``rows`` (UTF-8), in that order: the spooled lines,
+        copied as they are when no secret was registered since they were scrubbed (else scrubbed
+        again)."""
         if self._stored is None:
-            return (row.to_json() + "\n" for row in rows)
+            return ((row.to_json() + "\n").encode("utf-8") for row in rows)
         return self._stored.lines(rows, scrubbed=registered() is self._scrubbed_with)
 
     def close(self) -> None:

@@ -4,6 +4,7 @@ records of httpx and httpcore are scrubbed before any handler sees them."""
 from __future__ import annotations
 
 import logging
+import re
 
 import pytest
 from hypothesis import given
@@ -82,3 +83,42 @@ def test_log_records_of_httpx_and_httpcore_are_scrubbed(caplog: pytest.LogCaptur
     assert caplog.records
     assert KEY not in caplog.text
     assert "key=***" in caplog.text
+
+
+def test_the_letters_the_pattern_folds_to_ascii_are_all_known() -> None:
+    """The pre-check's list of non-ASCII letters that ``(?i:...)`` matches as ASCII ones is whole:
+    every code point is tried against every ASCII letter."""
+    from pytest_promptsuite.scrub import _FOLDS_TO_ASCII
+
+    everything = "".join(chr(c) for c in range(0x80, 0x110000) if not 0xD800 <= c <= 0xDFFF)
+    folding = {m.group() for letter in "abcdefghijklmnopqrstuvwxyz" for m in re.finditer(f"(?i:{letter})", everything)}
+    assert folding == set(_FOLDS_TO_ASCII)
+
+
+FRAGMENTS = st.sampled_from([
+    "Authorization: Bearer abc.def-123", "AUTHORİZATİON: basic dXNlcjpwYXNz", "authorızation=token x1234567",
+    "beARer abcdefgh1", "BEARER 12345678", "?ſecret=v", "&\\u212aey=v", "?KEY=v", "&api_key=v",
+    "http://u:p@h/", "://", "@", "=", "?", "&", "bearer", "ı", "İ", "ſ", "\\u212a", "中文", "\\u2028", "\\ud800", " ",
+])
+
+
+@settings(max_examples=500, derandomize=True)
+@given(st.lists(FRAGMENTS | st.text(max_size=6), max_size=10))
+def test_the_pre_check_never_skips_text_the_pattern_would_scrub(parts: list[str]) -> None:
+    from pytest_promptsuite.scrub import _GENERIC
+    from pytest_promptsuite.scrub import _may_hold_credentials
+
+    text = "".join(parts)
+    if _GENERIC.search(text) is not None:
+        assert _may_hold_credentials(text), text
+
+
+@pytest.mark.parametrize("text", [
+    "Authorızation: Basic dXNlcjpwYXNz",  # dotless i
+    "authorİzation: token ghp_1234567890",  # dotted capital I
+    "see https://h/path?ſecret=SECRETVALUE#frag",  # long s
+    "https://h/v1?api-\u212aey=abc123",  # Kelvin sign
+    "中文 Authorization: Bearer abc.def-123 中文",
+])
+def test_credentials_spelled_with_letters_outside_ascii_are_scrubbed(text: str) -> None:
+    assert "***" in scrub(text)

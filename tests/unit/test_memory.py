@@ -192,3 +192,22 @@ def test_a_dashboard_from_cells_made_as_rows_were_spooled_is_the_page_read_back(
         else:
             assert read_back == [r.case_id for r in rows]
         spool.close()
+
+
+def test_cases_read_back_in_file_order_share_one_read(tmp_path: Path) -> None:
+    """Items run in file order: reading one case back reads a block that serves the cases after
+    it (still checked against their CRC-32), so the file is opened once for them all."""
+    path = tmp_path / "cases.jsonl"
+    path.write_bytes(CASES.encode("utf-8"))
+    loaded = load_cases(path)
+    refs = [case.ref for case in loaded if case.ref is not None]
+    assert refs[0].read() == loaded[0]
+    path.unlink()  # the block read with the first case holds the rest
+    assert [ref.read() for ref in refs[1:]] == loaded[1:]
+    path.write_bytes(CASES.encode("utf-8"))
+    again = load_cases(path)  # loaded again: its own block, never the earlier load's
+    path.write_bytes(CASES.replace("巴黎", "伦敦").encode("utf-8"))
+    assert again[0].ref is not None and again[0].ref.read() == again[0]
+    with pytest.raises(CaseFileError, match="changed after it was collected"):
+        assert again[1].ref is not None
+        again[1].ref.read()

@@ -18,6 +18,9 @@ from pytest_promptsuite.results import load_results
 from pytest_promptsuite.results import load_summary_json
 from pytest_promptsuite.results import stream_results
 from pytest_promptsuite.results import summarize
+from pytest_promptsuite.results.io import _CLEARED
+from pytest_promptsuite.results.io import _FRESH
+from pytest_promptsuite.results.io import _ON_DISK
 from pytest_promptsuite.results.io import encode_row
 from pytest_promptsuite.results.spool import RowSpool
 from pytest_promptsuite.results.usage import UsageTally
@@ -122,14 +125,19 @@ def test_a_row_encoded_once_is_spooled_as_if_its_line_were_read_back() -> None:
     assert [type(r.location) for r in given.rows] == [type(r.location) for r in parsed.rows]
     assert all(r.output is None and r.checks == () and r.usage is None for r in given.rows)
     assert [given.full(r) for r in given.rows] == [parsed.full(r) for r in parsed.rows]
-    lines = [r.to_json() + "\n" for r in SPOOLED]
-    assert list(given.lines(given.rows, scrubbed=True)) == ["".join(lines)]  # the file's order: one block
+    lines = [(r.to_json() + "\n").encode() for r in SPOOLED]
+    assert list(given.lines(given.rows, scrubbed=True)) == [b"".join(lines)]  # the file's order: one block
     assert list(given.lines(given.rows[::-1], scrubbed=True)) == lines[::-1]
     assert list(given.lines(given.rows[:2] + [SPOOLED[3]], scrubbed=True)) == [lines[0] + lines[1], lines[3]]
+    assert list(given.lines(given.rows)) == lines  # scrubbed again, line by line: the same bytes
     stranger = row("z", "s", "passed")  # a row the file lacks: its to_json()
-    assert list(given.lines([stranger])) == [stranger.to_json() + "\n"]
+    assert list(given.lines([stranger])) == [(stranger.to_json() + "\n").encode()]
     parsed.close()
     given.close()
+
+
+def test_a_stored_row_clears_every_field_that_stays_on_disk() -> None:
+    assert sorted([*_CLEARED, *_FRESH]) == sorted(_ON_DISK)  # a new field on disk needs a default
 
 
 def test_usage_counted_from_spooled_lines_is_usage_of_the_rows() -> None:
@@ -152,13 +160,14 @@ def test_a_row_spool_copies_its_lines_unless_a_secret_may_have_slipped_in() -> N
     rows = [row(f"r{i}", "s", "passed", output=f"answer {i} {late if i == 1 else ''}") for i in range(3)]
     spool = RowSpool()
     assert [spool.add(spool.encode(r)) for r in rows] == spool.rows
-    assert "".join(spool.lines(spool.rows)) == "".join(r.to_json() + "\n" for r in rows)
+    assert b"".join(spool.lines(spool.rows)).decode() == "".join(r.to_json() + "\n" for r in rows)
     register(late)  # registered after its row was spooled: the copy is scrubbed again
-    assert late not in "".join(spool.lines(spool.rows)) and REDACTED in "".join(spool.lines(spool.rows[1:2]))
+    text = b"".join(spool.lines(spool.rows)).decode()
+    assert late not in text and REDACTED in b"".join(spool.lines(spool.rows[1:2])).decode()
     register(known)
     worker = RowSpool()  # a worker's line scrubbed without a secret this process knows
     worker.add(spool.encode(rows[0]))
     worker.add(json.dumps(row("w", "s", "passed", output=known).to_dict()))
-    assert known not in "".join(worker.lines(worker.rows))
+    assert known not in b"".join(worker.lines(worker.rows)).decode()
     spool.close()
     worker.close()
