@@ -182,3 +182,32 @@ def test_ctrl_c_cancels_the_batch(pytester: pytest.Pytester, loopback: LoopbackS
     assert loopback.batch.stats.cancelled == 1
     assert loopback.batch.jobs["batch_1"]["status"] == "cancelling"
     assert not Path(pytester.path / "report").exists()
+
+
+def test_a_batch_error_shared_by_many_calls_is_raised_as_a_new_instance_each_time() -> None:
+    """A --prompt-batch-file run or a failed job gives every call one error: each call raises its
+    own copy, so no traceback grows with the calls (and keeps their frames alive)."""
+    import asyncio
+
+    from pytest_promptsuite.models.base import ModelRequest
+    from pytest_promptsuite.models.batch import BatchAnswers
+    from pytest_promptsuite.models.batch import NotSent
+    from pytest_promptsuite.models.batch import custom_id
+    from pytest_promptsuite.models.openai import OpenAIModel
+
+    answers = BatchAnswers(OpenAIModel("m", base_url="http://127.0.0.1:9/v1"))
+    shared = NotSent("written to out.jsonl (--prompt-batch-file), not sent")
+    requests = [ModelRequest(prompt=f"q{i}", case_id=f"c{i}") for i in range(50)]
+    answers.answers.update({custom_id(answers.identity, r): shared for r in requests})
+    raised = []
+    for request in requests:
+        with pytest.raises(NotSent) as info:
+            asyncio.run(answers.generate(request))
+        raised.append(info.value)
+    assert len({id(e) for e in raised}) == 50 and shared not in raised
+    assert all(str(e) == str(shared) for e in raised) and shared.__traceback__ is None
+    depth = 0
+    tb = raised[-1].__traceback__
+    while tb is not None:
+        depth, tb = depth + 1, tb.tb_next
+    assert depth < 10  # its own frames only, not one per earlier call
