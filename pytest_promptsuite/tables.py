@@ -51,11 +51,13 @@ class Range:
 
 class TableProblem(NamedTuple):
     """One thing wrong with the data: where (keys and list indexes) and what. For an unknown
-    key, ``known`` holds the keys its table takes (for a did-you-mean hint)."""
+    key, ``known`` holds the keys its table takes (for a did-you-mean hint); ``wrong_type``: the
+    value is not of the type at all (a union then tries its other members' rules)."""
 
     loc: tuple[str | int, ...]
     message: str
     known: tuple[str, ...] | None = None
+    wrong_type: bool = False
 
 
 class TableError(ValueError):
@@ -97,7 +99,7 @@ _Loc = tuple[str | int, ...]
 
 def _table(cls: Any, data: Any, loc: _Loc, problems: list[TableProblem]) -> Any:
     if not isinstance(data, Mapping):
-        problems.append(TableProblem(loc, "Input should be a valid dictionary"))
+        problems.append(TableProblem(loc, "Input should be a valid dictionary", wrong_type=True))
         return _BAD
     fields, hints, before = _fields(cls), _hints(cls), len(problems)
     values: dict[str, Any] = {}
@@ -159,12 +161,12 @@ def _union(args: tuple[Any, ...], raw: Any, loc: _Loc, problems: list[TableProbl
         if not own:
             return value
         tried.append(own)
-    deeper = [own for own in tried if own[0].loc != loc or "should be a valid" not in own[0].message]
+    deeper = [own for own in tried if own[0].loc != loc or not own[0].wrong_type]
     if len(deeper) == 1:  # the value has one member's shape but breaks its rules: say those
         problems.extend(deeper[0])
     else:
         names = dict.fromkeys(_NAMES.get(typing.get_origin(m) or m, "a valid table") for m in members)
-        problems.append(TableProblem(loc, "Input should be " + " or ".join(names)))
+        problems.append(TableProblem(loc, "Input should be " + " or ".join(names), wrong_type=True))
     return _BAD
 
 
@@ -188,5 +190,5 @@ def _container(kind: Any, args: tuple[Any, ...], raw: Any, loc: _Loc, problems: 
     else:
         raise TypeError(f"a table field cannot have the type {kind!r}")
     if value is _BAD:
-        problems.append(TableProblem(loc, f"Input should be {_NAMES[kind]}"))
+        problems.append(TableProblem(loc, f"Input should be {_NAMES[kind]}", wrong_type=True))
     return value
