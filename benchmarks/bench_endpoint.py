@@ -13,17 +13,17 @@ times, as whole processes (start-up included), in the same run:
 4. ``endpoint``: pytest with ``openai:`` at ``--prompt-concurrency`` (default 32), no cache;
 5. the same with the response cache on (the default; emptied before each run).
 
-Each round runs them in turn. For each it prints the CPU seconds the command and the server
-used (``/proc``: is the server or the client the one that cannot keep up?) and, from the
-server's log, the calls in flight over time: their mean from the first call's arrival to the last
-one's answer, the share of that time at the bound, how long after the process started the first
-call came (the ramp-up) and how soon the bound was first full. ``--profile-loop`` adds one plugin
-run with ``loop_probe.py`` (each thread's CPU, the event loop's callbacks and lag, the cases that
-waited). ``--reference REF`` adds the two plugin runs on the package as it was at git commit REF
-to each round (before and after, in the same go).
-The goal (issue 16): endpoint <= 1.2 x reference.
-Then, with ``--fault-rate`` (default 0.2) of the attempts answered 429 or 500 (seeded, with
-``retry-after-ms``), it checks every case is accounted for: one row each in results.jsonl,
+Each round runs them in turn, after a warm-up run, in a user's environment (``userenv.py``:
+bytecode cached, only the plugins a core install autoloads). For each it prints the CPU seconds the
+command and the server used (``/proc``: is the server or the client the one that cannot keep up?)
+and, from the server's log, the calls in flight over time: their mean from the first call's arrival
+to the last one's answer, the share of that time at the bound, how long after the process started
+the first call came (the ramp-up) and how soon the bound was first full. ``--profile-loop`` adds
+one plugin run with ``loop_probe.py`` (each thread's CPU, the event loop's callbacks and lag, the
+cases that waited). ``--reference REF`` adds the two plugin runs on the package as it was at git
+commit REF to each round (before and after, in the same go). The goal (issue 16): endpoint <= 1.2 x
+reference. Then, with ``--fault-rate`` (default 0.2) of the attempts answered 429 or 500 (seeded,
+with ``retry-after-ms``), it checks every case is accounted for: one row each in results.jsonl,
 passed, failed or error with a reason; none lost, none duplicated.
 
     python benchmarks/bench_endpoint.py [--cases 1000] [--concurrency 32] [--runs 3] [--profile-loop]
@@ -50,6 +50,9 @@ import urllib.request
 from collections import Counter
 from pathlib import Path
 from typing import Any
+
+from userenv import CORE_PLUGINS
+from userenv import user_env
 
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -101,7 +104,7 @@ def write_suite(folder: Path, n: int) -> list[str]:
 def timed(command: list[str], cwd: Path, package: Path | None = None) -> tuple[float, subprocess.CompletedProcess[str]]:
     """Run ``command`` once; ``package``: a folder holding another ``pytest_promptsuite`` to load."""
     paths = [*([str(package)] if package is not None else []), str(ROOT), str(ROOT / "benchmarks")]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+    env = user_env(PYTHONPATH=os.pathsep.join(paths))
     env.pop("OPENAI_API_KEY", None)
     start = time.perf_counter()
     done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, env=env)
@@ -109,10 +112,10 @@ def timed(command: list[str], cwd: Path, package: Path | None = None) -> tuple[f
 
 
 def pytest_command(*args: str) -> list[str]:
-    # no:hypothesispytest: the test extra's hypothesis plugin imports hypothesis at the terminal
-    # summary (1-2 s here); the plugin installed with its core dependencies never pays it
-    return [PYTHON, "-m", "pytest", "--prompt-suite", "cases.jsonl", "-q", "-p", "no:randomly",
-            "-p", "no:cacheprovider", "-p", "no:hypothesispytest", "--tb=line", *args]
+    """pytest with the plugins a core install autoloads (``userenv.py``: the test extra's are not
+    loaded, as for a user who installed the plugin with its core dependencies)."""
+    return [PYTHON, "-m", "pytest", "--prompt-suite", "cases.jsonl", "-q", *CORE_PLUGINS,
+            "-p", "no:cacheprovider", "--tb=line", *args]
 
 
 async def _floor(port: int, n: int, concurrency: int, folder: Path) -> None:
@@ -282,6 +285,7 @@ def latency_bound(args: argparse.Namespace, folder: Path) -> bool:
         print(f"N={args.cases}, latency {args.latency_ms:g} ms, concurrency {args.concurrency}: "
               f"ideal {ideal:.3f} s; {args.runs} rounds, each command in turn; medians "
               f"(wall [range], CPU of the command and of the server, the server's calls in flight)", flush=True)
+        timed(commands["pytest, fake model"], folder)  # a warm-up: pytest's rewritten plugin bytecode
         for _ in range(args.runs):
             for label, command in commands.items():
                 shutil.rmtree(folder / "bench-cache", ignore_errors=True)

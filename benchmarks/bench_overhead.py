@@ -10,8 +10,9 @@ plain test is what a team would write by hand; the ratio is the price of the plu
 Runs alternate (plain, plugin, plain, ...) so machine noise hits both; medians are reported, with
 each run's peak resident memory and CPU time (user + system: on a shared machine the CPU ratio
 moves less than the wall ratio, which other processes stretch). The plain run uses ``--tb=line``;
-the plugin writes its report (``--prompt-report``). Goal (issue 16, N = 50,000): wall <= 1.1x
-plain, peak memory <= 2 KB per case over plain's.
+the plugin writes its report (``--prompt-report``). Both run in a user's environment
+(``userenv.py``: bytecode cached, only the plugins a core install autoloads, the plugin loaded in
+both). Goal (issue 16, N = 50,000): wall <= 1.1x plain, peak memory <= 2 KB per case over plain's.
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from userenv import CORE_PLUGINS
+from userenv import user_env
 
 
 PLAIN_TEST = '''
@@ -108,11 +112,12 @@ def main() -> None:
                         help="also run the plugin from SRC (a checkout of an earlier commit: its package "
                              "goes first on PYTHONPATH) in the same rounds, for a before/after figure")
     args = parser.parse_args()
-    pytest_cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--tb=line"]
+    pytest_cmd = [sys.executable, "-m", "pytest", *CORE_PLUGINS, "-p", "no:cacheprovider", "-q", "--tb=line"]
     plugin_args = ["--prompt-suite", "cases.jsonl", "--prompt-min-pass-rate", "0", "--prompt-report", "report"]
+    env = user_env()
     before_env = None
     if args.before is not None:
-        before_env = {**os.environ, "PYTHONPATH": str(args.before.resolve())}
+        before_env = user_env(PYTHONPATH=str(args.before.resolve()))
     env_note = f"python {sys.version.split()[0]}, {os.cpu_count()} cpus"
     print(f"# bench_overhead ({env_note}); plain: pytest --tb=line; promptsuite: --prompt-report on")
     print("| N | failing | promptsuite from | plain pytest s | promptsuite s | ratio | plain peak MB "
@@ -126,9 +131,10 @@ def main() -> None:
             plain: Runs = []
             ours: Runs = []
             before: Runs = []
+            timed([*pytest_cmd, *plugin_args, "--co"], folder, env)  # a warm-up: pytest's rewritten bytecode
             for _ in range(runs):
-                plain.append(timed([*pytest_cmd, "test_plain.py"], folder))
-                ours.append(timed([*pytest_cmd, *plugin_args], folder))
+                plain.append(timed([*pytest_cmd, "test_plain.py"], folder, env))
+                ours.append(timed([*pytest_cmd, *plugin_args], folder, env))
                 if before_env is not None:
                     before.append(timed([*pytest_cmd, *plugin_args], folder, before_env))
             print(row(n, failing, "this tree", plain, ours), flush=True)

@@ -2,17 +2,17 @@
 
 Times, as whole processes, in turn (``--runs`` rounds, medians):
 
-1. ``bare``: ``pytest -p no:promptsuite test_one.py`` (one plain test; the plugin not loaded);
+1. ``bare``: ``pytest test_one.py`` without the plugin (one plain test; anyio's plugin loaded);
 2. ``installed``: ``pytest test_one.py`` with the plugin loaded but no case: what every other
    pytest run of a project that installed the plugin pays;
 3. ``plugin``: ``pytest --prompt-suite one.jsonl`` (one case on the fake model, no config file);
 4. ``with a config``: ``pytest --prompt-suite suite/``, the same case with a ``promptsuite.toml``
    (``[suite]``, ``[model]``, ``[template]``, ``[thresholds]``), as most suites have one.
 
-No run autoloads the test extra's pytest plugins (``PYTEST_DISABLE_PLUGIN_AUTOLOAD=1``:
-hypothesis alone imports itself for a second at every terminal summary), and the test suite's
-example ``promptsuite.plugins`` package is blocked (``-p no:thirdparty_example``), as for a user
-who installed the plugin with its core dependencies only; the plugin runs load it with ``-p``.
+Every run has a user's environment (``userenv.py``): bytecode cached, no test-extra plugin
+autoloaded, the test suite's example ``promptsuite.plugins`` package blocked, as for a user who
+installed the plugin with its core dependencies only: the runs load anyio's pytest plugin (httpx
+depends on anyio) and the plugin runs the plugin, with ``-p``.
 
 Then ``python -X importtime`` of the plugin, and the heavy packages a one-case run imports.
 The goal (issue 16): plugin <= bare + 0.3 s.
@@ -27,7 +27,7 @@ point), which ``-p pytest_promptsuite.plugin`` in the dev venv does not: time bo
 from __future__ import annotations
 
 import argparse
-import os
+import json
 import resource
 import statistics
 import subprocess
@@ -35,6 +35,9 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from userenv import CORE_PLUGINS
+from userenv import user_env
 
 
 CASE = '{"case_id": "refund-001", "input": "Can I return an opened item?", "slice": "refunds", ' \
@@ -54,10 +57,8 @@ prompt_template = "You answer customer questions.\\nQ: {input}\\nA:"
 default = 0.8
 slices = { refunds = 1.0 }
 """
-#: No autoloaded test-extra plugins; bytecode cached as an installed package has it (pip compiles
-#: it on install; the warm-up round writes it here even where PYTHONDONTWRITEBYTECODE is set).
-ENV = {**{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"},
-       "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+#: A user's environment (``userenv.py``); the warm-up round writes the bytecode caches.
+ENV = user_env()
 HEAVY = ("pydantic", "pandas", "numpy", "httpx", "jinja2", "yaml", "jsonschema", "rapidfuzz", "asyncio")
 
 
@@ -73,23 +74,26 @@ def timed(command: list[str], cwd: Path) -> tuple[float, float]:
     return seconds, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def import_report(cwd: Path, python: str, load: list[str]) -> None:
-    """The heavy packages a one-case run imports (without and with a config), and the plugin's
-    import time (cumulative, ms)."""
-    heavy = {}
-    for target in ("one.jsonl", "suite"):
-        script = ("import sys, pytest; pytest.main(['-q', '-p', 'no:cacheprovider', '-p', 'no:thirdparty_example', "
-                  f"*{load!r}, '--prompt-suite', {target!r}]); "
-                  f"print(sorted({{m.split('.')[0] for m in sys.modules}} & {set(HEAVY)!r}))")
+def import_report(cwd: Path, python: str, load: list[str], bare: list[str]) -> None:
+    """The heavy packages a one-case run imports (without and with a config) that a bare run of one
+    test does not (anyio's plugin imports asyncio), and the plugin's import time (cumulative, ms)."""
+    heavy: dict[str, list[str] | None] = {}
+    for target, plugins in (("test_one.py", bare), ("one.jsonl", load), ("suite", load)):
+        args = [target] if target.endswith(".py") else ["--prompt-suite", target]
+        script = (f"import json, sys, pytest; pytest.main(['-q', '-p', 'no:cacheprovider', *{plugins!r}, *{args!r}]); "
+                  f"print(json.dumps(sorted({{m.split('.')[0] for m in sys.modules}} & {set(HEAVY)!r})))")
         done = subprocess.run([python, "-c", script], cwd=cwd, capture_output=True, text=True, env=ENV)
-        heavy[target] = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else "?"
+        heavy[target] = json.loads(done.stdout.splitlines()[-1]) if done.returncode == 0 else None
+    bare = set(heavy["test_one.py"] or ())
+    ours = {target: "?" if heavy[target] is None or heavy["test_one.py"] is None
+            else sorted(set(heavy[target] or ()) - bare) for target in ("one.jsonl", "suite")}
     importing = "import pytest; import pytest_promptsuite.plugin"
     timing = subprocess.run([python, "-X", "importtime", "-c", importing],
                             cwd=cwd, capture_output=True, text=True, env=ENV)
     plugin = next((int(line.split("|")[1]) / 1000 for line in timing.stderr.splitlines()
                    if line.rstrip().endswith("| pytest_promptsuite.plugin")), 0.0)
     print(f"  python -X importtime: pytest_promptsuite.plugin {plugin:.0f} ms (what pytest loads for every run); "
-          f"heavy packages a one-case run imports: {heavy['one.jsonl']}, with a config: {heavy['suite']}")
+          f"heavy packages a one-case run imports (beyond bare's): {ours['one.jsonl']}, with a config: {ours['suite']}")
 
 
 def main() -> None:
@@ -112,10 +116,12 @@ def main() -> None:
         (folder / "suite").mkdir()
         (folder / "suite" / "one.jsonl").write_text(CASE, encoding="utf-8")
         (folder / "suite" / "promptsuite.toml").write_text(CONFIG, encoding="utf-8")
-        load = [] if args.autoload else ["-p", "pytest_promptsuite.plugin"]  # autoload: its entry point
-        plugin = [*pytest, "-p", "no:thirdparty_example", *load]
+        # autoload: the plugins' entry points; else the plugins a core install autoloads, by name
+        load = ["-p", "no:thirdparty_example"] if args.autoload else CORE_PLUGINS
+        bare_load = ["-p", "no:promptsuite"] if args.autoload else CORE_PLUGINS[2:4]  # anyio's alone
+        plugin = [*pytest, *load]
         commands = {
-            "bare pytest, one test (-p no:promptsuite)": [*pytest, "-p", "no:promptsuite", "test_one.py"],
+            "bare pytest, one test (no plugin)": [*pytest, *bare_load, "test_one.py"],
             "plugin installed, one test, no case": [*plugin, "test_one.py"],
             "pytest --prompt-suite one.jsonl": [*plugin, "--prompt-suite", "one.jsonl"],
             "... suite/ (one case, a promptsuite.toml)": [*plugin, "--prompt-suite", "suite"],
@@ -140,7 +146,7 @@ def main() -> None:
         print(f"  plugin - bare = {suite - bare:+.3f} s wall, {suite_cpu - bare_cpu:+.3f} s CPU; plugin / bare = "
               f"{suite / bare:.2f}; goal plugin <= bare + 0.3 s (wall), with or without a config: "
               f"{'MET' if ok else 'NOT MET'}")
-        import_report(folder, args.python, load)
+        import_report(folder, args.python, load, bare_load)
     sys.exit(0 if ok else 1)
 
 
