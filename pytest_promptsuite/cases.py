@@ -192,8 +192,10 @@ class CaseRef:
             where = f"{display or self.path}:{self.line}"
             raise CaseFileError([f"{where}: the case file changed after it was collected; run again"])
         # the very bytes that passed every check when collected: not checked again
-        # (json.loads alone: the line passed the depth check of decode() when it was collected)
-        return _checked(json.loads(raw.decode("utf-8-sig")), CaseLocation(self.path, self.line), self)
+        # (json.loads alone: the line passed the depth check of decode() when it was collected);
+        # a BOM can only start the file (read_jsonl refuses one anywhere else)
+        text = raw.decode("utf-8-sig" if self.offset == 0 else "utf-8")
+        return _checked(json.loads(text), CaseLocation(self.path, self.line), self)
 
 
 #: Each JSON key of a case line, and its field.

@@ -274,6 +274,21 @@ def _finite(value: Any) -> Any:
     return value
 
 
+#: One encoder per (indent, sort_keys, compact), made on first use: ``json.dumps`` with any
+#: argument builds a new ``JSONEncoder`` for every call, a third of the time of a row-sized one.
+_ENCODERS: dict[tuple[int | None, bool, bool], json.JSONEncoder] = {}
+
+
+def _encoder(indent: int | None, sort_keys: bool, compact: bool) -> json.JSONEncoder:
+    key = (indent, sort_keys, compact)
+    encoder = _ENCODERS.get(key)
+    if encoder is None:
+        separators = (",", ":") if compact else None
+        encoder = _ENCODERS[key] = json.JSONEncoder(
+            ensure_ascii=False, indent=indent, sort_keys=sort_keys, separators=separators, allow_nan=False)
+    return encoder
+
+
 def encode(
     value: Any,
     *,
@@ -285,13 +300,11 @@ def encode(
     """``value`` as JSON text (one line unless ``indent``), safe to write anywhere: see the
     module docstring. ``compact`` drops the spaces after ``,`` and ``:``; ``scrub=False`` only
     for text that is hashed, never written."""
-    separators = (",", ":") if compact else None
+    encoder = _encoder(indent, sort_keys, compact)
     try:
-        text = json.dumps(value, ensure_ascii=False, indent=indent, sort_keys=sort_keys,
-                          separators=separators, allow_nan=False)
+        text = encoder.encode(value)
     except ValueError:  # NaN or Infinity somewhere: JSON has neither
-        text = json.dumps(_finite(value), ensure_ascii=False, indent=indent, sort_keys=sort_keys,
-                          separators=separators)
+        text = encoder.encode(_finite(value))
     if _may_be_unsafe(text) and _UNSAFE.search(text) is not None:
         text = _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
     return scrub_text(text) if scrub else text

@@ -50,6 +50,9 @@ __all__ = [
 
 #: Part of every key: bump it when the key's inputs or an entry's meaning change.
 CACHE_FORMAT_VERSION = 1
+#: What a key hashes: ``json.dumps(data, ensure_ascii=False, sort_keys=True, separators=(",", ":"),
+#: default=str)``, with one encoder (``dumps`` with arguments builds one each call).
+_KEYED = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":"), default=str)
 
 
 def model_identity(model: Model) -> dict[str, Any]:
@@ -69,7 +72,7 @@ def cache_key(identity: Mapping[str, Any], request: ModelRequest) -> str:
         "params": dict(request.params),
         "repeat": request.repeat,
     }
-    text = json.dumps(data, ensure_ascii=False, sort_keys=True, separators=(",", ":"), default=str)
+    text = _KEYED.encode(data)
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 

@@ -45,7 +45,12 @@ def prompt_display(prompt: Any) -> str | None:
     return json.dumps(prompt, ensure_ascii=False)
 
 
+#: What :func:`prompt_hash` hashes: ``json.dumps(prompt, ensure_ascii=False, sort_keys=True,
+#: separators=(",", ":"))``, with one encoder (``dumps`` with arguments builds one each call).
+_HASHED = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
 def prompt_hash(prompt: Prompt) -> str:
     """A short, stable hash of exactly what was sent, so a diff can tell prompt changes apart."""
-    data = json.dumps(prompt, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    data = _HASHED.encode(prompt)
     return hashlib.sha256(data.encode("utf-8")).hexdigest()[:12]
