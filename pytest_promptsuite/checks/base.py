@@ -47,6 +47,9 @@ class Outcome(str, Enum):
         return self.value
 
 
+#: Each outcome by its value (a dict lookup: ``Outcome(value)`` is a call into ``EnumType``).
+_OUTCOMES = {outcome.value: outcome for outcome in Outcome}
+
 @dataclass(frozen=True)
 class CheckResult:
     """One check's verdict. ``gating`` is False for checks that only record (weight 0) and for
@@ -158,30 +161,33 @@ class CaseResult:
     @classmethod
     def from_dict(cls, row: dict[str, Any]) -> CaseResult:
         """A row read back; ValueError for a row of a newer format or an unknown outcome."""
-        version = row.get("format_version", 1)
+        get = row.get  # every row of a baseline comes through here: positional, no empty generators
+        version = get("format_version", 1)
         if not isinstance(version, int) or version > RESULT_FORMAT_VERSION:
             raise ValueError(
                 f"format_version {version!r} is newer than this pytest-promptsuite reads "
                 f"({RESULT_FORMAT_VERSION}); upgrade it"
             )
+        case_id, slice_, outcome = row["case_id"], row["slice"], row["outcome"]  # a missing one: in this order
+        checks, tags, replies = get("checks", ()), get("tags", ()), get("replies", ())
         return cls(
-            case_id=row["case_id"],
-            slice=row["slice"],
-            outcome=Outcome(row["outcome"]),
-            location=CaseLocation.parse(row.get("location") or ""),
-            variant=row.get("variant"),
-            repeat=row.get("repeat", 0),
-            output=row.get("output"),
-            checks=tuple(CheckResult(**c) for c in row.get("checks", ())),
-            error=row.get("error"),
-            prompt=row.get("prompt"),
-            prompt_hash=row.get("prompt_hash"),
-            latency_ms=row.get("latency_ms"),
-            usage=row.get("usage"),
-            tags=tuple(row.get("tags", ())),
-            metadata=row.get("metadata") or {},
-            replies=tuple(row.get("replies", ())),
-            cached=row.get("cached") is True,
+            case_id,
+            slice_,
+            _OUTCOMES[outcome] if isinstance(outcome, str) and outcome in _OUTCOMES else Outcome(outcome),
+            CaseLocation.parse(get("location") or ""),
+            get("variant"),
+            get("repeat", 0),
+            get("output"),
+            () if checks == () else tuple(CheckResult(**c) for c in checks),
+            get("error"),
+            get("prompt"),
+            get("prompt_hash"),
+            get("latency_ms"),
+            get("usage"),
+            () if tags == () else tuple(tags),
+            get("metadata") or {},
+            () if replies == () else tuple(replies),
+            get("cached") is True,
         )
 
     @classmethod

@@ -3,12 +3,15 @@ suite-level checks, review, output transforms, the judge, and outcomes."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pytest_promptsuite import PromptCase
+from pytest_promptsuite.cases import CaseLocation
 from pytest_promptsuite.checks import CaseResult
 from pytest_promptsuite.checks import CheckResult
 from pytest_promptsuite.checks import Evaluator
@@ -413,6 +416,20 @@ def test_case_result_round_trips_scores_and_details() -> None:
     again = CaseResult.from_json(row.to_json())
     assert again == row
     assert again.checks[0].score is not None and again.checks[1].details == {"path": "$.a"}
+
+
+def test_case_result_round_trips_every_field() -> None:
+    """Each field set to a value no other field has: ``from_dict`` builds the row positionally, so a
+    field added out of order would land in its neighbour's place."""
+    row = CaseResult(
+        "c", "s", "review", location=CaseLocation(Path("cases.jsonl"), 7), variant="v2", repeat=3,
+        output="out", checks=(CheckResult("content", "must_include", True, "found 'o'"),), error="boom",
+        prompt=[{"role": "user", "content": "p"}], prompt_hash="abc123", latency_ms=12.5,
+        usage={"prompt_tokens": 4}, tags=("t1",), metadata={"m": 1}, replies=("r1", "out"), cached=True,
+    )
+    assert {f.name for f in dataclasses.fields(CaseResult)} == set(row.to_dict()) - {"format_version"}
+    assert CaseResult.from_json(row.to_json()) == row
+    assert CaseResult.from_dict({"case_id": "c", "slice": "s", "outcome": "passed"}) == CaseResult("c", "s", "passed")
 
 
 @pytest.mark.parametrize(
