@@ -27,6 +27,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_endpoint import Server  # noqa: E402
+from bench_endpoint import pytest_command  # noqa: E402
 from bench_endpoint import timed  # noqa: E402
 
 
@@ -53,8 +54,7 @@ def main() -> None:
     parser.add_argument("--cases", type=int, default=10_000)
     args = parser.parse_args()
     server = Server()
-    common = ["-m", "pytest", "--prompt-suite", "cases.jsonl", "-q", "-p", "no:randomly", "-p", "no:cacheprovider",
-              "--tb=no", "--prompt-model", "openai:bench", "--prompt-base-url", server.base_url,
+    common = ["--prompt-model", "openai:bench", "--prompt-base-url", server.base_url,
               "--prompt-concurrency", "32", "--prompt-no-cache", "--prompt-min-pass-rate", "0"]
     try:
         with tempfile.TemporaryDirectory(prefix="bench-batch-") as tmp:
@@ -66,7 +66,7 @@ def main() -> None:
                                  ("batch", ["--prompt-batch", "--prompt-report", "batched"]),
                                  ("batch file", ["--prompt-batch-file", "requests.jsonl"])):
                 before = server.stats()["requests"]
-                seconds[label], done = timed([sys.executable, *common, *extra], folder)
+                seconds[label], done = timed(pytest_command(*common, *extra), folder)
                 calls[label] = server.stats()["requests"] - before
                 if done.returncode not in (0, 1):
                     sys.exit(f"{label} failed ({done.returncode}):\n{done.stdout[-3000:]}\n"
