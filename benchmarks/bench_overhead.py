@@ -6,6 +6,7 @@ plain test is what a team would write by hand; the ratio is the price of the plu
 
     python benchmarks/bench_overhead.py                 # N = 10,000 and 50,000, 3 runs / 1 run
     python benchmarks/bench_overhead.py --sizes 2000 --runs 5
+    python benchmarks/bench_overhead.py --instructions --sizes 1000 3000   # valgrind: no noise
 
 Runs alternate (plain, plugin, plain, ...) so machine noise hits both; medians are reported, with
 each run's peak resident memory and CPU time (user + system: on a shared machine the CPU ratio
@@ -13,6 +14,9 @@ moves less than the wall ratio, which other processes stretch). The plain run us
 the plugin writes its report (``--prompt-report``). Both run in a user's environment
 (``userenv.py``: bytecode cached, only the plugins a core install autoloads, the plugin loaded in
 both). Goal (issue 16, N = 50,000): wall <= 1.1x plain, peak memory <= 2 KB per case over plain's.
+On a shared machine the wall time of one side moves by 10 % from run to run; ``--instructions``
+counts each run's instructions under valgrind instead (the same count every time), at two sizes:
+the difference is each side's instructions per case, which is what the ratio at 50,000 tends to.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import argparse
 import json
 import os
 import random
+import re
 import statistics
 import subprocess
 import sys
@@ -104,6 +109,41 @@ def row(n: int, failing: int, label: str, plain: Runs, ours: Runs) -> str:
             f"| {(om - pm) * 1024 / n:.2f} | {pc:.2f} | {oc:.2f} | {oc / pc:.2f} | {len(ours)} |")
 
 
+def instructions(cmd: list[str], cwd: Path, env: dict[str, str]) -> int:
+    """The instructions one run executes, counted by ``valgrind --tool=callgrind``: the same count
+    for the same run whatever else the machine does (string hashing seeded, so dicts and sets
+    are laid out alike every time)."""
+    counting = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *cmd]
+    done = subprocess.run(counting, cwd=cwd, capture_output=True, text=True, env={**env, "PYTHONHASHSEED": "0"})
+    found = re.search(r"Collected : (\d+)", done.stderr)
+    if done.returncode not in (0, 1) or found is None:
+        sys.exit(f"{' '.join(counting)} exited {done.returncode}:\n{done.stderr[-2000:]}")
+    return int(found.group(1))
+
+
+def per_case_instructions(sizes: list[int], pytest_cmd: list[str], plugin_args: list[str],
+                          env: dict[str, str]) -> None:
+    """Each side's instructions per case, from two suite sizes (the slope: start-up cancels out),
+    and the whole runs' counts: what the wall ratio at 50,000 cases tends to, without the noise."""
+    small, large = sorted(sizes)[:2]
+    counts: dict[str, dict[int, int]] = {"plain": {}, "promptsuite": {}}
+    for n in (small, large):
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = Path(tmp)
+            make_suite(folder, n)
+            timed([*pytest_cmd, *plugin_args, "--co"], folder, env)  # a warm-up: pytest's rewritten bytecode
+            counts["plain"][n] = instructions([*pytest_cmd, "test_plain.py"], folder, env)
+            counts["promptsuite"][n] = instructions([*pytest_cmd, *plugin_args], folder, env)
+    print(f"# instructions (valgrind --tool=callgrind), N = {small:,} and {large:,}")
+    print("| side | instructions at N small | at N large | per case (slope) |")
+    print("|---|---:|---:|---:|")
+    slope = {side: (c[large] - c[small]) / (large - small) for side, c in counts.items()}
+    for side, c in counts.items():
+        print(f"| {side} | {c[small]:,} | {c[large]:,} | {slope[side]:,.0f} |")
+    print(f"per case: promptsuite / plain = {slope['promptsuite'] / slope['plain']:.3f}; whole runs at "
+          f"N = {large:,}: {counts['promptsuite'][large] / counts['plain'][large]:.3f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 50_000])
@@ -111,6 +151,9 @@ def main() -> None:
     parser.add_argument("--before", type=Path, metavar="SRC",
                         help="also run the plugin from SRC (a checkout of an earlier commit: its package "
                              "goes first on PYTHONPATH) in the same rounds, for a before/after figure")
+    parser.add_argument("--instructions", action="store_true",
+                        help="count instructions under valgrind instead of timing (two --sizes, e.g. 1000 3000: "
+                             "the per-case slope; about 1 ms of native run is 50 ms under valgrind)")
     args = parser.parse_args()
     pytest_cmd = [sys.executable, "-m", "pytest", *CORE_PLUGINS, "-p", "no:cacheprovider", "-q", "--tb=line"]
     plugin_args = ["--prompt-suite", "cases.jsonl", "--prompt-min-pass-rate", "0", "--prompt-report", "report"]
@@ -118,6 +161,9 @@ def main() -> None:
     before_env = None
     if args.before is not None:
         before_env = user_env(PYTHONPATH=str(args.before.resolve()))
+    if args.instructions:
+        per_case_instructions(args.sizes, pytest_cmd, plugin_args, env)
+        return
     env_note = f"python {sys.version.split()[0]}, {os.cpu_count()} cpus"
     print(f"# bench_overhead ({env_note}); plain: pytest --tb=line; promptsuite: --prompt-report on")
     print("| N | failing | promptsuite from | plain pytest s | promptsuite s | ratio | plain peak MB "
