@@ -36,6 +36,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from userenv import ANYIO_PLUGIN
 from userenv import CORE_PLUGINS
 from userenv import user_env
 
@@ -77,16 +78,18 @@ def timed(command: list[str], cwd: Path) -> tuple[float, float]:
 def import_report(cwd: Path, python: str, load: list[str], bare: list[str]) -> None:
     """The heavy packages a one-case run imports (without and with a config) that a bare run of one
     test does not (anyio's plugin imports asyncio), and the plugin's import time (cumulative, ms)."""
-    heavy: dict[str, list[str] | None] = {}
-    for target, plugins in (("test_one.py", bare), ("one.jsonl", load), ("suite", load)):
+    def heavy(target: str, plugins: list[str]) -> set[str] | None:
         args = [target] if target.endswith(".py") else ["--prompt-suite", target]
         script = (f"import json, sys, pytest; pytest.main(['-q', '-p', 'no:cacheprovider', *{plugins!r}, *{args!r}]); "
                   f"print(json.dumps(sorted({{m.split('.')[0] for m in sys.modules}} & {set(HEAVY)!r})))")
         done = subprocess.run([python, "-c", script], cwd=cwd, capture_output=True, text=True, env=ENV)
-        heavy[target] = json.loads(done.stdout.splitlines()[-1]) if done.returncode == 0 else None
-    bare = set(heavy["test_one.py"] or ())
-    ours = {target: "?" if heavy[target] is None or heavy["test_one.py"] is None
-            else sorted(set(heavy[target] or ()) - bare) for target in ("one.jsonl", "suite")}
+        return set(json.loads(done.stdout.splitlines()[-1])) if done.returncode == 0 else None
+
+    bare_heavy = heavy("test_one.py", bare)
+    ours: dict[str, object] = {}
+    for target in ("one.jsonl", "suite"):
+        found = heavy(target, load)
+        ours[target] = "?" if found is None or bare_heavy is None else sorted(found - bare_heavy)
     importing = "import pytest; import pytest_promptsuite.plugin"
     timing = subprocess.run([python, "-X", "importtime", "-c", importing],
                             cwd=cwd, capture_output=True, text=True, env=ENV)
@@ -118,7 +121,7 @@ def main() -> None:
         (folder / "suite" / "promptsuite.toml").write_text(CONFIG, encoding="utf-8")
         # autoload: the plugins' entry points; else the plugins a core install autoloads, by name
         load = ["-p", "no:thirdparty_example"] if args.autoload else CORE_PLUGINS
-        bare_load = ["-p", "no:promptsuite"] if args.autoload else CORE_PLUGINS[2:4]  # anyio's alone
+        bare_load = ["-p", "no:promptsuite"] if args.autoload else ANYIO_PLUGIN
         plugin = [*pytest, *load]
         commands = {
             "bare pytest, one test (no plugin)": [*pytest, *bare_load, "test_one.py"],

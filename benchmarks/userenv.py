@@ -18,8 +18,11 @@ from __future__ import annotations
 import os
 
 
-#: What a core install of the plugin autoloads, by name (autoloading is off in :func:`user_env`).
-CORE_PLUGINS = ["-p", "pytest_promptsuite.plugin", "-p", "anyio.pytest_plugin", "-p", "no:thirdparty_example"]
+#: anyio's pytest plugin: every pytest run of a venv with httpx loads it, bare pytest's too.
+ANYIO_PLUGIN = ["-p", "anyio.pytest_plugin"]
+#: What a core install of the plugin autoloads, by name (autoloading is off in :func:`user_env`);
+#: the test suite's example ``promptsuite.plugins`` package blocked.
+CORE_PLUGINS = ["-p", "pytest_promptsuite.plugin", *ANYIO_PLUGIN, "-p", "no:thirdparty_example"]
 
 
 def user_env(**extra: str) -> dict[str, str]:

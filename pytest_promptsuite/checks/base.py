@@ -50,6 +50,7 @@ class Outcome(str, Enum):
 #: Each outcome by its value (a dict lookup: ``Outcome(value)`` is a call into ``EnumType``).
 _OUTCOMES = {outcome.value: outcome for outcome in Outcome}
 
+
 @dataclass(frozen=True)
 class CheckResult:
     """One check's verdict. ``gating`` is False for checks that only record (weight 0) and for
