@@ -28,8 +28,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pytest_promptsuite.results import load_results
-from pytest_promptsuite.results import stream_results
+from pytest_promptsuite.results.io import load_results
+from pytest_promptsuite.results.io import stream_results
 
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -34,12 +34,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from pytest_promptsuite.checks.base import CaseResult
-from pytest_promptsuite.checks.base import CheckResult
-from pytest_promptsuite.report import write_report
-from pytest_promptsuite.results import ThresholdPolicy
-from pytest_promptsuite.results import load_results
-from pytest_promptsuite.results import summarize
+from pytest_promptsuite.checks.result import CheckResult
+from pytest_promptsuite.report.writer import write_report
+from pytest_promptsuite.results.io import load_results
+from pytest_promptsuite.results.policy import ThresholdPolicy
+from pytest_promptsuite.results.row import CaseResult
+from pytest_promptsuite.results.summary import summarize
 
 
 #: Whether this package's reports take the baseline's rows (its outputs grid has a baseline column).

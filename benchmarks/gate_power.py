@@ -35,12 +35,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pytest_promptsuite.checks.base import CaseResult  # noqa: E402
-from pytest_promptsuite.results import Baseline  # noqa: E402
-from pytest_promptsuite.results import GateSettings  # noqa: E402
-from pytest_promptsuite.results import RunInfo  # noqa: E402
-from pytest_promptsuite.results import ThresholdPolicy  # noqa: E402
-from pytest_promptsuite.results import summarize  # noqa: E402
+from pytest_promptsuite.results.policy import GateSettings  # noqa: E402
+from pytest_promptsuite.results.policy import ThresholdPolicy  # noqa: E402
+from pytest_promptsuite.results.records import RunInfo  # noqa: E402
+from pytest_promptsuite.results.row import CaseResult  # noqa: E402
+from pytest_promptsuite.results.summary import Baseline  # noqa: E402
+from pytest_promptsuite.results.summary import summarize  # noqa: E402
 
 
 SCENARIOS = {"no change": 0.0, "10-point drop": 0.10, "5-point drop": 0.05}
@@ -209,7 +209,7 @@ def end_to_end(runs: int) -> None:
 
 
 def _agreement(folder: Path, pair: int, scenario: str, status: int) -> list[str]:
-    from pytest_promptsuite.results import load_results
+    from pytest_promptsuite.results.io import load_results
 
     written = json.loads((folder / "now" / "summary.json").read_text("utf-8"))
     old_run = json.loads((folder / "base" / "summary.json").read_text("utf-8"))["run"]

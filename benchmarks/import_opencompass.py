@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pytest_promptsuite.cli import main
+from pytest_promptsuite.cli.main import main
 from pytest_promptsuite.formats.tomlio import parse_toml
 
 

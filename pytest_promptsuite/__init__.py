@@ -1,66 +1,80 @@
 """pytest-promptsuite: prompt regression testing as a pytest plugin.
 
-``pytest --prompt-suite cases.jsonl`` collects every case of a JSONL file as a pytest item, sends
-it to a model, checks the output in layers and gates the run on per-slice pass rates.
-
 PYTEST_DONT_REWRITE (the plugin asserts nothing; this keeps pytester runs free of rewrite warnings)
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING
-
-from .lazy import lazy_exports
+from typing import Any
 
 
 if TYPE_CHECKING:
-    from .cases import CaseLocation
-    from .cases import PromptCase
-    from .cases import load_cases
-    from .checks import CaseResult
-    from .checks import CheckResult
-    from .errors import CaseFileError
-    from .errors import CheckError
-    from .errors import ConfigError
-    from .errors import EndpointError
-    from .errors import ModelError
-    from .errors import PromptSuiteError
-    from .errors import TemplateError
-    from .models import FakeModel
-    from .models import Model
-    from .models import ModelRequest
-    from .models import Response
-    from .models import Usage
-    from .results import Summary
-    from .results import summarize
-    from .suite import SuiteConfig
-    from .suite import load_config
-
-__getattr__, __dir__ = lazy_exports(__name__, __file__)
+    from pytest_promptsuite.cases.case import CaseLocation as CaseLocation
+    from pytest_promptsuite.cases.case import PromptCase as PromptCase
+    from pytest_promptsuite.cases.case import load_cases as load_cases
+    from pytest_promptsuite.checks.result import CheckResult as CheckResult
+    from pytest_promptsuite.config.suite import SuiteConfig as SuiteConfig
+    from pytest_promptsuite.config.suite import load_config as load_config
+    from pytest_promptsuite.errors import CaseFileError as CaseFileError
+    from pytest_promptsuite.errors import CheckError as CheckError
+    from pytest_promptsuite.errors import ConfigError as ConfigError
+    from pytest_promptsuite.errors import EndpointError as EndpointError
+    from pytest_promptsuite.errors import ModelError as ModelError
+    from pytest_promptsuite.errors import PromptSuiteError as PromptSuiteError
+    from pytest_promptsuite.errors import TemplateError as TemplateError
+    from pytest_promptsuite.models.base import Model as Model
+    from pytest_promptsuite.models.base import ModelRequest as ModelRequest
+    from pytest_promptsuite.models.base import Response as Response
+    from pytest_promptsuite.models.base import Usage as Usage
+    from pytest_promptsuite.models.fake import FakeModel as FakeModel
+    from pytest_promptsuite.results.row import CaseResult as CaseResult
+    from pytest_promptsuite.results.summary import Summary as Summary
+    from pytest_promptsuite.results.summary import summarize as summarize
 
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "CaseFileError",
-    "CaseLocation",
-    "CaseResult",
-    "CheckError",
-    "CheckResult",
-    "ConfigError",
-    "EndpointError",
-    "FakeModel",
-    "Model",
-    "ModelError",
-    "ModelRequest",
-    "PromptCase",
-    "PromptSuiteError",
-    "Response",
-    "SuiteConfig",
-    "Summary",
-    "TemplateError",
-    "Usage",
-    "load_cases",
-    "load_config",
-    "summarize",
-]
+#: Each public name and the module that defines it: pytest imports this package for every run, so
+#: a name's module is imported when the name is first used (PEP 562), not here.
+_EXPORTS = {
+    "CaseFileError": "pytest_promptsuite.errors",
+    "CaseLocation": "pytest_promptsuite.cases.case",
+    "CaseResult": "pytest_promptsuite.results.row",
+    "CheckError": "pytest_promptsuite.errors",
+    "CheckResult": "pytest_promptsuite.checks.result",
+    "ConfigError": "pytest_promptsuite.errors",
+    "EndpointError": "pytest_promptsuite.errors",
+    "FakeModel": "pytest_promptsuite.models.fake",
+    "Model": "pytest_promptsuite.models.base",
+    "ModelError": "pytest_promptsuite.errors",
+    "ModelRequest": "pytest_promptsuite.models.base",
+    "PromptCase": "pytest_promptsuite.cases.case",
+    "PromptSuiteError": "pytest_promptsuite.errors",
+    "Response": "pytest_promptsuite.models.base",
+    "SuiteConfig": "pytest_promptsuite.config.suite",
+    "Summary": "pytest_promptsuite.results.summary",
+    "TemplateError": "pytest_promptsuite.errors",
+    "Usage": "pytest_promptsuite.models.base",
+    "load_cases": "pytest_promptsuite.cases.case",
+    "load_config": "pytest_promptsuite.config.suite",
+    "summarize": "pytest_promptsuite.results.summary",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name's module on first use."""
+    try:
+        module = _EXPORTS[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})

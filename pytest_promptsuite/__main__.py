@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import sys
 
-from .cli import main
+from pytest_promptsuite.cli.main import main
 
 
 sys.exit(main())

@@ -16,7 +16,9 @@ translated where they are caught, with ``raise ... from exc``.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from collections.abc import Sequence
+from typing import Any
 
 
 __all__ = [
@@ -27,6 +29,9 @@ __all__ = [
     "ModelError",
     "PromptSuiteError",
     "TemplateError",
+    "describe_type",
+    "did_you_mean",
+    "nearest",
 ]
 
 
@@ -69,3 +74,52 @@ class EndpointError(ModelError):
 
 class CheckError(PromptSuiteError):
     """An ``assert`` entry is malformed or names a check type nobody provides."""
+
+
+def _common_prefix(a: str, b: str) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def nearest(word: str, known: Iterable[str]) -> str | None:
+    """The known word closest to ``word`` by edit distance over the whole name, if it is close
+    enough to be a likely typo (at most two fifths of the longer name changed, and never all of
+    it); among equally close
+    names, the one sharing the longest prefix with ``word`` wins, then the first given."""
+    from rapidfuzz.distance import Levenshtein  # only on the error path: start-up stays light
+
+    best: tuple[int, int, int] | None = None
+    choice = None
+    for index, name in enumerate(dict.fromkeys(known)):
+        distance = Levenshtein.distance(word, name)
+        longer = max(len(word), len(name))
+        limit = min(max(1, round(longer * 0.4)), longer - 1)
+        if distance == 0 or distance > limit:
+            continue
+        rank = (distance, -_common_prefix(word, name), index)
+        if best is None or rank < best:
+            best, choice = rank, name
+    return choice
+
+
+def did_you_mean(word: str, known: Iterable[str]) -> str:
+    """``" (did you mean 'x'?)"`` when a known word is a likely typo of ``word``, else ``""``."""
+    hint = nearest(word, known)
+    return f" (did you mean {hint!r}?)" if hint else ""
+
+
+def describe_type(value: Any) -> str:
+    """How an error names a JSON value's type: "a string", "a list", "null", ..."""
+    return {
+        bool: "a boolean",
+        int: "a number",
+        float: "a number",
+        str: "a string",
+        list: "a list",
+        dict: "an object",
+        type(None): "null",
+    }.get(type(value), type(value).__name__)

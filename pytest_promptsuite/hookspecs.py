@@ -33,13 +33,13 @@ if TYPE_CHECKING:
 
     import pytest
 
-    from .cases import PromptCase
-    from .checks.base import CaseResult
-    from .checks.core import Check
-    from .checks.core import CheckScope
-    from .models.base import Model
-    from .models.base import Response
-    from .suite import ModelConfig
+    from pytest_promptsuite.cases.case import PromptCase
+    from pytest_promptsuite.checks.check import Check
+    from pytest_promptsuite.checks.check import CheckScope
+    from pytest_promptsuite.config.suite import ModelConfig
+    from pytest_promptsuite.models.base import Model
+    from pytest_promptsuite.models.base import Response
+    from pytest_promptsuite.results.row import CaseResult
 
 
 @hookspec(firstresult=True)
@@ -138,7 +138,7 @@ def pytest_promptsuite_make_retriever(name: str, params: dict[str, Any]) -> Any 
 
     Example, in ``conftest.py``::
 
-        from pytest_promptsuite.templates.retrievers import Retriever
+        from pytest_promptsuite.prompts.opencompass.retrievers import Retriever
 
         class LastK(Retriever):
             def __init__(self, k=2, **kwargs):
@@ -237,7 +237,7 @@ def pytest_promptsuite_make_output_parser(
     ``{type: NAME, ...params}``), or return None if ``name`` is not yours.
 
     The parser turns the model's output into the text the checks see; raise
-    :class:`~pytest_promptsuite.templates.parsers.OutputParserError` when it cannot.
+    :class:`~pytest_promptsuite.prompts.output_parsers.OutputParserError` when it cannot.
     Built-ins: ``strip_prefix`` (``prefix``), ``json``, ``user_intent``, ``bot_intent``,
     ``bot_message``.
 

@@ -15,14 +15,14 @@ from typing import Protocol
 
 import pytest
 
-from .cases import PromptCase
-from .checks import CaseResult
-from .checks import MakeCheck
-from .checks import Outcome
-from .errors import PromptSuiteError
-from .pipeline import PlannedCase
-from .report import failure_text
-from .scrub import printable
+from pytest_promptsuite.cases.case import PromptCase
+from pytest_promptsuite.checks.compile import MakeCheck
+from pytest_promptsuite.checks.result import Outcome
+from pytest_promptsuite.errors import PromptSuiteError
+from pytest_promptsuite.report.text import failure_text
+from pytest_promptsuite.results.row import CaseResult
+from pytest_promptsuite.run.pipeline import PlannedCase
+from pytest_promptsuite.safety.scrub import printable
 
 
 if TYPE_CHECKING:

@@ -1,6 +1,6 @@
 """pytest glue: our hooks and options, collecting case files, and the run's pytest side.
 
-The run itself is a pytest-free :class:`~pytest_promptsuite.session.PromptSession` in
+The run itself is a pytest-free :class:`~pytest_promptsuite.run.session.PromptSession` in
 ``config.stash``; :class:`_SessionPlugin` (registered as a plugin, like xdist's ``DSession``)
 forwards pytest's hooks to it and owns what only pytest knows: the exit status, the terminal
 and pytest-xdist's worker queue. Only the controller writes files and decides the gates.
@@ -18,19 +18,18 @@ from typing import Any
 
 import pytest
 
-from .errors import PromptSuiteError
-from .options import OPTIONS
-from .options import RunOptions
-from .plugins import register_builtins
-from .plugins import register_installed
-from .prefetch import xdist_queue
-from .scrub import install_log_filter
-from .scrub import printable
+from pytest_promptsuite.config.options import OPTIONS
+from pytest_promptsuite.config.options import RunOptions
+from pytest_promptsuite.errors import PromptSuiteError
+from pytest_promptsuite.run.registration import register_builtins
+from pytest_promptsuite.run.registration import register_installed
+from pytest_promptsuite.safety.scrub import install_log_filter
+from pytest_promptsuite.safety.scrub import printable
 
 
 if TYPE_CHECKING:
-    from .items import PromptFile
-    from .session import PromptSession
+    from pytest_promptsuite.items import PromptFile
+    from pytest_promptsuite.run.session import PromptSession
 
 
 __all__ = ["session_key"]
@@ -68,8 +67,8 @@ def pytest_configure(config: pytest.Config) -> None:
     options = RunOptions.from_values(config.getoption)
     if not _has_cases(options, config.args):
         return
-    from .items import source_key  # the stages load here, for a run that has cases
-    from .session import PromptSession
+    from pytest_promptsuite.items import source_key  # the stages load here, for a run that has cases
+    from pytest_promptsuite.run.session import PromptSession
 
     register_installed(config.pluginmanager)
     workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
@@ -100,7 +99,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     """Close the session: its event loop and cassettes."""
     plugin = config.stash.get(session_key, None)
     if plugin is not None:
-        from .items import source_key
+        from pytest_promptsuite.items import source_key
 
         plugin.session.close()
         del config.stash[session_key]
@@ -114,7 +113,7 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> PromptFile
     if file_path.suffix != ".jsonl" or plugin is None:
         return None
     if plugin.session.index.wants(file_path) or parent.session.isinitpath(file_path):
-        from .items import PromptFile
+        from pytest_promptsuite.items import PromptFile
 
         return PromptFile.from_parent(parent, path=file_path)
     return None
@@ -126,7 +125,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     shard = plugin.session.options.shard if plugin is not None else None
     if shard is None:
         return
-    from .items import PromptItem
+    from pytest_promptsuite.items import PromptItem
 
     keep: list[pytest.Item] = []
     drop: list[pytest.Item] = []
@@ -151,14 +150,14 @@ class _SessionPlugin:
         self._collected: list[str] = []
         self._failed_reports = 0
         self._failed_prompt_reports = 0
-        from .checks.base import Outcome  # looked up once, not for each report
-        from .items import RESULT_PROPERTY
+        from pytest_promptsuite.checks.result import Outcome  # looked up once, not for each report
+        from pytest_promptsuite.items import RESULT_PROPERTY
 
         self._result_property = RESULT_PROPERTY
         self._failing = frozenset({Outcome.FAILED, Outcome.ERROR})
 
     def _start(self, item: Any) -> None:
-        from .items import PromptItem
+        from pytest_promptsuite.items import PromptItem
 
         if isinstance(item, PromptItem):
             self.session.prefetch(item.planned)
@@ -166,7 +165,7 @@ class _SessionPlugin:
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """The run is known (after -k, --lf, shards and plugins deselected): calls start now,
         never under --collect-only or after a collection error."""
-        from .items import PromptItem
+        from pytest_promptsuite.items import PromptItem
 
         ours = [item for item in session.items if isinstance(item, PromptItem)]
         self._collected = [item.nodeid for item in ours]
@@ -175,6 +174,8 @@ class _SessionPlugin:
             return
         upcoming = None
         if self.session.is_worker:  # only this worker's own queue, never another worker's cases
+            from pytest_promptsuite.run.prefetch import xdist_queue
+
             upcoming = xdist_queue(self.config.pluginmanager.get_plugins(), session.items) or (lambda n: [])
         self.session.plan_prefetch(session.items, self._start, upcoming, stop_early=bool(self.config.option.maxfail))
         reporter: Any = self.config.pluginmanager.get_plugin("terminalreporter")

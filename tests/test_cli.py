@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_promptsuite.cli import main
+from pytest_promptsuite.cli.main import main
 
 
 def _suite(tmp_path: Path, text: str) -> Path:
@@ -69,7 +69,7 @@ def test_the_command_never_imports_pytest(tmp_path: Path) -> None:
     """``promptsuite`` loads our hooks (built-ins and installed plugins) through pluggy alone."""
     path = _suite(tmp_path, '{"case_id": "a", "input": "x", "slice": "s", "assert": [{"type": "is-json"}]}\n')
     code = (
-        "import sys; from pytest_promptsuite.cli import main; "
+        "import sys; from pytest_promptsuite.cli.main import main; "
         f"status = main(['validate', {str(path)!r}]); "
         "print(status, 'pytest' in sys.modules, '_pytest' in sys.modules)"
     )

@@ -1,6 +1,6 @@
 """The public surface: ``__all__`` lists exactly the public names (httpx's test of the same name),
-and each package's lazily exported names (:mod:`pytest_promptsuite.lazy`) resolve to what their
-modules define, whatever was imported first."""
+and each exporting package's names resolve to what their modules define, whatever was imported
+first."""
 
 from __future__ import annotations
 
@@ -16,16 +16,13 @@ import pytest
 import pytest_promptsuite
 
 
-#: What a lazy package's namespace holds besides its public names.
-PLUMBING = {"annotations", "TYPE_CHECKING", "lazy_exports"}
-LAZY_PACKAGES = [
+#: What the top-level namespace holds besides its public names (its name table and imports).
+PLUMBING = {"annotations", "TYPE_CHECKING", "importlib", "Any"}
+#: The packages whose ``__init__`` re-exports public names (the rest are empty).
+EXPORTING_PACKAGES = [
     "pytest_promptsuite",
     "pytest_promptsuite.checks",
     "pytest_promptsuite.models",
-    "pytest_promptsuite.report",
-    "pytest_promptsuite.results",
-    "pytest_promptsuite.templates",
-    "pytest_promptsuite.templates.nemo",
 ]
 
 
@@ -40,7 +37,7 @@ def test_all_lists_every_public_name() -> None:
     assert pytest_promptsuite.__all__ == sorted(pytest_promptsuite.__all__)
 
 
-@pytest.mark.parametrize("name", LAZY_PACKAGES)
+@pytest.mark.parametrize("name", EXPORTING_PACKAGES)
 def test_every_exported_name_resolves(name: str) -> None:
     package = importlib.import_module(name)
     for public in package.__all__:
@@ -52,7 +49,7 @@ def test_every_exported_name_resolves(name: str) -> None:
         package.no_such_name  # noqa: B018
 
 
-@pytest.mark.parametrize("name", LAZY_PACKAGES)
+@pytest.mark.parametrize("name", EXPORTING_PACKAGES)
 def test_names_hold_after_every_submodule_is_imported_first(name: str) -> None:
     """A submodule imported before a name is looked up must not shadow it (``checks.evaluate``
     is a function, never the module of that name): checked in a fresh interpreter."""
@@ -69,7 +66,7 @@ def test_names_hold_after_every_submodule_is_imported_first(name: str) -> None:
 
 
 def test_every_package_module_is_importable_on_its_own() -> None:
-    """Lazy names and function-level imports hide no missing module: each module imports."""
+    """Function-level imports hide no missing module: each module imports."""
     for module in pkgutil.walk_packages(pytest_promptsuite.__path__, "pytest_promptsuite."):
         if not module.name.endswith("__main__"):  # that one runs the command
             importlib.import_module(module.name)

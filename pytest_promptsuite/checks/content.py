@@ -6,20 +6,20 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from ..budget import time_budget
-from ..budget import user_regex
-from ..cases import PromptCase
-from ..errors import CheckError
-from ..formats.limits import REGEX_SECONDS
-from .base import CheckResult
-from .base import Layer
-from .core import Check
-from .core import CheckContext
-from .core import Params
-from .core import Verdict
-from .core import json_equal
-from .core import json_text
-from .core import shorten
+from pytest_promptsuite.cases.case import PromptCase
+from pytest_promptsuite.checks.check import Check
+from pytest_promptsuite.checks.check import CheckContext
+from pytest_promptsuite.checks.check import Params
+from pytest_promptsuite.checks.check import Verdict
+from pytest_promptsuite.checks.check import json_equal
+from pytest_promptsuite.checks.check import json_text
+from pytest_promptsuite.checks.check import shorten
+from pytest_promptsuite.checks.result import CheckResult
+from pytest_promptsuite.checks.result import Layer
+from pytest_promptsuite.errors import CheckError
+from pytest_promptsuite.safety.deadline import time_budget
+from pytest_promptsuite.safety.deadline import user_regex
+from pytest_promptsuite.safety.limits import REGEX_SECONDS
 
 
 __all__ = [

@@ -12,23 +12,23 @@ from collections.abc import Callable
 from typing import Any
 from typing import Union
 
-from ..budget import BudgetExceeded
-from ..cases import PromptCase
-from ..models.base import Response
-from ..suite import Prices
-from .base import CheckResult
-from .base import Layer
-from .base import Outcome
-from .compiled import CheckSet
-from .compiled import CompiledCheck
-from .compiled import CompiledChecks
-from .compiled import MakeCheck
-from .compiled import SuiteChecks
-from .compiled import builtin_make
-from .compiled import compile_case
-from .content import must_checks
-from .core import CheckContext
-from .core import Judge
+from pytest_promptsuite.cases.case import PromptCase
+from pytest_promptsuite.checks.check import CheckContext
+from pytest_promptsuite.checks.check import Judge
+from pytest_promptsuite.checks.compile import CheckSet
+from pytest_promptsuite.checks.compile import CompiledCheck
+from pytest_promptsuite.checks.compile import CompiledChecks
+from pytest_promptsuite.checks.compile import MakeCheck
+from pytest_promptsuite.checks.compile import SuiteChecks
+from pytest_promptsuite.checks.compile import builtin_make
+from pytest_promptsuite.checks.compile import compile_case
+from pytest_promptsuite.checks.content import must_checks
+from pytest_promptsuite.checks.result import CheckResult
+from pytest_promptsuite.checks.result import Layer
+from pytest_promptsuite.checks.result import Outcome
+from pytest_promptsuite.config.suite import Prices
+from pytest_promptsuite.models.base import Response
+from pytest_promptsuite.safety.deadline import BudgetExceeded
 
 
 __all__ = ["Evaluator", "Transform", "evaluate", "outcome_of"]
@@ -179,7 +179,9 @@ class _Run:
         gating = gating and compiled.weight > 0
         value: Any = ctx.output
         if path is not None:
-            from .jsonpath import PathMissing  # loaded already: the path was parsed at collection
+            from pytest_promptsuite.checks.jsonpath import (
+                PathMissing,  # loaded already: the path was parsed at collection
+            )
 
             try:
                 value = path.find(ctx.output_json())

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 from typing import Union
 
-from ..errors import CheckError
+from pytest_promptsuite.errors import CheckError
 
 
 __all__ = ["JsonPath", "PathMissing"]

@@ -6,26 +6,26 @@ import math
 from pathlib import Path
 from typing import Any
 
-from ..budget import BudgetExceeded
-from ..budget import time_budget
-from ..errors import CheckError
-from ..errors import ModelError
-from ..formats.jsonio import find_json
-from ..formats.limits import JSON_SEARCH_SECONDS
-from ..models.base import Model
-from ..models.base import ModelRequest
-from ..models.runner import ModelRunner
-from ..suite import Prices
-from .base import CheckResult
-from .base import Layer
-from .core import Check
-from .core import CheckContext
-from .core import CheckScope
-from .core import Params
-from .core import Verdict
-from .core import json_text
-from .core import shorten
-from .structure import import_object
+from pytest_promptsuite.checks.check import Check
+from pytest_promptsuite.checks.check import CheckContext
+from pytest_promptsuite.checks.check import CheckScope
+from pytest_promptsuite.checks.check import Params
+from pytest_promptsuite.checks.check import Verdict
+from pytest_promptsuite.checks.check import json_text
+from pytest_promptsuite.checks.check import shorten
+from pytest_promptsuite.checks.result import CheckResult
+from pytest_promptsuite.checks.result import Layer
+from pytest_promptsuite.checks.structure import import_object
+from pytest_promptsuite.config.suite import Prices
+from pytest_promptsuite.errors import CheckError
+from pytest_promptsuite.errors import ModelError
+from pytest_promptsuite.formats.jsonio import find_json
+from pytest_promptsuite.models.base import Model
+from pytest_promptsuite.models.base import ModelRequest
+from pytest_promptsuite.models.runner import ModelRunner
+from pytest_promptsuite.safety.deadline import BudgetExceeded
+from pytest_promptsuite.safety.deadline import time_budget
+from pytest_promptsuite.safety.limits import JSON_SEARCH_SECONDS
 
 
 __all__ = [

@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ..cases import PromptCase
-from .base import CheckResult
-from .base import Layer
+from pytest_promptsuite.cases.case import PromptCase
+from pytest_promptsuite.checks.result import CheckResult
+from pytest_promptsuite.checks.result import Layer
 
 
 if TYPE_CHECKING:
-    from ..models.scoring import LabelScore
+    from pytest_promptsuite.models.scoring import LabelScore
 
 
 __all__ = ["label_check"]

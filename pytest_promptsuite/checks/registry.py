@@ -12,11 +12,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..errors import CheckError
-from .content import make_contains  # the layer of must_include: every run uses it
-from .core import Check
-from .core import CheckScope
-from .core import Params
+from pytest_promptsuite.checks.check import Check
+from pytest_promptsuite.checks.check import CheckScope
+from pytest_promptsuite.checks.check import Params
+from pytest_promptsuite.checks.content import make_contains  # the layer of must_include: every run uses it
+from pytest_promptsuite.errors import CheckError
 
 
 __all__ = ["BUILTIN_TYPES", "make_builtin_check"]
@@ -37,7 +37,7 @@ def _made(module: str, path: str, *args: Any) -> Check:
 
 def _schema_check(cls: str) -> Factory:
     def make(p: Params, base_dir: Path, scope: CheckScope | None) -> Check:
-        from . import structure
+        from pytest_promptsuite.checks import structure
 
         return _made("structure", cls, structure.load_schema(p, base_dir, scope))
 
@@ -45,7 +45,7 @@ def _schema_check(cls: str) -> Factory:
 
 
 def _pydantic(p: Params, base_dir: Path, scope: CheckScope | None) -> Check:
-    from . import structure
+    from pytest_promptsuite.checks import structure
 
     spec = p.string("value", required=True, what="a dotted path to a pydantic model class")
     assert spec is not None
@@ -58,7 +58,7 @@ def _pydantic(p: Params, base_dir: Path, scope: CheckScope | None) -> Check:
 
 
 def _is_xml(p: Params, base_dir: Path, scope: CheckScope | None) -> Check:
-    from . import structure
+    from pytest_promptsuite.checks import structure
 
     value = p.raw("value", what="{requiredElements = [...]} or a list of element paths")
     if value is None:
@@ -75,7 +75,7 @@ def _is_xml(p: Params, base_dir: Path, scope: CheckScope | None) -> Check:
 
 
 def _finish_reason(p: Params, base_dir: Path, scope: CheckScope | None) -> Check:
-    from . import structure
+    from pytest_promptsuite.checks import structure
 
     reason = p.string("value", required=True, what="a finish reason such as 'stop' or 'length'")
     assert reason is not None

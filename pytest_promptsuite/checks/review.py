@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import Layer
-from .core import Check
-from .core import CheckContext
-from .core import Params
-from .core import Verdict
+from pytest_promptsuite.checks.check import Check
+from pytest_promptsuite.checks.check import CheckContext
+from pytest_promptsuite.checks.check import Params
+from pytest_promptsuite.checks.check import Verdict
+from pytest_promptsuite.checks.result import Layer
 
 
 __all__ = ["HumanReview", "make_human_review"]

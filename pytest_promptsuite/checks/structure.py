@@ -17,23 +17,23 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic import ValidationError
 
-from ..budget import BudgetExceeded
-from ..budget import time_budget
-from ..errors import CheckError
-from ..formats.jsonio import JsonError
-from ..formats.jsonio import decode
-from ..formats.jsonio import find_json
-from ..formats.limits import JSON_SEARCH_SECONDS
-from ..formats.limits import REGEX_SECONDS
-from .base import Layer
-from .core import Check
-from .core import CheckContext
-from .core import CheckScope
-from .core import Params
-from .core import Verdict
-from .core import json_problem
-from .core import resolve_file
-from .core import shorten
+from pytest_promptsuite.checks.check import Check
+from pytest_promptsuite.checks.check import CheckContext
+from pytest_promptsuite.checks.check import CheckScope
+from pytest_promptsuite.checks.check import Params
+from pytest_promptsuite.checks.check import Verdict
+from pytest_promptsuite.checks.check import json_problem
+from pytest_promptsuite.checks.check import resolve_file
+from pytest_promptsuite.checks.check import shorten
+from pytest_promptsuite.checks.result import Layer
+from pytest_promptsuite.errors import CheckError
+from pytest_promptsuite.formats.jsonio import JsonError
+from pytest_promptsuite.formats.jsonio import decode
+from pytest_promptsuite.formats.jsonio import find_json
+from pytest_promptsuite.safety.deadline import BudgetExceeded
+from pytest_promptsuite.safety.deadline import time_budget
+from pytest_promptsuite.safety.limits import JSON_SEARCH_SECONDS
+from pytest_promptsuite.safety.limits import REGEX_SECONDS
 
 
 __all__ = [

@@ -12,8 +12,8 @@ import csv
 import io
 from typing import Any
 
-from ..errors import ConfigError
-from .limits import CSV_FIELD
+from pytest_promptsuite.errors import ConfigError
+from pytest_promptsuite.safety.limits import CSV_FIELD
 
 
 __all__ = ["CsvRow", "read_csv"]

@@ -25,9 +25,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ..scrub import scrub as scrub_text
-from .limits import DEPTH
-from .limits import Limit
+from pytest_promptsuite.safety.limits import DEPTH
+from pytest_promptsuite.safety.limits import Limit
+from pytest_promptsuite.safety.scrub import scrub as scrub_text
 
 
 __all__ = [

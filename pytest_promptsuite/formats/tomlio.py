@@ -18,8 +18,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
-from .limits import DEPTH
+from pytest_promptsuite.errors import ConfigError
+from pytest_promptsuite.safety.limits import DEPTH
 
 
 if sys.version_info >= (3, 11):

@@ -13,8 +13,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import ConfigError
-from .tomlio import parse_toml
+from pytest_promptsuite.errors import ConfigError
+from pytest_promptsuite.formats.tomlio import parse_toml
 
 
 __all__ = ["dump_toml"]

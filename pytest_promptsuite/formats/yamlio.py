@@ -14,9 +14,9 @@ from typing import Any
 
 import yaml
 
-from ..errors import ConfigError
-from .limits import DEPTH
-from .limits import YAML_NODES
+from pytest_promptsuite.errors import ConfigError
+from pytest_promptsuite.safety.limits import DEPTH
+from pytest_promptsuite.safety.limits import YAML_NODES
 
 
 __all__ = ["load_yaml"]

@@ -17,10 +17,10 @@ from dataclasses import field
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
-from ..formats.jsonio import encode
-from ..formats.tomlwrite import dump_toml
-from ..scrub import scrub
+from pytest_promptsuite.errors import ConfigError
+from pytest_promptsuite.formats.jsonio import encode
+from pytest_promptsuite.formats.tomlwrite import dump_toml
+from pytest_promptsuite.safety.scrub import scrub
 
 
 __all__ = ["ImportResult", "ImportedSuite", "jsonl", "write_import"]

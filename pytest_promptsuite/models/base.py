@@ -10,14 +10,13 @@ from typing import Protocol
 from typing import TypeGuard
 from typing import runtime_checkable
 
-from ..templates.prompt import Message
-from ..templates.prompt import Prompt
-from ..templates.prompt import prompt_hash
-from ..templates.prompt import prompt_text
+from pytest_promptsuite.prompts.prompt import Message
+from pytest_promptsuite.prompts.prompt import Prompt
+from pytest_promptsuite.prompts.prompt import prompt_hash
+from pytest_promptsuite.prompts.prompt import prompt_text
 
 
 __all__ = [
-    "DEFAULT_CONCURRENCY",
     "Message",
     "Model",
     "ModelRequest",
@@ -30,8 +29,6 @@ __all__ = [
     "prompt_text",
 ]
 
-#: Calls of one model in flight at once, unless ``--prompt-concurrency`` or ``[model] concurrency``.
-DEFAULT_CONCURRENCY = 8
 
 
 @dataclass(frozen=True)

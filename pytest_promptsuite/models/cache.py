@@ -26,15 +26,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
-from ..errors import ModelError
-from ..formats.jsonio import decode
-from ..formats.jsonio import encode
-from ..formats.jsonio import read_jsonl
-from .base import Model
-from .base import ModelRequest
-from .base import Response
-from .base import Usage
+from pytest_promptsuite.errors import ConfigError
+from pytest_promptsuite.errors import ModelError
+from pytest_promptsuite.formats.jsonio import decode
+from pytest_promptsuite.formats.jsonio import encode
+from pytest_promptsuite.formats.jsonio import read_jsonl
+from pytest_promptsuite.models.base import Model
+from pytest_promptsuite.models.base import ModelRequest
+from pytest_promptsuite.models.base import Response
+from pytest_promptsuite.models.base import Usage
 
 
 __all__ = [

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 
-from .base import ModelRequest
-from .base import Response
+from pytest_promptsuite.models.base import ModelRequest
+from pytest_promptsuite.models.base import Response
 
 
 __all__ = ["EchoModel"]

@@ -7,20 +7,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..budget import BudgetExceeded
-from ..budget import time_budget
-from ..budget import user_regex
-from ..errors import ConfigError
-from ..errors import ModelError
-from ..formats.jsonio import JsonError
-from ..formats.jsonio import decode
-from ..formats.limits import REGEX_SECONDS
-from .base import ModelRequest
-from .base import Response
-from .base import prompt_text
-from .scoring import LabelScore
-from .scoring import fake_score
-from .scoring import score_text
+from pytest_promptsuite.errors import ConfigError
+from pytest_promptsuite.errors import ModelError
+from pytest_promptsuite.formats.jsonio import JsonError
+from pytest_promptsuite.formats.jsonio import decode
+from pytest_promptsuite.models.base import ModelRequest
+from pytest_promptsuite.models.base import Response
+from pytest_promptsuite.models.base import prompt_text
+from pytest_promptsuite.models.scoring import LabelScore
+from pytest_promptsuite.models.scoring import fake_score
+from pytest_promptsuite.models.scoring import score_text
+from pytest_promptsuite.safety.deadline import BudgetExceeded
+from pytest_promptsuite.safety.deadline import time_budget
+from pytest_promptsuite.safety.deadline import user_regex
+from pytest_promptsuite.safety.limits import REGEX_SECONDS
 
 
 __all__ = ["FakeModel", "FakeRule"]

@@ -23,28 +23,28 @@ from typing import Any
 
 import httpx
 
-from ..errors import ConfigError
-from ..errors import EndpointError
-from ..errors import ModelError
-from ..formats.jsonio import JsonError
-from ..formats.jsonio import decode
-from ..formats.jsonio import encode
-from ..formats.limits import RESPONSE_BYTES
-from ..scrub import install_log_filter
-from ..scrub import public_url
-from ..scrub import register
-from ..scrub import scrub
-from ..scrub import secret_parameters
-from ..suite import base_url_problem
-from .base import ModelRequest
-from .base import Response
-from .base import Usage
-from .http11 import Http11Transport
-from .http11 import log_request
-from .retry import RetryPolicy
-from .retry import retry_after_s
-from .scoring import LabelScore
-from .scoring import echo_logprobs
+from pytest_promptsuite.config.suite import base_url_problem
+from pytest_promptsuite.errors import ConfigError
+from pytest_promptsuite.errors import EndpointError
+from pytest_promptsuite.errors import ModelError
+from pytest_promptsuite.formats.jsonio import JsonError
+from pytest_promptsuite.formats.jsonio import decode
+from pytest_promptsuite.formats.jsonio import encode
+from pytest_promptsuite.models.base import ModelRequest
+from pytest_promptsuite.models.base import Response
+from pytest_promptsuite.models.base import Usage
+from pytest_promptsuite.models.http11 import Http11Transport
+from pytest_promptsuite.models.http11 import log_request
+from pytest_promptsuite.models.retry import RetryPolicy
+from pytest_promptsuite.models.retry import retry_after_s
+from pytest_promptsuite.models.scoring import LabelScore
+from pytest_promptsuite.models.scoring import echo_logprobs
+from pytest_promptsuite.safety.limits import RESPONSE_BYTES
+from pytest_promptsuite.safety.scrub import install_log_filter
+from pytest_promptsuite.safety.scrub import public_url
+from pytest_promptsuite.safety.scrub import register
+from pytest_promptsuite.safety.scrub import scrub
+from pytest_promptsuite.safety.scrub import secret_parameters
 
 
 __all__ = ["DEFAULT_BASE_URL", "OpenAIModel", "public_url"]
@@ -177,7 +177,7 @@ class OpenAIModel:
         loop thread's time per call); an ``https`` one's is httpx's, with the CA bundle."""
         if not self._path.lower().startswith("https:"):
             return Http11Transport(max_keepalive=1)
-        from .transport import http_transport  # httpcore: imported for an https endpoint only
+        from pytest_promptsuite.models.transport import http_transport  # httpcore: imported for an https endpoint only
 
         if self._ssl is None:
             self._ssl = self._ssl_context()

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import ModelError
-from ..suite import ModelConfig
-from .base import Model
-from .echo import EchoModel
-from .fake import FakeModel
+from pytest_promptsuite.config.suite import ModelConfig
+from pytest_promptsuite.errors import ModelError
+from pytest_promptsuite.models.base import Model
+from pytest_promptsuite.models.echo import EchoModel
+from pytest_promptsuite.models.fake import FakeModel
 
 
 __all__ = ["make_model"]
@@ -31,7 +31,7 @@ def make_model(spec: str, *, settings: ModelConfig | None = None, root: Path | N
             rules = root / rules
         return FakeModel.from_rules_file(rules, spec=spec)
     if spec.startswith("openai:"):
-        from .openai import openai_model  # httpx is imported only when an endpoint is used
+        from pytest_promptsuite.models.openai import openai_model  # httpx is imported only when an endpoint is used
 
         config = settings or ModelConfig(spec=spec)
         return openai_model(

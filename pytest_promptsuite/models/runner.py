@@ -30,20 +30,20 @@ from typing import TYPE_CHECKING
 from typing import Any
 from typing import TypeVar
 
-from ..errors import EndpointError
-from ..errors import ModelError
-from ..model_config import Prices
-from .base import DEFAULT_CONCURRENCY
-from .base import Model
-from .base import ModelRequest
-from .base import Response
-from .base import is_sync
-from .batch import BatchAnswers
-from .cache import CachingModel
-from .cache import HeldCache
-from .cache import ResponseStores
-from .spend import Allowance
-from .spend import BudgetedModel
+from pytest_promptsuite.config.model import Prices
+from pytest_promptsuite.config.settings import DEFAULT_CONCURRENCY
+from pytest_promptsuite.errors import EndpointError
+from pytest_promptsuite.errors import ModelError
+from pytest_promptsuite.models.base import Model
+from pytest_promptsuite.models.base import ModelRequest
+from pytest_promptsuite.models.base import Response
+from pytest_promptsuite.models.base import is_sync
+from pytest_promptsuite.models.batch.requests import BatchAnswers
+from pytest_promptsuite.models.cache import CachingModel
+from pytest_promptsuite.models.cache import HeldCache
+from pytest_promptsuite.models.cache import ResponseStores
+from pytest_promptsuite.models.spend import Allowance
+from pytest_promptsuite.models.spend import BudgetedModel
 
 
 if TYPE_CHECKING:
@@ -336,7 +336,7 @@ class ModelRunner:
         """Answer ``calls`` in batch mode before the cases run (see :mod:`.batch_run`): a job per
         model and endpoint, a results file (``results``), or none (``write_to``: the request file
         is written, each call then ends as not sent). Returns how many requests were batched."""
-        from .batch_run import answer_in_batches
+        from pytest_promptsuite.models.batch.dispatch import answer_in_batches
 
         return answer_in_batches(self.attached, self.allowance, calls, write_to=write_to, results=results,
                                  progress=progress, submit=lambda coro: _threadsafe(coro, self._ensure_loop()))

@@ -18,15 +18,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import EndpointError
-from ..errors import ModelError
-from ..formats.jsonio import JsonError
-from ..formats.jsonio import decode
-from ..formats.jsonio import encode
-from .base import Model
-from .base import ModelRequest
-from .base import Response
-from .base import prompt_text
+from pytest_promptsuite.errors import EndpointError
+from pytest_promptsuite.errors import ModelError
+from pytest_promptsuite.formats.jsonio import JsonError
+from pytest_promptsuite.formats.jsonio import decode
+from pytest_promptsuite.formats.jsonio import encode
+from pytest_promptsuite.models.base import Model
+from pytest_promptsuite.models.base import ModelRequest
+from pytest_promptsuite.models.base import Response
+from pytest_promptsuite.models.base import prompt_text
 
 
 __all__ = ["LabelScore", "ScoringModel", "echo_logprobs", "fake_score", "predict_label"]

@@ -17,12 +17,12 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import ModelError
-from ..model_config import Prices
-from .base import Model
-from .base import ModelRequest
-from .base import Response
-from .base import prompt_text
+from pytest_promptsuite.config.model import Prices
+from pytest_promptsuite.errors import ModelError
+from pytest_promptsuite.models.base import Model
+from pytest_promptsuite.models.base import ModelRequest
+from pytest_promptsuite.models.base import Response
+from pytest_promptsuite.models.base import prompt_text
 
 
 __all__ = ["Allowance", "BudgetExhausted", "BudgetedModel", "NotIssued", "estimate_tokens"]

@@ -24,7 +24,7 @@ from typing import Any
 import httpcore
 import httpx
 
-from .http11 import readable
+from pytest_promptsuite.models.http11 import readable
 
 
 __all__ = ["http_transport"]

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..results import GateResult
-from ..results import Summary
-from ..results.usage import UsageReport
-from .reasons import reason
+from pytest_promptsuite.report.reasons import reason
+from pytest_promptsuite.results.gate import GateResult
+from pytest_promptsuite.results.summary import Summary
+from pytest_promptsuite.results.usage import UsageReport
 
 
 __all__ = ["SUMMARY_FORMAT_VERSION", "gate_document", "summary_document"]

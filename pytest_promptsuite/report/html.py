@@ -24,16 +24,16 @@ from pathlib import Path
 from typing import Any
 from typing import TextIO
 
-from ..checks.base import CaseResult
-from ..checks.base import Outcome
-from ..formats.jsonio import encode
-from ..results import Summary
-from ..results.history import History
-from ..results.usage import UsageReport
-from ..reviews import REVIEW_CHECK
-from ..reviews import output_sha256
-from ..templates.prompt import prompt_display
-from .document import summary_document
+from pytest_promptsuite.checks.result import Outcome
+from pytest_promptsuite.formats.jsonio import encode
+from pytest_promptsuite.prompts.prompt import prompt_display
+from pytest_promptsuite.report.document import summary_document
+from pytest_promptsuite.results.history import History
+from pytest_promptsuite.results.review_book import REVIEW_CHECK
+from pytest_promptsuite.results.review_book import output_sha256
+from pytest_promptsuite.results.row import CaseResult
+from pytest_promptsuite.results.summary import Summary
+from pytest_promptsuite.results.usage import UsageReport
 
 
 __all__ = ["GridCells", "dashboard_html", "write_dashboard"]

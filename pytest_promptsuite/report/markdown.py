@@ -11,18 +11,18 @@ from collections.abc import Mapping
 from collections.abc import Sequence
 from typing import Any
 
-from ..cases import CaseKey
-from ..checks.base import CaseResult
-from ..checks.base import Outcome
-from ..results import Summary
-from ..results.history import History
-from ..results.usage import UsageReport
-from .history import trend_rows
-from .reasons import reason
-from .text import slice_rows
-from .text import totals_line
-from .text import usage_cells
-from .verdicts import verdict_lines
+from pytest_promptsuite.cases.case import CaseKey
+from pytest_promptsuite.checks.result import Outcome
+from pytest_promptsuite.report.evidence import verdict_lines
+from pytest_promptsuite.report.reasons import reason
+from pytest_promptsuite.report.text import slice_rows
+from pytest_promptsuite.report.text import totals_line
+from pytest_promptsuite.report.text import usage_cells
+from pytest_promptsuite.report.trends import trend_rows
+from pytest_promptsuite.results.history import History
+from pytest_promptsuite.results.row import CaseResult
+from pytest_promptsuite.results.summary import Summary
+from pytest_promptsuite.results.usage import UsageReport
 
 
 __all__ = ["summary_markdown"]

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..results import CasesErrored
-from ..results import GateDecision
-from ..results import NoCommonCases
-from ..results import RunIncomplete
-from ..results import SliceBelowThreshold
-from ..results import SliceRegressed
+from pytest_promptsuite.results.gate import CasesErrored
+from pytest_promptsuite.results.gate import GateDecision
+from pytest_promptsuite.results.gate import NoCommonCases
+from pytest_promptsuite.results.gate import RunIncomplete
+from pytest_promptsuite.results.gate import SliceBelowThreshold
+from pytest_promptsuite.results.gate import SliceRegressed
 
 
 __all__ = ["reason"]

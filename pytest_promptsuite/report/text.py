@@ -6,13 +6,13 @@ import unicodedata
 from collections.abc import Iterator
 from collections.abc import Sequence
 
-from ..checks.base import CaseResult
-from ..results import Summary
-from ..results.usage import UsageReport
-from ..results.usage import UsageStats
-from .reasons import reason
-from .verdicts import short_verdict
-from .verdicts import verdict_lines
+from pytest_promptsuite.report.evidence import short_verdict
+from pytest_promptsuite.report.evidence import verdict_lines
+from pytest_promptsuite.report.reasons import reason
+from pytest_promptsuite.results.row import CaseResult
+from pytest_promptsuite.results.summary import Summary
+from pytest_promptsuite.results.usage import UsageReport
+from pytest_promptsuite.results.usage import UsageStats
 
 
 __all__ = [

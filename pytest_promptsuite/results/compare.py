@@ -1,7 +1,7 @@
 """Pairing two row sets case by case: the current run with a baseline, or one prompt variant
 with another.
 
-Rows pair by case and variant (:class:`~pytest_promptsuite.cases.CaseKey` without the repeat).
+Rows pair by case and variant (:class:`~pytest_promptsuite.cases.case.CaseKey` without the repeat).
 A repeated case is compared by how many of its runs passed: the first ``min(k)`` repeats of each
 side when the two runs repeated cases a different number of times, review and skipped runs left
 out. A case *regressed* when its pass fraction dropped and was *fixed* when it rose, so a flaky
@@ -17,19 +17,19 @@ from dataclasses import dataclass
 from dataclasses import field
 from dataclasses import replace
 
-from ..cases import CaseKey
-from ..checks.base import CaseResult
-from ..checks.base import Outcome
-from ..templates.prompt import prompt_display
-from .policy import ThresholdPolicy
-from .records import UNCOUNTED
-from .records import BaselineDiff
-from .records import Counts
-from .records import Flip
-from .records import FlipKind
-from .records import SliceFlips
-from .stats import Stratum
-from .stats import mcnemar_p
+from pytest_promptsuite.cases.case import CaseKey
+from pytest_promptsuite.checks.result import Outcome
+from pytest_promptsuite.prompts.prompt import prompt_display
+from pytest_promptsuite.results.policy import ThresholdPolicy
+from pytest_promptsuite.results.records import UNCOUNTED
+from pytest_promptsuite.results.records import BaselineDiff
+from pytest_promptsuite.results.records import Counts
+from pytest_promptsuite.results.records import Flip
+from pytest_promptsuite.results.records import FlipKind
+from pytest_promptsuite.results.records import SliceFlips
+from pytest_promptsuite.results.row import CaseResult
+from pytest_promptsuite.results.stats import Stratum
+from pytest_promptsuite.results.stats import mcnemar_p
 
 
 __all__ = ["Comparison", "PairedCase", "compare", "compare_variants"]

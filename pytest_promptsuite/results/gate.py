@@ -11,11 +11,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Union
 
-from ..cases import CaseKey
-from ..checks.base import CaseResult
-from ..checks.base import Outcome
-from .records import Counts
-from .records import RegressionTest
+from pytest_promptsuite.cases.case import CaseKey
+from pytest_promptsuite.checks.result import Outcome
+from pytest_promptsuite.results.records import Counts
+from pytest_promptsuite.results.records import RegressionTest
+from pytest_promptsuite.results.row import CaseResult
 
 
 __all__ = [

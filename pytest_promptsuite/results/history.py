@@ -15,9 +15,9 @@ from dataclasses import field
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
-from ..formats.jsonio import decode
-from .summary import Summary
+from pytest_promptsuite.errors import ConfigError
+from pytest_promptsuite.formats.jsonio import decode
+from pytest_promptsuite.results.summary import Summary
 
 
 __all__ = ["HISTORY_RUNS", "History", "HistoryPoint", "HistoryRun", "load_history"]

@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import IO
 from typing import Any
 
-from ..checks.base import CaseResult
-from ..errors import ConfigError
-from ..formats.jsonio import decode
-from ..formats.jsonio import encode
-from ..formats.jsonio import read_jsonl
-from ..scrub import scrub
+from pytest_promptsuite.errors import ConfigError
+from pytest_promptsuite.formats.jsonio import decode
+from pytest_promptsuite.formats.jsonio import encode
+from pytest_promptsuite.formats.jsonio import read_jsonl
+from pytest_promptsuite.results.row import CaseResult
+from pytest_promptsuite.safety.scrub import scrub
 
 
 __all__ = ["StoredResults", "encode_row", "load_results", "load_summary_json", "stream_results"]

@@ -15,10 +15,10 @@ from dataclasses import fields
 from typing import Any
 from typing import Literal
 
-from ..cases import CaseKey
-from ..checks.base import CaseResult
-from ..checks.base import Outcome
-from .stats import wilson_interval
+from pytest_promptsuite.cases.case import CaseKey
+from pytest_promptsuite.checks.result import Outcome
+from pytest_promptsuite.results.row import CaseResult
+from pytest_promptsuite.results.stats import wilson_interval
 
 
 __all__ = [

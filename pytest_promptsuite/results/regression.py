@@ -18,22 +18,22 @@ from dataclasses import field
 from dataclasses import replace
 from typing import Any
 
-from .compare import Comparison
-from .gate import EPS
-from .gate import GateDecision
-from .gate import NoCommonCases
-from .gate import RegressionRule
-from .gate import check_regression
-from .policy import GateSettings
-from .records import RegressionTest
-from .records import RunInfo
-from .records import Verdict
-from .stats import Stratum
-from .stats import detectable_drop
-from .stats import holm
-from .stats import mcnemar_p
-from .stats import settling_size
-from .stats import stratified_p
+from pytest_promptsuite.results.compare import Comparison
+from pytest_promptsuite.results.gate import EPS
+from pytest_promptsuite.results.gate import GateDecision
+from pytest_promptsuite.results.gate import NoCommonCases
+from pytest_promptsuite.results.gate import RegressionRule
+from pytest_promptsuite.results.gate import check_regression
+from pytest_promptsuite.results.policy import GateSettings
+from pytest_promptsuite.results.records import RegressionTest
+from pytest_promptsuite.results.records import RunInfo
+from pytest_promptsuite.results.records import Verdict
+from pytest_promptsuite.results.stats import Stratum
+from pytest_promptsuite.results.stats import detectable_drop
+from pytest_promptsuite.results.stats import holm
+from pytest_promptsuite.results.stats import mcnemar_p
+from pytest_promptsuite.results.stats import settling_size
+from pytest_promptsuite.results.stats import stratified_p
 
 
 __all__ = ["Comparand", "Judgement", "judge", "regression_tests"]

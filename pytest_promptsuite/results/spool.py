@@ -8,12 +8,12 @@ from collections.abc import Iterable
 from collections.abc import Iterator
 from typing import Any
 
-from ..checks.base import CaseResult
-from ..scrub import registered
-from .io import OnRow
-from .io import StoredResults
-from .io import encode_row
-from .usage import UsageTally
+from pytest_promptsuite.results.io import OnRow
+from pytest_promptsuite.results.io import StoredResults
+from pytest_promptsuite.results.io import encode_row
+from pytest_promptsuite.results.row import CaseResult
+from pytest_promptsuite.results.usage import UsageTally
+from pytest_promptsuite.safety.scrub import registered
 
 
 __all__ = ["RowSpool"]

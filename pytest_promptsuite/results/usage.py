@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from dataclasses import field
 from typing import Any
 
-from ..checks.base import CaseResult
-from ..suite import Prices
-from ..tables import fill
-from .records import RunInfo
+from pytest_promptsuite.config.suite import Prices
+from pytest_promptsuite.config.tables import fill
+from pytest_promptsuite.results.records import RunInfo
+from pytest_promptsuite.results.row import CaseResult
 
 
 __all__ = ["UsageReport", "UsageStats", "UsageTally", "percentile", "prices_of_run", "usage_report"]

@@ -13,11 +13,11 @@ import re
 import subprocess
 from pathlib import Path
 
-from pytest_promptsuite.checks.base import CaseResult
-from pytest_promptsuite.checks.base import CheckResult
-from pytest_promptsuite.report import write_report
-from pytest_promptsuite.results import ThresholdPolicy
-from pytest_promptsuite.results import summarize
+from pytest_promptsuite.checks.result import CheckResult
+from pytest_promptsuite.report.writer import write_report
+from pytest_promptsuite.results.policy import ThresholdPolicy
+from pytest_promptsuite.results.row import CaseResult
+from pytest_promptsuite.results.summary import summarize
 
 from .cdp import CHROMIUM
 from .cdp import needs_chromium

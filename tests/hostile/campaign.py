@@ -19,13 +19,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_promptsuite import PromptCase
-from pytest_promptsuite import load_cases
-from pytest_promptsuite.checks import CheckScope
-from pytest_promptsuite.checks import Evaluator
-from pytest_promptsuite.checks import builtin_make
-from pytest_promptsuite.checks import compile_cases
-from pytest_promptsuite.checks.base import CaseResult
+from pytest_promptsuite.cases.case import PromptCase
+from pytest_promptsuite.cases.case import load_cases
+from pytest_promptsuite.checks.check import CheckScope
+from pytest_promptsuite.checks.compile import builtin_make
+from pytest_promptsuite.checks.compile import compile_cases
+from pytest_promptsuite.checks.evaluator import Evaluator
+from pytest_promptsuite.config.suite import load_config
 from pytest_promptsuite.errors import PromptSuiteError
 from pytest_promptsuite.models.base import ModelRequest
 from pytest_promptsuite.models.base import Response
@@ -35,16 +35,16 @@ from pytest_promptsuite.models.fake import FakeModel
 from pytest_promptsuite.models.openai import OpenAIModel
 from pytest_promptsuite.models.retry import RetryPolicy
 from pytest_promptsuite.models.runner import ModelRunner
-from pytest_promptsuite.report import write_report
-from pytest_promptsuite.results import load_results
-from pytest_promptsuite.results import summarize
-from pytest_promptsuite.scrub import register
-from pytest_promptsuite.scrub import scrub
-from pytest_promptsuite.suite import load_config
-from pytest_promptsuite.templates.jinja import compile_template
-from pytest_promptsuite.templates.jinja import render_template
-from pytest_promptsuite.templates.jinja import sandbox_environment
-from pytest_promptsuite.templates.task_prompts import TaskPrompts
+from pytest_promptsuite.prompts.files.jinja import compile_template
+from pytest_promptsuite.prompts.files.jinja import render_template
+from pytest_promptsuite.prompts.files.jinja import sandbox_environment
+from pytest_promptsuite.prompts.task_prompts import TaskPrompts
+from pytest_promptsuite.report.writer import write_report
+from pytest_promptsuite.results.io import load_results
+from pytest_promptsuite.results.row import CaseResult
+from pytest_promptsuite.results.summary import summarize
+from pytest_promptsuite.safety.scrub import register
+from pytest_promptsuite.safety.scrub import scrub
 from tests.loopback import LoopbackServer
 
 

@@ -13,19 +13,19 @@ from typing import Any
 
 import pytest
 
-from pytest_promptsuite import PromptCase
-from pytest_promptsuite.budget import BudgetExceeded
-from pytest_promptsuite.budget import budget_available
-from pytest_promptsuite.budget import time_budget
-from pytest_promptsuite.checks import Evaluator
+from pytest_promptsuite.cases.case import PromptCase
+from pytest_promptsuite.checks.evaluator import Evaluator
 from pytest_promptsuite.errors import ModelError
 from pytest_promptsuite.errors import TemplateError
-from pytest_promptsuite.formats.limits import Limit
-from pytest_promptsuite.models import FakeModel
-from pytest_promptsuite.models import ModelRequest
-from pytest_promptsuite.templates.jinja import compile_template
-from pytest_promptsuite.templates.jinja import render_template
-from pytest_promptsuite.templates.jinja import sandbox_environment
+from pytest_promptsuite.models.base import ModelRequest
+from pytest_promptsuite.models.fake import FakeModel
+from pytest_promptsuite.prompts.files.jinja import compile_template
+from pytest_promptsuite.prompts.files.jinja import render_template
+from pytest_promptsuite.prompts.files.jinja import sandbox_environment
+from pytest_promptsuite.safety.deadline import BudgetExceeded
+from pytest_promptsuite.safety.deadline import budget_available
+from pytest_promptsuite.safety.deadline import time_budget
+from pytest_promptsuite.safety.limits import Limit
 
 
 pytestmark = pytest.mark.skipif(not budget_available(), reason="needs SIGALRM on the main thread")

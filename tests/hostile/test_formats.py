@@ -16,17 +16,17 @@ from hypothesis import given
 from hypothesis import settings
 from hypothesis import strategies as st
 
-from pytest_promptsuite.checks.base import CaseResult
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.formats.jsonio import JsonError
 from pytest_promptsuite.formats.jsonio import decode
 from pytest_promptsuite.formats.jsonio import encode
 from pytest_promptsuite.formats.jsonio import raw_decode
 from pytest_promptsuite.formats.jsonio import read_jsonl
-from pytest_promptsuite.formats.limits import DEPTH
 from pytest_promptsuite.formats.tomlio import load_toml
 from pytest_promptsuite.formats.yamlio import load_yaml
-from pytest_promptsuite.results import load_results
+from pytest_promptsuite.results.io import load_results
+from pytest_promptsuite.results.row import CaseResult
+from pytest_promptsuite.safety.limits import DEPTH
 
 
 #: Any string we can receive: any code point, lone surrogates and every line separator included.
@@ -208,7 +208,7 @@ def test_yaml_aliases_within_the_limit_still_work() -> None:
 def test_a_prompts_file_is_parsed_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import yaml
 
-    from pytest_promptsuite.templates.prompts_yml import read_prompts
+    from pytest_promptsuite.prompts.prompts_yml import read_prompts
 
     calls: list[int] = []
     compose = yaml.SafeLoader.get_single_node

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_promptsuite.cli import main
+from pytest_promptsuite.cli.main import main
 from tests.hostile.support import assert_clean
 from tests.hostile.support import case
 from tests.hostile.support import output

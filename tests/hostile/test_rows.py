@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_promptsuite.cli import main
+from pytest_promptsuite.cli.main import main
 from tests.hostile.support import assert_clean
 from tests.hostile.support import assert_reports_agree
 from tests.hostile.support import case

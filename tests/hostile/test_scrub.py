@@ -13,11 +13,11 @@ from hypothesis import strategies as st
 
 from pytest_promptsuite.formats.jsonio import decode
 from pytest_promptsuite.formats.jsonio import encode
-from pytest_promptsuite.scrub import install_log_filter
-from pytest_promptsuite.scrub import printable
-from pytest_promptsuite.scrub import public_url
-from pytest_promptsuite.scrub import register
-from pytest_promptsuite.scrub import scrub
+from pytest_promptsuite.safety.scrub import install_log_filter
+from pytest_promptsuite.safety.scrub import printable
+from pytest_promptsuite.safety.scrub import public_url
+from pytest_promptsuite.safety.scrub import register
+from pytest_promptsuite.safety.scrub import scrub
 
 
 KEY = "sk-hostile-scrub-test-0123456789"
@@ -88,7 +88,7 @@ def test_log_records_of_httpx_and_httpcore_are_scrubbed(caplog: pytest.LogCaptur
 def test_the_letters_the_pattern_folds_to_ascii_are_all_known() -> None:
     """The pre-check's list of non-ASCII letters that ``(?i:...)`` matches as ASCII ones is whole:
     every code point is tried against every ASCII letter."""
-    from pytest_promptsuite.scrub import _FOLDS_TO_ASCII
+    from pytest_promptsuite.safety.scrub import _FOLDS_TO_ASCII
 
     everything = "".join(chr(c) for c in range(0x80, 0x110000) if not 0xD800 <= c <= 0xDFFF)
     folding = {m.group() for letter in "abcdefghijklmnopqrstuvwxyz" for m in re.finditer(f"(?i:{letter})", everything)}
@@ -105,8 +105,8 @@ FRAGMENTS = st.sampled_from([
 @settings(max_examples=500, derandomize=True)
 @given(st.lists(FRAGMENTS | st.text(max_size=6), max_size=10))
 def test_the_pre_check_never_skips_text_the_pattern_would_scrub(parts: list[str]) -> None:
-    from pytest_promptsuite.scrub import _GENERIC
-    from pytest_promptsuite.scrub import _may_hold_credentials
+    from pytest_promptsuite.safety.scrub import _GENERIC
+    from pytest_promptsuite.safety.scrub import _may_hold_credentials
 
     text = "".join(parts)
     if _GENERIC.search(text) is not None:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from pytest_promptsuite.cli import main
+from pytest_promptsuite.cli.main import main
 from pytest_promptsuite.formats.tomlio import parse_toml
 
 

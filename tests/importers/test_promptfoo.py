@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_promptsuite.cli import main
+from pytest_promptsuite.cli.main import main
 from pytest_promptsuite.formats.tomlio import parse_toml
 
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from pytest_promptsuite.errors import ConfigError
-from pytest_promptsuite.importers.pyconfig import config_root
-from pytest_promptsuite.importers.pyconfig import evaluate_config
-from pytest_promptsuite.importers.pyexpr import Ref
+from pytest_promptsuite.importers.opencompass.pyconfig import config_root
+from pytest_promptsuite.importers.opencompass.pyconfig import evaluate_config
+from pytest_promptsuite.importers.opencompass.pyexpr import Ref
 
 
 DEMO = Path(__file__).parent / "fixtures" / "opencompass" / "configs" / "datasets" / "demo"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_promptsuite.cli import main
+from pytest_promptsuite.cli.main import main
 from tests.loopback import LoopbackServer
 
 

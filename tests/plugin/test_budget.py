@@ -7,12 +7,12 @@ import json
 
 import pytest
 
-from pytest_promptsuite.models import ModelRequest
+from pytest_promptsuite.config.suite import Prices
+from pytest_promptsuite.models.base import ModelRequest
 from pytest_promptsuite.models.spend import Allowance
 from pytest_promptsuite.models.spend import BudgetedModel
 from pytest_promptsuite.models.spend import BudgetExhausted
 from pytest_promptsuite.models.spend import estimate_tokens
-from pytest_promptsuite.suite import Prices
 from tests.loopback import LoopbackServer
 from tests.plugin.test_endpoint import _cases
 from tests.plugin.test_endpoint import _config

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_promptsuite import cli
+from pytest_promptsuite.cli import main as cli
 
 
 def _lines(*cases: dict[str, object]) -> str:

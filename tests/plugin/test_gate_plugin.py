@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from pytest_promptsuite.cli import main as cli_main
+from pytest_promptsuite.cli.main import main as cli_main
 from tests.loopback import LoopbackServer
 
 

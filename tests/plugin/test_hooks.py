@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_promptsuite import cli
 from pytest_promptsuite import hookspecs
+from pytest_promptsuite.cli import main as cli
 
 
 CONFTEST_PLUGIN = """
@@ -251,8 +251,8 @@ def test_retriever_hook_builtin_and_override(pytester: pytest.Pytester) -> None:
 
 
 def test_the_builtin_hookimpls_answer_our_names_and_none_for_others(pytester: pytest.Pytester) -> None:
-    from pytest_promptsuite.templates.filters import indent
-    from pytest_promptsuite.templates.renderers import JinjaRenderer
+    from pytest_promptsuite.prompts.files.filters import indent
+    from pytest_promptsuite.prompts.files.renderers import JinjaRenderer
 
     hook = pytester.parseconfigure().hook
     assert isinstance(hook.pytest_promptsuite_make_renderer(name="jinja", params={}), JinjaRenderer)

@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-from pytest_promptsuite.cli import main
+from pytest_promptsuite.cli.main import main
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_promptsuite.cli import main
+from pytest_promptsuite.cli.main import main
 from tests.loopback import LoopbackServer
 
 
@@ -118,7 +118,7 @@ import collections
 import json
 import sys
 
-from pytest_promptsuite.templates import prompt as prompt_module
+from pytest_promptsuite.prompts import prompt as prompt_module
 
 RENDERS = collections.Counter()
 HASHES = collections.Counter()

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_promptsuite.cli import main as cli_main
-from pytest_promptsuite.shard import shard_index
+from pytest_promptsuite.cases.shard import shard_index
+from pytest_promptsuite.cli.main import main as cli_main
 
 
 def _case(case_id: str, slice_: str, text: str, needle: str) -> str:

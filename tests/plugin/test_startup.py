@@ -45,24 +45,27 @@ def folder(tmp_path: Path) -> Path:
 def test_a_run_without_cases_loads_no_stage(folder: Path) -> None:
     modules = _imported(folder, "-p", "pytest_promptsuite.plugin", "test_plain.py")
     ours = {m for m in modules if m.startswith("pytest_promptsuite.")}
-    stage_names = {"cases", "checks", "results", "report", "session", "items", "suite"}
-    stages = {m for m in ours if m.split(".")[1] in stage_names}
+    stage_names = {"cases", "checks", "results", "report", "prompts", "nemo", "models", "items"}
+    stage_modules = {"pytest_promptsuite.config.suite", "pytest_promptsuite.config.discovery",
+                     "pytest_promptsuite.run.session", "pytest_promptsuite.run.pipeline",
+                     "pytest_promptsuite.run.assembly", "pytest_promptsuite.run.prefetch"}
+    stages = {m for m in ours if m.split(".")[1] in stage_names or m in stage_modules}
     assert stages == set()
     assert _tops(modules) & HEAVY == set()
 
 
 def test_a_one_case_run_loads_only_what_it_uses(folder: Path) -> None:
     modules = _imported(folder, "-p", "pytest_promptsuite.plugin", "--prompt-suite", "cases.jsonl")
-    assert "pytest_promptsuite.session" in modules  # the run did load the stages
+    assert "pytest_promptsuite.run.session" in modules  # the run did load the stages
     assert _tops(modules) & HEAVY == set()
     unused = {
-        "pytest_promptsuite.templates.nemo",
-        "pytest_promptsuite.templates.task_prompts",
-        "pytest_promptsuite.templates.jinja",
+        "pytest_promptsuite.nemo",
+        "pytest_promptsuite.prompts.task_prompts",
+        "pytest_promptsuite.prompts.files.jinja",
         "pytest_promptsuite.checks.jsonpath",
         "pytest_promptsuite.checks.structure",
         "pytest_promptsuite.checks.metric",
-        "pytest_promptsuite.report.files",
+        "pytest_promptsuite.report.writer",
         "pytest_promptsuite.report.html",
         "pytest_promptsuite.importers",
     }
@@ -78,7 +81,7 @@ def test_a_config_file_is_read_without_pydantic(folder: Path) -> None:
         encoding="utf-8",
     )
     modules = _imported(folder, "-p", "pytest_promptsuite.plugin", "--prompt-suite", ".")
-    assert "pytest_promptsuite.suite" in modules
+    assert "pytest_promptsuite.config.suite" in modules
     assert _tops(modules) & HEAVY == set()
 
 
@@ -91,6 +94,6 @@ def test_what_a_suite_uses_loads_when_it_uses_it(folder: Path) -> None:
     (folder / "cases.jsonl").write_text(json.dumps(case) + "\n", encoding="utf-8")
     modules = _imported(folder, "-p", "pytest_promptsuite.plugin", "--prompt-suite", ".", "--prompt-report", "out",
                         status=1)  # the output is no JSON: the case fails, and the run with it
-    assert {"jinja2", "pytest_promptsuite.templates.jinja", "pytest_promptsuite.checks.jsonpath",
-            "pytest_promptsuite.checks.structure", "pytest_promptsuite.report.files"} <= modules
+    assert {"jinja2", "pytest_promptsuite.prompts.files.jinja", "pytest_promptsuite.checks.jsonpath",
+            "pytest_promptsuite.checks.structure", "pytest_promptsuite.report.writer"} <= modules
     assert (folder / "out" / "summary.json").exists()

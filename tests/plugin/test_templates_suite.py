@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from pytest_promptsuite.cli import main
+from pytest_promptsuite.cli.main import main
 
 
 def _rows(pytester: pytest.Pytester, report: str = "report") -> dict[str, dict[str, Any]]:
@@ -145,7 +145,7 @@ def test_render_command_shows_what_each_case_sends(
 
 
 RETRIEVER_CONFTEST = """
-from pytest_promptsuite.templates.retrievers import Retriever
+from pytest_promptsuite.prompts.opencompass.retrievers import Retriever
 
 
 class LastK(Retriever):

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from pytest_promptsuite.cli import main
+from pytest_promptsuite.cli.main import main
 
 
 def _report(pytester: pytest.Pytester, name: str = "report") -> tuple[dict[str, Any], list[dict[str, Any]]]:

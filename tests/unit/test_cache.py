@@ -11,9 +11,9 @@ import pytest
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.errors import EndpointError
 from pytest_promptsuite.errors import ModelError
-from pytest_promptsuite.models import ModelRequest
-from pytest_promptsuite.models import Response
-from pytest_promptsuite.models import Usage
+from pytest_promptsuite.models.base import ModelRequest
+from pytest_promptsuite.models.base import Response
+from pytest_promptsuite.models.base import Usage
 from pytest_promptsuite.models.cache import CachingModel
 from pytest_promptsuite.models.cache import Cassette
 from pytest_promptsuite.models.cache import ResponseCache

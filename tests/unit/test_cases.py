@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_promptsuite import CaseFileError
-from pytest_promptsuite import PromptCase
-from pytest_promptsuite import load_cases
-from pytest_promptsuite.cases import CaseLocation
+from pytest_promptsuite.cases.case import CaseLocation
+from pytest_promptsuite.cases.case import PromptCase
+from pytest_promptsuite.cases.case import load_cases
+from pytest_promptsuite.errors import CaseFileError
 
 
 GOOD = '{"case_id": "a-1", "input": "hi", "slice": "s"}'

@@ -10,26 +10,26 @@ from typing import Any
 
 import pytest
 
-from pytest_promptsuite import PromptCase
-from pytest_promptsuite.cases import CaseLocation
-from pytest_promptsuite.checks import CaseResult
-from pytest_promptsuite.checks import CheckResult
-from pytest_promptsuite.checks import Evaluator
-from pytest_promptsuite.checks import JsonPath
-from pytest_promptsuite.checks import ModelJudge
-from pytest_promptsuite.checks import builtin_make
-from pytest_promptsuite.checks import compile_suite_checks
-from pytest_promptsuite.checks import evaluate
-from pytest_promptsuite.checks import outcome_of
+from pytest_promptsuite.cases.case import CaseLocation
+from pytest_promptsuite.cases.case import PromptCase
+from pytest_promptsuite.checks.compile import builtin_make
+from pytest_promptsuite.checks.compile import compile_suite_checks
+from pytest_promptsuite.checks.evaluator import Evaluator
+from pytest_promptsuite.checks.evaluator import evaluate
+from pytest_promptsuite.checks.evaluator import outcome_of
+from pytest_promptsuite.checks.jsonpath import JsonPath
 from pytest_promptsuite.checks.jsonpath import PathMissing
+from pytest_promptsuite.checks.metric import ModelJudge
+from pytest_promptsuite.checks.result import CheckResult
+from pytest_promptsuite.config.suite import SuiteConfig
+from pytest_promptsuite.config.tables import fill
 from pytest_promptsuite.errors import CheckError
 from pytest_promptsuite.errors import ModelError
-from pytest_promptsuite.models import FakeModel
-from pytest_promptsuite.models import Response
+from pytest_promptsuite.models.base import Response
+from pytest_promptsuite.models.fake import FakeModel
 from pytest_promptsuite.models.fake import FakeRule
 from pytest_promptsuite.models.runner import ModelRunner
-from pytest_promptsuite.suite import SuiteConfig
-from pytest_promptsuite.tables import fill
+from pytest_promptsuite.results.row import CaseResult
 
 
 def _case(entries: list[dict[str, Any]], **kwargs: Any) -> PromptCase:

@@ -9,15 +9,15 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from pytest_promptsuite import PromptCase
-from pytest_promptsuite.checks import BUILTIN_TYPES
-from pytest_promptsuite.checks import CheckResult
-from pytest_promptsuite.checks import Evaluator
-from pytest_promptsuite.checks import compile_case
+from pytest_promptsuite.cases.case import PromptCase
+from pytest_promptsuite.checks.compile import compile_case
+from pytest_promptsuite.checks.evaluator import Evaluator
+from pytest_promptsuite.checks.registry import BUILTIN_TYPES
+from pytest_promptsuite.checks.result import CheckResult
+from pytest_promptsuite.config.suite import Prices
 from pytest_promptsuite.errors import CheckError
-from pytest_promptsuite.models import Response
-from pytest_promptsuite.models import Usage
-from pytest_promptsuite.suite import Prices
+from pytest_promptsuite.models.base import Response
+from pytest_promptsuite.models.base import Usage
 
 
 class Refund(BaseModel):

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from pytest_promptsuite import PromptCase
-from pytest_promptsuite.checks import CaseResult
-from pytest_promptsuite.checks import must_checks
-from pytest_promptsuite.report import failure_text
-from pytest_promptsuite.report import trim_output
+from pytest_promptsuite.cases.case import PromptCase
+from pytest_promptsuite.checks.content import must_checks
+from pytest_promptsuite.report.text import failure_text
+from pytest_promptsuite.report.text import trim_output
+from pytest_promptsuite.results.row import CaseResult
 
 
 def _case(**kwargs: object) -> PromptCase:

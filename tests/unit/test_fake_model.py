@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from pytest_promptsuite import ConfigError
-from pytest_promptsuite import FakeModel
-from pytest_promptsuite import ModelRequest
+from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.errors import ModelError
-from pytest_promptsuite.models import make_model
+from pytest_promptsuite.models.base import ModelRequest
+from pytest_promptsuite.models.fake import FakeModel
+from pytest_promptsuite.models.registry import make_model
 
 
 def _rules(tmp_path: Path, data: object) -> Path:

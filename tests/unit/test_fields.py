@@ -8,23 +8,23 @@ from typing import Any
 
 import pytest
 
-from pytest_promptsuite.cases import PromptCase
-from pytest_promptsuite.cases import nearest
+from pytest_promptsuite.cases.case import PromptCase
+from pytest_promptsuite.config.suite import load_config
 from pytest_promptsuite.errors import ConfigError
+from pytest_promptsuite.errors import nearest
 from pytest_promptsuite.formats.tomlio import key_lines
-from pytest_promptsuite.suite import load_config
-from pytest_promptsuite.templates import CasePrompts
-from pytest_promptsuite.templates.fields import FieldRead
-from pytest_promptsuite.templates.fields import TemplateReads
-from pytest_promptsuite.templates.fields import check_fields
-from pytest_promptsuite.templates.fields import jinja_reads
-from pytest_promptsuite.templates.fields import placeholder_reads
-from pytest_promptsuite.templates.jinja import sandbox_environment
-from pytest_promptsuite.templates.renderers import DelimiterRenderer
-from pytest_promptsuite.templates.renderers import FormatRenderer
-from pytest_promptsuite.templates.renderers import JinjaRenderer
-from pytest_promptsuite.templates.renderers import NoneRenderer
-from pytest_promptsuite.templates.sources import PromptSource
+from pytest_promptsuite.prompts.compile import CasePrompts
+from pytest_promptsuite.prompts.fields import FieldRead
+from pytest_promptsuite.prompts.fields import TemplateReads
+from pytest_promptsuite.prompts.fields import check_fields
+from pytest_promptsuite.prompts.fields import jinja_reads
+from pytest_promptsuite.prompts.fields import placeholder_reads
+from pytest_promptsuite.prompts.files.jinja import sandbox_environment
+from pytest_promptsuite.prompts.files.renderers import DelimiterRenderer
+from pytest_promptsuite.prompts.files.renderers import FormatRenderer
+from pytest_promptsuite.prompts.files.renderers import JinjaRenderer
+from pytest_promptsuite.prompts.files.renderers import NoneRenderer
+from pytest_promptsuite.prompts.sources import PromptSource
 
 
 def case(case_id: str = "c", **fields: Any) -> PromptCase:
@@ -208,7 +208,7 @@ def test_an_optional_field_renders_empty_in_an_infer_cfg_template(tmp_path: Path
 
 def test_a_prompt_source_takes_extra_provided_names() -> None:
     """How NeMo's context variables plug in: a source's ``provides`` count as provided."""
-    from pytest_promptsuite.templates.sources import StringTemplate
+    from pytest_promptsuite.prompts.sources import StringTemplate
 
     source = PromptSource(string=StringTemplate("{input} {relevant_chunks}", FormatRenderer(), "t"),
                           provides=frozenset({"relevant_chunks"}))

@@ -18,23 +18,23 @@ from typing import Any
 
 import pytest
 
-from pytest_promptsuite.cases import PromptCase
-from pytest_promptsuite.cases import load_cases
-from pytest_promptsuite.checks import builtin_make
-from pytest_promptsuite.checks import compile_cases
-from pytest_promptsuite.checks.base import CaseResult
-from pytest_promptsuite.checks.base import CheckResult
-from pytest_promptsuite.checks.base import Outcome
+from pytest_promptsuite.cases.case import PromptCase
+from pytest_promptsuite.cases.case import load_cases
+from pytest_promptsuite.checks.compile import builtin_make
+from pytest_promptsuite.checks.compile import compile_cases
+from pytest_promptsuite.checks.result import CheckResult
+from pytest_promptsuite.checks.result import Outcome
 from pytest_promptsuite.errors import CaseFileError
-from pytest_promptsuite.report import dashboard_html
 from pytest_promptsuite.report import html as html_module
 from pytest_promptsuite.report.html import GridCells
+from pytest_promptsuite.report.html import dashboard_html
 from pytest_promptsuite.report.html import write_dashboard
-from pytest_promptsuite.results import StoredResults
-from pytest_promptsuite.results import ThresholdPolicy
-from pytest_promptsuite.results import summarize
+from pytest_promptsuite.results.io import StoredResults
 from pytest_promptsuite.results.io import encode_row
-from pytest_promptsuite.reviews import REVIEW_CHECK
+from pytest_promptsuite.results.policy import ThresholdPolicy
+from pytest_promptsuite.results.review_book import REVIEW_CHECK
+from pytest_promptsuite.results.row import CaseResult
+from pytest_promptsuite.results.summary import summarize
 
 
 def _row(i: int, outcome: str = "passed", output: str | None = None) -> CaseResult:

@@ -11,23 +11,23 @@ from typing import Any
 
 import pytest
 
-from pytest_promptsuite.builtins import pytest_promptsuite_make_jinja_filter as make_filter
-from pytest_promptsuite.builtins import pytest_promptsuite_make_output_parser as make_parser
+from pytest_promptsuite.config.suite import load_config
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.errors import TemplateError
-from pytest_promptsuite.suite import load_config
-from pytest_promptsuite.templates.nemo import NEMO_CONTEXT
-from pytest_promptsuite.templates.nemo import NEMO_FILTERS
-from pytest_promptsuite.templates.nemo import NEMO_OUTPUT_PARSERS
-from pytest_promptsuite.templates.nemo import events_of
-from pytest_promptsuite.templates.nemo import nemo_prompt
-from pytest_promptsuite.templates.nemo import provided_variables
-from pytest_promptsuite.templates.nemo import read_nemo_config
-from pytest_promptsuite.templates.nemo import select_nemo_prompt
-from pytest_promptsuite.templates.nemo.config import library_folder
-from pytest_promptsuite.templates.nemo.parsers import content_safety
-from pytest_promptsuite.templates.sources import prompt_source
-from pytest_promptsuite.templates.task_prompts import prompt_entries
+from pytest_promptsuite.nemo.colang import events_of
+from pytest_promptsuite.nemo.config import library_folder
+from pytest_promptsuite.nemo.config import read_nemo_config
+from pytest_promptsuite.nemo.filters import NEMO_FILTERS
+from pytest_promptsuite.nemo.output_parsers import NEMO_OUTPUT_PARSERS
+from pytest_promptsuite.nemo.output_parsers import content_safety
+from pytest_promptsuite.nemo.render import NEMO_CONTEXT
+from pytest_promptsuite.nemo.render import nemo_prompt
+from pytest_promptsuite.nemo.render import provided_variables
+from pytest_promptsuite.nemo.selection import select_nemo_prompt
+from pytest_promptsuite.prompts.sources import prompt_source
+from pytest_promptsuite.prompts.task_prompts import prompt_entries
+from pytest_promptsuite.run.defaults import pytest_promptsuite_make_jinja_filter as make_filter
+from pytest_promptsuite.run.defaults import pytest_promptsuite_make_output_parser as make_parser
 from tests.fixtures.nemo.inputs import COLANG
 from tests.fixtures.nemo.inputs import EVENTS
 from tests.fixtures.nemo.inputs import ON_COLANG

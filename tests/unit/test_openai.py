@@ -6,19 +6,19 @@ import random
 
 import pytest
 
+from pytest_promptsuite.config.suite import ModelConfig
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.errors import EndpointError
-from pytest_promptsuite.models import ModelRequest
-from pytest_promptsuite.models import Response
-from pytest_promptsuite.models import make_model
+from pytest_promptsuite.models.base import ModelRequest
+from pytest_promptsuite.models.base import Response
 from pytest_promptsuite.models.openai import DEFAULT_BASE_URL
 from pytest_promptsuite.models.openai import OpenAIModel
 from pytest_promptsuite.models.openai import openai_model
 from pytest_promptsuite.models.openai import public_url
+from pytest_promptsuite.models.registry import make_model
 from pytest_promptsuite.models.retry import RetryPolicy
 from pytest_promptsuite.models.retry import retry_after_s
 from pytest_promptsuite.models.runner import ModelRunner
-from pytest_promptsuite.suite import ModelConfig
 from tests.loopback import LoopbackServer
 
 

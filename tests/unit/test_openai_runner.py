@@ -9,12 +9,12 @@ from collections.abc import Iterator
 import pytest
 
 from pytest_promptsuite.errors import EndpointError
-from pytest_promptsuite.models import FakeModel
-from pytest_promptsuite.models import ModelRequest
+from pytest_promptsuite.models.base import ModelRequest
+from pytest_promptsuite.models.fake import FakeModel
 from pytest_promptsuite.models.openai import OpenAIModel
 from pytest_promptsuite.models.retry import RetryPolicy
 from pytest_promptsuite.models.runner import ModelRunner
-from pytest_promptsuite.prefetch import Prefetcher
+from pytest_promptsuite.run.prefetch import Prefetcher
 from tests.loopback import LoopbackServer
 
 

@@ -8,23 +8,23 @@ from typing import Any
 
 import pytest
 
-from pytest_promptsuite.cases import PromptCase
+from pytest_promptsuite.cases.case import PromptCase
+from pytest_promptsuite.config.suite import SuiteConfig
+from pytest_promptsuite.config.suite import load_config
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.errors import TemplateError
-from pytest_promptsuite.suite import SuiteConfig
-from pytest_promptsuite.suite import load_config
-from pytest_promptsuite.templates.parsers import OutputParserError
-from pytest_promptsuite.templates.renderers import DelimiterRenderer
-from pytest_promptsuite.templates.renderers import FormatRenderer
-from pytest_promptsuite.templates.renderers import JinjaRenderer
-from pytest_promptsuite.templates.renderers import NoneRenderer
-from pytest_promptsuite.templates.renderers import Renderer
-from pytest_promptsuite.templates.renderers import builtin_renderer
-from pytest_promptsuite.templates.renderers import get_renderer
-from pytest_promptsuite.templates.sources import load_template_file
-from pytest_promptsuite.templates.sources import prompt_source
-from pytest_promptsuite.templates.sources import string_template
-from pytest_promptsuite.templates.substitute import substitute
+from pytest_promptsuite.prompts.files.renderers import DelimiterRenderer
+from pytest_promptsuite.prompts.files.renderers import FormatRenderer
+from pytest_promptsuite.prompts.files.renderers import JinjaRenderer
+from pytest_promptsuite.prompts.files.renderers import NoneRenderer
+from pytest_promptsuite.prompts.files.renderers import Renderer
+from pytest_promptsuite.prompts.files.renderers import builtin_renderer
+from pytest_promptsuite.prompts.files.renderers import get_renderer
+from pytest_promptsuite.prompts.opencompass.substitute import substitute
+from pytest_promptsuite.prompts.output_parsers import OutputParserError
+from pytest_promptsuite.prompts.sources import load_template_file
+from pytest_promptsuite.prompts.sources import prompt_source
+from pytest_promptsuite.prompts.sources import string_template
 
 
 ROW = {"input": "1+1=?", "composer": "John Williams", "answer": "2", "n": 5}

@@ -12,24 +12,24 @@ from pathlib import Path
 
 import pytest
 
-from pytest_promptsuite.checks.base import CaseResult
-from pytest_promptsuite.checks.base import CheckResult
-from pytest_promptsuite.cli import main as cli_main
-from pytest_promptsuite.report import REPORT_FILES
-from pytest_promptsuite.report import dashboard_html
-from pytest_promptsuite.report import sorted_rows
-from pytest_promptsuite.report import summary_document
-from pytest_promptsuite.report import summary_lines
-from pytest_promptsuite.report import summary_markdown
-from pytest_promptsuite.report import write_report
+from pytest_promptsuite.cases.shard import parse_shard
+from pytest_promptsuite.cases.shard import shard_index
+from pytest_promptsuite.checks.result import CheckResult
+from pytest_promptsuite.cli.compare import run_diff
+from pytest_promptsuite.cli.compare import run_merge
+from pytest_promptsuite.cli.main import main as cli_main
+from pytest_promptsuite.report.document import summary_document
+from pytest_promptsuite.report.html import dashboard_html
 from pytest_promptsuite.report.markdown import md_escape
-from pytest_promptsuite.report.tools import run_diff
-from pytest_promptsuite.report.tools import run_merge
-from pytest_promptsuite.results import GateSettings
-from pytest_promptsuite.results import ThresholdPolicy
-from pytest_promptsuite.results import summarize
-from pytest_promptsuite.shard import parse_shard
-from pytest_promptsuite.shard import shard_index
+from pytest_promptsuite.report.markdown import summary_markdown
+from pytest_promptsuite.report.text import summary_lines
+from pytest_promptsuite.report.writer import REPORT_FILES
+from pytest_promptsuite.report.writer import sorted_rows
+from pytest_promptsuite.report.writer import write_report
+from pytest_promptsuite.results.policy import GateSettings
+from pytest_promptsuite.results.policy import ThresholdPolicy
+from pytest_promptsuite.results.row import CaseResult
+from pytest_promptsuite.results.summary import summarize
 
 
 SCRIPT = "<script>document.title='pwned'</script>"

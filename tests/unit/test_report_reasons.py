@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from pytest_promptsuite.cases import CaseKey
-from pytest_promptsuite.report import reason
+from pytest_promptsuite.cases.case import CaseKey
 from pytest_promptsuite.report.document import gate_document
-from pytest_promptsuite.results import CasesErrored
-from pytest_promptsuite.results import GateResult
-from pytest_promptsuite.results import RegressionRule
-from pytest_promptsuite.results import SliceBelowThreshold
-from pytest_promptsuite.results import SliceRegressed
-from pytest_promptsuite.results import ThresholdRule
+from pytest_promptsuite.report.reasons import reason
+from pytest_promptsuite.results.gate import CasesErrored
+from pytest_promptsuite.results.gate import GateResult
+from pytest_promptsuite.results.gate import RegressionRule
+from pytest_promptsuite.results.gate import SliceBelowThreshold
+from pytest_promptsuite.results.gate import SliceRegressed
+from pytest_promptsuite.results.gate import ThresholdRule
 
 
 def test_a_slice_below_its_threshold() -> None:

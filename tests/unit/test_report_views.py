@@ -9,25 +9,25 @@ from pathlib import Path
 
 import pytest
 
-from pytest_promptsuite import load_config
-from pytest_promptsuite.checks.base import CaseResult
-from pytest_promptsuite.checks.base import CheckResult
-from pytest_promptsuite.cli import main as cli_main
+from pytest_promptsuite.checks.result import CheckResult
+from pytest_promptsuite.cli.main import main as cli_main
+from pytest_promptsuite.config.suite import load_config
 from pytest_promptsuite.errors import ConfigError
-from pytest_promptsuite.report import summary_lines
-from pytest_promptsuite.report import write_report
-from pytest_promptsuite.report.history import history_lines
+from pytest_promptsuite.report.text import summary_lines
 from pytest_promptsuite.report.text import totals_line
-from pytest_promptsuite.results import RunInfo
-from pytest_promptsuite.results import ThresholdPolicy
-from pytest_promptsuite.results import summarize
+from pytest_promptsuite.report.trends import history_lines
+from pytest_promptsuite.report.writer import write_report
 from pytest_promptsuite.results.history import load_history
+from pytest_promptsuite.results.policy import ThresholdPolicy
+from pytest_promptsuite.results.records import RunInfo
+from pytest_promptsuite.results.review_book import ReviewBook
+from pytest_promptsuite.results.review_book import ReviewDecision
+from pytest_promptsuite.results.review_book import load_reviews
+from pytest_promptsuite.results.review_book import output_sha256
+from pytest_promptsuite.results.row import CaseResult
+from pytest_promptsuite.results.summary import summarize
 from pytest_promptsuite.results.usage import percentile
 from pytest_promptsuite.results.usage import usage_report
-from pytest_promptsuite.reviews import ReviewBook
-from pytest_promptsuite.reviews import ReviewDecision
-from pytest_promptsuite.reviews import load_reviews
-from pytest_promptsuite.reviews import output_sha256
 
 
 FAIL = CheckResult("content", "must_include", False, "missing required text 'refund'")

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from pytest_promptsuite.checks.base import CaseResult
-from pytest_promptsuite.checks.base import Outcome
-from pytest_promptsuite.results import Counts
-from pytest_promptsuite.results import SliceFlips
-from pytest_promptsuite.results import ThresholdPolicy
-from pytest_promptsuite.results import mcnemar_p
+from pytest_promptsuite.checks.result import Outcome
 from pytest_promptsuite.results.compare import compare
 from pytest_promptsuite.results.compare import compare_variants
+from pytest_promptsuite.results.policy import ThresholdPolicy
+from pytest_promptsuite.results.records import Counts
+from pytest_promptsuite.results.records import SliceFlips
+from pytest_promptsuite.results.row import CaseResult
+from pytest_promptsuite.results.stats import mcnemar_p
 
 
 def row(case_id: str, slice_: str, outcome: str, **kw: object) -> CaseResult:

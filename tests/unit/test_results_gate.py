@@ -6,22 +6,22 @@ import dataclasses
 
 import pytest
 
-from pytest_promptsuite.cases import CaseKey
-from pytest_promptsuite.checks.base import CaseResult
-from pytest_promptsuite.results import CasesErrored
-from pytest_promptsuite.results import Counts
-from pytest_promptsuite.results import GateResult
-from pytest_promptsuite.results import GateSettings
-from pytest_promptsuite.results import RegressionRule
-from pytest_promptsuite.results import RegressionTest
-from pytest_promptsuite.results import SliceBelowThreshold
-from pytest_promptsuite.results import SliceRegressed
-from pytest_promptsuite.results import ThresholdPolicy
-from pytest_promptsuite.results import ThresholdRule
-from pytest_promptsuite.results import summarize
+from pytest_promptsuite.cases.case import CaseKey
+from pytest_promptsuite.results.gate import CasesErrored
+from pytest_promptsuite.results.gate import GateResult
+from pytest_promptsuite.results.gate import RegressionRule
+from pytest_promptsuite.results.gate import SliceBelowThreshold
+from pytest_promptsuite.results.gate import SliceRegressed
+from pytest_promptsuite.results.gate import ThresholdRule
 from pytest_promptsuite.results.gate import check_errors
 from pytest_promptsuite.results.gate import check_regression
 from pytest_promptsuite.results.gate import check_threshold
+from pytest_promptsuite.results.policy import GateSettings
+from pytest_promptsuite.results.policy import ThresholdPolicy
+from pytest_promptsuite.results.records import Counts
+from pytest_promptsuite.results.records import RegressionTest
+from pytest_promptsuite.results.row import CaseResult
+from pytest_promptsuite.results.summary import summarize
 
 
 def row(case_id: str, slice_: str, outcome: str, **kw: object) -> CaseResult:

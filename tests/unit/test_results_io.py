@@ -8,23 +8,23 @@ from pathlib import Path
 
 import pytest
 
-from pytest_promptsuite.checks.base import CaseResult
-from pytest_promptsuite.checks.base import CheckResult
+from pytest_promptsuite.checks.result import CheckResult
 from pytest_promptsuite.errors import ConfigError
-from pytest_promptsuite.results import Baseline
-from pytest_promptsuite.results import RunInfo
-from pytest_promptsuite.results import StoredResults
-from pytest_promptsuite.results import load_results
-from pytest_promptsuite.results import load_summary_json
-from pytest_promptsuite.results import stream_results
-from pytest_promptsuite.results import summarize
+from pytest_promptsuite.results.io import StoredResults
 from pytest_promptsuite.results.io import encode_row
+from pytest_promptsuite.results.io import load_results
+from pytest_promptsuite.results.io import load_summary_json
+from pytest_promptsuite.results.io import stream_results
+from pytest_promptsuite.results.records import RunInfo
+from pytest_promptsuite.results.row import CaseResult
 from pytest_promptsuite.results.spool import RowSpool
+from pytest_promptsuite.results.summary import Baseline
+from pytest_promptsuite.results.summary import summarize
 from pytest_promptsuite.results.usage import UsageTally
 from pytest_promptsuite.results.usage import prices_of_run
 from pytest_promptsuite.results.usage import usage_report
-from pytest_promptsuite.scrub import REDACTED
-from pytest_promptsuite.scrub import register
+from pytest_promptsuite.safety.scrub import REDACTED
+from pytest_promptsuite.safety.scrub import register
 
 
 def row(case_id: str, slice_: str, outcome: str, **kw: object) -> CaseResult:

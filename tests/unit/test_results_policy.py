@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pytest_promptsuite.results import ThresholdPolicy
+from pytest_promptsuite.results.policy import ThresholdPolicy
 
 
 def test_threshold_sources_in_order_of_precedence() -> None:

@@ -10,15 +10,15 @@ import dataclasses
 
 import pytest
 
-from pytest_promptsuite.checks.base import Outcome
-from pytest_promptsuite.results import Counts
-from pytest_promptsuite.results import GroupStats
-from pytest_promptsuite.results import RepeatStats
-from pytest_promptsuite.results import SliceFlips
-from pytest_promptsuite.results import SliceStats
-from pytest_promptsuite.results import VariantComparison
-from pytest_promptsuite.results import VariantSlice
-from pytest_promptsuite.results import wilson_interval
+from pytest_promptsuite.checks.result import Outcome
+from pytest_promptsuite.results.records import Counts
+from pytest_promptsuite.results.records import GroupStats
+from pytest_promptsuite.results.records import RepeatStats
+from pytest_promptsuite.results.records import SliceFlips
+from pytest_promptsuite.results.records import SliceStats
+from pytest_promptsuite.results.records import VariantComparison
+from pytest_promptsuite.results.records import VariantSlice
+from pytest_promptsuite.results.stats import wilson_interval
 
 
 COUNT_KEYS = ["cases", "passed", "failed", "error", "review", "skipped", "pass_rate", "ci_low", "ci_high"]

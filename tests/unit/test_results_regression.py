@@ -10,15 +10,15 @@ from fractions import Fraction
 
 import pytest
 
-from pytest_promptsuite.checks.base import CaseResult
-from pytest_promptsuite.report import reason
-from pytest_promptsuite.results import Baseline
-from pytest_promptsuite.results import GateSettings
-from pytest_promptsuite.results import NoCommonCases
-from pytest_promptsuite.results import RunInfo
-from pytest_promptsuite.results import SliceRegressed
-from pytest_promptsuite.results import ThresholdPolicy
-from pytest_promptsuite.results import summarize
+from pytest_promptsuite.report.reasons import reason
+from pytest_promptsuite.results.gate import NoCommonCases
+from pytest_promptsuite.results.gate import SliceRegressed
+from pytest_promptsuite.results.policy import GateSettings
+from pytest_promptsuite.results.policy import ThresholdPolicy
+from pytest_promptsuite.results.records import RunInfo
+from pytest_promptsuite.results.row import CaseResult
+from pytest_promptsuite.results.summary import Baseline
+from pytest_promptsuite.results.summary import summarize
 
 
 NO_THRESHOLD = ThresholdPolicy(option=0.0)

@@ -12,14 +12,14 @@ from fractions import Fraction
 
 import pytest
 
-from pytest_promptsuite.results import mcnemar_p
-from pytest_promptsuite.results import wilson_interval
 from pytest_promptsuite.results.stats import Stratum
 from pytest_promptsuite.results.stats import detectable_drop
 from pytest_promptsuite.results.stats import holm
+from pytest_promptsuite.results.stats import mcnemar_p
 from pytest_promptsuite.results.stats import mcnemar_p_greater
 from pytest_promptsuite.results.stats import settling_size
 from pytest_promptsuite.results.stats import stratified_p
+from pytest_promptsuite.results.stats import wilson_interval
 
 
 Z95 = 1.959963984540054

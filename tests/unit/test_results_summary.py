@@ -9,18 +9,18 @@ import random
 
 import pytest
 
-from pytest_promptsuite.checks.base import CaseResult
-from pytest_promptsuite.checks.base import CheckResult
-from pytest_promptsuite.report import reason
-from pytest_promptsuite.report import summary_document
-from pytest_promptsuite.results import Counts
-from pytest_promptsuite.results import GateSettings
-from pytest_promptsuite.results import RegressionRule
-from pytest_promptsuite.results import SliceBelowThreshold
-from pytest_promptsuite.results import SliceRegressed
-from pytest_promptsuite.results import ThresholdPolicy
-from pytest_promptsuite.results import ThresholdRule
-from pytest_promptsuite.results import summarize
+from pytest_promptsuite.checks.result import CheckResult
+from pytest_promptsuite.report.document import summary_document
+from pytest_promptsuite.report.reasons import reason
+from pytest_promptsuite.results.gate import RegressionRule
+from pytest_promptsuite.results.gate import SliceBelowThreshold
+from pytest_promptsuite.results.gate import SliceRegressed
+from pytest_promptsuite.results.gate import ThresholdRule
+from pytest_promptsuite.results.policy import GateSettings
+from pytest_promptsuite.results.policy import ThresholdPolicy
+from pytest_promptsuite.results.records import Counts
+from pytest_promptsuite.results.row import CaseResult
+from pytest_promptsuite.results.summary import summarize
 from tests.unit.test_results_stats import mcnemar_by_fractions
 from tests.unit.test_results_stats import wilson_by_quadratic
 

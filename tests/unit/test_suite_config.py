@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_promptsuite import ConfigError
-from pytest_promptsuite import load_config
-from pytest_promptsuite.suite import find_config
-from pytest_promptsuite.suite import suite_targets
+from pytest_promptsuite.config.suite import find_config
+from pytest_promptsuite.config.suite import load_config
+from pytest_promptsuite.config.suite import suite_targets
+from pytest_promptsuite.errors import ConfigError
 
 
 def test_contract_example_parses(tmp_path: Path) -> None:

@@ -12,12 +12,12 @@ from typing import Union
 
 import pytest
 
-from pytest_promptsuite.suite import SuiteConfig
-from pytest_promptsuite.tables import Range
-from pytest_promptsuite.tables import TableError
-from pytest_promptsuite.tables import TableProblem
-from pytest_promptsuite.tables import fill
-from pytest_promptsuite.tables import set_keys
+from pytest_promptsuite.config.suite import SuiteConfig
+from pytest_promptsuite.config.tables import Range
+from pytest_promptsuite.config.tables import TableError
+from pytest_promptsuite.config.tables import TableProblem
+from pytest_promptsuite.config.tables import fill
+from pytest_promptsuite.config.tables import set_keys
 
 
 @dataclass(frozen=True)

@@ -10,20 +10,20 @@ from typing import Any
 
 import pytest
 
-from pytest_promptsuite.cases import PromptCase
+from pytest_promptsuite.cases.case import PromptCase
+from pytest_promptsuite.config.suite import load_config
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.errors import TemplateError
 from pytest_promptsuite.models.base import ModelRequest
 from pytest_promptsuite.models.fake import FakeModel
-from pytest_promptsuite.suite import load_config
-from pytest_promptsuite.templates.parsers import OutputParserError
-from pytest_promptsuite.templates.parsers import builtin_output_parser
-from pytest_promptsuite.templates.parsers import make_output_parser
-from pytest_promptsuite.templates.parsers import parse_output
-from pytest_promptsuite.templates.row import task_row
-from pytest_promptsuite.templates.sources import prompt_source
-from pytest_promptsuite.templates.task_prompts import TaskPrompts
-from pytest_promptsuite.templates.task_prompts import load_task_prompts
+from pytest_promptsuite.prompts.output_parsers import OutputParserError
+from pytest_promptsuite.prompts.output_parsers import builtin_output_parser
+from pytest_promptsuite.prompts.output_parsers import make_output_parser
+from pytest_promptsuite.prompts.output_parsers import parse_output
+from pytest_promptsuite.prompts.row import task_row
+from pytest_promptsuite.prompts.sources import prompt_source
+from pytest_promptsuite.prompts.task_prompts import TaskPrompts
+from pytest_promptsuite.prompts.task_prompts import load_task_prompts
 
 
 EXAMPLE = Path(__file__).parents[2] / "example_suites" / "support_bot"

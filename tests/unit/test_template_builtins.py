@@ -11,25 +11,25 @@ import pytest
 
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.errors import TemplateError
-from pytest_promptsuite.templates import render_request
-from pytest_promptsuite.templates.filters import BUILTIN_FILTERS
-from pytest_promptsuite.templates.filters import builtin_filter
-from pytest_promptsuite.templates.filters import indent
-from pytest_promptsuite.templates.parsers import BUILTIN_OUTPUT_PARSERS
-from pytest_promptsuite.templates.parsers import builtin_output_parser
-from pytest_promptsuite.templates.parsers import make_output_parser
-from pytest_promptsuite.templates.renderers import BUILTIN_RENDERERS
-from pytest_promptsuite.templates.renderers import DelimiterRenderer
-from pytest_promptsuite.templates.renderers import FormatRenderer
-from pytest_promptsuite.templates.renderers import JinjaRenderer
-from pytest_promptsuite.templates.renderers import NoneRenderer
-from pytest_promptsuite.templates.renderers import builtin_renderer
-from pytest_promptsuite.templates.renderers import get_renderer
-from pytest_promptsuite.templates.retrievers import FixKRetriever
-from pytest_promptsuite.templates.retrievers import Retriever
-from pytest_promptsuite.templates.retrievers import ZeroRetriever
-from pytest_promptsuite.templates.retrievers import builtin_retriever
-from pytest_promptsuite.templates.task_prompts import TaskPrompts
+from pytest_promptsuite.prompts.files.filters import BUILTIN_FILTERS
+from pytest_promptsuite.prompts.files.filters import builtin_filter
+from pytest_promptsuite.prompts.files.filters import indent
+from pytest_promptsuite.prompts.files.renderers import BUILTIN_RENDERERS
+from pytest_promptsuite.prompts.files.renderers import DelimiterRenderer
+from pytest_promptsuite.prompts.files.renderers import FormatRenderer
+from pytest_promptsuite.prompts.files.renderers import JinjaRenderer
+from pytest_promptsuite.prompts.files.renderers import NoneRenderer
+from pytest_promptsuite.prompts.files.renderers import builtin_renderer
+from pytest_promptsuite.prompts.files.renderers import get_renderer
+from pytest_promptsuite.prompts.opencompass.retrievers import FixKRetriever
+from pytest_promptsuite.prompts.opencompass.retrievers import Retriever
+from pytest_promptsuite.prompts.opencompass.retrievers import ZeroRetriever
+from pytest_promptsuite.prompts.opencompass.retrievers import builtin_retriever
+from pytest_promptsuite.prompts.output_parsers import BUILTIN_OUTPUT_PARSERS
+from pytest_promptsuite.prompts.output_parsers import builtin_output_parser
+from pytest_promptsuite.prompts.output_parsers import make_output_parser
+from pytest_promptsuite.prompts.request import render_request
+from pytest_promptsuite.prompts.task_prompts import TaskPrompts
 
 
 def _nothing(name: str, params: dict[str, Any]) -> None:

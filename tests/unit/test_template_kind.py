@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from pytest_promptsuite.cases import PromptCase
+from pytest_promptsuite.cases.case import PromptCase
+from pytest_promptsuite.config.suite import SuiteConfig
+from pytest_promptsuite.config.suite import TemplateConfig
+from pytest_promptsuite.config.suite import TemplateKind
+from pytest_promptsuite.config.suite import load_config
+from pytest_promptsuite.config.tables import fill
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.errors import TemplateError
-from pytest_promptsuite.suite import SuiteConfig
-from pytest_promptsuite.suite import TemplateConfig
-from pytest_promptsuite.suite import TemplateKind
-from pytest_promptsuite.suite import load_config
-from pytest_promptsuite.tables import fill
-from pytest_promptsuite.templates import CasePrompts
+from pytest_promptsuite.prompts.compile import CasePrompts
 
 
 MIXTURE = (

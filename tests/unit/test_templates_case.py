@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
-from pytest_promptsuite.cases import PromptCase
-from pytest_promptsuite.cases import load_cases
+from pytest_promptsuite.cases.case import PromptCase
+from pytest_promptsuite.cases.case import load_cases
+from pytest_promptsuite.config.suite import load_config
 from pytest_promptsuite.errors import TemplateError
-from pytest_promptsuite.suite import load_config
-from pytest_promptsuite.templates import CasePrompts
-from pytest_promptsuite.templates import case_prompt
-from pytest_promptsuite.templates import case_row
+from pytest_promptsuite.prompts.compile import CasePrompts
+from pytest_promptsuite.prompts.compile import case_prompt
+from pytest_promptsuite.prompts.row import case_row
 
 
 def case(**fields: Any) -> PromptCase:

@@ -11,8 +11,8 @@ from hypothesis import settings
 from hypothesis import strategies as st
 
 from pytest_promptsuite.errors import TemplateError
-from pytest_promptsuite.templates import render_request
-from pytest_promptsuite.templates import substitute
+from pytest_promptsuite.prompts.opencompass.substitute import substitute
+from pytest_promptsuite.prompts.request import render_request
 
 
 KEYS = ["question", "answer", "input", "a", "b", "label", "content", "image"]

@@ -1,0 +1,1 @@
+"""Stage 1: case files (JSONL) into ``PromptCase`` objects, strictly."""

@@ -1,0 +1,398 @@
+"""Stage 1: case files (JSONL) into ``PromptCase`` objects, strictly.
+
+Every problem of a case file is reported, one ``path:line: what is wrong`` message each, and a
+file with any problem yields no case at all: nothing runs on a half-read suite.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import zlib
+from collections.abc import Iterator
+from collections.abc import MutableMapping
+from dataclasses import MISSING
+from dataclasses import dataclass
+from dataclasses import field
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+from typing import Union
+
+from pytest_promptsuite.errors import CaseFileError
+from pytest_promptsuite.errors import describe_type
+from pytest_promptsuite.errors import did_you_mean
+from pytest_promptsuite.formats.jsonio import lone_surrogate
+from pytest_promptsuite.formats.jsonio import read_jsonl
+
+
+__all__ = [
+    "CaseKey",
+    "CaseLocation",
+    "CaseRef",
+    "PromptCase",
+    "load_cases",
+]
+
+
+@functools.lru_cache(maxsize=256)
+def _path(text: str) -> Path:
+    """One ``Path`` per file name: every row of a file parses the same location prefix."""
+    return Path(text)
+
+
+@dataclass(frozen=True)
+class CaseLocation:
+    """Where a case was read: the file and its 1-based line."""
+
+    path: Path
+    line: int
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}"
+
+    @classmethod
+    def parse(cls, text: str) -> CaseLocation | None:
+        """A location as written in a results row (``"path:line"``); None for ``""``."""
+        if not text:
+            return None
+        path, sep, line = text.rpartition(":")
+        if not sep or not line.isdigit():
+            return cls(_path(text), 0)
+        return cls(_path(path), int(line))
+
+
+@dataclass(frozen=True)
+class CaseKey:
+    """Which run of which case: its id, the prompt variant (None without variants) and the
+    repeat (from 0). One key names the pytest item, the results row and a case in a diff."""
+
+    case_id: str
+    variant: str | None = None
+    repeat: int = 0
+
+    def name(self, *, with_repeat: bool) -> str:
+        """``case_id[variant][repeat-i]``, each suffix where it applies: the item's name (with
+        ``with_repeat`` when the run repeats cases) and a row's key in comparisons."""
+        name = self.case_id
+        if self.variant is not None:
+            name += f"[{self.variant}]"
+        if with_repeat:
+            name += f"[repeat-{self.repeat}]"
+        return name
+
+
+@dataclass(frozen=True)
+class PromptCase:
+    """One line of a case file: what to send, what to check, and which slice it counts in.
+    Built in code, it is checked as a case file's line is (ValueError listing the problems)."""
+
+    case_id: str
+    """Unique across every file of the run; the pytest item's name."""
+    input: Union[str, list[str]]
+    """The user input; a list of user turns for a multi-turn case."""
+    slice: str
+    """The group whose pass rate is gated."""
+    must_include: list[str] = field(default_factory=list)
+    """Texts the output must contain (case-sensitive substrings); every one gates."""
+    must_not_include: list[str] = field(default_factory=list)
+    """Texts the output must not contain; every one gates."""
+    vars: dict[str, Any] = field(default_factory=dict)
+    """Extra template fields, each available at the top level of the row."""
+    answer: Union[str, list[Any], None] = None
+    """Ground truth: the template's output column."""
+    assert_: list[dict[str, Any]] = field(default_factory=list, metadata={"key": "assert"})
+    """Extra checks (promptfoo's vocabulary)."""
+    threshold: Union[float, None] = None
+    """Weighted share of ``assert`` checks that must pass (default: all)."""
+    review: Union[bool, str] = False
+    """The output needs a human look (a string gives the reason)."""
+    tags: list[str] = field(default_factory=list)
+    """Free labels; each is a pytest keyword."""
+    metadata: dict[str, Any] = field(default_factory=dict)
+    """Carried into results untouched."""
+
+    _location: CaseLocation | None = field(default=None, repr=False, compare=False, kw_only=True)
+    _ref: CaseRef | None = field(default=None, repr=False, compare=False, kw_only=True)
+
+    def __post_init__(self) -> None:
+        _refuse_bad(self.to_dict(), self.location)
+        if self.threshold is not None:  # a JSON 1 is the number 1.0
+            object.__setattr__(self, "threshold", float(self.threshold))
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], *, location: CaseLocation | None = None) -> PromptCase:
+        """The case a case file's line holds (its JSON keys), or ValueError listing its problems."""
+        _refuse_bad(data, location or CaseLocation(Path("<memory>"), 0))
+        return _checked(data, location, None)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The case as a case file's line holds it: its JSON keys, defaults included, None left out."""
+        return {key: value for key, name in _KEYS.items() if (value := getattr(self, name)) is not None}
+
+    @property
+    def location(self) -> CaseLocation:
+        """Where the case was read (``<memory>:0`` for a case built in code)."""
+        return self._location or CaseLocation(Path("<memory>"), 0)
+
+    @property
+    def ref(self) -> CaseRef | None:
+        """Where its line is in its file, to read it back (None for a case built in code)."""
+        return self._ref
+
+
+#: How much of a case file one read back takes at most (see :func:`_read_back`).
+_BLOCK_BYTES = 1 << 16
+#: The last block read back: the file (its loaded ``Path``, by identity), the offset, the bytes.
+_last_block: tuple[Path | None, int, bytes] = (None, 0, b"")
+
+
+def _read_back(path: Path, offset: int, length: int, crc: int) -> bytes:
+    """The ``length`` bytes at ``offset`` of a loaded case file: from the last block read when it
+    holds them with this CRC-32 (items run in file order: one read serves the cases after it),
+    else from the file, as the new last block. Raises OSError."""
+    global _last_block
+    file, start, data = _last_block
+    at = offset - start
+    if file is path and 0 <= at and at + length <= len(data):
+        raw = data[at:at + length]
+        if zlib.crc32(raw) == crc:
+            return raw
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))  # a third of an io file's cost
+    try:
+        os.lseek(fd, offset, os.SEEK_SET)  # not os.pread: Windows has none
+        data = os.read(fd, max(length, _BLOCK_BYTES))
+    finally:
+        os.close(fd)
+    _last_block = (path, offset, data)
+    return data[:length]
+
+
+class CaseRef:
+    """Where a case's line is in its file: the line, its bytes' offset, length and CRC-32. A
+    pytest item keeps this instead of the case, and reads the case back when it runs."""
+
+    __slots__ = ("path", "line", "offset", "length", "crc")
+
+    def __init__(self, path: Path, line: int, offset: int, length: int, crc: int) -> None:
+        self.path, self.line, self.offset, self.length, self.crc = path, line, offset, length, crc
+
+    def read(self, display: str | None = None) -> PromptCase:
+        """The case parsed again from its line, or :class:`CaseFileError` (``display:line``) when
+        the line is no longer the one collected."""
+        try:
+            raw = _read_back(self.path, self.offset, self.length, self.crc)
+        except OSError as exc:
+            where = f"{display or self.path}:{self.line}"
+            raise CaseFileError([f"{where}: cannot read the case file: {exc.strerror}"]) from exc
+        if zlib.crc32(raw) != self.crc or len(raw) != self.length:
+            where = f"{display or self.path}:{self.line}"
+            raise CaseFileError([f"{where}: the case file changed after it was collected; run again"])
+        # the very bytes that passed every check when collected: not checked again
+        # (json.loads alone: the line passed the depth check of decode() when it was collected);
+        # a BOM can only start the file (read_jsonl refuses one anywhere else)
+        text = raw.decode("utf-8-sig" if self.offset == 0 else "utf-8")
+        return _checked(json.loads(text), CaseLocation(self.path, self.line), self)
+
+
+#: Each JSON key of a case line, and its field.
+_KEYS = {f.metadata.get("key", f.name): f.name for f in fields(PromptCase) if f.init and not f.kw_only}
+_FRESH = {f.name: f.default_factory for f in fields(PromptCase) if f.default_factory is not MISSING}
+_FIXED = {f.name: f.default for f in fields(PromptCase) if f.default is not MISSING}
+_REQUIRED = ("case_id", "input", "slice")
+_KNOWN_KEYS = tuple(_KEYS)
+_STRING_LISTS = ("must_include", "must_not_include", "tags")
+_OBJECTS = ("vars", "metadata")
+
+
+def _refuse_bad(data: dict[str, Any], location: CaseLocation) -> None:
+    """A ValueError listing every problem :func:`_shape_problems` finds in a case built in code."""
+    problems = list(_shape_problems(data))
+    if problems:
+        raise ValueError(f"{location}: " + "; ".join(problems))
+
+
+def _checked(data: dict[str, Any], location: CaseLocation | None, ref: CaseRef | None) -> PromptCase:
+    """A case from a line :func:`_shape_problems` found nothing wrong with, built without checking
+    it again (the hot path: every case is read back from its file when it runs)."""
+    case = object.__new__(PromptCase)
+    values = case.__dict__  # filled in place: the quickest way to build ~50,000 of them
+    values.update(_FIXED)
+    for name, make in _FRESH.items():
+        values[name] = make()
+    values["_location"], values["_ref"] = location, ref
+    keys = _KEYS
+    for key, value in data.items():
+        values[keys[key]] = value
+    if values["threshold"] is not None:
+        values["threshold"] = float(values["threshold"])
+    return case
+
+
+def _shape_problems(data: dict[str, Any]) -> Iterator[str]:
+    """Every way ``data`` does not fit ``PromptCase``, as messages without the location."""
+    yield from _key_problems(data)
+    yield from _list_problems(data)
+    yield from _check_problems(data)
+
+
+def _key_problems(data: dict[str, Any]) -> Iterator[str]:
+    """Unknown and missing keys, and the required fields' values."""
+    for key in data:
+        if key not in _KNOWN_KEYS:
+            yield f"unknown key {key!r}" + did_you_mean(key, _KNOWN_KEYS)
+    for key in _REQUIRED:
+        if key not in data:
+            yield f"missing required field {key!r}"
+    for key in ("case_id", "slice"):
+        value = data.get(key)
+        if key not in data:
+            continue
+        if not isinstance(value, str):
+            yield f"{key!r} must be a string, got {describe_type(value)}"
+        elif not value.strip():
+            yield f"{key!r} is empty"
+        elif "\n" in value or "\r" in value:
+            yield f"{key!r} must be one line"
+    if "input" in data:
+        value = data["input"]
+        if isinstance(value, str):
+            if not value.strip():
+                yield "'input' is empty"
+        elif isinstance(value, list):
+            if not value:
+                yield "'input' is an empty list (a multi-turn case needs at least one turn)"
+            for i, turn in enumerate(value):
+                if not isinstance(turn, str):
+                    yield f"'input[{i}]' must be a string, got {describe_type(turn)}"
+                elif not turn.strip():
+                    yield f"'input[{i}]' is empty (every turn needs text, as 'input' does)"
+        else:
+            yield f"'input' must be a string or a list of strings, got {describe_type(value)}"
+
+
+def _list_problems(data: dict[str, Any]) -> Iterator[str]:
+    """The lists of strings and the objects (``vars``, ``metadata``)."""
+    for key in _STRING_LISTS:
+        value = data.get(key, [])
+        if not isinstance(value, list):
+            yield f"{key!r} must be a list of strings, got {describe_type(value)}"
+            continue
+        for i, item in enumerate(value):
+            if not isinstance(item, str):
+                yield f"'{key}[{i}]' must be a string, got {describe_type(item)}"
+            elif not item:
+                yield f"'{key}[{i}]' is an empty string"
+    for key in _OBJECTS:
+        value = data.get(key, {})
+        if not isinstance(value, dict):
+            yield f"{key!r} must be an object, got {describe_type(value)}"
+
+
+def _check_problems(data: dict[str, Any]) -> Iterator[str]:
+    """What the checks read: ``answer``, ``assert``, ``threshold``, ``review``."""
+    if "answer" in data and not isinstance(data["answer"], (str, list, type(None))):
+        yield f"'answer' must be a string or a list, got {describe_type(data['answer'])}"
+    if "assert" in data:
+        value = data["assert"]
+        if not isinstance(value, list):
+            yield f"'assert' must be a list of checks, got {describe_type(value)}"
+        else:
+            for i, item in enumerate(value):
+                if not isinstance(item, dict):
+                    yield f"'assert[{i}]' must be an object, got {describe_type(item)}"
+    if "threshold" in data:
+        value = data["threshold"]
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            yield f"'threshold' must be a number from 0 to 1, got {describe_type(value)}"
+        elif not 0 <= value <= 1:
+            yield f"'threshold' must be from 0 to 1, got {value!r}"
+    if "review" in data and not isinstance(data["review"], (bool, str)):
+        yield f"'review' must be true, false or a reason, got {describe_type(data['review'])}"
+
+
+def _span(data: bytes, start: tuple[int, int], number: int) -> tuple[int, int]:
+    """Line ``number``'s start and end in ``data``, on from ``start`` (an earlier line's number
+    and start); line 1 starts at 0, before any BOM."""
+    at, offset = start
+    while at < number:
+        offset, at = data.index(b"\n", offset) + 1, at + 1
+    end = data.find(b"\n", offset)
+    return offset, len(data) if end < 0 else end + 1
+
+
+def _objects(path: Path, name: str, problems: list[str]) -> Iterator[tuple[CaseRef, dict[str, Any]]]:
+    """Each line of a case file that is a well-shaped case object, with where it is; every
+    other line adds its ``name:line: problem`` messages to ``problems``."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise CaseFileError([f"{name}:1: cannot read the case file: {exc.strerror}"]) from exc
+    start = (1, 0)
+    for line in read_jsonl(data):
+        where = f"{name}:{line.number}"
+        if line.problem is not None:
+            problems.append(f"{where}: {line.problem}")
+            continue
+        value = line.value
+        if value is None:
+            problems.append(f"{where}: the line is null, not a case object")
+            continue
+        if not isinstance(value, dict):
+            problems.append(f"{where}: a case must be a JSON object, got {describe_type(value)}")
+            continue
+        lone = lone_surrogate(line.text, value)
+        if lone is not None:
+            problems.append(
+                f"{where}: {lone[0]!r} holds {lone[1]}, half of a UTF-16 surrogate pair and no "
+                "character (it cannot be sent or written as UTF-8); write the whole pair or drop it"
+            )
+            continue
+        shape = list(_shape_problems(value))
+        if shape:
+            problems.extend(f"{where}: {p}" for p in shape)
+            continue
+        offset, end = _span(data, start, line.number)
+        start = (line.number, offset)
+        yield CaseRef(path, line.number, offset, end - offset, zlib.crc32(memoryview(data)[offset:end])), value
+
+
+def load_cases(
+    path: Path | str,
+    *,
+    seen: MutableMapping[str, str] | None = None,
+    display: str | None = None,
+) -> list[PromptCase]:
+    """Read every case of a JSONL file, or raise :class:`CaseFileError` listing every problem.
+
+    Args:
+        path: the case file.
+        seen: case ids already taken by other files of the run, each with where it was defined
+            (``"path:line"`` as displayed; updated in place), so a duplicate across files is
+            reported with both locations.
+        display: how to name the file in messages (default: ``path`` as given).
+    """
+    path = Path(path)
+    name = display if display is not None else str(path)
+    taken: MutableMapping[str, str] = {} if seen is None else seen
+    problems: list[str] = []
+    cases: list[PromptCase] = []
+    added: list[str] = []
+    for ref, data in _objects(path, name, problems):
+        line = ref.line
+        case = _checked(data, CaseLocation(path, line), ref)
+        earlier = taken.get(case.case_id)
+        if earlier is not None:
+            problems.append(f"{name}:{line}: duplicate case_id {case.case_id!r} (first defined at {earlier})")
+            continue
+        taken[case.case_id] = f"{name}:{line}"
+        added.append(case.case_id)
+        cases.append(case)
+    if not cases and not problems:
+        problems.append(f"{name}:1: the file has no cases (a case file needs one JSON object a line)")
+    if problems:
+        for case_id in added:  # a failed file takes no ids: its cases never run
+            del taken[case_id]
+        raise CaseFileError(problems)
+    return cases

@@ -1,0 +1,76 @@
+"""Which files of a run are case files: a ``*.jsonl`` path, or those under a folder, without the
+files pytest-promptsuite itself writes (a report's ``results.jsonl``, a cassette)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Collection
+from collections.abc import Iterator
+from pathlib import Path
+
+from pytest_promptsuite.formats.jsonio import decode
+
+
+__all__ = ["iter_case_files", "output_kind"]
+
+
+#: The keys that mark a line of a file we write (a case file refuses every one of them).
+_OUTPUT_KINDS: tuple[tuple[str, frozenset[str]], ...] = (
+    ("a results.jsonl of pytest-promptsuite", frozenset({"case_id", "outcome"})),
+    ("a cassette of pytest-promptsuite (--prompt-record)", frozenset({"key", "response"})),
+    ("a review.jsonl of pytest-promptsuite", frozenset({"case_id", "reasons"})),
+    ("a review decisions file of pytest-promptsuite (--prompt-reviews)", frozenset({"case_id", "output_sha256"})),
+)
+_SNIFF_BYTES = 1 << 20
+
+
+def output_kind(path: Path) -> str | None:
+    """What ``path`` is when its first line is a row of a file we write (a report's
+    ``results.jsonl`` or ``review.jsonl``, a cassette), so it is never collected as cases; None
+    for anything else (including a file that cannot be read: loading it will say why)."""
+    if path.name in ("results.jsonl", "review.jsonl") and (path.parent / "summary.json").is_file():
+        return f"a {path.name} of a pytest-promptsuite report"  # even when empty (no review items)
+    try:
+        with path.open("rb") as fp:
+            first = b""
+            while not first.strip():
+                first = fp.readline(_SNIFF_BYTES)
+                if not first:
+                    return None
+    except OSError:
+        return None
+    try:
+        value = decode(first.decode("utf-8-sig"), strict=False)
+    except (UnicodeDecodeError, ValueError):
+        return None
+    if isinstance(value, dict):
+        for kind, keys in _OUTPUT_KINDS:
+            if keys <= value.keys():
+                return kind
+    return None
+
+
+def _walk(folder: Path) -> Iterator[Path]:
+    """Every ``*.jsonl`` under ``folder``, following links to folders (each real folder once)."""
+    seen: set[Path] = set()
+    for top, dirs, files in os.walk(folder, followlinks=True):
+        real = Path(top).resolve()
+        if real in seen:
+            dirs[:] = []
+            continue
+        seen.add(real)
+        dirs.sort()
+        yield from (Path(top) / name for name in files if name.endswith(".jsonl"))
+
+
+def iter_case_files(path: Path, *, exclude: Collection[Path] = ()) -> Iterator[Path]:
+    """The case files at ``path``: itself, or the ``*.jsonl`` files under a folder (links
+    followed, as pytest does) in sorted order, without our own output files (:func:`output_kind`).
+
+    ``exclude`` holds resolved paths that are not case files (a suite's train file).
+    """
+    if path.is_dir():
+        found = sorted(p for p in _walk(path) if p.is_file() and output_kind(p) is None)
+    else:
+        found = [path]
+    yield from (p for p in found if p.resolve() not in exclude)

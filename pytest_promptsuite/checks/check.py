@@ -1,0 +1,309 @@
+"""What a check is: :class:`Check` (one ``assert`` entry, ready to run), its :class:`Verdict`, and
+the :class:`CheckContext` it reads.
+
+A check answers one question about one value (the output, or the value at a JSON path of it) and
+says what it expected and what it found. Negation (``not-``), weights, JSON paths, thresholds and
+skipping are the evaluator's job, so a check (built-in or from a plugin) stays a few lines.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from abc import ABC
+from abc import abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass
+from dataclasses import field
+from pathlib import Path
+from typing import Any
+from typing import ClassVar
+
+from pytest_promptsuite.cases.case import PromptCase
+from pytest_promptsuite.checks.result import Layer
+from pytest_promptsuite.config.suite import Prices
+from pytest_promptsuite.config.suite import confine
+from pytest_promptsuite.errors import CheckError
+from pytest_promptsuite.errors import describe_type
+from pytest_promptsuite.errors import did_you_mean
+from pytest_promptsuite.formats.jsonio import JsonError
+from pytest_promptsuite.formats.jsonio import decode
+from pytest_promptsuite.models.base import Response
+
+
+__all__ = [
+    "Check",
+    "CheckContext",
+    "CheckScope",
+    "Judge",
+    "Params",
+    "Verdict",
+    "json_equal",
+    "json_problem",
+    "json_text",
+    "resolve_file",
+    "shorten",
+]
+
+#: Sends a prompt to the judge model and returns its reply text (raises ``ModelError``).
+Judge = Callable[[str], str]
+
+_NOT_JSON = object()
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One check's answer.
+
+    ``expected`` is the expectation as a predicate (``contains 'refund'``, ``is valid JSON``) and
+    ``found`` what the value showed (``no match in 120 chars``, ``'refund' at offset 5``). The
+    evaluator words the message, negated for ``not-`` types. ``skip`` (a reason) means the check
+    could not run: it neither passes nor fails.
+    """
+
+    passed: bool
+    expected: str = ""
+    found: str = ""
+    score: float | None = None
+    details: dict[str, Any] | None = None
+    skip: str | None = None
+
+    @classmethod
+    def skipped(cls, reason: str, **details: Any) -> Verdict:
+        """A verdict that the check could not run, and why (reported as skipped, not failed)."""
+        return cls(passed=False, skip=reason, details=details or None)
+
+
+@dataclass
+class CheckContext:
+    """What a check may read besides the value it checks: the case, the response, the judge.
+
+    ``output`` is the text the checks see (after any ``pytest_promptsuite_transform_output``);
+    ``response`` is None when checks run on a bare output (``evaluate(case, output)``).
+    """
+
+    case: PromptCase
+    output: str
+    response: Response | None = None
+    judge: Judge | None = None
+    judge_name: str | None = None
+    #: The JSON path the current check reads (set by the evaluator), or None for the whole output.
+    path: str | None = None
+    #: The ``[model] prices`` of the model that answered (a ``cost`` check without its own).
+    prices: Prices | None = None
+    _json: Any = field(default=None, repr=False)
+    _json_error: str | None = field(default=None, repr=False)
+
+    def output_json(self) -> Any:
+        """The output parsed as JSON (cached); raises ``ValueError`` naming the parse error."""
+        if self._json is None and self._json_error is None:
+            try:
+                self._json = decode(self.output, strict=False)
+            except JsonError as exc:
+                self._json_error = json_problem(exc)
+                self._json = _NOT_JSON
+        if self._json is _NOT_JSON:
+            raise ValueError(f"output is not JSON ({self._json_error})")
+        return self._json
+
+
+class Check(ABC):
+    """A compiled ``assert`` entry. Subclass it to add a check type from a plugin.
+
+    Set ``layer`` (class or instance attribute) and implement :meth:`evaluate`. ``value`` is what
+    the check looks at: the output text, or with ``path`` the JSON value at that path (any JSON
+    type). Raise nothing for a bad output: return a failing :class:`Verdict` that says what was
+    found. Validate your params when the check is made (in ``pytest_promptsuite_make_check``) and
+    raise :class:`~pytest_promptsuite.errors.CheckError` naming the bad field.
+    """
+
+    layer: Layer = Layer.CONTENT
+    #: False for types where ``not-`` makes no sense (``human-review``).
+    negatable: ClassVar[bool] = True
+    #: False for checks of the response rather than its text (latency, tokens): ``path`` does not apply.
+    reads_output: ClassVar[bool] = True
+
+    @abstractmethod
+    def evaluate(self, value: Any, ctx: CheckContext) -> Verdict:
+        """Check ``value`` (the output, or the value at ``path``) and say what was found."""
+
+
+def json_problem(exc: JsonError) -> str:
+    """Why a text is not JSON we read: ``Expecting value at line 1 column 1``."""
+    if not exc.places:
+        return exc.message
+    line, column = exc.places[0]
+    return f"{exc.message} at line {line} column {column}"
+
+
+def json_text(value: Any) -> str:
+    """A value as text for text checks: strings as they are, anything else as compact JSON."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def shorten(value: Any, limit: int = 80) -> str:
+    """A value for messages: ``repr`` of a string, compact JSON of anything else, cut to ``limit``."""
+    text = repr(value) if isinstance(value, str) else json_text(value)
+    if len(text) <= limit:
+        return text
+    size = f"{len(value)} chars" if isinstance(value, str) else f"{len(text)} chars of JSON"
+    return f"{text[:limit]}... ({size})"
+
+
+def json_equal(a: Any, b: Any) -> bool:
+    """JSON equality: ``12`` is not ``"12"`` and ``true`` is not ``1``; ``12`` equals ``12.0``."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a == b
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
+
+
+def resolve_file(value: str, base_dir: Path) -> Path:
+    """A ``file://`` value (or plain relative path) resolved against the case file's folder."""
+    raw = value[len("file://") :] if value.startswith("file://") else value
+    path = Path(raw)
+    return path if path.is_absolute() else base_dir / path
+
+
+@dataclass(frozen=True)
+class CheckScope:
+    """Where the files and the code an ``assert`` entry names may come from: files inside
+    ``root`` (the suite's folder, links followed), and the modules of ``python_modules`` (the
+    config's ``[checks] python_modules``) and their submodules. A case file can name neither a
+    file elsewhere nor any other module. Code that compiles checks without a scope is trusted."""
+
+    root: Path
+    python_modules: tuple[str, ...] = ()
+
+    def file(self, value: str, base_dir: Path, *, field: str, name: str) -> Path:
+        """``value`` (``file://x`` or a path, relative to ``base_dir``) resolved; a CheckError
+        when it leaves :attr:`root`."""
+        path = confine(self.root, resolve_file(value, base_dir))
+        if path is None:
+            raise CheckError(
+                f"{field!r} of {name!r}: {value!r} is outside the suite's folder {self.root.resolve()}; "
+                "a check reads files inside it only"
+            )
+        return path
+
+    def check_module(self, module: str, *, field: str, name: str) -> None:
+        """A CheckError unless ``module`` is one of :attr:`python_modules` or inside one."""
+        if any(module == m or module.startswith(m + ".") for m in self.python_modules):
+            return
+        listed = ", ".join(self.python_modules) or "none"
+        raise CheckError(
+            f"{field!r} of {name!r}: module {module!r} is not in the suite config's [checks] "
+            f"python_modules (listed: {listed}); list it there, or put the function in a file "
+            "inside the suite's folder (file://checks.py:name)"
+        )
+
+
+class Params:
+    """The fields of one ``assert`` entry, read by a check factory with type checks.
+
+    Every read field is remembered; :meth:`done` then rejects the rest, naming the unknown field,
+    the nearest known one and the fields the type takes.
+    """
+
+    def __init__(self, name: str, params: dict[str, Any]) -> None:
+        self.name = name
+        self._data = dict(params)
+        self._known: list[str] = []
+
+    def has(self, key: str) -> bool:
+        """Whether the entry has ``key``."""
+        return key in self._data
+
+    def _get(self, key: str, required: bool, what: str) -> Any:
+        self._known.append(key)
+        if self._data.get(key) is None:
+            if required:
+                raise CheckError(f"{self.name!r} needs {key!r} ({what})")
+            return None
+        return self._data[key]
+
+    def raw(self, key: str, *, required: bool = False, what: str = "a value") -> Any:
+        """The value of ``key`` as written (any JSON type)."""
+        return self._get(key, required, what)
+
+    def string(self, key: str, *, required: bool = False, what: str = "a string") -> str | None:
+        """The value of ``key``; a CheckError naming it when it is not a string."""
+        value = self._get(key, required, what)
+        if value is not None and not isinstance(value, str):
+            raise CheckError(f"{key!r} of {self.name!r} must be {what}, got {describe_type(value)}")
+        return value
+
+    def text(self, key: str, *, required: bool = False) -> str | None:
+        """A string, or a number taken as its text (promptfoo's ``contains: 0``)."""
+        value = self._get(key, required, "a string")
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            raise CheckError(f"{key!r} of {self.name!r} must be a string, got {describe_type(value)}")
+        return value if isinstance(value, str) else json_text(value)
+
+    def strings(self, key: str, *, required: bool = False) -> list[str] | None:
+        """A non-empty list of strings (a single string counts as a list of one)."""
+        value = self._get(key, required, "a list of strings")
+        if value is None:
+            return None
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list) or not value:
+            raise CheckError(
+                f"{key!r} of {self.name!r} must be a non-empty list of strings, got {describe_type(value)}"
+            )
+        for i, item in enumerate(value):
+            if isinstance(item, bool) or not isinstance(item, (str, int, float)):
+                raise CheckError(f"'{key}[{i}]' of {self.name!r} must be a string, got {describe_type(item)}")
+        return [json_text(v) for v in value]
+
+    def number(
+        self,
+        key: str,
+        *,
+        required: bool = False,
+        minimum: float | None = None,
+        maximum: float | None = None,
+        what: str = "a number",
+    ) -> float | None:
+        """The value of ``key`` as a number within the bounds; a CheckError naming it otherwise."""
+        value = self._get(key, required, what)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise CheckError(f"{key!r} of {self.name!r} must be {what}, got {describe_type(value)}")
+        if not math.isfinite(value):
+            raise CheckError(f"{key!r} of {self.name!r} must be {what}, got {value!r}")
+        if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
+            raise CheckError(f"{key!r} of {self.name!r} must be {what}, got {value!r}")
+        return value
+
+    def flag(self, key: str, *, default: bool = False) -> bool:
+        """The value of ``key`` as true or false (``default`` when absent)."""
+        value = self._get(key, False, "true or false")
+        if value is None:
+            return default
+        if not isinstance(value, bool):
+            raise CheckError(f"{key!r} of {self.name!r} must be true or false, got {describe_type(value)}")
+        return value
+
+    def done(self) -> None:
+        """Reject every field no read asked for."""
+        for key in self._data:
+            if key not in self._known:
+                fields = ", ".join(repr(k) for k in sorted(set(self._known))) or "none"
+                raise CheckError(
+                    f"unknown field {key!r} for {self.name!r}"
+                    + did_you_mean(key, self._known)
+                    + f"; its fields: {fields} (and 'weight', 'path', 'metric')"
+                )

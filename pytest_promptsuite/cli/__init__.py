@@ -1,0 +1,1 @@
+"""The ``promptsuite`` command."""

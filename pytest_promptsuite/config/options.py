@@ -1,0 +1,241 @@
+"""The ``--prompt-*`` options: declared once, parsed once into a frozen :class:`RunOptions`.
+
+pytest-free: ``plugin.py`` adds :data:`OPTIONS` to pytest's parser and reads them back with
+:meth:`RunOptions.from_values`; the rest of the run only ever sees the frozen object. Values are
+checked by the ``type=`` callables at parse time, so ``--prompt-min-pass-rate 95%`` is a usage
+error that names the option before anything is collected.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from dataclasses import dataclass
+from dataclasses import field
+from pathlib import Path
+from typing import TYPE_CHECKING
+from typing import Any
+
+from pytest_promptsuite.config.settings import DEFAULT_CONCURRENCY
+
+
+if TYPE_CHECKING:
+    from pytest_promptsuite.cases.shard import Shard
+
+__all__ = ["BY_FLAG", "OPTIONS", "Option", "RunOptions"]
+
+
+def _fraction(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not a number from 0 to 1 (write 0.95, not 95%)"
+        ) from None
+    if not 0 <= number <= 1:
+        raise argparse.ArgumentTypeError(f"{value!r} is not from 0 to 1 (write 0.95, not 95)")
+    return number
+
+
+def _shard(value: str) -> Shard:
+    from pytest_promptsuite.cases.shard import parse_shard  # the cases stage loads for runs with cases only
+
+    try:
+        return parse_shard(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _alpha(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number between 0 and 1 (e.g. 0.05)") from None
+    if not 0 < number < 1:
+        raise argparse.ArgumentTypeError(f"{value!r} is not between 0 and 1, both excluded (e.g. 0.05)")
+    return number
+
+
+def _results_path(value: str) -> Path:
+    path = Path(value)
+    if not path.exists():
+        raise argparse.ArgumentTypeError(
+            f"{value!r}: no such file or folder (give a results.jsonl or a --prompt-report folder)"
+        )
+    if path.is_dir() and not (path / "results.jsonl").is_file():
+        raise argparse.ArgumentTypeError(f"{value!r}: this folder has no results.jsonl")
+    return path
+
+
+def _existing_file(value: str) -> Path:
+    path = Path(value)
+    if not path.is_file():
+        raise argparse.ArgumentTypeError(f"{value!r}: no such file")
+    return path
+
+
+def _existing(value: str) -> Path:
+    path = Path(value)
+    if not path.exists():
+        raise argparse.ArgumentTypeError(f"{value!r}: no such file or folder")
+    return path
+
+
+def _positive(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"{value!r} must be at least 1")
+    return number
+
+
+@dataclass(frozen=True)
+class Option:
+    """One command-line option: its flag and the keyword arguments of ``addoption``."""
+
+    flag: str
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def dest(self) -> str:
+        """The attribute name argparse stores the value under (``prompt_min_pass_rate``)."""
+        return self.flag.lstrip("-").replace("-", "_")
+
+
+#: Every option, in the order ``pytest --help`` lists them (help text: capitalized, no period).
+OPTIONS: tuple[Option, ...] = (
+    Option("--prompt-suite", dict(
+        action="append", default=[], metavar="PATH",
+        help="Case file (*.jsonl), suite config (*.toml) or folder of them; repeatable. "
+        "With no positional paths only the suites are collected")),
+    Option("--prompt-config", dict(
+        default=None, metavar="PATH",
+        help="Suite config (TOML); default: promptsuite.toml beside the case file, "
+        "else [tool.promptsuite] in pyproject.toml")),
+    Option("--prompt-model", dict(
+        default=None, metavar="SPEC",
+        help="fake (default), fake:RULES.json, echo (promptfoo's echo provider), openai:MODEL or a model "
+        "named in the config")),
+    Option("--prompt-judge", dict(
+        default=None, metavar="SPEC",
+        help="Judge model for llm-rubric checks: a model named in the config or a spec "
+        "(default: [models.judge] of the config)")),
+    Option("--prompt-report", dict(
+        default=None, metavar="DIR",
+        help="Write results.jsonl, summary.json, slices.csv, summary.md and dashboard.html into DIR")),
+    Option("--prompt-min-pass-rate", dict(
+        type=_fraction, default=None, metavar="X",
+        help="Default per-slice pass-rate threshold, 0..1 (default 1.0, or the config's)")),
+    Option("--prompt-baseline", dict(
+        type=_results_path, default=None, metavar="PATH",
+        help="results.jsonl (or report folder) of an earlier version to diff against")),
+    Option("--prompt-max-regression", dict(
+        type=_fraction, default=None, metavar="X",
+        help="Largest allowed drop of a slice's pass rate against the baseline, 0..1 "
+        "(default 0.0, or the config's)")),
+    Option("--prompt-alpha", dict(
+        type=_alpha, default=None, metavar="A",
+        help="Level of the paired regression test against the baseline (default 0.05, or [gate] alpha)")),
+    Option("--prompt-baseline-variant", dict(
+        default=None, metavar="NAME",
+        help="Compare with the baseline's rows of prompt variant NAME (default: pair by case and variant)")),
+    Option("--prompt-shard", dict(
+        type=_shard, default=None, metavar="K/N",
+        help="Run only the K-th (from 1) of N deterministic shards of the cases")),
+    Option("--prompt-base-url", dict(
+        default=None, metavar="URL",
+        help="Endpoint for openai: models, e.g. http://localhost:8000/v1 (else the config's, else "
+        "OPENAI_BASE_URL); the key comes from the environment only")),
+    Option("--prompt-concurrency", dict(
+        type=_positive, default=None, metavar="N",
+        help=f"Model calls in flight at once (default {DEFAULT_CONCURRENCY}, or [model] concurrency)")),
+    Option("--prompt-variant", dict(
+        action="append", default=[], metavar="NAME",
+        help="Run only this prompt version ([variants.NAME] of the suite config); repeatable. "
+        "Default: every variant")),
+    Option("--prompt-repeat", dict(
+        type=_positive, default=1, metavar="N",
+        help="Run every case N times (item ids get [repeat-0] .. [repeat-N-1])")),
+    Option("--prompt-cache", dict(
+        default=None, metavar="DIR",
+        help="Response cache folder (default .promptsuite_cache under the rootdir)")),
+    Option("--prompt-no-cache", dict(
+        action="store_true", default=False, help="Neither read nor write the response cache")),
+    Option("--prompt-record", dict(
+        default=None, metavar="PATH",
+        help="Write every model answer of this run to a cassette file (JSONL) to commit")),
+    Option("--prompt-replay", dict(
+        default=None, metavar="PATH",
+        help="Answer from a cassette only, never calling the endpoint; a missing answer is an error")),
+    Option("--prompt-max-calls", dict(
+        type=_positive, default=None, metavar="N",
+        help="Issue at most N model calls (cache hits are free); the cases left end as skipped and "
+        "the run fails")),
+    Option("--prompt-batch", dict(
+        action="store_true", default=False,
+        help="Send the run's calls as one OpenAI Batch job (or [model] batch = true)")),
+    Option("--prompt-batch-file", dict(
+        default=None, metavar="OUT.jsonl",
+        help="Write the run's calls as a batch request file (OpenAI format, for vllm run-batch) "
+        "without sending them")),
+    Option("--prompt-batch-results", dict(
+        type=_existing_file, default=None, metavar="FILE",
+        help="Answer the calls from a batch output file made elsewhere, then run the checks")),
+    Option("--prompt-history", dict(
+        type=_existing, default=None, metavar="DIR",
+        help="Folder of earlier report folders or summary.json files: per-slice trends in the reports")),
+    Option("--prompt-reviews", dict(
+        type=_existing, default=None, metavar="FILE",
+        help="Review decisions (JSONL, downloaded from the dashboard) applied to unchanged outputs")),
+)
+
+
+#: Each option by its flag, for commands that share some (``promptsuite diff``).
+BY_FLAG: dict[str, Option] = {option.flag: option for option in OPTIONS}
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """The ``--prompt-*`` options of one run, parsed once (every field is an option's value)."""
+
+    suite: tuple[str, ...] = ()
+    config: str | None = None
+    model: str | None = None
+    judge: str | None = None
+    report: str | None = None
+    min_pass_rate: float | None = None
+    baseline: Path | None = None
+    max_regression: float | None = None
+    alpha: float | None = None
+    baseline_variant: str | None = None
+    shard: Shard | None = None
+    base_url: str | None = None
+    concurrency: int | None = None
+    variant: tuple[str, ...] = ()
+    repeat: int = 1
+    cache: str | None = None
+    no_cache: bool = False
+    record: str | None = None
+    replay: str | None = None
+    history: Path | None = None
+    reviews: Path | None = None
+    max_calls: int | None = None
+    batch: bool = False
+    batch_file: str | None = None
+    batch_results: Path | None = None
+
+    @property
+    def batch_mode(self) -> bool:
+        """Whether calls go through a batch: sent as a job, written to a file, or read back."""
+        return self.batch or self.batch_file is not None or self.batch_results is not None
+
+    @classmethod
+    def from_values(cls, get: Callable[[str], Any]) -> RunOptions:
+        """Read every option with ``get(dest)`` (pytest's ``config.getoption``)."""
+        values: dict[str, Any] = {}
+        for option in OPTIONS:
+            value = get(option.dest)
+            values[option.dest.removeprefix("prompt_")] = tuple(value) if isinstance(value, list) else value
+        return cls(**values)

@@ -1,0 +1,404 @@
+"""Stage 1 (continued): the suite config, ``promptsuite.toml`` or ``[tool.promptsuite]``.
+
+Unknown keys are errors that name the key and the file; paths are resolved against the config's
+folder and must stay inside it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from dataclasses import field
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+from typing import Any
+from typing import Literal
+from typing import Union
+
+from pytest_promptsuite.config.model import ConfigTable as _Section
+from pytest_promptsuite.config.model import ModelConfig
+from pytest_promptsuite.config.model import ModelOverride
+from pytest_promptsuite.config.model import Prices
+from pytest_promptsuite.config.model import base_url_problem
+from pytest_promptsuite.config.tables import Range
+from pytest_promptsuite.config.tables import TableError
+from pytest_promptsuite.config.tables import fill
+from pytest_promptsuite.config.tables import set_keys
+from pytest_promptsuite.errors import ConfigError
+from pytest_promptsuite.errors import did_you_mean
+from pytest_promptsuite.formats.tomlio import check_values
+from pytest_promptsuite.formats.tomlio import key_lines
+from pytest_promptsuite.formats.tomlio import load_toml
+from pytest_promptsuite.formats.tomlio import place
+from pytest_promptsuite.safety.scrub import public_url
+
+
+__all__ = [
+    "GateConfig",
+    "ModelConfig",
+    "ModelOverride",
+    "Prices",
+    "SuiteConfig",
+    "SuiteSection",
+    "TemplateConfig",
+    "TemplateKind",
+    "Thresholds",
+    "VariantConfig",
+    "base_url_problem",
+    "confine",
+    "find_config",
+    "load_config",
+    "suite_targets",
+]
+
+
+@dataclass(frozen=True)
+class SuiteSection(_Section):
+    """``[suite]``: the case files to collect and the train file that gives in-context examples."""
+
+    cases: list[str] = field(default_factory=list)
+    train: Union[str, None] = None
+
+
+def confine(root: Path, relative: str | Path) -> Path | None:
+    """``root / relative`` resolved (links followed), or None when that leaves ``root``: the one
+    rule for every file a config or a case file names."""
+    base = root.resolve()
+    target = (base / relative).resolve()
+    return target if target == base or base in target.parents else None
+
+
+class TemplateKind(Enum):
+    """The three kinds of prompt a ``[template]`` table (after a variant's overrides) can make."""
+
+    INFER_CFG = "infer_cfg"
+    """An OpenCompass ``infer_cfg`` (``prompt_template`` / ``ice_template``), also the default."""
+    TASK_PROMPTS = "task_prompts"
+    """A NeMo Guardrails task prompt (``task_prompts`` + ``task``)."""
+    FILE = "file"
+    """A template file or inline ``template`` string with its ``renderer``."""
+
+    @property
+    def choosing_keys(self) -> tuple[str, ...]:
+        """The keys that make a table of this kind (any one of them set)."""
+        return _CHOOSING[self]
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """Every key of this kind: the choosing keys and those that only modify it."""
+        return _CHOOSING[self] + _MODIFYING[self]
+
+
+#: The keys that choose a kind: a table that sets keys of two kinds here is an error.
+_CHOOSING: dict[TemplateKind, tuple[str, ...]] = {
+    TemplateKind.INFER_CFG: ("prompt_template", "ice_template", "multiturn_template"),
+    TemplateKind.TASK_PROMPTS: ("task_prompts", "task"),
+    TemplateKind.FILE: ("template_file", "template"),
+}
+#: The keys that only modify their kind. A variant that sets any key of a kind (choosing or
+#: modifying) drops the ``[template]`` keys of the other kinds. ``output_column`` is of no kind.
+_MODIFYING: dict[TemplateKind, tuple[str, ...]] = {
+    TemplateKind.INFER_CFG: ("retriever", "infer_mode", "inferencer"),
+    TemplateKind.TASK_PROMPTS: ("mode", "nemo_config", "semantics", "prompt_model"),
+    TemplateKind.FILE: ("renderer",),
+}
+
+
+@dataclass(frozen=True)
+class TemplateConfig(_Section):
+    """How a case becomes a prompt (an ``infer_cfg``, a task prompt, or a template file)."""
+
+    prompt_template: Union[dict[str, Any], str, None] = None
+    ice_template: Union[dict[str, Any], str, None] = None
+    retriever: Union[dict[str, Any], None] = None
+    output_column: Union[str, None] = None
+    task_prompts: Union[str, None] = None
+    task: Union[str, None] = None
+    mode: Union[str, None] = None
+    template_file: Union[str, None] = None
+    template: Union[str, None] = None
+    renderer: Union[dict[str, Any], str, None] = None
+    infer_mode: Union[str, None] = None
+    multiturn_template: Union[dict[str, Any], None] = None
+    optional: Union[list[str], None] = None  # fields a case may leave out: they render empty
+    nemo_config: Union[str, None] = None
+    """A NeMo Guardrails config folder: its prompts, instructions and models; NeMo semantics."""
+    semantics: Union[Literal["promptsuite", "nemo"], None] = None
+    prompt_model: Union[str, None] = None
+    """The model name that selects a NeMo prompt (``openai/gpt-4o``), apart from the one that runs."""
+    #: ``"ppl"``: a label map's cases score one prompt per label and predict the likeliest.
+    inferencer: Union[Literal["gen", "ppl"], None] = None
+
+    def kind(self, *, path: Path | None = None) -> TemplateKind:
+        """The kind of prompt this table makes (INFER_CFG when it sets no choosing key); called
+        when the suite's prompts are built, so a mixture is a ConfigError then, naming ``path``."""
+        chosen = [kind for kind in TemplateKind if any(getattr(self, k) is not None for k in kind.choosing_keys)]
+        if len(chosen) > 1:
+            raise ConfigError(
+                f"{path}: [template] takes exactly one of: an infer_cfg (prompt_template), a task "
+                "prompt (task_prompts + task) or a template file (template_file or template)"
+            )
+        return chosen[0] if chosen else TemplateKind.INFER_CFG
+
+    def for_variant(self, override: TemplateConfig) -> TemplateConfig:
+        """This table with ``override``'s keys over it; when the override sets a key of some kind,
+        this table's keys of the other kinds are dropped (a file variant over task prompts)."""
+        updates = {k: getattr(override, k) for k in set_keys(override) if k in _TEMPLATE_FIELDS}
+        kinds = {kind for kind in TemplateKind if any(k in updates for k in kind.keys)}
+        dropped = {k: None for kind in TemplateKind if kinds and kind not in kinds for k in kind.keys}
+        return dataclasses.replace(self, **{**dropped, **updates})
+
+
+#: The fields of ``[template]`` itself (a variant's table adds ``model``).
+_TEMPLATE_FIELDS = frozenset(f.name for f in dataclasses.fields(TemplateConfig))
+
+
+@dataclass(frozen=True)
+class Thresholds(_Section):
+    """``[thresholds]``: the pass rate each slice must reach, and the regression a baseline allows."""
+
+    default: Union[Annotated[float, Range(ge=0, le=1)], None] = None
+    max_regression: Union[Annotated[float, Range(ge=0, le=1)], None] = None
+    slices: dict[str, Annotated[float, Range(ge=0, le=1)]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class GateConfig(_Section):
+    """``[gate]``: how a drop against the baseline is judged (see the README's "Is this drop
+    real?"): the paired test's level, the correction over the run's comparisons, the rule, and
+    whether each later prompt variant is gated against the first."""
+
+    alpha: Union[Annotated[float, Range(gt=0, lt=1)], None] = None
+    correction: Union[Literal["holm", "none"], None] = None
+    regression: Union[Literal["auto", "paired", "delta"], None] = None
+    compare_variants: Union[bool, None] = None
+
+
+@dataclass(frozen=True)
+class VariantConfig(TemplateConfig):
+    """``[variants.NAME]``: the ``[template]`` keys a prompt version overrides, and optionally
+    its own ``model`` table."""
+
+    model: Union[ModelOverride, None] = None
+
+
+@dataclass(frozen=True)
+class SuiteCheck(_Section):
+    """``[[checks]]``: checks for every case (``slice = "*"``), one slice, or a glob of slices."""
+
+    assert_: list[dict[str, Any]] = field(metadata={"key": "assert"})
+    slice: str = "*"
+
+
+@dataclass(frozen=True)
+class ReviewConfig(_Section):
+    """``[review]``: what a review mark (``review`` on a case, a ``human-review`` check) does.
+    ``outcome = "review"`` (default) leaves the case out of the pass rate; ``"failed"`` fails it."""
+
+    outcome: Literal["review", "failed"] = "review"
+
+
+@dataclass(frozen=True)
+class SuiteConfig(_Section):
+    """A parsed suite config. ``path`` is the file it came from (None for the defaults)."""
+
+    suite: SuiteSection = field(default_factory=SuiteSection)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    models: dict[str, ModelConfig] = field(default_factory=dict)
+    template: TemplateConfig = field(default_factory=TemplateConfig)
+    variants: dict[str, VariantConfig] = field(default_factory=dict)
+    thresholds: Thresholds = field(default_factory=Thresholds)
+    gate: GateConfig = field(default_factory=GateConfig)
+    checks: list[SuiteCheck] = field(default_factory=list)
+    review: ReviewConfig = field(default_factory=ReviewConfig)
+    #: ``[checks] python_modules``: modules ``python`` and ``pydantic`` checks may import.
+    python_modules: tuple[str, ...] = ()
+    path: Union[Path, None] = field(default=None, metadata={"internal": True})
+    lines: dict[str, int] = field(default_factory=dict, metadata={"internal": True})  # each key's line
+
+    def where(self, key: str) -> str:
+        """``path:line`` of the line setting ``key`` (``template.template_file``), else the path."""
+        return place(self.path, self.lines, key)
+
+    @property
+    def root(self) -> Path:
+        """The folder paths in this config are relative to."""
+        return self.path.parent if self.path is not None else Path.cwd()
+
+    def resolve(self, relative: str, *, key: str) -> Path:
+        """Resolve a path of this config (links followed); it must stay inside the config's folder."""
+        target = confine(self.root, relative)
+        if target is None:
+            raise ConfigError(
+                f"{self.where(key)}: {key} = {relative!r} points outside the suite's folder {self.root}"
+            )
+        return target
+
+    def case_paths(self) -> list[Path]:
+        """The ``[suite] cases`` paths, resolved (each must stay inside the config's folder)."""
+        return [self.resolve(p, key="suite.cases") for p in self.suite.cases]
+
+    def template_for(self, variant: str | None) -> TemplateConfig:
+        """The ``[template]`` table as ``variant`` sees it (None: ``[template]`` itself); see
+        :meth:`TemplateConfig.for_variant`. ConfigError for a variant the config does not have."""
+        if variant is None:
+            return self.template
+        if variant not in self.variants:
+            raise ConfigError(
+                f"{self.where('variants')}: no variant {variant!r}"
+                + did_you_mean(variant, list(self.variants))
+                + f"; variants: {', '.join(self.variants) or 'none'}"
+            )
+        return self.template.for_variant(self.variants[variant])
+
+    def template_key(self, variant: str | None, key: str) -> str:
+        """Where ``variant``'s ``[template]`` setting came from: ``variants.NAME.KEY`` or ``template.KEY``."""
+        if variant is not None and variant in self.variants and key in set_keys(self.variants[variant]):
+            return f"variants.{variant}.{key}"
+        return f"template.{key}"
+
+    def model_for(self, variant: str | None, base: ModelConfig | None = None) -> ModelConfig:
+        """The model ``variant`` runs: ``base`` (default ``[model]``) with the keys of the
+        variant's own ``model`` table over it."""
+        base = base if base is not None else self.model
+        override = self.variants[variant].model if variant is not None and variant in self.variants else None
+        if override is None:
+            return base
+        return dataclasses.replace(base, **{k: getattr(override, k) for k in set_keys(override)})
+
+
+def _config_error(path: Path, exc: TableError, table: str, lines: dict[str, int]) -> ConfigError:
+    problems = []
+    for problem in exc.problems:
+        loc = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in problem.loc).lstrip(".")
+        where = f"{table}.{loc}" if table else loc
+        at = place(path, lines, loc)
+        if problem.known is not None:
+            known = [k for k in problem.known if k != "python_modules"]  # set in [checks], not here
+            problems.append(f"{at}: unknown key {where!r}" + did_you_mean(str(problem.loc[-1]), known))
+        else:
+            problems.append(f"{at}: {where}: {problem.message}")
+    return ConfigError("\n".join(problems))
+
+
+_CHECKS_TABLE = ("python_modules", "rules")
+
+
+def _checks_table(data: dict[str, Any], path: Path, lines: dict[str, int]) -> dict[str, Any]:
+    """``[checks]`` written as a table (``python_modules``, and the suite checks as
+    ``[[checks.rules]]``) folded into the fields ``checks`` and ``python_modules``. TOML cannot
+    hold a ``[checks]`` table and ``[[checks]]`` tables both, hence the second spelling."""
+    if "python_modules" in data:
+        at = place(path, lines, "python_modules")
+        raise ConfigError(f"{at}: unknown key 'python_modules' (did you mean [checks] python_modules?)")
+    table = data.get("checks")
+    if not isinstance(table, dict):
+        return data
+    for key in table:
+        if key not in _CHECKS_TABLE:
+            raise ConfigError(
+                f"{place(path, lines, f'checks.{key}')}: unknown key 'checks.{key}'"
+                + did_you_mean(str(key), list(_CHECKS_TABLE))
+                + "; with [checks] python_modules, write the suite checks as [[checks.rules]]"
+            )
+    modules = table.get("python_modules", [])
+    if not isinstance(modules, list) or not all(
+        isinstance(m, str) and m and all(part.isidentifier() for part in m.split(".")) for m in modules
+    ):
+        raise ConfigError(
+            f"{place(path, lines, 'checks.python_modules')}: checks.python_modules must be a list of module names "
+            "like 'myapp.checks'"
+        )
+    return {**data, "checks": table.get("rules", []), "python_modules": tuple(modules)}
+
+
+def _check_base_urls(config: SuiteConfig, table: str) -> None:
+    """Refuse a ``base_url`` of ``[model]`` or ``[models.NAME]`` that :func:`base_url_problem` finds wrong."""
+    named = [("model", config.model), *((f"models.{k}", v) for k, v in config.models.items())]
+    for key, model in named:
+        problem = model.base_url and base_url_problem(model.base_url)
+        if problem:
+            dotted = f"{table}.{key}" if table else key
+            raise ConfigError(
+                f"{config.where(f'{key}.base_url')}: {dotted}.base_url = {public_url(model.base_url or '')!r} {problem}"
+            )
+
+
+def load_config(path: Path | str) -> SuiteConfig:
+    """Parse a ``promptsuite.toml`` (or the ``[tool.promptsuite]`` table of a ``pyproject.toml``)."""
+    path = Path(path)
+    document, text = load_toml(path)
+    data: Any = document
+    table = ""
+    if path.name == "pyproject.toml":
+        tool = document.get("tool")
+        data = tool.get("promptsuite") if isinstance(tool, dict) else None
+        table = "tool.promptsuite"
+        if data is None:
+            raise ConfigError(f"{path}: has no [tool.promptsuite] table")
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: [{table}] must be a table")
+    check_values(data, text, str(path), (table,) if table else ())
+    lines = key_lines(text)
+    if table:
+        lines = {k[len(table) + 1:]: v for k, v in lines.items() if k.startswith(table + ".")}
+    data = _checks_table(data, path, lines)
+    try:
+        config = fill(SuiteConfig, data)
+    except TableError as exc:
+        raise _config_error(path, exc, table, lines) from exc
+    config = dataclasses.replace(config, path=path.resolve(), lines=lines)
+    _check_base_urls(config, table)
+    config.case_paths()  # refuse paths outside the folder now, not later
+    if config.suite.train is not None:
+        config.resolve(config.suite.train, key="suite.train")
+    for key, model in [("model", config.model), *((f"models.{k}", v) for k, v in config.models.items())]:
+        if model.spec.startswith("fake:") and confine(config.root, model.spec[len("fake:"):]) is None:
+            raise ConfigError(  # the fake model's rules file is a path of the config like any other
+                f"{config.where(f'{key}.spec')}: {key}.spec = {model.spec!r} points outside the suite's folder "
+                f"{config.root.resolve()} (--prompt-model may name a file anywhere)"
+            )
+    return config
+
+
+def find_config(case_file: Path, rootdir: Path) -> Path | None:
+    """The config of a case file: ``promptsuite.toml`` beside it, else the nearest
+    ``pyproject.toml`` with a ``[tool.promptsuite]`` table between it and ``rootdir``."""
+    beside = case_file.parent / "promptsuite.toml"
+    if beside.is_file():
+        return beside
+    rootdir = rootdir.resolve()
+    folder = case_file.resolve().parent
+    while True:
+        candidate = folder / "pyproject.toml"
+        if candidate.is_file():
+            try:
+                tool = load_toml(candidate)[0].get("tool")
+                if isinstance(tool, dict) and "promptsuite" in tool:
+                    return candidate
+            except ConfigError:  # not ours to report: a pyproject.toml that is not a suite's
+                pass
+        if folder == rootdir or folder.parent == folder:
+            return None
+        folder = folder.parent
+
+
+def suite_targets(
+    path: Path, *, load: Callable[[Path], SuiteConfig] = load_config
+) -> tuple[SuiteConfig | None, list[Path]]:
+    """What a ``--prompt-suite`` argument means: its config (if it names one) and what to collect.
+
+    A ``*.toml`` is a suite config: its ``[suite] cases`` (else its folder). A folder with a
+    ``promptsuite.toml`` is that config's suite. Anything else is collected as it is.
+    """
+    config_file: Path | None = None
+    if path.suffix == ".toml":
+        config_file = path
+    elif path.is_dir() and (path / "promptsuite.toml").is_file():
+        config_file = path / "promptsuite.toml"
+    if config_file is None:
+        return None, [path]
+    config = load(config_file)
+    return config, config.case_paths() or [config_file.parent if path.is_file() else path]

@@ -1,0 +1,1 @@
+"""OpenCompass dataset and model configs into suites."""

@@ -1,0 +1,1 @@
+"""promptfoo configs into suites."""

@@ -1,0 +1,303 @@
+"""``promptsuite import promptfoo``: a ``promptfooconfig.yaml`` into a suite that runs as it is.
+
+Prompts (inline, ``file://`` text files split at ``---`` lines, chat JSON files) become template
+files rendered by our Jinja renderer (Nunjucks' ``{{ var }}`` syntax is Jinja's) or, for chat
+prompts, task prompts with messages; providers become models (``echo`` the built-in ``echo``
+model, ``openai:...`` an endpoint model); every prompt x provider pair is a variant. Tests become
+cases (:mod:`.pftests`). Files are read inside the config's folder only, and through
+:mod:`..formats` (YAML, JSON, CSV); what cannot be carried over is listed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from pytest_promptsuite.config.suite import confine
+from pytest_promptsuite.errors import ConfigError
+from pytest_promptsuite.formats.csvio import read_csv
+from pytest_promptsuite.formats.jsonio import JsonError
+from pytest_promptsuite.formats.jsonio import decode
+from pytest_promptsuite.formats.jsonio import encode
+from pytest_promptsuite.formats.yamlio import load_yaml
+from pytest_promptsuite.importers.output import ImportedSuite
+from pytest_promptsuite.importers.output import ImportResult
+from pytest_promptsuite.importers.output import jsonl
+from pytest_promptsuite.importers.output import write_import
+from pytest_promptsuite.importers.promptfoo.tests import AssertModule
+from pytest_promptsuite.importers.promptfoo.tests import TestSource
+from pytest_promptsuite.importers.promptfoo.tests import cases_of
+from pytest_promptsuite.importers.promptfoo.tests import csv_test
+from pytest_promptsuite.safety.scrub import register
+
+
+__all__ = ["import_promptfoo", "promptfoo_suite"]
+
+_KEYS = {"description", "prompts", "providers", "tests", "defaultTest", "outputPath", "sharing", "env",
+         "evaluateOptions", "commandLineOptions", "writeLatestResults", "nunjucksFilters", "metadata",
+         "scenarios", "derivedMetrics", "extensions", "redteam", "tags"}
+_CHAT_ROLES = {"system": "system", "user": "user", "assistant": "assistant"}
+
+
+@dataclass
+class _Prompt:
+    """One prompt: a template string, or chat messages (``[{role, content}]``)."""
+
+    label: str
+    text: str | None = None
+    messages: list[dict[str, str]] | None = None
+
+
+class _Config:
+    """The config file, its YAML node tree (for line numbers) and the folder its files lie in."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.root = path.resolve().parent
+        text = self.read_text(path.name, None)
+        data, self.node = load_yaml(text, str(path))
+        if not isinstance(data, dict):
+            raise ConfigError(f"{path}:1: a promptfoo config is a mapping (prompts, providers, tests)")
+        self.data: dict[str, Any] = data
+        self.notes: list[str] = []
+
+    def where(self, *keys: Any) -> str:
+        """``path:line`` of the value at ``keys`` (the nearest line the node tree has)."""
+        node = self.node
+        for key in keys:
+            if isinstance(node, yaml.MappingNode):
+                found = [v for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == key]
+                if not found:
+                    break
+                node = found[0]
+            elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
+                node = node.value[key]
+            else:
+                break
+        line = int(node.start_mark.line) + 1 if node is not None else 1
+        return f"{self.path}:{line}"
+
+    def file(self, relative: str, where: str | None) -> Path:
+        """A file the config names, inside its folder (links followed)."""
+        target = confine(self.root, relative)
+        if target is None:
+            raise ConfigError(f"{where or self.path}: file://{relative} lies outside the config's folder")
+        if not target.is_file():
+            raise ConfigError(f"{where or self.path}: file://{relative}: no such file")
+        return target
+
+    def read_text(self, relative: str, where: str | None) -> str:
+        """The UTF-8 text of a file inside the config's folder."""
+        path = self.file(relative, where)
+        try:
+            return path.read_bytes().decode("utf-8-sig")
+        except OSError as exc:
+            raise ConfigError(f"{where or path}: cannot read {path}: {exc.strerror}") from None
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"{where or path}: {path} is not UTF-8 text: {exc.reason}") from None
+
+
+def _chat(value: Any, where: str) -> list[dict[str, str]] | None:
+    if not isinstance(value, list) or not value:
+        return None
+    if not all(isinstance(m, dict) and m.get("role") in _CHAT_ROLES and isinstance(m.get("content"), str)
+               and set(m) == {"role", "content"} for m in value):
+        raise ConfigError(f"{where}: a chat prompt is a list of {{role, content}} (system, user, assistant)")
+    return [{"role": m["role"], "content": m["content"]} for m in value]
+
+
+def _file_prompts(config: _Config, relative: str, where: str) -> list[_Prompt]:
+    text = config.read_text(relative, where)
+    if relative.endswith(".json"):
+        try:
+            messages = _chat(decode(text), f"{config.path.parent / relative}")
+        except JsonError as exc:
+            problem = exc.describe()
+            raise ConfigError(f"{config.path.parent / relative}:{exc.line or 1}: invalid JSON: {problem}") from None
+        if messages is None:
+            raise ConfigError(f"{where}: {relative} holds no chat messages")
+        return [_Prompt(relative, messages=messages)]
+    if not relative.endswith((".txt", ".md", ".j2", ".njk", ".prompt")):
+        raise ConfigError(f"{where}: prompt file {relative}: only .txt, .md, .j2 and .json prompts are imported")
+    parts: list[str] = []
+    buffer: list[str] = []  # promptfoo splits on lines of '---', then trims each part
+    lines = text.splitlines()
+    for line in [*lines, "---"]:
+        if line.strip() == "---":
+            if "\n".join(buffer).strip():
+                parts.append("\n".join(buffer).strip())
+            buffer = []
+        else:
+            buffer.append(line)
+    return [_Prompt(f"{relative}#{i + 1}" if len(parts) > 1 else relative, text=p) for i, p in enumerate(parts)]
+
+
+def _prompts(config: _Config) -> list[_Prompt]:
+    raw = config.data.get("prompts")
+    items = raw if isinstance(raw, list) else [raw] if raw is not None else []
+    if not items:
+        raise ConfigError(f"{config.where('prompts')}: the config has no prompts")
+    out: list[_Prompt] = []
+    for i, item in enumerate(items):
+        where = config.where("prompts", i)
+        label = None
+        if isinstance(item, dict):
+            label, item = item.get("label"), item.get("raw", item.get("id"))
+        if not isinstance(item, str):
+            raise ConfigError(f"{where}: a prompt is a string, file://PATH or {{raw|id, label}}")
+        if item.startswith("file://"):
+            found = _file_prompts(config, item[len("file://"):], where)
+        else:
+            try:
+                messages = _chat(decode(item), where)
+            except JsonError:
+                messages = None
+            found = [_Prompt(f"prompt {i + 1}", messages=messages, text=None if messages else item)]
+        for prompt in found:
+            prompt.label = str(label or prompt.label)
+        out.extend(found)
+    return out
+
+
+def _provider(config: _Config, raw: Any, where: str) -> tuple[str, dict[str, Any]] | None:
+    """A provider as (label, ``[model]`` keys); None (listed) when we have no such model."""
+    options: dict[str, Any] = {}
+    if isinstance(raw, dict) and "id" not in raw and len(raw) == 1:  # {"openai:gpt-4o": {config: ...}}
+        (ident, inner), = raw.items()
+        options = inner if isinstance(inner, dict) else {}
+    elif isinstance(raw, dict):
+        ident, options = raw.get("id"), raw
+    else:
+        ident = raw
+    if not isinstance(ident, str):
+        raise ConfigError(f"{where}: a provider is an id string or {{id, label, config}}")
+    label = str(options.get("label") or ident)
+    settings: dict[str, Any] = options["config"] if isinstance(options.get("config"), dict) else {}
+    if isinstance(settings.get("apiKey"), str):  # never carried over, and scrubbed wherever it shows
+        register(settings["apiKey"])
+    if ident == "echo":
+        return label, {"spec": "echo"}
+    if ident.startswith("openai:"):
+        parts = ident.split(":")
+        typed = parts[1] in ("chat", "completion") and len(parts) > 2
+        kind, name = (parts[1], ":".join(parts[2:])) if typed else ("chat", ":".join(parts[1:]))
+        endpoint = "completions" if kind == "completion" else "chat"
+        table: dict[str, Any] = {"spec": f"openai:{name}", "endpoint": endpoint}
+        params = {k: v for k, v in settings.items() if k in ("temperature", "max_tokens", "top_p", "seed", "stop")}
+        if params:
+            table["params"] = params
+        if isinstance(settings.get("apiBaseUrl"), str):
+            table["base_url"] = settings["apiBaseUrl"]
+        dropped = sorted(set(settings) - set(params) - {"apiBaseUrl"})
+        if dropped:
+            config.notes.append(f"{where}: provider {ident} settings not carried over: {', '.join(dropped)}")
+        return label, table
+    config.notes.append(f"{where}: provider {ident} is not supported (supported: echo, openai:...)")
+    return None
+
+
+def _providers(config: _Config) -> list[tuple[str, dict[str, Any]]]:
+    raw = config.data.get("providers")
+    items = raw if isinstance(raw, list) else [raw] if raw is not None else []
+    found = [p for i, item in enumerate(items) if (p := _provider(config, item, config.where("providers", i)))]
+    if not found:
+        config.notes.append("no supported provider: the suite uses the echo model")
+        found = [("echo", {"spec": "echo"})]
+    return found
+
+
+def _tests(config: _Config) -> list[TestSource]:
+    raw = config.data.get("tests")
+    items = raw if isinstance(raw, list) else [raw] if raw is not None else []
+    tests: list[TestSource] = []
+    for i, item in enumerate(items):
+        where = config.where("tests", i)
+        if isinstance(item, str) and item.startswith("file://"):
+            tests.extend(_test_file(config, item[len("file://"):], where))
+        elif isinstance(item, dict):
+            tests.append(TestSource(item, where))
+        else:
+            raise ConfigError(f"{where}: a test is a mapping (vars, assert) or file://tests.csv|yaml")
+    if not tests:
+        raise ConfigError(f"{config.where('tests')}: the config has no tests")
+    return tests
+
+
+def _test_file(config: _Config, relative: str, where: str) -> list[TestSource]:
+    path = config.file(relative, where)
+    if relative.endswith(".csv"):
+        data = path.read_bytes()
+        rows = read_csv(data, str(path))
+        return [TestSource(csv_test(row, f"{path}:{line}"), f"{path}:{line}") for line, row in rows]
+    if relative.endswith((".yaml", ".yml", ".json")):
+        value, node = load_yaml(config.read_text(relative, where), str(path))
+        items = value if isinstance(value, list) else [value]
+        lines = [int(n.start_mark.line) + 1 for n in node.value] if isinstance(node, yaml.SequenceNode) else [1]
+        if not all(isinstance(t, dict) for t in items):
+            raise ConfigError(f"{path}:1: a test file holds a list of tests (mappings)")
+        return [TestSource(t, f"{path}:{lines[i] if i < len(lines) else 1}") for i, t in enumerate(items)]
+    raise ConfigError(f"{where}: test file {relative}: only .csv, .yaml and .json test files are imported")
+
+
+def _prompt_table(prompt: _Prompt, index: int, files: dict[str, str],
+                  tasks: list[dict[str, Any]]) -> dict[str, Any]:
+    if prompt.messages is not None:
+        task = f"prompt-{index}"
+        messages = [{"type": m["role"], "content": m["content"]} for m in prompt.messages]
+        tasks.append({"task": task, "messages": messages})
+        return {"task_prompts": "prompts.yml", "task": task}
+    name = f"prompts/prompt-{index}.txt"
+    files[name] = prompt.text or ""
+    return {"template_file": name, "renderer": "jinja"}
+
+
+def promptfoo_suite(path: Path, *, slice_key: str | None = None) -> ImportedSuite:
+    """The suite of a promptfoo config, built in memory (nothing written)."""
+    config = _Config(path)
+    unknown = sorted(set(config.data) - _KEYS)
+    if unknown:
+        raise ConfigError(f"{config.where(unknown[0])}: unknown key {unknown[0]!r} in a promptfoo config")
+    for key in ("scenarios", "extensions", "redteam", "derivedMetrics", "nunjucksFilters", "env"):
+        if config.data.get(key):
+            config.notes.append(f"{config.where(key)}: {key} not carried over")
+    prompts, providers = _prompts(config), _providers(config)
+    default = config.data.get("defaultTest") or {}
+    if not isinstance(default, dict):
+        raise ConfigError(f"{config.where('defaultTest')}: defaultTest is a mapping")
+    code = AssertModule()
+    unsupported: list[str] = []
+    cases = cases_of(_tests(config), default, read_var=lambda rel, where: config.read_text(rel, where).strip(),
+                     slice_key=slice_key, code=code, unsupported=unsupported)
+    files: dict[str, str] = {"cases.jsonl": jsonl(cases)}
+    tasks: list[dict[str, Any]] = []
+    tables = [_prompt_table(p, i + 1, files, tasks) for i, p in enumerate(prompts)]
+    suite_config: dict[str, dict[str, Any]] = {"suite": {"cases": ["cases.jsonl"]}, "model": providers[0][1]}
+    if len(tables) * len(providers) == 1:
+        suite_config["template"] = tables[0]
+    else:
+        suite_config["template"] = dict(tables[0])
+        for (i, table), (label, model) in ((it, pv) for it in enumerate(tables) for pv in providers):
+            name = f"p{i + 1}" if len(providers) == 1 else f"p{i + 1}-{_slug(label)}"
+            suite_config[f"variants.{name}"] = {**table, **({"model": model} if len(providers) > 1 else {})}
+    if tasks:
+        files["prompts.yml"] = encode({"prompts": tasks}, indent=2) + "\n"  # JSON is YAML
+    if code.functions:
+        files["promptfoo_asserts.py"] = code.text()
+        files.update({relative: config.read_text(relative, str(path)) for relative in code.files})
+    notes = [*config.notes, *(f"not carried over: {u}" for u in unsupported)]
+    header = f"Imported by `promptsuite import promptfoo` from {path.name}."
+    return ImportedSuite(name=path.stem, config=suite_config, files=files, notes=notes, header=header)
+
+
+def _slug(label: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-_." else "-" for ch in label).strip("-") or "provider"
+
+
+def import_promptfoo(path: Path, *, out: Path, slice_key: str | None = None) -> ImportResult:
+    """Import the promptfoo config at ``path`` into ``out``, all or nothing."""
+    suite = promptfoo_suite(path, slice_key=slice_key)
+    write_import(out, [suite], flat=True)
+    return ImportResult(out, [suite])

@@ -1,0 +1,132 @@
+"""A run's calls answered in batch mode, before its cases run: the request file written
+(``--prompt-batch-file``), a results file read (``--prompt-batch-results``), or one OpenAI Batch
+job per model and endpoint sent and waited for. The runner keeps the answers each model's
+:class:`~.batch.BatchAnswers` layer gives its calls (see :meth:`ModelRunner.batch`)."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+from collections.abc import Callable
+from collections.abc import Coroutine
+from collections.abc import Iterable
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import TypeVar
+
+from pytest_promptsuite.errors import ConfigError
+from pytest_promptsuite.errors import ModelError
+from pytest_promptsuite.models.base import Model
+from pytest_promptsuite.models.base import ModelRequest
+from pytest_promptsuite.models.base import Response
+from pytest_promptsuite.models.batch.requests import BatchAnswers
+from pytest_promptsuite.models.batch.requests import BatchLine
+from pytest_promptsuite.models.batch.requests import NotSent
+from pytest_promptsuite.models.batch.requests import answers_from
+from pytest_promptsuite.models.batch.requests import read_outputs
+from pytest_promptsuite.models.batch.requests import write_requests
+from pytest_promptsuite.models.spend import Allowance
+from pytest_promptsuite.models.spend import BudgetExhausted
+
+
+if TYPE_CHECKING:
+    from pytest_promptsuite.models.runner import Attached
+
+__all__ = ["answer_in_batches", "batch_lines"]
+
+T = TypeVar("T")
+#: Starts a coroutine on the run's event loop; a future the caller's thread can wait on.
+Submit = Callable[[Coroutine[Any, Any, T]], "concurrent.futures.Future[T]"]
+#: The batch lines of a run's calls: by model (its id), then endpoint, then ``custom_id``.
+Groups = dict[int, dict[str, dict[str, BatchLine]]]
+
+
+def batch_lines(attached: Mapping[int, Attached], allowance: Allowance,
+                calls: Iterable[tuple[Model, ModelRequest]], *, send: bool) -> Groups:
+    """The batch lines of ``calls`` by model and endpoint, each ``custom_id`` once. Left out:
+    calls of a model not in batch mode, answered by the cache or a cassette, or (``send``:
+    they would be issued) not within the budget, which then refuses them as they run."""
+    groups: Groups = {}
+    for model, request in calls:
+        layers = attached.get(id(model))
+        if layers is None or layers.answers is None or not layers.answers.batchable:
+            continue
+        if layers.caching is not None and layers.caching.stored(request):
+            continue
+        line = layers.answers.line(request)
+        by_url = groups.setdefault(id(model), {}).setdefault(line.url, {})
+        if line.custom_id in by_url:
+            continue
+        if send:
+            try:
+                allowance.take(layers.budget, request)
+            except BudgetExhausted:
+                continue
+        by_url[line.custom_id] = line
+    return groups
+
+
+def answer_in_batches(
+    attached: Mapping[int, Attached], allowance: Allowance, calls: Iterable[tuple[Model, ModelRequest]], *,
+    submit: Submit[Any], write_to: Path | None = None, results: Path | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> int:
+    """Answer ``calls`` from batch jobs (one per model and endpoint, run through ``submit``), a
+    results file (``results``) or not at all (``write_to``: the request file is written, each
+    call then ends as not sent). Returns how many requests went into jobs or the file."""
+    groups = batch_lines(attached, allowance, calls, send=write_to is None and results is None)
+    every = [line for by_url in groups.values() for lines in by_url.values() for line in lines.values()]
+    if write_to is not None:
+        write_requests(write_to, every)
+        note = NotSent(f"written to {write_to} (--prompt-batch-file), not sent")
+        for ident, by_url in groups.items():
+            answers = attached[ident].answers
+            assert answers is not None
+            answers.answers.update({cid: note for lines in by_url.values() for cid in lines})
+        return len(every)
+    outputs = None
+    if results is not None:
+        outputs = read_outputs(_read(results), str(results))
+    for ident, by_url in groups.items():
+        layers = attached[ident]
+        answers = layers.answers
+        assert answers is not None
+        for url, lines in by_url.items():
+            if outputs is not None:
+                found = answers_from(answers, lines, outputs, str(results),
+                                     "the request is not in it (its prompt, params or model changed?)")
+            else:
+                found = _run_job(layers.budget.inner, answers, list(lines.values()), url, submit, progress)
+            answers.answers.update(found)
+    return len(every)
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"--prompt-batch-results {path}: cannot read ({exc.strerror or exc})") from exc
+
+
+def _run_job(model: Model, answers: BatchAnswers, lines: list[BatchLine], url: str, submit: Submit[Any],
+             progress: Callable[[str], None] | None) -> dict[str, Response | ModelError]:
+    """One batch job to its end (Ctrl-C cancels it); each line's answer or error."""
+    from pytest_promptsuite.models.batch.job import BatchJob  # httpx: imported when a job is sent, never at start-up
+
+    job = BatchJob(model, progress=progress)
+    if progress is not None:
+        progress(f"batch: sending {len(lines):,} requests to {url}")
+    future = submit(job.run(lines, url))
+    try:
+        result = future.result()
+    except KeyboardInterrupt:
+        future.cancel()
+        with contextlib.suppress(Exception):
+            submit(job.cancel()).result(timeout=10)
+        raise
+    except ModelError as exc:
+        return {line.custom_id: exc for line in lines}
+    where = f"batch {result.batch_id} ({result.status})"
+    return answers_from(answers, (line.custom_id for line in lines), result.outputs, where, result.reason)

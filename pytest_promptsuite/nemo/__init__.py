@@ -1,0 +1,1 @@
+"""NeMo Guardrails semantics for task prompts: Colang, filters, output parsers, selection, rendering."""

@@ -1,0 +1,184 @@
+"""A task prompt rendered as NeMo Guardrails' ``LLMTaskManager.render_task_prompt`` renders it.
+
+Under NeMo semantics (``[template] nemo_config = "DIR"`` or ``semantics = "nemo"``) the prompt is
+selected by NeMo's rules from NeMo's built-in library, the config's prompts and ``task_prompts``
+(:mod:`.selection`), by the model name ``[template] prompt_model`` (else the config's
+``models``, else ``unknown``, as NeMo), whatever model runs. It renders from NeMo's context
+(:data:`NEMO_CONTEXT`: ``history`` is the case's event history, the config gives the general
+instructions and sample conversation) under the case's row; like NeMo's Jinja environment, a
+final newline of the template is dropped, and NeMo's filters and output parsers apply. Over
+``max_length`` (NeMo's default 16000 characters) the oldest events go one at a time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+from typing import Any
+
+from pytest_promptsuite.errors import ConfigError
+from pytest_promptsuite.errors import TemplateError
+from pytest_promptsuite.nemo.colang import events_of
+from pytest_promptsuite.nemo.config import NemoConfig
+from pytest_promptsuite.nemo.config import library_prompts
+from pytest_promptsuite.nemo.config import nemo_defaults
+from pytest_promptsuite.nemo.config import read_nemo_config
+from pytest_promptsuite.nemo.filters import NEMO_PREFIX
+from pytest_promptsuite.nemo.selection import select_nemo_prompt
+from pytest_promptsuite.prompts.files.filters import MakeFilter
+from pytest_promptsuite.prompts.files.jinja import sandbox_environment
+from pytest_promptsuite.prompts.output_parsers import MakeParser
+from pytest_promptsuite.prompts.output_parsers import OutputParser
+from pytest_promptsuite.prompts.prompts_yml import STANDARD
+from pytest_promptsuite.prompts.prompts_yml import read_prompts
+from pytest_promptsuite.prompts.task_prompts import Rendered
+from pytest_promptsuite.prompts.task_prompts import TaskPrompt
+from pytest_promptsuite.prompts.task_prompts import compile_prompt
+from pytest_promptsuite.prompts.task_prompts import prompt_entries
+
+
+if TYPE_CHECKING:
+    from pytest_promptsuite.config.suite import SuiteConfig
+    from pytest_promptsuite.config.suite import TemplateConfig
+
+
+__all__ = [
+    "DEFAULT_MAX_LENGTH",
+    "NEMO_CONTEXT",
+    "RETRIEVED",
+    "NemoPrompt",
+    "nemo_prompt",
+    "nemo_semantics",
+    "provided_variables",
+]
+
+#: NeMo's ``max_length`` of a prompt that sets none (characters).
+DEFAULT_MAX_LENGTH = 16000
+#: What NeMo's runtime computes for a task and a case cannot hold as such (the few-shot examples
+#: and intents it retrieves from the Colang files, the knowledge base's chunks): empty unless the
+#: case's ``vars`` give them, which is also what ``render_task_prompt`` renders without them.
+RETRIEVED = ("examples", "potential_user_intents", "relevant_chunks")
+#: The variables NeMo's context gives every prompt (``user_input``: the case's last user turn,
+#: as NeMo's actions pass it), possibly empty; a case's ``vars`` override them.
+NEMO_CONTEXT = frozenset(
+    {"history", "general_instructions", "sample_conversation", "sample_conversation_two_turns", "user_input",
+     *RETRIEVED}
+)
+
+
+def nemo_semantics(table: TemplateConfig) -> bool:
+    """Whether a ``[template]`` table asks for NeMo's semantics."""
+    return table.nemo_config is not None or table.semantics == "nemo"
+
+
+def provided_variables(config: SuiteConfig, variant: str | None = None) -> frozenset[str]:
+    """The names NeMo's context provides to the prompt of ``config`` (``variant``'s table):
+    :data:`NEMO_CONTEXT` under NeMo semantics, else none. For the static field check."""
+    return NEMO_CONTEXT if nemo_semantics(config.template_for(variant)) else frozenset()
+
+
+def _length(prompt: Rendered) -> int:
+    if isinstance(prompt, str):
+        return len(prompt)
+    return sum(len(str(m.get("content", ""))) + 1 for m in prompt)
+
+
+@dataclass(frozen=True)
+class NemoPrompt:
+    """A selected prompt compiled in NeMo's environment, with the context NeMo renders it in."""
+
+    prompt: TaskPrompt
+    context: Mapping[str, Any]
+    temperature: float | None = None
+
+    @property
+    def where(self) -> str:
+        """``path:line`` of the selected prompt."""
+        return self.prompt.where
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """The prompt's ``stop`` and ``max_tokens``, and the config's ``lowest_temperature``
+        (NeMo calls its task prompts at that temperature)."""
+        out = self.prompt.params
+        if self.temperature is not None:
+            out["temperature"] = self.temperature
+        return out
+
+    def parse_output(self, text: str) -> str:
+        """The output through the prompt's (NeMo) output parser, else as is."""
+        return self.prompt.parse_output(text)
+
+    def render(self, row: Mapping[str, Any]) -> Rendered:
+        """What NeMo renders for ``row``: its context, the row's fields over it, ``history`` the
+        row's events; over ``max_length``, the oldest events are dropped one at a time."""
+        events = events_of(row)
+        turns = row.get("input")
+        last = turns[-1] if isinstance(turns, list) and turns else turns
+        base = {**self.context, "user_input": last if last is not None else ""}
+        base.update((k, v) for k, v in row.items() if k != "history")
+        budget = self.prompt.max_length or DEFAULT_MAX_LENGTH
+        while True:
+            prompt = self.prompt.render_once({**base, "history": events})
+            if _length(prompt) <= budget:
+                return prompt
+            if not events:
+                raise TemplateError(
+                    f"{self.prompt.name}: the prompt is {_length(prompt)} characters, over max_length "
+                    f"{budget} even without history"
+                )
+            events = events[1:]
+
+
+def _nemo_config(config: SuiteConfig, table: TemplateConfig) -> NemoConfig:
+    if table.nemo_config is None:
+        return NemoConfig(folder=None, defaults=nemo_defaults())
+    folder = config.resolve(table.nemo_config, key="template.nemo_config")
+    if not folder.exists():
+        raise ConfigError(f"{config.path}: template.nemo_config = {table.nemo_config!r}: no such folder")
+    return read_nemo_config(folder, root=config.root)
+
+
+def nemo_prompt(
+    config: SuiteConfig, table: TemplateConfig, *, make_filter: MakeFilter, make_parser: MakeParser
+) -> NemoPrompt:
+    """The NeMo prompt a ``[template]`` table under NeMo semantics selects, compiled now (only
+    it: a construct we lack elsewhere in the files blocks nothing). ConfigError naming the file,
+    line and construct when the selected prompt does not compile."""
+    assert table.task is not None
+    if table.nemo_config is not None and table.semantics == "promptsuite":
+        raise ConfigError(f"{config.path}: template.nemo_config renders with NeMo's semantics; "
+                          "drop semantics = 'promptsuite' (or nemo_config)")
+    nemo = _nemo_config(config, table)
+    library = library_prompts()
+    raw = list(library) + list(nemo.prompts)
+    if table.task_prompts is not None:
+        raw += read_prompts(config.resolve(table.task_prompts, key="template.task_prompts"), root=config.root)
+    model = table.prompt_model or nemo.model_for(table.task)
+    mode = table.mode or nemo.prompting_mode or STANDARD
+    source = f"{config.path}: [template] task {table.task!r} (NeMo semantics)"
+    try:
+        entry = select_nemo_prompt(prompt_entries(raw), table.task, model, mode, source)
+    except ConfigError as exc:
+        if library:
+            raise
+        raise ConfigError(f"{exc} (NeMo's built-in prompts come from an installed nemoguardrails package; "
+                          "none is installed, so only the config's prompts count)") from exc
+    env = sandbox_environment()
+    env.keep_trailing_newline = False  # NeMo's Jinja environment drops a template's final newline
+
+    def nemo_filter(name: str) -> Any:
+        return make_filter(NEMO_PREFIX + name) or make_filter(name)
+
+    def nemo_parser(name: str, params: dict[str, Any]) -> OutputParser | None:
+        return make_parser(NEMO_PREFIX + name, params) or make_parser(name, params)
+
+    context = {
+        **dict.fromkeys(RETRIEVED, ""),
+        "general_instructions": nemo.general_instructions,
+        "sample_conversation": nemo.sample,
+        "sample_conversation_two_turns": nemo.sample,
+    }
+    prompt = compile_prompt(entry, env, nemo_filter, nemo_parser)
+    return NemoPrompt(prompt, context, nemo.lowest_temperature)

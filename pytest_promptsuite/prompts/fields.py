@@ -1,0 +1,290 @@
+"""The static prompt check: the fields each template reads against the fields each case provides.
+
+Every kind of prompt says what it reads through a small ``fields`` method (format and delimiter
+placeholders, Jinja's undeclared variables, infer_cfg and multi-turn templates, task prompts);
+:func:`check_fields` compares those reads with the row of every case (:mod:`.row`), so a
+misspelled ``{traveler_tier}`` is one collection error naming the template, its line, the field,
+the nearest field that exists and the cases that lack it, before anything is sent.
+
+The row always provides :data:`ALWAYS`; ``[template] optional`` names more fields a case may leave
+out (they render empty), and a prompt source may provide more names of its own (``provides``: a
+NeMo context's variables, say). A read that a template guards (Jinja's ``is defined``, the
+``default`` filter, a delimiter renderer with ``strict = false``) may be absent too.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
+from dataclasses import dataclass
+from dataclasses import field
+from pathlib import Path
+from typing import TYPE_CHECKING
+from typing import Any
+
+from pytest_promptsuite.errors import nearest
+
+
+if TYPE_CHECKING:
+    from jinja2 import Environment
+    from jinja2 import nodes
+
+    from pytest_promptsuite.cases.case import PromptCase
+    from pytest_promptsuite.config.suite import SuiteConfig
+
+
+__all__ = [
+    "ALWAYS",
+    "FieldRead",
+    "FieldReport",
+    "TemplateReads",
+    "check_fields",
+    "jinja_reads",
+    "locate",
+    "placeholder_reads",
+    "shift",
+    "value_reads",
+]
+
+#: Fields every row holds: the input (also ``question``), ``answer`` (empty when the case has
+#: none, blanked where it is the output column) and ``history`` (the case's turns).
+ALWAYS = frozenset({"input", "question", "answer", "history"})
+#: How many cases a message names before it only counts the rest.
+SHOWN_CASES = 5
+
+_PLACEHOLDER = re.compile(r"\{([^\W\d]\w*)\}")
+#: Jinja filters and tests whose argument may be undefined.
+_GUARD_FILTERS = frozenset({"default", "d"})
+_GUARD_TESTS = frozenset({"defined", "undefined"})
+
+
+@dataclass(frozen=True)
+class FieldRead:
+    """One field a template reads: its name, the line of the template it is on (1-based, 0 when
+    unknown), and whether the template guards it (then a case may lack it)."""
+
+    name: str
+    line: int = 0
+    guarded: bool = False
+
+
+def shift(reads: Iterable[FieldRead], offset: int) -> list[FieldRead]:
+    """``reads`` with their lines moved by ``offset`` (a template that starts on a file's line
+    ``offset + 1``); reads of unknown line keep 0."""
+    return [FieldRead(r.name, r.line + offset if r.line else 0, r.guarded) for r in reads]
+
+
+def placeholder_reads(text: str, pattern: re.Pattern[str] = _PLACEHOLDER, *, guarded: bool = False) -> list[FieldRead]:
+    """The ``{name}`` fields of a format template (or ``pattern``'s group 1), each with its line."""
+    return [
+        FieldRead(m.group(1), text.count("\n", 0, m.start()) + 1, guarded) for m in pattern.finditer(text)
+    ]
+
+
+def value_reads(value: Any) -> list[FieldRead]:
+    """The ``{name}`` fields of every string inside an infer_cfg template value (a string, a
+    dialogue's role items, a label map), lines unknown."""
+    reads: list[FieldRead] = []
+    todo = [value]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, str):
+            reads.extend(FieldRead(r.name) for r in placeholder_reads(item))
+        elif isinstance(item, Mapping):
+            todo.extend(reversed(list(item.values())))
+        elif isinstance(item, (list, tuple)):
+            todo.extend(reversed(item))
+    return reads
+
+
+def _guarded_names(tree: nodes.Template) -> set[str]:
+    from jinja2 import nodes
+
+    names = set()
+    for node in tree.find_all((nodes.Filter, nodes.Test)):
+        guards = _GUARD_FILTERS if isinstance(node, nodes.Filter) else _GUARD_TESTS
+        if node.name in guards and isinstance(node.node, nodes.Name):
+            names.add(node.node.name)
+    return names
+
+
+def jinja_reads(env: Environment, source: str) -> list[FieldRead]:
+    """The variables a Jinja template reads from its context: every name it loads that it never
+    sets itself (``{% set %}``, a loop variable, a macro argument) and that is not one of the
+    environment's globals, each at its first line; guarded ones (``x is defined``,
+    ``x | default('')``) may be absent. Read from the syntax tree alone, so the filters the
+    template uses need not exist yet. Raises jinja2.TemplateSyntaxError for a bad template."""
+    from jinja2 import nodes  # Jinja2 loads with the first Jinja template: start-up stays light
+
+    tree = env.parse(source)
+    names = list(tree.find_all(nodes.Name))
+    declared = {n.name for n in names if n.ctx != "load"} | set(env.globals) | {"loop", "caller", "varargs", "kwargs"}
+    guarded = _guarded_names(tree)
+    lines: dict[str, int] = {}
+    for name in names:
+        if name.ctx == "load" and name.name not in declared:
+            lines.setdefault(name.name, name.lineno)
+    return [FieldRead(n, line, n in guarded) for n, line in lines.items()]
+
+
+def locate(config: SuiteConfig | None, variant: str | None, message: str, *, own_model: bool = False) -> str:
+    """``message`` (a template problem that names its ``[template]`` or meta template key first,
+    ``template.prompt_template: ...``) prefixed with the config's ``path:line`` of that key as
+    ``variant`` sees it; unchanged without a config file."""
+    if config is None or config.path is None:
+        return message
+    head = message.split(":", 1)[0].split(" ", 1)[0]
+    if head.startswith("template.") and len(head.split(".")) > 1:
+        key = config.template_key(variant, head.split(".")[1])
+    elif "meta_template" in head:
+        key = f"variants.{variant}.model.meta_template" if own_model else "model.meta_template"
+    else:
+        key = config.template_key(variant, "prompt_template")
+    return f"{config.where(key)}: {message}"
+
+
+@dataclass(frozen=True)
+class TemplateReads:
+    """What one template of a prompt reads, and where it is written.
+
+    ``path`` and ``line`` place the template (a template file's line 1, the config line of an
+    inline template, a prompt's line in ``prompts.yml``); a read's own line counts from
+    ``line``. ``cases`` says which cases the template renders: ``all``, ``single`` (single-turn
+    cases) or ``multi`` (multi-turn cases). ``reads`` is None when the template cannot say (a
+    plugin's renderer without a ``fields`` method): nothing is checked then.
+    """
+
+    name: str
+    reads: tuple[FieldRead, ...] | None
+    path: Path | None = None
+    line: int = 0
+    cases: str = "all"
+    provides: frozenset[str] = field(default_factory=frozenset)
+
+    def applies_to(self, case: PromptCase) -> bool:
+        """Whether this template renders ``case``."""
+        if self.cases in ("all", "train"):
+            return self.cases == "all"
+        return (self.cases == "multi") == isinstance(case.input, list)
+
+
+@dataclass
+class FieldReport:
+    """What :func:`check_fields` found: problems stop collection, warnings do not; ``read`` holds
+    every field some template reads (None when a template could not say)."""
+
+    problems: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    read: set[str] | None = field(default_factory=set)
+
+
+def _place(template: TemplateReads, read: FieldRead, display: Any) -> str:
+    shown = display(template.path) if template.path is not None else template.name
+    if template.line and read.line:
+        return f"{shown}:{template.line + read.line - 1}"
+    if template.line:
+        return f"{shown}:{template.line}"
+    return shown
+
+
+def _cases_text(missing: Sequence[PromptCase]) -> str:
+    shown = ", ".join(c.case_id for c in missing[:SHOWN_CASES])
+    rest = len(missing) - SHOWN_CASES
+    return shown + (f" and {rest} more" if rest > 0 else "")
+
+
+def _one_template(
+    template: TemplateReads, cases: Sequence[PromptCase], provided: set[str], optional: frozenset[str],
+    file_shown: str, variant: str | None, display: Any,
+) -> list[str]:
+    problems: list[str] = []
+    applies = [c for c in cases if template.applies_to(c)]
+    if not applies or template.reads is None:
+        return problems
+    given = ALWAYS | optional | template.provides
+    seen: set[str] = set()
+    for read in template.reads:
+        if read.guarded or read.name in given or read.name in seen:
+            continue
+        seen.add(read.name)
+        missing = [c for c in applies if read.name not in c.vars]
+        if not missing:
+            continue
+        where = _place(template, read, display)
+        which = f"{template.name} (variant {variant})" if variant is not None else template.name
+        if len(missing) == len(applies):
+            hint = nearest(read.name, sorted(provided | given))
+            problems.append(
+                f"{where}: {which} reads the field {read.name!r}, which no case of {file_shown} provides"
+                + (f" (did you mean {hint!r}?)" if hint else "")
+                + f"; {len(missing)} case{'s lack' if len(missing) != 1 else ' lacks'} it. Give it in each case's "
+                "\"vars\", or list it in [template] optional to render it empty"
+            )
+        else:
+            problems.append(
+                f"{where}: {which} reads the field {read.name!r}, which {len(missing)} of {len(applies)} cases "
+                f"of {file_shown} lack: {_cases_text(missing)}. Give it in their \"vars\", or list it in "
+                "[template] optional to render it empty"
+            )
+    return problems
+
+
+def _train_problems(
+    template: TemplateReads, train: Sequence[Mapping[str, Any]], optional: frozenset[str], display: Any
+) -> list[str]:
+    """An ICE template's reads against the train rows it renders (one problem per field)."""
+    problems = []
+    first = {r.name: r for r in reversed(template.reads or ()) if not r.guarded and r.name not in optional}
+    for read in reversed(first.values()):
+        missing = [i + 1 for i, row in enumerate(train) if read.name not in row]
+        if missing:
+            known = sorted({k for row in train for k in row})
+            hint = nearest(read.name, known)
+            problems.append(
+                f"{_place(template, read, display)}: {template.name} reads the field {read.name!r}, which "
+                f"{len(missing)} of {len(train)} train rows ([suite] train) lack"
+                + (f" (did you mean {hint!r}?)" if hint else "")
+                + f": rows {', '.join(map(str, missing[:SHOWN_CASES]))}"
+                + (f" and {len(missing) - SHOWN_CASES} more" if len(missing) > SHOWN_CASES else "")
+            )
+    return problems
+
+
+def check_fields(
+    cases: Sequence[PromptCase],
+    templates: Mapping[str | None, tuple[Sequence[TemplateReads], frozenset[str]]],
+    *,
+    file_shown: str,
+    display: Any = str,
+    train: Sequence[Mapping[str, Any]] = (),
+) -> FieldReport:
+    """Compare what every template of every variant reads with what each case of a file
+    provides, and what an ICE template reads with the ``train`` rows. ``templates`` maps a
+    variant (None: no variants) to its templates and its ``[template] optional`` fields. One
+    problem per template and field, never per case; a ``vars`` field no template reads is a
+    warning (when every template could say what it reads)."""
+    report = FieldReport()
+    provided = {name for case in cases for name in case.vars}
+    for variant, (reads, optional) in templates.items():
+        for template in reads:
+            report.problems.extend(
+                _one_template(template, cases, provided, optional, file_shown, variant, display)
+            )
+            if template.cases == "train" and train:
+                report.problems.extend(p for p in _train_problems(template, train, optional, display)
+                                       if p not in report.problems)
+            if template.reads is None:
+                report.read = None
+            elif report.read is not None:
+                report.read.update(r.name for r in template.reads)
+    if report.read is not None:
+        for name in sorted(provided - report.read):
+            first = next(c for c in cases if name in c.vars)
+            count = sum(name in c.vars for c in cases)
+            report.warnings.append(
+                f"{file_shown}:{first.location.line}: vars field {name!r} (in {count} case{'s' if count != 1 else ''}, "
+                f"first {first.case_id}) is read by no template of the suite"
+            )
+    return report

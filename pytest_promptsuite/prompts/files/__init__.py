@@ -1,0 +1,1 @@
+"""Template files and their renderers, the Jinja sandbox and its filters."""

@@ -1,0 +1,1 @@
+"""OpenCompass/AISBench prompt templates, meta templates, retrievers, multi-turn and multimodal."""

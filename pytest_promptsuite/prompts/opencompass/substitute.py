@@ -1,0 +1,41 @@
+"""Placeholder substitution (SPEC §4): one left-to-right pass, values never scanned again.
+
+Not ``str.format``: only the exact form ``{key}`` of a key of the row is replaced; anything else
+(``{missing}``, ``{key!r}``, ``{0}``, ``{{``) stays literal on purpose, as the reference does.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from functools import lru_cache
+from typing import Any
+
+from pytest_promptsuite.errors import TemplateError
+
+
+__all__ = ["substitute", "value_text"]
+
+
+def value_text(value: Any) -> str:
+    """What a row value becomes in a prompt: Python's ``str()`` (``None``, ``True``, ``['a', 1]``)."""
+    if isinstance(value, str):
+        return value
+    try:
+        return str(value)
+    except ValueError as exc:  # an integer longer than Python's str() digit limit
+        raise TemplateError(f"a row value cannot be turned into text: {exc}") from exc
+
+
+@lru_cache(maxsize=256)
+def _pattern(keys: tuple[str, ...]) -> re.Pattern[str]:
+    ordered = sorted(keys, key=len, reverse=True)  # longest key first
+    return re.compile("\\{(" + "|".join(re.escape(k) for k in ordered) + ")\\}")
+
+
+def substitute(text: str, row: Mapping[str, Any]) -> str:
+    """``text`` with every ``{key}`` of ``row`` replaced by its value, in a single pass (D1)."""
+    keys = tuple(k for k in row if isinstance(k, str))
+    if not keys or "{" not in text:
+        return text
+    return _pattern(keys).sub(lambda m: value_text(row[m.group(1)]), text)

@@ -1,0 +1,243 @@
+"""Prompt sources: what a case sends when its ``[template]`` table is a task prompt or a template
+file, instead of an OpenCompass ``infer_cfg`` (which :mod:`.case_prompts` renders).
+
+Which kind a table is, is decided by :meth:`TemplateConfig.kind` in the suite config. Everything is
+loaded and compiled when the source is made (while the suite's prompts are built, at collection),
+so any mistake is a ConfigError before a case runs.
+
+Template files are read byte for byte relative to the suite config, and a path that leaves the
+suite's folder (``../x.txt``, or a symlink pointing outside) is refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from dataclasses import field
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+from typing import Any
+
+from pytest_promptsuite.config.suite import TemplateKind
+from pytest_promptsuite.errors import ConfigError
+from pytest_promptsuite.errors import TemplateError
+from pytest_promptsuite.formats.tomlio import line_of_key
+from pytest_promptsuite.prompts.fields import TemplateReads
+from pytest_promptsuite.prompts.files.filters import MakeFilter
+from pytest_promptsuite.prompts.files.filters import builtin_filter
+from pytest_promptsuite.prompts.files.renderers import MakeRenderer
+from pytest_promptsuite.prompts.files.renderers import Renderer
+from pytest_promptsuite.prompts.files.renderers import builtin_renderer
+from pytest_promptsuite.prompts.files.renderers import get_renderer
+from pytest_promptsuite.prompts.output_parsers import MakeParser
+from pytest_promptsuite.prompts.output_parsers import builtin_output_parser
+from pytest_promptsuite.prompts.row import task_row
+
+
+if TYPE_CHECKING:
+    from pytest_promptsuite.cases.case import PromptCase
+    from pytest_promptsuite.config.suite import SuiteConfig
+    from pytest_promptsuite.config.suite import TemplateConfig
+    from pytest_promptsuite.nemo.render import NemoPrompt
+    from pytest_promptsuite.prompts.prompt import Prompt
+    from pytest_promptsuite.prompts.task_prompts import TaskPrompt
+
+
+__all__ = ["PromptSource", "StringTemplate", "load_template_file", "prompt_source", "string_template"]
+
+
+def load_template_file(config: SuiteConfig, relative: str, *, key: str = "template.template_file") -> str:
+    """The text of ``template_file = RELATIVE``, byte for byte (UTF-8, no newline translation).
+
+    The path is resolved against the config's folder with links followed, and must stay inside
+    it (ConfigError otherwise, from :meth:`SuiteConfig.resolve`); ``key`` is the setting that
+    named it (``variants.v1.template_file``), whose line every error names.
+    """
+    path = config.resolve(relative, key=key)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(
+            f"{config.where(key)}: {key} = {relative!r}: cannot read {path}: {exc.strerror}"
+        ) from exc
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: the template file is not UTF-8 text: {exc}") from exc
+
+
+@dataclass(frozen=True)
+class StringTemplate:
+    """A template string with its renderer and a name for errors (the file, or ``template``);
+    ``origin`` is the file it is written in and the line it starts on (0: unknown)."""
+
+    text: str
+    renderer: Renderer
+    name: str
+    origin: tuple[Path | None, int] = (None, 0)
+    key: str = "template.template_file"
+
+    def render(self, row: Mapping[str, Any]) -> str:
+        """The prompt for ``row``; a TemplateError names this template."""
+        try:
+            return self.renderer.render(self.text, row)
+        except TemplateError as exc:
+            raise TemplateError(f"{self.name}: {exc}") from exc
+
+    def fields(self) -> TemplateReads:
+        """What the template reads, as its renderer says (None from a renderer without a
+        ``fields`` method); a syntax error or unknown filter is a ConfigError naming the file."""
+        path, line = self.origin
+        reads = getattr(self.renderer, "fields", None)
+        try:  # a renderer's syntax errors are TemplateErrors (the jinja one compiles first)
+            found = tuple(reads(self.text)) if callable(reads) else None
+        except TemplateError as exc:
+            place = f"{path}:{line}" if path is not None and line else (str(path) if path else self.name)
+            raise ConfigError(f"{place}: {self.key}: {exc}") from exc
+        return TemplateReads(self.key, found, path, line or (1 if path is not None else 0))
+
+
+def string_template(
+    config: SuiteConfig,
+    template: TemplateConfig | None = None,
+    *,
+    make: MakeRenderer = builtin_renderer,
+    make_filter: MakeFilter = builtin_filter,
+    variant: str | None = None,
+) -> StringTemplate | None:
+    """``template_file`` (or an inline ``template`` string) of a template table with its
+    ``renderer``; None when the table is not of the template-file kind. ``template`` defaults to
+    ``config.template``; ``make`` and ``make_filter`` are the renderer and Jinja filter lookups;
+    ``variant`` names the table in messages (``variants.v1.template_file``, with its line)."""
+    table = template if template is not None else config.template
+
+    def where(key: str) -> str:
+        return config.where(config.template_key(variant, key))
+
+    if table.kind(path=config.path) is not TemplateKind.FILE:
+        if table.renderer is not None:
+            raise ConfigError(f"{where('renderer')}: template.renderer needs a 'template_file' or 'template'")
+        return None
+    if table.template_file is not None and table.template is not None:
+        raise ConfigError(f"{where('template')}: [template] has both 'template_file' and 'template'; keep one")
+    origin: tuple[Path | None, int]
+    if table.template_file is not None:
+        key = config.template_key(variant, "template_file")
+        text = load_template_file(config, table.template_file, key=key)
+        name, origin = table.template_file, (config.resolve(table.template_file, key=key), 1)
+    else:
+        assert table.template is not None
+        key = config.template_key(variant, "template")
+        text, name, origin = table.template, "template", (config.path, line_of_key(config.lines, key) or 0)
+    try:
+        renderer = get_renderer(table.renderer, make=make, make_filter=make_filter)
+    except ConfigError as exc:
+        raise ConfigError(f"{where('renderer')}: {exc}") from exc
+    return StringTemplate(text, renderer, name, origin=origin, key=key)
+
+
+@dataclass(frozen=True)
+class PromptSource:
+    """What each case sends when its ``[template]`` table (after the variant) uses a task prompt
+    or a string template: one of the two is set."""
+
+    task_prompt: TaskPrompt | NemoPrompt | None = None
+    string: StringTemplate | None = None
+    #: ``[template] optional``: fields a case may leave out; they render empty.
+    optional: frozenset[str] = frozenset()
+    #: Names this source provides itself (a NeMo context's variables): never missing from a row.
+    provides: frozenset[str] = field(default_factory=frozenset)
+
+    def fields(self) -> list[TemplateReads]:
+        """What this source's template reads (the static check compares it with each case)."""
+        if self.string is not None:
+            return [replace(self.string.fields(), provides=self.provides)]
+        assert self.task_prompt is not None
+        from pytest_promptsuite.nemo.render import NemoPrompt
+
+        prompt = self.task_prompt.prompt if isinstance(self.task_prompt, NemoPrompt) else self.task_prompt
+        where, _, line = prompt.where.rpartition(":")
+        path = Path(where) if line.isdigit() else None
+        return [
+            TemplateReads(f"task {prompt.task!r} (mode {prompt.mode!r})", tuple(prompt.fields()), path,
+                          int(line) if line.isdigit() else 0, provides=self.provides)
+        ]
+
+    def prompt(self, case: PromptCase) -> Prompt:
+        """The prompt of ``case``: a string, or OpenAI-role messages (task prompts' ``messages``).
+        TemplateError (naming the prompt or file, and the variable) when it does not render."""
+        row = task_row(case)
+        for name in self.optional:
+            row.setdefault(name, "")
+        if self.task_prompt is not None:
+            return self.task_prompt.render(row)
+        assert self.string is not None
+        return self.string.render(row)
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """Request params the task prompt sets (``stop``, ``max_tokens``); merge over the model's."""
+        return self.task_prompt.params if self.task_prompt is not None else {}
+
+    def parse_output(self, text: str) -> str:
+        """The output the checks see (the task prompt's ``output_parser``); may raise
+        :class:`OutputParserError`, which should fail the case, not error it."""
+        return self.task_prompt.parse_output(text) if self.task_prompt is not None else text
+
+
+def prompt_source(
+    config: SuiteConfig,
+    table: TemplateConfig | None = None,
+    *,
+    model: str | None = None,
+    make_renderer: MakeRenderer = builtin_renderer,
+    make_filter: MakeFilter = builtin_filter,
+    make_parser: MakeParser = builtin_output_parser,
+    variant: str | None = None,
+) -> PromptSource | None:
+    """The prompt source of a ``[template]`` table (default ``config.template``; pass
+    :meth:`SuiteConfig.template_for` for a variant, and its name as ``variant`` so messages name
+    its lines), or None when it is an infer_cfg (the :class:`CasePrompts` engine's business).
+    ConfigError when it mixes kinds.
+
+    Loads and compiles everything now, so any mistake is a ConfigError before a case runs; the
+    task prompt is selected for ``table.prompt_model``, else ``model`` (the model's spec), and
+    ``table.mode``; under NeMo semantics by NeMo's rules (:mod:`.nemo`).
+    """
+    table = table if table is not None else config.template
+
+    def where(key: str) -> str:
+        return config.where(config.template_key(variant, key))
+
+    optional = frozenset(table.optional or ())
+    if table.kind(path=config.path) is TemplateKind.TASK_PROMPTS:
+        from pytest_promptsuite.nemo.render import NEMO_CONTEXT  # YAML and Jinja2 load with the first task prompt
+        from pytest_promptsuite.nemo.render import nemo_prompt
+        from pytest_promptsuite.nemo.render import nemo_semantics
+        from pytest_promptsuite.prompts.task_prompts import load_task_prompts
+
+        if nemo_semantics(table) and table.task is not None:
+            nemo = nemo_prompt(config, table, make_filter=make_filter, make_parser=make_parser)
+            return PromptSource(task_prompt=nemo, optional=optional, provides=NEMO_CONTEXT)
+        if table.task_prompts is None or table.task is None:
+            missing = "task_prompts" if table.task_prompts is None else "task"
+            raise ConfigError(f"{where('task_prompts')}: [template] uses task prompts but has no {missing!r}")
+        key = config.template_key(variant, "task_prompts")
+        if not config.resolve(table.task_prompts, key=key).exists():
+            raise ConfigError(f"{config.where(key)}: {key} = {table.task_prompts!r}: no such file or folder")
+        if table.prompt_model is not None:
+            model = table.prompt_model
+        prompts = load_task_prompts(
+            config, table.task_prompts, make_filter=make_filter, make_parser=make_parser
+        )
+        try:
+            chosen = prompts.select(table.task, model, table.mode)
+        except ConfigError as exc:
+            raise ConfigError(f"{where('task')}: {exc}") from exc
+        return PromptSource(task_prompt=chosen, optional=optional)
+    for key in ("mode", "nemo_config", "semantics", "prompt_model"):
+        if getattr(table, key) is not None:
+            raise ConfigError(f"{where(key)}: template.{key} applies to task prompts; add task_prompts and task")
+    string = string_template(config, table, make=make_renderer, make_filter=make_filter, variant=variant)
+    return PromptSource(string=string, optional=optional) if string is not None else None

@@ -1,0 +1,167 @@
+"""Report files: ``results.jsonl``, ``summary.json``, ``slices.csv``, ``summary.md``, ``dashboard.html``."""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Iterator
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+from typing import TextIO
+from typing import overload
+
+from pytest_promptsuite.checks.result import Layer
+from pytest_promptsuite.checks.result import Outcome
+from pytest_promptsuite.formats.jsonio import encode
+from pytest_promptsuite.report.document import summary_document
+from pytest_promptsuite.report.html import GridCells
+from pytest_promptsuite.report.html import write_dashboard
+from pytest_promptsuite.report.markdown import summary_markdown
+from pytest_promptsuite.results.history import History
+from pytest_promptsuite.results.row import CaseResult
+from pytest_promptsuite.results.summary import Baseline
+from pytest_promptsuite.results.summary import Summary
+from pytest_promptsuite.results.usage import UsageReport
+from pytest_promptsuite.results.usage import usage_report
+from pytest_promptsuite.safety.scrub import printable
+
+
+__all__ = ["REPORT_FILES", "review_queue", "sorted_rows", "write_report"]
+
+REPORT_FILES = ("results.jsonl", "summary.json", "slices.csv", "summary.md", "dashboard.html", "review.jsonl")
+
+
+def _order(row: CaseResult) -> tuple[str, int, str, str, int]:
+    where = row.location
+    path, line = ("", 0) if where is None else (str(where.path), where.line)
+    return (path, line, row.case_id, row.variant or "", row.repeat)
+
+
+def sorted_rows(rows: Iterable[CaseResult]) -> list[CaseResult]:
+    """Rows in case-file order (file, line, variant, repeat), whatever order they finished in.
+
+    A serial run, a pytest-xdist run and merged shards then write the same ``results.jsonl``.
+    """
+    return sorted(rows, key=_order)
+
+
+def review_queue(rows: Iterable[CaseResult]) -> list[dict[str, Any]]:
+    """The cases marked for a human (outcome ``review``), each with the reasons it was marked."""
+    queue = []
+    for row in rows:
+        if row.outcome is not Outcome.REVIEW:
+            continue
+        reasons = [
+            str(c.details["review"])
+            for c in row.checks
+            if c.layer == Layer.REVIEW and c.details and "review" in c.details
+        ]
+        queue.append(
+            {
+                "case_id": row.case_id, "slice": row.slice, "variant": row.variant, "repeat": row.repeat,
+                "location": "" if row.location is None else str(row.location), "reasons": reasons,
+                "prompt": row.prompt, "output": row.output,
+            }
+        )
+    return queue
+
+
+class _Printable:
+    """A text file that writes everything through :func:`printable` (the csv module's writer)."""
+
+    def __init__(self, fp: TextIO) -> None:
+        self.fp = fp
+
+    def write(self, text: str) -> int:
+        """Write ``text`` scrubbed, lone surrogates escaped."""
+        return self.fp.write(printable(text))
+
+
+class _ReadBack(Sequence[CaseResult]):
+    """Rows in order, each read back whole by ``full`` as it is reached: the report files are
+    written as a stream, never with every row's texts in memory at once."""
+
+    def __init__(self, rows: list[CaseResult], full: Callable[[CaseResult], CaseResult]) -> None:
+        self._rows, self._full = rows, full
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    @overload
+    def __getitem__(self, index: int) -> CaseResult: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[CaseResult]: ...
+
+    def __getitem__(self, index: int | slice) -> CaseResult | Sequence[CaseResult]:
+        if isinstance(index, slice):
+            return _ReadBack(self._rows[index], self._full)
+        return self._full(self._rows[index])
+
+    def __iter__(self) -> Iterator[CaseResult]:
+        return map(self._full, self._rows)
+
+
+def _only(rows: Sequence[CaseResult], *outcomes: Outcome) -> Sequence[CaseResult]:
+    """The rows of these outcomes; of read-back rows, only those are read back (the outcome is
+    known without the texts)."""
+    if isinstance(rows, _ReadBack):
+        return _ReadBack([r for r in rows._rows if r.outcome in outcomes], rows._full)
+    return [r for r in rows if r.outcome in outcomes]
+
+
+def write_report(
+    directory: Path, rows: Iterable[CaseResult], summary: Summary, *,
+    full: Callable[[CaseResult], CaseResult] | None = None, usage: UsageReport | None = None,
+    history: History | None = None, baseline: Baseline | Sequence[CaseResult] | None = None,
+    lines: Callable[[Iterable[CaseResult]], Iterable[bytes]] | None = None, cells: GridCells | None = None,
+) -> list[Path]:
+    """Write every report file into ``directory`` (created if needed); return their paths.
+
+    ``full`` reads a row back whole when ``rows`` left their texts on disk (a run's spool), so the
+    files are written as a stream. ``usage`` (calls, tokens, cost, latency) is computed from the
+    rows when not given; ``history`` (``--prompt-history``) adds each slice's trend, this run last,
+    to ``summary.md`` and the dashboard; the ``baseline``'s rows are the dashboard's baseline
+    column of outputs (read back the same way when a streamed :class:`Baseline` left them on disk).
+    ``lines`` gives the rows' ``results.jsonl`` lines (UTF-8, each ending in a newline, scrubbed)
+    as a spool holds them (their ``to_json()``, copied rather than read back, parsed and encoded
+    again); ``cells``, the dashboard grid's text of the rows it need not read back (made as they
+    were spooled).
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    light = sorted_rows(rows)
+    ordered: Sequence[CaseResult] = light if full is None else _ReadBack(light, full)
+    if isinstance(baseline, Baseline):
+        baseline = baseline.rows if baseline.full is None else _ReadBack(list(baseline.rows), baseline.full)
+    usage = usage if usage is not None else usage_report(ordered, summary.run)
+    trend = history.with_current(summary) if history is not None else None
+    results = directory / "results.jsonl"
+    with results.open("wb") as fp:  # bytes: a spool's lines are copied, never decoded
+        if lines is None:
+            fp.writelines((row.to_json() + "\n").encode("utf-8") for row in ordered)
+        else:
+            fp.writelines(lines(light))
+    summary_json = directory / "summary.json"
+    summary_json.write_text(encode(summary_document(summary, usage=usage), indent=2) + "\n", encoding="utf-8")
+    slices_csv = directory / "slices.csv"
+    with slices_csv.open("w", encoding="utf-8", newline="") as fp:
+        table = [s.to_dict() for s in summary.slices]
+        fields = list(table[0]) if table else ["slice"]
+        writer = csv.DictWriter(_Printable(fp), fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(table)
+    queue = review_queue(_only(ordered, Outcome.REVIEW))  # only those rows read back
+    summary_md = directory / "summary.md"
+    markdown = summary_markdown(summary, queue, rows=_only(ordered, Outcome.FAILED, Outcome.ERROR), usage=usage,
+                                history=trend)
+    summary_md.write_text(printable(markdown), encoding="utf-8")
+    dashboard = write_dashboard(
+        directory / "dashboard.html", light, summary, usage=usage, history=trend, baseline=baseline, full=full,
+        cells=cells,
+    )
+    review = directory / "review.jsonl"  # the review queue: what a human should look at
+    with review.open("w", encoding="utf-8") as fp:
+        fp.writelines(encode(item) + "\n" for item in queue)
+    return [results, summary_json, slices_csv, summary_md, dashboard, review]

@@ -1,0 +1,139 @@
+"""The row of ``results.jsonl``: ``CaseResult``, what one executed case recorded.
+
+It is also what crosses the pytest-xdist wire (as JSON in ``item.user_properties``), so it
+round-trips through :meth:`CaseResult.to_json` exactly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from dataclasses import field
+from typing import Any
+from typing import Union
+
+from pytest_promptsuite.cases.case import CaseKey
+from pytest_promptsuite.cases.case import CaseLocation
+from pytest_promptsuite.checks.result import OUTCOMES
+from pytest_promptsuite.checks.result import CheckResult
+from pytest_promptsuite.checks.result import Outcome
+from pytest_promptsuite.formats.jsonio import decode
+from pytest_promptsuite.formats.jsonio import encode
+
+
+__all__ = ["CaseResult", "RESULT_FORMAT_VERSION"]
+
+#: Written into every ``results.jsonl`` row; bumped whenever a field changes meaning. Rows
+#: without it are version 1 (before the field existed).
+RESULT_FORMAT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    """Everything recorded for one executed case (one variant, one repeat).
+
+    ``outcome`` may be given as its string and ``location`` as ``"path:line"`` (as a
+    ``results.jsonl`` row writes them); both are stored typed.
+    """
+
+    case_id: str
+    slice: str
+    outcome: Outcome
+    location: Union[CaseLocation, None] = None
+    variant: str | None = None
+    repeat: int = 0
+    output: str | None = None
+    checks: tuple[CheckResult, ...] = ()
+    error: str | None = None
+    prompt: Any = None
+    prompt_hash: str | None = None
+    latency_ms: float | None = None
+    usage: dict[str, Any] | None = None
+    tags: tuple[str, ...] = ()
+    metadata: dict[str, Any] = field(default_factory=dict)
+    #: Multi-turn cases: every reply, in request order (the last one is ``output``).
+    replies: tuple[str, ...] = ()
+    #: The answer came from the response cache (no call was made).
+    cached: bool = False
+
+    def __post_init__(self) -> None:
+        outcome: object = self.outcome
+        if type(outcome) is not Outcome:
+            object.__setattr__(self, "outcome", Outcome(outcome))
+        location: object = self.location
+        if isinstance(location, str):
+            object.__setattr__(self, "location", CaseLocation.parse(location))
+
+    @property
+    def key(self) -> CaseKey:
+        """Which case, variant and repeat this row is."""
+        return CaseKey(self.case_id, self.variant, self.repeat)
+
+    @property
+    def failed_checks(self) -> list[CheckResult]:
+        """The checks that ran and did not pass."""
+        return [c for c in self.checks if not c.passed and not c.skipped]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``results.jsonl`` row (the contract's fields first, the format version last)."""
+        return {
+            "case_id": self.case_id,
+            "slice": self.slice,
+            "variant": self.variant,
+            "repeat": self.repeat,
+            "outcome": self.outcome.value,
+            "output": self.output,
+            "checks": [c.to_dict() for c in self.checks],
+            "error": self.error,
+            "prompt": self.prompt,
+            "prompt_hash": self.prompt_hash,
+            "latency_ms": self.latency_ms,
+            "usage": self.usage,
+            "location": "" if self.location is None else str(self.location),
+            "tags": list(self.tags),
+            "metadata": self.metadata,
+            **({"replies": list(self.replies)} if self.replies else {}),
+            **({"cached": True} if self.cached else {}),
+            "format_version": RESULT_FORMAT_VERSION,
+        }
+
+    def to_json(self) -> str:
+        """The row as one line of JSON (what ``results.jsonl``, junit's properties and the xdist
+        wire carry): secrets scrubbed, every line separator and lone surrogate escaped."""
+        return encode(self.to_dict(), compact=True)
+
+    @classmethod
+    def from_dict(cls, row: dict[str, Any]) -> CaseResult:
+        """A row read back; ValueError for a row of a newer format or an unknown outcome."""
+        get = row.get  # every row of a baseline comes through here: positional, no empty generators
+        version = get("format_version", 1)
+        if not isinstance(version, int) or version > RESULT_FORMAT_VERSION:
+            raise ValueError(
+                f"format_version {version!r} is newer than this pytest-promptsuite reads "
+                f"({RESULT_FORMAT_VERSION}); upgrade it"
+            )
+        case_id, slice_, outcome = row["case_id"], row["slice"], row["outcome"]  # a missing one: in this order
+        checks, tags, replies = get("checks", ()), get("tags", ()), get("replies", ())
+        return cls(
+            case_id,
+            slice_,
+            OUTCOMES[outcome] if isinstance(outcome, str) and outcome in OUTCOMES else Outcome(outcome),
+            CaseLocation.parse(get("location") or ""),
+            get("variant"),
+            get("repeat", 0),
+            get("output"),
+            () if checks == () else tuple(CheckResult(**c) for c in checks),
+            get("error"),
+            get("prompt"),
+            get("prompt_hash"),
+            get("latency_ms"),
+            get("usage"),
+            () if tags == () else tuple(tags),
+            get("metadata") or {},
+            () if replies == () else tuple(replies),
+            get("cached") is True,
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> CaseResult:
+        """A row from one line of JSON (ValueError when it is not JSON)."""
+        return cls.from_dict(decode(text, strict=False))

@@ -1,0 +1,38 @@
+"""Outcome counts per group: the aggregation behind every table of the summary.
+
+Plain Python over the rows (one pass, then sorted by group), so that a run's summary never
+imports pandas: the one-case edit-run loop pays nothing for it, and 100,000 rows tally in a
+fraction of a second all the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from collections.abc import Hashable
+from collections.abc import Iterable
+from typing import TypeVar
+
+from pytest_promptsuite.checks.result import Outcome
+from pytest_promptsuite.results.records import Counts
+from pytest_promptsuite.results.row import CaseResult
+
+
+__all__ = ["counts_by", "tally"]
+
+K = TypeVar("K", bound=Hashable)
+
+
+def tally(pairs: Iterable[tuple[K, Outcome]]) -> dict[K, Counts]:
+    """Outcome counts per group of ``(group, outcome)`` pairs, in sorted order of the groups."""
+    groups: dict[K, dict[Outcome, int]] = {}
+    for group, outcome in pairs:
+        counts = groups.get(group)
+        if counts is None:
+            counts = groups[group] = dict.fromkeys(Outcome, 0)
+        counts[outcome] += 1
+    return {group: Counts.from_tally(groups[group]) for group in sorted(groups)}  # type: ignore[type-var]
+
+
+def counts_by(rows: Iterable[CaseResult], key: Callable[[CaseResult], K | None]) -> dict[K, Counts]:
+    """Outcome counts per value of ``key(row)`` (rows whose key is None are left out), sorted."""
+    return tally((k, row.outcome) for row in rows if (k := key(row)) is not None)

@@ -1,0 +1,1 @@
+"""One run: the session that plans and aggregates, one case's pipeline, assembly through the hooks."""

@@ -1,0 +1,303 @@
+"""Builds what each suite runs with: its prompts, checks, judge, model and pipeline, and the
+run's response stores, through the plugin hooks only.
+
+Every renderer, output parser, Jinja filter, retriever, check and model comes from its
+``pytest_promptsuite_make_*`` hook, whose built-in implementations are registered like any
+plugin's (``builtins.py``), so a conftest or an installed plugin is asked first, under pytest and
+under the ``promptsuite`` command alike. pytest-free.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+from typing import Any
+
+from pytest_promptsuite.checks.check import CheckScope
+from pytest_promptsuite.checks.compile import SuiteChecks
+from pytest_promptsuite.checks.compile import compile_suite_checks
+from pytest_promptsuite.checks.evaluator import Evaluator
+from pytest_promptsuite.config.options import RunOptions
+from pytest_promptsuite.config.settings import DEFAULT_CONCURRENCY
+from pytest_promptsuite.config.suite import ModelConfig
+from pytest_promptsuite.config.suite import SuiteConfig
+from pytest_promptsuite.errors import ConfigError
+from pytest_promptsuite.errors import PromptSuiteError
+from pytest_promptsuite.models.base import Model
+from pytest_promptsuite.models.cache import Cassette
+from pytest_promptsuite.models.cache import ResponseCache
+from pytest_promptsuite.models.cache import ResponseStores
+from pytest_promptsuite.models.runner import ModelRunner
+from pytest_promptsuite.prompts.compile import CasePrompts
+from pytest_promptsuite.results.io import load_summary_json
+from pytest_promptsuite.results.io import stream_results
+from pytest_promptsuite.results.records import RunInfo
+from pytest_promptsuite.results.summary import Baseline
+from pytest_promptsuite.run.pipeline import CasePipeline
+from pytest_promptsuite.safety.scrub import public_url
+
+
+if TYPE_CHECKING:
+    from pytest_promptsuite.checks.metric import ModelJudge
+    from pytest_promptsuite.results.history import History
+    from pytest_promptsuite.results.review_book import ReviewBook
+
+
+__all__ = ["Assembler", "open_baseline", "open_reviews_and_history", "open_stores"]
+
+
+def open_stores(options: RunOptions, *, invocation_dir: Path, rootpath: Path, is_worker: bool) -> ResponseStores:
+    """The response cache and cassettes the options ask for; a cassette that cannot be read or
+    written is a ConfigError now, before anything runs. Only the controller starts a recording."""
+    if options.record and options.replay:
+        raise ConfigError("--prompt-record and --prompt-replay exclude each other")
+    cache = None
+    if not options.no_cache and not options.replay:
+        folder = invocation_dir / options.cache if options.cache else rootpath / ".promptsuite_cache"
+        cache = ResponseCache(folder)
+    replay = Cassette(invocation_dir / options.replay, "replay") if options.replay else None
+    record = None
+    if options.record:
+        record = Cassette(invocation_dir / options.record, "record")
+        if not is_worker:
+            record.start()
+    return ResponseStores(cache=cache, replay=replay, record=record)
+
+
+
+def open_baseline(options: RunOptions) -> Baseline | None:
+    """The ``--prompt-baseline`` rows (of this shard only, with ``--prompt-shard``), and what
+    that run used when a ``summary.json`` lies beside them."""
+    path, shard = options.baseline, options.shard
+    if path is None:
+        return None
+    try:
+        stored = stream_results(path)  # outputs and prompts stay on disk until a flip shows them
+        summary = load_summary_json(path)
+    except PromptSuiteError as exc:
+        raise ConfigError(f"--prompt-baseline: {exc}") from exc
+    rows = stored.rows if shard is None else [r for r in stored.rows if r.case_id in shard]
+    run = summary.get("run") if summary else None
+    info = RunInfo.from_dict(run) if isinstance(run, dict) else None
+    return Baseline(rows, str(path), options.baseline_variant, info, full=stored.full)
+
+
+def open_reviews_and_history(options: RunOptions, *, is_worker: bool) -> tuple[ReviewBook | None, History | None]:
+    """``--prompt-reviews`` (every process that runs cases applies them) and ``--prompt-history``
+    (the controller's reports), each module loaded only when its option is given."""
+    reviews = history = None
+    if options.reviews is not None:
+        from pytest_promptsuite.results.review_book import load_reviews
+
+        reviews = load_reviews(options.reviews)
+    if options.history is not None and not is_worker:
+        from pytest_promptsuite.results.history import load_history
+
+        history = load_history([options.history])
+    return reviews, history
+
+class Assembler:
+    """Makes the parts of each suite through ``hook`` (pytest's ``config.hook``, or the
+    ``promptsuite`` command's plugin manager).
+
+    Args:
+        hook: the hook relay the ``make_*`` hooks are called on.
+        runner: runs the model calls; models are attached to it as they are made.
+        options: the run's options (``--prompt-model``, ``--prompt-judge``, ...).
+        invocation_dir: where relative paths given on the command line resolve.
+        display: how a path is shown in messages.
+        stores: the response cache and cassettes, for every model with I/O.
+        config: passed to ``pytest_promptsuite_make_model`` (pytest's config; None outside).
+        workers: pytest-xdist workers sharing the run's concurrency bound.
+    """
+
+    def __init__(
+        self,
+        hook: Any,
+        *,
+        runner: ModelRunner,
+        options: RunOptions,
+        invocation_dir: Path,
+        display: Callable[[Path], str],
+        stores: ResponseStores | None = None,
+        config: Any = None,
+        workers: int = 1,
+    ) -> None:
+        self.hook = hook
+        self.runner = runner
+        self.options = options
+        self.invocation_dir = invocation_dir
+        self.display = display
+        self.stores = stores
+        self.config = config
+        self.workers = max(1, workers)
+
+    def model_settings(self, suite: SuiteConfig, variant: str | None = None) -> tuple[ModelConfig, Path]:
+        """The model a suite (prompt ``variant``) runs and the folder its relative paths resolve
+        in: ``--prompt-model`` names a ``[models.NAME]`` or replaces the spec of ``[model]`` (its
+        relative rule files then resolve against the invocation folder); a variant's own
+        ``model`` table goes over that; ``--prompt-base-url`` replaces the base URL."""
+        option, root = self.options.model, suite.root
+        if option is None:
+            settings = suite.model
+        elif option in suite.models:
+            settings = suite.models[option]
+        else:
+            settings, root = dataclasses.replace(suite.model, spec=option), self.invocation_dir
+        own = suite.model_for(variant, settings)
+        if own.spec != settings.spec:
+            root = suite.root  # the variant's own rules file is the config's
+        if self.options.base_url:
+            own = dataclasses.replace(own, base_url=self.options.base_url)
+        return own, root
+
+    def describe_model(self, suite: SuiteConfig, variant: str | None) -> dict[str, Any]:
+        """What a run records of a variant's model: spec, base URL (without credentials), params
+        and whether its answers never vary (a ``deterministic`` model, or a replay)."""
+        settings, root = self.model_settings(suite, variant)
+        try:
+            model = self.make_model(settings, root)
+            deterministic = bool(self.options.replay) or bool(getattr(model, "deterministic", False))
+        except PromptSuiteError:
+            deterministic = False
+        return {
+            "spec": settings.spec,
+            "base_url": public_url(settings.base_url) if settings.base_url else None,
+            "params": dict(settings.params),
+            "deterministic": deterministic,
+            **({} if settings.prices is None else {"prices": dataclasses.asdict(settings.prices)}),
+        }
+
+    def make_model(self, settings: ModelConfig, root: Path, where: str | None = None) -> Model:
+        """The model for ``settings`` from the ``pytest_promptsuite_make_model`` hook; a problem
+        (a missing rules file, an unknown spec) is a ConfigError prefixed with ``where`` (the
+        config line or option that named the model)."""
+        try:
+            model: Model = self.hook.pytest_promptsuite_make_model(
+                config=self.config, spec=settings.spec, settings=settings, root=root
+            )
+        except PromptSuiteError as exc:
+            if where is None:
+                raise
+            raise ConfigError(f"{where}: {exc}") from exc
+        return model
+
+    def model_source(self, suite: SuiteConfig, variant: str | None = None) -> str | None:
+        """Where the model of a suite (prompt ``variant``) was named, for messages:
+        ``promptsuite.toml:5: model.spec = 'fake:rules.json'``, or the ``--prompt-model`` option."""
+        option = self.options.model
+        if variant is not None and variant in suite.variants:
+            own = suite.variants[variant].model
+            if own is not None and own.spec is not None:
+                key = f"variants.{variant}.model.spec"
+                return f"{suite.where(key)}: {key} = {own.spec!r}" if suite.path else None
+        if option is not None and option not in suite.models:
+            return f"--prompt-model {option}"
+        key = f"models.{option}.spec" if option is not None else "model.spec"
+        if suite.path is None:
+            return None
+        settings = suite.models[option] if option is not None else suite.model
+        return f"{suite.where(key)}: {key} = {settings.spec!r}"
+
+    def prompts(
+        self, suite: SuiteConfig, settings: ModelConfig | None = None,
+        variant_settings: dict[str, ModelConfig] | None = None,
+    ) -> CasePrompts:
+        """What each case of ``suite`` sends: its ``[template]`` (and variants, each with its own
+        model's meta template where it has one) compiled now, so a mistake in a template, task
+        prompt or renderer is reported before any case runs."""
+        if variant_settings is None:
+            variant_settings = {
+                name: self.model_settings(suite, name)[0] for name, v in suite.variants.items() if v.model is not None
+            }
+        hook = self.hook
+
+        def make_filter(name: str) -> Any:
+            return hook.pytest_promptsuite_make_jinja_filter(name=name)
+
+        return CasePrompts.from_suite(
+            suite,
+            settings or self.model_settings(suite)[0],
+            make_retriever=hook.pytest_promptsuite_make_retriever,
+            make_renderer=lambda name, params: hook.pytest_promptsuite_make_renderer(name=name, params=params),
+            make_filter=make_filter,
+            make_parser=lambda name, params: hook.pytest_promptsuite_make_output_parser(name=name, params=params),
+            variant_settings=variant_settings,
+        )
+
+    def suite_checks(self, suite: SuiteConfig) -> SuiteChecks:
+        """The config's ``[[checks]]`` compiled (a CheckError naming the config and entry)."""
+        source = self.display(suite.path) if suite.path is not None else "suite config"
+        return compile_suite_checks(
+            suite.checks, self.hook.pytest_promptsuite_make_check, base_dir=suite.root, source=source,
+            scope=CheckScope(suite.root, suite.python_modules),
+        )
+
+    def _judge(self, suite: SuiteConfig) -> tuple[ModelJudge | None, str | None]:
+        """``--prompt-judge`` (a ``[models.NAME]`` or a spec), else ``[models.judge]``."""
+        option, root = self.options.judge, suite.root
+        name = option if option is not None and option in suite.models else None
+        where = f"--prompt-judge {option}" if option is not None else None
+        if option is None and "judge" in suite.models:
+            name = "judge"
+        if name is not None:
+            settings = suite.models[name]
+            where = f"{suite.where(f'models.{name}.spec')}: models.{name}.spec = {settings.spec!r}"
+        elif option is not None:
+            settings, root = ModelConfig(spec=option), self.invocation_dir
+        else:
+            return None, None
+        # the judge's answers are cached and replayed like the model's
+        model = self.runner.attach(self.make_model(settings, root, where), stores=self.stores, prefetched=False)
+        from pytest_promptsuite.checks.metric import ModelJudge  # the judge's layer: loaded when a suite has a judge
+
+        return ModelJudge(model, self.runner, settings.params), settings.spec
+
+    def evaluator(self, suite: SuiteConfig) -> Evaluator:
+        """The checks side of a suite: its ``[[checks]]``, the judge model, the review policy and
+        the output transform of ``pytest_promptsuite_transform_output``."""
+        hook = self.hook
+        judge, judge_name = self._judge(suite)
+        return Evaluator(
+            make=hook.pytest_promptsuite_make_check,
+            suite=self.suite_checks(suite),
+            judge=judge,
+            judge_name=judge_name,
+            review_fails=suite.review.outcome == "failed",
+            transform=lambda output, case, response: hook.pytest_promptsuite_transform_output(
+                output=output, case=case, response=response
+            ),
+        )
+
+    def _attached(self, settings: ModelConfig, root: Path, where: str | None = None) -> Model:
+        """A model made and attached to the runner; the concurrency bound (``--prompt-concurrency``,
+        else its ``concurrency``) is for the whole run, so pytest-xdist workers share it."""
+        limit = self.options.concurrency or settings.concurrency or DEFAULT_CONCURRENCY
+        if settings.budget_usd is not None and settings.prices is None:
+            raise ConfigError(f"[model] budget_usd of {settings.spec} needs [model] prices = "
+                              "{prompt = USD per 1M tokens, completion = USD per 1M tokens}")
+        return self.runner.attach(
+            self.make_model(settings, root, where), concurrency=max(1, -(-limit // self.workers)),
+            stores=self.stores, batch=self.options.batch_mode or settings.batch, budget_usd=settings.budget_usd,
+            prices=settings.prices,
+        )
+
+    def pipeline(self, suite: SuiteConfig) -> CasePipeline:
+        """A suite's whole pipeline, with a model of its own for each variant that has one."""
+        settings, root = self.model_settings(suite)
+        model = self._attached(settings, root, self.model_source(suite))
+        own: dict[str, tuple[Model, ModelConfig]] = {}
+        for name, variant in suite.variants.items():
+            if variant.model is not None:
+                variant_settings, variant_root = self.model_settings(suite, name)
+                own[name] = (
+                    self._attached(variant_settings, variant_root, self.model_source(suite, name)), variant_settings
+                )
+        prompts = self.prompts(suite, settings, {name: s for name, (_, s) in own.items()})
+        return CasePipeline(
+            model, self.runner, params=settings.params, evaluator=self.evaluator(suite), prompts=prompts,
+            variant_models={name: (m, s.params) for name, (m, s) in own.items()},
+            prices={"": settings.prices, **{name: s.prices for name, (_, s) in own.items()}},
+        )

@@ -1,0 +1,302 @@
+"""Walks one case through the stages: prompt (templates), response (models), verdict (checks).
+
+A case's first request is rendered and hashed once: :meth:`CasePipeline.prefetch` prepares it
+and starts its call ahead of time, and :meth:`CasePipeline.run` sends that very request (or
+prepares it then, when nothing prefetched it). Every later request of a multi-turn case is
+rendered once, when the reply before it arrives.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pytest_promptsuite.cases.case import CaseKey
+from pytest_promptsuite.cases.case import CaseLocation
+from pytest_promptsuite.cases.case import CaseRef
+from pytest_promptsuite.cases.case import PromptCase
+from pytest_promptsuite.checks.compile import CompiledChecks
+from pytest_promptsuite.checks.evaluator import Evaluator
+from pytest_promptsuite.checks.evaluator import outcome_of
+from pytest_promptsuite.checks.result import CheckResult
+from pytest_promptsuite.checks.result import Layer
+from pytest_promptsuite.checks.result import Outcome
+from pytest_promptsuite.config.suite import Prices
+from pytest_promptsuite.errors import CaseFileError
+from pytest_promptsuite.errors import ModelError
+from pytest_promptsuite.errors import PromptSuiteError
+from pytest_promptsuite.errors import TemplateError
+from pytest_promptsuite.formats.jsonio import encode
+from pytest_promptsuite.models.base import Model
+from pytest_promptsuite.models.base import ModelRequest
+from pytest_promptsuite.models.base import Prompt
+from pytest_promptsuite.models.base import Response
+from pytest_promptsuite.models.base import is_sync
+from pytest_promptsuite.models.base import prompt_hash
+from pytest_promptsuite.models.runner import ModelRunner
+from pytest_promptsuite.models.spend import NotIssued
+from pytest_promptsuite.prompts.compile import CasePrompts
+from pytest_promptsuite.prompts.output_parsers import OutputParserError
+from pytest_promptsuite.results.row import CaseResult
+
+
+__all__ = ["CasePipeline", "PlannedCase", "error_row"]
+
+
+class PlannedCase:
+    """One run of one case, as collection planned it: where the case is (read back whole when
+    it runs, so 50,000 items do not hold 50,000 cases), which run it is, the pytest item's name,
+    the suite it belongs to, its checks compiled, and what names and selects the item."""
+
+    __slots__ = ("ref", "key", "name", "suite", "checks", "shown", "slice", "tags")
+
+    def __init__(
+        self, ref: CaseRef, key: CaseKey, name: str, suite: Path | None, checks: CompiledChecks, *,
+        shown: Path, slice: str, tags: tuple[str, ...],
+    ) -> None:
+        self.ref = ref
+        self.key = key
+        self.name = name
+        #: The suite's config file (None: a case file without one).
+        self.suite = suite
+        self.checks = checks
+        #: The case file as the user reads it (relative to the invocation).
+        self.shown = shown
+        self.slice = slice
+        self.tags = tags
+
+    @property
+    def case(self) -> PromptCase:
+        """The case, read back from its file (a CaseFileError when the file changed since)."""
+        return self.ref.read(str(self.shown))
+
+    @property
+    def location(self) -> CaseLocation:
+        """Where the case is, as the user reads it (``path:line`` relative to the invocation)."""
+        return CaseLocation(self.shown, self.ref.line)
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """A case's first request, rendered and hashed once (with the case it was read as)."""
+
+    case: PromptCase
+    prompt: Prompt
+    prompt_hash: str
+    request: ModelRequest
+
+
+class CasePipeline:
+    """Everything needed to run the cases of one suite config: its model (and the own model of
+    each variant that has one, with that model's params), prompts and checks."""
+
+    def __init__(
+        self,
+        model: Model,
+        runner: ModelRunner,
+        *,
+        params: Mapping[str, Any] | None = None,
+        evaluator: Evaluator | None = None,
+        prompts: CasePrompts | None = None,
+        variant_models: Mapping[str, tuple[Model, Mapping[str, Any]]] | None = None,
+        prices: Mapping[str, Prices | None] | None = None,
+    ) -> None:
+        self.model = model
+        self.runner = runner
+        self.params = dict(params or {})
+        #: Runs the checks: the suite's ``[[checks]]``, judge, review policy, output transform.
+        self.evaluator = evaluator or Evaluator()
+        #: Renders cases: the suite's ``[template]`` and the model's meta template.
+        self.prompts = prompts or CasePrompts()
+        self._prepared: dict[CaseKey, _Prepared | TemplateError | CaseFileError] = {}
+        self._params: dict[str | None, dict[str, Any]] = {}  # each variant's request params
+        self._last: tuple[CaseRef, PromptCase] | None = None  # the case read back last
+        self._own = {name: (m, dict(p)) for name, (m, p) in (variant_models or {}).items()}
+        self._scorers: dict[int, Any] = {}  # the ppl mode: one scoring model per model (one bound)
+        #: ``[model] prices`` by variant ("" for the suite's model): a ``cost`` check reads them.
+        self.prices = dict(prices or {})
+
+    def model_for(self, variant: str | None) -> tuple[Model, dict[str, Any]]:
+        """The model a variant's cases are sent to, and its params."""
+        return self._own.get(variant or "", (self.model, self.params))
+
+    def case_of(self, planned: PlannedCase) -> PromptCase:
+        """``planned.case``, read back once for the items of one case in a row (its variants
+        and repeats, ``render``'s labels); a CaseFileError when its file changed since collection."""
+        if self._last is None or self._last[0] is not planned.ref:
+            self._last = (planned.ref, planned.case)
+        return self._last[1]
+
+    def _request(self, case: PromptCase, prompt: Prompt, key: CaseKey) -> ModelRequest:
+        params = self._params.get(key.variant)
+        if params is None:  # the same for every case of a variant: merged once
+            params = self._params[key.variant] = {
+                **self.prompts.default_params(variant=key.variant),
+                **self.model_for(key.variant)[1],
+                **self.prompts.params(variant=key.variant),
+            }
+        return ModelRequest(prompt=prompt, params=dict(params), repeat=key.repeat, case_id=case.case_id)
+
+    def _prepare(
+        self, planned: PlannedCase, case: PromptCase | None = None
+    ) -> _Prepared | TemplateError | CaseFileError:
+        """The first request of ``planned`` (its ``case`` when already read), or the failure
+        :meth:`run` reports: a render error, or a case file changed since collection."""
+        try:
+            case = case or self.case_of(planned)
+            prompt = self.prompts.prompt(case, variant=planned.key.variant)
+        except (TemplateError, CaseFileError) as exc:
+            return exc
+        return _Prepared(case, prompt, prompt_hash(prompt), self._request(case, prompt, planned.key))
+
+    def first_call(self, planned: PlannedCase) -> tuple[Model, ModelRequest] | None:
+        """The case's first request (rendered once and kept for :meth:`run`) and its model; None
+        when it does not render (the failure waits for :meth:`run`)."""
+        prepared = self._prepared.get(planned.key)
+        if prepared is None:
+            prepared = self._prepared[planned.key] = self._prepare(planned)
+        if not isinstance(prepared, _Prepared):
+            return None
+        return self.model_for(planned.key.variant)[0], prepared.request
+
+    def prefetch(self, planned: PlannedCase) -> None:
+        """Render the case's first request now and start its call (for a model with I/O), so it
+        is under way before pytest reaches the case; a render failure waits for :meth:`run`."""
+        if planned.key in self._prepared or self._ppl(planned.key.variant):
+            return
+        call = self.first_call(planned)
+        if call is not None:
+            self.runner.prefetch(*call, key=planned.key)
+
+    def forget(self) -> None:
+        """Drop what was prepared for cases that will not run (``-x``, Ctrl-C, end of run)."""
+        self._prepared.clear()
+
+    def run(self, planned: PlannedCase) -> CaseResult:
+        """The case's result; a render or model failure is an ``error`` outcome, not a raise."""
+        key = planned.key
+        prepared = self._prepared.pop(key, None)
+        try:  # read back from its file (or as the prefetch read it)
+            case = prepared.case if isinstance(prepared, _Prepared) else self.case_of(planned)
+        except CaseFileError as exc:  # the file changed since collection: an error naming its line
+            return CaseResult(outcome=Outcome.ERROR, error=str(exc), **_base(planned, None))
+        base = _base(planned, case)
+        if self._ppl(key.variant):
+            return self._run_ppl(planned, case, base)
+        if not isinstance(prepared, (_Prepared, TemplateError)):  # not prepared (or not read) ahead
+            prepared = self._prepare(planned, case)
+        if not isinstance(prepared, _Prepared):  # a render error (the case is read)
+            return CaseResult(outcome=Outcome.ERROR, error=f"render: {prepared}", **base)
+        base["prompt"], base["prompt_hash"] = prepared.prompt, prepared.prompt_hash
+        replies: list[str] = []
+        model = self.model_for(key.variant)[0]
+        try:
+            response = self.runner.call(model, prepared.request, key=key)
+            # a multi-turn case: each reply may feed the next request; the checks see the last reply
+            while (follow := self.prompts.follow_up(case, [*replies, response.text],
+                                                    variant=key.variant)) is not None:
+                replies.append(response.text)
+                base["prompt"], base["prompt_hash"] = follow, prompt_hash(follow)
+                response = self.runner.call(model, self._request(case, follow, key))
+        except ModelError as exc:  # a call deliberately not issued (budget, batch file): skipped
+            outcome = Outcome.SKIPPED if isinstance(exc, NotIssued) else Outcome.ERROR
+            return CaseResult(outcome=outcome, error=str(exc), replies=tuple(replies), **base)
+        except TemplateError as exc:
+            return CaseResult(outcome=Outcome.ERROR, error=f"render: {exc}", replies=tuple(replies), **base)
+        except Exception as exc:  # whatever a model (ours or a plugin's) raised: an error row, never lost
+            error = f"the model call raised {type(exc).__name__}: {exc}"
+            return CaseResult(outcome=Outcome.ERROR, error=error, replies=tuple(replies), **base)
+        if isinstance(case.input, list):
+            base["replies"] = (*replies, response.text)
+        checks = self._checks(case, response, planned.checks, key.variant)
+        return CaseResult(
+            outcome=outcome_of(case, checks, error=None),
+            output=response.text,
+            checks=checks,
+            latency_ms=response.latency_ms,
+            cached=response.cached,
+            usage=response.usage.to_dict() if response.usage else None,
+            **base,
+        )
+
+    def _ppl(self, variant: str | None) -> bool:
+        try:
+            return self.prompts.is_ppl(variant=variant)
+        except TemplateError:  # reported when the case renders
+            return False
+
+    def _run_ppl(self, planned: PlannedCase, case: PromptCase, base: dict[str, Any]) -> CaseResult:
+        """The ppl mode: score each label's prompt, predict the label of lowest perplexity and
+        check it against ``answer``; the output is the predicted label."""
+        from pytest_promptsuite.checks.ppl import label_check
+        from pytest_promptsuite.models.scoring import LabelScore
+        from pytest_promptsuite.models.scoring import ScoringModel
+        from pytest_promptsuite.models.scoring import predict_label
+
+        key = planned.key
+        try:
+            labels = self.prompts.label_prompts(case, variant=key.variant)
+        except TemplateError as exc:
+            return CaseResult(outcome=Outcome.ERROR, error=f"render: {exc}", **base)
+        # every label's prompt counts in the hash; the row shows the predicted label's prompt
+        base["prompt"], base["prompt_hash"] = labels[0][1], prompt_hash(encode(labels, scrub=False))
+        model, params = self.model_for(key.variant)
+        try:
+            scorer = self._scorers.get(id(model))
+            if scorer is None:
+                scorer = self._scorers[id(model)] = ScoringModel(model)
+            requests = [ModelRequest(prompt=p, params=params, repeat=key.repeat, case_id=case.case_id)
+                        for _, p in labels]
+            if is_sync(scorer):
+                answers = [self.runner.call(scorer, request) for request in requests]
+            else:  # every label's call in flight at once, under the runner's bound
+                answers = [future.result() for future in [self.runner.submit(scorer, r) for r in requests]]
+            scores = [(label, LabelScore.from_text(a.text)) for (label, _), a in zip(labels, answers, strict=True)]
+        except ModelError as exc:
+            return CaseResult(outcome=Outcome.ERROR, error=str(exc), **base)
+        except Exception as exc:  # whatever a plugin's model raised: an error row, never lost
+            return CaseResult(outcome=Outcome.ERROR, error=f"scoring raised {type(exc).__name__}: {exc}", **base)
+        predicted = predict_label(scores)
+        base["prompt"] = dict(labels)[predicted]
+        response = Response(text=predicted, finish_reason="stop")
+        checks = (label_check(case, predicted, scores), *self._checks(case, response, planned.checks, key.variant))
+        return CaseResult(outcome=outcome_of(case, checks, error=None), output=predicted, checks=checks, **base)
+
+    def _checks(
+        self, case: PromptCase, response: Response, compiled: CompiledChecks, variant: str | None
+    ) -> tuple[CheckResult, ...]:
+        """Every check of the case on what the prompt's output parser (if any) makes of the reply;
+        a reply the parser cannot read fails the structure layer (results keep the raw output)."""
+        prices = self.prices.get(variant or "", self.prices.get(""))
+        try:
+            parsed = self.prompts.parse_output(response.text, variant=variant)
+        except Exception as exc:  # OutputParserError, or whatever a plugin's parser raised
+            message = str(exc) if isinstance(exc, OutputParserError) else (
+                f"the output parser raised {type(exc).__name__}: {exc}"
+            )
+            failure = CheckResult(Layer.STRUCTURE.value, "output_parser", False, message)
+            return (failure, *self.evaluator.evaluate(case, response, compiled, prices=prices))
+        if parsed != response.text:
+            response = dataclasses.replace(response, text=parsed)
+        return self.evaluator.evaluate(case, response, compiled, prices=prices)
+
+
+def _base(planned: PlannedCase, case: PromptCase | None) -> dict[str, Any]:
+    """The fields of a case's row known before it runs (no ``metadata`` when it cannot be read)."""
+    key = planned.key
+    return {
+        "case_id": key.case_id, "slice": planned.slice, "location": planned.location, "variant": key.variant,
+        "repeat": key.repeat, "tags": planned.tags, "metadata": {} if case is None else case.metadata,
+    }
+
+
+def error_row(planned: PlannedCase, error: str) -> CaseResult:
+    """An ``error`` row for a case whose pipeline broke (an internal error) and so made none."""
+    try:
+        case: PromptCase | None = planned.case
+    except PromptSuiteError:  # the case file changed since collection
+        case = None
+    return CaseResult(outcome=Outcome.ERROR, error=error, **_base(planned, case))

@@ -1,0 +1,98 @@
+"""Which plugins implement our hooks: the built-ins, installed packages and conftest files.
+
+pytest registers them into its own plugin manager (``plugin.py``'s ``pytest_addhooks``); the
+``promptsuite`` command builds an equivalent pluggy manager with :func:`plugin_manager`, loading
+the ``conftest.py`` files pytest would load for the same case files, so a conftest's check type,
+renderer or filter works the same under both. pytest-free (a conftest may import pytest).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+from collections.abc import Iterable
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pluggy
+
+from pytest_promptsuite import hookspecs
+from pytest_promptsuite.errors import PromptSuiteError
+from pytest_promptsuite.run import defaults as builtins
+
+
+__all__ = ["conftest_modules", "plugin_manager", "register_builtins", "register_installed", "register_plugins"]
+
+
+def register_plugins(manager: pluggy.PluginManager) -> None:
+    """Add our hookspecs, the built-ins and the installed plugins to ``manager``."""
+    register_builtins(manager)
+    register_installed(manager)
+
+
+def register_builtins(manager: pluggy.PluginManager) -> None:
+    """Add our hookspecs and the built-in implementations (cheap: they import on first use)."""
+    manager.add_hookspecs(hookspecs)
+    manager.register(builtins, "promptsuite-builtins")
+
+
+def register_installed(manager: pluggy.PluginManager) -> None:
+    """Add the plugins of the ``promptsuite.plugins`` entry point group; a blocked name
+    (``-p no:NAME``) and a module that is also a ``pytest11`` plugin (registered already) are
+    skipped. pytest calls this for runs with prompt cases only, so other runs never import them."""
+    for entry_point in importlib.metadata.entry_points(group=hookspecs.ENTRY_POINT_GROUP):
+        if manager.get_plugin(entry_point.name) is not None or manager.is_blocked(entry_point.name):
+            continue
+        plugin = entry_point.load()
+        if not manager.is_registered(plugin):
+            manager.register(plugin, name=entry_point.name)
+
+
+class _Manager(pluggy.PluginManager):
+    """pluggy's manager, taking plain ``pytest_promptsuite_*`` functions as pytest does."""
+
+    def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
+        opts = super().parse_hookimpl_opts(plugin, name)
+        if opts is None and name.startswith("pytest_promptsuite_") and callable(getattr(plugin, name)):
+            return {"wrapper": False, "hookwrapper": False, "optionalhook": False,
+                    "tryfirst": False, "trylast": False, "specname": None}
+        return opts
+
+
+def plugin_manager(conftests: Iterable[ModuleType] = ()) -> pluggy.PluginManager:
+    """Our hooks outside pytest: the built-ins, installed plugins and ``conftests``."""
+    manager = _Manager("pytest")
+    register_plugins(manager)
+    for module in conftests:
+        manager.register(module, f"conftest:{module.__file__}")
+    return manager
+
+
+def conftest_modules(case_files: Iterable[Path], *, root: Path) -> list[ModuleType]:
+    """The ``conftest.py`` modules pytest would load for these case files: those in each file's
+    folder and its parents up to ``root`` (only the file's own folder when it is outside
+    ``root``), outermost first. A conftest that fails to import is a PromptSuiteError."""
+    root = root.resolve()
+    found: dict[Path, ModuleType] = {}
+    for case_file in case_files:
+        folder = case_file.resolve().parent
+        chain = [folder, *folder.parents]
+        chain = chain[: chain.index(root) + 1] if root in chain else [folder]
+        for directory in reversed(chain):
+            path = directory / "conftest.py"
+            if path not in found and path.is_file():
+                found[path] = _import(path, f"_promptsuite_conftest_{len(found)}")
+    return list(found.values())
+
+
+def _import(path: Path, name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise PromptSuiteError(f"{path}: cannot import the conftest")
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:  # the user's conftest does not import: say so, as pytest would
+        raise PromptSuiteError(f"{path}: importing the conftest failed: {exc!r}") from exc
+    return module

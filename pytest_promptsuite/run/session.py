@@ -1,0 +1,423 @@
+"""One run of suites: planning each case file's items, running them, and aggregating the rows
+every item reported into the summary, the report files and the gates.
+
+pytest-free: ``plugin.py`` drives a :class:`PromptSession` from pytest's hooks and ``items.py``
+reaches it through a narrow protocol. Aggregation is built from the rows items report (which
+cross pytest-xdist as JSON), never from process state, so a serial run, workers and merged shards
+add up the same way; only the controller loads the baseline and writes files.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Iterator
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+from typing import Any
+
+from pytest_promptsuite.cases.case import CaseKey
+from pytest_promptsuite.cases.case import PromptCase
+from pytest_promptsuite.cases.case import load_cases
+from pytest_promptsuite.cases.files import output_kind
+from pytest_promptsuite.checks.check import CheckScope
+from pytest_promptsuite.checks.compile import MakeCheck
+from pytest_promptsuite.checks.compile import compile_cases
+from pytest_promptsuite.checks.result import Outcome
+from pytest_promptsuite.config.discovery import SuiteIndex
+from pytest_promptsuite.config.discovery import SuiteKey
+from pytest_promptsuite.config.options import RunOptions
+from pytest_promptsuite.config.suite import base_url_problem
+from pytest_promptsuite.errors import CaseFileError
+from pytest_promptsuite.errors import ConfigError
+from pytest_promptsuite.errors import PromptSuiteError
+from pytest_promptsuite.models.runner import ModelRunner
+from pytest_promptsuite.prompts.compile import CasePrompts
+from pytest_promptsuite.prompts.fields import check_fields
+from pytest_promptsuite.prompts.prompt import Prompt
+from pytest_promptsuite.report.text import summary_lines
+from pytest_promptsuite.results.gate import GateResult
+from pytest_promptsuite.results.gate import RunIncomplete
+from pytest_promptsuite.results.policy import GateSettings
+from pytest_promptsuite.results.policy import ThresholdPolicy
+from pytest_promptsuite.results.records import RunInfo
+from pytest_promptsuite.results.row import CaseResult
+from pytest_promptsuite.results.spool import RowSpool
+from pytest_promptsuite.results.summary import Summary
+from pytest_promptsuite.results.summary import summarize
+from pytest_promptsuite.results.usage import UsageReport
+from pytest_promptsuite.results.usage import prices_of_run
+from pytest_promptsuite.run.assembly import Assembler
+from pytest_promptsuite.run.assembly import open_baseline
+from pytest_promptsuite.run.assembly import open_reviews_and_history
+from pytest_promptsuite.run.assembly import open_stores
+from pytest_promptsuite.run.pipeline import CasePipeline
+from pytest_promptsuite.run.pipeline import PlannedCase
+from pytest_promptsuite.run.pipeline import error_row
+from pytest_promptsuite.run.prefetch import Prefetcher
+from pytest_promptsuite.safety.scrub import public_url
+from pytest_promptsuite.safety.scrub import register
+
+
+if TYPE_CHECKING:
+    from pytest_promptsuite.report.html import GridCells
+
+
+__all__ = ["PromptSession"]
+
+
+def _version() -> str:
+    """pytest-promptsuite's version, as recorded in a run's summary."""
+    from pytest_promptsuite import __version__
+
+    return __version__
+
+
+class PromptSession:
+    """The state of one run: suites, pipelines, the rows items reported, the summary.
+
+    Creating it reads what the options name (the baseline, cassettes, ``--prompt-config``), so
+    each problem is a :class:`~pytest_promptsuite.errors.PromptSuiteError` before collection.
+
+    Args:
+        options: the run's options.
+        hook: the hook relay the parts are made through (``config.hook`` under pytest).
+        invocation_dir: where the run was invoked; paths are shown relative to it.
+        rootpath: pytest's rootdir (configs and the default cache are found under it).
+        config: handed to ``pytest_promptsuite_make_model`` (pytest's config).
+        is_worker: a pytest-xdist worker (reports nothing itself).
+        workers: how many workers share the concurrency bound (and ``--prompt-max-calls``).
+        worker_index: which of them this is (0 outside pytest-xdist).
+        index: the suite index to use (the ``promptsuite`` command's shows paths as given).
+    """
+
+    def __init__(
+        self,
+        options: RunOptions,
+        *,
+        hook: Any,
+        invocation_dir: Path,
+        rootpath: Path,
+        config: Any = None,
+        is_worker: bool = False,
+        workers: int = 1,
+        worker_index: int = 0,
+        index: SuiteIndex | None = None,
+    ) -> None:
+        self.options = options
+        self.is_worker = is_worker
+        self.invocation_dir = invocation_dir
+        self.rootpath = rootpath
+        register(os.environ.get("OPENAI_API_KEY"))  # the default key variable: scrubbed from the start
+        if options.base_url:  # the option's value, checked before anything is collected
+            problem = base_url_problem(options.base_url)
+            if problem:
+                raise ConfigError(f"--prompt-base-url {public_url(options.base_url)!r} {problem}")
+        self.baseline = None if is_worker else open_baseline(options)
+        self.reviews, self.history = open_reviews_and_history(options, is_worker=is_worker)
+        self.runner = ModelRunner()
+        if options.max_calls is not None:  # pytest-xdist: each worker issues its share of the calls
+            share, extra = divmod(options.max_calls, workers)
+            self.runner.allowance.max_calls = share + (worker_index < extra)
+        self.stores = open_stores(options, invocation_dir=invocation_dir, rootpath=rootpath, is_worker=is_worker)
+        self.index = index or SuiteIndex(invocation_dir=invocation_dir, rootpath=rootpath, config=options.config)
+        self.assembler = Assembler(
+            hook, runner=self.runner, options=options, invocation_dir=invocation_dir,
+            display=self.index.display, stores=self.stores, config=config, workers=workers,
+        )
+        #: Case ids taken so far, each with where it was defined (duplicates across files).
+        self.seen: dict[str, str] = {}
+        #: The rows items reported, spooled to a file as they arrive.
+        self._rows = RowSpool()
+        self._cells: GridCells | None = None  # the dashboard grid's text, made as rows arrive
+        #: What collection noticed but does not stop on (a ``vars`` field no template reads).
+        self.warnings: list[str] = []
+        self.summary: Summary | None = None
+        self.usage: UsageReport | None = None
+        self._pipelines: dict[SuiteKey, CasePipeline] = {}
+        self._prefetcher: Prefetcher | None = None
+
+    # -- collection ---------------------------------------------------------------------------
+
+    def collect_file(self, path: Path, make_check: MakeCheck) -> list[PlannedCase]:
+        """Every item of a case file: each case in each variant and repeat, its checks made
+        with ``make_check`` (the hook as seen from the file, so a conftest beside it counts)."""
+        key, suite = self.index.suite_of(path)
+        if key not in self._pipelines:
+            self._pipelines[key] = self.assembler.pipeline(suite)
+        pipeline = self._pipelines[key]
+        shown = self.index.display(path)
+        self.index.check_file(path)
+        kind = output_kind(path)
+        if kind is not None:  # named on the command line: a report or cassette is no case file
+            raise CaseFileError([f"{shown}:1: this is {kind}, not a case file"])
+        cases = load_cases(path, seen=self.seen, display=shown)
+        scope = CheckScope(self.index.folder_of(path), suite.python_modules)
+        compiled = compile_cases(cases, make_check, suite=pipeline.evaluator.suite, display=shown, scope=scope)
+        variants = self.index.variants(key, self.options.variant)
+        self.check_prompts(pipeline.prompts, cases, variants, shown)
+        repeats = self.options.repeat
+        planned = []
+        shown_path = Path(shown)
+        slices: dict[str, str] = {}  # one string per slice and one tuple per set of tags, shared
+        tag_sets: dict[tuple[str, ...], tuple[str, ...]] = {}
+        for case in cases:  # an item keeps where its case is, not the case (read back when it runs)
+            ref, checks = case.ref, compiled[case.case_id]
+            assert ref is not None, "a loaded case knows its line"
+            slice_ = slices.setdefault(case.slice, case.slice)
+            tags = tag_sets.setdefault(tuple(case.tags), tuple(case.tags))
+            for variant in variants:  # prompt versions: ids case_id[v1], case_id[v2]
+                for repeat in range(repeats):  # --prompt-repeat N: ids case_id[repeat-0..N-1]
+                    case_key = CaseKey(case.case_id, variant, repeat)
+                    name = case_key.name(with_repeat=repeats > 1)
+                    planned.append(
+                        PlannedCase(ref, case_key, name, key, checks, shown=shown_path, slice=slice_, tags=tags)
+                    )
+        return planned
+
+    def check_prompts(
+        self, prompts: CasePrompts, cases: Sequence[PromptCase], variants: Sequence[str | None], shown: str
+    ) -> None:
+        """The static prompt check of a file's cases (:func:`~.templates.fields.check_fields`):
+        a field some case lacks stops collection (CaseFileError); an unread ``vars`` field is
+        a warning, kept for the terminal and ``promptsuite validate``."""
+        templates = {variant: prompts.fields(variant) for variant in variants}
+        ice = any(t.cases == "train" for reads, _ in templates.values() for t in reads)
+        report = check_fields(
+            cases, templates, file_shown=shown, display=self.index.display, train=prompts.train_rows() if ice else (),
+        )
+        if report.problems:
+            raise CaseFileError(report.problems)
+        self.add_warnings(report.warnings)
+
+    def add_warnings(self, warnings: Iterable[str]) -> None:
+        """Keep collection warnings (once each): this process's, or a pytest-xdist worker's."""
+        self.warnings.extend(w for w in warnings if w not in self.warnings)
+
+    def dry_render(self, planned: PlannedCase) -> tuple[list[Prompt], str | None]:
+        """Every request of a planned case known before a model answers, and the render error
+        (None when it renders): what ``promptsuite render`` shows and ``validate`` checks."""
+        pipeline = self._pipelines[planned.suite]
+        try:
+            return pipeline.prompts.known_requests(pipeline.case_of(planned), variant=planned.key.variant), None
+        except PromptSuiteError as exc:
+            return [], str(exc)
+
+    def label_prompts(self, planned: PlannedCase) -> list[tuple[str, Prompt]]:
+        """The ppl mode: each label of a planned case and the prompt it scores (else none)."""
+        prompts = self._pipelines[planned.suite].prompts
+        if not prompts.is_ppl(variant=planned.key.variant):
+            return []
+        return prompts.label_prompts(self._pipelines[planned.suite].case_of(planned), variant=planned.key.variant)
+
+    # -- running ------------------------------------------------------------------------------
+
+    def run(self, planned: PlannedCase) -> CaseResult:
+        """Run one planned case (its failures are its row's outcome, never a raise); once an
+        endpoint is unusable, the calls started for later cases are cancelled."""
+        try:
+            result = self._pipelines[planned.suite].run(planned)
+        except Exception as exc:  # a bug (ours or a plugin's) still ends the case with its row
+            result = error_row(planned, f"internal error while running the case: {type(exc).__name__}: {exc}")
+        if self.runner.fatal is not None:
+            self.cancel_pending()
+        return result if self.reviews is None else self.reviews.apply(result)
+
+    def stop_reason(self) -> str | None:
+        """Why no further case should run: an endpoint that every call fails on."""
+        fatal = self.runner.fatal
+        return None if fatal is None else f"promptsuite: endpoint unusable, run stopped: {fatal}"
+
+    def plan_prefetch(self, items: Sequence[Any], start: Callable[[Any], None],
+                      upcoming: Callable[[int], list[Any]] | None = None, *, stop_early: bool = False) -> None:
+        """Start model calls ahead of the items about to run: ``items`` in order (a serial run),
+        or what ``upcoming`` says the worker's queue holds (pytest-xdist). ``start(item)`` starts
+        one item's call. Nothing happens when every model answers inline. ``stop_early`` (``-x``,
+        ``--maxfail``): never more than one window ahead, as the run may stop at any case."""
+        window = self.runner.prefetch_window()
+        if not window:
+            return
+        self._prefetcher = Prefetcher(start, window=window, ahead=1 if stop_early else None,
+                                      unfinished=self.runner.unfinished, batch=self.runner.batch_submits)
+        if upcoming is not None:
+            self._prefetcher.follow(upcoming)
+        else:
+            self._prefetcher.plan(items)
+
+    def start_calls(self, planned: Sequence[PlannedCase], progress: Callable[[str], None] | None = None) -> None:
+        """The run is known (collection final): in batch mode, answer every call of ``planned``
+        through one batch (a job, ``--prompt-batch-file`` or ``--prompt-batch-results``) before
+        the first case runs; the prefetcher then starts its first window of calls."""
+        if any(a.answers is not None for a in self.runner.attached.values()) and not self.is_worker:
+            calls = [call for one in planned if (call := self._pipelines[one.suite].first_call(one)) is not None]
+            out = None if self.options.batch_file is None else self.invocation_dir / self.options.batch_file
+            sent = self.runner.batch(calls, write_to=out,
+                                     results=self.options.batch_results, progress=progress)
+            if self.options.batch_file and progress is not None:
+                progress(f"batch: {sent:,} requests written to {self.options.batch_file}")
+        if self._prefetcher is not None:
+            self._prefetcher.start()
+
+    def prefetch(self, planned: PlannedCase) -> None:
+        """Render a case's request and start its call now."""
+        self._pipelines[planned.suite].prefetch(planned)
+
+    def advance(self, item: Any, nextitem: Any | None) -> None:
+        """``item`` is about to run: keep the calls of the items after it started."""
+        if self._prefetcher is not None and self.runner.fatal is None:
+            self._prefetcher.advance(item, nextitem)
+
+    def cancel_pending(self) -> None:
+        """Cancel the calls nobody will collect (``-x``, Ctrl-C, an early stop)."""
+        self.runner.cancel_pending()
+        for pipeline in self._pipelines.values():
+            pipeline.forget()
+
+    def close(self) -> None:
+        """End the run's event loop and close the cassettes."""
+        self.runner.close()
+        self.stores.close()
+        self._rows.close()
+
+    # -- aggregation --------------------------------------------------------------------------
+
+    def row_line(self, result: CaseResult) -> str:
+        """``result`` as the line its item reports (which crosses pytest-xdist): encoded once, and
+        never parsed back when :meth:`add_row` receives it in this process."""
+        return self._rows.encode(result)
+
+    def add_row(self, value: str) -> CaseResult:
+        """A row an item reported (its ``CaseResult`` as JSON, as it crossed pytest-xdist)."""
+        return self._rows.add(value)
+
+    def expect_rows(self, count: int) -> None:
+        """The run's collected cases are known: with a report, the dashboard's grid is made as
+        their rows arrive (sized for ``count`` rows)."""
+        if self.options.report and count and not self._rows.rows:
+            from pytest_promptsuite.report.html import GridCells
+
+            self._cells = GridCells(count)
+            self._rows.on_row = self._cells.add
+
+    @property
+    def rows(self) -> list[CaseResult]:
+        """The rows items reported so far, without their texts (those stay in the spool)."""
+        return self._rows.rows
+
+    def full(self, row: CaseResult) -> CaseResult:
+        """One of :attr:`rows` read back whole from the spool."""
+        return self._rows.full(row)
+
+    def _know_every_suite(self) -> None:
+        """Load the config of every case file under the targets, as collection did: a
+        pytest-xdist controller collects nothing itself, yet its gates need every config."""
+        for path in self.index.case_files():
+            try:
+                self.index.suite_of(path)
+            except PromptSuiteError:
+                pass  # reported where the file was collected
+
+    def policy(self) -> ThresholdPolicy:
+        """Where each slice's threshold and the allowed regression come from."""
+        slices: dict[str, float] = {}
+        config_default = None
+        configs = self.index.configs()
+        for suite in configs:
+            for name, value in suite.thresholds.slices.items():
+                slices.setdefault(name, value)
+            if config_default is None:
+                config_default = suite.thresholds.default
+        max_regression = next(
+            (s.thresholds.max_regression for s in configs if s.thresholds.max_regression is not None), None
+        )
+        return ThresholdPolicy(
+            slices=slices,
+            option=self.options.min_pass_rate,
+            config_default=config_default,
+            max_regression_option=self.options.max_regression,
+            max_regression_config=max_regression,
+        )
+
+    def gate_settings(self) -> GateSettings:
+        """How drops are judged: ``--prompt-alpha``, else the first config's ``[gate]`` keys, else
+        the defaults."""
+        configs = self.index.configs()
+
+        def first(key: str) -> Any:
+            return next((getattr(s.gate, key) for s in configs if getattr(s.gate, key) is not None), None)
+
+        return GateSettings(
+            alpha=self.options.alpha or first("alpha") or 0.05,
+            correction=first("correction") or "holm",
+            regression=first("regression") or "auto",
+            compare_variants=bool(first("compare_variants")),
+        )
+
+    def run_info(self) -> RunInfo:
+        """What this run used: each variant's model, the case files' and prompts' hashes."""
+        models: dict[str, dict[str, Any]] = {}
+        for suite in self.index.configs():
+            variants: list[str | None] = [*suite.variants] or [None]
+            for variant in variants:
+                models.setdefault(variant or "", self.assembler.describe_model(suite, variant))
+        cases = hashlib.sha256()
+        for path in sorted(self.index.case_files(), key=self.index.display):
+            cases.update(self.index.display(path).encode("utf-8") + b"\0")
+            with path.open("rb") as fp:  # in blocks: a large case file is never read whole here
+                while block := fp.read(1 << 20):
+                    cases.update(block)
+            cases.update(b"\0")
+        return RunInfo(
+            version=_version(), models=models, suite_hash=cases.hexdigest()[:16],
+            prompt_hash=RunInfo.prompts_hash(self.rows),
+        )
+
+    def finish(self, *, not_run: int = 0, why: str | None = None) -> Summary | None:
+        """Aggregate the rows, write the report files (controller only) and return the summary;
+        None on a worker, or when nothing ran (a shard reports even then, for ``merge``).
+
+        ``not_run``: how many collected cases never reported a row (the run stopped, ``why``);
+        then the gate fails on :class:`RunIncomplete`, so no report file says PASSED.
+        """
+        self.cancel_pending()
+        if self.stores.record is not None and not self.is_worker:
+            self.stores.record.finalize()
+        if self.is_worker or not (self.rows or self.options.shard):
+            return None
+        self._know_every_suite()
+        incomplete = None
+        skipped = [row for row in self.rows if row.outcome is Outcome.SKIPPED]
+        if skipped and not self.options.batch_file:  # the budget ran out: calls were not issued
+            not_run, why = not_run + len(skipped), why or skipped[0].error
+        if not_run:
+            reason = why or "some cases reported no result"
+            incomplete = RunIncomplete(why=reason, ran=len(self.rows) - len(skipped), not_run=not_run)
+        self.summary = summarize(
+            self.rows, self.policy(), baseline=self.baseline, variant_order=self.index.variant_order(),
+            settings=self.gate_settings(), run=self.run_info(), full=self.full,
+        )
+        if incomplete is not None:
+            gate = GateResult.of([*self.summary.gate.decisions, incomplete])
+            self.summary = dataclasses.replace(self.summary, gate=gate)
+        self.usage = self._rows.usage.report(prices_of_run(self.summary.run))  # counted as rows were spooled
+        if self.options.report:
+            from pytest_promptsuite.report.writer import write_report
+
+            write_report(self.invocation_dir / self.options.report, self.rows, self.summary, full=self.full,
+                         usage=self.usage, history=self.history, baseline=self.baseline,
+                         lines=self._rows.lines, cells=self._cells)
+        return self.summary
+
+    def terminal_sections(self) -> Iterator[tuple[str, list[str]]]:
+        """What the terminal summary shows: (section title, lines) pairs."""
+        if self.warnings and not self.is_worker:
+            yield "promptsuite: warnings", list(self.warnings)
+        if self.summary is not None:
+            lines = list(summary_lines(self.summary, usage=self.usage))
+            if self.options.report:
+                lines.append(f"promptsuite report: {self.options.report}")
+            yield "promptsuite: pass rate by slice", lines

@@ -1,0 +1,1 @@
+"""What keeps a run safe: the secret scrubber, time budgets and size limits."""

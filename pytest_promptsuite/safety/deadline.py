@@ -1,0 +1,116 @@
+"""Time budgets for the user expressions a suite runs: its regexes and its templates.
+
+Python's ``re`` backtracks (``^(a+)+$`` takes hours on 41 characters) and a template can loop
+for ever, and neither can be stopped from another thread. Both do check for signals, though, so
+:class:`time_budget` arms ``SIGALRM`` (``setitimer``) for the block and turns the alarm into
+:class:`BudgetExceeded`. Pure standard library: no second regex engine, and every pattern keeps
+Python's syntax.
+
+Our ``SIGALRM`` handler is installed once (installing one costs ~10 us, too much per regex) and
+hands every alarm that is not a budget's to the handler it replaced, so an outer alarm (such as
+pytest-timeout's signal method) still fires, re-armed with the time it had left. Where
+``SIGALRM`` does not exist (Windows) or off the main thread, the block runs unbounded; the
+template limits of :mod:`~pytest_promptsuite.prompts.files.jinja` (range, sizes) still hold there.
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+import threading
+import time
+import warnings
+from types import FrameType
+from types import TracebackType
+from typing import Any
+
+from pytest_promptsuite.errors import PromptSuiteError
+from pytest_promptsuite.safety.limits import Limit
+
+
+__all__ = ["BudgetExceeded", "budget_available", "time_budget", "user_regex"]
+
+
+class BudgetExceeded(PromptSuiteError):
+    """A regex or a template ran longer than its time budget; the message names the limit."""
+
+
+class _Expired(BaseException):
+    """Raised by the alarm inside the block (a BaseException, so no ``except Exception`` in a
+    filter or a library swallows it)."""
+
+
+def budget_available() -> bool:
+    """Whether :class:`time_budget` can stop a runaway block here (main thread, ``SIGALRM``)."""
+    return hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+
+
+class _Alarm:
+    """The installed handler and the budget it currently serves (one at a time: budgets nest
+    only by the inner one being shorter, which :class:`time_budget` keeps)."""
+
+    outer: Any = None
+    deadline: float | None = None
+
+    @classmethod
+    def handle(cls, signum: int, frame: FrameType | None) -> Any:
+        deadline = cls.deadline
+        if deadline is not None and time.monotonic() >= deadline - 1e-3:
+            cls.deadline = None
+            raise _Expired()
+        result = cls.outer(signum, frame) if callable(cls.outer) else None
+        if cls.deadline is not None:  # an outer alarm came first: re-arm the budget's
+            signal.setitimer(signal.ITIMER_REAL, max(cls.deadline - time.monotonic(), 1e-6))
+        return result
+
+    @classmethod
+    def ensure(cls) -> None:
+        if signal.getsignal(signal.SIGALRM) is not _HANDLER:
+            cls.outer = signal.signal(signal.SIGALRM, _HANDLER)
+
+
+#: One object, so that ``getsignal`` can tell whether it is still installed.
+_HANDLER = _Alarm.handle
+
+
+class time_budget:  # lower case: used like a function, ``with time_budget(...)``
+    """Run the block for at most ``limit`` seconds, then raise :class:`BudgetExceeded`
+    (``{what} ran longer than the ... limit``)."""
+
+    def __init__(self, limit: Limit, what: str) -> None:
+        self.seconds = float(limit.value)
+        self.limit = limit
+        self.what = what
+        self.armed = False
+
+    def __enter__(self) -> None:
+        if not budget_available() or _Alarm.deadline is not None:
+            return  # no signals here, or inside another budget (which stays in force)
+        _Alarm.ensure()
+        self.start = time.monotonic()
+        self.outer_delay, self.outer_interval = signal.getitimer(signal.ITIMER_REAL)
+        delay = min(self.seconds, self.outer_delay) if self.outer_delay else self.seconds
+        _Alarm.deadline = self.start + self.seconds
+        signal.setitimer(signal.ITIMER_REAL, delay)
+        self.armed = True
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if not self.armed:
+            return
+        _Alarm.deadline = None
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        if self.outer_delay:  # re-arm the outer alarm with the time it had left
+            left = self.outer_delay - (time.monotonic() - self.start)
+            signal.setitimer(signal.ITIMER_REAL, max(left, 1e-6), self.outer_interval)
+        if isinstance(exc, _Expired):
+            raise BudgetExceeded(f"{self.what} ran longer than {self.limit}") from None
+
+
+def user_regex(source: str, flags: int = 0) -> re.Pattern[str]:
+    """A suite's regex, compiled quietly: ``re`` warns about some patterns (``FutureWarning:
+    Possible nested set``), and such a warning turned into an error (``-W error``) is no message
+    a user can act on; a pattern that does not compile raises ``re.error`` as ever."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return re.compile(source, flags)
