@@ -18,6 +18,8 @@ from pytest_promptsuite.errors import TemplateError
 from pytest_promptsuite.nemo.colang import check_events
 from pytest_promptsuite.nemo.colang import colang_history
 from pytest_promptsuite.nemo.colang import remove_identifiers
+from pytest_promptsuite.prompts.files.filters import colang_first_turns
+from pytest_promptsuite.prompts.files.filters import colang_last_turns
 
 
 __all__ = ["NEMO_FILTERS", "NEMO_PREFIX", "nemo_filter"]
@@ -251,30 +253,14 @@ def remove_text_messages(colang_history: Any) -> str:
     return re.sub(r'bot ([^\n]+)\n {2}"[\s\S]*?"', r"bot \1", text)
 
 
-def _is_turn(line: str) -> bool:
-    return line.startswith('user "') or line.startswith("user action: ")
-
-
 def first_turns(colang_history: Any, n: int) -> str:
-    """The first ``n`` turns of Colang history text (a turn starts at a user line)."""
-    lines, count = _text(colang_history, "first_turns").split("\n"), 0
-    for i, line in enumerate(lines):
-        count += _is_turn(line)
-        if count == n + 1:
-            return "\n".join(lines[:i])
-    return "\n".join(lines)
+    """Cut Colang history text after its first ``n`` turns."""
+    return colang_first_turns(_text(colang_history, "first_turns"), n)
 
 
 def last_turns(colang_history: Any, n: int) -> str:
-    """The last ``n`` turns of Colang history text (a turn starts at a user line)."""
-    lines, count = _text(colang_history, "last_turns").split("\n"), 0
-    i = len(lines) - 1
-    while i > 0:
-        count += _is_turn(lines[i])
-        if count == n:
-            break
-        i -= 1
-    return "\n".join(lines[i:])
+    """Keep the last ``n`` turns of Colang history text."""
+    return colang_last_turns(_text(colang_history, "last_turns"), n)
 
 
 def indent(text: Any, n_spaces: int) -> str:

@@ -1,10 +1,5 @@
-"""The built-in Jinja filters of task prompts and ``jinja`` templates: NeMo Guardrails' history
-filters, and the NeMo message type to OpenAI role mapping they share with task prompts.
-
-A history is a list of ``{"role" (or NeMo's "type"), "content"}`` messages; ``first_turns`` and
-``last_turns`` also take NeMo's Colang history text. Templates reach these filters through
-:func:`builtin_filter`, the built-in answer of the ``pytest_promptsuite_make_jinja_filter`` hook.
-"""
+"""The built-in Jinja filters of task prompts and ``jinja`` templates (history filters, NeMo's
+``indent``), the turns of a history (a list of messages, or NeMo's Colang text) and message roles."""
 
 from __future__ import annotations
 
@@ -23,6 +18,8 @@ __all__ = [
     "MakeFilter",
     "ROLES",
     "builtin_filter",
+    "colang_first_turns",
+    "colang_last_turns",
     "first_turns",
     "indent",
     "last_turns",
@@ -65,25 +62,29 @@ def split_turns(history: Sequence[Mapping[str, Any]]) -> list[list[Mapping[str, 
     return turns
 
 
-def _colang_first_turns(text: str, n: int) -> str:
-    # NeMo's own semantics on a Colang history string: a turn starts at a 'user "' line.
+def _starts_turn(line: str) -> bool:
+    return line.startswith('user "') or line.startswith("user action: ")
+
+
+def colang_first_turns(text: str, n: int) -> str:
+    """Cut Colang history text after its first ``n`` turns, as NeMo's ``first_turns`` does: a turn
+    starts at a ``user "..."`` line (Colang 1.0) or a ``user action: `` line (2.x)."""
     lines = text.split("\n")
     count = 0
     for i, line in enumerate(lines):
-        if line.startswith('user "'):
-            count += 1
+        count += _starts_turn(line)
         if count == n + 1:
             return "\n".join(lines[:i])
     return text
 
 
-def _colang_last_turns(text: str, n: int) -> str:
+def colang_last_turns(text: str, n: int) -> str:
+    """Keep the last ``n`` turns of Colang history text, as NeMo's ``last_turns`` does."""
     lines = text.split("\n")
     count = 0
     i = len(lines) - 1
     while i > 0:
-        if lines[i].startswith('user "'):
-            count += 1
+        count += _starts_turn(lines[i])
         if count == n:
             break
         i -= 1
@@ -93,7 +94,7 @@ def _colang_last_turns(text: str, n: int) -> str:
 def first_turns(history: Any, n: int) -> Any:
     """The first ``n`` turns of a history (a list of turns, or NeMo's Colang text)."""
     if isinstance(history, str):
-        return _colang_first_turns(history, n)
+        return colang_first_turns(history, n)
     turns = split_turns(_check_history(history, "first_turns"))
     return [m for turn in turns[: max(n, 0)] for m in turn]
 
@@ -101,7 +102,7 @@ def first_turns(history: Any, n: int) -> Any:
 def last_turns(history: Any, n: int) -> Any:
     """The last ``n`` turns of a history (a list of turns, or NeMo's Colang text)."""
     if isinstance(history, str):
-        return _colang_last_turns(history, n)
+        return colang_last_turns(history, n)
     turns = split_turns(_check_history(history, "last_turns"))
     return [m for turn in (turns[-n:] if n > 0 else []) for m in turn]
 
