@@ -33,10 +33,10 @@ from pytest_promptsuite.formats.jsonio import encode  # noqa: E402
 from pytest_promptsuite.nemo.config import library_prompts  # noqa: E402
 from pytest_promptsuite.nemo.config import read_nemo_config  # noqa: E402
 from pytest_promptsuite.nemo.render import nemo_prompt  # noqa: E402
-from pytest_promptsuite.nemo.selection import select_nemo_prompt  # noqa: E402
+from pytest_promptsuite.prompts.prompts_yml import prompt_entries  # noqa: E402
 from pytest_promptsuite.prompts.prompts_yml import prompts_in  # noqa: E402
 from pytest_promptsuite.prompts.prompts_yml import read_yaml_file  # noqa: E402
-from pytest_promptsuite.prompts.task_prompts import prompt_entries  # noqa: E402
+from pytest_promptsuite.prompts.selection import select_nemo_prompt  # noqa: E402
 from pytest_promptsuite.run.defaults import pytest_promptsuite_make_jinja_filter as make_filter  # noqa: E402
 from pytest_promptsuite.run.defaults import pytest_promptsuite_make_output_parser as make_parser  # noqa: E402
 

@@ -1,15 +1,12 @@
-"""Reading task prompt files in NeMo Guardrails' ``prompts.yml`` layout: which files, their YAML,
-the line of each prompt, and the shape of each prompt and message (before any template compiles).
-
-A file holds a ``prompts:`` list; a folder (like NeMo's ``PROMPTS_DIR``) is every ``*.yml`` /
-``*.yaml`` under it, sorted by path, skipping files without a ``prompts`` key. Every error names
-``path:line`` of the prompt.
-"""
+"""Task prompt files in NeMo Guardrails' ``prompts.yml`` layout, read and checked: which files, the
+``path:line`` of each prompt, the shape of each prompt and message (before any template compiles)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from collections.abc import Sequence
+from dataclasses import dataclass
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +18,8 @@ from pytest_promptsuite.formats.yamlio import load_yaml
 from pytest_promptsuite.prompts.files.filters import ROLES
 
 
-__all__ = ["MESSAGE_KEYS", "PROMPT_KEYS", "STANDARD", "check_message", "check_prompt", "prompts_in",
-           "read_prompts", "read_yaml_file", "template_sources"]
+__all__ = ["MESSAGE_KEYS", "PROMPT_KEYS", "STANDARD", "PromptEntry", "check_message", "check_prompt",
+           "prompt_entries", "prompts_in", "read_prompts", "read_yaml_file", "template_sources"]
 
 PROMPT_KEYS = (
     "task",
@@ -41,6 +38,27 @@ STANDARD = "standard"
 
 #: A raw prompt (the YAML mapping) and ``path:line`` where it was written.
 RawPrompt = tuple[dict[str, Any], str]
+
+
+@dataclass(frozen=True)
+class PromptEntry:
+    """One prompt of a file as written: its keys checked, its templates not compiled yet."""
+
+    task: str
+    models: tuple[str, ...]
+    mode: str
+    where: str
+    raw: Mapping[str, Any] = field(repr=False, compare=False)
+
+
+def prompt_entries(raw: Sequence[RawPrompt]) -> tuple[PromptEntry, ...]:
+    """Check each prompt of :func:`read_prompts` (ConfigError naming ``path:line``) and return them."""
+    out = []
+    for entry, where in raw:
+        check_prompt(entry, where)
+        models = tuple(entry.get("models") or [])
+        out.append(PromptEntry(entry["task"], models, entry.get("mode", STANDARD), where, entry))
+    return tuple(out)
 
 
 def read_prompts(path: Path, *, root: Path | None = None) -> list[RawPrompt]:

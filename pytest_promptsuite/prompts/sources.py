@@ -1,13 +1,5 @@
-"""Prompt sources: what a case sends when its ``[template]`` table is a task prompt or a template
-file, instead of an OpenCompass ``infer_cfg`` (which :mod:`.case_prompts` renders).
-
-Which kind a table is, is decided by :meth:`TemplateConfig.kind` in the suite config. Everything is
-loaded and compiled when the source is made (while the suite's prompts are built, at collection),
-so any mistake is a ConfigError before a case runs.
-
-Template files are read byte for byte relative to the suite config, and a path that leaves the
-suite's folder (``../x.txt``, or a symlink pointing outside) is refused.
-"""
+"""Prompt sources: what a case sends when its ``[template]`` table is a task prompt (ours, or NeMo's
+semantics) or a template file, loaded and compiled when made so a mistake is a ConfigError early."""
 
 from __future__ import annotations
 
@@ -150,19 +142,11 @@ class PromptSource:
     provides: frozenset[str] = field(default_factory=frozenset)
 
     def fields(self) -> list[TemplateReads]:
-        """What this source's template reads (the static check compares it with each case)."""
+        """Say what this source's template reads (the static check compares it with each case)."""
         if self.string is not None:
             return [replace(self.string.fields(), provides=self.provides)]
         assert self.task_prompt is not None
-        from pytest_promptsuite.nemo.render import NemoPrompt
-
-        prompt = self.task_prompt.prompt if isinstance(self.task_prompt, NemoPrompt) else self.task_prompt
-        where, _, line = prompt.where.rpartition(":")
-        path = Path(where) if line.isdigit() else None
-        return [
-            TemplateReads(f"task {prompt.task!r} (mode {prompt.mode!r})", tuple(prompt.fields()), path,
-                          int(line) if line.isdigit() else 0, provides=self.provides)
-        ]
+        return [self.task_prompt.template_reads(self.provides)]
 
     def prompt(self, case: PromptCase) -> Prompt:
         """The prompt of ``case``: a string, or OpenAI-role messages (task prompts' ``messages``).
@@ -212,7 +196,8 @@ def prompt_source(
 
     optional = frozenset(table.optional or ())
     if table.kind(path=config.path) is TemplateKind.TASK_PROMPTS:
-        from pytest_promptsuite.nemo.render import NEMO_CONTEXT  # YAML and Jinja2 load with the first task prompt
+        # YAML and Jinja2 load with the first task prompt; NeMo's semantics are a [template] key of ours
+        from pytest_promptsuite.nemo.render import NEMO_CONTEXT
         from pytest_promptsuite.nemo.render import nemo_prompt
         from pytest_promptsuite.nemo.render import nemo_semantics
         from pytest_promptsuite.prompts.task_prompts import load_task_prompts
