@@ -1,11 +1,5 @@
-"""NeMo Guardrails' Jinja filters, with NeMo's names and input shapes: event histories
-(``history | colang``) and Colang history text (``sample_conversation | to_messages``).
-
-They apply under NeMo semantics only (``[template] nemo_config`` or ``semantics = "nemo"``), where
-they win over our filters of the same names (our ``to_messages`` takes a list of turns, NeMo's
-Colang text). Templates reach them through the Jinja filter hook under the name
-``nemo.NAME`` (:func:`nemo_filter`), so a conftest can replace one for NeMo prompts alone.
-"""
+"""NeMo Guardrails' Jinja filters with NeMo's names and input shapes: event histories
+(``history | colang``) and Colang history text (``sample_conversation | to_messages``)."""
 
 from __future__ import annotations
 
@@ -22,10 +16,7 @@ from pytest_promptsuite.prompts.files.filters import colang_first_turns
 from pytest_promptsuite.prompts.files.filters import colang_last_turns
 
 
-__all__ = ["NEMO_FILTERS", "NEMO_PREFIX", "nemo_filter"]
-
-#: The prefix under which NeMo's filters (and output parsers) are asked of the hooks.
-NEMO_PREFIX = "nemo."
+__all__ = ["NEMO_FILTERS"]
 
 Message = dict[str, Any]
 
@@ -287,10 +278,3 @@ NEMO_FILTERS: dict[str, Callable[..., Any]] = {
     "verbose_v1": verbose_v1,
 }
 
-
-def nemo_filter(name: str) -> Callable[..., Any] | None:
-    """NeMo's filter for ``nemo.NAME`` (None for any other name): the built-in answer of the
-    Jinja filter hook for NeMo prompts."""
-    if not name.startswith(NEMO_PREFIX):
-        return None
-    return NEMO_FILTERS.get(name[len(NEMO_PREFIX) :])

@@ -1,24 +1,15 @@
-"""NeMo Guardrails' output parsers, with NeMo's names and results, for NeMo prompts.
-
-Under NeMo semantics a prompt's ``output_parser: user_intent`` is NeMo's (``User intent: x``
-becomes ``  x``, as NeMo's runtime sees it), asked of the output parser hook as
-``nemo.user_intent``. ``is_content_safe`` returns a verdict, not text: the checks see it as JSON,
-``{"safe": true, "violated_policies": []}``, so ``{"type": "equals", "path": "$.safe", "value":
-false}`` asserts a block.
-"""
+"""NeMo Guardrails' output parsers with NeMo's names and results (``User intent: x`` becomes Colang's
+``  x``; ``is_content_safe`` gives its verdict as JSON, ``{"safe": true, "violated_policies": []}``)."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any
 
 from pytest_promptsuite.formats.jsonio import encode
-from pytest_promptsuite.nemo.filters import NEMO_PREFIX
-from pytest_promptsuite.prompts.pluggable import check_params
 
 
-__all__ = ["NEMO_OUTPUT_PARSERS", "is_content_safe", "nemo_output_parser"]
+__all__ = ["NEMO_OUTPUT_PARSERS", "content_safety", "is_content_safe"]
 
 
 def _replace_prefix(text: str, prefix: str, replacement: str) -> str:
@@ -84,10 +75,3 @@ NEMO_OUTPUT_PARSERS: dict[str, Callable[[str], str]] = {
     "is_content_safe": is_content_safe,
 }
 
-
-def nemo_output_parser(name: str, params: dict[str, Any]) -> Callable[[str], str] | None:
-    """NeMo's output parser for ``nemo.NAME`` (None for any other name); they take no params."""
-    if not name.startswith(NEMO_PREFIX) or name[len(NEMO_PREFIX) :] not in NEMO_OUTPUT_PARSERS:
-        return None
-    check_params("output parser", name[len(NEMO_PREFIX) :], params, ())
-    return NEMO_OUTPUT_PARSERS[name[len(NEMO_PREFIX) :]]

@@ -15,7 +15,7 @@ from pytest_promptsuite.nemo.config import NemoConfig
 from pytest_promptsuite.nemo.config import library_prompts
 from pytest_promptsuite.nemo.config import nemo_defaults
 from pytest_promptsuite.nemo.config import read_nemo_config
-from pytest_promptsuite.nemo.filters import NEMO_PREFIX
+from pytest_promptsuite.nemo.plugin import NEMO_PREFIX
 from pytest_promptsuite.prompts.fields import TemplateReads
 from pytest_promptsuite.prompts.files.filters import MakeFilter
 from pytest_promptsuite.prompts.files.jinja import sandbox_environment

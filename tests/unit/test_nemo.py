@@ -9,6 +9,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import pluggy
 import pytest
 
 from pytest_promptsuite.config.suite import load_config
@@ -25,8 +26,7 @@ from pytest_promptsuite.nemo.render import nemo_prompt
 from pytest_promptsuite.prompts.prompts_yml import prompt_entries
 from pytest_promptsuite.prompts.selection import select_nemo_prompt
 from pytest_promptsuite.prompts.sources import prompt_source
-from pytest_promptsuite.run.defaults import pytest_promptsuite_make_jinja_filter as make_filter
-from pytest_promptsuite.run.defaults import pytest_promptsuite_make_output_parser as make_parser
+from pytest_promptsuite.run.registration import register_builtins
 from tests.fixtures.nemo.inputs import COLANG
 from tests.fixtures.nemo.inputs import EVENTS
 from tests.fixtures.nemo.inputs import ON_COLANG
@@ -39,7 +39,16 @@ from tests.fixtures.nemo.inputs import V2
 EXPECTED = json.loads(
     (Path(__file__).parents[1] / "fixtures" / "nemo" / "expected-0.10.1.json").read_text(encoding="utf-8")
 )
+_MANAGER = pluggy.PluginManager("pytest")
+register_builtins(_MANAGER)  # the built-ins and NeMo's default plugin, as pytest and the CLI register them
 
+
+def make_filter(name: str) -> Any:
+    return _MANAGER.hook.pytest_promptsuite_make_jinja_filter(name=name)
+
+
+def make_parser(name: str, params: dict[str, Any]) -> Any:
+    return _MANAGER.hook.pytest_promptsuite_make_output_parser(name=name, params=params)
 
 class TestFiltersAsNeMo:
     @pytest.mark.parametrize("name", ON_EVENTS)
