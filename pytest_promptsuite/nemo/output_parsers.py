@@ -17,17 +17,17 @@ def _replace_prefix(text: str, prefix: str, replacement: str) -> str:
 
 
 def user_intent(text: str) -> str:
-    """``User intent: x`` as Colang's ``  x``."""
+    """Rewrite ``User intent: x`` as Colang's ``  x``."""
     return _replace_prefix(text.strip(), "User intent: ", "  ")
 
 
 def bot_intent(text: str) -> str:
-    """``Bot intent: x`` as Colang's ``bot x``."""
+    """Rewrite ``Bot intent: x`` as Colang's ``bot x``."""
     return _replace_prefix(text.strip(), "Bot intent: ", "bot ")
 
 
 def bot_message(text: str) -> str:
-    """``Bot message: "x"`` as Colang's ``  "x"``."""
+    """Rewrite ``Bot message: "x"`` as Colang's ``  "x"``."""
     return _replace_prefix(text.strip(), "Bot message: ", "  ")
 
 
@@ -35,7 +35,7 @@ _VERBOSE = (("User message: ", "user "), ("Bot message: ", "  "), ("User intent:
 
 
 def verbose_v1(text: str) -> str:
-    """Lines written with the ``verbose_v1`` filter's prefixes back to Colang (any case of prefix)."""
+    """Rewrite lines written with the ``verbose_v1`` filter's prefixes back to Colang (any case of prefix)."""
     lines = text.split("\n")
     for i, line in enumerate(lines):
         line = line.strip()
@@ -47,7 +47,7 @@ def verbose_v1(text: str) -> str:
 
 
 def content_safety(text: str) -> tuple[bool, list[str]]:
-    """NeMo's verdict on a safety check's answer: (safe, violated policies). The first two words
+    """Judge a safety check's answer as NeMo does: (safe, violated policies). The first two words
     decide: ``safe`` or ``no`` is safe; ``unsafe`` (with the policies after it) or ``yes`` is not;
     anything else is unsafe."""
     words = re.sub(r"\W+", " ", text.lower().strip())
@@ -62,7 +62,7 @@ def content_safety(text: str) -> tuple[bool, list[str]]:
 
 
 def is_content_safe(text: str) -> str:
-    """NeMo's ``is_content_safe`` verdict as JSON: ``{"safe": ..., "violated_policies": [...]}``."""
+    """Give NeMo's ``is_content_safe`` verdict as JSON: ``{"safe": ..., "violated_policies": [...]}``."""
     safe, policies = content_safety(text)
     return encode({"safe": safe, "violated_policies": policies})
 

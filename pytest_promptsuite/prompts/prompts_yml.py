@@ -62,7 +62,7 @@ def prompt_entries(raw: Sequence[RawPrompt]) -> tuple[PromptEntry, ...]:
 
 
 def read_prompts(path: Path, *, root: Path | None = None) -> list[RawPrompt]:
-    """Every prompt of a ``prompts.yml`` or of the ``*.yml`` / ``*.yaml`` files under a folder, in
+    """Read every prompt of a ``prompts.yml`` or of the ``*.yml`` / ``*.yaml`` files under a folder, in
     order. With ``root``, a file that resolves outside it (a symlink) is refused."""
     if path.is_dir():
         files = sorted(p for p in path.rglob("*") if p.suffix in (".yml", ".yaml") and p.is_file())
@@ -90,7 +90,7 @@ def _read_file(file: Path, *, required: bool) -> list[RawPrompt]:
 
 
 def read_yaml_file(file: Path) -> tuple[Any, Any]:
-    """The value and node tree of a UTF-8 YAML file (bounded: :func:`load_yaml`); ConfigError
+    """Parse a UTF-8 YAML file into its value and node tree (bounded: :func:`load_yaml`); ConfigError
     naming the file when it cannot be read or parsed."""
     try:
         text = file.read_bytes().decode("utf-8")
@@ -102,7 +102,7 @@ def read_yaml_file(file: Path) -> tuple[Any, Any]:
 
 
 def prompts_in(data: Any, node: Any, file: Path, *, required: bool) -> list[RawPrompt]:
-    """The prompts of a parsed file's ``prompts:`` list, each with ``path:line``; a file without
+    """Take the prompts of a parsed file's ``prompts:`` list, each with ``path:line``; a file without
     one is an error when ``required``, else holds none."""
     if not isinstance(data, dict) or "prompts" not in data:
         if required:
@@ -132,7 +132,7 @@ def _item_lines(node: Any, count: int) -> list[int]:
 
 
 def template_sources(raw: Sequence[RawPrompt]) -> list[str]:
-    """The text of every template in the prompts (``content`` and each message), to find the
+    """Collect the text of every template in the prompts (``content`` and each message), to find the
     filters they use before they compile."""
     out: list[str] = []
     for entry, _ in raw:
@@ -182,7 +182,7 @@ def check_prompt(entry: Mapping[str, Any], where: str) -> None:
 
 
 def check_message(message: Any, at: str) -> str | None:
-    """The OpenAI role of one ``messages`` entry (``{type, content}``), or None for a plain string
+    """Check one ``messages`` entry and give its OpenAI role (``{type, content}``), or None for a plain string
     template (which renders to a list of messages); ConfigError naming ``at`` when it is wrong."""
     if isinstance(message, str):
         return None

@@ -40,7 +40,7 @@ __all__ = ["PromptSource", "StringTemplate", "load_template_file", "prompt_sourc
 
 
 def load_template_file(config: SuiteConfig, relative: str, *, key: str = "template.template_file") -> str:
-    """The text of ``template_file = RELATIVE``, byte for byte (UTF-8, no newline translation).
+    """Read the text of ``template_file = RELATIVE``, byte for byte (UTF-8, no newline translation).
 
     The path is resolved against the config's folder with links followed, and must stay inside
     it (ConfigError otherwise, from :meth:`SuiteConfig.resolve`); ``key`` is the setting that
@@ -71,14 +71,14 @@ class StringTemplate:
     key: str = "template.template_file"
 
     def render(self, row: Mapping[str, Any]) -> str:
-        """The prompt for ``row``; a TemplateError names this template."""
+        """Render the prompt for ``row``; a TemplateError names this template."""
         try:
             return self.renderer.render(self.text, row)
         except TemplateError as exc:
             raise TemplateError(f"{self.name}: {exc}") from exc
 
     def fields(self) -> TemplateReads:
-        """What the template reads, as its renderer says (None from a renderer without a
+        """Say what the template reads, as its renderer says (None from a renderer without a
         ``fields`` method); a syntax error or unknown filter is a ConfigError naming the file."""
         path, line = self.origin
         reads = getattr(self.renderer, "fields", None)
@@ -98,7 +98,7 @@ def string_template(
     make_filter: MakeFilter = builtin_filter,
     variant: str | None = None,
 ) -> StringTemplate | None:
-    """``template_file`` (or an inline ``template`` string) of a template table with its
+    """Make the ``template_file`` (or an inline ``template`` string) of a template table with its
     ``renderer``; None when the table is not of the template-file kind. ``template`` defaults to
     ``config.template``; ``make`` and ``make_filter`` are the renderer and Jinja filter lookups;
     ``variant`` names the table in messages (``variants.v1.template_file``, with its line)."""
@@ -149,7 +149,7 @@ class PromptSource:
         return [self.task_prompt.template_reads(self.provides)]
 
     def prompt(self, case: PromptCase) -> Prompt:
-        """The prompt of ``case``: a string, or OpenAI-role messages (task prompts' ``messages``).
+        """Render the prompt of ``case``: a string, or OpenAI-role messages (task prompts' ``messages``).
         TemplateError (naming the prompt or file, and the variable) when it does not render."""
         row = task_row(case)
         for name in self.optional:
@@ -161,11 +161,11 @@ class PromptSource:
 
     @property
     def params(self) -> dict[str, Any]:
-        """Request params the task prompt sets (``stop``, ``max_tokens``); merge over the model's."""
+        """Give the request params the task prompt sets (``stop``, ``max_tokens``); merge over the model's."""
         return self.task_prompt.params if self.task_prompt is not None else {}
 
     def parse_output(self, text: str) -> str:
-        """The output the checks see (the task prompt's ``output_parser``); may raise
+        """Return the output the checks see (the task prompt's ``output_parser``); may raise
         :class:`OutputParserError`, which should fail the case, not error it."""
         return self.task_prompt.parse_output(text) if self.task_prompt is not None else text
 
@@ -180,7 +180,7 @@ def prompt_source(
     make_parser: MakeParser = builtin_output_parser,
     variant: str | None = None,
 ) -> PromptSource | None:
-    """The prompt source of a ``[template]`` table (default ``config.template``; pass
+    """Make the prompt source of a ``[template]`` table (default ``config.template``; pass
     :meth:`SuiteConfig.template_for` for a variant, and its name as ``variant`` so messages name
     its lines), or None when it is an infer_cfg (the :class:`CasePrompts` engine's business).
     ConfigError when it mixes kinds.

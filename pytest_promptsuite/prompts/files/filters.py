@@ -37,7 +37,7 @@ ROLES = {"system": "system", "user": "user", "assistant": "assistant", "bot": "a
 
 
 def role_of(message: Mapping[str, Any]) -> str:
-    """The OpenAI role of a message: its ``role`` (or NeMo's ``type``), ``bot`` as ``assistant``."""
+    """Give the OpenAI role of a message: its ``role`` (or NeMo's ``type``), ``bot`` as ``assistant``."""
     role = message.get("role", message.get("type"))
     return ROLES.get(str(role), str(role))
 
@@ -92,7 +92,7 @@ def colang_last_turns(text: str, n: int) -> str:
 
 
 def first_turns(history: Any, n: int) -> Any:
-    """The first ``n`` turns of a history (a list of turns, or NeMo's Colang text)."""
+    """Keep the first ``n`` turns of a history (a list of turns, or NeMo's Colang text)."""
     if isinstance(history, str):
         return colang_first_turns(history, n)
     turns = split_turns(_check_history(history, "first_turns"))
@@ -100,7 +100,7 @@ def first_turns(history: Any, n: int) -> Any:
 
 
 def last_turns(history: Any, n: int) -> Any:
-    """The last ``n`` turns of a history (a list of turns, or NeMo's Colang text)."""
+    """Keep the last ``n`` turns of a history (a list of turns, or NeMo's Colang text)."""
     if isinstance(history, str):
         return colang_last_turns(history, n)
     turns = split_turns(_check_history(history, "last_turns"))
@@ -111,7 +111,7 @@ _SPEAKERS = {"user": "User", "assistant": "Assistant", "system": "System"}
 
 
 def user_assistant_sequence(history: Any) -> str:
-    """A history as ``User: ...`` / ``Assistant: ...`` lines (NeMo's format)."""
+    """Render a history as ``User: ...`` / ``Assistant: ...`` lines (NeMo's format)."""
     lines = []
     for message in _check_history(history, "user_assistant_sequence"):
         role = role_of(message)
@@ -120,7 +120,7 @@ def user_assistant_sequence(history: Any) -> str:
 
 
 def to_messages(history: Any) -> list[dict[str, Any]]:
-    """A history as chat messages with OpenAI roles (``bot`` becomes ``assistant``), for a
+    """Turn a history into chat messages with OpenAI roles (``bot`` becomes ``assistant``), for a
     ``messages`` entry written as a plain string: ``- "{{ history | to_messages }}"``."""
     return [
         {"role": role_of(m), "content": m.get("content", "")}
@@ -129,7 +129,7 @@ def to_messages(history: Any) -> list[dict[str, Any]]:
 
 
 def indent(text: Any, n: int = 4) -> str:
-    """Every non-blank line of ``text`` indented by ``n`` spaces, the first one included (NeMo's
+    """Indent every non-blank line of ``text`` by ``n`` spaces, the first one included (NeMo's
     ``indent``, not Jinja's, which skips the first line)."""
     return textwrap.indent(str(text), " " * n)
 
@@ -146,6 +146,6 @@ BUILTIN_FILTERS = tuple(_FILTERS)
 
 
 def builtin_filter(name: str) -> Callable[..., Any] | None:
-    """Our filter ``name``, or None when it is not one of :data:`BUILTIN_FILTERS` (Jinja's own
+    """Give our filter ``name``, or None when it is not one of :data:`BUILTIN_FILTERS` (Jinja's own
     filters then still apply). The built-in answer of ``pytest_promptsuite_make_jinja_filter``."""
     return _FILTERS.get(name)
