@@ -41,7 +41,6 @@ __all__ = [
     "RETRIEVED",
     "NemoPrompt",
     "nemo_prompt",
-    "nemo_semantics",
 ]
 
 #: NeMo's ``max_length`` of a prompt that sets none (characters).
@@ -58,11 +57,6 @@ NEMO_CONTEXT = frozenset(
 )
 
 
-def nemo_semantics(table: TemplateConfig) -> bool:
-    """Tell whether a ``[template]`` table asks for NeMo's semantics."""
-    return table.nemo_config is not None or table.semantics == "nemo"
-
-
 def _length(prompt: Rendered) -> int:
     if isinstance(prompt, str):
         return len(prompt)
@@ -77,6 +71,11 @@ class NemoPrompt:
     prompt: TaskPrompt
     context: Mapping[str, Any]
     temperature: float | None = None
+
+    @property
+    def provides(self) -> frozenset[str]:
+        """Give the names NeMo's context provides (:data:`NEMO_CONTEXT`): never missing from a row."""
+        return NEMO_CONTEXT
 
     @property
     def where(self) -> str:

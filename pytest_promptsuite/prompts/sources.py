@@ -196,15 +196,13 @@ def prompt_source(
 
     optional = frozenset(table.optional or ())
     if table.kind(path=config.path) is TemplateKind.TASK_PROMPTS:
-        # YAML and Jinja2 load with the first task prompt; NeMo's semantics are a [template] key of ours
-        from pytest_promptsuite.nemo.render import NEMO_CONTEXT
-        from pytest_promptsuite.nemo.render import nemo_prompt
-        from pytest_promptsuite.nemo.render import nemo_semantics
-        from pytest_promptsuite.prompts.task_prompts import load_task_prompts
+        from pytest_promptsuite.prompts.task_prompts import load_task_prompts  # YAML and Jinja2 load here
 
-        if nemo_semantics(table) and table.task is not None:
+        if (table.nemo_config is not None or table.semantics == "nemo") and table.task is not None:
+            from pytest_promptsuite.nemo.render import nemo_prompt  # NeMo's semantics: keys of our [template]
+
             nemo = nemo_prompt(config, table, make_filter=make_filter, make_parser=make_parser)
-            return PromptSource(task_prompt=nemo, optional=optional, provides=NEMO_CONTEXT)
+            return PromptSource(task_prompt=nemo, optional=optional, provides=nemo.provides)
         if table.task_prompts is None or table.task is None:
             missing = "task_prompts" if table.task_prompts is None else "task"
             raise ConfigError(f"{where('task_prompts')}: [template] uses task prompts but has no {missing!r}")
