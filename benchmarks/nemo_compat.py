@@ -23,6 +23,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import pluggy
+
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -33,12 +35,11 @@ from pytest_promptsuite.formats.jsonio import encode  # noqa: E402
 from pytest_promptsuite.nemo.config import library_prompts  # noqa: E402
 from pytest_promptsuite.nemo.config import read_nemo_config  # noqa: E402
 from pytest_promptsuite.nemo.render import nemo_prompt  # noqa: E402
-from pytest_promptsuite.nemo.selection import select_nemo_prompt  # noqa: E402
+from pytest_promptsuite.prompts.prompts_yml import prompt_entries  # noqa: E402
 from pytest_promptsuite.prompts.prompts_yml import prompts_in  # noqa: E402
 from pytest_promptsuite.prompts.prompts_yml import read_yaml_file  # noqa: E402
-from pytest_promptsuite.prompts.task_prompts import prompt_entries  # noqa: E402
-from pytest_promptsuite.run.defaults import pytest_promptsuite_make_jinja_filter as make_filter  # noqa: E402
-from pytest_promptsuite.run.defaults import pytest_promptsuite_make_output_parser as make_parser  # noqa: E402
+from pytest_promptsuite.prompts.selection import select_nemo_prompt  # noqa: E402
+from pytest_promptsuite.run.registration import register_builtins  # noqa: E402
 
 
 EXAMPLE = ROOT / "example_suites" / "nemo_guardrails" / "config"
@@ -67,6 +68,8 @@ VALUES: dict[str, Any] = {
     "policy": {"id": "<policy id>", "description": "<policy description>"},
 }
 PROVIDED = {"history", "general_instructions", "sample_conversation", "sample_conversation_two_turns"}
+MANAGER = pluggy.PluginManager("pytest")
+register_builtins(MANAGER)  # the built-ins and NeMo's default plugin, as a run without conftest has them
 
 REFERENCE = r'''
 import json, os, sys, logging
@@ -138,7 +141,11 @@ def ours(item: dict[str, Any], names: list[str], folder: Path) -> Any:
     (folder / "promptsuite.toml").write_text(
         f'[template]\nnemo_config = "config"\ntask = "{item["task"]}"\n', encoding="utf-8")
     suite = load_config(folder / "promptsuite.toml")
-    prompt = nemo_prompt(suite, suite.template, make_filter=make_filter, make_parser=make_parser)
+    hook = MANAGER.hook
+    prompt = nemo_prompt(suite, suite.template,
+                         make_filter=lambda name: hook.pytest_promptsuite_make_jinja_filter(name=name),
+                         make_parser=lambda name, params: hook.pytest_promptsuite_make_output_parser(
+                             name=name, params=params))
     row = {n: VALUES.get(n, f"<{n} value>") for n in names if n not in PROVIDED}
     return prompt.render({"input": "What is the refund policy?", **row, "events": EVENTS})
 

@@ -1,1 +1,2 @@
-"""NeMo Guardrails semantics for task prompts: Colang, filters, output parsers, selection, rendering."""
+"""NeMo Guardrails semantics for task prompts, a default plugin: Colang events, NeMo config folders,
+filters, output parsers and rendering."""

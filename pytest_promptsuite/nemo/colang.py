@@ -1,10 +1,5 @@
-"""NeMo Guardrails' event histories and their Colang text, the input shapes of NeMo's filters.
-
-An event is a dict with a ``type`` (``UserMessage`` with ``text``, ``UserIntent`` / ``BotIntent``
-with ``intent``, ``StartUtteranceBotAction`` with ``script``, ...). A case's turns become the
-events NeMo's runtime would have logged for them (:func:`events_of`); a case may also give its
-own list as ``vars.events``.
-"""
+"""NeMo Guardrails' event histories (dicts with a ``type``: ``UserMessage``, ``BotIntent``, ...) and
+their Colang text: a case's turns as the events NeMo logs, the input shapes of NeMo's filters."""
 
 from __future__ import annotations
 
@@ -31,7 +26,7 @@ _HIDDEN = "<<<This text is hidden because the assistant should not talk about th
 
 
 def check_events(value: Any, name: str) -> list[Event]:
-    """``value`` as a list of events, or a TemplateError naming the filter ``name``."""
+    """Return ``value`` as a list of events, or raise a TemplateError naming the filter ``name``."""
     if not isinstance(value, (list, tuple)) or not all(isinstance(e, Mapping) and "type" in e for e in value):
         raise TemplateError(
             f"NeMo filter {name!r} expects an event history (a list of {{'type', ...}} events, "
@@ -41,7 +36,7 @@ def check_events(value: Any, name: str) -> list[Event]:
 
 
 def events_of(row: Mapping[str, Any]) -> list[Event]:
-    """The events of a row: its ``events`` (given by the case), else its turns as NeMo logs them
+    """Give the events of a row: its ``events`` (given by the case), else its turns as NeMo logs them
     (a user turn: ``UtteranceUserActionFinished`` and ``UserMessage``; an assistant turn:
     ``StartUtteranceBotAction``)."""
     given = row.get("events")
@@ -86,7 +81,7 @@ def _line_of(events: Sequence[Event], idx: int, last_bot_intent: int, include_te
 
 
 def colang_history(events: Sequence[Event], include_texts: bool = True) -> str:
-    """NeMo's Colang 1.0 history of ``events`` (``user "..."`` / ``  intent`` / ``bot intent`` /
+    """Write NeMo's Colang 1.0 history of ``events`` (``user "..."`` / ``  intent`` / ``bot intent`` /
     ``  "..."`` lines, each ending in a newline); empty for a Colang 2.x log."""
     if not events or any(e["type"] in COLANG_2_EVENTS for e in events):
         return ""
@@ -104,7 +99,7 @@ def colang_history(events: Sequence[Event], include_texts: bool = True) -> str:
 
 
 def remove_identifiers(text: str) -> str:
-    """``text`` without Colang 2.x's ``bot intent: `` / ``user action: `` ... prefixes."""
+    """Strip Colang 2.x's ``bot intent: `` / ``user action: `` ... prefixes."""
     for prefix in ("bot intent: ", "bot action: ", "user intent: ", "user action: "):
         text = text.replace(prefix, "")
     return text

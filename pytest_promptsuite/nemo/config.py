@@ -1,14 +1,5 @@
-"""A NeMo Guardrails config folder (``[template] nemo_config = "config/"``) and NeMo's built-in
-prompt library, read as NeMo reads them.
-
-Every ``*.yml`` / ``*.yaml`` under the folder (links followed, in the order NeMo walks them; the
-``kb/`` folder left out) is joined the way NeMo joins them: ``instructions``, ``models`` and
-``prompts`` add up, ``sample_conversation``, ``prompting_mode``, ``lowest_temperature`` and
-``colang_version`` take the last file's value. With no ``instructions`` (or no
-``sample_conversation``), NeMo's defaults apply; they and the built-in prompt library are read
-from the installed ``nemoguardrails`` package (found without importing it), and are empty when
-it is not installed.
-"""
+"""A NeMo Guardrails config folder (``[template] nemo_config``) and NeMo's built-in prompt library,
+read and joined as NeMo reads them (from the installed ``nemoguardrails``, never imported)."""
 
 from __future__ import annotations
 
@@ -42,7 +33,7 @@ class NemoModel:
 
     @property
     def name(self) -> str:
-        """What NeMo matches prompts' ``models`` against: ``engine/model``, or ``engine``."""
+        """Give what NeMo matches prompts' ``models`` against: ``engine/model``, or ``engine``."""
         return f"{self.engine}/{self.model}" if self.model else self.engine
 
 
@@ -63,7 +54,7 @@ class NemoConfig:
 
     @property
     def general_instructions(self) -> str:
-        """The content of the first ``general`` instruction (NeMo's ``general_instructions``)."""
+        """Give the content of the first ``general`` instruction (NeMo's ``general_instructions``)."""
         instructions = self.instructions or tuple(self.defaults.get("instructions") or ())
         for instruction in instructions:
             if instruction.get("type") == "general":
@@ -72,11 +63,11 @@ class NemoConfig:
 
     @property
     def sample(self) -> str:
-        """The sample conversation (NeMo's default when the config sets none)."""
+        """Give the sample conversation (NeMo's default when the config sets none)."""
         return self.sample_conversation or str(self.defaults.get("sample_conversation") or "")
 
     def model_for(self, task: str) -> str:
-        """NeMo's model name for ``task``: the model of that type, else the ``main`` one, as
+        """Give NeMo's model name for ``task``: the model of that type, else the ``main`` one, as
         ``engine/model``; ``unknown`` when the config lists no models."""
         if not self.models:
             return "unknown"
@@ -87,7 +78,7 @@ class NemoConfig:
 
 
 def library_folder() -> Path | None:
-    """``nemoguardrails/`` of the installed package (not imported), or None when absent."""
+    """Find ``nemoguardrails/`` of the installed package (not imported), or None when absent."""
     try:
         dist = metadata.distribution("nemoguardrails")
     except metadata.PackageNotFoundError:
@@ -97,7 +88,7 @@ def library_folder() -> Path | None:
 
 
 def walk_yaml(folder: Path) -> list[Path]:
-    """The ``*.yml`` / ``*.yaml`` files under ``folder`` in NeMo's order (``os.walk``, links
+    """List the ``*.yml`` / ``*.yaml`` files under ``folder`` in NeMo's order (``os.walk``, links
     followed, each real folder once so a link loop ends), leaving out ``kb/`` as NeMo does."""
     files, seen = [], set()
     for root, dirs, names in os.walk(folder, followlinks=True):
@@ -111,7 +102,7 @@ def walk_yaml(folder: Path) -> list[Path]:
 
 
 def library_prompts(folder: Path | None = None) -> tuple[RawPrompt, ...]:
-    """NeMo's built-in prompts (``nemoguardrails/llm/prompts/*.yml`` of the installed package,
+    """Read NeMo's built-in prompts (``nemoguardrails/llm/prompts/*.yml`` of the installed package,
     or of the package folder ``folder``), in NeMo's order; none when it is not installed."""
     folder = folder or library_folder()
     if folder is None:
@@ -124,7 +115,7 @@ def library_prompts(folder: Path | None = None) -> tuple[RawPrompt, ...]:
 
 
 def nemo_defaults(colang_version: str = "1.0") -> dict[str, Any]:
-    """NeMo's default config values (``instructions``, ``sample_conversation``) for a Colang
+    """Read NeMo's default config values (``instructions``, ``sample_conversation``) for a Colang
     version, from the installed package; empty when it is not installed."""
     folder = library_folder()
     name = "default_config_v2.yml" if colang_version == "2.x" else "default_config.yml"
@@ -135,7 +126,7 @@ def nemo_defaults(colang_version: str = "1.0") -> dict[str, Any]:
 
 
 def _line(node: Any, key: str) -> str:
-    """``:LINE`` of ``key`` in a file's top mapping (empty when it cannot be told)."""
+    """Give ``:LINE`` of ``key`` in a file's top mapping (empty when it cannot be told)."""
     for k, _ in getattr(node, "value", None) or ():
         if getattr(k, "value", None) == key:
             return f":{k.start_mark.line + 1}"
@@ -176,8 +167,10 @@ def _join(joined: dict[str, Any], data: Any, node: Any, file: Path) -> None:
 
 
 def read_nemo_config(folder: Path, *, root: Path | None = None) -> NemoConfig:
-    """The NeMo config in ``folder``; with ``root``, a file that resolves outside it is refused.
-    ConfigError (naming the file and line) for what NeMo's reader would refuse."""
+    """Read the NeMo config in ``folder`` as NeMo joins its files: ``instructions``, ``models`` and
+    ``prompts`` add up, the other keys take the last file's value, NeMo's defaults fill what none
+    sets. With ``root``, a file that resolves outside it is refused; ConfigError (naming the file
+    and line) for what NeMo's reader would refuse."""
     if not folder.is_dir():
         raise ConfigError(f"{folder}: not a folder (a NeMo Guardrails config folder, with config.yml)")
     joined: dict[str, Any] = {"instructions": [], "models": []}

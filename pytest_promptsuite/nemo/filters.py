@@ -1,11 +1,5 @@
-"""NeMo Guardrails' Jinja filters, with NeMo's names and input shapes: event histories
-(``history | colang``) and Colang history text (``sample_conversation | to_messages``).
-
-They apply under NeMo semantics only (``[template] nemo_config`` or ``semantics = "nemo"``), where
-they win over our filters of the same names (our ``to_messages`` takes a list of turns, NeMo's
-Colang text). Templates reach them through the Jinja filter hook under the name
-``nemo.NAME`` (:func:`nemo_filter`), so a conftest can replace one for NeMo prompts alone.
-"""
+"""NeMo Guardrails' Jinja filters with NeMo's names and input shapes: event histories
+(``history | colang``) and Colang history text (``sample_conversation | to_messages``)."""
 
 from __future__ import annotations
 
@@ -18,12 +12,11 @@ from pytest_promptsuite.errors import TemplateError
 from pytest_promptsuite.nemo.colang import check_events
 from pytest_promptsuite.nemo.colang import colang_history
 from pytest_promptsuite.nemo.colang import remove_identifiers
+from pytest_promptsuite.prompts.files.filters import colang_first_turns
+from pytest_promptsuite.prompts.files.filters import colang_last_turns
 
 
-__all__ = ["NEMO_FILTERS", "NEMO_PREFIX", "nemo_filter"]
-
-#: The prefix under which NeMo's filters (and output parsers) are asked of the hooks.
-NEMO_PREFIX = "nemo."
+__all__ = ["NEMO_FILTERS"]
 
 Message = dict[str, Any]
 
@@ -38,12 +31,12 @@ def _text(value: Any, name: str) -> str:
 
 
 def colang(events: Any) -> str:
-    """An event history as Colang 1.0 text."""
+    """Render an event history as Colang 1.0 text."""
     return colang_history(check_events(events or [], "colang"))
 
 
 def colang_without_identifiers(events: Any) -> str:
-    """An event history as Colang text, without 2.x's ``bot intent: ``-style prefixes."""
+    """Render an event history as Colang text, without 2.x's ``bot intent: ``-style prefixes."""
     return remove_identifiers(colang_history(check_events(events or [], "colang_without_identifiers")))
 
 
@@ -61,7 +54,7 @@ _CO_V2_KEYS = frozenset(("type", "uid", "event_created_at", "source_uid", "flow_
 
 
 def co_v2(events: Any) -> str:
-    """An event history as Colang 2 lines: ``  user said "..."``, ``  bot say "..."``, tools."""
+    """Render an event history as Colang 2 lines: ``  user said "..."``, ``  bot say "..."``, tools."""
     history, seen = "", set()
     for event in check_events(events, "co_v2") if events else ():
         if event.get("uid") is not None and event["uid"] in seen:
@@ -100,7 +93,7 @@ def _previous_line(lines: list[str], i: int) -> str:
 
 
 def _colang_messages(text: str, *, skip_comments: bool) -> list[Message]:
-    """NeMo's ``to_messages`` heuristic: ``user "x"`` lines are user messages, the lines after
+    """Split Colang text by NeMo's ``to_messages`` heuristic: ``user "x"`` lines are user messages, the lines after
     them (intents, bot lines) assistant messages; a blank line closes a bot message."""
     messages: list[Message] = []
     lines = text.split("\n")
@@ -124,12 +117,12 @@ def _colang_messages(text: str, *, skip_comments: bool) -> list[Message]:
 
 
 def to_messages(colang_history: Any) -> list[Message]:
-    """Colang history text as chat messages (``type`` user / assistant / bot)."""
+    """Turn Colang history text into chat messages (``type`` user / assistant / bot)."""
     return _colang_messages(_text(colang_history, "to_messages"), skip_comments=False)
 
 
 def to_messages_nemollm(colang_history: Any) -> str:
-    """Colang history text as NeMo LLM's ``<extra_id_1>User`` / ``<extra_id_1>Assistant`` chat."""
+    """Turn Colang history text into NeMo LLM's ``<extra_id_1>User`` / ``<extra_id_1>Assistant`` chat."""
     out = ""
     for m in _colang_messages(_text(colang_history, "to_messages_nemollm"), skip_comments=True):
         speaker = "User" if m["type"] == "user" else "Assistant"
@@ -138,7 +131,7 @@ def to_messages_nemollm(colang_history: Any) -> str:
 
 
 def to_messages_v2(colang_history: Any) -> list[Message]:
-    """Colang 2 history text (``user action:`` / ``user intent:`` / ``bot ...`` lines) as messages."""
+    """Turn Colang 2 history text (``user action:`` / ``user intent:`` / ``bot ...`` lines) as messages."""
     messages: list[Message] = []
     user: list[str] = []
     bot: list[str] = []
@@ -163,7 +156,7 @@ def to_messages_v2(colang_history: Any) -> list[Message]:
 
 
 def to_intent_messages(colang_history: Any) -> list[Message]:
-    """Colang history text as intent-only messages (``User intent:`` / ``Bot intent:``)."""
+    """Turn Colang history text into intent-only messages (``User intent:`` / ``Bot intent:``)."""
     messages: list[Message] = []
     lines = _text(colang_history, "to_intent_messages").split("\n")
     for i, line in enumerate(lines):
@@ -179,7 +172,7 @@ def to_intent_messages(colang_history: Any) -> list[Message]:
 
 
 def to_intent_messages_2(colang_history: Any) -> list[Message]:
-    """Colang history text as user messages, bot intents and bot messages (no user intents)."""
+    """Turn Colang history text into user messages, bot intents and bot messages (no user intents)."""
     messages: list[Message] = []
     lines = _text(colang_history, "to_intent_messages_2").split("\n")
     for i, line in enumerate(lines):
@@ -195,7 +188,7 @@ def to_intent_messages_2(colang_history: Any) -> list[Message]:
 
 
 def verbose_v1(colang_history: Any) -> str:
-    """Colang history text spelled out: ``User message: "..."``, ``User intent: ...``, ..."""
+    """Spell Colang history text out: ``User message: "..."``, ``User intent: ...``, ..."""
     lines = _text(colang_history, "verbose_v1").split("\n")
     for i, line in enumerate(lines):
         if line.startswith('user "'):
@@ -222,7 +215,7 @@ def _utterances(events: Any, name: str, user: str, bot: str) -> list[str]:
 
 
 def to_chat_messages(events: Any) -> list[Message]:
-    """An event history's user and bot utterances as chat messages."""
+    """Turn an event history's user and bot utterances into chat messages."""
     messages: list[Message] = []
     for event in check_events(events, "to_chat_messages"):
         if event["type"] == "UserMessage":
@@ -233,52 +226,36 @@ def to_chat_messages(events: Any) -> list[Message]:
 
 
 def user_assistant_sequence(events: Any) -> str:
-    """An event history as ``User: ...`` / ``Assistant: ...`` lines."""
+    """Render an event history as ``User: ...`` / ``Assistant: ...`` lines."""
     return "\n".join(_utterances(events, "user_assistant_sequence", "User: ", "Assistant: "))
 
 
 def user_assistant_sequence_nemollm(events: Any) -> str:
-    """An event history as NeMo LLM's ``<extra_id_1>User`` / ``<extra_id_1>Assistant`` turns."""
+    """Render an event history as NeMo LLM's ``<extra_id_1>User`` / ``<extra_id_1>Assistant`` turns."""
     return "\n".join(
         _utterances(events, "user_assistant_sequence_nemollm", "<extra_id_1>User\n", "<extra_id_1>Assistant\n")
     )
 
 
 def remove_text_messages(colang_history: Any) -> str:
-    """Colang history text without the user's and the bot's texts (intents only)."""
+    """Strip the user's and the bot's texts from Colang history text (intents only)."""
     text = re.sub(r'user "[^\n]+"\n {2}', "user ", _text(colang_history, "remove_text_messages"))
     text = re.sub(r"^\s*user [^\n]+\n\n", "", text)
     return re.sub(r'bot ([^\n]+)\n {2}"[\s\S]*?"', r"bot \1", text)
 
 
-def _is_turn(line: str) -> bool:
-    return line.startswith('user "') or line.startswith("user action: ")
-
-
 def first_turns(colang_history: Any, n: int) -> str:
-    """The first ``n`` turns of Colang history text (a turn starts at a user line)."""
-    lines, count = _text(colang_history, "first_turns").split("\n"), 0
-    for i, line in enumerate(lines):
-        count += _is_turn(line)
-        if count == n + 1:
-            return "\n".join(lines[:i])
-    return "\n".join(lines)
+    """Cut Colang history text after its first ``n`` turns."""
+    return colang_first_turns(_text(colang_history, "first_turns"), n)
 
 
 def last_turns(colang_history: Any, n: int) -> str:
-    """The last ``n`` turns of Colang history text (a turn starts at a user line)."""
-    lines, count = _text(colang_history, "last_turns").split("\n"), 0
-    i = len(lines) - 1
-    while i > 0:
-        count += _is_turn(lines[i])
-        if count == n:
-            break
-        i -= 1
-    return "\n".join(lines[i:])
+    """Keep the last ``n`` turns of Colang history text."""
+    return colang_last_turns(_text(colang_history, "last_turns"), n)
 
 
 def indent(text: Any, n_spaces: int) -> str:
-    """Every non-blank line of ``text`` indented by ``n_spaces`` spaces (the first one too)."""
+    """Indent every non-blank line of ``text`` by ``n_spaces`` spaces (the first one too)."""
     return textwrap.indent(_text(text, "indent"), " " * n_spaces)
 
 
@@ -301,10 +278,3 @@ NEMO_FILTERS: dict[str, Callable[..., Any]] = {
     "verbose_v1": verbose_v1,
 }
 
-
-def nemo_filter(name: str) -> Callable[..., Any] | None:
-    """NeMo's filter for ``nemo.NAME`` (None for any other name): the built-in answer of the
-    Jinja filter hook for NeMo prompts."""
-    if not name.startswith(NEMO_PREFIX):
-        return None
-    return NEMO_FILTERS.get(name[len(NEMO_PREFIX) :])

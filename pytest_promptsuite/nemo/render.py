@@ -1,14 +1,5 @@
-"""A task prompt rendered as NeMo Guardrails' ``LLMTaskManager.render_task_prompt`` renders it.
-
-Under NeMo semantics (``[template] nemo_config = "DIR"`` or ``semantics = "nemo"``) the prompt is
-selected by NeMo's rules from NeMo's built-in library, the config's prompts and ``task_prompts``
-(:mod:`.selection`), by the model name ``[template] prompt_model`` (else the config's
-``models``, else ``unknown``, as NeMo), whatever model runs. It renders from NeMo's context
-(:data:`NEMO_CONTEXT`: ``history`` is the case's event history, the config gives the general
-instructions and sample conversation) under the case's row; like NeMo's Jinja environment, a
-final newline of the template is dropped, and NeMo's filters and output parsers apply. Over
-``max_length`` (NeMo's default 16000 characters) the oldest events go one at a time.
-"""
+"""A task prompt selected and rendered as NeMo Guardrails' ``LLMTaskManager.render_task_prompt``
+does: NeMo's context, environment (no final newline), filters, output parsers and ``max_length``."""
 
 from __future__ import annotations
 
@@ -24,18 +15,19 @@ from pytest_promptsuite.nemo.config import NemoConfig
 from pytest_promptsuite.nemo.config import library_prompts
 from pytest_promptsuite.nemo.config import nemo_defaults
 from pytest_promptsuite.nemo.config import read_nemo_config
-from pytest_promptsuite.nemo.filters import NEMO_PREFIX
-from pytest_promptsuite.nemo.selection import select_nemo_prompt
+from pytest_promptsuite.nemo.plugin import NEMO_PREFIX
+from pytest_promptsuite.prompts.fields import TemplateReads
 from pytest_promptsuite.prompts.files.filters import MakeFilter
 from pytest_promptsuite.prompts.files.jinja import sandbox_environment
 from pytest_promptsuite.prompts.output_parsers import MakeParser
 from pytest_promptsuite.prompts.output_parsers import OutputParser
 from pytest_promptsuite.prompts.prompts_yml import STANDARD
+from pytest_promptsuite.prompts.prompts_yml import prompt_entries
 from pytest_promptsuite.prompts.prompts_yml import read_prompts
+from pytest_promptsuite.prompts.selection import select_nemo_prompt
 from pytest_promptsuite.prompts.task_prompts import Rendered
 from pytest_promptsuite.prompts.task_prompts import TaskPrompt
 from pytest_promptsuite.prompts.task_prompts import compile_prompt
-from pytest_promptsuite.prompts.task_prompts import prompt_entries
 
 
 if TYPE_CHECKING:
@@ -49,8 +41,6 @@ __all__ = [
     "RETRIEVED",
     "NemoPrompt",
     "nemo_prompt",
-    "nemo_semantics",
-    "provided_variables",
 ]
 
 #: NeMo's ``max_length`` of a prompt that sets none (characters).
@@ -67,17 +57,6 @@ NEMO_CONTEXT = frozenset(
 )
 
 
-def nemo_semantics(table: TemplateConfig) -> bool:
-    """Whether a ``[template]`` table asks for NeMo's semantics."""
-    return table.nemo_config is not None or table.semantics == "nemo"
-
-
-def provided_variables(config: SuiteConfig, variant: str | None = None) -> frozenset[str]:
-    """The names NeMo's context provides to the prompt of ``config`` (``variant``'s table):
-    :data:`NEMO_CONTEXT` under NeMo semantics, else none. For the static field check."""
-    return NEMO_CONTEXT if nemo_semantics(config.template_for(variant)) else frozenset()
-
-
 def _length(prompt: Rendered) -> int:
     if isinstance(prompt, str):
         return len(prompt)
@@ -86,33 +65,44 @@ def _length(prompt: Rendered) -> int:
 
 @dataclass(frozen=True)
 class NemoPrompt:
-    """A selected prompt compiled in NeMo's environment, with the context NeMo renders it in."""
+    """A selected prompt compiled in NeMo's environment, with the context NeMo renders it in
+    (``history`` is the case's event history; the config gives the instructions and sample)."""
 
     prompt: TaskPrompt
     context: Mapping[str, Any]
     temperature: float | None = None
 
     @property
+    def provides(self) -> frozenset[str]:
+        """Give the names NeMo's context provides (:data:`NEMO_CONTEXT`): never missing from a row."""
+        return NEMO_CONTEXT
+
+    @property
     def where(self) -> str:
-        """``path:line`` of the selected prompt."""
+        """Give ``path:line`` of the selected prompt."""
         return self.prompt.where
 
     @property
     def params(self) -> dict[str, Any]:
-        """The prompt's ``stop`` and ``max_tokens``, and the config's ``lowest_temperature``
+        """Give the prompt's ``stop`` and ``max_tokens``, and the config's ``lowest_temperature``
         (NeMo calls its task prompts at that temperature)."""
         out = self.prompt.params
         if self.temperature is not None:
             out["temperature"] = self.temperature
         return out
 
+    def template_reads(self, provides: frozenset[str] = frozenset()) -> TemplateReads:
+        """Say which variables the selected prompt reads (see :meth:`TaskPrompt.template_reads`)."""
+        return self.prompt.template_reads(provides)
+
     def parse_output(self, text: str) -> str:
-        """The output through the prompt's (NeMo) output parser, else as is."""
+        """Return the output through the prompt's (NeMo) output parser, else as is."""
         return self.prompt.parse_output(text)
 
     def render(self, row: Mapping[str, Any]) -> Rendered:
-        """What NeMo renders for ``row``: its context, the row's fields over it, ``history`` the
-        row's events; over ``max_length``, the oldest events are dropped one at a time."""
+        """Render what NeMo renders for ``row``: its context, the row's fields over it, ``history``
+        the row's events; over ``max_length`` (NeMo's default 16000), drop the oldest events one
+        at a time."""
         events = events_of(row)
         turns = row.get("input")
         last = turns[-1] if isinstance(turns, list) and turns else turns
@@ -143,9 +133,10 @@ def _nemo_config(config: SuiteConfig, table: TemplateConfig) -> NemoConfig:
 def nemo_prompt(
     config: SuiteConfig, table: TemplateConfig, *, make_filter: MakeFilter, make_parser: MakeParser
 ) -> NemoPrompt:
-    """The NeMo prompt a ``[template]`` table under NeMo semantics selects, compiled now (only
-    it: a construct we lack elsewhere in the files blocks nothing). ConfigError naming the file,
-    line and construct when the selected prompt does not compile."""
+    """Select the NeMo prompt of a ``[template]`` table under NeMo semantics by NeMo's rule, from
+    the library, the config's prompts and ``task_prompts``, for ``prompt_model`` (else the config's
+    model, else ``unknown``), and compile it alone; ConfigError naming the file, line and construct
+    when it does not compile."""
     assert table.task is not None
     if table.nemo_config is not None and table.semantics == "promptsuite":
         raise ConfigError(f"{config.path}: template.nemo_config renders with NeMo's semantics; "
@@ -171,7 +162,7 @@ def nemo_prompt(
     def nemo_filter(name: str) -> Any:
         return make_filter(NEMO_PREFIX + name) or make_filter(name)
 
-    def nemo_parser(name: str, params: dict[str, Any]) -> OutputParser | None:
+    def nemo_output_parser(name: str, params: dict[str, Any]) -> OutputParser | None:
         return make_parser(NEMO_PREFIX + name, params) or make_parser(name, params)
 
     context = {
@@ -180,5 +171,5 @@ def nemo_prompt(
         "sample_conversation": nemo.sample,
         "sample_conversation_two_turns": nemo.sample,
     }
-    prompt = compile_prompt(entry, env, nemo_filter, nemo_parser)
+    prompt = compile_prompt(entry, env, nemo_filter, nemo_output_parser)
     return NemoPrompt(prompt, context, nemo.lowest_temperature)

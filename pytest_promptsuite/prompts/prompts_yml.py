@@ -1,15 +1,12 @@
-"""Reading task prompt files in NeMo Guardrails' ``prompts.yml`` layout: which files, their YAML,
-the line of each prompt, and the shape of each prompt and message (before any template compiles).
-
-A file holds a ``prompts:`` list; a folder (like NeMo's ``PROMPTS_DIR``) is every ``*.yml`` /
-``*.yaml`` under it, sorted by path, skipping files without a ``prompts`` key. Every error names
-``path:line`` of the prompt.
-"""
+"""Task prompt files in NeMo Guardrails' ``prompts.yml`` layout, read and checked: which files, the
+``path:line`` of each prompt, the shape of each prompt and message (before any template compiles)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from collections.abc import Sequence
+from dataclasses import dataclass
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +18,8 @@ from pytest_promptsuite.formats.yamlio import load_yaml
 from pytest_promptsuite.prompts.files.filters import ROLES
 
 
-__all__ = ["MESSAGE_KEYS", "PROMPT_KEYS", "STANDARD", "check_message", "check_prompt", "prompts_in",
-           "read_prompts", "read_yaml_file", "template_sources"]
+__all__ = ["MESSAGE_KEYS", "PROMPT_KEYS", "STANDARD", "PromptEntry", "check_message", "check_prompt",
+           "prompt_entries", "prompts_in", "read_prompts", "read_yaml_file", "template_sources"]
 
 PROMPT_KEYS = (
     "task",
@@ -43,8 +40,29 @@ STANDARD = "standard"
 RawPrompt = tuple[dict[str, Any], str]
 
 
+@dataclass(frozen=True)
+class PromptEntry:
+    """One prompt of a file as written: its keys checked, its templates not compiled yet."""
+
+    task: str
+    models: tuple[str, ...]
+    mode: str
+    where: str
+    raw: Mapping[str, Any] = field(repr=False, compare=False)
+
+
+def prompt_entries(raw: Sequence[RawPrompt]) -> tuple[PromptEntry, ...]:
+    """Check each prompt of :func:`read_prompts` (ConfigError naming ``path:line``) and return them."""
+    out = []
+    for entry, where in raw:
+        check_prompt(entry, where)
+        models = tuple(entry.get("models") or [])
+        out.append(PromptEntry(entry["task"], models, entry.get("mode", STANDARD), where, entry))
+    return tuple(out)
+
+
 def read_prompts(path: Path, *, root: Path | None = None) -> list[RawPrompt]:
-    """Every prompt of a ``prompts.yml`` or of the ``*.yml`` / ``*.yaml`` files under a folder, in
+    """Read every prompt of a ``prompts.yml`` or of the ``*.yml`` / ``*.yaml`` files under a folder, in
     order. With ``root``, a file that resolves outside it (a symlink) is refused."""
     if path.is_dir():
         files = sorted(p for p in path.rglob("*") if p.suffix in (".yml", ".yaml") and p.is_file())
@@ -72,7 +90,7 @@ def _read_file(file: Path, *, required: bool) -> list[RawPrompt]:
 
 
 def read_yaml_file(file: Path) -> tuple[Any, Any]:
-    """The value and node tree of a UTF-8 YAML file (bounded: :func:`load_yaml`); ConfigError
+    """Parse a UTF-8 YAML file into its value and node tree (bounded: :func:`load_yaml`); ConfigError
     naming the file when it cannot be read or parsed."""
     try:
         text = file.read_bytes().decode("utf-8")
@@ -84,7 +102,7 @@ def read_yaml_file(file: Path) -> tuple[Any, Any]:
 
 
 def prompts_in(data: Any, node: Any, file: Path, *, required: bool) -> list[RawPrompt]:
-    """The prompts of a parsed file's ``prompts:`` list, each with ``path:line``; a file without
+    """Take the prompts of a parsed file's ``prompts:`` list, each with ``path:line``; a file without
     one is an error when ``required``, else holds none."""
     if not isinstance(data, dict) or "prompts" not in data:
         if required:
@@ -114,7 +132,7 @@ def _item_lines(node: Any, count: int) -> list[int]:
 
 
 def template_sources(raw: Sequence[RawPrompt]) -> list[str]:
-    """The text of every template in the prompts (``content`` and each message), to find the
+    """Collect the text of every template in the prompts (``content`` and each message), to find the
     filters they use before they compile."""
     out: list[str] = []
     for entry, _ in raw:
@@ -164,7 +182,7 @@ def check_prompt(entry: Mapping[str, Any], where: str) -> None:
 
 
 def check_message(message: Any, at: str) -> str | None:
-    """The OpenAI role of one ``messages`` entry (``{type, content}``), or None for a plain string
+    """Check one ``messages`` entry and give its OpenAI role (``{type, content}``), or None for a plain string
     template (which renders to a list of messages); ConfigError naming ``at`` when it is wrong."""
     if isinstance(message, str):
         return None

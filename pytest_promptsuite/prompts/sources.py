@@ -1,13 +1,5 @@
-"""Prompt sources: what a case sends when its ``[template]`` table is a task prompt or a template
-file, instead of an OpenCompass ``infer_cfg`` (which :mod:`.case_prompts` renders).
-
-Which kind a table is, is decided by :meth:`TemplateConfig.kind` in the suite config. Everything is
-loaded and compiled when the source is made (while the suite's prompts are built, at collection),
-so any mistake is a ConfigError before a case runs.
-
-Template files are read byte for byte relative to the suite config, and a path that leaves the
-suite's folder (``../x.txt``, or a symlink pointing outside) is refused.
-"""
+"""Prompt sources: what a case sends when its ``[template]`` table is a task prompt (ours, or NeMo's
+semantics) or a template file, loaded and compiled when made so a mistake is a ConfigError early."""
 
 from __future__ import annotations
 
@@ -48,7 +40,7 @@ __all__ = ["PromptSource", "StringTemplate", "load_template_file", "prompt_sourc
 
 
 def load_template_file(config: SuiteConfig, relative: str, *, key: str = "template.template_file") -> str:
-    """The text of ``template_file = RELATIVE``, byte for byte (UTF-8, no newline translation).
+    """Read the text of ``template_file = RELATIVE``, byte for byte (UTF-8, no newline translation).
 
     The path is resolved against the config's folder with links followed, and must stay inside
     it (ConfigError otherwise, from :meth:`SuiteConfig.resolve`); ``key`` is the setting that
@@ -79,14 +71,14 @@ class StringTemplate:
     key: str = "template.template_file"
 
     def render(self, row: Mapping[str, Any]) -> str:
-        """The prompt for ``row``; a TemplateError names this template."""
+        """Render the prompt for ``row``; a TemplateError names this template."""
         try:
             return self.renderer.render(self.text, row)
         except TemplateError as exc:
             raise TemplateError(f"{self.name}: {exc}") from exc
 
     def fields(self) -> TemplateReads:
-        """What the template reads, as its renderer says (None from a renderer without a
+        """Say what the template reads, as its renderer says (None from a renderer without a
         ``fields`` method); a syntax error or unknown filter is a ConfigError naming the file."""
         path, line = self.origin
         reads = getattr(self.renderer, "fields", None)
@@ -106,7 +98,7 @@ def string_template(
     make_filter: MakeFilter = builtin_filter,
     variant: str | None = None,
 ) -> StringTemplate | None:
-    """``template_file`` (or an inline ``template`` string) of a template table with its
+    """Make the ``template_file`` (or an inline ``template`` string) of a template table with its
     ``renderer``; None when the table is not of the template-file kind. ``template`` defaults to
     ``config.template``; ``make`` and ``make_filter`` are the renderer and Jinja filter lookups;
     ``variant`` names the table in messages (``variants.v1.template_file``, with its line)."""
@@ -150,22 +142,14 @@ class PromptSource:
     provides: frozenset[str] = field(default_factory=frozenset)
 
     def fields(self) -> list[TemplateReads]:
-        """What this source's template reads (the static check compares it with each case)."""
+        """Say what this source's template reads (the static check compares it with each case)."""
         if self.string is not None:
             return [replace(self.string.fields(), provides=self.provides)]
         assert self.task_prompt is not None
-        from pytest_promptsuite.nemo.render import NemoPrompt
-
-        prompt = self.task_prompt.prompt if isinstance(self.task_prompt, NemoPrompt) else self.task_prompt
-        where, _, line = prompt.where.rpartition(":")
-        path = Path(where) if line.isdigit() else None
-        return [
-            TemplateReads(f"task {prompt.task!r} (mode {prompt.mode!r})", tuple(prompt.fields()), path,
-                          int(line) if line.isdigit() else 0, provides=self.provides)
-        ]
+        return [self.task_prompt.template_reads(self.provides)]
 
     def prompt(self, case: PromptCase) -> Prompt:
-        """The prompt of ``case``: a string, or OpenAI-role messages (task prompts' ``messages``).
+        """Render the prompt of ``case``: a string, or OpenAI-role messages (task prompts' ``messages``).
         TemplateError (naming the prompt or file, and the variable) when it does not render."""
         row = task_row(case)
         for name in self.optional:
@@ -177,11 +161,11 @@ class PromptSource:
 
     @property
     def params(self) -> dict[str, Any]:
-        """Request params the task prompt sets (``stop``, ``max_tokens``); merge over the model's."""
+        """Give the request params the task prompt sets (``stop``, ``max_tokens``); merge over the model's."""
         return self.task_prompt.params if self.task_prompt is not None else {}
 
     def parse_output(self, text: str) -> str:
-        """The output the checks see (the task prompt's ``output_parser``); may raise
+        """Return the output the checks see (the task prompt's ``output_parser``); may raise
         :class:`OutputParserError`, which should fail the case, not error it."""
         return self.task_prompt.parse_output(text) if self.task_prompt is not None else text
 
@@ -196,7 +180,7 @@ def prompt_source(
     make_parser: MakeParser = builtin_output_parser,
     variant: str | None = None,
 ) -> PromptSource | None:
-    """The prompt source of a ``[template]`` table (default ``config.template``; pass
+    """Make the prompt source of a ``[template]`` table (default ``config.template``; pass
     :meth:`SuiteConfig.template_for` for a variant, and its name as ``variant`` so messages name
     its lines), or None when it is an infer_cfg (the :class:`CasePrompts` engine's business).
     ConfigError when it mixes kinds.
@@ -212,14 +196,13 @@ def prompt_source(
 
     optional = frozenset(table.optional or ())
     if table.kind(path=config.path) is TemplateKind.TASK_PROMPTS:
-        from pytest_promptsuite.nemo.render import NEMO_CONTEXT  # YAML and Jinja2 load with the first task prompt
-        from pytest_promptsuite.nemo.render import nemo_prompt
-        from pytest_promptsuite.nemo.render import nemo_semantics
-        from pytest_promptsuite.prompts.task_prompts import load_task_prompts
+        from pytest_promptsuite.prompts.task_prompts import load_task_prompts  # YAML and Jinja2 load here
 
-        if nemo_semantics(table) and table.task is not None:
+        if (table.nemo_config is not None or table.semantics == "nemo") and table.task is not None:
+            from pytest_promptsuite.nemo.render import nemo_prompt  # NeMo's semantics: keys of our [template]
+
             nemo = nemo_prompt(config, table, make_filter=make_filter, make_parser=make_parser)
-            return PromptSource(task_prompt=nemo, optional=optional, provides=NEMO_CONTEXT)
+            return PromptSource(task_prompt=nemo, optional=optional, provides=nemo.provides)
         if table.task_prompts is None or table.task is None:
             missing = "task_prompts" if table.task_prompts is None else "task"
             raise ConfigError(f"{where('task_prompts')}: [template] uses task prompts but has no {missing!r}")

@@ -1,37 +1,10 @@
-"""Task prompts in NeMo Guardrails' ``prompts.yml`` layout, rendered with a sandboxed Jinja2.
-
-A file (or a folder of ``*.yml``/``*.yaml`` files, like NeMo's ``PROMPTS_DIR``) holds a
-``prompts:`` list; each prompt has a ``task``, optional ``models`` and ``mode``, and either a
-completion ``content`` or chat ``messages`` (``type`` system / user / assistant / bot), plus an
-optional ``max_length`` (characters) and ``output_parser``. :meth:`TaskPrompts.select` picks the
-prompt for (task, model, mode); :meth:`TaskPrompt.render` fills it from a case's row.
-
-Rules, and where we differ from NeMo on purpose:
-
-- Selection: a prompt must be for the task and either have no ``models`` or list the model. A
-  prompt of the requested mode beats every ``standard`` one (the seed: a mode with no prompt falls
-  back to ``standard``); then an exact model match beats a model-name-only match
-  (``gpt-4o`` for ``openai:gpt-4o``), which beats a provider match (``openai``), which beats a
-  prompt without ``models``; among equals the last in file order wins. NeMo scores mode and
-  model together (a standard prompt for the model can beat a compact default) and lets a prompt
-  whose ``models`` does not list the model win when nothing else matches; we do neither.
-- Templates run in a sandbox that refuses *every* attribute access on data (``input.upper()``,
-  ``''.__class__``): only item access (``turn.content`` on a dict works as ``turn['content']``)
-  and loop helpers. Undefined variables are errors naming the variable and the prompt.
-- ``max_length`` has no default (NeMo's is 16000): without it nothing is dropped. With it, whole
-  oldest turns of ``history`` are dropped until the prompt fits; the template's system prompt and
-  the last user turn are never dropped, and a prompt that cannot fit is an error, never cut.
-- Only a selected prompt compiles (its templates, the filters they use, its output parser): a
-  construct that one prompt of a file uses and we lack blocks no other prompt of the file.
-- A chat message whose rendered content is blank is left out (NeMo does the same), so a message
-  can be made conditional with ``{% if %}``.
-"""
+"""Task prompts in NeMo Guardrails' ``prompts.yml`` layout under our semantics: each prompt compiled
+in the Jinja sandbox when selected, rendered from a case's row within its ``max_length``."""
 
 from __future__ import annotations
 
 import ast
 from collections.abc import Mapping
-from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import field
 from pathlib import Path
@@ -44,8 +17,7 @@ from jinja2.sandbox import SandboxedEnvironment
 
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.errors import TemplateError
-from pytest_promptsuite.errors import did_you_mean
-from pytest_promptsuite.prompts.fields import FieldRead
+from pytest_promptsuite.prompts.fields import TemplateReads
 from pytest_promptsuite.prompts.fields import jinja_reads
 from pytest_promptsuite.prompts.files.filters import ROLES
 from pytest_promptsuite.prompts.files.filters import MakeFilter
@@ -62,11 +34,12 @@ from pytest_promptsuite.prompts.output_parsers import OutputParserError
 from pytest_promptsuite.prompts.output_parsers import builtin_output_parser
 from pytest_promptsuite.prompts.output_parsers import make_output_parser
 from pytest_promptsuite.prompts.prompts_yml import STANDARD
-from pytest_promptsuite.prompts.prompts_yml import RawPrompt
+from pytest_promptsuite.prompts.prompts_yml import PromptEntry
 from pytest_promptsuite.prompts.prompts_yml import check_message
-from pytest_promptsuite.prompts.prompts_yml import check_prompt
+from pytest_promptsuite.prompts.prompts_yml import prompt_entries
 from pytest_promptsuite.prompts.prompts_yml import read_prompts
 from pytest_promptsuite.prompts.prompts_yml import template_sources
+from pytest_promptsuite.prompts.selection import select_prompt
 
 
 if TYPE_CHECKING:
@@ -76,12 +49,10 @@ if TYPE_CHECKING:
 __all__ = [
     "MessageTemplate",
     "OutputParserError",
-    "PromptEntry",
     "TaskPrompt",
     "TaskPrompts",
     "compile_prompt",
     "load_task_prompts",
-    "prompt_entries",
     "prompt_length",
 ]
 
@@ -101,7 +72,8 @@ class MessageTemplate:
 
 @dataclass(frozen=True)
 class TaskPrompt:
-    """One prompt of a ``prompts.yml``: where it was written, what it selects on, its template."""
+    """One compiled prompt of a ``prompts.yml``: where it was written, what it selects on, its
+    templates and output parser."""
 
     task: str
     models: tuple[str, ...]
@@ -111,27 +83,30 @@ class TaskPrompt:
     content: jinja2.Template | None = field(default=None, repr=False, compare=False)
     messages: tuple[MessageTemplate, ...] | None = None
     max_length: int | None = None
-    output_parser: Any = None
     stop: tuple[str, ...] | None = None
     max_tokens: int | None = None
-    parser: OutputParser | None = field(default=None, repr=False, compare=False)
+    output_parser: OutputParser | None = field(default=None, repr=False, compare=False)
     content_source: str | None = field(default=None, repr=False, compare=False)
 
-    def fields(self) -> list[FieldRead]:
-        """The variables the prompt's templates read (:func:`.fields.jinja_reads`)."""
+    def template_reads(self, provides: frozenset[str] = frozenset()) -> TemplateReads:
+        """Say which variables the prompt's templates read, at its ``path:line``, for the static
+        field check; ``provides`` are names the renderer gives itself."""
         env = sandbox_environment()
         sources = [self.content_source] if self.content_source is not None else []
         sources += [m.source for m in self.messages or ()]
-        return [read for source in sources for read in jinja_reads(env, source)]
+        reads = tuple(read for source in sources for read in jinja_reads(env, source))
+        file, _, line = self.where.rpartition(":")
+        path, number = (Path(file), int(line)) if line.isdigit() else (None, 0)
+        return TemplateReads(f"task {self.task!r} (mode {self.mode!r})", reads, path, number, provides=provides)
 
     @property
     def name(self) -> str:
-        """How errors name this prompt: ``prompts.yml:12 (task 'general', mode 'standard')``."""
+        """Name this prompt in errors: ``prompts.yml:12 (task 'general', mode 'standard')``."""
         return f"{self.where} (task {self.task!r}, mode {self.mode!r})"
 
     @property
     def params(self) -> dict[str, Any]:
-        """Request params the prompt sets (``stop``, ``max_tokens``), to merge into the model's."""
+        """Give the request params the prompt sets (``stop``, ``max_tokens``), to merge into the model's."""
         out: dict[str, Any] = {}
         if self.stop is not None:
             out["stop"] = list(self.stop)
@@ -140,7 +115,7 @@ class TaskPrompt:
         return out
 
     def render_once(self, row: Mapping[str, Any]) -> Rendered:
-        """The prompt for ``row`` as the templates render it (no ``max_length`` applied)."""
+        """Render the prompt for ``row`` as the templates render it (no ``max_length`` applied)."""
         if self.content is not None:
             return render_template(self.content, row, self.name)
         messages: list[Message] = []
@@ -154,7 +129,7 @@ class TaskPrompt:
         return messages
 
     def render(self, row: Mapping[str, Any], *, max_length: int | None = None) -> Rendered:
-        """The prompt for ``row``: a string (``content``) or OpenAI-role messages (``messages``).
+        """Render the prompt for ``row``: a string (``content``) or OpenAI-role messages (``messages``).
 
         ``max_length`` (else the prompt's own) is a budget in characters (of the string, or of
         the messages' contents summed); over it, the oldest turns of ``row['history']`` are
@@ -185,12 +160,12 @@ class TaskPrompt:
         )
 
     def parse_output(self, text: str) -> str:
-        """The output as the checks should see it: parsed by ``output_parser``, else as is."""
-        return self.parser(text) if self.parser is not None else text
+        """Return the output as the checks should see it: through ``output_parser``, else as is."""
+        return self.output_parser(text) if self.output_parser is not None else text
 
 
 def prompt_length(prompt: Rendered) -> int:
-    """Characters of a prompt: the string's, or the sum of the messages' contents."""
+    """Count the characters of a prompt: the string's, or the sum of the messages' contents."""
     if isinstance(prompt, str):
         return len(prompt)
     return sum(len(str(m.get("content", ""))) for m in prompt)
@@ -215,29 +190,9 @@ def _literal_messages(text: str, where: str) -> list[Message]:
     return out
 
 
-def _model_rank(prompt: PromptEntry, model: str | None) -> int | None:
-    """How well ``prompt.models`` matches ``model``: 3 exact, 2 model name, 1 provider,
-    0 no ``models`` at all, None when the prompt is for other models."""
-    if not prompt.models:
-        return 0
-    if model is None:
-        return None
-    norm = model.replace(":", "/", 1)
-    provider, _, name = norm.partition("/")
-    best: int | None = None
-    for entry in prompt.models:
-        entry = entry.replace(":", "/", 1)
-        if entry == norm:
-            return 3
-        rank = 2 if name and entry == name else 1 if entry == provider else None
-        if rank is not None and (best is None or rank > best):
-            best = rank
-    return best
-
-
 @dataclass(frozen=True)
 class TaskPrompts:
-    """Every prompt of one ``prompts.yml`` (or folder), in file order."""
+    """Every prompt of one ``prompts.yml`` (or folder), in file order, each compiled on first use."""
 
     entries: tuple[PromptEntry, ...]
     source: str
@@ -259,87 +214,40 @@ class TaskPrompts:
         files without a ``prompts`` key are skipped there). Every prompt's keys are checked now;
         a prompt's templates compile and its output parser is made only when it is selected, so
         a construct one prompt lacks support for blocks no other. With ``root``, a file that
-        resolves outside it (a symlink) is refused. ``make_filter`` and ``make_parser`` are the
-        Jinja filter and output parser lookups (the hooks under pytest)."""
+        resolves outside it (a symlink) is refused. ``make_filter`` and ``make_parser`` look up
+        Jinja filters and output parsers (the hooks under pytest)."""
         path = Path(path)
         entries = prompt_entries(read_prompts(path, root=root))
         return cls(entries, str(path), sandbox_environment(), make_filter, make_parser)
 
     @property
     def prompts(self) -> tuple[TaskPrompt, ...]:
-        """Every prompt compiled, in file order (a bad template anywhere is a ConfigError)."""
+        """Compile every prompt, in file order (a bad template anywhere is a ConfigError)."""
         return tuple(self.compiled(entry) for entry in self.entries)
 
     def compiled(self, entry: PromptEntry) -> TaskPrompt:
-        """``entry`` compiled (once): its templates, the filters they use, its output parser."""
+        """Compile ``entry`` once: its templates, the filters they use, its output parser."""
         if entry.where not in self._compiled:
             self._compiled[entry.where] = compile_prompt(entry, self.env, self.make_filter, self.make_parser)
         return self._compiled[entry.where]
 
-    def tasks(self) -> list[str]:
-        """The tasks that have at least one prompt, in first-seen order."""
-        return list(dict.fromkeys(p.task for p in self.entries))
-
     def select(self, task: str, model: str | None = None, mode: str | None = None) -> TaskPrompt:
-        """The prompt for ``task`` on ``model`` (a spec such as ``openai:gpt-4o``; NeMo's
-        ``openai/gpt-4o`` entries match it too) in ``mode`` (default ``standard``); see the
-        module docstring for the order. ConfigError naming the task when none fits."""
-        mode = mode or STANDARD
-        for_task = [p for p in self.entries if p.task == task]
-        if not for_task:
-            raise ConfigError(
-                f"{self.source}: no prompt for task {task!r}"
-                + did_you_mean(task, self.tasks())
-                + f"; tasks: {', '.join(self.tasks()) or 'none'}"
-            )
-        ranked = [(p, _model_rank(p, model)) for p in for_task]
-        eligible = [(p, r) for p, r in ranked if r is not None]
-        for wanted in dict.fromkeys((mode, STANDARD)):
-            candidates = [(p, r) for p, r in eligible if p.mode == wanted]
-            if candidates:
-                best = max(r for _, r in candidates)
-                return self.compiled([p for p, r in candidates if r == best][-1])
-        modes = sorted({p.mode for p, _ in eligible})
-        if not eligible:
-            reason = f"every prompt for it lists other models than {model!r}"
-        else:
-            reason = f"it has no {mode!r} or 'standard' prompt (modes: {', '.join(modes)})"
-        raise ConfigError(f"{self.source}: no prompt for task {task!r} on model {model!r}: {reason}")
-
-
-@dataclass(frozen=True)
-class PromptEntry:
-    """One prompt of a file as written: its keys checked, its templates not compiled yet."""
-
-    task: str
-    models: tuple[str, ...]
-    mode: str
-    where: str
-    raw: Mapping[str, Any] = field(repr=False, compare=False)
-
-
-def prompt_entries(raw: Sequence[RawPrompt]) -> tuple[PromptEntry, ...]:
-    """The prompts of :func:`read_prompts`, each checked (ConfigError naming ``path:line``)."""
-    out = []
-    for entry, where in raw:
-        check_prompt(entry, where)
-        models = tuple(entry.get("models") or [])
-        out.append(PromptEntry(entry["task"], models, entry.get("mode", STANDARD), where, entry))
-    return tuple(out)
+        """Pick and compile the prompt for ``task`` on ``model`` in ``mode`` (default ``standard``)
+        by our rule (:func:`~pytest_promptsuite.prompts.selection.select_prompt`)."""
+        return self.compiled(select_prompt(self.entries, task, model, mode or STANDARD, self.source))
 
 
 def compile_prompt(
     entry: PromptEntry, env: SandboxedEnvironment, make_filter: MakeFilter, make_parser: MakeParser
 ) -> TaskPrompt:
-    """One prompt compiled in ``env`` with the filters it uses (asked of ``make_filter``) and its
-    output parser (``make_parser``); a ConfigError names ``path:line``, the task and the construct
-    (the unknown filter or parser, the syntax error)."""
+    """Compile one prompt in ``env`` with the filters it uses (asked of ``make_filter``) and its
+    output parser (asked of ``make_parser``); a ConfigError names ``path:line``, the task and the
+    construct (the unknown filter or output parser, the syntax error)."""
     install_filters(env, template_sources([(dict(entry.raw), entry.where)]), make_filter)
     return _build(dict(entry.raw), entry.where, env, make_parser)
 
 
 def _build(entry: dict[str, Any], where: str, env: SandboxedEnvironment, make_parser: MakeParser) -> TaskPrompt:
-    """One prompt of a file (keys checked): its templates compiled, its output parser made."""
     task, mode, stop = entry["task"], entry.get("mode", STANDARD), entry.get("stop")
     name = f"{where} (task {task!r}, mode {mode!r})"
     content = None
@@ -351,10 +259,10 @@ def _build(entry: dict[str, Any], where: str, env: SandboxedEnvironment, make_pa
             messages = _build_messages(entry["messages"], where, name, env)
     except TemplateError as exc:
         raise ConfigError(str(exc)) from exc
-    parser = None
+    output_parser = None
     if entry.get("output_parser") is not None:
         try:
-            parser = make_output_parser(entry["output_parser"], make=make_parser)
+            output_parser = make_output_parser(entry["output_parser"], make=make_parser)
         except ConfigError as exc:
             raise ConfigError(f"{where}: {exc}") from exc
     return TaskPrompt(
@@ -365,10 +273,9 @@ def _build(entry: dict[str, Any], where: str, env: SandboxedEnvironment, make_pa
         content=content,
         messages=messages,
         max_length=entry.get("max_length"),
-        output_parser=entry.get("output_parser"),
         stop=tuple(stop) if stop is not None else None,
         max_tokens=entry.get("max_tokens"),
-        parser=parser,
+        output_parser=output_parser,
         content_source=entry.get("content"),
     )
 
@@ -391,7 +298,7 @@ def load_task_prompts(
     make_filter: MakeFilter = builtin_filter,
     make_parser: MakeParser = builtin_output_parser,
 ) -> TaskPrompts:
-    """``[template] task_prompts = RELATIVE`` of a suite config: a file or folder inside the
+    """Load ``[template] task_prompts = RELATIVE`` of a suite config: a file or folder inside the
     config's folder (resolved with links followed; anything outside is a ConfigError)."""
     path = config.resolve(relative, key="template.task_prompts")
     if not path.exists():

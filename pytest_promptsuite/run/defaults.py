@@ -1,11 +1,5 @@
-"""The built-in implementations of our hooks: the models, checks, retrievers, renderers, output
-parsers and Jinja filters we ship.
-
-They register through the same hooks third parties implement (pluggy's eggsample ``lib.py``),
-marked ``trylast`` so that a conftest or an installed plugin answers first. pytest-free, so the
-``promptsuite`` command registers this module without importing pytest; each implementation
-imports its stage when first asked, so registering them costs a pytest run nothing.
-"""
+"""The built-in implementations of our hooks (models, checks, retrievers, renderers, output parsers,
+Jinja filters), registered like a third party's, ``trylast``, each importing its stage when asked."""
 
 from __future__ import annotations
 
@@ -34,7 +28,7 @@ hookimpl = pluggy.HookimplMarker("pytest")
 def pytest_promptsuite_make_model(
     config: Any, spec: str, settings: ModelConfig, root: Path
 ) -> Model:
-    """The built-in models (``fake``, ``fake:RULES.json``, ``openai:MODEL``); an unknown spec raises."""
+    """Make a built-in model (``fake``, ``fake:RULES.json``, ``openai:MODEL``); an unknown spec raises."""
     from pytest_promptsuite.models.registry import make_model
 
     return make_model(spec, settings=settings, root=root)
@@ -44,7 +38,7 @@ def pytest_promptsuite_make_model(
 def pytest_promptsuite_make_check(
     name: str, params: dict[str, Any], base_dir: Path, scope: CheckScope | None
 ) -> Check | None:
-    """The built-in check types (promptfoo's names); None for other names."""
+    """Make a built-in check type (promptfoo's names); None for other names."""
     from pytest_promptsuite.checks.registry import make_builtin_check
 
     return make_builtin_check(name, params, base_dir=base_dir, scope=scope)
@@ -52,7 +46,7 @@ def pytest_promptsuite_make_check(
 
 @hookimpl(trylast=True)
 def pytest_promptsuite_make_retriever(name: str, params: dict[str, Any]) -> Retriever | None:
-    """The built-in retrievers (``ZeroRetriever``, ``FixKRetriever``, ...); None for other names."""
+    """Make a built-in retriever (``ZeroRetriever``, ``FixKRetriever``, ...); None for other names."""
     from pytest_promptsuite.prompts.opencompass.retrievers import builtin_retriever
 
     return builtin_retriever(name, params)
@@ -60,7 +54,7 @@ def pytest_promptsuite_make_retriever(name: str, params: dict[str, Any]) -> Retr
 
 @hookimpl(trylast=True)
 def pytest_promptsuite_make_renderer(name: str, params: dict[str, Any]) -> Renderer | None:
-    """The built-in renderers (``format``, ``delimiters``, ``jinja``, ``none``); None for other
+    """Make a built-in renderer (``format``, ``delimiters``, ``jinja``, ``none``); None for other
     names. The ``jinja`` renderer gets its filter lookup from
     :func:`~pytest_promptsuite.prompts.files.renderers.get_renderer` (``with_filters``)."""
     from pytest_promptsuite.prompts.files.renderers import builtin_renderer
@@ -70,19 +64,17 @@ def pytest_promptsuite_make_renderer(name: str, params: dict[str, Any]) -> Rende
 
 @hookimpl(trylast=True)
 def pytest_promptsuite_make_output_parser(name: str, params: dict[str, Any]) -> OutputParser | None:
-    """The built-in output parsers (``strip_prefix``, ``json``, NeMo's; NeMo's own semantics as
-    ``nemo.NAME``); None for other names."""
-    from pytest_promptsuite.nemo.output_parsers import nemo_output_parser
+    """Make a built-in output parser (``strip_prefix``, ``json``, NeMo's names without NeMo's
+    Colang rewriting); None for other names."""
     from pytest_promptsuite.prompts.output_parsers import builtin_output_parser
 
-    return builtin_output_parser(name, params) or nemo_output_parser(name, params)
+    return builtin_output_parser(name, params)
 
 
 @hookimpl(trylast=True)
 def pytest_promptsuite_make_jinja_filter(name: str) -> Callable[..., Any] | None:
-    """The built-in Jinja filters (history filters, NeMo's ``indent``); None for other names, so
-    Jinja's own filter of that name, if any, applies. NeMo's filters answer as ``nemo.NAME``."""
-    from pytest_promptsuite.nemo.filters import nemo_filter
+    """Make a built-in Jinja filter (history filters, NeMo's ``indent``); None for other names, so
+    Jinja's own filter of that name, if any, applies."""
     from pytest_promptsuite.prompts.files.filters import builtin_filter
 
-    return builtin_filter(name) or nemo_filter(name)
+    return builtin_filter(name)

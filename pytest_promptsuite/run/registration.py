@@ -1,10 +1,5 @@
-"""Which plugins implement our hooks: the built-ins, installed packages and conftest files.
-
-pytest registers them into its own plugin manager (``plugin.py``'s ``pytest_addhooks``); the
-``promptsuite`` command builds an equivalent pluggy manager with :func:`plugin_manager`, loading
-the ``conftest.py`` files pytest would load for the same case files, so a conftest's check type,
-renderer or filter works the same under both. pytest-free (a conftest may import pytest).
-"""
+"""Which plugins implement our hooks: the built-ins, NeMo's default plugin, installed packages and
+conftest files, for pytest's plugin manager and for the ``promptsuite`` command's own."""
 
 from __future__ import annotations
 
@@ -19,6 +14,7 @@ import pluggy
 
 from pytest_promptsuite import hookspecs
 from pytest_promptsuite.errors import PromptSuiteError
+from pytest_promptsuite.nemo import plugin as nemo_plugin
 from pytest_promptsuite.run import defaults as builtins
 
 
@@ -32,9 +28,11 @@ def register_plugins(manager: pluggy.PluginManager) -> None:
 
 
 def register_builtins(manager: pluggy.PluginManager) -> None:
-    """Add our hookspecs and the built-in implementations (cheap: they import on first use)."""
+    """Add our hookspecs, the built-in implementations and NeMo's default plugin (cheap: they
+    import their stages on first use)."""
     manager.add_hookspecs(hookspecs)
     manager.register(builtins, "promptsuite-builtins")
+    manager.register(nemo_plugin, "promptsuite-nemo")
 
 
 def register_installed(manager: pluggy.PluginManager) -> None:
@@ -61,7 +59,8 @@ class _Manager(pluggy.PluginManager):
 
 
 def plugin_manager(conftests: Iterable[ModuleType] = ()) -> pluggy.PluginManager:
-    """Our hooks outside pytest: the built-ins, installed plugins and ``conftests``."""
+    """Build our hooks' manager outside pytest: the built-ins, installed plugins and ``conftests``
+    (pytest loads the same ``conftest.py`` files, so a conftest's hooks work the same in both)."""
     manager = _Manager("pytest")
     register_plugins(manager)
     for module in conftests:
@@ -70,8 +69,8 @@ def plugin_manager(conftests: Iterable[ModuleType] = ()) -> pluggy.PluginManager
 
 
 def conftest_modules(case_files: Iterable[Path], *, root: Path) -> list[ModuleType]:
-    """The ``conftest.py`` modules pytest would load for these case files: those in each file's
-    folder and its parents up to ``root`` (only the file's own folder when it is outside
+    """Import the ``conftest.py`` modules pytest would load for these case files: those in each
+    file's folder and its parents up to ``root`` (only the file's own folder when it is outside
     ``root``), outermost first. A conftest that fails to import is a PromptSuiteError."""
     root = root.resolve()
     found: dict[Path, ModuleType] = {}

@@ -9,6 +9,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import pluggy
 import pytest
 
 from pytest_promptsuite.config.suite import load_config
@@ -22,12 +23,10 @@ from pytest_promptsuite.nemo.output_parsers import NEMO_OUTPUT_PARSERS
 from pytest_promptsuite.nemo.output_parsers import content_safety
 from pytest_promptsuite.nemo.render import NEMO_CONTEXT
 from pytest_promptsuite.nemo.render import nemo_prompt
-from pytest_promptsuite.nemo.render import provided_variables
-from pytest_promptsuite.nemo.selection import select_nemo_prompt
+from pytest_promptsuite.prompts.prompts_yml import prompt_entries
+from pytest_promptsuite.prompts.selection import select_nemo_prompt
 from pytest_promptsuite.prompts.sources import prompt_source
-from pytest_promptsuite.prompts.task_prompts import prompt_entries
-from pytest_promptsuite.run.defaults import pytest_promptsuite_make_jinja_filter as make_filter
-from pytest_promptsuite.run.defaults import pytest_promptsuite_make_output_parser as make_parser
+from pytest_promptsuite.run.registration import register_builtins
 from tests.fixtures.nemo.inputs import COLANG
 from tests.fixtures.nemo.inputs import EVENTS
 from tests.fixtures.nemo.inputs import ON_COLANG
@@ -40,6 +39,17 @@ from tests.fixtures.nemo.inputs import V2
 EXPECTED = json.loads(
     (Path(__file__).parents[1] / "fixtures" / "nemo" / "expected-0.10.1.json").read_text(encoding="utf-8")
 )
+_MANAGER = pluggy.PluginManager("pytest")
+register_builtins(_MANAGER)  # the built-ins and NeMo's default plugin, as pytest and the CLI register them
+
+
+def make_filter(name: str) -> Any:
+    return _MANAGER.hook.pytest_promptsuite_make_jinja_filter(name=name)
+
+
+def make_parser(name: str, params: dict[str, Any]) -> Any:
+    return _MANAGER.hook.pytest_promptsuite_make_output_parser(name=name, params=params)
+
 class TestFiltersAsNeMo:
     @pytest.mark.parametrize("name", ON_EVENTS)
     def test_on_an_event_history(self, name: str) -> None:
@@ -196,7 +206,8 @@ class TestConfigFolder:
         assert nemo.model_for("general") == "openai/gpt-4o"
         assert nemo.model_for("self_check_input") == "nemollm/gpt-43b"
         assert [p["task"] for p, _ in nemo.prompts] == ["general", "general", "self_check_input", "broken"]
-        assert provided_variables(suite) == NEMO_CONTEXT
+        source = prompt_source(suite, make_filter=make_filter, make_parser=make_parser)
+        assert source is not None and source.provides == NEMO_CONTEXT
 
     def test_the_config_model_selects_and_sample_conversation_is_colang(self, tmp_path: Path) -> None:
         prompt, rendered = _render(tmp_path, '[template]\nnemo_config = "config"\ntask = "general"\n', {})
@@ -226,8 +237,13 @@ class TestConfigFolder:
             '[template]\ntask_prompts = "prompts.yml"\ntask = "t"\n[variants.nemo]\nsemantics = "nemo"\n'
             '[variants.ours]\nmode = "standard"\n', encoding="utf-8")
         suite = load_config(tmp_path / "promptsuite.toml")
-        assert provided_variables(suite, "ours") == frozenset()
-        assert provided_variables(suite, "nemo") == NEMO_CONTEXT
+        provided = {}
+        for variant in ("ours", "nemo"):
+            source = prompt_source(suite, suite.template_for(variant), make_filter=make_filter,
+                                   make_parser=make_parser, variant=variant)
+            assert source is not None
+            provided[variant] = source.provides
+        assert provided == {"ours": frozenset(), "nemo": NEMO_CONTEXT}
 
     def test_retrieved_variables_are_empty_unless_the_case_gives_them(self, tmp_path: Path) -> None:
         prompts = "prompts:\n  - task: t\n    content: '[{{ examples }}|{{ relevant_chunks }}]'\n"

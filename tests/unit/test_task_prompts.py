@@ -273,6 +273,7 @@ HISTORY = [
     {"role": "user", "content": "u3"},
 ]
 COLANG = 'user "hi"\n  express greeting\nbot express greeting\n  "Hello!"\nuser "bye"\n  express goodbye'
+COLANG_2 = 'user action: user said "hi"\nbot intent: bot express greeting\n\nuser action: user said "bye"\n'
 
 
 class TestFilters:
@@ -313,6 +314,23 @@ class TestFilters:
     )
     def test_on_colang_text_like_nemo(self, tmp_path: Path, expression: str, expected: str) -> None:
         assert self.render(tmp_path, expression, {"c": COLANG}) == expected
+
+    @pytest.mark.parametrize(
+        ("expression", "expected"),
+        [
+            ("{{ c | first_turns(0) }}", ""),
+            ("{{ c | first_turns(1) }}", 'user action: user said "hi"\nbot intent: bot express greeting\n'),
+            ("{{ c | last_turns(1) }}", 'user action: user said "bye"\n'),
+            ("{{ m | first_turns(1) }}", 'user "a"\n  x'),
+            ("{{ m | last_turns(2) }}", 'user action: user said "b"\nbot y\nuser "c"\n  z'),
+        ],
+        ids=["first-0", "first", "last", "mixed-first", "mixed-last"],
+    )
+    def test_a_colang_2_user_action_starts_a_turn_as_in_nemo(self, tmp_path: Path, expression: str,
+                                                             expected: str) -> None:
+        """NeMo's ``first_turns`` / ``last_turns`` (nemoguardrails 0.10.1) count ``user action: `` lines."""
+        row = {"c": COLANG_2, "m": 'user "a"\n  x\nuser action: user said "b"\nbot y\nuser "c"\n  z'}
+        assert self.render(tmp_path, expression, row) == expected
 
     def test_indent_keeps_blank_lines_unindented(self, tmp_path: Path) -> None:
         assert self.render(tmp_path, "{{ t | indent(3) }}", {"t": "a\n\nb"}) == "   a\n\n   b"

@@ -1,10 +1,5 @@
-"""The built-in Jinja filters of task prompts and ``jinja`` templates: NeMo Guardrails' history
-filters, and the NeMo message type to OpenAI role mapping they share with task prompts.
-
-A history is a list of ``{"role" (or NeMo's "type"), "content"}`` messages; ``first_turns`` and
-``last_turns`` also take NeMo's Colang history text. Templates reach these filters through
-:func:`builtin_filter`, the built-in answer of the ``pytest_promptsuite_make_jinja_filter`` hook.
-"""
+"""The built-in Jinja filters of task prompts and ``jinja`` templates (history filters, NeMo's
+``indent``), the turns of a history (a list of messages, or NeMo's Colang text) and message roles."""
 
 from __future__ import annotations
 
@@ -23,6 +18,8 @@ __all__ = [
     "MakeFilter",
     "ROLES",
     "builtin_filter",
+    "colang_first_turns",
+    "colang_last_turns",
     "first_turns",
     "indent",
     "last_turns",
@@ -40,7 +37,7 @@ ROLES = {"system": "system", "user": "user", "assistant": "assistant", "bot": "a
 
 
 def role_of(message: Mapping[str, Any]) -> str:
-    """The OpenAI role of a message: its ``role`` (or NeMo's ``type``), ``bot`` as ``assistant``."""
+    """Give the OpenAI role of a message: its ``role`` (or NeMo's ``type``), ``bot`` as ``assistant``."""
     role = message.get("role", message.get("type"))
     return ROLES.get(str(role), str(role))
 
@@ -65,25 +62,29 @@ def split_turns(history: Sequence[Mapping[str, Any]]) -> list[list[Mapping[str, 
     return turns
 
 
-def _colang_first_turns(text: str, n: int) -> str:
-    # NeMo's own semantics on a Colang history string: a turn starts at a 'user "' line.
+def _starts_turn(line: str) -> bool:
+    return line.startswith('user "') or line.startswith("user action: ")
+
+
+def colang_first_turns(text: str, n: int) -> str:
+    """Cut Colang history text after its first ``n`` turns, as NeMo's ``first_turns`` does: a turn
+    starts at a ``user "..."`` line (Colang 1.0) or a ``user action: `` line (2.x)."""
     lines = text.split("\n")
     count = 0
     for i, line in enumerate(lines):
-        if line.startswith('user "'):
-            count += 1
+        count += _starts_turn(line)
         if count == n + 1:
             return "\n".join(lines[:i])
     return text
 
 
-def _colang_last_turns(text: str, n: int) -> str:
+def colang_last_turns(text: str, n: int) -> str:
+    """Keep the last ``n`` turns of Colang history text, as NeMo's ``last_turns`` does."""
     lines = text.split("\n")
     count = 0
     i = len(lines) - 1
     while i > 0:
-        if lines[i].startswith('user "'):
-            count += 1
+        count += _starts_turn(lines[i])
         if count == n:
             break
         i -= 1
@@ -91,17 +92,17 @@ def _colang_last_turns(text: str, n: int) -> str:
 
 
 def first_turns(history: Any, n: int) -> Any:
-    """The first ``n`` turns of a history (a list of turns, or NeMo's Colang text)."""
+    """Keep the first ``n`` turns of a history (a list of turns, or NeMo's Colang text)."""
     if isinstance(history, str):
-        return _colang_first_turns(history, n)
+        return colang_first_turns(history, n)
     turns = split_turns(_check_history(history, "first_turns"))
     return [m for turn in turns[: max(n, 0)] for m in turn]
 
 
 def last_turns(history: Any, n: int) -> Any:
-    """The last ``n`` turns of a history (a list of turns, or NeMo's Colang text)."""
+    """Keep the last ``n`` turns of a history (a list of turns, or NeMo's Colang text)."""
     if isinstance(history, str):
-        return _colang_last_turns(history, n)
+        return colang_last_turns(history, n)
     turns = split_turns(_check_history(history, "last_turns"))
     return [m for turn in (turns[-n:] if n > 0 else []) for m in turn]
 
@@ -110,7 +111,7 @@ _SPEAKERS = {"user": "User", "assistant": "Assistant", "system": "System"}
 
 
 def user_assistant_sequence(history: Any) -> str:
-    """A history as ``User: ...`` / ``Assistant: ...`` lines (NeMo's format)."""
+    """Render a history as ``User: ...`` / ``Assistant: ...`` lines (NeMo's format)."""
     lines = []
     for message in _check_history(history, "user_assistant_sequence"):
         role = role_of(message)
@@ -119,7 +120,7 @@ def user_assistant_sequence(history: Any) -> str:
 
 
 def to_messages(history: Any) -> list[dict[str, Any]]:
-    """A history as chat messages with OpenAI roles (``bot`` becomes ``assistant``), for a
+    """Turn a history into chat messages with OpenAI roles (``bot`` becomes ``assistant``), for a
     ``messages`` entry written as a plain string: ``- "{{ history | to_messages }}"``."""
     return [
         {"role": role_of(m), "content": m.get("content", "")}
@@ -128,7 +129,7 @@ def to_messages(history: Any) -> list[dict[str, Any]]:
 
 
 def indent(text: Any, n: int = 4) -> str:
-    """Every non-blank line of ``text`` indented by ``n`` spaces, the first one included (NeMo's
+    """Indent every non-blank line of ``text`` by ``n`` spaces, the first one included (NeMo's
     ``indent``, not Jinja's, which skips the first line)."""
     return textwrap.indent(str(text), " " * n)
 
@@ -145,6 +146,6 @@ BUILTIN_FILTERS = tuple(_FILTERS)
 
 
 def builtin_filter(name: str) -> Callable[..., Any] | None:
-    """Our filter ``name``, or None when it is not one of :data:`BUILTIN_FILTERS` (Jinja's own
+    """Give our filter ``name``, or None when it is not one of :data:`BUILTIN_FILTERS` (Jinja's own
     filters then still apply). The built-in answer of ``pytest_promptsuite_make_jinja_filter``."""
     return _FILTERS.get(name)

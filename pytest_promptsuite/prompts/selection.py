@@ -1,0 +1,118 @@
+"""Which prompt of a ``prompts.yml`` a task uses: our rule and NeMo Guardrails' rule, side by side,
+each a score over the task's prompts; the highest wins, the last in file order among equals."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from collections.abc import Sequence
+from typing import Any
+
+from pytest_promptsuite.errors import ConfigError
+from pytest_promptsuite.errors import did_you_mean
+from pytest_promptsuite.prompts.prompts_yml import STANDARD
+from pytest_promptsuite.prompts.prompts_yml import PromptEntry
+
+
+__all__ = ["nemo_score", "promptsuite_score", "select_nemo_prompt", "select_prompt"]
+
+
+def _best(entries: Sequence[PromptEntry], task: str, score: Callable[[PromptEntry], Any]) -> PromptEntry | None:
+    best: PromptEntry | None = None
+    best_score: Any = None
+    for entry in entries:
+        if entry.task != task:
+            continue
+        value = score(entry)
+        if value is not None and (best_score is None or value >= best_score):
+            best, best_score = entry, value
+    return best
+
+
+def _no_such_task(entries: Sequence[PromptEntry], task: str, source: str) -> ConfigError:
+    tasks = list(dict.fromkeys(e.task for e in entries))
+    return ConfigError(
+        f"{source}: no prompt for task {task!r}" + did_you_mean(task, tasks) + f"; tasks: {', '.join(tasks) or 'none'}"
+    )
+
+
+def _model_rank(models: Sequence[str], model: str | None) -> int | None:
+    """Rank how ``models`` match ``model``: 3 exact, 2 the model name, 1 the provider, 0 no
+    ``models`` at all, None when they name other models."""
+    if not models:
+        return 0
+    if model is None:
+        return None
+    norm = model.replace(":", "/", 1)
+    provider, _, name = norm.partition("/")
+    best: int | None = None
+    for entry in models:
+        entry = entry.replace(":", "/", 1)
+        if entry == norm:
+            return 3
+        rank = 2 if name and entry == name else 1 if entry == provider else None
+        if rank is not None and (best is None or rank > best):
+            best = rank
+    return best
+
+
+def promptsuite_score(entry: PromptEntry, model: str | None, mode: str) -> tuple[int, int] | None:
+    """Score ``entry`` by our rule: a prompt of ``mode`` beats a ``standard`` one, then the model
+    rank decides; None when its mode is another or its ``models`` name other models."""
+    tier = 1 if entry.mode == mode else 0 if entry.mode == STANDARD else None
+    rank = _model_rank(entry.models, model)
+    return None if tier is None or rank is None else (tier, rank)
+
+
+def select_prompt(entries: Sequence[PromptEntry], task: str, model: str | None, mode: str, source: str) -> PromptEntry:
+    """Pick the entry for ``task`` on ``model`` (``openai:gpt-4o`` matches NeMo's ``openai/gpt-4o``)
+    in ``mode`` by our rule; ConfigError naming ``source`` when none fits."""
+    best = _best(entries, task, lambda entry: promptsuite_score(entry, model, mode))
+    if best is not None:
+        return best
+    for_task = [e for e in entries if e.task == task]
+    if not for_task:
+        raise _no_such_task(entries, task, source)
+    modes = sorted({e.mode for e in for_task if _model_rank(e.models, model) is not None})
+    if not modes:
+        reason = f"every prompt for it lists other models than {model!r}"
+    else:
+        reason = f"it has no {mode!r} or 'standard' prompt (modes: {', '.join(modes)})"
+    raise ConfigError(f"{source}: no prompt for task {task!r} on model {model!r}: {reason}")
+
+
+def _nemo_model_score(models: Sequence[str], model: str) -> float:
+    if not models:
+        return 0.2
+    score = 0.0
+    for entry in models:
+        if entry == model:
+            return 1.0
+        if model.startswith(entry + "/"):
+            return 0.5
+        if model.endswith("/" + entry):
+            return 0.8
+        if entry in model:
+            score = 0.4
+    return score
+
+
+def nemo_score(entry: PromptEntry, model: str, mode: str) -> float | None:
+    """Score ``entry`` as NeMo's ``get_prompt`` does for ``model`` (``engine/model``): 1 exact, 0.8
+    the model part, 0.5 the engine, 0.4 a substring, 0.2 no ``models``, else 0 (which still wins
+    when nothing scores more); halved for a ``standard`` prompt in another mode; None for a prompt
+    of another mode."""
+    score = _nemo_model_score(entry.models, model)
+    if entry.mode == mode:
+        return score
+    return score * 0.5 if entry.mode == STANDARD else None
+
+
+def select_nemo_prompt(entries: Sequence[PromptEntry], task: str, model: str, mode: str, source: str) -> PromptEntry:
+    """Pick the entry NeMo's ``get_prompt`` picks for ``task`` on ``model`` in ``mode``; ConfigError
+    naming ``source`` and the task when it has no prompt NeMo could use."""
+    best = _best(entries, task, lambda entry: nemo_score(entry, model, mode))
+    if best is not None:
+        return best
+    if any(e.task == task for e in entries):
+        raise ConfigError(f"{source}: no prompt for task {task!r} in mode {mode!r} or 'standard' (model {model!r})")
+    raise _no_such_task(entries, task, source)
