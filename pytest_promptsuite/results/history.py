@@ -95,15 +95,6 @@ class History:
         """Return these runs followed by the current one, keeping the latest :data:`HISTORY_RUNS`."""
         return History((*self.runs, HistoryRun.from_summary(label, summary))[-HISTORY_RUNS:])
 
-    @property
-    def slices(self) -> list[str]:
-        """Every slice of any run, sorted."""
-        return sorted({name for run in self.runs for name in run.slices})
-
-    def trend(self, slice_name: str) -> list[HistoryPoint | None]:
-        """The slice's point in each run (None where the run had no such slice)."""
-        return [run.slices.get(slice_name) for run in self.runs]
-
     def to_dict(self) -> dict[str, Any]:
         """Return what the dashboard draws."""
         return {"runs": [run.to_dict() for run in self.runs]}
