@@ -40,8 +40,8 @@ StrPath = str | os.PathLike[str]
 
 
 def _states(row: CaseResult) -> dict[str, str]:
-    """Each check name of ``row`` (as its column) and its value: ``failed`` when a check of that
-    name failed, else ``passed`` when one ran, else ``skipped``."""
+    """Map each check name of ``row`` (as its column) to ``failed`` when a check of that name
+    failed, else ``passed`` when one ran, else ``skipped``."""
     states: dict[str, str] = {}
     for check in row.checks:
         state = "skipped" if check.skipped else "passed" if check.passed else "failed"
