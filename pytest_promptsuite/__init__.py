@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from pytest_promptsuite.models.base import Response as Response
     from pytest_promptsuite.models.base import Usage as Usage
     from pytest_promptsuite.models.fake import FakeModel as FakeModel
+    from pytest_promptsuite.results.frames import read_history as read_history
+    from pytest_promptsuite.results.frames import read_results as read_results
     from pytest_promptsuite.results.row import CaseResult as CaseResult
     from pytest_promptsuite.results.summary import Summary as Summary
     from pytest_promptsuite.results.summary import summarize as summarize
@@ -59,6 +61,8 @@ _EXPORTS = {
     "Usage": "pytest_promptsuite.models.base",
     "load_cases": "pytest_promptsuite.cases.case",
     "load_config": "pytest_promptsuite.config.suite",
+    "read_history": "pytest_promptsuite.results.frames",
+    "read_results": "pytest_promptsuite.results.frames",
     "summarize": "pytest_promptsuite.results.summary",
 }
 

@@ -1,4 +1,4 @@
-"""The ``promptsuite`` command: ``validate``, ``render``, ``diff``, ``merge`` and ``import``.
+"""The ``promptsuite`` command: ``validate``, ``render``, ``diff``, ``merge``, ``import`` and ``history``.
 
 It finds suites through the same :class:`~pytest_promptsuite.config.discovery.SuiteIndex` and builds them
 through the same hooks as the pytest plugin (built-ins, installed plugins and the conftest files
@@ -209,10 +209,9 @@ def _merge(args: argparse.Namespace) -> int:
 
 def _history(args: argparse.Namespace) -> int:
     from pytest_promptsuite.report.trends import history_lines
-    from pytest_promptsuite.results.history import load_history
+    from pytest_promptsuite.results.frames import read_history
 
-    history = load_history([Path(p) for p in args.folders], limit=args.last)
-    for line in history_lines(history, last=args.last):
+    for line in history_lines(read_history(args.folders, last=args.last), last=args.last):
         print(printable(line))
     return 0
 

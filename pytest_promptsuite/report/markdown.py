@@ -19,6 +19,7 @@ from pytest_promptsuite.report.text import slice_rows
 from pytest_promptsuite.report.text import totals_line
 from pytest_promptsuite.report.text import usage_cells
 from pytest_promptsuite.report.trends import trend_rows
+from pytest_promptsuite.results.frames import history_frame
 from pytest_promptsuite.results.history import History
 from pytest_promptsuite.results.row import CaseResult
 from pytest_promptsuite.results.summary import Summary
@@ -160,7 +161,7 @@ def _trend(history: History | None) -> list[str]:
     """Each slice's pass rate (95 % interval) over the earlier runs and this one."""
     if history is None or len(history.runs) < 2:
         return []
-    header, rows = trend_rows(history)
+    header, rows = trend_rows(history_frame(history))
     table = [[md_escape(c) for c in row] for row in rows]
     return _collapsed(f"Pass rate by slice over the last {min(len(history.runs), len(header) - 2)} runs",
                       header, table)

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Iterator
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
-from typing import TextIO
 from typing import overload
 
 from pytest_promptsuite.checks.result import Layer
@@ -19,6 +17,7 @@ from pytest_promptsuite.report.document import summary_document
 from pytest_promptsuite.report.html import GridCells
 from pytest_promptsuite.report.html import write_dashboard
 from pytest_promptsuite.report.markdown import summary_markdown
+from pytest_promptsuite.results.frames import slices_frame
 from pytest_promptsuite.results.history import History
 from pytest_promptsuite.results.row import CaseResult
 from pytest_promptsuite.results.summary import Baseline
@@ -66,17 +65,6 @@ def review_queue(rows: Iterable[CaseResult]) -> list[dict[str, Any]]:
             }
         )
     return queue
-
-
-class _Printable:
-    """A text file that writes everything through :func:`printable` (the csv module's writer)."""
-
-    def __init__(self, fp: TextIO) -> None:
-        self.fp = fp
-
-    def write(self, text: str) -> int:
-        """Write ``text`` scrubbed, lone surrogates escaped."""
-        return self.fp.write(printable(text))
 
 
 class _ReadBack(Sequence[CaseResult]):
@@ -146,12 +134,7 @@ def write_report(
     summary_json = directory / "summary.json"
     summary_json.write_text(encode(summary_document(summary, usage=usage), indent=2) + "\n", encoding="utf-8")
     slices_csv = directory / "slices.csv"
-    with slices_csv.open("w", encoding="utf-8", newline="") as fp:
-        table = [s.to_dict() for s in summary.slices]
-        fields = list(table[0]) if table else ["slice"]
-        writer = csv.DictWriter(_Printable(fp), fieldnames=fields)
-        writer.writeheader()
-        writer.writerows(table)
+    slices_csv.write_bytes(printable(slices_frame(summary).to_csv(index=False, lineterminator="\r\n")).encode())
     queue = review_queue(_only(ordered, Outcome.REVIEW))  # only those rows read back
     summary_md = directory / "summary.md"
     markdown = summary_markdown(summary, queue, rows=_only(ordered, Outcome.FAILED, Outcome.ERROR), usage=usage,

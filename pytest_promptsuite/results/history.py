@@ -1,10 +1,5 @@
-"""Earlier runs (``--prompt-history DIR``, ``promptsuite history DIR...``): each slice's pass rate
-over the last runs, with its 95 % interval, so a slice sliding for five merges shows.
-
-A history folder holds earlier report folders or ``summary.json`` files (downloaded CI
-artifacts, for example), at any depth. Runs are ordered by their path, numbers compared as
-numbers (``run-9`` before ``run-10``), so name them by build number or date.
-"""
+"""Earlier runs (``--prompt-history DIR``, ``promptsuite history DIR...``): each slice's counts,
+pass rate and 95 % interval in each run, loaded from the ``summary.json`` files under a folder."""
 
 from __future__ import annotations
 
@@ -22,7 +17,7 @@ from pytest_promptsuite.results.summary import Summary
 
 __all__ = ["HISTORY_RUNS", "History", "HistoryPoint", "HistoryRun", "load_history"]
 
-#: How many of the latest runs a trend shows.
+#: How many of the latest runs ``--prompt-history`` keeps (the dashboard draws them all).
 HISTORY_RUNS = 20
 _NUMBER = re.compile(r"(\d+)")
 
@@ -31,6 +26,7 @@ _NUMBER = re.compile(r"(\d+)")
 class HistoryPoint:
     """One slice in one run: its counts and pass rate with the 95 % Wilson interval."""
 
+    cases: int
     passed: int
     counted: int
     pass_rate: float | None
@@ -39,7 +35,7 @@ class HistoryPoint:
     gate: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """The point as the reports embed it."""
+        """Return the point as the dashboard embeds it."""
         return {"passed": self.passed, "counted": self.counted, "pass_rate": self.pass_rate,
                 "ci_low": self.ci_low, "ci_high": self.ci_high, "gate": self.gate}
 
@@ -54,16 +50,16 @@ class HistoryRun:
 
     @classmethod
     def from_document(cls, label: str, data: Any, where: str) -> HistoryRun:
-        """A run from a ``summary.json``'s content; ConfigError naming ``where`` if it is none."""
+        """Read a run from a ``summary.json``'s content; ConfigError naming ``where`` if it is none."""
         if not isinstance(data, dict) or not isinstance(data.get("slices"), list):
             raise ConfigError(f"{where}: not a promptsuite summary.json (no 'slices' list)")
         slices = {}
         for s in data["slices"]:
             try:
-                counted = int(s["cases"]) - int(s.get("review", 0)) - int(s.get("skipped", 0))
-                slices[str(s["slice"])] = HistoryPoint(
-                    int(s["passed"]), counted, s.get("pass_rate"), s.get("ci_low"), s.get("ci_high"), s.get("gate")
-                )
+                cases = int(s["cases"])
+                counted = cases - int(s.get("review", 0)) - int(s.get("skipped", 0))
+                rate, low, high = (_number(s, key) for key in ("pass_rate", "ci_low", "ci_high"))
+                slices[str(s["slice"])] = HistoryPoint(cases, int(s["passed"]), counted, rate, low, high, s.get("gate"))
             except (KeyError, TypeError, ValueError) as exc:
                 raise ConfigError(f"{where}: a slice of this summary.json is unreadable ({exc!r})") from None
         gate = data.get("gate")
@@ -72,19 +68,19 @@ class HistoryRun:
 
     @classmethod
     def from_summary(cls, label: str, summary: Summary) -> HistoryRun:
-        """The current run, from its summary."""
+        """Make the current run's entry from its summary."""
         slices = {}
         for s in summary.slices:
             c = s.counts
             interval = c.interval
             slices[s.slice] = HistoryPoint(
-                c.passed, c.counted, c.pass_rate, None if interval is None else interval[0],
+                c.cases, c.passed, c.counted, c.pass_rate, None if interval is None else interval[0],
                 None if interval is None else interval[1], s.gate,
             )
         return cls(label, summary.gate.passed, slices)
 
     def to_dict(self) -> dict[str, Any]:
-        """The run as the reports embed it."""
+        """Return the run as the dashboard embeds it."""
         return {"label": self.label, "passed": self.passed,
                 "slices": {name: p.to_dict() for name, p in self.slices.items()}}
 
@@ -96,21 +92,20 @@ class History:
     runs: tuple[HistoryRun, ...] = ()
 
     def with_current(self, summary: Summary, label: str = "this run") -> History:
-        """These runs and then the current one, the latest :data:`HISTORY_RUNS` kept."""
+        """Return these runs followed by the current one, keeping the latest :data:`HISTORY_RUNS`."""
         return History((*self.runs, HistoryRun.from_summary(label, summary))[-HISTORY_RUNS:])
 
-    @property
-    def slices(self) -> list[str]:
-        """Every slice of any run, sorted."""
-        return sorted({name for run in self.runs for name in run.slices})
-
-    def trend(self, slice_name: str) -> list[HistoryPoint | None]:
-        """The slice's point in each run (None where the run had no such slice)."""
-        return [run.slices.get(slice_name) for run in self.runs]
-
     def to_dict(self) -> dict[str, Any]:
-        """What the dashboard draws."""
+        """Return what the dashboard draws."""
         return {"runs": [run.to_dict() for run in self.runs]}
+
+
+def _number(entry: dict[str, Any], key: str) -> float | None:
+    """Check that ``entry[key]`` is a number or null (kept as written: the dashboard embeds it)."""
+    value = entry.get(key)
+    if value is not None and not isinstance(value, (int, float)):
+        raise ValueError(f"{key} {value!r} is not a number")
+    return value
 
 
 def _order(path: Path) -> list[Any]:
@@ -134,9 +129,10 @@ def _label(file: Path, folder: Path) -> str:
     return relative.stem
 
 
-def load_history(folders: Iterable[Path], *, limit: int = HISTORY_RUNS) -> History:
-    """The earlier runs under ``folders`` (each a folder or one ``summary.json``), oldest first,
-    the latest ``limit`` kept; ConfigError naming the file that is not a readable summary."""
+def load_history(folders: Iterable[Path], *, limit: int | None = HISTORY_RUNS) -> History:
+    """Load the runs under ``folders`` (each a folder or one ``summary.json``), ordered by path
+    with numbers compared as numbers (``run-9`` before ``run-10``), the latest ``limit`` kept
+    (None: all); ConfigError naming the file that is not a readable summary."""
     runs: list[HistoryRun] = []
     for folder in folders:
         if not folder.exists():
@@ -148,5 +144,7 @@ def load_history(folders: Iterable[Path], *, limit: int = HISTORY_RUNS) -> Histo
             except (OSError, ValueError) as exc:
                 raise ConfigError(f"{file}: cannot read this summary.json ({exc})") from exc
             runs.append(HistoryRun.from_document(_label(file, folder), data, str(file)))
+    if limit is None:
+        return History(tuple(runs))
     return History(tuple(runs[-limit:]) if limit else ())
 

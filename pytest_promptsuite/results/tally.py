@@ -1,9 +1,4 @@
-"""Outcome counts per group: the aggregation behind every table of the summary.
-
-Plain Python over the rows (one pass, then sorted by group), so that a run's summary never
-imports pandas: the one-case edit-run loop pays nothing for it, and 100,000 rows tally in a
-fraction of a second all the same.
-"""
+"""Outcome counts per group: the aggregation behind every table of the summary."""
 
 from __future__ import annotations
 
@@ -23,7 +18,7 @@ K = TypeVar("K", bound=Hashable)
 
 
 def tally(pairs: Iterable[tuple[K, Outcome]]) -> dict[K, Counts]:
-    """Outcome counts per group of ``(group, outcome)`` pairs, in sorted order of the groups."""
+    """Count outcomes per group of ``(group, outcome)`` pairs, groups in sorted order."""
     groups: dict[K, dict[Outcome, int]] = {}
     for group, outcome in pairs:
         counts = groups.get(group)
@@ -34,5 +29,5 @@ def tally(pairs: Iterable[tuple[K, Outcome]]) -> dict[K, Counts]:
 
 
 def counts_by(rows: Iterable[CaseResult], key: Callable[[CaseResult], K | None]) -> dict[K, Counts]:
-    """Outcome counts per value of ``key(row)`` (rows whose key is None are left out), sorted."""
+    """Count outcomes per value of ``key(row)`` (rows whose key is None are left out), sorted."""
     return tally((k, row.outcome) for row in rows if (k := key(row)) is not None)

@@ -17,6 +17,7 @@ from pytest_promptsuite.report.text import summary_lines
 from pytest_promptsuite.report.text import totals_line
 from pytest_promptsuite.report.trends import history_lines
 from pytest_promptsuite.report.writer import write_report
+from pytest_promptsuite.results.frames import read_history
 from pytest_promptsuite.results.history import load_history
 from pytest_promptsuite.results.policy import ThresholdPolicy
 from pytest_promptsuite.results.records import RunInfo
@@ -111,8 +112,8 @@ def test_history_orders_runs_by_path_with_numbers_as_numbers(tmp_path: Path) -> 
         _summary_json(tmp_path / f"run-{n}" / "report", {"退款": (ok, 10)})
     history = load_history([tmp_path])
     assert [r.label for r in history.runs] == ["run-2/report", "run-9/report", "run-10/report"]
-    assert [p.pass_rate if p else None for p in history.trend("退款")] == [1.0, 0.8, 0.6]
-    lines = list(history_lines(history))
+    assert [r.slices["退款"].pass_rate for r in history.runs] == [1.0, 0.8, 0.6]
+    lines = list(history_lines(read_history(tmp_path)))
     assert lines[0].split() == ["slice", "run-2/report", "run-9/report", "run-10/report", "change"]
     assert lines[1].split()[0] == "退款"
     assert lines[1].endswith("-40.0 pts over 3 runs, 2 drops")

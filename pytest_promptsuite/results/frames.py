@@ -1,0 +1,123 @@
+"""Results as pandas DataFrames: ``read_results`` and ``read_history`` for analysis, and the slice
+table that ``slices.csv`` is written from. Each function imports pandas when it is called."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING
+from typing import Any
+
+from pytest_promptsuite.results.history import History
+from pytest_promptsuite.results.history import load_history
+from pytest_promptsuite.results.io import load_results
+from pytest_promptsuite.results.row import CaseResult
+from pytest_promptsuite.results.summary import Summary
+
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+__all__ = ["CHECK_PREFIX", "history_frame", "read_history", "read_results", "slices_frame"]
+
+#: What the name of a check's column starts with: ``check:must_include``.
+CHECK_PREFIX = "check:"
+#: A check column's value for a name that several checks of a row share: the highest rank wins.
+_RANK = {"skipped": 0, "passed": 1, "failed": 2}
+#: The token counts of a row's ``usage``, each a column.
+_TOKENS = ("prompt_tokens", "completion_tokens", "total_tokens")
+_HISTORY_COLUMNS = (
+    "run", "label", "run_passed", "slice", "cases", "counted", "passed", "pass_rate", "ci_low", "ci_high", "gate",
+)
+_HISTORY_TYPES = {
+    "run": "int64", "run_passed": "boolean", "cases": "Int64", "counted": "Int64", "passed": "Int64",
+    "pass_rate": "float64", "ci_low": "float64", "ci_high": "float64",
+}
+
+StrPath = str | os.PathLike[str]
+
+
+def _states(row: CaseResult) -> dict[str, str]:
+    """Map each check name of ``row`` (as its column) to ``failed`` when a check of that name
+    failed, else ``passed`` when one ran, else ``skipped``."""
+    states: dict[str, str] = {}
+    for check in row.checks:
+        state = "skipped" if check.skipped else "passed" if check.passed else "failed"
+        column = CHECK_PREFIX + check.name
+        seen = states.get(column)
+        if seen is None or _RANK[state] > _RANK[seen]:
+            states[column] = state
+    return states
+
+
+def _tokens(usage: dict[str, Any] | None, name: str) -> int | None:
+    value = usage.get(name) if usage else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def read_results(path: StrPath) -> pd.DataFrame:
+    """Read a ``results.jsonl`` (or the one in a report folder) into a DataFrame: a row per case,
+    variant and repeat, and a ``check:NAME`` column per check name; ConfigError if unreadable."""
+    import pandas as pd
+
+    rows = load_results(Path(path))
+    fields: dict[str, Any] = {
+        "case_id": [r.case_id for r in rows],
+        "slice": [r.slice for r in rows],
+        "variant": [r.variant for r in rows],
+        "repeat": pd.Series([r.repeat for r in rows], dtype="int64"),
+        "outcome": [r.outcome.value for r in rows],
+        "output": [r.output for r in rows],
+        "checks": [[c.to_dict() for c in r.checks] for r in rows],
+        "error": [r.error for r in rows],
+        "prompt": [r.prompt for r in rows],
+        "prompt_hash": [r.prompt_hash for r in rows],
+        "latency_ms": pd.Series([r.latency_ms for r in rows], dtype="float64"),
+        **{name: pd.Series([_tokens(r.usage, name) for r in rows], dtype="Int64") for name in _TOKENS},
+        "location": [None if r.location is None else str(r.location) for r in rows],
+        "tags": [r.tags for r in rows],
+        "metadata": [r.metadata for r in rows],
+        "replies": [r.replies for r in rows],
+        "cached": pd.Series([r.cached for r in rows], dtype="bool"),
+    }
+    frame = pd.DataFrame(fields)
+    joined: pd.DataFrame = pd.concat([frame, pd.DataFrame([_states(r) for r in rows], index=frame.index)], axis=1)
+    return joined
+
+
+def history_frame(history: History) -> pd.DataFrame:
+    """Lay ``history`` out as a row per run and slice, runs oldest first (``run`` counts them from
+    0); a run whose summary has no slice is one row with the slice missing."""
+    import pandas as pd
+
+    records: list[dict[str, Any]] = []
+    for order, run in enumerate(history.runs):
+        head = {"run": order, "label": run.label, "run_passed": run.passed}
+        if not run.slices:
+            records.append(head)
+        for name, point in run.slices.items():
+            records.append({
+                **head, "slice": name, "cases": point.cases, "counted": point.counted, "passed": point.passed,
+                "pass_rate": point.pass_rate, "ci_low": point.ci_low, "ci_high": point.ci_high, "gate": point.gate,
+            })
+    frame: pd.DataFrame = pd.DataFrame.from_records(records, columns=_HISTORY_COLUMNS).astype(_HISTORY_TYPES)
+    return frame
+
+
+def read_history(paths: StrPath | Iterable[StrPath], *, last: int | None = None) -> pd.DataFrame:
+    """Read the earlier runs under ``paths`` (report folders, ``summary.json`` files or folders of
+    them, as ``promptsuite history`` does) into :func:`history_frame`'s rows; ``last``: the latest N."""
+    folders = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    return history_frame(load_history([Path(p) for p in folders], limit=last))
+
+
+def slices_frame(summary: Summary) -> pd.DataFrame:
+    """Tabulate the summary's slices, ``summary.json``'s keys as columns, each value as the
+    summary holds it (object columns): ``slices.csv`` writes them exactly."""
+    import pandas as pd
+
+    table = [s.to_dict() for s in summary.slices]
+    frame: pd.DataFrame = pd.DataFrame(table, columns=list(table[0]) if table else ["slice"], dtype=object)
+    return frame
