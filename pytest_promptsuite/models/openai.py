@@ -133,7 +133,7 @@ class OpenAIModel:
         return self._client
 
     def target(self, path: str) -> str:
-        """What the client requests for the endpoint ``path`` (``/files``): it and the base URL's query."""
+        """The request target of the endpoint ``path`` (``/files``): the path and the base URL's query."""
         return path + self._query
 
     def _headers(self) -> dict[str, str]:
