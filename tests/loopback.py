@@ -20,12 +20,16 @@ the same against it. Knobs (:class:`Knobs`, changeable while it runs):
   ``Content-Encoding: gzip`` header on a body that is not gzip), ``latin1`` (a 200 whose body is
   not UTF-8), ``drip`` (the real answer one byte every ``drip_s``), ``echo`` (an answer that
   repeats the ``Authorization`` header it was sent) and ``weird`` (an answer holding U+2028,
-  U+2029, U+0085 and a lone surrogate).
+  U+2029, U+0085 and a lone surrogate). Shapes of HTTP: ``chunked`` (the answer in chunks),
+  ``gzipped`` (the answer gzip-encoded), ``close`` (``Connection: close``), ``hangup`` (the answer,
+  then the connection closes), ``cookie`` (a ``Set-Cookie``), ``redirect`` (a 307 to the same
+  path) and ``switch`` (a bare ``101 Switching Protocols``, then the connection closes).
 - Seeded answers for gate simulations: a prompt containing ``<<pass 0.3>>`` is echoed on a share
   0.3 of its attempts (drawn from ``seed``, the prompt and the attempt number) and answered
   ``nope`` otherwise, so a case that checks for its own text passes with that probability.
 
-It counts requests in flight (``max_in_flight``) and logs every request (``log``).
+It counts requests in flight (``max_in_flight``) and logs every request (``log``: its path,
+query, headers, body, and ``peer``, the client's port: one port for calls on one connection).
 
 Run it in a thread with :func:`serve` (tests), or as a process (benchmarks)::
 
@@ -37,6 +41,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gzip
 import hashlib
 import json
 import re
@@ -44,6 +49,7 @@ import socket
 import struct
 import threading
 import time
+from collections.abc import AsyncIterator
 from collections.abc import Iterator
 from dataclasses import dataclass
 from dataclasses import field
@@ -54,6 +60,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.responses import Response
+from starlette.responses import StreamingResponse
 from starlette.routing import Route
 from starlette.types import Receive
 from starlette.types import Scope
@@ -188,6 +195,8 @@ class _App:
             "query": request.url.query,
             "body": body,
             "authorization": request.headers.get("authorization"),
+            "headers": dict(request.headers),
+            "peer": request.client.port if request.client else None,
             "attempt": attempt,
             "time": time.monotonic(),
         }
@@ -294,8 +303,9 @@ def _echo_logprobs(prompt: str, body: dict[str, Any]) -> dict[str, Any]:
             "usage": usage}
 
 
-def _completion(text: str, body: dict[str, Any], *, chat: bool) -> Response:
-    return JSONResponse(_completion_data(text, body, chat=chat))
+def _completion(text: str, body: dict[str, Any], *, chat: bool, headers: dict[str, str] | None = None
+                ) -> Response:
+    return JSONResponse(_completion_data(text, body, chat=chat), headers=headers)
 
 
 #: The text of a ``weird`` answer: every character our JSON Lines must survive.
@@ -320,6 +330,30 @@ def _hostile(step: str, knobs: Knobs, request: Request, prompt: str, body: dict[
         return _Raw(b'{"choices": [{"message": {"content": "caf\xe9"}, "finish_reason": "stop"}]}')
     if step == "drip":
         return _Raw(_completion_bytes(prompt, body, chat=chat), drip_s=knobs.drip_s)
+    return _shape(step, prompt, body, chat=chat)
+
+
+def _shape(step: str, prompt: str, body: dict[str, Any], *, chat: bool) -> Response | None:
+    """The answer of a step that shapes the HTTP of a good answer, or None when ``step`` is not one."""
+    data = _completion_bytes(prompt, body, chat=chat)
+    if step == "chunked":
+        async def chunks() -> AsyncIterator[bytes]:
+            for start in range(0, len(data), 16):
+                yield data[start:start + 16]
+
+        return StreamingResponse(chunks(), media_type="application/json")
+    if step == "gzipped":
+        return _Raw(gzip.compress(data), headers=[(b"content-encoding", b"gzip")])
+    if step == "close":
+        return _completion(prompt, body, chat=chat, headers={"connection": "close"})
+    if step == "hangup":
+        return _HangUp(data)
+    if step == "cookie":
+        return _completion(prompt, body, chat=chat, headers={"set-cookie": "session=loopback-cookie; Path=/"})
+    if step == "redirect":
+        return Response(status_code=307, headers={"location": "/v1/chat/completions"})
+    if step == "switch":
+        return _Bytes(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: loopback\r\n\r\n")
     return None
 
 
@@ -350,6 +384,39 @@ class _Raw(Response):
         await send({"type": "http.response.body", "body": self.data, "more_body": False})
 
 
+def _transport(receive: Receive) -> asyncio.Transport:
+    """The connection's asyncio transport (uvicorn's), for answers HTTP cannot express."""
+    transport = getattr(getattr(receive, "__self__", None), "transport", None)
+    if transport is None:
+        raise RuntimeError("no transport to write to")
+    return transport  # type: ignore[no-any-return]
+
+
+class _Bytes(Response):
+    """Writes ``data`` on the connection itself, past uvicorn's HTTP, then closes it."""
+
+    def __init__(self, data: bytes) -> None:
+        super().__init__(status_code=200)
+        self.data = data
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        transport = _transport(receive)
+        transport.write(self.data)
+        transport.close()
+
+
+class _HangUp(Response):
+    """Sends the answer ``data`` (kept alive), then closes the connection, as a server does at
+    the end of its keep-alive time."""
+
+    def __init__(self, data: bytes) -> None:
+        super().__init__(data, status_code=200, media_type="application/json")
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await super().__call__(scope, receive, send)
+        _transport(receive).close()
+
+
 class _Reset(Response):
     """Resets the TCP connection (``SO_LINGER`` 0, then abort) without sending a byte."""
 
@@ -357,9 +424,7 @@ class _Reset(Response):
         super().__init__(status_code=200)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        transport = getattr(getattr(receive, "__self__", None), "transport", None)
-        if transport is None:
-            raise RuntimeError("no transport to reset")
+        transport = _transport(receive)
         sock = transport.get_extra_info("socket")
         if sock is not None:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))

@@ -1,18 +1,11 @@
-"""``openai:MODEL``: any OpenAI-compatible HTTP endpoint (vLLM, Ollama, llama.cpp, LiteLLM, OpenAI).
-
-One :class:`OpenAIModel` owns httpx transports of one connection each, one per call in flight
-(:mod:`.http11` for ``http://``, :mod:`.transport` for ``https://``; made lazily on the runner's
-event loop). It sends a prompt to ``/chat/completions`` (a string becomes one user message) or,
-for string prompts with ``endpoint = "completions"``, to ``/completions``; it retries as
-:class:`~pytest_promptsuite.models.retry.RetryPolicy` says and turns every failure into an
-:class:`~pytest_promptsuite.errors.EndpointError` that carries the status and the endpoint's own
-error text. The API key is read from the environment variable the config names and is scrubbed
-from every message, so it never reaches a result, a cache file or a log.
-"""
+"""The ``openai:MODEL`` client for any OpenAI-compatible endpoint (vLLM, Ollama, llama.cpp,
+LiteLLM, OpenAI): one ``httpx.AsyncClient`` per model, retries, and every failure an
+:class:`~pytest_promptsuite.errors.EndpointError` in the endpoint's own words, scrubbed."""
 
 from __future__ import annotations
 
 import asyncio
+import http.cookiejar
 import os
 import random
 import ssl
@@ -23,6 +16,7 @@ from typing import Any
 
 import httpx
 
+from pytest_promptsuite.config.settings import DEFAULT_CONCURRENCY
 from pytest_promptsuite.config.suite import base_url_problem
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.errors import EndpointError
@@ -33,8 +27,6 @@ from pytest_promptsuite.formats.jsonio import encode
 from pytest_promptsuite.models.base import ModelRequest
 from pytest_promptsuite.models.base import Response
 from pytest_promptsuite.models.base import Usage
-from pytest_promptsuite.models.http11 import Http11Transport
-from pytest_promptsuite.models.http11 import log_request
 from pytest_promptsuite.models.retry import RetryPolicy
 from pytest_promptsuite.models.retry import retry_after_s
 from pytest_promptsuite.models.scoring import LabelScore
@@ -55,6 +47,8 @@ RESERVED_PARAMS = frozenset({"model", "messages", "prompt", "stream"})
 #: Statuses after which every further call would fail the same way.
 FATAL_STATUSES = frozenset({401, 404})
 _ERROR_TEXT_LIMIT = 500
+#: A call's body is JSON we encode ourselves (lone surrogates escaped), sent as bytes.
+_JSON = {"Content-Type": "application/json"}
 
 
 class _Retry(Exception):
@@ -101,12 +95,9 @@ class OpenAIModel:
             register(secret)
         self._rng = random.Random(seed)
         self._transport = transport
-        self._ssl: ssl.SSLContext | None = None
-        self._slots: list[httpx.AsyncBaseTransport] = []
-        self._free: list[httpx.AsyncBaseTransport] = []
-        self._urls: dict[str, httpx.URL] = {}
-        self._timeouts = httpx.Timeout(timeout_s).as_dict()
-        self._request_head: httpx.Headers | None = None
+        self._client: httpx.AsyncClient | None = None
+        #: The most connections the client keeps open (the runner's bound on calls in flight).
+        self.connections = DEFAULT_CONCURRENCY
         #: Attempts sent and retries made, for the run's summary and the tests.
         self.attempts = 0
         self.retries = 0
@@ -123,9 +114,44 @@ class OpenAIModel:
         """What, besides the request, decides the answer: the cache key's model part."""
         return {"model": self.spec, "base_url": self.public_base_url, "endpoint": self.endpoint}
 
+    def limit_connections(self, limit: int) -> None:
+        """Keep at most ``limit`` connections open: the runner's bound on this model's calls."""
+        self.connections = limit
+
+    # -- the HTTP client ----------------------------------------------------------------------
+
+    def client(self) -> httpx.AsyncClient:
+        """The model's one ``httpx.AsyncClient``, made at its first use (on the runner's event
+        loop): no proxy from the environment, no redirect followed, no cookie kept."""
+        if self._client is None:
+            limits = httpx.Limits(max_connections=self.connections, max_keepalive_connections=self.connections)
+            self._client = httpx.AsyncClient(
+                base_url=self._path, headers=self._headers(), timeout=self.timeout_s, limits=limits,
+                verify=self._ssl_context(), cookies=_no_cookies(), follow_redirects=False, trust_env=False,
+                transport=self._transport,
+            )
+        return self._client
+
+    def target(self, path: str) -> str:
+        """The request target of the endpoint ``path`` (``/files``): the path and the base URL's query."""
+        return path + self._query
+
+    def _headers(self) -> dict[str, str]:
+        if self._api_key is None:
+            return {}
+        return {"Authorization": f"Bearer {self._api_key}"}
+
+    def _ssl_context(self) -> ssl.SSLContext:
+        """The CA bundle for an ``https`` endpoint (httpx's, loaded once per model); a plain
+        ``http`` endpoint never does TLS: its context trusts no certificate and costs nothing."""
+        if self._path.lower().startswith("https:"):
+            return httpx.create_ssl_context()
+        return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+
     # -- one call -----------------------------------------------------------------------------
 
-    def _url_and_body(self, request: ModelRequest) -> tuple[str, dict[str, Any]]:
+    def _route(self, request: ModelRequest) -> tuple[str, dict[str, Any]]:
+        """The endpoint path of ``request``'s call (``/chat/completions``) and its body."""
         params = dict(request.params)
         extra = params.pop("extra_body", None) or {}
         if not isinstance(extra, Mapping):
@@ -138,58 +164,14 @@ class OpenAIModel:
             )
         prompt = request.prompt
         if isinstance(prompt, str) and self.endpoint == "completions":
-            return f"{self._path}/completions{self._query}", {"model": self.name, "prompt": prompt, **params}
+            return "/completions", {"model": self.name, "prompt": prompt, **params}
         messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else prompt
-        return f"{self._path}/chat/completions{self._query}", {"model": self.name, "messages": messages, **params}
+        return "/chat/completions", {"model": self.name, "messages": messages, **params}
 
-    def _headers(self) -> dict[str, str]:
-        if self._api_key is None:
-            return {}
-        return {"Authorization": f"Bearer {self._api_key}"}
-
-    def _request_headers(self) -> httpx.Headers:
-        """What a call's request carries: httpx's own defaults, the JSON type, the key (if any);
-        built once (httpx copies a ``Headers`` as it is, where it would check a dict's every item)."""
-        if self._request_head is None:
-            self._request_head = httpx.Headers({
-                "Accept": "*/*", "Accept-Encoding": "gzip, deflate", "Connection": "keep-alive",
-                "User-Agent": f"python-httpx/{httpx.__version__}", "Content-Type": "application/json",
-                **self._headers()})
-        return self._request_head
-
-    def _take_slot(self) -> httpx.AsyncBaseTransport:
-        """A transport with one connection, for this call alone (given back with ``_free.append``).
-
-        One pool for all calls costs about 5 ms of CPU per call at 32 in flight (httpcore scans
-        every connection of the pool on each event); one transport per call slot keeps each pool
-        at one connection. The runner's bound caps how many slots exist. Calls go to the
-        transport itself, not through an ``httpx.AsyncClient``: no cookies, auth flow or
-        redirects to handle, and no URL parsed again for each request.
-        """
-        if self._free:
-            return self._free.pop()
-        slot = self._transport or self._new_transport()
-        self._slots.append(slot)
-        return slot
-
-    def _new_transport(self) -> httpx.AsyncBaseTransport:
-        """A plain ``http`` endpoint's slot speaks HTTP/1.1 itself (:mod:`.http11`: less of the
-        loop thread's time per call); an ``https`` one's is httpx's, with the CA bundle."""
-        if not self._path.lower().startswith("https:"):
-            return Http11Transport(max_keepalive=1)
-        from pytest_promptsuite.models.transport import http_transport  # httpcore: imported for an https endpoint only
-
-        if self._ssl is None:
-            self._ssl = self._ssl_context()
-        return http_transport(self._ssl, httpx.Limits(max_connections=1, max_keepalive_connections=1))
-
-    def _ssl_context(self) -> ssl.SSLContext:
-        """The CA bundle for an ``https`` endpoint (loading it takes ~60 ms: once per model). A
-        plain ``http`` endpoint never does TLS (no redirect is followed, no proxy used): its
-        context trusts no certificate and costs the first call nothing."""
-        if self._path.lower().startswith("https:"):
-            return httpx.create_ssl_context()
-        return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    def _url_and_body(self, request: ModelRequest) -> tuple[str, dict[str, Any]]:
+        """The whole URL of ``request``'s call and its body (a batch file's line)."""
+        path, body = self._route(request)
+        return self._path + self.target(path), body
 
     def scrub(self, text: str) -> str:
         """``text`` with the API key (however short) and every other secret replaced."""
@@ -201,10 +183,10 @@ class OpenAIModel:
         """Send one request (retrying transient failures); a ModelError with the endpoint's reason
         otherwise. Nothing else escapes: an unexpected failure is an EndpointError that says what
         it was, scrubbed."""
-        url, body = self._url_and_body(request)
-        where = public_url(url)
+        path, body = self._route(request)
+        where = public_url(self._path + self.target(path))
         try:
-            return await self._generate(url, body, where)
+            return await self._generate(path, body, where)
         except EndpointError:
             raise
         except Exception as exc:
@@ -218,14 +200,14 @@ class OpenAIModel:
                 "the ppl mode scores string prompts: give an LM meta template (or none) and "
                 'endpoint = "completions"'
             )
-        url = f"{self._path}/completions{self._query}"
         body = {"model": self.name, "prompt": request.prompt, "max_tokens": 1, "echo": True, "logprobs": 0,
                 "temperature": 0}
         prompt = request.prompt
-        response = await self._generate(url, body, public_url(url), parse=lambda data: echo_logprobs(data, prompt))
+        where = public_url(self._path + self.target("/completions"))
+        response = await self._generate("/completions", body, where, parse=lambda data: echo_logprobs(data, prompt))
         return LabelScore.from_text(response.text)
 
-    async def _generate(self, url: str, body: dict[str, Any], where: str,
+    async def _generate(self, path: str, body: dict[str, Any], where: str,
                         parse: Callable[[Any], LabelScore] | None = None) -> Response:
         last: EndpointError | None = None
         wait: float | None = None
@@ -236,11 +218,7 @@ class OpenAIModel:
                 await asyncio.sleep(self.retry.wait_s(attempt - 1, self._rng, wait))
             self.attempts += 1
             try:
-                slot = self._take_slot()
-                try:
-                    return await self._attempt(slot, url, body, where, parse)
-                finally:
-                    self._free.append(slot)
+                return await self._attempt(path, body, where, parse)
             except _Retry as retry:
                 last, wait = retry.error, retry.retry_after
                 if not isinstance(retry.__cause__, httpx.ConnectError):
@@ -252,15 +230,13 @@ class OpenAIModel:
             f"{last} (gave up after {attempts})", status=last.status, fatal=all_refused
         )
 
-    async def _attempt(
-        self, slot: httpx.AsyncBaseTransport, url: str, body: dict[str, Any], where: str,
-        parse: Callable[[Any], LabelScore] | None = None,
-    ) -> Response:
+    async def _attempt(self, path: str, body: dict[str, Any], where: str,
+                       parse: Callable[[Any], LabelScore] | None = None) -> Response:
         start = time.perf_counter()
         payload = encode(body, compact=True, scrub=False).encode("utf-8")  # lone surrogates escaped
         try:
             # httpx's timeouts are per phase (connect, each read); this one bounds the attempt
-            reply, content = await asyncio.wait_for(self._send(slot, url, payload), self.timeout_s)
+            reply, content = await asyncio.wait_for(self._send(path, payload, where), self.timeout_s)
         except httpx.ConnectError as exc:
             raise _Retry(EndpointError(f"cannot connect to {where}: {self._reason(exc)}")) from exc
         except (httpx.TimeoutException, asyncio.TimeoutError) as exc:
@@ -281,26 +257,16 @@ class OpenAIModel:
             return Response(text=parse(self._decode(content, where)).to_text(), latency_ms=round(latency_ms, 3))
         return self._parse(content, where, latency_ms)
 
-    async def _send(self, slot: httpx.AsyncBaseTransport, url: str, payload: bytes) -> tuple[httpx.Response, bytes]:
+    async def _send(self, path: str, payload: bytes, where: str) -> tuple[httpx.Response, bytes]:
         """POST ``payload`` and read the answer, at most :data:`RESPONSE_BYTES` of it."""
-        parsed = self._urls.get(url)
-        if parsed is None:
-            parsed = self._urls[url] = httpx.URL(url)
-        request = httpx.Request("POST", parsed, content=payload, headers=self._request_headers(),
-                                extensions={"timeout": self._timeouts})
-        reply = await slot.handle_async_request(request)
-        reply.request = request
-        log_request(request, reply)
-        try:
+        async with self.client().stream("POST", self.target(path), content=payload, headers=_JSON) as reply:
             chunks: list[bytes] = []
             size = 0
             async for chunk in reply.aiter_bytes():
                 size += len(chunk)
                 if size > RESPONSE_BYTES.value:
-                    raise EndpointError(f"the response from {public_url(url)} is larger than {RESPONSE_BYTES}")
+                    raise EndpointError(f"the response from {where} is larger than {RESPONSE_BYTES}")
                 chunks.append(chunk)
-        finally:
-            await reply.aclose()
         return reply, b"".join(chunks)
 
     def _reason(self, exc: Exception) -> str:
@@ -391,10 +357,10 @@ class OpenAIModel:
         )
 
     async def aclose(self) -> None:
-        """Close the HTTP connections."""
-        slots, self._slots, self._free = self._slots, [], []
-        for slot in dict.fromkeys(slots):  # a transport given to the model is every slot's
-            await slot.aclose()
+        """Close the client and its connections (the runner does, before its event loop stops)."""
+        client, self._client = self._client, None
+        if client is not None:
+            await client.aclose()
 
 
 def _usage(raw: Any) -> Usage | None:
@@ -406,6 +372,11 @@ def _usage(raw: Any) -> Usage | None:
         return value if isinstance(value, int) else None
 
     return Usage(count("prompt_tokens"), count("completion_tokens"), count("total_tokens"))
+
+
+def _no_cookies() -> http.cookiejar.CookieJar:
+    """A cookie jar that keeps no cookie: no call carries what an earlier answer set."""
+    return http.cookiejar.CookieJar(http.cookiejar.DefaultCookiePolicy(allowed_domains=[]))
 
 
 def openai_model(
@@ -431,7 +402,7 @@ def openai_model(
         raise ConfigError(f"base URL {public_url(url)!r}{source} {problem}")
     install_log_filter()
     model = OpenAIModel("", endpoint=endpoint)  # only to check the params now, not at the first call
-    model._url_and_body(ModelRequest("", params=dict(params or {})))
+    model._route(ModelRequest("", params=dict(params or {})))
     return OpenAIModel(
         name,
         base_url=url,

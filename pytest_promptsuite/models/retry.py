@@ -1,11 +1,5 @@
-"""When and how long to wait before retrying an endpoint call: bounded, full-jitter backoff.
-
-The retry rules are data (:class:`RetryPolicy`) so the client, its tests and the docs agree:
-429, 408, 409 and 5xx answers, timeouts and dropped connections are retried at most
-``max_retries`` times; 400, 401, 403, 404 and an exhausted quota never are (a run that retries
-those forever hangs CI). A ``retry-after-ms`` or ``Retry-After`` header is honoured, but a
-server that asks for more than ``max_retry_after_s`` ends the call instead of stalling the run.
-"""
+"""When and how long to wait before retrying an endpoint call (:class:`RetryPolicy`): bounded,
+full-jitter backoff, and the wait a ``Retry-After`` or ``retry-after-ms`` header asks for."""
 
 from __future__ import annotations
 

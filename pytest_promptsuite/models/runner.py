@@ -1,17 +1,6 @@
-"""Runs model calls: inline for models without I/O, else on one background event loop.
-
-The runner alone decides which: :meth:`ModelRunner.attach` takes every model of a run and
-returns it as calls will reach it (an inline model as it is; a model with I/O behind the
-response stores, with its concurrency bound). Calls to models with I/O run on one event loop in
-a daemon thread, at most ``concurrency`` of them at once per model. The plugin starts calls for
-the items pytest will reach next (:meth:`ModelRunner.prefetch`, keyed by the case's key); when an
-item runs, :meth:`ModelRunner.call` hands it the future of that very request, so pytest running
-items one by one never means calls made one by one.
-
-A call that fails with a *fatal* :class:`~pytest_promptsuite.errors.EndpointError` (wrong base
-URL, bad key) marks its model unusable: calls not yet sent fail at once with a short
-"skipped call" error instead of each repeating the same failure.
-"""
+"""Runs model calls: inline for models without I/O, else on one event loop in a background thread,
+at most ``concurrency`` in flight per model and started ahead of the items pytest runs next; after
+a fatal :class:`~pytest_promptsuite.errors.EndpointError` a model's unsent calls fail at once."""
 
 from __future__ import annotations
 
@@ -147,10 +136,15 @@ class ModelRunner:
         return _threadsafe(coro, self._ensure_loop()).result()
 
     def set_concurrency(self, model: Model, limit: int) -> None:
-        """At most ``limit`` calls of ``model`` in flight (default: the runner's ``concurrency``)."""
+        """At most ``limit`` calls of ``model`` in flight (default: the runner's ``concurrency``),
+        and as many connections for a model that keeps some (``limit_connections``)."""
         if limit < 1:
             raise ValueError("concurrency must be at least 1")
         self._limits[id(model)] = limit
+        attached = self.attached.get(id(model))
+        pool = getattr(attached.budget.inner if attached is not None else model, "limit_connections", None)
+        if callable(pool):
+            pool(limit)
 
     def limit(self, model: Model) -> int:
         """How many calls of ``model`` may be in flight at once."""
@@ -178,8 +172,7 @@ class ModelRunner:
                 self._held.append(cache)
             outer = caching = CachingModel(outer, cache=cache, replay=stores.replay, record=stores.record)
         self.attached[id(outer)] = Attached(outer, caching, answers, budgeted)
-        if concurrency is not None:
-            self.set_concurrency(outer, concurrency)
+        self.set_concurrency(outer, self.concurrency if concurrency is None else concurrency)
         if prefetched:
             self._io_models[id(outer)] = outer
         return outer
@@ -355,7 +348,8 @@ class ModelRunner:
         the answers the cache holds."""
         self.cancel_pending()
         if self._loop is not None and self._thread is not None:
-            for model in self._models.values():
+            models = {**self._models, **{ident: layers.outer for ident, layers in self.attached.items()}}
+            for model in models.values():
                 close = getattr(model, "aclose", None)
                 if close is not None:
                     try:

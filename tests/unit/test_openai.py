@@ -1,14 +1,19 @@
-"""The OpenAI-compatible client against the loopback server: both endpoints, every fault, retries."""
+"""The OpenAI-compatible client against the loopback server: both endpoints, every fault, retries,
+and what its one httpx client does with the HTTP a server answers with."""
 
 from __future__ import annotations
 
 import random
+import ssl
+import time
 
+import httpx
 import pytest
 
 from pytest_promptsuite.config.suite import ModelConfig
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.errors import EndpointError
+from pytest_promptsuite.models import openai
 from pytest_promptsuite.models.base import ModelRequest
 from pytest_promptsuite.models.base import Response
 from pytest_promptsuite.models.openai import DEFAULT_BASE_URL
@@ -19,6 +24,7 @@ from pytest_promptsuite.models.registry import make_model
 from pytest_promptsuite.models.retry import RetryPolicy
 from pytest_promptsuite.models.retry import retry_after_s
 from pytest_promptsuite.models.runner import ModelRunner
+from pytest_promptsuite.safety.limits import Limit
 from tests.loopback import LoopbackServer
 
 
@@ -240,6 +246,178 @@ def test_malformed_bodies_are_clear_errors(loopback: LoopbackServer, runner: Mod
 
 def test_an_empty_completion_is_an_answer(loopback: LoopbackServer, runner: ModelRunner) -> None:
     assert runner.call(_model(loopback), ModelRequest("[[empty]]")).text == ""
+
+
+# -- HTTP: one httpx client per model -------------------------------------------------------------
+
+
+def _peers(server: LoopbackServer) -> list[int]:
+    """The client port of each request the server saw: one port, one connection."""
+    return [entry["peer"] for entry in server.stats.log]
+
+
+def test_the_server_sees_httpx_headers_the_key_and_the_query(loopback: LoopbackServer,
+                                                             runner: ModelRunner) -> None:
+    model = _model(loopback, base_url=f"{loopback.base_url}?api-version=1", api_key="sk-headers-123")
+    runner.call(model, ModelRequest("headers"))
+
+    [sent] = loopback.stats.log
+    assert (sent["path"], sent["query"]) == ("/v1/chat/completions", "api-version=1")
+    headers = dict(sent["headers"])
+    assert headers.pop("accept-encoding").startswith("gzip, deflate")  # and br, zstd where installed
+    body = b'{"model":"loop-model","messages":[{"role":"user","content":"headers"}]}'
+    assert headers == {
+        "host": f"127.0.0.1:{loopback.port}", "accept": "*/*", "connection": "keep-alive",
+        "user-agent": f"python-httpx/{httpx.__version__}", "content-type": "application/json",
+        "content-length": str(len(body)), "authorization": "Bearer sk-headers-123",
+    }
+
+
+def test_calls_one_after_another_share_one_kept_alive_connection(loopback: LoopbackServer,
+                                                                 runner: ModelRunner) -> None:
+    model = _model(loopback)
+    answers = [runner.call(model, ModelRequest(f"kept {i}")).text for i in range(3)]
+
+    assert answers == ["kept 0", "kept 1", "kept 2"]
+    assert len(set(_peers(loopback))) == 1
+
+
+def test_the_pool_keeps_as_many_connections_as_the_bound_allows_calls(loopback: LoopbackServer,
+                                                                      runner: ModelRunner) -> None:
+    """24 calls in flight, then 24 more: the second wave finds all 24 connections still open
+    (httpx's default pool keeps 20 idle)."""
+    loopback.knobs.latency_s = 0.1
+    model = runner.attach(_model(loopback), concurrency=24)
+    for wave in range(2):
+        with runner.batch_submits():
+            futures = [runner.submit(model, ModelRequest(f"wave {wave} call {i}")) for i in range(24)]
+        assert [future.result().text for future in futures] == [f"wave {wave} call {i}" for i in range(24)]
+
+    assert loopback.stats.max_in_flight == 24
+    assert len(set(_peers(loopback))) == 24
+
+
+def test_a_model_makes_one_client_and_the_runner_closes_it(loopback: LoopbackServer) -> None:
+    runner = ModelRunner()
+    model = _model(loopback)
+    attached = runner.attach(model, concurrency=3)
+    client = model.client()
+    runner.call(attached, ModelRequest("one"))
+    runner.call(attached, ModelRequest("two"))
+
+    assert model.connections == 3
+    assert model.client() is client and not client.is_closed
+    runner.close()
+    assert client.is_closed
+
+
+@pytest.mark.parametrize("step", ["chunked", "gzipped"])
+def test_a_chunked_or_compressed_answer_is_read_whole_on_a_kept_connection(
+        loopback: LoopbackServer, runner: ModelRunner, step: str) -> None:
+    model = _model(loopback)
+    first = runner.call(model, ModelRequest(f"shaped [[{step}]]"))
+    second = runner.call(model, ModelRequest("next"))
+
+    assert (first.text, first.finish_reason, second.text) == (f"shaped [[{step}]]", "stop", "next")
+    assert len(set(_peers(loopback))) == 1 and model.retries == 0
+
+
+@pytest.mark.parametrize("step", ["close", "hangup"])
+def test_a_connection_the_server_closes_is_never_reused(loopback: LoopbackServer, runner: ModelRunner,
+                                                        step: str) -> None:
+    """``Connection: close``, or a server closing a kept-alive connection while it is idle."""
+    model = _model(loopback)
+    assert runner.call(model, ModelRequest(f"once [[{step}]]")).text == f"once [[{step}]]"
+    time.sleep(0.2)  # the server's close reaches the client
+
+    assert runner.call(model, ModelRequest("next")).text == "next"
+    first, second = _peers(loopback)
+    assert first != second and model.retries == 0
+
+
+def test_a_reset_connection_is_retried_on_a_new_one(loopback: LoopbackServer, runner: ModelRunner) -> None:
+    model = _model(loopback)
+    assert runner.call(model, ModelRequest("reset once [[reset]]")).text == "reset once [[reset]]"
+    assert model.retries == 1
+    error = _fails(runner, model, "[[reset,reset,reset,reset]]")
+
+    assert str(error).startswith(f"connection to {loopback.base_url}/chat/completions failed: ")
+    assert str(error).endswith("(gave up after 4 attempts)")
+    assert not error.fatal
+
+
+def test_a_switching_protocols_answer_is_a_failed_connection_never_reused(loopback: LoopbackServer,
+                                                                         runner: ModelRunner) -> None:
+    model = _model(loopback)
+    assert runner.call(model, ModelRequest("upgrade [[switch]]")).text == "upgrade [[switch]]"
+    first, second = _peers(loopback)
+    assert first != second and model.retries == 1
+
+    error = _fails(runner, _model(loopback, retry=RetryPolicy(max_retries=0)), "[[switch]]")
+    assert str(error).startswith(f"connection to {loopback.base_url}/chat/completions failed: ")
+    assert not error.fatal
+
+
+def test_no_cookie_is_kept_from_one_call_to_the_next(loopback: LoopbackServer, runner: ModelRunner) -> None:
+    model = _model(loopback)
+    runner.call(model, ModelRequest("sets a cookie [[cookie]]"))
+    runner.call(model, ModelRequest("next"))
+
+    assert [entry["headers"].get("cookie") for entry in loopback.stats.log] == [None, None]
+    assert len(model.client().cookies) == 0
+
+
+def test_a_redirect_is_not_followed(loopback: LoopbackServer, runner: ModelRunner) -> None:
+    error = _fails(runner, _model(loopback), "[[redirect]]")
+
+    assert str(error) == (f"malformed response from {loopback.base_url}/chat/completions: not JSON; "
+                          "the body began ''")
+    assert loopback.stats.requests == 1
+
+
+def test_proxy_variables_are_not_used(loopback: LoopbackServer, runner: ModelRunner,
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.setenv(name, "http://127.0.0.1:9")  # nothing listens there
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+
+    assert runner.call(_model(loopback), ModelRequest("direct")).text == "direct"
+    assert loopback.stats.requests == 1
+
+
+def test_an_answer_over_the_size_limit_is_an_error_and_its_connection_closed(
+        loopback: LoopbackServer, runner: ModelRunner, monkeypatch: pytest.MonkeyPatch) -> None:
+    model = _model(loopback)
+    monkeypatch.setattr(openai, "RESPONSE_BYTES", Limit("response size", 100, "bytes"))
+    error = _fails(runner, model, "a long enough answer to pass one hundred bytes of JSON")
+    monkeypatch.undo()
+
+    assert str(error) == (f"the response from {loopback.base_url}/chat/completions is larger than the "
+                          "response size limit of 100 bytes")
+    assert not error.fatal and model.retries == 0
+    assert runner.call(model, ModelRequest("next")).text == "next"
+    first, second = _peers(loopback)
+    assert first != second  # the answer not read whole: its connection was closed
+
+
+def test_a_key_with_a_line_break_is_refused_before_sending_and_never_shown(
+        loopback: LoopbackServer, runner: ModelRunner) -> None:
+    model = _model(loopback, api_key="sk-line-break-SECRET\r\nInjected: 1", retry=RetryPolicy(max_retries=0))
+    error = _fails(runner, model, "hi")
+
+    assert str(error).startswith(f"connection to {loopback.base_url}/chat/completions failed: ")
+    assert "SECRET" not in str(error) and "Injected" not in str(error)
+    assert loopback.stats.requests == 0
+
+
+def test_only_an_https_endpoint_loads_the_ca_bundle() -> None:
+    plain = OpenAIModel("m", base_url="http://127.0.0.1:1/v1")._ssl_context()
+    secure = OpenAIModel("m", base_url="HTTPS://api.example.com/v1")._ssl_context()
+
+    assert plain.cert_store_stats()["x509_ca"] == 0  # trusts nothing: it is never used for TLS
+    assert plain.verify_mode == ssl.CERT_REQUIRED and plain.check_hostname
+    assert secure.cert_store_stats()["x509_ca"] > 0
 
 
 # -- configuration ------------------------------------------------------------------------------

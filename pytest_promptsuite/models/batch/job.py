@@ -1,11 +1,6 @@
-"""One OpenAI Batch job over HTTP: upload the request file, create the job, poll it with backoff
-(saying how far it got), download its output and error files; cancel it on Ctrl-C.
-
-Endpoints (relative to the model's base URL): ``POST /files`` (multipart, ``purpose=batch``),
-``POST /batches``, ``GET /batches/{id}``, ``GET /files/{id}/content``, ``POST
-/batches/{id}/cancel``. Every failure is an :class:`~pytest_promptsuite.errors.EndpointError`
-with the endpoint's own words, scrubbed.
-"""
+"""One OpenAI Batch job through the model's client: upload the request file, create the job, poll
+it, download its output and error files (``/files`` and ``/batches`` under the base URL), cancel it
+on Ctrl-C; every failure an :class:`~pytest_promptsuite.errors.EndpointError`, scrubbed."""
 
 from __future__ import annotations
 
@@ -44,7 +39,7 @@ class JobResult:
 
 
 class BatchJob:
-    """Runs one batch job for an OpenAI-compatible model (its base URL, key and timeout)."""
+    """Runs one batch job for an OpenAI-compatible model, through the model's own client."""
 
     def __init__(self, model: Any, *, progress: Callable[[str], None] | None = None,
                  poll_s: float = 0.5, max_poll_s: float = 30.0) -> None:
@@ -53,18 +48,14 @@ class BatchJob:
         self.poll_s = poll_s
         self.max_poll_s = max_poll_s
         self.batch_id: str | None = None
-        self._base = str(model._path)
-        self._query = str(model._query)
 
-    def _url(self, path: str) -> str:
-        return f"{self._base}{path}{self._query}"
-
-    async def _request(self, client: httpx.AsyncClient, method: str, path: str, **kwargs: Any) -> bytes:
+    async def _request(self, method: str, path: str, **kwargs: Any) -> bytes:
         """One call of the Batch API, retried on 429, 5xx and dropped connections."""
         where = f"{method} {self.model.public_base_url}{path}"
+        client: httpx.AsyncClient = self.model.client()
         for attempt in range(_TRIES):
             try:
-                reply = await client.request(method, self._url(path), headers=self.model._headers(), **kwargs)
+                reply = await client.request(method, self.model.target(path), **kwargs)
             except httpx.TransportError as exc:
                 if attempt + 1 < _TRIES:
                     await asyncio.sleep(0.2 * 2**attempt)
@@ -79,8 +70,8 @@ class BatchJob:
             raise EndpointError(f"HTTP {reply.status_code} from {where}: {text}", status=reply.status_code)
         raise AssertionError("unreachable")
 
-    async def _json(self, client: httpx.AsyncClient, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
-        content = await self._request(client, method, path, **kwargs)
+    async def _json(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+        content = await self._request(method, path, **kwargs)
         try:
             data = decode(content.decode("utf-8"), strict=False)
         except (UnicodeDecodeError, JsonError):
@@ -92,31 +83,30 @@ class BatchJob:
     async def run(self, lines: list[BatchLine], endpoint: str) -> JobResult:
         """Send ``lines`` as one job to ``endpoint`` (``/v1/chat/completions``) and wait for it."""
         data = "".join(encode(line.to_dict(), compact=True, scrub=False) + "\n" for line in lines)
-        async with httpx.AsyncClient(timeout=httpx.Timeout(self.model.timeout_s), trust_env=False) as client:
-            uploaded = await self._json(client, "POST", "/files", data={"purpose": "batch"},
-                                        files={"file": ("promptsuite-batch.jsonl", data.encode("utf-8"),
-                                                        "application/jsonl")})
-            job = await self._json(client, "POST", "/batches", json={
-                "input_file_id": uploaded.get("id"), "endpoint": endpoint, "completion_window": "24h",
-                "metadata": {"source": "pytest-promptsuite"},
-            })
-            self.batch_id = str(job.get("id"))
-            job = await self._wait(client, job)  # Ctrl-C: the runner cancels this, then the job
-            result = JobResult(self.batch_id, str(job.get("status")), reason=_reason(job))
-            for key in ("output_file_id", "error_file_id"):
-                file_id = job.get(key)
-                if isinstance(file_id, str) and file_id:
-                    content = await self._request(client, "GET", f"/files/{file_id}/content")
-                    result.outputs.update(read_outputs(content, f"batch {self.batch_id} {key[:-8]} file"))
-            return result
+        uploaded = await self._json("POST", "/files", data={"purpose": "batch"},
+                                    files={"file": ("promptsuite-batch.jsonl", data.encode("utf-8"),
+                                                    "application/jsonl")})
+        job = await self._json("POST", "/batches", json={
+            "input_file_id": uploaded.get("id"), "endpoint": endpoint, "completion_window": "24h",
+            "metadata": {"source": "pytest-promptsuite"},
+        })
+        self.batch_id = str(job.get("id"))
+        job = await self._wait(job)  # Ctrl-C: the runner cancels this, then the job
+        result = JobResult(self.batch_id, str(job.get("status")), reason=_reason(job))
+        for key in ("output_file_id", "error_file_id"):
+            file_id = job.get(key)
+            if isinstance(file_id, str) and file_id:
+                content = await self._request("GET", f"/files/{file_id}/content")
+                result.outputs.update(read_outputs(content, f"batch {self.batch_id} {key[:-8]} file"))
+        return result
 
-    async def _wait(self, client: httpx.AsyncClient, job: dict[str, Any]) -> dict[str, Any]:
+    async def _wait(self, job: dict[str, Any]) -> dict[str, Any]:
         """Poll until the job ends, the wait growing by half each time up to ``max_poll_s``."""
         delay, last = self.poll_s, ""
         while str(job.get("status")) not in FINAL:
             await asyncio.sleep(delay)
             delay = min(self.max_poll_s, delay * 1.5)
-            job = await self._json(client, "GET", f"/batches/{self.batch_id}")
+            job = await self._json("GET", f"/batches/{self.batch_id}")
             line = _progress(job)
             if line != last:
                 self.progress(line)
@@ -127,12 +117,11 @@ class BatchJob:
         """Ask the endpoint to cancel the job (Ctrl-C); a failure to do so is not an error."""
         if self.batch_id is None:
             return
-        async with httpx.AsyncClient(timeout=httpx.Timeout(10.0), trust_env=False) as client:
-            try:
-                await self._request(client, "POST", f"/batches/{self.batch_id}/cancel")
-                self.progress(f"batch {self.batch_id}: cancel requested")
-            except EndpointError:
-                pass
+        try:
+            await self._request("POST", f"/batches/{self.batch_id}/cancel", timeout=10.0)
+            self.progress(f"batch {self.batch_id}: cancel requested")
+        except EndpointError:
+            pass
 
 
 def _progress(job: dict[str, Any]) -> str:
