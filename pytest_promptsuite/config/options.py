@@ -16,8 +16,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from typing import Any
 
-from pytest_promptsuite.config.settings import DEFAULT_CONCURRENCY
-
 
 if TYPE_CHECKING:
     from pytest_promptsuite.cases.shard import Shard
@@ -150,7 +148,7 @@ OPTIONS: tuple[Option, ...] = (
         "OPENAI_BASE_URL); the key comes from the environment only")),
     Option("--prompt-concurrency", dict(
         type=_positive, default=None, metavar="N",
-        help=f"Model calls in flight at once (default {DEFAULT_CONCURRENCY}, or [model] concurrency)")),
+        help="Model calls in flight at once (default 8, or [model] concurrency)")),
     Option("--prompt-variant", dict(
         action="append", default=[], metavar="NAME",
         help="Run only this prompt version ([variants.NAME] of the suite config); repeatable. "
