@@ -1,8 +1,5 @@
-"""What ``promptsuite diff`` and ``promptsuite merge`` do, over result files only (nothing runs).
-
-Both read ``results.jsonl`` rows and aggregate them with the same :func:`summarize` the plugin
-uses, so merged shards give the report the unsharded run would have written.
-"""
+"""What ``promptsuite diff`` and ``promptsuite merge`` do over result files (nothing runs), with the
+same :func:`summarize` as the plugin."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""The ``--prompt-*`` options: declared once, parsed once into a frozen :class:`RunOptions`.
-
-pytest-free: ``plugin.py`` adds :data:`OPTIONS` to pytest's parser and reads them back with
-:meth:`RunOptions.from_values`; the rest of the run only ever sees the frozen object. Values are
-checked by the ``type=`` callables at parse time, so ``--prompt-min-pass-rate 95%`` is a usage
-error that names the option before anything is collected.
-"""
+"""The ``--prompt-*`` options: declared once, checked as they are parsed, read once into a frozen
+:class:`RunOptions`."""
 
 from __future__ import annotations
 

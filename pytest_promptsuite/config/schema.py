@@ -29,7 +29,7 @@ __all__ = ["read_tables", "validate"]
 T = TypeVar("T")
 _Loc = tuple[str | int, ...]
 
-#: Errors about a key the table does not take (a dataclass says the first, a TypedDict the second).
+#: pydantic's words for a key a table does not take (a dataclass's, and a model's).
 _UNKNOWN = ("unexpected_keyword_argument", "extra_forbidden")
 
 
@@ -77,10 +77,11 @@ def _problems(errors: Sequence[ErrorDetails], data: Mapping[str, Any]) -> list[t
     """Each problem as (its place in ``data``, pydantic's error type, the message), in the order of
     the data's keys (a table's missing keys after those it has). The members of a union each report
     an error, under a tag that is no key: they become one, ``Input should be a valid X or a valid Y``."""
-    found: list[tuple[tuple[int, ...], _Loc, str, list[str], bool]] = []
+    found: list[tuple[tuple[int, ...], _Loc, str, list[str]]] = []
+    last_union: _Loc | None = None
     for error in errors:
         loc: list[str | int] = []
-        order: list[int] = []
+        order: list[int] = []  # where each part of loc is in data: what the problems are sorted by
         tagged = False
         value: Any = data
         for part in error["loc"]:
@@ -93,19 +94,20 @@ def _problems(errors: Sequence[ErrorDetails], data: Mapping[str, Any]) -> list[t
             elif error["type"] == "missing" and isinstance(value, Mapping):
                 order.append(len(value))
             else:
-                tagged = True
+                tagged = True  # a union member's tag
                 continue
             loc.append(part)
         message = "Input should be a valid dictionary" if error["type"] == "dataclass_type" else error["msg"]
-        if tagged and found and found[-1][4] and found[-1][1] == tuple(loc):
+        if tagged and last_union == tuple(loc):
             found[-1][3].append(message)
         else:
-            found.append((tuple(order), tuple(loc), error["type"], [message], tagged))
+            found.append((tuple(order), tuple(loc), error["type"], [message]))
+        last_union = tuple(loc) if tagged else None
     found.sort(key=lambda problem: problem[0])
     return [
         (loc, kind, said[0] if len(said) == 1 else
          "Input should be " + " or ".join(dict.fromkeys(m.removeprefix("Input should be ") for m in said)))
-        for _, loc, kind, said, _ in found
+        for _, loc, kind, said in found
     ]
 
 

@@ -198,7 +198,7 @@ def gate_settings(options: RunOptions, suites: Iterable[SuiteConfig]) -> GateSet
 class ModelChoice:
     """A model a suite runs: its settings, the folder its relative paths resolve in, where it was
     named for messages (``promptsuite.toml:5: model.spec = 'fake:rules.json'``, the option, or
-    None), and for the cases' model its bound on calls in flight and whether they go in a batch."""
+    None), its bound on calls in flight over the run, and whether its calls go in a batch."""
 
     settings: ModelConfig
     root: Path
@@ -221,25 +221,26 @@ def model_choice(options: RunOptions, suite: SuiteConfig, variant: str | None = 
         base, key = suite.models[option], f"models.{option}.spec"
     else:
         base, key, root = dataclasses.replace(suite.model, spec=option), None, invocation_dir
-    own = suite.model_for(variant, base)
-    if own.spec != base.spec:
+    settings = suite.model_for(variant, base)
+    if settings.spec != base.spec:
         root = suite.root  # the variant's own rules file is the config's
     override = suite.variants[variant].model if variant is not None and variant in suite.variants else None
     if override is not None and "spec" in override:
-        base, key = own, f"variants.{variant}.model.spec"
-    if options.base_url:
-        own = dataclasses.replace(own, base_url=options.base_url)
+        key = f"variants.{variant}.model.spec"
     if key is None:
         where: str | None = f"--prompt-model {option}"
     else:
-        where = f"{suite.where(key)}: {key} = {base.spec!r}" if suite.path is not None else None
-    return ModelChoice(own, root, where, concurrency=options.concurrency or own.concurrency or DEFAULT_CONCURRENCY,
-                       batch=options.batch_mode or own.batch)
+        where = f"{suite.where(key)}: {key} = {settings.spec!r}" if suite.path is not None else None
+    if options.base_url:
+        settings = dataclasses.replace(settings, base_url=options.base_url)
+    concurrency = options.concurrency or settings.concurrency or DEFAULT_CONCURRENCY
+    return ModelChoice(settings, root, where, concurrency, batch=options.batch_mode or settings.batch)
 
 
 def judge_choice(options: RunOptions, suite: SuiteConfig, *, invocation_dir: Path) -> ModelChoice | None:
     """The judge of ``llm-rubric`` checks: ``--prompt-judge`` (a ``[models.NAME]``, else a spec
-    whose rules file resolves against ``invocation_dir``), else ``[models.judge]``, else none."""
+    whose rules file resolves against ``invocation_dir``), else ``[models.judge]``, else none; its
+    calls start when a check needs them, never in a batch."""
     option = options.judge
     name = option if option is not None and option in suite.models else None
     if option is None and "judge" in suite.models:
@@ -251,5 +252,4 @@ def judge_choice(options: RunOptions, suite: SuiteConfig, *, invocation_dir: Pat
         settings, root, where = ModelConfig(spec=option), invocation_dir, f"--prompt-judge {option}"
     else:
         return None
-    return ModelChoice(settings, root, where, concurrency=options.concurrency or settings.concurrency or
-                       DEFAULT_CONCURRENCY, batch=options.batch_mode or settings.batch)
+    return ModelChoice(settings, root, where, DEFAULT_CONCURRENCY, batch=False)  # called as checks need it

@@ -170,14 +170,14 @@ class VariantConfig(TemplateConfig):
     its own ``model`` table."""
 
     model: Override[ModelConfig] | None = field(default=None, metadata=about(
-        "The [model] keys this variant changes (batch and budget_usd are the run's)."))
+        "The [model] keys this variant changes (any but batch and budget_usd)."))
 
 
 @dataclass(frozen=True)
 class SuiteCheck(ConfigTable):
     """``[[checks]]``: checks for every case (``slice = "*"``), one slice, or a glob of slices."""
 
-    assert_: list[dict[str, Any]] = field(metadata={"alias": "assert", **about("The checks, as a case's assert.")})
+    assert_: list[dict[str, Any]] = field(metadata=about("The checks, as a case's assert.", alias="assert"))
     slice: str = field(default="*", metadata=about("The slice they apply to: a name, a glob, or * for every case."))
 
 
@@ -191,7 +191,8 @@ class ReviewConfig(ConfigTable):
 
 @dataclass(frozen=True)
 class SuiteTables(ConfigTable):
-    """The tables of a suite config file, as it spells them (``[checks]`` aside: see :func:`load_config`)."""
+    """The tables of a suite config file (``[checks]`` may also be a table: ``python_modules`` and
+    ``[[checks.rules]]``, read into :class:`SuiteConfig`)."""
 
     suite: SuiteSection = field(default_factory=SuiteSection, metadata=about("What to collect."))
     model: ModelConfig = field(default_factory=ModelConfig, metadata=about(

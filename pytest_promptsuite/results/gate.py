@@ -1,9 +1,5 @@
-"""Gate decisions as data: which rule failed, for which slice (and variant), on which figures.
-
-One frozen record per kind of gate failure; :class:`GateResult` holds them in the order they were
-found. Nothing here is prose: ``report`` turns each decision into its sentence, so the terminal,
-``summary.md`` and ``summary.json`` can each show the same decision their own way.
-"""
+"""Gate decisions as data: which rule failed, for which slice (and variant), on which figures;
+``report`` turns each into its sentence."""
 
 from __future__ import annotations
 

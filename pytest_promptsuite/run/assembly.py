@@ -1,11 +1,5 @@
-"""Builds what each suite runs with: its prompts, checks, judge, model and pipeline, and the
-run's response stores, through the plugin hooks only.
-
-Every renderer, output parser, Jinja filter, retriever, check and model comes from its
-``pytest_promptsuite_make_*`` hook, whose built-in implementations are registered like any
-plugin's (``builtins.py``), so a conftest or an installed plugin is asked first, under pytest and
-under the ``promptsuite`` command alike. pytest-free.
-"""
+"""What each suite runs with (its prompts, checks, judge, models and pipeline) and the run's
+response stores, every part made through its ``pytest_promptsuite_make_*`` hook."""
 
 from __future__ import annotations
 

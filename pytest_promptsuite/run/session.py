@@ -1,11 +1,5 @@
-"""One run of suites: planning each case file's items, running them, and aggregating the rows
-every item reported into the summary, the report files and the gates.
-
-pytest-free: ``plugin.py`` drives a :class:`PromptSession` from pytest's hooks and ``items.py``
-reaches it through a narrow protocol. Aggregation is built from the rows items report (which
-cross pytest-xdist as JSON), never from process state, so a serial run, workers and merged shards
-add up the same way; only the controller loads the baseline and writes files.
-"""
+"""One run of suites: each case file's planned items, running them, and the summary, report files
+and gates aggregated from the rows the items reported (never from process state)."""
 
 from __future__ import annotations
 
