@@ -71,7 +71,8 @@ class Override(Mapping[str, Any], Generic[T]):
 
         (table,) = typing.get_args(source)
         return core_schema.no_info_after_validator_function(
-            lambda keys: cls({k: v for k, v in vars(keys).items() if v is not None}),
+            lambda keys: cls({f.name: getattr(keys, f.name) for f in dataclasses.fields(keys)
+                              if getattr(keys, f.name) is not None}),
             handler.generate_schema(cls.table(table)),
         )
 
@@ -123,7 +124,7 @@ class ModelConfig(ConfigTable):
     budget_usd: float | None = field(default=None, metadata=about(
         "The most the run may spend on this model, in USD (needs prices).", ge=0, override=False))
     concurrency: int | None = field(default=None, metadata=about(
-        "Calls in flight at once (default: --prompt-concurrency, else 8).", ge=1, le=1024))
+        "Calls in flight at once, over the run (--prompt-concurrency beats it).", ge=1, le=1024))
     timeout_s: float = field(default=60.0, metadata=about("Seconds one call may take.", gt=0, le=86400))
     max_retries: int = field(default=3, metadata=about("How often a failed call is tried again.", ge=0, le=100))
     prices: Prices | None = field(default=None, metadata=about(

@@ -105,21 +105,20 @@ class Thresholds(ConfigTable):
     """``[thresholds]``: the pass rate each slice must reach, and the regression a baseline allows."""
 
     default: float | None = field(default=None, metadata=about(
-        "The pass rate every slice must reach (beats --prompt-min-pass-rate's default).", ge=0, le=1))
+        f"The pass rate a slice must reach (default {DEFAULT_THRESHOLD}; --prompt-min-pass-rate beats it).",
+        ge=0, le=1))
     max_regression: float | None = field(default=None, metadata=about(
-        "The largest allowed drop of a slice's pass rate against the baseline.", ge=0, le=1))
+        f"The largest allowed drop of a slice's pass rate against the baseline (default {DEFAULT_MAX_REGRESSION}).",
+        ge=0, le=1))
     slices: dict[str, Annotated[float, Share]] = field(default_factory=dict, metadata=about(
         "The pass rate of named slices, over every other threshold."))
 
 
 @dataclass(frozen=True)
 class ThresholdPolicy:
-    """Where each slice's threshold and the allowed regression come from, most specific first.
-
-    Thresholds: the config's ``[thresholds.slices]`` beats ``--prompt-min-pass-rate``
-    (``option``), which beats the config's ``[thresholds] default``, which beats ``builtin``. The
-    allowed regression: ``--prompt-max-regression`` beats the config's, which beats 0.0.
-    """
+    """Where each slice's threshold and the allowed regression come from: a config's slice beats
+    ``--prompt-min-pass-rate`` (``option``), which beats the config's default, which beats
+    ``builtin``; ``--prompt-max-regression`` beats the config's, which beats the default."""
 
     config: Thresholds = field(default_factory=Thresholds)
     option: float | None = None

@@ -113,8 +113,7 @@ class TemplateConfig(ConfigTable):
         "How the in-context examples are chosen: an OpenCompass retriever table (type = ...)."))
     output_column: str | None = field(default=None, metadata=about(
         "The row field that holds the answer (the label of each in-context example)."))
-    task_prompts: str | None = field(default=None, metadata=about(
-        "A NeMo Guardrails prompts.yml (with task)."))
+    task_prompts: str | None = field(default=None, metadata=about("A NeMo Guardrails prompts.yml (with task)."))
     task: str | None = field(default=None, metadata=about("The task whose prompt prompts.yml gives."))
     mode: str | None = field(default=None, metadata=about("The task prompt's prompting mode (default standard)."))
     template_file: str | None = field(default=None, metadata=about("A template file, rendered by renderer."))
@@ -125,8 +124,7 @@ class TemplateConfig(ConfigTable):
         "Which turns of a multi-turn template are asked: every, every_with_gt or last."))
     multiturn_template: dict[str, Any] | None = field(default=None, metadata=about(
         "An OpenCompass multi-turn prompt template."))
-    optional: list[str] | None = field(default=None, metadata=about(
-        "Fields a case may leave out: they render empty."))
+    optional: list[str] | None = field(default=None, metadata=about("Fields a case may leave out: they render empty."))
     nemo_config: str | None = field(default=None, metadata=about(
         "A NeMo Guardrails config folder: its prompts, instructions and models; NeMo semantics."))
     semantics: Literal["promptsuite", "nemo"] | None = field(default=None, metadata=about(
@@ -333,7 +331,8 @@ def load_config(path: Path | str) -> SuiteConfig:
     from pytest_promptsuite.config.schema import read_tables  # pydantic: loaded with the first config
 
     tables = read_tables(SuiteTables, data, path=path, prefix=table, lines=lines)
-    config = SuiteConfig(**vars(tables), python_modules=python_modules, path=path.resolve(), lines=lines)
+    read = {f.name: getattr(tables, f.name) for f in dataclasses.fields(tables)}
+    config = SuiteConfig(**read, python_modules=python_modules, path=path.resolve(), lines=lines)
     _check_base_urls(config, table)
     config.case_paths()  # refuse paths outside the folder now, not later
     if config.suite.train is not None:
