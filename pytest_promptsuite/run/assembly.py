@@ -1,5 +1,5 @@
-"""What each suite runs with (its prompts, checks, judge, models and pipeline) and the run's
-response stores, every part made through its ``pytest_promptsuite_make_*`` hook."""
+"""What each suite runs with (its prompts, checks, judge, models and pipeline, each part made by its
+``pytest_promptsuite_make_*`` hook), and the run's response stores."""
 
 from __future__ import annotations
 
