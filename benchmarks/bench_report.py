@@ -35,9 +35,9 @@ import time
 from pathlib import Path
 
 from pytest_promptsuite.checks.result import CheckResult
+from pytest_promptsuite.config.settings import ThresholdPolicy
 from pytest_promptsuite.report.writer import write_report
 from pytest_promptsuite.results.io import load_results
-from pytest_promptsuite.results.policy import ThresholdPolicy
 from pytest_promptsuite.results.row import CaseResult
 from pytest_promptsuite.results.summary import summarize
 

@@ -35,8 +35,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pytest_promptsuite.results.policy import GateSettings  # noqa: E402
-from pytest_promptsuite.results.policy import ThresholdPolicy  # noqa: E402
+from pytest_promptsuite.config.settings import GateSettings  # noqa: E402
+from pytest_promptsuite.config.settings import ThresholdPolicy  # noqa: E402
 from pytest_promptsuite.results.records import RunInfo  # noqa: E402
 from pytest_promptsuite.results.row import CaseResult  # noqa: E402
 from pytest_promptsuite.results.summary import Baseline  # noqa: E402

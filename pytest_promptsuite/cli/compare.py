@@ -1,8 +1,5 @@
-"""What ``promptsuite diff`` and ``promptsuite merge`` do, over result files only (nothing runs).
-
-Both read ``results.jsonl`` rows and aggregate them with the same :func:`summarize` the plugin
-uses, so merged shards give the report the unsharded run would have written.
-"""
+"""What ``promptsuite diff`` and ``promptsuite merge`` do over result files (nothing runs), with the
+same :func:`summarize` as the plugin."""
 
 from __future__ import annotations
 
@@ -14,6 +11,9 @@ from typing import Any
 from typing import TextIO
 
 from pytest_promptsuite.cases.case import CaseKey
+from pytest_promptsuite.config.settings import GateSettings
+from pytest_promptsuite.config.settings import ThresholdPolicy
+from pytest_promptsuite.config.settings import Thresholds
 from pytest_promptsuite.errors import PromptSuiteError
 from pytest_promptsuite.report.reasons import reason
 from pytest_promptsuite.report.text import summary_lines
@@ -22,8 +22,6 @@ from pytest_promptsuite.results.gate import NoCommonCases
 from pytest_promptsuite.results.gate import SliceRegressed
 from pytest_promptsuite.results.io import load_results
 from pytest_promptsuite.results.io import load_summary_json
-from pytest_promptsuite.results.policy import GateSettings
-from pytest_promptsuite.results.policy import ThresholdPolicy
 from pytest_promptsuite.results.records import RunInfo
 from pytest_promptsuite.results.row import CaseResult
 from pytest_promptsuite.results.summary import Baseline
@@ -53,7 +51,7 @@ def policy_from_summary(data: dict[str, Any] | None) -> ThresholdPolicy:
             option = value
         elif source == "config default":
             config_default = value
-    return ThresholdPolicy(slices=slices, option=option, config_default=config_default)
+    return ThresholdPolicy(Thresholds(default=config_default, slices=slices), option=option)
 
 
 def _read(path: Path, err: TextIO) -> list[CaseResult] | None:
@@ -201,15 +199,11 @@ def _merge_policies(policies: Sequence[ThresholdPolicy], err: TextIO) -> Thresho
     first = policies[0]
     slices: dict[str, float] = {}
     for policy in policies:
-        slices.update(policy.slices)
+        slices.update(policy.config.slices)
     if any(
-        (p.option, p.config_default, p.max_regression())
-        != (first.option, first.config_default, first.max_regression())
+        (p.option, p.config.default, p.max_regression())
+        != (first.option, first.config.default, first.max_regression())
         for p in policies
     ):
         print("warning: the shards used different thresholds; using the first shard's", file=err)
-    return ThresholdPolicy(
-        slices=slices, option=first.option, config_default=first.config_default,
-        builtin=first.builtin, max_regression_option=first.max_regression_option,
-        max_regression_config=first.max_regression_config,
-    )
+    return replace(first, config=replace(first.config, slices=slices))

@@ -1,10 +1,5 @@
-"""The ``--prompt-*`` options: declared once, parsed once into a frozen :class:`RunOptions`.
-
-pytest-free: ``plugin.py`` adds :data:`OPTIONS` to pytest's parser and reads them back with
-:meth:`RunOptions.from_values`; the rest of the run only ever sees the frozen object. Values are
-checked by the ``type=`` callables at parse time, so ``--prompt-min-pass-rate 95%`` is a usage
-error that names the option before anything is collected.
-"""
+"""The ``--prompt-*`` options: declared once, checked as they are parsed, read once into a frozen
+:class:`RunOptions`."""
 
 from __future__ import annotations
 
@@ -15,8 +10,6 @@ from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING
 from typing import Any
-
-from pytest_promptsuite.config.settings import DEFAULT_CONCURRENCY
 
 
 if TYPE_CHECKING:
@@ -150,7 +143,7 @@ OPTIONS: tuple[Option, ...] = (
         "OPENAI_BASE_URL); the key comes from the environment only")),
     Option("--prompt-concurrency", dict(
         type=_positive, default=None, metavar="N",
-        help=f"Model calls in flight at once (default {DEFAULT_CONCURRENCY}, or [model] concurrency)")),
+        help="Model calls in flight at once (default 8, or [model] concurrency)")),
     Option("--prompt-variant", dict(
         action="append", default=[], metavar="NAME",
         help="Run only this prompt version ([variants.NAME] of the suite config); repeatable. "

@@ -1,7 +1,254 @@
-"""Every default of a run, and the one place precedence is decided."""
+"""Every default of a run, and the one place precedence is decided: which model a suite (and each
+variant) runs, each slice's threshold, and how a drop against a baseline is judged."""
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Iterable
+from collections.abc import Mapping
+from dataclasses import dataclass
+from dataclasses import field
+from pathlib import Path
+from typing import TYPE_CHECKING
+from typing import Annotated
+from typing import Any
+from typing import Literal
+
+from pytest_promptsuite.config.model import ConfigTable
+from pytest_promptsuite.config.model import ModelConfig
+from pytest_promptsuite.config.model import about
+
+
+if TYPE_CHECKING:
+    from pydantic import GetCoreSchemaHandler
+    from pydantic_core import CoreSchema
+
+    from pytest_promptsuite.config.options import RunOptions
+    from pytest_promptsuite.config.suite import SuiteConfig
+
+__all__ = [
+    "DEFAULT_CONCURRENCY",
+    "DEFAULT_MAX_REGRESSION",
+    "DEFAULT_THRESHOLD",
+    "GateSettings",
+    "ModelChoice",
+    "ThresholdPolicy",
+    "Thresholds",
+    "gate_settings",
+    "judge_choice",
+    "model_choice",
+    "threshold_policy",
+]
 
 #: Model calls in flight at once when neither ``--prompt-concurrency`` nor ``[model] concurrency`` says.
 DEFAULT_CONCURRENCY = 8
+#: The pass rate a slice must reach when neither an option nor a config says.
+DEFAULT_THRESHOLD = 1.0
+#: The drop of a slice's pass rate against the baseline allowed when neither an option nor a config says.
+DEFAULT_MAX_REGRESSION = 0.0
+
+
+
+class Share:
+    """Marks a number from 0 to 1, both included, where a field's own bounds cannot reach it (the
+    values of a dict): ``Annotated[float, Share]`` validates as pydantic's float with those bounds."""
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        from pydantic_core import core_schema
+
+        return core_schema.float_schema(ge=0, le=1)
+
+
+@dataclass(frozen=True)
+class GateSettings(ConfigTable):
+    """How a drop against a baseline (or the first variant) is judged; ``[gate]`` sets any of
+    these keys, ``--prompt-alpha`` the level."""
+
+    alpha: float = field(default=0.05, metadata=about(
+        "Level of the paired regression test against the baseline.", gt=0, lt=1))
+    correction: Literal["holm", "none"] = field(default="holm", metadata=about(
+        "Correction over every compared (slice, variant) of the run: holm, or none."))
+    regression: Literal["auto", "paired", "delta"] = field(default="auto", metadata=about(
+        "The rule: paired (a significant drop), delta (the drop alone), auto (delta when both runs "
+        "are deterministic, else paired)."))
+    compare_variants: bool = field(default=False, metadata=about("Gate each later prompt variant against the first."))
+
+    def rule_for(self, deterministic: bool) -> Literal["paired", "delta"]:
+        """The rule a comparison is judged by: ``regression``, with ``auto`` resolved by whether
+        both runs compared are ``deterministic``."""
+        if self.regression == "auto":
+            return "delta" if deterministic else "paired"
+        return self.regression
+
+    def to_dict(self) -> dict[str, Any]:
+        """The settings in force, as ``summary.json`` records them for ``diff`` and ``merge``."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> GateSettings:
+        """The settings a ``summary.json`` recorded (the defaults where it has none, or a value
+        a run could not have used)."""
+        default = cls()
+        alpha = data.get("alpha")
+        regression = data.get("regression")
+        return cls(
+            alpha=float(alpha) if isinstance(alpha, (int, float)) and 0 < alpha < 1 else default.alpha,
+            correction="none" if data.get("correction") == "none" else default.correction,
+            regression=regression if regression in ("paired", "delta") else default.regression,
+            compare_variants=data.get("compare_variants") is True,
+        )
+
+
+@dataclass(frozen=True)
+class Thresholds(ConfigTable):
+    """``[thresholds]``: the pass rate each slice must reach, and the regression a baseline allows."""
+
+    default: float | None = field(default=None, metadata=about(
+        f"The pass rate a slice must reach (default {DEFAULT_THRESHOLD}; --prompt-min-pass-rate beats it).",
+        ge=0, le=1))
+    max_regression: float | None = field(default=None, metadata=about(
+        f"The largest allowed drop of a slice's pass rate against the baseline (default {DEFAULT_MAX_REGRESSION}).",
+        ge=0, le=1))
+    slices: dict[str, Annotated[float, Share]] = field(default_factory=dict, metadata=about(
+        "The pass rate of named slices, over every other threshold."))
+
+
+@dataclass(frozen=True)
+class ThresholdPolicy:
+    """Where each slice's threshold and the allowed regression come from: a config's slice beats
+    ``--prompt-min-pass-rate`` (``option``), which beats the config's default, which beats
+    ``builtin``; ``--prompt-max-regression`` beats the config's, which beats the default."""
+
+    config: Thresholds = field(default_factory=Thresholds)
+    option: float | None = None
+    max_regression_option: float | None = None
+    builtin: float = DEFAULT_THRESHOLD
+
+    def threshold(self, slice_name: str) -> tuple[float, str]:
+        """The threshold of ``slice_name`` and where it came from."""
+        if slice_name in self.config.slices:
+            return self.config.slices[slice_name], "config slice"
+        if self.option is not None:
+            return self.option, "option"
+        if self.config.default is not None:
+            return self.config.default, "config default"
+        return self.builtin, "default"
+
+    def max_regression(self) -> tuple[float, str]:
+        """The largest allowed drop of a slice's pass rate and where it came from."""
+        if self.max_regression_option is not None:
+            return self.max_regression_option, "option"
+        if self.config.max_regression is not None:
+            return self.config.max_regression, "config"
+        return DEFAULT_MAX_REGRESSION, "default"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The policy as ``summary.json`` records it, so ``diff`` and ``merge`` can reuse it."""
+        return {
+            "slices": dict(self.config.slices),
+            "option": self.option,
+            "config_default": self.config.default,
+            "builtin": self.builtin,
+            "max_regression_option": self.max_regression_option,
+            "max_regression_config": self.config.max_regression,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ThresholdPolicy:
+        """The policy a ``summary.json`` recorded (missing keys take their defaults)."""
+        config = Thresholds(
+            default=data.get("config_default"), max_regression=data.get("max_regression_config"),
+            slices=dict(data.get("slices") or {}),
+        )
+        return cls(config, option=data.get("option"), max_regression_option=data.get("max_regression_option"),
+                   builtin=data.get("builtin", DEFAULT_THRESHOLD))
+
+
+def threshold_policy(options: RunOptions, suites: Iterable[SuiteConfig]) -> ThresholdPolicy:
+    """The run's thresholds: the options over its configs' ``[thresholds]`` (the first config
+    that sets a key, or a slice, wins) over the defaults."""
+    slices: dict[str, float] = {}
+    default = max_regression = None
+    for suite in suites:
+        for name, value in suite.thresholds.slices.items():
+            slices.setdefault(name, value)
+        default = suite.thresholds.default if default is None else default
+        max_regression = suite.thresholds.max_regression if max_regression is None else max_regression
+    return ThresholdPolicy(
+        Thresholds(default=default, max_regression=max_regression, slices=slices),
+        option=options.min_pass_rate, max_regression_option=options.max_regression,
+    )
+
+
+def gate_settings(options: RunOptions, suites: Iterable[SuiteConfig]) -> GateSettings:
+    """How the run judges drops: ``--prompt-alpha``, else the first config's ``[gate]`` that sets a
+    key, else the defaults."""
+    keys: dict[str, Any] = {}
+    for suite in suites:
+        for key, value in suite.gate.items():
+            keys.setdefault(key, value)
+    if options.alpha is not None:
+        keys["alpha"] = options.alpha
+    return GateSettings(**keys)
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    """A model a suite runs: its settings, the folder its relative paths resolve in, where it was
+    named for messages (``promptsuite.toml:5: model.spec = 'fake:rules.json'``, the option, or
+    None), its bound on calls in flight over the run, and whether its calls go in a batch."""
+
+    settings: ModelConfig
+    root: Path
+    where: str | None
+    concurrency: int
+    batch: bool
+
+
+def model_choice(options: RunOptions, suite: SuiteConfig, variant: str | None = None, *,
+                 invocation_dir: Path) -> ModelChoice:
+    """The model ``suite`` (prompt ``variant``) runs: ``--prompt-model`` names a ``[models.NAME]``
+    or replaces the spec of ``[model]`` (its relative rules file then resolves against
+    ``invocation_dir``); the variant's own ``model`` table goes over that; ``--prompt-base-url``
+    replaces the base URL; ``--prompt-concurrency`` and ``--prompt-batch`` beat the table's."""
+    option, root = options.model, suite.root
+    key: str | None
+    if option is None:
+        base, key = suite.model, "model.spec"
+    elif option in suite.models:
+        base, key = suite.models[option], f"models.{option}.spec"
+    else:
+        base, key, root = dataclasses.replace(suite.model, spec=option), None, invocation_dir
+    settings = suite.model_for(variant, base)
+    if settings.spec != base.spec:
+        root = suite.root  # the variant's own rules file is the config's
+    override = suite.variants[variant].model if variant is not None and variant in suite.variants else None
+    if override is not None and "spec" in override:
+        key = f"variants.{variant}.model.spec"
+    if key is None:
+        where: str | None = f"--prompt-model {option}"
+    else:
+        where = f"{suite.where(key)}: {key} = {settings.spec!r}" if suite.path is not None else None
+    if options.base_url:
+        settings = dataclasses.replace(settings, base_url=options.base_url)
+    concurrency = options.concurrency or settings.concurrency or DEFAULT_CONCURRENCY
+    return ModelChoice(settings, root, where, concurrency, batch=options.batch_mode or settings.batch)
+
+
+def judge_choice(options: RunOptions, suite: SuiteConfig, *, invocation_dir: Path) -> ModelChoice | None:
+    """The judge of ``llm-rubric`` checks: ``--prompt-judge`` (a ``[models.NAME]``, else a spec
+    whose rules file resolves against ``invocation_dir``), else ``[models.judge]``, else none; its
+    calls start when a check needs them, never in a batch."""
+    option = options.judge
+    name = option if option is not None and option in suite.models else None
+    if option is None and "judge" in suite.models:
+        name = "judge"
+    if name is not None:
+        settings, root = suite.models[name], suite.root
+        where = f"{suite.where(f'models.{name}.spec')}: models.{name}.spec = {settings.spec!r}"
+    elif option is not None:
+        settings, root, where = ModelConfig(spec=option), invocation_dir, f"--prompt-judge {option}"
+    else:
+        return None
+    return ModelChoice(settings, root, where, DEFAULT_CONCURRENCY, batch=False)  # called as checks need it

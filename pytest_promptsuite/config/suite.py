@@ -1,8 +1,5 @@
-"""Stage 1 (continued): the suite config, ``promptsuite.toml`` or ``[tool.promptsuite]``.
-
-Unknown keys are errors that name the key and the file; paths are resolved against the config's
-folder and must stay inside it.
-"""
+"""The suite config, ``promptsuite.toml`` or ``[tool.promptsuite]``: its tables, and finding and
+reading one (unknown keys are errors that name the key and the file; paths stay inside its folder)."""
 
 from __future__ import annotations
 
@@ -12,20 +9,17 @@ from dataclasses import dataclass
 from dataclasses import field
 from enum import Enum
 from pathlib import Path
-from typing import Annotated
 from typing import Any
 from typing import Literal
-from typing import Union
 
-from pytest_promptsuite.config.model import ConfigTable as _Section
+from pytest_promptsuite.config.model import ConfigTable
 from pytest_promptsuite.config.model import ModelConfig
-from pytest_promptsuite.config.model import ModelOverride
+from pytest_promptsuite.config.model import Override
 from pytest_promptsuite.config.model import Prices
+from pytest_promptsuite.config.model import about
 from pytest_promptsuite.config.model import base_url_problem
-from pytest_promptsuite.config.tables import Range
-from pytest_promptsuite.config.tables import TableError
-from pytest_promptsuite.config.tables import fill
-from pytest_promptsuite.config.tables import set_keys
+from pytest_promptsuite.config.settings import GateSettings
+from pytest_promptsuite.config.settings import Thresholds
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.errors import did_you_mean
 from pytest_promptsuite.formats.tomlio import check_values
@@ -36,15 +30,15 @@ from pytest_promptsuite.safety.scrub import public_url
 
 
 __all__ = [
-    "GateConfig",
     "ModelConfig",
-    "ModelOverride",
     "Prices",
+    "ReviewConfig",
+    "SuiteCheck",
     "SuiteConfig",
     "SuiteSection",
+    "SuiteTables",
     "TemplateConfig",
     "TemplateKind",
-    "Thresholds",
     "VariantConfig",
     "base_url_problem",
     "confine",
@@ -55,11 +49,11 @@ __all__ = [
 
 
 @dataclass(frozen=True)
-class SuiteSection(_Section):
+class SuiteSection(ConfigTable):
     """``[suite]``: the case files to collect and the train file that gives in-context examples."""
 
-    cases: list[str] = field(default_factory=list)
-    train: Union[str, None] = None
+    cases: list[str] = field(default_factory=list, metadata=about("Case files or folders to collect."))
+    train: str | None = field(default=None, metadata=about("Rows for in-context examples (not collected)."))
 
 
 def confine(root: Path, relative: str | Path) -> Path | None:
@@ -107,29 +101,38 @@ _MODIFYING: dict[TemplateKind, tuple[str, ...]] = {
 
 
 @dataclass(frozen=True)
-class TemplateConfig(_Section):
-    """How a case becomes a prompt (an ``infer_cfg``, a task prompt, or a template file)."""
+class TemplateConfig(ConfigTable):
+    """How a case becomes a prompt (an ``infer_cfg``, a task prompt, or a template file). Every
+    key is optional, so a variant's table (:class:`VariantConfig`) is this one."""
 
-    prompt_template: Union[dict[str, Any], str, None] = None
-    ice_template: Union[dict[str, Any], str, None] = None
-    retriever: Union[dict[str, Any], None] = None
-    output_column: Union[str, None] = None
-    task_prompts: Union[str, None] = None
-    task: Union[str, None] = None
-    mode: Union[str, None] = None
-    template_file: Union[str, None] = None
-    template: Union[str, None] = None
-    renderer: Union[dict[str, Any], str, None] = None
-    infer_mode: Union[str, None] = None
-    multiturn_template: Union[dict[str, Any], None] = None
-    optional: Union[list[str], None] = None  # fields a case may leave out: they render empty
-    nemo_config: Union[str, None] = None
-    """A NeMo Guardrails config folder: its prompts, instructions and models; NeMo semantics."""
-    semantics: Union[Literal["promptsuite", "nemo"], None] = None
-    prompt_model: Union[str, None] = None
-    """The model name that selects a NeMo prompt (``openai/gpt-4o``), apart from the one that runs."""
-    #: ``"ppl"``: a label map's cases score one prompt per label and predict the likeliest.
-    inferencer: Union[Literal["gen", "ppl"], None] = None
+    prompt_template: dict[str, Any] | str | None = field(default=None, metadata=about(
+        "An OpenCompass prompt template: a string, or a table (template, ice_token, ...)."))
+    ice_template: dict[str, Any] | str | None = field(default=None, metadata=about(
+        "The template of each in-context example of an infer_cfg."))
+    retriever: dict[str, Any] | None = field(default=None, metadata=about(
+        "How the in-context examples are chosen: an OpenCompass retriever table (type = ...)."))
+    output_column: str | None = field(default=None, metadata=about(
+        "The row field that holds the answer (the label of each in-context example)."))
+    task_prompts: str | None = field(default=None, metadata=about("A NeMo Guardrails prompts.yml (with task)."))
+    task: str | None = field(default=None, metadata=about("The task whose prompt prompts.yml gives."))
+    mode: str | None = field(default=None, metadata=about("The task prompt's prompting mode (default standard)."))
+    template_file: str | None = field(default=None, metadata=about("A template file, rendered by renderer."))
+    template: str | None = field(default=None, metadata=about("An inline template, rendered by renderer."))
+    renderer: dict[str, Any] | str | None = field(default=None, metadata=about(
+        "What renders template or template_file: a renderer's name, or a table with its type."))
+    infer_mode: str | None = field(default=None, metadata=about(
+        "Which turns of a multi-turn template are asked: every, every_with_gt or last."))
+    multiturn_template: dict[str, Any] | None = field(default=None, metadata=about(
+        "An OpenCompass multi-turn prompt template."))
+    optional: list[str] | None = field(default=None, metadata=about("Fields a case may leave out: they render empty."))
+    nemo_config: str | None = field(default=None, metadata=about(
+        "A NeMo Guardrails config folder: its prompts, instructions and models; NeMo semantics."))
+    semantics: Literal["promptsuite", "nemo"] | None = field(default=None, metadata=about(
+        "Whose rules render a task prompt: promptsuite's, or NeMo Guardrails'."))
+    prompt_model: str | None = field(default=None, metadata=about(
+        "The model name that selects a NeMo prompt (openai/gpt-4o), apart from the one that runs."))
+    inferencer: Literal["gen", "ppl"] | None = field(default=None, metadata=about(
+        "ppl: a label map's cases score one prompt per label and predict the likeliest."))
 
     def kind(self, *, path: Path | None = None) -> TemplateKind:
         """The kind of prompt this table makes (INFER_CFG when it sets no choosing key); called
@@ -142,38 +145,21 @@ class TemplateConfig(_Section):
             )
         return chosen[0] if chosen else TemplateKind.INFER_CFG
 
+    def set_keys(self) -> dict[str, Any]:
+        """The ``[template]`` keys this table sets (TOML has no null: a key set is never None)."""
+        return {k: getattr(self, k) for k in _TEMPLATE_FIELDS if getattr(self, k) is not None}
+
     def for_variant(self, override: TemplateConfig) -> TemplateConfig:
         """This table with ``override``'s keys over it; when the override sets a key of some kind,
         this table's keys of the other kinds are dropped (a file variant over task prompts)."""
-        updates = {k: getattr(override, k) for k in set_keys(override) if k in _TEMPLATE_FIELDS}
+        updates = override.set_keys()
         kinds = {kind for kind in TemplateKind if any(k in updates for k in kind.keys)}
         dropped = {k: None for kind in TemplateKind if kinds and kind not in kinds for k in kind.keys}
         return dataclasses.replace(self, **{**dropped, **updates})
 
 
 #: The fields of ``[template]`` itself (a variant's table adds ``model``).
-_TEMPLATE_FIELDS = frozenset(f.name for f in dataclasses.fields(TemplateConfig))
-
-
-@dataclass(frozen=True)
-class Thresholds(_Section):
-    """``[thresholds]``: the pass rate each slice must reach, and the regression a baseline allows."""
-
-    default: Union[Annotated[float, Range(ge=0, le=1)], None] = None
-    max_regression: Union[Annotated[float, Range(ge=0, le=1)], None] = None
-    slices: dict[str, Annotated[float, Range(ge=0, le=1)]] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class GateConfig(_Section):
-    """``[gate]``: how a drop against the baseline is judged (see the README's "Is this drop
-    real?"): the paired test's level, the correction over the run's comparisons, the rule, and
-    whether each later prompt variant is gated against the first."""
-
-    alpha: Union[Annotated[float, Range(gt=0, lt=1)], None] = None
-    correction: Union[Literal["holm", "none"], None] = None
-    regression: Union[Literal["auto", "paired", "delta"], None] = None
-    compare_variants: Union[bool, None] = None
+_TEMPLATE_FIELDS = tuple(f.name for f in dataclasses.fields(TemplateConfig))
 
 
 @dataclass(frozen=True)
@@ -181,42 +167,55 @@ class VariantConfig(TemplateConfig):
     """``[variants.NAME]``: the ``[template]`` keys a prompt version overrides, and optionally
     its own ``model`` table."""
 
-    model: Union[ModelOverride, None] = None
+    model: Override[ModelConfig] | None = field(default=None, metadata=about(
+        "The [model] keys this variant changes (any but batch and budget_usd)."))
 
 
 @dataclass(frozen=True)
-class SuiteCheck(_Section):
+class SuiteCheck(ConfigTable):
     """``[[checks]]``: checks for every case (``slice = "*"``), one slice, or a glob of slices."""
 
-    assert_: list[dict[str, Any]] = field(metadata={"key": "assert"})
-    slice: str = "*"
+    assert_: list[dict[str, Any]] = field(metadata=about("The checks, as a case's assert.", alias="assert"))
+    slice: str = field(default="*", metadata=about("The slice they apply to: a name, a glob, or * for every case."))
 
 
 @dataclass(frozen=True)
-class ReviewConfig(_Section):
-    """``[review]``: what a review mark (``review`` on a case, a ``human-review`` check) does.
-    ``outcome = "review"`` (default) leaves the case out of the pass rate; ``"failed"`` fails it."""
+class ReviewConfig(ConfigTable):
+    """``[review]``: what a review mark (``review`` on a case, a ``human-review`` check) does."""
 
-    outcome: Literal["review", "failed"] = "review"
+    outcome: Literal["review", "failed"] = field(default="review", metadata=about(
+        "review: the case is left out of the pass rate; failed: it fails."))
 
 
 @dataclass(frozen=True)
-class SuiteConfig(_Section):
-    """A parsed suite config. ``path`` is the file it came from (None for the defaults)."""
+class SuiteTables(ConfigTable):
+    """The tables of a suite config file (``[checks]`` may also be a table: ``python_modules`` and
+    ``[[checks.rules]]``, read into :class:`SuiteConfig`)."""
 
-    suite: SuiteSection = field(default_factory=SuiteSection)
-    model: ModelConfig = field(default_factory=ModelConfig)
-    models: dict[str, ModelConfig] = field(default_factory=dict)
-    template: TemplateConfig = field(default_factory=TemplateConfig)
-    variants: dict[str, VariantConfig] = field(default_factory=dict)
-    thresholds: Thresholds = field(default_factory=Thresholds)
-    gate: GateConfig = field(default_factory=GateConfig)
-    checks: list[SuiteCheck] = field(default_factory=list)
-    review: ReviewConfig = field(default_factory=ReviewConfig)
-    #: ``[checks] python_modules``: modules ``python`` and ``pydantic`` checks may import.
+    suite: SuiteSection = field(default_factory=SuiteSection, metadata=about("What to collect."))
+    model: ModelConfig = field(default_factory=ModelConfig, metadata=about(
+        "The default model; --prompt-model replaces its spec or names one of models."))
+    models: dict[str, ModelConfig] = field(default_factory=dict, metadata=about(
+        "More models by name (judge: the llm-rubric judge); same keys as [model]."))
+    template: TemplateConfig = field(default_factory=TemplateConfig, metadata=about("How a case becomes a prompt."))
+    variants: dict[str, VariantConfig] = field(default_factory=dict, metadata=about(
+        "Prompt versions by name; each overrides keys of [template]."))
+    thresholds: Thresholds = field(default_factory=Thresholds, metadata=about("The gate's pass rates."))
+    gate: Override[GateSettings] = field(default_factory=Override, metadata=about(
+        "How a drop against the baseline is judged."))
+    checks: list[SuiteCheck] = field(default_factory=list, metadata=about(
+        "Suite-level checks, for every case or for some slices."))
+    review: ReviewConfig = field(default_factory=ReviewConfig, metadata=about("What a review mark does."))
+
+
+@dataclass(frozen=True)
+class SuiteConfig(SuiteTables):
+    """A parsed suite config: its tables, the modules ``python`` and ``pydantic`` checks may import
+    (``[checks] python_modules``), the file it came from (None for the defaults) and each key's line."""
+
     python_modules: tuple[str, ...] = ()
-    path: Union[Path, None] = field(default=None, metadata={"internal": True})
-    lines: dict[str, int] = field(default_factory=dict, metadata={"internal": True})  # each key's line
+    path: Path | None = None
+    lines: dict[str, int] = field(default_factory=dict)
 
     def where(self, key: str) -> str:
         """``path:line`` of the line setting ``key`` (``template.template_file``), else the path."""
@@ -255,7 +254,7 @@ class SuiteConfig(_Section):
 
     def template_key(self, variant: str | None, key: str) -> str:
         """Where ``variant``'s ``[template]`` setting came from: ``variants.NAME.KEY`` or ``template.KEY``."""
-        if variant is not None and variant in self.variants and key in set_keys(self.variants[variant]):
+        if variant is not None and variant in self.variants and key in self.variants[variant].set_keys():
             return f"variants.{variant}.{key}"
         return f"template.{key}"
 
@@ -264,38 +263,22 @@ class SuiteConfig(_Section):
         variant's own ``model`` table over it."""
         base = base if base is not None else self.model
         override = self.variants[variant].model if variant is not None and variant in self.variants else None
-        if override is None:
-            return base
-        return dataclasses.replace(base, **{k: getattr(override, k) for k in set_keys(override)})
-
-
-def _config_error(path: Path, exc: TableError, table: str, lines: dict[str, int]) -> ConfigError:
-    problems = []
-    for problem in exc.problems:
-        loc = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in problem.loc).lstrip(".")
-        where = f"{table}.{loc}" if table else loc
-        at = place(path, lines, loc)
-        if problem.known is not None:
-            known = [k for k in problem.known if k != "python_modules"]  # set in [checks], not here
-            problems.append(f"{at}: unknown key {where!r}" + did_you_mean(str(problem.loc[-1]), known))
-        else:
-            problems.append(f"{at}: {where}: {problem.message}")
-    return ConfigError("\n".join(problems))
+        return base if override is None else override.over(base)
 
 
 _CHECKS_TABLE = ("python_modules", "rules")
 
 
-def _checks_table(data: dict[str, Any], path: Path, lines: dict[str, int]) -> dict[str, Any]:
+def _checks_table(data: dict[str, Any], path: Path, lines: dict[str, int]) -> tuple[dict[str, Any], tuple[str, ...]]:
     """``[checks]`` written as a table (``python_modules``, and the suite checks as
-    ``[[checks.rules]]``) folded into the fields ``checks`` and ``python_modules``. TOML cannot
-    hold a ``[checks]`` table and ``[[checks]]`` tables both, hence the second spelling."""
+    ``[[checks.rules]]``): the tables with the rules as ``checks``, and the module names. TOML
+    cannot hold a ``[checks]`` table and ``[[checks]]`` tables both, hence the second spelling."""
     if "python_modules" in data:
         at = place(path, lines, "python_modules")
         raise ConfigError(f"{at}: unknown key 'python_modules' (did you mean [checks] python_modules?)")
     table = data.get("checks")
     if not isinstance(table, dict):
-        return data
+        return data, ()
     for key in table:
         if key not in _CHECKS_TABLE:
             raise ConfigError(
@@ -311,7 +294,7 @@ def _checks_table(data: dict[str, Any], path: Path, lines: dict[str, int]) -> di
             f"{place(path, lines, 'checks.python_modules')}: checks.python_modules must be a list of module names "
             "like 'myapp.checks'"
         )
-    return {**data, "checks": table.get("rules", []), "python_modules": tuple(modules)}
+    return {**data, "checks": table.get("rules", [])}, tuple(modules)
 
 
 def _check_base_urls(config: SuiteConfig, table: str) -> None:
@@ -344,12 +327,12 @@ def load_config(path: Path | str) -> SuiteConfig:
     lines = key_lines(text)
     if table:
         lines = {k[len(table) + 1:]: v for k, v in lines.items() if k.startswith(table + ".")}
-    data = _checks_table(data, path, lines)
-    try:
-        config = fill(SuiteConfig, data)
-    except TableError as exc:
-        raise _config_error(path, exc, table, lines) from exc
-    config = dataclasses.replace(config, path=path.resolve(), lines=lines)
+    data, python_modules = _checks_table(data, path, lines)
+    from pytest_promptsuite.config.schema import read_tables  # pydantic: loaded with the first config
+
+    tables = read_tables(SuiteTables, data, path=path, prefix=table, lines=lines)
+    read = {f.name: getattr(tables, f.name) for f in dataclasses.fields(tables)}
+    config = SuiteConfig(**read, python_modules=python_modules, path=path.resolve(), lines=lines)
     _check_base_urls(config, table)
     config.case_paths()  # refuse paths outside the folder now, not later
     if config.suite.train is not None:

@@ -1,9 +1,5 @@
-"""Gate decisions as data: which rule failed, for which slice (and variant), on which figures.
-
-One frozen record per kind of gate failure; :class:`GateResult` holds them in the order they were
-found. Nothing here is prose: ``report`` turns each decision into its sentence, so the terminal,
-``summary.md`` and ``summary.json`` can each show the same decision their own way.
-"""
+"""Gate decisions as data: which rule failed, for which slice (and variant), on which figures;
+``report`` turns each into its sentence."""
 
 from __future__ import annotations
 
@@ -13,6 +9,7 @@ from typing import Union
 
 from pytest_promptsuite.cases.case import CaseKey
 from pytest_promptsuite.checks.result import Outcome
+from pytest_promptsuite.config.settings import GateSettings
 from pytest_promptsuite.results.records import Counts
 from pytest_promptsuite.results.records import RegressionTest
 from pytest_promptsuite.results.row import CaseResult
@@ -41,7 +38,7 @@ EPS = 1e-9
 @dataclass(frozen=True)
 class ThresholdRule:
     """The smallest pass rate a slice must reach, and where it came from (``config slice``,
-    ``option``, ``config default`` or ``default``; see :class:`ThresholdPolicy`)."""
+    ``option``, ``config default`` or ``default``; see :class:`~.settings.ThresholdPolicy`)."""
 
     threshold: float
     source: str
@@ -60,8 +57,8 @@ class RegressionRule:
     max_drop: float
     source: str
     kind: str = "delta"  # "delta" | "paired"
-    alpha: float = 0.05
-    correction: str = "holm"
+    alpha: float = GateSettings.alpha
+    correction: str = GateSettings.correction
 
     def allows(self, drop: float) -> bool:
         """Whether a drop of ``drop`` (a fraction; negative for a rise) stays within the rule."""

@@ -14,6 +14,8 @@ from dataclasses import field
 from dataclasses import replace
 
 from pytest_promptsuite.checks.result import Outcome
+from pytest_promptsuite.config.settings import GateSettings
+from pytest_promptsuite.config.settings import ThresholdPolicy
 from pytest_promptsuite.results.compare import Comparison
 from pytest_promptsuite.results.compare import compare
 from pytest_promptsuite.results.compare import compare_variants
@@ -25,8 +27,6 @@ from pytest_promptsuite.results.gate import SliceRegressed
 from pytest_promptsuite.results.gate import ThresholdRule
 from pytest_promptsuite.results.gate import check_errors
 from pytest_promptsuite.results.gate import check_threshold
-from pytest_promptsuite.results.policy import GateSettings
-from pytest_promptsuite.results.policy import ThresholdPolicy
 from pytest_promptsuite.results.records import UNCOUNTED
 from pytest_promptsuite.results.records import BaselineDiff
 from pytest_promptsuite.results.records import Counts

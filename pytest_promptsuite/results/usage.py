@@ -15,8 +15,7 @@ from dataclasses import dataclass
 from dataclasses import field
 from typing import Any
 
-from pytest_promptsuite.config.suite import Prices
-from pytest_promptsuite.config.tables import fill
+from pytest_promptsuite.config.model import Prices
 from pytest_promptsuite.results.records import RunInfo
 from pytest_promptsuite.results.row import CaseResult
 
@@ -196,8 +195,10 @@ def prices_of_run(run: RunInfo | None) -> dict[str, Prices]:
     for variant, model in (run.models if run is not None else {}).items():
         raw = model.get("prices")
         if isinstance(raw, Mapping):
+            from pytest_promptsuite.config.schema import validate  # pydantic: only for a run with prices
+
             try:
-                found[variant] = fill(Prices, raw)
+                found[variant] = validate(Prices, raw)
             except ValueError:
                 continue  # a summary.json edited by hand: no cost rather than a crash
     return found

@@ -1,11 +1,5 @@
-"""Builds what each suite runs with: its prompts, checks, judge, model and pipeline, and the
-run's response stores, through the plugin hooks only.
-
-Every renderer, output parser, Jinja filter, retriever, check and model comes from its
-``pytest_promptsuite_make_*`` hook, whose built-in implementations are registered like any
-plugin's (``builtins.py``), so a conftest or an installed plugin is asked first, under pytest and
-under the ``promptsuite`` command alike. pytest-free.
-"""
+"""What each suite runs with (its prompts, checks, judge, models and pipeline, each part made by its
+``pytest_promptsuite_make_*`` hook), and the run's response stores."""
 
 from __future__ import annotations
 
@@ -19,9 +13,11 @@ from pytest_promptsuite.checks.check import CheckScope
 from pytest_promptsuite.checks.compile import SuiteChecks
 from pytest_promptsuite.checks.compile import compile_suite_checks
 from pytest_promptsuite.checks.evaluator import Evaluator
+from pytest_promptsuite.config.model import ModelConfig
 from pytest_promptsuite.config.options import RunOptions
-from pytest_promptsuite.config.settings import DEFAULT_CONCURRENCY
-from pytest_promptsuite.config.suite import ModelConfig
+from pytest_promptsuite.config.settings import ModelChoice
+from pytest_promptsuite.config.settings import judge_choice
+from pytest_promptsuite.config.settings import model_choice
 from pytest_promptsuite.config.suite import SuiteConfig
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.errors import PromptSuiteError
@@ -134,31 +130,17 @@ class Assembler:
         self.config = config
         self.workers = max(1, workers)
 
-    def model_settings(self, suite: SuiteConfig, variant: str | None = None) -> tuple[ModelConfig, Path]:
-        """The model a suite (prompt ``variant``) runs and the folder its relative paths resolve
-        in: ``--prompt-model`` names a ``[models.NAME]`` or replaces the spec of ``[model]`` (its
-        relative rule files then resolve against the invocation folder); a variant's own
-        ``model`` table goes over that; ``--prompt-base-url`` replaces the base URL."""
-        option, root = self.options.model, suite.root
-        if option is None:
-            settings = suite.model
-        elif option in suite.models:
-            settings = suite.models[option]
-        else:
-            settings, root = dataclasses.replace(suite.model, spec=option), self.invocation_dir
-        own = suite.model_for(variant, settings)
-        if own.spec != settings.spec:
-            root = suite.root  # the variant's own rules file is the config's
-        if self.options.base_url:
-            own = dataclasses.replace(own, base_url=self.options.base_url)
-        return own, root
+    def model_choice(self, suite: SuiteConfig, variant: str | None = None) -> ModelChoice:
+        """The model a suite (prompt ``variant``) runs, as :func:`~.settings.model_choice` picks it."""
+        return model_choice(self.options, suite, variant, invocation_dir=self.invocation_dir)
 
     def describe_model(self, suite: SuiteConfig, variant: str | None) -> dict[str, Any]:
         """What a run records of a variant's model: spec, base URL (without credentials), params
         and whether its answers never vary (a ``deterministic`` model, or a replay)."""
-        settings, root = self.model_settings(suite, variant)
+        choice = self.model_choice(suite, variant)
+        settings = choice.settings
         try:
-            model = self.make_model(settings, root)
+            model = self.make_model(settings, choice.root)
             deterministic = bool(self.options.replay) or bool(getattr(model, "deterministic", False))
         except PromptSuiteError:
             deterministic = False
@@ -184,23 +166,6 @@ class Assembler:
             raise ConfigError(f"{where}: {exc}") from exc
         return model
 
-    def model_source(self, suite: SuiteConfig, variant: str | None = None) -> str | None:
-        """Where the model of a suite (prompt ``variant``) was named, for messages:
-        ``promptsuite.toml:5: model.spec = 'fake:rules.json'``, or the ``--prompt-model`` option."""
-        option = self.options.model
-        if variant is not None and variant in suite.variants:
-            own = suite.variants[variant].model
-            if own is not None and own.spec is not None:
-                key = f"variants.{variant}.model.spec"
-                return f"{suite.where(key)}: {key} = {own.spec!r}" if suite.path else None
-        if option is not None and option not in suite.models:
-            return f"--prompt-model {option}"
-        key = f"models.{option}.spec" if option is not None else "model.spec"
-        if suite.path is None:
-            return None
-        settings = suite.models[option] if option is not None else suite.model
-        return f"{suite.where(key)}: {key} = {settings.spec!r}"
-
     def prompts(
         self, suite: SuiteConfig, settings: ModelConfig | None = None,
         variant_settings: dict[str, ModelConfig] | None = None,
@@ -210,7 +175,8 @@ class Assembler:
         prompt or renderer is reported before any case runs."""
         if variant_settings is None:
             variant_settings = {
-                name: self.model_settings(suite, name)[0] for name, v in suite.variants.items() if v.model is not None
+                name: self.model_choice(suite, name).settings
+                for name, variant in suite.variants.items() if variant.model is not None
             }
         hook = self.hook
 
@@ -219,7 +185,7 @@ class Assembler:
 
         return CasePrompts.from_suite(
             suite,
-            settings or self.model_settings(suite)[0],
+            settings or self.model_choice(suite).settings,
             make_retriever=hook.pytest_promptsuite_make_retriever,
             make_renderer=lambda name, params: hook.pytest_promptsuite_make_renderer(name=name, params=params),
             make_filter=make_filter,
@@ -236,24 +202,16 @@ class Assembler:
         )
 
     def _judge(self, suite: SuiteConfig) -> tuple[ModelJudge | None, str | None]:
-        """``--prompt-judge`` (a ``[models.NAME]`` or a spec), else ``[models.judge]``."""
-        option, root = self.options.judge, suite.root
-        name = option if option is not None and option in suite.models else None
-        where = f"--prompt-judge {option}" if option is not None else None
-        if option is None and "judge" in suite.models:
-            name = "judge"
-        if name is not None:
-            settings = suite.models[name]
-            where = f"{suite.where(f'models.{name}.spec')}: models.{name}.spec = {settings.spec!r}"
-        elif option is not None:
-            settings, root = ModelConfig(spec=option), self.invocation_dir
-        else:
+        """The judge model of ``llm-rubric`` checks (:func:`~.settings.judge_choice`), if any."""
+        choice = judge_choice(self.options, suite, invocation_dir=self.invocation_dir)
+        if choice is None:
             return None, None
         # the judge's answers are cached and replayed like the model's
-        model = self.runner.attach(self.make_model(settings, root, where), stores=self.stores, prefetched=False)
+        made = self.make_model(choice.settings, choice.root, choice.where)
+        model = self.runner.attach(made, stores=self.stores, prefetched=False)
         from pytest_promptsuite.checks.metric import ModelJudge  # the judge's layer: loaded when a suite has a judge
 
-        return ModelJudge(model, self.runner, settings.params), settings.spec
+        return ModelJudge(model, self.runner, choice.settings.params), choice.settings.spec
 
     def evaluator(self, suite: SuiteConfig) -> Evaluator:
         """The checks side of a suite: its ``[[checks]]``, the judge model, the review policy and
@@ -271,30 +229,29 @@ class Assembler:
             ),
         )
 
-    def _attached(self, settings: ModelConfig, root: Path, where: str | None = None) -> Model:
-        """A model made and attached to the runner; the concurrency bound (``--prompt-concurrency``,
-        else its ``concurrency``) is for the whole run, so pytest-xdist workers share it."""
-        limit = self.options.concurrency or settings.concurrency or DEFAULT_CONCURRENCY
+    def _attached(self, choice: ModelChoice) -> Model:
+        """A model made and attached to the runner; its concurrency bound is for the whole run,
+        so pytest-xdist workers share it."""
+        settings = choice.settings
         if settings.budget_usd is not None and settings.prices is None:
             raise ConfigError(f"[model] budget_usd of {settings.spec} needs [model] prices = "
                               "{prompt = USD per 1M tokens, completion = USD per 1M tokens}")
+        model = self.make_model(settings, choice.root, choice.where)
         return self.runner.attach(
-            self.make_model(settings, root, where), concurrency=max(1, -(-limit // self.workers)),
-            stores=self.stores, batch=self.options.batch_mode or settings.batch, budget_usd=settings.budget_usd,
-            prices=settings.prices,
+            model, concurrency=max(1, -(-choice.concurrency // self.workers)), stores=self.stores, batch=choice.batch,
+            budget_usd=settings.budget_usd, prices=settings.prices,
         )
 
     def pipeline(self, suite: SuiteConfig) -> CasePipeline:
         """A suite's whole pipeline, with a model of its own for each variant that has one."""
-        settings, root = self.model_settings(suite)
-        model = self._attached(settings, root, self.model_source(suite))
+        choice = self.model_choice(suite)
+        settings = choice.settings
+        model = self._attached(choice)
         own: dict[str, tuple[Model, ModelConfig]] = {}
         for name, variant in suite.variants.items():
             if variant.model is not None:
-                variant_settings, variant_root = self.model_settings(suite, name)
-                own[name] = (
-                    self._attached(variant_settings, variant_root, self.model_source(suite, name)), variant_settings
-                )
+                variant_choice = self.model_choice(suite, name)
+                own[name] = (self._attached(variant_choice), variant_choice.settings)
         prompts = self.prompts(suite, settings, {name: s for name, (_, s) in own.items()})
         return CasePipeline(
             model, self.runner, params=settings.params, evaluator=self.evaluator(suite), prompts=prompts,

@@ -1,11 +1,5 @@
-"""One run of suites: planning each case file's items, running them, and aggregating the rows
-every item reported into the summary, the report files and the gates.
-
-pytest-free: ``plugin.py`` drives a :class:`PromptSession` from pytest's hooks and ``items.py``
-reaches it through a narrow protocol. Aggregation is built from the rows items report (which
-cross pytest-xdist as JSON), never from process state, so a serial run, workers and merged shards
-add up the same way; only the controller loads the baseline and writes files.
-"""
+"""One run of suites: each case file's planned items, running them, and the summary, report files
+and gates aggregated from the rows the items reported (never from process state)."""
 
 from __future__ import annotations
 
@@ -30,8 +24,10 @@ from pytest_promptsuite.checks.compile import compile_cases
 from pytest_promptsuite.checks.result import Outcome
 from pytest_promptsuite.config.discovery import SuiteIndex
 from pytest_promptsuite.config.discovery import SuiteKey
+from pytest_promptsuite.config.model import base_url_problem
 from pytest_promptsuite.config.options import RunOptions
-from pytest_promptsuite.config.suite import base_url_problem
+from pytest_promptsuite.config.settings import gate_settings
+from pytest_promptsuite.config.settings import threshold_policy
 from pytest_promptsuite.errors import CaseFileError
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.errors import PromptSuiteError
@@ -42,8 +38,6 @@ from pytest_promptsuite.prompts.prompt import Prompt
 from pytest_promptsuite.report.text import summary_lines
 from pytest_promptsuite.results.gate import GateResult
 from pytest_promptsuite.results.gate import RunIncomplete
-from pytest_promptsuite.results.policy import GateSettings
-from pytest_promptsuite.results.policy import ThresholdPolicy
 from pytest_promptsuite.results.records import RunInfo
 from pytest_promptsuite.results.row import CaseResult
 from pytest_promptsuite.results.spool import RowSpool
@@ -321,42 +315,6 @@ class PromptSession:
             except PromptSuiteError:
                 pass  # reported where the file was collected
 
-    def policy(self) -> ThresholdPolicy:
-        """Where each slice's threshold and the allowed regression come from."""
-        slices: dict[str, float] = {}
-        config_default = None
-        configs = self.index.configs()
-        for suite in configs:
-            for name, value in suite.thresholds.slices.items():
-                slices.setdefault(name, value)
-            if config_default is None:
-                config_default = suite.thresholds.default
-        max_regression = next(
-            (s.thresholds.max_regression for s in configs if s.thresholds.max_regression is not None), None
-        )
-        return ThresholdPolicy(
-            slices=slices,
-            option=self.options.min_pass_rate,
-            config_default=config_default,
-            max_regression_option=self.options.max_regression,
-            max_regression_config=max_regression,
-        )
-
-    def gate_settings(self) -> GateSettings:
-        """How drops are judged: ``--prompt-alpha``, else the first config's ``[gate]`` keys, else
-        the defaults."""
-        configs = self.index.configs()
-
-        def first(key: str) -> Any:
-            return next((getattr(s.gate, key) for s in configs if getattr(s.gate, key) is not None), None)
-
-        return GateSettings(
-            alpha=self.options.alpha or first("alpha") or 0.05,
-            correction=first("correction") or "holm",
-            regression=first("regression") or "auto",
-            compare_variants=bool(first("compare_variants")),
-        )
-
     def run_info(self) -> RunInfo:
         """What this run used: each variant's model, the case files' and prompts' hashes."""
         models: dict[str, dict[str, Any]] = {}
@@ -397,8 +355,9 @@ class PromptSession:
             reason = why or "some cases reported no result"
             incomplete = RunIncomplete(why=reason, ran=len(self.rows) - len(skipped), not_run=not_run)
         self.summary = summarize(
-            self.rows, self.policy(), baseline=self.baseline, variant_order=self.index.variant_order(),
-            settings=self.gate_settings(), run=self.run_info(), full=self.full,
+            self.rows, threshold_policy(self.options, self.index.configs()), baseline=self.baseline,
+            variant_order=self.index.variant_order(), settings=gate_settings(self.options, self.index.configs()),
+            run=self.run_info(), full=self.full,
         )
         if incomplete is not None:
             gate = GateResult.of([*self.summary.gate.decisions, incomplete])

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from pytest_promptsuite.checks.result import CheckResult
+from pytest_promptsuite.config.settings import ThresholdPolicy
 from pytest_promptsuite.report.writer import write_report
 from pytest_promptsuite.results.history import load_history
-from pytest_promptsuite.results.policy import ThresholdPolicy
 from pytest_promptsuite.results.row import CaseResult
 from pytest_promptsuite.results.summary import summarize
 

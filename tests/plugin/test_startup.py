@@ -76,17 +76,22 @@ def test_a_one_case_run_loads_only_what_it_uses(folder: Path) -> None:
     assert {m for m in modules if m.startswith("pytest_promptsuite.nemo")} == NEMO_PLUGIN
 
 
-def test_a_config_file_is_read_without_pydantic(folder: Path) -> None:
-    """The suite config's tables are checked by our own rules (``tables.py``): a suite with a
-    ``promptsuite.toml`` loads no heavy package either."""
+def test_a_config_file_is_read_by_pydantic_and_a_run_without_one_never_loads_it(folder: Path) -> None:
+    """The suite config's tables are validated by pydantic (``config/schema.py``), loaded with the
+    first ``promptsuite.toml``; a run without a config imports neither, and neither run anything
+    else heavy."""
+    schema = {"pydantic", "pydantic_core", "pytest_promptsuite.config.schema"}
+    plain = _imported(folder, "-p", "pytest_promptsuite.plugin", "--prompt-suite", "cases.jsonl")
+    assert "pytest_promptsuite.config.suite" in plain and plain & schema == set()
     (folder / "promptsuite.toml").write_text(
         '[model]\nspec = "fake"\ntimeout_s = 30\n[template]\nprompt_template = "Q: {input}"\n'
-        '[thresholds]\ndefault = 0.8\nslices = { s = 1.0 }\n[variants.v2]\nprompt_template = "Question: {input}"\n',
+        '[thresholds]\ndefault = 0.8\nslices = { s = 1.0 }\n[variants.v2]\nprompt_template = "Question: {input}"\n'
+        '[variants.v2.model]\nmax_retries = 2\n[gate]\nalpha = 0.1\n',
         encoding="utf-8",
     )
     modules = _imported(folder, "-p", "pytest_promptsuite.plugin", "--prompt-suite", ".")
-    assert "pytest_promptsuite.config.suite" in modules
-    assert _tops(modules) & HEAVY == set()
+    assert schema <= modules
+    assert _tops(modules) & HEAVY == {"pydantic"}
 
 
 def test_what_a_suite_uses_loads_when_it_uses_it(folder: Path) -> None:

@@ -21,8 +21,8 @@ from pytest_promptsuite.checks.jsonpath import JsonPath
 from pytest_promptsuite.checks.jsonpath import PathMissing
 from pytest_promptsuite.checks.metric import ModelJudge
 from pytest_promptsuite.checks.result import CheckResult
+from pytest_promptsuite.config.schema import validate
 from pytest_promptsuite.config.suite import SuiteConfig
-from pytest_promptsuite.config.tables import fill
 from pytest_promptsuite.errors import CheckError
 from pytest_promptsuite.errors import ModelError
 from pytest_promptsuite.models.base import Response
@@ -235,7 +235,7 @@ def test_assert_set_counts_in_the_case_threshold_with_its_weight() -> None:
 
 
 def test_suite_checks_apply_by_slice_and_gate_on_their_own() -> None:
-    config = fill(SuiteConfig,
+    config = validate(SuiteConfig,
         {
             "checks": [
                 {"slice": "*", "assert": [{"type": "not-contains", "value": "sk-"}]},
@@ -261,7 +261,7 @@ def test_suite_checks_apply_by_slice_and_gate_on_their_own() -> None:
 
 
 def test_bad_suite_checks_name_the_config_and_the_entry() -> None:
-    config = fill(SuiteConfig, {"checks": [{"assert": [{"type": "is-json"}, {"type": "is-jsn"}]}]})
+    config = validate(SuiteConfig, {"checks": [{"assert": [{"type": "is-json"}, {"type": "is-jsn"}]}]})
     with pytest.raises(CheckError) as info:
         compile_suite_checks(config.checks, builtin_make, base_dir=config.root, source="promptsuite.toml")
     assert str(info.value).startswith(

@@ -24,6 +24,7 @@ from pytest_promptsuite.checks.compile import builtin_make
 from pytest_promptsuite.checks.compile import compile_cases
 from pytest_promptsuite.checks.result import CheckResult
 from pytest_promptsuite.checks.result import Outcome
+from pytest_promptsuite.config.settings import ThresholdPolicy
 from pytest_promptsuite.errors import CaseFileError
 from pytest_promptsuite.report import html as html_module
 from pytest_promptsuite.report.html import GridCells
@@ -31,7 +32,6 @@ from pytest_promptsuite.report.html import dashboard_html
 from pytest_promptsuite.report.html import write_dashboard
 from pytest_promptsuite.results.io import StoredResults
 from pytest_promptsuite.results.io import encode_row
-from pytest_promptsuite.results.policy import ThresholdPolicy
 from pytest_promptsuite.results.review_book import REVIEW_CHECK
 from pytest_promptsuite.results.row import CaseResult
 from pytest_promptsuite.results.summary import summarize

@@ -18,6 +18,9 @@ from pytest_promptsuite.checks.result import CheckResult
 from pytest_promptsuite.cli.compare import run_diff
 from pytest_promptsuite.cli.compare import run_merge
 from pytest_promptsuite.cli.main import main as cli_main
+from pytest_promptsuite.config.settings import GateSettings
+from pytest_promptsuite.config.settings import ThresholdPolicy
+from pytest_promptsuite.config.settings import Thresholds
 from pytest_promptsuite.report.document import summary_document
 from pytest_promptsuite.report.html import dashboard_html
 from pytest_promptsuite.report.markdown import md_escape
@@ -26,8 +29,6 @@ from pytest_promptsuite.report.text import summary_lines
 from pytest_promptsuite.report.writer import REPORT_FILES
 from pytest_promptsuite.report.writer import sorted_rows
 from pytest_promptsuite.report.writer import write_report
-from pytest_promptsuite.results.policy import GateSettings
-from pytest_promptsuite.results.policy import ThresholdPolicy
 from pytest_promptsuite.results.row import CaseResult
 from pytest_promptsuite.results.summary import summarize
 
@@ -210,7 +211,7 @@ def test_shard_parsing_and_stability() -> None:
 def test_merge_of_shards_equals_the_unsharded_report(tmp_path: Path) -> None:
     rows = [row(f"c{i}", f"s{i % 3}", "passed" if i % 5 else "failed", i + 1, output=str(i))
             for i in range(60)]
-    policy = ThresholdPolicy(slices={"s1": 0.5}, option=0.7, max_regression_option=0.1)
+    policy = ThresholdPolicy(Thresholds(slices={"s1": 0.5}), option=0.7, max_regression_option=0.1)
     baseline = [row(f"c{i}", f"s{i % 3}", "passed", i + 1) for i in range(0, 70, 2)]
     base_dir = tmp_path / "base"
     write_report(base_dir, baseline, summarize(baseline))

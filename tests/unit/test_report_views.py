@@ -11,6 +11,7 @@ import pytest
 
 from pytest_promptsuite.checks.result import CheckResult
 from pytest_promptsuite.cli.main import main as cli_main
+from pytest_promptsuite.config.settings import ThresholdPolicy
 from pytest_promptsuite.config.suite import load_config
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.report.text import summary_lines
@@ -19,7 +20,6 @@ from pytest_promptsuite.report.trends import history_lines
 from pytest_promptsuite.report.writer import write_report
 from pytest_promptsuite.results.frames import read_history
 from pytest_promptsuite.results.history import load_history
-from pytest_promptsuite.results.policy import ThresholdPolicy
 from pytest_promptsuite.results.records import RunInfo
 from pytest_promptsuite.results.review_book import ReviewBook
 from pytest_promptsuite.results.review_book import ReviewDecision

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from pytest_promptsuite.checks.result import Outcome
+from pytest_promptsuite.config.settings import ThresholdPolicy
+from pytest_promptsuite.config.settings import Thresholds
 from pytest_promptsuite.results.compare import compare
 from pytest_promptsuite.results.compare import compare_variants
-from pytest_promptsuite.results.policy import ThresholdPolicy
 from pytest_promptsuite.results.records import Counts
 from pytest_promptsuite.results.records import SliceFlips
 from pytest_promptsuite.results.row import CaseResult
@@ -67,7 +68,7 @@ def test_ids_are_sorted_by_key_and_the_last_row_of_a_key_wins() -> None:
 def test_review_and_skipped_never_flip_and_missing_slices_keep_their_rate() -> None:
     old = [row("r", "s", "review"), row("k", "s", "passed"), row("x", "old", "passed"), row("y", "old", "failed")]
     new = [row("r", "s", "failed"), row("k", "s", "skipped")]
-    result = compare(new, old, "base", ThresholdPolicy(max_regression_config=0.1))
+    result = compare(new, old, "base", ThresholdPolicy(Thresholds(max_regression=0.1)))
     assert result.diff.flips == ()
     assert result.flips == {"s": SliceFlips(0, 0, 1.0)}
     assert result.baseline_counts == {

@@ -7,6 +7,8 @@ import dataclasses
 import pytest
 
 from pytest_promptsuite.cases.case import CaseKey
+from pytest_promptsuite.config.settings import GateSettings
+from pytest_promptsuite.config.settings import ThresholdPolicy
 from pytest_promptsuite.results.gate import CasesErrored
 from pytest_promptsuite.results.gate import GateResult
 from pytest_promptsuite.results.gate import RegressionRule
@@ -16,8 +18,6 @@ from pytest_promptsuite.results.gate import ThresholdRule
 from pytest_promptsuite.results.gate import check_errors
 from pytest_promptsuite.results.gate import check_regression
 from pytest_promptsuite.results.gate import check_threshold
-from pytest_promptsuite.results.policy import GateSettings
-from pytest_promptsuite.results.policy import ThresholdPolicy
 from pytest_promptsuite.results.records import Counts
 from pytest_promptsuite.results.records import RegressionTest
 from pytest_promptsuite.results.row import CaseResult

@@ -10,11 +10,11 @@ from fractions import Fraction
 
 import pytest
 
+from pytest_promptsuite.config.settings import GateSettings
+from pytest_promptsuite.config.settings import ThresholdPolicy
 from pytest_promptsuite.report.reasons import reason
 from pytest_promptsuite.results.gate import NoCommonCases
 from pytest_promptsuite.results.gate import SliceRegressed
-from pytest_promptsuite.results.policy import GateSettings
-from pytest_promptsuite.results.policy import ThresholdPolicy
 from pytest_promptsuite.results.records import RunInfo
 from pytest_promptsuite.results.row import CaseResult
 from pytest_promptsuite.results.summary import Baseline

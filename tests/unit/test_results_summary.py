@@ -10,14 +10,15 @@ import random
 import pytest
 
 from pytest_promptsuite.checks.result import CheckResult
+from pytest_promptsuite.config.settings import GateSettings
+from pytest_promptsuite.config.settings import ThresholdPolicy
+from pytest_promptsuite.config.settings import Thresholds
 from pytest_promptsuite.report.document import summary_document
 from pytest_promptsuite.report.reasons import reason
 from pytest_promptsuite.results.gate import RegressionRule
 from pytest_promptsuite.results.gate import SliceBelowThreshold
 from pytest_promptsuite.results.gate import SliceRegressed
 from pytest_promptsuite.results.gate import ThresholdRule
-from pytest_promptsuite.results.policy import GateSettings
-from pytest_promptsuite.results.policy import ThresholdPolicy
 from pytest_promptsuite.results.records import Counts
 from pytest_promptsuite.results.row import CaseResult
 from pytest_promptsuite.results.summary import summarize
@@ -75,7 +76,7 @@ def test_a_slice_of_only_review_cases_has_no_pass_rate_and_passes_its_gate() -> 
 def test_gate_reasons_name_the_slice_the_numbers_and_the_source() -> None:
     rows = [row(f"c{i}", "refund", "passed" if i < 8 else "failed") for i in range(10)]
     rows.append(row("boom", "other", "error", error="HTTP 500: upstream"))
-    summary = summarize(rows, ThresholdPolicy(slices={"refund": 0.9}, option=0.0))
+    summary = summarize(rows, ThresholdPolicy(Thresholds(slices={"refund": 0.9}), option=0.0))
     assert not summary.gate.passed
     assert summary.gate.decisions[0] == SliceBelowThreshold(
         slice="refund", variant=None, rule=ThresholdRule(0.9, "config slice"), pass_rate=0.8, passed=8,
@@ -169,7 +170,7 @@ def test_regression_gate_fails_beyond_the_allowed_drop() -> None:
     old = [row(f"c{i}", "s", "passed") for i in range(10)]
     new = [row(f"c{i}", "s", "passed" if i >= 3 else "failed") for i in range(10)]
     delta = GateSettings(regression="delta")  # today's rule: the drop alone (deterministic runs)
-    strict = summarize(new, ThresholdPolicy(option=0.0, max_regression_config=0.2), baseline=old, settings=delta)
+    strict = summarize(new, ThresholdPolicy(Thresholds(max_regression=0.2), option=0.0), baseline=old, settings=delta)
     assert not strict.gate.passed
     expected_p = mcnemar_by_fractions(3, 0)
     assert strict.slices[0].p_value == pytest.approx(expected_p)  # 2 * 1/8 = 0.25

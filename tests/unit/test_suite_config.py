@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_promptsuite.config.model import ModelConfig
 from pytest_promptsuite.config.suite import find_config
 from pytest_promptsuite.config.suite import load_config
 from pytest_promptsuite.config.suite import suite_targets
@@ -85,3 +86,100 @@ def test_suite_targets(tmp_path: Path) -> None:
     assert config is not None and targets == [tmp_path.resolve() / "a.jsonl"]
     plain = tmp_path / "b.jsonl"
     assert suite_targets(plain) == (None, [plain])
+
+
+#: Each bounded key of ``[model]``, a value past its bound, and the message (pydantic's words).
+MODEL_BOUNDS = [
+    ("concurrency", "0", "Input should be greater than or equal to 1"),
+    ("concurrency", "1025", "Input should be less than or equal to 1024"),
+    ("concurrency", "100000", "Input should be less than or equal to 1024"),
+    ("concurrency", "2.0", "Input should be a valid integer"),
+    ("timeout_s", "0", "Input should be greater than 0"),
+    ("timeout_s", "86400.5", "Input should be less than or equal to 86400"),
+    ("timeout_s", "1e9", "Input should be less than or equal to 86400"),
+    ("timeout_s", "true", "Input should be a valid number"),
+    ("max_retries", "-1", "Input should be greater than or equal to 0"),
+    ("max_retries", "101", "Input should be less than or equal to 100"),
+    ("max_retries", "1000000", "Input should be less than or equal to 100"),
+    ("max_retries", "1.5", "Input should be a valid integer"),
+    ("endpoint", "'chatt'", "Input should be 'chat' or 'completions'"),
+    ("spec", "5", "Input should be a valid string"),
+    ("meta_template", "5", "Input should be a valid string or a valid dictionary"),
+    ("params", "'x'", "Input should be a valid dictionary"),
+    ("prices", "{ prompt = -1, completion = 1 }", "Input should be greater than or equal to 0"),
+    ("prices", "{ prompt = 1 }", "Field required"),
+]
+
+
+@pytest.mark.parametrize("table", ["model", "models.big", "variants.v2.model"])
+@pytest.mark.parametrize(("key", "value", "message"), MODEL_BOUNDS)
+def test_an_override_is_bounded_exactly_as_the_model_is(
+    tmp_path: Path, table: str, key: str, value: str, message: str
+) -> None:
+    """``[variants.NAME.model]`` and ``[models.NAME]`` take ``[model]``'s keys with ``[model]``'s
+    bounds (a variant's once took any number: ``max_retries = 1000000`` ran)."""
+    path = tmp_path / "promptsuite.toml"
+    path.write_text(f"[{table}]\n{key} = {value}\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    where = f"{table}.{key}" + {"prices": ".prompt" if "-1" in value else ".completion"}.get(key, "")
+    assert str(info.value) == f"{path}:2: {where}: {message}"
+
+
+def test_a_variant_model_past_every_bound_names_each_key(tmp_path: Path) -> None:
+    path = tmp_path / "promptsuite.toml"
+    path.write_text("[variants.v2.model]\nmax_retries = 1000000\ntimeout_s = 1e9\nconcurrency = 100000\n", "utf-8")
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert str(info.value).splitlines() == [
+        f"{path}:2: variants.v2.model.max_retries: Input should be less than or equal to 100",
+        f"{path}:3: variants.v2.model.timeout_s: Input should be less than or equal to 86400",
+        f"{path}:4: variants.v2.model.concurrency: Input should be less than or equal to 1024",
+    ]
+    path.write_text('[variants.v2]\ntemplate = "{input}"\nmodel = { max_retries = 101 }\n', "utf-8")
+    with pytest.raises(ConfigError, match=r"^.*:3: variants\.v2\.model\.max_retries: Input should be less than or "
+                                          r"equal to 100$"):
+        load_config(path)
+    (tmp_path / "pyproject.toml").write_text("[tool.promptsuite.variants.v2.model]\ntimeout_s = 0\n", "utf-8")
+    with pytest.raises(ConfigError) as info:
+        load_config(tmp_path / "pyproject.toml")
+    assert str(info.value) == (
+        f"{tmp_path / 'pyproject.toml'}:2: tool.promptsuite.variants.v2.model.timeout_s: Input should be greater than 0"
+    )
+
+
+@pytest.mark.parametrize(
+    ("toml", "message"),
+    [
+        ("[variants.v2.model]\ntimout_s = 5\n", "unknown key 'variants.v2.model.timout_s' (did you mean 'timeout_s'?)"),
+        ("[variants.v2.model]\nbatch = true\n", "unknown key 'variants.v2.model.batch'"),  # the run's, not a variant's
+        ("[variants.v2.model]\nbudget_usd = 1\n", "unknown key 'variants.v2.model.budget_usd'"),
+        ("[variants.v2]\nmodel = 5\n", "variants.v2.model: Input should be a valid dictionary"),
+        ("[variants.v2]\ninferencer = 'ppl2'\n", "variants.v2.inferencer: Input should be 'gen' or 'ppl'"),
+        ("[variants.v2]\nsemantics = 1\n", "variants.v2.semantics: Input should be 'promptsuite' or 'nemo'"),
+        ("[variants.v2]\nprompt_template = 5\n",
+         "variants.v2.prompt_template: Input should be a valid dictionary or a valid string"),
+        ("[gate]\nalpha = 1\n", "gate.alpha: Input should be less than 1"),
+        ("[gate]\ncorrection = 'bonferroni'\n", "gate.correction: Input should be 'holm' or 'none'"),
+        ("[gate]\ncompare_variants = 1\n", "gate.compare_variants: Input should be a valid boolean"),
+        ("[thresholds.slices]\ns = 1.5\n", "thresholds.slices.s: Input should be less than or equal to 1"),
+        ("[thresholds.slices]\ns = true\n", "thresholds.slices.s: Input should be a valid number"),
+        ("[thresholds]\nmax_regression = -0.5\n",
+         "thresholds.max_regression: Input should be greater than or equal to 0"),
+    ],
+)
+def test_every_override_kind_says_what_is_wrong(tmp_path: Path, toml: str, message: str) -> None:
+    path = tmp_path / "promptsuite.toml"
+    path.write_text(toml, encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert str(info.value) == f"{path}:2: {message}"
+
+
+def test_an_override_keeps_the_keys_it_does_not_set(tmp_path: Path) -> None:
+    path = tmp_path / "promptsuite.toml"
+    path.write_text('[model]\nspec = "echo"\ntimeout_s = 30\nmax_retries = 5\n[variants.v2.model]\nmax_retries = 100\n'
+                    '[gate]\nalpha = 0.1\n', encoding="utf-8")
+    config = load_config(path)
+    assert config.model_for("v2") == ModelConfig(spec="echo", timeout_s=30.0, max_retries=100)
+    assert dict(config.gate) == {"alpha": 0.1}

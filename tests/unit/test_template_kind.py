@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from pytest_promptsuite.cases.case import PromptCase
+from pytest_promptsuite.config.schema import validate
 from pytest_promptsuite.config.suite import SuiteConfig
 from pytest_promptsuite.config.suite import TemplateConfig
 from pytest_promptsuite.config.suite import TemplateKind
 from pytest_promptsuite.config.suite import load_config
-from pytest_promptsuite.config.tables import fill
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.errors import TemplateError
 from pytest_promptsuite.prompts.compile import CasePrompts
@@ -42,7 +42,7 @@ MIXTURE = (
     ],
 )
 def test_kind(keys: dict[str, object], kind: TemplateKind) -> None:
-    assert fill(TemplateConfig, keys).kind() is kind
+    assert validate(TemplateConfig, keys).kind() is kind
 
 
 @pytest.mark.parametrize(
@@ -55,7 +55,7 @@ def test_kind(keys: dict[str, object], kind: TemplateKind) -> None:
 )
 def test_a_mixture_is_a_config_error_naming_the_config(keys: dict[str, object]) -> None:
     with pytest.raises(ConfigError) as info:
-        fill(TemplateConfig, keys).kind(path=Path("suite/promptsuite.toml"))
+        validate(TemplateConfig, keys).kind(path=Path("suite/promptsuite.toml"))
     assert str(info.value) == f"{Path('suite/promptsuite.toml')}: {MIXTURE}"
 
 
