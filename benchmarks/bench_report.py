@@ -34,7 +34,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from pytest_promptsuite.checks.result import CheckResult
+from pytest_promptsuite.checks.outcome import CheckResult
 from pytest_promptsuite.config.settings import ThresholdPolicy
 from pytest_promptsuite.report.writer import write_report
 from pytest_promptsuite.results.io import load_results

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from pytest_promptsuite.cases.case import CaseLocation as CaseLocation
     from pytest_promptsuite.cases.case import PromptCase as PromptCase
     from pytest_promptsuite.cases.case import load_cases as load_cases
-    from pytest_promptsuite.checks.result import CheckResult as CheckResult
+    from pytest_promptsuite.checks.outcome import CheckResult as CheckResult
     from pytest_promptsuite.config.suite import SuiteConfig as SuiteConfig
     from pytest_promptsuite.config.suite import load_config as load_config
     from pytest_promptsuite.errors import CaseFileError as CaseFileError
@@ -45,7 +45,7 @@ _EXPORTS = {
     "CaseLocation": "pytest_promptsuite.cases.case",
     "CaseResult": "pytest_promptsuite.results.row",
     "CheckError": "pytest_promptsuite.errors",
-    "CheckResult": "pytest_promptsuite.checks.result",
+    "CheckResult": "pytest_promptsuite.checks.outcome",
     "ConfigError": "pytest_promptsuite.errors",
     "EndpointError": "pytest_promptsuite.errors",
     "FakeModel": "pytest_promptsuite.models.fake",

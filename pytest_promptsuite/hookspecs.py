@@ -34,8 +34,8 @@ if TYPE_CHECKING:
     import pytest
 
     from pytest_promptsuite.cases.case import PromptCase
-    from pytest_promptsuite.checks.check import Check
-    from pytest_promptsuite.checks.check import CheckScope
+    from pytest_promptsuite.checks.base import Check
+    from pytest_promptsuite.checks.base import CheckScope
     from pytest_promptsuite.config.suite import ModelConfig
     from pytest_promptsuite.models.base import Model
     from pytest_promptsuite.models.base import Response

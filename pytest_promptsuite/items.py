@@ -17,7 +17,7 @@ import pytest
 
 from pytest_promptsuite.cases.case import PromptCase
 from pytest_promptsuite.checks.compile import MakeCheck
-from pytest_promptsuite.checks.result import Outcome
+from pytest_promptsuite.checks.outcome import Outcome
 from pytest_promptsuite.errors import PromptSuiteError
 from pytest_promptsuite.report.text import failure_text
 from pytest_promptsuite.results.row import CaseResult

@@ -150,7 +150,7 @@ class _SessionPlugin:
         self._collected: list[str] = []
         self._failed_reports = 0
         self._failed_prompt_reports = 0
-        from pytest_promptsuite.checks.result import Outcome  # looked up once, not for each report
+        from pytest_promptsuite.checks.outcome import Outcome  # looked up once, not for each report
         from pytest_promptsuite.items import RESULT_PROPERTY
 
         self._result_property = RESULT_PROPERTY

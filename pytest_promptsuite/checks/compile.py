@@ -20,11 +20,11 @@ from typing import Any
 from typing import Union
 
 from pytest_promptsuite.cases.case import PromptCase
-from pytest_promptsuite.checks.check import Check
-from pytest_promptsuite.checks.check import CheckScope
+from pytest_promptsuite.checks.base import Check
+from pytest_promptsuite.checks.base import CheckScope
+from pytest_promptsuite.checks.outcome import Layer
 from pytest_promptsuite.checks.registry import BUILTIN_TYPES
 from pytest_promptsuite.checks.registry import make_builtin_check
-from pytest_promptsuite.checks.result import Layer
 from pytest_promptsuite.errors import CheckError
 from pytest_promptsuite.errors import did_you_mean
 from pytest_promptsuite.errors import nearest

@@ -7,15 +7,15 @@ from collections.abc import Iterator
 from typing import Any
 
 from pytest_promptsuite.cases.case import PromptCase
-from pytest_promptsuite.checks.check import Check
-from pytest_promptsuite.checks.check import CheckContext
-from pytest_promptsuite.checks.check import Params
-from pytest_promptsuite.checks.check import Verdict
-from pytest_promptsuite.checks.check import json_equal
-from pytest_promptsuite.checks.check import json_text
-from pytest_promptsuite.checks.check import shorten
-from pytest_promptsuite.checks.result import CheckResult
-from pytest_promptsuite.checks.result import Layer
+from pytest_promptsuite.checks.base import Check
+from pytest_promptsuite.checks.base import CheckContext
+from pytest_promptsuite.checks.base import Params
+from pytest_promptsuite.checks.base import Verdict
+from pytest_promptsuite.checks.base import json_equal
+from pytest_promptsuite.checks.base import json_text
+from pytest_promptsuite.checks.base import shorten
+from pytest_promptsuite.checks.outcome import CheckResult
+from pytest_promptsuite.checks.outcome import Layer
 from pytest_promptsuite.errors import CheckError
 from pytest_promptsuite.safety.deadline import time_budget
 from pytest_promptsuite.safety.deadline import user_regex

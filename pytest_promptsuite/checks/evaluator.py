@@ -13,8 +13,8 @@ from typing import Any
 from typing import Union
 
 from pytest_promptsuite.cases.case import PromptCase
-from pytest_promptsuite.checks.check import CheckContext
-from pytest_promptsuite.checks.check import Judge
+from pytest_promptsuite.checks.base import CheckContext
+from pytest_promptsuite.checks.base import Judge
 from pytest_promptsuite.checks.compile import CheckSet
 from pytest_promptsuite.checks.compile import CompiledCheck
 from pytest_promptsuite.checks.compile import CompiledChecks
@@ -23,9 +23,9 @@ from pytest_promptsuite.checks.compile import SuiteChecks
 from pytest_promptsuite.checks.compile import builtin_make
 from pytest_promptsuite.checks.compile import compile_case
 from pytest_promptsuite.checks.content import must_checks
-from pytest_promptsuite.checks.result import CheckResult
-from pytest_promptsuite.checks.result import Layer
-from pytest_promptsuite.checks.result import Outcome
+from pytest_promptsuite.checks.outcome import CheckResult
+from pytest_promptsuite.checks.outcome import Layer
+from pytest_promptsuite.checks.outcome import Outcome
 from pytest_promptsuite.config.suite import Prices
 from pytest_promptsuite.models.base import Response
 from pytest_promptsuite.safety.deadline import BudgetExceeded

@@ -6,15 +6,15 @@ import math
 from pathlib import Path
 from typing import Any
 
-from pytest_promptsuite.checks.check import Check
-from pytest_promptsuite.checks.check import CheckContext
-from pytest_promptsuite.checks.check import CheckScope
-from pytest_promptsuite.checks.check import Params
-from pytest_promptsuite.checks.check import Verdict
-from pytest_promptsuite.checks.check import json_text
-from pytest_promptsuite.checks.check import shorten
-from pytest_promptsuite.checks.result import CheckResult
-from pytest_promptsuite.checks.result import Layer
+from pytest_promptsuite.checks.base import Check
+from pytest_promptsuite.checks.base import CheckContext
+from pytest_promptsuite.checks.base import CheckScope
+from pytest_promptsuite.checks.base import Params
+from pytest_promptsuite.checks.base import Verdict
+from pytest_promptsuite.checks.base import json_text
+from pytest_promptsuite.checks.base import shorten
+from pytest_promptsuite.checks.outcome import CheckResult
+from pytest_promptsuite.checks.outcome import Layer
 from pytest_promptsuite.checks.structure import import_object
 from pytest_promptsuite.config.suite import Prices
 from pytest_promptsuite.errors import CheckError

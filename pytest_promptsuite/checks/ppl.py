@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from pytest_promptsuite.cases.case import PromptCase
-from pytest_promptsuite.checks.result import CheckResult
-from pytest_promptsuite.checks.result import Layer
+from pytest_promptsuite.checks.outcome import CheckResult
+from pytest_promptsuite.checks.outcome import Layer
 
 
 if TYPE_CHECKING:

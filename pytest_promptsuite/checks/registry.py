@@ -12,9 +12,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pytest_promptsuite.checks.check import Check
-from pytest_promptsuite.checks.check import CheckScope
-from pytest_promptsuite.checks.check import Params
+from pytest_promptsuite.checks.base import Check
+from pytest_promptsuite.checks.base import CheckScope
+from pytest_promptsuite.checks.base import Params
 from pytest_promptsuite.checks.content import make_contains  # the layer of must_include: every run uses it
 from pytest_promptsuite.errors import CheckError
 

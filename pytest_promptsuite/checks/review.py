@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_promptsuite.checks.check import Check
-from pytest_promptsuite.checks.check import CheckContext
-from pytest_promptsuite.checks.check import Params
-from pytest_promptsuite.checks.check import Verdict
-from pytest_promptsuite.checks.result import Layer
+from pytest_promptsuite.checks.base import Check
+from pytest_promptsuite.checks.base import CheckContext
+from pytest_promptsuite.checks.base import Params
+from pytest_promptsuite.checks.base import Verdict
+from pytest_promptsuite.checks.outcome import Layer
 
 
 __all__ = ["HumanReview", "make_human_review"]

@@ -17,15 +17,15 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic import ValidationError
 
-from pytest_promptsuite.checks.check import Check
-from pytest_promptsuite.checks.check import CheckContext
-from pytest_promptsuite.checks.check import CheckScope
-from pytest_promptsuite.checks.check import Params
-from pytest_promptsuite.checks.check import Verdict
-from pytest_promptsuite.checks.check import json_problem
-from pytest_promptsuite.checks.check import resolve_file
-from pytest_promptsuite.checks.check import shorten
-from pytest_promptsuite.checks.result import Layer
+from pytest_promptsuite.checks.base import Check
+from pytest_promptsuite.checks.base import CheckContext
+from pytest_promptsuite.checks.base import CheckScope
+from pytest_promptsuite.checks.base import Params
+from pytest_promptsuite.checks.base import Verdict
+from pytest_promptsuite.checks.base import json_problem
+from pytest_promptsuite.checks.base import resolve_file
+from pytest_promptsuite.checks.base import shorten
+from pytest_promptsuite.checks.outcome import Layer
 from pytest_promptsuite.errors import CheckError
 from pytest_promptsuite.formats.jsonio import JsonError
 from pytest_promptsuite.formats.jsonio import decode

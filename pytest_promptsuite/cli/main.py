@@ -20,8 +20,8 @@ from pytest_promptsuite.config.options import RunOptions
 from pytest_promptsuite.errors import CaseFileError
 from pytest_promptsuite.errors import PromptSuiteError
 from pytest_promptsuite.formats.jsonio import encode
-from pytest_promptsuite.prompts.prompt import Prompt
-from pytest_promptsuite.prompts.request import render_request_file
+from pytest_promptsuite.prompts.core import Prompt
+from pytest_promptsuite.prompts.render_request import render_request_file
 from pytest_promptsuite.run.pipeline import PlannedCase
 from pytest_promptsuite.run.registration import conftest_modules
 from pytest_promptsuite.run.registration import plugin_manager

@@ -18,7 +18,7 @@ from pydantic_core import ErrorDetails
 from pydantic_core import SchemaValidator
 from pydantic_core import ValidationError
 
-from pytest_promptsuite.config.model import Override
+from pytest_promptsuite.config.model_table import Override
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.errors import did_you_mean
 from pytest_promptsuite.formats.tomlio import place

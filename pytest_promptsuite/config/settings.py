@@ -14,9 +14,9 @@ from typing import Annotated
 from typing import Any
 from typing import Literal
 
-from pytest_promptsuite.config.model import ConfigTable
-from pytest_promptsuite.config.model import ModelConfig
-from pytest_promptsuite.config.model import about
+from pytest_promptsuite.config.model_table import ConfigTable
+from pytest_promptsuite.config.model_table import ModelConfig
+from pytest_promptsuite.config.model_table import about
 
 
 if TYPE_CHECKING:

@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import Any
 from typing import Literal
 
-from pytest_promptsuite.config.model import ConfigTable
-from pytest_promptsuite.config.model import ModelConfig
-from pytest_promptsuite.config.model import Override
-from pytest_promptsuite.config.model import Prices
-from pytest_promptsuite.config.model import about
-from pytest_promptsuite.config.model import base_url_problem
+from pytest_promptsuite.config.model_table import ConfigTable
+from pytest_promptsuite.config.model_table import ModelConfig
+from pytest_promptsuite.config.model_table import Override
+from pytest_promptsuite.config.model_table import Prices
+from pytest_promptsuite.config.model_table import about
+from pytest_promptsuite.config.model_table import base_url_problem
 from pytest_promptsuite.config.settings import GateSettings
 from pytest_promptsuite.config.settings import Thresholds
 from pytest_promptsuite.errors import ConfigError

@@ -10,10 +10,10 @@ from typing import Protocol
 from typing import TypeGuard
 from typing import runtime_checkable
 
-from pytest_promptsuite.prompts.prompt import Message
-from pytest_promptsuite.prompts.prompt import Prompt
-from pytest_promptsuite.prompts.prompt import prompt_hash
-from pytest_promptsuite.prompts.prompt import prompt_text
+from pytest_promptsuite.prompts.core import Message
+from pytest_promptsuite.prompts.core import Prompt
+from pytest_promptsuite.prompts.core import prompt_hash
+from pytest_promptsuite.prompts.core import prompt_text
 
 
 __all__ = [

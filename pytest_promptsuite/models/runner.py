@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from typing import Any
 from typing import TypeVar
 
-from pytest_promptsuite.config.model import Prices
+from pytest_promptsuite.config.model_table import Prices
 from pytest_promptsuite.config.settings import DEFAULT_CONCURRENCY
 from pytest_promptsuite.errors import EndpointError
 from pytest_promptsuite.errors import ModelError

@@ -17,7 +17,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from pytest_promptsuite.config.model import Prices
+from pytest_promptsuite.config.model_table import Prices
 from pytest_promptsuite.errors import ModelError
 from pytest_promptsuite.models.base import Model
 from pytest_promptsuite.models.base import ModelRequest

@@ -23,6 +23,7 @@ from pytest_promptsuite.config.suite import SuiteConfig
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.errors import TemplateError
 from pytest_promptsuite.formats.tomlio import line_of_key
+from pytest_promptsuite.prompts.core import Prompt
 from pytest_promptsuite.prompts.fields import TemplateReads
 from pytest_promptsuite.prompts.fields import locate
 from pytest_promptsuite.prompts.files.filters import MakeFilter
@@ -34,7 +35,6 @@ from pytest_promptsuite.prompts.opencompass.retrievers import MakeRetriever
 from pytest_promptsuite.prompts.opencompass.retrievers import builtin_retriever
 from pytest_promptsuite.prompts.output_parsers import MakeParser
 from pytest_promptsuite.prompts.output_parsers import builtin_output_parser
-from pytest_promptsuite.prompts.prompt import Prompt
 from pytest_promptsuite.prompts.row import load_train_rows
 from pytest_promptsuite.prompts.sources import PromptSource
 from pytest_promptsuite.prompts.sources import prompt_source

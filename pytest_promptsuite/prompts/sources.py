@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from pytest_promptsuite.config.suite import SuiteConfig
     from pytest_promptsuite.config.suite import TemplateConfig
     from pytest_promptsuite.nemo.render import NemoPrompt
-    from pytest_promptsuite.prompts.prompt import Prompt
+    from pytest_promptsuite.prompts.core import Prompt
     from pytest_promptsuite.prompts.task_prompts import TaskPrompt
 
 

@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any
 from typing import TextIO
 
-from pytest_promptsuite.checks.result import Outcome
+from pytest_promptsuite.checks.outcome import Outcome
 from pytest_promptsuite.formats.jsonio import encode
-from pytest_promptsuite.prompts.prompt import prompt_display
+from pytest_promptsuite.prompts.core import prompt_display
 from pytest_promptsuite.report.document import summary_document
 from pytest_promptsuite.results.history import History
 from pytest_promptsuite.results.review_book import REVIEW_CHECK

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pytest_promptsuite.cases.case import CaseKey
-from pytest_promptsuite.checks.result import Outcome
+from pytest_promptsuite.checks.outcome import Outcome
 from pytest_promptsuite.report.evidence import verdict_lines
 from pytest_promptsuite.report.reasons import reason
 from pytest_promptsuite.report.text import slice_rows

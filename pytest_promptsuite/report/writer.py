@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 from typing import overload
 
-from pytest_promptsuite.checks.result import Layer
-from pytest_promptsuite.checks.result import Outcome
+from pytest_promptsuite.checks.outcome import Layer
+from pytest_promptsuite.checks.outcome import Outcome
 from pytest_promptsuite.formats.jsonio import encode
 from pytest_promptsuite.report.document import summary_document
 from pytest_promptsuite.report.html import GridCells

@@ -18,9 +18,9 @@ from dataclasses import field
 from dataclasses import replace
 
 from pytest_promptsuite.cases.case import CaseKey
-from pytest_promptsuite.checks.result import Outcome
+from pytest_promptsuite.checks.outcome import Outcome
 from pytest_promptsuite.config.settings import ThresholdPolicy
-from pytest_promptsuite.prompts.prompt import prompt_display
+from pytest_promptsuite.prompts.core import prompt_display
 from pytest_promptsuite.results.records import UNCOUNTED
 from pytest_promptsuite.results.records import BaselineDiff
 from pytest_promptsuite.results.records import Counts

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Union
 
 from pytest_promptsuite.cases.case import CaseKey
-from pytest_promptsuite.checks.result import Outcome
+from pytest_promptsuite.checks.outcome import Outcome
 from pytest_promptsuite.config.settings import GateSettings
 from pytest_promptsuite.results.records import Counts
 from pytest_promptsuite.results.records import RegressionTest

@@ -16,7 +16,7 @@ from typing import Any
 from typing import Literal
 
 from pytest_promptsuite.cases.case import CaseKey
-from pytest_promptsuite.checks.result import Outcome
+from pytest_promptsuite.checks.outcome import Outcome
 from pytest_promptsuite.results.row import CaseResult
 from pytest_promptsuite.results.stats import wilson_interval
 

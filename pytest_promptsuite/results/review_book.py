@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_promptsuite.checks.result import CheckResult
-from pytest_promptsuite.checks.result import Layer
-from pytest_promptsuite.checks.result import Outcome
+from pytest_promptsuite.checks.outcome import CheckResult
+from pytest_promptsuite.checks.outcome import Layer
+from pytest_promptsuite.checks.outcome import Outcome
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.formats.jsonio import read_jsonl
 from pytest_promptsuite.results.row import CaseResult

@@ -13,9 +13,9 @@ from typing import Union
 
 from pytest_promptsuite.cases.case import CaseKey
 from pytest_promptsuite.cases.case import CaseLocation
-from pytest_promptsuite.checks.result import OUTCOMES
-from pytest_promptsuite.checks.result import CheckResult
-from pytest_promptsuite.checks.result import Outcome
+from pytest_promptsuite.checks.outcome import OUTCOMES
+from pytest_promptsuite.checks.outcome import CheckResult
+from pytest_promptsuite.checks.outcome import Outcome
 from pytest_promptsuite.formats.jsonio import decode
 from pytest_promptsuite.formats.jsonio import encode
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from dataclasses import field
 from dataclasses import replace
 
-from pytest_promptsuite.checks.result import Outcome
+from pytest_promptsuite.checks.outcome import Outcome
 from pytest_promptsuite.config.settings import GateSettings
 from pytest_promptsuite.config.settings import ThresholdPolicy
 from pytest_promptsuite.results.compare import Comparison

@@ -7,7 +7,7 @@ from collections.abc import Hashable
 from collections.abc import Iterable
 from typing import TypeVar
 
-from pytest_promptsuite.checks.result import Outcome
+from pytest_promptsuite.checks.outcome import Outcome
 from pytest_promptsuite.results.records import Counts
 from pytest_promptsuite.results.row import CaseResult
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from dataclasses import field
 from typing import Any
 
-from pytest_promptsuite.config.model import Prices
+from pytest_promptsuite.config.model_table import Prices
 from pytest_promptsuite.results.records import RunInfo
 from pytest_promptsuite.results.row import CaseResult
 

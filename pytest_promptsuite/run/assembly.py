@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from typing import Any
 
-from pytest_promptsuite.checks.check import CheckScope
+from pytest_promptsuite.checks.base import CheckScope
 from pytest_promptsuite.checks.compile import SuiteChecks
 from pytest_promptsuite.checks.compile import compile_suite_checks
 from pytest_promptsuite.checks.evaluator import Evaluator
-from pytest_promptsuite.config.model import ModelConfig
+from pytest_promptsuite.config.model_table import ModelConfig
 from pytest_promptsuite.config.options import RunOptions
 from pytest_promptsuite.config.settings import ModelChoice
 from pytest_promptsuite.config.settings import judge_choice

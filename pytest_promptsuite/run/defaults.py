@@ -12,8 +12,8 @@ import pluggy
 
 
 if TYPE_CHECKING:
-    from pytest_promptsuite.checks.check import Check
-    from pytest_promptsuite.checks.check import CheckScope
+    from pytest_promptsuite.checks.base import Check
+    from pytest_promptsuite.checks.base import CheckScope
     from pytest_promptsuite.config.suite import ModelConfig
     from pytest_promptsuite.models.base import Model
     from pytest_promptsuite.prompts.files.renderers import Renderer

@@ -21,9 +21,9 @@ from pytest_promptsuite.cases.case import PromptCase
 from pytest_promptsuite.checks.compile import CompiledChecks
 from pytest_promptsuite.checks.evaluator import Evaluator
 from pytest_promptsuite.checks.evaluator import outcome_of
-from pytest_promptsuite.checks.result import CheckResult
-from pytest_promptsuite.checks.result import Layer
-from pytest_promptsuite.checks.result import Outcome
+from pytest_promptsuite.checks.outcome import CheckResult
+from pytest_promptsuite.checks.outcome import Layer
+from pytest_promptsuite.checks.outcome import Outcome
 from pytest_promptsuite.config.suite import Prices
 from pytest_promptsuite.errors import CaseFileError
 from pytest_promptsuite.errors import ModelError

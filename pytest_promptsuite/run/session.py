@@ -18,13 +18,13 @@ from pytest_promptsuite.cases.case import CaseKey
 from pytest_promptsuite.cases.case import PromptCase
 from pytest_promptsuite.cases.case import load_cases
 from pytest_promptsuite.cases.files import output_kind
-from pytest_promptsuite.checks.check import CheckScope
+from pytest_promptsuite.checks.base import CheckScope
 from pytest_promptsuite.checks.compile import MakeCheck
 from pytest_promptsuite.checks.compile import compile_cases
-from pytest_promptsuite.checks.result import Outcome
+from pytest_promptsuite.checks.outcome import Outcome
 from pytest_promptsuite.config.discovery import SuiteIndex
 from pytest_promptsuite.config.discovery import SuiteKey
-from pytest_promptsuite.config.model import base_url_problem
+from pytest_promptsuite.config.model_table import base_url_problem
 from pytest_promptsuite.config.options import RunOptions
 from pytest_promptsuite.config.settings import gate_settings
 from pytest_promptsuite.config.settings import threshold_policy
@@ -33,8 +33,8 @@ from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.errors import PromptSuiteError
 from pytest_promptsuite.models.runner import ModelRunner
 from pytest_promptsuite.prompts.compile import CasePrompts
+from pytest_promptsuite.prompts.core import Prompt
 from pytest_promptsuite.prompts.fields import check_fields
-from pytest_promptsuite.prompts.prompt import Prompt
 from pytest_promptsuite.report.text import summary_lines
 from pytest_promptsuite.results.gate import GateResult
 from pytest_promptsuite.results.gate import RunIncomplete

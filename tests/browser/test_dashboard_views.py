@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_promptsuite.checks.result import CheckResult
+from pytest_promptsuite.checks.outcome import CheckResult
 from pytest_promptsuite.config.settings import ThresholdPolicy
 from pytest_promptsuite.report.writer import write_report
 from pytest_promptsuite.results.history import load_history

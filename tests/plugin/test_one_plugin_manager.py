@@ -118,7 +118,7 @@ import collections
 import json
 import sys
 
-from pytest_promptsuite.prompts import prompt as prompt_module
+from pytest_promptsuite.prompts import core as prompt_module
 
 RENDERS = collections.Counter()
 HASHES = collections.Counter()

@@ -20,7 +20,7 @@ from pytest_promptsuite.checks.evaluator import outcome_of
 from pytest_promptsuite.checks.jsonpath import JsonPath
 from pytest_promptsuite.checks.jsonpath import PathMissing
 from pytest_promptsuite.checks.metric import ModelJudge
-from pytest_promptsuite.checks.result import CheckResult
+from pytest_promptsuite.checks.outcome import CheckResult
 from pytest_promptsuite.config.schema import validate
 from pytest_promptsuite.config.suite import SuiteConfig
 from pytest_promptsuite.errors import CheckError

@@ -12,8 +12,8 @@ from pydantic import BaseModel
 from pytest_promptsuite.cases.case import PromptCase
 from pytest_promptsuite.checks.compile import compile_case
 from pytest_promptsuite.checks.evaluator import Evaluator
+from pytest_promptsuite.checks.outcome import CheckResult
 from pytest_promptsuite.checks.registry import BUILTIN_TYPES
-from pytest_promptsuite.checks.result import CheckResult
 from pytest_promptsuite.config.suite import Prices
 from pytest_promptsuite.errors import CheckError
 from pytest_promptsuite.models.base import Response

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 import pytest_promptsuite
-from pytest_promptsuite.checks.result import CheckResult
+from pytest_promptsuite.checks.outcome import CheckResult
 from pytest_promptsuite.cli.main import main as cli_main
 from pytest_promptsuite.config.settings import ThresholdPolicy
 from pytest_promptsuite.errors import ConfigError

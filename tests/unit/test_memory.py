@@ -22,8 +22,8 @@ from pytest_promptsuite.cases.case import PromptCase
 from pytest_promptsuite.cases.case import load_cases
 from pytest_promptsuite.checks.compile import builtin_make
 from pytest_promptsuite.checks.compile import compile_cases
-from pytest_promptsuite.checks.result import CheckResult
-from pytest_promptsuite.checks.result import Outcome
+from pytest_promptsuite.checks.outcome import CheckResult
+from pytest_promptsuite.checks.outcome import Outcome
 from pytest_promptsuite.config.settings import ThresholdPolicy
 from pytest_promptsuite.errors import CaseFileError
 from pytest_promptsuite.report import html as html_module

@@ -14,7 +14,7 @@ import pytest
 
 from pytest_promptsuite.cases.shard import parse_shard
 from pytest_promptsuite.cases.shard import shard_index
-from pytest_promptsuite.checks.result import CheckResult
+from pytest_promptsuite.checks.outcome import CheckResult
 from pytest_promptsuite.cli.compare import run_diff
 from pytest_promptsuite.cli.compare import run_merge
 from pytest_promptsuite.cli.main import main as cli_main

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_promptsuite.checks.result import CheckResult
+from pytest_promptsuite.checks.outcome import CheckResult
 from pytest_promptsuite.cli.main import main as cli_main
 from pytest_promptsuite.config.settings import ThresholdPolicy
 from pytest_promptsuite.config.suite import load_config

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pytest_promptsuite.checks.result import Outcome
+from pytest_promptsuite.checks.outcome import Outcome
 from pytest_promptsuite.config.settings import ThresholdPolicy
 from pytest_promptsuite.config.settings import Thresholds
 from pytest_promptsuite.results.compare import compare

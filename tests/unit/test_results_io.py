@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_promptsuite.checks.result import CheckResult
+from pytest_promptsuite.checks.outcome import CheckResult
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.results.io import StoredResults
 from pytest_promptsuite.results.io import encode_row

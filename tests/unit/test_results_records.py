@@ -10,7 +10,7 @@ import dataclasses
 
 import pytest
 
-from pytest_promptsuite.checks.result import Outcome
+from pytest_promptsuite.checks.outcome import Outcome
 from pytest_promptsuite.results.records import Counts
 from pytest_promptsuite.results.records import GroupStats
 from pytest_promptsuite.results.records import RepeatStats

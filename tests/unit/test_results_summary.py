@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from pytest_promptsuite.checks.result import CheckResult
+from pytest_promptsuite.checks.outcome import CheckResult
 from pytest_promptsuite.config.settings import GateSettings
 from pytest_promptsuite.config.settings import ThresholdPolicy
 from pytest_promptsuite.config.settings import Thresholds

@@ -11,9 +11,9 @@ from typing import Literal
 
 import pytest
 
-from pytest_promptsuite.config.model import ConfigTable
-from pytest_promptsuite.config.model import ModelConfig
-from pytest_promptsuite.config.model import Override
+from pytest_promptsuite.config.model_table import ConfigTable
+from pytest_promptsuite.config.model_table import ModelConfig
+from pytest_promptsuite.config.model_table import Override
 from pytest_promptsuite.config.schema import read_tables
 from pytest_promptsuite.config.schema import validate
 from pytest_promptsuite.config.suite import SuiteConfig

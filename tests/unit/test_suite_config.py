@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_promptsuite.config.model import ModelConfig
+from pytest_promptsuite.config.model_table import ModelConfig
 from pytest_promptsuite.config.suite import find_config
 from pytest_promptsuite.config.suite import load_config
 from pytest_promptsuite.config.suite import suite_targets

@@ -28,7 +28,7 @@ from pytest_promptsuite.prompts.opencompass.retrievers import builtin_retriever
 from pytest_promptsuite.prompts.output_parsers import BUILTIN_OUTPUT_PARSERS
 from pytest_promptsuite.prompts.output_parsers import builtin_output_parser
 from pytest_promptsuite.prompts.output_parsers import make_output_parser
-from pytest_promptsuite.prompts.request import render_request
+from pytest_promptsuite.prompts.render_request import render_request
 from pytest_promptsuite.prompts.task_prompts import TaskPrompts
 
 

@@ -9,7 +9,7 @@ import pytest
 from pytest_promptsuite.errors import TemplateError
 from pytest_promptsuite.prompts.opencompass.meta_template import MetaTemplate
 from pytest_promptsuite.prompts.opencompass.meta_template import to_openai_messages
-from pytest_promptsuite.prompts.request import render_request
+from pytest_promptsuite.prompts.render_request import render_request
 
 
 def R(section: str, pos: str) -> dict[str, str]:

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from pytest_promptsuite.errors import TemplateError
 from pytest_promptsuite.prompts.opencompass.substitute import substitute
-from pytest_promptsuite.prompts.request import render_request
+from pytest_promptsuite.prompts.render_request import render_request
 
 
 KEYS = ["question", "answer", "input", "a", "b", "label", "content", "image"]

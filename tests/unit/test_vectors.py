@@ -10,7 +10,7 @@ import pytest
 
 from pytest_promptsuite.cli.main import main
 from pytest_promptsuite.errors import TemplateError
-from pytest_promptsuite.prompts.request import render_request
+from pytest_promptsuite.prompts.render_request import render_request
 
 
 VECTORS_FILE = Path(__file__).parent / "vectors" / "templates.public.jsonl"

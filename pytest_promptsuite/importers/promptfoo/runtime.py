@@ -16,7 +16,7 @@ import subprocess
 from typing import Any
 
 from pytest_promptsuite.cases.case import PromptCase
-from pytest_promptsuite.checks.result import CheckResult
+from pytest_promptsuite.checks.outcome import CheckResult
 from pytest_promptsuite.errors import CheckError
 
 

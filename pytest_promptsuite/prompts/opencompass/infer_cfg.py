@@ -12,6 +12,7 @@ from typing import Any
 from pytest_promptsuite.cases.case import PromptCase
 from pytest_promptsuite.config.suite import TemplateKind
 from pytest_promptsuite.errors import TemplateError
+from pytest_promptsuite.prompts.core import Prompt
 from pytest_promptsuite.prompts.fields import TemplateReads
 from pytest_promptsuite.prompts.opencompass.chat_formats import builtin_meta
 from pytest_promptsuite.prompts.opencompass.chat_formats import resolve_meta
@@ -29,9 +30,8 @@ from pytest_promptsuite.prompts.opencompass.retrievers import RandomRetriever
 from pytest_promptsuite.prompts.opencompass.retrievers import Retriever
 from pytest_promptsuite.prompts.opencompass.retrievers import ZeroRetriever
 from pytest_promptsuite.prompts.opencompass.retrievers import builtin_retriever
-from pytest_promptsuite.prompts.prompt import Prompt
-from pytest_promptsuite.prompts.request import make_template
-from pytest_promptsuite.prompts.request import render_prompt
+from pytest_promptsuite.prompts.render_request import make_template
+from pytest_promptsuite.prompts.render_request import render_prompt
 from pytest_promptsuite.prompts.row import case_row
 
 

@@ -10,10 +10,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pytest_promptsuite.checks.check import Check
-from pytest_promptsuite.checks.check import CheckContext
-from pytest_promptsuite.checks.check import Verdict
-from pytest_promptsuite.checks.result import Layer
+from pytest_promptsuite.checks.base import Check
+from pytest_promptsuite.checks.base import CheckContext
+from pytest_promptsuite.checks.base import Verdict
+from pytest_promptsuite.checks.outcome import Layer
 from pytest_promptsuite.errors import CheckError
 from pytest_promptsuite.models.base import ModelRequest
 from pytest_promptsuite.models.base import Response

@@ -20,7 +20,7 @@ from typing import Any
 from typing import ClassVar
 
 from pytest_promptsuite.cases.case import PromptCase
-from pytest_promptsuite.checks.result import Layer
+from pytest_promptsuite.checks.outcome import Layer
 from pytest_promptsuite.config.suite import Prices
 from pytest_promptsuite.config.suite import confine
 from pytest_promptsuite.errors import CheckError
