@@ -11,7 +11,6 @@ from dataclasses import dataclass
 
 
 __all__ = [
-    "CONFIG_FILE_BYTES",
     "CONFIG_MEMORY",
     "CONFIG_RESULT",
     "CONFIG_SECONDS",
@@ -70,7 +69,5 @@ CONFIG_SECONDS = Limit("config evaluation time", 10, "seconds")
 CONFIG_MEMORY = Limit("config memory", 1024 * 1024 * 1024, "bytes")
 #: The largest answer (the config's names as JSON) that process may send.
 CONFIG_RESULT = Limit("config result size", 16 * 1024 * 1024, "bytes")
-#: The largest config file (the config, a base config) an import reads.
-CONFIG_FILE_BYTES = Limit("config file size", 4 * 1024 * 1024, "bytes")
 #: The largest field of a CSV file we read (a promptfoo test file, data rows).
 CSV_FIELD = Limit("CSV field size", 1_000_000, "characters")

@@ -77,9 +77,8 @@ class StandInModule(types.ModuleType):
         return StandIn(self.__name__, attr)
 
 
-def read_base() -> contextlib.nullcontext[None]:
-    """Mark the base config imports, as ``mmengine.config.read_base`` does (it does nothing)."""
-    return contextlib.nullcontext()
+#: ``mmengine.config.read_base``: marks the base config imports, and does nothing else.
+read_base = contextlib.nullcontext
 
 
 def _retag(new: Any, old: Any) -> Any:
@@ -126,19 +125,11 @@ class ConfigDict(dict[Any, Any]):
 
     def copy(self) -> ConfigDict:
         """Copy the top level."""
-        return ConfigDict(dict.items(self))
-
-    __copy__ = copy
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> ConfigDict:
-        other = memo[id(self)] = ConfigDict()
-        for key, value in dict.items(self):
-            other[copy.deepcopy(key, memo)] = copy.deepcopy(value, memo)
-        return other
+        return copy.copy(self)
 
     def deepcopy(self) -> ConfigDict:
         """Copy every level."""
-        return self.__deepcopy__({})
+        return copy.deepcopy(self)
 
 
 def _config_dicts(value: Any) -> Any:
@@ -173,13 +164,10 @@ class Runner:
         self.root: str = request["root"]
         self.files: set[str] = set()
         self.running: set[str] = set()
-        self.modules: dict[str, types.ModuleType] = {}
         #: (importing config, base module) -> the base's names, run once per config importing it
         self.bases: dict[tuple[str, str], types.ModuleType] = {}
         self.builtins = dict(vars(builtins), __import__=self.import_, __promptsuite_at__=_tag)
-        #: the encoding so far: its size, its deepest level, and each container encoded (by id)
-        self.size = self.deepest = 0
-        self.memo: dict[int, tuple[Any, Any, int, int]] = {}
+        self.size = 0  # of the names encoded so far
 
     def import_(self, name: str, globals: Mapping[str, Any] | None = None, locals: Any = None,
                 fromlist: Sequence[str] | None = (), level: int = 0) -> types.ModuleType:
@@ -192,12 +180,10 @@ class Runner:
             return builtins.__import__(name, globals, locals, fromlist or (), level)
         if fromlist and "*" in fromlist:
             raise Refused(f"from {name} import *: the names of {name} are not known here")
-        name = name if fromlist else parts[0]
-        if name not in self.modules:
-            self.modules[name] = StandInModule(name)
-            if name in ("mmengine", "mmengine.config"):
-                vars(self.modules[name]).update(read_base=read_base, ConfigDict=ConfigDict)
-        return self.modules[name]
+        module = StandInModule(name if fromlist else parts[0])
+        if module.__name__ in ("mmengine", "mmengine.config"):
+            vars(module).update(read_base=read_base, ConfigDict=ConfigDict)
+        return module
 
     def base(self, importer: str, parts: list[str], level: int, fromlist: tuple[str, ...]) -> types.ModuleType:
         """Import a base config as a module: mmengine's path rules, run once for each config importing it."""
@@ -229,8 +215,6 @@ class Runner:
     def execute(self, path: str) -> dict[str, Any]:
         """Run one config file; its globals afterwards."""
         try:
-            if os.stat(path).st_size > self.request["file_bytes"]:
-                raise Located(f"{path}:1: {path}: larger than {self.request['file_limit']}")
             with open(path, "rb") as file:
                 source = file.read().decode("utf-8-sig")
             code = compile(ast.fix_missing_locations(_Tagger().visit(ast.parse(source, path))), path, "exec")
@@ -266,41 +250,25 @@ class Runner:
         return out
 
     def encode(self, value: Any, depth: int) -> Any:
-        """Encode one value as JSON: dicts as key/value pairs (keys keep their type) with where they were
-        built; a container met again is encoded once but counts toward the size and depth limits again."""
-        if value is None or isinstance(value, (bool, int, float, str, StandIn)):
-            self.grow(len(value) if isinstance(value, str) else 1, depth)
-            if not isinstance(value, StandIn):
-                return value
-            return {"$opaque": value._name} if value._called else {"$ref": [value._module, value._name]}
-        if id(value) in self.memo:
-            _, known, size, height = self.memo[id(value)]
-            self.grow(size, depth + height)
-            return known
-        outer, start = self.deepest, self.size
-        self.grow(1, depth)
-        if isinstance(value, dict):
-            pairs = [[self.encode(k, depth + 1), self.encode(v, depth + 1)] for k, v in value.items()]
-            tag = TAGS.get(id(value))
-            encoded: Any = {"$dict": pairs, "$at": tag[1]} if tag else {"$dict": pairs}
-        elif isinstance(value, list):
-            encoded = [self.encode(v, depth + 1) for v in value]
-        elif isinstance(value, (tuple, set, frozenset)):
-            encoded = {"$tuple" if isinstance(value, tuple) else "$set": [self.encode(v, depth + 1) for v in value]}
-        else:
-            encoded = {"$object": type(value).__name__}
-        self.memo[id(value)] = (value, encoded, self.size - start, self.deepest - depth)
-        self.deepest = max(outer, self.deepest)
-        return encoded
-
-    def grow(self, size: int, depth: int) -> None:
-        """Count ``size`` more toward the result, down to ``depth``; past a limit, stop."""
-        self.size += size
-        self.deepest = max(self.deepest, depth)
+        """Encode one value as JSON: dicts as key/value pairs (keys keep their type) with where they were built."""
+        self.size += len(value) if isinstance(value, str) else 1
         if self.size > self.request["result_bytes"]:
             raise Located(f"larger than {self.request['result_limit']}")
         if depth > self.request["depth"]:
             raise Located(f"nested deeper than {self.request['depth_limit']}")
+        if value is None or isinstance(value, (bool, int, float, str)):
+            return value
+        if isinstance(value, StandIn):
+            return {"$opaque": value._name} if value._called else {"$ref": [value._module, value._name]}
+        if isinstance(value, dict):
+            pairs = [[self.encode(k, depth + 1), self.encode(v, depth + 1)] for k, v in value.items()]
+            tag = TAGS.get(id(value))
+            return {"$dict": pairs, "$at": tag[1]} if tag else {"$dict": pairs}
+        if isinstance(value, list):
+            return [self.encode(v, depth + 1) for v in value]
+        if isinstance(value, (tuple, set, frozenset)):
+            return {"$tuple" if isinstance(value, tuple) else "$set": [self.encode(v, depth + 1) for v in value]}
+        return {"$object": type(value).__name__}
 
     def describe(self, exc: BaseException) -> str:
         """Say what ended the run, as ``path:line: message``."""

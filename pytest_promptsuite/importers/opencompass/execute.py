@@ -3,7 +3,6 @@ a time and a memory limit; their names come back as plain values, imported class
 
 from __future__ import annotations
 
-import atexit
 import json
 import os
 import signal
@@ -20,7 +19,6 @@ from typing import Any
 from pytest_promptsuite.config.suite import confine
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.importers.opencompass import child
-from pytest_promptsuite.safety.limits import CONFIG_FILE_BYTES
 from pytest_promptsuite.safety.limits import CONFIG_MEMORY
 from pytest_promptsuite.safety.limits import CONFIG_RESULT
 from pytest_promptsuite.safety.limits import CONFIG_SECONDS
@@ -67,6 +65,10 @@ def config_root(path: Path) -> Path:
     return path.resolve().parent
 
 
+_MARKS: dict[str, Any] = {"$tuple": tuple, "$set": frozenset, "$ref": lambda v: Ref(*v), "$opaque": Opaque,
+                          "$object": Foreign}
+
+
 def _decode(where: dict[int, str]) -> Any:
     def hook(item: dict[str, Any]) -> Any:
         if "$dict" in item:
@@ -74,17 +76,8 @@ def _decode(where: dict[int, str]) -> Any:
             if "$at" in item:
                 where.setdefault(id(value), item["$at"])
             return value
-        if "$tuple" in item:
-            return tuple(item["$tuple"])
-        if "$set" in item:
-            return frozenset(item["$set"])
-        if "$ref" in item:
-            return Ref(*item["$ref"])
-        if "$opaque" in item:
-            return Opaque(item["$opaque"])
-        if "$object" in item:
-            return Foreign(item["$object"])
-        return item
+        mark = next((mark for mark in _MARKS if mark in item), None)
+        return item if mark is None else _MARKS[mark](item[mark])
     return hook
 
 
@@ -115,18 +108,16 @@ class _Server:
             except (OSError, ValueError, KeyError, TypeError):
                 pass  # got stays empty: the server failed
 
+        reader = threading.Thread(target=read, daemon=True)
         try:
             self.process.stdin.write(json.dumps(request).encode("utf-8") + b"\n")
             self.process.stdin.flush()
+            reader.start()
+            reader.join(seconds)
         except OSError:
-            self.close()
-            return None
-        reader = threading.Thread(target=read, daemon=True)
-        reader.start()
-        reader.join(seconds)
+            pass
         if reader.is_alive():  # the server hangs: out of time
             self.close()
-            reader.join(1)
             return b"", -signal.SIGKILL, True
         if len(got) != 3:  # the server ended, or sent something else
             self.close()
@@ -147,12 +138,6 @@ class _Server:
 
 _server: _Server | None = None
 _server_lock = threading.Lock()
-
-
-@atexit.register
-def _close_server() -> None:
-    if _server is not None:
-        _server.close()
 
 
 def _ask(request: dict[str, Any], seconds: float) -> tuple[bytes, int, bool]:
@@ -177,10 +162,7 @@ def _ended(path: Path, status: int, late: bool, stopped: str) -> ConfigError:
     if late or status == -getattr(signal, "SIGXCPU", 0):
         return ConfigError(f"{path}: evaluation stopped at {stopped}")
     if status < 0:
-        try:
-            name = signal.Signals(-status).name
-        except ValueError:
-            name = f"signal {-status}"
+        name = signal.Signals(-status).name if -status in signal.valid_signals() else f"signal {-status}"
         return ConfigError(f"{path}: the config's process was ended by {name}")
     return ConfigError(f"{path}: the config's process exited with status {status} before sending its names")
 
@@ -199,7 +181,6 @@ def run_config(path: Path, *, root: Path | None = None, seconds: float | None = 
     request = {
         "path": str(resolved), "root": str(tree), "seconds": limit.value, "time_limit": str(limit),
         "memory": CONFIG_MEMORY.value, "memory_limit": str(CONFIG_MEMORY),
-        "file_bytes": CONFIG_FILE_BYTES.value, "file_limit": str(CONFIG_FILE_BYTES),
         "depth": DEPTH.value, "depth_limit": str(DEPTH),
         "result_bytes": CONFIG_RESULT.value, "result_limit": str(CONFIG_RESULT),
     }
