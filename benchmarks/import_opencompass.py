@@ -15,6 +15,7 @@ import argparse
 import contextlib
 import importlib.util
 import io
+import json
 import sys
 import tempfile
 import time
@@ -93,9 +94,10 @@ def _run(configs: Path, relative: str, scratch: Path) -> tuple[str, list[tuple[s
     for suite in suites:
         kinds.append(_kinds(parse_toml((suite / "promptsuite.toml").read_bytes(), "promptsuite.toml")[0]))
         shown = io.StringIO()
-        with contextlib.redirect_stdout(shown), contextlib.redirect_stderr(shown):
-            ok = main(["render", "--prompt-suite", str(suite)]) == 0 and '"error"' not in shown.getvalue()
-        rendered += ok
+        with contextlib.redirect_stdout(shown), contextlib.redirect_stderr(io.StringIO()):
+            status = main(["render", "--prompt-suite", str(suite)])
+        lines = [json.loads(line) for line in shown.getvalue().splitlines()]
+        rendered += status == 0 and all(line["error"] is None for line in lines)
     return "ok" if rendered == len(suites) else "render failed", kinds, len(suites), rendered
 
 

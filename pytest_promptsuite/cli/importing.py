@@ -40,13 +40,13 @@ def add_import_command(commands: Any) -> None:
     """Add ``import opencompass`` and ``import promptfoo`` to the ``promptsuite`` command."""
     command = commands.add_parser("import", help="write a suite from an OpenCompass or promptfoo config")
     kinds = command.add_subparsers(dest="kind", required=True)
-    oc = kinds.add_parser("opencompass", help="an OpenCompass dataset config (.py), evaluated, never executed")
+    oc = kinds.add_parser("opencompass", help="an OpenCompass dataset config (.py), run as OpenCompass runs it")
     oc.add_argument("config", metavar="CONFIG.py")
     oc.add_argument("--model", metavar="MODEL.py", help="an OpenCompass model config: its meta template and settings")
     oc.add_argument("--data", metavar="FILE", help="rows to map to cases: JSONL, CSV or a dataset folder on disk")
     oc.add_argument("--train", metavar="FILE", help="rows for in-context examples (JSONL or CSV)")
     oc.add_argument("--config-root", metavar="DIR",
-                    help="the folder base configs and read files must lie in (default: the nearest 'configs' "
+                    help="the folder base configs must lie in (default: the nearest 'configs' "
                     "folder above the config, else its folder)")
     oc.add_argument("--out", required=True, metavar="DIR", help="a new or empty folder")
     oc.set_defaults(func=_opencompass)

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 
 __all__ = [
-    "CONFIG_FILE_BYTES",
+    "CONFIG_MEMORY",
+    "CONFIG_RESULT",
     "CONFIG_SECONDS",
-    "CONFIG_VALUE",
     "CSV_FIELD",
     "DEPTH",
     "JSON_SEARCH_SECONDS",
@@ -63,11 +63,11 @@ TEMPLATE_RANGE = Limit("template range", 10_000, "numbers")
 TEMPLATE_INT_DIGITS = Limit("template number", 1_000, "digits")
 #: The largest response body an endpoint may send for one call.
 RESPONSE_BYTES = Limit("response size", 32 * 1024 * 1024, "bytes")
-#: How long evaluating one imported Python config (OpenCompass) may take, its base configs included.
+#: How long running one imported Python config (OpenCompass) may take, its base configs included.
 CONFIG_SECONDS = Limit("config evaluation time", 10, "seconds")
-#: The longest string, list or mapping an imported Python config may build.
-CONFIG_VALUE = Limit("config value size", 1_000_000, "items or characters")
-#: The largest file an imported config may read (a prompt file beside it, a base config).
-CONFIG_FILE_BYTES = Limit("config file size", 4 * 1024 * 1024, "bytes")
+#: The address space the process that runs an imported config may use.
+CONFIG_MEMORY = Limit("config memory", 1024 * 1024 * 1024, "bytes")
+#: The largest answer (the config's names as JSON) that process may send.
+CONFIG_RESULT = Limit("config result size", 16 * 1024 * 1024, "bytes")
 #: The largest field of a CSV file we read (a promptfoo test file, data rows).
 CSV_FIELD = Limit("CSV field size", 1_000_000, "characters")

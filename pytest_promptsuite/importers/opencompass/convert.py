@@ -1,11 +1,6 @@
-"""``promptsuite import opencompass``: an OpenCompass dataset config into suites.
-
-Every ``*_datasets`` list of the evaluated config (:mod:`.pyconfig`) gives one suite per dataset:
-its ``infer_cfg`` templates and retriever as ``[template]`` (label keys as strings), its
-inferencer's settings as model params (``PPLInferencer`` as ``inferencer = "ppl"``), the model's
-meta template with ``--model`` (:mod:`.ocmodel`), and cases from ``--data`` or one example case
-(:mod:`.ocdata`). What cannot be carried over is listed in the suite's notes.
-"""
+"""``promptsuite import opencompass``: each dataset of a config that was run (:mod:`.execute`) as a
+suite: its ``infer_cfg`` as ``[template]``, its inferencer's settings as model params, the model
+of ``--model`` (:mod:`.model`), cases from ``--data`` (:mod:`.data`), and notes on what is left."""
 
 from __future__ import annotations
 
@@ -17,11 +12,11 @@ from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.formats.jsonio import encode
 from pytest_promptsuite.importers.opencompass.data import DataRows
 from pytest_promptsuite.importers.opencompass.data import case_files
+from pytest_promptsuite.importers.opencompass.execute import Ref
+from pytest_promptsuite.importers.opencompass.execute import plain
+from pytest_promptsuite.importers.opencompass.execute import run_config
 from pytest_promptsuite.importers.opencompass.model import ModelImport
 from pytest_promptsuite.importers.opencompass.model import import_model
-from pytest_promptsuite.importers.opencompass.pyconfig import evaluate_config
-from pytest_promptsuite.importers.opencompass.pyexpr import Ref
-from pytest_promptsuite.importers.opencompass.pyexpr import plain
 from pytest_promptsuite.importers.output import ImportedSuite
 from pytest_promptsuite.importers.output import ImportResult
 from pytest_promptsuite.importers.output import write_import
@@ -209,7 +204,7 @@ def opencompass_suites(
 ) -> list[ImportedSuite]:
     """The suites of an OpenCompass dataset config, built in memory (nothing written)."""
     where: dict[int, str] = {}
-    names = evaluate_config(config, root=root, where=where)
+    names = run_config(config, root=root, where=where)
     model_import = import_model(model, root=root) if model is not None else None
     rows = DataRows.load(data, train) if data is not None or train is not None else None
     suites = []

@@ -1,10 +1,6 @@
-"""Cases of an imported OpenCompass dataset: data rows (``--data``: JSONL, CSV, or a Hugging Face
-dataset folder on disk) mapped through the reader config's columns, or one example case.
-
-A case carries the input columns in ``vars`` by name (a column named ``input`` is the case's
-``input``), and the output column as ``answer`` (a string: ``0`` becomes ``"0"``; also under its own
-name in ``vars`` when it is not ``answer``, so templates that write ``{label}`` read it).
-"""
+"""Cases of an imported OpenCompass dataset: the rows of ``--data`` (JSONL, CSV or a dataset folder on
+disk) mapped through the reader config's columns (input columns in ``vars``, the output column as
+the string ``answer``), or one example case."""
 
 from __future__ import annotations
 

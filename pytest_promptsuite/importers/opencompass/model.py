@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from pytest_promptsuite.errors import ConfigError
-from pytest_promptsuite.importers.opencompass.pyconfig import evaluate_config
-from pytest_promptsuite.importers.opencompass.pyexpr import Ref
-from pytest_promptsuite.importers.opencompass.pyexpr import plain
+from pytest_promptsuite.importers.opencompass.execute import Ref
+from pytest_promptsuite.importers.opencompass.execute import plain
+from pytest_promptsuite.importers.opencompass.execute import run_config
 
 
 __all__ = ["ModelImport", "import_model"]
@@ -89,7 +89,7 @@ def _meta(model: Mapping[str, Any], where: str, notes: list[str]) -> dict[str, A
 
 def import_model(path: Path, *, root: Path | None = None) -> ModelImport:
     """The ``[model]`` keys of the first model of an OpenCompass model config."""
-    names = evaluate_config(path, root=root)
+    names = run_config(path, root=root)
     models = names.get("models")
     if not isinstance(models, list) or not models or not isinstance(models[0], Mapping):
         raise ConfigError(f"{path}: the model config defines no 'models' list of dicts")

@@ -1,0 +1,223 @@
+"""OpenCompass Python configs run as OpenCompass runs them, in a child process (:mod:`.child`) with
+a time and a memory limit; their names come back as plain values, imported classes as :class:`Ref`."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pytest_promptsuite.config.suite import confine
+from pytest_promptsuite.errors import ConfigError
+from pytest_promptsuite.importers.opencompass import child
+from pytest_promptsuite.safety.limits import CONFIG_MEMORY
+from pytest_promptsuite.safety.limits import CONFIG_RESULT
+from pytest_promptsuite.safety.limits import CONFIG_SECONDS
+from pytest_promptsuite.safety.limits import DEPTH
+from pytest_promptsuite.safety.limits import Limit
+
+
+__all__ = ["Foreign", "Opaque", "Ref", "config_root", "plain", "run_config"]
+
+#: How long past its own time limit the child may take to start and answer before it is killed.
+_GRACE_SECONDS = 5.0
+
+
+@dataclass(frozen=True)
+class Ref:
+    """A name the config imported from OpenCompass (``PromptTemplate``, ``AccEvaluator``)."""
+
+    module: str
+    name: str
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class Opaque:
+    """What calling an imported name gave (``get_data_path()``): OpenCompass code that does not run here."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class Foreign:
+    """An object of the config's own making that is not data (a function, a class, an instance)."""
+
+    kind: str
+
+
+def config_root(path: Path) -> Path:
+    """Find the config tree: the nearest ancestor folder named ``configs``, else the config's folder."""
+    for parent in path.resolve().parents:
+        if parent.name == "configs":
+            return parent
+    return path.resolve().parent
+
+
+_MARKS: dict[str, Any] = {"$tuple": tuple, "$set": frozenset, "$ref": lambda v: Ref(*v), "$opaque": Opaque,
+                          "$object": Foreign}
+
+
+def _decode(where: dict[int, str]) -> Any:
+    def hook(item: dict[str, Any]) -> Any:
+        if "$dict" in item:
+            value = {key: inner for key, inner in item["$dict"]}
+            if "$at" in item:
+                where.setdefault(id(value), item["$at"])
+            return value
+        mark = next((mark for mark in _MARKS if mark in item), None)
+        return item if mark is None else _MARKS[mark](item[mark])
+    return hook
+
+
+class _Server:
+    """The process that runs configs (:mod:`.child`): started once, with an empty environment, and
+    asked for one config at a time; it forks a fresh worker with its own limits for each."""
+
+    def __init__(self) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-I", "-S", "-X", "utf8", str(child.__file__)],
+            cwd=tempfile.gettempdir(), env={}, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL, start_new_session=True,
+        )
+
+    def ask(self, request: dict[str, Any], seconds: float) -> tuple[bytes, int, bool] | None:
+        """Send ``request``: the worker's answer, exit status and lateness, or None when the server failed."""
+        assert self.process.stdin is not None and self.process.stdout is not None
+        replies = self.process.stdout
+        got: list[Any] = []
+
+        def read() -> None:
+            try:
+                header = json.loads(replies.readline(4096))
+                size = int(header["size"])
+                data = replies.read(size) if 0 <= size <= CONFIG_RESULT.value + 1 else b""
+                if len(data) == size:
+                    got.extend([data, int(header["status"]), bool(header["late"])])
+            except (OSError, ValueError, KeyError, TypeError):
+                pass  # got stays empty: the server failed
+
+        reader = threading.Thread(target=read, daemon=True)
+        try:
+            self.process.stdin.write(json.dumps(request).encode("utf-8") + b"\n")
+            self.process.stdin.flush()
+            reader.start()
+            reader.join(seconds)
+        except OSError:
+            pass
+        if reader.is_alive():  # the server hangs: out of time
+            self.close()
+            return b"", -signal.SIGKILL, True
+        if len(got) != 3:  # the server ended, or sent something else
+            self.close()
+            return None
+        return got[0], got[1], got[2]
+
+    def close(self) -> None:
+        """End the server and every worker still running."""
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except (OSError, AttributeError):
+            self.process.kill()
+        self.process.wait()
+        for stream in (self.process.stdin, self.process.stdout):
+            if stream is not None:
+                stream.close()
+
+
+_server: _Server | None = None
+_server_lock = threading.Lock()
+
+
+def _ask(request: dict[str, Any], seconds: float) -> tuple[bytes, int, bool]:
+    """Have the server run ``request``: the answer, the worker's exit status, and whether it was late."""
+    global _server
+    with _server_lock:
+        if _server is not None and _server.process.poll() is not None:
+            _server.close()
+            _server = None
+        if _server is None:
+            _server = _Server()
+        reply = _server.ask(request, seconds + _GRACE_SECONDS)
+        if reply is None:
+            status = _server.process.returncode
+            _server = None
+            return b"", status, False
+        return reply
+
+
+def _ended(path: Path, status: int, late: bool, stopped: str) -> ConfigError:
+    """Give the error for a worker that sent no names: out of time, ended by a signal, or exited."""
+    if late or status == -getattr(signal, "SIGXCPU", 0):
+        return ConfigError(f"{path}: evaluation stopped at {stopped}")
+    if status < 0:
+        name = signal.Signals(-status).name if -status in signal.valid_signals() else f"signal {-status}"
+        return ConfigError(f"{path}: the config's process was ended by {name}")
+    return ConfigError(f"{path}: the config's process exited with status {status} before sending its names")
+
+
+def run_config(path: Path, *, root: Path | None = None, seconds: float | None = None,
+               where: dict[int, str] | None = None) -> dict[str, Any]:
+    """Run the config at ``path`` and give its top-level names (a ``path:line`` ConfigError when it
+    fails); base configs must lie inside ``root`` (:func:`config_root`); the run stops after
+    ``seconds`` (default :data:`CONFIG_SECONDS`); ``where`` gets the ``path:line`` that built each
+    dict, by ``id``."""
+    resolved = path.resolve()
+    tree = (root or config_root(path)).resolve()
+    if confine(tree, resolved) is None:
+        raise ConfigError(f"{path}: the config is not inside its config tree {tree}")
+    limit = CONFIG_SECONDS if seconds is None else Limit(CONFIG_SECONDS.name, seconds, CONFIG_SECONDS.unit)
+    request = {
+        "path": str(resolved), "root": str(tree), "seconds": limit.value, "time_limit": str(limit),
+        "memory": CONFIG_MEMORY.value, "memory_limit": str(CONFIG_MEMORY),
+        "depth": DEPTH.value, "depth_limit": str(DEPTH),
+        "result_bytes": CONFIG_RESULT.value, "result_limit": str(CONFIG_RESULT),
+    }
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="promptsuite-config-", ignore_cleanup_errors=True) as cwd:
+        answer, status, late = _ask({**request, "cwd": cwd}, limit.value)
+    if len(answer) > CONFIG_RESULT.value:
+        raise ConfigError(f"{path}: the config's names are larger than {CONFIG_RESULT}")
+    if answer:
+        try:
+            reply = json.loads(answer, object_hook=_decode(where if where is not None else {}))
+        except (ValueError, KeyError, TypeError, RecursionError):
+            reply = None
+        if isinstance(reply, dict) and isinstance(reply.get("error"), str):
+            raise ConfigError(reply["error"])
+        if isinstance(reply, dict) and isinstance(reply.get("names"), dict):
+            names: dict[str, Any] = reply["names"]
+            return names
+        if not late:
+            raise ConfigError(f"{path}: the config's process sent something that is not its names")
+    killed = status == -signal.SIGKILL and time.monotonic() - started >= limit.value
+    raise _ended(resolved, status, late or killed, str(limit))
+
+
+def plain(value: Any, where: str) -> Any:
+    """Convert a config's value to what TOML can hold: class names as strings, keys as strings."""
+    if isinstance(value, Ref):
+        return value.name
+    if isinstance(value, Opaque):
+        raise ConfigError(f"{where}: {value.name} is computed by code that is not evaluated")
+    if isinstance(value, Mapping):
+        return {str(k): plain(v, f"{where}[{k!r}]") for k, v in value.items() if v is not None}
+    if isinstance(value, (list, tuple)):
+        return [plain(v, f"{where}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, (set, frozenset)):
+        return sorted(plain(v, where) for v in value)
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    kind = value.kind if isinstance(value, Foreign) else type(value).__name__
+    raise ConfigError(f"{where}: a {kind} has no place in a suite config")
