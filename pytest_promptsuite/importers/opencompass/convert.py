@@ -15,8 +15,8 @@ from pytest_promptsuite.importers.opencompass.data import case_files
 from pytest_promptsuite.importers.opencompass.execute import Ref
 from pytest_promptsuite.importers.opencompass.execute import plain
 from pytest_promptsuite.importers.opencompass.execute import run_config
-from pytest_promptsuite.importers.opencompass.model import ModelImport
-from pytest_promptsuite.importers.opencompass.model import import_model
+from pytest_promptsuite.importers.opencompass.model_config import ModelImport
+from pytest_promptsuite.importers.opencompass.model_config import import_model
 from pytest_promptsuite.importers.output import ImportedSuite
 from pytest_promptsuite.importers.output import ImportResult
 from pytest_promptsuite.importers.output import write_import
