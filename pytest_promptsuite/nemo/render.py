@@ -16,6 +16,7 @@ from pytest_promptsuite.nemo.config import library_prompts
 from pytest_promptsuite.nemo.config import nemo_defaults
 from pytest_promptsuite.nemo.config import read_nemo_config
 from pytest_promptsuite.nemo.plugin import NEMO_PREFIX
+from pytest_promptsuite.prompts.core import Prompt
 from pytest_promptsuite.prompts.fields import TemplateReads
 from pytest_promptsuite.prompts.files.filters import MakeFilter
 from pytest_promptsuite.prompts.files.jinja import sandbox_environment
@@ -25,7 +26,6 @@ from pytest_promptsuite.prompts.prompts_yml import STANDARD
 from pytest_promptsuite.prompts.prompts_yml import prompt_entries
 from pytest_promptsuite.prompts.prompts_yml import read_prompts
 from pytest_promptsuite.prompts.selection import select_nemo_prompt
-from pytest_promptsuite.prompts.task_prompts import Rendered
 from pytest_promptsuite.prompts.task_prompts import TaskPrompt
 from pytest_promptsuite.prompts.task_prompts import compile_prompt
 
@@ -57,7 +57,7 @@ NEMO_CONTEXT = frozenset(
 )
 
 
-def _length(prompt: Rendered) -> int:
+def _length(prompt: Prompt) -> int:
     if isinstance(prompt, str):
         return len(prompt)
     return sum(len(str(m.get("content", ""))) + 1 for m in prompt)
@@ -99,7 +99,7 @@ class NemoPrompt:
         """Return the output through the prompt's (NeMo) output parser, else as is."""
         return self.prompt.parse_output(text)
 
-    def render(self, row: Mapping[str, Any]) -> Rendered:
+    def render(self, row: Mapping[str, Any]) -> Prompt:
         """Render what NeMo renders for ``row``: its context, the row's fields over it, ``history``
         the row's events; over ``max_length`` (NeMo's default 16000), drop the oldest events one
         at a time."""
