@@ -17,9 +17,6 @@ from pytest_promptsuite.prompts.prompts_yml import prompts_in
 from pytest_promptsuite.prompts.prompts_yml import read_yaml_file
 
 
-__all__ = ["NemoConfig", "NemoModel", "library_folder", "library_prompts", "nemo_defaults", "read_nemo_config",
-           "walk_yaml"]
-
 _LAST_WINS = ("sample_conversation", "prompting_mode", "lowest_temperature", "colang_version")
 
 

@@ -35,26 +35,16 @@ if TYPE_CHECKING:
     from pytest_promptsuite.config.suite import TemplateConfig
 
 
-__all__ = [
-    "DEFAULT_MAX_LENGTH",
-    "NEMO_CONTEXT",
-    "RETRIEVED",
-    "NemoPrompt",
-    "nemo_prompt",
-]
-
 #: NeMo's ``max_length`` of a prompt that sets none (characters).
 DEFAULT_MAX_LENGTH = 16000
-#: What NeMo's runtime computes for a task and a case cannot hold as such (the few-shot examples
-#: and intents it retrieves from the Colang files, the knowledge base's chunks): empty unless the
-#: case's ``vars`` give them, which is also what ``render_task_prompt`` renders without them.
+#: What NeMo's runtime retrieves (few-shot examples, intents, knowledge-base chunks) and a case
+#: cannot hold: empty unless its ``vars`` give them, as ``render_task_prompt`` renders them without.
 RETRIEVED = ("examples", "potential_user_intents", "relevant_chunks")
 #: The variables NeMo's context gives every prompt (``user_input``: the case's last user turn,
 #: as NeMo's actions pass it), possibly empty; a case's ``vars`` override them.
 NEMO_CONTEXT = frozenset(
-    {"history", "general_instructions", "sample_conversation", "sample_conversation_two_turns", "user_input",
-     *RETRIEVED}
-)
+    ("history", "general_instructions", "sample_conversation", "sample_conversation_two_turns", "user_input")
+) | frozenset(RETRIEVED)
 
 
 def _length(prompt: Prompt) -> int:
@@ -139,8 +129,10 @@ def nemo_prompt(
     when it does not compile."""
     assert table.task is not None
     if table.nemo_config is not None and table.semantics == "promptsuite":
-        raise ConfigError(f"{config.path}: template.nemo_config renders with NeMo's semantics; "
-                          "drop semantics = 'promptsuite' (or nemo_config)")
+        raise ConfigError(
+            f"{config.path}: template.nemo_config renders with NeMo's semantics; "
+            "drop semantics = 'promptsuite' (or nemo_config)"
+        )
     nemo = _nemo_config(config, table)
     library = library_prompts()
     raw = list(library) + list(nemo.prompts)
@@ -154,8 +146,10 @@ def nemo_prompt(
     except ConfigError as exc:
         if library:
             raise
-        raise ConfigError(f"{exc} (NeMo's built-in prompts come from an installed nemoguardrails package; "
-                          "none is installed, so only the config's prompts count)") from exc
+        raise ConfigError(
+            f"{exc} (NeMo's built-in prompts come from an installed nemoguardrails package; "
+            "none is installed, so only the config's prompts count)"
+        ) from exc
     env = sandbox_environment()
     env.keep_trailing_newline = False  # NeMo's Jinja environment drops a template's final newline
 
