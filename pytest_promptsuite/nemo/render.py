@@ -123,10 +123,9 @@ def _nemo_config(config: SuiteConfig, table: TemplateConfig) -> NemoConfig:
 def nemo_prompt(
     config: SuiteConfig, table: TemplateConfig, *, make_filter: MakeFilter, make_parser: MakeParser
 ) -> NemoPrompt:
-    """Select the NeMo prompt of a ``[template]`` table under NeMo semantics by NeMo's rule, from
-    the library, the config's prompts and ``task_prompts``, for ``prompt_model`` (else the config's
-    model, else ``unknown``), and compile it alone; ConfigError naming the file, line and construct
-    when it does not compile."""
+    """Select by NeMo's rule the prompt of a ``[template]`` table under NeMo semantics (from the
+    library, the config's prompts and ``task_prompts``) and compile it alone; ConfigError naming the
+    file, line and construct when it does not compile."""
     assert table.task is not None
     if table.nemo_config is not None and table.semantics == "promptsuite":
         raise ConfigError(

@@ -23,7 +23,7 @@ def value_text(value: Any) -> str:
 
 @lru_cache(maxsize=256)
 def _pattern(keys: tuple[str, ...]) -> re.Pattern[str]:
-    ordered = sorted(keys, key=len, reverse=True)  # longest key first
+    ordered = sorted(keys, key=len, reverse=True)
     return re.compile("\\{(" + "|".join(re.escape(k) for k in ordered) + ")\\}")
 
 
