@@ -52,6 +52,7 @@ class CasePrompts:
         make_retriever: MakeRetriever = builtin_retriever,
         sources: Mapping[str | None, PromptSource] | None = None,
         models: Mapping[str, tuple[Any, str]] | None = None,
+        config: SuiteConfig | None = None,
     ) -> None:
         self.template = {k: v for k, v in (template or {}).items() if v is not None}
         self.meta_template = meta_template
@@ -64,7 +65,7 @@ class CasePrompts:
         self.sources = dict(sources or {})
         self.models = dict(models or {})
         #: The suite config the tables came from (for the lines of their keys), if any.
-        self.config: SuiteConfig | None = None
+        self.config = config
 
     @classmethod
     def from_suite(
@@ -97,7 +98,7 @@ class CasePrompts:
             source = source_of(table, model=model, variant=name)
             if source is not None:
                 sources[name] = source
-        prompts = cls(
+        return cls(
             dataclasses.asdict(suite.template),
             meta_template=settings.meta_template,
             endpoint=settings.endpoint,
@@ -106,9 +107,8 @@ class CasePrompts:
             make_retriever=make_retriever,
             sources=sources,
             models={name: (s.meta_template, s.endpoint) for name, s in own.items()},
+            config=suite,
         )
-        prompts.config = suite
-        return prompts
 
     def fields(self, variant: str | None = None) -> tuple[list[TemplateReads], frozenset[str]]:
         """Return what the prompt of ``variant`` reads, template by template, and its ``[template]
