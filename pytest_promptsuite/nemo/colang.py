@@ -11,16 +11,14 @@ from pytest_promptsuite.errors import TemplateError
 from pytest_promptsuite.prompts.files.filters import role_of
 
 
-__all__ = ["COLANG_2_EVENTS", "Event", "colang_history", "events_of", "remove_identifiers"]
-
 Event = Mapping[str, Any]
 
 #: Event types of a Colang 2.x log: a history holding any of them is 2.x, which dict events
 #: never render (NeMo reads 2.x logs from its own event objects only).
-COLANG_2_EVENTS = frozenset({
-    "StartFlow", "FinishFlow", "StopFlow", "FlowStarted", "FlowFinished", "FlowFailed",
-    "UnhandledEvent", "BotIntentLog", "UserIntentLog", "BotActionLog", "UserActionLog",
-})
+COLANG_2_EVENTS = frozenset(
+    "StartFlow FinishFlow StopFlow FlowStarted FlowFinished FlowFailed UnhandledEvent BotIntentLog UserIntentLog"
+    " BotActionLog UserActionLog".split()
+)
 
 _HIDDEN = "<<<This text is hidden because the assistant should not talk about this.>>>"
 
@@ -66,14 +64,14 @@ def _line_of(events: Sequence[Event], idx: int, last_bot_intent: int, include_te
     if kind == "UserMessage" and include_texts:
         return f'user "{event["text"]}"\n'
     if kind == "UserIntent":
-        return f'  {event["intent"]}\n' if include_texts else f'user {event["intent"]}\n'
+        return f"  {event['intent']}\n" if include_texts else f"user {event['intent']}\n"
     if kind == "BotIntent":
         note = f"# {event['instructions']}\n" if "instructions" in event and idx == last_bot_intent else ""
-        return note + f'bot {event["intent"]}\n'
+        return note + f"bot {event['intent']}\n"
     if kind == "StartUtteranceBotAction" and include_texts:
         return f'  "{event["script"]}"\n'
     if kind == "StartInternalSystemAction" and not event.get("is_system_action"):
-        return f'execute {event["action_name"]}\n'
+        return f"execute {event['action_name']}\n"
     if kind == "InternalSystemActionFinished" and not event.get("is_system_action"):
         value = str(event["return_value"]).replace("\n", " ")
         return f"# The result was {value}\n"

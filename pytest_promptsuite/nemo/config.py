@@ -17,9 +17,6 @@ from pytest_promptsuite.prompts.prompts_yml import prompts_in
 from pytest_promptsuite.prompts.prompts_yml import read_yaml_file
 
 
-__all__ = ["NemoConfig", "NemoModel", "library_folder", "library_prompts", "nemo_defaults", "read_nemo_config",
-           "walk_yaml"]
-
 _LAST_WINS = ("sample_conversation", "prompting_mode", "lowest_temperature", "colang_version")
 
 
@@ -167,10 +164,9 @@ def _join(joined: dict[str, Any], data: Any, node: Any, file: Path) -> None:
 
 
 def read_nemo_config(folder: Path, *, root: Path | None = None) -> NemoConfig:
-    """Read the NeMo config in ``folder`` as NeMo joins its files: ``instructions``, ``models`` and
-    ``prompts`` add up, the other keys take the last file's value, NeMo's defaults fill what none
-    sets. With ``root``, a file that resolves outside it is refused; ConfigError (naming the file
-    and line) for what NeMo's reader would refuse."""
+    """Read the NeMo config in ``folder`` as NeMo joins its files (``instructions``, ``models`` and
+    ``prompts`` add up, the last file's other keys win, NeMo's defaults fill the rest); ConfigError
+    naming the file and line for what NeMo's reader would refuse, or a file outside ``root``."""
     if not folder.is_dir():
         raise ConfigError(f"{folder}: not a folder (a NeMo Guardrails config folder, with config.yml)")
     joined: dict[str, Any] = {"instructions": [], "models": []}

@@ -12,13 +12,9 @@ from pytest_promptsuite.errors import TemplateError
 from pytest_promptsuite.nemo.colang import check_events
 from pytest_promptsuite.nemo.colang import colang_history
 from pytest_promptsuite.nemo.colang import remove_identifiers
+from pytest_promptsuite.prompts.core import Message
 from pytest_promptsuite.prompts.files.filters import colang_first_turns
 from pytest_promptsuite.prompts.files.filters import colang_last_turns
-
-
-__all__ = ["NEMO_FILTERS"]
-
-Message = dict[str, Any]
 
 
 def _text(value: Any, name: str) -> str:
@@ -41,7 +37,8 @@ def colang_without_identifiers(events: Any) -> str:
 
 
 #: Actions whose results ``co_v2`` leaves out of the history (NeMo's list).
-_CO_V2_SKIPPED = frozenset("""retrieve_relevant_chunks|create_event|wolfram alpha request|summarize_document|
+_CO_V2_SKIPPED = frozenset(
+    """retrieve_relevant_chunks|create_event|wolfram alpha request|summarize_document|
 apify|bing_search|google_search|google_serper|openweather_query|searx_search|serp_api_query|wikipedia_query|
 wolframalpha_query|zapier_nla_query|call activefence api|call gcpnlp api|jailbreak_detection_heuristics|
 self_check_hallucination|llama_guard_check_input|llama_guard_check_output|alignscore_check_facts|
@@ -49,7 +46,8 @@ alignscore request|self_check_facts|self_check_input|self_check_output|AddFlowsA
 CheckForActiveEventMatchAction|CheckFlowDefinedAction|CheckValidFlowExistsAction|generate_bot_message|
 GenerateFlowAction|GenerateFlowContinuationAction|GenerateFlowFromInstructionsAction|
 GenerateFlowFromNameAction|generate_intent_steps_message|generate_next_step|GenerateUserIntentAction|
-GenerateValueAction|GetLastUserMessageAction""".replace("\n", "").split("|"))
+GenerateValueAction|GetLastUserMessageAction""".replace("\n", "").split("|")
+)
 _CO_V2_KEYS = frozenset(("type", "uid", "event_created_at", "source_uid", "flow_name"))
 
 
@@ -66,7 +64,7 @@ def co_v2(events: Any) -> str:
             history += f'  bot say "{event["script"]}"\n'
         elif kind == "StartTool":
             args = "".join(f' ${k}="{v}"' for k, v in event.items() if k not in _CO_V2_KEYS)
-            history += f'  await {event["flow_name"]}{args}\n'
+            history += f"  await {event['flow_name']}{args}\n"
         elif kind.endswith("ActionFinished") and event.get("action_name") not in _CO_V2_SKIPPED | {None, ""}:
             history += f"  # {event.get('return_value')!s}\n"
         seen.add(event.get("uid"))
@@ -277,4 +275,3 @@ NEMO_FILTERS: dict[str, Callable[..., Any]] = {
     "to_messages_nemollm": to_messages_nemollm,
     "verbose_v1": verbose_v1,
 }
-

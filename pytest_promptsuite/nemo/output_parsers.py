@@ -9,9 +9,6 @@ from collections.abc import Callable
 from pytest_promptsuite.formats.jsonio import encode
 
 
-__all__ = ["NEMO_OUTPUT_PARSERS", "content_safety", "is_content_safe"]
-
-
 def _replace_prefix(text: str, prefix: str, replacement: str) -> str:
     return replacement + text[len(prefix) :].strip() if text.startswith(prefix) else text
 
@@ -74,4 +71,3 @@ NEMO_OUTPUT_PARSERS: dict[str, Callable[[str], str]] = {
     "verbose_v1": verbose_v1,
     "is_content_safe": is_content_safe,
 }
-

@@ -14,8 +14,6 @@ if TYPE_CHECKING:
     from pytest_promptsuite.prompts.output_parsers import OutputParser
 
 
-__all__ = ["NEMO_PREFIX", "pytest_promptsuite_make_jinja_filter", "pytest_promptsuite_make_output_parser"]
-
 #: The prefix under which NeMo prompts ask the hooks for a filter or an output parser.
 NEMO_PREFIX = "nemo."
 

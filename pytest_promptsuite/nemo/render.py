@@ -16,6 +16,7 @@ from pytest_promptsuite.nemo.config import library_prompts
 from pytest_promptsuite.nemo.config import nemo_defaults
 from pytest_promptsuite.nemo.config import read_nemo_config
 from pytest_promptsuite.nemo.plugin import NEMO_PREFIX
+from pytest_promptsuite.prompts.core import Prompt
 from pytest_promptsuite.prompts.fields import TemplateReads
 from pytest_promptsuite.prompts.files.filters import MakeFilter
 from pytest_promptsuite.prompts.files.jinja import sandbox_environment
@@ -25,7 +26,6 @@ from pytest_promptsuite.prompts.prompts_yml import STANDARD
 from pytest_promptsuite.prompts.prompts_yml import prompt_entries
 from pytest_promptsuite.prompts.prompts_yml import read_prompts
 from pytest_promptsuite.prompts.selection import select_nemo_prompt
-from pytest_promptsuite.prompts.task_prompts import Rendered
 from pytest_promptsuite.prompts.task_prompts import TaskPrompt
 from pytest_promptsuite.prompts.task_prompts import compile_prompt
 
@@ -35,29 +35,19 @@ if TYPE_CHECKING:
     from pytest_promptsuite.config.suite import TemplateConfig
 
 
-__all__ = [
-    "DEFAULT_MAX_LENGTH",
-    "NEMO_CONTEXT",
-    "RETRIEVED",
-    "NemoPrompt",
-    "nemo_prompt",
-]
-
 #: NeMo's ``max_length`` of a prompt that sets none (characters).
 DEFAULT_MAX_LENGTH = 16000
-#: What NeMo's runtime computes for a task and a case cannot hold as such (the few-shot examples
-#: and intents it retrieves from the Colang files, the knowledge base's chunks): empty unless the
-#: case's ``vars`` give them, which is also what ``render_task_prompt`` renders without them.
+#: What NeMo's runtime retrieves (few-shot examples, intents, knowledge-base chunks) and a case
+#: cannot hold: empty unless its ``vars`` give them, as ``render_task_prompt`` renders them without.
 RETRIEVED = ("examples", "potential_user_intents", "relevant_chunks")
 #: The variables NeMo's context gives every prompt (``user_input``: the case's last user turn,
 #: as NeMo's actions pass it), possibly empty; a case's ``vars`` override them.
 NEMO_CONTEXT = frozenset(
-    {"history", "general_instructions", "sample_conversation", "sample_conversation_two_turns", "user_input",
-     *RETRIEVED}
-)
+    ("history", "general_instructions", "sample_conversation", "sample_conversation_two_turns", "user_input")
+) | frozenset(RETRIEVED)
 
 
-def _length(prompt: Rendered) -> int:
+def _length(prompt: Prompt) -> int:
     if isinstance(prompt, str):
         return len(prompt)
     return sum(len(str(m.get("content", ""))) + 1 for m in prompt)
@@ -99,7 +89,7 @@ class NemoPrompt:
         """Return the output through the prompt's (NeMo) output parser, else as is."""
         return self.prompt.parse_output(text)
 
-    def render(self, row: Mapping[str, Any]) -> Rendered:
+    def render(self, row: Mapping[str, Any]) -> Prompt:
         """Render what NeMo renders for ``row``: its context, the row's fields over it, ``history``
         the row's events; over ``max_length`` (NeMo's default 16000), drop the oldest events one
         at a time."""
@@ -133,14 +123,15 @@ def _nemo_config(config: SuiteConfig, table: TemplateConfig) -> NemoConfig:
 def nemo_prompt(
     config: SuiteConfig, table: TemplateConfig, *, make_filter: MakeFilter, make_parser: MakeParser
 ) -> NemoPrompt:
-    """Select the NeMo prompt of a ``[template]`` table under NeMo semantics by NeMo's rule, from
-    the library, the config's prompts and ``task_prompts``, for ``prompt_model`` (else the config's
-    model, else ``unknown``), and compile it alone; ConfigError naming the file, line and construct
-    when it does not compile."""
+    """Select by NeMo's rule the prompt of a ``[template]`` table under NeMo semantics (from the
+    library, the config's prompts and ``task_prompts``) and compile it alone; ConfigError naming the
+    file, line and construct when it does not compile."""
     assert table.task is not None
     if table.nemo_config is not None and table.semantics == "promptsuite":
-        raise ConfigError(f"{config.path}: template.nemo_config renders with NeMo's semantics; "
-                          "drop semantics = 'promptsuite' (or nemo_config)")
+        raise ConfigError(
+            f"{config.path}: template.nemo_config renders with NeMo's semantics; "
+            "drop semantics = 'promptsuite' (or nemo_config)"
+        )
     nemo = _nemo_config(config, table)
     library = library_prompts()
     raw = list(library) + list(nemo.prompts)
@@ -154,8 +145,10 @@ def nemo_prompt(
     except ConfigError as exc:
         if library:
             raise
-        raise ConfigError(f"{exc} (NeMo's built-in prompts come from an installed nemoguardrails package; "
-                          "none is installed, so only the config's prompts count)") from exc
+        raise ConfigError(
+            f"{exc} (NeMo's built-in prompts come from an installed nemoguardrails package; "
+            "none is installed, so only the config's prompts count)"
+        ) from exc
     env = sandbox_environment()
     env.keep_trailing_newline = False  # NeMo's Jinja environment drops a template's final newline
 

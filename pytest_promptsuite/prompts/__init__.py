@@ -1,1 +1,1 @@
-"""Stage 2: a case into the prompt that is sent (a string, or chat messages)."""
+"""How a case becomes the prompt that is sent (a string, or chat messages)."""

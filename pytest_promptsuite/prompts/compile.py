@@ -1,17 +1,10 @@
-"""Suites use the engine: a case and its suite's ``[template]`` / ``[model]`` into what is sent.
-
-A variant whose table is a task prompt or a template file sends its prompt source
-(:mod:`.sources`); an infer_cfg table is rendered here. The row of a case (:mod:`.row`) is
-``input`` (also ``question``), each key of ``vars`` at the top level, and ``answer`` (the output
-column, masked in the prompt). The train file gives the ICE rows. The LM
-parser's string goes to completion endpoints (and to chat endpoints as one user message); the API
-parser's messages go to chat endpoints with OpenAI roles. A multi-turn case (``input`` a list) sends
-the requests of its ``infer_mode`` one after the other, each reply feeding the next.
-"""
+"""What each case of a suite sends: its ``[template]`` table (a prompt source, or the infer_cfg engine)
+and its model's meta template."""
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Mapping
 from collections.abc import Sequence
 from pathlib import Path
@@ -40,16 +33,12 @@ from pytest_promptsuite.prompts.sources import PromptSource
 from pytest_promptsuite.prompts.sources import prompt_source
 
 
-__all__ = ["CasePrompts"]
-
 class CasePrompts:
-    """What each case of a suite sends, from its ``[template]`` table and its model's meta template.
+    """What each case of a suite sends, per variant (None: ``[template]`` itself).
 
-    ``variants`` maps a variant name to the ``[template]`` keys it overrides (None unsets a key;
-    :meth:`from_suite` gives each variant's whole table, :meth:`SuiteConfig.template_for`).
-    ``sources`` holds, per variant (None: ``[template]`` itself), the task prompt or template file
-    that replaces the infer_cfg engine. ``models`` gives a variant with a model of its own that
-    model's (meta template, endpoint).
+    ``variants`` maps a variant to the ``[template]`` keys it overrides (None unsets one);
+    ``sources`` holds the variants sent through a prompt source instead of the infer_cfg engine;
+    ``models`` gives a variant with a model of its own that model's (meta template, endpoint).
     """
 
     def __init__(
@@ -63,6 +52,7 @@ class CasePrompts:
         make_retriever: MakeRetriever = builtin_retriever,
         sources: Mapping[str | None, PromptSource] | None = None,
         models: Mapping[str, tuple[Any, str]] | None = None,
+        config: SuiteConfig | None = None,
     ) -> None:
         self.template = {k: v for k, v in (template or {}).items() if v is not None}
         self.meta_template = meta_template
@@ -75,7 +65,7 @@ class CasePrompts:
         self.sources = dict(sources or {})
         self.models = dict(models or {})
         #: The suite config the tables came from (for the lines of their keys), if any.
-        self.config: SuiteConfig | None = None
+        self.config = config
 
     @classmethod
     def from_suite(
@@ -89,13 +79,8 @@ class CasePrompts:
         make_parser: MakeParser = builtin_output_parser,
         variant_settings: Mapping[str, ModelConfig] | None = None,
     ) -> CasePrompts:
-        """The builder of a suite config (None: no config) with the model settings in use.
-
-        The ``make_*`` callables are the plugin's hooks (retrievers, renderers, Jinja filters,
-        output parsers); without them, the built-ins. Each variant's table is a task prompt, a
-        template file or an infer_cfg (:meth:`TemplateConfig.kind`); task prompts and template
-        files are loaded and compiled now, so a mistake in them is a ConfigError before any case runs.
-        """
+        """Build the prompts of a suite config (None: no config) with the model settings in use and
+        the plugin's ``make_*`` hooks; prompt sources compile now, so their mistakes come first."""
         if suite is None:
             return cls(make_retriever=make_retriever)
         settings = settings or suite.model
@@ -105,14 +90,15 @@ class CasePrompts:
         names: list[str | None] = [*suite.variants] or [None]
         tables = {name: suite.template_for(name) for name in names}
         sources: dict[str | None, PromptSource] = {}
+        source_of = functools.partial(
+            prompt_source, suite, make_renderer=make_renderer, make_filter=make_filter, make_parser=make_parser
+        )
         for name, table in tables.items():
-            source = prompt_source(
-                suite, table, model=own[name].spec if name in own else settings.spec,
-                make_renderer=make_renderer, make_filter=make_filter, make_parser=make_parser, variant=name,
-            )
+            model = own[name].spec if name in own else settings.spec
+            source = source_of(table, model=model, variant=name)
             if source is not None:
                 sources[name] = source
-        prompts = cls(
+        return cls(
             dataclasses.asdict(suite.template),
             meta_template=settings.meta_template,
             endpoint=settings.endpoint,
@@ -121,13 +107,12 @@ class CasePrompts:
             make_retriever=make_retriever,
             sources=sources,
             models={name: (s.meta_template, s.endpoint) for name, s in own.items()},
+            config=suite,
         )
-        prompts.config = suite
-        return prompts
 
     def fields(self, variant: str | None = None) -> tuple[list[TemplateReads], frozenset[str]]:
-        """What the prompt of ``variant`` reads, template by template, and its ``[template]
-        optional`` fields; a template that does not compile is an error now (TemplateError)."""
+        """Return what the prompt of ``variant`` reads, template by template, and its ``[template]
+        optional`` fields; TemplateError for a template that does not compile."""
         source = self.sources.get(variant)
         if source is not None:
             return source.fields(), source.optional
@@ -145,14 +130,14 @@ class CasePrompts:
         return setup.fields(where), frozenset(setup.optional)
 
     def params(self, *, variant: str | None = None) -> dict[str, Any]:
-        """Request params the prompt itself sets (a task prompt's ``stop``, ``max_tokens``); they
+        """Return the request params the prompt itself sets (a task prompt's ``stop``); they
         override the model's."""
         source = self.sources.get(variant)
         return source.params if source is not None else {}
 
     def default_params(self, *, variant: str | None = None) -> dict[str, Any]:
-        """Request params the meta template implies (``stop`` at the end of the model's turn, for
-        completions endpoints); the model's own params override them."""
+        """Return the request params the meta template implies (``stop`` at the end of the model's
+        turn, for completions endpoints); the model's own params override them."""
         if variant in self.sources:
             return {}
         try:
@@ -162,17 +147,12 @@ class CasePrompts:
         return {"stop": list(stop)} if stop else {}
 
     def parse_output(self, text: str, *, variant: str | None = None) -> str:
-        """The output the checks see: a task prompt's ``output_parser`` applied to ``text``.
-
-        Raises :class:`~pytest_promptsuite.prompts.output_parsers.OutputParserError`."""
+        """Return the output the checks see: ``text`` through a task prompt's ``output_parser``."""
         source = self.sources.get(variant)
         return source.parse_output(text) if source is not None else text
 
     def train_rows(self) -> list[dict[str, Any]]:
-        """The rows of ``[suite] train`` (read once), the in-context examples' fields."""
-        return self._train_rows()
-
-    def _train_rows(self) -> list[dict[str, Any]]:
+        """Return the rows of ``[suite] train`` (read once), the in-context examples' fields."""
         if self._train is None:
             self._train = load_train_rows(self.train_file) if self.train_file is not None else []
         return self._train
@@ -184,11 +164,7 @@ class CasePrompts:
             try:
                 meta, endpoint = self.models.get(variant or "", (self.meta_template, self.endpoint))
                 self._setups[variant] = InferSetup(
-                    table,
-                    meta=meta,
-                    endpoint=endpoint,
-                    train=self._train_rows,
-                    make_retriever=self.make_retriever,
+                    table, meta=meta, endpoint=endpoint, train=self.train_rows, make_retriever=self.make_retriever
                 )
             except (TemplateError, ConfigError) as exc:
                 self._setups[variant] = TemplateError(str(exc))
@@ -198,7 +174,7 @@ class CasePrompts:
         return setup
 
     def prompt(self, case: PromptCase, *, variant: str | None = None) -> Prompt:
-        """The (first) prompt ``case`` sends."""
+        """Render the (first) prompt ``case`` sends."""
         source = self.sources.get(variant)
         if source is not None:  # one request; a multi-turn case's turns are its ``history``
             return source.prompt(case)
@@ -209,17 +185,15 @@ class CasePrompts:
         return setup.send(conv.request(conv.request_turns()[0]))
 
     def is_ppl(self, *, variant: str | None = None) -> bool:
-        """Whether the variant's cases are scored per label (``[template] inferencer = "ppl"``)."""
+        """Tell whether the variant's cases are scored per label (``[template] inferencer = "ppl"``)."""
         return variant not in self.sources and self._setup(variant).ppl
 
     def label_prompts(self, case: PromptCase, *, variant: str | None = None) -> list[tuple[str, Prompt]]:
-        """The ppl mode: each label and the prompt it scores (:meth:`InferSetup.labels`)."""
+        """Render each label and the prompt it scores (``inferencer = "ppl"``)."""
         return self._setup(variant).labels(case)
 
-    def follow_up(
-        self, case: PromptCase, replies: Sequence[str], *, variant: str | None = None
-    ) -> Prompt | None:
-        """The next prompt of a multi-turn case after ``replies`` (one per request so far), or None."""
+    def follow_up(self, case: PromptCase, replies: Sequence[str], *, variant: str | None = None) -> Prompt | None:
+        """Render the next prompt of a multi-turn case after ``replies`` (one per request so far), or None."""
         if isinstance(case.input, str) or variant in self.sources:
             return None
         setup = self._setup(variant)
@@ -230,8 +204,8 @@ class CasePrompts:
         return setup.send(conv.request(positions[len(replies)], replies))
 
     def known_requests(self, case: PromptCase, *, variant: str | None = None) -> list[Prompt]:
-        """Every request that does not depend on a model reply (all of them but in ``every`` mode;
-        each label's prompt in the ppl mode)."""
+        """Render every request that does not depend on a model reply (all of them but in ``every``
+        mode; each label's prompt in the ppl mode)."""
         if variant not in self.sources and self._setup(variant).ppl:
             return [prompt for _, prompt in self.label_prompts(case, variant=variant)]
         if isinstance(case.input, str) or variant in self.sources:
@@ -242,9 +216,3 @@ class CasePrompts:
         if setup.infer_mode == "every":
             positions = positions[:1]
         return [setup.send(conv.request(p)) for p in positions]
-
-
-def case_prompt(case: PromptCase, prompts: CasePrompts | None = None, *, variant: str | None = None) -> Prompt:
-    """Render the (first) prompt a case sends: with ``prompts`` (a suite's builder) or with no
-    template (the input string; a multi-turn case's first user turn)."""
-    return (prompts or CasePrompts()).prompt(case, variant=variant)

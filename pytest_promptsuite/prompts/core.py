@@ -1,4 +1,4 @@
-"""What the templates stage produces: the ``Prompt`` that is sent, a string or chat messages."""
+"""The prompt a case sends (a string or chat messages), as text and as a hash."""
 
 from __future__ import annotations
 
@@ -8,16 +8,14 @@ from typing import Any
 from typing import Union
 
 
-__all__ = ["Message", "Prompt", "prompt_display", "prompt_hash", "prompt_text"]
-
 #: One chat message with an OpenAI role (``system``, ``user``, ``assistant``, ``tool``).
 Message = dict[str, Any]
-#: What is sent: a string (completion, or one user message on chat endpoints) or chat messages.
+#: A string (a completion, or one user message on chat endpoints) or chat messages.
 Prompt = Union[str, list[Message]]
 
 
 def prompt_text(prompt: Prompt) -> str:
-    """The prompt as one string: itself, or the messages' text contents joined with newlines."""
+    """Return the prompt as one string: itself, or its messages' text joined with newlines."""
     if isinstance(prompt, str):
         return prompt
     parts: list[str] = []
@@ -25,32 +23,29 @@ def prompt_text(prompt: Prompt) -> str:
         content = message.get("content", "")
         if isinstance(content, str):
             parts.append(content)
-        else:  # content parts (multimodal): only the text parts count
+        else:  # multimodal content parts: only the text parts count
             parts.extend(p.get("text", "") for p in content if isinstance(p, dict))
     return "\n".join(parts)
 
 
 def prompt_display(prompt: Any) -> str | None:
-    """What was sent, as readable text for reports: the string, or ``[role] content`` lines for
-    messages (a prompt read back from ``results.jsonl`` may be any JSON value; None stays None)."""
+    """Show a prompt read back from ``results.jsonl`` (any JSON value) as text: the string, or
+    ``[role] content`` lines for messages."""
     if prompt is None:
         return None
     if isinstance(prompt, str):
         return prompt
     if isinstance(prompt, list):
         return "\n".join(
-            f"[{m.get('role', '?')}] {m.get('content', '')}" if isinstance(m, dict) else str(m)
-            for m in prompt
+            f"[{m.get('role', '?')}] {m.get('content', '')}" if isinstance(m, dict) else str(m) for m in prompt
         )
     return json.dumps(prompt, ensure_ascii=False)
 
 
-#: What :func:`prompt_hash` hashes: ``json.dumps(prompt, ensure_ascii=False, sort_keys=True,
-#: separators=(",", ":"))``, with one encoder (``dumps`` with arguments builds one each call).
+# One encoder for every case: json.dumps with arguments builds a new one per call (1 µs a case).
 _HASHED = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
 
 def prompt_hash(prompt: Prompt) -> str:
-    """A short, stable hash of exactly what was sent, so a diff can tell prompt changes apart."""
-    data = _HASHED.encode(prompt)
-    return hashlib.sha256(data.encode("utf-8")).hexdigest()[:12]
+    """Hash exactly what was sent (12 hex digits), so a diff can tell prompt changes apart."""
+    return hashlib.sha256(_HASHED.encode(prompt).encode("utf-8")).hexdigest()[:12]

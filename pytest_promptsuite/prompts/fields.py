@@ -1,21 +1,8 @@
-"""The static prompt check: the fields each template reads against the fields each case provides.
-
-Every kind of prompt says what it reads through a small ``fields`` method (format and delimiter
-placeholders, Jinja's undeclared variables, infer_cfg and multi-turn templates, task prompts);
-:func:`check_fields` compares those reads with the row of every case (:mod:`.row`), so a
-misspelled ``{traveler_tier}`` is one collection error naming the template, its line, the field,
-the nearest field that exists and the cases that lack it, before anything is sent.
-
-The row always provides :data:`ALWAYS`; ``[template] optional`` names more fields a case may leave
-out (they render empty), and a prompt source may provide more names of its own (``provides``: a
-NeMo context's variables, say). A read that a template guards (Jinja's ``is defined``, the
-``default`` filter, a delimiter renderer with ``strict = false``) may be absent too.
-"""
+"""The static prompt check: the fields each template reads against the fields each case provides."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -34,19 +21,6 @@ if TYPE_CHECKING:
     from pytest_promptsuite.cases.case import PromptCase
     from pytest_promptsuite.config.suite import SuiteConfig
 
-
-__all__ = [
-    "ALWAYS",
-    "FieldRead",
-    "FieldReport",
-    "TemplateReads",
-    "check_fields",
-    "jinja_reads",
-    "locate",
-    "placeholder_reads",
-    "shift",
-    "value_reads",
-]
 
 #: Fields every row holds: the input (also ``question``), ``answer`` (empty when the case has
 #: none, blanked where it is the output column) and ``history`` (the case's turns).
@@ -70,22 +44,14 @@ class FieldRead:
     guarded: bool = False
 
 
-def shift(reads: Iterable[FieldRead], offset: int) -> list[FieldRead]:
-    """``reads`` with their lines moved by ``offset`` (a template that starts on a file's line
-    ``offset + 1``); reads of unknown line keep 0."""
-    return [FieldRead(r.name, r.line + offset if r.line else 0, r.guarded) for r in reads]
-
-
 def placeholder_reads(text: str, pattern: re.Pattern[str] = _PLACEHOLDER, *, guarded: bool = False) -> list[FieldRead]:
-    """The ``{name}`` fields of a format template (or ``pattern``'s group 1), each with its line."""
-    return [
-        FieldRead(m.group(1), text.count("\n", 0, m.start()) + 1, guarded) for m in pattern.finditer(text)
-    ]
+    """Return the ``{name}`` fields of a format template (or ``pattern``'s group 1), each with its line."""
+    return [FieldRead(m.group(1), text.count("\n", 0, m.start()) + 1, guarded) for m in pattern.finditer(text)]
 
 
 def value_reads(value: Any) -> list[FieldRead]:
-    """The ``{name}`` fields of every string inside an infer_cfg template value (a string, a
-    dialogue's role items, a label map), lines unknown."""
+    """Return the ``{name}`` fields of every string in an infer_cfg template value (a string, a
+    dialogue, a label map), lines unknown."""
     reads: list[FieldRead] = []
     todo = [value]
     while todo:
@@ -111,12 +77,10 @@ def _guarded_names(tree: nodes.Template) -> set[str]:
 
 
 def jinja_reads(env: Environment, source: str) -> list[FieldRead]:
-    """The variables a Jinja template reads from its context: every name it loads that it never
-    sets itself (``{% set %}``, a loop variable, a macro argument) and that is not one of the
-    environment's globals, each at its first line; guarded ones (``x is defined``,
-    ``x | default('')``) may be absent. Read from the syntax tree alone, so the filters the
-    template uses need not exist yet. Raises jinja2.TemplateSyntaxError for a bad template."""
-    from jinja2 import nodes  # Jinja2 loads with the first Jinja template: start-up stays light
+    """Return the variables a Jinja template reads from its context, each at its first line: names
+    it loads but never sets, minus the environment's globals. Read from the syntax tree, so the
+    filters it uses need not exist yet; jinja2.TemplateSyntaxError for a bad template."""
+    from jinja2 import nodes  # not at start-up: a run without Jinja templates never loads it
 
     tree = env.parse(source)
     names = list(tree.find_all(nodes.Name))
@@ -130,9 +94,8 @@ def jinja_reads(env: Environment, source: str) -> list[FieldRead]:
 
 
 def locate(config: SuiteConfig | None, variant: str | None, message: str, *, own_model: bool = False) -> str:
-    """``message`` (a template problem that names its ``[template]`` or meta template key first,
-    ``template.prompt_template: ...``) prefixed with the config's ``path:line`` of that key as
-    ``variant`` sees it; unchanged without a config file."""
+    """Prefix ``message`` (a template problem naming its key first: ``template.prompt_template: ...``)
+    with the ``path:line`` of that key as ``variant`` sees it; unchanged without a config file."""
     if config is None or config.path is None:
         return message
     head = message.split(":", 1)[0].split(" ", 1)[0]
@@ -147,14 +110,9 @@ def locate(config: SuiteConfig | None, variant: str | None, message: str, *, own
 
 @dataclass(frozen=True)
 class TemplateReads:
-    """What one template of a prompt reads, and where it is written.
-
-    ``path`` and ``line`` place the template (a template file's line 1, the config line of an
-    inline template, a prompt's line in ``prompts.yml``); a read's own line counts from
-    ``line``. ``cases`` says which cases the template renders: ``all``, ``single`` (single-turn
-    cases) or ``multi`` (multi-turn cases). ``reads`` is None when the template cannot say (a
-    plugin's renderer without a ``fields`` method): nothing is checked then.
-    """
+    """What one template of a prompt reads, and where it is written (a read's line counts from
+    ``line``). ``cases`` is ``all``, ``single``, ``multi`` or ``train`` (the train rows); ``reads``
+    is None when the template cannot say (a plugin's renderer without ``fields``)."""
 
     name: str
     reads: tuple[FieldRead, ...] | None
@@ -164,7 +122,7 @@ class TemplateReads:
     provides: frozenset[str] = field(default_factory=frozenset)
 
     def applies_to(self, case: PromptCase) -> bool:
-        """Whether this template renders ``case``."""
+        """Tell whether this template renders ``case``."""
         if self.cases in ("all", "train"):
             return self.cases == "all"
         return (self.cases == "multi") == isinstance(case.input, list)
@@ -172,7 +130,7 @@ class TemplateReads:
 
 @dataclass
 class FieldReport:
-    """What :func:`check_fields` found: problems stop collection, warnings do not; ``read`` holds
+    """What :func:`check_fields` found: problems stop collection, warnings do not; ``read`` is
     every field some template reads (None when a template could not say)."""
 
     problems: list[str] = field(default_factory=list)
@@ -196,8 +154,13 @@ def _cases_text(missing: Sequence[PromptCase]) -> str:
 
 
 def _one_template(
-    template: TemplateReads, cases: Sequence[PromptCase], provided: set[str], optional: frozenset[str],
-    file_shown: str, variant: str | None, display: Any,
+    template: TemplateReads,
+    cases: Sequence[PromptCase],
+    provided: set[str],
+    optional: frozenset[str],
+    file_shown: str,
+    variant: str | None,
+    display: Any,
 ) -> list[str]:
     problems: list[str] = []
     applies = [c for c in cases if template.applies_to(c)]
@@ -220,12 +183,12 @@ def _one_template(
                 f"{where}: {which} reads the field {read.name!r}, which no case of {file_shown} provides"
                 + (f" (did you mean {hint!r}?)" if hint else "")
                 + f"; {len(missing)} case{'s lack' if len(missing) != 1 else ' lacks'} it. Give it in each case's "
-                "\"vars\", or list it in [template] optional to render it empty"
+                '"vars", or list it in [template] optional to render it empty'
             )
         else:
             problems.append(
                 f"{where}: {which} reads the field {read.name!r}, which {len(missing)} of {len(applies)} cases "
-                f"of {file_shown} lack: {_cases_text(missing)}. Give it in their \"vars\", or list it in "
+                f'of {file_shown} lack: {_cases_text(missing)}. Give it in their "vars", or list it in '
                 "[template] optional to render it empty"
             )
     return problems
@@ -234,7 +197,6 @@ def _one_template(
 def _train_problems(
     template: TemplateReads, train: Sequence[Mapping[str, Any]], optional: frozenset[str], display: Any
 ) -> list[str]:
-    """An ICE template's reads against the train rows it renders (one problem per field)."""
     problems = []
     first = {r.name: r for r in reversed(template.reads or ()) if not r.guarded and r.name not in optional}
     for read in reversed(first.values()):
@@ -260,21 +222,18 @@ def check_fields(
     display: Any = str,
     train: Sequence[Mapping[str, Any]] = (),
 ) -> FieldReport:
-    """Compare what every template of every variant reads with what each case of a file
-    provides, and what an ICE template reads with the ``train`` rows. ``templates`` maps a
-    variant (None: no variants) to its templates and its ``[template] optional`` fields. One
-    problem per template and field, never per case; a ``vars`` field no template reads is a
-    warning (when every template could say what it reads)."""
+    """Compare what each template of each variant (None: no variants) reads with what the cases
+    of a file provide, and an ICE template's reads with the ``train`` rows: one problem per
+    template and field; a ``vars`` field that no template reads is a warning."""
     report = FieldReport()
     provided = {name for case in cases for name in case.vars}
     for variant, (reads, optional) in templates.items():
         for template in reads:
-            report.problems.extend(
-                _one_template(template, cases, provided, optional, file_shown, variant, display)
-            )
+            report.problems.extend(_one_template(template, cases, provided, optional, file_shown, variant, display))
             if template.cases == "train" and train:
-                report.problems.extend(p for p in _train_problems(template, train, optional, display)
-                                       if p not in report.problems)
+                report.problems.extend(
+                    p for p in _train_problems(template, train, optional, display) if p not in report.problems
+                )
             if template.reads is None:
                 report.read = None
             elif report.read is not None:

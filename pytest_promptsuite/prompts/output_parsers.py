@@ -1,9 +1,4 @@
-"""Output parsers: a task prompt's ``output_parser`` turns the model's output into what the checks see.
-
-Built-ins: ``strip_prefix`` (``prefix``), ``json`` (the first JSON value in the text), and NeMo
-Guardrails' ``user_intent``, ``bot_intent`` and ``bot_message`` (the prefix goes, the text stays;
-no Colang rewriting). A plugin adds or replaces one with ``pytest_promptsuite_make_output_parser``.
-"""
+"""Output parsers: a task prompt's ``output_parser`` turns the model's output into what the checks see."""
 
 from __future__ import annotations
 
@@ -25,35 +20,18 @@ from pytest_promptsuite.safety.deadline import time_budget
 from pytest_promptsuite.safety.limits import JSON_SEARCH_SECONDS
 
 
-__all__ = [
-    "BUILTIN_OUTPUT_PARSERS",
-    "MakeParser",
-    "OutputParser",
-    "OutputParserError",
-    "builtin_output_parser",
-    "extract_json",
-    "make_output_parser",
-    "parse_output",
-    "split_spec",
-    "strip_prefix",
-]
-
-#: A parser: the model's output in, the text the checks see out (OutputParserError if it cannot).
+#: The model's output in, the text the checks see out (OutputParserError if it cannot).
 OutputParser = Callable[[str], str]
 #: ``make_parser(name, params) -> parser | None`` (``pytest_promptsuite_make_output_parser``).
 MakeParser = Callable[[str, dict[str, Any]], Union[OutputParser, None]]
 
 
 class OutputParserError(PromptSuiteError):
-    """An output parser could not parse a model's output (e.g. ``json`` found no JSON value).
-
-    Not a render error: the model answered, and the answer failed a structural expectation.
-    """
+    """A model's output the parser could not parse: the case fails, it does not error."""
 
 
 def strip_prefix(text: str, prefix: str) -> str:
-    """``text`` without ``prefix`` (after leading whitespace) and the blanks around the rest;
-    unchanged when it does not start with ``prefix``."""
+    """Remove ``prefix`` (after leading blanks) and the blanks around the rest; else keep ``text``."""
     stripped = text.lstrip()
     if stripped.startswith(prefix):
         return stripped[len(prefix) :].strip()
@@ -64,10 +42,9 @@ _FENCE = re.compile(r"```(?:json)?[ \t]*\n(.*?)```", re.DOTALL)
 
 
 def extract_json(text: str) -> str:
-    """The first JSON value in ``text``, exactly as written: the whole text, a fenced
-    ```` ```json ```` block, or the first ``{...}`` / ``[...]`` after some prose."""
-    candidates: list[str] = [text.strip()] + [str(m.group(1)).strip() for m in _FENCE.finditer(text)]
-    for candidate in candidates:
+    """Find the first JSON value in ``text`` as written: the whole text, a fenced ```` ```json ````
+    block, or the first ``{...}`` / ``[...]`` after some prose."""
+    for candidate in [text.strip()] + [str(m.group(1)).strip() for m in _FENCE.finditer(text)]:
         try:
             decode(candidate, strict=False)
         except JsonError:
@@ -99,18 +76,17 @@ def _make_strip_prefix(params: dict[str, Any]) -> OutputParser:
 _PARSERS: dict[str, tuple[Callable[[dict[str, Any]], OutputParser], tuple[str, ...]]] = {
     "strip_prefix": (_make_strip_prefix, ("prefix",)),
     "json": (lambda params: extract_json, ()),
-    # NeMo's names, without their Colang rewriting: the prefix goes, the text stays.
+    # NeMo's names without its Colang rewriting (nemo.output_parsers has that): the prefix goes.
     "user_intent": (lambda params: _prefix_parser("User intent:"), ()),
     "bot_intent": (lambda params: _prefix_parser("Bot intent:"), ()),
     "bot_message": (lambda params: _prefix_parser("Bot message:"), ()),
 }
-#: The names :func:`builtin_output_parser` answers, for error messages.
 BUILTIN_OUTPUT_PARSERS = tuple(_PARSERS)
 
 
 def builtin_output_parser(name: str, params: dict[str, Any]) -> OutputParser | None:
-    """Our output parser ``name`` made with ``params``, or None when ``name`` is not ours; a
-    ConfigError for params it does not take. The built-in answer of the output parser hook."""
+    """Make our output parser ``name`` with ``params`` (None for a name not ours): the built-in
+    answer of ``pytest_promptsuite_make_output_parser``."""
     entry = _PARSERS.get(name)
     if entry is None:
         return None
@@ -120,15 +96,10 @@ def builtin_output_parser(name: str, params: dict[str, Any]) -> OutputParser | N
 
 
 def make_output_parser(spec: Any, *, make: MakeParser = builtin_output_parser) -> OutputParser:
-    """The parser for ``output_parser: NAME`` or ``{type: NAME, ...params}``, made by ``make`` (the
-    hook under pytest, else the built-ins); ConfigError when it makes none."""
+    """Make the parser of ``output_parser: NAME`` or ``{type: NAME, ...params}`` with ``make``
+    (the hook under pytest); ConfigError when it makes none."""
     name, params = split_spec(spec, key="output_parser")
     made = make(name, dict(params))
     if made is None:
         raise unknown_part("output parser", name, BUILTIN_OUTPUT_PARSERS, "pytest_promptsuite_make_output_parser")
     return made
-
-
-def parse_output(spec: Any, text: str, *, make: MakeParser = builtin_output_parser) -> str:
-    """Run the output parser ``spec`` on a model's output (see :func:`make_output_parser`)."""
-    return make_output_parser(spec, make=make)(text)

@@ -1,10 +1,4 @@
-"""Pluggable parts named in a config (renderers, output parsers): how they are written and the
-errors about them.
-
-A part is written ``NAME`` or ``{type = NAME, ...params}``. One lookup, ``make(name, params)``
-(a plugin hook, whose built-in implementation answers our names), makes it; a name is unknown only
-when that lookup returns None.
-"""
+"""Parts a config names as ``NAME`` or ``{type = NAME, ...params}`` (renderers, output parsers)."""
 
 from __future__ import annotations
 
@@ -16,11 +10,8 @@ from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.errors import did_you_mean
 
 
-__all__ = ["check_params", "split_spec", "unknown_part"]
-
-
 def split_spec(spec: Any, *, key: str) -> tuple[str, dict[str, Any]]:
-    """A pluggable part named as ``NAME`` or ``{type: NAME, ...params}``: (name, params)."""
+    """Split ``NAME`` or ``{type: NAME, ...params}`` into (name, params)."""
     if isinstance(spec, str):
         return spec, {}
     if isinstance(spec, Mapping) and isinstance(spec.get("type"), str):
@@ -29,8 +20,7 @@ def split_spec(spec: Any, *, key: str) -> tuple[str, dict[str, Any]]:
 
 
 def unknown_part(kind: str, name: str, builtins: Sequence[str], hook: str) -> ConfigError:
-    """The error for a ``kind`` (``renderer``, ``output parser``) the lookup did not make: the
-    nearest other built-in name, every built-in, and the hook that adds one."""
+    """Make the error for a part no lookup made: the nearest built-in, every built-in, the hook."""
     return ConfigError(
         f"unknown {kind} {name!r}"
         + did_you_mean(name, [b for b in builtins if b != name])
@@ -39,8 +29,7 @@ def unknown_part(kind: str, name: str, builtins: Sequence[str], hook: str) -> Co
 
 
 def check_params(kind: str, name: str, params: Mapping[str, Any], allowed: Sequence[str]) -> None:
-    """Refuse a key of ``params`` that built-in ``kind`` ``name`` does not take (ConfigError with
-    the keys it does take)."""
+    """Refuse a key of ``params`` that the built-in part does not take, listing the ones it does."""
     unknown = [k for k in params if k not in allowed]
     if unknown:
         raise ConfigError(

@@ -1,5 +1,5 @@
-"""Task prompt files in NeMo Guardrails' ``prompts.yml`` layout, read and checked: which files, the
-``path:line`` of each prompt, the shape of each prompt and message (before any template compiles)."""
+"""Task prompt files in NeMo Guardrails' ``prompts.yml`` layout, read and checked (``path:line`` of each
+prompt, the shape of each prompt and message) before any template compiles."""
 
 from __future__ import annotations
 
@@ -18,20 +18,7 @@ from pytest_promptsuite.formats.yamlio import load_yaml
 from pytest_promptsuite.prompts.files.filters import ROLES
 
 
-__all__ = ["MESSAGE_KEYS", "PROMPT_KEYS", "STANDARD", "PromptEntry", "check_message", "check_prompt",
-           "prompt_entries", "prompts_in", "read_prompts", "read_yaml_file", "template_sources"]
-
-PROMPT_KEYS = (
-    "task",
-    "models",
-    "mode",
-    "content",
-    "messages",
-    "max_length",
-    "output_parser",
-    "stop",
-    "max_tokens",
-)
+PROMPT_KEYS = ("task", "models", "mode", "content", "messages", "max_length", "output_parser", "stop", "max_tokens")
 MESSAGE_KEYS = ("type", "content")
 #: The mode of a prompt that names none, and the fallback of every mode.
 STANDARD = "standard"
@@ -62,8 +49,8 @@ def prompt_entries(raw: Sequence[RawPrompt]) -> tuple[PromptEntry, ...]:
 
 
 def read_prompts(path: Path, *, root: Path | None = None) -> list[RawPrompt]:
-    """Read every prompt of a ``prompts.yml`` or of the ``*.yml`` / ``*.yaml`` files under a folder, in
-    order. With ``root``, a file that resolves outside it (a symlink) is refused."""
+    """Read every prompt of a ``prompts.yml``, or of the ``*.yml`` / ``*.yaml`` files under a folder
+    in path order; with ``root``, refuse a file that resolves outside it (a symlink)."""
     if path.is_dir():
         files = sorted(p for p in path.rglob("*") if p.suffix in (".yml", ".yaml") and p.is_file())
         if not files:
@@ -74,7 +61,8 @@ def read_prompts(path: Path, *, root: Path | None = None) -> list[RawPrompt]:
     for file in files:
         if root is not None:
             _inside(file, root)
-        raw.extend(_read_file(file, required=not path.is_dir()))
+        data, node = read_yaml_file(file)
+        raw.extend(prompts_in(data, node, file, required=not path.is_dir()))
     return raw
 
 
@@ -84,26 +72,21 @@ def _inside(file: Path, root: Path) -> None:
         raise ConfigError(f"{file}: points outside the suite's folder {base}")
 
 
-def _read_file(file: Path, *, required: bool) -> list[RawPrompt]:
-    data, node = read_yaml_file(file)
-    return prompts_in(data, node, file, required=required)
-
-
 def read_yaml_file(file: Path) -> tuple[Any, Any]:
-    """Parse a UTF-8 YAML file into its value and node tree (bounded: :func:`load_yaml`); ConfigError
-    naming the file when it cannot be read or parsed."""
+    """Parse a UTF-8 YAML file into its value and node tree; ConfigError naming the file when it
+    cannot be read or parsed."""
     try:
         text = file.read_bytes().decode("utf-8")
     except OSError as exc:
         raise ConfigError(f"{file}: cannot read the file: {exc.strerror}") from exc
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{file}: not UTF-8 text: {exc}") from exc
-    return load_yaml(text, str(file))  # parsed once; aliases, depth and repeated keys bounded
+    return load_yaml(text, str(file))
 
 
 def prompts_in(data: Any, node: Any, file: Path, *, required: bool) -> list[RawPrompt]:
-    """Take the prompts of a parsed file's ``prompts:`` list, each with ``path:line``; a file without
-    one is an error when ``required``, else holds none."""
+    """Take the prompts of a parsed file's ``prompts:`` list, each with its ``path:line``; a file
+    without one is an error when ``required``, else holds none."""
     if not isinstance(data, dict) or "prompts" not in data:
         if required:
             raise ConfigError(f"{file}: has no 'prompts:' list (NeMo Guardrails' prompts.yml layout)")
@@ -132,8 +115,8 @@ def _item_lines(node: Any, count: int) -> list[int]:
 
 
 def template_sources(raw: Sequence[RawPrompt]) -> list[str]:
-    """Collect the text of every template in the prompts (``content`` and each message), to find the
-    filters they use before they compile."""
+    """Collect the text of every template of the prompts, to find the filters they use before they
+    compile."""
     out: list[str] = []
     for entry, _ in raw:
         if isinstance(entry.get("content"), str):
@@ -151,8 +134,7 @@ def _is_count(value: Any) -> bool:
 
 
 def check_prompt(entry: Mapping[str, Any], where: str) -> None:
-    """Refuse a prompt whose keys or values are wrong (ConfigError naming ``where`` and the key);
-    its templates and messages are checked as they compile."""
+    """Refuse a prompt whose keys or values are wrong (ConfigError naming ``where`` and the key)."""
     unknown = [k for k in entry if k not in PROMPT_KEYS]
     if unknown:
         raise ConfigError(f"{where}: unknown key {unknown[0]!r}" + did_you_mean(str(unknown[0]), list(PROMPT_KEYS)))
@@ -182,8 +164,8 @@ def check_prompt(entry: Mapping[str, Any], where: str) -> None:
 
 
 def check_message(message: Any, at: str) -> str | None:
-    """Check one ``messages`` entry and give its OpenAI role (``{type, content}``), or None for a plain string
-    template (which renders to a list of messages); ConfigError naming ``at`` when it is wrong."""
+    """Check one ``messages`` entry and return its OpenAI role, or None for a plain string template
+    (it renders to a list of messages); ConfigError naming ``at`` when it is wrong."""
     if isinstance(message, str):
         return None
     if not isinstance(message, dict):

@@ -1,8 +1,5 @@
-"""Render requests (SPEC §2): one JSON object in, ``{"prompt", "intermediate", "retrieved"}`` out.
-
-This is what ``promptsuite render --request FILE.json`` runs, and how tests drive every stage of the
-engine with one call.
-"""
+"""Render requests: one JSON object in, ``{"prompt", "intermediate", "retrieved"}`` out
+(``promptsuite render --request FILE.json``; docs/templates.md, "Render requests")."""
 
 from __future__ import annotations
 
@@ -26,44 +23,18 @@ from pytest_promptsuite.prompts.opencompass.retrievers import builtin_retriever
 from pytest_promptsuite.prompts.opencompass.template import PromptTemplate
 
 
-__all__ = ["REQUEST_KEYS", "make_template", "render_prompt", "render_request", "render_request_file"]
-
-REQUEST_KEYS = (
-    "prompt_template",
-    "ice_template",
-    "retriever",
-    "ice_examples",
-    "example",
-    "output_column",
-    "gen_field_replace_token",
-    "mode",
-    "label",
-    "meta_template",
-    "parser",
-    "infer_mode",
-    "model_outputs",
-    "prompt_list",
+REQUEST_KEYS = tuple(
+    "prompt_template ice_template retriever ice_examples example output_column gen_field_replace_token mode"
+    " label meta_template parser infer_mode model_outputs prompt_list".split()
 )
 TEMPLATE_KEYS = ("type", "template", "ice_token", "sep_token")
-TEMPLATE_TYPES = {
-    "PromptTemplate": PromptTemplate,
-    "MultiTurnPromptTemplate": MultiTurnPromptTemplate,
-    "MMPromptTemplate": MMPromptTemplate,
-}
-_NOT_WITH_PROMPT_LIST = (
-    "prompt_template",
-    "ice_template",
-    "example",
-    "ice_examples",
-    "retriever",
-    "infer_mode",
-    "model_outputs",
-)
+TEMPLATE_TYPES = {t.__name__: t for t in (PromptTemplate, MultiTurnPromptTemplate, MMPromptTemplate)}
+_NOT_WITH_LIST = tuple("prompt_template ice_template example ice_examples retriever infer_mode model_outputs".split())
 REQUEST_RETRIEVERS = ("ZeroRetriever", "FixKRetriever", "RandomRetriever")
 
 
 def make_template(spec: Any, *, key: str) -> Any:
-    """A template object from ``{"type", "template", "ice_token", "sep_token"}``."""
+    """Make a template from ``{"type", "template", "ice_token", "sep_token"}``."""
     if not isinstance(spec, Mapping):
         raise TemplateError(f"{key} must be an object with a 'template', got {spec!r}")
     unknown = [k for k in spec if k not in TEMPLATE_KEYS]
@@ -71,9 +42,7 @@ def make_template(spec: Any, *, key: str) -> Any:
         raise TemplateError(f"{key}: unknown key {unknown[0]!r} (keys: {', '.join(TEMPLATE_KEYS)})")
     kind = spec.get("type", "PromptTemplate")
     if not isinstance(kind, str) or kind not in TEMPLATE_TYPES:
-        raise TemplateError(
-            f"{key}.type: unknown template type {kind!r} (types: {', '.join(TEMPLATE_TYPES)})"
-        )
+        raise TemplateError(f"{key}.type: unknown template type {kind!r} (types: {', '.join(TEMPLATE_TYPES)})")
     if "template" not in spec:
         raise TemplateError(f"{key}: missing 'template'")
     return TEMPLATE_TYPES[kind](spec["template"], spec.get("ice_token"), spec.get("sep_token"), name=key)
@@ -87,7 +56,7 @@ def _check(request: Any) -> dict[str, Any]:
         raise TemplateError(f"unknown request key {unknown[0]!r} (keys: {', '.join(REQUEST_KEYS)})")
     req = dict(request)
     if "prompt_list" in req:
-        clash = [k for k in _NOT_WITH_PROMPT_LIST if k in req]
+        clash = [k for k in _NOT_WITH_LIST if k in req]
         if clash:
             raise TemplateError(f"request key {clash[0]!r} cannot be combined with 'prompt_list'")
     mode = req.get("mode", "gen")
@@ -99,9 +68,8 @@ def _check(request: Any) -> dict[str, Any]:
     meta = req.get("meta_template")
     if meta is not None and parser is None:
         raise TemplateError("meta_template is given but parser is null: say 'lm' or 'api'")
-    for key in ("output_column",):
-        if req.get(key) is not None and not isinstance(req[key], str):
-            raise TemplateError(f"{key} must be a string or null, got {req[key]!r}")
+    if req.get("output_column") is not None and not isinstance(req["output_column"], str):
+        raise TemplateError(f"output_column must be a string or null, got {req['output_column']!r}")
     if not isinstance(req.get("gen_field_replace_token", ""), str):
         raise TemplateError("gen_field_replace_token must be a string")
     if not isinstance(req.get("ice_examples", []), list):
@@ -110,8 +78,6 @@ def _check(request: Any) -> dict[str, Any]:
 
 
 def _retriever(spec: Any, make: MakeRetriever) -> Retriever:
-    """The request's retriever (one of :data:`REQUEST_RETRIEVERS`, default ZeroRetriever), made by
-    ``make``."""
     if spec is None:
         spec = {"type": "ZeroRetriever"}
     if not isinstance(spec, Mapping):
@@ -126,7 +92,6 @@ def _retriever(spec: Any, make: MakeRetriever) -> Retriever:
 
 
 def _example(req: Mapping[str, Any]) -> Mapping[str, Any]:
-    """The test row of a request (``example``, required, an object)."""
     if "example" not in req:
         raise TemplateError("request key 'example' (the test row) is required")
     example = req["example"]
@@ -136,10 +101,7 @@ def _example(req: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def render_request(request: Any, *, make_retriever: MakeRetriever = builtin_retriever) -> dict[str, Any]:
-    """Render one request (SPEC §2.1) into its response (§2.2); every failure is a TemplateError.
-
-    ``make_retriever`` makes the retriever the request names (the built-ins unless a caller has
-    the plugin hook)."""
+    """Render one request into its response; every failure is a TemplateError."""
     req = _check(request)
     mode = req.get("mode", "gen")
     parser = req.get("parser")
@@ -180,11 +142,9 @@ def render_request(request: Any, *, make_retriever: MakeRetriever = builtin_retr
     for i, row in enumerate(train):
         if not isinstance(row, Mapping):
             raise TemplateError(f"ice_examples[{i}] must be an object, got {type(row).__name__}")
-    intermediate, retrieved = render_prompt(
-        prompt_template, ice_template, retriever, train, example,
-        output_column=output_column, replace_token=replace, mode=mode,
-        label=req.get("label"), has_label="label" in req,
-    )
+    options: dict[str, Any] = {"output_column": output_column, "replace_token": replace, "mode": mode}
+    options.update(label=req.get("label"), has_label="label" in req)
+    intermediate, retrieved = render_prompt(prompt_template, ice_template, retriever, train, example, **options)
     prompt = parse(intermediate, parser=parser, meta=meta, mode=mode)
     return {"prompt": to_json(prompt), "intermediate": to_json(intermediate), "retrieved": retrieved}
 
@@ -192,7 +152,7 @@ def render_request(request: Any, *, make_retriever: MakeRetriever = builtin_retr
 def choose_prompt_template(
     prompt_template: PromptTemplate | None, ice_template: PromptTemplate | None
 ) -> PromptTemplate:
-    """Which template renders the prompt (§6.3)."""
+    """Return the template that renders the prompt: the prompt template, else the ice template."""
     if prompt_template is None and ice_template is None:
         raise TemplateError(
             "no template: give prompt_template (and ice_template for examples); "
@@ -225,32 +185,26 @@ def render_prompt(
     has_label: bool = True,
     indices: list[int] | None = None,
 ) -> tuple[Any, list[int]]:
-    """The intermediate of one test row, and the train indices used (§1 steps 1-3)."""
+    """Render the intermediate of one test row (examples retrieved, template filled) and return it
+    with the train indices used."""
     chosen = choose_prompt_template(prompt_template, ice_template)
     if indices is None:
         indices = retriever.retrieve(train, [example], output_column=output_column)[0]
-    ice_tpl = ice_template
     separator, eos = retriever.ice_separator, retriever.ice_eos_token
-    if ice_tpl is not None and ice_tpl.kind == "dialogue":  # OpenCompass: only a dialogue, not a label map
+    if ice_template is not None and ice_template.kind == "dialogue":  # OpenCompass: a dialogue, not a label map
         separator, eos = "", ""
-    ice = build_ice(indices, train, ice_tpl, output_column=output_column, separator=separator, eos=eos)
+    ice = build_ice(indices, train, ice_template, output_column=output_column, separator=separator, eos=eos)
     if mode == "ppl":
         if chosen.kind == "labels" and not has_label:
             raise TemplateError("mode 'ppl' with a label map needs the request key 'label'")
         intermediate = chosen.label_prompt(example, label, ice)
     else:
-        intermediate = chosen.gen_prompt(
-            example, ice, output_column=output_column, replace_token=replace_token
-        )
+        intermediate = chosen.gen_prompt(example, ice, output_column=output_column, replace_token=replace_token)
     return intermediate, list(indices)
 
 
 def _render_multiturn(
-    req: dict[str, Any],
-    template: MultiTurnPromptTemplate,
-    example: Mapping[str, Any],
-    meta: Any,
-    parser: str | None,
+    req: dict[str, Any], template: MultiTurnPromptTemplate, example: Mapping[str, Any], meta: Any, parser: str | None
 ) -> dict[str, Any]:
     outputs = req.get("model_outputs", [])
     if not isinstance(outputs, list) or not all(o is None or isinstance(o, str) for o in outputs):
@@ -271,8 +225,7 @@ def _render_multiturn(
         if infer_mode == "every":
             if k >= len(outputs):
                 raise TemplateError(
-                    f"model_outputs has {len(outputs)} replies but request {k + 2} needs the reply "
-                    f"to request {k + 1}"
+                    f"model_outputs has {len(outputs)} replies but request {k + 2} needs the reply to request {k + 1}"
                 )
             if outputs[k] is None:
                 break
@@ -283,10 +236,8 @@ def _render_multiturn(
 
 
 def render_request_file(path: str) -> tuple[int, dict[str, Any]]:
-    """``promptsuite render --request PATH``: (exit status, the JSON object to print).
-
-    A user error gives status 1 and ``{"error": {"type", "message"}}``; never a traceback.
-    """
+    """Run ``promptsuite render --request PATH``: return the exit status and the JSON object to
+    print (status 1 and ``{"error": {"type", "message"}}`` for a user error)."""
     try:
         with open(path, "rb") as fp:
             request = decode(fp.read().decode("utf-8-sig"))

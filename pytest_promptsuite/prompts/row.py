@@ -1,10 +1,4 @@
-"""What a template can read: the row of a case, and the rows of the train file.
-
-Every template of a suite (infer_cfg templates, task prompts, template files) fills from the same
-row: ``input`` (also ``question``), each key of ``vars`` at the top level, ``answer`` (empty when
-the case has none) and ``history``, the case's turns as chat messages. A train row (an
-in-context example) has the same shape.
-"""
+"""The row a template fills from: a case's fields, or a train row's (an in-context example)."""
 
 from __future__ import annotations
 
@@ -16,13 +10,9 @@ from pytest_promptsuite.errors import TemplateError
 from pytest_promptsuite.formats.jsonio import read_jsonl
 
 
-__all__ = ["case_row", "history_of", "load_train_rows", "task_row"]
-
-
 def case_row(case: PromptCase) -> dict[str, Any]:
-    """The row a case fills templates with: ``input``, ``question``, the ``vars``, ``answer``
-    (empty when the case has none) and ``history`` (:func:`history_of`): the fields every row
-    provides, whatever the case (:data:`.fields.ALWAYS`)."""
+    """Return the row every template of a case fills from: ``input`` (also ``question``), the
+    ``vars``, ``answer`` (empty when the case has none) and ``history`` (:func:`history_of`)."""
     row: dict[str, Any] = {"input": case.input, "question": case.input}
     row.update(case.vars)
     row["answer"] = case.answer if case.answer is not None else ""
@@ -31,9 +21,8 @@ def case_row(case: PromptCase) -> dict[str, Any]:
 
 
 def history_of(case: PromptCase) -> list[dict[str, Any]]:
-    """A case's turns as ``{"role", "content"}``: each user turn, followed by the answer of the
-    same index when ``answer`` is a list (the ground truth of the earlier turns); the last user
-    turn is the last message. A single-turn case's history is its one user message."""
+    """Return a case's turns as ``{"role", "content"}`` messages: each user turn, followed by the
+    answer of the same index when ``answer`` is a list; the last user turn comes last."""
     turns = case.input if isinstance(case.input, list) else [case.input]
     answers = case.answer if isinstance(case.answer, list) and isinstance(case.input, list) else []
     history: list[dict[str, Any]] = []
@@ -42,12 +31,6 @@ def history_of(case: PromptCase) -> list[dict[str, Any]]:
         if i < len(turns) - 1 and i < len(answers):
             history.append({"role": "assistant", "content": answers[i]})
     return history
-
-
-def task_row(case: PromptCase) -> dict[str, Any]:
-    """The row task prompts and string templates fill from: :func:`case_row`, so every template
-    sees the same fields."""
-    return case_row(case)
 
 
 def _train_row(obj: Any, where: str) -> dict[str, Any]:
@@ -63,7 +46,7 @@ def _train_row(obj: Any, where: str) -> dict[str, Any]:
 
 
 def load_train_rows(path: Path) -> list[dict[str, Any]]:
-    """The train rows of a JSONL file (blank lines skipped); ``vars`` are lifted to the top level."""
+    """Read the train rows of a JSONL file (``[suite] train``), their ``vars`` lifted to the top."""
     try:
         data = path.read_bytes()
     except OSError as exc:

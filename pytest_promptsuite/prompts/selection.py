@@ -1,5 +1,5 @@
-"""Which prompt of a ``prompts.yml`` a task uses: our rule and NeMo Guardrails' rule, side by side,
-each a score over the task's prompts; the highest wins, the last in file order among equals."""
+"""Which prompt of a ``prompts.yml`` a task uses, by our rule or by NeMo Guardrails' rule: each scores
+the task's prompts and the highest wins, the last in file order among equals."""
 
 from __future__ import annotations
 
@@ -11,9 +11,6 @@ from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.errors import did_you_mean
 from pytest_promptsuite.prompts.prompts_yml import STANDARD
 from pytest_promptsuite.prompts.prompts_yml import PromptEntry
-
-
-__all__ = ["nemo_score", "promptsuite_score", "select_nemo_prompt", "select_prompt"]
 
 
 def _best(entries: Sequence[PromptEntry], task: str, score: Callable[[PromptEntry], Any]) -> PromptEntry | None:
@@ -98,9 +95,8 @@ def _nemo_model_score(models: Sequence[str], model: str) -> float:
 
 def nemo_score(entry: PromptEntry, model: str, mode: str) -> float | None:
     """Score ``entry`` as NeMo's ``get_prompt`` does for ``model`` (``engine/model``): 1 exact, 0.8
-    the model part, 0.5 the engine, 0.4 a substring, 0.2 no ``models``, else 0 (which still wins
-    when nothing scores more); halved for a ``standard`` prompt in another mode; None for a prompt
-    of another mode."""
+    the model part, 0.5 the engine, 0.4 a substring, 0.2 no ``models``, else 0; halved for a
+    ``standard`` prompt in another mode; None for a prompt of another mode."""
     score = _nemo_model_score(entry.models, model)
     if entry.mode == mode:
         return score

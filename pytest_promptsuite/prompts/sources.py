@@ -1,5 +1,5 @@
-"""Prompt sources: what a case sends when its ``[template]`` table is a task prompt (ours, or NeMo's
-semantics) or a template file, loaded and compiled when made so a mistake is a ConfigError early."""
+"""Prompt sources: what a case sends when its ``[template]`` table is a task prompt (ours or NeMo's)
+or a template file, loaded and compiled when made so that a mistake is an early ConfigError."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from pytest_promptsuite.prompts.files.renderers import builtin_renderer
 from pytest_promptsuite.prompts.files.renderers import get_renderer
 from pytest_promptsuite.prompts.output_parsers import MakeParser
 from pytest_promptsuite.prompts.output_parsers import builtin_output_parser
-from pytest_promptsuite.prompts.row import task_row
+from pytest_promptsuite.prompts.row import case_row
 
 
 if TYPE_CHECKING:
@@ -36,23 +36,14 @@ if TYPE_CHECKING:
     from pytest_promptsuite.prompts.task_prompts import TaskPrompt
 
 
-__all__ = ["PromptSource", "StringTemplate", "load_template_file", "prompt_source", "string_template"]
-
-
 def load_template_file(config: SuiteConfig, relative: str, *, key: str = "template.template_file") -> str:
-    """Read the text of ``template_file = RELATIVE``, byte for byte (UTF-8, no newline translation).
-
-    The path is resolved against the config's folder with links followed, and must stay inside
-    it (ConfigError otherwise, from :meth:`SuiteConfig.resolve`); ``key`` is the setting that
-    named it (``variants.v1.template_file``), whose line every error names.
-    """
+    """Read ``template_file = RELATIVE`` (inside the config's folder) byte for byte as UTF-8; errors
+    name the line of ``key``, the setting that named it (``variants.v1.template_file``)."""
     path = config.resolve(relative, key=key)
     try:
         data = path.read_bytes()
     except OSError as exc:
-        raise ConfigError(
-            f"{config.where(key)}: {key} = {relative!r}: cannot read {path}: {exc.strerror}"
-        ) from exc
+        raise ConfigError(f"{config.where(key)}: {key} = {relative!r}: cannot read {path}: {exc.strerror}") from exc
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -78,8 +69,8 @@ class StringTemplate:
             raise TemplateError(f"{self.name}: {exc}") from exc
 
     def fields(self) -> TemplateReads:
-        """Say what the template reads, as its renderer says (None from a renderer without a
-        ``fields`` method); a syntax error or unknown filter is a ConfigError naming the file."""
+        """Return what the template reads, as its renderer says (None from a renderer without
+        ``fields``); a syntax error or an unknown filter is a ConfigError naming the file."""
         path, line = self.origin
         reads = getattr(self.renderer, "fields", None)
         try:  # a renderer's syntax errors are TemplateErrors (the jinja one compiles first)
@@ -98,10 +89,8 @@ def string_template(
     make_filter: MakeFilter = builtin_filter,
     variant: str | None = None,
 ) -> StringTemplate | None:
-    """Make the ``template_file`` (or an inline ``template`` string) of a template table with its
-    ``renderer``; None when the table is not of the template-file kind. ``template`` defaults to
-    ``config.template``; ``make`` and ``make_filter`` are the renderer and Jinja filter lookups;
-    ``variant`` names the table in messages (``variants.v1.template_file``, with its line)."""
+    """Make the ``template_file`` (or inline ``template``) of a template table with its ``renderer``,
+    None for a table of another kind; ``variant`` names the table in messages."""
     table = template if template is not None else config.template
 
     def where(key: str) -> str:
@@ -131,8 +120,8 @@ def string_template(
 
 @dataclass(frozen=True)
 class PromptSource:
-    """What each case sends when its ``[template]`` table (after the variant) uses a task prompt
-    or a string template: one of the two is set."""
+    """What each case sends when its ``[template]`` table is a task prompt or a string template
+    (one of the two is set)."""
 
     task_prompt: TaskPrompt | NemoPrompt | None = None
     string: StringTemplate | None = None
@@ -142,16 +131,16 @@ class PromptSource:
     provides: frozenset[str] = field(default_factory=frozenset)
 
     def fields(self) -> list[TemplateReads]:
-        """Say what this source's template reads (the static check compares it with each case)."""
+        """Return what this source's template reads, for the static check."""
         if self.string is not None:
             return [replace(self.string.fields(), provides=self.provides)]
         assert self.task_prompt is not None
         return [self.task_prompt.template_reads(self.provides)]
 
     def prompt(self, case: PromptCase) -> Prompt:
-        """Render the prompt of ``case``: a string, or OpenAI-role messages (task prompts' ``messages``).
-        TemplateError (naming the prompt or file, and the variable) when it does not render."""
-        row = task_row(case)
+        """Render the prompt of ``case``: a string, or messages; TemplateError naming the prompt or
+        file and the variable when it does not render."""
+        row = case_row(case)
         for name in self.optional:
             row.setdefault(name, "")
         if self.task_prompt is not None:
@@ -161,12 +150,11 @@ class PromptSource:
 
     @property
     def params(self) -> dict[str, Any]:
-        """Give the request params the task prompt sets (``stop``, ``max_tokens``); merge over the model's."""
+        """Request params the task prompt sets (``stop``, ``max_tokens``), over the model's."""
         return self.task_prompt.params if self.task_prompt is not None else {}
 
     def parse_output(self, text: str) -> str:
-        """Return the output the checks see (the task prompt's ``output_parser``); may raise
-        :class:`OutputParserError`, which should fail the case, not error it."""
+        """Return the output the checks see (through the task prompt's ``output_parser``)."""
         return self.task_prompt.parse_output(text) if self.task_prompt is not None else text
 
 
@@ -180,15 +168,9 @@ def prompt_source(
     make_parser: MakeParser = builtin_output_parser,
     variant: str | None = None,
 ) -> PromptSource | None:
-    """Make the prompt source of a ``[template]`` table (default ``config.template``; pass
-    :meth:`SuiteConfig.template_for` for a variant, and its name as ``variant`` so messages name
-    its lines), or None when it is an infer_cfg (the :class:`CasePrompts` engine's business).
-    ConfigError when it mixes kinds.
-
-    Loads and compiles everything now, so any mistake is a ConfigError before a case runs; the
-    task prompt is selected for ``table.prompt_model``, else ``model`` (the model's spec), and
-    ``table.mode``; under NeMo semantics by NeMo's rules (:mod:`.nemo`).
-    """
+    """Make the prompt source of a ``[template]`` table (a variant's, named by ``variant``), None
+    for an infer_cfg table; the task prompt is selected for ``prompt_model``, else ``model``.
+    Loads and compiles everything now: any mistake is a ConfigError before a case runs."""
     table = table if table is not None else config.template
 
     def where(key: str) -> str:
@@ -199,7 +181,7 @@ def prompt_source(
         from pytest_promptsuite.prompts.task_prompts import load_task_prompts  # YAML and Jinja2 load here
 
         if (table.nemo_config is not None or table.semantics == "nemo") and table.task is not None:
-            from pytest_promptsuite.nemo.render import nemo_prompt  # NeMo's semantics: keys of our [template]
+            from pytest_promptsuite.nemo.render import nemo_prompt
 
             nemo = nemo_prompt(config, table, make_filter=make_filter, make_parser=make_parser)
             return PromptSource(task_prompt=nemo, optional=optional, provides=nemo.provides)
@@ -211,9 +193,7 @@ def prompt_source(
             raise ConfigError(f"{config.where(key)}: {key} = {table.task_prompts!r}: no such file or folder")
         if table.prompt_model is not None:
             model = table.prompt_model
-        prompts = load_task_prompts(
-            config, table.task_prompts, make_filter=make_filter, make_parser=make_parser
-        )
+        prompts = load_task_prompts(config, table.task_prompts, make_filter=make_filter, make_parser=make_parser)
         try:
             chosen = prompts.select(table.task, model, table.mode)
         except ConfigError as exc:

@@ -1,5 +1,5 @@
 """Task prompts in NeMo Guardrails' ``prompts.yml`` layout under our semantics: each prompt compiled
-in the Jinja sandbox when selected, rendered from a case's row within its ``max_length``."""
+in the Jinja sandbox when selected, and rendered from a case's row within its ``max_length``."""
 
 from __future__ import annotations
 
@@ -10,13 +10,14 @@ from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING
 from typing import Any
-from typing import Union
 
 import jinja2
 from jinja2.sandbox import SandboxedEnvironment
 
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.errors import TemplateError
+from pytest_promptsuite.prompts.core import Message
+from pytest_promptsuite.prompts.core import Prompt
 from pytest_promptsuite.prompts.fields import TemplateReads
 from pytest_promptsuite.prompts.fields import jinja_reads
 from pytest_promptsuite.prompts.files.filters import ROLES
@@ -30,7 +31,6 @@ from pytest_promptsuite.prompts.files.jinja import render_template
 from pytest_promptsuite.prompts.files.jinja import sandbox_environment
 from pytest_promptsuite.prompts.output_parsers import MakeParser
 from pytest_promptsuite.prompts.output_parsers import OutputParser
-from pytest_promptsuite.prompts.output_parsers import OutputParserError
 from pytest_promptsuite.prompts.output_parsers import builtin_output_parser
 from pytest_promptsuite.prompts.output_parsers import make_output_parser
 from pytest_promptsuite.prompts.prompts_yml import STANDARD
@@ -46,20 +46,6 @@ if TYPE_CHECKING:
     from pytest_promptsuite.config.suite import SuiteConfig
 
 
-__all__ = [
-    "MessageTemplate",
-    "OutputParserError",
-    "TaskPrompt",
-    "TaskPrompts",
-    "compile_prompt",
-    "load_task_prompts",
-    "prompt_length",
-]
-
-Message = dict[str, Any]
-Rendered = Union[str, list[Message]]
-
-
 @dataclass(frozen=True)
 class MessageTemplate:
     """One entry of ``messages``: a role and its content template, or (``role`` None) a plain
@@ -72,14 +58,13 @@ class MessageTemplate:
 
 @dataclass(frozen=True)
 class TaskPrompt:
-    """One compiled prompt of a ``prompts.yml``: where it was written, what it selects on, its
-    templates and output parser."""
+    """One compiled prompt of a ``prompts.yml``: where it was written (``path:line``, named by every
+    error), what it is selected on, its templates and output parser."""
 
     task: str
     models: tuple[str, ...]
     mode: str
     where: str
-    """``path:line`` of the prompt, used in every error message."""
     content: jinja2.Template | None = field(default=None, repr=False, compare=False)
     messages: tuple[MessageTemplate, ...] | None = None
     max_length: int | None = None
@@ -89,8 +74,8 @@ class TaskPrompt:
     content_source: str | None = field(default=None, repr=False, compare=False)
 
     def template_reads(self, provides: frozenset[str] = frozenset()) -> TemplateReads:
-        """Say which variables the prompt's templates read, at its ``path:line``, for the static
-        field check; ``provides`` are names the renderer gives itself."""
+        """Return the variables the prompt's templates read, for the static check; ``provides``
+        are names the renderer gives itself."""
         env = sandbox_environment()
         sources = [self.content_source] if self.content_source is not None else []
         sources += [m.source for m in self.messages or ()]
@@ -101,12 +86,12 @@ class TaskPrompt:
 
     @property
     def name(self) -> str:
-        """Name this prompt in errors: ``prompts.yml:12 (task 'general', mode 'standard')``."""
+        """This prompt's name in errors: ``prompts.yml:12 (task 'general', mode 'standard')``."""
         return f"{self.where} (task {self.task!r}, mode {self.mode!r})"
 
     @property
     def params(self) -> dict[str, Any]:
-        """Give the request params the prompt sets (``stop``, ``max_tokens``), to merge into the model's."""
+        """Request params the prompt sets (``stop``, ``max_tokens``), over the model's."""
         out: dict[str, Any] = {}
         if self.stop is not None:
             out["stop"] = list(self.stop)
@@ -114,8 +99,8 @@ class TaskPrompt:
             out["max_tokens"] = self.max_tokens
         return out
 
-    def render_once(self, row: Mapping[str, Any]) -> Rendered:
-        """Render the prompt for ``row`` as the templates render it (no ``max_length`` applied)."""
+    def render_once(self, row: Mapping[str, Any]) -> Prompt:
+        """Render the prompt for ``row`` as its templates do, no ``max_length`` applied."""
         if self.content is not None:
             return render_template(self.content, row, self.name)
         messages: list[Message] = []
@@ -128,13 +113,9 @@ class TaskPrompt:
                 messages.append({"role": entry.role, "content": text})
         return messages
 
-    def render(self, row: Mapping[str, Any], *, max_length: int | None = None) -> Rendered:
-        """Render the prompt for ``row``: a string (``content``) or OpenAI-role messages (``messages``).
-
-        ``max_length`` (else the prompt's own) is a budget in characters (of the string, or of
-        the messages' contents summed); over it, the oldest turns of ``row['history']`` are
-        dropped one whole turn at a time until it fits. Raises TemplateError naming the prompt.
-        """
+    def render(self, row: Mapping[str, Any], *, max_length: int | None = None) -> Prompt:
+        """Render the prompt for ``row`` (a string, or messages) within ``max_length`` characters
+        (else the prompt's own), dropping the oldest turns of ``row['history']`` until it fits."""
         budget = max_length if max_length is not None else self.max_length
         prompt = self.render_once(row)
         if budget is None or prompt_length(prompt) <= budget:
@@ -148,14 +129,10 @@ class TaskPrompt:
             prompt = self.render_once({**row, "history": shorter})
             if prompt_length(prompt) <= budget:
                 return prompt
+        dropped = f" even with the {droppable} oldest turn(s) of history dropped" if droppable else ""
         raise TemplateError(
-            f"{self.name}: the prompt is {prompt_length(prompt)} characters, over max_length "
-            f"{budget}"
-            + (
-                f" even with the {droppable} oldest turn(s) of history dropped"
-                if droppable
-                else " and it has no history turns to drop"
-            )
+            f"{self.name}: the prompt is {prompt_length(prompt)} characters, over max_length {budget}"
+            + (dropped or " and it has no history turns to drop")
             + "; raise max_length or shorten the template"
         )
 
@@ -164,7 +141,7 @@ class TaskPrompt:
         return self.output_parser(text) if self.output_parser is not None else text
 
 
-def prompt_length(prompt: Rendered) -> int:
+def prompt_length(prompt: Prompt) -> int:
     """Count the characters of a prompt: the string's, or the sum of the messages' contents."""
     if isinstance(prompt, str):
         return len(prompt)
@@ -210,12 +187,8 @@ class TaskPrompts:
         make_filter: MakeFilter = builtin_filter,
         make_parser: MakeParser = builtin_output_parser,
     ) -> TaskPrompts:
-        """Load a ``prompts.yml`` or every ``*.yml``/``*.yaml`` under a folder (sorted by path;
-        files without a ``prompts`` key are skipped there). Every prompt's keys are checked now;
-        a prompt's templates compile and its output parser is made only when it is selected, so
-        a construct one prompt lacks support for blocks no other. With ``root``, a file that
-        resolves outside it (a symlink) is refused. ``make_filter`` and ``make_parser`` look up
-        Jinja filters and output parsers (the hooks under pytest)."""
+        """Load a ``prompts.yml``, or every ``*.yml``/``*.yaml`` under a folder: every prompt's keys
+        are checked now, its templates and output parser only when it is selected."""
         path = Path(path)
         entries = prompt_entries(read_prompts(path, root=root))
         return cls(entries, str(path), sandbox_environment(), make_filter, make_parser)
@@ -233,16 +206,15 @@ class TaskPrompts:
 
     def select(self, task: str, model: str | None = None, mode: str | None = None) -> TaskPrompt:
         """Pick and compile the prompt for ``task`` on ``model`` in ``mode`` (default ``standard``)
-        by our rule (:func:`~pytest_promptsuite.prompts.selection.select_prompt`)."""
+        by our rule."""
         return self.compiled(select_prompt(self.entries, task, model, mode or STANDARD, self.source))
 
 
 def compile_prompt(
     entry: PromptEntry, env: SandboxedEnvironment, make_filter: MakeFilter, make_parser: MakeParser
 ) -> TaskPrompt:
-    """Compile one prompt in ``env`` with the filters it uses (asked of ``make_filter``) and its
-    output parser (asked of ``make_parser``); a ConfigError names ``path:line``, the task and the
-    construct (the unknown filter or output parser, the syntax error)."""
+    """Compile one prompt in ``env`` with the filters it uses and its output parser; a ConfigError
+    names ``path:line``, the task and the construct (an unknown filter or parser, a syntax error)."""
     install_filters(env, template_sources([(dict(entry.raw), entry.where)]), make_filter)
     return _build(dict(entry.raw), entry.where, env, make_parser)
 
@@ -280,9 +252,7 @@ def _build(entry: dict[str, Any], where: str, env: SandboxedEnvironment, make_pa
     )
 
 
-def _build_messages(
-    value: list[Any], where: str, name: str, env: SandboxedEnvironment
-) -> tuple[MessageTemplate, ...]:
+def _build_messages(value: list[Any], where: str, name: str, env: SandboxedEnvironment) -> tuple[MessageTemplate, ...]:
     out = []
     for i, m in enumerate(value):
         role = check_message(m, f"{where}: messages[{i}]")
@@ -298,8 +268,7 @@ def load_task_prompts(
     make_filter: MakeFilter = builtin_filter,
     make_parser: MakeParser = builtin_output_parser,
 ) -> TaskPrompts:
-    """Load ``[template] task_prompts = RELATIVE`` of a suite config: a file or folder inside the
-    config's folder (resolved with links followed; anything outside is a ConfigError)."""
+    """Load ``[template] task_prompts = RELATIVE``: a file or folder inside the config's folder."""
     path = config.resolve(relative, key="template.task_prompts")
     if not path.exists():
         raise ConfigError(f"{config.path}: template.task_prompts = {relative!r}: no such file or folder")

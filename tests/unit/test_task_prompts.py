@@ -19,8 +19,7 @@ from pytest_promptsuite.models.fake import FakeModel
 from pytest_promptsuite.prompts.output_parsers import OutputParserError
 from pytest_promptsuite.prompts.output_parsers import builtin_output_parser
 from pytest_promptsuite.prompts.output_parsers import make_output_parser
-from pytest_promptsuite.prompts.output_parsers import parse_output
-from pytest_promptsuite.prompts.row import task_row
+from pytest_promptsuite.prompts.row import case_row
 from pytest_promptsuite.prompts.sources import prompt_source
 from pytest_promptsuite.prompts.task_prompts import TaskPrompts
 from pytest_promptsuite.prompts.task_prompts import load_task_prompts
@@ -442,12 +441,12 @@ class TestOutputParsers:
              "json-after-prose", "json-fenced", "json-array"],
     )
     def test_builtin(self, spec: Any, text: str, expected: str) -> None:
-        assert parse_output(spec, text) == expected
+        assert make_output_parser(spec)(text) == expected
 
     def test_json_without_json_fails_clearly(self) -> None:
         message = "output parser 'json': no JSON value in the output 'no json {here'"
         with pytest.raises(OutputParserError, match=message):
-            parse_output("json", "no json {here")
+            make_output_parser("json")("no json {here")
 
     def test_registered_parser_wins(self) -> None:
         def make(name: str, params: dict[str, Any]) -> Any:  # a conftest's hook, then the built-in one
@@ -457,9 +456,9 @@ class TestOutputParsers:
                 return lambda text: "mine"
             return builtin_output_parser(name, params)
 
-        assert parse_output("first_line", "a\nb", make=make) == "a"
-        assert parse_output("json", "{}", make=make) == "mine"
-        assert parse_output("bot_message", "Bot message: x", make=make) == "x"
+        assert make_output_parser("first_line", make=make)("a\nb") == "a"
+        assert make_output_parser("json", make=make)("{}") == "mine"
+        assert make_output_parser("bot_message", make=make)("Bot message: x") == "x"
 
     def test_unknown_key_of_a_parser(self) -> None:
         message = r"output parser 'json': unknown key 'strict' \(it takes none\)"
@@ -482,13 +481,13 @@ class TestOutputParsers:
 class TestTaskRow:
     def test_single_turn(self) -> None:
         case = PromptCase(case_id="c", input="hi", slice="s", vars={"name": "Ada"}, answer="x")
-        row = task_row(case)
+        row = case_row(case)
         assert row["input"] == "hi" and row["name"] == "Ada" and row["answer"] == "x"
         assert row["history"] == [{"role": "user", "content": "hi"}]
 
     def test_multi_turn_interleaves_answers(self) -> None:
         case = PromptCase(case_id="c", input=["q1", "q2", "q3"], slice="s", answer=["a1", "a2", "a3"])
-        assert task_row(case)["history"] == [
+        assert case_row(case)["history"] == [
             {"role": "user", "content": "q1"}, {"role": "assistant", "content": "a1"},
             {"role": "user", "content": "q2"}, {"role": "assistant", "content": "a2"},
             {"role": "user", "content": "q3"},
@@ -496,7 +495,7 @@ class TestTaskRow:
 
     def test_multi_turn_without_answers(self) -> None:
         case = PromptCase(case_id="c", input=["q1", "q2"], slice="s")
-        assert [m["role"] for m in task_row(case)["history"]] == ["user", "user"]
+        assert [m["role"] for m in case_row(case)["history"]] == ["user", "user"]
 
 
 class TestSupportBotExample:

@@ -13,7 +13,6 @@ from pytest_promptsuite.cases.case import load_cases
 from pytest_promptsuite.config.suite import load_config
 from pytest_promptsuite.errors import TemplateError
 from pytest_promptsuite.prompts.compile import CasePrompts
-from pytest_promptsuite.prompts.compile import case_prompt
 from pytest_promptsuite.prompts.row import case_row
 
 
@@ -43,7 +42,7 @@ def test_row_always_has_answer_and_history() -> None:
 
 
 def test_no_template_no_meta_sends_the_input_as_is() -> None:
-    assert case_prompt(case(input="hello {answer}", answer="x")) == "hello {answer}"
+    assert CasePrompts().prompt(case(input="hello {answer}", answer="x")) == "hello {answer}"
     assert CasePrompts(endpoint="completions").prompt(case()) == "hi"
 
 

@@ -1,5 +1,5 @@
-"""The built-in Jinja filters of task prompts and ``jinja`` templates (history filters, NeMo's
-``indent``), the turns of a history (a list of messages, or NeMo's Colang text) and message roles."""
+"""The built-in Jinja filters of task prompts and ``jinja`` templates: the turns of a history (a list
+of messages, or NeMo's Colang text), message roles and NeMo's ``indent``."""
 
 from __future__ import annotations
 
@@ -12,22 +12,6 @@ from typing import Union
 
 from pytest_promptsuite.errors import TemplateError
 
-
-__all__ = [
-    "BUILTIN_FILTERS",
-    "MakeFilter",
-    "ROLES",
-    "builtin_filter",
-    "colang_first_turns",
-    "colang_last_turns",
-    "first_turns",
-    "indent",
-    "last_turns",
-    "role_of",
-    "split_turns",
-    "to_messages",
-    "user_assistant_sequence",
-]
 
 #: ``make_filter(name) -> callable | None`` (the ``pytest_promptsuite_make_jinja_filter`` hook).
 MakeFilter = Callable[[str], Union[Callable[..., Any], None]]
@@ -45,8 +29,7 @@ def role_of(message: Mapping[str, Any]) -> str:
 def _check_history(value: Any, name: str) -> list[Mapping[str, Any]]:
     if not isinstance(value, (list, tuple)) or not all(isinstance(m, Mapping) for m in value):
         raise TemplateError(
-            f"filter {name!r} expects a history: a list of {{'role', 'content'}} turns, "
-            f"got {type(value).__name__}"
+            f"filter {name!r} expects a history: a list of {{'role', 'content'}} turns, got {type(value).__name__}"
         )
     return list(value)
 
@@ -122,10 +105,7 @@ def user_assistant_sequence(history: Any) -> str:
 def to_messages(history: Any) -> list[dict[str, Any]]:
     """Turn a history into chat messages with OpenAI roles (``bot`` becomes ``assistant``), for a
     ``messages`` entry written as a plain string: ``- "{{ history | to_messages }}"``."""
-    return [
-        {"role": role_of(m), "content": m.get("content", "")}
-        for m in _check_history(history, "to_messages")
-    ]
+    return [{"role": role_of(m), "content": m.get("content", "")} for m in _check_history(history, "to_messages")]
 
 
 def indent(text: Any, n: int = 4) -> str:
@@ -146,6 +126,6 @@ BUILTIN_FILTERS = tuple(_FILTERS)
 
 
 def builtin_filter(name: str) -> Callable[..., Any] | None:
-    """Give our filter ``name``, or None when it is not one of :data:`BUILTIN_FILTERS` (Jinja's own
-    filters then still apply). The built-in answer of ``pytest_promptsuite_make_jinja_filter``."""
+    """Give our filter ``name``, or None (Jinja's own filters then still apply): the built-in answer
+    of ``pytest_promptsuite_make_jinja_filter``."""
     return _FILTERS.get(name)

@@ -1,8 +1,5 @@
-"""Built-in meta templates for the chat formats people use, selectable by name in the config.
-
-``[model] meta_template = "chatml"`` picks one of these; an inline table is used as written.
-None of them writes a BOS token: completion endpoints add it when they tokenize.
-"""
+"""Built-in meta templates for common chat formats, picked by name (``[model] meta_template = "chatml"``);
+none writes a BOS token, which completion endpoints add when they tokenize."""
 
 from __future__ import annotations
 
@@ -10,9 +7,6 @@ import copy
 from typing import Any
 
 from pytest_promptsuite.errors import TemplateError
-
-
-__all__ = ["BUILTIN_META_TEMPLATES", "builtin_meta", "resolve_meta"]
 
 
 def _role(role: str, begin: str, end: str, **extra: Any) -> dict[str, Any]:
@@ -52,10 +46,7 @@ _GEMMA = {  # no system role either
     "eos_token_id": 107,
 }
 _PHI3 = {
-    "round": [
-        _role("HUMAN", "<|user|>\n", "<|end|>\n"),
-        _role("BOT", "<|assistant|>\n", "<|end|>\n", generate=True),
-    ],
+    "round": [_role("HUMAN", "<|user|>\n", "<|end|>\n"), _role("BOT", "<|assistant|>\n", "<|end|>\n", generate=True)],
     "reserved_roles": [_role("SYSTEM", "<|system|>\n", "<|end|>\n")],
     "eos_token_id": 32007,
 }
@@ -78,32 +69,25 @@ BUILTIN_META_TEMPLATES: dict[str, dict[str, Any] | None] = {
     "api": _API,
     "api_nosystem": _API_NOSYSTEM,
 }
+_ALIASES = {
+    **{k.replace("_", ""): k for k in BUILTIN_META_TEMPLATES},
+    **{"llama31": "llama3", "llama32": "llama3", "qwen2": "qwen", "qwen25": "qwen", "phi": "phi3", "none": "plain"},
+}
 
 
 def builtin_meta(name: str) -> dict[str, Any] | None:
-    """A copy of the built-in meta template ``name``; an unknown name lists the known ones."""
+    """Return a copy of the built-in meta template ``name``; an unknown name lists the known ones."""
     key = "".join(ch for ch in name.lower() if ch.isalnum())
-    aliases = {k.replace("_", ""): k for k in BUILTIN_META_TEMPLATES}
-    aliases.update(
-        {
-            "llama31": "llama3",
-            "llama32": "llama3",
-            "qwen2": "qwen",
-            "qwen25": "qwen",
-            "phi": "phi3",
-            "none": "plain",
-        }
-    )
-    if key not in aliases:
+    if key not in _ALIASES:
         raise TemplateError(
             f"meta_template = {name!r} is not a built-in meta template "
             f"(built-ins: {', '.join(BUILTIN_META_TEMPLATES)}); or write it as an inline table"
         )
-    return copy.deepcopy(BUILTIN_META_TEMPLATES[aliases[key]])
+    return copy.deepcopy(BUILTIN_META_TEMPLATES[_ALIASES[key]])
 
 
 def resolve_meta(value: Any) -> dict[str, Any] | None:
-    """A meta template from a config value: a built-in name, an inline table, or None."""
+    """Return the meta template of a config value: a built-in name, an inline table, or None."""
     if value is None:
         return None
     if isinstance(value, str):

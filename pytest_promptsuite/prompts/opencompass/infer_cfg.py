@@ -1,6 +1,5 @@
 """The infer_cfg engine of one ``[template]`` table: its prompt, ice and multi-turn templates, its
-retriever and the model's meta template, and the prompt (or each label's prompt) of a case.
-:class:`~.case_prompts.CasePrompts` keeps one per variant."""
+retriever and the model's meta template, and the prompt (or each label's prompt) of a case."""
 
 from __future__ import annotations
 
@@ -35,13 +34,9 @@ from pytest_promptsuite.prompts.render_request import render_prompt
 from pytest_promptsuite.prompts.row import case_row
 
 
-__all__ = ["InferSetup"]
-
 #: A case with no template: the input, or one turn per input with its answer.
 DEFAULT_TEMPLATE = {"round": [{"role": "HUMAN", "prompt": "{input}"}, {"role": "BOT", "prompt": "{answer}"}]}
-DEFAULT_MULTITURN = {
-    "round": [{"role": "HUMAN", "prompt": "{question}"}, {"role": "BOT", "prompt": "{answer}"}]
-}
+DEFAULT_MULTITURN = {"round": [{"role": "HUMAN", "prompt": "{question}"}, {"role": "BOT", "prompt": "{answer}"}]}
 
 
 def _is_api_meta(meta: MetaTemplate) -> bool:
@@ -50,8 +45,6 @@ def _is_api_meta(meta: MetaTemplate) -> bool:
 
 
 def _retriever(spec: Any, make: MakeRetriever) -> Retriever:
-    """The suite's retriever, made by ``make`` (the plugin hook: third-party retrievers, a Topk
-    with a custom embedding; else the built-ins)."""
     if not isinstance(spec, Mapping):
         raise TemplateError(f"template.retriever must be an object with a 'type', got {spec!r}")
     params = {k: v for k, v in spec.items() if k != "type"}
@@ -66,8 +59,6 @@ def _retriever(spec: Any, make: MakeRetriever) -> Retriever:
 
 
 def _refuse_other_kinds(table: Mapping[str, Any]) -> None:
-    """Refuse a key of a task prompt or template file in a table this engine renders: it would be
-    ignored (:class:`CasePrompts` sends those through their prompt source instead)."""
     for kind in TemplateKind:
         if kind is TemplateKind.INFER_CFG:
             continue
@@ -77,7 +68,6 @@ def _refuse_other_kinds(table: Mapping[str, Any]) -> None:
 
 
 def _template(table: Mapping[str, Any], key: str) -> Any:
-    """The template object of ``table[key]`` (a string is ``{"template": string}``), or None."""
     value = table.get(key)
     if value is None:
         return None
@@ -124,7 +114,7 @@ class InferSetup:
         self._meta_parser(meta, endpoint)
 
     def _meta_parser(self, meta: Any, endpoint: str) -> None:
-        """The meta template (``api`` on chat endpoints when there is none), its parser, and the
+        """Set the meta template (``api`` on chat endpoints when there is none), its parser, and the
         stop sequence it implies."""
         if meta is None and endpoint == "chat":
             meta = builtin_meta("api")
@@ -143,34 +133,32 @@ class InferSetup:
                 self.stop = [end.strip()]
 
     def fields(self, where: Callable[[str], tuple[Path | None, int]]) -> list[TemplateReads]:
-        """What the templates read: the prompt template (single-turn cases), the multi-turn
-        template (multi-turn cases) and the ICE template (train rows, so only counted as read).
-        ``where(key)`` gives the file and line a ``[template]`` key is written on."""
+        """Return what the prompt, multi-turn and ICE templates read; ``where(key)`` gives the file
+        and line a ``[template]`` key is written on."""
         prompt_key = "prompt_template" if self.configured and "prompt_template" in self.keys else "ice_template"
         if not self.plain and not self.configured:
             prompt_key = "default template"
         prompt = self.prompt_template or self.ice_template  # an ice_template alone is the prompt too
-        reads = [
-            TemplateReads(f"template.{prompt_key}", tuple(prompt.fields()), *where(prompt_key), cases="single"),
-            TemplateReads("template.multiturn_template", tuple(self.multiturn.fields()),
-                          *where("multiturn_template"), cases="multi"),
-        ]
+
+        def reads(key: str, template: Any, cases: str) -> TemplateReads:
+            return TemplateReads(f"template.{key}", tuple(template.fields()), *where(key), cases=cases)
+
+        found = [reads(prompt_key, prompt, "single"), reads("multiturn_template", self.multiturn, "multi")]
         if self.plain:
-            reads.pop(0)
+            found.pop(0)
         if self.ice_template is not None:
-            reads.append(TemplateReads("template.ice_template", tuple(self.ice_template.fields()),
-                                       *where("ice_template"), cases="train"))
-        return reads
+            found.append(reads("ice_template", self.ice_template, "train"))
+        return found
 
     def send(self, intermediate: Any) -> Prompt:
-        """The parser's output as it is sent: a string, or OpenAI chat messages."""
+        """Parse an intermediate into what is sent: a string, or OpenAI chat messages."""
         value = self.parser.parse(intermediate, "gen")
         if isinstance(self.parser, APITemplateParser):
             return to_openai_messages(value)  # type: ignore[no-any-return]
         return value  # type: ignore[no-any-return]
 
     def single(self, case: PromptCase) -> Prompt:
-        """The prompt of a single-turn case: its in-context examples, template and meta template."""
+        """Render the prompt of a single-turn case: its in-context examples, template and meta template."""
         if self.plain and isinstance(case.input, str):
             return case.input
         row = {**dict.fromkeys(self.optional, ""), **case_row(case)}
@@ -190,37 +178,30 @@ class InferSetup:
                 "is a string; give a list of turns"
             )
         else:
-            intermediate, _ = render_prompt(
-                self.prompt_template,
-                self.ice_template,
-                self.retriever,
-                train,
-                row,
-                output_column=self.output_column,
-                indices=indices,
-            )
+            intermediate = self._render(row, train, indices=indices)
         return self.send(intermediate)
 
+    def _render(self, row: dict[str, Any], train: list[dict[str, Any]], **options: Any) -> Any:
+        templates = (self.prompt_template, self.ice_template, self.retriever)
+        return render_prompt(*templates, train, row, output_column=self.output_column, **options)[0]
+
     def labels(self, case: PromptCase) -> list[tuple[str, Prompt]]:
-        """The ppl mode: each label of the label map and the full prompt that label scores."""
+        """Render each label of the label map and the full prompt that label scores (ppl mode)."""
         chosen = self.prompt_template if self.prompt_template is not None else self.ice_template
         if not isinstance(case.input, str) or getattr(chosen, "kind", None) != "labels":
             raise TemplateError(
-                f"case {case.case_id!r}: inferencer = \"ppl\" needs a label-map prompt_template and a "
-                "single-turn case"
+                f'case {case.case_id!r}: inferencer = "ppl" needs a label-map prompt_template and a single-turn case'
             )
         row = case_row(case)
         train = self.train() if self.ice_template is not None or not isinstance(self.retriever, ZeroRetriever) else []
         out: list[tuple[str, Prompt]] = []
         for label in chosen.template:
-            intermediate, _ = render_prompt(self.prompt_template, self.ice_template, self.retriever, train, row,
-                                            output_column=self.output_column, mode="ppl", label=label)
-            value = self.parser.parse(intermediate, "ppl")
+            value = self.parser.parse(self._render(row, train, mode="ppl", label=label), "ppl")
             out.append((label, to_openai_messages(value) if isinstance(self.parser, APITemplateParser) else value))
         return out
 
     def conversation(self, case: PromptCase) -> Conversation:
-        """The conversation of a multi-turn case; TemplateError when it would send nothing."""
+        """Fill the conversation of a multi-turn case; TemplateError when it would send nothing."""
         assert isinstance(case.input, list)
         turns = len(case.input)
         if isinstance(case.answer, list):  # one ground truth per turn
@@ -229,8 +210,8 @@ class InferSetup:
             padded = [""] * (turns - 1) + [case.answer]
         else:
             padded = [""] * turns
-        row = {**dict.fromkeys(self.optional, ""), "input": case.input, **case.vars, "question": list(case.input),
-               "answer": padded}
+        row = {**dict.fromkeys(self.optional, ""), "input": case.input, **case.vars}
+        row.update(question=list(case.input), answer=padded)
         bot = (self.meta.generate_role if self.meta is not None else None) or "BOT"
         conv = self.multiturn.conversation(row, infer_mode=self.infer_mode, bot_role=bot)
         if not conv.request_turns():

@@ -1,9 +1,5 @@
-"""Meta templates (SPEC §7, §8): a model's chat format, and the LM and API parsers.
-
-The LM parser turns an intermediate into one string for completion models; the API parser turns it
-into ``{"role": <api_role>, "prompt": ...}`` messages for chat models. Both honour ``fallback_role``
-everywhere (D4), render the ``end`` section like ``begin`` (D3) and never truncate begin/end items (D6).
-"""
+"""Meta templates (a model's chat format) and the parsers that apply them: the LM parser makes one
+string for completion models, the API parser messages for chat models (docs/templates.md, "Meta templates")."""
 
 from __future__ import annotations
 
@@ -17,17 +13,7 @@ from pytest_promptsuite.prompts.opencompass.prompt_list import Intermediate
 from pytest_promptsuite.prompts.opencompass.prompt_list import is_marker
 
 
-__all__ = [
-    "APITemplateParser",
-    "LMTemplateParser",
-    "MetaTemplate",
-    "ROLE_MAP",
-    "join_no_meta",
-    "parse",
-    "to_openai_messages",
-]
-
-#: API roles to OpenAI chat roles; other roles pass through (§8.5).
+#: API roles to OpenAI chat roles; other roles pass through.
 ROLE_MAP = {"HUMAN": "user", "BOT": "assistant", "SYSTEM": "system", "TOOL": "tool"}
 
 
@@ -43,7 +29,6 @@ class MetaTemplate:
             )
         if not isinstance(spec, Mapping):
             raise TemplateError(f"{key} must be an object, got {type(spec).__name__}")
-        self.spec: dict[str, Any] = dict(spec)
         if "round" not in spec:
             raise TemplateError(f"{key}: a meta template needs 'round' (an array of roles)")
         self.round: list[Any] = self._roles(spec["round"], f"{key}.round")
@@ -84,7 +69,7 @@ class MetaTemplate:
         return out
 
     def resolve(self, item: Mapping[str, Any], *, round_only: bool) -> str:
-        """The meta role an item speaks as: its ``role``, else its ``fallback_role`` (§7.5, §7.6)."""
+        """Return the meta role an item speaks as: its ``role``, else its ``fallback_role``."""
         known = self.round_roles if round_only else list(self.roles)
         role = item.get("role")
         if role in known:
@@ -93,17 +78,13 @@ class MetaTemplate:
         if fallback in known:
             return str(fallback)
         where = "the meta template's round" if round_only else "the meta template"
-        extra = (
-            f" nor its fallback_role {fallback!r}"
-            if fallback is not None
-            else " and the item has no fallback_role"
-        )
+        extra = f" nor its fallback_role {fallback!r}" if fallback is not None else " and the item has no fallback_role"
         if role is None:
             raise TemplateError(f"a role item without 'role' ({dict(item)!r}) cannot be placed in {where}")
         raise TemplateError(f"role {role!r} is not in {where}{extra} (roles: {', '.join(known)})")
 
     def merged(self, updates: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
-        """Every role's config with the template items' keys (``prompt``...) over it (a copy)."""
+        """Return a copy of every role's config with the template items' keys (``prompt``...) over it."""
         roles = copy.deepcopy(self.roles)
         for name, item in updates.items():
             roles[name].update(item)
@@ -119,7 +100,7 @@ def _text(value: Any, role: str, part: str) -> str:
 
 
 def join_no_meta(prompt: list[Any]) -> str:
-    """The join without a meta template (§7.3): non-empty texts, ``"\\n"`` after every item."""
+    """Join a prompt without a meta template: its non-empty texts, ``"\\n"`` after every item."""
     out = ""
     sep = ""
     for item in prompt:
@@ -139,19 +120,19 @@ def join_no_meta(prompt: list[Any]) -> str:
 
 
 class _Walker:
-    """The section walk shared by both parsers (§7.4)."""
+    """The walk over the sections of an intermediate that both parsers share."""
 
     def __init__(self, meta: MetaTemplate | None) -> None:
         self.meta = meta
 
     @property
     def _meta(self) -> MetaTemplate:
-        """The meta template, once ``parse`` has checked there is one (the walk needs it)."""
+        """The meta template, once ``parse`` has checked there is one."""
         assert self.meta is not None
         return self.meta
 
     def split_rounds(self, dialogue: list[Any], section: str) -> list[list[dict[str, Any]]]:
-        """The role items of a ``round`` / ``ice`` section, grouped into rounds of the meta template."""
+        """Group the role items of a ``round`` / ``ice`` section into rounds of the meta template."""
         rounds: list[list[dict[str, Any]]] = [[]]
         last = -1
         for item in dialogue:
@@ -183,9 +164,7 @@ class _Walker:
                 self.on_string(item)
             elif isinstance(item, Mapping) and "section" in item and "role" not in item:
                 if not is_marker(item):
-                    raise TemplateError(
-                        f"bad section marker {dict(item)!r}: it takes exactly 'section' and 'pos'"
-                    )
+                    raise TemplateError(f"bad section marker {dict(item)!r}: it takes exactly 'section' and 'pos'")
                 name, pos = item["section"], item["pos"]
                 if pos == "begin":
                     if name not in SECTIONS:
@@ -193,9 +172,7 @@ class _Walker:
                     stack.append((name, i + 1))
                 elif pos == "end":
                     if not stack:
-                        raise TemplateError(
-                            f"section marker {dict(item)!r} closes a section that is not open"
-                        )
+                        raise TemplateError(f"section marker {dict(item)!r} closes a section that is not open")
                     open_name, start = stack.pop()
                     if open_name != name:
                         raise TemplateError(
@@ -242,7 +219,7 @@ class _Walker:
         raise NotImplementedError
 
     def round_configs(self, rnd: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-        """Every role's config with the round's items over it."""
+        """Return every role's config with the round's items over it."""
         updates: dict[str, dict[str, Any]] = {}
         for item in rnd:
             name = item["_as"]
@@ -251,7 +228,7 @@ class _Walker:
 
 
 class LMTemplateParser(_Walker):
-    """Intermediate to one string for completion models (§7)."""
+    """An intermediate into one string, for completion models."""
 
     def __init__(self, meta: MetaTemplate | None) -> None:
         super().__init__(meta)
@@ -261,7 +238,7 @@ class LMTemplateParser(_Walker):
                     raise TemplateError(f"{meta.key}.{part} must be a string for completion models")
 
     def parse(self, prompt: Intermediate, mode: str = "gen") -> str:
-        """The one string a completion model is sent for ``prompt`` (``gen`` or ``ppl`` mode)."""
+        """Return the one string a completion model is sent for ``prompt`` (``gen`` or ``ppl`` mode)."""
         if isinstance(prompt, str):
             return prompt
         if self.meta is None:
@@ -304,7 +281,7 @@ class LMTemplateParser(_Walker):
 
 
 class APITemplateParser(_Walker):
-    """Intermediate to ``{"role": <api_role>, "prompt": ...}`` messages for chat models (§8)."""
+    """An intermediate into ``{"role": <api_role>, "prompt": ...}`` messages, for chat models."""
 
     def __init__(self, meta: MetaTemplate | None) -> None:
         super().__init__(meta)
@@ -317,7 +294,7 @@ class APITemplateParser(_Walker):
                     )
 
     def parse(self, prompt: Intermediate, mode: str = "gen") -> Any:
-        """The ``{"role", "prompt"}`` messages a chat model is sent for ``prompt`` (a string stays one)."""
+        """Return the ``{"role", "prompt"}`` messages a chat model is sent for ``prompt`` (a string stays one)."""
         if isinstance(prompt, str):
             return prompt
         if self.meta is None:
@@ -326,11 +303,7 @@ class APITemplateParser(_Walker):
                 return text
             parts: list[Any] = []
             for item in prompt:
-                if (
-                    isinstance(item, Mapping)
-                    and not is_marker(item)
-                    and isinstance(item.get("prompt_mm"), list)
-                ):
+                if isinstance(item, Mapping) and not is_marker(item) and isinstance(item.get("prompt_mm"), list):
                     parts.extend(item["prompt_mm"])
             return parts
         self.messages: list[dict[str, Any]] = []
@@ -363,9 +336,7 @@ class APITemplateParser(_Walker):
     def _message(self, cfg: Mapping[str, Any], name: str) -> dict[str, Any]:
         api_role = cfg.get("api_role")
         if not isinstance(api_role, str):
-            raise TemplateError(
-                f"role {name!r} of the meta template has no 'api_role' (needed for chat models)"
-            )
+            raise TemplateError(f"role {name!r} of the meta template has no 'api_role' (needed for chat models)")
         begin = _text(cfg.get("begin", ""), name, "begin")
         end = _text(cfg.get("end", ""), name, "end")
         if "prompt" not in cfg and "prompt_mm" in cfg:
@@ -395,7 +366,7 @@ class APITemplateParser(_Walker):
 
 
 def make_meta(spec: Any, *, key: str = "meta_template") -> MetaTemplate | None:
-    """A MetaTemplate, or None for ``null`` / ``{}`` (no meta template)."""
+    """Make a MetaTemplate, or None for ``null`` / ``{}`` (no meta template)."""
     if spec is None or (isinstance(spec, Mapping) and not spec):
         return None
     return MetaTemplate(spec, key=key)
@@ -413,11 +384,8 @@ def parse(prompt: Intermediate, *, parser: str | None, meta: MetaTemplate | None
 
 
 def to_openai_messages(prompt: Any) -> Any:
-    """API-parser output as OpenAI messages ``{"role", "content"}`` (§8.5); a string stays a string.
-
-    A leading non-message element (the meta template's ``begin``) is sent as a system message when it
-    is a string, or as is when it is already a message object.
-    """
+    """Turn API-parser output into OpenAI messages ``{"role", "content"}`` (a string stays one); the
+    meta template's ``begin`` becomes a system message."""
     if isinstance(prompt, str):
         return prompt
     if all(isinstance(p, Mapping) and "type" in p and "role" not in p for p in prompt):

@@ -1,8 +1,5 @@
-"""``MMPromptTemplate`` (SPEC §11): role items with ``prompt_mm`` become lists of content parts.
-
-The row's tagged content (``<AIS_TEXT_START>...<AIS_CONTENT_TAG>``) is split into text, image,
-audio and video segments, each filled into its part template, in content order.
-"""
+"""``MMPromptTemplate``: role items whose ``prompt_mm`` parts are filled from the row's tagged content
+(``<AIS_TEXT_START>...<AIS_CONTENT_TAG>``), in content order."""
 
 from __future__ import annotations
 
@@ -20,8 +17,6 @@ from pytest_promptsuite.prompts.opencompass.template import encode_dialogue
 from pytest_promptsuite.prompts.opencompass.template import is_dialogue
 
 
-__all__ = ["CONTENT_TAG", "MMPromptTemplate", "START_TAGS"]
-
 CONTENT_TAG = "<AIS_CONTENT_TAG>"
 START_TAGS = {
     "<AIS_TEXT_START>": "text",
@@ -32,7 +27,7 @@ START_TAGS = {
 
 
 def find_content(row: Mapping[str, Any]) -> str:
-    """The tagged text: the ``content`` field, else the first field holding a start tag (D8)."""
+    """Return the tagged text: the ``content`` field, else the first field holding a start tag."""
     if "content" in row:
         content = row["content"]
         if not isinstance(content, str):
@@ -49,9 +44,7 @@ def find_content(row: Mapping[str, Any]) -> str:
 
 def _part(parts: Mapping[str, Any], kind: str, role: Any) -> dict[str, Any]:
     if kind not in parts:
-        raise TemplateError(
-            f"role {role!r}: the content has a {kind!r} segment but prompt_mm has no {kind!r} part"
-        )
+        raise TemplateError(f"role {role!r}: the content has a {kind!r} segment but prompt_mm has no {kind!r} part")
     part = parts[kind]
     if not isinstance(part, Mapping):
         raise TemplateError(f"role {role!r}: prompt_mm[{kind!r}] must be an object, got {part!r}")
@@ -67,14 +60,12 @@ def _media(part: dict[str, Any], kind: str, segment: str, role: Any) -> dict[str
     elif isinstance(value, str):
         part[key] = substitute(value, row)
     else:
-        raise TemplateError(
-            f"role {role!r}: prompt_mm[{kind!r}] needs {key!r} (a string or an object with 'url')"
-        )
+        raise TemplateError(f"role {role!r}: prompt_mm[{kind!r}] needs {key!r} (a string or an object with 'url')")
     return part
 
 
 def content_parts(parts: Any, row: Mapping[str, Any], fill_row: Mapping[str, Any], role: Any) -> list[Any]:
-    """The filled content parts of one ``prompt_mm`` item, in content order."""
+    """Fill the content parts of one ``prompt_mm`` item, in content order."""
     if not isinstance(parts, Mapping):
         raise TemplateError(f"role {role!r}: prompt_mm must be an object keyed by modality, got {parts!r}")
     out: list[Any] = []
@@ -97,24 +88,20 @@ def content_parts(parts: Any, row: Mapping[str, Any], fill_row: Mapping[str, Any
 class MMPromptTemplate:
     """A dialogue template whose role items carry ``prompt_mm`` (gen mode only; no ICE)."""
 
-    def __init__(
-        self, template: Any, ice_token: Any = None, sep_token: Any = None, *, name: str = "template"
-    ) -> None:
+    def __init__(self, template: Any, ice_token: Any = None, sep_token: Any = None, *, name: str = "template") -> None:
         if not is_dialogue(template):
-            raise TemplateError(
-                f"{name}: an MMPromptTemplate takes a dialogue object with 'round', got {template!r}"
-            )
+            raise TemplateError(f"{name}: an MMPromptTemplate takes a dialogue object with 'round', got {template!r}")
         self.encoded = encode_dialogue(template, ice=False, where=name)
         self.name = name
 
     def fields(self) -> list[FieldRead]:
-        """The ``{name}`` fields of its texts and content parts (the tagged ``content`` aside)."""
+        """Return the ``{name}`` fields of its texts and content parts (the tagged ``content`` aside)."""
         return value_reads(list(self.encoded))
 
     def gen_prompt(
         self, row: Mapping[str, Any], *, output_column: str | None = None, replace_token: str = ""
     ) -> PromptList:
-        """The intermediate of ``row``: text and content parts filled, the output column masked."""
+        """Render the intermediate of ``row``: text and content parts filled, the output column masked."""
         fill_row = dict(row)
         if output_column is not None:
             fill_row[output_column] = replace_token

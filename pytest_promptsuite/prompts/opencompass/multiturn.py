@@ -1,9 +1,5 @@
-"""``MultiTurnPromptTemplate`` (SPEC §10): one row of parallel ``question``/``answer`` arrays becomes a
-conversation, and the requests of an ``infer_mode`` (``every``, ``every_with_gt``, ``last``).
-
-Differs from the reference (D7): ``last`` works, bot turns follow the meta template's generate role,
-every row field fills each turn, and ``begin``/``end`` are filled with the row's scalar fields.
-"""
+"""``MultiTurnPromptTemplate``: parallel ``question``/``answer`` lists into a conversation, and the
+requests of an ``infer_mode`` (docs/templates.md, "Multi-turn")."""
 
 from __future__ import annotations
 
@@ -22,8 +18,6 @@ from pytest_promptsuite.prompts.opencompass.template import encode_dialogue
 from pytest_promptsuite.prompts.opencompass.template import fill
 from pytest_promptsuite.prompts.opencompass.template import is_dialogue
 
-
-__all__ = ["INFER_MODES", "Conversation", "MultiTurnPromptTemplate"]
 
 INFER_MODES = ("every", "every_with_gt", "last")
 
@@ -44,18 +38,16 @@ class Conversation:
         return PromptList([*self.left, *self.turns, *self.right])
 
     def request_turns(self) -> list[int]:
-        """The bot-turn positions each request stops before, in request order."""
+        """Return the bot-turn positions each request stops before, in request order."""
         if self.infer_mode == "last":
             if not self.bot_turns:
-                raise TemplateError(
-                    "infer_mode 'last' needs a bot turn, but no round item speaks as the bot role"
-                )
+                raise TemplateError("infer_mode 'last' needs a bot turn, but no round item speaks as the bot role")
             return [self.bot_turns[-1]]
         return list(self.bot_turns)
 
     def request(self, position: int, replies: Sequence[str] = ()) -> PromptList:
-        """The intermediate that stops before bot turn ``position``; in ``every`` the earlier bot
-        turns carry ``replies`` (the model's own answers, inserted verbatim)."""
+        """Return the intermediate that stops before bot turn ``position``; in ``every`` the earlier
+        bot turns carry ``replies`` (the model's own answers, inserted verbatim)."""
         turns = [dict(t) for t in self.turns[:position]]
         if self.infer_mode == "every":
             for reply, pos in zip(replies, self.bot_turns, strict=False):
@@ -65,11 +57,10 @@ class Conversation:
 
 
 class MultiTurnPromptTemplate:
-    """A dialogue template whose ``round`` is repeated once per (question, answer) turn."""
+    """A dialogue template whose ``round`` is repeated once per (question, answer) turn; every row
+    field fills each turn, and the row's scalar fields fill ``begin`` and ``end``."""
 
-    def __init__(
-        self, template: Any, ice_token: Any = None, sep_token: Any = None, *, name: str = "template"
-    ) -> None:
+    def __init__(self, template: Any, ice_token: Any = None, sep_token: Any = None, *, name: str = "template") -> None:
         if not is_dialogue(template):
             raise TemplateError(
                 f"{name}: a MultiTurnPromptTemplate takes a dialogue object with 'round', got {template!r}"
@@ -81,21 +72,18 @@ class MultiTurnPromptTemplate:
             for item in value if isinstance(value, list) else [value]:
                 if not isinstance(item, dict) or is_marker(item):
                     raise TemplateError(
-                        f"{name}.{part}: item {item!r} in a multi-turn template; every item must be "
-                        "a role object"
+                        f"{name}.{part}: item {item!r} in a multi-turn template; every item must be a role object"
                     )
         self._round_begin = self.encoded.index(marker("round", "begin"))
         self._round_end = self.encoded.index(marker("round", "end"))
         self.template = template
 
     def fields(self) -> list[FieldRead]:
-        """The ``{name}`` fields the template's turns and ``begin``/``end`` read."""
+        """Return the ``{name}`` fields the template's turns and ``begin``/``end`` read."""
         return value_reads(self.template)
 
-    def conversation(
-        self, row: Mapping[str, Any], *, infer_mode: str = "every", bot_role: str = "BOT"
-    ) -> Conversation:
-        """The conversation of ``row`` (``question`` and ``answer`` lists) in ``infer_mode``."""
+    def conversation(self, row: Mapping[str, Any], *, infer_mode: str = "every", bot_role: str = "BOT") -> Conversation:
+        """Fill the conversation of ``row`` (``question`` and ``answer`` lists) in ``infer_mode``."""
         if infer_mode not in INFER_MODES:
             raise TemplateError(f"infer_mode {infer_mode!r} is not one of {', '.join(INFER_MODES)}")
         for field in ("question", "answer"):
@@ -103,8 +91,7 @@ class MultiTurnPromptTemplate:
                 raise TemplateError(f"a multi-turn row needs the field {field!r} (an array of turns)")
             if not isinstance(row[field], list):
                 raise TemplateError(
-                    f"field {field!r} of a multi-turn row must be an array of turns, got "
-                    f"{type(row[field]).__name__}"
+                    f"field {field!r} of a multi-turn row must be an array of turns, got {type(row[field]).__name__}"
                 )
         scalars = {k: v for k, v in row.items() if not isinstance(v, list)}
         start, stop = self._round_begin, self._round_end

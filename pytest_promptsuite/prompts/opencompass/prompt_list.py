@@ -1,7 +1,5 @@
-"""The intermediate between templates and parsers (SPEC §3): strings, role items, section markers.
-
-A :class:`PromptList` is a plain list subclass so that its JSON form is exactly the list.
-"""
+"""The intermediate between templates and parsers: a string, or a :class:`PromptList` of strings, role
+items and section markers."""
 
 from __future__ import annotations
 
@@ -11,22 +9,13 @@ from typing import Union
 from pytest_promptsuite.errors import TemplateError
 
 
-__all__ = [
-    "SECTIONS",
-    "Intermediate",
-    "PromptList",
-    "is_marker",
-    "marker",
-    "prompt_list_from_json",
-    "to_json",
-]
-
 #: The four section names a marker may carry.
 SECTIONS = ("begin", "round", "ice", "end")
 
 
 class PromptList(list):  # type: ignore[type-arg]
-    """A list of prompt items: ``str``, role items (``dict`` with ``role``), section markers."""
+    """A list of prompt items: strings, role items (dicts with ``role``) and section markers; a plain
+    list subclass, so that its JSON form is the list."""
 
     def __repr__(self) -> str:
         return f"PromptList({list.__repr__(self)})"
@@ -37,12 +26,12 @@ Intermediate = Union[str, PromptList]
 
 
 def marker(section: str, pos: str) -> dict[str, str]:
-    """A section marker, e.g. ``{"section": "round", "pos": "begin"}``."""
+    """Make a section marker, e.g. ``{"section": "round", "pos": "begin"}``."""
     return {"section": section, "pos": pos}
 
 
 def is_marker(item: Any) -> bool:
-    """True for a section marker: a dict with exactly the keys ``section`` and ``pos``."""
+    """Tell a section marker: a dict with exactly the keys ``section`` and ``pos``."""
     return isinstance(item, dict) and set(item) == {"section", "pos"}
 
 
@@ -51,20 +40,17 @@ def check_item(item: Any, where: str) -> None:
     if isinstance(item, str):
         return
     if not isinstance(item, dict):
-        raise TemplateError(
-            f"{where}: an item must be a string or a role object, got {type(item).__name__} {item!r}"
-        )
+        raise TemplateError(f"{where}: an item must be a string or a role object, got {type(item).__name__} {item!r}")
     if is_marker(item):
         return
     if "prompt" in item and not isinstance(item["prompt"], str):
         raise TemplateError(
-            f"{where}: the 'prompt' of role {item.get('role')!r} must be a string, "
-            f"got {type(item['prompt']).__name__}"
+            f"{where}: the 'prompt' of role {item.get('role')!r} must be a string, got {type(item['prompt']).__name__}"
         )
 
 
 def prompt_list_from_json(value: Any, *, key: str = "prompt_list") -> Intermediate:
-    """A string or a PromptList from its JSON form; anything else is a TemplateError naming ``key``."""
+    """Read a string or a PromptList from its JSON form; anything else is a TemplateError naming ``key``."""
     if isinstance(value, str):
         return value
     if not isinstance(value, list):
@@ -75,10 +61,9 @@ def prompt_list_from_json(value: Any, *, key: str = "prompt_list") -> Intermedia
 
 
 def to_json(value: Any) -> Any:
-    """The JSON form of an intermediate (plain lists and dicts)."""
+    """Return the JSON form of an intermediate (plain lists and dicts)."""
     if isinstance(value, list):
         return [to_json(v) for v in value]
     if isinstance(value, dict):
         return {k: to_json(v) for k, v in value.items()}
     return value
-

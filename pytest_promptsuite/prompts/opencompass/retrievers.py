@@ -1,8 +1,5 @@
-"""Retrievers (SPEC §6.1): which train rows become in-context examples, and the ICE value (§6.2).
-
-Zero, FixK and Random reproduce the reference indices exactly (D10). BM25 and Topk (TF-IDF cosine
-by default, any embedding function pluggable) are pure Python and order the most similar first.
-"""
+"""Retrievers: which train rows become a test row's in-context examples (Zero, FixK and Random as
+OpenCompass picks them; BM25 and Topk most similar first), and the ICE value built from them."""
 
 from __future__ import annotations
 
@@ -21,30 +18,13 @@ from pytest_promptsuite.prompts.opencompass.prompt_list import PromptList
 from pytest_promptsuite.prompts.opencompass.template import PromptTemplate
 
 
-__all__ = [
-    "BM25Retriever",
-    "Embedding",
-    "FixKRetriever",
-    "MakeRetriever",
-    "RETRIEVERS",
-    "RandomRetriever",
-    "Retriever",
-    "TopkRetriever",
-    "ZeroRetriever",
-    "build_ice",
-    "builtin_retriever",
-    "make_retriever",
-    "row_text",
-    "tfidf_embedding",
-]
-
 Row = Mapping[str, Any]
 #: Texts in, one vector per text out.
 Embedding = Callable[[Sequence[str]], Sequence[Sequence[float]]]
 
 
 def row_text(row: Row, output_column: str | None = None) -> str:
-    """The text a similarity retriever compares: every field but the answer, in row order."""
+    """Return the text a similarity retriever compares: every field but the answer, in row order."""
     return " ".join(str(v) for k, v in row.items() if k != output_column)
 
 
@@ -64,7 +44,7 @@ class Retriever:
     def retrieve(
         self, train: Sequence[Row], tests: Sequence[Row], *, output_column: str | None = None
     ) -> list[list[int]]:
-        """One index list per test row, in test-row order."""
+        """Return one list of train indices per test row, in test-row order."""
         raise NotImplementedError
 
 
@@ -104,14 +84,12 @@ class FixKRetriever(Retriever):
 
 
 def _ice_num(value: Any) -> int:
-    """``retriever.ice_num`` of the similarity retrievers: a non-negative integer."""
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
         raise TemplateError(f"retriever.ice_num must be a non-negative integer, got {value!r}")
     return value
 
 
 def _fits(ice_num: int, train: Sequence[Row]) -> None:
-    """A retriever cannot pick more examples than there are train rows."""
     if ice_num > len(train):
         raise TemplateError(f"retriever.ice_num = {ice_num} is larger than the {len(train)} train rows")
 
@@ -131,7 +109,7 @@ class RandomRetriever(Retriever):
         self, train: Sequence[Row], tests: Sequence[Row], *, output_column: str | None = None
     ) -> list[list[int]]:
         _fits(self.ice_num, train)
-        import numpy as np  # the reference's exact stream; numpy comes with pandas
+        import numpy as np  # the reference's exact stream (legacy MT19937); numpy comes with pandas
 
         rng = np.random.RandomState(self.seed)
         return [[int(i) for i in rng.choice(len(train), self.ice_num, replace=False)] for _ in tests]
@@ -141,7 +119,7 @@ _TOKEN = re.compile(r"\w+", re.UNICODE)
 
 
 def tokenize(text: str) -> list[str]:
-    """Lower-cased word tokens; CJK text has no spaces, so each CJK character is a token."""
+    """Split ``text`` into lower-cased word tokens, each CJK character a token (CJK has no spaces)."""
     tokens: list[str] = []
     for word in _TOKEN.findall(text.lower()):
         if any("\u4e00" <= ch <= "\u9fff" for ch in word):
@@ -152,7 +130,7 @@ def tokenize(text: str) -> list[str]:
 
 
 def tfidf_embedding(corpus: Sequence[str]) -> Embedding:
-    """An embedding fitted on ``corpus``: L2-normalised TF-IDF vectors (smooth idf, as scikit-learn)."""
+    """Fit an embedding on ``corpus``: TF-IDF vectors with smooth idf, as scikit-learn's."""
     docs = [Counter(tokenize(t)) for t in corpus]
     df: Counter[str] = Counter()
     for doc in docs:
@@ -242,7 +220,7 @@ class BM25Retriever(Retriever):
         self.text_of = text_of
 
     def scores(self, corpus: Sequence[list[str]], query: list[str]) -> list[float]:
-        """BM25Okapi scores of ``query`` against each tokenised document of ``corpus``."""
+        """Score ``query`` against each tokenised document of ``corpus`` (BM25Okapi)."""
         n = len(corpus)
         avgdl = sum(len(d) for d in corpus) / n if n else 0.0
         df: Counter[str] = Counter()
@@ -289,7 +267,7 @@ RETRIEVERS: dict[str, tuple[type[Retriever], frozenset[str]]] = {
 
 
 def import_embedding(spec: Any, *, key: str = "retriever.embedding") -> Embedding:
-    """An embedding function named ``"module:function"`` (texts in, one vector per text out)."""
+    """Import the embedding function named ``"module:function"`` (texts in, one vector per text out)."""
     import importlib
 
     if callable(spec):
@@ -304,7 +282,7 @@ def import_embedding(spec: Any, *, key: str = "retriever.embedding") -> Embeddin
 
 
 def make_retriever(spec: Any, *, key: str = "retriever", allowed: Sequence[str] | None = None) -> Retriever:
-    """A retriever from its config object ``{"type": ..., ...}``; errors name the key."""
+    """Make a retriever from its config object ``{"type": ..., ...}``; errors name the key."""
     if spec is None:
         return ZeroRetriever()
     if not isinstance(spec, Mapping):
@@ -316,9 +294,7 @@ def make_retriever(spec: Any, *, key: str = "retriever", allowed: Sequence[str] 
     cls, keys = RETRIEVERS[kind]
     unknown = [k for k in spec if k != "type" and k not in keys]
     if unknown:
-        raise TemplateError(
-            f"{key}: unknown key {unknown[0]!r} for {kind} (it takes: {', '.join(sorted(keys))})"
-        )
+        raise TemplateError(f"{key}: unknown key {unknown[0]!r} for {kind} (it takes: {', '.join(sorted(keys))})")
     if kind == "FixKRetriever" and "fix_id_list" not in spec:
         raise TemplateError(f"{key}: FixKRetriever needs 'fix_id_list'")
     kwargs = {k: v for k, v in spec.items() if k != "type"}
@@ -328,9 +304,8 @@ def make_retriever(spec: Any, *, key: str = "retriever", allowed: Sequence[str] 
 
 
 def builtin_retriever(name: Any, params: Mapping[str, Any]) -> Retriever | None:
-    """Our retriever ``name`` (a key of :data:`RETRIEVERS`) made with ``params``, or None when
-    ``name`` is not ours; TemplateError for bad params. The built-in answer of the
-    ``pytest_promptsuite_make_retriever`` hook."""
+    """Make our retriever ``name`` with ``params`` (None for a name not ours): the built-in answer of
+    ``pytest_promptsuite_make_retriever``."""
     if not isinstance(name, str) or name not in RETRIEVERS:
         return None
     return make_retriever({"type": name, **params})
@@ -341,7 +316,7 @@ class MakeRetriever(Protocol):
     hook, or :func:`builtin_retriever`."""
 
     def __call__(self, *, name: Any, params: dict[str, Any]) -> Retriever | None:
-        """The retriever ``name`` made with ``params``, or None when the name is unknown."""
+        """Make the retriever ``name`` with ``params``, or return None for an unknown name."""
 
 
 def build_ice(
@@ -353,7 +328,7 @@ def build_ice(
     separator: str,
     eos: str,
 ) -> Intermediate:
-    """The ICE value (§6.2): the rendered rows joined with ``separator`` plus ``eos``."""
+    """Build the ICE value: the rendered rows joined with ``separator``, then ``eos``."""
     if not indices:
         if ice_template is not None and ice_template.is_dialogue:
             return ""
@@ -361,9 +336,7 @@ def build_ice(
     if ice_template is None:
         raise TemplateError("the retriever chose in-context examples but there is no ice_template")
     if output_column is None:
-        raise TemplateError(
-            "in-context examples need output_column (the answer field that labels each example)"
-        )
+        raise TemplateError("in-context examples need output_column (the answer field that labels each example)")
     items: list[Intermediate] = []
     for i in indices:
         row = train[i]

@@ -1,8 +1,5 @@
-"""Placeholder substitution (SPEC §4): one left-to-right pass, values never scanned again.
-
-Not ``str.format``: only the exact form ``{key}`` of a key of the row is replaced; anything else
-(``{missing}``, ``{key!r}``, ``{0}``, ``{{``) stays literal on purpose, as the reference does.
-"""
+"""Placeholder substitution: each ``{key}`` of the row replaced in one left-to-right pass, anything
+else left as written (docs/templates.md, "Filling ``{name}``")."""
 
 from __future__ import annotations
 
@@ -14,11 +11,8 @@ from typing import Any
 from pytest_promptsuite.errors import TemplateError
 
 
-__all__ = ["substitute", "value_text"]
-
-
 def value_text(value: Any) -> str:
-    """What a row value becomes in a prompt: Python's ``str()`` (``None``, ``True``, ``['a', 1]``)."""
+    """Return a row value as a prompt shows it: Python's ``str()`` (``None``, ``True``, ``['a', 1]``)."""
     if isinstance(value, str):
         return value
     try:
@@ -29,12 +23,12 @@ def value_text(value: Any) -> str:
 
 @lru_cache(maxsize=256)
 def _pattern(keys: tuple[str, ...]) -> re.Pattern[str]:
-    ordered = sorted(keys, key=len, reverse=True)  # longest key first
+    ordered = sorted(keys, key=len, reverse=True)
     return re.compile("\\{(" + "|".join(re.escape(k) for k in ordered) + ")\\}")
 
 
 def substitute(text: str, row: Mapping[str, Any]) -> str:
-    """``text`` with every ``{key}`` of ``row`` replaced by its value, in a single pass (D1)."""
+    """Replace every ``{key}`` of ``row`` in ``text`` by its value, in a single pass."""
     keys = tuple(k for k in row if isinstance(k, str))
     if not keys or "{" not in text:
         return text

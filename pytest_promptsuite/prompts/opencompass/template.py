@@ -1,9 +1,5 @@
-"""``PromptTemplate`` (SPEC §5): string, dialogue and label-map templates, ICE and masking.
-
-A dialogue template (``begin`` / ``round`` / ``end``) is encoded into a :class:`PromptList` with
-section markers; filling is single-pass substitution (§4) and the in-context examples are inserted
-verbatim at ``ice_token`` after the template's own text has been filled (D2).
-"""
+"""``PromptTemplate``: string, dialogue and label-map templates, the in-context examples inserted
+verbatim at ``ice_token`` and the answer masked (docs/templates.md, "Prompt templates")."""
 
 from __future__ import annotations
 
@@ -22,15 +18,13 @@ from pytest_promptsuite.prompts.opencompass.prompt_list import marker
 from pytest_promptsuite.prompts.opencompass.substitute import substitute
 
 
-__all__ = ["DIALOGUE_KEYS", "PromptTemplate", "encode_dialogue", "is_dialogue"]
-
 DIALOGUE_KEYS = frozenset({"begin", "round", "end"})
 #: A string template, a dialogue object, or a label map.
 TemplateValue = Union[str, dict[str, Any]]
 
 
 def is_dialogue(value: Any) -> bool:
-    """A dialogue object: a dict whose every key is ``begin``, ``round`` or ``end``."""
+    """Tell a dialogue object: a dict whose every key is ``begin``, ``round`` or ``end``."""
     return isinstance(value, dict) and set(value) <= DIALOGUE_KEYS
 
 
@@ -50,7 +44,7 @@ def _splice(out: PromptList, value: Any, where: str) -> None:
 
 
 def encode_dialogue(template: dict[str, Any], *, ice: bool, where: str = "template") -> PromptList:
-    """A dialogue template as a PromptList (§5.2); an ICE gets only its round, in ``ice`` markers."""
+    """Encode a dialogue template as a PromptList; an ICE gets only its round, in ``ice`` markers."""
     _check_dialogue(template, where)
     out = PromptList()
     if "begin" in template and not ice:
@@ -62,14 +56,13 @@ def encode_dialogue(template: dict[str, Any], *, ice: bool, where: str = "templa
     _splice(out, template["round"], f"{where}.round")
     out.append(marker(section, "end"))
     if "end" in template and not ice:
-        out.append(marker("end", "begin"))  # D3: the reference writes {end, end} twice
+        out.append(marker("end", "begin"))  # docs/templates.md D3: the reference writes {end, end} twice
         _splice(out, template["end"], f"{where}.end")
         out.append(marker("end", "end"))
     return out
 
 
 def _remove(value: Intermediate, token: str | None) -> Intermediate:
-    """``value`` with every ``token`` removed from its strings and role prompts."""
     if not token:
         return value
     if isinstance(value, str):
@@ -92,13 +85,9 @@ def _fill_text(text: str, row: Mapping[str, Any], ice_token: str | None, ice: st
 
 
 def fill(
-    template: Intermediate,
-    row: Mapping[str, Any],
-    *,
-    ice_token: str | None = None,
-    ice: Intermediate | None = None,
+    template: Intermediate, row: Mapping[str, Any], *, ice_token: str | None = None, ice: Intermediate | None = None
 ) -> Intermediate:
-    """Fill ``template`` with ``row`` and insert ``ice`` verbatim at each ``ice_token`` (§5.7)."""
+    """Fill ``template`` with ``row`` and insert ``ice`` verbatim at each ``ice_token``."""
     if isinstance(template, str):
         if ice_token and ice is not None and ice_token in template and not isinstance(ice, str):
             raise TemplateError(
@@ -142,19 +131,11 @@ class PromptTemplate:
     ``{label: template}``. Errors (TemplateError) are raised here, where the template is written.
     """
 
-    def __init__(
-        self,
-        template: Any,
-        ice_token: Any = None,
-        sep_token: Any = None,
-        *,
-        name: str = "template",
-    ) -> None:
+    def __init__(self, template: Any, ice_token: Any = None, sep_token: Any = None, *, name: str = "template") -> None:
         self.name = name
         if not isinstance(template, (str, dict)):
             raise TemplateError(
-                f"{name}: a template must be a string or an object, got {type(template).__name__} "
-                f"{template!r}"
+                f"{name}: a template must be a string or an object, got {type(template).__name__} {template!r}"
             )
         for key, token in (("ice_token", ice_token), ("sep_token", sep_token)):
             if token is not None and not isinstance(token, str):
@@ -177,21 +158,18 @@ class PromptTemplate:
                 raise TemplateError(f"{name}: key {key!r} must be a string")
             if not isinstance(value, (str, list, dict)):
                 raise TemplateError(
-                    f"{name}[{key!r}]: expected a string, array or object, got "
-                    f"{type(value).__name__} {value!r}"
+                    f"{name}[{key!r}]: expected a string, array or object, got {type(value).__name__} {value!r}"
                 )
             if isinstance(value, str) and ice_token and ice_token not in value:
                 raise TemplateError(f"{name}[{key!r}]: ice_token {ice_token!r} is not in {value!r}")
 
     def fields(self) -> list[FieldRead]:
-        """The ``{name}`` fields any of this template's texts reads (every label of a label map)."""
+        """Return the ``{name}`` fields this template's texts read (every label's, for a label map)."""
         return value_reads(self.template)
-
-    # -- choosing and encoding ---------------------------------------------------------------
 
     @property
     def is_dialogue(self) -> bool:
-        """True when the template (or, for a label map, its values) produce PromptLists."""
+        """Whether the template (for a label map, its values) produces PromptLists."""
         if self.kind == "dialogue":
             return True
         if self.kind == "labels":
@@ -200,7 +178,7 @@ class PromptTemplate:
         return False
 
     def choose(self, label: Any = None, *, first: bool = False) -> TemplateValue:
-        """The template for ``label`` (§5.3); ``first``: a label map's first key (gen mode)."""
+        """Return the template for ``label``, or with ``first`` a label map's first (gen mode)."""
         if self.kind != "labels":
             return self.template
         assert isinstance(self.template, dict)
@@ -208,8 +186,7 @@ class PromptTemplate:
             label = next(iter(self.template))
         elif not isinstance(label, str) or label not in self.template:
             raise TemplateError(
-                f"{self.name}: label {label!r} is not a key of the label map "
-                f"(labels: {list(self.template)!r})"
+                f"{self.name}: label {label!r} is not a key of the label map (labels: {list(self.template)!r})"
             )
         value = self.template[label]
         if isinstance(value, str):
@@ -223,17 +200,15 @@ class PromptTemplate:
         )
 
     def encode(self, label: Any = None, *, first: bool = False, ice: bool = False) -> Intermediate:
-        """The template chosen for ``label`` as written: a string, or a dialogue as a PromptList."""
+        """Encode the template chosen for ``label``: a string, or a dialogue as a PromptList."""
         chosen = self.choose(label, first=first)
         if isinstance(chosen, str):
             return chosen
         where = self.name if self.kind == "dialogue" else f"{self.name}[{label!r}]"
         return encode_dialogue(chosen, ice=ice, where=where)
 
-    # -- rendering ---------------------------------------------------------------------------
-
     def ice_item(self, row: Mapping[str, Any], label: Any) -> Intermediate:
-        """One in-context example from train row ``row`` (§5.4): sep_token kept, ice_token removed."""
+        """Render one in-context example from train row ``row``: sep_token kept, ice_token removed."""
         encoded = self.encode(label, ice=True)
         encoded = _remove(encoded, self.ice_token)
         return fill(encoded, row)
@@ -246,7 +221,7 @@ class PromptTemplate:
         output_column: str | None = None,
         replace_token: str = "",
     ) -> Intermediate:
-        """The generation prompt (§5.5): first template, sep removed, answer masked, ICE inserted."""
+        """Render the generation prompt: the first template, sep removed, answer masked, ICE inserted."""
         encoded = self.encode(first=True)
         encoded = _remove(encoded, self.sep_token)
         ice = _remove(ice, self.sep_token)
@@ -256,7 +231,7 @@ class PromptTemplate:
         return fill(encoded, fill_row, ice_token=self.ice_token, ice=ice)
 
     def label_prompt(self, row: Mapping[str, Any], label: Any, ice: Intermediate = "") -> Intermediate:
-        """The scored prompt of ``label`` (§5.6): sep removed from the template only, row unmasked."""
+        """Render the scored prompt of ``label``: sep removed from the template only, row unmasked."""
         encoded = self.encode(label)
         encoded = _remove(encoded, self.sep_token)
         return fill(encoded, row, ice_token=self.ice_token, ice=ice)
