@@ -65,8 +65,6 @@ class SuiteIndex:
                 self._excluded.add(suite.resolve(suite.suite.train, key="suite.train"))
         return self._configs[resolved]
 
-    # -- targets ----------------------------------------------------------------------------
-
     def add_target(self, raw: str) -> list[Path]:
         """Return what to collect for a ``--prompt-suite RAW``, loading its config now (errors before collection)."""
         path = self._absolute(Path(raw))
@@ -136,8 +134,6 @@ class SuiteIndex:
             return found[0]
         return case_file.resolve().parent
 
-    # -- configs and variants ---------------------------------------------------------------
-
     def suite_of(self, case_file: Path) -> tuple[SuiteKey, SuiteConfig]:
         """Return the config a case file belongs to, with its key.
 
@@ -186,8 +182,6 @@ class SuiteIndex:
                 + f"; its variants: {', '.join(suite.variants)}"
             )
         return [name for name in wanted if name in suite.variants]
-
-    # -- paths ------------------------------------------------------------------------------
 
     def display(self, path: Path) -> str:
         """Show a path as the user would write it: relative to where the command was invoked."""

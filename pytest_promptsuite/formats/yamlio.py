@@ -11,12 +11,6 @@ from pytest_promptsuite.safety.limits import DEPTH
 from pytest_promptsuite.safety.limits import YAML_NODES
 
 
-def _mark(exc: yaml.YAMLError) -> str:
-    """Return ``:line`` of a YAML error (where the problem is), or ``""``."""
-    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-    return f":{int(mark.line) + 1}" if mark is not None else ""
-
-
 def _line(node: yaml.Node) -> int:
     return int(node.start_mark.line) + 1
 

@@ -187,8 +187,6 @@ class ModelRunner:
             return 0
         return 4 * max(self.limit(model) for model in self._io_models.values())
 
-    # -- calls --------------------------------------------------------------------------------
-
     async def _bounded(self, model: Model, call: _Call) -> Response:
         ident = id(model)
         semaphore = self._semaphores.get(ident)
@@ -324,8 +322,6 @@ class ModelRunner:
         """Write the answers the response cache holds (on the main thread: see :class:`HeldCache`)."""
         for cache in self._held:
             cache.flush()
-
-    # -- batch mode ---------------------------------------------------------------------------
 
     def batch(
         self,

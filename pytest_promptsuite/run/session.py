@@ -132,8 +132,6 @@ class PromptSession:
         self._pipelines: dict[SuiteKey, CasePipeline] = {}
         self._prefetcher: Prefetcher | None = None
 
-    # -- collection ---------------------------------------------------------------------------
-
     def collect_file(self, path: Path, make_check: MakeCheck) -> list[PlannedCase]:
         """Plan every item of a case file: each case in each variant and repeat, with its checks.
         ``make_check`` is the hook as seen from the file, so a conftest beside it counts."""
@@ -203,8 +201,6 @@ class PromptSession:
         if not prompts.is_ppl(variant=planned.key.variant):
             return []
         return prompts.label_prompts(self._pipelines[planned.suite].case_of(planned), variant=planned.key.variant)
-
-    # -- running ------------------------------------------------------------------------------
 
     def run(self, planned: PlannedCase) -> CaseResult:
         """Run one planned case (its failures are its row's outcome, never a raise).
@@ -282,8 +278,6 @@ class PromptSession:
         self.runner.close()
         self.stores.close()
         self._rows.close()
-
-    # -- aggregation --------------------------------------------------------------------------
 
     def row_line(self, result: CaseResult) -> str:
         """Encode ``result`` as the line its item reports, once (never parsed back in this process)."""
