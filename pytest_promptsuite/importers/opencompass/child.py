@@ -317,11 +317,8 @@ def _limit(request: Mapping[str, Any]) -> None:
         return
     signal.signal(signal.SIGXCPU, _stop)
     cpu, memory = int(seconds) + 2, request["memory"]
-    for kind, soft, hard in (
-        (resource.RLIMIT_CPU, cpu, cpu + 1),
-        (resource.RLIMIT_AS, memory, memory),
-        (resource.RLIMIT_NPROC, 0, 0),
-    ):  # no processes or threads (root is exempt)
+    limits = {resource.RLIMIT_CPU: (cpu, cpu + 1), resource.RLIMIT_AS: (memory, memory), resource.RLIMIT_NPROC: (0, 0)}
+    for kind, (soft, hard) in limits.items():  # RLIMIT_NPROC: no processes or threads (root is exempt)
         current = resource.getrlimit(kind)[1]
         if current != resource.RLIM_INFINITY:
             soft, hard = min(soft, current), min(hard, current)
