@@ -95,8 +95,9 @@ class OpenAIModel:
         self._client: httpx.AsyncClient | None = None
         #: The most connections the client keeps open (the runner's bound on calls in flight).
         self.connections = DEFAULT_CONCURRENCY
-        #: Attempts sent (the tests count them).
+        #: Attempts sent and retries made (the tests count them).
         self.attempts = 0
+        self.retries = 0
 
     def __repr__(self) -> str:  # never shows the key
         return f"OpenAIModel({self.spec!r}, base_url={self.public_base_url!r})"
@@ -208,6 +209,7 @@ class OpenAIModel:
         all_refused = True
         for attempt in range(self.retry.max_retries + 1):
             if attempt:
+                self.retries += 1
                 await asyncio.sleep(self.retry.wait_s(attempt - 1, self._rng, wait))
             self.attempts += 1
             try:
