@@ -206,7 +206,8 @@ def _history(args: argparse.Namespace) -> int:
 def _import_opencompass(args: argparse.Namespace) -> int:
     from pytest_promptsuite.importers.opencompass.convert import import_opencompass
 
-    paths = {"model": args.model, "data": args.data, "train": args.train, "root": args.config_root}
+    given = {"model": args.model, "data": args.data, "train": args.train, "root": args.config_root}
+    paths = {key: Path(value) if value else None for key, value in given.items()}
     print(printable(import_opencompass(args.config, out=args.out, **paths).report()))
     return 0
 
@@ -224,16 +225,11 @@ def _add_import(commands: Any) -> None:
     kinds = command.add_subparsers(dest="kind", required=True)
     oc = kinds.add_parser("opencompass", help="an OpenCompass dataset config (.py), run as OpenCompass runs it")
     oc.add_argument("config", type=Path, metavar="CONFIG.py")
-    oc.add_argument(
-        "--model", type=Path, metavar="MODEL.py", help="an OpenCompass model config: its meta template and settings"
-    )
-    oc.add_argument(
-        "--data", type=Path, metavar="FILE", help="rows to map to cases: JSONL, CSV or a dataset folder on disk"
-    )
-    oc.add_argument("--train", type=Path, metavar="FILE", help="rows for in-context examples (JSONL or CSV)")
+    oc.add_argument("--model", metavar="MODEL.py", help="an OpenCompass model config: its meta template and settings")
+    oc.add_argument("--data", metavar="FILE", help="rows to map to cases: JSONL, CSV or a dataset folder on disk")
+    oc.add_argument("--train", metavar="FILE", help="rows for in-context examples (JSONL or CSV)")
     oc.add_argument(
         "--config-root",
-        type=Path,
         metavar="DIR",
         help="the folder base configs must lie in (default: the nearest 'configs' folder above the config, "
         "else its folder)",
