@@ -1,6 +1,6 @@
 """pytest-promptsuite: prompt regression testing as a pytest plugin.
 
-PYTEST_DONT_REWRITE (the plugin asserts nothing; this keeps pytester runs free of rewrite warnings)
+PYTEST_DONT_REWRITE
 """
 
 from __future__ import annotations
@@ -38,8 +38,7 @@ if TYPE_CHECKING:
 
 __version__ = "0.1.0"
 
-#: Each public name and the module that defines it: pytest imports this package for every run, so
-#: a name's module is imported when the name is first used (PEP 562), not here.
+#: Each public name and its module, imported on first use (PEP 562): pytest imports this package for every run.
 _EXPORTS = {
     "CaseFileError": "pytest_promptsuite.errors",
     "CaseLocation": "pytest_promptsuite.cases.case",

@@ -1,3 +1,5 @@
+"""Run the ``promptsuite`` command as ``python -m pytest_promptsuite``."""
+
 from __future__ import annotations
 
 import sys

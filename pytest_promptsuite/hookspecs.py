@@ -1,16 +1,6 @@
-"""Hooks that third parties implement to extend pytest-promptsuite.
+"""Hooks that third parties implement to extend pytest-promptsuite, in a ``conftest.py`` or a plugin.
 
-Implement them in a ``conftest.py``, or in an installed package that names its plugin module in
-the ``promptsuite.plugins`` entry point group (pytest and the ``promptsuite`` command both load
-it; a ``pytest11`` entry point works under pytest only)::
-
-    [project.entry-points."promptsuite.plugins"]
-    my_checks = "my_package.promptsuite_plugin"
-
-Every hook is prefixed ``pytest_promptsuite_``. The built-in implementations use the same hooks,
-marked ``trylast`` so that yours win. The ``make_*`` hooks are ``firstresult``: return None for
-a name you do not handle, so the next plugin (or the built-in) answers. Hooks called outside
-pytest (by ``promptsuite validate``) take no ``config``; keep them free of pytest state.
+The ``make_*`` hooks are ``firstresult``: return None for a name you do not handle, so the next plugin answers.
 """
 
 from __future__ import annotations
@@ -22,10 +12,9 @@ from typing import Any
 import pluggy
 
 
-#: pytest's own marker (``pytest.hookspec`` is this object), made here so that the ``promptsuite``
-#: command can load these specs without importing pytest.
+#: pytest's own marker (``pytest.hookspec``), made here so that ``promptsuite`` loads the specs without pytest.
 hookspec = pluggy.HookspecMarker("pytest")
-#: The entry point group of installed plugins, loaded by pytest and by ``promptsuite``.
+#: The entry point group of installed plugins (pytest and ``promptsuite`` load it; ``pytest11`` is pytest's only).
 ENTRY_POINT_GROUP = "promptsuite.plugins"
 
 if TYPE_CHECKING:
@@ -43,17 +32,12 @@ if TYPE_CHECKING:
 
 
 @hookspec(firstresult=True)
-def pytest_promptsuite_make_model(
-    config: pytest.Config, spec: str, settings: ModelConfig, root: Path
-) -> Model | None:
+def pytest_promptsuite_make_model(config: pytest.Config, spec: str, settings: ModelConfig, root: Path) -> Model | None:
     """Make the model for a spec string, or return None to let another plugin answer.
 
     Args:
-        config: the pytest config.
-        spec: the model spec, e.g. ``fake``, ``fake:rules.json``, ``openai:gpt-4o-mini``, or
-            your own scheme.
-        settings: the model's table of the suite config (``[model]`` or ``[models.NAME]``):
-            base URL, params, timeouts.
+        spec: the model spec, e.g. ``fake``, ``fake:rules.json``, ``openai:gpt-4o-mini``, or your own scheme.
+        settings: the model's table of the suite config (``[model]`` or ``[models.NAME]``).
         root: the folder relative paths in the spec resolve against (the suite config's folder).
 
     Example, in ``conftest.py``::
@@ -93,21 +77,17 @@ def pytest_promptsuite_make_check(
 ) -> Check | None:
     """Make the check for one ``assert`` entry, or return None if ``name`` is not yours.
 
-    Called when a case file is collected (and by ``promptsuite validate``), once per entry. The
-    ``not-`` prefix, ``weight``, ``path`` and ``metric`` are handled for you: ``name`` comes
-    without ``not-`` and ``params`` holds the other fields (``value``, ``threshold``...). Raise
-    :class:`~pytest_promptsuite.errors.CheckError` naming a bad field; the collection error adds
-    the file, line, case and entry.
+    Called once per entry when a case file is collected (and by ``promptsuite validate``). The ``not-``
+    prefix, ``weight``, ``path`` and ``metric`` are handled for you. Raise
+    :class:`~pytest_promptsuite.errors.CheckError` naming a bad field; the error gains the file, line and case.
 
     Args:
-        name: the check type, e.g. ``contains`` for ``{"type": "not-contains", ...}``.
-        params: the entry's other fields.
+        name: the check type without ``not-``, e.g. ``contains`` for ``{"type": "not-contains", ...}``.
+        params: the entry's other fields (``value``, ``threshold``...).
         case: the case the entry belongs to; None for a suite-level ``[[checks]]`` entry.
         base_dir: the folder relative files resolve against (the case file's, or the config's).
-        scope: where the entry's files and code may come from: ``scope.file(value, base_dir,
-            field=..., name=...)`` resolves a file inside the suite's folder (or raises), and
-            ``scope.check_module(module, ...)`` refuses a module the config's
-            ``[checks] python_modules`` does not list. None when trusted code compiles checks.
+        scope: ``scope.file(...)`` resolves a file inside the suite's folder, ``scope.check_module(...)``
+            refuses a module ``[checks] python_modules`` does not list; None when trusted code compiles checks.
 
     Example, in ``conftest.py``::
 
@@ -129,12 +109,9 @@ def pytest_promptsuite_make_check(
 
 @hookspec(firstresult=True)
 def pytest_promptsuite_make_retriever(name: str, params: dict[str, Any]) -> Any | None:
-    """Make the in-context example retriever ``[template] retriever = {type = NAME, ...}``, or
-    return None if ``name`` is not yours.
+    """Make the in-context example retriever ``[template] retriever = {type = NAME, ...}``, or return None.
 
-    Args:
-        name: the retriever's ``type``.
-        params: the retriever table's other keys.
+    ``params`` holds the retriever table's other keys.
 
     Example, in ``conftest.py``::
 
@@ -158,16 +135,10 @@ def pytest_promptsuite_make_retriever(name: str, params: dict[str, Any]) -> Any 
 
 @hookspec(firstresult=True)
 def pytest_promptsuite_make_renderer(name: str, params: dict[str, Any]) -> Any | None:
-    """Make the template-file renderer ``[template] renderer = {type = NAME, ...}``, or return
-    None if ``name`` is not yours.
+    """Make the template-file renderer ``[template] renderer = {type = NAME, ...}``, or return None.
 
-    Args:
-        name: the renderer's ``type`` (built-ins: ``format``, ``delimiters``, ``jinja``, ``none``).
-        params: the renderer table's other keys.
-
-    A renderer that runs Jinja templates gets the suite's filter lookup (which asks
-    :func:`pytest_promptsuite_make_jinja_filter`) through its ``with_filters(make_filter)``
-    method, if it has one: the built-in ``jinja`` renderer does.
+    ``params`` holds the renderer table's other keys (built-ins: ``format``, ``delimiters``, ``jinja``,
+    ``none``). A renderer with a ``with_filters(make_filter)`` method gets the suite's Jinja filter lookup.
 
     Example, in ``conftest.py``::
 
@@ -186,18 +157,10 @@ def pytest_promptsuite_make_renderer(name: str, params: dict[str, Any]) -> Any |
 
 
 @hookspec(firstresult=True)
-def pytest_promptsuite_transform_output(
-    output: str, case: PromptCase, response: Response | None
-) -> str | None:
+def pytest_promptsuite_transform_output(output: str, case: PromptCase, response: Response | None) -> str | None:
     r"""Rewrite a model's output before the checks see it, or return None to leave it.
 
-    The first plugin that returns a string wins. ``results.jsonl`` keeps the raw output; only
-    the checks see the rewritten one.
-
-    Args:
-        output: the model's reply text.
-        case: the case it answers.
-        response: the whole response (finish reason, usage), None when checks run on a bare output.
+    ``results.jsonl`` keeps the raw output. ``response`` is None when checks run on a bare output.
 
     Example, in ``conftest.py`` (drop a reasoning model's thinking)::
 
@@ -212,12 +175,10 @@ def pytest_promptsuite_transform_output(
 
 @hookspec(firstresult=True)
 def pytest_promptsuite_make_jinja_filter(name: str) -> Callable[..., Any] | None:
-    """Make the Jinja2 filter ``name`` used in a task prompt (``prompts.yml``) or a ``jinja``
-    template, or return None if it is not yours.
+    """Make the Jinja2 filter ``name`` of a task prompt (``prompts.yml``) or a ``jinja`` template, or return None.
 
-    Asked once per filter name a template uses, when the templates are loaded; yours wins over
-    a built-in of the same name (``first_turns``, ``last_turns``, ``user_assistant_sequence``,
-    ``to_messages``, ``indent``, and Jinja's own). Filters run inside the sandbox.
+    Asked once per filter name when the templates are loaded; yours wins over a built-in of the same name.
+    Filters run inside the sandbox.
 
     Example, in ``conftest.py`` (``{{ history | shout }}``)::
 
@@ -230,16 +191,11 @@ def pytest_promptsuite_make_jinja_filter(name: str) -> Callable[..., Any] | None
 
 
 @hookspec(firstresult=True)
-def pytest_promptsuite_make_output_parser(
-    name: str, params: dict[str, Any]
-) -> Callable[[str], str] | None:
-    """Make the output parser of a task prompt's ``output_parser: NAME`` (or
-    ``{type: NAME, ...params}``), or return None if ``name`` is not yours.
+def pytest_promptsuite_make_output_parser(name: str, params: dict[str, Any]) -> Callable[[str], str] | None:
+    """Make the output parser of a task prompt's ``output_parser: NAME`` (or ``{type: NAME, ...}``), or return None.
 
-    The parser turns the model's output into the text the checks see; raise
+    The parser turns the model's output into the text the checks see; it raises
     :class:`~pytest_promptsuite.prompts.output_parsers.OutputParserError` when it cannot.
-    Built-ins: ``strip_prefix`` (``prefix``), ``json``, ``user_intent``, ``bot_intent``,
-    ``bot_message``.
 
     Example, in ``conftest.py``::
 

@@ -1,8 +1,4 @@
-"""pytest nodes: ``PromptFile`` (a case file) and ``PromptItem`` (one run of one case).
-
-The nodes know the run only through the narrow :class:`CaseSource` protocol that ``plugin.py``
-puts into ``config.stash[source_key]``: plan a file's items, run one, say whether to stop.
-"""
+"""pytest nodes: ``PromptFile`` (a case file) and ``PromptItem`` (one run of one case)."""
 
 from __future__ import annotations
 
@@ -29,17 +25,15 @@ if TYPE_CHECKING:
     from _pytest._code.code import ExceptionInfo
     from _pytest._code.code import TerminalRepr
 
-__all__ = ["CaseFailed", "CaseSource", "PromptFile", "PromptItem", "RESULT_PROPERTY", "source_key"]
-
 #: The user property that carries a case's result to the session (and across xdist).
 RESULT_PROPERTY = "promptsuite"
 
 
 class CaseSource(Protocol):
-    """What the nodes need from the run."""
+    """What the nodes need from the run (``config.stash[source_key]``)."""
 
     def collect_file(self, path: Path, make_check: MakeCheck) -> Sequence[PlannedCase]:
-        """The items of a case file (a PromptSuiteError fails its collection)."""
+        """Plan the items of a case file (a PromptSuiteError fails its collection)."""
         ...
 
     def run(self, planned: PlannedCase) -> CaseResult:
@@ -47,11 +41,11 @@ class CaseSource(Protocol):
         ...
 
     def row_line(self, result: CaseResult) -> str:
-        """The row's JSON line, as the item reports it."""
+        """Encode the row as the JSON line its item reports."""
         ...
 
     def stop_reason(self) -> str | None:
-        """Why no further case should run, if one should not."""
+        """Return why no further case should run, or None."""
         ...
 
 
@@ -71,10 +65,9 @@ class PromptFile(pytest.File):
     """A JSONL case file; every line is a case."""
 
     def collect(self) -> Iterator[PromptItem]:
-        """One item per case, variant and repeat; a bad file is one collection error."""
+        """Yield one item per case, variant and repeat; a bad file is one collection error."""
         source = self.config.stash[source_key]
-        #: The hook each item calls when its case is done, as seen from this file (its conftests
-        #: are known by now): looked up once, not for each of its items.
+        # the hook as seen from this file (its conftests are known by now), looked up once for its items
         self.case_finished = self.ihook.pytest_promptsuite_case_finished
         try:
             planned = source.collect_file(self.path, self.ihook.pytest_promptsuite_make_check)
@@ -86,7 +79,7 @@ class PromptFile(pytest.File):
             yield PromptItem.from_parent(self, name=one.name, planned=one, nodeid=f"{self.nodeid}::{one.name}")
 
     def repr_failure(self, excinfo: ExceptionInfo[BaseException]) -> str | TerminalRepr:  # type: ignore[override]
-        """pytest's report of a collection error, with every secret scrubbed."""
+        """Return pytest's report of a collection error, with every secret scrubbed."""
         return printable(str(super().repr_failure(excinfo)))
 
 
@@ -102,7 +95,7 @@ class PromptItem(pytest.Item):
 
     @property
     def case(self) -> PromptCase:
-        """The case this item runs, read back from its file (the item keeps only where it is)."""
+        """The case this item runs, read back from its file."""
         return self.planned.case
 
     def runtest(self) -> None:
@@ -122,15 +115,11 @@ class PromptItem(pytest.Item):
             pytest.skip(printable(result.error or "skipped"))
 
     def teardown(self) -> None:
-        """Drop the row once the call's report carries it: pytest keeps every item, and the
-        teardown's report (junit's properties) never had it."""
+        """Drop the row once the call's report carries it: pytest keeps every item."""
         self.user_properties[:] = [p for p in self.user_properties if p[0] != RESULT_PROPERTY]
 
-    def repr_failure(
-        self, excinfo: ExceptionInfo[BaseException], style: Any = None
-    ) -> str | TerminalRepr:
-        """The case's report for our failures (no traceback), pytest's for anything else; every
-        secret scrubbed either way (a traceback shows the arguments of its frames)."""
+    def repr_failure(self, excinfo: ExceptionInfo[BaseException], style: Any = None) -> str | TerminalRepr:
+        """Return the case's report for our failures (no traceback), pytest's for others; secrets scrubbed."""
         if isinstance(excinfo.value, CaseFailed):
             return printable(failure_text(excinfo.value.result))
         if isinstance(excinfo.value, PromptSuiteError):
@@ -143,6 +132,5 @@ class PromptItem(pytest.Item):
         return f"{self.path.name}:{self.planned.ref.line}"
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
-        """The case's line (0-based, as pytest counts) and ``case ID [slice]``, the ID with its
-        variant and repeat (``flight-005[v2][repeat-1]``) where those apply."""
+        """Return the case's line (0-based) and ``case ID [slice]`` (``case flight-005[v2][repeat-1] [billing]``)."""
         return self.path, self.planned.ref.line - 1, f"case {self.name} [{self.planned.slice}]"

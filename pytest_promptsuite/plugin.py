@@ -1,13 +1,6 @@
-"""pytest glue: our hooks and options, collecting case files, and the run's pytest side.
+"""pytest glue: the options, our hooks, collecting case files, and the run's pytest side.
 
-The run itself is a pytest-free :class:`~pytest_promptsuite.run.session.PromptSession` in
-``config.stash``; :class:`_SessionPlugin` (registered as a plugin, like xdist's ``DSession``)
-forwards pytest's hooks to it and owns what only pytest knows: the exit status, the terminal
-and pytest-xdist's worker queue. Only the controller writes files and decides the gates.
-
-pytest imports this module for every run in an environment that has the plugin, so it imports
-only the options at the top; ``items``, ``session`` and the stages are imported inside the hooks,
-which run only for a run with prompt cases (``tests/plugin/test_startup.py``).
+Only the options are imported at the top: the stages load inside the hooks, for a run with prompt cases.
 """
 
 from __future__ import annotations
@@ -32,37 +25,31 @@ if TYPE_CHECKING:
     from pytest_promptsuite.run.session import PromptSession
 
 
-__all__ = ["session_key"]
-
 #: The run's pytest side (the session is ``config.stash[source_key]``).
 session_key = pytest.StashKey["_SessionPlugin"]()
-
-
 #: The key under which a pytest-xdist worker hands its collection warnings to the controller.
 WARNINGS_OUTPUT = "promptsuite_warnings"
 
+
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
-    """Our hookspecs and the built-in implementations (the installed ``promptsuite.plugins``
-    register in :func:`pytest_configure`, for runs with prompt cases)."""
+    """Register our hookspecs and the built-ins (installed plugins register in :func:`pytest_configure`)."""
     register_builtins(pluginmanager)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    """The ``--prompt-*`` options (``options.OPTIONS``)."""
+    """Add the ``--prompt-*`` options."""
     group = parser.getgroup("promptsuite", "prompt regression suites (pytest-promptsuite)")
     for option in OPTIONS:
         group.addoption(option.flag, **option.kwargs)
 
 
 def _has_cases(options: RunOptions, args: list[str]) -> bool:
-    """Whether this run has prompt cases: ``--prompt-suite``, or a ``*.jsonl`` file among the
-    paths (the command line's, or ``testpaths``). Other pytest runs never load the stages."""
+    """Tell whether this run has prompt cases: ``--prompt-suite``, or a ``*.jsonl`` among the paths."""
     return bool(options.suite) or any(arg.partition("::")[0].endswith(".jsonl") for arg in args)
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Parse the options once and, for a run with prompt cases, start the session and, with
-    ``--prompt-suite``, name what to collect (only the suites when no positional path is given)."""
+    """Parse the options and, for a run with prompt cases, start the session and add the suites to collect."""
     install_log_filter()  # httpx's and httpcore's records (and ours) never show a secret
     options = RunOptions.from_values(config.getoption)
     if not _has_cases(options, config.args):
@@ -74,12 +61,20 @@ def pytest_configure(config: pytest.Config) -> None:
     workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
     worker_index = int(str(getattr(config, "workerinput", {}).get("workerid", "gw0"))[2:] or 0)
     if options.batch_mode and getattr(config.option, "numprocesses", None):
-        raise pytest.UsageError("--prompt-batch, --prompt-batch-file and --prompt-batch-results make one "
-                                "batch of the run's calls in one process: drop -n")
+        raise pytest.UsageError(
+            "--prompt-batch, --prompt-batch-file and --prompt-batch-results make one batch of the run's calls in one "
+            "process: drop -n"
+        )
     try:
         session = PromptSession(
-            options, hook=config.hook, invocation_dir=config.invocation_params.dir, rootpath=config.rootpath,
-            config=config, is_worker=hasattr(config, "workerinput"), workers=workers, worker_index=worker_index,
+            options,
+            hook=config.hook,
+            invocation_dir=config.invocation_params.dir,
+            rootpath=config.rootpath,
+            config=config,
+            is_worker=hasattr(config, "workerinput"),
+            workers=workers,
+            worker_index=worker_index,
         )
         suites = [str(path) for raw in options.suite for path in session.index.add_target(raw)]
     except PromptSuiteError as exc:
@@ -108,7 +103,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> PromptFile | None:
-    """A ``*.jsonl`` under a ``--prompt-suite`` target, or named on the command line."""
+    """Collect a ``*.jsonl`` under a ``--prompt-suite`` target, or named on the command line."""
     plugin = parent.config.stash.get(session_key, None)
     if file_path.suffix != ".jsonl" or plugin is None:
         return None
@@ -120,7 +115,7 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> PromptFile
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """``--prompt-shard K/N``: deselect the cases of the other shards."""
+    """Deselect the cases of the other shards (``--prompt-shard K/N``)."""
     plugin = config.stash.get(session_key, None)
     shard = plugin.session.options.shard if plugin is not None else None
     if shard is None:
@@ -154,7 +149,7 @@ class _SessionPlugin:
         from pytest_promptsuite.items import RESULT_PROPERTY
 
         self._result_property = RESULT_PROPERTY
-        self._failing = frozenset({Outcome.FAILED, Outcome.ERROR})
+        self._failing = {Outcome.FAILED, Outcome.ERROR}
 
     def _start(self, item: Any) -> None:
         from pytest_promptsuite.items import PromptItem
@@ -163,8 +158,7 @@ class _SessionPlugin:
             self.session.prefetch(item.planned)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        """The run is known (after -k, --lf, shards and plugins deselected): calls start now,
-        never under --collect-only or after a collection error."""
+        """Start the calls once the run is known (after deselection), unless collecting only or collection failed."""
         from pytest_promptsuite.items import PromptItem
 
         ours = [item for item in session.items if isinstance(item, PromptItem)]
@@ -192,7 +186,7 @@ class _SessionPlugin:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
-        """Under pytest-xdist the controller collects nothing: every worker sends the same ids."""
+        """Learn the collected ids from a worker: under pytest-xdist the controller collects nothing."""
         if not self._collected:
             self._collected = [i for i in ids if i.partition("::")[0].endswith(".jsonl")]
             self.session.expect_rows(len(self._collected))
@@ -217,7 +211,7 @@ class _SessionPlugin:
                 break
 
     def _stop_reason(self, session: pytest.Session, exitstatus: int) -> str | None:
-        """Why the run stopped early, in pytest's words where it has some."""
+        """Return why the run stopped early, in pytest's words where it has some."""
         dsession = self.config.pluginmanager.get_plugin("dsession")  # pytest-xdist's controller
         for flag in (getattr(dsession, "shouldstop", None), session.shouldfail, session.shouldstop):
             if flag:
@@ -228,7 +222,7 @@ class _SessionPlugin:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
-        """Under pytest-xdist the workers collect: their warnings reach the controller here."""
+        """Take a pytest-xdist worker's collection warnings."""
         self.session.add_warnings(getattr(node, "workeroutput", {}).get(WARNINGS_OUTPUT, ()))
 
     @pytest.hookimpl(trylast=True)
@@ -253,19 +247,12 @@ class _SessionPlugin:
         self._drop_phase_reports()
 
     def _drop_phase_reports(self) -> None:
-        """Forget the passing setup/teardown reports of our items before the terminal summary.
-
-        pytest looks up teardown sections for every failure by scanning all of them
-        (pytest-dev/pytest#13360): O(failures x items), minutes at 50,000 cases. Our items print
-        nothing in setup or teardown, so those reports carry no section to show.
-        """
+        """Forget our items' passing setup and teardown reports: pytest scans them all per failure (pytest#13360)."""
         reporter: Any = self.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is None or "" not in reporter.stats:
             return
         ours = self._prompt_nodeids
-        reporter.stats[""] = [
-            r for r in reporter.stats[""] if r.sections or getattr(r, "nodeid", None) not in ours
-        ]
+        reporter.stats[""] = [r for r in reporter.stats[""] if r.sections or getattr(r, "nodeid", None) not in ours]
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         for title, lines in self.session.terminal_sections():

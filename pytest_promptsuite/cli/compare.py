@@ -1,5 +1,4 @@
-"""What ``promptsuite diff`` and ``promptsuite merge`` do over result files (nothing runs), with the
-same :func:`summarize` as the plugin."""
+"""What ``promptsuite diff`` and ``promptsuite merge`` do over result files, with the plugin's :func:`summarize`."""
 
 from __future__ import annotations
 
@@ -28,15 +27,13 @@ from pytest_promptsuite.results.summary import Baseline
 from pytest_promptsuite.results.summary import summarize
 
 
-__all__ = ["policy_from_summary", "run_diff", "run_merge"]
-
 #: Exit status for input that cannot be read (argparse uses 2 for usage errors too).
 UNREADABLE = 2
 
 
 def policy_from_summary(data: dict[str, Any] | None) -> ThresholdPolicy:
-    """The thresholds a run used, from its ``summary.json``: its ``policy``, or else (older
-    summaries) the per-slice ``threshold`` and ``threshold_source`` columns."""
+    """Read the thresholds a run used from its ``summary.json``: its ``policy``, or else (older summaries)
+    the per-slice ``threshold`` and ``threshold_source`` columns."""
     if not data:
         return ThresholdPolicy()
     if isinstance(data.get("policy"), dict):
@@ -66,7 +63,7 @@ def _read(path: Path, err: TextIO) -> list[CaseResult] | None:
 
 
 def _summary_of(path: Path, err: TextIO) -> dict[str, Any] | None:
-    """The ``summary.json`` beside a result set, or None (a bad one is reported and ignored)."""
+    """Read the ``summary.json`` beside a result set, or None (a bad one is reported and ignored)."""
     try:
         return load_summary_json(path)
     except PromptSuiteError as exc:
@@ -89,10 +86,12 @@ def run_diff(
     out: TextIO = sys.stdout,
     err: TextIO = sys.stderr,
 ) -> int:
-    """Compare NEW with OLD under the regression rule and print the slice table, the verdicts and
-    every changed id: 1 when a slice regressed (or nothing could be compared), 0 otherwise, 2 when
-    a result set cannot be read. The rule's settings come from NEW's ``summary.json`` unless given
-    (``paired`` for a bare ``results.jsonl``); slice thresholds only fill the table."""
+    """Compare NEW with OLD under the regression rule; print the slice table, verdicts and every changed id.
+
+    Exit 1 when a slice regressed (or nothing could be compared), 0 otherwise, 2 when a result set cannot be
+    read. The rule's settings come from NEW's ``summary.json`` unless given (``paired`` for a bare
+    ``results.jsonl``); slice thresholds only fill the table.
+    """
     old_rows = _read(old, err)
     new_rows = _read(new, err)
     if old_rows is None or new_rows is None:
@@ -104,18 +103,16 @@ def run_diff(
     settings = GateSettings.from_dict(new_summary) if new_summary else GateSettings(regression="paired")
     if alpha is not None:
         settings = replace(settings, alpha=alpha)
-    summary = summarize(
-        new_rows, policy, baseline=Baseline(old_rows, str(old), baseline_variant, _run_of(old_summary)),
-        settings=settings, run=_run_of(new_summary),
-    )
+    against = Baseline(old_rows, str(old), baseline_variant, _run_of(old_summary))
+    summary = summarize(new_rows, policy, baseline=against, settings=settings, run=_run_of(new_summary))
     print(f"promptsuite diff: {old} -> {new}", file=out)
     for line in summary_lines(summary, max_ids=10**9, gate=False):
         if not line.startswith(("regressions: ", "fixes: ")):  # listed one per line below
             print(line, file=out)
     diff = summary.baseline
     assert diff is not None
-    for title, ids in (("regressions", diff.regressions), ("fixes", diff.fixes), ("new", diff.new),
-                       ("removed", diff.removed)):
+    changed = {"regressions": diff.regressions, "fixes": diff.fixes, "new": diff.new, "removed": diff.removed}
+    for title, ids in changed.items():
         print(f"{title} ({len(ids)}):", file=out)
         for case in ids:
             print(f"  {case}", file=out)
@@ -130,8 +127,7 @@ def run_diff(
 
 
 def _shard_rows(shards: Sequence[Path], err: TextIO) -> tuple[list[CaseResult], list[dict[str, Any]]] | None:
-    """Every shard's rows and ``summary.json`` (None, reported, when one cannot be read or two
-    shards ran the same case)."""
+    """Read every shard's rows and ``summary.json``; None, reported, when one cannot be read or two overlap."""
     rows: list[CaseResult] = []
     summaries: list[dict[str, Any]] = []
     owner: dict[CaseKey, Path] = {}
@@ -165,9 +161,11 @@ def run_merge(
     out: TextIO = sys.stdout,
     err: TextIO = sys.stderr,
 ) -> int:
-    """Merge shard reports into one report in ``out_dir``: 0 when its gate holds, 1 when it
-    fails, 2 when a shard or the baseline cannot be read or two shards ran the same case. The
-    thresholds, gate settings and run record come from the shards' ``summary.json``."""
+    """Merge shard reports into one report in ``out_dir``, with the shards' thresholds, settings and run record.
+
+    Exit 0 when its gate holds, 1 when it fails, 2 when a shard or the baseline cannot be read or two shards
+    ran the same case.
+    """
     found = _shard_rows(shards, err)
     if found is None:
         return UNREADABLE
@@ -181,10 +179,8 @@ def run_merge(
         if baseline_rows is None:
             return UNREADABLE
         against = Baseline(baseline_rows, str(baseline), None, _run_of(_summary_of(baseline, err)))
-    summary = summarize(
-        rows, policy, baseline=against, settings=GateSettings.from_dict(first),
-        run=replace(run, prompt_hash=RunInfo.prompts_hash(rows)) if run is not None else None,
-    )
+    run = replace(run, prompt_hash=RunInfo.prompts_hash(rows)) if run is not None else None
+    summary = summarize(rows, policy, baseline=against, settings=GateSettings.from_dict(first), run=run)
     write_report(out_dir, rows, summary, baseline=against.rows if against is not None else None)
     for line in summary_lines(summary):
         print(line, file=out)
@@ -193,7 +189,7 @@ def run_merge(
 
 
 def _merge_policies(policies: Sequence[ThresholdPolicy], err: TextIO) -> ThresholdPolicy:
-    """One policy for all shards: the per-slice thresholds of all, the rest from the first."""
+    """Merge the shards' policies: the per-slice thresholds of all, the rest from the first."""
     if not policies:
         return ThresholdPolicy()
     first = policies[0]
@@ -201,8 +197,7 @@ def _merge_policies(policies: Sequence[ThresholdPolicy], err: TextIO) -> Thresho
     for policy in policies:
         slices.update(policy.config.slices)
     if any(
-        (p.option, p.config.default, p.max_regression())
-        != (first.option, first.config.default, first.max_regression())
+        (p.option, p.config.default, p.max_regression()) != (first.option, first.config.default, first.max_regression())
         for p in policies
     ):
         print("warning: the shards used different thresholds; using the first shard's", file=err)

@@ -1,9 +1,4 @@
-"""The ``promptsuite`` command: ``validate``, ``render``, ``diff``, ``merge``, ``import`` and ``history``.
-
-It finds suites through the same :class:`~pytest_promptsuite.config.discovery.SuiteIndex` and builds them
-through the same hooks as the pytest plugin (built-ins, installed plugins and the conftest files
-pytest would load), and never imports pytest.
-"""
+"""The ``promptsuite`` command: ``validate``, ``render``, ``diff``, ``merge``, ``import`` and ``history``."""
 
 from __future__ import annotations
 
@@ -16,6 +11,7 @@ from typing import Any
 
 from pytest_promptsuite.config.discovery import SuiteIndex
 from pytest_promptsuite.config.options import BY_FLAG
+from pytest_promptsuite.config.options import OPTIONS
 from pytest_promptsuite.config.options import RunOptions
 from pytest_promptsuite.errors import CaseFileError
 from pytest_promptsuite.errors import PromptSuiteError
@@ -28,9 +24,7 @@ from pytest_promptsuite.run.registration import plugin_manager
 from pytest_promptsuite.run.session import PromptSession
 from pytest_promptsuite.safety.scrub import install_log_filter
 from pytest_promptsuite.safety.scrub import printable
-
-
-__all__ = ["main"]
+from pytest_promptsuite.safety.scrub import register
 
 
 #: The options of a run that decide what collection finds; ``validate`` and ``render`` take them too.
@@ -38,19 +32,14 @@ _COLLECTION_OPTIONS = ("--prompt-config", "--prompt-model", "--prompt-judge", "-
 
 
 class _Collected:
-    """What ``pytest --collect-only --prompt-suite PATH...`` collects, collected the same way: one
-    :class:`PromptSession` (the one pytest runs), its hooks from the built-ins, installed plugins
-    and the conftest files pytest would load. ``problems`` holds every collection error, one
-    message a line; nothing is sent to any model."""
+    """What ``pytest --collect-only --prompt-suite PATH...`` collects, collected the same way (the same
+    session and hooks, conftests included); ``problems`` holds every collection error, one a line."""
 
     def __init__(self, paths: Sequence[str], args: argparse.Namespace) -> None:
         self.problems: list[str] = []
         self.planned: list[PlannedCase] = []
-        options = RunOptions(
-            suite=tuple(paths), config=getattr(args, "prompt_config", None), model=getattr(args, "prompt_model", None),
-            judge=getattr(args, "prompt_judge", None), variant=tuple(getattr(args, "prompt_variant", None) or ()),
-            base_url=getattr(args, "prompt_base_url", None), no_cache=True,
-        )
+        values = {**{o.dest: o.default for o in OPTIONS}, **vars(args), "prompt_suite": paths, "prompt_no_cache": True}
+        options = RunOptions.from_values(values.__getitem__)
         cwd = Path.cwd()
         try:
             index = SuiteIndex(invocation_dir=None, rootpath=cwd, config=options.config)  # paths as given
@@ -126,7 +115,7 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _text(prompt: Prompt) -> str:
-    """A prompt as it is sent, for a reader: the string, or each message under its role."""
+    """Show a prompt as it is sent, for a reader: the string, or each message under its role."""
     if isinstance(prompt, str):
         return prompt
     parts = []
@@ -136,14 +125,14 @@ def _text(prompt: Prompt) -> str:
     return "\n".join(parts)
 
 
-def _show(planned: PlannedCase, requests: list[Prompt], error: str | None, form: str,
-          labels: Sequence[tuple[str, Prompt]] = ()) -> str:
-    """One case in one variant as ``render`` prints it (``form``: text or jsonl); ``labels``: in
-    the ppl mode, each label's prompt."""
+def _show(
+    planned: PlannedCase, requests: list[Prompt], error: str | None, form: str, labels: Sequence[tuple[str, Prompt]]
+) -> str:
+    """Show one case in one variant as ``render`` prints it (``form``: text or jsonl; ``labels``: the ppl mode's)."""
     case, variant = planned.case, planned.key.variant
     if form == "jsonl":
-        shown: dict[str, Any] = {"case_id": case.case_id, "variant": variant,
-                                 "prompt": requests[0] if requests else None, "error": error}
+        prompt = requests[0] if requests else None
+        shown: dict[str, Any] = {"case_id": case.case_id, "variant": variant, "prompt": prompt, "error": error}
         if labels:
             shown["labels"] = dict(labels)
         if isinstance(case.input, list) and requests:  # multi-turn: the requests known before any reply
@@ -194,10 +183,8 @@ def _render(args: argparse.Namespace) -> int:
 def _diff(args: argparse.Namespace) -> int:
     from pytest_promptsuite.cli.compare import run_diff
 
-    return run_diff(
-        Path(args.old), Path(args.new), alpha=args.prompt_alpha, max_regression=args.prompt_max_regression,
-        baseline_variant=args.prompt_baseline_variant,
-    )
+    limits = {"alpha": args.prompt_alpha, "max_regression": args.prompt_max_regression}
+    return run_diff(Path(args.old), Path(args.new), **limits, baseline_variant=args.prompt_baseline_variant)
 
 
 def _merge(args: argparse.Namespace) -> int:
@@ -216,30 +203,76 @@ def _history(args: argparse.Namespace) -> int:
     return 0
 
 
+def _import_opencompass(args: argparse.Namespace) -> int:
+    from pytest_promptsuite.importers.opencompass.convert import import_opencompass
+
+    given = {"model": args.model, "data": args.data, "train": args.train, "root": args.config_root}
+    paths = {key: Path(value) if value else None for key, value in given.items()}
+    print(printable(import_opencompass(args.config, out=args.out, **paths).report()))
+    return 0
+
+
+def _import_promptfoo(args: argparse.Namespace) -> int:
+    from pytest_promptsuite.importers.promptfoo.convert import import_promptfoo
+
+    register(os.environ.get("OPENAI_API_KEY"))
+    print(printable(import_promptfoo(args.config, out=args.out, slice_key=args.slice_key).report()))
+    return 0
+
+
+def _add_import(commands: Any) -> None:
+    command = commands.add_parser("import", help="write a suite from an OpenCompass or promptfoo config")
+    kinds = command.add_subparsers(dest="kind", required=True)
+    oc = kinds.add_parser("opencompass", help="an OpenCompass dataset config (.py), run as OpenCompass runs it")
+    oc.add_argument("config", type=Path, metavar="CONFIG.py")
+    oc.add_argument("--model", metavar="MODEL.py", help="an OpenCompass model config: its meta template and settings")
+    oc.add_argument("--data", metavar="FILE", help="rows to map to cases: JSONL, CSV or a dataset folder on disk")
+    oc.add_argument("--train", metavar="FILE", help="rows for in-context examples (JSONL or CSV)")
+    oc.add_argument(
+        "--config-root",
+        metavar="DIR",
+        help="the folder base configs must lie in (default: the nearest 'configs' folder above the config, "
+        "else its folder)",
+    )
+    oc.add_argument("--out", type=Path, required=True, metavar="DIR", help="a new or empty folder")
+    oc.set_defaults(func=_import_opencompass)
+    pf = kinds.add_parser("promptfoo", help="a promptfooconfig.yaml")
+    pf.add_argument("config", type=Path, metavar="CONFIG.yaml")
+    pf.add_argument("--slice-key", metavar="KEY", help="the metadata key whose value is each case's slice")
+    pf.add_argument("--out", type=Path, required=True, metavar="DIR", help="a new or empty folder")
+    pf.set_defaults(func=_import_promptfoo)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="promptsuite", description="pytest-promptsuite tools")
     commands = parser.add_subparsers(dest="command", required=True)
     validate = commands.add_parser(
-        "validate", help="collect suites as pytest --collect-only does, and dry-render every case; "
-        "exits 1 with path:line problems"
+        "validate",
+        help="collect suites as pytest --collect-only does, and dry-render every case; exits 1 with path:line problems",
     )
     validate.add_argument("paths", nargs="+", metavar="PATH")
     render = commands.add_parser("render", help="show exactly what would be sent for cases")
     render.add_argument("--prompt-suite", action="append", default=[], metavar="PATH")
     render.add_argument("--case-id", action="append", default=[], metavar="ID")
-    render.add_argument("--format", choices=("text", "jsonl"), default=None,
-                        help="text (the default on a terminal): each prompt as sent, messages under their "
-                        "roles; jsonl (the default when piped): case_id, variant, prompt, error")
-    render.add_argument("--request", metavar="FILE.json",
-                        help="render one template request (docs/templates.md) and print JSON")
+    render.add_argument(
+        "--format",
+        choices=("text", "jsonl"),
+        default=None,
+        help="text (the default on a terminal): each prompt as sent, messages under their "
+        "roles; jsonl (the default when piped): case_id, variant, prompt, error",
+    )
+    render.add_argument(
+        "--request", metavar="FILE.json", help="render one template request (docs/templates.md) and print JSON"
+    )
     for command in (validate, render):
         for flag in _COLLECTION_OPTIONS:
             command.add_argument(flag, **BY_FLAG[flag].kwargs)
     validate.set_defaults(func=_validate)
     render.set_defaults(func=_render)
     diff = commands.add_parser(
-        "diff", help="compare two result sets (report folders or results.jsonl) under the regression rule; "
-        "exits 1 when a slice regressed, 0 otherwise, 2 if unreadable"
+        "diff",
+        help="compare two result sets (report folders or results.jsonl) under the regression rule; "
+        "exits 1 when a slice regressed, 0 otherwise, 2 if unreadable",
     )
     diff.add_argument("old", metavar="OLD")
     diff.add_argument("new", metavar="NEW")
@@ -251,9 +284,7 @@ def _parser() -> argparse.ArgumentParser:
     merge.add_argument("--out", required=True, metavar="DIR")
     merge.add_argument("--prompt-baseline", default=None, metavar="PATH")
     merge.set_defaults(func=_merge)
-    from pytest_promptsuite.cli.importing import add_import_command
-
-    add_import_command(commands)
+    _add_import(commands)
     history = commands.add_parser(
         "history", help="each slice's pass rate (95%% CI) over earlier runs: report folders or summary.json files"
     )

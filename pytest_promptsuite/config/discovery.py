@@ -1,11 +1,5 @@
-"""Which suites a run holds: ``--prompt-suite`` targets, the config of each case file, the
-variants a suite runs in, and how paths are shown.
-
-pytest-free: the pytest plugin, ``promptsuite validate`` and ``promptsuite render`` all find
-suites through one :class:`SuiteIndex`, so the three agree on which config a case file belongs
-to. Every problem is a :class:`~pytest_promptsuite.errors.PromptSuiteError` naming the file or
-option; the caller decides whether that is a usage error or a collection error.
-"""
+"""Which suites a run holds: ``--prompt-suite`` targets, the config of each case file, the variants a
+suite runs in, and how paths are shown (one index for the plugin, ``validate`` and ``render``)."""
 
 from __future__ import annotations
 
@@ -24,8 +18,6 @@ from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.errors import did_you_mean
 from pytest_promptsuite.safety.scrub import register
 
-
-__all__ = ["SuiteIndex", "SuiteKey"]
 
 #: A suite's identity: its config file (resolved), or None for case files without a config.
 SuiteKey = Path | None
@@ -73,11 +65,8 @@ class SuiteIndex:
                 self._excluded.add(suite.resolve(suite.suite.train, key="suite.train"))
         return self._configs[resolved]
 
-    # -- targets ----------------------------------------------------------------------------
-
     def add_target(self, raw: str) -> list[Path]:
-        """What to collect for a ``--prompt-suite RAW``; its config (and a config beside a
-        case file given alone) is loaded now, so a bad one is reported before collection."""
+        """Return what to collect for a ``--prompt-suite RAW``, loading its config now (errors before collection)."""
         path = self._absolute(Path(raw))
         if not path.exists():
             raise ConfigError(f"--prompt-suite {raw}: no such file or folder")
@@ -93,9 +82,8 @@ class SuiteIndex:
         return targets
 
     def wants(self, file_path: Path) -> bool:
-        """Whether a ``*.jsonl`` file pytest found is a case file of a target: not a train file,
-        not one of our own output files (a report or cassette kept in the suite's folder). A
-        link under a target that leads outside it is wanted, so that collecting it says so."""
+        """Tell whether a ``*.jsonl`` pytest found is a case file of a target: not a train or output file.
+        A link under a target that leads outside it is wanted, so that collecting it says so."""
         resolved = file_path.resolve()
         if resolved in self._excluded:
             return False
@@ -104,8 +92,7 @@ class SuiteIndex:
         return output_kind(file_path) is None
 
     def check_file(self, case_file: Path) -> None:
-        """Refuse (ConfigError) a case file reached through a link that leaves its target's
-        folder: ``--prompt-suite`` folders are read inside, never silently skipped."""
+        """Refuse (ConfigError) a case file reached through a link that leaves its target's folder."""
         resolved = case_file.resolve()
         if self._root_of(resolved) is not None:
             return
@@ -118,7 +105,7 @@ class SuiteIndex:
             )
 
     def _given_under(self, file_path: Path) -> Path | None:
-        """The given (not resolved) target that ``file_path`` is under, as found by walking it."""
+        """Return the given (not resolved) target that ``file_path`` is under, as found by walking it."""
         path = self._absolute(file_path)
         for target in self._given:
             base = self._absolute(target)
@@ -127,7 +114,7 @@ class SuiteIndex:
         return None
 
     def case_files(self) -> Iterator[Path]:
-        """Every case file under the targets, in order (what pytest would collect)."""
+        """Yield every case file under the targets, in order (what pytest would collect)."""
         for target in self._given:
             yield from iter_case_files(target, exclude=self._excluded)
 
@@ -138,8 +125,7 @@ class SuiteIndex:
         return None
 
     def folder_of(self, case_file: Path) -> Path:
-        """The suite's folder of a case file, the one it may read files and code from: its
-        config's folder, else the ``--prompt-suite`` folder it was found in, else its own."""
+        """Return the folder a case file may read files and code from: its config's, else its target's, else its own."""
         key, suite = self.suite_of(case_file)
         if suite.path is not None:
             return suite.root
@@ -148,12 +134,12 @@ class SuiteIndex:
             return found[0]
         return case_file.resolve().parent
 
-    # -- configs and variants ---------------------------------------------------------------
-
     def suite_of(self, case_file: Path) -> tuple[SuiteKey, SuiteConfig]:
-        """The config a case file belongs to: ``--prompt-config``, else the config that named
-        its target, else ``promptsuite.toml`` beside it or ``[tool.promptsuite]`` above it, else
-        the defaults (key None)."""
+        """Return the config a case file belongs to, with its key.
+
+        ``--prompt-config``, else the config that named its target, else ``promptsuite.toml`` beside it or
+        ``[tool.promptsuite]`` above it, else the defaults (key None).
+        """
         root = self._root_of(case_file.resolve())
         if self._explicit is not None:
             key: SuiteKey = self._explicit
@@ -169,22 +155,20 @@ class SuiteIndex:
         return key, self._configs[key]
 
     def configs(self) -> list[SuiteConfig]:
-        """Every config loaded so far, in the order they were first needed."""
+        """Return every config loaded so far, in the order they were first needed."""
         return list(self._configs.values())
 
     def variant_order(self) -> list[str]:
-        """Every variant name of the loaded configs, in config order (the comparison order)."""
+        """Return every variant name of the loaded configs, in config order (the comparison order)."""
         return list(dict.fromkeys(name for suite in self._configs.values() for name in suite.variants))
 
     def variants(self, key: SuiteKey, wanted: Sequence[str] = ()) -> list[str | None]:
-        """The prompt versions a suite's cases run in: every ``[variants.NAME]`` of its config,
-        or those of ``wanted`` (``--prompt-variant``); ``[None]`` without variants."""
+        """Return the prompt versions a suite's cases run in: its ``[variants]``, or those ``wanted``.
+        ``[None]`` for a suite without variants."""
         suite = self._configs[key]
         if not suite.variants and wanted:  # its one prompt is no version of that name: say so
             where = self.display(suite.path) if suite.path else "a case file without a suite config"
-            raise ConfigError(
-                f"--prompt-variant {wanted[0]}: {where} has no [variants] table, so no such variant"
-            )
+            raise ConfigError(f"--prompt-variant {wanted[0]}: {where} has no [variants] table, so no such variant")
         if not suite.variants:
             return [None]
         if not wanted:
@@ -199,10 +183,8 @@ class SuiteIndex:
             )
         return [name for name in wanted if name in suite.variants]
 
-    # -- paths ------------------------------------------------------------------------------
-
     def display(self, path: Path) -> str:
-        """A path as the user would write it: relative to where the command was invoked."""
+        """Show a path as the user would write it: relative to where the command was invoked."""
         shown = self._shown.get(path)
         if shown is None:  # once per file: this is on the per-case path
             shown = str(path)

@@ -1,5 +1,5 @@
-"""The config's table types (:class:`ConfigTable`, :class:`Override`), the ``[model]`` table with its
-prices, and what a model's base URL may be."""
+"""The config's table types (:class:`ConfigTable`, :class:`Override`), the ``[model]`` table with its prices,
+and what a model's base URL may be."""
 
 from __future__ import annotations
 
@@ -24,27 +24,26 @@ if TYPE_CHECKING:
     from pydantic import GetCoreSchemaHandler
     from pydantic_core import CoreSchema
 
-__all__ = ["ConfigTable", "ModelConfig", "Override", "Prices", "about", "base_url_problem"]
-
 T = TypeVar("T", bound="DataclassInstance")
 
 
-def about(text: str, **metadata: Any) -> dict[str, Any]:
-    """A field's metadata: its one-line description (the JSON Schema's) and any other ``metadata``."""
-    return {"description": text, **metadata}
+def key(default: Any, text: str, **metadata: Any) -> Any:
+    """Declare a config key: its default (a type makes a fresh one each time), description and bounds."""
+    about = {"description": text, **metadata}
+    if isinstance(default, type):
+        return field(default_factory=default, metadata=about)
+    return field(default=default, metadata=about)
 
 
 @dataclass(frozen=True)
 class ConfigTable:
-    """A table of the suite config: frozen; validated by :mod:`.schema` as pydantic reads a
-    dataclass, strictly (no string for a number, no bool for an int) and with no unknown key."""
+    """A table of the suite config, validated strictly by :mod:`.schema` (no string for a number, no unknown key)."""
 
     __pydantic_config__: ClassVar[dict[str, Any]] = {"extra": "forbid", "strict": True, "allow_inf_nan": False}
 
 
 class Override(Mapping[str, Any], Generic[T]):
-    """The keys of a ``T`` table that a file sets (never None: TOML has no null), laid over a whole
-    ``T``. Validated as ``T`` with every field optional, so a key has ``T``'s own bounds."""
+    """The keys of a ``T`` table that a file sets, laid over a whole ``T``; validated as ``T``, every field optional."""
 
     def __init__(self, keys: Mapping[str, Any] | None = None) -> None:
         self._keys = dict(keys or {})
@@ -62,7 +61,7 @@ class Override(Mapping[str, Any], Generic[T]):
         return f"Override({self._keys!r})"
 
     def over(self, base: T) -> T:
-        """``base`` with this table's keys in place of its own."""
+        """Return ``base`` with this table's keys in place of its own."""
         return dataclasses.replace(base, **self._keys)
 
     @classmethod
@@ -70,36 +69,38 @@ class Override(Mapping[str, Any], Generic[T]):
         from pydantic_core import core_schema
 
         (table,) = typing.get_args(source)
-        return core_schema.no_info_after_validator_function(
-            lambda keys: cls({f.name: getattr(keys, f.name) for f in dataclasses.fields(keys)
-                              if getattr(keys, f.name) is not None}),
-            handler.generate_schema(cls.table(table)),
-        )
+
+        def keep_set(keys: Any) -> Override[Any]:
+            return cls(
+                {f.name: getattr(keys, f.name) for f in dataclasses.fields(keys) if getattr(keys, f.name) is not None}
+            )
+
+        return core_schema.no_info_after_validator_function(keep_set, handler.generate_schema(cls.table(table)))
 
     @staticmethod
     @functools.cache
     def table(table: type[DataclassInstance]) -> type[ConfigTable]:
-        """The table an override of ``table`` is validated as: ``table`` with every field optional
-        (default None), its bounds and descriptions kept, less the fields whose metadata says
-        ``"override": False`` (keys no override sets)."""
+        """Return ``table`` with every field optional, less those marked ``override=False``: an override's table."""
         hints = typing.get_type_hints(table, include_extras=True)
-        fields = [(f.name, hints[f.name] | None, field(default=None, metadata=f.metadata))
-                  for f in dataclasses.fields(table) if f.metadata.get("override", True)]
-        doc = f"The keys of {table.__name__} an override sets."
-        return dataclasses.make_dataclass(f"{table.__name__}Override", fields, bases=(ConfigTable,), frozen=True,
-                                          namespace={"__module__": table.__module__, "__doc__": doc})
+        fields = [
+            (f.name, hints[f.name] | None, field(default=None, metadata=f.metadata))
+            for f in dataclasses.fields(table)
+            if f.metadata.get("override", True)
+        ]
+        namespace = {"__module__": table.__module__, "__doc__": f"The keys of {table.__name__} an override sets."}
+        name = f"{table.__name__}Override"
+        return dataclasses.make_dataclass(name, fields, bases=(ConfigTable,), frozen=True, namespace=namespace)
 
 
 @dataclass(frozen=True)
 class Prices(ConfigTable):
-    """``[model] prices``: USD per million tokens, the one place a run's prices live (the reports'
-    cost figures, a ``cost`` check without prices of its own, a budget)."""
+    """``[model] prices``: USD per million tokens, for the reports' costs, ``cost`` checks and budgets."""
 
-    prompt: float = field(metadata=about("USD per million prompt tokens.", ge=0))
-    completion: float = field(metadata=about("USD per million completion tokens.", ge=0))
+    prompt: float = key(dataclasses.MISSING, "USD per million prompt tokens.", ge=0)
+    completion: float = key(dataclasses.MISSING, "USD per million completion tokens.", ge=0)
 
     def cost(self, prompt_tokens: int | None, completion_tokens: int | None) -> float | None:
-        """USD for one call's token counts; None when either count is unknown."""
+        """Return the USD of one call's token counts; None when either count is unknown."""
         if prompt_tokens is None or completion_tokens is None:
             return None
         return (prompt_tokens * self.prompt + completion_tokens * self.completion) / 1e6
@@ -109,35 +110,34 @@ class Prices(ConfigTable):
 class ModelConfig(ConfigTable):
     """A model: its spec and how to reach it. ``api_key_env`` names a variable, never a key."""
 
-    spec: str = field(default="fake", metadata=about("The model: fake, fake:RULES.json, echo or openai:MODEL."))
-    base_url: str | None = field(default=None, metadata=about(
-        "The endpoint of an openai: model (default: OPENAI_BASE_URL)."))
-    api_key_env: str = field(default="OPENAI_API_KEY", metadata=about(
-        "The name of the variable that holds the API key, never the key."))
-    endpoint: Literal["chat", "completions"] = field(default="chat", metadata=about(
-        "Which endpoint a text prompt goes to (message prompts always go to chat)."))
-    meta_template: str | dict[str, Any] | None = field(default=None, metadata=about(
-        "A built-in meta template's name, or an inline meta template."))
-    params: dict[str, Any] = field(default_factory=dict, metadata=about(
-        "Request parameters sent with every call (temperature, max_tokens, ...)."))
-    batch: bool = field(default=False, metadata=about("Send the run's calls as one OpenAI Batch job.", override=False))
-    budget_usd: float | None = field(default=None, metadata=about(
-        "The most the run may spend on this model, in USD (needs prices).", ge=0, override=False))
-    concurrency: int | None = field(default=None, metadata=about(
-        "Calls in flight at once, over the run (--prompt-concurrency beats it).", ge=1, le=1024))
-    timeout_s: float = field(default=60.0, metadata=about("Seconds one call may take.", gt=0, le=86400))
-    max_retries: int = field(default=3, metadata=about("How often a failed call is tried again.", ge=0, le=100))
-    prices: Prices | None = field(default=None, metadata=about(
-        "USD per million tokens, for the reports' costs, cost checks and the budget."))
+    spec: str = key("fake", "The model: fake, fake:RULES.json, echo or openai:MODEL.")
+    base_url: str | None = key(None, "The endpoint of an openai: model (default: OPENAI_BASE_URL).")
+    api_key_env: str = key("OPENAI_API_KEY", "The name of the variable that holds the API key, never the key.")
+    endpoint: Literal["chat", "completions"] = key(
+        "chat", "Which endpoint a text prompt goes to (message prompts always go to chat)."
+    )
+    meta_template: str | dict[str, Any] | None = key(
+        None, "A built-in meta template's name, or an inline meta template."
+    )
+    params: dict[str, Any] = key(dict, "Request parameters sent with every call (temperature, max_tokens, ...).")
+    batch: bool = key(False, "Send the run's calls as one OpenAI Batch job.", override=False)
+    budget_usd: float | None = key(
+        None, "The most the run may spend on this model, in USD (needs prices).", ge=0, override=False
+    )
+    concurrency: int | None = key(
+        None, "Calls in flight at once, over the run (--prompt-concurrency beats it).", ge=1, le=1024
+    )
+    timeout_s: float = key(60.0, "Seconds one call may take.", gt=0, le=86400)
+    max_retries: int = key(3, "How often a failed call is tried again.", ge=0, le=100)
+    prices: Prices | None = key(None, "USD per million tokens, for the reports' costs, cost checks and the budget.")
 
     def cost(self, prompt_tokens: int | None, completion_tokens: int | None) -> float | None:
-        """USD for one call at this model's ``prices``; None without prices or token counts."""
+        """Return the USD of one call at this model's ``prices``; None without prices or token counts."""
         return None if self.prices is None else self.prices.cost(prompt_tokens, completion_tokens)
 
 
 def base_url_problem(url: str) -> str | None:
-    """What is wrong with an endpoint's base URL (None: nothing). Credentials in it are refused:
-    httpx would silently send ``user:password@`` as Basic auth in place of the bearer key."""
+    """Say what is wrong with an endpoint's base URL, or return None; ``user:password@`` in it is refused."""
     if any(ch.isspace() or ord(ch) < 32 for ch in url):
         return "holds whitespace or a control character"
     parts = urlsplit(url)

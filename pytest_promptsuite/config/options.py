@@ -1,12 +1,10 @@
-"""The ``--prompt-*`` options: declared once, checked as they are parsed, read once into a frozen
-:class:`RunOptions`."""
+"""The ``--prompt-*`` options: declared once, checked as they are parsed, read once into :class:`RunOptions`."""
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
 from dataclasses import dataclass
-from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING
 from typing import Any
@@ -15,16 +13,12 @@ from typing import Any
 if TYPE_CHECKING:
     from pytest_promptsuite.cases.shard import Shard
 
-__all__ = ["BY_FLAG", "OPTIONS", "Option", "RunOptions"]
-
 
 def _fraction(value: str) -> float:
     try:
         number = float(value)
     except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{value!r} is not a number from 0 to 1 (write 0.95, not 95%)"
-        ) from None
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number from 0 to 1 (write 0.95, not 95%)") from None
     if not 0 <= number <= 1:
         raise argparse.ArgumentTypeError(f"{value!r} is not from 0 to 1 (write 0.95, not 95)")
     return number
@@ -86,103 +80,97 @@ def _positive(value: str) -> int:
 
 @dataclass(frozen=True)
 class Option:
-    """One command-line option: its flag and the keyword arguments of ``addoption``."""
+    """One command-line option: its flag, its help text (:data:`HELP`) and how argparse reads it."""
 
     flag: str
-    kwargs: dict[str, Any] = field(default_factory=dict)
+    metavar: str | None = None
+    type: Callable[[str], Any] | None = None
+    action: str | None = None
+    default: Any = None
 
     @property
     def dest(self) -> str:
         """The attribute name argparse stores the value under (``prompt_min_pass_rate``)."""
         return self.flag.lstrip("-").replace("-", "_")
 
+    @property
+    def help(self) -> str:
+        """The help text ``pytest --help`` shows."""
+        return HELP[self.flag]
 
-#: Every option, in the order ``pytest --help`` lists them (help text: capitalized, no period).
+    @property
+    def kwargs(self) -> dict[str, Any]:
+        """The keyword arguments of ``addoption``."""
+        given = {"metavar": self.metavar, "type": self.type, "action": self.action}
+        return {**{k: v for k, v in given.items() if v is not None}, "default": self.default, "help": self.help}
+
+
+#: Every option, in the order ``pytest --help`` lists them.
 OPTIONS: tuple[Option, ...] = (
-    Option("--prompt-suite", dict(
-        action="append", default=[], metavar="PATH",
-        help="Case file (*.jsonl), suite config (*.toml) or folder of them; repeatable. "
-        "With no positional paths only the suites are collected")),
-    Option("--prompt-config", dict(
-        default=None, metavar="PATH",
-        help="Suite config (TOML); default: promptsuite.toml beside the case file, "
-        "else [tool.promptsuite] in pyproject.toml")),
-    Option("--prompt-model", dict(
-        default=None, metavar="SPEC",
-        help="fake (default), fake:RULES.json, echo (promptfoo's echo provider), openai:MODEL or a model "
-        "named in the config")),
-    Option("--prompt-judge", dict(
-        default=None, metavar="SPEC",
-        help="Judge model for llm-rubric checks: a model named in the config or a spec "
-        "(default: [models.judge] of the config)")),
-    Option("--prompt-report", dict(
-        default=None, metavar="DIR",
-        help="Write results.jsonl, summary.json, slices.csv, summary.md and dashboard.html into DIR")),
-    Option("--prompt-min-pass-rate", dict(
-        type=_fraction, default=None, metavar="X",
-        help="Default per-slice pass-rate threshold, 0..1 (default 1.0, or the config's)")),
-    Option("--prompt-baseline", dict(
-        type=_results_path, default=None, metavar="PATH",
-        help="results.jsonl (or report folder) of an earlier version to diff against")),
-    Option("--prompt-max-regression", dict(
-        type=_fraction, default=None, metavar="X",
-        help="Largest allowed drop of a slice's pass rate against the baseline, 0..1 "
-        "(default 0.0, or the config's)")),
-    Option("--prompt-alpha", dict(
-        type=_alpha, default=None, metavar="A",
-        help="Level of the paired regression test against the baseline (default 0.05, or [gate] alpha)")),
-    Option("--prompt-baseline-variant", dict(
-        default=None, metavar="NAME",
-        help="Compare with the baseline's rows of prompt variant NAME (default: pair by case and variant)")),
-    Option("--prompt-shard", dict(
-        type=_shard, default=None, metavar="K/N",
-        help="Run only the K-th (from 1) of N deterministic shards of the cases")),
-    Option("--prompt-base-url", dict(
-        default=None, metavar="URL",
-        help="Endpoint for openai: models, e.g. http://localhost:8000/v1 (else the config's, else "
-        "OPENAI_BASE_URL); the key comes from the environment only")),
-    Option("--prompt-concurrency", dict(
-        type=_positive, default=None, metavar="N",
-        help="Model calls in flight at once (default 8, or [model] concurrency)")),
-    Option("--prompt-variant", dict(
-        action="append", default=[], metavar="NAME",
-        help="Run only this prompt version ([variants.NAME] of the suite config); repeatable. "
-        "Default: every variant")),
-    Option("--prompt-repeat", dict(
-        type=_positive, default=1, metavar="N",
-        help="Run every case N times (item ids get [repeat-0] .. [repeat-N-1])")),
-    Option("--prompt-cache", dict(
-        default=None, metavar="DIR",
-        help="Response cache folder (default .promptsuite_cache under the rootdir)")),
-    Option("--prompt-no-cache", dict(
-        action="store_true", default=False, help="Neither read nor write the response cache")),
-    Option("--prompt-record", dict(
-        default=None, metavar="PATH",
-        help="Write every model answer of this run to a cassette file (JSONL) to commit")),
-    Option("--prompt-replay", dict(
-        default=None, metavar="PATH",
-        help="Answer from a cassette only, never calling the endpoint; a missing answer is an error")),
-    Option("--prompt-max-calls", dict(
-        type=_positive, default=None, metavar="N",
-        help="Issue at most N model calls (cache hits are free); the cases left end as skipped and "
-        "the run fails")),
-    Option("--prompt-batch", dict(
-        action="store_true", default=False,
-        help="Send the run's calls as one OpenAI Batch job (or [model] batch = true)")),
-    Option("--prompt-batch-file", dict(
-        default=None, metavar="OUT.jsonl",
-        help="Write the run's calls as a batch request file (OpenAI format, for vllm run-batch) "
-        "without sending them")),
-    Option("--prompt-batch-results", dict(
-        type=_existing_file, default=None, metavar="FILE",
-        help="Answer the calls from a batch output file made elsewhere, then run the checks")),
-    Option("--prompt-history", dict(
-        type=_existing, default=None, metavar="DIR",
-        help="Folder of earlier report folders or summary.json files: per-slice trends in the reports")),
-    Option("--prompt-reviews", dict(
-        type=_existing, default=None, metavar="FILE",
-        help="Review decisions (JSONL, downloaded from the dashboard) applied to unchanged outputs")),
+    Option("--prompt-suite", "PATH", action="append", default=[]),
+    Option("--prompt-config", "PATH"),
+    Option("--prompt-model", "SPEC"),
+    Option("--prompt-judge", "SPEC"),
+    Option("--prompt-report", "DIR"),
+    Option("--prompt-min-pass-rate", "X", _fraction),
+    Option("--prompt-baseline", "PATH", _results_path),
+    Option("--prompt-max-regression", "X", _fraction),
+    Option("--prompt-alpha", "A", _alpha),
+    Option("--prompt-baseline-variant", "NAME"),
+    Option("--prompt-shard", "K/N", _shard),
+    Option("--prompt-base-url", "URL"),
+    Option("--prompt-concurrency", "N", _positive),
+    Option("--prompt-variant", "NAME", action="append", default=[]),
+    Option("--prompt-repeat", "N", _positive, default=1),
+    Option("--prompt-cache", "DIR"),
+    Option("--prompt-no-cache", action="store_true", default=False),
+    Option("--prompt-record", "PATH"),
+    Option("--prompt-replay", "PATH"),
+    Option("--prompt-max-calls", "N", _positive),
+    Option("--prompt-batch", action="store_true", default=False),
+    Option("--prompt-batch-file", "OUT.jsonl"),
+    Option("--prompt-batch-results", "FILE", _existing_file),
+    Option("--prompt-history", "DIR", _existing),
+    Option("--prompt-reviews", "FILE", _existing),
 )
+#: Each option's help text (capitalized, no period).
+HELP: dict[str, str] = {
+    "--prompt-suite": "Case file (*.jsonl), suite config (*.toml) or folder of them; repeatable. With no positional "
+    "paths only the suites are collected",
+    "--prompt-config": "Suite config (TOML); default: promptsuite.toml beside the case file, else [tool.promptsuite] "
+    "in pyproject.toml",
+    "--prompt-model": "fake (default), fake:RULES.json, echo (promptfoo's echo provider), openai:MODEL or a model "
+    "named in the config",
+    "--prompt-judge": "Judge model for llm-rubric checks: a model named in the config or a spec (default: "
+    "[models.judge] of the config)",
+    "--prompt-report": "Write results.jsonl, summary.json, slices.csv, summary.md and dashboard.html into DIR",
+    "--prompt-min-pass-rate": "Default per-slice pass-rate threshold, 0..1 (default 1.0, or the config's)",
+    "--prompt-baseline": "results.jsonl (or report folder) of an earlier version to diff against",
+    "--prompt-max-regression": "Largest allowed drop of a slice's pass rate against the baseline, 0..1 (default 0.0, "
+    "or the config's)",
+    "--prompt-alpha": "Level of the paired regression test against the baseline (default 0.05, or [gate] alpha)",
+    "--prompt-baseline-variant": "Compare with the baseline's rows of prompt variant NAME (default: pair by case and "
+    "variant)",
+    "--prompt-shard": "Run only the K-th (from 1) of N deterministic shards of the cases",
+    "--prompt-base-url": "Endpoint for openai: models, e.g. http://localhost:8000/v1 (else the config's, else "
+    "OPENAI_BASE_URL); the key comes from the environment only",
+    "--prompt-concurrency": "Model calls in flight at once (default 8, or [model] concurrency)",
+    "--prompt-variant": "Run only this prompt version ([variants.NAME] of the suite config); repeatable. Default: "
+    "every variant",
+    "--prompt-repeat": "Run every case N times (item ids get [repeat-0] .. [repeat-N-1])",
+    "--prompt-cache": "Response cache folder (default .promptsuite_cache under the rootdir)",
+    "--prompt-no-cache": "Neither read nor write the response cache",
+    "--prompt-record": "Write every model answer of this run to a cassette file (JSONL) to commit",
+    "--prompt-replay": "Answer from a cassette only, never calling the endpoint; a missing answer is an error",
+    "--prompt-max-calls": "Issue at most N model calls (cache hits are free); the cases left end as skipped and the "
+    "run fails",
+    "--prompt-batch": "Send the run's calls as one OpenAI Batch job (or [model] batch = true)",
+    "--prompt-batch-file": "Write the run's calls as a batch request file (OpenAI format, for vllm run-batch) without "
+    "sending them",
+    "--prompt-batch-results": "Answer the calls from a batch output file made elsewhere, then run the checks",
+    "--prompt-history": "Folder of earlier report folders or summary.json files: per-slice trends in the reports",
+    "--prompt-reviews": "Review decisions (JSONL, downloaded from the dashboard) applied to unchanged outputs",
+}
 
 
 #: Each option by its flag, for commands that share some (``promptsuite diff``).
@@ -221,7 +209,7 @@ class RunOptions:
 
     @property
     def batch_mode(self) -> bool:
-        """Whether calls go through a batch: sent as a job, written to a file, or read back."""
+        """True when calls go through a batch: sent as a job, written to a file, or read back."""
         return self.batch or self.batch_file is not None or self.batch_results is not None
 
     @classmethod

@@ -1,5 +1,4 @@
-"""The suite config's tables validated by pydantic: one validator per table type, built when the
-first config is read, and its errors as ``path:line: key: ...`` messages in the file's order."""
+"""The suite config's tables validated by pydantic, and its errors as ``path:line: key: ...`` messages."""
 
 from __future__ import annotations
 
@@ -24,8 +23,6 @@ from pytest_promptsuite.errors import did_you_mean
 from pytest_promptsuite.formats.tomlio import place
 
 
-__all__ = ["read_tables", "validate"]
-
 T = TypeVar("T")
 _Loc = tuple[str | int, ...]
 
@@ -35,8 +32,7 @@ _UNKNOWN = ("unexpected_keyword_argument", "extra_forbidden")
 
 @functools.cache
 def _validator(table: type) -> SchemaValidator:
-    """``table``'s validator. Its values are strict (``ConfigTable.__pydantic_config__``), but a
-    table may be a dict, as TOML's are, where pydantic's strict mode wants a dataclass instance."""
+    """Build ``table``'s validator: strict values, but a table may be a dict, as TOML's are."""
     schema = TypeAdapter(table).core_schema
     todo: list[Any] = [schema]
     while todo:
@@ -51,14 +47,16 @@ def _validator(table: type) -> SchemaValidator:
 
 
 def validate(table: type[T], data: Any) -> T:
-    """``data`` as a ``table`` (pydantic's ValidationError, a ValueError, when it is not one)."""
+    """Validate ``data`` as a ``table`` (pydantic's ValidationError, a ValueError, when it is not one)."""
     return typing.cast(T, _validator(typing.cast(type, table)).validate_python(data))
 
 
 def read_tables(table: type[T], data: Mapping[str, Any], *, path: Path, prefix: str, lines: dict[str, int]) -> T:
-    """``data``, the tables of the config file at ``path``, as a ``table``; else a ConfigError
-    naming every problem, each ``path:line: key: ...`` (``prefix``: ``tool.promptsuite`` of a
-    ``pyproject.toml``; ``lines``: each key's line), in the order of the file's keys."""
+    """Validate the tables of the config file at ``path`` as a ``table``.
+
+    A ConfigError names every problem, each ``path:line: key: ...``, in the order of the file's keys
+    (``prefix``: ``tool.promptsuite`` of a ``pyproject.toml``; ``lines``: each key's line).
+    """
     try:
         return validate(table, data)
     except ValidationError as exc:
@@ -74,9 +72,8 @@ def read_tables(table: type[T], data: Mapping[str, Any], *, path: Path, prefix: 
 
 
 def _problems(errors: Sequence[ErrorDetails], data: Mapping[str, Any]) -> list[tuple[_Loc, str, str]]:
-    """Each problem as (its place in ``data``, pydantic's error type, the message), in the order of
-    the data's keys (a table's missing keys after those it has). The members of a union each report
-    an error, under a tag that is no key: they become one, ``Input should be a valid X or a valid Y``."""
+    """List each problem as (its place in ``data``, pydantic's error type, the message), in the data's order.
+    A union's members each report an error under a tag that is no key: they become one message."""
     found: list[tuple[tuple[int, ...], _Loc, str, list[str]]] = []
     last_union: _Loc | None = None
     for error in errors:
@@ -105,14 +102,19 @@ def _problems(errors: Sequence[ErrorDetails], data: Mapping[str, Any]) -> list[t
         last_union = tuple(loc) if tagged else None
     found.sort(key=lambda problem: problem[0])
     return [
-        (loc, kind, said[0] if len(said) == 1 else
-         "Input should be " + " or ".join(dict.fromkeys(m.removeprefix("Input should be ") for m in said)))
+        (
+            loc,
+            kind,
+            said[0]
+            if len(said) == 1
+            else "Input should be " + " or ".join(dict.fromkeys(m.removeprefix("Input should be ") for m in said)),
+        )
         for _, loc, kind, said in found
     ]
 
 
 def _keys_at(table: type[Any], loc: _Loc) -> list[str]:
-    """The keys the table at ``loc`` of a ``table`` takes (for a did-you-mean)."""
+    """List the keys the table at ``loc`` of a ``table`` takes (for a did-you-mean)."""
     hint: Any = _container(table)
     for part in loc:
         if dataclasses.is_dataclass(hint):
@@ -124,7 +126,7 @@ def _keys_at(table: type[Any], loc: _Loc) -> list[str]:
 
 
 def _container(hint: Any) -> Any:
-    """The table, dict or list type a value of type ``hint`` is (``X | None``, ``Override[X]``)."""
+    """Return the table, dict or list type a value of type ``hint`` is (``X | None``, ``Override[X]``)."""
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin is Override:
         return Override.table(args[0])
@@ -136,5 +138,5 @@ def _container(hint: Any) -> Any:
 
 
 def _fields(table: Any) -> dict[str, str]:
-    """Each TOML key of a table, and the field it sets."""
+    """Map each TOML key of a table to the field it sets."""
     return {f.metadata.get("alias", f.name): f.name for f in dataclasses.fields(table)}

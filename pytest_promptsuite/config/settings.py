@@ -16,7 +16,7 @@ from typing import Literal
 
 from pytest_promptsuite.config.model_table import ConfigTable
 from pytest_promptsuite.config.model_table import ModelConfig
-from pytest_promptsuite.config.model_table import about
+from pytest_promptsuite.config.model_table import key
 
 
 if TYPE_CHECKING:
@@ -26,19 +26,6 @@ if TYPE_CHECKING:
     from pytest_promptsuite.config.options import RunOptions
     from pytest_promptsuite.config.suite import SuiteConfig
 
-__all__ = [
-    "DEFAULT_CONCURRENCY",
-    "DEFAULT_MAX_REGRESSION",
-    "DEFAULT_THRESHOLD",
-    "GateSettings",
-    "ModelChoice",
-    "ThresholdPolicy",
-    "Thresholds",
-    "gate_settings",
-    "judge_choice",
-    "model_choice",
-    "threshold_policy",
-]
 
 #: Model calls in flight at once when neither ``--prompt-concurrency`` nor ``[model] concurrency`` says.
 DEFAULT_CONCURRENCY = 8
@@ -48,10 +35,8 @@ DEFAULT_THRESHOLD = 1.0
 DEFAULT_MAX_REGRESSION = 0.0
 
 
-
 class Share:
-    """Marks a number from 0 to 1, both included, where a field's own bounds cannot reach it (the
-    values of a dict): ``Annotated[float, Share]`` validates as pydantic's float with those bounds."""
+    """A number from 0 to 1 where a field's own bounds cannot reach it (the values of a dict)."""
 
     @classmethod
     def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
@@ -62,33 +47,32 @@ class Share:
 
 @dataclass(frozen=True)
 class GateSettings(ConfigTable):
-    """How a drop against a baseline (or the first variant) is judged; ``[gate]`` sets any of
-    these keys, ``--prompt-alpha`` the level."""
+    """How a drop against a baseline (or the first variant) is judged: ``[gate]``, ``--prompt-alpha``."""
 
-    alpha: float = field(default=0.05, metadata=about(
-        "Level of the paired regression test against the baseline.", gt=0, lt=1))
-    correction: Literal["holm", "none"] = field(default="holm", metadata=about(
-        "Correction over every compared (slice, variant) of the run: holm, or none."))
-    regression: Literal["auto", "paired", "delta"] = field(default="auto", metadata=about(
+    alpha: float = key(0.05, "Level of the paired regression test against the baseline.", gt=0, lt=1)
+    correction: Literal["holm", "none"] = key(
+        "holm", "Correction over every compared (slice, variant) of the run: holm, or none."
+    )
+    regression: Literal["auto", "paired", "delta"] = key(
+        "auto",
         "The rule: paired (a significant drop), delta (the drop alone), auto (delta when both runs "
-        "are deterministic, else paired)."))
-    compare_variants: bool = field(default=False, metadata=about("Gate each later prompt variant against the first."))
+        "are deterministic, else paired).",
+    )
+    compare_variants: bool = key(False, "Gate each later prompt variant against the first.")
 
     def rule_for(self, deterministic: bool) -> Literal["paired", "delta"]:
-        """The rule a comparison is judged by: ``regression``, with ``auto`` resolved by whether
-        both runs compared are ``deterministic``."""
+        """Return the rule a comparison is judged by, ``auto`` resolved by whether both runs are ``deterministic``."""
         if self.regression == "auto":
             return "delta" if deterministic else "paired"
         return self.regression
 
     def to_dict(self) -> dict[str, Any]:
-        """The settings in force, as ``summary.json`` records them for ``diff`` and ``merge``."""
+        """Return the settings in force, as ``summary.json`` records them for ``diff`` and ``merge``."""
         return dataclasses.asdict(self)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> GateSettings:
-        """The settings a ``summary.json`` recorded (the defaults where it has none, or a value
-        a run could not have used)."""
+        """Read the settings a ``summary.json`` recorded (a default for a missing or impossible value)."""
         default = cls()
         alpha = data.get("alpha")
         regression = data.get("regression")
@@ -104,21 +88,28 @@ class GateSettings(ConfigTable):
 class Thresholds(ConfigTable):
     """``[thresholds]``: the pass rate each slice must reach, and the regression a baseline allows."""
 
-    default: float | None = field(default=None, metadata=about(
+    default: float | None = key(
+        None,
         f"The pass rate a slice must reach (default {DEFAULT_THRESHOLD}; --prompt-min-pass-rate beats it).",
-        ge=0, le=1))
-    max_regression: float | None = field(default=None, metadata=about(
+        ge=0,
+        le=1,
+    )
+    max_regression: float | None = key(
+        None,
         f"The largest allowed drop of a slice's pass rate against the baseline (default {DEFAULT_MAX_REGRESSION}).",
-        ge=0, le=1))
-    slices: dict[str, Annotated[float, Share]] = field(default_factory=dict, metadata=about(
-        "The pass rate of named slices, over every other threshold."))
+        ge=0,
+        le=1,
+    )
+    slices: dict[str, Annotated[float, Share]] = key(dict, "The pass rate of named slices, over every other threshold.")
 
 
 @dataclass(frozen=True)
 class ThresholdPolicy:
-    """Where each slice's threshold and the allowed regression come from: a config's slice beats
-    ``--prompt-min-pass-rate`` (``option``), which beats the config's default, which beats
-    ``builtin``; ``--prompt-max-regression`` beats the config's, which beats the default."""
+    """Where each slice's threshold and the allowed regression come from.
+
+    A config's slice beats ``--prompt-min-pass-rate`` (``option``), which beats the config's default, which
+    beats ``builtin``; ``--prompt-max-regression`` beats the config's, which beats the default.
+    """
 
     config: Thresholds = field(default_factory=Thresholds)
     option: float | None = None
@@ -126,7 +117,7 @@ class ThresholdPolicy:
     builtin: float = DEFAULT_THRESHOLD
 
     def threshold(self, slice_name: str) -> tuple[float, str]:
-        """The threshold of ``slice_name`` and where it came from."""
+        """Return the threshold of ``slice_name`` and where it came from."""
         if slice_name in self.config.slices:
             return self.config.slices[slice_name], "config slice"
         if self.option is not None:
@@ -136,7 +127,7 @@ class ThresholdPolicy:
         return self.builtin, "default"
 
     def max_regression(self) -> tuple[float, str]:
-        """The largest allowed drop of a slice's pass rate and where it came from."""
+        """Return the largest allowed drop of a slice's pass rate and where it came from."""
         if self.max_regression_option is not None:
             return self.max_regression_option, "option"
         if self.config.max_regression is not None:
@@ -144,7 +135,7 @@ class ThresholdPolicy:
         return DEFAULT_MAX_REGRESSION, "default"
 
     def to_dict(self) -> dict[str, Any]:
-        """The policy as ``summary.json`` records it, so ``diff`` and ``merge`` can reuse it."""
+        """Return the policy as ``summary.json`` records it, so ``diff`` and ``merge`` can reuse it."""
         return {
             "slices": dict(self.config.slices),
             "option": self.option,
@@ -156,17 +147,22 @@ class ThresholdPolicy:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ThresholdPolicy:
-        """The policy a ``summary.json`` recorded (missing keys take their defaults)."""
+        """Read the policy a ``summary.json`` recorded (missing keys take their defaults)."""
         config = Thresholds(
-            default=data.get("config_default"), max_regression=data.get("max_regression_config"),
+            default=data.get("config_default"),
+            max_regression=data.get("max_regression_config"),
             slices=dict(data.get("slices") or {}),
         )
-        return cls(config, option=data.get("option"), max_regression_option=data.get("max_regression_option"),
-                   builtin=data.get("builtin", DEFAULT_THRESHOLD))
+        return cls(
+            config,
+            option=data.get("option"),
+            max_regression_option=data.get("max_regression_option"),
+            builtin=data.get("builtin", DEFAULT_THRESHOLD),
+        )
 
 
 def threshold_policy(options: RunOptions, suites: Iterable[SuiteConfig]) -> ThresholdPolicy:
-    """The run's thresholds: the options over its configs' ``[thresholds]`` (the first config
+    """Return the run's thresholds: the options over its configs' ``[thresholds]`` (the first config
     that sets a key, or a slice, wins) over the defaults."""
     slices: dict[str, float] = {}
     default = max_regression = None
@@ -177,17 +173,18 @@ def threshold_policy(options: RunOptions, suites: Iterable[SuiteConfig]) -> Thre
         max_regression = suite.thresholds.max_regression if max_regression is None else max_regression
     return ThresholdPolicy(
         Thresholds(default=default, max_regression=max_regression, slices=slices),
-        option=options.min_pass_rate, max_regression_option=options.max_regression,
+        option=options.min_pass_rate,
+        max_regression_option=options.max_regression,
     )
 
 
 def gate_settings(options: RunOptions, suites: Iterable[SuiteConfig]) -> GateSettings:
-    """How the run judges drops: ``--prompt-alpha``, else the first config's ``[gate]`` that sets a
+    """Return how the run judges drops: ``--prompt-alpha``, else the first config's ``[gate]`` that sets a
     key, else the defaults."""
     keys: dict[str, Any] = {}
     for suite in suites:
-        for key, value in suite.gate.items():
-            keys.setdefault(key, value)
+        for name, value in suite.gate.items():
+            keys.setdefault(name, value)
     if options.alpha is not None:
         keys["alpha"] = options.alpha
     return GateSettings(**keys)
@@ -195,9 +192,8 @@ def gate_settings(options: RunOptions, suites: Iterable[SuiteConfig]) -> GateSet
 
 @dataclass(frozen=True)
 class ModelChoice:
-    """A model a suite runs: its settings, the folder its relative paths resolve in, where it was
-    named for messages (``promptsuite.toml:5: model.spec = 'fake:rules.json'``, the option, or
-    None), its bound on calls in flight over the run, and whether its calls go in a batch."""
+    """A model a suite runs: its settings, the folder its paths resolve in, where it was named, its bound
+    on calls in flight over the run, and whether its calls go in a batch."""
 
     settings: ModelConfig
     root: Path
@@ -206,12 +202,15 @@ class ModelChoice:
     batch: bool
 
 
-def model_choice(options: RunOptions, suite: SuiteConfig, variant: str | None = None, *,
-                 invocation_dir: Path) -> ModelChoice:
-    """The model ``suite`` (prompt ``variant``) runs: ``--prompt-model`` names a ``[models.NAME]``
-    or replaces the spec of ``[model]`` (its relative rules file then resolves against
-    ``invocation_dir``); the variant's own ``model`` table goes over that; ``--prompt-base-url``
-    replaces the base URL; ``--prompt-concurrency`` and ``--prompt-batch`` beat the table's."""
+def model_choice(
+    options: RunOptions, suite: SuiteConfig, variant: str | None = None, *, invocation_dir: Path
+) -> ModelChoice:
+    """Choose the model ``suite`` (prompt ``variant``) runs.
+
+    ``--prompt-model`` names a ``[models.NAME]`` or replaces the spec of ``[model]`` (its relative rules file
+    then resolves against ``invocation_dir``); the variant's own ``model`` table goes over that;
+    ``--prompt-base-url`` replaces the base URL; ``--prompt-concurrency`` and ``--prompt-batch`` beat the table's.
+    """
     option, root = options.model, suite.root
     key: str | None
     if option is None:
@@ -237,9 +236,11 @@ def model_choice(options: RunOptions, suite: SuiteConfig, variant: str | None = 
 
 
 def judge_choice(options: RunOptions, suite: SuiteConfig, *, invocation_dir: Path) -> ModelChoice | None:
-    """The judge of ``llm-rubric`` checks: ``--prompt-judge`` (a ``[models.NAME]``, else a spec
-    whose rules file resolves against ``invocation_dir``), else ``[models.judge]``, else none; its
-    calls start when a check needs them, never in a batch."""
+    """Choose the judge of ``llm-rubric`` checks: ``--prompt-judge``, else ``[models.judge]``, else none.
+
+    ``--prompt-judge`` names a ``[models.NAME]``, else is a spec whose rules file resolves against
+    ``invocation_dir``. The judge's calls start when a check needs them, never in a batch.
+    """
     option = options.judge
     name = option if option is not None and option in suite.models else None
     if option is None and "judge" in suite.models:

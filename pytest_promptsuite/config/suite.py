@@ -1,5 +1,4 @@
-"""The suite config, ``promptsuite.toml`` or ``[tool.promptsuite]``: its tables, and finding and
-reading one (unknown keys are errors that name the key and the file; paths stay inside its folder)."""
+"""The suite config, ``promptsuite.toml`` or ``[tool.promptsuite]``: its tables, and finding and reading one."""
 
 from __future__ import annotations
 
@@ -13,11 +12,11 @@ from typing import Any
 from typing import Literal
 
 from pytest_promptsuite.config.model_table import ConfigTable
-from pytest_promptsuite.config.model_table import ModelConfig
+from pytest_promptsuite.config.model_table import ModelConfig as ModelConfig
 from pytest_promptsuite.config.model_table import Override
-from pytest_promptsuite.config.model_table import Prices
-from pytest_promptsuite.config.model_table import about
-from pytest_promptsuite.config.model_table import base_url_problem
+from pytest_promptsuite.config.model_table import Prices as Prices
+from pytest_promptsuite.config.model_table import base_url_problem as base_url_problem
+from pytest_promptsuite.config.model_table import key
 from pytest_promptsuite.config.settings import GateSettings
 from pytest_promptsuite.config.settings import Thresholds
 from pytest_promptsuite.errors import ConfigError
@@ -29,36 +28,17 @@ from pytest_promptsuite.formats.tomlio import place
 from pytest_promptsuite.safety.scrub import public_url
 
 
-__all__ = [
-    "ModelConfig",
-    "Prices",
-    "ReviewConfig",
-    "SuiteCheck",
-    "SuiteConfig",
-    "SuiteSection",
-    "SuiteTables",
-    "TemplateConfig",
-    "TemplateKind",
-    "VariantConfig",
-    "base_url_problem",
-    "confine",
-    "find_config",
-    "load_config",
-    "suite_targets",
-]
-
-
 @dataclass(frozen=True)
 class SuiteSection(ConfigTable):
     """``[suite]``: the case files to collect and the train file that gives in-context examples."""
 
-    cases: list[str] = field(default_factory=list, metadata=about("Case files or folders to collect."))
-    train: str | None = field(default=None, metadata=about("Rows for in-context examples (not collected)."))
+    cases: list[str] = key(list, "Case files or folders to collect.")
+    train: str | None = key(None, "Rows for in-context examples (not collected).")
 
 
 def confine(root: Path, relative: str | Path) -> Path | None:
-    """``root / relative`` resolved (links followed), or None when that leaves ``root``: the one
-    rule for every file a config or a case file names."""
+    """Resolve ``root / relative`` (links followed); None when that leaves ``root``.
+    The one rule for every file a config or a case file names."""
     base = root.resolve()
     target = (base / relative).resolve()
     return target if target == base or base in target.parents else None
@@ -102,41 +82,43 @@ _MODIFYING: dict[TemplateKind, tuple[str, ...]] = {
 
 @dataclass(frozen=True)
 class TemplateConfig(ConfigTable):
-    """How a case becomes a prompt (an ``infer_cfg``, a task prompt, or a template file). Every
-    key is optional, so a variant's table (:class:`VariantConfig`) is this one."""
+    """How a case becomes a prompt: an ``infer_cfg``, a task prompt, or a template file.
+    Every key is optional, so a variant's table (:class:`VariantConfig`) is this one."""
 
-    prompt_template: dict[str, Any] | str | None = field(default=None, metadata=about(
-        "An OpenCompass prompt template: a string, or a table (template, ice_token, ...)."))
-    ice_template: dict[str, Any] | str | None = field(default=None, metadata=about(
-        "The template of each in-context example of an infer_cfg."))
-    retriever: dict[str, Any] | None = field(default=None, metadata=about(
-        "How the in-context examples are chosen: an OpenCompass retriever table (type = ...)."))
-    output_column: str | None = field(default=None, metadata=about(
-        "The row field that holds the answer (the label of each in-context example)."))
-    task_prompts: str | None = field(default=None, metadata=about("A NeMo Guardrails prompts.yml (with task)."))
-    task: str | None = field(default=None, metadata=about("The task whose prompt prompts.yml gives."))
-    mode: str | None = field(default=None, metadata=about("The task prompt's prompting mode (default standard)."))
-    template_file: str | None = field(default=None, metadata=about("A template file, rendered by renderer."))
-    template: str | None = field(default=None, metadata=about("An inline template, rendered by renderer."))
-    renderer: dict[str, Any] | str | None = field(default=None, metadata=about(
-        "What renders template or template_file: a renderer's name, or a table with its type."))
-    infer_mode: str | None = field(default=None, metadata=about(
-        "Which turns of a multi-turn template are asked: every, every_with_gt or last."))
-    multiturn_template: dict[str, Any] | None = field(default=None, metadata=about(
-        "An OpenCompass multi-turn prompt template."))
-    optional: list[str] | None = field(default=None, metadata=about("Fields a case may leave out: they render empty."))
-    nemo_config: str | None = field(default=None, metadata=about(
-        "A NeMo Guardrails config folder: its prompts, instructions and models; NeMo semantics."))
-    semantics: Literal["promptsuite", "nemo"] | None = field(default=None, metadata=about(
-        "Whose rules render a task prompt: promptsuite's, or NeMo Guardrails'."))
-    prompt_model: str | None = field(default=None, metadata=about(
-        "The model name that selects a NeMo prompt (openai/gpt-4o), apart from the one that runs."))
-    inferencer: Literal["gen", "ppl"] | None = field(default=None, metadata=about(
-        "ppl: a label map's cases score one prompt per label and predict the likeliest."))
+    prompt_template: dict[str, Any] | str | None = key(
+        None, "An OpenCompass prompt template: a string, or a table (template, ice_token, ...)."
+    )
+    ice_template: dict[str, Any] | str | None = key(None, "The template of each in-context example of an infer_cfg.")
+    retriever: dict[str, Any] | None = key(
+        None, "How the in-context examples are chosen: an OpenCompass retriever table (type = ...)."
+    )
+    output_column: str | None = key(None, "The row field that holds the answer (the label of each in-context example).")
+    task_prompts: str | None = key(None, "A NeMo Guardrails prompts.yml (with task).")
+    task: str | None = key(None, "The task whose prompt prompts.yml gives.")
+    mode: str | None = key(None, "The task prompt's prompting mode (default standard).")
+    template_file: str | None = key(None, "A template file, rendered by renderer.")
+    template: str | None = key(None, "An inline template, rendered by renderer.")
+    renderer: dict[str, Any] | str | None = key(
+        None, "What renders template or template_file: a renderer's name, or a table with its type."
+    )
+    infer_mode: str | None = key(None, "Which turns of a multi-turn template are asked: every, every_with_gt or last.")
+    multiturn_template: dict[str, Any] | None = key(None, "An OpenCompass multi-turn prompt template.")
+    optional: list[str] | None = key(None, "Fields a case may leave out: they render empty.")
+    nemo_config: str | None = key(
+        None, "A NeMo Guardrails config folder: its prompts, instructions and models; NeMo semantics."
+    )
+    semantics: Literal["promptsuite", "nemo"] | None = key(
+        None, "Whose rules render a task prompt: promptsuite's, or NeMo Guardrails'."
+    )
+    prompt_model: str | None = key(
+        None, "The model name that selects a NeMo prompt (openai/gpt-4o), apart from the one that runs."
+    )
+    inferencer: Literal["gen", "ppl"] | None = key(
+        None, "ppl: a label map's cases score one prompt per label and predict the likeliest."
+    )
 
     def kind(self, *, path: Path | None = None) -> TemplateKind:
-        """The kind of prompt this table makes (INFER_CFG when it sets no choosing key); called
-        when the suite's prompts are built, so a mixture is a ConfigError then, naming ``path``."""
+        """Return the kind of prompt this table makes (INFER_CFG by default); a mixture is a ConfigError."""
         chosen = [kind for kind in TemplateKind if any(getattr(self, k) is not None for k in kind.choosing_keys)]
         if len(chosen) > 1:
             raise ConfigError(
@@ -146,12 +128,11 @@ class TemplateConfig(ConfigTable):
         return chosen[0] if chosen else TemplateKind.INFER_CFG
 
     def set_keys(self) -> dict[str, Any]:
-        """The ``[template]`` keys this table sets (TOML has no null: a key set is never None)."""
+        """Return the ``[template]`` keys this table sets (TOML has no null: a key set is never None)."""
         return {k: getattr(self, k) for k in _TEMPLATE_FIELDS if getattr(self, k) is not None}
 
     def for_variant(self, override: TemplateConfig) -> TemplateConfig:
-        """This table with ``override``'s keys over it; when the override sets a key of some kind,
-        this table's keys of the other kinds are dropped (a file variant over task prompts)."""
+        """Lay ``override``'s keys over this table, dropping this table's keys of the kinds it does not set."""
         updates = override.set_keys()
         kinds = {kind for kind in TemplateKind if any(k in updates for k in kind.keys)}
         dropped = {k: None for kind in TemplateKind if kinds and kind not in kinds for k in kind.keys}
@@ -164,61 +145,57 @@ _TEMPLATE_FIELDS = tuple(f.name for f in dataclasses.fields(TemplateConfig))
 
 @dataclass(frozen=True)
 class VariantConfig(TemplateConfig):
-    """``[variants.NAME]``: the ``[template]`` keys a prompt version overrides, and optionally
-    its own ``model`` table."""
+    """``[variants.NAME]``: the ``[template]`` keys a prompt version overrides, and its own ``model`` keys."""
 
-    model: Override[ModelConfig] | None = field(default=None, metadata=about(
-        "The [model] keys this variant changes (any but batch and budget_usd)."))
+    model: Override[ModelConfig] | None = key(
+        None, "The [model] keys this variant changes (any but batch and budget_usd)."
+    )
 
 
 @dataclass(frozen=True)
 class SuiteCheck(ConfigTable):
     """``[[checks]]``: checks for every case (``slice = "*"``), one slice, or a glob of slices."""
 
-    assert_: list[dict[str, Any]] = field(metadata=about("The checks, as a case's assert.", alias="assert"))
-    slice: str = field(default="*", metadata=about("The slice they apply to: a name, a glob, or * for every case."))
+    assert_: list[dict[str, Any]] = key(dataclasses.MISSING, "The checks, as a case's assert.", alias="assert")
+    slice: str = key("*", "The slice they apply to: a name, a glob, or * for every case.")
 
 
 @dataclass(frozen=True)
 class ReviewConfig(ConfigTable):
     """``[review]``: what a review mark (``review`` on a case, a ``human-review`` check) does."""
 
-    outcome: Literal["review", "failed"] = field(default="review", metadata=about(
-        "review: the case is left out of the pass rate; failed: it fails."))
+    outcome: Literal["review", "failed"] = key(
+        "review", "review: the case is left out of the pass rate; failed: it fails."
+    )
 
 
 @dataclass(frozen=True)
 class SuiteTables(ConfigTable):
-    """The tables of a suite config file (``[checks]`` may also be a table: ``python_modules`` and
-    ``[[checks.rules]]``, read into :class:`SuiteConfig`)."""
+    """The tables of a suite config file (``[checks]`` may also be a table with ``[[checks.rules]]``)."""
 
-    suite: SuiteSection = field(default_factory=SuiteSection, metadata=about("What to collect."))
-    model: ModelConfig = field(default_factory=ModelConfig, metadata=about(
-        "The default model; --prompt-model replaces its spec or names one of models."))
-    models: dict[str, ModelConfig] = field(default_factory=dict, metadata=about(
-        "More models by name (judge: the llm-rubric judge); same keys as [model]."))
-    template: TemplateConfig = field(default_factory=TemplateConfig, metadata=about("How a case becomes a prompt."))
-    variants: dict[str, VariantConfig] = field(default_factory=dict, metadata=about(
-        "Prompt versions by name; each overrides keys of [template]."))
-    thresholds: Thresholds = field(default_factory=Thresholds, metadata=about("The gate's pass rates."))
-    gate: Override[GateSettings] = field(default_factory=Override, metadata=about(
-        "How a drop against the baseline is judged."))
-    checks: list[SuiteCheck] = field(default_factory=list, metadata=about(
-        "Suite-level checks, for every case or for some slices."))
-    review: ReviewConfig = field(default_factory=ReviewConfig, metadata=about("What a review mark does."))
+    suite: SuiteSection = key(SuiteSection, "What to collect.")
+    model: ModelConfig = key(ModelConfig, "The default model; --prompt-model replaces its spec or names one of models.")
+    models: dict[str, ModelConfig] = key(
+        dict, "More models by name (judge: the llm-rubric judge); same keys as [model]."
+    )
+    template: TemplateConfig = key(TemplateConfig, "How a case becomes a prompt.")
+    variants: dict[str, VariantConfig] = key(dict, "Prompt versions by name; each overrides keys of [template].")
+    thresholds: Thresholds = key(Thresholds, "The gate's pass rates.")
+    gate: Override[GateSettings] = key(Override, "How a drop against the baseline is judged.")
+    checks: list[SuiteCheck] = key(list, "Suite-level checks, for every case or for some slices.")
+    review: ReviewConfig = key(ReviewConfig, "What a review mark does.")
 
 
 @dataclass(frozen=True)
 class SuiteConfig(SuiteTables):
-    """A parsed suite config: its tables, the modules ``python`` and ``pydantic`` checks may import
-    (``[checks] python_modules``), the file it came from (None for the defaults) and each key's line."""
+    """A parsed suite config: its tables, ``[checks] python_modules``, its file (None: defaults), each key's line."""
 
     python_modules: tuple[str, ...] = ()
     path: Path | None = None
     lines: dict[str, int] = field(default_factory=dict)
 
     def where(self, key: str) -> str:
-        """``path:line`` of the line setting ``key`` (``template.template_file``), else the path."""
+        """Return ``path:line`` of the line setting ``key`` (``template.template_file``), else the path."""
         return place(self.path, self.lines, key)
 
     @property
@@ -230,18 +207,15 @@ class SuiteConfig(SuiteTables):
         """Resolve a path of this config (links followed); it must stay inside the config's folder."""
         target = confine(self.root, relative)
         if target is None:
-            raise ConfigError(
-                f"{self.where(key)}: {key} = {relative!r} points outside the suite's folder {self.root}"
-            )
+            raise ConfigError(f"{self.where(key)}: {key} = {relative!r} points outside the suite's folder {self.root}")
         return target
 
     def case_paths(self) -> list[Path]:
-        """The ``[suite] cases`` paths, resolved (each must stay inside the config's folder)."""
+        """Return the ``[suite] cases`` paths, resolved (each must stay inside the config's folder)."""
         return [self.resolve(p, key="suite.cases") for p in self.suite.cases]
 
     def template_for(self, variant: str | None) -> TemplateConfig:
-        """The ``[template]`` table as ``variant`` sees it (None: ``[template]`` itself); see
-        :meth:`TemplateConfig.for_variant`. ConfigError for a variant the config does not have."""
+        """Return the ``[template]`` table as ``variant`` sees it (None: ``[template]`` itself)."""
         if variant is None:
             return self.template
         if variant not in self.variants:
@@ -253,14 +227,17 @@ class SuiteConfig(SuiteTables):
         return self.template.for_variant(self.variants[variant])
 
     def template_key(self, variant: str | None, key: str) -> str:
-        """Where ``variant``'s ``[template]`` setting came from: ``variants.NAME.KEY`` or ``template.KEY``."""
+        """Return where ``variant``'s ``[template]`` setting came from: ``variants.NAME.KEY`` or ``template.KEY``."""
         if variant is not None and variant in self.variants and key in self.variants[variant].set_keys():
             return f"variants.{variant}.{key}"
         return f"template.{key}"
 
+    def named_models(self) -> list[tuple[str, ModelConfig]]:
+        """Return each model table with its key: ``model``, then each ``models.NAME``."""
+        return [("model", self.model), *((f"models.{k}", v) for k, v in self.models.items())]
+
     def model_for(self, variant: str | None, base: ModelConfig | None = None) -> ModelConfig:
-        """The model ``variant`` runs: ``base`` (default ``[model]``) with the keys of the
-        variant's own ``model`` table over it."""
+        """Return the model ``variant`` runs: ``base`` (default ``[model]``) under the variant's ``model`` keys."""
         base = base if base is not None else self.model
         override = self.variants[variant].model if variant is not None and variant in self.variants else None
         return base if override is None else override.over(base)
@@ -270,20 +247,19 @@ _CHECKS_TABLE = ("python_modules", "rules")
 
 
 def _checks_table(data: dict[str, Any], path: Path, lines: dict[str, int]) -> tuple[dict[str, Any], tuple[str, ...]]:
-    """``[checks]`` written as a table (``python_modules``, and the suite checks as
-    ``[[checks.rules]]``): the tables with the rules as ``checks``, and the module names. TOML
-    cannot hold a ``[checks]`` table and ``[[checks]]`` tables both, hence the second spelling."""
+    """Split a ``[checks]`` table into the suite checks (``[[checks.rules]]``) and ``python_modules``.
+    TOML cannot hold a ``[checks]`` table and ``[[checks]]`` tables both, hence the second spelling."""
     if "python_modules" in data:
         at = place(path, lines, "python_modules")
         raise ConfigError(f"{at}: unknown key 'python_modules' (did you mean [checks] python_modules?)")
     table = data.get("checks")
     if not isinstance(table, dict):
         return data, ()
-    for key in table:
-        if key not in _CHECKS_TABLE:
+    for name in table:
+        if name not in _CHECKS_TABLE:
             raise ConfigError(
-                f"{place(path, lines, f'checks.{key}')}: unknown key 'checks.{key}'"
-                + did_you_mean(str(key), list(_CHECKS_TABLE))
+                f"{place(path, lines, f'checks.{name}')}: unknown key 'checks.{name}'"
+                + did_you_mean(str(name), list(_CHECKS_TABLE))
                 + "; with [checks] python_modules, write the suite checks as [[checks.rules]]"
             )
     modules = table.get("python_modules", [])
@@ -299,14 +275,11 @@ def _checks_table(data: dict[str, Any], path: Path, lines: dict[str, int]) -> tu
 
 def _check_base_urls(config: SuiteConfig, table: str) -> None:
     """Refuse a ``base_url`` of ``[model]`` or ``[models.NAME]`` that :func:`base_url_problem` finds wrong."""
-    named = [("model", config.model), *((f"models.{k}", v) for k, v in config.models.items())]
-    for key, model in named:
+    for name, model in config.named_models():
         problem = model.base_url and base_url_problem(model.base_url)
         if problem:
-            dotted = f"{table}.{key}" if table else key
-            raise ConfigError(
-                f"{config.where(f'{key}.base_url')}: {dotted}.base_url = {public_url(model.base_url or '')!r} {problem}"
-            )
+            dotted, url = f"{table}.{name}" if table else name, public_url(model.base_url or "")
+            raise ConfigError(f"{config.where(f'{name}.base_url')}: {dotted}.base_url = {url!r} {problem}")
 
 
 def load_config(path: Path | str) -> SuiteConfig:
@@ -326,7 +299,7 @@ def load_config(path: Path | str) -> SuiteConfig:
     check_values(data, text, str(path), (table,) if table else ())
     lines = key_lines(text)
     if table:
-        lines = {k[len(table) + 1:]: v for k, v in lines.items() if k.startswith(table + ".")}
+        lines = {k[len(table) + 1 :]: v for k, v in lines.items() if k.startswith(table + ".")}
     data, python_modules = _checks_table(data, path, lines)
     from pytest_promptsuite.config.schema import read_tables  # pydantic: loaded with the first config
 
@@ -337,18 +310,18 @@ def load_config(path: Path | str) -> SuiteConfig:
     config.case_paths()  # refuse paths outside the folder now, not later
     if config.suite.train is not None:
         config.resolve(config.suite.train, key="suite.train")
-    for key, model in [("model", config.model), *((f"models.{k}", v) for k, v in config.models.items())]:
-        if model.spec.startswith("fake:") and confine(config.root, model.spec[len("fake:"):]) is None:
+    for name, model in config.named_models():
+        if model.spec.startswith("fake:") and confine(config.root, model.spec[len("fake:") :]) is None:
             raise ConfigError(  # the fake model's rules file is a path of the config like any other
-                f"{config.where(f'{key}.spec')}: {key}.spec = {model.spec!r} points outside the suite's folder "
+                f"{config.where(f'{name}.spec')}: {name}.spec = {model.spec!r} points outside the suite's folder "
                 f"{config.root.resolve()} (--prompt-model may name a file anywhere)"
             )
     return config
 
 
 def find_config(case_file: Path, rootdir: Path) -> Path | None:
-    """The config of a case file: ``promptsuite.toml`` beside it, else the nearest
-    ``pyproject.toml`` with a ``[tool.promptsuite]`` table between it and ``rootdir``."""
+    """Find a case file's config: ``promptsuite.toml`` beside it, else the nearest ``pyproject.toml``
+    with a ``[tool.promptsuite]`` table between it and ``rootdir``."""
     beside = case_file.parent / "promptsuite.toml"
     if beside.is_file():
         return beside
@@ -371,7 +344,7 @@ def find_config(case_file: Path, rootdir: Path) -> Path | None:
 def suite_targets(
     path: Path, *, load: Callable[[Path], SuiteConfig] = load_config
 ) -> tuple[SuiteConfig | None, list[Path]]:
-    """What a ``--prompt-suite`` argument means: its config (if it names one) and what to collect.
+    """Return the config a ``--prompt-suite`` argument names (if any) and what to collect.
 
     A ``*.toml`` is a suite config: its ``[suite] cases`` (else its folder). A folder with a
     ``promptsuite.toml`` is that config's suite. Anything else is collected as it is.

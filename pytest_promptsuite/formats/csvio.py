@@ -1,9 +1,4 @@
-"""Reading CSV files (promptfoo test files, OpenCompass data rows), bounded.
-
-A row is a mapping of the header's names to strings, with the line it starts on; a file that is
-not UTF-8, has no header, repeats a header name, has a row longer than its header or a field
-larger than :data:`~.limits.CSV_FIELD` is a ``path:line`` ConfigError.
-"""
+"""Reading CSV files (promptfoo test files, OpenCompass data rows), bounded, each problem a ``path:line``."""
 
 from __future__ import annotations
 
@@ -16,16 +11,18 @@ from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.safety.limits import CSV_FIELD
 
 
-__all__ = ["CsvRow", "read_csv"]
-
 #: One data row: the line it starts on and its fields by header name.
 CsvRow = tuple[int, dict[str, str]]
 
 
 def read_csv(data: bytes, where: str) -> list[CsvRow]:
-    """The data rows of a CSV file's bytes (blank rows skipped); ``where`` names the file."""
+    """Read the data rows of a CSV file's bytes (blank rows skipped); ``where`` names the file.
+
+    A row maps the header's names to strings. A file that is not UTF-8, has no header, repeats a header
+    name, has a row longer than its header or a field larger than :data:`~.limits.CSV_FIELD` is a ConfigError.
+    """
     if data.startswith(codecs.BOM_UTF8):
-        data = data[len(codecs.BOM_UTF8):]
+        data = data[len(codecs.BOM_UTF8) :]
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -1,11 +1,4 @@
-"""Reading TOML files (``promptsuite.toml``, ``pyproject.toml``), bounded.
-
-``tomllib`` recurses once per nested array or inline table and decodes the file itself, so a
-5,000-deep array or a byte that is not UTF-8 used to end pytest with an INTERNALERROR. Here the
-bytes are decoded and the nesting measured first, each problem a ``path:line: ...`` ConfigError;
-:func:`check_values` then refuses what a TOML file can hold but a suite never means: ``nan``,
-``inf`` and dates or times.
-"""
+"""Reading TOML files (``promptsuite.toml``, ``pyproject.toml``), bounded, each problem a ``path:line``."""
 
 from __future__ import annotations
 
@@ -28,9 +21,6 @@ else:  # pragma: no cover
     import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
 
 
-__all__ = ["check_values", "key_lines", "line_of", "line_of_key", "load_toml", "parse_toml",
-           "place"]
-
 _TOKENS = re.compile(
     r'"""(?:[^\\]|\\.)*?"""|\'\'\'.*?\'\'\'|"(?:[^"\\\n]|\\.)*"|\'[^\'\n]*\'|#[^\n]*|[\[\]{}]', re.DOTALL
 )
@@ -38,7 +28,7 @@ _DATES = (datetime.date, datetime.time)
 
 
 def _too_deep(text: str) -> int | None:
-    """The offset where brackets outside strings and comments nest deeper than :data:`DEPTH`."""
+    """Return the offset where brackets outside strings and comments nest deeper than :data:`DEPTH`."""
     if text.count("[") + text.count("{") <= DEPTH.value:
         return None
     depth = 0
@@ -54,18 +44,20 @@ def _too_deep(text: str) -> int | None:
 
 
 def parse_toml(data: bytes, where: str) -> tuple[dict[str, Any], str]:
-    """The document of a TOML file's bytes, and its text; ConfigError naming ``where`` and the
-    line for bytes that are not UTF-8, nesting deeper than :data:`DEPTH`, or invalid TOML."""
+    """Parse a TOML file's bytes into its document and text.
+
+    A ConfigError names ``where`` and the line for bytes that are not UTF-8, nesting deeper than
+    :data:`DEPTH`, or invalid TOML.
+    """
     if data.startswith(codecs.BOM_UTF8):
-        data = data[len(codecs.BOM_UTF8):]
+        data = data[len(codecs.BOM_UTF8) :]
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
         raise ConfigError(
-            f"{where}:{line}: not valid UTF-8 (byte 0x{data[exc.start]:02x} at column {column}); "
-            "save the file as UTF-8"
+            f"{where}:{line}: not valid UTF-8 (byte 0x{data[exc.start]:02x} at column {column}); save the file as UTF-8"
         ) from None
     offset = _too_deep(text)
     if offset is not None:
@@ -83,7 +75,7 @@ def parse_toml(data: bytes, where: str) -> tuple[dict[str, Any], str]:
 
 
 def load_toml(path: Path, *, what: str = "the suite config") -> tuple[dict[str, Any], str]:
-    """:func:`parse_toml` of the file at ``path`` (ConfigError when it cannot be read)."""
+    """Read and parse the TOML file at ``path`` (a ConfigError when it cannot be read)."""
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -98,15 +90,16 @@ def _walk(value: Any, where: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...],
         if isinstance(item, dict):
             todo.extend((path + (str(k),), v) for k, v in reversed(item.items()))
         elif isinstance(item, list):
-            todo.extend((path[:-1] + (f"{path[-1]}[{i}]",) if path else (f"[{i}]",), v)
-                        for i, v in reversed(list(enumerate(item))))
+            todo.extend(
+                (path[:-1] + (f"{path[-1]}[{i}]",) if path else (f"[{i}]",), v)
+                for i, v in reversed(list(enumerate(item)))
+            )
         else:
             yield path, item
 
 
 def line_of(text: str, key: str, value: str = "") -> int | None:
-    """The first line of ``text`` that sets ``key`` (bare or quoted) and, when given, shows the
-    pattern ``value`` after the ``=``: where an error about that key points."""
+    """Find the first line of ``text`` that sets ``key`` (bare or quoted), showing ``value`` after the ``=``."""
     name = re.escape(key.split("[")[0])
     pattern = rf"(?:^|[\s{{,.])(?:{name}|\"{name}\"|'{name}')\s*=" + (rf"[^\n]*?{value}" if value else "")
     match = re.search(pattern, text, re.MULTILINE)
@@ -125,15 +118,17 @@ def _parts(dotted: str) -> list[str]:
 
 
 def key_lines(text: str) -> dict[str, int]:
-    """The line (1-based) where each key of a TOML document is set, by its dotted path as errors
-    name it (``thresholds.default``, ``checks[0].assert``, ``model.params.temperature``): the
-    lines the parsed document no longer has. Keys of inline tables get their line too."""
+    """Map each key of a TOML document to the line (1-based) where it is set.
+
+    Keys are dotted paths as errors name them (``thresholds.default``, ``checks[0].assert``,
+    ``model.params.temperature``); keys of inline tables get their line too.
+    """
     lines: dict[str, int] = {}
     counts: dict[str, int] = {}
     table: list[str] = []
     in_string = False
     for number, line in enumerate(text.split("\n"), start=1):
-        opens = line.count('"""') % 2 == 1 or line.count("\'\'\'") % 2 == 1
+        opens = line.count('"""') % 2 == 1 or line.count("'''") % 2 == 1
         if in_string:  # inside a multi-line string: no key here
             in_string = not opens
             continue
@@ -158,13 +153,13 @@ def key_lines(text: str) -> dict[str, int]:
 
 
 def place(path: object, lines: dict[str, int], dotted: str) -> str:
-    """``path:line`` of the line that sets ``dotted`` (:func:`line_of_key`), or ``path`` alone."""
+    """Return ``path:line`` of the line that sets ``dotted`` (:func:`line_of_key`), or ``path`` alone."""
     line = line_of_key(lines, dotted)
     return f"{path}:{line}" if line is not None else str(path)
 
 
 def line_of_key(lines: dict[str, int], dotted: str) -> int | None:
-    """The line of ``dotted`` in :func:`key_lines`, else of the nearest table or key above it."""
+    """Return the line of ``dotted`` in :func:`key_lines`, else of the nearest table or key above it."""
     while dotted:
         if dotted in lines:
             return lines[dotted]
@@ -174,8 +169,8 @@ def line_of_key(lines: dict[str, int], dotted: str) -> int | None:
 
 
 def check_values(data: Any, text: str, where: str, prefix: tuple[str, ...] = ()) -> None:
-    """Refuse ``nan``, ``inf`` and dates or times anywhere in ``data`` (ConfigError naming the
-    key, and its line when it can be found in ``text``)."""
+    """Refuse ``nan``, ``inf`` and dates or times anywhere in ``data``, which no setting takes.
+    The ConfigError names the key, and its line when it can be found in ``text``."""
     for path, value in _walk(data, prefix):
         dotted = ".".join(path)
         if isinstance(value, float) and not math.isfinite(value):

@@ -1,9 +1,4 @@
-"""Writing TOML (the ``promptsuite.toml`` an importer writes), round-trip safe.
-
-Each top-level table is a ``[section]`` whose values are written inline (strings as JSON-escaped
-basic strings, which TOML reads back unchanged), so any string, however many quotes, newlines or
-control characters it holds, reads back as it was written; :func:`dump_toml` checks that it does.
-"""
+"""Writing TOML (the ``promptsuite.toml`` an importer writes), checked to read back as it was written."""
 
 from __future__ import annotations
 
@@ -16,8 +11,6 @@ from typing import Any
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.formats.tomlio import parse_toml
 
-
-__all__ = ["dump_toml"]
 
 _BARE = re.compile(r"[A-Za-z0-9_-]+")
 
@@ -55,8 +48,10 @@ def _value(value: Any) -> str:
 
 
 def dump_toml(data: Mapping[str, Mapping[str, Any]], *, header: str = "") -> str:
-    """``data`` (tables of values) as TOML text, with ``header`` as leading comment lines; a
-    ConfigError when a value has no TOML form. The text is parsed back and compared."""
+    """Write ``data`` (tables of values) as TOML text, with ``header`` as leading comment lines.
+
+    A value with no TOML form is a ConfigError; the text is parsed back and compared.
+    """
     lines = [f"# {line}".rstrip() for line in header.splitlines()]
     for section, table in data.items():
         if lines:

@@ -1,12 +1,4 @@
-"""Reading YAML files (``prompts.yml``), bounded, parsed once.
-
-PyYAML's safe loader shares the node of an alias, so a 585-byte "billion laughs" file is small
-in memory but expands to 10**9 values the moment anything prints or walks it; it keeps the last
-of two equal keys; and it recurses once per nesting level. :func:`load_yaml` composes the node
-tree once, refuses a tree that expands past :data:`~.limits.YAML_NODES`, nests deeper than
-:data:`~.limits.DEPTH`, contains itself, or repeats a key (naming both lines), and only then
-builds the Python values from that same tree.
-"""
+"""Reading YAML files (``prompts.yml``), bounded, parsed once."""
 
 from __future__ import annotations
 
@@ -17,15 +9,6 @@ import yaml
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.safety.limits import DEPTH
 from pytest_promptsuite.safety.limits import YAML_NODES
-
-
-__all__ = ["load_yaml"]
-
-
-def _mark(exc: yaml.YAMLError) -> str:
-    """``:line`` of a YAML error (where the problem is), or ``""``."""
-    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-    return f":{int(mark.line) + 1}" if mark is not None else ""
 
 
 def _line(node: yaml.Node) -> int:
@@ -59,7 +42,7 @@ class _Measure:
         return [part for pair in node.value for part in pair]
 
     def visit(self, node: yaml.Node) -> tuple[int, int]:
-        """(nodes once aliases are expanded, nesting depth) of ``node``."""
+        """Return (nodes once aliases are expanded, nesting depth) of ``node``."""
         key = id(node)
         known = self.sizes.get(key)
         if known is not None:
@@ -83,7 +66,7 @@ class _Measure:
 
 
 def _invalid(where: str, exc: yaml.YAMLError) -> ConfigError:
-    """``where:line: invalid YAML: ...`` with the line the parser stopped at, when it says."""
+    """Make the ``where:line: invalid YAML: ...`` error, with the line the parser stopped at when it says."""
     mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
     if mark is None:
         return ConfigError(f"{where}: invalid YAML: {exc}")
@@ -95,8 +78,11 @@ def _invalid(where: str, exc: yaml.YAMLError) -> ConfigError:
 
 
 def load_yaml(text: str, where: str) -> tuple[Any, yaml.Node | None]:
-    """The value of a YAML document and its node tree (None for an empty document), or a
-    ConfigError naming ``where`` and the line."""
+    """Return the value of a YAML document and its node tree (None for an empty document).
+
+    The tree is composed once and refused (a ConfigError naming ``where`` and the line) when it expands past
+    :data:`~.limits.YAML_NODES`, nests deeper than :data:`~.limits.DEPTH`, contains itself or repeats a key.
+    """
     try:
         loader = yaml.SafeLoader(text)  # its reader refuses control characters at once
     except yaml.YAMLError as exc:

@@ -1,9 +1,4 @@
-"""What an importer produces, and writing it all or nothing.
-
-An importer builds every file of every suite in memory first (:class:`ImportedSuite`); only then
-:func:`write_import` writes them into a fresh folder beside ``--out`` and renames it into place, so
-bad input, found at any point, leaves nothing partial behind. Every file goes through the scrubber.
-"""
+"""What an importer produces, and writing it all or nothing (every file through the scrubber)."""
 
 from __future__ import annotations
 
@@ -23,11 +18,8 @@ from pytest_promptsuite.formats.tomlwrite import dump_toml
 from pytest_promptsuite.safety.scrub import scrub
 
 
-__all__ = ["ImportResult", "ImportedSuite", "jsonl", "write_import"]
-
-
 def jsonl(rows: Iterable[Any]) -> str:
-    """Rows as JSON Lines text (through :mod:`..formats.jsonio`: escaped and scrubbed)."""
+    """Encode rows as JSON Lines text (escaped and scrubbed)."""
     return "".join(encode(row) + "\n" for row in rows)
 
 
@@ -43,7 +35,7 @@ class ImportedSuite:
     header: str = ""
 
     def rendered(self) -> dict[str, str]:
-        """Every file of the suite, ``promptsuite.toml`` included, by relative path."""
+        """Return every file of the suite, ``promptsuite.toml`` included, by relative path."""
         return {"promptsuite.toml": dump_toml(self.config, header=self.header), **self.files}
 
 
@@ -56,7 +48,7 @@ class ImportResult:
     notes: list[str] = field(default_factory=list)
 
     def report(self) -> str:
-        """The lines the ``import`` command prints: each suite, then what was not carried over."""
+        """Return the lines the ``import`` command prints: each suite, then what was not carried over."""
         lines = [f"wrote {len(self.suites)} suite{'s' if len(self.suites) != 1 else ''} under {self.out}"]
         for suite in self.suites:
             lines.append(f"  {suite.name}/")
@@ -71,8 +63,8 @@ def _folder_name(name: str) -> str:
 
 
 def write_import(out: Path, suites: Sequence[ImportedSuite], *, flat: bool = False) -> None:
-    """Write ``suites`` under ``out`` (each in its own folder, or ``out`` itself when ``flat``),
-    all or nothing: ``out`` must not exist or be an empty folder."""
+    """Write ``suites`` under ``out`` (each in its own folder, or ``out`` itself when ``flat``), all or nothing.
+    ``out`` must not exist or be an empty folder; the files are staged beside it and renamed into place."""
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise ConfigError(f"{out}: --out must be a new or empty folder (nothing was written)")
     contents: dict[str, str] = {}

@@ -1,4 +1,4 @@
-"""Stage 3: models. A prompt in, a response out: the fake model and OpenAI-compatible endpoints."""
+"""Models: a prompt in, a response out (the fake model, echo, OpenAI-compatible endpoints)."""
 
 from pytest_promptsuite.models.base import Message
 from pytest_promptsuite.models.base import Model

@@ -10,25 +10,10 @@ from typing import Protocol
 from typing import TypeGuard
 from typing import runtime_checkable
 
-from pytest_promptsuite.prompts.core import Message
-from pytest_promptsuite.prompts.core import Prompt
-from pytest_promptsuite.prompts.core import prompt_hash
-from pytest_promptsuite.prompts.core import prompt_text
-
-
-__all__ = [
-    "Message",
-    "Model",
-    "ModelRequest",
-    "Prompt",
-    "Response",
-    "SyncModel",
-    "Usage",
-    "is_sync",
-    "prompt_hash",
-    "prompt_text",
-]
-
+from pytest_promptsuite.prompts.core import Message as Message
+from pytest_promptsuite.prompts.core import Prompt as Prompt
+from pytest_promptsuite.prompts.core import prompt_hash as prompt_hash
+from pytest_promptsuite.prompts.core import prompt_text as prompt_text
 
 
 @dataclass(frozen=True)
@@ -40,12 +25,8 @@ class Usage:
     total_tokens: int | None = None
 
     def to_dict(self) -> dict[str, int | None]:
-        """The counts as a results row's ``usage``."""
-        return {
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "total_tokens": self.total_tokens,
-        }
+        """Return the counts as a results row's ``usage``."""
+        return dict(vars(self))
 
 
 @dataclass(frozen=True)
@@ -72,11 +53,7 @@ class Response:
 
 @runtime_checkable
 class Model(Protocol):
-    """A model: one async method. Implementations are the fake model and the HTTP client.
-
-    A model whose answers never vary may say so with a class attribute ``deterministic = True``
-    (the fake model does): a baseline comparison of two such runs needs no statistical test.
-    """
+    """A model: one async method; ``deterministic = True`` on the class says its answers never vary."""
 
     #: The spec the model was made from, e.g. ``fake`` or ``openai:qwen2.5-7b``.
     spec: str
@@ -96,9 +73,6 @@ class SyncModel(Model, Protocol):
 
 
 def is_sync(model: object) -> TypeGuard[SyncModel]:
-    """Whether ``model`` answers without I/O (:class:`SyncModel`), so it is called inline.
-
-    A plain attribute test: ``isinstance`` against a runtime-checkable Protocol inspects every
-    member on each call, which is too slow for the per-case path.
-    """
+    """Tell whether ``model`` answers without I/O (:class:`SyncModel`), so it is called inline."""
+    # not isinstance(): a runtime-checkable Protocol inspects every member on each call (the per-case path)
     return callable(getattr(model, "generate_sync", None))

@@ -23,9 +23,6 @@ from pytest_promptsuite.safety.deadline import user_regex
 from pytest_promptsuite.safety.limits import REGEX_SECONDS
 
 
-__all__ = ["FakeModel", "FakeRule"]
-
-
 @dataclass(frozen=True)
 class FakeRule:
     """Reply ``reply`` when ``pattern`` is found (``re.search``) in the prompt's text."""
@@ -35,20 +32,18 @@ class FakeRule:
 
 
 class FakeModel:
-    """Deterministic and offline.
+    """Deterministic and offline: replies chosen by rules, else the echo of the last user message.
 
-    With no rules it replies with the last user message it was sent (the whole prompt when the
-    prompt is a string). With rules, the first rule whose regex is found in the prompt text (a
-    string prompt, or the messages' contents joined with ``"\\n"``) gives the reply; else
-    ``default``; else the echo.
+    With rules, the first rule whose regex is found in the prompt text (a string prompt, or the messages'
+    contents joined with ``"\
+    "``) gives the reply; else ``default``; else the echo (the whole prompt when
+    it is a string).
     """
 
     #: Its answers never vary: a baseline of it is compared by the ``delta`` rule under ``auto``.
     deterministic = True
 
-    def __init__(
-        self, rules: Sequence[FakeRule] = (), default: str | None = None, *, spec: str = "fake"
-    ) -> None:
+    def __init__(self, rules: Sequence[FakeRule] = (), default: str | None = None, *, spec: str = "fake") -> None:
         self.spec = spec
         self.rules = tuple(rules)
         self.default = default
@@ -70,8 +65,7 @@ class FakeModel:
         unknown = sorted(set(data) - {"rules", "default"})
         if unknown:
             raise ConfigError(
-                f"{path}: unknown key {unknown[0]!r} in the fake model's rules "
-                "(known: 'rules', 'default')"
+                f"{path}: unknown key {unknown[0]!r} in the fake model's rules (known: 'rules', 'default')"
             )
         default = data.get("default")
         if default is not None and not isinstance(default, str):
@@ -94,7 +88,7 @@ class FakeModel:
         return cls(rules, default, spec=spec or f"fake:{path}")
 
     def reply_to(self, request: ModelRequest) -> str:
-        """The reply for ``request``, as the class docstring says."""
+        """Choose the reply for ``request``, as the class docstring says."""
         prompt = request.prompt
         if self.rules or self.default is not None:
             text = prompt_text(prompt)
@@ -112,17 +106,16 @@ class FakeModel:
         return ""
 
     def generate_sync(self, request: ModelRequest) -> Response:
-        """The reply of :meth:`reply_to`, at once; a rule that outruns its time budget is a
-        ModelError (the case's ``error``)."""
+        """Answer :meth:`reply_to` at once; a rule that outruns its time budget is a ModelError."""
         try:
             return Response(text=self.reply_to(request), finish_reason="stop")
         except BudgetExceeded as exc:
             raise ModelError(str(exc)) from exc
 
     async def generate(self, request: ModelRequest) -> Response:
-        """The same as :meth:`generate_sync`, for callers that await."""
+        """Answer as :meth:`generate_sync` does, for callers that await."""
         return self.generate_sync(request)
 
     def score_sync(self, request: ModelRequest) -> LabelScore:
-        """The ppl mode's score of the prompt, fixed by its tokens' text (:func:`.scoring.fake_score`)."""
+        """Score the prompt for the ppl mode, fixed by its tokens' text (:func:`.scoring.fake_score`)."""
         return fake_score(score_text(request.prompt))

@@ -1,6 +1,5 @@
-"""The ``openai:MODEL`` client for any OpenAI-compatible endpoint (vLLM, Ollama, llama.cpp,
-LiteLLM, OpenAI): one ``httpx.AsyncClient`` per model, retries, and every failure an
-:class:`~pytest_promptsuite.errors.EndpointError` in the endpoint's own words, scrubbed."""
+"""The ``openai:MODEL`` client for any OpenAI-compatible endpoint (vLLM, Ollama, llama.cpp, LiteLLM, OpenAI):
+one ``httpx.AsyncClient`` per model, retries, and every failure an EndpointError in the endpoint's own words."""
 
 from __future__ import annotations
 
@@ -33,13 +32,11 @@ from pytest_promptsuite.models.scoring import LabelScore
 from pytest_promptsuite.models.scoring import echo_logprobs
 from pytest_promptsuite.safety.limits import RESPONSE_BYTES
 from pytest_promptsuite.safety.scrub import install_log_filter
-from pytest_promptsuite.safety.scrub import public_url
+from pytest_promptsuite.safety.scrub import public_url as public_url
 from pytest_promptsuite.safety.scrub import register
 from pytest_promptsuite.safety.scrub import scrub
 from pytest_promptsuite.safety.scrub import secret_parameters
 
-
-__all__ = ["DEFAULT_BASE_URL", "OpenAIModel", "public_url"]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 #: Body keys the client sets itself; a config ``params`` entry may not replace them.
@@ -98,7 +95,7 @@ class OpenAIModel:
         self._client: httpx.AsyncClient | None = None
         #: The most connections the client keeps open (the runner's bound on calls in flight).
         self.connections = DEFAULT_CONCURRENCY
-        #: Attempts sent and retries made, for the run's summary and the tests.
+        #: Attempts sent and retries made (the tests count them).
         self.attempts = 0
         self.retries = 0
 
@@ -111,29 +108,33 @@ class OpenAIModel:
         return public_url(self.base_url)
 
     def cache_identity(self) -> dict[str, Any]:
-        """What, besides the request, decides the answer: the cache key's model part."""
+        """Return what, besides the request, decides the answer: the cache key's model part."""
         return {"model": self.spec, "base_url": self.public_base_url, "endpoint": self.endpoint}
 
     def limit_connections(self, limit: int) -> None:
         """Keep at most ``limit`` connections open: the runner's bound on this model's calls."""
         self.connections = limit
 
-    # -- the HTTP client ----------------------------------------------------------------------
-
     def client(self) -> httpx.AsyncClient:
-        """The model's one ``httpx.AsyncClient``, made at its first use (on the runner's event
-        loop): no proxy from the environment, no redirect followed, no cookie kept."""
+        """Return the model's one ``httpx.AsyncClient``, made at its first use (on the runner's event loop).
+        No proxy from the environment, no redirect followed, no cookie kept."""
         if self._client is None:
             limits = httpx.Limits(max_connections=self.connections, max_keepalive_connections=self.connections)
             self._client = httpx.AsyncClient(
-                base_url=self._path, headers=self._headers(), timeout=self.timeout_s, limits=limits,
-                verify=self._ssl_context(), cookies=_no_cookies(), follow_redirects=False, trust_env=False,
+                base_url=self._path,
+                headers=self._headers(),
+                timeout=self.timeout_s,
+                limits=limits,
+                verify=self._ssl_context(),
+                cookies=_no_cookies(),
+                follow_redirects=False,
+                trust_env=False,
                 transport=self._transport,
             )
         return self._client
 
     def target(self, path: str) -> str:
-        """The request target of the endpoint ``path`` (``/files``): the path and the base URL's query."""
+        """Return the request target of the endpoint ``path`` (``/files``): the path and the base URL's query."""
         return path + self._query
 
     def _headers(self) -> dict[str, str]:
@@ -142,16 +143,13 @@ class OpenAIModel:
         return {"Authorization": f"Bearer {self._api_key}"}
 
     def _ssl_context(self) -> ssl.SSLContext:
-        """The CA bundle for an ``https`` endpoint (httpx's, loaded once per model); a plain
-        ``http`` endpoint never does TLS: its context trusts no certificate and costs nothing."""
+        """Load the CA bundle for an ``https`` endpoint (once per model); ``http`` gets an empty context."""
         if self._path.lower().startswith("https:"):
             return httpx.create_ssl_context()
         return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
 
-    # -- one call -----------------------------------------------------------------------------
-
     def _route(self, request: ModelRequest) -> tuple[str, dict[str, Any]]:
-        """The endpoint path of ``request``'s call (``/chat/completions``) and its body."""
+        """Return the endpoint path of ``request``'s call (``/chat/completions``) and its body."""
         params = dict(request.params)
         extra = params.pop("extra_body", None) or {}
         if not isinstance(extra, Mapping):
@@ -159,9 +157,7 @@ class OpenAIModel:
         params.update(extra)
         reserved = sorted(RESERVED_PARAMS & set(params))
         if reserved:
-            raise ConfigError(
-                f"params may not set {reserved[0]!r}: the client sets it from the spec and the prompt"
-            )
+            raise ConfigError(f"params may not set {reserved[0]!r}: the client sets it from the spec and the prompt")
         prompt = request.prompt
         if isinstance(prompt, str) and self.endpoint == "completions":
             return "/completions", {"model": self.name, "prompt": prompt, **params}
@@ -169,20 +165,18 @@ class OpenAIModel:
         return "/chat/completions", {"model": self.name, "messages": messages, **params}
 
     def _url_and_body(self, request: ModelRequest) -> tuple[str, dict[str, Any]]:
-        """The whole URL of ``request``'s call and its body (a batch file's line)."""
+        """Return the whole URL of ``request``'s call and its body (a batch file's line)."""
         path, body = self._route(request)
         return self._path + self.target(path), body
 
     def scrub(self, text: str) -> str:
-        """``text`` with the API key (however short) and every other secret replaced."""
+        """Replace the API key (however short) and every other secret in ``text``."""
         if self._api_key:
             text = text.replace(self._api_key, "***")
         return scrub(text)
 
     async def generate(self, request: ModelRequest) -> Response:
-        """Send one request (retrying transient failures); a ModelError with the endpoint's reason
-        otherwise. Nothing else escapes: an unexpected failure is an EndpointError that says what
-        it was, scrubbed."""
+        """Send one request, retrying transient failures; any failure is an EndpointError, scrubbed."""
         path, body = self._route(request)
         where = public_url(self._path + self.target(path))
         try:
@@ -193,22 +187,23 @@ class OpenAIModel:
             raise EndpointError(f"request to {where} failed: {type(exc).__name__}: {self._reason(exc)}") from None
 
     async def score(self, request: ModelRequest) -> LabelScore:
-        """The ppl mode's score of a string prompt: its token log-probabilities from
-        ``/v1/completions`` with ``echo: true`` and ``logprobs`` (as vLLM serves them)."""
+        """Score a string prompt for the ppl mode: its token log-probabilities from ``/v1/completions``
+        with ``echo: true`` and ``logprobs`` (as vLLM serves them)."""
         if not isinstance(request.prompt, str):
             raise ModelError(
-                "the ppl mode scores string prompts: give an LM meta template (or none) and "
-                'endpoint = "completions"'
+                'the ppl mode scores string prompts: give an LM meta template (or none) and endpoint = "completions"'
             )
-        body = {"model": self.name, "prompt": request.prompt, "max_tokens": 1, "echo": True, "logprobs": 0,
-                "temperature": 0}
+        body: dict[str, Any] = dict(
+            model=self.name, prompt=request.prompt, max_tokens=1, echo=True, logprobs=0, temperature=0
+        )
         prompt = request.prompt
         where = public_url(self._path + self.target("/completions"))
         response = await self._generate("/completions", body, where, parse=lambda data: echo_logprobs(data, prompt))
         return LabelScore.from_text(response.text)
 
-    async def _generate(self, path: str, body: dict[str, Any], where: str,
-                        parse: Callable[[Any], LabelScore] | None = None) -> Response:
+    async def _generate(
+        self, path: str, body: dict[str, Any], where: str, parse: Callable[[Any], LabelScore] | None = None
+    ) -> Response:
         last: EndpointError | None = None
         wait: float | None = None
         all_refused = True
@@ -226,12 +221,11 @@ class OpenAIModel:
         assert last is not None
         tries = self.retry.max_retries + 1
         attempts = f"{tries} attempt{'s' if tries != 1 else ''}"
-        raise EndpointError(
-            f"{last} (gave up after {attempts})", status=last.status, fatal=all_refused
-        )
+        raise EndpointError(f"{last} (gave up after {attempts})", status=last.status, fatal=all_refused)
 
-    async def _attempt(self, path: str, body: dict[str, Any], where: str,
-                       parse: Callable[[Any], LabelScore] | None = None) -> Response:
+    async def _attempt(
+        self, path: str, body: dict[str, Any], where: str, parse: Callable[[Any], LabelScore] | None = None
+    ) -> Response:
         start = time.perf_counter()
         payload = encode(body, compact=True, scrub=False).encode("utf-8")  # lone surrogates escaped
         try:
@@ -240,13 +234,9 @@ class OpenAIModel:
         except httpx.ConnectError as exc:
             raise _Retry(EndpointError(f"cannot connect to {where}: {self._reason(exc)}")) from exc
         except (httpx.TimeoutException, asyncio.TimeoutError) as exc:
-            raise _Retry(
-                EndpointError(f"no answer from {where} within {self.timeout_s:g} s")
-            ) from exc
+            raise _Retry(EndpointError(f"no answer from {where} within {self.timeout_s:g} s")) from exc
         except httpx.TransportError as exc:  # dropped connection, protocol error
-            raise _Retry(
-                EndpointError(f"connection to {where} failed: {self._reason(exc)}")
-            ) from exc
+            raise _Retry(EndpointError(f"connection to {where} failed: {self._reason(exc)}")) from exc
         except httpx.DecodingError as exc:  # a body its Content-Encoding does not fit
             raise _Retry(EndpointError(f"undecodable response from {where}: {self._reason(exc)}")) from exc
         latency_ms = (time.perf_counter() - start) * 1000
@@ -295,7 +285,7 @@ class OpenAIModel:
         return EndpointError(message, status=status, fatal=status in FATAL_STATUSES)
 
     def _error_text(self, content: bytes) -> tuple[str, str | None]:
-        """The endpoint's own words: ``error.message`` (and ``code``) of an OpenAI error body."""
+        """Return the endpoint's own words: ``error.message`` (and ``code``) of an OpenAI error body."""
         raw = content.decode("utf-8", "replace")
         code: str | None = None
         text = raw.strip()
@@ -375,7 +365,7 @@ def _usage(raw: Any) -> Usage | None:
 
 
 def _no_cookies() -> http.cookiejar.CookieJar:
-    """A cookie jar that keeps no cookie: no call carries what an earlier answer set."""
+    """Make a cookie jar that keeps no cookie: no call carries what an earlier answer set."""
     return http.cookiejar.CookieJar(http.cookiejar.DefaultCookiePolicy(allowed_domains=[]))
 
 
@@ -390,8 +380,11 @@ def openai_model(
     environ: Mapping[str, str] | None = None,
     params: Mapping[str, Any] | None = None,
 ) -> OpenAIModel:
-    """An :class:`OpenAIModel` from config values: base URL from the argument, else
-    ``OPENAI_BASE_URL``, else OpenAI's; the key only from the variable ``api_key_env`` names."""
+    """Make an :class:`OpenAIModel` from config values.
+
+    The base URL is the argument, else ``OPENAI_BASE_URL``, else OpenAI's; the key comes only from the
+    variable ``api_key_env`` names.
+    """
     env = os.environ if environ is None else environ
     if not name:
         raise ConfigError("openai: needs a model name, e.g. openai:qwen2.5-7b-instruct")

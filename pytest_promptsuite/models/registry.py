@@ -11,13 +11,11 @@ from pytest_promptsuite.models.echo import EchoModel
 from pytest_promptsuite.models.fake import FakeModel
 
 
-__all__ = ["make_model"]
-
 KNOWN_SCHEMES = ("fake", "fake:RULES.json", "echo", "openai:MODEL")
 
 
 def make_model(spec: str, *, settings: ModelConfig | None = None, root: Path | None = None) -> Model:
-    """The built-in model for ``spec``; relative rule files resolve against ``root``.
+    """Make the built-in model for ``spec``; relative rule files resolve against ``root``.
 
     ``settings`` (base URL, params, timeouts) matter to endpoint models only.
     """
@@ -34,16 +32,7 @@ def make_model(spec: str, *, settings: ModelConfig | None = None, root: Path | N
         from pytest_promptsuite.models.openai import openai_model  # httpx is imported only when an endpoint is used
 
         config = settings or ModelConfig(spec=spec)
-        return openai_model(
-            spec[len("openai:") :],
-            base_url=config.base_url,
-            api_key_env=config.api_key_env,
-            endpoint=config.endpoint,
-            timeout_s=config.timeout_s,
-            max_retries=config.max_retries,
-            params=config.params,
-        )
-    raise ModelError(
-        f"unknown model spec {spec!r} (known: {', '.join(KNOWN_SCHEMES)}, "
-        "or a model named in the suite config)"
-    )
+        keys = ("base_url", "api_key_env", "endpoint", "timeout_s", "max_retries", "params")
+        return openai_model(spec[len("openai:") :], **{key: getattr(config, key) for key in keys})
+    known = ", ".join(KNOWN_SCHEMES)
+    raise ModelError(f"unknown model spec {spec!r} (known: {known}, or a model named in the suite config)")

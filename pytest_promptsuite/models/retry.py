@@ -1,5 +1,5 @@
-"""When and how long to wait before retrying an endpoint call (:class:`RetryPolicy`): bounded,
-full-jitter backoff, and the wait a ``Retry-After`` or ``retry-after-ms`` header asks for."""
+"""When and how long to wait before retrying an endpoint call: bounded full-jitter backoff, or the wait a
+``Retry-After`` or ``retry-after-ms`` header asks for."""
 
 from __future__ import annotations
 
@@ -10,14 +10,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 
-__all__ = ["RETRYABLE_STATUSES", "RetryPolicy", "retry_after_s"]
-
 #: HTTP statuses worth another attempt (besides every 5xx).
 RETRYABLE_STATUSES = frozenset({408, 409, 429})
 
 
 def retry_after_s(headers: Mapping[str, str], *, now: float | None = None) -> float | None:
-    """The wait a server asked for: ``retry-after-ms``, else ``Retry-After`` (seconds or a date)."""
+    """Return the wait a server asked for: ``retry-after-ms``, else ``Retry-After`` (seconds or a date)."""
     raw_ms = headers.get("retry-after-ms")
     if raw_ms is not None:
         try:
@@ -50,15 +48,15 @@ class RetryPolicy:
 
     @staticmethod
     def retryable_status(status: int) -> bool:
-        """Whether an HTTP status is worth another attempt (429 and 5xx)."""
+        """Tell whether an HTTP status is worth another attempt (408, 409, 429 and 5xx)."""
         return status in RETRYABLE_STATUSES or status >= 500
 
     def backoff_s(self, retry: int, rng: random.Random) -> float:
-        """Full jitter (AWS architecture blog): spreads retries so they don't arrive together."""
+        """Return a full-jitter wait (AWS architecture blog), so that retries do not arrive together."""
         return rng.uniform(0.0, min(self.cap_s, self.base_s * (2**retry)))
 
     def wait_s(self, retry: int, rng: random.Random, retry_after: float | None) -> float:
-        """The wait before retry number ``retry`` (0-based); the server's wish wins when given."""
+        """Return the wait before retry number ``retry`` (0-based); the server's wish wins when given."""
         if retry_after is not None:
             return retry_after
         return self.backoff_s(retry, rng)

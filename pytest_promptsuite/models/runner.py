@@ -1,6 +1,5 @@
-"""Runs model calls: inline for models without I/O, else on one event loop in a background thread,
-at most ``concurrency`` in flight per model and started ahead of the items pytest runs next; after
-a fatal :class:`~pytest_promptsuite.errors.EndpointError` a model's unsent calls fail at once."""
+"""Runs model calls: inline for models without I/O, else on one event loop in a background thread, at most
+``concurrency`` in flight per model and started ahead of the items pytest runs next."""
 
 from __future__ import annotations
 
@@ -39,8 +38,6 @@ if TYPE_CHECKING:
     import asyncio
 
 
-__all__ = ["ModelRunner"]
-
 T = TypeVar("T")
 _PrefetchKey = tuple[int, Hashable]
 #: What the loop runs for one call: the model (its bound), the call, the future it settles.
@@ -60,7 +57,7 @@ class Attached:
 
 
 def _threadsafe(coro: Coroutine[Any, Any, T], loop: asyncio.AbstractEventLoop) -> concurrent.futures.Future[T]:
-    """``coro`` started on ``loop`` (another thread's), as a future this thread can wait on."""
+    """Start ``coro`` on ``loop`` (another thread's), as a future this thread can wait on."""
     import asyncio
 
     return asyncio.run_coroutine_threadsafe(coro, loop)
@@ -87,8 +84,9 @@ def _settle(future: concurrent.futures.Future[Response], task: asyncio.Task[Resp
         pass
 
 
-def _cancel_task(loop: asyncio.AbstractEventLoop, task: asyncio.Task[Response],
-                 future: concurrent.futures.Future[Response]) -> None:
+def _cancel_task(
+    loop: asyncio.AbstractEventLoop, task: asyncio.Task[Response], future: concurrent.futures.Future[Response]
+) -> None:
     if future.cancelled() and not loop.is_closed():
         loop.call_soon_threadsafe(task.cancel)
 
@@ -124,9 +122,7 @@ class ModelRunner:
 
         if self._loop is None:
             loop = asyncio.new_event_loop()
-            thread = threading.Thread(
-                target=loop.run_forever, name="promptsuite-models", daemon=True
-            )
+            thread = threading.Thread(target=loop.run_forever, name="promptsuite-models", daemon=True)
             thread.start()
             self._loop, self._thread = loop, thread
         return self._loop
@@ -136,8 +132,7 @@ class ModelRunner:
         return _threadsafe(coro, self._ensure_loop()).result()
 
     def set_concurrency(self, model: Model, limit: int) -> None:
-        """At most ``limit`` calls of ``model`` in flight (default: the runner's ``concurrency``),
-        and as many connections for a model that keeps some (``limit_connections``)."""
+        """Allow at most ``limit`` calls of ``model`` in flight, and as many connections (``limit_connections``)."""
         if limit < 1:
             raise ValueError("concurrency must be at least 1")
         self._limits[id(model)] = limit
@@ -147,18 +142,26 @@ class ModelRunner:
             pool(limit)
 
     def limit(self, model: Model) -> int:
-        """How many calls of ``model`` may be in flight at once."""
+        """Return how many calls of ``model`` may be in flight at once."""
         return self._limits.get(id(model), self.concurrency)
 
-    def attach(self, model: Model, *, concurrency: int | None = None, stores: ResponseStores | None = None,
-               prefetched: bool = True, batch: bool = False, budget_usd: float | None = None,
-               prices: Prices | None = None) -> Model:
-        """``model`` as the run calls it: a model without I/O (``generate_sync``) as it is, called
-        inline; any other within the run's budget (:mod:`.spend`: ``budget_usd`` at ``prices``),
-        answered from the run's batch job when ``batch``, behind the response ``stores`` (when
-        there are any), with at most ``concurrency`` calls in flight (default: the runner's).
-        ``prefetched``: the cases' own model, whose calls start ahead (a judge's calls start
-        when a check needs them)."""
+    def attach(
+        self,
+        model: Model,
+        *,
+        concurrency: int | None = None,
+        stores: ResponseStores | None = None,
+        prefetched: bool = True,
+        batch: bool = False,
+        budget_usd: float | None = None,
+        prices: Prices | None = None,
+    ) -> Model:
+        """Return ``model`` as the run calls it: a model without I/O as it is, called inline.
+
+        Any other goes within the run's budget (:mod:`.spend`), answered from the batch job when ``batch``, behind
+        the response ``stores``, with at most ``concurrency`` calls in flight. ``prefetched``: the cases' own model,
+        whose calls start ahead (a judge's calls start when a check needs them).
+        """
         if is_sync(model):
             return model  # answers at once: nothing to cache, bound or wait for
         budgeted = BudgetedModel(model, self.allowance, budget_usd=budget_usd, prices=prices)
@@ -178,13 +181,11 @@ class ModelRunner:
         return outer
 
     def prefetch_window(self) -> int:
-        """How many items ahead to start calls for: a few times the largest concurrency bound of
+        """Return how many items ahead to start calls for: a few times the largest concurrency bound of
         the models with I/O, 0 when every model answers inline (nothing to prefetch)."""
         if not self._io_models:
             return 0
         return 4 * max(self.limit(model) for model in self._io_models.values())
-
-    # -- calls --------------------------------------------------------------------------------
 
     async def _bounded(self, model: Model, call: _Call) -> Response:
         ident = id(model)
@@ -206,9 +207,7 @@ class ModelRunner:
     def _check_usable(self, ident: int) -> None:
         first = self._unusable.get(ident)
         if first is not None:
-            raise EndpointError(
-                f"skipped call: endpoint unusable: {first}", status=first.status, fatal=True
-            )
+            raise EndpointError(f"skipped call: endpoint unusable: {first}", status=first.status, fatal=True)
 
     def submit(self, model: Model, request: ModelRequest) -> concurrent.futures.Future[Response]:
         """Start a call on the loop; its future resolves to the response or the ModelError.
@@ -228,11 +227,13 @@ class ModelRunner:
             self._ensure_loop().call_soon_threadsafe(self._spawn, [(model, call, future)])
         return future
 
-    def _call_of(self, model: Model, request: ModelRequest, future: concurrent.futures.Future[Response]
-                 ) -> _Call | None:
-        """What the loop runs for ``request``. Behind the response stores, the lookup is made here,
-        on the caller's thread, and only a miss goes to the loop: a stored answer (or a replay
-        miss, or an endpoint already unusable) settles ``future`` at once, None returned."""
+    def _call_of(
+        self, model: Model, request: ModelRequest, future: concurrent.futures.Future[Response]
+    ) -> _Call | None:
+        """Return what the loop runs for ``request``, the response stores' lookup made here.
+        A call that needs no loop (a cache hit, a replay miss, an endpoint already unusable) settles ``future`` at
+        once, and None is returned.
+        """
         attached = self.attached.get(id(model))
         if attached is None or attached.caching is None:
             return functools.partial(model.generate, request)
@@ -262,7 +263,7 @@ class ModelRunner:
                     self._ensure_loop().call_soon_threadsafe(self._spawn, pending)
 
     def _spawn(self, pending: list[_Pending]) -> None:
-        """On the loop: one task per call, tied to its future both ways (result, cancel)."""
+        """Start one task per call on the loop, tied to its future both ways (result, cancel)."""
         loop = self._loop
         assert loop is not None
         for model, call, future in pending:
@@ -278,7 +279,7 @@ class ModelRunner:
         _settle(future, task)
 
     def unfinished(self) -> int:
-        """How many calls were submitted and are not answered (nor cancelled) yet."""
+        """Return how many calls were submitted and are not answered (nor cancelled) yet."""
         return self._submitted - self._finished
 
     def prefetch(self, model: Model, request: ModelRequest, *, key: Hashable) -> None:
@@ -322,17 +323,30 @@ class ModelRunner:
         for cache in self._held:
             cache.flush()
 
-    # -- batch mode ---------------------------------------------------------------------------
+    def batch(
+        self,
+        calls: Iterable[tuple[Model, ModelRequest]],
+        *,
+        write_to: Path | None = None,
+        results: Path | None = None,
+        progress: Callable[[str], None] | None = None,
+    ) -> int:
+        """Answer ``calls`` in batch mode before the cases run; return how many requests were batched.
 
-    def batch(self, calls: Iterable[tuple[Model, ModelRequest]], *, write_to: Path | None = None,
-              results: Path | None = None, progress: Callable[[str], None] | None = None) -> int:
-        """Answer ``calls`` in batch mode before the cases run (see :mod:`.batch_run`): a job per
-        model and endpoint, a results file (``results``), or none (``write_to``: the request file
-        is written, each call then ends as not sent). Returns how many requests were batched."""
+        A job per model and endpoint, a results file (``results``), or none (``write_to``: the request file is
+        written, and each call then ends as not sent).
+        """
         from pytest_promptsuite.models.batch.dispatch import answer_in_batches
 
-        return answer_in_batches(self.attached, self.allowance, calls, write_to=write_to, results=results,
-                                 progress=progress, submit=lambda coro: _threadsafe(coro, self._ensure_loop()))
+        return answer_in_batches(
+            self.attached,
+            self.allowance,
+            calls,
+            write_to=write_to,
+            results=results,
+            progress=progress,
+            submit=lambda coro: _threadsafe(coro, self._ensure_loop()),
+        )
 
     def cancel_pending(self) -> int:
         """Cancel every prefetched call nobody collected (``-x``, Ctrl-C, end of run)."""

@@ -1,12 +1,5 @@
-"""Scoring a prompt by its token log-probabilities, for the ppl suite mode (``inferencer = "ppl"``).
-
-A case of a label-map template renders one prompt per label; each is scored, and the label whose
-prompt has the lowest perplexity (the mean negative log-probability of its tokens, as
-OpenCompass's ``PPLInferencer`` computes it) is the prediction. An endpoint scores through
-``/v1/completions`` with ``echo: true`` and ``logprobs`` (as vLLM serves it); the fake model scores
-deterministically from the tokens' text. :class:`ScoringModel` lets the runner call a model's
-``score`` as it calls ``generate`` (concurrency, cancelling, inline for the fake model).
-"""
+"""Scoring a prompt by its token log-probabilities, for the ppl suite mode (``inferencer = "ppl"``): the label
+whose prompt has the lowest perplexity is the prediction, as in OpenCompass's ``PPLInferencer``."""
 
 from __future__ import annotations
 
@@ -29,8 +22,6 @@ from pytest_promptsuite.models.base import Response
 from pytest_promptsuite.models.base import prompt_text
 
 
-__all__ = ["LabelScore", "ScoringModel", "echo_logprobs", "fake_score", "predict_label"]
-
 _TOKEN = re.compile(r"\w+|[^\w\s]", re.UNICODE)
 
 
@@ -47,12 +38,12 @@ class LabelScore:
         return math.exp(-self.logprob / self.tokens) if self.tokens else math.inf
 
     def to_text(self) -> str:
-        """The score as the text of a :class:`Response` (how it travels through the runner)."""
+        """Encode the score as the text of a :class:`Response` (how it travels through the runner)."""
         return encode({"logprob": self.logprob, "tokens": self.tokens}, compact=True, scrub=False)
 
     @classmethod
     def from_text(cls, text: str) -> LabelScore:
-        """The score :meth:`to_text` wrote (a ModelError for anything else)."""
+        """Read the score :meth:`to_text` wrote (a ModelError for anything else)."""
         try:
             data = decode(text)
             return cls(float(data["logprob"]), int(data["tokens"]))
@@ -61,7 +52,7 @@ class LabelScore:
 
 
 def fake_score(prompt: str) -> LabelScore:
-    """The fake model's score: each token (a word or a punctuation mark) has a log-probability
+    """Score a prompt as the fake model does: each token (a word or a punctuation mark) has a log-probability
     fixed by its text, between -1 and -5, so the same prompt always scores the same."""
     tokens = _TOKEN.findall(prompt)
     total = 0.0
@@ -72,12 +63,17 @@ def fake_score(prompt: str) -> LabelScore:
 
 
 def echo_logprobs(data: Any, prompt: str) -> LabelScore:
-    """The score of ``prompt`` from a ``/v1/completions`` answer to ``echo: true, logprobs: 0``:
-    the log-probabilities of the prompt's tokens (the first has none; generated tokens, those
-    past ``usage.prompt_tokens`` or past the prompt's text, are left out)."""
+    """Score ``prompt`` from a ``/v1/completions`` answer to ``echo: true, logprobs: 0``.
+
+    The log-probabilities of the prompt's tokens count: the first has none, and generated tokens (past
+    ``usage.prompt_tokens`` or past the prompt's text) are left out.
+    """
     choices = data.get("choices") if isinstance(data, Mapping) else None
-    logprobs = choices[0].get("logprobs") if isinstance(choices, list) and choices and isinstance(
-        choices[0], Mapping) else None
+    logprobs = (
+        choices[0].get("logprobs")
+        if isinstance(choices, list) and choices and isinstance(choices[0], Mapping)
+        else None
+    )
     values = logprobs.get("token_logprobs") if isinstance(logprobs, Mapping) else None
     if not isinstance(values, list):
         raise EndpointError(
@@ -98,13 +94,13 @@ def echo_logprobs(data: Any, prompt: str) -> LabelScore:
 
 
 def predict_label(scores: Sequence[tuple[str, LabelScore]]) -> str:
-    """The label of lowest perplexity (the first of equals)."""
+    """Return the label of lowest perplexity (the first of equals)."""
     best = min(range(len(scores)), key=lambda i: (scores[i][1].perplexity, i))
     return scores[best][0]
 
 
 def _scorer(model: Model) -> Any:
-    """The model that scores: ``model`` or the one a response cache wraps."""
+    """Return the model that scores: ``model`` or the one a response cache wraps."""
     inner: Any = model
     while not callable(getattr(inner, "score", None)) and not callable(getattr(inner, "score_sync", None)):
         inner = getattr(inner, "inner", None)
@@ -145,5 +141,5 @@ class ScoringModel:
 
 
 def score_text(prompt: Any) -> str:
-    """The text the fake model scores: a string prompt, or the messages' contents joined."""
+    """Return the text the fake model scores: a string prompt, or the messages' contents joined."""
     return prompt if isinstance(prompt, str) else prompt_text(prompt)

@@ -1,14 +1,4 @@
-"""What a run may still spend on model calls: ``--prompt-max-calls N`` and ``[model] budget_usd``.
-
-A call is *issued* when it reaches the model (a cache or cassette hit costs nothing). Before
-issuing one, :meth:`Allowance.take` checks that it fits: the calls issued so far stay below
-``max_calls``, and the USD spent plus what the calls in flight are estimated to cost plus this
-call's estimate stays within the model's ``budget_usd``. A call's cost is estimated from its
-prompt (about four characters a token) and its ``max_tokens`` (else as many tokens as the
-prompt); once it answers, its real usage (when the endpoint reports it) replaces the estimate.
-A call that does not fit raises :class:`BudgetExhausted`: its case ends as ``skipped`` with the
-reason, and the run fails.
-"""
+"""What a run may still spend on model calls: ``--prompt-max-calls N`` and ``[model] budget_usd``."""
 
 from __future__ import annotations
 
@@ -25,8 +15,6 @@ from pytest_promptsuite.models.base import Response
 from pytest_promptsuite.models.base import prompt_text
 
 
-__all__ = ["Allowance", "BudgetExhausted", "BudgetedModel", "NotIssued", "estimate_tokens"]
-
 #: Characters per token in the estimate (OpenAI's rule of thumb for English text).
 CHARS_PER_TOKEN = 4
 
@@ -40,7 +28,7 @@ class BudgetExhausted(NotIssued):
 
 
 def estimate_tokens(request: ModelRequest) -> tuple[int, int]:
-    """(prompt, completion) tokens a request is expected to use, before it is sent."""
+    """Estimate the (prompt, completion) tokens a request will use: four characters a token, ``max_tokens``."""
     prompt = max(1, math.ceil(len(prompt_text(request.prompt)) / CHARS_PER_TOKEN))
     params: Mapping[str, Any] = request.params
     limit = params.get("max_tokens", params.get("max_completion_tokens"))
@@ -63,18 +51,17 @@ class Allowance:
         self._spent: dict[int, float] = {}
 
     def take(self, account: BudgetedModel, request: ModelRequest) -> float:
-        """Reserve one call of ``account``'s model; return its estimated USD (0 without prices).
+        """Reserve one call of ``account``'s model and return its estimated USD (0 without prices).
 
-        Raises :class:`BudgetExhausted` when it would pass a budget."""
+        Raises :class:`BudgetExhausted` when it would pass a budget.
+        """
         estimate = 0.0
         if account.prices is not None:
             estimate = account.prices.cost(*estimate_tokens(request)) or 0.0
         with self._lock:
             if self.max_calls is not None and self.issued >= self.max_calls:
                 reason = f"--prompt-max-calls {self.max_calls} reached: the call was not issued"
-            elif account.budget_usd is not None and (
-                self._spent.get(id(account), 0.0) + estimate > account.budget_usd
-            ):
+            elif account.budget_usd is not None and (self._spent.get(id(account), 0.0) + estimate > account.budget_usd):
                 spent = self._spent.get(id(account), 0.0)
                 reason = (
                     f"[model] budget_usd = {account.budget_usd:g} of {account.spec} would be passed "
@@ -104,8 +91,9 @@ class Allowance:
 class BudgetedModel:
     """Wraps a model with I/O: each call is issued only when the run's :class:`Allowance` lets it."""
 
-    def __init__(self, inner: Model, allowance: Allowance, *, budget_usd: float | None = None,
-                 prices: Prices | None = None) -> None:
+    def __init__(
+        self, inner: Model, allowance: Allowance, *, budget_usd: float | None = None, prices: Prices | None = None
+    ) -> None:
         self.inner = inner
         self.spec = inner.spec
         self.allowance = allowance
@@ -120,7 +108,7 @@ class BudgetedModel:
         return getattr(self.inner, name)
 
     async def generate(self, request: ModelRequest) -> Response:
-        """The inner model's answer, if the call fits the budget."""
+        """Answer through the inner model, if the call fits the budget."""
         estimate = self.allowance.take(self, request)
         response = await self.inner.generate(request)
         self.allowance.settle(self, estimate, response)

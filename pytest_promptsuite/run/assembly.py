@@ -1,5 +1,5 @@
-"""What each suite runs with (its prompts, checks, judge, models and pipeline, each part made by its
-``pytest_promptsuite_make_*`` hook), and the run's response stores."""
+"""What each suite runs with (prompts, checks, judge, models and pipeline, each made by its ``make_*`` hook),
+and the run's response stores."""
 
 from __future__ import annotations
 
@@ -41,12 +41,9 @@ if TYPE_CHECKING:
     from pytest_promptsuite.results.review_book import ReviewBook
 
 
-__all__ = ["Assembler", "open_baseline", "open_reviews_and_history", "open_stores"]
-
-
 def open_stores(options: RunOptions, *, invocation_dir: Path, rootpath: Path, is_worker: bool) -> ResponseStores:
-    """The response cache and cassettes the options ask for; a cassette that cannot be read or
-    written is a ConfigError now, before anything runs. Only the controller starts a recording."""
+    """Open the response cache and cassettes the options ask for (a bad cassette is a ConfigError now).
+    Only the controller starts a recording."""
     if options.record and options.replay:
         raise ConfigError("--prompt-record and --prompt-replay exclude each other")
     cache = None
@@ -62,10 +59,8 @@ def open_stores(options: RunOptions, *, invocation_dir: Path, rootpath: Path, is
     return ResponseStores(cache=cache, replay=replay, record=record)
 
 
-
 def open_baseline(options: RunOptions) -> Baseline | None:
-    """The ``--prompt-baseline`` rows (of this shard only, with ``--prompt-shard``), and what
-    that run used when a ``summary.json`` lies beside them."""
+    """Read the ``--prompt-baseline`` rows (of this shard only) and the run info of a ``summary.json`` beside them."""
     path, shard = options.baseline, options.shard
     if path is None:
         return None
@@ -81,8 +76,7 @@ def open_baseline(options: RunOptions) -> Baseline | None:
 
 
 def open_reviews_and_history(options: RunOptions, *, is_worker: bool) -> tuple[ReviewBook | None, History | None]:
-    """``--prompt-reviews`` (every process that runs cases applies them) and ``--prompt-history``
-    (the controller's reports), each module loaded only when its option is given."""
+    """Read ``--prompt-reviews`` (every process that runs cases) and ``--prompt-history`` (the controller)."""
     reviews = history = None
     if options.reviews is not None:
         from pytest_promptsuite.results.review_book import load_reviews
@@ -93,6 +87,7 @@ def open_reviews_and_history(options: RunOptions, *, is_worker: bool) -> tuple[R
 
         history = load_history([options.history])
     return reviews, history
+
 
 class Assembler:
     """Makes the parts of each suite through ``hook`` (pytest's ``config.hook``, or the
@@ -131,12 +126,12 @@ class Assembler:
         self.workers = max(1, workers)
 
     def model_choice(self, suite: SuiteConfig, variant: str | None = None) -> ModelChoice:
-        """The model a suite (prompt ``variant``) runs, as :func:`~.settings.model_choice` picks it."""
+        """Return the model a suite (prompt ``variant``) runs, as :func:`~.settings.model_choice` picks it."""
         return model_choice(self.options, suite, variant, invocation_dir=self.invocation_dir)
 
     def describe_model(self, suite: SuiteConfig, variant: str | None) -> dict[str, Any]:
-        """What a run records of a variant's model: spec, base URL (without credentials), params
-        and whether its answers never vary (a ``deterministic`` model, or a replay)."""
+        """Describe a variant's model as a run records it: spec, public base URL, params, prices, and
+        whether its answers never vary (a ``deterministic`` model, or a replay)."""
         choice = self.model_choice(suite, variant)
         settings = choice.settings
         try:
@@ -153,9 +148,7 @@ class Assembler:
         }
 
     def make_model(self, settings: ModelConfig, root: Path, where: str | None = None) -> Model:
-        """The model for ``settings`` from the ``pytest_promptsuite_make_model`` hook; a problem
-        (a missing rules file, an unknown spec) is a ConfigError prefixed with ``where`` (the
-        config line or option that named the model)."""
+        """Make the model for ``settings`` through the hook; a problem is a ConfigError prefixed with ``where``."""
         try:
             model: Model = self.hook.pytest_promptsuite_make_model(
                 config=self.config, spec=settings.spec, settings=settings, root=root
@@ -167,16 +160,18 @@ class Assembler:
         return model
 
     def prompts(
-        self, suite: SuiteConfig, settings: ModelConfig | None = None,
+        self,
+        suite: SuiteConfig,
+        settings: ModelConfig | None = None,
         variant_settings: dict[str, ModelConfig] | None = None,
     ) -> CasePrompts:
-        """What each case of ``suite`` sends: its ``[template]`` (and variants, each with its own
-        model's meta template where it has one) compiled now, so a mistake in a template, task
-        prompt or renderer is reported before any case runs."""
+        """Compile what each case of ``suite`` sends (``[template]`` and its variants), so that a mistake in a
+        template, task prompt or renderer is reported before any case runs."""
         if variant_settings is None:
             variant_settings = {
                 name: self.model_choice(suite, name).settings
-                for name, variant in suite.variants.items() if variant.model is not None
+                for name, variant in suite.variants.items()
+                if variant.model is not None
             }
         hook = self.hook
 
@@ -194,15 +189,18 @@ class Assembler:
         )
 
     def suite_checks(self, suite: SuiteConfig) -> SuiteChecks:
-        """The config's ``[[checks]]`` compiled (a CheckError naming the config and entry)."""
+        """Compile the config's ``[[checks]]`` (a CheckError names the config and entry)."""
         source = self.display(suite.path) if suite.path is not None else "suite config"
         return compile_suite_checks(
-            suite.checks, self.hook.pytest_promptsuite_make_check, base_dir=suite.root, source=source,
+            suite.checks,
+            self.hook.pytest_promptsuite_make_check,
+            base_dir=suite.root,
+            source=source,
             scope=CheckScope(suite.root, suite.python_modules),
         )
 
     def _judge(self, suite: SuiteConfig) -> tuple[ModelJudge | None, str | None]:
-        """The judge model of ``llm-rubric`` checks (:func:`~.settings.judge_choice`), if any."""
+        """Make the judge model of ``llm-rubric`` checks (:func:`~.settings.judge_choice`), if any."""
         choice = judge_choice(self.options, suite, invocation_dir=self.invocation_dir)
         if choice is None:
             return None, None
@@ -214,8 +212,7 @@ class Assembler:
         return ModelJudge(model, self.runner, choice.settings.params), choice.settings.spec
 
     def evaluator(self, suite: SuiteConfig) -> Evaluator:
-        """The checks side of a suite: its ``[[checks]]``, the judge model, the review policy and
-        the output transform of ``pytest_promptsuite_transform_output``."""
+        """Make the checks side of a suite: its ``[[checks]]``, judge, review policy and output transform."""
         hook = self.hook
         judge, judge_name = self._judge(suite)
         return Evaluator(
@@ -230,20 +227,25 @@ class Assembler:
         )
 
     def _attached(self, choice: ModelChoice) -> Model:
-        """A model made and attached to the runner; its concurrency bound is for the whole run,
-        so pytest-xdist workers share it."""
+        """Make a model and attach it to the runner, its concurrency bound shared by pytest-xdist workers."""
         settings = choice.settings
         if settings.budget_usd is not None and settings.prices is None:
-            raise ConfigError(f"[model] budget_usd of {settings.spec} needs [model] prices = "
-                              "{prompt = USD per 1M tokens, completion = USD per 1M tokens}")
+            raise ConfigError(
+                f"[model] budget_usd of {settings.spec} needs [model] prices = "
+                "{prompt = USD per 1M tokens, completion = USD per 1M tokens}"
+            )
         model = self.make_model(settings, choice.root, choice.where)
         return self.runner.attach(
-            model, concurrency=max(1, -(-choice.concurrency // self.workers)), stores=self.stores, batch=choice.batch,
-            budget_usd=settings.budget_usd, prices=settings.prices,
+            model,
+            concurrency=max(1, -(-choice.concurrency // self.workers)),
+            stores=self.stores,
+            batch=choice.batch,
+            budget_usd=settings.budget_usd,
+            prices=settings.prices,
         )
 
     def pipeline(self, suite: SuiteConfig) -> CasePipeline:
-        """A suite's whole pipeline, with a model of its own for each variant that has one."""
+        """Make a suite's whole pipeline, with a model of its own for each variant that has one."""
         choice = self.model_choice(suite)
         settings = choice.settings
         model = self._attached(choice)
@@ -254,7 +256,11 @@ class Assembler:
                 own[name] = (self._attached(variant_choice), variant_choice.settings)
         prompts = self.prompts(suite, settings, {name: s for name, (_, s) in own.items()})
         return CasePipeline(
-            model, self.runner, params=settings.params, evaluator=self.evaluator(suite), prompts=prompts,
+            model,
+            self.runner,
+            params=settings.params,
+            evaluator=self.evaluator(suite),
+            prompts=prompts,
             variant_models={name: (m, s.params) for name, (m, s) in own.items()},
             prices={"": settings.prices, **{name: s.prices for name, (_, s) in own.items()}},
         )

@@ -1,5 +1,4 @@
-"""The built-in implementations of our hooks (models, checks, retrievers, renderers, output parsers,
-Jinja filters), registered like a third party's, ``trylast``, each importing its stage when asked."""
+"""The built-in implementations of our hooks, registered ``trylast`` like a third party's."""
 
 from __future__ import annotations
 
@@ -25,9 +24,7 @@ hookimpl = pluggy.HookimplMarker("pytest")
 
 
 @hookimpl(trylast=True)
-def pytest_promptsuite_make_model(
-    config: Any, spec: str, settings: ModelConfig, root: Path
-) -> Model:
+def pytest_promptsuite_make_model(config: Any, spec: str, settings: ModelConfig, root: Path) -> Model:
     """Make a built-in model (``fake``, ``fake:RULES.json``, ``openai:MODEL``); an unknown spec raises."""
     from pytest_promptsuite.models.registry import make_model
 
@@ -54,9 +51,7 @@ def pytest_promptsuite_make_retriever(name: str, params: dict[str, Any]) -> Retr
 
 @hookimpl(trylast=True)
 def pytest_promptsuite_make_renderer(name: str, params: dict[str, Any]) -> Renderer | None:
-    """Make a built-in renderer (``format``, ``delimiters``, ``jinja``, ``none``); None for other
-    names. The ``jinja`` renderer gets its filter lookup from
-    :func:`~pytest_promptsuite.prompts.files.renderers.get_renderer` (``with_filters``)."""
+    """Make a built-in renderer (``format``, ``delimiters``, ``jinja``, ``none``); None for other names."""
     from pytest_promptsuite.prompts.files.renderers import builtin_renderer
 
     return builtin_renderer(name, params)
@@ -64,8 +59,7 @@ def pytest_promptsuite_make_renderer(name: str, params: dict[str, Any]) -> Rende
 
 @hookimpl(trylast=True)
 def pytest_promptsuite_make_output_parser(name: str, params: dict[str, Any]) -> OutputParser | None:
-    """Make a built-in output parser (``strip_prefix``, ``json``, NeMo's names without NeMo's
-    Colang rewriting); None for other names."""
+    """Make a built-in output parser (``strip_prefix``, ``json``, NeMo's names); None for other names."""
     from pytest_promptsuite.prompts.output_parsers import builtin_output_parser
 
     return builtin_output_parser(name, params)
@@ -73,8 +67,7 @@ def pytest_promptsuite_make_output_parser(name: str, params: dict[str, Any]) -> 
 
 @hookimpl(trylast=True)
 def pytest_promptsuite_make_jinja_filter(name: str) -> Callable[..., Any] | None:
-    """Make a built-in Jinja filter (history filters, NeMo's ``indent``); None for other names, so
-    Jinja's own filter of that name, if any, applies."""
+    """Make a built-in Jinja filter (history filters, NeMo's ``indent``); None for other names."""
     from pytest_promptsuite.prompts.files.filters import builtin_filter
 
     return builtin_filter(name)

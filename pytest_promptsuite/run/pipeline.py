@@ -1,10 +1,5 @@
-"""Walks one case through the stages: prompt (templates), response (models), verdict (checks).
-
-A case's first request is rendered and hashed once: :meth:`CasePipeline.prefetch` prepares it
-and starts its call ahead of time, and :meth:`CasePipeline.run` sends that very request (or
-prepares it then, when nothing prefetched it). Every later request of a multi-turn case is
-rendered once, when the reply before it arrives.
-"""
+"""One case through the stages: its prompt (templates), response (models) and verdict (checks).
+A case's first request is rendered and hashed once, by :meth:`CasePipeline.prefetch` or by :meth:`CasePipeline.run`."""
 
 from __future__ import annotations
 
@@ -43,19 +38,23 @@ from pytest_promptsuite.prompts.output_parsers import OutputParserError
 from pytest_promptsuite.results.row import CaseResult
 
 
-__all__ = ["CasePipeline", "PlannedCase", "error_row"]
-
-
 class PlannedCase:
-    """One run of one case, as collection planned it: where the case is (read back whole when
-    it runs, so 50,000 items do not hold 50,000 cases), which run it is, the pytest item's name,
-    the suite it belongs to, its checks compiled, and what names and selects the item."""
+    """One run of one case, as collection planned it: where the case is (read back when it runs), which run
+    it is, the item's name, its suite, its compiled checks, and what names and selects the item."""
 
     __slots__ = ("ref", "key", "name", "suite", "checks", "shown", "slice", "tags")
 
     def __init__(
-        self, ref: CaseRef, key: CaseKey, name: str, suite: Path | None, checks: CompiledChecks, *,
-        shown: Path, slice: str, tags: tuple[str, ...],
+        self,
+        ref: CaseRef,
+        key: CaseKey,
+        name: str,
+        suite: Path | None,
+        checks: CompiledChecks,
+        *,
+        shown: Path,
+        slice: str,
+        tags: tuple[str, ...],
     ) -> None:
         self.ref = ref
         self.key = key
@@ -90,8 +89,7 @@ class _Prepared:
 
 
 class CasePipeline:
-    """Everything needed to run the cases of one suite config: its model (and the own model of
-    each variant that has one, with that model's params), prompts and checks."""
+    """What runs the cases of one suite config: its model (and each variant's own), prompts and checks."""
 
     def __init__(
         self,
@@ -120,12 +118,11 @@ class CasePipeline:
         self.prices = dict(prices or {})
 
     def model_for(self, variant: str | None) -> tuple[Model, dict[str, Any]]:
-        """The model a variant's cases are sent to, and its params."""
+        """Return the model a variant's cases are sent to, and its params."""
         return self._own.get(variant or "", (self.model, self.params))
 
     def case_of(self, planned: PlannedCase) -> PromptCase:
-        """``planned.case``, read back once for the items of one case in a row (its variants
-        and repeats, ``render``'s labels); a CaseFileError when its file changed since collection."""
+        """Read ``planned.case`` back once for the items of one case in a row (variants, repeats, labels)."""
         if self._last is None or self._last[0] is not planned.ref:
             self._last = (planned.ref, planned.case)
         return self._last[1]
@@ -143,8 +140,7 @@ class CasePipeline:
     def _prepare(
         self, planned: PlannedCase, case: PromptCase | None = None
     ) -> _Prepared | TemplateError | CaseFileError:
-        """The first request of ``planned`` (its ``case`` when already read), or the failure
-        :meth:`run` reports: a render error, or a case file changed since collection."""
+        """Render the first request of ``planned``, or return the failure :meth:`run` reports."""
         try:
             case = case or self.case_of(planned)
             prompt = self.prompts.prompt(case, variant=planned.key.variant)
@@ -153,8 +149,7 @@ class CasePipeline:
         return _Prepared(case, prompt, prompt_hash(prompt), self._request(case, prompt, planned.key))
 
     def first_call(self, planned: PlannedCase) -> tuple[Model, ModelRequest] | None:
-        """The case's first request (rendered once and kept for :meth:`run`) and its model; None
-        when it does not render (the failure waits for :meth:`run`)."""
+        """Return the case's first request (rendered once, kept for :meth:`run`) and its model; None if it fails."""
         prepared = self._prepared.get(planned.key)
         if prepared is None:
             prepared = self._prepared[planned.key] = self._prepare(planned)
@@ -163,8 +158,7 @@ class CasePipeline:
         return self.model_for(planned.key.variant)[0], prepared.request
 
     def prefetch(self, planned: PlannedCase) -> None:
-        """Render the case's first request now and start its call (for a model with I/O), so it
-        is under way before pytest reaches the case; a render failure waits for :meth:`run`."""
+        """Render the case's first request now and start its call, before pytest reaches the case."""
         if planned.key in self._prepared or self._ppl(planned.key.variant):
             return
         call = self.first_call(planned)
@@ -176,7 +170,7 @@ class CasePipeline:
         self._prepared.clear()
 
     def run(self, planned: PlannedCase) -> CaseResult:
-        """The case's result; a render or model failure is an ``error`` outcome, not a raise."""
+        """Run the case; a render or model failure is an ``error`` outcome, not a raise."""
         key = planned.key
         prepared = self._prepared.pop(key, None)
         try:  # read back from its file (or as the prefetch read it)
@@ -196,8 +190,7 @@ class CasePipeline:
         try:
             response = self.runner.call(model, prepared.request, key=key)
             # a multi-turn case: each reply may feed the next request; the checks see the last reply
-            while (follow := self.prompts.follow_up(case, [*replies, response.text],
-                                                    variant=key.variant)) is not None:
+            while (follow := self.prompts.follow_up(case, [*replies, response.text], variant=key.variant)) is not None:
                 replies.append(response.text)
                 base["prompt"], base["prompt_hash"] = follow, prompt_hash(follow)
                 response = self.runner.call(model, self._request(case, follow, key))
@@ -229,8 +222,7 @@ class CasePipeline:
             return False
 
     def _run_ppl(self, planned: PlannedCase, case: PromptCase, base: dict[str, Any]) -> CaseResult:
-        """The ppl mode: score each label's prompt, predict the label of lowest perplexity and
-        check it against ``answer``; the output is the predicted label."""
+        """Score each label's prompt and predict the label of lowest perplexity, checked against ``answer``."""
         from pytest_promptsuite.checks.ppl import label_check
         from pytest_promptsuite.models.scoring import LabelScore
         from pytest_promptsuite.models.scoring import ScoringModel
@@ -248,8 +240,9 @@ class CasePipeline:
             scorer = self._scorers.get(id(model))
             if scorer is None:
                 scorer = self._scorers[id(model)] = ScoringModel(model)
-            requests = [ModelRequest(prompt=p, params=params, repeat=key.repeat, case_id=case.case_id)
-                        for _, p in labels]
+            requests = [
+                ModelRequest(prompt=p, params=params, repeat=key.repeat, case_id=case.case_id) for _, p in labels
+            ]
             if is_sync(scorer):
                 answers = [self.runner.call(scorer, request) for request in requests]
             else:  # every label's call in flight at once, under the runner's bound
@@ -268,15 +261,15 @@ class CasePipeline:
     def _checks(
         self, case: PromptCase, response: Response, compiled: CompiledChecks, variant: str | None
     ) -> tuple[CheckResult, ...]:
-        """Every check of the case on what the prompt's output parser (if any) makes of the reply;
-        a reply the parser cannot read fails the structure layer (results keep the raw output)."""
+        """Run the case's checks on the output parser's reading of the reply (raw output kept in results).
+        A reply the parser cannot read fails the structure layer."""
         prices = self.prices.get(variant or "", self.prices.get(""))
         try:
             parsed = self.prompts.parse_output(response.text, variant=variant)
         except Exception as exc:  # OutputParserError, or whatever a plugin's parser raised
-            message = str(exc) if isinstance(exc, OutputParserError) else (
-                f"the output parser raised {type(exc).__name__}: {exc}"
-            )
+            message = f"the output parser raised {type(exc).__name__}: {exc}"
+            if isinstance(exc, OutputParserError):
+                message = str(exc)
             failure = CheckResult(Layer.STRUCTURE.value, "output_parser", False, message)
             return (failure, *self.evaluator.evaluate(case, response, compiled, prices=prices))
         if parsed != response.text:
@@ -285,16 +278,21 @@ class CasePipeline:
 
 
 def _base(planned: PlannedCase, case: PromptCase | None) -> dict[str, Any]:
-    """The fields of a case's row known before it runs (no ``metadata`` when it cannot be read)."""
+    """Return the fields of a case's row known before it runs (no ``metadata`` when it cannot be read)."""
     key = planned.key
     return {
-        "case_id": key.case_id, "slice": planned.slice, "location": planned.location, "variant": key.variant,
-        "repeat": key.repeat, "tags": planned.tags, "metadata": {} if case is None else case.metadata,
+        "case_id": key.case_id,
+        "slice": planned.slice,
+        "location": planned.location,
+        "variant": key.variant,
+        "repeat": key.repeat,
+        "tags": planned.tags,
+        "metadata": {} if case is None else case.metadata,
     }
 
 
 def error_row(planned: PlannedCase, error: str) -> CaseResult:
-    """An ``error`` row for a case whose pipeline broke (an internal error) and so made none."""
+    """Make an ``error`` row for a case whose pipeline broke (an internal error) and so made none."""
     try:
         case: PromptCase | None = planned.case
     except PromptSuiteError:  # the case file changed since collection

@@ -1,16 +1,4 @@
-"""Starts the model calls of the cases pytest will run next, so serial items mean parallel calls.
-
-pytest runs one item at a time. Before an item runs, :meth:`Prefetcher.advance` starts the calls
-of the items that follow it: always the next ``window`` items (a few times the concurrency bound),
-and further ahead while fewer than half a window of calls are unfinished, up to ``ahead`` windows:
-when the cases run slower than the calls return (the checks, pytest's own work per item), the
-calls keep the bound full instead of waiting for pytest to catch up. Calls start in chunks of a
-quarter window, each chunk at once (one wake-up of the event loop), the first as soon as it is
-rendered. The items ahead are, in a serial run, the rest of ``session.items``; in a pytest-xdist
-worker, the indices the controller has already sent to that worker (its own queue), so a worker
-never calls the model for another worker's case. This module only sees items as opaque objects:
-the plugin passes a ``start(item)`` callback that knows how to make a case's request.
-"""
+"""Start the model calls of the cases pytest will run next, so that serial items make parallel calls."""
 
 from __future__ import annotations
 
@@ -21,8 +9,6 @@ from collections.abc import Iterable
 from collections.abc import Sequence
 from typing import Any
 
-
-__all__ = ["Prefetcher", "xdist_queue"]
 
 #: How many windows ahead of the running item calls may start while the calls are ahead of the
 #: cases (the answers waiting for their case are what this costs: a few KB each).
@@ -39,9 +25,15 @@ class Prefetcher:
     ``batch()`` holds back the calls started in its block until its end (one wake-up for them all).
     """
 
-    def __init__(self, start: Callable[[Any], None], *, window: int, ahead: int | None = None,
-                 unfinished: Callable[[], int] | None = None,
-                 batch: Callable[[], contextlib.AbstractContextManager[None]] = contextlib.nullcontext) -> None:
+    def __init__(
+        self,
+        start: Callable[[Any], None],
+        *,
+        window: int,
+        ahead: int | None = None,
+        unfinished: Callable[[], int] | None = None,
+        batch: Callable[[], contextlib.AbstractContextManager[None]] = contextlib.nullcontext,
+    ) -> None:
         self._start = start
         self.window = max(1, window)
         #: At most this many windows of items ahead of the one running (default :data:`AHEAD`).
@@ -56,24 +48,23 @@ class Prefetcher:
         self._started: set[int] = set()
 
     def plan(self, items: Sequence[Any]) -> None:
-        """A serial run: the items run in this order."""
+        """Plan a serial run: the items run in this order."""
         self._order = list(items)
         self._position = {id(item): i for i, item in enumerate(self._order)}
         self._cursor = 0
         self._queue = None
 
     def follow(self, upcoming: Upcoming) -> None:
-        """A pytest-xdist worker: the items ahead are whatever its queue holds right now."""
+        """Follow a pytest-xdist worker's queue: the items ahead are whatever it holds right now."""
         self._queue = upcoming
 
     def start(self) -> None:
-        """The run is known: start the first window of a serial run's calls (a worker's queue is
-        still empty then; its calls start as items arrive)."""
+        """Start the first window of a serial run's calls (a worker's start as its items arrive)."""
         if self._queue is None and self._order:
             self.advance(self._order[0], None)
 
     def _starved(self) -> bool:
-        """Fewer than half a window of calls unfinished: the bound may soon run dry."""
+        """Tell whether fewer than half a window of calls are unfinished: the bound may soon run dry."""
         return self._unfinished is not None and self._unfinished() < self.window // 2
 
     def _start_chunk(self, items: Sequence[Any]) -> None:
@@ -82,8 +73,7 @@ class Prefetcher:
                 self._start(item)
 
     def advance(self, item: Any, nextitem: Any | None) -> None:
-        """``item`` is about to run: make sure its call and those of the window after it started
-        (and, while :meth:`_starved`, of the items after those)."""
+        """Start the calls of ``item`` and the window after it (and more while :meth:`_starved`)."""
         if self._queue is not None:
             self._advance_queue(item, nextitem)
             return
@@ -97,7 +87,7 @@ class Prefetcher:
         self._cursor = max(self._cursor, position)
         while self._cursor < limit and (self._cursor < want or self._starved()):
             end = min(limit, self._cursor + self._chunk)
-            self._start_chunk(self._order[self._cursor:end])
+            self._start_chunk(self._order[self._cursor : end])
             self._cursor = end
 
     def _advance_queue(self, item: Any, nextitem: Any | None) -> None:
@@ -110,15 +100,14 @@ class Prefetcher:
                 self._started.add(id(other))
                 fresh.append(other)
         for index in range(0, len(fresh), self._chunk):
-            self._start_chunk(fresh[index:index + self._chunk])
+            self._start_chunk(fresh[index : index + self._chunk])
 
 
 def xdist_queue(plugins: Iterable[object], items: Sequence[Any]) -> Upcoming | None:
-    """A peek into a pytest-xdist worker's queue of item indices, or None outside a worker.
+    """Return a peek into a pytest-xdist worker's queue of item indices, or None outside a worker.
 
-    pytest-xdist has no public API for this: its ``WorkerInteractor`` keeps the indices the
-    controller sent in ``torun`` (a deque behind ``torun.lock()``). If that shape changes, the
-    caller falls back to prefetching ``nextitem`` only.
+    pytest-xdist has no public API for this: its ``WorkerInteractor`` keeps the indices the controller
+    sent in ``torun`` (a deque behind ``torun.lock()``). If that shape changes, only ``nextitem`` is prefetched.
     """
     for plugin in plugins:
         torun = getattr(plugin, "torun", None)

@@ -1,5 +1,5 @@
-"""Which plugins implement our hooks: the built-ins, NeMo's default plugin, installed packages and
-conftest files, for pytest's plugin manager and for the ``promptsuite`` command's own."""
+"""Which plugins implement our hooks: the built-ins, NeMo's default plugin, installed packages and conftest
+files, for pytest's plugin manager and for the ``promptsuite`` command's own."""
 
 from __future__ import annotations
 
@@ -18,27 +18,18 @@ from pytest_promptsuite.nemo import plugin as nemo_plugin
 from pytest_promptsuite.run import defaults as builtins
 
 
-__all__ = ["conftest_modules", "plugin_manager", "register_builtins", "register_installed", "register_plugins"]
-
-
-def register_plugins(manager: pluggy.PluginManager) -> None:
-    """Add our hookspecs, the built-ins and the installed plugins to ``manager``."""
-    register_builtins(manager)
-    register_installed(manager)
-
-
 def register_builtins(manager: pluggy.PluginManager) -> None:
-    """Add our hookspecs, the built-in implementations and NeMo's default plugin (cheap: they
-    import their stages on first use)."""
+    """Add our hookspecs, the built-in implementations and NeMo's default plugin (each loads its stage when asked)."""
     manager.add_hookspecs(hookspecs)
     manager.register(builtins, "promptsuite-builtins")
     manager.register(nemo_plugin, "promptsuite-nemo")
 
 
 def register_installed(manager: pluggy.PluginManager) -> None:
-    """Add the plugins of the ``promptsuite.plugins`` entry point group; a blocked name
-    (``-p no:NAME``) and a module that is also a ``pytest11`` plugin (registered already) are
-    skipped. pytest calls this for runs with prompt cases only, so other runs never import them."""
+    """Add the plugins of the ``promptsuite.plugins`` entry point group.
+
+    A blocked name (``-p no:NAME``) and a module that is also a ``pytest11`` plugin are skipped.
+    """
     for entry_point in importlib.metadata.entry_points(group=hookspecs.ENTRY_POINT_GROUP):
         if manager.get_plugin(entry_point.name) is not None or manager.is_blocked(entry_point.name):
             continue
@@ -53,25 +44,27 @@ class _Manager(pluggy.PluginManager):
     def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
         opts = super().parse_hookimpl_opts(plugin, name)
         if opts is None and name.startswith("pytest_promptsuite_") and callable(getattr(plugin, name)):
-            return {"wrapper": False, "hookwrapper": False, "optionalhook": False,
-                    "tryfirst": False, "trylast": False, "specname": None}
+            flags = ("wrapper", "hookwrapper", "optionalhook", "tryfirst", "trylast")
+            return {**dict.fromkeys(flags, False), "specname": None}
         return opts
 
 
 def plugin_manager(conftests: Iterable[ModuleType] = ()) -> pluggy.PluginManager:
-    """Build our hooks' manager outside pytest: the built-ins, installed plugins and ``conftests``
-    (pytest loads the same ``conftest.py`` files, so a conftest's hooks work the same in both)."""
+    """Build our hooks' manager outside pytest: the built-ins, installed plugins and ``conftests``."""
     manager = _Manager("pytest")
-    register_plugins(manager)
+    register_builtins(manager)
+    register_installed(manager)
     for module in conftests:
         manager.register(module, f"conftest:{module.__file__}")
     return manager
 
 
 def conftest_modules(case_files: Iterable[Path], *, root: Path) -> list[ModuleType]:
-    """Import the ``conftest.py`` modules pytest would load for these case files: those in each
-    file's folder and its parents up to ``root`` (only the file's own folder when it is outside
-    ``root``), outermost first. A conftest that fails to import is a PromptSuiteError."""
+    """Import the ``conftest.py`` modules pytest would load for these case files, outermost first.
+
+    Those in each file's folder and its parents up to ``root`` (only the file's own folder when it is outside
+    ``root``). A conftest that fails to import is a PromptSuiteError.
+    """
     root = root.resolve()
     found: dict[Path, ModuleType] = {}
     for case_file in case_files:

@@ -1,5 +1,5 @@
-"""One run of suites: each case file's planned items, running them, and the summary, report files
-and gates aggregated from the rows the items reported (never from process state)."""
+"""One run of suites: each case file's planned items, running them, and the summary, report files and gates
+aggregated from the rows the items reported (never from process state)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from typing import Any
 
+from pytest_promptsuite import __version__
 from pytest_promptsuite.cases.case import CaseKey
 from pytest_promptsuite.cases.case import PromptCase
 from pytest_promptsuite.cases.case import load_cases
@@ -59,16 +60,6 @@ from pytest_promptsuite.safety.scrub import register
 
 if TYPE_CHECKING:
     from pytest_promptsuite.report.html import GridCells
-
-
-__all__ = ["PromptSession"]
-
-
-def _version() -> str:
-    """pytest-promptsuite's version, as recorded in a run's summary."""
-    from pytest_promptsuite import __version__
-
-    return __version__
 
 
 class PromptSession:
@@ -120,8 +111,14 @@ class PromptSession:
         self.stores = open_stores(options, invocation_dir=invocation_dir, rootpath=rootpath, is_worker=is_worker)
         self.index = index or SuiteIndex(invocation_dir=invocation_dir, rootpath=rootpath, config=options.config)
         self.assembler = Assembler(
-            hook, runner=self.runner, options=options, invocation_dir=invocation_dir,
-            display=self.index.display, stores=self.stores, config=config, workers=workers,
+            hook,
+            runner=self.runner,
+            options=options,
+            invocation_dir=invocation_dir,
+            display=self.index.display,
+            stores=self.stores,
+            config=config,
+            workers=workers,
         )
         #: Case ids taken so far, each with where it was defined (duplicates across files).
         self.seen: dict[str, str] = {}
@@ -135,11 +132,9 @@ class PromptSession:
         self._pipelines: dict[SuiteKey, CasePipeline] = {}
         self._prefetcher: Prefetcher | None = None
 
-    # -- collection ---------------------------------------------------------------------------
-
     def collect_file(self, path: Path, make_check: MakeCheck) -> list[PlannedCase]:
-        """Every item of a case file: each case in each variant and repeat, its checks made
-        with ``make_check`` (the hook as seen from the file, so a conftest beside it counts)."""
+        """Plan every item of a case file: each case in each variant and repeat, with its checks.
+        ``make_check`` is the hook as seen from the file, so a conftest beside it counts."""
         key, suite = self.index.suite_of(path)
         if key not in self._pipelines:
             self._pipelines[key] = self.assembler.pipeline(suite)
@@ -176,13 +171,12 @@ class PromptSession:
     def check_prompts(
         self, prompts: CasePrompts, cases: Sequence[PromptCase], variants: Sequence[str | None], shown: str
     ) -> None:
-        """The static prompt check of a file's cases (:func:`~.templates.fields.check_fields`):
-        a field some case lacks stops collection (CaseFileError); an unread ``vars`` field is
-        a warning, kept for the terminal and ``promptsuite validate``."""
+        """Check that the templates find the fields of a file's cases (:func:`~.prompts.fields.check_fields`).
+        A field some case lacks stops collection (CaseFileError); an unread ``vars`` field is a warning."""
         templates = {variant: prompts.fields(variant) for variant in variants}
         ice = any(t.cases == "train" for reads, _ in templates.values() for t in reads)
         report = check_fields(
-            cases, templates, file_shown=shown, display=self.index.display, train=prompts.train_rows() if ice else (),
+            cases, templates, file_shown=shown, display=self.index.display, train=prompts.train_rows() if ice else ()
         )
         if report.problems:
             raise CaseFileError(report.problems)
@@ -193,8 +187,8 @@ class PromptSession:
         self.warnings.extend(w for w in warnings if w not in self.warnings)
 
     def dry_render(self, planned: PlannedCase) -> tuple[list[Prompt], str | None]:
-        """Every request of a planned case known before a model answers, and the render error
-        (None when it renders): what ``promptsuite render`` shows and ``validate`` checks."""
+        """Render every request of a planned case known before a model answers, or say why it fails.
+        This is what ``promptsuite render`` shows and ``validate`` checks."""
         pipeline = self._pipelines[planned.suite]
         try:
             return pipeline.prompts.known_requests(pipeline.case_of(planned), variant=planned.key.variant), None
@@ -202,17 +196,15 @@ class PromptSession:
             return [], str(exc)
 
     def label_prompts(self, planned: PlannedCase) -> list[tuple[str, Prompt]]:
-        """The ppl mode: each label of a planned case and the prompt it scores (else none)."""
+        """Return each label of a planned case and the prompt it scores (the ppl mode; else none)."""
         prompts = self._pipelines[planned.suite].prompts
         if not prompts.is_ppl(variant=planned.key.variant):
             return []
         return prompts.label_prompts(self._pipelines[planned.suite].case_of(planned), variant=planned.key.variant)
 
-    # -- running ------------------------------------------------------------------------------
-
     def run(self, planned: PlannedCase) -> CaseResult:
-        """Run one planned case (its failures are its row's outcome, never a raise); once an
-        endpoint is unusable, the calls started for later cases are cancelled."""
+        """Run one planned case (its failures are its row's outcome, never a raise).
+        Once an endpoint is unusable, the calls started for later cases are cancelled."""
         try:
             result = self._pipelines[planned.suite].run(planned)
         except Exception as exc:  # a bug (ours or a plugin's) still ends the case with its row
@@ -222,35 +214,45 @@ class PromptSession:
         return result if self.reviews is None else self.reviews.apply(result)
 
     def stop_reason(self) -> str | None:
-        """Why no further case should run: an endpoint that every call fails on."""
+        """Return why no further case should run (an endpoint that every call fails on), or None."""
         fatal = self.runner.fatal
         return None if fatal is None else f"promptsuite: endpoint unusable, run stopped: {fatal}"
 
-    def plan_prefetch(self, items: Sequence[Any], start: Callable[[Any], None],
-                      upcoming: Callable[[int], list[Any]] | None = None, *, stop_early: bool = False) -> None:
-        """Start model calls ahead of the items about to run: ``items`` in order (a serial run),
-        or what ``upcoming`` says the worker's queue holds (pytest-xdist). ``start(item)`` starts
-        one item's call. Nothing happens when every model answers inline. ``stop_early`` (``-x``,
-        ``--maxfail``): never more than one window ahead, as the run may stop at any case."""
+    def plan_prefetch(
+        self,
+        items: Sequence[Any],
+        start: Callable[[Any], None],
+        upcoming: Callable[[int], list[Any]] | None = None,
+        *,
+        stop_early: bool = False,
+    ) -> None:
+        """Plan to start model calls ahead of the items about to run.
+
+        ``items`` in order (a serial run), or what ``upcoming`` says the worker's queue holds (pytest-xdist);
+        ``start(item)`` starts one item's call. ``stop_early`` (``-x``, ``--maxfail``): at most one window ahead.
+        """
         window = self.runner.prefetch_window()
         if not window:
             return
-        self._prefetcher = Prefetcher(start, window=window, ahead=1 if stop_early else None,
-                                      unfinished=self.runner.unfinished, batch=self.runner.batch_submits)
+        self._prefetcher = Prefetcher(
+            start,
+            window=window,
+            ahead=1 if stop_early else None,
+            unfinished=self.runner.unfinished,
+            batch=self.runner.batch_submits,
+        )
         if upcoming is not None:
             self._prefetcher.follow(upcoming)
         else:
             self._prefetcher.plan(items)
 
     def start_calls(self, planned: Sequence[PlannedCase], progress: Callable[[str], None] | None = None) -> None:
-        """The run is known (collection final): in batch mode, answer every call of ``planned``
-        through one batch (a job, ``--prompt-batch-file`` or ``--prompt-batch-results``) before
-        the first case runs; the prefetcher then starts its first window of calls."""
+        """Start the calls once collection is final: in batch mode every call of ``planned`` through one batch,
+        before the first case runs; then the prefetcher's first window."""
         if any(a.answers is not None for a in self.runner.attached.values()) and not self.is_worker:
             calls = [call for one in planned if (call := self._pipelines[one.suite].first_call(one)) is not None]
             out = None if self.options.batch_file is None else self.invocation_dir / self.options.batch_file
-            sent = self.runner.batch(calls, write_to=out,
-                                     results=self.options.batch_results, progress=progress)
+            sent = self.runner.batch(calls, write_to=out, results=self.options.batch_results, progress=progress)
             if self.options.batch_file and progress is not None:
                 progress(f"batch: {sent:,} requests written to {self.options.batch_file}")
         if self._prefetcher is not None:
@@ -261,7 +263,7 @@ class PromptSession:
         self._pipelines[planned.suite].prefetch(planned)
 
     def advance(self, item: Any, nextitem: Any | None) -> None:
-        """``item`` is about to run: keep the calls of the items after it started."""
+        """Keep the calls of the items after ``item`` started, as it is about to run."""
         if self._prefetcher is not None and self.runner.fatal is None:
             self._prefetcher.advance(item, nextitem)
 
@@ -277,20 +279,16 @@ class PromptSession:
         self.stores.close()
         self._rows.close()
 
-    # -- aggregation --------------------------------------------------------------------------
-
     def row_line(self, result: CaseResult) -> str:
-        """``result`` as the line its item reports (which crosses pytest-xdist): encoded once, and
-        never parsed back when :meth:`add_row` receives it in this process."""
+        """Encode ``result`` as the line its item reports, once (never parsed back in this process)."""
         return self._rows.encode(result)
 
     def add_row(self, value: str) -> CaseResult:
-        """A row an item reported (its ``CaseResult`` as JSON, as it crossed pytest-xdist)."""
+        """Add a row an item reported (its ``CaseResult`` as JSON, as it crossed pytest-xdist)."""
         return self._rows.add(value)
 
     def expect_rows(self, count: int) -> None:
-        """The run's collected cases are known: with a report, the dashboard's grid is made as
-        their rows arrive (sized for ``count`` rows)."""
+        """Size the dashboard grid for ``count`` rows (with a report), filled as the rows arrive."""
         if self.options.report and count and not self._rows.rows:
             from pytest_promptsuite.report.html import GridCells
 
@@ -303,12 +301,12 @@ class PromptSession:
         return self._rows.rows
 
     def full(self, row: CaseResult) -> CaseResult:
-        """One of :attr:`rows` read back whole from the spool."""
+        """Read one of :attr:`rows` back whole from the spool."""
         return self._rows.full(row)
 
     def _know_every_suite(self) -> None:
-        """Load the config of every case file under the targets, as collection did: a
-        pytest-xdist controller collects nothing itself, yet its gates need every config."""
+        """Load the config of every case file under the targets, as collection did.
+        A pytest-xdist controller collects nothing itself, yet its gates need every config."""
         for path in self.index.case_files():
             try:
                 self.index.suite_of(path)
@@ -316,7 +314,7 @@ class PromptSession:
                 pass  # reported where the file was collected
 
     def run_info(self) -> RunInfo:
-        """What this run used: each variant's model, the case files' and prompts' hashes."""
+        """Describe what this run used: each variant's model, the case files' and prompts' hashes."""
         models: dict[str, dict[str, Any]] = {}
         for suite in self.index.configs():
             variants: list[str | None] = [*suite.variants] or [None]
@@ -330,16 +328,17 @@ class PromptSession:
                     cases.update(block)
             cases.update(b"\0")
         return RunInfo(
-            version=_version(), models=models, suite_hash=cases.hexdigest()[:16],
+            version=__version__,
+            models=models,
+            suite_hash=cases.hexdigest()[:16],
             prompt_hash=RunInfo.prompts_hash(self.rows),
         )
 
     def finish(self, *, not_run: int = 0, why: str | None = None) -> Summary | None:
-        """Aggregate the rows, write the report files (controller only) and return the summary;
-        None on a worker, or when nothing ran (a shard reports even then, for ``merge``).
+        """Aggregate the rows, write the report files (controller only) and return the summary.
 
-        ``not_run``: how many collected cases never reported a row (the run stopped, ``why``);
-        then the gate fails on :class:`RunIncomplete`, so no report file says PASSED.
+        None on a worker, or when nothing ran (a shard reports even then, for ``merge``). ``not_run`` collected
+        cases never reported a row (the run stopped, ``why``): the gate then fails, so no report file says PASSED.
         """
         self.cancel_pending()
         if self.stores.record is not None and not self.is_worker:
@@ -355,9 +354,13 @@ class PromptSession:
             reason = why or "some cases reported no result"
             incomplete = RunIncomplete(why=reason, ran=len(self.rows) - len(skipped), not_run=not_run)
         self.summary = summarize(
-            self.rows, threshold_policy(self.options, self.index.configs()), baseline=self.baseline,
-            variant_order=self.index.variant_order(), settings=gate_settings(self.options, self.index.configs()),
-            run=self.run_info(), full=self.full,
+            self.rows,
+            threshold_policy(self.options, self.index.configs()),
+            baseline=self.baseline,
+            variant_order=self.index.variant_order(),
+            settings=gate_settings(self.options, self.index.configs()),
+            run=self.run_info(),
+            full=self.full,
         )
         if incomplete is not None:
             gate = GateResult.of([*self.summary.gate.decisions, incomplete])
@@ -366,13 +369,21 @@ class PromptSession:
         if self.options.report:
             from pytest_promptsuite.report.writer import write_report
 
-            write_report(self.invocation_dir / self.options.report, self.rows, self.summary, full=self.full,
-                         usage=self.usage, history=self.history, baseline=self.baseline,
-                         lines=self._rows.lines, cells=self._cells)
+            write_report(
+                self.invocation_dir / self.options.report,
+                self.rows,
+                self.summary,
+                full=self.full,
+                usage=self.usage,
+                history=self.history,
+                baseline=self.baseline,
+                lines=self._rows.lines,
+                cells=self._cells,
+            )
         return self.summary
 
     def terminal_sections(self) -> Iterator[tuple[str, list[str]]]:
-        """What the terminal summary shows: (section title, lines) pairs."""
+        """Yield the terminal summary's sections: (title, lines) pairs."""
         if self.warnings and not self.is_worker:
             yield "promptsuite: warnings", list(self.warnings)
         if self.summary is not None:

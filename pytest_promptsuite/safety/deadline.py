@@ -1,17 +1,4 @@
-"""Time budgets for the user expressions a suite runs: its regexes and its templates.
-
-Python's ``re`` backtracks (``^(a+)+$`` takes hours on 41 characters) and a template can loop
-for ever, and neither can be stopped from another thread. Both do check for signals, though, so
-:class:`time_budget` arms ``SIGALRM`` (``setitimer``) for the block and turns the alarm into
-:class:`BudgetExceeded`. Pure standard library: no second regex engine, and every pattern keeps
-Python's syntax.
-
-Our ``SIGALRM`` handler is installed once (installing one costs ~10 us, too much per regex) and
-hands every alarm that is not a budget's to the handler it replaced, so an outer alarm (such as
-pytest-timeout's signal method) still fires, re-armed with the time it had left. Where
-``SIGALRM`` does not exist (Windows) or off the main thread, the block runs unbounded; the
-template limits of :mod:`~pytest_promptsuite.prompts.files.jinja` (range, sizes) still hold there.
-"""
+"""Time budgets for the user expressions a suite runs (its regexes and templates), enforced with ``SIGALRM``."""
 
 from __future__ import annotations
 
@@ -28,26 +15,24 @@ from pytest_promptsuite.errors import PromptSuiteError
 from pytest_promptsuite.safety.limits import Limit
 
 
-__all__ = ["BudgetExceeded", "budget_available", "time_budget", "user_regex"]
-
-
 class BudgetExceeded(PromptSuiteError):
     """A regex or a template ran longer than its time budget; the message names the limit."""
 
 
 class _Expired(BaseException):
-    """Raised by the alarm inside the block (a BaseException, so no ``except Exception`` in a
-    filter or a library swallows it)."""
+    """Raised by the alarm inside the block (a BaseException, so no ``except Exception`` swallows it)."""
 
 
 def budget_available() -> bool:
-    """Whether :class:`time_budget` can stop a runaway block here (main thread, ``SIGALRM``)."""
+    """Tell whether :class:`time_budget` can stop a runaway block here (main thread, ``SIGALRM``)."""
     return hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
 
 
 class _Alarm:
-    """The installed handler and the budget it currently serves (one at a time: budgets nest
-    only by the inner one being shorter, which :class:`time_budget` keeps)."""
+    """The installed handler and the budget it serves; other alarms go to the handler it replaced.
+
+    Installed once (installing a handler costs ~10 us, too much per regex).
+    """
 
     outer: Any = None
     deadline: float | None = None
@@ -74,8 +59,7 @@ _HANDLER = _Alarm.handle
 
 
 class time_budget:  # lower case: used like a function, ``with time_budget(...)``
-    """Run the block for at most ``limit`` seconds, then raise :class:`BudgetExceeded`
-    (``{what} ran longer than the ... limit``)."""
+    """Run the block for at most ``limit`` seconds, then raise :class:`BudgetExceeded` (unbounded off SIGALRM)."""
 
     def __init__(self, limit: Limit, what: str) -> None:
         self.seconds = float(limit.value)
@@ -94,8 +78,7 @@ class time_budget:  # lower case: used like a function, ``with time_budget(...)`
         signal.setitimer(signal.ITIMER_REAL, delay)
         self.armed = True
 
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         if not self.armed:
             return
         _Alarm.deadline = None
@@ -108,9 +91,7 @@ class time_budget:  # lower case: used like a function, ``with time_budget(...)`
 
 
 def user_regex(source: str, flags: int = 0) -> re.Pattern[str]:
-    """A suite's regex, compiled quietly: ``re`` warns about some patterns (``FutureWarning:
-    Possible nested set``), and such a warning turned into an error (``-W error``) is no message
-    a user can act on; a pattern that does not compile raises ``re.error`` as ever."""
+    """Compile a suite's regex without ``re``'s warnings (``Possible nested set``), which ``-W error`` would raise."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return re.compile(source, flags)

@@ -1,31 +1,8 @@
-"""The limits on the work a suite's files and a model's answers can ask for.
-
-Each limit is a named :class:`Limit`, and the error that enforces it says which one it is
-(``nested deeper than the depth limit of 64 levels``), so a user who meets one knows it is ours
-and not a bug. The values are far above what a real suite needs and far below what hangs a run.
-"""
+"""The limits on the work a suite's files and a model's answers can ask for; each error names its limit."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-
-__all__ = [
-    "CONFIG_MEMORY",
-    "CONFIG_RESULT",
-    "CONFIG_SECONDS",
-    "CSV_FIELD",
-    "DEPTH",
-    "JSON_SEARCH_SECONDS",
-    "Limit",
-    "REGEX_SECONDS",
-    "RENDER_SECONDS",
-    "RESPONSE_BYTES",
-    "TEMPLATE_INT_DIGITS",
-    "TEMPLATE_OUTPUT",
-    "TEMPLATE_RANGE",
-    "YAML_NODES",
-]
 
 
 @dataclass(frozen=True)

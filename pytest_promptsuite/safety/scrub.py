@@ -1,19 +1,4 @@
-"""The one secret scrubber: every text that leaves a run passes through :func:`scrub`.
-
-Results, cache entries, cassettes and report files (through :mod:`~pytest_promptsuite.formats.jsonio`),
-junit properties and the xdist wire (a row's JSON), the terminal, tracebacks, error messages and
-log records (httpx's and httpcore's included, through :class:`ScrubFilter`) all use it. It removes:
-
-- every secret :func:`register`\\ ed: the API key read from ``api_key_env``, a key passed as a
-  query parameter of the base URL;
-- an ``Authorization`` header's credentials and a ``Bearer`` token, wherever they appear;
-- the ``user:password@`` of any URL;
-- the value of a key-like query parameter (``api_key=``, ``key=``, ``token=``, ...).
-
-Each is replaced by :data:`REDACTED`. Scrubbing works on any text, and on JSON text without
-breaking it: nothing it matches or writes contains a quote or a backslash. A text with nothing to
-scrub is returned as the same object, so callers can tell cheaply whether anything changed.
-"""
+"""The one secret scrubber: every text that leaves a run passes through :func:`scrub`."""
 
 from __future__ import annotations
 
@@ -26,43 +11,24 @@ from urllib.parse import urlsplit
 from urllib.parse import urlunsplit
 
 
-__all__ = [
-    "KEY_PARAMETERS",
-    "LOGGERS",
-    "MIN_SECRET_LENGTH",
-    "REDACTED",
-    "ScrubFilter",
-    "install_log_filter",
-    "printable",
-    "public_url",
-    "register",
-    "registered",
-    "scrub",
-    "secret_parameters",
-]
-
 REDACTED = "***"
 #: Shorter values are not registered: scrubbing "EMPTY" or "none" (placeholder keys of local
 #: servers) from every output would garble reports and protect nothing.
 MIN_SECRET_LENGTH = 8
 #: Query parameters whose value is a credential.
-KEY_PARAMETERS = (
-    "api_key", "api-key", "apikey", "key", "access_token", "token", "auth", "secret", "password",
-    "sig", "signature",
-)
+KEY_PARAMETERS = tuple("api_key api-key apikey key access_token token auth secret password sig signature".split())
+_HTTPCORE = ("connection", "http11", "http2", "proxy", "socks")
 #: The loggers whose records are scrubbed (a logger's filter sees only its own records).
-LOGGERS = (
-    "httpx", "httpcore", "httpcore.connection", "httpcore.http11", "httpcore.http2",
-    "httpcore.proxy", "httpcore.socks", "pytest_promptsuite",
-)
+LOGGERS = ("httpx", "httpcore", *(f"httpcore.{name}" for name in _HTTPCORE), "pytest_promptsuite")
 
 _TOKEN = r"[A-Za-z0-9._~+/=-]+"
+_KEYS = "|".join(re.escape(k) for k in KEY_PARAMETERS)
 _GENERIC = re.compile(
-    r"(?P<auth>(?i:authorization)['\"]?\s*[:=]\s*['\"]?(?i:bearer|basic|token)\s+)" + _TOKEN
+    rf"(?P<auth>(?i:authorization)['\"]?\s*[:=]\s*['\"]?(?i:bearer|basic|token)\s+){_TOKEN}"
     # a bearer token has 8+ characters, one of them not a letter (English words after "bearer" stay)
-    + r"|(?P<bearer>\b(?i:bearer)\s+)(?=[A-Za-z0-9._~+/=-]{8})(?=[A-Za-z]*[0-9._~+/=-])" + _TOKEN
-    + r"|(?P<userinfo>\b[A-Za-z][A-Za-z0-9+.-]*://)[^/\s@'\"\\<>]+@"
-    + r"|(?P<query>[?&](?i:" + "|".join(re.escape(k) for k in KEY_PARAMETERS) + r")=)[^&#\s'\"\\<>]+"
+    rf"|(?P<bearer>\b(?i:bearer)\s+)(?=[A-Za-z0-9._~+/=-]{{8}})(?=[A-Za-z]*[0-9._~+/=-]){_TOKEN}"
+    r"|(?P<userinfo>\b[A-Za-z][A-Za-z0-9+.-]*://)[^/\s@'\"\\<>]+@"
+    rf"|(?P<query>[?&](?i:{_KEYS})=)[^&#\s'\"\\<>]+"
 )
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _lock = threading.Lock()
@@ -70,8 +36,7 @@ _secrets: tuple[str, ...] = ()
 
 
 def register(secret: str | None) -> None:
-    """Scrub ``secret`` from everything from now on (ignored when shorter than
-    :data:`MIN_SECRET_LENGTH`). Its JSON-escaped form is scrubbed too."""
+    """Scrub ``secret`` (and its JSON-escaped form) from everything from now on, unless it is too short."""
     global _secrets
     if not secret or len(secret) < MIN_SECRET_LENGTH:
         return
@@ -82,7 +47,7 @@ def register(secret: str | None) -> None:
 
 
 def registered() -> tuple[str, ...]:
-    """The secrets registered so far: a new tuple after each registration, so a caller can tell
+    """Return the secrets registered so far: a new tuple after each registration, so a caller can tell
     whether text scrubbed earlier may still hold one."""
     return _secrets
 
@@ -102,25 +67,23 @@ _FOLDS_TO_ASCII = ("\u0130", "\u0131", "\u017f", "\u212a")
 
 
 def _may_hold_credentials(text: str) -> bool:
-    """A cheap test before the pattern (which costs ~0.1 ms per KB): any of its literal parts,
-    in any case. Never False where the pattern finds something."""
+    """Tell cheaply whether the pattern (~0.1 ms per KB) may match: never False where it would."""
     if "://" in text and "@" in text:
         return True
     if text.isascii():
         lower = text.lower()
-        return "bearer" in lower or "authorization" in lower or (
-            "=" in text and any(m in lower for m in _QUERY_MARKS))
+        return "bearer" in lower or "authorization" in lower or ("=" in text and any(m in lower for m in _QUERY_MARKS))
     if any(c in text for c in _FOLDS_TO_ASCII):
         return True
     # ASCII case folding only (every letter the pattern matches is ASCII now): bytes.lower is
     # several times quicker than str.lower on text with letters outside Latin-1
     folded = text.encode("utf-8", "surrogatepass").lower()
-    return b"bearer" in folded or b"authorization" in folded or (
-        "=" in text and any(m in folded for m in _QUERY_BYTES))
+    return b"bearer" in folded or b"authorization" in folded or ("=" in text and any(m in folded for m in _QUERY_BYTES))
 
 
 def scrub(text: str) -> str:
-    """``text`` without secrets (see the module docstring); ``text`` itself when it holds none."""
+    """Return ``text`` without secrets: registered ones, ``Authorization`` and ``Bearer`` credentials, a URL's
+    ``user:password@`` and key-like query parameters; ``text`` itself when it holds none."""
     for secret in _secrets:
         if secret in text:
             text = text.replace(secret, REDACTED)
@@ -130,8 +93,7 @@ def scrub(text: str) -> str:
 
 
 def printable(text: str) -> str:
-    """:func:`scrub` for a terminal: lone surrogates (which no encoding can write) become
-    ``\\udXXX`` escapes."""
+    """Scrub ``text`` for a terminal: lone surrogates (which no encoding can write) become ``\\udXXX`` escapes."""
     text = scrub(text)
     if _LONE_SURROGATE.search(text) is None:
         return text
@@ -139,14 +101,13 @@ def printable(text: str) -> str:
 
 
 def secret_parameters(url: str) -> list[str]:
-    """The values of the key-like query parameters of ``url``."""
+    """Return the values of the key-like query parameters of ``url``."""
     query = urlsplit(url).query
     return [value for name, value in parse_qsl(query) if name.lower() in KEY_PARAMETERS and value]
 
 
 def public_url(url: str) -> str:
-    """``url`` without ``user:password@`` and with the values of key-like query parameters
-    replaced, so it can be shown, hashed and stored."""
+    """Return ``url`` without ``user:password@`` or key-like query values, to be shown, hashed and stored."""
     parts = urlsplit(url)
     netloc = parts.netloc.rpartition("@")[2]
     query = parts.query

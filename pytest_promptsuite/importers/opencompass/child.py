@@ -169,8 +169,14 @@ class Runner:
         self.builtins = dict(vars(builtins), __import__=self.import_, __promptsuite_at__=_tag)
         self.size = 0  # of the names encoded so far
 
-    def import_(self, name: str, globals: Mapping[str, Any] | None = None, locals: Any = None,
-                fromlist: Sequence[str] | None = (), level: int = 0) -> types.ModuleType:
+    def import_(
+        self,
+        name: str,
+        globals: Mapping[str, Any] | None = None,
+        locals: Any = None,
+        fromlist: Sequence[str] | None = (),
+        level: int = 0,
+    ) -> types.ModuleType:
         """Import for the config: base configs run, the standard library as it is, the rest stood in for."""
         parts = name.split(".")
         if level or parts[:2] == ["opencompass", "configs"] or parts[0] == "configs":
@@ -311,8 +317,8 @@ def _limit(request: Mapping[str, Any]) -> None:
         return
     signal.signal(signal.SIGXCPU, _stop)
     cpu, memory = int(seconds) + 2, request["memory"]
-    for kind, soft, hard in ((resource.RLIMIT_CPU, cpu, cpu + 1), (resource.RLIMIT_AS, memory, memory),
-                             (resource.RLIMIT_NPROC, 0, 0)):  # no processes or threads (root is exempt)
+    limits = {resource.RLIMIT_CPU: (cpu, cpu + 1), resource.RLIMIT_AS: (memory, memory), resource.RLIMIT_NPROC: (0, 0)}
+    for kind, (soft, hard) in limits.items():  # RLIMIT_NPROC: no processes or threads (root is exempt)
         current = resource.getrlimit(kind)[1]
         if current != resource.RLIM_INFINITY:
             soft, hard = min(soft, current), min(hard, current)

@@ -1,6 +1,4 @@
-"""``promptsuite import opencompass``: each dataset of a config that was run (:mod:`.execute`) as a
-suite: its ``infer_cfg`` as ``[template]``, its inferencer's settings as model params, the model
-of ``--model`` (:mod:`.model`), cases from ``--data`` (:mod:`.data`), and notes on what is left."""
+"""``promptsuite import opencompass``: each dataset of a config as a suite, with notes on what is left behind."""
 
 from __future__ import annotations
 
@@ -22,8 +20,6 @@ from pytest_promptsuite.importers.output import ImportResult
 from pytest_promptsuite.importers.output import write_import
 from pytest_promptsuite.prompts.opencompass.retrievers import RETRIEVERS
 
-
-__all__ = ["dataset_suite", "import_opencompass", "opencompass_suites"]
 
 #: Retrievers we have no twin of that choose examples by similarity: imported as a Topk.
 _SIMILARITY = {"MDLRetriever", "DPPRetriever", "VotekRetriever"}
@@ -61,8 +57,8 @@ _RAW_ROLES = {"system": "SYSTEM", "user": "HUMAN", "assistant": "BOT"}
 
 
 def _raw_messages(spec: Mapping[str, Any], key: str, notes: list[str]) -> dict[str, Any]:
-    """A ``RawPromptTemplate`` (OpenAI messages) as a dialogue: leading system messages and the
-    ICE token in ``begin``, the turns in ``round``, a final empty ``BOT`` turn to generate."""
+    """Convert a ``RawPromptTemplate`` (OpenAI messages) to a dialogue template: leading system messages and
+    the ICE token in ``begin``, the turns in ``round``, a final empty ``BOT`` turn to generate."""
     messages = plain(spec.get("messages") or [], f"infer_cfg.{key}.messages")
     begin: list[Any] = []
     turns: list[dict[str, Any]] = []
@@ -111,7 +107,7 @@ def _retriever(spec: Any, notes: list[str]) -> dict[str, Any]:
 
 
 def _inferencer(spec: Any, notes: list[str]) -> tuple[str, dict[str, Any]]:
-    """The suite mode (``gen`` or ``ppl``) and the model params the inferencer sets."""
+    """Return the suite mode (``gen`` or ``ppl``) and the model params the inferencer sets."""
     kind = _type_name(spec) or "GenInferencer"
     settings = {k: v for k, v in (spec or {}).items() if k != "type"}
     params: dict[str, Any] = {}
@@ -141,10 +137,8 @@ def _evaluator_note(dataset: Mapping[str, Any], mode: str, notes: list[str]) -> 
             notes.append(f"eval_cfg.{key}: {_type_name(eval_cfg[key])} not carried over")
 
 
-def dataset_suite(
-    dataset: Mapping[str, Any], model: ModelImport | None, data: DataRows | None
-) -> ImportedSuite:
-    """One dataset of a config as a suite (its cases from ``data``, else one example case)."""
+def dataset_suite(dataset: Mapping[str, Any], model: ModelImport | None, data: DataRows | None) -> ImportedSuite:
+    """Build one dataset of a config as a suite (its cases from ``data``, else one example case)."""
     name = str(dataset.get("abbr") or _type_name(dataset) or "dataset")
     notes: list[str] = []
     infer = dataset.get("infer_cfg")
@@ -176,8 +170,10 @@ def dataset_suite(
     files, suite_table, data_notes = case_files(name, template, reader, data)
     notes.extend(data_notes)
     config = {"suite": suite_table, "model": model_table, "template": template}
-    header = (f"Imported by `promptsuite import opencompass` from dataset {name}.\n"
-              "See CASES.md for the columns each case carries.")
+    header = (
+        f"Imported by `promptsuite import opencompass` from dataset {name}.\n"
+        "See CASES.md for the columns each case carries."
+    )
     return ImportedSuite(name=name, config=config, files=files, notes=notes, header=header)
 
 
@@ -199,10 +195,14 @@ def _datasets(names: Mapping[str, Any], path: Path) -> list[Mapping[str, Any]]:
 
 
 def opencompass_suites(
-    config: Path, *, model: Path | None = None, data: Path | None = None, train: Path | None = None,
+    config: Path,
+    *,
+    model: Path | None = None,
+    data: Path | None = None,
+    train: Path | None = None,
     root: Path | None = None,
 ) -> list[ImportedSuite]:
-    """The suites of an OpenCompass dataset config, built in memory (nothing written)."""
+    """Build the suites of an OpenCompass dataset config in memory (nothing written)."""
     where: dict[int, str] = {}
     names = run_config(config, root=root, where=where)
     model_import = import_model(model, root=root) if model is not None else None
@@ -218,26 +218,35 @@ def opencompass_suites(
 
 
 def _shared(suites: list[ImportedSuite], name: str) -> list[ImportedSuite]:
-    """Subsets that share every setting and file but their cases are one suite, a slice each."""
+    """Merge subsets that share every setting and file but their cases into one suite, a slice each."""
     if len(suites) < 2:
         return suites
+
     def same(suite: ImportedSuite) -> str:
         files = {k: v for k, v in suite.files.items() if k not in ("cases.jsonl", "CASES.md")}
         return encode([suite.config, files], scrub=False)
+
     if len({same(s) for s in suites}) != 1:
         return suites
     merged = suites[0]
     merged.files["cases.jsonl"] = "".join(s.files["cases.jsonl"] for s in suites)
-    merged.notes.insert(0, f"the {len(suites)} datasets ({', '.join(s.name for s in suites)}) share one template: "
-                        "one suite, a slice each")
+    merged.notes.insert(
+        0,
+        f"the {len(suites)} datasets ({', '.join(s.name for s in suites)}) share one template: one suite, a slice each",
+    )
     merged.name = name
     merged.header = merged.header.replace(f"dataset {suites[0].name}", f"the datasets of {name}")
     return [merged]
 
 
 def import_opencompass(
-    config: Path, *, out: Path, model: Path | None = None, data: Path | None = None,
-    train: Path | None = None, root: Path | None = None,
+    config: Path,
+    *,
+    out: Path,
+    model: Path | None = None,
+    data: Path | None = None,
+    train: Path | None = None,
+    root: Path | None = None,
 ) -> ImportResult:
     """Import ``config`` into ``out`` (one folder per dataset), all or nothing."""
     suites = opencompass_suites(config, model=model, data=data, train=train, root=root)

@@ -1,6 +1,5 @@
-"""Cases of an imported OpenCompass dataset: the rows of ``--data`` (JSONL, CSV or a dataset folder on
-disk) mapped through the reader config's columns (input columns in ``vars``, the output column as
-the string ``answer``), or one example case."""
+"""Cases of an imported OpenCompass dataset: the rows of ``--data`` mapped through the reader config's
+columns (input columns in ``vars``, the output column as the string ``answer``), or one example case."""
 
 from __future__ import annotations
 
@@ -16,8 +15,6 @@ from pytest_promptsuite.formats.jsonio import read_jsonl
 from pytest_promptsuite.importers.output import jsonl
 from pytest_promptsuite.prompts.opencompass.template import DIALOGUE_KEYS
 
-
-__all__ = ["DataRows", "case_files", "labels_of"]
 
 #: One row and where it is (``path:line``).
 Row = tuple[str, dict[str, Any]]
@@ -41,9 +38,10 @@ def _read_file(path: Path) -> list[Row]:
 
 
 def _folder_split(folder: Path, split: str) -> Path | None:
-    """The file of ``split`` in a dataset folder (``test.jsonl``, ``data/test-00000.csv``, ...)."""
-    for pattern in (f"{split}.jsonl", f"{split}.csv", f"data/{split}.jsonl", f"data/{split}.csv",
-                    f"{split}-*.jsonl", f"data/{split}-*.jsonl", f"{split}-*.csv", f"data/{split}-*.csv"):
+    """Find the file of ``split`` in a dataset folder (``test.jsonl``, ``data/test-00000.csv``, ...)."""
+    whole = [f"{inner}{split}.{kind}" for inner in ("", "data/") for kind in ("jsonl", "csv")]
+    shards = [f"{inner}{split}-*.{kind}" for kind in ("jsonl", "csv") for inner in ("", "data/")]
+    for pattern in (*whole, *shards):
         found = sorted(folder.glob(pattern))
         if found:
             return found[0]
@@ -85,7 +83,7 @@ class DataRows:
 
 
 def labels_of(template: Mapping[str, Any]) -> list[str]:
-    """The label keys of a suite's template (a label map), or ``[]``."""
+    """Return the label keys of a suite's template (a label map), or ``[]``."""
     for key in ("prompt_template", "ice_template"):
         table = template.get(key)
         inner = table.get("template") if isinstance(table, Mapping) else None
@@ -103,15 +101,25 @@ def _examples_needed(retriever: Mapping[str, Any]) -> int:
     return int(retriever.get("ice_num", 1))
 
 
-def _case(name: str, index: int, row: Mapping[str, Any], columns: Sequence[str], output: str,
-          labels: Sequence[str], where: str) -> dict[str, Any]:
+def _case(
+    name: str,
+    index: int,
+    row: Mapping[str, Any],
+    columns: Sequence[str],
+    output: str,
+    labels: Sequence[str],
+    where: str,
+) -> dict[str, Any]:
     missing = [c for c in columns if c not in row]
     if missing:
         raise ConfigError(f"{where}: no column {missing[0]!r} (the reader's input_columns: {', '.join(columns)})")
     variables = {c: row[c] for c in columns if c != "input"}
     first = row.get("input", row[columns[0]] if columns else "")
-    case: dict[str, Any] = {"case_id": f"{name}-{index}", "input": first if isinstance(first, str) else str(first),
-                            "slice": name}
+    case: dict[str, Any] = {
+        "case_id": f"{name}-{index}",
+        "input": first if isinstance(first, str) else str(first),
+        "slice": name,
+    }
     if output in row and row[output] is not None:
         answer = row[output] if isinstance(row[output], str) else str(row[output])
         if labels and answer not in labels:
@@ -137,9 +145,16 @@ def _example_row(columns: Sequence[str], output: str, labels: Sequence[str], i: 
 
 def _schema(name: str, columns: Sequence[str], output: str, labels: Sequence[str], example: bool) -> str:
     first = columns[0] if columns else "input"
-    lines = [f"# Cases of {name}", "", "Each line of `cases.jsonl` is one case:", "",
-             "| field | from the dataset |", "|---|---|", "| `case_id` | any unique id |",
-             f"| `slice` | e.g. `{name}` |"]
+    lines = [
+        f"# Cases of {name}",
+        "",
+        "Each line of `cases.jsonl` is one case:",
+        "",
+        "| field | from the dataset |",
+        "|---|---|",
+        "| `case_id` | any unique id |",
+        f"| `slice` | e.g. `{name}` |",
+    ]
     if "input" in columns:
         lines.append("| `input` | the `input` column |")
     else:
@@ -150,15 +165,18 @@ def _schema(name: str, columns: Sequence[str], output: str, labels: Sequence[str
     if output != "answer":
         lines.append(f"| `vars.{output}` | the same as `answer` (the templates read `{{{output}}}`) |")
     if example:
-        lines += ["", "The `cases.jsonl` written holds one example case with placeholder values; replace it with",
-                  "your data or import again with `--data FILE`."]
+        lines += [
+            "",
+            "The `cases.jsonl` written holds one example case with placeholder values; replace it with",
+            "your data or import again with `--data FILE`.",
+        ]
     return "\n".join(lines) + "\n"
 
 
 def case_files(
     name: str, template: Mapping[str, Any], reader: Any, data: DataRows | None
 ) -> tuple[dict[str, str], dict[str, Any], list[str]]:
-    """The suite's ``cases.jsonl`` (and ``train.jsonl``, ``CASES.md``), its ``[suite]`` table, notes."""
+    """Build the suite's ``cases.jsonl`` (and ``train.jsonl``, ``CASES.md``), its ``[suite]`` table and notes."""
     reader = reader if isinstance(reader, Mapping) else {}
     columns = [str(c) for c in reader.get("input_columns") or []]
     output = str(template.get("output_column") or "answer")

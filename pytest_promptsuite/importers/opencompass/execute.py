@@ -1,5 +1,5 @@
-"""OpenCompass Python configs run as OpenCompass runs them, in a child process (:mod:`.child`) with
-a time and a memory limit; their names come back as plain values, imported classes as :class:`Ref`."""
+"""OpenCompass Python configs run as OpenCompass runs them, in a limited child process (:mod:`.child`);
+their names come back as plain values, imported classes as :class:`Ref`."""
 
 from __future__ import annotations
 
@@ -25,8 +25,6 @@ from pytest_promptsuite.safety.limits import CONFIG_SECONDS
 from pytest_promptsuite.safety.limits import DEPTH
 from pytest_promptsuite.safety.limits import Limit
 
-
-__all__ = ["Foreign", "Opaque", "Ref", "config_root", "plain", "run_config"]
 
 #: How long past its own time limit the child may take to start and answer before it is killed.
 _GRACE_SECONDS = 5.0
@@ -65,8 +63,13 @@ def config_root(path: Path) -> Path:
     return path.resolve().parent
 
 
-_MARKS: dict[str, Any] = {"$tuple": tuple, "$set": frozenset, "$ref": lambda v: Ref(*v), "$opaque": Opaque,
-                          "$object": Foreign}
+_MARKS: dict[str, Any] = {
+    "$tuple": tuple,
+    "$set": frozenset,
+    "$ref": lambda v: Ref(*v),
+    "$opaque": Opaque,
+    "$object": Foreign,
+}
 
 
 def _decode(where: dict[int, str]) -> Any:
@@ -78,6 +81,7 @@ def _decode(where: dict[int, str]) -> Any:
             return value
         mark = next((mark for mark in _MARKS if mark in item), None)
         return item if mark is None else _MARKS[mark](item[mark])
+
     return hook
 
 
@@ -88,8 +92,12 @@ class _Server:
     def __init__(self) -> None:
         self.process = subprocess.Popen(
             [sys.executable, "-I", "-S", "-X", "utf8", str(child.__file__)],
-            cwd=tempfile.gettempdir(), env={}, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL, start_new_session=True,
+            cwd=tempfile.gettempdir(),
+            env={},
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
         )
 
     def ask(self, request: dict[str, Any], seconds: float) -> tuple[bytes, int, bool] | None:
@@ -167,22 +175,30 @@ def _ended(path: Path, status: int, late: bool, stopped: str) -> ConfigError:
     return ConfigError(f"{path}: the config's process exited with status {status} before sending its names")
 
 
-def run_config(path: Path, *, root: Path | None = None, seconds: float | None = None,
-               where: dict[int, str] | None = None) -> dict[str, Any]:
-    """Run the config at ``path`` and give its top-level names (a ``path:line`` ConfigError when it
-    fails); base configs must lie inside ``root`` (:func:`config_root`); the run stops after
-    ``seconds`` (default :data:`CONFIG_SECONDS`); ``where`` gets the ``path:line`` that built each
-    dict, by ``id``."""
+def run_config(
+    path: Path, *, root: Path | None = None, seconds: float | None = None, where: dict[int, str] | None = None
+) -> dict[str, Any]:
+    """Run the config at ``path`` and return its top-level names (a ``path:line`` ConfigError when it fails).
+
+    Base configs must lie inside ``root`` (:func:`config_root`); the run stops after ``seconds`` (default
+    :data:`CONFIG_SECONDS`); ``where`` gets the ``path:line`` that built each dict, by ``id``.
+    """
     resolved = path.resolve()
     tree = (root or config_root(path)).resolve()
     if confine(tree, resolved) is None:
         raise ConfigError(f"{path}: the config is not inside its config tree {tree}")
     limit = CONFIG_SECONDS if seconds is None else Limit(CONFIG_SECONDS.name, seconds, CONFIG_SECONDS.unit)
     request = {
-        "path": str(resolved), "root": str(tree), "seconds": limit.value, "time_limit": str(limit),
-        "memory": CONFIG_MEMORY.value, "memory_limit": str(CONFIG_MEMORY),
-        "depth": DEPTH.value, "depth_limit": str(DEPTH),
-        "result_bytes": CONFIG_RESULT.value, "result_limit": str(CONFIG_RESULT),
+        "path": str(resolved),
+        "root": str(tree),
+        "seconds": limit.value,
+        "time_limit": str(limit),
+        "memory": CONFIG_MEMORY.value,
+        "memory_limit": str(CONFIG_MEMORY),
+        "depth": DEPTH.value,
+        "depth_limit": str(DEPTH),
+        "result_bytes": CONFIG_RESULT.value,
+        "result_limit": str(CONFIG_RESULT),
     }
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="promptsuite-config-", ignore_cleanup_errors=True) as cwd:

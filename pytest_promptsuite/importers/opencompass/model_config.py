@@ -1,6 +1,4 @@
-"""``--model MODEL.py`` of ``promptsuite import opencompass``: an OpenCompass model config into
-``[model]`` keys: its ``meta_template`` as it is, a ``*WithChatTemplate`` model as the nearest
-built-in chat format (or a note that there is none), and its generation settings as params."""
+"""``--model MODEL.py`` of ``promptsuite import opencompass``: an OpenCompass model config as ``[model]`` keys."""
 
 from __future__ import annotations
 
@@ -15,8 +13,6 @@ from pytest_promptsuite.importers.opencompass.execute import Ref
 from pytest_promptsuite.importers.opencompass.execute import plain
 from pytest_promptsuite.importers.opencompass.execute import run_config
 
-
-__all__ = ["ModelImport", "import_model"]
 
 #: Substrings of a model's path or abbr, and the built-in chat format its chat template is.
 _CHAT_FORMATS = (
@@ -88,7 +84,7 @@ def _meta(model: Mapping[str, Any], where: str, notes: list[str]) -> dict[str, A
 
 
 def import_model(path: Path, *, root: Path | None = None) -> ModelImport:
-    """The ``[model]`` keys of the first model of an OpenCompass model config."""
+    """Convert the first model of an OpenCompass model config to ``[model]`` keys."""
     names = run_config(path, root=root)
     models = names.get("models")
     if not isinstance(models, list) or not models or not isinstance(models[0], Mapping):
@@ -103,6 +99,6 @@ def import_model(path: Path, *, root: Path | None = None) -> ModelImport:
         table["params"] = params
     notes.append(
         f"model: spec 'fake' (offline); to run {model.get('path') or model.get('abbr') or 'the model'}, "
-        "set [model] spec = \"openai:NAME\" and base_url"
+        'set [model] spec = "openai:NAME" and base_url'
     )
     return ModelImport(table, notes)

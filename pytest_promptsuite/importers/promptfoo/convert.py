@@ -1,12 +1,5 @@
 """``promptsuite import promptfoo``: a ``promptfooconfig.yaml`` into a suite that runs as it is.
-
-Prompts (inline, ``file://`` text files split at ``---`` lines, chat JSON files) become template
-files rendered by our Jinja renderer (Nunjucks' ``{{ var }}`` syntax is Jinja's) or, for chat
-prompts, task prompts with messages; providers become models (``echo`` the built-in ``echo``
-model, ``openai:...`` an endpoint model); every prompt x provider pair is a variant. Tests become
-cases (:mod:`.pftests`). Files are read inside the config's folder only, and through
-:mod:`..formats` (YAML, JSON, CSV); what cannot be carried over is listed.
-"""
+Every prompt x provider pair is a variant; files are read inside the config's folder only."""
 
 from __future__ import annotations
 
@@ -34,11 +27,10 @@ from pytest_promptsuite.importers.promptfoo.tests import csv_test
 from pytest_promptsuite.safety.scrub import register
 
 
-__all__ = ["import_promptfoo", "promptfoo_suite"]
-
-_KEYS = {"description", "prompts", "providers", "tests", "defaultTest", "outputPath", "sharing", "env",
-         "evaluateOptions", "commandLineOptions", "writeLatestResults", "nunjucksFilters", "metadata",
-         "scenarios", "derivedMetrics", "extensions", "redteam", "tags"}
+_KEYS = frozenset(
+    "description prompts providers tests defaultTest outputPath sharing env evaluateOptions commandLineOptions "
+    "writeLatestResults nunjucksFilters metadata scenarios derivedMetrics extensions redteam tags".split()
+)
 _CHAT_ROLES = {"system": "system", "user": "user", "assistant": "assistant"}
 
 
@@ -65,7 +57,7 @@ class _Config:
         self.notes: list[str] = []
 
     def where(self, *keys: Any) -> str:
-        """``path:line`` of the value at ``keys`` (the nearest line the node tree has)."""
+        """Return ``path:line`` of the value at ``keys`` (the nearest line the node tree has)."""
         node = self.node
         for key in keys:
             if isinstance(node, yaml.MappingNode):
@@ -81,7 +73,7 @@ class _Config:
         return f"{self.path}:{line}"
 
     def file(self, relative: str, where: str | None) -> Path:
-        """A file the config names, inside its folder (links followed)."""
+        """Resolve a file the config names, inside its folder (links followed)."""
         target = confine(self.root, relative)
         if target is None:
             raise ConfigError(f"{where or self.path}: file://{relative} lies outside the config's folder")
@@ -90,7 +82,7 @@ class _Config:
         return target
 
     def read_text(self, relative: str, where: str | None) -> str:
-        """The UTF-8 text of a file inside the config's folder."""
+        """Read the UTF-8 text of a file inside the config's folder."""
         path = self.file(relative, where)
         try:
             return path.read_bytes().decode("utf-8-sig")
@@ -103,8 +95,13 @@ class _Config:
 def _chat(value: Any, where: str) -> list[dict[str, str]] | None:
     if not isinstance(value, list) or not value:
         return None
-    if not all(isinstance(m, dict) and m.get("role") in _CHAT_ROLES and isinstance(m.get("content"), str)
-               and set(m) == {"role", "content"} for m in value):
+    if not all(
+        isinstance(m, dict)
+        and m.get("role") in _CHAT_ROLES
+        and isinstance(m.get("content"), str)
+        and set(m) == {"role", "content"}
+        for m in value
+    ):
         raise ConfigError(f"{where}: a chat prompt is a list of {{role, content}} (system, user, assistant)")
     return [{"role": m["role"], "content": m["content"]} for m in value]
 
@@ -149,7 +146,7 @@ def _prompts(config: _Config) -> list[_Prompt]:
         if not isinstance(item, str):
             raise ConfigError(f"{where}: a prompt is a string, file://PATH or {{raw|id, label}}")
         if item.startswith("file://"):
-            found = _file_prompts(config, item[len("file://"):], where)
+            found = _file_prompts(config, item[len("file://") :], where)
         else:
             try:
                 messages = _chat(decode(item), where)
@@ -163,10 +160,10 @@ def _prompts(config: _Config) -> list[_Prompt]:
 
 
 def _provider(config: _Config, raw: Any, where: str) -> tuple[str, dict[str, Any]] | None:
-    """A provider as (label, ``[model]`` keys); None (listed) when we have no such model."""
+    """Convert a provider to (label, ``[model]`` keys); None (listed) when we have no such model."""
     options: dict[str, Any] = {}
     if isinstance(raw, dict) and "id" not in raw and len(raw) == 1:  # {"openai:gpt-4o": {config: ...}}
-        (ident, inner), = raw.items()
+        ((ident, inner),) = raw.items()
         options = inner if isinstance(inner, dict) else {}
     elif isinstance(raw, dict):
         ident, options = raw.get("id"), raw
@@ -216,7 +213,7 @@ def _tests(config: _Config) -> list[TestSource]:
     for i, item in enumerate(items):
         where = config.where("tests", i)
         if isinstance(item, str) and item.startswith("file://"):
-            tests.extend(_test_file(config, item[len("file://"):], where))
+            tests.extend(_test_file(config, item[len("file://") :], where))
         elif isinstance(item, dict):
             tests.append(TestSource(item, where))
         else:
@@ -242,8 +239,7 @@ def _test_file(config: _Config, relative: str, where: str) -> list[TestSource]:
     raise ConfigError(f"{where}: test file {relative}: only .csv, .yaml and .json test files are imported")
 
 
-def _prompt_table(prompt: _Prompt, index: int, files: dict[str, str],
-                  tasks: list[dict[str, Any]]) -> dict[str, Any]:
+def _prompt_table(prompt: _Prompt, index: int, files: dict[str, str], tasks: list[dict[str, Any]]) -> dict[str, Any]:
     if prompt.messages is not None:
         task = f"prompt-{index}"
         messages = [{"type": m["role"], "content": m["content"]} for m in prompt.messages]
@@ -255,7 +251,7 @@ def _prompt_table(prompt: _Prompt, index: int, files: dict[str, str],
 
 
 def promptfoo_suite(path: Path, *, slice_key: str | None = None) -> ImportedSuite:
-    """The suite of a promptfoo config, built in memory (nothing written)."""
+    """Build the suite of a promptfoo config in memory (nothing written)."""
     config = _Config(path)
     unknown = sorted(set(config.data) - _KEYS)
     if unknown:
@@ -269,8 +265,14 @@ def promptfoo_suite(path: Path, *, slice_key: str | None = None) -> ImportedSuit
         raise ConfigError(f"{config.where('defaultTest')}: defaultTest is a mapping")
     code = AssertModule()
     unsupported: list[str] = []
-    cases = cases_of(_tests(config), default, read_var=lambda rel, where: config.read_text(rel, where).strip(),
-                     slice_key=slice_key, code=code, unsupported=unsupported)
+    cases = cases_of(
+        _tests(config),
+        default,
+        read_var=lambda rel, where: config.read_text(rel, where).strip(),
+        slice_key=slice_key,
+        code=code,
+        unsupported=unsupported,
+    )
     files: dict[str, str] = {"cases.jsonl": jsonl(cases)}
     tasks: list[dict[str, Any]] = []
     tables = [_prompt_table(p, i + 1, files, tasks) for i, p in enumerate(prompts)]

@@ -1,11 +1,4 @@
-"""What an imported promptfoo suite runs for its ``javascript`` and ``python`` asserts.
-
-The importer writes a small ``promptfoo_asserts.py`` beside the cases whose functions are our
-``python`` checks (``(output, case)``); each calls :func:`javascript` or :func:`python_assert`
-with the assert's code, as promptfoo runs it: an inline expression (or a function body when it
-spans lines), or a ``file://`` function called with ``(output, context)``. JavaScript runs in
-Node.js, as promptfoo users have it; without ``node`` on PATH the check fails and says so.
-"""
+"""What an imported promptfoo suite runs for its ``javascript`` and ``python`` asserts, as promptfoo runs them."""
 
 from __future__ import annotations
 
@@ -19,8 +12,6 @@ from pytest_promptsuite.cases.case import PromptCase
 from pytest_promptsuite.checks.outcome import CheckResult
 from pytest_promptsuite.errors import CheckError
 
-
-__all__ = ["javascript", "python_assert"]
 
 #: The Node.js side: read {output, context, code | file + fn} on stdin, print the result as JSON.
 _NODE_HARNESS = r"""
@@ -48,15 +39,16 @@ def _context(case: PromptCase) -> dict[str, Any]:
 
 
 def _verdict(name: str, result: Any, threshold: float | None) -> CheckResult | bool | float:
-    """promptfoo's reading of an assert's result: a bool, a score, or ``{pass, score, reason}``."""
+    """Read an assert's result as promptfoo does: a bool, a score, or ``{pass, score, reason}``."""
     if isinstance(result, dict):
         score = result.get("score")
         passed = result.get("pass")
         if passed is None and isinstance(score, (int, float)):
             passed = score >= threshold if threshold is not None else score > 0
         reason = str(result.get("reason") or ("passed" if passed else "failed"))
-        return CheckResult("metric", name, bool(passed), reason,
-                           score=float(score) if isinstance(score, (int, float)) else None)
+        return CheckResult(
+            "metric", name, bool(passed), reason, score=float(score) if isinstance(score, (int, float)) else None
+        )
     if isinstance(result, bool):
         return result
     if isinstance(result, (int, float)):
@@ -64,9 +56,16 @@ def _verdict(name: str, result: Any, threshold: float | None) -> CheckResult | b
     raise CheckError(f"{name}: returned {result!r}; return a bool, a number or {{pass, score, reason}}")
 
 
-def javascript(code: str | None, output: str, case: PromptCase, *, file: str | None = None,
-               fn: str | None = None, threshold: float | None = None,
-               name: str = "javascript") -> CheckResult | bool | float:
+def javascript(
+    code: str | None,
+    output: str,
+    case: PromptCase,
+    *,
+    file: str | None = None,
+    fn: str | None = None,
+    threshold: float | None = None,
+    name: str = "javascript",
+) -> CheckResult | bool | float:
     """Run a promptfoo ``javascript`` assert in Node.js (``file`` is relative to the suite)."""
     node = shutil.which("node")
     if node is None:
@@ -75,8 +74,14 @@ def javascript(code: str | None, output: str, case: PromptCase, *, file: str | N
     if file is not None:  # an absolute path (the generated module passes one)
         payload["file"], payload["fn"] = file, fn
     try:
-        done = subprocess.run([node, "-e", _NODE_HARNESS], input=json.dumps(payload), capture_output=True,
-                              text=True, timeout=_TIMEOUT_S, check=False)
+        done = subprocess.run(
+            [node, "-e", _NODE_HARNESS],
+            input=json.dumps(payload),
+            capture_output=True,
+            text=True,
+            timeout=_TIMEOUT_S,
+            check=False,
+        )
     except subprocess.TimeoutExpired:
         raise CheckError(f"{name}: Node.js took more than {_TIMEOUT_S} s") from None
     if done.returncode != 0:
@@ -85,9 +90,16 @@ def javascript(code: str | None, output: str, case: PromptCase, *, file: str | N
     return _verdict(name, json.loads(done.stdout or "null"), threshold)
 
 
-def python_assert(code: str | None, output: str, case: PromptCase, *, file: str | None = None,
-                  fn: str | None = None, threshold: float | None = None,
-                  name: str = "python") -> CheckResult | bool | float:
+def python_assert(
+    code: str | None,
+    output: str,
+    case: PromptCase,
+    *,
+    file: str | None = None,
+    fn: str | None = None,
+    threshold: float | None = None,
+    name: str = "python",
+) -> CheckResult | bool | float:
     """Run a promptfoo ``python`` assert: an inline expression (a function body when it spans
     lines) or ``get_assert(output, context)`` of a file (``fn`` names another function)."""
     context = _context(case)

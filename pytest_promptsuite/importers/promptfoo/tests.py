@@ -1,10 +1,5 @@
-"""promptfoo ``tests`` into cases: ``defaultTest`` merged in, ``vars`` (arrays expanded, ``file://``
-values read), ``assert`` entries mapped one to one where the names are shared, CSV test files with
-their ``__expected`` strings, ``metadata`` as tags, and a slice from a metadata key.
-
-``javascript`` and ``python`` asserts become our ``python`` checks through a generated module
-(:mod:`.pfruntime` runs them as promptfoo does); anything else we cannot run is listed.
-"""
+"""promptfoo ``tests`` into cases: ``defaultTest`` merged in, ``vars`` expanded, ``assert`` entries mapped
+one to one where the names are shared, CSV test files, ``metadata`` as tags, and a slice from a metadata key."""
 
 from __future__ import annotations
 
@@ -19,24 +14,17 @@ from typing import Any
 from pytest_promptsuite.errors import ConfigError
 
 
-__all__ = ["AssertModule", "TestSource", "cases_of", "csv_test", "map_assert"]
-
 #: promptfoo's assert types that are ours under the same name.
-_SHARED = frozenset({
-    "equals", "contains", "icontains", "contains-any", "contains-all", "icontains-any", "icontains-all",
-    "starts-with", "regex", "is-json", "contains-json", "is-xml", "levenshtein", "latency", "cost",
-    "llm-rubric", "is-refusal", "word-count",
-})
-#: ``__expected`` prefixes of a CSV test file, and the assert type each means.
-_CSV_PREFIXES = (
-    ("not-contains:", "not-contains"), ("contains:", "contains"), ("icontains:", "icontains"),
-    ("contains-any:", "contains-any"), ("contains-all:", "contains-all"), ("icontains-any:", "icontains-any"),
-    ("icontains-all:", "icontains-all"), ("starts-with:", "starts-with"), ("regex:", "regex"),
-    ("not-regex:", "not-regex"), ("equals:", "equals"), ("levenshtein:", "levenshtein"),
-    ("javascript:", "javascript"), ("fn:", "javascript"), ("eval:", "javascript"), ("python:", "python"),
-    ("grade:", "llm-rubric"), ("llm-rubric:", "llm-rubric"), ("contains-json", "contains-json"),
-    ("is-json", "is-json"), ("is-xml", "is-xml"),
+_SHARED = frozenset(
+    "equals contains icontains contains-any contains-all icontains-any icontains-all starts-with regex is-json "
+    "contains-json is-xml levenshtein latency cost llm-rubric is-refusal word-count".split()
 )
+#: ``__expected`` prefixes of a CSV test file, in the order they are tried: ``TYPE:`` is that type's.
+_CSV_PREFIXES = (
+    "not-contains: contains: icontains: contains-any: contains-all: icontains-any: icontains-all: starts-with: regex: "
+    "not-regex: equals: levenshtein: javascript: fn: eval: python: grade: llm-rubric: contains-json is-json is-xml"
+).split()
+_CSV_ALIASES = {"fn:": "javascript", "eval:": "javascript", "grade:": "llm-rubric"}
 _VAR = re.compile(r"\{\{\s*(\w+)\s*\}\}")
 
 
@@ -49,13 +37,13 @@ class AssertModule:
     files: list[str] = field(default_factory=list)
 
     def add(self, kind: str, value: Any, threshold: float | None, where: str) -> str:
-        """A function running one code assert; returns the ``python`` check value naming it."""
+        """Add a function running one code assert; return the ``python`` check value naming it."""
         name = f"{kind.replace('-', '_')}_{len(self.functions) + 1}"
         runner = "javascript" if kind == "javascript" else "python_assert"
         if not isinstance(value, str) or not value.strip():
             raise ConfigError(f"{where}: a {kind} assert needs its code or a file:// function as 'value'")
         if value.startswith("file://"):
-            path, _, fn = value[len("file://"):].partition(":")
+            path, _, fn = value[len("file://") :].partition(":")
             if path not in self.files:
                 self.files.append(path)
             call = f"None, output, case, file=str(_HERE / {path!r}), fn={fn or None!r}"
@@ -68,17 +56,19 @@ class AssertModule:
         return f"file://promptfoo_asserts.py:{name}"
 
     def text(self) -> str:
-        """The module's source."""
-        head = ('"""The javascript and python asserts of an imported promptfoo config, as python checks."""\n\n'
-                "from pathlib import Path\n\n"
-                "from pytest_promptsuite.importers.promptfoo.runtime import javascript\n"
-                "from pytest_promptsuite.importers.promptfoo.runtime import python_assert\n\n\n"
-                "_HERE = Path(__file__).resolve().parent\n\n\n")
+        """Return the module's source."""
+        head = (
+            '"""The javascript and python asserts of an imported promptfoo config, as python checks."""\n\n'
+            "from pathlib import Path\n\n"
+            "from pytest_promptsuite.importers.promptfoo.runtime import javascript\n"
+            "from pytest_promptsuite.importers.promptfoo.runtime import python_assert\n\n\n"
+            "_HERE = Path(__file__).resolve().parent\n\n\n"
+        )
         return head + "\n\n".join(self.functions)
 
 
 def _fill(value: Any, variables: Mapping[str, Any]) -> Any:
-    """``{{ name }}`` in an assert's value, filled from the test's vars (as promptfoo renders it)."""
+    """Fill ``{{ name }}`` in an assert's value from the test's vars (as promptfoo renders it)."""
     if isinstance(value, str):
         return _VAR.sub(lambda m: str(variables[m.group(1)]) if m.group(1) in variables else m.group(0), value)
     if isinstance(value, list):
@@ -86,9 +76,10 @@ def _fill(value: Any, variables: Mapping[str, Any]) -> Any:
     return value
 
 
-def map_assert(raw: Any, variables: Mapping[str, Any], code: AssertModule, where: str,
-               unsupported: list[str]) -> dict[str, Any] | None:
-    """One promptfoo assert as ours (None: listed in ``unsupported``)."""
+def map_assert(
+    raw: Any, variables: Mapping[str, Any], code: AssertModule, where: str, unsupported: list[str]
+) -> dict[str, Any] | None:
+    """Map one promptfoo assert to ours (None: listed in ``unsupported``)."""
     if not isinstance(raw, Mapping) or not isinstance(raw.get("type"), str):
         raise ConfigError(f"{where}: an assert is an object with a 'type'")
     kind: str = raw["type"]
@@ -105,8 +96,10 @@ def map_assert(raw: Any, variables: Mapping[str, Any], code: AssertModule, where
         out.update(type="python", value=code.add(base, value, raw.get("threshold"), where))
         return out
     if base == "assert-set":
-        inner = [map_assert(a, variables, code, f"{where}.assert[{i}]", unsupported)
-                 for i, a in enumerate(raw.get("assert") or [])]
+        inner = [
+            map_assert(a, variables, code, f"{where}.assert[{i}]", unsupported)
+            for i, a in enumerate(raw.get("assert") or [])
+        ]
         out.update(type="assert-set", **{"assert": [a for a in inner if a is not None]})
         if "threshold" in raw:
             out["threshold"] = raw["threshold"]
@@ -127,7 +120,7 @@ def map_assert(raw: Any, variables: Mapping[str, Any], code: AssertModule, where
 
 
 def csv_test(row: Mapping[str, str], where: str) -> dict[str, Any]:
-    """A row of a CSV test file as a promptfoo test: columns are vars, ``__expected*`` asserts."""
+    """Convert a row of a CSV test file to a promptfoo test: columns are vars, ``__expected*`` asserts."""
     test: dict[str, Any] = {"vars": {}, "assert": [], "metadata": {}}
     for column, text in row.items():
         if column.startswith("__expected"):
@@ -136,7 +129,7 @@ def csv_test(row: Mapping[str, str], where: str) -> dict[str, Any]:
         elif column == "__description":
             test["description"] = text
         elif column.startswith("__metadata:"):
-            test["metadata"][column[len("__metadata:"):]] = text
+            test["metadata"][column[len("__metadata:") :]] = text
         elif column == "__threshold" and text.strip():
             test["threshold"] = float(text)
         elif column.startswith("__"):
@@ -147,9 +140,10 @@ def csv_test(row: Mapping[str, str], where: str) -> dict[str, Any]:
 
 
 def _expected(text: str, where: str) -> dict[str, Any]:
-    for prefix, kind in _CSV_PREFIXES:
+    for prefix in _CSV_PREFIXES:
         if text.startswith(prefix):
-            rest = text[len(prefix):].strip() if prefix.endswith(":") else None
+            kind = _CSV_ALIASES.get(prefix, prefix.rstrip(":"))
+            rest = text[len(prefix) :].strip() if prefix.endswith(":") else None
             if kind.endswith(("-any", "-all")) and rest is not None:
                 return {"type": kind, "value": [part.strip() for part in rest.split(",")]}
             return {"type": kind, "value": rest} if rest is not None else {"type": kind}
@@ -165,7 +159,7 @@ class TestSource:
 
 
 def _expand(variables: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """promptfoo runs a test once per value of each array var (every combination)."""
+    """Expand the array vars: promptfoo runs a test once per combination of their values."""
     keys = [k for k, v in variables.items() if isinstance(v, list)]
     if not keys:
         return [dict(variables)]
@@ -173,9 +167,16 @@ def _expand(variables: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [{**variables, **dict(zip(keys, combo, strict=True))} for combo in combos]
 
 
-def cases_of(tests: list[TestSource], default: Mapping[str, Any], *, read_var: Callable[[str, str], str],
-             slice_key: str | None, code: AssertModule, unsupported: list[str]) -> list[dict[str, Any]]:
-    """Every test as a case (``defaultTest`` merged in), numbered in order."""
+def cases_of(
+    tests: list[TestSource],
+    default: Mapping[str, Any],
+    *,
+    read_var: Callable[[str, str], str],
+    slice_key: str | None,
+    code: AssertModule,
+    unsupported: list[str],
+) -> list[dict[str, Any]]:
+    """Convert every test to a case (``defaultTest`` merged in), numbered in order."""
     cases: list[dict[str, Any]] = []
     for source in tests:
         test, where = source.test, source.where
@@ -188,15 +189,23 @@ def cases_of(tests: list[TestSource], default: Mapping[str, Any], *, read_var: C
         for variables in _expand(base_vars):
             for key, value in list(variables.items()):
                 if isinstance(value, str) and value.startswith("file://"):
-                    variables[key] = read_var(value[len("file://"):], where)
+                    variables[key] = read_var(value[len("file://") :], where)
                 elif isinstance(value, str):
                     variables[key] = value[:-1] if value.endswith("\n") else value  # as promptfoo does
             cases.append(_case(len(cases) + 1, test, default, variables, where, slice_key, code, unsupported))
     return cases
 
 
-def _case(number: int, test: Mapping[str, Any], default: Mapping[str, Any], variables: dict[str, Any],
-          where: str, slice_key: str | None, code: AssertModule, unsupported: list[str]) -> dict[str, Any]:
+def _case(
+    number: int,
+    test: Mapping[str, Any],
+    default: Mapping[str, Any],
+    variables: dict[str, Any],
+    where: str,
+    slice_key: str | None,
+    code: AssertModule,
+    unsupported: list[str],
+) -> dict[str, Any]:
     asserts = [*(default.get("assert") or []), *(test.get("assert") or [])]
     mapped = [map_assert(a, variables, code, f"{where}: assert[{i}]", unsupported) for i, a in enumerate(asserts)]
     metadata = {**(default.get("metadata") or {}), **(test.get("metadata") or {})}
@@ -208,8 +217,7 @@ def _case(number: int, test: Mapping[str, Any], default: Mapping[str, Any], vari
         "vars": variables,
         "assert": [a for a in mapped if a is not None],
         "tags": [f"{k}={v}" for k, v in metadata.items()],
-        "metadata": {**({"description": description} if description else {}), **metadata,
-                     "promptfoo": where},
+        "metadata": {**({"description": description} if description else {}), **metadata, "promptfoo": where},
     }
     threshold = test.get("threshold", default.get("threshold"))
     if threshold is not None:

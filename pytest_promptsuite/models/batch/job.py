@@ -1,6 +1,5 @@
-"""One OpenAI Batch job through the model's client: upload the request file, create the job, poll
-it, download its output and error files (``/files`` and ``/batches`` under the base URL), cancel it
-on Ctrl-C; every failure an :class:`~pytest_promptsuite.errors.EndpointError`, scrubbed."""
+"""One OpenAI Batch job through the model's client: upload the request file, create the job, poll it, download
+its output and error files, cancel it on Ctrl-C; every failure an EndpointError, scrubbed."""
 
 from __future__ import annotations
 
@@ -19,8 +18,6 @@ from pytest_promptsuite.formats.jsonio import encode
 from pytest_promptsuite.models.batch.requests import BatchLine
 from pytest_promptsuite.models.batch.requests import read_outputs
 
-
-__all__ = ["BatchJob", "JobResult"]
 
 #: A job's statuses after which it changes no more.
 FINAL = frozenset({"completed", "failed", "expired", "cancelled"})
@@ -41,8 +38,14 @@ class JobResult:
 class BatchJob:
     """Runs one batch job for an OpenAI-compatible model, through the model's own client."""
 
-    def __init__(self, model: Any, *, progress: Callable[[str], None] | None = None,
-                 poll_s: float = 0.5, max_poll_s: float = 30.0) -> None:
+    def __init__(
+        self,
+        model: Any,
+        *,
+        progress: Callable[[str], None] | None = None,
+        poll_s: float = 0.5,
+        max_poll_s: float = 30.0,
+    ) -> None:
         self.model = model
         self.progress = progress or (lambda line: None)
         self.poll_s = poll_s
@@ -50,7 +53,7 @@ class BatchJob:
         self.batch_id: str | None = None
 
     async def _request(self, method: str, path: str, **kwargs: Any) -> bytes:
-        """One call of the Batch API, retried on 429, 5xx and dropped connections."""
+        """Call the Batch API once, retried on 429, 5xx and dropped connections."""
         where = f"{method} {self.model.public_base_url}{path}"
         client: httpx.AsyncClient = self.model.client()
         for attempt in range(_TRIES):
@@ -83,13 +86,10 @@ class BatchJob:
     async def run(self, lines: list[BatchLine], endpoint: str) -> JobResult:
         """Send ``lines`` as one job to ``endpoint`` (``/v1/chat/completions``) and wait for it."""
         data = "".join(encode(line.to_dict(), compact=True, scrub=False) + "\n" for line in lines)
-        uploaded = await self._json("POST", "/files", data={"purpose": "batch"},
-                                    files={"file": ("promptsuite-batch.jsonl", data.encode("utf-8"),
-                                                    "application/jsonl")})
-        job = await self._json("POST", "/batches", json={
-            "input_file_id": uploaded.get("id"), "endpoint": endpoint, "completion_window": "24h",
-            "metadata": {"source": "pytest-promptsuite"},
-        })
+        upload = {"file": ("promptsuite-batch.jsonl", data.encode("utf-8"), "application/jsonl")}
+        uploaded = await self._json("POST", "/files", data={"purpose": "batch"}, files=upload)
+        create = {"input_file_id": uploaded.get("id"), "endpoint": endpoint, "completion_window": "24h"}
+        job = await self._json("POST", "/batches", json={**create, "metadata": {"source": "pytest-promptsuite"}})
         self.batch_id = str(job.get("id"))
         job = await self._wait(job)  # Ctrl-C: the runner cancels this, then the job
         result = JobResult(self.batch_id, str(job.get("status")), reason=_reason(job))
@@ -132,11 +132,14 @@ def _progress(job: dict[str, Any]) -> str:
 
 
 def _reason(job: dict[str, Any]) -> str:
-    """Why a finished job left requests unanswered, in the endpoint's words where it gave some."""
+    """Say why a finished job left requests unanswered, in the endpoint's words where it gave some."""
     status = str(job.get("status"))
     errors = job.get("errors")
     data = errors.get("data") if isinstance(errors, dict) else None
     said = "; ".join(str(e.get("message") or e.get("code")) for e in data or [] if isinstance(e, dict))
-    what = {"failed": "the batch failed", "expired": "the batch expired before this request ran",
-            "cancelled": "the batch was cancelled"}.get(status, f"the batch ended {status!r} without it")
+    what = {
+        "failed": "the batch failed",
+        "expired": "the batch expired before this request ran",
+        "cancelled": "the batch was cancelled",
+    }.get(status, f"the batch ended {status!r} without it")
     return f"{what}{': ' + said if said else ''}"
