@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import Any
 
 from pytest_promptsuite.checks.base import Check
 from pytest_promptsuite.checks.base import CheckContext
-from pytest_promptsuite.checks.base import CheckScope
 from pytest_promptsuite.checks.base import Params
 from pytest_promptsuite.checks.base import Verdict
 from pytest_promptsuite.checks.base import json_text
@@ -26,18 +24,6 @@ from pytest_promptsuite.models.runner import ModelRunner
 from pytest_promptsuite.safety.deadline import BudgetExceeded
 from pytest_promptsuite.safety.deadline import time_budget
 from pytest_promptsuite.safety.limits import JSON_SEARCH_SECONDS
-
-
-__all__ = [
-    "Cost",
-    "Latency",
-    "LlmRubric",
-    "ModelJudge",
-    "PythonCheck",
-    "RUBRIC_PROMPT",
-    "Tokens",
-    "parse_judge_reply",
-]
 
 
 class Latency(Check):
@@ -136,7 +122,7 @@ Reply with one JSON object and nothing else:
 
 
 def parse_judge_reply(reply: str) -> dict[str, Any]:
-    """The verdict object in a judge's reply (the first JSON object with a boolean ``pass``)."""
+    """Return the grade in a judge's reply: its first JSON object with a boolean ``pass``."""
     try:
         with time_budget(JSON_SEARCH_SECONDS, "looking for the verdict in the judge's reply"):
             values = [value for value, _, _ in find_json(reply, opening="{", nested=True)]
@@ -181,7 +167,7 @@ class LlmRubric(Check):
         except Exception as exc:  # whatever a judge model raised: this check fails, the case runs on
             return Verdict(False, expected, f"the judge call failed: {type(exc).__name__}: {exc}")
         try:
-            verdict = parse_judge_reply(reply)
+            grade = parse_judge_reply(reply)
         except ValueError as exc:
             return Verdict(
                 False,
@@ -189,10 +175,10 @@ class LlmRubric(Check):
                 f"an unreadable judge reply ({exc}): {shorten(reply)}",
                 details={"judge": ctx.judge_name, "reply": reply},
             )
-        passed = verdict["pass"]
-        score = verdict.get("score")
+        passed = grade["pass"]
+        score = grade.get("score")
         score = float(score) if score is not None else (1.0 if passed else 0.0)
-        reason = str(verdict.get("reason", ""))
+        reason = str(grade.get("reason", ""))
         ok = score >= self.threshold if self.threshold is not None else passed
         return Verdict(
             ok,
@@ -250,14 +236,14 @@ class PythonCheck(Check):
 
 
 def make_latency(p: Params) -> Check:
-    """``latency``: the call took at most ``threshold`` ms."""
+    """Make ``latency``: the call took at most ``threshold`` ms."""
     threshold = p.number("threshold", required=True, minimum=0, what="a bound in milliseconds")
     assert threshold is not None
     return Latency(threshold)
 
 
 def make_tokens(p: Params) -> Check:
-    """``tokens``: at most ``threshold`` tokens of ``field`` (total, prompt or completion)."""
+    """Make ``tokens``: at most ``threshold`` tokens of ``field`` (total, prompt or completion)."""
     threshold = p.number("threshold", required=True, minimum=0, what="a whole number of tokens")
     field = p.string("field", what="'total', 'prompt' or 'completion'") or "total"
     if field not in _TOKEN_FIELDS:
@@ -267,8 +253,7 @@ def make_tokens(p: Params) -> Check:
 
 
 def make_cost(p: Params) -> Check:
-    """``cost``: the call cost at most ``threshold`` USD at ``prices`` per million tokens (else
-    at the model's ``[model] prices``)."""
+    """Make ``cost``: the call cost at most ``threshold`` USD at ``prices`` (else ``[model] prices``)."""
     threshold = p.number("threshold", required=True, minimum=0, what="a bound in USD")
     prices = p.raw("prices", what="{prompt = USD per 1M tokens, completion = USD per 1M tokens}")
     assert threshold is not None
@@ -289,7 +274,7 @@ def make_cost(p: Params) -> Check:
 
 
 def make_llm_rubric(p: Params) -> Check:
-    """``llm-rubric``: a judge model scores the output against the rubric ``value``."""
+    """Make ``llm-rubric``: a judge model grades the output against the rubric ``value``."""
     rubric = p.string("value", required=True, what="the rubric")
     threshold = p.number("threshold", minimum=0, maximum=1, what="a score from 0 to 1")
     assert rubric is not None
@@ -298,13 +283,13 @@ def make_llm_rubric(p: Params) -> Check:
     return LlmRubric(rubric, threshold)
 
 
-def make_python(p: Params, base_dir: Path, scope: CheckScope | None = None) -> Check:
-    """``python``: your function (``value``: ``module:function`` or ``file://path.py:function``)
-    judges the output; ``scope`` says which files and modules it may come from."""
+def make_python(p: Params) -> Check:
+    """Make ``python``: your function ``value`` (``module:function`` or ``file://path.py:function``)
+    judges the output."""
     spec = p.string("value", required=True, what="a dotted path like 'package.module:function'")
     threshold = p.number("threshold")
     assert spec is not None
-    function = import_object(spec, base_dir, field="value", name=p.name, scope=scope)
+    function = import_object(spec, p.base_dir, field="value", name=p.name, scope=p.scope)
     if not callable(function):
         raise CheckError(f"'value' of {p.name!r}: {spec!r} is not callable")
     return PythonCheck(function, spec, threshold)

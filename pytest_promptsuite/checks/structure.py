@@ -1,8 +1,4 @@
-"""The structure layer: is the output shaped right (JSON, a schema, XML, a length, a finish reason)?
-
-These run first; a content check with a ``path`` that cannot be read after one of them failed is
-reported as skipped rather than as a second failure.
-"""
+"""The structure layer: is the output shaped right (JSON, a schema, XML, a length, a finish reason)?"""
 
 from __future__ import annotations
 
@@ -36,21 +32,7 @@ from pytest_promptsuite.safety.limits import JSON_SEARCH_SECONDS
 from pytest_promptsuite.safety.limits import REGEX_SECONDS
 
 
-__all__ = [
-    "CharCount",
-    "ContainsJson",
-    "FinishReason",
-    "IsJson",
-    "IsXml",
-    "PydanticModel",
-    "WordCount",
-    "import_object",
-    "load_schema",
-]
-
-
-#: Validators by the schema's canonical JSON: a suite repeats one schema in many cases, and
-#: checking a schema against its meta-schema costs ~1 ms.
+#: Validators by the schema's canonical JSON: a suite repeats a schema, and checking one costs ~1 ms.
 _VALIDATORS: dict[str, Any] = {}
 #: Parsed schema files by resolved path.
 _SCHEMA_FILES: dict[Path, Any] = {}
@@ -68,7 +50,7 @@ def _read_schema(path: Path, name: str) -> Any:
 
 
 def _remote_ref(schema: Any) -> str | None:
-    """The first ``$ref`` that names another document (nothing is fetched, so it cannot resolve)."""
+    """Return the first ``$ref`` that names another document (nothing is fetched: it cannot resolve)."""
     todo = [schema]
     while todo:
         item = todo.pop()
@@ -82,17 +64,17 @@ def _remote_ref(schema: Any) -> str | None:
     return None
 
 
-def load_schema(p: Params, base_dir: Path, scope: CheckScope | None = None) -> Any | None:
-    """``value`` as a JSON Schema validator: an inline object, or a file relative to the case
-    file (inside the suite's folder when there is a ``scope``)."""
+def _load_schema(p: Params) -> Any | None:
+    """Return ``value`` as a JSON Schema validator: an inline object, or a file (inside the suite's
+    folder when there is a scope)."""
     value = p.raw("value", what="a JSON Schema object or a schema file")
     if value is None:
         return None
     if isinstance(value, str):
-        if scope is not None:
-            path = scope.file(value, base_dir, field="value", name=p.name)
+        if p.scope is not None:
+            path = p.scope.file(value, p.base_dir, field="value", name=p.name)
         else:
-            path = resolve_file(value, base_dir).resolve()
+            path = resolve_file(value, p.base_dir).resolve()
         schema = _SCHEMA_FILES.get(path)
         if schema is None:
             schema = _SCHEMA_FILES[path] = _read_schema(path, p.name)
@@ -112,7 +94,7 @@ def load_schema(p: Params, base_dir: Path, scope: CheckScope | None = None) -> A
     key = json.dumps(schema, sort_keys=True)
     validator = _VALIDATORS.get(key)
     if validator is None:
-        import jsonschema  # imported when a schema is used: it costs ~0.1 s at every pytest start
+        import jsonschema  # here: it costs ~0.1 s at every pytest start
 
         cls = jsonschema.validators.validator_for(schema)
         try:
@@ -124,9 +106,10 @@ def load_schema(p: Params, base_dir: Path, scope: CheckScope | None = None) -> A
 
 
 def _schema_problem(validator: Any, data: Any) -> str | None:
-    """None if ``data`` fits the schema; else the most relevant error, where it is, and how many.
-    A schema's ``pattern`` is a regex of the suite, so validation runs with the regex time budget;
-    a schema that cannot be applied at all is reported as the problem, never raised."""
+    """Return None if ``data`` fits the schema, else the most relevant error, where, and how many.
+
+    A schema's ``pattern`` is the suite's regex, so validation runs with the regex time budget.
+    """
     import jsonschema
 
     try:
@@ -168,8 +151,7 @@ class IsJson(Check):
 
 
 def _json_values(text: str) -> list[Any]:
-    """The JSON objects and arrays embedded in ``text``, in order, not nested in each other
-    (none nested deeper than the depth limit; the search has a time budget)."""
+    """Return the JSON objects and arrays in ``text``, in order, not nested in each other."""
     with time_budget(JSON_SEARCH_SECONDS, "looking for JSON in the output"):
         return [value for value, _, _ in find_json(text)]
 
@@ -216,9 +198,8 @@ def _import_file(path: Path, *, field: str, name: str) -> Any:
 
 
 def import_object(spec: str, base_dir: Path, *, field: str, name: str, scope: CheckScope | None = None) -> Any:
-    """``pkg.module:attr``, ``pkg.module.attr`` or ``file://path.py:attr`` (relative to the case
-    file). With a ``scope``, a file must be inside the suite's folder and a module one of its
-    ``python_modules``: a case file cannot make a run import code from anywhere else."""
+    """Import ``pkg.module:attr``, ``pkg.module.attr`` or ``file://path.py:attr`` (relative to
+    ``base_dir``), a file or module only from where ``scope`` allows."""
     if spec.startswith("file://") or ":" in spec and spec.split(":", 1)[0].endswith(".py"):
         file_part, sep, attr = spec.rpartition(":")
         if not sep or not attr:
@@ -335,6 +316,7 @@ class _Count(Check):
 
     @classmethod
     def make(cls, p: Params) -> _Count:
+        """Make the check from ``value``: a count, or ``{min, max}``."""
         value = p.raw("value", required=True, what="a number or {min, max}")
         if isinstance(value, bool) or not isinstance(value, (int, dict)):
             raise CheckError(f"'value' of {p.name!r} must be a whole number or {{min, max}}, got {value!r}")
@@ -363,7 +345,7 @@ class WordCount(_Count):
     unit = "words"
 
     def count(self, text: str) -> int:
-        """Words of ``text`` (split on whitespace)."""
+        """Count the words of ``text`` (split on whitespace)."""
         return len(text.split())
 
 
@@ -373,7 +355,7 @@ class CharCount(_Count):
     unit = "chars"
 
     def count(self, text: str) -> int:
-        """Characters of ``text``."""
+        """Count the characters of ``text``."""
         return len(text)
 
 
@@ -394,3 +376,44 @@ class FinishReason(Check):
         if actual is None:
             return Verdict(False, expected, "no finish reason reported by the model")
         return Verdict(actual.lower() == self.reason.lower(), expected, f"{actual!r}")
+
+
+def make_is_json(p: Params) -> Check:
+    """Make ``is-json``: the output is JSON, valid against the schema ``value`` when given."""
+    return IsJson(_load_schema(p))
+
+
+def make_contains_json(p: Params) -> Check:
+    """Make ``contains-json``: JSON in the output, valid against the schema ``value`` when given."""
+    return ContainsJson(_load_schema(p))
+
+
+def make_pydantic(p: Params) -> Check:
+    """Make ``pydantic``: the output validates as the pydantic model class ``value`` names."""
+    spec = p.string("value", required=True, what="a dotted path to a pydantic model class")
+    assert spec is not None
+    model = import_object(spec, p.base_dir, field="value", name=p.name, scope=p.scope)
+    if not (isinstance(model, type) and issubclass(model, BaseModel)):
+        raise CheckError(f"'value' of {p.name!r}: {spec!r} is not a pydantic model class")
+    return PydanticModel(model, spec)
+
+
+def make_is_xml(p: Params) -> Check:
+    """Make ``is-xml``: the output is XML, with the element paths of ``value`` when given."""
+    value = p.raw("value", what="{requiredElements = [...]} or a list of element paths")
+    if value is None:
+        return IsXml([])
+    if isinstance(value, dict):
+        if set(value) != {"requiredElements"}:
+            raise CheckError(f"'value' of {p.name!r} takes only 'requiredElements', got keys {sorted(value)}")
+        value = value["requiredElements"]
+    if not isinstance(value, list) or not value or not all(isinstance(v, str) and v for v in value):
+        raise CheckError(f"'value' of {p.name!r}: requiredElements must be a non-empty list of paths like 'root.child'")
+    return IsXml(value)
+
+
+def make_finish_reason(p: Params) -> Check:
+    """Make ``finish-reason``: the model stopped for the reason ``value``."""
+    reason = p.string("value", required=True, what="a finish reason such as 'stop' or 'length'")
+    assert reason is not None
+    return FinishReason(reason)
