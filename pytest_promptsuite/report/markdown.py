@@ -1,8 +1,5 @@
-"""``summary.md``: a GitHub job summary. Gate verdict first, the slice table, then what changed.
-
-Plain GitHub-flavoured Markdown with no links and no images; every user text (slice names, case
-ids, gate reasons) is escaped so it cannot turn into markup.
-"""
+"""``summary.md``, a GitHub job summary in plain Markdown (every user text escaped): the gate's result
+first, the slice table, then what changed."""
 
 from __future__ import annotations
 
@@ -13,8 +10,9 @@ from typing import Any
 
 from pytest_promptsuite.cases.case import CaseKey
 from pytest_promptsuite.checks.outcome import Outcome
-from pytest_promptsuite.report.evidence import verdict_lines
+from pytest_promptsuite.report.evidence import regression_lines
 from pytest_promptsuite.report.reasons import reason
+from pytest_promptsuite.report.text import pct
 from pytest_promptsuite.report.text import slice_rows
 from pytest_promptsuite.report.text import totals_line
 from pytest_promptsuite.report.text import usage_cells
@@ -25,8 +23,6 @@ from pytest_promptsuite.results.row import CaseResult
 from pytest_promptsuite.results.summary import Summary
 from pytest_promptsuite.results.usage import UsageReport
 
-
-__all__ = ["summary_markdown"]
 
 #: Ids listed per section before "... and N more": a job summary is capped at 1 MiB.
 MAX_IDS = 50
@@ -39,7 +35,7 @@ _LINE_START = re.compile(r"^(\d+)([.)])(?=\s|$)|^([-+#=])")
 
 
 def md_escape(text: str) -> str:
-    """``text`` as literal Markdown inline text on one line (no markup, no HTML, no links)."""
+    """Escape ``text`` into literal Markdown inline text on one line (no markup, no HTML, no links)."""
     text = " ".join(text.split())
     out = []
     for ch in text:
@@ -73,10 +69,9 @@ def summary_markdown(
     summary: Summary, review: Sequence[Mapping[str, Any]] = (), *, rows: Sequence[CaseResult] = (),
     usage: UsageReport | None = None, history: History | None = None,
 ) -> str:
-    """The whole ``summary.md`` text: the verdict, the slice table and the totals on top, then
-    collapsed sections (failing and regressed cases with their first failed check, cost and
-    latency, the trend over earlier runs); ``review`` is the review queue (``files.review_queue``)."""
-    md = _verdict(summary) + _slice_table(summary)
+    """Write ``summary.md``: the gate's result, the slice table and the totals on top, then collapsed
+    sections (failing and regressed cases, cost and latency, the trend); ``review`` is the review queue."""
+    md = _gate(summary) + _slice_table(summary)
     if usage is not None:
         md += [md_escape(totals_line(usage)), ""]
     md += _failing(rows) + _regressed(summary) + _usage(usage) + _trend(history)
@@ -99,7 +94,7 @@ def summary_markdown(
 
 
 def _collapsed(title: str, header: Sequence[str], rows: Sequence[Sequence[str]], more: int = 0) -> list[str]:
-    """A ``<details>`` section holding a table (cells already escaped), closed by default."""
+    """Return a ``<details>`` section (closed) holding a table whose cells are already escaped."""
     md = [f"<details><summary>{md_escape(title)}</summary>", "",
           "| " + " | ".join(md_escape(h) for h in header) + " |", "|" + "---|" * len(header)]
     md += ["| " + " | ".join(row) + " |" for row in rows]
@@ -119,7 +114,7 @@ def _first_failure(checks: Sequence[Mapping[str, Any]], error: str | None) -> st
 
 
 def _failing(rows: Sequence[CaseResult]) -> list[str]:
-    """The failed and errored cases, each with its first failed check's message."""
+    """List the failed and errored cases, each with its first failed check's message."""
     bad = [r for r in rows if r.outcome in (Outcome.FAILED, Outcome.ERROR)]
     if not bad:
         return []
@@ -134,7 +129,7 @@ def _failing(rows: Sequence[CaseResult]) -> list[str]:
 
 
 def _regressed(summary: Summary) -> list[str]:
-    """The cases that passed in the baseline and do not now, with what fails now."""
+    """List the cases that passed in the baseline and do not now, with what fails now."""
     flips = [f for f in (summary.baseline.flips if summary.baseline else ()) if f.kind == "regression"]
     if not flips:
         return []
@@ -148,7 +143,7 @@ def _regressed(summary: Summary) -> list[str]:
 
 
 def _usage(usage: UsageReport | None) -> list[str]:
-    """Calls, cache hits, tokens, cost and latency per slice and per variant."""
+    """Tabulate calls, cache hits, tokens, cost and latency per slice and per variant."""
     if usage is None or not usage.total.rows:
         return []
     groups = [("slice", s) for s in usage.slices] + [("variant", v) for v in usage.variants]
@@ -158,7 +153,7 @@ def _usage(usage: UsageReport | None) -> list[str]:
 
 
 def _trend(history: History | None) -> list[str]:
-    """Each slice's pass rate (95 % interval) over the earlier runs and this one."""
+    """Tabulate each slice's pass rate (95 % interval) over the earlier runs and this one."""
     if history is None or len(history.runs) < 2:
         return []
     header, rows = trend_rows(history_frame(history))
@@ -167,13 +162,13 @@ def _trend(history: History | None) -> list[str]:
                       header, table)
 
 
-def _verdict(summary: Summary) -> list[str]:
-    """The verdict heading, each gate failure's sentence and the totals."""
+def _gate(summary: Summary) -> list[str]:
+    """Write the gate's heading, each failure's sentence and the totals."""
     gate = summary.gate
     t = summary.totals
-    verdict = "PASSED" if gate.passed else "FAILED"
+    result = "PASSED" if gate.passed else "FAILED"
     mark = "\u2705" if gate.passed else "\u274c"
-    md = [f"## {mark} promptsuite gate: {verdict}", ""]
+    md = [f"## {mark} promptsuite gate: {result}", ""]
     if gate.decisions:
         md += [f"- {md_escape(reason(decision))}" for decision in gate.decisions]
         md.append("")
@@ -181,7 +176,7 @@ def _verdict(summary: Summary) -> list[str]:
 
 
 def _slice_table(summary: Summary) -> list[str]:
-    """The slice table, its gate column in bold where it fails."""
+    """Tabulate the slices, the gate column in bold where it fails."""
     header, rows = slice_rows(summary)
     md = ["| " + " | ".join(md_escape(h) for h in header) + " |"]
     md.append("|" + "|".join("---" if i == 0 or i == len(header) - 1 else "---:"
@@ -194,7 +189,7 @@ def _slice_table(summary: Summary) -> list[str]:
 
 
 def _baseline(summary: Summary) -> list[str]:
-    """The baseline comparison in one sentence and the ids that changed; nothing without one."""
+    """Sum up the baseline comparison in one sentence and list the ids that changed."""
     diff = summary.baseline
     if diff is None:
         return []
@@ -214,25 +209,21 @@ def _baseline(summary: Summary) -> list[str]:
 
 
 def _drops(summary: Summary) -> list[str]:
-    """What the comparisons can and cannot show: the rule and each verdict worth a look."""
-    lines = list(verdict_lines(summary))
+    """List the regression rule and each regression test worth a look."""
+    lines = list(regression_lines(summary))
     if not lines:
         return []
     return ["### Is this drop real?", "", *[f"- {md_escape(line)}" for line in lines], ""]
 
 
-def _rate(value: float | None) -> str:
-    return "-" if value is None else f"{value:.1%}"
-
-
 def _variants(summary: Summary) -> list[str]:
-    """The pass rate per variant, and the prompt variants side by side with their flips."""
+    """Tabulate the pass rate per variant, and the prompt variants side by side with their flips."""
     md = []
     if summary.variants:
         md += ["### By variant", "", "| variant | cases | passed | pass rate |", "|---|---:|---:|---:|"]
         for v in summary.variants:
             c = v.counts
-            md.append(f"| {md_escape(v.name)} | {c.cases} | {c.passed} | {_rate(c.pass_rate)} |")
+            md.append(f"| {md_escape(v.name)} | {c.cases} | {c.passed} | {pct(c.pass_rate)} |")
         md.append("")
     compared = summary.compared_variants
     if compared is None:
@@ -244,7 +235,7 @@ def _variants(summary: Summary) -> list[str]:
            "|---|" + "---:|" * (len(head) - 1)]
     by_slice: dict[str, dict[str, str]] = {}
     for vs in compared.slices:
-        by_slice.setdefault(vs.slice, {})[vs.variant] = _rate(vs.counts.pass_rate) + (
+        by_slice.setdefault(vs.slice, {})[vs.variant] = pct(vs.counts.pass_rate) + (
             "" if vs.gate == "pass" else " ❌"
         )
     for name in sorted(by_slice):

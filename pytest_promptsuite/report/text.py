@@ -1,4 +1,4 @@
-"""Plain-text views: the slice table, the gate verdict and a failing case's report."""
+"""Plain-text views: the slice table, the gate's result and a failing case's report."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ import unicodedata
 from collections.abc import Iterator
 from collections.abc import Sequence
 
-from pytest_promptsuite.report.evidence import short_verdict
-from pytest_promptsuite.report.evidence import verdict_lines
+from pytest_promptsuite.report.evidence import regression_cell
+from pytest_promptsuite.report.evidence import regression_lines
+from pytest_promptsuite.report.reasons import plural
 from pytest_promptsuite.report.reasons import reason
 from pytest_promptsuite.results.row import CaseResult
 from pytest_promptsuite.results.summary import Summary
@@ -15,17 +16,12 @@ from pytest_promptsuite.results.usage import UsageReport
 from pytest_promptsuite.results.usage import UsageStats
 
 
-__all__ = [
-    "display_width", "failure_text", "money", "slice_rows", "summary_lines", "totals_line", "trim_output",
-    "usage_cells", "variant_lines",
-]
-
 #: Outputs longer than this are shown trimmed around the first place a failed check points at.
 MAX_OUTPUT_CHARS = 600
 
 
 def display_width(text: str) -> int:
-    """Terminal columns ``text`` takes (CJK characters take two)."""
+    """Count the terminal columns ``text`` takes (CJK characters take two)."""
     return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
 
 
@@ -45,7 +41,8 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]], right: set[int]
         ).rstrip()
 
 
-def _pct(value: float | None) -> str:
+def pct(value: float | None) -> str:
+    """Write a pass rate as a percentage with one decimal (``-`` for none)."""
     return "-" if value is None else f"{value:.1%}"
 
 
@@ -63,7 +60,7 @@ def _id_list(ids: Sequence[str], limit: int) -> str:
 
 
 def slice_rows(summary: Summary) -> tuple[list[str], list[list[str]]]:
-    """The slice table as text cells (header, rows); baseline columns only with a baseline."""
+    """Return the slice table as text cells (header, rows); baseline columns only with a baseline."""
     baseline = summary.baseline is not None
     header = ["slice", "cases", "passed", "failed", "error", "review", "pass rate", "95% CI",
               "threshold"]
@@ -81,7 +78,7 @@ def slice_rows(summary: Summary) -> tuple[list[str], list[list[str]]]:
             str(c.failed),
             str(c.error),
             str(c.review),
-            _pct(c.pass_rate),
+            pct(c.pass_rate),
             "-" if interval is None else f"{interval[0]:.0%}-{interval[1]:.0%}",
             f"{s.threshold:.0%} ({s.threshold_source})",
         ]
@@ -89,12 +86,12 @@ def slice_rows(summary: Summary) -> tuple[list[str], list[list[str]]]:
             test = s.test
             shown_p = None if test is None else (test.p_adjusted if test.p_adjusted is not None else test.p_regression)
             row += [
-                _pct(s.baseline_pass_rate),
+                pct(s.baseline_pass_rate),
                 _signed_points(s.delta),
                 f"-{s.regressions or 0}/+{s.fixes or 0}",
                 _p(s.p_value),
                 _p(shown_p),
-                short_verdict(test),
+                regression_cell(test),
                 "-" if test is None or test.detectable_drop is None else f"{test.detectable_drop * 100:.1f}",
             ]
         row.append(s.gate.upper())
@@ -103,7 +100,7 @@ def slice_rows(summary: Summary) -> tuple[list[str], list[list[str]]]:
 
 
 def money(value: float | None) -> str:
-    """USD with enough digits to tell small calls apart (``$0.000123``, ``$12.34``)."""
+    """Write USD with enough digits to tell small calls apart (``$0.000123``, ``$12.34``)."""
     if value is None:
         return "-"
     return f"${value:.2f}" if value >= 1 else f"${value:.6f}".rstrip("0").rstrip(".") if value else "$0"
@@ -114,7 +111,7 @@ def _ms(value: float | None) -> str:
 
 
 def usage_cells(stats: UsageStats) -> list[str]:
-    """A group's calls, cache hits, tokens, cost and latency p50 / p95 as table cells."""
+    """Return a group's calls, cache hits, tokens, cost and latency p50 / p95 as table cells."""
     tokens = stats.tokens
     return [
         str(stats.calls), str(stats.cache_hits), "-" if tokens is None else f"{tokens:,}",
@@ -123,7 +120,7 @@ def usage_cells(stats: UsageStats) -> list[str]:
 
 
 def totals_line(usage: UsageReport) -> str:
-    """One line: calls, cache hits, tokens, cost and p95 latency of the whole run."""
+    """Write the run's calls, cache hits, tokens, cost and p95 latency in one line."""
     t = usage.total
     tokens = "tokens not reported" if t.tokens is None else (
         f"{t.tokens:,} tokens ({t.prompt_tokens or 0:,} prompt + {t.completion_tokens or 0:,} completion)"
@@ -132,16 +129,14 @@ def totals_line(usage: UsageReport) -> str:
         "cost unknown (no token counts)" if usage.priced else "cost unknown (no [model] prices)"
     )
     latency = "p95 latency not measured" if t.latency_p95_ms is None else f"p95 latency {_ms(t.latency_p95_ms)}"
-    hits = f"{t.cache_hits} cache hit{'s' if t.cache_hits != 1 else ''}"
-    return f"totals: {t.calls} call{'s' if t.calls != 1 else ''}, {hits}, {tokens}, {cost}, {latency}"
+    return f"totals: {plural(t.calls, 'call')}, {plural(t.cache_hits, 'cache hit')}, {tokens}, {cost}, {latency}"
 
 
 def summary_lines(
     summary: Summary, *, max_ids: int = 20, gate: bool = True, usage: UsageReport | None = None
 ) -> Iterator[str]:
-    """The slice table, the totals (with ``usage``, its line of calls, tokens, cost and latency),
-    variants, flaky cases, the baseline diff by id, what the comparisons can show, and (with
-    ``gate``) the gate verdict last."""
+    """Yield the slice table, the totals, variants, flaky cases, the baseline diff by id, the regression
+    tests and, with ``gate``, the gate's result last."""
     header, rows = slice_rows(summary)
     right = {1, 2, 3, 4, 5, 6} | ({9, 10, 12, 13, 15} if summary.baseline is not None else set())
     yield from _table(header, rows, right=right)
@@ -151,7 +146,7 @@ def summary_lines(
         yield totals_line(usage)
     if summary.variants:
         yield "by variant: " + ", ".join(
-            f"{v.name} {_pct(v.counts.pass_rate)} ({v.counts.passed}/{v.counts.counted})"
+            f"{v.name} {pct(v.counts.pass_rate)} ({v.counts.passed}/{v.counts.counted})"
             for v in summary.variants
         )
     if summary.compared_variants is not None:
@@ -174,13 +169,13 @@ def summary_lines(
         if diff.fixes:
             yield "fixes: " + _id_list(list(diff.fixes), max_ids)
         for name, rate in sorted(diff.missing_slices.items()):
-            yield f"slice {name!r} of the baseline ({_pct(rate)}) has no case in this run"
-    yield from verdict_lines(summary)
+            yield f"slice {name!r} of the baseline ({pct(rate)}) has no case in this run"
+    yield from regression_lines(summary)
     if not gate:
         return
     if summary.gate.passed:
         failed = t.failed
-        tolerated = f" ({failed} failed case{'s' if failed != 1 else ''} within tolerance)" if failed else ""
+        tolerated = f" ({plural(failed, 'failed case')} within tolerance)" if failed else ""
         yield f"promptsuite gate: PASSED{tolerated}"
     else:
         yield "promptsuite gate: FAILED"
@@ -189,8 +184,8 @@ def summary_lines(
 
 
 def variant_lines(summary: Summary, *, max_ids: int = 20) -> Iterator[str]:
-    """Prompt versions side by side: each slice's pass rate per variant, and the flips from the
-    first variant to the second."""
+    """Yield the prompt variants side by side: each slice's pass rate per variant, and the flips from
+    the first variant to the second."""
     compared = summary.compared_variants
     if compared is None:
         return
@@ -203,7 +198,7 @@ def variant_lines(summary: Summary, *, max_ids: int = 20) -> Iterator[str]:
     for vs in compared.slices:
         c = vs.counts
         mark = "" if vs.gate == "pass" else " FAIL"
-        by_slice.setdefault(vs.slice, {})[vs.variant] = f"{_pct(c.pass_rate)} ({c.passed}/{c.counted}){mark}"
+        by_slice.setdefault(vs.slice, {})[vs.variant] = f"{pct(c.pass_rate)} ({c.passed}/{c.counted}){mark}"
     rows = []
     for name in sorted(by_slice):
         row = [name, *(by_slice[name].get(v, "-") for v in names)]
@@ -221,7 +216,7 @@ def variant_lines(summary: Summary, *, max_ids: int = 20) -> Iterator[str]:
 
 
 def trim_output(output: str, focus: int | None = None, limit: int = MAX_OUTPUT_CHARS) -> str:
-    """``output`` whole if short; else a window of ``limit`` characters around ``focus``."""
+    """Return ``output`` whole if short, else a window of ``limit`` characters around ``focus``."""
     if len(output) <= limit:
         return output
     focus = 0 if focus is None else focus
@@ -233,7 +228,7 @@ def trim_output(output: str, focus: int | None = None, limit: int = MAX_OUTPUT_C
 
 
 def _focus(result: CaseResult) -> int | None:
-    """The offset of the first forbidden text found, the natural place to look."""
+    """Return the offset a failed check points at (forbidden text found), the place to look."""
     for check in result.failed_checks:
         marker = " at offset "
         if marker in check.message:
@@ -245,12 +240,12 @@ def _focus(result: CaseResult) -> int | None:
 
 
 def failure_text(result: CaseResult) -> str:
-    """What a failing case's pytest report shows: where, which checks, and the output."""
+    """Write a failing case's pytest report: where, which checks, and the output."""
     failed = result.failed_checks
     what = (
         f"error: {result.error}"
         if result.error is not None
-        else f"failed {len(failed)} check{'s' if len(failed) != 1 else ''}"
+        else f"failed {plural(len(failed), 'check')}"
     )
     which = result.case_id
     if result.variant is not None:

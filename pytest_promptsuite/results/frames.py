@@ -1,5 +1,5 @@
-"""Results as pandas DataFrames: ``read_results`` and ``read_history`` for analysis, and the slice
-table that ``slices.csv`` is written from. Each function imports pandas when it is called."""
+"""Results as pandas DataFrames: ``read_results`` and ``read_history`` for analysis, and the slice table
+``slices.csv`` is written from (pandas is imported when a function is called)."""
 
 from __future__ import annotations
 
@@ -19,8 +19,6 @@ from pytest_promptsuite.results.summary import Summary
 if TYPE_CHECKING:
     import pandas as pd
 
-
-__all__ = ["CHECK_PREFIX", "history_frame", "read_history", "read_results", "slices_frame"]
 
 #: What the name of a check's column starts with: ``check:must_include``.
 CHECK_PREFIX = "check:"
@@ -58,8 +56,8 @@ def _tokens(usage: dict[str, Any] | None, name: str) -> int | None:
 
 
 def read_results(path: StrPath) -> pd.DataFrame:
-    """Read a ``results.jsonl`` (or the one in a report folder) into a DataFrame: a row per case,
-    variant and repeat, and a ``check:NAME`` column per check name; ConfigError if unreadable."""
+    """Read a ``results.jsonl`` (or a report folder's) into a DataFrame: a row per case, variant and
+    repeat, and a ``check:NAME`` column per check name; ConfigError if unreadable."""
     import pandas as pd
 
     rows = load_results(Path(path))

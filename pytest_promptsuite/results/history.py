@@ -1,5 +1,5 @@
-"""Earlier runs (``--prompt-history DIR``, ``promptsuite history DIR...``): each slice's counts,
-pass rate and 95 % interval in each run, loaded from the ``summary.json`` files under a folder."""
+"""Earlier runs (``--prompt-history``, ``promptsuite history``): each slice's counts, pass rate and 95 %
+interval in each run, read from the ``summary.json`` files under a folder."""
 
 from __future__ import annotations
 
@@ -14,8 +14,6 @@ from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.formats.jsonio import decode
 from pytest_promptsuite.results.summary import Summary
 
-
-__all__ = ["HISTORY_RUNS", "History", "HistoryPoint", "HistoryRun", "load_history"]
 
 #: How many of the latest runs ``--prompt-history`` keeps (the dashboard draws them all).
 HISTORY_RUNS = 20
@@ -42,7 +40,7 @@ class HistoryPoint:
 
 @dataclass(frozen=True)
 class HistoryRun:
-    """One earlier (or the current) run: its label, gate verdict and slices."""
+    """One earlier (or the current) run: its label, whether it passed the gate, and its slices."""
 
     label: str
     passed: bool | None
