@@ -98,11 +98,7 @@ class Contains(Check):
         if found_at and (ok or self.mode == "all"):
             found = ", ".join(found_at) + (f"; missing {', '.join(missing)}" if missing else "")
         else:
-            found = (
-                f"none of them in {len(text)} chars"
-                if self.mode != "one"
-                else f"no match in {len(text)} chars"
-            )
+            found = f"none of them in {len(text)} chars" if self.mode != "one" else f"no match in {len(text)} chars"
         return Verdict(ok, expected, found)
 
 
@@ -115,9 +111,7 @@ class StartsWith(Check):
     def evaluate(self, value: Any, ctx: CheckContext) -> Verdict:
         text = json_text(value)
         ok = text.startswith(self.prefix)
-        return Verdict(
-            ok, f"starts with {self.prefix!r}", f"begins {shorten(text[: max(len(self.prefix), 20)])}"
-        )
+        return Verdict(ok, f"starts with {self.prefix!r}", f"begins {shorten(text[: max(len(self.prefix), 20)])}")
 
 
 class Regex(Check):
@@ -186,9 +180,7 @@ class Similar(Check):
 
         text = json_text(value)
         best, ratio = max(((e, fuzz.ratio(text, e) / 100) for e in self.expected), key=lambda p: p[1])
-        target = (
-            shorten(self.expected[0]) if len(self.expected) == 1 else f"one of {len(self.expected)} texts"
-        )
+        target = shorten(self.expected[0]) if len(self.expected) == 1 else f"one of {len(self.expected)} texts"
         return Verdict(
             ratio >= self.threshold,
             f"similarity >= {self.threshold:g} to {target}",
@@ -297,9 +289,7 @@ def make_is_refusal(p: Params) -> Check:
     if not use_defaults and not extra:
         raise CheckError(f"{p.name!r} with 'defaults: false' needs 'value': your refusal patterns")
     sources = [*(REFUSAL_PATTERNS if use_defaults else ()), *extra]
-    return IsRefusal(
-        [re.compile(s, re.IGNORECASE) if s in REFUSAL_PATTERNS else _compile_ci(p, s) for s in sources]
-    )
+    return IsRefusal([re.compile(s, re.IGNORECASE) if s in REFUSAL_PATTERNS else _compile_ci(p, s) for s in sources])
 
 
 def _compile_ci(p: Params, source: str) -> re.Pattern[str]:

@@ -63,8 +63,12 @@ class Evaluator:
         return compile_case(case, self.make, suite=self.suite, display=display)
 
     def evaluate(
-        self, case: PromptCase, response: Response | str, checks: CompiledChecks | None = None,
-        *, prices: Prices | None = None,
+        self,
+        case: PromptCase,
+        response: Response | str,
+        checks: CompiledChecks | None = None,
+        *,
+        prices: Prices | None = None,
     ) -> tuple[CheckResult, ...]:
         """Return every check result for a response (or a bare output): ``must_include`` and
         ``must_not_include`` first, then by layer, then the assert-sets and the case threshold."""
@@ -85,8 +89,7 @@ class Evaluator:
         if not (checks.entries or checks.suite or case.review):  # only must_include / must_not_include
             return tuple(must_checks(case, output))
         ctx = CheckContext(
-            case=case, output=output, response=reply, judge=self.judge, judge_name=self.judge_name,
-            prices=prices,
+            case=case, output=output, response=reply, judge=self.judge, judge_name=self.judge_name, prices=prices
         )
         return _Run(ctx, checks, self.review_fails).results()
 
@@ -186,9 +189,7 @@ class _Run:
         if verdict.details:
             details.update(verdict.details)
         if verdict.skip is not None:
-            return self._result(
-                compiled, False, f"{prefix}skipped: {verdict.skip}", gating, details, skipped=True
-            )
+            return self._result(compiled, False, f"{prefix}skipped: {verdict.skip}", gating, details, skipped=True)
         passed = verdict.passed != compiled.negate
         expected = f"not {verdict.expected}" if compiled.negate else verdict.expected
         message = f"{prefix}expected {expected}; found {verdict.found}"
@@ -249,12 +250,7 @@ def _share_result(
     total = sum(w for w, _ in counted)
     if not counted:
         return CheckResult(
-            layer.value,
-            name,
-            False,
-            f"{label}: skipped: no check of it could run",
-            gating=gating,
-            skipped=True,
+            layer.value, name, False, f"{label}: skipped: no check of it could run", gating=gating, skipped=True
         )
     got = sum(w for w, r in counted if r.passed)
     share = got / total

@@ -34,9 +34,7 @@ class JsonPath:
     def parse(cls, text: str) -> JsonPath:
         """Parse ``text`` or raise :class:`CheckError` naming the position that is wrong."""
         if not isinstance(text, str) or not text.startswith("$"):
-            raise CheckError(
-                f"'path' must be a JSONPath starting with '$' (like '$.refund.amount'), got {text!r}"
-            )
+            raise CheckError(f"'path' must be a JSONPath starting with '$' (like '$.refund.amount'), got {text!r}")
         steps: list[Step] = []
         at = 1
         while at < len(text):
@@ -46,8 +44,7 @@ class JsonPath:
                     break
             else:
                 raise CheckError(
-                    f"'path' {text!r}: cannot read {text[at:]!r} at position {at + 1} "
-                    "(supported: .key, [0], ['key'])"
+                    f"'path' {text!r}: cannot read {text[at:]!r} at position {at + 1} (supported: .key, [0], ['key'])"
                 )
             if pattern is _INDEX:
                 steps.append(int(match.group(1)))
@@ -83,4 +80,3 @@ class JsonPath:
                 current = current[step]
                 walked += f".{step}" if _KEY.fullmatch(f".{step}") else f"[{step!r}]"
         return current
-

@@ -41,9 +41,7 @@ class Latency(Check):
         if response is None:
             return Verdict.skipped("no model response to time")
         if response.cached:
-            return Verdict.skipped(
-                "no latency: the response came from the cache (run without the cache to measure it)"
-            )
+            return Verdict.skipped("no latency: the response came from the cache (run without the cache to measure it)")
         if response.latency_ms is None:
             return Verdict.skipped("no latency: the model did not measure one (the fake model never does)")
         return Verdict(
@@ -72,9 +70,7 @@ class Tokens(Check):
         count = getattr(usage, f"{self.field}_tokens", None) if usage is not None else None
         if count is None:
             return Verdict.skipped(f"no {self.field} token count reported by the model")
-        return Verdict(
-            count <= self.threshold, f"at most {self.threshold} {self.field} tokens", f"{count} tokens"
-        )
+        return Verdict(count <= self.threshold, f"at most {self.threshold} {self.field} tokens", f"{count} tokens")
 
 
 class Cost(Check):
@@ -219,9 +215,7 @@ class PythonCheck(Check):
         except (Exception, SystemExit) as exc:  # the user's function broke: a failure that says how
             return Verdict(False, expected, f"the function raised {exc!r}")
         if isinstance(result, CheckResult):
-            return Verdict(
-                result.passed, expected, result.message, score=result.score, details=result.details
-            )
+            return Verdict(result.passed, expected, result.message, score=result.score, details=result.details)
         if isinstance(result, bool):
             return Verdict(result, expected, "True" if result else "False")
         if isinstance(result, (int, float)):
@@ -230,9 +224,7 @@ class PythonCheck(Check):
             ok = result >= self.threshold if self.threshold is not None else result > 0
             bound = f">= {self.threshold:g}" if self.threshold is not None else "> 0"
             return Verdict(ok, f"{self.spec} scores {bound}", f"score {result:g}", score=float(result))
-        return Verdict(
-            False, expected, f"a {type(result).__name__} (return a bool, a float or a CheckResult)"
-        )
+        return Verdict(False, expected, f"a {type(result).__name__} (return a bool, a float or a CheckResult)")
 
 
 def make_latency(p: Params) -> Check:
@@ -262,9 +254,7 @@ def make_cost(p: Params) -> Check:
     if (
         not isinstance(prices, dict)
         or set(prices) != {"prompt", "completion"}
-        or not all(
-            isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in prices.values()
-        )
+        or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in prices.values())
     ):
         raise CheckError(
             f"'prices' of {p.name!r} must be {{prompt = USD per 1M tokens, completion = USD per 1M tokens}}, "

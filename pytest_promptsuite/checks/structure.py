@@ -82,8 +82,7 @@ def _load_schema(p: Params) -> Any | None:
         schema = value
     if not isinstance(schema, dict):
         raise CheckError(
-            f"'value' of {p.name!r} must be a JSON Schema object or a schema file, "
-            f"got {type(schema).__name__}"
+            f"'value' of {p.name!r} must be a JSON Schema object or a schema file, got {type(schema).__name__}"
         )
     remote = _remote_ref(schema)
     if remote is not None:
@@ -203,9 +202,7 @@ def import_object(spec: str, base_dir: Path, *, field: str, name: str, scope: Ch
     if spec.startswith("file://") or ":" in spec and spec.split(":", 1)[0].endswith(".py"):
         file_part, sep, attr = spec.rpartition(":")
         if not sep or not attr:
-            raise CheckError(
-                f"{field!r} of {name!r} must look like 'file://checks.py:function', got {spec!r}"
-            )
+            raise CheckError(f"{field!r} of {name!r} must look like 'file://checks.py:function', got {spec!r}")
         if scope is not None:
             path = scope.file(file_part, base_dir, field=field, name=name)
         else:
@@ -217,9 +214,7 @@ def import_object(spec: str, base_dir: Path, *, field: str, name: str, scope: Ch
         else:
             module_path, _, attr = spec.rpartition(".")
         if not module_path or not attr:
-            raise CheckError(
-                f"{field!r} of {name!r} must be a dotted path like 'package.module:name', got {spec!r}"
-            )
+            raise CheckError(f"{field!r} of {name!r} must be a dotted path like 'package.module:name', got {spec!r}")
         if scope is not None:
             scope.check_module(module_path, field=field, name=name)
         try:

@@ -35,9 +35,7 @@ def summary_document(summary: Summary, *, usage: UsageReport | None = None) -> d
         "flaky": [r.to_dict() for r in summary.flaky],
         "baseline": summary.baseline.to_dict() if summary.baseline is not None else None,
         "policy": summary.policy.to_dict(),
-        "compared_variants": (
-            summary.compared_variants.to_dict() if summary.compared_variants is not None else None
-        ),
+        "compared_variants": (summary.compared_variants.to_dict() if summary.compared_variants is not None else None),
         **summary.settings.to_dict(),
         "max_regression": summary.policy.max_regression()[0],
         "regression_tests": [t.to_dict() for t in summary.tests],

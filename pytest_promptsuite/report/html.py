@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import html
 import io
 import shutil
 import tempfile
-from collections.abc import Callable
 from collections.abc import Mapping
 from collections.abc import Sequence
 from functools import cache
@@ -22,6 +20,7 @@ from pytest_promptsuite.checks.outcome import Outcome
 from pytest_promptsuite.formats.jsonio import encode
 from pytest_promptsuite.prompts.core import prompt_display
 from pytest_promptsuite.report.document import summary_document
+from pytest_promptsuite.results.compare import Reader
 from pytest_promptsuite.results.history import History
 from pytest_promptsuite.results.review_book import REVIEW_CHECK
 from pytest_promptsuite.results.review_book import output_sha256
@@ -101,8 +100,9 @@ _BaselineCell = tuple[str, int, str]
 def _baseline_cells(baseline: Sequence[CaseResult], size: int) -> dict[tuple[str, str | None, int], _BaselineCell]:
     """Key each baseline row by (case, variant, repeat), keeping its outcome, output hash and preview
     (the baseline's texts are read once, never all held)."""
-    return {(b.case_id, b.variant, b.repeat): (b.outcome.value, hash(b.output), (b.output or "")[:size])
-            for b in baseline}
+    return {
+        (b.case_id, b.variant, b.repeat): (b.outcome.value, hash(b.output), (b.output or "")[:size]) for b in baseline
+    }
 
 
 def _baseline_cell(output_hash: int, b: _BaselineCell | None) -> Any:
@@ -167,44 +167,6 @@ def _flips(summary: Summary) -> list[dict[str, Any]]:
     return flips
 
 
-def _write_payload(
-    out: TextIO, rows: Sequence[CaseResult], summary: Summary, usage: UsageReport | None, history: History | None,
-    baseline: Sequence[CaseResult] | None, full: Callable[[CaseResult], CaseResult] | None = None,
-    cells: GridCells | None = None,
-) -> None:
-    """Write the page's data as a stream: a grid row at a time (copied from ``cells``, or read back
-    whole by ``full``), the details and baseline cells through spill files; the JSON is what one
-    ``encode`` of the whole payload gives."""
-    size = grid_text(len(rows))
-    by_key = _baseline_cells(baseline, size) if baseline else None
-    known = cells if cells is not None and cells.size == size else None
-    out.write('{"summary":' + _json_for_script(summary_document(summary, usage=usage)) + ',"rows":[')
-    with _Spill() as details, _Spill() as baseline_cells:
-        for i, r in enumerate(rows):
-            kept = None if known is None else known.get(r)
-            if kept is None:
-                r = r if full is None else full(r)
-                detail = -1
-                if _needs_detail(r.outcome, r.checks[-1].name if r.checks else None):
-                    detail = details.add(_json_for_script(_detail(r)))
-                kept = _json_for_script(_grid_row(r, detail, size)), hash(r.output)
-            out.write(("," if i else "") + kept[0])
-            if by_key is not None:
-                cell = _baseline_cell(kept[1], by_key.get((r.case_id, r.variant, r.repeat)))
-                baseline_cells.add(_json_for_script(cell))
-        out.write('],"details":[')
-        details.copy_to(out)
-        out.write('],"flips":' + _json_for_script(_flips(summary)) + ',"baseline_rows":')
-        if by_key is not None:
-            out.write("[")
-            baseline_cells.copy_to(out)
-            out.write("]")
-        else:
-            out.write("null")
-    history_data = history.to_dict() if history is not None else None
-    out.write(',"history":' + _json_for_script(history_data) + ',"grid_text":' + _json_for_script(size) + "}")
-
-
 class _Spill:
     """JSON values joined by commas in a temporary file that stays in memory while it is small."""
 
@@ -239,40 +201,82 @@ def _csp(script: str) -> str:
 
 
 def _write_page(
-    out: TextIO, rows: Sequence[CaseResult], summary: Summary, *, title: str, usage: UsageReport | None,
-    history: History | None, baseline: Sequence[CaseResult] | None,
-    full: Callable[[CaseResult], CaseResult] | None = None, cells: GridCells | None = None,
+    out: TextIO,
+    rows: Sequence[CaseResult],
+    summary: Summary,
+    usage: UsageReport | None,
+    history: History | None,
+    baseline: Sequence[CaseResult] | None,
+    full: Reader | None = None,
+    cells: GridCells | None = None,
 ) -> None:
+    """Write the page, its data as a stream: a grid row at a time (copied from ``cells``, or read
+    back whole by ``full``), the details and baseline cells through spill files; the JSON is what
+    one ``encode`` of the whole payload gives."""
     script = _asset("dashboard.js")
+    gate = "PASSED" if summary.gate.passed else "FAILED"
+    fields = {"csp": _csp(script), "title": "promptsuite report", "verdict": gate, "style": _asset("dashboard.css")}
     head, tail = _asset("dashboard.html").split("{data}")
-    fields = {
-        "csp": _csp(script), "title": html.escape(title), "verdict": "PASSED" if summary.gate.passed else "FAILED",
-        "style": _asset("dashboard.css"), "script": script,
-    }
-    out.write(head.format(**fields))
-    _write_payload(out, rows, summary, usage, history, baseline, full, cells)
-    out.write(tail.format(**fields))
+    out.write(head.format(**fields, script=script))
+    size = grid_text(len(rows))
+    by_key = _baseline_cells(baseline, size) if baseline else None
+    known = cells if cells is not None and cells.size == size else None
+    out.write('{"summary":' + _json_for_script(summary_document(summary, usage=usage)) + ',"rows":[')
+    with _Spill() as details, _Spill() as baseline_cells:
+        for i, r in enumerate(rows):
+            kept = None if known is None else known.get(r)
+            if kept is None:
+                r = r if full is None else full(r)
+                detail = -1
+                if _needs_detail(r.outcome, r.checks[-1].name if r.checks else None):
+                    detail = details.add(_json_for_script(_detail(r)))
+                kept = _json_for_script(_grid_row(r, detail, size)), hash(r.output)
+            out.write(("," if i else "") + kept[0])
+            if by_key is not None:
+                cell = _baseline_cell(kept[1], by_key.get((r.case_id, r.variant, r.repeat)))
+                baseline_cells.add(_json_for_script(cell))
+        out.write('],"details":[')
+        details.copy_to(out)
+        out.write('],"flips":' + _json_for_script(_flips(summary)) + ',"baseline_rows":')
+        if by_key is not None:
+            out.write("[")
+            baseline_cells.copy_to(out)
+            out.write("]")
+        else:
+            out.write("null")
+    history_data = history.to_dict() if history is not None else None
+    out.write(',"history":' + _json_for_script(history_data) + ',"grid_text":' + _json_for_script(size) + "}")
+    out.write(tail.format(**fields, script=script))
 
 
 def dashboard_html(
-    rows: Sequence[CaseResult], summary: Summary, *, title: str = "promptsuite report",
-    usage: UsageReport | None = None, history: History | None = None, baseline: Sequence[CaseResult] | None = None,
+    rows: Sequence[CaseResult],
+    summary: Summary,
+    *,
+    usage: UsageReport | None = None,
+    history: History | None = None,
+    baseline: Sequence[CaseResult] | None = None,
 ) -> str:
     """Return the whole dashboard page; ``usage``, ``history`` (this run last) and the ``baseline``'s
     rows (its column in the outputs grid) are drawn when given."""
     out = io.StringIO()
-    _write_page(out, rows, summary, title=title, usage=usage, history=history, baseline=baseline)
+    _write_page(out, rows, summary, usage, history, baseline)
     return out.getvalue()
 
 
 def write_dashboard(
-    path: Path, rows: Sequence[CaseResult], summary: Summary, *, usage: UsageReport | None = None,
-    history: History | None = None, baseline: Sequence[CaseResult] | None = None,
-    full: Callable[[CaseResult], CaseResult] | None = None, cells: GridCells | None = None,
+    path: Path,
+    rows: Sequence[CaseResult],
+    summary: Summary,
+    *,
+    usage: UsageReport | None = None,
+    history: History | None = None,
+    baseline: Sequence[CaseResult] | None = None,
+    full: Reader | None = None,
+    cells: GridCells | None = None,
 ) -> Path:
     """Write ``dashboard.html`` to ``path`` as a stream; ``full`` reads a row back whole when ``rows``
     left their texts on disk, ``cells`` has the grid's text of the rows that need no reading back."""
     with path.open("w", encoding="utf-8") as out:
-        _write_page(out, rows, summary, title="promptsuite report", usage=usage, history=history, baseline=baseline,
-                    full=full, cells=cells)
+        _write_page(out, rows, summary, usage, history, baseline, full, cells)
     return path

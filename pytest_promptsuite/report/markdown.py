@@ -4,6 +4,7 @@ first, the slice table, then what changed."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from collections.abc import Mapping
 from collections.abc import Sequence
 from typing import Any
@@ -66,8 +67,12 @@ def _ids(title: str, ids: Sequence[str]) -> list[str]:
 
 
 def summary_markdown(
-    summary: Summary, review: Sequence[Mapping[str, Any]] = (), *, rows: Sequence[CaseResult] = (),
-    usage: UsageReport | None = None, history: History | None = None,
+    summary: Summary,
+    review: Sequence[Mapping[str, Any]] = (),
+    *,
+    rows: Sequence[CaseResult] = (),
+    usage: UsageReport | None = None,
+    history: History | None = None,
 ) -> str:
     """Write ``summary.md``: the gate's result, the slice table and the totals on top, then collapsed
     sections (failing and regressed cases, cost and latency, the trend); ``review`` is the review queue."""
@@ -76,30 +81,28 @@ def summary_markdown(
         md += [md_escape(totals_line(usage)), ""]
     md += _failing(rows) + _regressed(summary) + _usage(usage) + _trend(history)
     md += _baseline(summary) + _drops(summary) + _variants(summary)
-    md += _ids(
-        "Review queue (for a human; see review.jsonl)",
-        [
-            "{} [{}]: {}".format(
-                CaseKey(item["case_id"], item["variant"]).name(with_repeat=False), item["slice"],
-                "; ".join(item["reasons"]) or "marked for review",
-            )
-            for item in review
-        ],
-    )
-    md += _ids(
-        "Flaky cases (passed in some repeats only)",
-        [f"{r.key.name(with_repeat=False)}: {r.passed}/{r.runs}" for r in summary.flaky],
-    )
+    md += _ids("Review queue (for a human; see review.jsonl)", [_queued(item) for item in review])
+    flaky = [f"{r.key.name(with_repeat=False)}: {r.passed}/{r.runs}" for r in summary.flaky]
+    md += _ids("Flaky cases (passed in some repeats only)", flaky)
     return "\n".join(md).rstrip("\n") + "\n"
 
 
-def _collapsed(title: str, header: Sequence[str], rows: Sequence[Sequence[str]], more: int = 0) -> list[str]:
-    """Return a ``<details>`` section (closed) holding a table whose cells are already escaped."""
-    md = [f"<details><summary>{md_escape(title)}</summary>", "",
-          "| " + " | ".join(md_escape(h) for h in header) + " |", "|" + "---|" * len(header)]
-    md += ["| " + " | ".join(row) + " |" for row in rows]
-    if more:
-        md += ["", f"... and {more} more (see results.jsonl)"]
+def _queued(item: Mapping[str, Any]) -> str:
+    name = CaseKey(item["case_id"], item["variant"]).name(with_repeat=False)
+    return f"{name} [{item['slice']}]: {'; '.join(item['reasons']) or 'marked for review'}"
+
+
+def _row(cells: Iterable[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def _collapsed(title: str, header: Sequence[str], rows: Sequence[Sequence[str]], total: int = 0) -> list[str]:
+    """Return a ``<details>`` section (closed) holding a table whose cells are already escaped, of
+    ``total`` rows when only the first are given."""
+    md = [f"<details><summary>{md_escape(title)}</summary>", "", _row(map(md_escape, header))]
+    md += ["|" + "---|" * len(header), *map(_row, rows)]
+    if total > len(rows):
+        md += ["", f"... and {total - len(rows)} more (see results.jsonl)"]
     return [*md, "", "</details>", ""]
 
 
@@ -119,13 +122,12 @@ def _failing(rows: Sequence[CaseResult]) -> list[str]:
     if not bad:
         return []
     repeated = any(r.repeat for r in bad)
-    table = [
-        [md_escape(r.key.name(with_repeat=repeated)), md_escape(r.slice), r.outcome.value,
-         _first_failure([c.to_dict() for c in r.checks], r.error)]
-        for r in bad[:MAX_CASES]
-    ]
-    return _collapsed(f"Failing cases ({len(bad)})", ["case", "slice", "outcome", "first failed check"],
-                      table, max(0, len(bad) - MAX_CASES))
+    table = []
+    for r in bad[:MAX_CASES]:
+        first = _first_failure([c.to_dict() for c in r.checks], r.error)
+        table.append([md_escape(r.key.name(with_repeat=repeated)), md_escape(r.slice), r.outcome.value, first])
+    header = ["case", "slice", "outcome", "first failed check"]
+    return _collapsed(f"Failing cases ({len(bad)})", header, table, len(bad))
 
 
 def _regressed(summary: Summary) -> list[str]:
@@ -133,13 +135,12 @@ def _regressed(summary: Summary) -> list[str]:
     flips = [f for f in (summary.baseline.flips if summary.baseline else ()) if f.kind == "regression"]
     if not flips:
         return []
-    table = [
-        [md_escape(f.id), md_escape(f.slice), f"{f.old_outcome} → {f.new_outcome}",
-         "an error (see the failing cases)" if f.new_outcome == "error" else _first_failure(f.checks, None)]
-        for f in flips[:MAX_CASES]
-    ]
-    return _collapsed(f"Regressed cases ({len(flips)}, passed in the baseline)",
-                      ["case", "slice", "outcome", "first failed check now"], table, max(0, len(flips) - MAX_CASES))
+    table = []
+    for f in flips[:MAX_CASES]:
+        now = "an error (see the failing cases)" if f.new_outcome == "error" else _first_failure(f.checks, None)
+        table.append([md_escape(f.id), md_escape(f.slice), f"{f.old_outcome} → {f.new_outcome}", now])
+    title = f"Regressed cases ({len(flips)}, passed in the baseline)"
+    return _collapsed(title, ["case", "slice", "outcome", "first failed check now"], table, len(flips))
 
 
 def _usage(usage: UsageReport | None) -> list[str]:
@@ -148,8 +149,8 @@ def _usage(usage: UsageReport | None) -> list[str]:
         return []
     groups = [("slice", s) for s in usage.slices] + [("variant", v) for v in usage.variants]
     table = [[kind, md_escape(g.name), *usage_cells(g)] for kind, g in groups]
-    return _collapsed("Calls, tokens, cost and latency by slice and variant",
-                      ["by", "name", "calls", "cache hits", "tokens", "cost", "p50 latency", "p95 latency"], table)
+    header = ["by", "name", "calls", "cache hits", "tokens", "cost", "p50 latency", "p95 latency"]
+    return _collapsed("Calls, tokens, cost and latency by slice and variant", header, table)
 
 
 def _trend(history: History | None) -> list[str]:
@@ -158,8 +159,7 @@ def _trend(history: History | None) -> list[str]:
         return []
     header, rows = trend_rows(history_frame(history))
     table = [[md_escape(c) for c in row] for row in rows]
-    return _collapsed(f"Pass rate by slice over the last {min(len(history.runs), len(header) - 2)} runs",
-                      header, table)
+    return _collapsed(f"Pass rate by slice over the last {min(len(history.runs), len(header) - 2)} runs", header, table)
 
 
 def _gate(summary: Summary) -> list[str]:
@@ -178,13 +178,12 @@ def _gate(summary: Summary) -> list[str]:
 def _slice_table(summary: Summary) -> list[str]:
     """Tabulate the slices, the gate column in bold where it fails."""
     header, rows = slice_rows(summary)
-    md = ["| " + " | ".join(md_escape(h) for h in header) + " |"]
-    md.append("|" + "|".join("---" if i == 0 or i == len(header) - 1 else "---:"
-                             for i in range(len(header))) + "|")
+    md = [_row(map(md_escape, header))]
+    md.append("|" + "|".join("---" if i == 0 or i == len(header) - 1 else "---:" for i in range(len(header))) + "|")
     for row in rows:
         cells = [md_escape(c) for c in row]
         cells[-1] = f"**{cells[-1]}**" if row[-1] == "FAIL" else cells[-1]
-        md.append("| " + " | ".join(cells) + " |")
+        md.append(_row(cells))
     return [*md, ""]
 
 
@@ -231,21 +230,16 @@ def _variants(summary: Summary) -> list[str]:
     names = list(compared.variants)
     pair = len(names) >= 2
     head = ["slice", *names] + ([f"flips {names[0]} → {names[1]} (−/+)", "p"] if pair else [])
-    md += ["### Prompt variants side by side", "", "| " + " | ".join(md_escape(h) for h in head) + " |",
-           "|---|" + "---:|" * (len(head) - 1)]
+    md += ["### Prompt variants side by side", "", _row(map(md_escape, head)), "|---|" + "---:|" * (len(head) - 1)]
     by_slice: dict[str, dict[str, str]] = {}
     for vs in compared.slices:
-        by_slice.setdefault(vs.slice, {})[vs.variant] = pct(vs.counts.pass_rate) + (
-            "" if vs.gate == "pass" else " ❌"
-        )
+        by_slice.setdefault(vs.slice, {})[vs.variant] = pct(vs.counts.pass_rate) + ("" if vs.gate == "pass" else " ❌")
     for name in sorted(by_slice):
         row = [md_escape(name), *(by_slice[name].get(v, "-") for v in names)]
         if pair:
             flips = compared.flips_by_slice.get(name)
-            row += ["−0/+0", "-"] if flips is None else [
-                f"−{flips.regressions}/+{flips.fixes}", f"{flips.p_value:.3g}"
-            ]
-        md.append("| " + " | ".join(row) + " |")
+            row += ["−0/+0", "-"] if flips is None else [f"−{flips.regressions}/+{flips.fixes}", f"{flips.p_value:.3g}"]
+        md.append(_row(row))
     md.append("")
     if pair and compared.diff is not None:
         md += _ids(f"{names[1]} breaks (passed in {names[0]})", list(compared.diff.regressions))

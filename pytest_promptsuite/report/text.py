@@ -62,8 +62,7 @@ def _id_list(ids: Sequence[str], limit: int) -> str:
 def slice_rows(summary: Summary) -> tuple[list[str], list[list[str]]]:
     """Return the slice table as text cells (header, rows); baseline columns only with a baseline."""
     baseline = summary.baseline is not None
-    header = ["slice", "cases", "passed", "failed", "error", "review", "pass rate", "95% CI",
-              "threshold"]
+    header = ["slice", "cases", "passed", "failed", "error", "review", "pass rate", "95% CI", "threshold"]
     if baseline:
         header += ["baseline", "delta (pts)", "flips -/+", "p", "p drop", "verdict", "detectable (pts)"]
     header.append("gate")
@@ -112,22 +111,20 @@ def _ms(value: float | None) -> str:
 
 def usage_cells(stats: UsageStats) -> list[str]:
     """Return a group's calls, cache hits, tokens, cost and latency p50 / p95 as table cells."""
-    tokens = stats.tokens
-    return [
-        str(stats.calls), str(stats.cache_hits), "-" if tokens is None else f"{tokens:,}",
-        money(stats.cost_usd), _ms(stats.latency_p50_ms), _ms(stats.latency_p95_ms),
-    ]
+    tokens = "-" if stats.tokens is None else f"{stats.tokens:,}"
+    latency = [_ms(stats.latency_p50_ms), _ms(stats.latency_p95_ms)]
+    return [str(stats.calls), str(stats.cache_hits), tokens, money(stats.cost_usd), *latency]
 
 
 def totals_line(usage: UsageReport) -> str:
     """Write the run's calls, cache hits, tokens, cost and p95 latency in one line."""
     t = usage.total
-    tokens = "tokens not reported" if t.tokens is None else (
-        f"{t.tokens:,} tokens ({t.prompt_tokens or 0:,} prompt + {t.completion_tokens or 0:,} completion)"
-    )
-    cost = f"cost {money(t.cost_usd)}" if t.cost_usd is not None else (
-        "cost unknown (no token counts)" if usage.priced else "cost unknown (no [model] prices)"
-    )
+    tokens = "tokens not reported"
+    if t.tokens is not None:
+        tokens = f"{t.tokens:,} tokens ({t.prompt_tokens or 0:,} prompt + {t.completion_tokens or 0:,} completion)"
+    cost = "cost unknown (no token counts)" if usage.priced else "cost unknown (no [model] prices)"
+    if t.cost_usd is not None:
+        cost = f"cost {money(t.cost_usd)}"
     latency = "p95 latency not measured" if t.latency_p95_ms is None else f"p95 latency {_ms(t.latency_p95_ms)}"
     return f"totals: {plural(t.calls, 'call')}, {plural(t.cache_hits, 'cache hit')}, {tokens}, {cost}, {latency}"
 
@@ -146,16 +143,14 @@ def summary_lines(
         yield totals_line(usage)
     if summary.variants:
         yield "by variant: " + ", ".join(
-            f"{v.name} {pct(v.counts.pass_rate)} ({v.counts.passed}/{v.counts.counted})"
-            for v in summary.variants
+            f"{v.name} {pct(v.counts.pass_rate)} ({v.counts.passed}/{v.counts.counted})" for v in summary.variants
         )
     if summary.compared_variants is not None:
         yield from variant_lines(summary, max_ids=max_ids)
     flaky = summary.flaky
     if flaky:
         yield "flaky (passed in some repeats only): " + _id_list(
-            [f"{r.key.name(with_repeat=False)} {r.passed}/{r.runs}" for r in flaky],
-            max_ids,
+            [f"{r.key.name(with_repeat=False)} {r.passed}/{r.runs}" for r in flaky], max_ids
         )
     diff = summary.baseline
     if diff is not None:
@@ -242,11 +237,7 @@ def _focus(result: CaseResult) -> int | None:
 def failure_text(result: CaseResult) -> str:
     """Write a failing case's pytest report: where, which checks, and the output."""
     failed = result.failed_checks
-    what = (
-        f"error: {result.error}"
-        if result.error is not None
-        else f"failed {plural(len(failed), 'check')}"
-    )
+    what = f"error: {result.error}" if result.error is not None else f"failed {plural(len(failed), 'check')}"
     which = result.case_id
     if result.variant is not None:
         which += f" [variant {result.variant}]"

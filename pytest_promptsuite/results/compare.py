@@ -26,6 +26,18 @@ from pytest_promptsuite.results.stats import Stratum
 from pytest_promptsuite.results.stats import mcnemar_p
 
 
+#: Reads a row back whole when it left its texts on disk (a run's spool).
+Reader = Callable[[CaseResult], CaseResult]
+
+
+def read_as(full: Reader | None, variant: str | None) -> Reader | None:
+    """Return ``full`` reading each row as variant ``variant``'s row, given back with its own variant."""
+    if full is None:
+        return None
+    read = full
+    return lambda r: replace(read(replace(r, variant=variant)), variant=r.variant)
+
+
 @dataclass(frozen=True)
 class PairedCase:
     """A case both row sets have (its first ``min(k)`` repeats on each side): how its runs passed, and
@@ -74,8 +86,7 @@ def _by_case(rows: Iterable[CaseResult]) -> dict[CaseKey, list[CaseResult]]:
     return {key: [runs[r] for r in sorted(runs)] for key, runs in grouped.items()}
 
 
-def _flip(paired: PairedCase, kind: FlipKind, full: Callable[[CaseResult], CaseResult] | None = None,
-          full_new: Callable[[CaseResult], CaseResult] | None = None) -> Flip:
+def _flip(paired: PairedCase, kind: FlipKind, full: Reader | None = None, full_new: Reader | None = None) -> Flip:
     """Show a case's flip by the first repeat that went the ``kind`` way (each side's row read back
     whole by ``full`` / ``full_new`` when it left its texts on disk)."""
     import difflib
@@ -83,9 +94,7 @@ def _flip(paired: PairedCase, kind: FlipKind, full: Callable[[CaseResult], CaseR
     wanted = (True, False) if kind == "regression" else (False, True)
     pairs = list(zip(paired.old_rows, paired.new_rows, strict=False))
     old, new = next(
-        ((o, n) for o, n in pairs
-         if (o.outcome is Outcome.PASSED, n.outcome is Outcome.PASSED) == wanted),
-        pairs[0],
+        ((o, n) for o, n in pairs if (o.outcome is Outcome.PASSED, n.outcome is Outcome.PASSED) == wanted), pairs[0]
     )
     if full is not None:
         old = full(old)
@@ -98,9 +107,17 @@ def _flip(paired: PairedCase, kind: FlipKind, full: Callable[[CaseResult], CaseR
             difflib.unified_diff(old_prompt.splitlines(), new_prompt.splitlines(), "baseline", "current", lineterm="")
         )
     return Flip(
-        id=paired.key.name(with_repeat=False), slice=new.slice, kind=kind, old_outcome=old.outcome,
-        new_outcome=new.outcome, old_output=old.output, new_output=new.output, old_prompt=old_prompt,
-        new_prompt=new_prompt, prompt_diff=diff, checks=tuple(c.to_dict() for c in new.checks),
+        id=paired.key.name(with_repeat=False),
+        slice=new.slice,
+        kind=kind,
+        old_outcome=old.outcome,
+        new_outcome=new.outcome,
+        old_output=old.output,
+        new_output=new.output,
+        old_prompt=old_prompt,
+        new_prompt=new_prompt,
+        prompt_diff=diff,
+        checks=tuple(c.to_dict() for c in new.checks),
     )
 
 
@@ -126,8 +143,8 @@ def compare(
     source: str,
     policy: ThresholdPolicy,
     *,
-    full: Callable[[CaseResult], CaseResult] | None = None,
-    full_new: Callable[[CaseResult], CaseResult] | None = None,
+    full: Reader | None = None,
+    full_new: Reader | None = None,
 ) -> Comparison:
     """Pair ``rows`` with ``baseline`` case by case: the flips, the new and removed ids, and per slice
     the regressions, fixes and two-sided McNemar p-value. ``full`` (``full_new``) reads a baseline
@@ -145,7 +162,9 @@ def compare(
     base_counts = tally((r.slice, r.outcome) for r in baseline)
     limit, limit_source = policy.max_regression()
     diff = BaselineDiff(
-        source=source, max_regression=limit, max_regression_source=limit_source,
+        source=source,
+        max_regression=limit,
+        max_regression_source=limit_source,
         regressions=tuple(f.id for f in changed if f.kind == "regression"),
         fixes=tuple(f.id for f in changed if f.kind == "fix"),
         new=tuple(sorted(k.name(with_repeat=False) for k in current.keys() - other.keys())),
@@ -166,8 +185,7 @@ def compare(
 
 
 def compare_variants(
-    rows: Sequence[CaseResult], first: str, later: str, policy: ThresholdPolicy,
-    full: Callable[[CaseResult], CaseResult] | None = None,
+    rows: Sequence[CaseResult], first: str, later: str, policy: ThresholdPolicy, full: Reader | None = None
 ) -> Comparison | None:
     """Pair variant ``later``'s rows with variant ``first``'s, case by case; None when either has no
     row. ``full`` reads a row back whole for a flip, when its texts stayed on disk."""
@@ -175,9 +193,4 @@ def compare_variants(
     new = [replace(r, variant=None) for r in rows if r.variant == later]
     if not old or not new:
         return None
-    if full is None:
-        return compare(new, old, f"variant {first}", policy)
-    read = full
-    return compare(new, old, f"variant {first}", policy,
-                   full=lambda r: replace(read(replace(r, variant=first)), variant=None),
-                   full_new=lambda r: replace(read(replace(r, variant=later)), variant=None))
+    return compare(new, old, f"variant {first}", policy, full=read_as(full, first), full_new=read_as(full, later))

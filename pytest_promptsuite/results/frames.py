@@ -26,13 +26,9 @@ CHECK_PREFIX = "check:"
 _RANK = {"skipped": 0, "passed": 1, "failed": 2}
 #: The token counts of a row's ``usage``, each a column.
 _TOKENS = ("prompt_tokens", "completion_tokens", "total_tokens")
-_HISTORY_COLUMNS = (
-    "run", "label", "run_passed", "slice", "cases", "counted", "passed", "pass_rate", "ci_low", "ci_high", "gate",
-)
-_HISTORY_TYPES = {
-    "run": "int64", "run_passed": "boolean", "cases": "Int64", "counted": "Int64", "passed": "Int64",
-    "pass_rate": "float64", "ci_low": "float64", "ci_high": "float64",
-}
+_HISTORY_COLUMNS = "run label run_passed slice cases counted passed pass_rate ci_low ci_high gate".split()
+_HISTORY_TYPES = {"run": "int64", "run_passed": "boolean", **dict.fromkeys(("cases", "counted", "passed"), "Int64")}
+_HISTORY_TYPES.update(dict.fromkeys(("pass_rate", "ci_low", "ci_high"), "float64"))
 
 StrPath = str | os.PathLike[str]
 
@@ -96,10 +92,7 @@ def history_frame(history: History) -> pd.DataFrame:
         if not run.slices:
             records.append(head)
         for name, point in run.slices.items():
-            records.append({
-                **head, "slice": name, "cases": point.cases, "counted": point.counted, "passed": point.passed,
-                "pass_rate": point.pass_rate, "ci_low": point.ci_low, "ci_high": point.ci_high, "gate": point.gate,
-            })
+            records.append({**head, "slice": name, "cases": point.cases, **point.to_dict()})
     frame: pd.DataFrame = pd.DataFrame.from_records(records, columns=_HISTORY_COLUMNS).astype(_HISTORY_TYPES)
     return frame
 

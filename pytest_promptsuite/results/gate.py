@@ -135,8 +135,7 @@ def check_threshold(
     if rate is None or rule.holds(rate):
         return None
     return SliceBelowThreshold(
-        slice=slice_name, variant=variant, rule=rule, pass_rate=rate, passed=counts.passed,
-        counted=counts.counted,
+        slice=slice_name, variant=variant, rule=rule, pass_rate=rate, passed=counts.passed, counted=counts.counted
     )
 
 
@@ -155,10 +154,19 @@ def check_regression(
         return None
     assert test.baseline_pass_rate is not None
     return SliceRegressed(
-        slice=test.slice, variant=test.variant, rule=rule, baseline_pass_rate=test.baseline_pass_rate,
-        pass_rate=test.pass_rate, drop=test.drop, p_value=p_value, regressions=regressions,
-        against=test.against, p_regression=test.p_regression if rule.kind == "paired" else None,
-        p_adjusted=test.p_adjusted if rule.kind == "paired" else None, models=models, family=family,
+        slice=test.slice,
+        variant=test.variant,
+        rule=rule,
+        baseline_pass_rate=test.baseline_pass_rate,
+        pass_rate=test.pass_rate,
+        drop=test.drop,
+        p_value=p_value,
+        regressions=regressions,
+        against=test.against,
+        p_regression=test.p_regression if rule.kind == "paired" else None,
+        p_adjusted=test.p_adjusted if rule.kind == "paired" else None,
+        models=models,
+        family=family,
         paired_cases=test.cases if unpaired else None,
     )
 

@@ -77,13 +77,8 @@ class Counts:
 
     def to_dict(self) -> dict[str, Any]:
         """Return the tallies, the pass rate and its interval: the nine count columns of every table."""
-        interval = self.interval
-        return {
-            **self.tallies(),
-            "pass_rate": self.pass_rate,
-            "ci_low": None if interval is None else interval[0],
-            "ci_high": None if interval is None else interval[1],
-        }
+        low, high = self.interval or (None, None)
+        return {**self.tallies(), "pass_rate": self.pass_rate, "ci_low": low, "ci_high": high}
 
 
 @dataclass(frozen=True)
@@ -243,8 +238,11 @@ class VariantSlice:
     def to_dict(self) -> dict[str, Any]:
         """Return the row of ``summary.json``'s ``compared_variants.slices``."""
         return {
-            "slice": self.slice, "variant": self.variant, **self.counts.to_dict(),
-            "threshold": self.threshold, "gate": self.gate,
+            "slice": self.slice,
+            "variant": self.variant,
+            **self.counts.to_dict(),
+            "threshold": self.threshold,
+            "gate": self.gate,
             **({} if self.test is None else {"against_first": self.test.to_dict()}),
         }
 
@@ -370,7 +368,8 @@ class RunInfo:
         return cls(
             version=str(data.get("promptsuite_version", "")),
             models={str(k): dict(v) for k, v in models.items() if isinstance(v, Mapping)}
-            if isinstance(models, Mapping) else {},
+            if isinstance(models, Mapping)
+            else {},
             suite_hash=data.get("suite_hash"),
             prompt_hash=data.get("prompt_hash"),
         )

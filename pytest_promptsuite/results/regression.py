@@ -56,8 +56,9 @@ def _delta_detectable(comparand: Comparand, max_drop: float) -> float | None:
     return (math.floor(max_drop * runs + 1e-9) + 1) / runs
 
 
-def _test(comparand: Comparand, p: float, p_adjusted: float | None, settings: GateSettings,
-          max_drop: float, level: float) -> RegressionTest:
+def _test(
+    comparand: Comparand, p: float, p_adjusted: float | None, settings: GateSettings, max_drop: float, level: float
+) -> RegressionTest:
     """Return one comparison's figures, verdict and, when inconclusive, what would settle it."""
     old, new = comparand.rates()
     drop = None if old is None or new is None else old - new
@@ -79,17 +80,27 @@ def _test(comparand: Comparand, p: float, p_adjusted: float | None, settings: Ga
             settle = settling_size(strata, level, drop)
     repeats = max((min(s.k_old, s.k_new) for s in strata), default=0)
     return RegressionTest(
-        slice=comparand.slice, variant=comparand.variant, against=comparand.against, rule=comparand.rule,
-        cases=len(strata), repeats=repeats, baseline_pass_rate=old, pass_rate=new, drop=drop,
-        regressions=sum(s.dropped for s in strata), fixes=sum(s.rose for s in strata),
-        p_regression=p, p_adjusted=p_adjusted, detectable_drop=detectable, verdict=verdict,
-        settle_cases=settle[0], settle_repeats=settle[1],
+        slice=comparand.slice,
+        variant=comparand.variant,
+        against=comparand.against,
+        rule=comparand.rule,
+        cases=len(strata),
+        repeats=repeats,
+        baseline_pass_rate=old,
+        pass_rate=new,
+        drop=drop,
+        regressions=sum(s.dropped for s in strata),
+        fixes=sum(s.rose for s in strata),
+        p_regression=p,
+        p_adjusted=p_adjusted,
+        detectable_drop=detectable,
+        verdict=verdict,
+        settle_cases=settle[0],
+        settle_repeats=settle[1],
     )
 
 
-def regression_tests(
-    comparands: Sequence[Comparand], settings: GateSettings, max_drop: float
-) -> list[RegressionTest]:
+def regression_tests(comparands: Sequence[Comparand], settings: GateSettings, max_drop: float) -> list[RegressionTest]:
     """Judge every comparison, in the order given; the ``paired`` ones are one family for the correction."""
     p_values = [stratified_p(c.strata) for c in comparands]
     family = [i for i, c in enumerate(comparands) if c.rule == "paired"]
@@ -98,9 +109,7 @@ def regression_tests(
         adjusted = dict(zip(family, holm([p_values[i] for i in family]), strict=True))
     # the detectable drop at the level the family's smallest p-value must reach (Bonferroni's)
     level = settings.alpha / len(family) if settings.correction == "holm" and family else settings.alpha
-    return [
-        _test(c, p_values[i], adjusted.get(i), settings, max_drop, level) for i, c in enumerate(comparands)
-    ]
+    return [_test(c, p_values[i], adjusted.get(i), settings, max_drop, level) for i, c in enumerate(comparands)]
 
 
 @dataclass(frozen=True)
@@ -134,13 +143,15 @@ def _units(comparison: Comparison, against: str, rule: str, variant: str | None 
 def _ids(comparison: Comparison, slice_name: str, variant: str | None) -> tuple[str, ...]:
     """Return the regressed cases of one compared (slice, variant), by key name."""
     return tuple(
-        p.key.name(with_repeat=False) for p in comparison.paired
+        p.key.name(with_repeat=False)
+        for p in comparison.paired
         if p.slice == slice_name and p.key.variant == variant and p.kind == "regression"
     )
 
 
-def _pooled(tests: list[RegressionTest], strata: tuple[Stratum, ...], settings: GateSettings,
-            max_drop: float) -> RegressionTest:
+def _pooled(
+    tests: list[RegressionTest], strata: tuple[Stratum, ...], settings: GateSettings, max_drop: float
+) -> RegressionTest:
     """Return a slice's row over all its variants: the pooled figures, the worst variant's verdict."""
     first = tests[0]
     if len(tests) == 1:
@@ -148,8 +159,7 @@ def _pooled(tests: list[RegressionTest], strata: tuple[Stratum, ...], settings: 
     alone = replace(settings, correction="none")
     pooled = regression_tests([Comparand(first.slice, None, first.against, strata, first.rule)], alone, max_drop)[0]
     worst = max(tests, key=lambda t: _SEVERITY[t.verdict])
-    return replace(pooled, verdict=worst.verdict, settle_cases=worst.settle_cases,
-                   settle_repeats=worst.settle_repeats)
+    return replace(pooled, verdict=worst.verdict, settle_cases=worst.settle_cases, settle_repeats=worst.settle_repeats)
 
 
 def judge(
@@ -182,7 +192,8 @@ def judge(
     if settings.compare_variants:
         decisions += [
             NoCommonCases(f"first {first}", f"variant {v}")
-            for v, c in variants.items() if c is not None and not c.paired
+            for v, c in variants.items()
+            if c is not None and not c.paired
         ]
     for test in tests:
         against_baseline = test.against == "baseline"
@@ -192,9 +203,12 @@ def judge(
         if against_baseline and run is not None and baseline_run is not None:
             models = RunInfo.model_change(baseline_run.model(baseline_variant or test.variant), run.model(test.variant))
         found = check_regression(
-            test, replace(rule, kind=test.rule, alpha=settings.alpha, correction=settings.correction),
+            test,
+            replace(rule, kind=test.rule, alpha=settings.alpha, correction=settings.correction),
             _ids(comparison, test.slice, None if not against_baseline else test.variant),
-            p_value=mcnemar_p(test.regressions, test.fixes), models=models, family=max(1, family),
+            p_value=mcnemar_p(test.regressions, test.fixes),
+            models=models,
+            family=max(1, family),
             unpaired=comparison.unpaired.get(test.slice, 0),
         )
         if found is not None:
@@ -207,8 +221,9 @@ def judge(
     )
 
 
-def _slice_rows(tests: Sequence[RegressionTest], baseline: Comparison | None, settings: GateSettings,
-                max_drop: float) -> dict[str, RegressionTest]:
+def _slice_rows(
+    tests: Sequence[RegressionTest], baseline: Comparison | None, settings: GateSettings, max_drop: float
+) -> dict[str, RegressionTest]:
     """Return the baseline test each slice row shows."""
     by_slice: dict[str, list[RegressionTest]] = {}
     for test in tests:
@@ -216,6 +231,4 @@ def _slice_rows(tests: Sequence[RegressionTest], baseline: Comparison | None, se
             by_slice.setdefault(test.slice, []).append(test)
     if baseline is None:
         return {}
-    return {
-        name: _pooled(found, baseline.strata(name), settings, max_drop) for name, found in by_slice.items()
-    }
+    return {name: _pooled(found, baseline.strata(name), settings, max_drop) for name, found in by_slice.items()}

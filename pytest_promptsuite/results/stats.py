@@ -186,10 +186,7 @@ def settling_size(strata: Sequence[Stratum], alpha: float, drop: float) -> tuple
     k = max(1, min(min(s.k_old, s.k_new) for s in strata))
     variance = _noise_variance(strata)
     cases = next(
-        (m for m in range(n, 100 * n + 1) if _catches(math.floor(drop * m + 1e-9), k, variance * m / n, alpha)),
-        None,
+        (m for m in range(n, 100 * n + 1) if _catches(math.floor(drop * m + 1e-9), k, variance * m / n, alpha)), None
     )
-    repeats = next(
-        (r for r in range(k, 21) if _catches(math.floor(drop * n + 1e-9), r, variance * r / k, alpha)), None
-    )
+    repeats = next((r for r in range(k, 21) if _catches(math.floor(drop * n + 1e-9), r, variance * r / k, alpha)), None)
     return cases, repeats

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -13,8 +12,10 @@ from dataclasses import replace
 from pytest_promptsuite.config.settings import GateSettings
 from pytest_promptsuite.config.settings import ThresholdPolicy
 from pytest_promptsuite.results.compare import Comparison
+from pytest_promptsuite.results.compare import Reader
 from pytest_promptsuite.results.compare import compare
 from pytest_promptsuite.results.compare import compare_variants
+from pytest_promptsuite.results.compare import read_as
 from pytest_promptsuite.results.gate import GateDecision
 from pytest_promptsuite.results.gate import GateResult
 from pytest_promptsuite.results.gate import RegressionRule
@@ -97,7 +98,7 @@ class Baseline:
     run: RunInfo | None = None
     #: A row read back whole, when ``rows`` left their outputs and prompts on disk
     #: (:class:`~pytest_promptsuite.results.io.StoredResults`).
-    full: Callable[[CaseResult], CaseResult] | None = None
+    full: Reader | None = None
 
 
 def summarize(
@@ -109,7 +110,7 @@ def summarize(
     variant_order: Sequence[str] | None = None,
     settings: GateSettings | None = None,
     run: RunInfo | None = None,
-    full: Callable[[CaseResult], CaseResult] | None = None,
+    full: Reader | None = None,
 ) -> Summary:
     """Summarize ``rows``: per-slice counts, pass rates, Wilson intervals and gates, slices by name.
 
@@ -126,8 +127,12 @@ def summarize(
     compared = _compare_baseline(rows, baseline, order, policy, full)
     later = {v: compare_variants(rows, order[0], v, policy, full) for v in order[1:]}
     judgement = judge(
-        baseline=compared, variants=later, settings=settings, rule=RegressionRule(*policy.max_regression()),
-        run=run, baseline_run=baseline.run if baseline is not None else None,
+        baseline=compared,
+        variants=later,
+        settings=settings,
+        rule=RegressionRule(*policy.max_regression()),
+        run=run,
+        baseline_run=baseline.run if baseline is not None else None,
         baseline_variant=baseline.variant if baseline is not None else None,
     )
     versions = _compare_variants(rows, order, policy, later, judgement) if order else None
@@ -163,8 +168,11 @@ def _in_slice_order(thresholds: list[GateDecision], judged: Sequence[GateDecisio
 
 
 def _compare_baseline(
-    rows: Sequence[CaseResult], baseline: Baseline | None, order: Sequence[str], policy: ThresholdPolicy,
-    full_new: Callable[[CaseResult], CaseResult] | None = None,
+    rows: Sequence[CaseResult],
+    baseline: Baseline | None,
+    order: Sequence[str],
+    policy: ThresholdPolicy,
+    full_new: Reader | None = None,
 ) -> Comparison | None:
     """Pair the rows with the baseline's by (case, variant); with ``--prompt-baseline-variant`` the
     baseline's rows of that variant stand for every variant of this run."""
@@ -175,10 +183,7 @@ def _compare_baseline(
         chosen = [r for r in base_rows if r.variant == baseline.variant]
         targets: list[str | None] = [*order] or [None]
         base_rows = [replace(r, variant=v) for v in targets for r in chosen]
-    full, variant = baseline.full, baseline.variant
-    if full is not None and variant is not None:
-        read = full
-        full = lambda r: replace(read(replace(r, variant=variant)), variant=r.variant)  # noqa: E731
+    full = baseline.full if baseline.variant is None else read_as(baseline.full, baseline.variant)
     return compare(rows, base_rows, baseline.source, policy, full=full, full_new=full_new)
 
 
@@ -205,14 +210,16 @@ def _slices(
         rule = ThresholdRule(*policy.threshold(name))
         if versions is not None:  # each prompt version must meet the slice's threshold
             found = [
-                check_threshold(name, vs.counts, rule, variant=vs.variant)
-                for vs in versions.slices if vs.slice == name
+                check_threshold(name, vs.counts, rule, variant=vs.variant) for vs in versions.slices if vs.slice == name
             ]
         else:
             found = [check_threshold(name, c, rule)]
         failed: list[GateDecision] = [d for d in found if d is not None]
         stats = SliceStats(
-            slice=name, counts=c, threshold=rule.threshold, threshold_source=rule.source,
+            slice=name,
+            counts=c,
+            threshold=rule.threshold,
+            threshold_source=rule.source,
             gate="fail" if failed or name in regressed else "pass",
         )
         if compared is not None:
@@ -241,8 +248,11 @@ def _against_baseline(stats: SliceStats, compared: Comparison, test: RegressionT
 
 
 def _compare_variants(
-    rows: Sequence[CaseResult], order: Sequence[str], policy: ThresholdPolicy,
-    later: dict[str, Comparison | None], judgement: Judgement,
+    rows: Sequence[CaseResult],
+    order: Sequence[str],
+    policy: ThresholdPolicy,
+    later: dict[str, Comparison | None],
+    judgement: Judgement,
 ) -> VariantComparison:
     """Gate each (slice, variant) like a slice, and diff the second variant with the first."""
     rank = {v: i for i, v in enumerate(order)}
@@ -253,7 +263,10 @@ def _compare_variants(
         rule = ThresholdRule(*policy.threshold(slice_name))
         table.append(
             VariantSlice(
-                slice=slice_name, variant=variant, counts=c, threshold=rule.threshold,
+                slice=slice_name,
+                variant=variant,
+                counts=c,
+                threshold=rule.threshold,
                 gate="pass" if rule.holds(c.pass_rate) else "fail",
                 test=judgement.by_variant.get((slice_name, variant)),
             )
@@ -299,8 +312,12 @@ def _repeat_stats(rows: Sequence[CaseResult]) -> tuple[RepeatStats, ...]:
         passed, runs = passes(runs_of)
         out.append(
             RepeatStats(
-                case_id=case_id, variant=variant or None, slice=runs_of[0].slice,
-                runs=runs, passed=passed, pass_fraction=passed / runs if runs else None,
+                case_id=case_id,
+                variant=variant or None,
+                slice=runs_of[0].slice,
+                runs=runs,
+                passed=passed,
+                pass_fraction=passed / runs if runs else None,
             )
         )
     return tuple(out)

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from collections.abc import Mapping
 from dataclasses import dataclass
 from dataclasses import field
+from dataclasses import replace
 from typing import Any
 
 from pytest_promptsuite.config.model_table import Prices
@@ -49,10 +50,16 @@ class UsageStats:
     def to_dict(self) -> dict[str, Any]:
         """Return the group as ``summary.json``'s ``usage`` entries write it."""
         return {
-            "name": self.name, "rows": self.rows, "calls": self.calls, "cache_hits": self.cache_hits,
-            "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
-            "tokens": self.tokens, "cost_usd": self.cost_usd,
-            "latency_p50_ms": self.latency_p50_ms, "latency_p95_ms": self.latency_p95_ms,
+            "name": self.name,
+            "rows": self.rows,
+            "calls": self.calls,
+            "cache_hits": self.cache_hits,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "tokens": self.tokens,
+            "cost_usd": self.cost_usd,
+            "latency_p50_ms": self.latency_p50_ms,
+            "latency_p95_ms": self.latency_p95_ms,
         }
 
 
@@ -68,8 +75,9 @@ class _Group:
     #: Each call's (prompt, completion) token counts, in order: priced when the report is made.
     billed: list[tuple[Any, Any]] = field(default_factory=list)
 
-    def add(self, *, answered: bool, calls: int, cached: bool, latency: float | None,
-            usage: Mapping[str, Any] | None) -> None:
+    def add(
+        self, answered: bool, calls: int, cached: bool, latency: float | None, usage: Mapping[str, Any] | None
+    ) -> None:
         self.rows += 1
         if cached:
             self.cache_hits += 1
@@ -93,8 +101,7 @@ class _Group:
             cost = None if prices is None else prices.cost(prompt, completion)
             if cost is not None:
                 cost_usd = (cost_usd or 0.0) + cost
-        return _Group(self.rows, self.calls, self.cache_hits, self.prompt_tokens, self.completion_tokens,
-                      cost_usd, self.latencies)
+        return replace(self, cost_usd=cost_usd)
 
     def merge(self, other: _Group) -> None:
         self.rows += other.rows
@@ -109,8 +116,15 @@ class _Group:
     def stats(self, name: str) -> UsageStats:
         ordered = sorted(self.latencies)
         return UsageStats(
-            name, self.rows, self.calls, self.cache_hits, self.prompt_tokens, self.completion_tokens,
-            self.cost_usd, percentile(ordered, 50), percentile(ordered, 95),
+            name,
+            self.rows,
+            self.calls,
+            self.cache_hits,
+            self.prompt_tokens,
+            self.completion_tokens,
+            self.cost_usd,
+            percentile(ordered, 50),
+            percentile(ordered, 95),
         )
 
 
@@ -149,17 +163,14 @@ class UsageTally:
 
     def add(self, row: CaseResult) -> None:
         """Count one row."""
-        self._group(row.slice, row.variant).add(
-            answered=row.output is not None, calls=len(row.replies) or 1, cached=row.cached,
-            latency=row.latency_ms, usage=row.usage,
-        )
+        group = self._group(row.slice, row.variant)
+        group.add(row.output is not None, len(row.replies) or 1, row.cached, row.latency_ms, row.usage)
 
     def add_line(self, row: Mapping[str, Any]) -> None:
         """Count one row as its ``results.jsonl`` line holds it."""
-        self._group(row["slice"], row.get("variant")).add(
-            answered=row.get("output") is not None, calls=len(row.get("replies") or ()) or 1,
-            cached=row.get("cached") is True, latency=row.get("latency_ms"), usage=row.get("usage"),
-        )
+        group = self._group(row["slice"], row.get("variant"))
+        answered, calls = row.get("output") is not None, len(row.get("replies") or ()) or 1
+        group.add(answered, calls, row.get("cached") is True, row.get("latency_ms"), row.get("usage"))
 
     def report(self, prices: Mapping[str, Prices] | None = None) -> UsageReport:
         """Return the figures of every row counted so far, each call priced at its variant's ``prices``
