@@ -4,8 +4,11 @@ from, and the helpers checks share."""
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import json
 import math
+import sys
 from abc import ABC
 from abc import abstractmethod
 from collections.abc import Callable
@@ -276,6 +279,39 @@ class Params:
             raise CheckError(f"{key!r} of {self.name!r} must be true or false, got {describe_type(value)}")
         return value
 
+    def import_object(self, spec: str) -> Any:
+        """Import what ``spec`` (the entry's ``value``) names: ``pkg.module:attr``, ``pkg.module.attr`` or
+        ``file://path.py:attr``, a file or module only from where :attr:`scope` allows."""
+        where = f"'value' of {self.name!r}"
+        if spec.startswith("file://") or ":" in spec and spec.split(":", 1)[0].endswith(".py"):
+            file_part, sep, attr = spec.rpartition(":")
+            if not sep or not attr:
+                raise CheckError(f"{where} must look like 'file://checks.py:function', got {spec!r}")
+            if self.scope is not None:
+                path = self.scope.file(file_part, self.base_dir, field="value", name=self.name)
+            else:
+                path = resolve_file(file_part, self.base_dir)
+            module = _import_file(path, where)
+        else:
+            if ":" in spec:
+                module_path, _, attr = spec.partition(":")
+            else:
+                module_path, _, attr = spec.rpartition(".")
+            if not module_path or not attr:
+                raise CheckError(f"{where} must be a dotted path like 'package.module:name', got {spec!r}")
+            if self.scope is not None:
+                self.scope.check_module(module_path, field="value", name=self.name)
+            try:
+                module = importlib.import_module(module_path)
+            except ImportError as exc:
+                raise CheckError(f"{where}: cannot import module {module_path!r}: {exc}") from exc
+            except (Exception, SystemExit) as exc:
+                raise CheckError(f"{where}: importing {module_path!r} failed: {exc!r}") from exc
+        try:
+            return getattr(module, attr)
+        except AttributeError:
+            raise CheckError(f"{where}: {module.__name__!r} has no attribute {attr!r}") from None
+
     def done(self) -> None:
         """Reject every field no read asked for."""
         for key in self._data:
@@ -286,3 +322,19 @@ class Params:
                     + did_you_mean(key, self._known)
                     + f"; its fields: {fields} (and 'weight', 'path', 'metric')"
                 )
+
+
+def _import_file(path: Path, where: str) -> Any:
+    module_name = f"_promptsuite_user_{abs(hash(str(path.resolve())))}"
+    module = sys.modules.get(module_name)
+    if module is None:
+        location = importlib.util.spec_from_file_location(module_name, path)
+        if location is None or location.loader is None or not path.is_file():
+            raise CheckError(f"{where}: no Python file {str(path)!r}")
+        module = importlib.util.module_from_spec(location)
+        try:
+            location.loader.exec_module(module)
+        except (Exception, SystemExit) as exc:  # the user's module failed to import: say which and why
+            raise CheckError(f"{where}: importing {str(path)!r} failed: {exc!r}") from exc
+        sys.modules[module_name] = module
+    return module

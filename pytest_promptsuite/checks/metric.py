@@ -13,7 +13,6 @@ from pytest_promptsuite.checks.base import json_text
 from pytest_promptsuite.checks.base import shorten
 from pytest_promptsuite.checks.outcome import CheckResult
 from pytest_promptsuite.checks.outcome import Layer
-from pytest_promptsuite.checks.structure import import_object
 from pytest_promptsuite.config.suite import Prices
 from pytest_promptsuite.errors import CheckError
 from pytest_promptsuite.errors import ModelError
@@ -279,7 +278,7 @@ def make_python(p: Params) -> Check:
     spec = p.string("value", required=True, what="a dotted path like 'package.module:function'")
     threshold = p.number("threshold")
     assert spec is not None
-    function = import_object(spec, p.base_dir, field="value", name=p.name, scope=p.scope)
+    function = p.import_object(spec)
     if not callable(function):
         raise CheckError(f"'value' of {p.name!r}: {spec!r} is not callable")
     return PythonCheck(function, spec, threshold)

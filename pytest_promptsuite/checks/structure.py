@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import json
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -15,7 +12,6 @@ from pydantic import ValidationError
 
 from pytest_promptsuite.checks.base import Check
 from pytest_promptsuite.checks.base import CheckContext
-from pytest_promptsuite.checks.base import CheckScope
 from pytest_promptsuite.checks.base import Params
 from pytest_promptsuite.checks.base import Verdict
 from pytest_promptsuite.checks.base import json_problem
@@ -180,55 +176,6 @@ class ContainsJson(Check):
         return Verdict(False, expected, f"{len(values)} JSON value(s), none matches; first: {problems[0]}")
 
 
-def _import_file(path: Path, *, field: str, name: str) -> Any:
-    module_name = f"_promptsuite_user_{abs(hash(str(path.resolve())))}"
-    module = sys.modules.get(module_name)
-    if module is None:
-        location = importlib.util.spec_from_file_location(module_name, path)
-        if location is None or location.loader is None or not path.is_file():
-            raise CheckError(f"{field!r} of {name!r}: no Python file {str(path)!r}")
-        module = importlib.util.module_from_spec(location)
-        try:
-            location.loader.exec_module(module)
-        except (Exception, SystemExit) as exc:  # the user's module failed to import: say which and why
-            raise CheckError(f"{field!r} of {name!r}: importing {str(path)!r} failed: {exc!r}") from exc
-        sys.modules[module_name] = module
-    return module
-
-
-def import_object(spec: str, base_dir: Path, *, field: str, name: str, scope: CheckScope | None = None) -> Any:
-    """Import ``pkg.module:attr``, ``pkg.module.attr`` or ``file://path.py:attr`` (relative to
-    ``base_dir``), a file or module only from where ``scope`` allows."""
-    if spec.startswith("file://") or ":" in spec and spec.split(":", 1)[0].endswith(".py"):
-        file_part, sep, attr = spec.rpartition(":")
-        if not sep or not attr:
-            raise CheckError(f"{field!r} of {name!r} must look like 'file://checks.py:function', got {spec!r}")
-        if scope is not None:
-            path = scope.file(file_part, base_dir, field=field, name=name)
-        else:
-            path = resolve_file(file_part, base_dir)
-        module = _import_file(path, field=field, name=name)
-    else:
-        if ":" in spec:
-            module_path, _, attr = spec.partition(":")
-        else:
-            module_path, _, attr = spec.rpartition(".")
-        if not module_path or not attr:
-            raise CheckError(f"{field!r} of {name!r} must be a dotted path like 'package.module:name', got {spec!r}")
-        if scope is not None:
-            scope.check_module(module_path, field=field, name=name)
-        try:
-            module = importlib.import_module(module_path)
-        except ImportError as exc:
-            raise CheckError(f"{field!r} of {name!r}: cannot import module {module_path!r}: {exc}") from exc
-        except (Exception, SystemExit) as exc:
-            raise CheckError(f"{field!r} of {name!r}: importing {module_path!r} failed: {exc!r}") from exc
-    try:
-        return getattr(module, attr)
-    except AttributeError:
-        raise CheckError(f"{field!r} of {name!r}: {module.__name__!r} has no attribute {attr!r}") from None
-
-
 class PydanticModel(Check):
     """``pydantic``: the output (JSON) validates as a pydantic model class."""
 
@@ -387,7 +334,7 @@ def make_pydantic(p: Params) -> Check:
     """Make ``pydantic``: the output validates as the pydantic model class ``value`` names."""
     spec = p.string("value", required=True, what="a dotted path to a pydantic model class")
     assert spec is not None
-    model = import_object(spec, p.base_dir, field="value", name=p.name, scope=p.scope)
+    model = p.import_object(spec)
     if not (isinstance(model, type) and issubclass(model, BaseModel)):
         raise CheckError(f"'value' of {p.name!r}: {spec!r} is not a pydantic model class")
     return PydanticModel(model, spec)

@@ -17,6 +17,7 @@ from pytest_promptsuite.report.text import pct
 from pytest_promptsuite.report.text import slice_rows
 from pytest_promptsuite.report.text import totals_line
 from pytest_promptsuite.report.text import usage_cells
+from pytest_promptsuite.report.text import variant_rows
 from pytest_promptsuite.report.trends import trend_rows
 from pytest_promptsuite.results.frames import history_frame
 from pytest_promptsuite.results.history import History
@@ -231,15 +232,8 @@ def _variants(summary: Summary) -> list[str]:
     pair = len(names) >= 2
     head = ["slice", *names] + ([f"flips {names[0]} → {names[1]} (−/+)", "p"] if pair else [])
     md += ["### Prompt variants side by side", "", _row(map(md_escape, head)), "|---|" + "---:|" * (len(head) - 1)]
-    by_slice: dict[str, dict[str, str]] = {}
-    for vs in compared.slices:
-        by_slice.setdefault(vs.slice, {})[vs.variant] = pct(vs.counts.pass_rate) + ("" if vs.gate == "pass" else " ❌")
-    for name in sorted(by_slice):
-        row = [md_escape(name), *(by_slice[name].get(v, "-") for v in names)]
-        if pair:
-            flips = compared.flips_by_slice.get(name)
-            row += ["−0/+0", "-"] if flips is None else [f"−{flips.regressions}/+{flips.fixes}", f"{flips.p_value:.3g}"]
-        md.append(_row(row))
+    rows = variant_rows(compared, lambda vs: pct(vs.counts.pass_rate) + ("" if vs.gate == "pass" else " ❌"), minus="−")
+    md += [_row([md_escape(name), *cells]) for name, *cells in rows]
     md.append("")
     if pair and compared.diff is not None:
         md += _ids(f"{names[1]} breaks (passed in {names[0]})", list(compared.diff.regressions))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Callable
 from collections.abc import Iterator
 from collections.abc import Sequence
 
@@ -10,6 +11,8 @@ from pytest_promptsuite.report.evidence import regression_cell
 from pytest_promptsuite.report.evidence import regression_lines
 from pytest_promptsuite.report.reasons import plural
 from pytest_promptsuite.report.reasons import reason
+from pytest_promptsuite.results.records import VariantComparison
+from pytest_promptsuite.results.records import VariantSlice
 from pytest_promptsuite.results.row import CaseResult
 from pytest_promptsuite.results.summary import Summary
 from pytest_promptsuite.results.usage import UsageReport
@@ -189,18 +192,12 @@ def variant_lines(summary: Summary, *, max_ids: int = 20) -> Iterator[str]:
     header = ["slice", *names]
     if pair:
         header += [f"flips {names[0]}->{names[1]} -/+", "p"]
-    by_slice: dict[str, dict[str, str]] = {}
-    for vs in compared.slices:
+
+    def cell(vs: VariantSlice) -> str:
         c = vs.counts
-        mark = "" if vs.gate == "pass" else " FAIL"
-        by_slice.setdefault(vs.slice, {})[vs.variant] = f"{pct(c.pass_rate)} ({c.passed}/{c.counted}){mark}"
-    rows = []
-    for name in sorted(by_slice):
-        row = [name, *(by_slice[name].get(v, "-") for v in names)]
-        if pair:
-            flips = compared.flips_by_slice.get(name)
-            row += ["-0/+0", "-"] if flips is None else [f"-{flips.regressions}/+{flips.fixes}", _p(flips.p_value)]
-        rows.append(row)
+        return f"{pct(c.pass_rate)} ({c.passed}/{c.counted})" + ("" if vs.gate == "pass" else " FAIL")
+
+    rows = variant_rows(compared, cell, minus="-")
     yield "prompt variants, pass rate by slice:"
     yield from _table(header, rows, right=set(range(1, len(header))))
     if pair and compared.diff is not None:
@@ -208,6 +205,23 @@ def variant_lines(summary: Summary, *, max_ids: int = 20) -> Iterator[str]:
             yield f"{names[1]} breaks (passed in {names[0]}): " + _id_list(list(compared.diff.regressions), max_ids)
         if compared.diff.fixes:
             yield f"{names[1]} fixes (failed in {names[0]}): " + _id_list(list(compared.diff.fixes), max_ids)
+
+
+def variant_rows(compared: VariantComparison, cell: Callable[[VariantSlice], str], *, minus: str) -> list[list[str]]:
+    """Return a row per slice: its name, each variant's ``cell`` (``-`` for none) and, with two variants
+    or more, the flips from the first to the second (``minus`` before the regressions) and their p-value."""
+    by_slice: dict[str, dict[str, str]] = {}
+    for vs in compared.slices:
+        by_slice.setdefault(vs.slice, {})[vs.variant] = cell(vs)
+    rows = []
+    for name in sorted(by_slice):
+        row = [name, *(by_slice[name].get(v, "-") for v in compared.variants)]
+        if len(compared.variants) >= 2:
+            flips = compared.flips_by_slice.get(name)
+            regressions, fixes, p = (0, 0, None) if flips is None else (flips.regressions, flips.fixes, flips.p_value)
+            row += [f"{minus}{regressions}/+{fixes}", _p(p)]
+        rows.append(row)
+    return rows
 
 
 def trim_output(output: str, focus: int | None = None, limit: int = MAX_OUTPUT_CHARS) -> str:
