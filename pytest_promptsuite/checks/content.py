@@ -167,9 +167,8 @@ class LevenshteinCheck(Check):
 
 
 class Similar(Check):
-    """``similar``: string similarity (rapidfuzz's normalised Indel ratio, 0..1) to ``value`` (or
-    the best of a list) at least ``threshold`` (default 0.75). Not embeddings: it measures spelling,
-    not meaning."""
+    """``similar``: rapidfuzz's normalised Indel ratio (0..1, spelling, not meaning) to ``value`` (the
+    best of a list) at least ``threshold`` (default 0.75)."""
 
     def __init__(self, expected: list[str], threshold: float) -> None:
         self.expected = expected

@@ -73,9 +73,8 @@ class Tokens(Check):
 
 
 class Cost(Check):
-    """``cost``: at most ``threshold`` (USD) for the call, priced from its token usage with
-    ``prices = {prompt = USD per 1M tokens, completion = USD per 1M tokens}``, or, without
-    prices of its own, the answering model's ``[model] prices``."""
+    """``cost``: at most ``threshold`` USD for the call, its token usage priced at ``prices`` (USD per
+    1M prompt and completion tokens), else at the answering model's ``[model] prices``."""
 
     layer = Layer.METRIC
     reads_output = False

@@ -51,15 +51,12 @@ def make_builtin_check(
     scope: CheckScope | None = None,
     case: PromptCase | None = None,
 ) -> Check | None:
-    """Make the built-in check ``name`` from an entry's ``params``, or return None if it is not built in.
-
-    A layer's module is imported when a suite first uses one of its types (a run on ``contains``
-    never loads the JSON Schema or judge code); ``scope`` says where files and code may come from.
-    """
+    """Make the built-in check ``name`` from an entry's ``params``, or return None if it is not built in."""
     where = BUILTIN_TYPES.get(name)
     if where is None:
         return None
     module, _, path = where.partition(".")
+    # the layer's module loads when a suite first uses it: a run on contains never loads jsonschema
     factory: Any = importlib.import_module(f"pytest_promptsuite.checks.{module}")
     for attr in path.split("."):
         factory = getattr(factory, attr)

@@ -122,7 +122,7 @@ def _needs_detail(outcome: Outcome, last_check: str | None) -> bool:
 
 def _grid_row(r: CaseResult, detail: int, size: int) -> list[Any]:
     """Return a row of the outputs grid; a row with details (``detail`` >= 0) leaves its texts there."""
-    if detail >= 0:  # the grid and the search read the details
+    if detail >= 0:
         return [r.case_id, r.slice, r.variant, r.repeat, r.outcome.value, detail, "", "", _failed_names(r)]
     return _plain_row(r, r.output, r.prompt, size)
 

@@ -295,29 +295,15 @@ def _variant_stats(rows: Sequence[CaseResult]) -> tuple[GroupStats, ...]:
 
 def _repeat_stats(rows: Sequence[CaseResult]) -> tuple[RepeatStats, ...]:
     """Count, per repeated case and variant, the runs that count and those that passed."""
-    seen: set[tuple[str, str]] = set()
-    repeated: set[tuple[str, str]] = set()  # a list for each of 50,000 rows costs more than their stats
+    groups: dict[tuple[str, str], list[CaseResult]] = {}
     for row in rows:
-        key = (row.case_id, row.variant or "")
-        (repeated if key in seen else seen).add(key)
-    groups: dict[tuple[str, str], list[CaseResult]] = {key: [] for key in repeated}
-    for row in rows if repeated else ():
-        runs_of = groups.get((row.case_id, row.variant or ""))
-        if runs_of is not None:
-            runs_of.append(row)
+        groups.setdefault((row.case_id, row.variant or ""), []).append(row)
     out = []
-    for (case_id, variant), runs_of in sorted(groups.items()):
-        if len(runs_of) < 2:
-            continue
+    for case_id, variant in sorted(key for key, runs_of in groups.items() if len(runs_of) > 1):
+        runs_of = groups[case_id, variant]
         passed, runs = passes(runs_of)
+        fraction = passed / runs if runs else None
         out.append(
-            RepeatStats(
-                case_id=case_id,
-                variant=variant or None,
-                slice=runs_of[0].slice,
-                runs=runs,
-                passed=passed,
-                pass_fraction=passed / runs if runs else None,
-            )
+            RepeatStats(case_id, variant or None, runs_of[0].slice, runs=runs, passed=passed, pass_fraction=fraction)
         )
     return tuple(out)
