@@ -73,29 +73,15 @@ def slice_rows(summary: Summary) -> tuple[list[str], list[list[str]]]:
     for s in summary.slices:
         c = s.counts
         interval = c.interval
-        row = [
-            s.slice,
-            str(c.cases),
-            str(c.passed),
-            str(c.failed),
-            str(c.error),
-            str(c.review),
-            pct(c.pass_rate),
-            "-" if interval is None else f"{interval[0]:.0%}-{interval[1]:.0%}",
-            f"{s.threshold:.0%} ({s.threshold_source})",
-        ]
+        ci = "-" if interval is None else f"{interval[0]:.0%}-{interval[1]:.0%}"
+        row = [s.slice, *map(str, (c.cases, c.passed, c.failed, c.error, c.review)), pct(c.pass_rate), ci]
+        row.append(f"{s.threshold:.0%} ({s.threshold_source})")
         if baseline:
             test = s.test
             shown_p = None if test is None else (test.p_adjusted if test.p_adjusted is not None else test.p_regression)
-            row += [
-                pct(s.baseline_pass_rate),
-                _signed_points(s.delta),
-                f"-{s.regressions or 0}/+{s.fixes or 0}",
-                _p(s.p_value),
-                _p(shown_p),
-                regression_cell(test),
-                "-" if test is None or test.detectable_drop is None else f"{test.detectable_drop * 100:.1f}",
-            ]
+            detectable = "-" if test is None or test.detectable_drop is None else f"{test.detectable_drop * 100:.1f}"
+            row += [pct(s.baseline_pass_rate), _signed_points(s.delta), f"-{s.regressions or 0}/+{s.fixes or 0}"]
+            row += [_p(s.p_value), _p(shown_p), regression_cell(test), detectable]
         row.append(s.gate.upper())
         rows.append(row)
     return header, rows
