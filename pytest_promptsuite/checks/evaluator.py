@@ -119,7 +119,7 @@ class _Run:
                 if isinstance(entry, CheckSet):
                     leaves.extend((m, False, f"{label or entry.where} assert-set") for m in entry.members)
                 else:
-                    # a review mark is no pass/fail verdict: a case threshold does not weigh it
+                    # a review mark neither passes nor fails: a case threshold does not weigh it
                     own = suite or not thresholded or entry.layer is Layer.REVIEW
                     leaves.append((entry, entry.weight > 0 and own, label))
         leaves.sort(key=lambda item: _ORDER[item[0].layer])

@@ -134,8 +134,8 @@ def parse_judge_reply(reply: str) -> dict[str, Any]:
 
 
 class LlmRubric(Check):
-    """``llm-rubric``: a judge model grades the output against the rubric in ``value``. Its
-    verdict, score and reason are recorded; with ``threshold`` the score must reach it."""
+    """``llm-rubric``: a judge model grades the output against the rubric in ``value`` (its pass, score
+    and reason are recorded); with ``threshold`` the score must reach it."""
 
     layer = Layer.METRIC
 

@@ -215,7 +215,7 @@ def _write_page(
     one ``encode`` of the whole payload gives."""
     script = _asset("dashboard.js")
     gate = "PASSED" if summary.gate.passed else "FAILED"
-    fields = {"csp": _csp(script), "title": "promptsuite report", "verdict": gate, "style": _asset("dashboard.css")}
+    fields = {"csp": _csp(script), "title": "promptsuite report", "gate": gate, "style": _asset("dashboard.css")}
     head, tail = _asset("dashboard.html").split("{data}")
     out.write(head.format(**fields, script=script))
     size = grid_text(len(rows))
