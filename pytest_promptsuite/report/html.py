@@ -171,7 +171,7 @@ class _Spill:
     """JSON values joined by commas in a temporary file that stays in memory while it is small."""
 
     def __init__(self) -> None:
-        self._fp = tempfile.SpooledTemporaryFile(max_size=_SPILL_BYTES, mode="w+", encoding="utf-8")  # noqa: SIM115
+        self._fp = tempfile.SpooledTemporaryFile(max_size=_SPILL_BYTES, mode="w+", encoding="utf-8")
         self.count = 0
 
     def __enter__(self) -> _Spill:

@@ -153,7 +153,7 @@ class UsageTally:
     is made (a run's prices are known once its configs are)."""
 
     def __init__(self) -> None:
-        self._groups: dict[tuple[str, str | None], _Group] = {}  # one per (slice, variant)
+        self._groups: dict[tuple[str, str | None], _Group] = {}
 
     def _group(self, slice_name: str, variant: str | None) -> _Group:
         group = self._groups.get((slice_name, variant))
