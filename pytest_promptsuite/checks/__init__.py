@@ -1,4 +1,4 @@
-"""Stage 4: layered checks on a model's output (structure, content, review, metric)."""
+"""The checks stage: layered checks on a model's output (structure, content, review, metric)."""
 
 from pytest_promptsuite.checks.base import Check
 from pytest_promptsuite.checks.base import CheckContext

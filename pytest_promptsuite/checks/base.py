@@ -1,15 +1,14 @@
-"""What a check is: :class:`Check` (one ``assert`` entry, ready to run), its :class:`Verdict`, and
-the :class:`CheckContext` it reads.
-
-A check answers one question about one value (the output, or the value at a JSON path of it) and
-says what it expected and what it found. Negation (``not-``), weights, JSON paths, thresholds and
-skipping are the evaluator's job, so a check (built-in or from a plugin) stays a few lines.
-"""
+"""What a check is: a ``Check`` (one ``assert`` entry, ready to run), the ``Verdict`` it returns, the
+``CheckContext`` it reads, the ``Params`` its factory reads, the ``CheckScope`` its files and code come
+from, and the helpers checks share."""
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import json
 import math
+import sys
 from abc import ABC
 from abc import abstractmethod
 from collections.abc import Callable
@@ -31,35 +30,17 @@ from pytest_promptsuite.formats.jsonio import decode
 from pytest_promptsuite.models.base import Response
 
 
-__all__ = [
-    "Check",
-    "CheckContext",
-    "CheckScope",
-    "Judge",
-    "Params",
-    "Verdict",
-    "json_equal",
-    "json_problem",
-    "json_text",
-    "resolve_file",
-    "shorten",
-]
-
 #: Sends a prompt to the judge model and returns its reply text (raises ``ModelError``).
 Judge = Callable[[str], str]
 
-_NOT_JSON = object()
+_UNREAD = object()
 
 
 @dataclass(frozen=True)
 class Verdict:
-    """One check's answer.
-
-    ``expected`` is the expectation as a predicate (``contains 'refund'``, ``is valid JSON``) and
-    ``found`` what the value showed (``no match in 120 chars``, ``'refund' at offset 5``). The
-    evaluator words the message, negated for ``not-`` types. ``skip`` (a reason) means the check
-    could not run: it neither passes nor fails.
-    """
+    """One check's answer: ``expected`` as a predicate (``contains 'refund'``), what the value showed
+    (``found``: ``no match in 120 chars``), and with ``skip`` why the check could not run (it neither
+    passes nor fails). The evaluator words the message, negated for a ``not-`` type."""
 
     passed: bool
     expected: str = ""
@@ -70,17 +51,14 @@ class Verdict:
 
     @classmethod
     def skipped(cls, reason: str, **details: Any) -> Verdict:
-        """A verdict that the check could not run, and why (reported as skipped, not failed)."""
+        """Return the verdict of a check that could not run, and why (reported as skipped, not failed)."""
         return cls(passed=False, skip=reason, details=details or None)
 
 
 @dataclass
 class CheckContext:
-    """What a check may read besides the value it checks: the case, the response, the judge.
-
-    ``output`` is the text the checks see (after any ``pytest_promptsuite_transform_output``);
-    ``response`` is None when checks run on a bare output (``evaluate(case, output)``).
-    """
+    """What a check may read besides its value: the case, the output the checks see (after any
+    ``pytest_promptsuite_transform_output``), the response (None for a bare output) and the judge."""
 
     case: PromptCase
     output: str
@@ -91,31 +69,25 @@ class CheckContext:
     path: str | None = None
     #: The ``[model] prices`` of the model that answered (a ``cost`` check without its own).
     prices: Prices | None = None
-    _json: Any = field(default=None, repr=False)
+    _json: Any = field(default=_UNREAD, repr=False)
     _json_error: str | None = field(default=None, repr=False)
 
     def output_json(self) -> Any:
-        """The output parsed as JSON (cached); raises ``ValueError`` naming the parse error."""
-        if self._json is None and self._json_error is None:
+        """Return the output parsed as JSON (once); ``ValueError`` names the parse error."""
+        if self._json is _UNREAD:
             try:
                 self._json = decode(self.output, strict=False)
             except JsonError as exc:
                 self._json_error = json_problem(exc)
-                self._json = _NOT_JSON
-        if self._json is _NOT_JSON:
+        if self._json_error is not None:
             raise ValueError(f"output is not JSON ({self._json_error})")
         return self._json
 
 
 class Check(ABC):
-    """A compiled ``assert`` entry. Subclass it to add a check type from a plugin.
-
-    Set ``layer`` (class or instance attribute) and implement :meth:`evaluate`. ``value`` is what
-    the check looks at: the output text, or with ``path`` the JSON value at that path (any JSON
-    type). Raise nothing for a bad output: return a failing :class:`Verdict` that says what was
-    found. Validate your params when the check is made (in ``pytest_promptsuite_make_check``) and
-    raise :class:`~pytest_promptsuite.errors.CheckError` naming the bad field.
-    """
+    """A compiled ``assert`` entry; subclass it to add a check type from a plugin: set ``layer`` and
+    implement :meth:`evaluate`, which returns a failing :class:`Verdict` for a bad output (it raises
+    nothing). Validate the params when the check is made and raise ``CheckError`` naming the field."""
 
     layer: Layer = Layer.CONTENT
     #: False for types where ``not-`` makes no sense (``human-review``).
@@ -125,11 +97,11 @@ class Check(ABC):
 
     @abstractmethod
     def evaluate(self, value: Any, ctx: CheckContext) -> Verdict:
-        """Check ``value`` (the output, or the value at ``path``) and say what was found."""
+        """Check ``value`` (the output, or the JSON value at the entry's ``path``) and say what was found."""
 
 
 def json_problem(exc: JsonError) -> str:
-    """Why a text is not JSON we read: ``Expecting value at line 1 column 1``."""
+    """Say why a text is not JSON we read: ``Expecting value at line 1 column 1``."""
     if not exc.places:
         return exc.message
     line, column = exc.places[0]
@@ -137,14 +109,14 @@ def json_problem(exc: JsonError) -> str:
 
 
 def json_text(value: Any) -> str:
-    """A value as text for text checks: strings as they are, anything else as compact JSON."""
+    """Return a value as text checks read it: a string as it is, anything else as compact JSON."""
     if isinstance(value, str):
         return value
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def shorten(value: Any, limit: int = 80) -> str:
-    """A value for messages: ``repr`` of a string, compact JSON of anything else, cut to ``limit``."""
+    """Show a value in a message: ``repr`` of a string, compact JSON of anything else, cut to ``limit``."""
     text = repr(value) if isinstance(value, str) else json_text(value)
     if len(text) <= limit:
         return text
@@ -152,8 +124,21 @@ def shorten(value: Any, limit: int = 80) -> str:
     return f"{text[:limit]}... ({size})"
 
 
+def json_kind(value: Any) -> str:
+    """Name a JSON value's kind in a message: ``a string``, ``an array``, ``null``..."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "an array" if isinstance(value, list) else "an object"
+
+
 def json_equal(a: Any, b: Any) -> bool:
-    """JSON equality: ``12`` is not ``"12"`` and ``true`` is not ``1``; ``12`` equals ``12.0``."""
+    """Compare as JSON values: ``12`` is not ``"12"`` and ``true`` is not ``1``; ``12`` equals ``12.0``."""
     if isinstance(a, bool) or isinstance(b, bool):
         return isinstance(a, bool) and isinstance(b, bool) and a == b
     if isinstance(a, (int, float)) and isinstance(b, (int, float)):
@@ -168,7 +153,7 @@ def json_equal(a: Any, b: Any) -> bool:
 
 
 def resolve_file(value: str, base_dir: Path) -> Path:
-    """A ``file://`` value (or plain relative path) resolved against the case file's folder."""
+    """Resolve a ``file://`` value (or a plain relative path) against ``base_dir``."""
     raw = value[len("file://") :] if value.startswith("file://") else value
     path = Path(raw)
     return path if path.is_absolute() else base_dir / path
@@ -176,17 +161,14 @@ def resolve_file(value: str, base_dir: Path) -> Path:
 
 @dataclass(frozen=True)
 class CheckScope:
-    """Where the files and the code an ``assert`` entry names may come from: files inside
-    ``root`` (the suite's folder, links followed), and the modules of ``python_modules`` (the
-    config's ``[checks] python_modules``) and their submodules. A case file can name neither a
-    file elsewhere nor any other module. Code that compiles checks without a scope is trusted."""
+    """Where the files and code an ``assert`` entry names may come from: inside ``root`` (the suite's
+    folder, links followed) and the config's ``[checks] python_modules`` with their submodules."""
 
     root: Path
     python_modules: tuple[str, ...] = ()
 
     def file(self, value: str, base_dir: Path, *, field: str, name: str) -> Path:
-        """``value`` (``file://x`` or a path, relative to ``base_dir``) resolved; a CheckError
-        when it leaves :attr:`root`."""
+        """Resolve ``value`` (``file://x`` or a path) against ``base_dir``; CheckError if it leaves :attr:`root`."""
         path = confine(self.root, resolve_file(value, base_dir))
         if path is None:
             raise CheckError(
@@ -196,7 +178,7 @@ class CheckScope:
         return path
 
     def check_module(self, module: str, *, field: str, name: str) -> None:
-        """A CheckError unless ``module`` is one of :attr:`python_modules` or inside one."""
+        """Raise CheckError unless ``module`` is one of :attr:`python_modules` or inside one."""
         if any(module == m or module.startswith(m + ".") for m in self.python_modules):
             return
         listed = ", ".join(self.python_modules) or "none"
@@ -208,19 +190,19 @@ class CheckScope:
 
 
 class Params:
-    """The fields of one ``assert`` entry, read by a check factory with type checks.
+    """The fields of one ``assert`` entry, read by a check factory with type checks; :meth:`done`
+    then rejects every field no read asked for."""
 
-    Every read field is remembered; :meth:`done` then rejects the rest, naming the unknown field,
-    the nearest known one and the fields the type takes.
-    """
-
-    def __init__(self, name: str, params: dict[str, Any]) -> None:
+    def __init__(self, name: str, params: dict[str, Any], *, base_dir: Path, scope: CheckScope | None = None) -> None:
         self.name = name
+        #: Where the entry's relative files resolve, and where its files and code may come from.
+        self.base_dir = base_dir
+        self.scope = scope
         self._data = dict(params)
         self._known: list[str] = []
 
     def has(self, key: str) -> bool:
-        """Whether the entry has ``key``."""
+        """Return whether the entry has ``key``."""
         return key in self._data
 
     def _get(self, key: str, required: bool, what: str) -> Any:
@@ -232,18 +214,18 @@ class Params:
         return self._data[key]
 
     def raw(self, key: str, *, required: bool = False, what: str = "a value") -> Any:
-        """The value of ``key`` as written (any JSON type)."""
+        """Return the value of ``key`` as written (any JSON type)."""
         return self._get(key, required, what)
 
     def string(self, key: str, *, required: bool = False, what: str = "a string") -> str | None:
-        """The value of ``key``; a CheckError naming it when it is not a string."""
+        """Return the string value of ``key``; CheckError naming it when it is no string."""
         value = self._get(key, required, what)
         if value is not None and not isinstance(value, str):
             raise CheckError(f"{key!r} of {self.name!r} must be {what}, got {describe_type(value)}")
         return value
 
     def text(self, key: str, *, required: bool = False) -> str | None:
-        """A string, or a number taken as its text (promptfoo's ``contains: 0``)."""
+        """Return a string, or a number as its text (promptfoo's ``contains: 0``)."""
         value = self._get(key, required, "a string")
         if value is None:
             return None
@@ -252,7 +234,7 @@ class Params:
         return value if isinstance(value, str) else json_text(value)
 
     def strings(self, key: str, *, required: bool = False) -> list[str] | None:
-        """A non-empty list of strings (a single string counts as a list of one)."""
+        """Return a non-empty list of strings (a single string counts as a list of one)."""
         value = self._get(key, required, "a list of strings")
         if value is None:
             return None
@@ -276,7 +258,7 @@ class Params:
         maximum: float | None = None,
         what: str = "a number",
     ) -> float | None:
-        """The value of ``key`` as a number within the bounds; a CheckError naming it otherwise."""
+        """Return the value of ``key`` as a number within the bounds; CheckError naming it otherwise."""
         value = self._get(key, required, what)
         if value is None:
             return None
@@ -289,13 +271,46 @@ class Params:
         return value
 
     def flag(self, key: str, *, default: bool = False) -> bool:
-        """The value of ``key`` as true or false (``default`` when absent)."""
+        """Return the value of ``key`` as true or false (``default`` when absent)."""
         value = self._get(key, False, "true or false")
         if value is None:
             return default
         if not isinstance(value, bool):
             raise CheckError(f"{key!r} of {self.name!r} must be true or false, got {describe_type(value)}")
         return value
+
+    def import_object(self, spec: str) -> Any:
+        """Import what ``spec`` (the entry's ``value``) names: ``pkg.module:attr``, ``pkg.module.attr`` or
+        ``file://path.py:attr``, a file or module only from where :attr:`scope` allows."""
+        where = f"'value' of {self.name!r}"
+        if spec.startswith("file://") or ":" in spec and spec.split(":", 1)[0].endswith(".py"):
+            file_part, sep, attr = spec.rpartition(":")
+            if not sep or not attr:
+                raise CheckError(f"{where} must look like 'file://checks.py:function', got {spec!r}")
+            if self.scope is not None:
+                path = self.scope.file(file_part, self.base_dir, field="value", name=self.name)
+            else:
+                path = resolve_file(file_part, self.base_dir)
+            module = _import_file(path, where)
+        else:
+            if ":" in spec:
+                module_path, _, attr = spec.partition(":")
+            else:
+                module_path, _, attr = spec.rpartition(".")
+            if not module_path or not attr:
+                raise CheckError(f"{where} must be a dotted path like 'package.module:name', got {spec!r}")
+            if self.scope is not None:
+                self.scope.check_module(module_path, field="value", name=self.name)
+            try:
+                module = importlib.import_module(module_path)
+            except ImportError as exc:
+                raise CheckError(f"{where}: cannot import module {module_path!r}: {exc}") from exc
+            except (Exception, SystemExit) as exc:
+                raise CheckError(f"{where}: importing {module_path!r} failed: {exc!r}") from exc
+        try:
+            return getattr(module, attr)
+        except AttributeError:
+            raise CheckError(f"{where}: {module.__name__!r} has no attribute {attr!r}") from None
 
     def done(self) -> None:
         """Reject every field no read asked for."""
@@ -307,3 +322,19 @@ class Params:
                     + did_you_mean(key, self._known)
                     + f"; its fields: {fields} (and 'weight', 'path', 'metric')"
                 )
+
+
+def _import_file(path: Path, where: str) -> Any:
+    module_name = f"_promptsuite_user_{abs(hash(str(path.resolve())))}"
+    module = sys.modules.get(module_name)
+    if module is None:
+        location = importlib.util.spec_from_file_location(module_name, path)
+        if location is None or location.loader is None or not path.is_file():
+            raise CheckError(f"{where}: no Python file {str(path)!r}")
+        module = importlib.util.module_from_spec(location)
+        try:
+            location.loader.exec_module(module)
+        except (Exception, SystemExit) as exc:  # the user's module failed to import: say which and why
+            raise CheckError(f"{where}: importing {str(path)!r} failed: {exc!r}") from exc
+        sys.modules[module_name] = module
+    return module

@@ -1,11 +1,5 @@
-"""``assert`` entries into ready-to-run checks, once, when a case file is collected.
-
-A bad entry (an unknown type, a malformed field, a JSONPath that does not parse, a schema file
-that is missing) is a :class:`CheckError` naming ``path:line``, the case and the entry, so the run
-stops before any model is called. Check types come from a ``make`` callable: the
-``pytest_promptsuite_make_check`` hook under pytest and the ``promptsuite`` command, or
-:func:`builtin_make` in a plain script.
-"""
+"""Compiling ``assert`` entries into ready-to-run checks when a case file is collected; a bad entry is
+a ``CheckError`` naming ``path:line``, the case and the entry."""
 
 from __future__ import annotations
 
@@ -34,19 +28,6 @@ if TYPE_CHECKING:
     from pytest_promptsuite.checks.jsonpath import JsonPath
 
 
-__all__ = [
-    "CheckSet",
-    "CompiledCheck",
-    "CompiledChecks",
-    "MakeCheck",
-    "SuiteChecks",
-    "builtin_make",
-    "compile_case",
-    "compile_cases",
-    "compile_entries",
-    "compile_suite_checks",
-]
-
 #: ``make(name=..., params=..., case=..., base_dir=..., scope=...) -> Check | None`` (the hook's).
 MakeCheck = Callable[..., Union[Check, None]]
 
@@ -55,17 +36,9 @@ COMMON_FIELDS = ("type", "weight", "path", "metric")
 _SET_FIELDS = ("type", "assert", "threshold", "weight", "metric")
 
 
-def builtin_make(
-    *, name: str, params: dict[str, Any], case: PromptCase | None, base_dir: Path,
-    scope: CheckScope | None = None,
-) -> Check | None:
-    """The built-in types only (what the hook answers when no plugin does)."""
-    return make_builtin_check(name, params, base_dir=base_dir, scope=scope)
-
-
 @dataclass(frozen=True)
 class CompiledCheck:
-    """One entry: the check, how it was written (``not-contains``), its weight and JSON path."""
+    """One compiled entry: the check, its type as written (``not-contains``), its weight and JSON path."""
 
     name: str
     check: Check
@@ -112,7 +85,7 @@ class SuiteChecks:
     rules: tuple[tuple[str, tuple[Entry, ...]], ...] = ()
 
     def for_slice(self, slice_name: str) -> tuple[Entry, ...]:
-        """The entries for ``slice_name``: rules with ``slice = "*"``, the name, or a glob."""
+        """Return the entries for ``slice_name``: rules with ``slice = "*"``, the name, or a glob."""
         found: list[Entry] = []
         for pattern, entries in self.rules:
             if pattern in ("*", slice_name) or fnmatch.fnmatchcase(slice_name, pattern):
@@ -120,8 +93,7 @@ class SuiteChecks:
         return tuple(found)
 
 
-def known_types() -> str:
-    """The check types an error message lists: the built-ins and ``assert-set``."""
+def _known_types() -> str:
     return ", ".join([*BUILTIN_TYPES, "assert-set"])
 
 
@@ -147,22 +119,8 @@ def _metric(entry: dict[str, Any]) -> str | None:
     return metric
 
 
-def compile_entry(
-    entry: Any, make: MakeCheck, *, case: PromptCase | None, base_dir: Path, where: str, in_set: bool = False,
-    scope: CheckScope | None = None,
-) -> Entry:
-    """One ``assert`` entry into a :class:`CompiledCheck` or :class:`CheckSet`; raises
-    :class:`CheckError` with a message that starts with ``where``. ``scope``: where its files
-    and code may come from (None: anywhere, for trusted callers)."""
-    try:
-        return _compile_entry(entry, make, case=case, base_dir=base_dir, where=where, in_set=in_set, scope=scope)
-    except CheckError as exc:
-        text = str(exc)
-        raise CheckError(text if text.startswith(where) else f"{where}: {text}") from exc
-
-
 def _path(text: Any) -> JsonPath | None:
-    """An entry's ``path``, parsed (the JSONPath module loads only for a suite that uses one)."""
+    """Parse an entry's ``path`` (the JSONPath module loads only for a suite that uses one)."""
     if text is None:
         return None
     from pytest_promptsuite.checks.jsonpath import JsonPath
@@ -170,20 +128,44 @@ def _path(text: Any) -> JsonPath | None:
     return JsonPath.parse(text)
 
 
-def _compile_entry(
-    entry: Any, make: MakeCheck, *, case: PromptCase | None, base_dir: Path, where: str, in_set: bool,
-    scope: CheckScope | None,
-) -> Entry:
-    if not isinstance(entry, dict):
-        raise CheckError(
-            f'a check must be an object like {{"type": "contains", "value": ...}}, got {entry!r}'
-        )
-    kind = entry.get("type")
-    if not isinstance(kind, str) or not kind:
-        raise CheckError(f"missing 'type' (known types: {known_types()})")
-    weight = _number(entry, "weight", low=0, high=None, what="a number >= 0 (0 records without gating)")
-    weight = 1.0 if weight is None else weight
-    if kind == "assert-set":
+@dataclass(frozen=True)
+class _Compiler:
+    """The compiler of one case's entries (or the suite config's), with one ``make``."""
+
+    make: MakeCheck
+    case: PromptCase | None
+    base_dir: Path
+    scope: CheckScope | None
+
+    def entries(self, entries: Sequence[Any], prefix: str = "assert") -> tuple[tuple[Entry, ...], list[str]]:
+        """Compile every entry, and return them with every problem found (a message per bad entry)."""
+        compiled: list[Entry] = []
+        problems: list[str] = []
+        for i, entry in enumerate(entries):
+            try:
+                compiled.append(self.entry(entry, f"{prefix}[{i}]"))
+            except CheckError as exc:
+                problems.append(str(exc))
+        return tuple(compiled), problems
+
+    def entry(self, entry: Any, where: str, in_set: bool = False) -> Entry:
+        """Compile one ``assert`` entry; a CheckError's message starts with ``where``."""
+        try:
+            if not isinstance(entry, dict):
+                raise CheckError(f'a check must be an object like {{"type": "contains", "value": ...}}, got {entry!r}')
+            kind = entry.get("type")
+            if not isinstance(kind, str) or not kind:
+                raise CheckError(f"missing 'type' (known types: {_known_types()})")
+            weight = _number(entry, "weight", low=0, high=None, what="a number >= 0 (0 records without gating)")
+            weight = 1.0 if weight is None else weight
+            if kind == "assert-set":
+                return self._set(entry, where, weight, in_set)
+            return self._check(entry, kind, where, weight)
+        except CheckError as exc:
+            text = str(exc)
+            raise CheckError(text if text.startswith(where) else f"{where}: {text}") from exc
+
+    def _set(self, entry: dict[str, Any], where: str, weight: float, in_set: bool) -> CheckSet:
         if in_set:
             raise CheckError("an assert-set cannot hold another assert-set")
         for key in entry:
@@ -196,84 +178,57 @@ def _compile_entry(
         members = entry.get("assert")
         if not isinstance(members, list) or not members:
             raise CheckError("'assert' of 'assert-set' must be a non-empty list of checks")
-        compiled = tuple(
-            compile_entry(m, make, case=case, base_dir=base_dir, where=f"{where}.assert[{i}]", in_set=True,
-                          scope=scope)
-            for i, m in enumerate(members)
-        )
+        compiled = tuple(self.entry(m, f"{where}.assert[{i}]", in_set=True) for i, m in enumerate(members))
         threshold = _number(entry, "threshold", low=0, high=1, what="a share from 0 to 1")
         return CheckSet(compiled, threshold, weight, where, _metric(entry))  # type: ignore[arg-type]
-    negate = kind.startswith("not-")
-    name = kind[4:] if negate else kind
-    path = _path(entry.get("path"))
-    params = {k: v for k, v in entry.items() if k not in COMMON_FIELDS}
-    check = make(name=name, params=params, case=case, base_dir=base_dir, scope=scope)
-    if check is None:
-        hint = nearest(name, list(BUILTIN_TYPES))
-        raise CheckError(
-            f"unknown check type {kind!r}"
-            + (f" (did you mean {('not-' if negate else '') + hint!r}?)" if hint else "")
-            + f"; known types: {known_types()} (each also as not-TYPE), or a type a plugin adds "
-            "through pytest_promptsuite_make_check"
-        )
-    if not isinstance(check, Check):
-        raise CheckError(
-            f"the pytest_promptsuite_make_check hook returned {type(check).__name__} for {name!r}, "
-            "not a pytest_promptsuite.checks.Check"
-        )
-    if negate and not check.negatable:
-        raise CheckError(f"{kind!r}: {name!r} has no not- form")
-    if path is not None and not check.reads_output:
-        raise CheckError(f"'path' does not apply to {name!r}: it checks the model call, not the output")
-    return CompiledCheck(kind, check, negate, weight, path, where, _metric(entry))
 
-
-def compile_entries(
-    entries: Sequence[Any],
-    make: MakeCheck,
-    *,
-    case: PromptCase | None,
-    base_dir: Path,
-    prefix: str = "assert",
-    scope: CheckScope | None = None,
-) -> tuple[tuple[Entry, ...], list[str]]:
-    """Every entry compiled, and every problem found (one message per bad entry)."""
-    compiled: list[Entry] = []
-    problems: list[str] = []
-    for i, entry in enumerate(entries):
-        try:
-            compiled.append(
-                compile_entry(entry, make, case=case, base_dir=base_dir, where=f"{prefix}[{i}]", scope=scope)
+    def _check(self, entry: dict[str, Any], kind: str, where: str, weight: float) -> CompiledCheck:
+        negate = kind.startswith("not-")
+        name = kind[4:] if negate else kind
+        path = _path(entry.get("path"))
+        params = {k: v for k, v in entry.items() if k not in COMMON_FIELDS}
+        check = self.make(name=name, params=params, case=self.case, base_dir=self.base_dir, scope=self.scope)
+        if check is None:
+            hint = nearest(name, list(BUILTIN_TYPES))
+            raise CheckError(
+                f"unknown check type {kind!r}"
+                + (f" (did you mean {('not-' if negate else '') + hint!r}?)" if hint else "")
+                + f"; known types: {_known_types()} (each also as not-TYPE), or a type a plugin adds "
+                "through pytest_promptsuite_make_check"
             )
-        except CheckError as exc:
-            problems.append(str(exc))
-    return tuple(compiled), problems
+        if not isinstance(check, Check):
+            raise CheckError(
+                f"the pytest_promptsuite_make_check hook returned {type(check).__name__} for {name!r}, "
+                "not a pytest_promptsuite.checks.Check"
+            )
+        if negate and not check.negatable:
+            raise CheckError(f"{kind!r}: {name!r} has no not- form")
+        if path is not None and not check.reads_output:
+            raise CheckError(f"'path' does not apply to {name!r}: it checks the model call, not the output")
+        return CompiledCheck(kind, check, negate, weight, path, where, _metric(entry))
 
 
 def compile_case(
     case: PromptCase,
-    make: MakeCheck = builtin_make,
+    make: MakeCheck = make_builtin_check,
     *,
     base_dir: Path | None = None,
     suite: SuiteChecks | None = None,
     display: str | None = None,
     scope: CheckScope | None = None,
 ) -> CompiledChecks:
-    """The checks of ``case`` (its ``assert`` plus the suite's for its slice), or a
-    :class:`CheckError` with one ``path:line: case 'ID': assert[i]: problem`` line per bad entry.
+    """Compile the checks of ``case`` (its ``assert`` and the suite's for its slice); a CheckError
+    has one ``path:line: case 'ID': assert[i]: problem`` line per bad entry.
 
     Args:
-        case: the case.
-        make: makes a check from ``name``, ``params``, ``case`` and ``base_dir`` (None if unknown).
-        base_dir: where relative files (schemas, ``file://`` functions) are found; default: the
-            case file's folder.
-        suite: the suite config's ``[[checks]]``, already compiled.
-        display: how to name the case file in messages (default: the path it was read from).
-        scope: where the files and code the entries name may come from (None: anywhere).
+        make: makes a check from ``name``, ``params``, ``case``, ``base_dir`` and ``scope`` (None if unknown).
+        base_dir: where relative files resolve (default: the case file's folder).
+        display: how messages name the case file (default: the path it was read from).
+        scope: where the entries' files and code may come from (None: anywhere, for trusted callers).
     """
     location = case.location
     base = base_dir if base_dir is not None else location.path.parent
-    entries, problems = compile_entries(case.assert_, make, case=case, base_dir=base, scope=scope)
+    entries, problems = _Compiler(make, case, base, scope).entries(case.assert_)
     if problems:
         where = f"{display if display is not None else location.path}:{location.line}"
         raise CheckError("\n".join(f"{where}: case {case.case_id!r}: {p}" for p in problems))
@@ -281,11 +236,14 @@ def compile_case(
 
 
 def compile_cases(
-    cases: Sequence[PromptCase], make: MakeCheck, *, suite: SuiteChecks | None = None, display: str | None = None,
+    cases: Sequence[PromptCase],
+    make: MakeCheck,
+    *,
+    suite: SuiteChecks | None = None,
+    display: str | None = None,
     scope: CheckScope | None = None,
 ) -> dict[str, CompiledChecks]:
-    """Every case's checks by case id, or one :class:`CheckError` listing every bad entry of
-    every case (see :func:`compile_case`), so a file's mistakes are all reported at once."""
+    """Compile every case's checks, by case id; one CheckError lists every bad entry of every case."""
     compiled: dict[str, CompiledChecks] = {}
     problems: list[str] = []
     shared: dict[tuple[str, float | None], CompiledChecks] = {}  # cases without entries of their own
@@ -308,8 +266,7 @@ def compile_cases(
 def compile_suite_checks(
     tables: Sequence[Any], make: MakeCheck, *, base_dir: Path, source: str, scope: CheckScope | None = None
 ) -> SuiteChecks:
-    """The config's ``[[checks]]`` (objects with ``slice`` and ``assert``), or a
-    :class:`CheckError` naming the config file and ``[[checks]][i].assert[j]``."""
+    """Compile the config's ``[[checks]]``; a CheckError names the config file and ``[[checks]][i].assert[j]``."""
     rules: list[tuple[str, tuple[Entry, ...]]] = []
     problems: list[str] = []
     for i, table in enumerate(tables):
@@ -317,9 +274,7 @@ def compile_suite_checks(
         entries = getattr(table, "assert_", None)
         if entries is None and isinstance(table, dict):
             slice_pattern, entries = table.get("slice", "*"), table.get("assert", [])
-        compiled, found = compile_entries(
-            entries or [], make, case=None, base_dir=base_dir, prefix=f"[[checks]][{i}].assert", scope=scope
-        )
+        compiled, found = _Compiler(make, None, base_dir, scope).entries(entries or [], f"[[checks]][{i}].assert")
         problems.extend(f"{source}: {p}" for p in found)
         rules.append((slice_pattern, compiled))
     if problems:

@@ -12,6 +12,7 @@ from pytest_promptsuite.checks.base import CheckContext
 from pytest_promptsuite.checks.base import Params
 from pytest_promptsuite.checks.base import Verdict
 from pytest_promptsuite.checks.base import json_equal
+from pytest_promptsuite.checks.base import json_kind
 from pytest_promptsuite.checks.base import json_text
 from pytest_promptsuite.checks.base import shorten
 from pytest_promptsuite.checks.outcome import CheckResult
@@ -22,21 +23,8 @@ from pytest_promptsuite.safety.deadline import user_regex
 from pytest_promptsuite.safety.limits import REGEX_SECONDS
 
 
-__all__ = [
-    "Contains",
-    "Equals",
-    "IsRefusal",
-    "LevenshteinCheck",
-    "Regex",
-    "Similar",
-    "StartsWith",
-    "must_checks",
-    "REFUSAL_PATTERNS",
-]
-
-
 def must_checks(case: PromptCase, output: str) -> Iterator[CheckResult]:
-    """One result per ``must_include`` and ``must_not_include`` entry: every one gates."""
+    """Yield a result per ``must_include`` and ``must_not_include`` entry (each one gates)."""
     for text in case.must_include:
         if text in output:
             yield CheckResult(Layer.CONTENT.value, "must_include", True, f"found {text!r}")
@@ -47,16 +35,8 @@ def must_checks(case: PromptCase, output: str) -> Iterator[CheckResult]:
         if at < 0:
             yield CheckResult(Layer.CONTENT.value, "must_not_include", True, f"absent {text!r}")
         else:
-            yield CheckResult(
-                Layer.CONTENT.value,
-                "must_not_include",
-                False,
-                f"found forbidden text {text!r} at offset {at}",
-            )
-
-
-def _text(value: Any) -> str:
-    return json_text(value)
+            message = f"found forbidden text {text!r} at offset {at}"
+            yield CheckResult(Layer.CONTENT.value, "must_not_include", False, message)
 
 
 class Equals(Check):
@@ -82,21 +62,11 @@ class Equals(Check):
 
 
 def _type_note(found: Any, expected: Any) -> str:
-    kinds = {
-        str: "a string",
-        bool: "a boolean",
-        int: "a number",
-        float: "a number",
-        list: "an array",
-        dict: "an object",
-        type(None): "null",
-    }
-    a, b = kinds.get(type(found), "?"), kinds.get(type(expected), "?")
+    a, b = json_kind(found), json_kind(expected)
     return f" ({a}, not {b})" if a != b else ""
 
 
 def _difference(found: str, expected: str) -> str:
-    """``found`` with the offset of its first difference from ``expected``."""
     pairs = enumerate(zip(found, expected, strict=False))
     at = next((i for i, (x, y) in pairs if x != y), min(len(found), len(expected)))
     return f"{shorten(found)}, first difference at offset {at}"
@@ -112,7 +82,7 @@ class Contains(Check):
         self.ignore_case = ignore_case
 
     def evaluate(self, value: Any, ctx: CheckContext) -> Verdict:
-        text = _text(value)
+        text = json_text(value)
         hay = text.casefold() if self.ignore_case else text
         where = {n: hay.find(n.casefold() if self.ignore_case else n) for n in self.needles}
         shown = ", ".join(repr(n) for n in self.needles)
@@ -128,11 +98,7 @@ class Contains(Check):
         if found_at and (ok or self.mode == "all"):
             found = ", ".join(found_at) + (f"; missing {', '.join(missing)}" if missing else "")
         else:
-            found = (
-                f"none of them in {len(text)} chars"
-                if self.mode != "one"
-                else f"no match in {len(text)} chars"
-            )
+            found = f"none of them in {len(text)} chars" if self.mode != "one" else f"no match in {len(text)} chars"
         return Verdict(ok, expected, found)
 
 
@@ -143,11 +109,9 @@ class StartsWith(Check):
         self.prefix = prefix
 
     def evaluate(self, value: Any, ctx: CheckContext) -> Verdict:
-        text = _text(value)
+        text = json_text(value)
         ok = text.startswith(self.prefix)
-        return Verdict(
-            ok, f"starts with {self.prefix!r}", f"begins {shorten(text[: max(len(self.prefix), 20)])}"
-        )
+        return Verdict(ok, f"starts with {self.prefix!r}", f"begins {shorten(text[: max(len(self.prefix), 20)])}")
 
 
 class Regex(Check):
@@ -161,7 +125,7 @@ class Regex(Check):
 
     def evaluate(self, value: Any, ctx: CheckContext) -> Verdict:
         with time_budget(REGEX_SECONDS, f"regex /{shorten(self.pattern.pattern, 40)[1:-1]}/"):
-            return self._evaluate(_text(value))
+            return self._evaluate(json_text(value))
 
     def _evaluate(self, text: str) -> Verdict:
         if self.fullmatch:
@@ -193,7 +157,7 @@ class LevenshteinCheck(Check):
     def evaluate(self, value: Any, ctx: CheckContext) -> Verdict:
         from rapidfuzz.distance import Levenshtein
 
-        distance = Levenshtein.distance(_text(value), self.expected)
+        distance = Levenshtein.distance(json_text(value), self.expected)
         return Verdict(
             distance <= self.threshold,
             f"edit distance <= {self.threshold} from {shorten(self.expected)}",
@@ -203,9 +167,8 @@ class LevenshteinCheck(Check):
 
 
 class Similar(Check):
-    """``similar``: string similarity (rapidfuzz's normalised Indel ratio, 0..1) to ``value`` (or
-    the best of a list) at least ``threshold`` (default 0.75). Not embeddings: it measures spelling,
-    not meaning."""
+    """``similar``: rapidfuzz's normalised Indel ratio (0..1, spelling, not meaning) to ``value`` (the
+    best of a list) at least ``threshold`` (default 0.75)."""
 
     def __init__(self, expected: list[str], threshold: float) -> None:
         self.expected = expected
@@ -214,11 +177,9 @@ class Similar(Check):
     def evaluate(self, value: Any, ctx: CheckContext) -> Verdict:
         from rapidfuzz import fuzz
 
-        text = _text(value)
+        text = json_text(value)
         best, ratio = max(((e, fuzz.ratio(text, e) / 100) for e in self.expected), key=lambda p: p[1])
-        target = (
-            shorten(self.expected[0]) if len(self.expected) == 1 else f"one of {len(self.expected)} texts"
-        )
+        target = shorten(self.expected[0]) if len(self.expected) == 1 else f"one of {len(self.expected)} texts"
         return Verdict(
             ratio >= self.threshold,
             f"similarity >= {self.threshold:g} to {target}",
@@ -257,7 +218,7 @@ class IsRefusal(Check):
         self.patterns = patterns
 
     def evaluate(self, value: Any, ctx: CheckContext) -> Verdict:
-        text = _text(value)
+        text = json_text(value)
         expected = "a refusal"
         if not text.strip():
             return Verdict(True, expected, "an empty output")
@@ -268,23 +229,17 @@ class IsRefusal(Check):
         return Verdict(False, expected, f"no refusal phrase in {len(text)} chars")
 
 
-def compile_regex(p: Params, key: str, source: str) -> re.Pattern[str]:
-    """``source`` compiled; a CheckError naming the check's ``key`` when it is no regex."""
-    try:
-        return user_regex(source)
-    except (re.error, RecursionError, OverflowError) as exc:
-        raise CheckError(f"{key!r} of {p.name!r} is not a valid regex {source!r}: {exc}") from exc
-
-
 def make_equals(p: Params) -> Check:
-    """``equals``: the output (or the JSON value at ``path``) equals ``value``."""
+    """Make ``equals``: the output (or the JSON value at ``path``) equals ``value``."""
     if not p.has("value"):
         p.raw("value", required=True, what="the expected output or JSON value")
     return Equals(p.raw("value"))
 
 
-def make_contains(p: Params, *, mode: str, ignore_case: bool) -> Check:
-    """The ``contains`` family: ``mode`` is one, any or all of ``value``, optionally ignoring case."""
+def make_contains(p: Params) -> Check:
+    """Make a type of the ``contains`` family: (``i``) ``contains`` (``-any``, ``-all``) of ``value``."""
+    ignore_case = p.name.startswith("i")
+    mode = p.name.rpartition("-")[2] if "-" in p.name else "one"
     if mode == "one":
         needle = p.text("value", required=True)
         assert needle is not None
@@ -297,15 +252,19 @@ def make_contains(p: Params, *, mode: str, ignore_case: bool) -> Check:
 
 
 def make_regex(p: Params) -> Check:
-    """``regex``: ``value`` is found in the output (or matches it whole with ``fullmatch``)."""
+    """Make ``regex``: ``value`` is found in the output (or matches it whole with ``fullmatch``)."""
     source = p.string("value", required=True, what="a regular expression")
     assert source is not None
     fullmatch = p.flag("fullmatch")
-    return Regex(compile_regex(p, "value", source), fullmatch=fullmatch)
+    try:
+        pattern = user_regex(source)
+    except (re.error, RecursionError, OverflowError) as exc:
+        raise CheckError(f"'value' of {p.name!r} is not a valid regex {source!r}: {exc}") from exc
+    return Regex(pattern, fullmatch=fullmatch)
 
 
 def make_levenshtein(p: Params) -> Check:
-    """``levenshtein``: at most ``threshold`` edits (default 5) from ``value``."""
+    """Make ``levenshtein``: at most ``threshold`` edits (default 5) from ``value``."""
     expected = p.text("value", required=True)
     threshold = p.number("threshold", minimum=0, what="a whole number of edits >= 0")
     if threshold is not None and threshold != int(threshold):
@@ -315,7 +274,7 @@ def make_levenshtein(p: Params) -> Check:
 
 
 def make_similar(p: Params) -> Check:
-    """``similar``: a similarity ratio of at least ``threshold`` (default 0.75) to one of ``value``."""
+    """Make ``similar``: a similarity ratio of at least ``threshold`` (default 0.75) to one of ``value``."""
     expected = p.strings("value", required=True)
     threshold = p.number("threshold", minimum=0, maximum=1, what="a ratio from 0 to 1")
     assert expected is not None
@@ -323,15 +282,13 @@ def make_similar(p: Params) -> Check:
 
 
 def make_is_refusal(p: Params) -> Check:
-    """``is-refusal``: the output refuses, by the built-in patterns and/or those of ``value``."""
+    """Make ``is-refusal``: the output refuses, by the built-in patterns and/or those of ``value``."""
     extra = p.strings("value") or []
     use_defaults = p.flag("defaults", default=True)
     if not use_defaults and not extra:
         raise CheckError(f"{p.name!r} with 'defaults: false' needs 'value': your refusal patterns")
     sources = [*(REFUSAL_PATTERNS if use_defaults else ()), *extra]
-    return IsRefusal(
-        [re.compile(s, re.IGNORECASE) if s in REFUSAL_PATTERNS else _compile_ci(p, s) for s in sources]
-    )
+    return IsRefusal([re.compile(s, re.IGNORECASE) if s in REFUSAL_PATTERNS else _compile_ci(p, s) for s in sources])
 
 
 def _compile_ci(p: Params, source: str) -> re.Pattern[str]:
@@ -342,7 +299,7 @@ def _compile_ci(p: Params, source: str) -> re.Pattern[str]:
 
 
 def make_starts_with(p: Params) -> Check:
-    """``starts-with``: the output starts with ``value``."""
+    """Make ``starts-with``: the output starts with ``value``."""
     prefix = p.text("value", required=True)
     assert prefix is not None
     return StartsWith(prefix)

@@ -1,10 +1,4 @@
-"""Run every check of a case, layer by layer, and decide its outcome.
-
-Order: ``must_include`` / ``must_not_include`` first (they always gate), then every compiled
-check by layer (structure, content, review, metric), then the assert-sets and the case threshold.
-Every failure is reported, not the first. A check with a ``path`` that cannot be read after a
-structure check failed is reported as skipped with that reason, not as a second failure.
-"""
+"""Running a case's checks, layer by layer, into its check results and its outcome."""
 
 from __future__ import annotations
 
@@ -20,34 +14,29 @@ from pytest_promptsuite.checks.compile import CompiledCheck
 from pytest_promptsuite.checks.compile import CompiledChecks
 from pytest_promptsuite.checks.compile import MakeCheck
 from pytest_promptsuite.checks.compile import SuiteChecks
-from pytest_promptsuite.checks.compile import builtin_make
 from pytest_promptsuite.checks.compile import compile_case
 from pytest_promptsuite.checks.content import must_checks
 from pytest_promptsuite.checks.outcome import CheckResult
 from pytest_promptsuite.checks.outcome import Layer
 from pytest_promptsuite.checks.outcome import Outcome
+from pytest_promptsuite.checks.registry import make_builtin_check
 from pytest_promptsuite.config.suite import Prices
 from pytest_promptsuite.models.base import Response
 from pytest_promptsuite.safety.deadline import BudgetExceeded
 
 
-__all__ = ["Evaluator", "Transform", "evaluate", "outcome_of"]
-
 #: ``transform(output, case, response) -> str | None``: the text the checks see (None: unchanged).
 Transform = Callable[[str, PromptCase, Union[Response, None]], Union[str, None]]
 
-_ORDER = {Layer.STRUCTURE: 0, Layer.CONTENT: 1, Layer.REVIEW: 2, Layer.METRIC: 3}
-_REVIEW = Layer.REVIEW.value
+_ORDER = {layer: rank for rank, layer in enumerate(Layer)}
 
 
 class Evaluator:
-    """Checks outputs for the cases of one suite: its ``[[checks]]``, judge, review policy and
-    output transform.
+    """The checker of one suite's outputs: its ``[[checks]]``, judge, review policy and output transform.
 
     Args:
         make: makes a check from an entry (the ``pytest_promptsuite_make_check`` hook).
-        suite: the compiled ``[[checks]]`` of the suite config.
-        judge: sends a prompt to the judge model (for ``llm-rubric``); ``judge_name`` is recorded.
+        judge: sends a prompt to the judge model (``llm-rubric``); ``judge_name`` is recorded.
         review_fails: ``[review] outcome = "failed"``: a review mark fails the case.
         transform: rewrites the output before the checks (``pytest_promptsuite_transform_output``).
     """
@@ -55,7 +44,7 @@ class Evaluator:
     def __init__(
         self,
         *,
-        make: MakeCheck = builtin_make,
+        make: MakeCheck = make_builtin_check,
         suite: SuiteChecks | None = None,
         judge: Judge | None = None,
         judge_name: str | None = None,
@@ -70,15 +59,19 @@ class Evaluator:
         self.transform = transform
 
     def compile(self, case: PromptCase, *, display: str | None = None) -> CompiledChecks:
-        """The case's checks (raises :class:`~pytest_promptsuite.errors.CheckError`)."""
+        """Compile the case's checks (raises :class:`~pytest_promptsuite.errors.CheckError`)."""
         return compile_case(case, self.make, suite=self.suite, display=display)
 
     def evaluate(
-        self, case: PromptCase, response: Response | str, checks: CompiledChecks | None = None,
-        *, prices: Prices | None = None,
+        self,
+        case: PromptCase,
+        response: Response | str,
+        checks: CompiledChecks | None = None,
+        *,
+        prices: Prices | None = None,
     ) -> tuple[CheckResult, ...]:
-        """Every check result for a response (or a bare output), in the order the module says;
-        ``prices`` are the answering model's (``[model] prices``)."""
+        """Return every check result for a response (or a bare output): ``must_include`` and
+        ``must_not_include`` first, then by layer, then the assert-sets and the case threshold."""
         if isinstance(response, str):
             output, reply = response, None
         else:
@@ -96,17 +89,13 @@ class Evaluator:
         if not (checks.entries or checks.suite or case.review):  # only must_include / must_not_include
             return tuple(must_checks(case, output))
         ctx = CheckContext(
-            case=case, output=output, response=reply, judge=self.judge, judge_name=self.judge_name,
-            prices=prices,
+            case=case, output=output, response=reply, judge=self.judge, judge_name=self.judge_name, prices=prices
         )
         return _Run(ctx, checks, self.review_fails).results()
 
 
 def evaluate(case: PromptCase, output: str, **settings: Any) -> tuple[CheckResult, ...]:
-    """Every check result for ``output`` with the built-in check types (a stage-level shortcut).
-
-    ``settings`` are :class:`Evaluator`'s keyword arguments.
-    """
+    """Return every check result for ``output``; ``settings`` are :class:`Evaluator`'s arguments."""
     return Evaluator(**settings).evaluate(case, output)
 
 
@@ -130,7 +119,7 @@ class _Run:
                 if isinstance(entry, CheckSet):
                     leaves.extend((m, False, f"{label or entry.where} assert-set") for m in entry.members)
                 else:
-                    # a review mark is no pass/fail verdict: a case threshold does not weigh it
+                    # a review mark neither passes nor fails: a case threshold does not weigh it
                     own = suite or not thresholded or entry.layer is Layer.REVIEW
                     leaves.append((entry, entry.weight > 0 and own, label))
         leaves.sort(key=lambda item: _ORDER[item[0].layer])
@@ -142,8 +131,7 @@ class _Run:
             if compiled.layer is Layer.STRUCTURE and not result.passed and not result.skipped:
                 self.structure_failure = self.structure_failure or compiled.name
         if case.review:
-            reason = case.review if isinstance(case.review, str) else "the case is marked review"
-            by_layer[Layer.REVIEW].append(self._review_result("review", reason, gating=True))
+            by_layer[Layer.REVIEW].append(self._case_review(case.review))
         ordered = list(must_checks(case, self.ctx.output))
         for layer in _ORDER:
             ordered.extend(by_layer[layer])
@@ -179,9 +167,7 @@ class _Run:
         gating = gating and compiled.weight > 0
         value: Any = ctx.output
         if path is not None:
-            from pytest_promptsuite.checks.jsonpath import (
-                PathMissing,  # loaded already: the path was parsed at collection
-            )
+            from pytest_promptsuite.checks.jsonpath import PathMissing  # loaded: the path was parsed
 
             try:
                 value = path.find(ctx.output_json())
@@ -203,9 +189,7 @@ class _Run:
         if verdict.details:
             details.update(verdict.details)
         if verdict.skip is not None:
-            return self._result(
-                compiled, False, f"{prefix}skipped: {verdict.skip}", gating, details, skipped=True
-            )
+            return self._result(compiled, False, f"{prefix}skipped: {verdict.skip}", gating, details, skipped=True)
         passed = verdict.passed != compiled.negate
         expected = f"not {verdict.expected}" if compiled.negate else verdict.expected
         message = f"{prefix}expected {expected}; found {verdict.found}"
@@ -238,24 +222,17 @@ class _Run:
             details=details or None,
         )
 
-    def _review_result(self, name: str, reason: str, *, gating: bool) -> CheckResult:
+    def _case_review(self, review: str | bool) -> CheckResult:
+        reason = review if isinstance(review, str) else "the case is marked review"
         message = f"marked for human review: {reason}"
         if self.review_fails:
             message += " (review.outcome = 'failed' in the suite config)"
-        return CheckResult(
-            Layer.REVIEW.value,
-            name,
-            not self.review_fails,
-            message,
-            gating=gating,
-            details={"review": reason},
-        )
+        return CheckResult(Layer.REVIEW.value, "review", not self.review_fails, message, details={"review": reason})
 
     def _set_result(self, entry: CheckSet, *, gating: bool, label: str) -> CheckResult:
         scored = [(m.weight, self.leaf[id(m)]) for m in entry.members]
         layer = max((m.layer for m in entry.members), key=lambda layer: _ORDER[layer])
-        result = _share_result("assert-set", label, scored, entry.threshold, gating=gating, layer=layer)
-        return result
+        return _share_result("assert-set", label, scored, entry.threshold, gating=gating, layer=layer)
 
 
 def _share_result(
@@ -267,18 +244,13 @@ def _share_result(
     gating: bool,
     layer: Layer = Layer.METRIC,
 ) -> CheckResult:
-    """The verdict of a group: weighted share of passing checks against ``threshold`` (default:
-    every weighted check passes). Skipped checks and weight-0 checks do not count."""
+    """Weigh a group's checks: the weighted share that passed against ``threshold`` (default: every
+    weighted check passes); skipped and weight-0 checks do not count."""
     counted = [(w, r) for w, r in scored if w > 0 and not r.skipped]
     total = sum(w for w, _ in counted)
     if not counted:
         return CheckResult(
-            layer.value,
-            name,
-            False,
-            f"{label}: skipped: no check of it could run",
-            gating=gating,
-            skipped=True,
+            layer.value, name, False, f"{label}: skipped: no check of it could run", gating=gating, skipped=True
         )
     got = sum(w for w, r in counted if r.passed)
     share = got / total
@@ -299,14 +271,13 @@ def _share_result(
 
 
 def outcome_of(case: PromptCase, checks: tuple[CheckResult, ...], *, error: str | None) -> Outcome:
-    """error, failed, review, passed: the first that applies."""
+    """Decide a case's outcome: error, failed, review or passed, the first that applies."""
     if error is not None:
         return Outcome.ERROR
     if any(not c.passed and c.gating and not c.skipped for c in checks):
         return Outcome.FAILED
-    review = _REVIEW  # (an enum's value is a property: looked up once, not per check)
     if case.review or any(
-        c.layer == review and c.gating and c.passed and c.details and "review" in c.details for c in checks
+        c.layer == Layer.REVIEW and c.gating and c.passed and c.details and "review" in c.details for c in checks
     ):
         return Outcome.REVIEW
     return Outcome.PASSED

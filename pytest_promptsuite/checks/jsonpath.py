@@ -1,8 +1,5 @@
-"""A small JSONPath subset for ``path`` on checks: ``$``, ``.key``, ``[n]``, ``['key']``, ``["key"]``.
-
-No wildcards, filters or slices: a path names exactly one value, so a check reads one value and
-a message can say which one was missing.
-"""
+"""The JSONPath subset of a check's ``path`` (``$``, ``.key``, ``[n]``, ``['key']``, ``["key"]``): a path
+names exactly one value."""
 
 from __future__ import annotations
 
@@ -11,10 +8,9 @@ from dataclasses import dataclass
 from typing import Any
 from typing import Union
 
+from pytest_promptsuite.checks.base import json_kind
 from pytest_promptsuite.errors import CheckError
 
-
-__all__ = ["JsonPath", "PathMissing"]
 
 Step = Union[str, int]
 
@@ -38,9 +34,7 @@ class JsonPath:
     def parse(cls, text: str) -> JsonPath:
         """Parse ``text`` or raise :class:`CheckError` naming the position that is wrong."""
         if not isinstance(text, str) or not text.startswith("$"):
-            raise CheckError(
-                f"'path' must be a JSONPath starting with '$' (like '$.refund.amount'), got {text!r}"
-            )
+            raise CheckError(f"'path' must be a JSONPath starting with '$' (like '$.refund.amount'), got {text!r}")
         steps: list[Step] = []
         at = 1
         while at < len(text):
@@ -50,8 +44,7 @@ class JsonPath:
                     break
             else:
                 raise CheckError(
-                    f"'path' {text!r}: cannot read {text[at:]!r} at position {at + 1} "
-                    "(supported: .key, [0], ['key'])"
+                    f"'path' {text!r}: cannot read {text[at:]!r} at position {at + 1} (supported: .key, [0], ['key'])"
                 )
             if pattern is _INDEX:
                 steps.append(int(match.group(1)))
@@ -67,37 +60,23 @@ class JsonPath:
         return self.text
 
     def find(self, data: Any) -> Any:
-        """The value at this path in ``data``; raises :class:`PathMissing` saying where it stopped."""
+        """Return the value at this path in ``data``; :class:`PathMissing` says where it stopped."""
         current = data
         walked = "$"
         for step in self.steps:
             if isinstance(step, int):
                 if not isinstance(current, list):
-                    raise PathMissing(f"{walked} is {_kind(current)}, not an array")
+                    raise PathMissing(f"{walked} is {json_kind(current)}, not an array")
                 if not -len(current) <= step < len(current):
                     raise PathMissing(f"{walked} has {len(current)} items, no index {step}")
                 current = current[step]
                 walked += f"[{step}]"
             else:
                 if not isinstance(current, dict):
-                    raise PathMissing(f"{walked} is {_kind(current)}, not an object")
+                    raise PathMissing(f"{walked} is {json_kind(current)}, not an object")
                 if step not in current:
                     keys = ", ".join(repr(k) for k in list(current)[:10])
                     raise PathMissing(f"{walked} has no key {step!r} (keys: {keys or 'none'})")
                 current = current[step]
                 walked += f".{step}" if _KEY.fullmatch(f".{step}") else f"[{step!r}]"
         return current
-
-
-def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    return "an object"

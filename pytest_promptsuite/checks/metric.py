@@ -3,19 +3,16 @@
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import Any
 
 from pytest_promptsuite.checks.base import Check
 from pytest_promptsuite.checks.base import CheckContext
-from pytest_promptsuite.checks.base import CheckScope
 from pytest_promptsuite.checks.base import Params
 from pytest_promptsuite.checks.base import Verdict
 from pytest_promptsuite.checks.base import json_text
 from pytest_promptsuite.checks.base import shorten
 from pytest_promptsuite.checks.outcome import CheckResult
 from pytest_promptsuite.checks.outcome import Layer
-from pytest_promptsuite.checks.structure import import_object
 from pytest_promptsuite.config.suite import Prices
 from pytest_promptsuite.errors import CheckError
 from pytest_promptsuite.errors import ModelError
@@ -26,18 +23,6 @@ from pytest_promptsuite.models.runner import ModelRunner
 from pytest_promptsuite.safety.deadline import BudgetExceeded
 from pytest_promptsuite.safety.deadline import time_budget
 from pytest_promptsuite.safety.limits import JSON_SEARCH_SECONDS
-
-
-__all__ = [
-    "Cost",
-    "Latency",
-    "LlmRubric",
-    "ModelJudge",
-    "PythonCheck",
-    "RUBRIC_PROMPT",
-    "Tokens",
-    "parse_judge_reply",
-]
 
 
 class Latency(Check):
@@ -55,9 +40,7 @@ class Latency(Check):
         if response is None:
             return Verdict.skipped("no model response to time")
         if response.cached:
-            return Verdict.skipped(
-                "no latency: the response came from the cache (run without the cache to measure it)"
-            )
+            return Verdict.skipped("no latency: the response came from the cache (run without the cache to measure it)")
         if response.latency_ms is None:
             return Verdict.skipped("no latency: the model did not measure one (the fake model never does)")
         return Verdict(
@@ -86,15 +69,12 @@ class Tokens(Check):
         count = getattr(usage, f"{self.field}_tokens", None) if usage is not None else None
         if count is None:
             return Verdict.skipped(f"no {self.field} token count reported by the model")
-        return Verdict(
-            count <= self.threshold, f"at most {self.threshold} {self.field} tokens", f"{count} tokens"
-        )
+        return Verdict(count <= self.threshold, f"at most {self.threshold} {self.field} tokens", f"{count} tokens")
 
 
 class Cost(Check):
-    """``cost``: at most ``threshold`` (USD) for the call, priced from its token usage with
-    ``prices = {prompt = USD per 1M tokens, completion = USD per 1M tokens}``, or, without
-    prices of its own, the answering model's ``[model] prices``."""
+    """``cost``: at most ``threshold`` USD for the call, its token usage priced at ``prices`` (USD per
+    1M prompt and completion tokens), else at the answering model's ``[model] prices``."""
 
     layer = Layer.METRIC
     reads_output = False
@@ -136,7 +116,7 @@ Reply with one JSON object and nothing else:
 
 
 def parse_judge_reply(reply: str) -> dict[str, Any]:
-    """The verdict object in a judge's reply (the first JSON object with a boolean ``pass``)."""
+    """Return the grade in a judge's reply: its first JSON object with a boolean ``pass``."""
     try:
         with time_budget(JSON_SEARCH_SECONDS, "looking for the verdict in the judge's reply"):
             values = [value for value, _, _ in find_json(reply, opening="{", nested=True)]
@@ -154,8 +134,8 @@ def parse_judge_reply(reply: str) -> dict[str, Any]:
 
 
 class LlmRubric(Check):
-    """``llm-rubric``: a judge model grades the output against the rubric in ``value``. Its
-    verdict, score and reason are recorded; with ``threshold`` the score must reach it."""
+    """``llm-rubric``: a judge model grades the output against the rubric in ``value`` (its pass, score
+    and reason are recorded); with ``threshold`` the score must reach it."""
 
     layer = Layer.METRIC
 
@@ -181,7 +161,7 @@ class LlmRubric(Check):
         except Exception as exc:  # whatever a judge model raised: this check fails, the case runs on
             return Verdict(False, expected, f"the judge call failed: {type(exc).__name__}: {exc}")
         try:
-            verdict = parse_judge_reply(reply)
+            grade = parse_judge_reply(reply)
         except ValueError as exc:
             return Verdict(
                 False,
@@ -189,10 +169,10 @@ class LlmRubric(Check):
                 f"an unreadable judge reply ({exc}): {shorten(reply)}",
                 details={"judge": ctx.judge_name, "reply": reply},
             )
-        passed = verdict["pass"]
-        score = verdict.get("score")
+        passed = grade["pass"]
+        score = grade.get("score")
         score = float(score) if score is not None else (1.0 if passed else 0.0)
-        reason = str(verdict.get("reason", ""))
+        reason = str(grade.get("reason", ""))
         ok = score >= self.threshold if self.threshold is not None else passed
         return Verdict(
             ok,
@@ -233,9 +213,7 @@ class PythonCheck(Check):
         except (Exception, SystemExit) as exc:  # the user's function broke: a failure that says how
             return Verdict(False, expected, f"the function raised {exc!r}")
         if isinstance(result, CheckResult):
-            return Verdict(
-                result.passed, expected, result.message, score=result.score, details=result.details
-            )
+            return Verdict(result.passed, expected, result.message, score=result.score, details=result.details)
         if isinstance(result, bool):
             return Verdict(result, expected, "True" if result else "False")
         if isinstance(result, (int, float)):
@@ -244,20 +222,18 @@ class PythonCheck(Check):
             ok = result >= self.threshold if self.threshold is not None else result > 0
             bound = f">= {self.threshold:g}" if self.threshold is not None else "> 0"
             return Verdict(ok, f"{self.spec} scores {bound}", f"score {result:g}", score=float(result))
-        return Verdict(
-            False, expected, f"a {type(result).__name__} (return a bool, a float or a CheckResult)"
-        )
+        return Verdict(False, expected, f"a {type(result).__name__} (return a bool, a float or a CheckResult)")
 
 
 def make_latency(p: Params) -> Check:
-    """``latency``: the call took at most ``threshold`` ms."""
+    """Make ``latency``: the call took at most ``threshold`` ms."""
     threshold = p.number("threshold", required=True, minimum=0, what="a bound in milliseconds")
     assert threshold is not None
     return Latency(threshold)
 
 
 def make_tokens(p: Params) -> Check:
-    """``tokens``: at most ``threshold`` tokens of ``field`` (total, prompt or completion)."""
+    """Make ``tokens``: at most ``threshold`` tokens of ``field`` (total, prompt or completion)."""
     threshold = p.number("threshold", required=True, minimum=0, what="a whole number of tokens")
     field = p.string("field", what="'total', 'prompt' or 'completion'") or "total"
     if field not in _TOKEN_FIELDS:
@@ -267,8 +243,7 @@ def make_tokens(p: Params) -> Check:
 
 
 def make_cost(p: Params) -> Check:
-    """``cost``: the call cost at most ``threshold`` USD at ``prices`` per million tokens (else
-    at the model's ``[model] prices``)."""
+    """Make ``cost``: the call cost at most ``threshold`` USD at ``prices`` (else ``[model] prices``)."""
     threshold = p.number("threshold", required=True, minimum=0, what="a bound in USD")
     prices = p.raw("prices", what="{prompt = USD per 1M tokens, completion = USD per 1M tokens}")
     assert threshold is not None
@@ -277,9 +252,7 @@ def make_cost(p: Params) -> Check:
     if (
         not isinstance(prices, dict)
         or set(prices) != {"prompt", "completion"}
-        or not all(
-            isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in prices.values()
-        )
+        or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in prices.values())
     ):
         raise CheckError(
             f"'prices' of {p.name!r} must be {{prompt = USD per 1M tokens, completion = USD per 1M tokens}}, "
@@ -289,7 +262,7 @@ def make_cost(p: Params) -> Check:
 
 
 def make_llm_rubric(p: Params) -> Check:
-    """``llm-rubric``: a judge model scores the output against the rubric ``value``."""
+    """Make ``llm-rubric``: a judge model grades the output against the rubric ``value``."""
     rubric = p.string("value", required=True, what="the rubric")
     threshold = p.number("threshold", minimum=0, maximum=1, what="a score from 0 to 1")
     assert rubric is not None
@@ -298,13 +271,13 @@ def make_llm_rubric(p: Params) -> Check:
     return LlmRubric(rubric, threshold)
 
 
-def make_python(p: Params, base_dir: Path, scope: CheckScope | None = None) -> Check:
-    """``python``: your function (``value``: ``module:function`` or ``file://path.py:function``)
-    judges the output; ``scope`` says which files and modules it may come from."""
+def make_python(p: Params) -> Check:
+    """Make ``python``: your function ``value`` (``module:function`` or ``file://path.py:function``)
+    judges the output."""
     spec = p.string("value", required=True, what="a dotted path like 'package.module:function'")
     threshold = p.number("threshold")
     assert spec is not None
-    function = import_object(spec, base_dir, field="value", name=p.name, scope=scope)
+    function = p.import_object(spec)
     if not callable(function):
         raise CheckError(f"'value' of {p.name!r}: {spec!r} is not callable")
     return PythonCheck(function, spec, threshold)

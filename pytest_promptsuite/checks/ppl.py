@@ -14,19 +14,14 @@ if TYPE_CHECKING:
     from pytest_promptsuite.models.scoring import LabelScore
 
 
-__all__ = ["label_check"]
-
-
 def label_check(case: PromptCase, predicted: str, scores: Sequence[tuple[str, LabelScore]]) -> CheckResult:
-    """Passes when ``predicted`` is ``answer``; the message gives each label's perplexity."""
+    """Pass when ``predicted`` is the case's ``answer``; the message gives each label's perplexity."""
     table = ", ".join(f"{label}: {score.perplexity:.4g}" for label, score in scores)
     details = {"perplexity": {label: score.perplexity for label, score in scores}, "predicted": predicted}
     if case.answer is None:
-        return CheckResult(Layer.CONTENT.value, "ppl-label", False,
-                           f"the case has no answer to check the predicted label {predicted!r} against ({table})",
-                           details=details)
+        message = f"the case has no answer to check the predicted label {predicted!r} against ({table})"
+        return CheckResult(Layer.CONTENT.value, "ppl-label", False, message, details=details)
     passed = predicted == case.answer
-    verdict = "is the answer" if passed else f"is not the answer {case.answer!r}"
-    return CheckResult(Layer.CONTENT.value, "ppl-label", passed,
-                       f"predicted label {predicted!r} (lowest perplexity) {verdict}; perplexity by label: {table}",
-                       details=details)
+    relation = "is the answer" if passed else f"is not the answer {case.answer!r}"
+    message = f"predicted label {predicted!r} (lowest perplexity) {relation}; perplexity by label: {table}"
+    return CheckResult(Layer.CONTENT.value, "ppl-label", passed, message, details=details)

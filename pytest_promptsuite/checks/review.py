@@ -1,8 +1,4 @@
-"""The review layer: outputs that need a human look (``human-review``, or the case's ``review``).
-
-A review mark is not a failure: the case ends as ``review``, which the pass rate leaves out,
-unless the suite config says ``[review] outcome = "failed"``.
-"""
+"""The review layer: ``human-review`` marks an output for a human look (the case ends ``review``)."""
 
 from __future__ import annotations
 
@@ -13,9 +9,6 @@ from pytest_promptsuite.checks.base import CheckContext
 from pytest_promptsuite.checks.base import Params
 from pytest_promptsuite.checks.base import Verdict
 from pytest_promptsuite.checks.outcome import Layer
-
-
-__all__ = ["HumanReview", "make_human_review"]
 
 
 class HumanReview(Check):
@@ -32,7 +25,7 @@ class HumanReview(Check):
 
 
 def make_human_review(p: Params) -> Check:
-    """``human-review``: marks the output for a human, with the reason ``value``."""
+    """Make ``human-review``: mark the output for a human, with the reason ``value``."""
     reason = p.string("value", required=True, what="the reason a human should look")
     assert reason is not None
     return HumanReview(reason)

@@ -1,15 +1,8 @@
-"""The structure layer: is the output shaped right (JSON, a schema, XML, a length, a finish reason)?
-
-These run first; a content check with a ``path`` that cannot be read after one of them failed is
-reported as skipped rather than as a second failure.
-"""
+"""The structure layer: is the output shaped right (JSON, a schema, XML, a length, a finish reason)?"""
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import json
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -19,7 +12,6 @@ from pydantic import ValidationError
 
 from pytest_promptsuite.checks.base import Check
 from pytest_promptsuite.checks.base import CheckContext
-from pytest_promptsuite.checks.base import CheckScope
 from pytest_promptsuite.checks.base import Params
 from pytest_promptsuite.checks.base import Verdict
 from pytest_promptsuite.checks.base import json_problem
@@ -36,21 +28,7 @@ from pytest_promptsuite.safety.limits import JSON_SEARCH_SECONDS
 from pytest_promptsuite.safety.limits import REGEX_SECONDS
 
 
-__all__ = [
-    "CharCount",
-    "ContainsJson",
-    "FinishReason",
-    "IsJson",
-    "IsXml",
-    "PydanticModel",
-    "WordCount",
-    "import_object",
-    "load_schema",
-]
-
-
-#: Validators by the schema's canonical JSON: a suite repeats one schema in many cases, and
-#: checking a schema against its meta-schema costs ~1 ms.
+#: Validators by the schema's canonical JSON: a suite repeats a schema, and checking one costs ~1 ms.
 _VALIDATORS: dict[str, Any] = {}
 #: Parsed schema files by resolved path.
 _SCHEMA_FILES: dict[Path, Any] = {}
@@ -68,7 +46,7 @@ def _read_schema(path: Path, name: str) -> Any:
 
 
 def _remote_ref(schema: Any) -> str | None:
-    """The first ``$ref`` that names another document (nothing is fetched, so it cannot resolve)."""
+    """Return the first ``$ref`` that names another document (nothing is fetched: it cannot resolve)."""
     todo = [schema]
     while todo:
         item = todo.pop()
@@ -82,17 +60,17 @@ def _remote_ref(schema: Any) -> str | None:
     return None
 
 
-def load_schema(p: Params, base_dir: Path, scope: CheckScope | None = None) -> Any | None:
-    """``value`` as a JSON Schema validator: an inline object, or a file relative to the case
-    file (inside the suite's folder when there is a ``scope``)."""
+def _load_schema(p: Params) -> Any | None:
+    """Return ``value`` as a JSON Schema validator: an inline object, or a file (inside the suite's
+    folder when there is a scope)."""
     value = p.raw("value", what="a JSON Schema object or a schema file")
     if value is None:
         return None
     if isinstance(value, str):
-        if scope is not None:
-            path = scope.file(value, base_dir, field="value", name=p.name)
+        if p.scope is not None:
+            path = p.scope.file(value, p.base_dir, field="value", name=p.name)
         else:
-            path = resolve_file(value, base_dir).resolve()
+            path = resolve_file(value, p.base_dir).resolve()
         schema = _SCHEMA_FILES.get(path)
         if schema is None:
             schema = _SCHEMA_FILES[path] = _read_schema(path, p.name)
@@ -100,8 +78,7 @@ def load_schema(p: Params, base_dir: Path, scope: CheckScope | None = None) -> A
         schema = value
     if not isinstance(schema, dict):
         raise CheckError(
-            f"'value' of {p.name!r} must be a JSON Schema object or a schema file, "
-            f"got {type(schema).__name__}"
+            f"'value' of {p.name!r} must be a JSON Schema object or a schema file, got {type(schema).__name__}"
         )
     remote = _remote_ref(schema)
     if remote is not None:
@@ -112,7 +89,7 @@ def load_schema(p: Params, base_dir: Path, scope: CheckScope | None = None) -> A
     key = json.dumps(schema, sort_keys=True)
     validator = _VALIDATORS.get(key)
     if validator is None:
-        import jsonschema  # imported when a schema is used: it costs ~0.1 s at every pytest start
+        import jsonschema  # here: it costs ~0.1 s at every pytest start
 
         cls = jsonschema.validators.validator_for(schema)
         try:
@@ -124,9 +101,10 @@ def load_schema(p: Params, base_dir: Path, scope: CheckScope | None = None) -> A
 
 
 def _schema_problem(validator: Any, data: Any) -> str | None:
-    """None if ``data`` fits the schema; else the most relevant error, where it is, and how many.
-    A schema's ``pattern`` is a regex of the suite, so validation runs with the regex time budget;
-    a schema that cannot be applied at all is reported as the problem, never raised."""
+    """Return None if ``data`` fits the schema, else the most relevant error, where, and how many.
+
+    A schema's ``pattern`` is the suite's regex, so validation runs with the regex time budget.
+    """
     import jsonschema
 
     try:
@@ -168,8 +146,7 @@ class IsJson(Check):
 
 
 def _json_values(text: str) -> list[Any]:
-    """The JSON objects and arrays embedded in ``text``, in order, not nested in each other
-    (none nested deeper than the depth limit; the search has a time budget)."""
+    """Return the JSON objects and arrays in ``text``, in order, not nested in each other."""
     with time_budget(JSON_SEARCH_SECONDS, "looking for JSON in the output"):
         return [value for value, _, _ in find_json(text)]
 
@@ -197,60 +174,6 @@ class ContainsJson(Check):
                 return Verdict(True, expected, f"{shorten(data)}")
             problems.append(problem)
         return Verdict(False, expected, f"{len(values)} JSON value(s), none matches; first: {problems[0]}")
-
-
-def _import_file(path: Path, *, field: str, name: str) -> Any:
-    module_name = f"_promptsuite_user_{abs(hash(str(path.resolve())))}"
-    module = sys.modules.get(module_name)
-    if module is None:
-        location = importlib.util.spec_from_file_location(module_name, path)
-        if location is None or location.loader is None or not path.is_file():
-            raise CheckError(f"{field!r} of {name!r}: no Python file {str(path)!r}")
-        module = importlib.util.module_from_spec(location)
-        try:
-            location.loader.exec_module(module)
-        except (Exception, SystemExit) as exc:  # the user's module failed to import: say which and why
-            raise CheckError(f"{field!r} of {name!r}: importing {str(path)!r} failed: {exc!r}") from exc
-        sys.modules[module_name] = module
-    return module
-
-
-def import_object(spec: str, base_dir: Path, *, field: str, name: str, scope: CheckScope | None = None) -> Any:
-    """``pkg.module:attr``, ``pkg.module.attr`` or ``file://path.py:attr`` (relative to the case
-    file). With a ``scope``, a file must be inside the suite's folder and a module one of its
-    ``python_modules``: a case file cannot make a run import code from anywhere else."""
-    if spec.startswith("file://") or ":" in spec and spec.split(":", 1)[0].endswith(".py"):
-        file_part, sep, attr = spec.rpartition(":")
-        if not sep or not attr:
-            raise CheckError(
-                f"{field!r} of {name!r} must look like 'file://checks.py:function', got {spec!r}"
-            )
-        if scope is not None:
-            path = scope.file(file_part, base_dir, field=field, name=name)
-        else:
-            path = resolve_file(file_part, base_dir)
-        module = _import_file(path, field=field, name=name)
-    else:
-        if ":" in spec:
-            module_path, _, attr = spec.partition(":")
-        else:
-            module_path, _, attr = spec.rpartition(".")
-        if not module_path or not attr:
-            raise CheckError(
-                f"{field!r} of {name!r} must be a dotted path like 'package.module:name', got {spec!r}"
-            )
-        if scope is not None:
-            scope.check_module(module_path, field=field, name=name)
-        try:
-            module = importlib.import_module(module_path)
-        except ImportError as exc:
-            raise CheckError(f"{field!r} of {name!r}: cannot import module {module_path!r}: {exc}") from exc
-        except (Exception, SystemExit) as exc:
-            raise CheckError(f"{field!r} of {name!r}: importing {module_path!r} failed: {exc!r}") from exc
-    try:
-        return getattr(module, attr)
-    except AttributeError:
-        raise CheckError(f"{field!r} of {name!r}: {module.__name__!r} has no attribute {attr!r}") from None
 
 
 class PydanticModel(Check):
@@ -335,6 +258,7 @@ class _Count(Check):
 
     @classmethod
     def make(cls, p: Params) -> _Count:
+        """Make the check from ``value``: a count, or ``{min, max}``."""
         value = p.raw("value", required=True, what="a number or {min, max}")
         if isinstance(value, bool) or not isinstance(value, (int, dict)):
             raise CheckError(f"'value' of {p.name!r} must be a whole number or {{min, max}}, got {value!r}")
@@ -363,7 +287,7 @@ class WordCount(_Count):
     unit = "words"
 
     def count(self, text: str) -> int:
-        """Words of ``text`` (split on whitespace)."""
+        """Count the words of ``text`` (split on whitespace)."""
         return len(text.split())
 
 
@@ -373,7 +297,7 @@ class CharCount(_Count):
     unit = "chars"
 
     def count(self, text: str) -> int:
-        """Characters of ``text``."""
+        """Count the characters of ``text``."""
         return len(text)
 
 
@@ -394,3 +318,44 @@ class FinishReason(Check):
         if actual is None:
             return Verdict(False, expected, "no finish reason reported by the model")
         return Verdict(actual.lower() == self.reason.lower(), expected, f"{actual!r}")
+
+
+def make_is_json(p: Params) -> Check:
+    """Make ``is-json``: the output is JSON, valid against the schema ``value`` when given."""
+    return IsJson(_load_schema(p))
+
+
+def make_contains_json(p: Params) -> Check:
+    """Make ``contains-json``: JSON in the output, valid against the schema ``value`` when given."""
+    return ContainsJson(_load_schema(p))
+
+
+def make_pydantic(p: Params) -> Check:
+    """Make ``pydantic``: the output validates as the pydantic model class ``value`` names."""
+    spec = p.string("value", required=True, what="a dotted path to a pydantic model class")
+    assert spec is not None
+    model = p.import_object(spec)
+    if not (isinstance(model, type) and issubclass(model, BaseModel)):
+        raise CheckError(f"'value' of {p.name!r}: {spec!r} is not a pydantic model class")
+    return PydanticModel(model, spec)
+
+
+def make_is_xml(p: Params) -> Check:
+    """Make ``is-xml``: the output is XML, with the element paths of ``value`` when given."""
+    value = p.raw("value", what="{requiredElements = [...]} or a list of element paths")
+    if value is None:
+        return IsXml([])
+    if isinstance(value, dict):
+        if set(value) != {"requiredElements"}:
+            raise CheckError(f"'value' of {p.name!r} takes only 'requiredElements', got keys {sorted(value)}")
+        value = value["requiredElements"]
+    if not isinstance(value, list) or not value or not all(isinstance(v, str) and v for v in value):
+        raise CheckError(f"'value' of {p.name!r}: requiredElements must be a non-empty list of paths like 'root.child'")
+    return IsXml(value)
+
+
+def make_finish_reason(p: Params) -> Check:
+    """Make ``finish-reason``: the model stopped for the reason ``value``."""
+    reason = p.string("value", required=True, what="a finish reason such as 'stop' or 'length'")
+    assert reason is not None
+    return FinishReason(reason)

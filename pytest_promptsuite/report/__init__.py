@@ -1,1 +1,1 @@
-"""Stage 5b: the terminal, markdown, CSV and HTML views of a summary."""
+"""The report stage: the terminal, Markdown, CSV and HTML views of a summary."""

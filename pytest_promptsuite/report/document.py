@@ -10,20 +10,17 @@ from pytest_promptsuite.results.summary import Summary
 from pytest_promptsuite.results.usage import UsageReport
 
 
-__all__ = ["SUMMARY_FORMAT_VERSION", "gate_document", "summary_document"]
-
 #: Bumped whenever a field of ``summary.json`` changes meaning.
 SUMMARY_FORMAT_VERSION = 3
 
 
 def gate_document(gate: GateResult) -> dict[str, Any]:
-    """``{"passed": ..., "reasons": [...]}``: the verdict and each failure's sentence."""
+    """Return ``{"passed": ..., "reasons": [...]}``: whether the run passed, and each failure's sentence."""
     return {"passed": gate.passed, "reasons": [reason(d) for d in gate.decisions]}
 
 
 def summary_document(summary: Summary, *, usage: UsageReport | None = None) -> dict[str, Any]:
-    """Everything ``summary.json`` holds, in its key order (``usage``: calls, tokens, cost and
-    latency, in total, per slice and per variant, when given)."""
+    """Return everything ``summary.json`` holds, in its key order (``usage`` when given)."""
     return {
         "format_version": SUMMARY_FORMAT_VERSION,
         "totals": summary.totals.tallies(),
@@ -38,9 +35,7 @@ def summary_document(summary: Summary, *, usage: UsageReport | None = None) -> d
         "flaky": [r.to_dict() for r in summary.flaky],
         "baseline": summary.baseline.to_dict() if summary.baseline is not None else None,
         "policy": summary.policy.to_dict(),
-        "compared_variants": (
-            summary.compared_variants.to_dict() if summary.compared_variants is not None else None
-        ),
+        "compared_variants": (summary.compared_variants.to_dict() if summary.compared_variants is not None else None),
         **summary.settings.to_dict(),
         "max_regression": summary.policy.max_regression()[0],
         "regression_tests": [t.to_dict() for t in summary.tests],

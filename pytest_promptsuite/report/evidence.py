@@ -1,36 +1,32 @@
-"""What the data can and cannot show about a drop, in words: the rule in force and, for each
-compared slice (and variant), its verdict, p-value and the smallest drop it can catch.
-
-Shared by the terminal and ``summary.md``; the figures come from the summary's
-:class:`~pytest_promptsuite.results.records.RegressionTest` records.
-"""
+"""The regression tests in words: the rule drops were judged by and, for each compared slice (and
+variant), its regression verdict, p-value and the smallest drop it can catch."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
+from pytest_promptsuite.report.reasons import model_change
+from pytest_promptsuite.report.reasons import plural
+from pytest_promptsuite.report.reasons import points
 from pytest_promptsuite.results.records import RegressionTest
 from pytest_promptsuite.results.records import RunInfo
 from pytest_promptsuite.results.summary import Summary
 
 
-__all__ = ["rule_line", "short_verdict", "test_line", "verdict_lines"]
-
-_SHORT = {"regressed": "REGRESSED", "inconclusive": "inconclusive", "no evidence of a drop": "no drop"}
+_CELLS = {"regressed": "REGRESSED", "inconclusive": "inconclusive", "no evidence of a drop": "no drop"}
 
 
-def short_verdict(test: RegressionTest | None) -> str:
-    """The verdict as a table cell: ``REGRESSED``, ``inconclusive`` or ``no drop``."""
-    return "-" if test is None else _SHORT[test.verdict]
+def regression_cell(test: RegressionTest | None) -> str:
+    """Write a regression verdict as a table cell: ``REGRESSED``, ``inconclusive`` or ``no drop``."""
+    return "-" if test is None else _CELLS[test.verdict]
 
 
 def _points(value: float | None) -> str:
-    return "-" if value is None else f"{value * 100:.1f} points"
+    return "-" if value is None else points(value)
 
 
 def rule_line(summary: Summary) -> str:
-    """The rule drops were judged by: the settings in force and how many paired comparisons the
-    correction spans."""
+    """Say which rule drops were judged by, and how many paired comparisons the correction spans."""
     settings = summary.settings
     rules = sorted({t.rule for t in summary.tests})
     family = sum(1 for t in summary.tests if t.rule == "paired")
@@ -40,18 +36,15 @@ def rule_line(summary: Summary) -> str:
         rule += f", here {' and '.join(rules)} ({why})"
     parts = [rule]
     if "paired" in rules:
-        correction = f"Holm over {family} comparison{'s' if family != 1 else ''}" if settings.correction == "holm" \
-            else "no correction"
+        correction = f"Holm over {plural(family, 'comparison')}" if settings.correction == "holm" else "no correction"
         parts.append(f"one-sided exact test at alpha {settings.alpha:g}, {correction}")
     return "; ".join(parts)
 
 
 def test_line(test: RegressionTest) -> str:
-    """One comparison: its verdict, the drop it saw, its p-value and the drop it can catch."""
+    """Describe one regression test: its verdict, the drop it saw, its p-value and the drop it can catch."""
     where = test.slice + ("" if test.variant is None else f" [{test.variant}]")
-    runs = f"{test.cases} case{'s' if test.cases != 1 else ''}" + (
-        f" x {test.repeats} runs" if test.repeats > 1 else ""
-    )
+    runs = plural(test.cases, "case") + (f" x {test.repeats} runs" if test.repeats > 1 else "")
     p = f"p {test.p_regression:.3g}"
     if test.p_adjusted is not None and test.p_adjusted != test.p_regression:
         p += f" (adjusted {test.p_adjusted:.3g})"
@@ -71,23 +64,20 @@ def test_line(test: RegressionTest) -> str:
 
 
 def _model_changes(summary: Summary) -> Iterator[str]:
-    """A line per variant whose baseline used another model than this run."""
+    """Yield a line per variant whose baseline used another model than this run."""
     run, old = summary.run, summary.baseline_run
     if run is None or old is None:
         return
     for variant in run.models:
-        theirs, ours = RunInfo.describe(old.model(variant)), RunInfo.describe(run.model(variant))
-        if theirs is not None and ours is not None and theirs != ours:
+        change = RunInfo.model_change(old.model(variant), run.model(variant))
+        if change is not None:
             where = f" [{variant}]" if variant else ""
-            yield (
-                f"the baseline{where} used model {theirs}, this run {ours}: "
-                "a model change, not only a prompt change"
-            )
+            yield f"the baseline{where} {model_change(change)}"
 
 
-def verdict_lines(summary: Summary) -> Iterator[str]:
-    """The rule, a line per comparison that is not ``no evidence of a drop`` (all when asked
-    by a reader of ``summary.md``), the repeats compared and any model change."""
+def regression_lines(summary: Summary) -> Iterator[str]:
+    """Yield the rule, the repeats compared, any model change and a line per regression test whose
+    verdict is not ``no evidence of a drop``."""
     if not summary.tests and summary.baseline is None:
         return
     yield rule_line(summary)

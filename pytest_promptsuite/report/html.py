@@ -1,21 +1,13 @@
-"""``dashboard.html``: one self-contained file to open from a CI artifact (``file://``, offline).
-
-The page carries its data as JSON inside ``<script type="application/json">`` (``<``, ``>`` and
-``&`` written as ``\\u003c``-style escapes, so no text can close the element) and renders it with
-``textContent`` only: model output such as ``<script>`` or ``<img onerror=...>`` stays text. A
-Content-Security-Policy allows no network at all and only the page's own script (by its hash),
-which guards against any markup slipping through. Tables are paged, so 100,000 rows stay usable.
-"""
+"""``dashboard.html``: one self-contained, offline page of a run's report, its data written as a
+stream into the page's JSON."""
 
 from __future__ import annotations
 
 import base64
 import hashlib
-import html
 import io
 import shutil
 import tempfile
-from collections.abc import Callable
 from collections.abc import Mapping
 from collections.abc import Sequence
 from functools import cache
@@ -28,6 +20,7 @@ from pytest_promptsuite.checks.outcome import Outcome
 from pytest_promptsuite.formats.jsonio import encode
 from pytest_promptsuite.prompts.core import prompt_display
 from pytest_promptsuite.report.document import summary_document
+from pytest_promptsuite.results.compare import Reader
 from pytest_promptsuite.results.history import History
 from pytest_promptsuite.results.review_book import REVIEW_CHECK
 from pytest_promptsuite.results.review_book import output_sha256
@@ -36,14 +29,10 @@ from pytest_promptsuite.results.summary import Summary
 from pytest_promptsuite.results.usage import UsageReport
 
 
-__all__ = ["GridCells", "dashboard_html", "write_dashboard"]
-
 #: Prompt and output texts longer than this are cut in the dashboard (results.jsonl has them whole).
 MAX_TEXT = 4000
-#: Characters of input and output kept per passed row for the outputs grid and the search, shared
-#: by all rows: a small suite keeps up to GRID_MAX of each output, a 100,000-row one GRID_MIN, so
-#: its page stays quick to write and to open. A case needing attention keeps MAX_TEXT of its prompt
-#: and output in its details, which the grid and the search read instead.
+#: Characters of output (and half as many of input) the grid keeps of all passed rows together, each
+#: row between GRID_MIN and GRID_MAX; a row needing attention keeps MAX_TEXT in its details instead.
 GRID_BUDGET = 2_400_000
 GRID_MIN = 24
 GRID_MAX = 400
@@ -64,12 +53,12 @@ def _trim(text: str | None) -> str | None:
 
 
 def grid_text(rows: int) -> int:
-    """How many characters of each output the grid keeps for a page of ``rows`` rows (inputs: half)."""
+    """Return how many characters of each output the grid keeps for a page of ``rows`` rows (inputs: half)."""
     return max(GRID_MIN, min(GRID_MAX, GRID_BUDGET * 2 // 3 // max(1, rows)))
 
 
 def _input_of(prompt: Any, size: int) -> str:
-    """The user's part of a prompt, for the grid and the search: the last user message, or the
+    """Return the user's part of a prompt for the grid and the search: the last user message, or the
     end of a string prompt (a template puts the input last far more often than first)."""
     if isinstance(prompt, list):
         for message in reversed(prompt):
@@ -81,7 +70,7 @@ def _input_of(prompt: Any, size: int) -> str:
 
 
 def _json_for_script(data: Any) -> str:
-    """JSON that is safe inside ``<script type="application/json">``: no ``<``, ``>`` or ``&``."""
+    """Encode JSON safe inside ``<script type="application/json">``: no ``<``, ``>`` or ``&``."""
     text = encode(data, compact=True)  # scrubbed; U+2028, U+2029 and lone surrogates escaped
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
@@ -109,15 +98,16 @@ _BaselineCell = tuple[str, int, str]
 
 
 def _baseline_cells(baseline: Sequence[CaseResult], size: int) -> dict[tuple[str, str | None, int], _BaselineCell]:
-    """Each baseline row by (case, variant, repeat), without its output (only its hash and
-    preview): the baseline's texts are read once, never all held."""
-    return {(b.case_id, b.variant, b.repeat): (b.outcome.value, hash(b.output), (b.output or "")[:size])
-            for b in baseline}
+    """Key each baseline row by (case, variant, repeat), keeping its outcome, output hash and preview
+    (the baseline's texts are read once, never all held)."""
+    return {
+        (b.case_id, b.variant, b.repeat): (b.outcome.value, hash(b.output), (b.output or "")[:size]) for b in baseline
+    }
 
 
 def _baseline_cell(output_hash: int, b: _BaselineCell | None) -> Any:
-    """The baseline's row of the same case and variant: 0 when it has none, its outcome alone
-    when its output is the same as this run's (``output_hash``), else [outcome, output preview]."""
+    """Return the baseline's cell of a row: 0 when it has none, its outcome alone when its output is
+    this run's (``output_hash``), else [outcome, output preview]."""
     if b is None:
         return 0
     outcome, baseline_hash, preview = b
@@ -125,36 +115,35 @@ def _baseline_cell(output_hash: int, b: _BaselineCell | None) -> Any:
 
 
 def _needs_detail(outcome: Outcome, last_check: str | None) -> bool:
-    """Whether a row's details go into the page: it needs attention, or it is a decided review
+    """Tell whether a row's details go into the page: it needs attention, or it is a decided review
     (its decision is the last check), which keeps who decided and why."""
     return outcome in _ATTENTION or last_check == REVIEW_CHECK
 
 
 def _grid_row(r: CaseResult, detail: int, size: int) -> list[Any]:
-    """One row of the outputs grid; a row with details (``detail`` >= 0) leaves its texts there."""
-    if detail >= 0:  # the grid and the search read the details
+    """Return a row of the outputs grid; a row with details (``detail`` >= 0) leaves its texts there."""
+    if detail >= 0:
         return [r.case_id, r.slice, r.variant, r.repeat, r.outcome.value, detail, "", "", _failed_names(r)]
     return _plain_row(r, r.output, r.prompt, size)
 
 
 def _plain_row(r: CaseResult, output: str | None, prompt: Any, size: int) -> list[Any]:
-    """A row of the grid without details: the start of its output and the end of its input."""
+    """Return a grid row without details: the start of its output and the end of its input."""
     start = "" if output is None else output[:size]
     return [r.case_id, r.slice, r.variant, r.repeat, r.outcome.value, -1, _input_of(prompt, size // 2), start, ""]
 
 
 class GridCells:
-    """The grid's JSON of each row without details, made as a run spools its rows, for a page of
-    ``rows`` rows (the run's collected cases): writing the page then reads back only the rows it
-    shows in detail. A page of another size (the run stopped early) reads every row back."""
+    """The grid's JSON of each row without details, made as a run spools its rows for a page of
+    ``rows`` rows, so that writing the page reads back only the rows it shows in detail."""
 
     def __init__(self, rows: int) -> None:
         self.size = grid_text(rows)
         self._cells: dict[tuple[str, str | None, int], tuple[str, int]] = {}
 
     def add(self, row: CaseResult, line: Mapping[str, Any]) -> None:
-        """Keep ``row``'s cell and its output's hash; ``line`` is what its ``results.jsonl`` line
-        holds (the texts ``row`` left on disk)."""
+        """Keep ``row``'s cell and its output's hash; ``line`` is its ``results.jsonl`` line (the texts
+        ``row`` left on disk)."""
         checks = line.get("checks") or ()
         if _needs_detail(row.outcome, checks[-1].get("name") if checks else None):
             return
@@ -163,7 +152,7 @@ class GridCells:
         self._cells[(row.case_id, row.variant, row.repeat)] = (cell, hash(output))
 
     def get(self, row: CaseResult) -> tuple[str, int] | None:
-        """``row``'s cell and its output's hash, if kept."""
+        """Return ``row``'s cell and its output's hash, if kept."""
         return self._cells.get((row.case_id, row.variant, row.repeat))
 
 
@@ -178,15 +167,57 @@ def _flips(summary: Summary) -> list[dict[str, Any]]:
     return flips
 
 
-def _write_payload(
-    out: TextIO, rows: Sequence[CaseResult], summary: Summary, usage: UsageReport | None, history: History | None,
-    baseline: Sequence[CaseResult] | None, full: Callable[[CaseResult], CaseResult] | None = None,
+class _Spill:
+    """JSON values joined by commas in a temporary file that stays in memory while it is small."""
+
+    def __init__(self) -> None:
+        self._fp = tempfile.SpooledTemporaryFile(max_size=_SPILL_BYTES, mode="w+", encoding="utf-8")
+        self.count = 0
+
+    def __enter__(self) -> _Spill:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._fp.close()
+
+    def add(self, text: str) -> int:
+        """Append one value and return its index."""
+        self._fp.write(("," if self.count else "") + text)
+        self.count += 1
+        return self.count - 1
+
+    def copy_to(self, out: TextIO) -> None:
+        """Write every value, in order, to ``out``."""
+        self._fp.seek(0)
+        shutil.copyfileobj(self._fp, out)
+
+
+def _csp(script: str) -> str:
+    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
+    return (
+        f"default-src 'none'; script-src 'sha256-{digest}'; style-src 'unsafe-inline'; "
+        "img-src data:; base-uri 'none'; form-action 'none'"
+    )
+
+
+def _write_page(
+    out: TextIO,
+    rows: Sequence[CaseResult],
+    summary: Summary,
+    usage: UsageReport | None,
+    history: History | None,
+    baseline: Sequence[CaseResult] | None,
+    full: Reader | None = None,
     cells: GridCells | None = None,
 ) -> None:
-    """The page's data, written as a stream: one row of the grid at a time (a row ``cells`` has
-    is copied, any other read back whole by ``full`` as it is reached), the details and baseline
-    cells through spill files, so a 100,000-row dashboard never holds every row in memory. The
-    JSON is what one ``encode`` of the whole payload gives."""
+    """Write the page, its data as a stream: a grid row at a time (copied from ``cells``, or read
+    back whole by ``full``), the details and baseline cells through spill files; the JSON is what
+    one ``encode`` of the whole payload gives."""
+    script = _asset("dashboard.js")
+    gate = "PASSED" if summary.gate.passed else "FAILED"
+    fields = {"csp": _csp(script), "title": "promptsuite report", "gate": gate, "style": _asset("dashboard.css")}
+    head, tail = _asset("dashboard.html").split("{data}")
+    out.write(head.format(**fields, script=script))
     size = grid_text(len(rows))
     by_key = _baseline_cells(baseline, size) if baseline else None
     known = cells if cells is not None and cells.size == size else None
@@ -215,76 +246,37 @@ def _write_payload(
             out.write("null")
     history_data = history.to_dict() if history is not None else None
     out.write(',"history":' + _json_for_script(history_data) + ',"grid_text":' + _json_for_script(size) + "}")
-
-
-class _Spill:
-    """JSON values joined by commas in a temporary file that stays in memory while it is small."""
-
-    def __init__(self) -> None:
-        self._fp = tempfile.SpooledTemporaryFile(max_size=_SPILL_BYTES, mode="w+", encoding="utf-8")  # noqa: SIM115
-        self.count = 0
-
-    def __enter__(self) -> _Spill:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._fp.close()
-
-    def add(self, text: str) -> int:
-        """Append one value; its index."""
-        self._fp.write(("," if self.count else "") + text)
-        self.count += 1
-        return self.count - 1
-
-    def copy_to(self, out: TextIO) -> None:
-        """Write every value, in order, to ``out``."""
-        self._fp.seek(0)
-        shutil.copyfileobj(self._fp, out)
-
-
-def _csp(script: str) -> str:
-    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
-    return (
-        f"default-src 'none'; script-src 'sha256-{digest}'; style-src 'unsafe-inline'; "
-        "img-src data:; base-uri 'none'; form-action 'none'"
-    )
-
-
-def _write_page(
-    out: TextIO, rows: Sequence[CaseResult], summary: Summary, *, title: str, usage: UsageReport | None,
-    history: History | None, baseline: Sequence[CaseResult] | None,
-    full: Callable[[CaseResult], CaseResult] | None = None, cells: GridCells | None = None,
-) -> None:
-    script = _asset("dashboard.js")
-    verdict = "PASSED" if summary.gate.passed else "FAILED"
-    head, tail = _asset("dashboard.html").split("{data}")
-    fields = {"csp": _csp(script), "title": html.escape(title), "verdict": verdict, "style": _asset("dashboard.css"),
-              "script": script}
-    out.write(head.format(**fields))
-    _write_payload(out, rows, summary, usage, history, baseline, full, cells)
-    out.write(tail.format(**fields))
+    out.write(tail.format(**fields, script=script))
 
 
 def dashboard_html(
-    rows: Sequence[CaseResult], summary: Summary, *, title: str = "promptsuite report",
-    usage: UsageReport | None = None, history: History | None = None, baseline: Sequence[CaseResult] | None = None,
+    rows: Sequence[CaseResult],
+    summary: Summary,
+    *,
+    usage: UsageReport | None = None,
+    history: History | None = None,
+    baseline: Sequence[CaseResult] | None = None,
 ) -> str:
-    """The whole dashboard page; ``usage``, ``history`` (this run last) and the ``baseline``'s
+    """Return the whole dashboard page; ``usage``, ``history`` (this run last) and the ``baseline``'s
     rows (its column in the outputs grid) are drawn when given."""
     out = io.StringIO()
-    _write_page(out, rows, summary, title=title, usage=usage, history=history, baseline=baseline)
+    _write_page(out, rows, summary, usage, history, baseline)
     return out.getvalue()
 
 
 def write_dashboard(
-    path: Path, rows: Sequence[CaseResult], summary: Summary, *, usage: UsageReport | None = None,
-    history: History | None = None, baseline: Sequence[CaseResult] | None = None,
-    full: Callable[[CaseResult], CaseResult] | None = None, cells: GridCells | None = None,
+    path: Path,
+    rows: Sequence[CaseResult],
+    summary: Summary,
+    *,
+    usage: UsageReport | None = None,
+    history: History | None = None,
+    baseline: Sequence[CaseResult] | None = None,
+    full: Reader | None = None,
+    cells: GridCells | None = None,
 ) -> Path:
-    """Write ``dashboard.html`` to ``path``, as a stream (see :func:`_write_payload`); ``full``
-    reads one of ``rows`` back whole when they left their texts on disk, ``cells`` has the grid's
-    text of the rows that need no reading back."""
+    """Write ``dashboard.html`` to ``path`` as a stream; ``full`` reads a row back whole when ``rows``
+    left their texts on disk, ``cells`` has the grid's text of the rows that need no reading back."""
     with path.open("w", encoding="utf-8") as out:
-        _write_page(out, rows, summary, title="promptsuite report", usage=usage, history=history, baseline=baseline,
-                    full=full, cells=cells)
+        _write_page(out, rows, summary, usage, history, baseline, full, cells)
     return path

@@ -1,23 +1,23 @@
-"""``summary.md``: a GitHub job summary. Gate verdict first, the slice table, then what changed.
-
-Plain GitHub-flavoured Markdown with no links and no images; every user text (slice names, case
-ids, gate reasons) is escaped so it cannot turn into markup.
-"""
+"""``summary.md``, a GitHub job summary in plain Markdown (every user text escaped): the gate's result
+first, the slice table, then what changed."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from collections.abc import Mapping
 from collections.abc import Sequence
 from typing import Any
 
 from pytest_promptsuite.cases.case import CaseKey
 from pytest_promptsuite.checks.outcome import Outcome
-from pytest_promptsuite.report.evidence import verdict_lines
+from pytest_promptsuite.report.evidence import regression_lines
 from pytest_promptsuite.report.reasons import reason
+from pytest_promptsuite.report.text import pct
 from pytest_promptsuite.report.text import slice_rows
 from pytest_promptsuite.report.text import totals_line
 from pytest_promptsuite.report.text import usage_cells
+from pytest_promptsuite.report.text import variant_rows
 from pytest_promptsuite.report.trends import trend_rows
 from pytest_promptsuite.results.frames import history_frame
 from pytest_promptsuite.results.history import History
@@ -25,8 +25,6 @@ from pytest_promptsuite.results.row import CaseResult
 from pytest_promptsuite.results.summary import Summary
 from pytest_promptsuite.results.usage import UsageReport
 
-
-__all__ = ["summary_markdown"]
 
 #: Ids listed per section before "... and N more": a job summary is capped at 1 MiB.
 MAX_IDS = 50
@@ -39,7 +37,7 @@ _LINE_START = re.compile(r"^(\d+)([.)])(?=\s|$)|^([-+#=])")
 
 
 def md_escape(text: str) -> str:
-    """``text`` as literal Markdown inline text on one line (no markup, no HTML, no links)."""
+    """Escape ``text`` into literal Markdown inline text on one line (no markup, no HTML, no links)."""
     text = " ".join(text.split())
     out = []
     for ch in text:
@@ -70,41 +68,42 @@ def _ids(title: str, ids: Sequence[str]) -> list[str]:
 
 
 def summary_markdown(
-    summary: Summary, review: Sequence[Mapping[str, Any]] = (), *, rows: Sequence[CaseResult] = (),
-    usage: UsageReport | None = None, history: History | None = None,
+    summary: Summary,
+    review: Sequence[Mapping[str, Any]] = (),
+    *,
+    rows: Sequence[CaseResult] = (),
+    usage: UsageReport | None = None,
+    history: History | None = None,
 ) -> str:
-    """The whole ``summary.md`` text: the verdict, the slice table and the totals on top, then
-    collapsed sections (failing and regressed cases with their first failed check, cost and
-    latency, the trend over earlier runs); ``review`` is the review queue (``files.review_queue``)."""
-    md = _verdict(summary) + _slice_table(summary)
+    """Write ``summary.md``: the gate's result, the slice table and the totals on top, then collapsed
+    sections (failing and regressed cases, cost and latency, the trend); ``review`` is the review queue."""
+    md = _gate(summary) + _slice_table(summary)
     if usage is not None:
         md += [md_escape(totals_line(usage)), ""]
     md += _failing(rows) + _regressed(summary) + _usage(usage) + _trend(history)
     md += _baseline(summary) + _drops(summary) + _variants(summary)
-    md += _ids(
-        "Review queue (for a human; see review.jsonl)",
-        [
-            "{} [{}]: {}".format(
-                CaseKey(item["case_id"], item["variant"]).name(with_repeat=False), item["slice"],
-                "; ".join(item["reasons"]) or "marked for review",
-            )
-            for item in review
-        ],
-    )
-    md += _ids(
-        "Flaky cases (passed in some repeats only)",
-        [f"{r.key.name(with_repeat=False)}: {r.passed}/{r.runs}" for r in summary.flaky],
-    )
+    md += _ids("Review queue (for a human; see review.jsonl)", [_queued(item) for item in review])
+    flaky = [f"{r.key.name(with_repeat=False)}: {r.passed}/{r.runs}" for r in summary.flaky]
+    md += _ids("Flaky cases (passed in some repeats only)", flaky)
     return "\n".join(md).rstrip("\n") + "\n"
 
 
-def _collapsed(title: str, header: Sequence[str], rows: Sequence[Sequence[str]], more: int = 0) -> list[str]:
-    """A ``<details>`` section holding a table (cells already escaped), closed by default."""
-    md = [f"<details><summary>{md_escape(title)}</summary>", "",
-          "| " + " | ".join(md_escape(h) for h in header) + " |", "|" + "---|" * len(header)]
-    md += ["| " + " | ".join(row) + " |" for row in rows]
-    if more:
-        md += ["", f"... and {more} more (see results.jsonl)"]
+def _queued(item: Mapping[str, Any]) -> str:
+    name = CaseKey(item["case_id"], item["variant"]).name(with_repeat=False)
+    return f"{name} [{item['slice']}]: {'; '.join(item['reasons']) or 'marked for review'}"
+
+
+def _row(cells: Iterable[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def _collapsed(title: str, header: Sequence[str], rows: Sequence[Sequence[str]], total: int = 0) -> list[str]:
+    """Return a ``<details>`` section (closed) holding a table whose cells are already escaped, of
+    ``total`` rows when only the first are given."""
+    md = [f"<details><summary>{md_escape(title)}</summary>", "", _row(map(md_escape, header))]
+    md += ["|" + "---|" * len(header), *map(_row, rows)]
+    if total > len(rows):
+        md += ["", f"... and {total - len(rows)} more (see results.jsonl)"]
     return [*md, "", "</details>", ""]
 
 
@@ -119,61 +118,58 @@ def _first_failure(checks: Sequence[Mapping[str, Any]], error: str | None) -> st
 
 
 def _failing(rows: Sequence[CaseResult]) -> list[str]:
-    """The failed and errored cases, each with its first failed check's message."""
+    """List the failed and errored cases, each with its first failed check's message."""
     bad = [r for r in rows if r.outcome in (Outcome.FAILED, Outcome.ERROR)]
     if not bad:
         return []
     repeated = any(r.repeat for r in bad)
-    table = [
-        [md_escape(r.key.name(with_repeat=repeated)), md_escape(r.slice), r.outcome.value,
-         _first_failure([c.to_dict() for c in r.checks], r.error)]
-        for r in bad[:MAX_CASES]
-    ]
-    return _collapsed(f"Failing cases ({len(bad)})", ["case", "slice", "outcome", "first failed check"],
-                      table, max(0, len(bad) - MAX_CASES))
+    table = []
+    for r in bad[:MAX_CASES]:
+        first = _first_failure([c.to_dict() for c in r.checks], r.error)
+        table.append([md_escape(r.key.name(with_repeat=repeated)), md_escape(r.slice), r.outcome.value, first])
+    header = ["case", "slice", "outcome", "first failed check"]
+    return _collapsed(f"Failing cases ({len(bad)})", header, table, len(bad))
 
 
 def _regressed(summary: Summary) -> list[str]:
-    """The cases that passed in the baseline and do not now, with what fails now."""
+    """List the cases that passed in the baseline and do not now, with what fails now."""
     flips = [f for f in (summary.baseline.flips if summary.baseline else ()) if f.kind == "regression"]
     if not flips:
         return []
-    table = [
-        [md_escape(f.id), md_escape(f.slice), f"{f.old_outcome} → {f.new_outcome}",
-         "an error (see the failing cases)" if f.new_outcome == "error" else _first_failure(f.checks, None)]
-        for f in flips[:MAX_CASES]
-    ]
-    return _collapsed(f"Regressed cases ({len(flips)}, passed in the baseline)",
-                      ["case", "slice", "outcome", "first failed check now"], table, max(0, len(flips) - MAX_CASES))
+    table = []
+    for f in flips[:MAX_CASES]:
+        now = "an error (see the failing cases)" if f.new_outcome == "error" else _first_failure(f.checks, None)
+        table.append([md_escape(f.id), md_escape(f.slice), f"{f.old_outcome} → {f.new_outcome}", now])
+    title = f"Regressed cases ({len(flips)}, passed in the baseline)"
+    return _collapsed(title, ["case", "slice", "outcome", "first failed check now"], table, len(flips))
 
 
 def _usage(usage: UsageReport | None) -> list[str]:
-    """Calls, cache hits, tokens, cost and latency per slice and per variant."""
+    """Tabulate calls, cache hits, tokens, cost and latency per slice and per variant."""
     if usage is None or not usage.total.rows:
         return []
     groups = [("slice", s) for s in usage.slices] + [("variant", v) for v in usage.variants]
     table = [[kind, md_escape(g.name), *usage_cells(g)] for kind, g in groups]
-    return _collapsed("Calls, tokens, cost and latency by slice and variant",
-                      ["by", "name", "calls", "cache hits", "tokens", "cost", "p50 latency", "p95 latency"], table)
+    header = ["by", "name", "calls", "cache hits", "tokens", "cost", "p50 latency", "p95 latency"]
+    return _collapsed("Calls, tokens, cost and latency by slice and variant", header, table)
 
 
 def _trend(history: History | None) -> list[str]:
-    """Each slice's pass rate (95 % interval) over the earlier runs and this one."""
+    """Tabulate each slice's pass rate (95 % interval) over the earlier runs and this one."""
     if history is None or len(history.runs) < 2:
         return []
     header, rows = trend_rows(history_frame(history))
     table = [[md_escape(c) for c in row] for row in rows]
-    return _collapsed(f"Pass rate by slice over the last {min(len(history.runs), len(header) - 2)} runs",
-                      header, table)
+    return _collapsed(f"Pass rate by slice over the last {min(len(history.runs), len(header) - 2)} runs", header, table)
 
 
-def _verdict(summary: Summary) -> list[str]:
-    """The verdict heading, each gate failure's sentence and the totals."""
+def _gate(summary: Summary) -> list[str]:
+    """Write the gate's heading, each failure's sentence and the totals."""
     gate = summary.gate
     t = summary.totals
-    verdict = "PASSED" if gate.passed else "FAILED"
+    result = "PASSED" if gate.passed else "FAILED"
     mark = "\u2705" if gate.passed else "\u274c"
-    md = [f"## {mark} promptsuite gate: {verdict}", ""]
+    md = [f"## {mark} promptsuite gate: {result}", ""]
     if gate.decisions:
         md += [f"- {md_escape(reason(decision))}" for decision in gate.decisions]
         md.append("")
@@ -181,20 +177,19 @@ def _verdict(summary: Summary) -> list[str]:
 
 
 def _slice_table(summary: Summary) -> list[str]:
-    """The slice table, its gate column in bold where it fails."""
+    """Tabulate the slices, the gate column in bold where it fails."""
     header, rows = slice_rows(summary)
-    md = ["| " + " | ".join(md_escape(h) for h in header) + " |"]
-    md.append("|" + "|".join("---" if i == 0 or i == len(header) - 1 else "---:"
-                             for i in range(len(header))) + "|")
+    md = [_row(map(md_escape, header))]
+    md.append("|" + "|".join("---" if i == 0 or i == len(header) - 1 else "---:" for i in range(len(header))) + "|")
     for row in rows:
         cells = [md_escape(c) for c in row]
         cells[-1] = f"**{cells[-1]}**" if row[-1] == "FAIL" else cells[-1]
-        md.append("| " + " | ".join(cells) + " |")
+        md.append(_row(cells))
     return [*md, ""]
 
 
 def _baseline(summary: Summary) -> list[str]:
-    """The baseline comparison in one sentence and the ids that changed; nothing without one."""
+    """Sum up the baseline comparison in one sentence and list the ids that changed."""
     diff = summary.baseline
     if diff is None:
         return []
@@ -214,25 +209,21 @@ def _baseline(summary: Summary) -> list[str]:
 
 
 def _drops(summary: Summary) -> list[str]:
-    """What the comparisons can and cannot show: the rule and each verdict worth a look."""
-    lines = list(verdict_lines(summary))
+    """List the regression rule and each regression test worth a look."""
+    lines = list(regression_lines(summary))
     if not lines:
         return []
     return ["### Is this drop real?", "", *[f"- {md_escape(line)}" for line in lines], ""]
 
 
-def _rate(value: float | None) -> str:
-    return "-" if value is None else f"{value:.1%}"
-
-
 def _variants(summary: Summary) -> list[str]:
-    """The pass rate per variant, and the prompt variants side by side with their flips."""
+    """Tabulate the pass rate per variant, and the prompt variants side by side with their flips."""
     md = []
     if summary.variants:
         md += ["### By variant", "", "| variant | cases | passed | pass rate |", "|---|---:|---:|---:|"]
         for v in summary.variants:
             c = v.counts
-            md.append(f"| {md_escape(v.name)} | {c.cases} | {c.passed} | {_rate(c.pass_rate)} |")
+            md.append(f"| {md_escape(v.name)} | {c.cases} | {c.passed} | {pct(c.pass_rate)} |")
         md.append("")
     compared = summary.compared_variants
     if compared is None:
@@ -240,21 +231,9 @@ def _variants(summary: Summary) -> list[str]:
     names = list(compared.variants)
     pair = len(names) >= 2
     head = ["slice", *names] + ([f"flips {names[0]} → {names[1]} (−/+)", "p"] if pair else [])
-    md += ["### Prompt variants side by side", "", "| " + " | ".join(md_escape(h) for h in head) + " |",
-           "|---|" + "---:|" * (len(head) - 1)]
-    by_slice: dict[str, dict[str, str]] = {}
-    for vs in compared.slices:
-        by_slice.setdefault(vs.slice, {})[vs.variant] = _rate(vs.counts.pass_rate) + (
-            "" if vs.gate == "pass" else " ❌"
-        )
-    for name in sorted(by_slice):
-        row = [md_escape(name), *(by_slice[name].get(v, "-") for v in names)]
-        if pair:
-            flips = compared.flips_by_slice.get(name)
-            row += ["−0/+0", "-"] if flips is None else [
-                f"−{flips.regressions}/+{flips.fixes}", f"{flips.p_value:.3g}"
-            ]
-        md.append("| " + " | ".join(row) + " |")
+    md += ["### Prompt variants side by side", "", _row(map(md_escape, head)), "|---|" + "---:|" * (len(head) - 1)]
+    rows = variant_rows(compared, lambda vs: pct(vs.counts.pass_rate) + ("" if vs.gate == "pass" else " ❌"), minus="−")
+    md += [_row([md_escape(name), *cells]) for name, *cells in rows]
     md.append("")
     if pair and compared.diff is not None:
         md += _ids(f"{names[1]} breaks (passed in {names[0]})", list(compared.diff.regressions))

@@ -1,8 +1,4 @@
-"""Gate decisions in words: the one sentence each kind of failure is reported with.
-
-The terminal, ``summary.md``, ``summary.json`` and the dashboard all show these sentences, so a
-reader meets the same words everywhere; only this module knows them.
-"""
+"""Gate decisions in words: the sentence each kind of failure is reported with, everywhere."""
 
 from __future__ import annotations
 
@@ -16,14 +12,12 @@ from pytest_promptsuite.results.gate import SliceBelowThreshold
 from pytest_promptsuite.results.gate import SliceRegressed
 
 
-__all__ = ["reason"]
-
 #: Ids named in a sentence before "and N more".
 MAX_IDS = 5
 
 
 def reason(decision: GateDecision) -> str:
-    """The sentence that says why ``decision`` failed the gate, with the figures that decided it."""
+    """Say why ``decision`` failed the gate, with the figures that decided it."""
     if isinstance(decision, SliceBelowThreshold):
         return _below_threshold(decision)
     if isinstance(decision, SliceRegressed):
@@ -35,8 +29,22 @@ def reason(decision: GateDecision) -> str:
     return _errored(decision)
 
 
+def points(fraction: float) -> str:
+    """Write a difference of pass rates in percentage points."""
+    return f"{fraction * 100:.1f} points"
+
+
+def plural(n: int, word: str) -> str:
+    """Write ``n`` and ``word``, with an ``s`` unless ``n`` is 1."""
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def model_change(models: tuple[str, str]) -> str:
+    """Say that the other side used another model than this run (``models``: theirs, ours)."""
+    return f"used model {models[0]}, this run {models[1]}: a model change, not only a prompt change"
+
+
 def _where(slice_name: str, variant: str | None) -> str:
-    """``slice 'name'``, with `` [variant v]`` for one prompt variant of the slice."""
     return f"slice {slice_name!r}" + ("" if variant is None else f" [variant {variant}]")
 
 
@@ -55,17 +63,12 @@ def _regressed(d: SliceRegressed) -> str:
         if d.p_adjusted is not None and d.family > 1:
             corrected = f", {d.p_adjusted:.3g} after Holm's correction over {d.family} comparisons"
         test = f", and it is significant (one-sided exact p = {d.p_regression:.3g}{corrected}; alpha {d.rule.alpha:g})"
-    models = ""
-    if d.models is not None:
-        models = (
-            f"; the {d.against} used model {d.models[0]}, this run {d.models[1]}: "
-            "a model change, not only a prompt change"
-        )
-    over = "" if d.paired_cases is None else f" over the {_plural(d.paired_cases, 'case')} in both runs"
+    models = "" if d.models is None else f"; the {d.against} {model_change(d.models)}"
+    over = "" if d.paired_cases is None else f" over the {plural(d.paired_cases, 'case')} in both runs"
     return (
-        f"{_where(d.slice, d.variant)}: pass rate dropped {_points(d.drop)} against the {d.against}{over} "
+        f"{_where(d.slice, d.variant)}: pass rate dropped {points(d.drop)} against the {d.against}{over} "
         f"({d.baseline_pass_rate:.1%} -> {d.pass_rate:.1%}), more than the allowed "
-        f"{_points(d.rule.max_drop)} ({d.rule.source}){test}; McNemar p = {d.p_value:.3g}{which}{models}"
+        f"{points(d.rule.max_drop)} ({d.rule.source}){test}; McNemar p = {d.p_value:.3g}{which}{models}"
     )
 
 
@@ -79,23 +82,9 @@ def _no_common_cases(d: NoCommonCases) -> str:
 def _errored(d: CasesErrored) -> str:
     ids = [key.case_id for key in d.cases]
     return (
-        f"{_plural(d.count, 'case')} ended in an error (the model call or the rendering failed): "
+        f"{plural(d.count, 'case')} ended in an error (the model call or the rendering failed): "
         f"{_ids(ids)}; errors always fail the run"
     )
-
-
-def _ids(ids: Sequence[str], limit: int = MAX_IDS) -> str:
-    shown = ", ".join(ids[:limit])
-    return shown + (f" and {len(ids) - limit} more" if len(ids) > limit else "")
-
-
-def _points(fraction: float) -> str:
-    """A difference of pass rates in percentage points."""
-    return f"{fraction * 100:.1f} points"
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 def _incomplete(d: RunIncomplete) -> str:
@@ -103,3 +92,8 @@ def _incomplete(d: RunIncomplete) -> str:
         f"the run stopped before every case ran ({d.why}): {d.ran} of {d.ran + d.not_run} cases ran; "
         "a partial run never passes the gate"
     )
+
+
+def _ids(ids: Sequence[str], limit: int = MAX_IDS) -> str:
+    shown = ", ".join(ids[:limit])
+    return shown + (f" and {len(ids) - limit} more" if len(ids) > limit else "")

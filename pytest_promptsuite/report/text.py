@@ -1,31 +1,30 @@
-"""Plain-text views: the slice table, the gate verdict and a failing case's report."""
+"""Plain-text views: the slice table, the gate's result and a failing case's report."""
 
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Callable
 from collections.abc import Iterator
 from collections.abc import Sequence
 
-from pytest_promptsuite.report.evidence import short_verdict
-from pytest_promptsuite.report.evidence import verdict_lines
+from pytest_promptsuite.report.evidence import regression_cell
+from pytest_promptsuite.report.evidence import regression_lines
+from pytest_promptsuite.report.reasons import plural
 from pytest_promptsuite.report.reasons import reason
+from pytest_promptsuite.results.records import VariantComparison
+from pytest_promptsuite.results.records import VariantSlice
 from pytest_promptsuite.results.row import CaseResult
 from pytest_promptsuite.results.summary import Summary
 from pytest_promptsuite.results.usage import UsageReport
 from pytest_promptsuite.results.usage import UsageStats
 
 
-__all__ = [
-    "display_width", "failure_text", "money", "slice_rows", "summary_lines", "totals_line", "trim_output",
-    "usage_cells", "variant_lines",
-]
-
 #: Outputs longer than this are shown trimmed around the first place a failed check points at.
 MAX_OUTPUT_CHARS = 600
 
 
 def display_width(text: str) -> int:
-    """Terminal columns ``text`` takes (CJK characters take two)."""
+    """Count the terminal columns ``text`` takes (CJK characters take two)."""
     return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
 
 
@@ -45,7 +44,8 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]], right: set[int]
         ).rstrip()
 
 
-def _pct(value: float | None) -> str:
+def pct(value: float | None) -> str:
+    """Write a pass rate as a percentage with one decimal (``-`` for none)."""
     return "-" if value is None else f"{value:.1%}"
 
 
@@ -63,10 +63,9 @@ def _id_list(ids: Sequence[str], limit: int) -> str:
 
 
 def slice_rows(summary: Summary) -> tuple[list[str], list[list[str]]]:
-    """The slice table as text cells (header, rows); baseline columns only with a baseline."""
+    """Return the slice table as text cells (header, rows); baseline columns only with a baseline."""
     baseline = summary.baseline is not None
-    header = ["slice", "cases", "passed", "failed", "error", "review", "pass rate", "95% CI",
-              "threshold"]
+    header = ["slice", "cases", "passed", "failed", "error", "review", "pass rate", "95% CI", "threshold"]
     if baseline:
         header += ["baseline", "delta (pts)", "flips -/+", "p", "p drop", "verdict", "detectable (pts)"]
     header.append("gate")
@@ -74,36 +73,22 @@ def slice_rows(summary: Summary) -> tuple[list[str], list[list[str]]]:
     for s in summary.slices:
         c = s.counts
         interval = c.interval
-        row = [
-            s.slice,
-            str(c.cases),
-            str(c.passed),
-            str(c.failed),
-            str(c.error),
-            str(c.review),
-            _pct(c.pass_rate),
-            "-" if interval is None else f"{interval[0]:.0%}-{interval[1]:.0%}",
-            f"{s.threshold:.0%} ({s.threshold_source})",
-        ]
+        ci = "-" if interval is None else f"{interval[0]:.0%}-{interval[1]:.0%}"
+        row = [s.slice, *map(str, (c.cases, c.passed, c.failed, c.error, c.review)), pct(c.pass_rate), ci]
+        row.append(f"{s.threshold:.0%} ({s.threshold_source})")
         if baseline:
             test = s.test
             shown_p = None if test is None else (test.p_adjusted if test.p_adjusted is not None else test.p_regression)
-            row += [
-                _pct(s.baseline_pass_rate),
-                _signed_points(s.delta),
-                f"-{s.regressions or 0}/+{s.fixes or 0}",
-                _p(s.p_value),
-                _p(shown_p),
-                short_verdict(test),
-                "-" if test is None or test.detectable_drop is None else f"{test.detectable_drop * 100:.1f}",
-            ]
+            detectable = "-" if test is None or test.detectable_drop is None else f"{test.detectable_drop * 100:.1f}"
+            row += [pct(s.baseline_pass_rate), _signed_points(s.delta), f"-{s.regressions or 0}/+{s.fixes or 0}"]
+            row += [_p(s.p_value), _p(shown_p), regression_cell(test), detectable]
         row.append(s.gate.upper())
         rows.append(row)
     return header, rows
 
 
 def money(value: float | None) -> str:
-    """USD with enough digits to tell small calls apart (``$0.000123``, ``$12.34``)."""
+    """Write USD with enough digits to tell small calls apart (``$0.000123``, ``$12.34``)."""
     if value is None:
         return "-"
     return f"${value:.2f}" if value >= 1 else f"${value:.6f}".rstrip("0").rstrip(".") if value else "$0"
@@ -114,34 +99,30 @@ def _ms(value: float | None) -> str:
 
 
 def usage_cells(stats: UsageStats) -> list[str]:
-    """A group's calls, cache hits, tokens, cost and latency p50 / p95 as table cells."""
-    tokens = stats.tokens
-    return [
-        str(stats.calls), str(stats.cache_hits), "-" if tokens is None else f"{tokens:,}",
-        money(stats.cost_usd), _ms(stats.latency_p50_ms), _ms(stats.latency_p95_ms),
-    ]
+    """Return a group's calls, cache hits, tokens, cost and latency p50 / p95 as table cells."""
+    tokens = "-" if stats.tokens is None else f"{stats.tokens:,}"
+    latency = [_ms(stats.latency_p50_ms), _ms(stats.latency_p95_ms)]
+    return [str(stats.calls), str(stats.cache_hits), tokens, money(stats.cost_usd), *latency]
 
 
 def totals_line(usage: UsageReport) -> str:
-    """One line: calls, cache hits, tokens, cost and p95 latency of the whole run."""
+    """Write the run's calls, cache hits, tokens, cost and p95 latency in one line."""
     t = usage.total
-    tokens = "tokens not reported" if t.tokens is None else (
-        f"{t.tokens:,} tokens ({t.prompt_tokens or 0:,} prompt + {t.completion_tokens or 0:,} completion)"
-    )
-    cost = f"cost {money(t.cost_usd)}" if t.cost_usd is not None else (
-        "cost unknown (no token counts)" if usage.priced else "cost unknown (no [model] prices)"
-    )
+    tokens = "tokens not reported"
+    if t.tokens is not None:
+        tokens = f"{t.tokens:,} tokens ({t.prompt_tokens or 0:,} prompt + {t.completion_tokens or 0:,} completion)"
+    cost = "cost unknown (no token counts)" if usage.priced else "cost unknown (no [model] prices)"
+    if t.cost_usd is not None:
+        cost = f"cost {money(t.cost_usd)}"
     latency = "p95 latency not measured" if t.latency_p95_ms is None else f"p95 latency {_ms(t.latency_p95_ms)}"
-    hits = f"{t.cache_hits} cache hit{'s' if t.cache_hits != 1 else ''}"
-    return f"totals: {t.calls} call{'s' if t.calls != 1 else ''}, {hits}, {tokens}, {cost}, {latency}"
+    return f"totals: {plural(t.calls, 'call')}, {plural(t.cache_hits, 'cache hit')}, {tokens}, {cost}, {latency}"
 
 
 def summary_lines(
     summary: Summary, *, max_ids: int = 20, gate: bool = True, usage: UsageReport | None = None
 ) -> Iterator[str]:
-    """The slice table, the totals (with ``usage``, its line of calls, tokens, cost and latency),
-    variants, flaky cases, the baseline diff by id, what the comparisons can show, and (with
-    ``gate``) the gate verdict last."""
+    """Yield the slice table, the totals, variants, flaky cases, the baseline diff by id, the regression
+    tests and, with ``gate``, the gate's result last."""
     header, rows = slice_rows(summary)
     right = {1, 2, 3, 4, 5, 6} | ({9, 10, 12, 13, 15} if summary.baseline is not None else set())
     yield from _table(header, rows, right=right)
@@ -151,16 +132,14 @@ def summary_lines(
         yield totals_line(usage)
     if summary.variants:
         yield "by variant: " + ", ".join(
-            f"{v.name} {_pct(v.counts.pass_rate)} ({v.counts.passed}/{v.counts.counted})"
-            for v in summary.variants
+            f"{v.name} {pct(v.counts.pass_rate)} ({v.counts.passed}/{v.counts.counted})" for v in summary.variants
         )
     if summary.compared_variants is not None:
         yield from variant_lines(summary, max_ids=max_ids)
     flaky = summary.flaky
     if flaky:
         yield "flaky (passed in some repeats only): " + _id_list(
-            [f"{r.key.name(with_repeat=False)} {r.passed}/{r.runs}" for r in flaky],
-            max_ids,
+            [f"{r.key.name(with_repeat=False)} {r.passed}/{r.runs}" for r in flaky], max_ids
         )
     diff = summary.baseline
     if diff is not None:
@@ -174,13 +153,13 @@ def summary_lines(
         if diff.fixes:
             yield "fixes: " + _id_list(list(diff.fixes), max_ids)
         for name, rate in sorted(diff.missing_slices.items()):
-            yield f"slice {name!r} of the baseline ({_pct(rate)}) has no case in this run"
-    yield from verdict_lines(summary)
+            yield f"slice {name!r} of the baseline ({pct(rate)}) has no case in this run"
+    yield from regression_lines(summary)
     if not gate:
         return
     if summary.gate.passed:
         failed = t.failed
-        tolerated = f" ({failed} failed case{'s' if failed != 1 else ''} within tolerance)" if failed else ""
+        tolerated = f" ({plural(failed, 'failed case')} within tolerance)" if failed else ""
         yield f"promptsuite gate: PASSED{tolerated}"
     else:
         yield "promptsuite gate: FAILED"
@@ -189,8 +168,8 @@ def summary_lines(
 
 
 def variant_lines(summary: Summary, *, max_ids: int = 20) -> Iterator[str]:
-    """Prompt versions side by side: each slice's pass rate per variant, and the flips from the
-    first variant to the second."""
+    """Yield the prompt variants side by side: each slice's pass rate per variant, and the flips from
+    the first variant to the second."""
     compared = summary.compared_variants
     if compared is None:
         return
@@ -199,18 +178,12 @@ def variant_lines(summary: Summary, *, max_ids: int = 20) -> Iterator[str]:
     header = ["slice", *names]
     if pair:
         header += [f"flips {names[0]}->{names[1]} -/+", "p"]
-    by_slice: dict[str, dict[str, str]] = {}
-    for vs in compared.slices:
+
+    def cell(vs: VariantSlice) -> str:
         c = vs.counts
-        mark = "" if vs.gate == "pass" else " FAIL"
-        by_slice.setdefault(vs.slice, {})[vs.variant] = f"{_pct(c.pass_rate)} ({c.passed}/{c.counted}){mark}"
-    rows = []
-    for name in sorted(by_slice):
-        row = [name, *(by_slice[name].get(v, "-") for v in names)]
-        if pair:
-            flips = compared.flips_by_slice.get(name)
-            row += ["-0/+0", "-"] if flips is None else [f"-{flips.regressions}/+{flips.fixes}", _p(flips.p_value)]
-        rows.append(row)
+        return f"{pct(c.pass_rate)} ({c.passed}/{c.counted})" + ("" if vs.gate == "pass" else " FAIL")
+
+    rows = variant_rows(compared, cell, minus="-")
     yield "prompt variants, pass rate by slice:"
     yield from _table(header, rows, right=set(range(1, len(header))))
     if pair and compared.diff is not None:
@@ -220,8 +193,25 @@ def variant_lines(summary: Summary, *, max_ids: int = 20) -> Iterator[str]:
             yield f"{names[1]} fixes (failed in {names[0]}): " + _id_list(list(compared.diff.fixes), max_ids)
 
 
+def variant_rows(compared: VariantComparison, cell: Callable[[VariantSlice], str], *, minus: str) -> list[list[str]]:
+    """Return a row per slice: its name, each variant's ``cell`` (``-`` for none) and, with two variants
+    or more, the flips from the first to the second (``minus`` before the regressions) and their p-value."""
+    by_slice: dict[str, dict[str, str]] = {}
+    for vs in compared.slices:
+        by_slice.setdefault(vs.slice, {})[vs.variant] = cell(vs)
+    rows = []
+    for name in sorted(by_slice):
+        row = [name, *(by_slice[name].get(v, "-") for v in compared.variants)]
+        if len(compared.variants) >= 2:
+            flips = compared.flips_by_slice.get(name)
+            regressions, fixes, p = (0, 0, None) if flips is None else (flips.regressions, flips.fixes, flips.p_value)
+            row += [f"{minus}{regressions}/+{fixes}", _p(p)]
+        rows.append(row)
+    return rows
+
+
 def trim_output(output: str, focus: int | None = None, limit: int = MAX_OUTPUT_CHARS) -> str:
-    """``output`` whole if short; else a window of ``limit`` characters around ``focus``."""
+    """Return ``output`` whole if short, else a window of ``limit`` characters around ``focus``."""
     if len(output) <= limit:
         return output
     focus = 0 if focus is None else focus
@@ -233,7 +223,7 @@ def trim_output(output: str, focus: int | None = None, limit: int = MAX_OUTPUT_C
 
 
 def _focus(result: CaseResult) -> int | None:
-    """The offset of the first forbidden text found, the natural place to look."""
+    """Return the offset a failed check points at (forbidden text found), the place to look."""
     for check in result.failed_checks:
         marker = " at offset "
         if marker in check.message:
@@ -245,13 +235,9 @@ def _focus(result: CaseResult) -> int | None:
 
 
 def failure_text(result: CaseResult) -> str:
-    """What a failing case's pytest report shows: where, which checks, and the output."""
+    """Write a failing case's pytest report: where, which checks, and the output."""
     failed = result.failed_checks
-    what = (
-        f"error: {result.error}"
-        if result.error is not None
-        else f"failed {len(failed)} check{'s' if len(failed) != 1 else ''}"
-    )
+    what = f"error: {result.error}" if result.error is not None else f"failed {plural(len(failed), 'check')}"
     which = result.case_id
     if result.variant is not None:
         which += f" [variant {result.variant}]"

@@ -1,5 +1,5 @@
-"""Each slice's pass rate over earlier runs as text, from a :func:`~pytest_promptsuite.results.frames.history_frame`:
-``promptsuite history`` and ``summary.md`` share these rows."""
+"""Each slice's pass rate over earlier runs as text, from a history frame (``promptsuite history`` and
+``summary.md`` share these rows)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,6 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
-__all__ = ["history_lines", "trend_rows"]
-
 #: Runs a text table shows (the dashboard draws every kept run).
 TEXT_RUNS = 8
 
@@ -23,7 +21,7 @@ TEXT_RUNS = 8
 def _cell(rate: float, low: float, high: float) -> str:
     if math.isnan(rate):
         return "-"
-    interval = "" if math.isnan(low) or math.isnan(high) else f" ({low:.0%}-{high:.0%})"  # as the slice table
+    interval = "" if math.isnan(low) or math.isnan(high) else f" ({low:.0%}-{high:.0%})"
     return f"{rate:.0%}{interval}"
 
 

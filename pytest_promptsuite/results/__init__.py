@@ -1,1 +1,1 @@
-"""Stage 5a: case results into per-slice pass rates, confidence intervals, baseline diffs and gates."""
+"""The results stage: the rows, their statistics, the comparison with a baseline, and the gate."""

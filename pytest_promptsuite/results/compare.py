@@ -1,12 +1,5 @@
-"""Pairing two row sets case by case: the current run with a baseline, or one prompt variant
-with another.
-
-Rows pair by case and variant (:class:`~pytest_promptsuite.cases.case.CaseKey` without the repeat).
-A repeated case is compared by how many of its runs passed: the first ``min(k)`` repeats of each
-side when the two runs repeated cases a different number of times, review and skipped runs left
-out. A case *regressed* when its pass fraction dropped and was *fixed* when it rose, so a flaky
-case counts once at most, never as a regression and a fix.
-"""
+"""Pairing two row sets case by case (a run with its baseline, or one prompt variant with another):
+each case's pass fraction on both sides, the flips, the new and removed cases."""
 
 from __future__ import annotations
 
@@ -21,23 +14,34 @@ from pytest_promptsuite.cases.case import CaseKey
 from pytest_promptsuite.checks.outcome import Outcome
 from pytest_promptsuite.config.settings import ThresholdPolicy
 from pytest_promptsuite.prompts.core import prompt_display
-from pytest_promptsuite.results.records import UNCOUNTED
 from pytest_promptsuite.results.records import BaselineDiff
 from pytest_promptsuite.results.records import Counts
 from pytest_promptsuite.results.records import Flip
 from pytest_promptsuite.results.records import FlipKind
 from pytest_promptsuite.results.records import SliceFlips
+from pytest_promptsuite.results.records import passes
+from pytest_promptsuite.results.records import tally
 from pytest_promptsuite.results.row import CaseResult
 from pytest_promptsuite.results.stats import Stratum
 from pytest_promptsuite.results.stats import mcnemar_p
 
 
-__all__ = ["Comparison", "PairedCase", "compare", "compare_variants"]
+#: Reads a row back whole when it left its texts on disk (a run's spool).
+Reader = Callable[[CaseResult], CaseResult]
+
+
+def read_as(full: Reader | None, variant: str | None) -> Reader | None:
+    """Return ``full`` reading each row as variant ``variant``'s row, given back with its own variant."""
+    if full is None:
+        return None
+    read = full
+    return lambda r: replace(read(replace(r, variant=variant)), variant=r.variant)
 
 
 @dataclass(frozen=True)
 class PairedCase:
-    """A case both row sets have: how its runs passed on each side, and the rows behind them."""
+    """A case both row sets have (its first ``min(k)`` repeats on each side): how its runs passed, and
+    the rows behind them."""
 
     key: CaseKey
     slice: str
@@ -48,12 +52,7 @@ class PairedCase:
     @property
     def kind(self) -> FlipKind | None:
         """``regression`` when the pass fraction dropped, ``fix`` when it rose, else None."""
-        s = self.stratum
-        if s.old * s.k_new > s.new * s.k_old:
-            return "regression"
-        if s.old * s.k_new < s.new * s.k_old:
-            return "fix"
-        return None
+        return "regression" if self.stratum.dropped else "fix" if self.stratum.rose else None
 
 
 @dataclass(frozen=True)
@@ -74,37 +73,28 @@ class Comparison:
     unpaired: dict[str, int] = field(default_factory=dict)
 
     def strata(self, slice_name: str) -> tuple[Stratum, ...]:
-        """The strata of a slice's paired cases (of every variant)."""
+        """Return the strata of a slice's paired cases (of every variant)."""
         return tuple(p.stratum for p in self.paired if p.slice == slice_name)
 
 
 def _by_case(rows: Iterable[CaseResult]) -> dict[CaseKey, list[CaseResult]]:
-    """Rows grouped by case and variant, each group in repeat order (the last row of a repeat
-    index wins, as when a shard is merged twice)."""
+    """Group rows by case and variant, in repeat order (the last row of a repeat wins, as when a shard
+    is merged twice)."""
     grouped: dict[CaseKey, dict[int, CaseResult]] = {}
     for row in rows:
         grouped.setdefault(CaseKey(row.case_id, row.variant), {})[row.repeat] = row
     return {key: [runs[r] for r in sorted(runs)] for key, runs in grouped.items()}
 
 
-def _tally(rows: Sequence[CaseResult]) -> tuple[int, int]:
-    """(passed, counted) of some runs of a case: review and skipped runs do not count."""
-    counted = [r for r in rows if r.outcome not in UNCOUNTED]
-    return sum(1 for r in counted if r.outcome is Outcome.PASSED), len(counted)
-
-
-def _flip(paired: PairedCase, kind: FlipKind, full: Callable[[CaseResult], CaseResult] | None = None,
-          full_new: Callable[[CaseResult], CaseResult] | None = None) -> Flip:
-    """The flip of one case, shown with the first repeat where it went the ``kind`` way (each
-    side's row read back whole by ``full`` / ``full_new`` when it left its texts on disk)."""
+def _flip(paired: PairedCase, kind: FlipKind, full: Reader | None = None, full_new: Reader | None = None) -> Flip:
+    """Show a case's flip by the first repeat that went the ``kind`` way (each side's row read back
+    whole by ``full`` / ``full_new`` when it left its texts on disk)."""
     import difflib
 
     wanted = (True, False) if kind == "regression" else (False, True)
     pairs = list(zip(paired.old_rows, paired.new_rows, strict=False))
     old, new = next(
-        ((o, n) for o, n in pairs
-         if (o.outcome is Outcome.PASSED, n.outcome is Outcome.PASSED) == wanted),
-        pairs[0],
+        ((o, n) for o, n in pairs if (o.outcome is Outcome.PASSED, n.outcome is Outcome.PASSED) == wanted), pairs[0]
     )
     if full is not None:
         old = full(old)
@@ -117,34 +107,34 @@ def _flip(paired: PairedCase, kind: FlipKind, full: Callable[[CaseResult], CaseR
             difflib.unified_diff(old_prompt.splitlines(), new_prompt.splitlines(), "baseline", "current", lineterm="")
         )
     return Flip(
-        id=paired.key.name(with_repeat=False), slice=new.slice, kind=kind, old_outcome=old.outcome,
-        new_outcome=new.outcome, old_output=old.output, new_output=new.output, old_prompt=old_prompt,
-        new_prompt=new_prompt, prompt_diff=diff, checks=tuple(c.to_dict() for c in new.checks),
+        id=paired.key.name(with_repeat=False),
+        slice=new.slice,
+        kind=kind,
+        old_outcome=old.outcome,
+        new_outcome=new.outcome,
+        old_output=old.output,
+        new_output=new.output,
+        old_prompt=old_prompt,
+        new_prompt=new_prompt,
+        prompt_diff=diff,
+        checks=tuple(c.to_dict() for c in new.checks),
     )
 
 
 def _pair(
     current: dict[CaseKey, list[CaseResult]], other: dict[CaseKey, list[CaseResult]]
 ) -> tuple[list[PairedCase], tuple[int, int, int]]:
-    """The cases both sides have, each compared over the first ``min(k)`` repeats."""
+    """Pair the cases both sides have, each over the first ``min(k)`` repeats."""
     k_new = max((len(v) for v in current.values()), default=1)
     k_old = max((len(v) for v in other.values()), default=1)
     used = min(k_new, k_old)
     paired = []
     for key in sorted(current.keys() & other.keys(), key=lambda k: k.name(with_repeat=False)):
         old_rows, new_rows = tuple(other[key][:used]), tuple(current[key][:used])
-        (old, k_o), (new, k_n) = _tally(old_rows), _tally(new_rows)
+        (old, k_o), (new, k_n) = passes(old_rows), passes(new_rows)
         if k_o and k_n:
             paired.append(PairedCase(key, new_rows[0].slice, Stratum(old, k_o, new, k_n), old_rows, new_rows))
     return paired, (k_old, k_new, used)
-
-
-def _counts(rows: Iterable[CaseResult]) -> dict[str, Counts]:
-    """Outcome counts per slice, in slice order."""
-    by_slice: dict[str, list[Outcome]] = {}
-    for row in rows:
-        by_slice.setdefault(row.slice, []).append(row.outcome)
-    return {name: Counts.of(by_slice[name]) for name in sorted(by_slice)}
 
 
 def compare(
@@ -153,27 +143,28 @@ def compare(
     source: str,
     policy: ThresholdPolicy,
     *,
-    full: Callable[[CaseResult], CaseResult] | None = None,
-    full_new: Callable[[CaseResult], CaseResult] | None = None,
+    full: Reader | None = None,
+    full_new: Reader | None = None,
 ) -> Comparison:
-    """Pair ``rows`` with ``baseline`` case by case (see the module docstring): the flips, new and
-    removed ids (sorted), and per slice the regressions, fixes and two-sided McNemar p-value.
-    ``source`` names the baseline; ``policy`` gives the allowed regression the diff records;
-    ``full`` (``full_new``) reads a baseline (current) row back whole for a flip, when its texts
-    stayed on disk."""
+    """Pair ``rows`` with ``baseline`` case by case: the flips, the new and removed ids, and per slice
+    the regressions, fixes and two-sided McNemar p-value. ``full`` (``full_new``) reads a baseline
+    (current) row back whole for a flip, when its texts stayed on disk."""
     current, other = _by_case(rows), _by_case(baseline)
     paired, repeats = _pair(current, other)
+    flipped = [(case, kind) for case in paired if (kind := case.kind) is not None]
     flips_of = {name: [0, 0] for name in sorted({r.slice for r in rows})}
     changed: list[Flip] = []
-    for kind in ("regression", "fix"):
-        for case in paired:
-            if case.kind == kind:
+    for wanted in ("regression", "fix"):
+        for case, kind in flipped:
+            if kind == wanted:
                 flips_of[case.slice][0 if kind == "regression" else 1] += 1
                 changed.append(_flip(case, kind, full, full_new))
-    base_counts = _counts(baseline)
+    base_counts = tally((r.slice, r.outcome) for r in baseline)
     limit, limit_source = policy.max_regression()
     diff = BaselineDiff(
-        source=source, max_regression=limit, max_regression_source=limit_source,
+        source=source,
+        max_regression=limit,
+        max_regression_source=limit_source,
         regressions=tuple(f.id for f in changed if f.kind == "regression"),
         fixes=tuple(f.id for f in changed if f.kind == "fix"),
         new=tuple(sorted(k.name(with_repeat=False) for k in current.keys() - other.keys())),
@@ -194,19 +185,12 @@ def compare(
 
 
 def compare_variants(
-    rows: Sequence[CaseResult], first: str, later: str, policy: ThresholdPolicy,
-    full: Callable[[CaseResult], CaseResult] | None = None,
+    rows: Sequence[CaseResult], first: str, later: str, policy: ThresholdPolicy, full: Reader | None = None
 ) -> Comparison | None:
-    """Variant ``later``'s rows paired with variant ``first``'s, case by case (the variant
-    stripped, so rows pair across variants); None when either has no row. ``full`` reads a row
-    back whole for a flip, when its texts stayed on disk."""
+    """Pair variant ``later``'s rows with variant ``first``'s, case by case; None when either has no
+    row. ``full`` reads a row back whole for a flip, when its texts stayed on disk."""
     old = [replace(r, variant=None) for r in rows if r.variant == first]
     new = [replace(r, variant=None) for r in rows if r.variant == later]
     if not old or not new:
         return None
-    if full is None:
-        return compare(new, old, f"variant {first}", policy)
-    read = full
-    return compare(new, old, f"variant {first}", policy,
-                   full=lambda r: replace(read(replace(r, variant=first)), variant=None),
-                   full_new=lambda r: replace(read(replace(r, variant=later)), variant=None))
+    return compare(new, old, f"variant {first}", policy, full=read_as(full, first), full_new=read_as(full, later))

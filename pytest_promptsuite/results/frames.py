@@ -1,5 +1,5 @@
-"""Results as pandas DataFrames: ``read_results`` and ``read_history`` for analysis, and the slice
-table that ``slices.csv`` is written from. Each function imports pandas when it is called."""
+"""Results as pandas DataFrames: ``read_results`` and ``read_history`` for analysis, and the slice table
+``slices.csv`` is written from (pandas is imported when a function is called)."""
 
 from __future__ import annotations
 
@@ -20,21 +20,15 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
-__all__ = ["CHECK_PREFIX", "history_frame", "read_history", "read_results", "slices_frame"]
-
 #: What the name of a check's column starts with: ``check:must_include``.
 CHECK_PREFIX = "check:"
 #: A check column's value for a name that several checks of a row share: the highest rank wins.
 _RANK = {"skipped": 0, "passed": 1, "failed": 2}
 #: The token counts of a row's ``usage``, each a column.
 _TOKENS = ("prompt_tokens", "completion_tokens", "total_tokens")
-_HISTORY_COLUMNS = (
-    "run", "label", "run_passed", "slice", "cases", "counted", "passed", "pass_rate", "ci_low", "ci_high", "gate",
-)
-_HISTORY_TYPES = {
-    "run": "int64", "run_passed": "boolean", "cases": "Int64", "counted": "Int64", "passed": "Int64",
-    "pass_rate": "float64", "ci_low": "float64", "ci_high": "float64",
-}
+_HISTORY_COLUMNS = "run label run_passed slice cases counted passed pass_rate ci_low ci_high gate".split()
+_HISTORY_TYPES = {"run": "int64", "run_passed": "boolean", **dict.fromkeys(("cases", "counted", "passed"), "Int64")}
+_HISTORY_TYPES.update(dict.fromkeys(("pass_rate", "ci_low", "ci_high"), "float64"))
 
 StrPath = str | os.PathLike[str]
 
@@ -58,8 +52,8 @@ def _tokens(usage: dict[str, Any] | None, name: str) -> int | None:
 
 
 def read_results(path: StrPath) -> pd.DataFrame:
-    """Read a ``results.jsonl`` (or the one in a report folder) into a DataFrame: a row per case,
-    variant and repeat, and a ``check:NAME`` column per check name; ConfigError if unreadable."""
+    """Read a ``results.jsonl`` (or a report folder's) into a DataFrame: a row per case, variant and
+    repeat, and a ``check:NAME`` column per check name; ConfigError if unreadable."""
     import pandas as pd
 
     rows = load_results(Path(path))
@@ -98,10 +92,7 @@ def history_frame(history: History) -> pd.DataFrame:
         if not run.slices:
             records.append(head)
         for name, point in run.slices.items():
-            records.append({
-                **head, "slice": name, "cases": point.cases, "counted": point.counted, "passed": point.passed,
-                "pass_rate": point.pass_rate, "ci_low": point.ci_low, "ci_high": point.ci_high, "gate": point.gate,
-            })
+            records.append({**head, "slice": name, "cases": point.cases, **point.to_dict()})
     frame: pd.DataFrame = pd.DataFrame.from_records(records, columns=_HISTORY_COLUMNS).astype(_HISTORY_TYPES)
     return frame
 

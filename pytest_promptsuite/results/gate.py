@@ -1,5 +1,4 @@
-"""Gate decisions as data: which rule failed, for which slice (and variant), on which figures;
-``report`` turns each into its sentence."""
+"""Gate decisions as data: which rule failed, for which slice (and variant), on which figures."""
 
 from __future__ import annotations
 
@@ -15,36 +14,20 @@ from pytest_promptsuite.results.records import RegressionTest
 from pytest_promptsuite.results.row import CaseResult
 
 
-__all__ = [
-    "EPS",
-    "CasesErrored",
-    "GateDecision",
-    "GateResult",
-    "NoCommonCases",
-    "RegressionRule",
-    "RunIncomplete",
-    "SliceBelowThreshold",
-    "SliceRegressed",
-    "ThresholdRule",
-    "check_errors",
-    "check_regression",
-    "check_threshold",
-]
-
 #: Pass rates are compared with this slack so that 0.9 of 10 cases meets a 0.9 threshold.
 EPS = 1e-9
 
 
 @dataclass(frozen=True)
 class ThresholdRule:
-    """The smallest pass rate a slice must reach, and where it came from (``config slice``,
-    ``option``, ``config default`` or ``default``; see :class:`~.settings.ThresholdPolicy`)."""
+    """The smallest pass rate a slice must reach, and where it came from (``config slice``, ``option``,
+    ``config default`` or ``default``)."""
 
     threshold: float
     source: str
 
     def holds(self, pass_rate: float | None) -> bool:
-        """Whether ``pass_rate`` meets the threshold (a slice with no counted case always does)."""
+        """Return whether ``pass_rate`` meets the threshold (a slice with no counted case always does)."""
         return pass_rate is None or pass_rate + EPS >= self.threshold
 
 
@@ -61,7 +44,7 @@ class RegressionRule:
     correction: str = GateSettings.correction
 
     def allows(self, drop: float) -> bool:
-        """Whether a drop of ``drop`` (a fraction; negative for a rise) stays within the rule."""
+        """Return whether a drop of ``drop`` (a fraction; negative for a rise) stays within the rule."""
         return not drop > self.max_drop + EPS
 
 
@@ -132,14 +115,14 @@ GateDecision = Union[SliceBelowThreshold, SliceRegressed, CasesErrored, NoCommon
 
 @dataclass(frozen=True)
 class GateResult:
-    """The run's verdict and every decision that failed it (none when it passed)."""
+    """Whether the run passed the gate, and every decision that failed it (none when it passed)."""
 
     passed: bool
     decisions: tuple[GateDecision, ...] = ()
 
     @classmethod
     def of(cls, decisions: Iterable[GateDecision]) -> GateResult:
-        """The result of these failures: passed exactly when there is none."""
+        """Make the result of these failures: passed exactly when there is none."""
         found = tuple(decisions)
         return cls(passed=not found, decisions=found)
 
@@ -147,13 +130,12 @@ class GateResult:
 def check_threshold(
     slice_name: str, counts: Counts, rule: ThresholdRule, *, variant: str | None = None
 ) -> SliceBelowThreshold | None:
-    """The failure of ``slice_name`` (under ``variant``) against ``rule``; None when it holds."""
+    """Return the failure of ``slice_name`` (under ``variant``) against ``rule``; None when it holds."""
     rate = counts.pass_rate
     if rate is None or rule.holds(rate):
         return None
     return SliceBelowThreshold(
-        slice=slice_name, variant=variant, rule=rule, pass_rate=rate, passed=counts.passed,
-        counted=counts.counted,
+        slice=slice_name, variant=variant, rule=rule, pass_rate=rate, passed=counts.passed, counted=counts.counted
     )
 
 
@@ -167,21 +149,30 @@ def check_regression(
     family: int = 1,
     unpaired: int = 0,
 ) -> SliceRegressed | None:
-    """The failure of a comparison whose verdict is ``regressed``; None otherwise."""
+    """Return the failure of a regression test whose verdict is ``regressed``; None otherwise."""
     if test.verdict != "regressed" or test.drop is None or test.pass_rate is None:
         return None
     assert test.baseline_pass_rate is not None
     return SliceRegressed(
-        slice=test.slice, variant=test.variant, rule=rule, baseline_pass_rate=test.baseline_pass_rate,
-        pass_rate=test.pass_rate, drop=test.drop, p_value=p_value, regressions=regressions,
-        against=test.against, p_regression=test.p_regression if rule.kind == "paired" else None,
-        p_adjusted=test.p_adjusted if rule.kind == "paired" else None, models=models, family=family,
+        slice=test.slice,
+        variant=test.variant,
+        rule=rule,
+        baseline_pass_rate=test.baseline_pass_rate,
+        pass_rate=test.pass_rate,
+        drop=test.drop,
+        p_value=p_value,
+        regressions=regressions,
+        against=test.against,
+        p_regression=test.p_regression if rule.kind == "paired" else None,
+        p_adjusted=test.p_adjusted if rule.kind == "paired" else None,
+        models=models,
+        family=family,
         paired_cases=test.cases if unpaired else None,
     )
 
 
 def check_errors(rows: Iterable[CaseResult]) -> CasesErrored | None:
-    """The rows that ended in an error, in row order; None when there is none."""
+    """Return the rows that ended in an error, in row order; None when there is none."""
     erred = tuple(r.key for r in rows if r.outcome is Outcome.ERROR)
     return CasesErrored(cases=erred) if erred else None
 

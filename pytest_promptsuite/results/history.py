@@ -1,5 +1,5 @@
-"""Earlier runs (``--prompt-history DIR``, ``promptsuite history DIR...``): each slice's counts,
-pass rate and 95 % interval in each run, loaded from the ``summary.json`` files under a folder."""
+"""Earlier runs (``--prompt-history``, ``promptsuite history``): each slice's counts, pass rate and 95 %
+interval in each run, read from the ``summary.json`` files under a folder."""
 
 from __future__ import annotations
 
@@ -14,8 +14,6 @@ from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.formats.jsonio import decode
 from pytest_promptsuite.results.summary import Summary
 
-
-__all__ = ["HISTORY_RUNS", "History", "HistoryPoint", "HistoryRun", "load_history"]
 
 #: How many of the latest runs ``--prompt-history`` keeps (the dashboard draws them all).
 HISTORY_RUNS = 20
@@ -36,13 +34,12 @@ class HistoryPoint:
 
     def to_dict(self) -> dict[str, Any]:
         """Return the point as the dashboard embeds it."""
-        return {"passed": self.passed, "counted": self.counted, "pass_rate": self.pass_rate,
-                "ci_low": self.ci_low, "ci_high": self.ci_high, "gate": self.gate}
+        return {key: value for key, value in vars(self).items() if key != "cases"}
 
 
 @dataclass(frozen=True)
 class HistoryRun:
-    """One earlier (or the current) run: its label, gate verdict and slices."""
+    """One earlier (or the current) run: its label, whether it passed the gate, and its slices."""
 
     label: str
     passed: bool | None
@@ -72,17 +69,14 @@ class HistoryRun:
         slices = {}
         for s in summary.slices:
             c = s.counts
-            interval = c.interval
-            slices[s.slice] = HistoryPoint(
-                c.cases, c.passed, c.counted, c.pass_rate, None if interval is None else interval[0],
-                None if interval is None else interval[1], s.gate,
-            )
+            low, high = c.interval or (None, None)
+            slices[s.slice] = HistoryPoint(c.cases, c.passed, c.counted, c.pass_rate, low, high, s.gate)
         return cls(label, summary.gate.passed, slices)
 
     def to_dict(self) -> dict[str, Any]:
         """Return the run as the dashboard embeds it."""
-        return {"label": self.label, "passed": self.passed,
-                "slices": {name: p.to_dict() for name, p in self.slices.items()}}
+        slices = {name: point.to_dict() for name, point in self.slices.items()}
+        return {"label": self.label, "passed": self.passed, "slices": slices}
 
 
 @dataclass(frozen=True)
@@ -147,4 +141,3 @@ def load_history(folders: Iterable[Path], *, limit: int | None = HISTORY_RUNS) -
     if limit is None:
         return History(tuple(runs))
     return History(tuple(runs[-limit:]) if limit else ())
-

@@ -1,19 +1,18 @@
-"""The rows of a summary: outcome counts, slice and group stats, repeats, flips and diffs.
-
-Plain frozen records; each ``to_dict`` gives exactly the keys, in the order, that ``summary.json``
-and ``slices.csv`` have always had, so that the files do not change when the records do.
-"""
+"""The records of a summary (outcome counts, slice and group stats, repeats, flips, diffs, regression
+tests, what a run used) and the counting of outcomes per group; each ``to_dict`` gives the keys, in
+order, of ``summary.json`` and ``slices.csv``."""
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Hashable
 from collections.abc import Iterable
 from collections.abc import Mapping
 from dataclasses import dataclass
 from dataclasses import field
-from dataclasses import fields
 from typing import Any
 from typing import Literal
+from typing import TypeVar
 
 from pytest_promptsuite.cases.case import CaseKey
 from pytest_promptsuite.checks.outcome import Outcome
@@ -21,33 +20,16 @@ from pytest_promptsuite.results.row import CaseResult
 from pytest_promptsuite.results.stats import wilson_interval
 
 
-__all__ = [
-    "UNCOUNTED",
-    "BaselineDiff",
-    "Counts",
-    "Flip",
-    "FlipKind",
-    "GroupStats",
-    "RegressionTest",
-    "RepeatStats",
-    "RunInfo",
-    "SliceFlips",
-    "SliceStats",
-    "VariantComparison",
-    "VariantSlice",
-]
+K = TypeVar("K", bound=Hashable)
 
-#: Outcomes that are not counted in a pass rate: a human decides, or the case did not run.
+#: Outcomes a pass rate leaves out: a human decides, or the case did not run.
 UNCOUNTED = frozenset({Outcome.REVIEW, Outcome.SKIPPED})
 
 
 @dataclass(frozen=True)
 class Counts:
-    """How many cases ended in each outcome, and the pass rate they give.
-
-    The pass rate is ``passed / (cases - review - skipped)``: review and skipped cases are not
-    counted, errors count as not passed. One type for the totals, every slice, tag and variant.
-    """
+    """How many cases ended in each outcome, and their pass rate ``passed / (cases - review - skipped)``
+    (an error counts as not passed): the totals, every slice, tag and variant."""
 
     cases: int = 0
     passed: int = 0
@@ -58,17 +40,17 @@ class Counts:
 
     @classmethod
     def from_tally(cls, tally: Mapping[Outcome, int]) -> Counts:
-        """Counts from the number of cases per outcome (missing outcomes are 0)."""
+        """Count from the number of cases per outcome (a missing outcome is 0)."""
         per = {outcome.value: int(tally.get(outcome, 0)) for outcome in Outcome}
         return cls(cases=sum(per.values()), **per)
 
     @classmethod
     def of(cls, outcomes: Iterable[Outcome]) -> Counts:
-        """Counts of these outcomes, one per case."""
+        """Count these outcomes, one per case."""
         return cls.from_tally(Counter(outcomes))
 
     def __add__(self, other: Counts) -> Counts:
-        """Both counts together (the totals are the sum of the slices)."""
+        """Add both counts up (the totals are the sum of the slices)."""
         mine, theirs = self.tallies(), other.tallies()
         return Counts(**{key: mine[key] + theirs[key] for key in mine})
 
@@ -90,18 +72,13 @@ class Counts:
         return wilson_interval(self.passed, n) if n > 0 else None
 
     def tallies(self) -> dict[str, int]:
-        """``cases`` and the number per outcome (the ``totals`` of ``summary.json``)."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        """Return ``cases`` and the number per outcome (the ``totals`` of ``summary.json``)."""
+        return dict(vars(self))
 
     def to_dict(self) -> dict[str, Any]:
-        """The tallies, the pass rate and its interval: the nine count columns of every table."""
-        interval = self.interval
-        return {
-            **self.tallies(),
-            "pass_rate": self.pass_rate,
-            "ci_low": None if interval is None else interval[0],
-            "ci_high": None if interval is None else interval[1],
-        }
+        """Return the tallies, the pass rate and its interval: the nine count columns of every table."""
+        low, high = self.interval or (None, None)
+        return {**self.tallies(), "pass_rate": self.pass_rate, "ci_low": low, "ci_high": high}
 
 
 @dataclass(frozen=True)
@@ -113,8 +90,8 @@ class SliceFlips:
     p_value: float
 
     def to_dict(self) -> dict[str, Any]:
-        """``regressions``, ``fixes`` and ``p_value``."""
-        return {"regressions": self.regressions, "fixes": self.fixes, "p_value": self.p_value}
+        """Return ``regressions``, ``fixes`` and ``p_value``."""
+        return dict(vars(self))
 
 
 @dataclass(frozen=True)
@@ -135,7 +112,7 @@ class SliceStats:
     test: RegressionTest | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """The row of ``slices.csv`` and of ``summary.json``'s ``slices``."""
+        """Return the row of ``slices.csv`` and of ``summary.json``'s ``slices``."""
         test = self.test
         return {
             "slice": self.slice,
@@ -162,7 +139,7 @@ class GroupStats:
     counts: Counts
 
     def to_dict(self) -> dict[str, Any]:
-        """The group's name and its count columns."""
+        """Return the group's name and its count columns."""
         return {"name": self.name, **self.counts.to_dict()}
 
 
@@ -179,7 +156,7 @@ class RepeatStats:
 
     @property
     def key(self) -> CaseKey:
-        """The case and variant (every repeat of them)."""
+        """The case and variant (of every repeat)."""
         return CaseKey(self.case_id, self.variant)
 
     @property
@@ -188,11 +165,8 @@ class RepeatStats:
         return self.pass_fraction is not None and 0 < self.pass_fraction < 1
 
     def to_dict(self) -> dict[str, Any]:
-        """The entry of ``summary.json``'s ``flaky`` list."""
-        return {
-            "case_id": self.case_id, "variant": self.variant, "slice": self.slice, "runs": self.runs,
-            "passed": self.passed, "pass_fraction": self.pass_fraction,
-        }
+        """Return the entry of ``summary.json``'s ``flaky`` list."""
+        return dict(vars(self))
 
 
 #: Which way a case flipped: it passed and now does not, or the other way round.
@@ -201,7 +175,7 @@ FlipKind = Literal["regression", "fix"]
 
 @dataclass(frozen=True)
 class Flip:
-    """A case whose verdict changed against the baseline, with what is needed to see why."""
+    """A case that passed in the baseline and does not now, or the other way round, with what shows why."""
 
     id: str
     slice: str
@@ -216,20 +190,9 @@ class Flip:
     checks: tuple[dict[str, Any], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        """The flip as the dashboard shows it."""
-        return {
-            "id": self.id,
-            "slice": self.slice,
-            "kind": self.kind,
-            "old_outcome": self.old_outcome.value,
-            "new_outcome": self.new_outcome.value,
-            "old_output": self.old_output,
-            "new_output": self.new_output,
-            "old_prompt": self.old_prompt,
-            "new_prompt": self.new_prompt,
-            "prompt_diff": self.prompt_diff,
-            "checks": list(self.checks),
-        }
+        """Return the flip as the dashboard shows it."""
+        outcomes = {"old_outcome": self.old_outcome.value, "new_outcome": self.new_outcome.value}
+        return {**vars(self), **outcomes, "checks": list(self.checks)}
 
 
 @dataclass(frozen=True)
@@ -249,12 +212,8 @@ class BaselineDiff:
     #: The most runs of a case in the baseline and now, and how many of each were compared.
     repeats: tuple[int, int, int] = (1, 1, 1)
 
-    def regressed_in(self, slice_name: str) -> tuple[str, ...]:
-        """The ids of ``slice_name`` that passed in the baseline and do not now."""
-        return tuple(f.id for f in self.flips if f.slice == slice_name and f.kind == "regression")
-
     def to_dict(self) -> dict[str, Any]:
-        """``summary.json``'s ``baseline``: where it came from and the regression allowed."""
+        """Return ``summary.json``'s ``baseline``: where it came from and the regression allowed."""
         return {
             "source": self.source,
             "max_regression": self.max_regression,
@@ -277,19 +236,21 @@ class VariantSlice:
     test: RegressionTest | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """The row of ``summary.json``'s ``compared_variants.slices``."""
+        """Return the row of ``summary.json``'s ``compared_variants.slices``."""
         return {
-            "slice": self.slice, "variant": self.variant, **self.counts.to_dict(),
-            "threshold": self.threshold, "gate": self.gate,
+            "slice": self.slice,
+            "variant": self.variant,
+            **self.counts.to_dict(),
+            "threshold": self.threshold,
+            "gate": self.gate,
             **({} if self.test is None else {"against_first": self.test.to_dict()}),
         }
 
 
 @dataclass(frozen=True)
 class VariantComparison:
-    """Prompt versions compared in one run: every slice's pass rate per variant side by side,
-    and the cases that flipped from the first variant to the second (paired by case and repeat),
-    with McNemar p-values per slice."""
+    """Prompt versions compared in one run: every slice's pass rate per variant, and the cases that
+    flipped from the first variant to the second, with McNemar p-values per slice."""
 
     variants: tuple[str, ...]
     slices: tuple[VariantSlice, ...]
@@ -299,7 +260,7 @@ class VariantComparison:
     diff: BaselineDiff | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """``summary.json``'s ``compared_variants``."""
+        """Return ``summary.json``'s ``compared_variants``."""
         return {
             "variants": list(self.variants),
             "slices": [s.to_dict() for s in self.slices],
@@ -309,8 +270,8 @@ class VariantComparison:
         }
 
 
-#: What a comparison concluded about a slice (the contract's three words).
-Verdict = Literal["regressed", "inconclusive", "no evidence of a drop"]
+#: What a regression test concluded about a drop (``summary.json``'s ``verdict``, the contract's words).
+RegressionVerdict = Literal["regressed", "inconclusive", "no evidence of a drop"]
 
 
 @dataclass(frozen=True)
@@ -339,14 +300,14 @@ class RegressionTest:
     p_adjusted: float | None
     #: The smallest drop this comparison catches with 90 % power (a fraction).
     detectable_drop: float | None
-    verdict: Verdict
+    verdict: RegressionVerdict
     #: When inconclusive: the cases (at these repeats) or repeats (at these cases) that would settle it.
     settle_cases: int | None = None
     settle_repeats: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """The test as ``summary.json`` shows it."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        """Return the test as ``summary.json`` shows it."""
+        return dict(vars(self))
 
 
 @dataclass(frozen=True)
@@ -366,7 +327,7 @@ class RunInfo:
         return bool(self.models) and all(bool(m.get("deterministic")) for m in self.models.values())
 
     def model(self, variant: str | None) -> Mapping[str, Any] | None:
-        """The model of ``variant`` (of the run's only model when it has one for every variant)."""
+        """Return the model of ``variant`` (the run's only model when it has one for every variant)."""
         found = self.models.get(variant or "")
         if found is None and len({repr(sorted(m.items())) for m in self.models.values()}) == 1:
             found = next(iter(self.models.values()))
@@ -374,7 +335,7 @@ class RunInfo:
 
     @staticmethod
     def prompts_hash(rows: Iterable[CaseResult]) -> str:
-        """A short hash of what every row sent: (its key, its prompt hash), in key order."""
+        """Hash what every row sent (its key and prompt hash, in key order), short."""
         import hashlib
 
         digest = hashlib.sha256()
@@ -383,19 +344,15 @@ class RunInfo:
         return digest.hexdigest()[:16]
 
     @staticmethod
-    def describe(model: Mapping[str, Any] | None) -> str | None:
-        """A model as a verdict names it: its spec, base URL and params."""
-        if model is None:
+    def model_change(old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> tuple[str, str] | None:
+        """Name both models (spec, base URL, params) when both are known and differ, else return None."""
+        if old is None or new is None:
             return None
-        text = str(model.get("spec"))
-        if model.get("base_url"):
-            text += f" at {model['base_url']}"
-        if model.get("params"):
-            text += " with " + ", ".join(f"{k}={v!r}" for k, v in sorted(dict(model["params"]).items()))
-        return text
+        a, b = _describe(old), _describe(new)
+        return (a, b) if a != b else None
 
     def to_dict(self) -> dict[str, Any]:
-        """``summary.json``'s ``run``."""
+        """Return ``summary.json``'s ``run``."""
         return {
             "promptsuite_version": self.version,
             "models": {name: dict(model) for name, model in self.models.items()},
@@ -406,12 +363,39 @@ class RunInfo:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RunInfo:
-        """A ``run`` read back from a ``summary.json``."""
+        """Read a ``run`` back from a ``summary.json``."""
         models = data.get("models")
         return cls(
             version=str(data.get("promptsuite_version", "")),
             models={str(k): dict(v) for k, v in models.items() if isinstance(v, Mapping)}
-            if isinstance(models, Mapping) else {},
+            if isinstance(models, Mapping)
+            else {},
             suite_hash=data.get("suite_hash"),
             prompt_hash=data.get("prompt_hash"),
         )
+
+
+def _describe(model: Mapping[str, Any]) -> str:
+    text = str(model.get("spec"))
+    if model.get("base_url"):
+        text += f" at {model['base_url']}"
+    if model.get("params"):
+        text += " with " + ", ".join(f"{k}={v!r}" for k, v in sorted(dict(model["params"]).items()))
+    return text
+
+
+def tally(pairs: Iterable[tuple[K, Outcome]]) -> dict[K, Counts]:
+    """Count outcomes per group of ``(group, outcome)`` pairs, groups in sorted order."""
+    groups: dict[K, dict[Outcome, int]] = {}
+    for group, outcome in pairs:
+        counts = groups.get(group)
+        if counts is None:
+            counts = groups[group] = dict.fromkeys(Outcome, 0)
+        counts[outcome] += 1
+    return {group: Counts.from_tally(groups[group]) for group in sorted(groups)}  # type: ignore[type-var]
+
+
+def passes(rows: Iterable[CaseResult]) -> tuple[int, int]:
+    """Count (passed, counted) over some runs of a case: review and skipped runs do not count."""
+    counted = [r for r in rows if r.outcome not in UNCOUNTED]
+    return sum(1 for r in counted if r.outcome is Outcome.PASSED), len(counted)

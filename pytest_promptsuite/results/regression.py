@@ -1,12 +1,5 @@
-"""The regression rule: is a slice's drop against the baseline (or the first variant) real?
-
-Each compared (slice, variant) is a :class:`Comparand`: its paired cases as strata and the rule it
-is judged by. Under ``delta`` a drop larger than the allowed one fails the slice (deterministic
-runs: every flip is real). Under ``paired`` the drop must also be significant: the one-sided exact
-stratified test (:func:`~pytest_promptsuite.results.stats.stratified_p`), Holm-corrected over
-every paired comparison of the run unless the correction is ``none``. Each comparison also says
-what the data can show: its verdict and the smallest drop it catches with 90 % power.
-"""
+"""The regression rule: each compared (slice, variant) against the baseline (or the first variant)
+judged by ``delta`` or ``paired``, into its regression test and the gate's failures."""
 
 from __future__ import annotations
 
@@ -16,7 +9,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import field
 from dataclasses import replace
-from typing import Any
 
 from pytest_promptsuite.config.settings import GateSettings
 from pytest_promptsuite.results.compare import Comparison
@@ -26,17 +18,14 @@ from pytest_promptsuite.results.gate import NoCommonCases
 from pytest_promptsuite.results.gate import RegressionRule
 from pytest_promptsuite.results.gate import check_regression
 from pytest_promptsuite.results.records import RegressionTest
+from pytest_promptsuite.results.records import RegressionVerdict
 from pytest_promptsuite.results.records import RunInfo
-from pytest_promptsuite.results.records import Verdict
 from pytest_promptsuite.results.stats import Stratum
 from pytest_promptsuite.results.stats import detectable_drop
 from pytest_promptsuite.results.stats import holm
 from pytest_promptsuite.results.stats import mcnemar_p
 from pytest_promptsuite.results.stats import settling_size
 from pytest_promptsuite.results.stats import stratified_p
-
-
-__all__ = ["Comparand", "Judgement", "judge", "regression_tests"]
 
 
 @dataclass(frozen=True)
@@ -51,7 +40,7 @@ class Comparand:
     rule: str  # "paired" | "delta"
 
     def rates(self) -> tuple[float | None, float | None]:
-        """The pass rates of the other side and of this one over the compared runs."""
+        """Return the pass rates of the other side and of this one over the compared runs."""
         runs_old = sum(s.k_old for s in self.strata)
         runs_new = sum(s.k_new for s in self.strata)
         old = sum(s.old for s in self.strata) / runs_old if runs_old else None
@@ -60,22 +49,23 @@ class Comparand:
 
 
 def _delta_detectable(comparand: Comparand, max_drop: float) -> float | None:
-    """Under ``delta``: the smallest drop of whole runs that exceeds the allowed one."""
+    """Return, under ``delta``, the smallest drop of whole runs that exceeds the allowed one."""
     runs = sum(s.k_new for s in comparand.strata)
     if not runs:
         return None
     return (math.floor(max_drop * runs + 1e-9) + 1) / runs
 
 
-def _test(comparand: Comparand, p: float, p_adjusted: float | None, settings: GateSettings,
-          max_drop: float, level: float) -> RegressionTest:
-    """One comparison's figures, verdict and, when inconclusive, what would settle it."""
+def _test(
+    comparand: Comparand, p: float, p_adjusted: float | None, settings: GateSettings, max_drop: float, level: float
+) -> RegressionTest:
+    """Return one comparison's figures, verdict and, when inconclusive, what would settle it."""
     old, new = comparand.rates()
     drop = None if old is None or new is None else old - new
     beyond = drop is not None and drop > max_drop + EPS
     strata = comparand.strata
     settle: tuple[int | None, int | None] = (None, None)
-    verdict: Verdict = "no evidence of a drop"
+    verdict: RegressionVerdict = "no evidence of a drop"
     if comparand.rule == "delta":
         detectable = _delta_detectable(comparand, max_drop)
         if beyond:
@@ -90,20 +80,28 @@ def _test(comparand: Comparand, p: float, p_adjusted: float | None, settings: Ga
             settle = settling_size(strata, level, drop)
     repeats = max((min(s.k_old, s.k_new) for s in strata), default=0)
     return RegressionTest(
-        slice=comparand.slice, variant=comparand.variant, against=comparand.against, rule=comparand.rule,
-        cases=len(strata), repeats=repeats, baseline_pass_rate=old, pass_rate=new, drop=drop,
-        regressions=sum(1 for s in strata if s.old * s.k_new > s.new * s.k_old),
-        fixes=sum(1 for s in strata if s.old * s.k_new < s.new * s.k_old),
-        p_regression=p, p_adjusted=p_adjusted, detectable_drop=detectable, verdict=verdict,
-        settle_cases=settle[0], settle_repeats=settle[1],
+        slice=comparand.slice,
+        variant=comparand.variant,
+        against=comparand.against,
+        rule=comparand.rule,
+        cases=len(strata),
+        repeats=repeats,
+        baseline_pass_rate=old,
+        pass_rate=new,
+        drop=drop,
+        regressions=sum(s.dropped for s in strata),
+        fixes=sum(s.rose for s in strata),
+        p_regression=p,
+        p_adjusted=p_adjusted,
+        detectable_drop=detectable,
+        verdict=verdict,
+        settle_cases=settle[0],
+        settle_repeats=settle[1],
     )
 
 
-def regression_tests(
-    comparands: Sequence[Comparand], settings: GateSettings, max_drop: float
-) -> list[RegressionTest]:
-    """Every comparison judged, in the order given: the paired ones Holm-corrected together
-    (the family is every comparison of the run under the ``paired`` rule)."""
+def regression_tests(comparands: Sequence[Comparand], settings: GateSettings, max_drop: float) -> list[RegressionTest]:
+    """Judge every comparison, in the order given; the ``paired`` ones are one family for the correction."""
     p_values = [stratified_p(c.strata) for c in comparands]
     family = [i for i, c in enumerate(comparands) if c.rule == "paired"]
     adjusted: dict[int, float] = {}
@@ -111,15 +109,13 @@ def regression_tests(
         adjusted = dict(zip(family, holm([p_values[i] for i in family]), strict=True))
     # the detectable drop at the level the family's smallest p-value must reach (Bonferroni's)
     level = settings.alpha / len(family) if settings.correction == "holm" and family else settings.alpha
-    return [
-        _test(c, p_values[i], adjusted.get(i), settings, max_drop, level) for i, c in enumerate(comparands)
-    ]
+    return [_test(c, p_values[i], adjusted.get(i), settings, max_drop, level) for i, c in enumerate(comparands)]
 
 
 @dataclass(frozen=True)
 class Judgement:
-    """Every comparison of a run judged: the tests per compared (slice, variant), the test each
-    slice row shows, each later variant's tests against the first, and the gate failures."""
+    """Every comparison of a run judged: its tests, the test each slice row shows, each later variant's
+    tests against the first, and the gate's failures."""
 
     tests: tuple[RegressionTest, ...] = ()
     #: Per slice: the baseline test its row shows (the slice's own, or pooled over its variants).
@@ -133,7 +129,7 @@ _SEVERITY = {"regressed": 2, "inconclusive": 1, "no evidence of a drop": 0}
 
 
 def _units(comparison: Comparison, against: str, rule: str, variant: str | None = None) -> list[Comparand]:
-    """One comparand per (slice, variant) of a comparison's paired cases, in order (all of them
+    """Return a comparand per (slice, variant) of a comparison's paired cases, in order (all of them
     ``variant`` when given: a variant's rows compared with the first's carry none)."""
     grouped: dict[tuple[str, str | None], list[Stratum]] = {}
     for case in comparison.paired:
@@ -145,30 +141,25 @@ def _units(comparison: Comparison, against: str, rule: str, variant: str | None 
 
 
 def _ids(comparison: Comparison, slice_name: str, variant: str | None) -> tuple[str, ...]:
-    """The regressed cases of one compared (slice, variant), by key name."""
+    """Return the regressed cases of one compared (slice, variant), by key name."""
     return tuple(
-        p.key.name(with_repeat=False) for p in comparison.paired
+        p.key.name(with_repeat=False)
+        for p in comparison.paired
         if p.slice == slice_name and p.key.variant == variant and p.kind == "regression"
     )
 
 
-def _models(old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> tuple[str, str] | None:
-    """(the other side's model, this run's) when both are known and differ."""
-    a, b = RunInfo.describe(old), RunInfo.describe(new)
-    return (a, b) if a is not None and b is not None and a != b else None
-
-
-def _pooled(tests: list[RegressionTest], strata: tuple[Stratum, ...], settings: GateSettings,
-            max_drop: float) -> RegressionTest:
-    """A slice's row over all its variants: the pooled figures, the worst variant's verdict."""
+def _pooled(
+    tests: list[RegressionTest], strata: tuple[Stratum, ...], settings: GateSettings, max_drop: float
+) -> RegressionTest:
+    """Return a slice's row over all its variants: the pooled figures, the worst variant's verdict."""
     first = tests[0]
     if len(tests) == 1:
         return first
     alone = replace(settings, correction="none")
     pooled = regression_tests([Comparand(first.slice, None, first.against, strata, first.rule)], alone, max_drop)[0]
     worst = max(tests, key=lambda t: _SEVERITY[t.verdict])
-    return replace(pooled, verdict=worst.verdict, settle_cases=worst.settle_cases,
-                   settle_repeats=worst.settle_repeats)
+    return replace(pooled, verdict=worst.verdict, settle_cases=worst.settle_cases, settle_repeats=worst.settle_repeats)
 
 
 def judge(
@@ -201,7 +192,8 @@ def judge(
     if settings.compare_variants:
         decisions += [
             NoCommonCases(f"first {first}", f"variant {v}")
-            for v, c in variants.items() if c is not None and not c.paired
+            for v, c in variants.items()
+            if c is not None and not c.paired
         ]
     for test in tests:
         against_baseline = test.against == "baseline"
@@ -209,11 +201,14 @@ def judge(
         assert comparison is not None
         models = None
         if against_baseline and run is not None and baseline_run is not None:
-            models = _models(baseline_run.model(baseline_variant or test.variant), run.model(test.variant))
+            models = RunInfo.model_change(baseline_run.model(baseline_variant or test.variant), run.model(test.variant))
         found = check_regression(
-            test, replace(rule, kind=test.rule, alpha=settings.alpha, correction=settings.correction),
+            test,
+            replace(rule, kind=test.rule, alpha=settings.alpha, correction=settings.correction),
             _ids(comparison, test.slice, None if not against_baseline else test.variant),
-            p_value=mcnemar_p(test.regressions, test.fixes), models=models, family=max(1, family),
+            p_value=mcnemar_p(test.regressions, test.fixes),
+            models=models,
+            family=max(1, family),
             unpaired=comparison.unpaired.get(test.slice, 0),
         )
         if found is not None:
@@ -226,15 +221,14 @@ def judge(
     )
 
 
-def _slice_rows(tests: Sequence[RegressionTest], baseline: Comparison | None, settings: GateSettings,
-                max_drop: float) -> dict[str, RegressionTest]:
-    """The baseline test each slice row shows."""
+def _slice_rows(
+    tests: Sequence[RegressionTest], baseline: Comparison | None, settings: GateSettings, max_drop: float
+) -> dict[str, RegressionTest]:
+    """Return the baseline test each slice row shows."""
     by_slice: dict[str, list[RegressionTest]] = {}
     for test in tests:
         if test.against == "baseline":
             by_slice.setdefault(test.slice, []).append(test)
     if baseline is None:
         return {}
-    return {
-        name: _pooled(found, baseline.strata(name), settings, max_drop) for name, found in by_slice.items()
-    }
+    return {name: _pooled(found, baseline.strata(name), settings, max_drop) for name, found in by_slice.items()}

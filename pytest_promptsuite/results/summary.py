@@ -1,24 +1,21 @@
-"""Stage 5a: case results into per-slice pass rates, confidence intervals, baseline diffs and gates.
-
-Pure functions over ``CaseResult`` rows: the same rows give the same summary whether they came from
-a serial run, pytest-xdist workers or merged CI shards.
-"""
+"""Summarizing a run's rows into per-slice pass rates, intervals, the baseline comparison and the gate
+(the same rows give the same summary, serial, under pytest-xdist or from merged shards)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import field
 from dataclasses import replace
 
-from pytest_promptsuite.checks.outcome import Outcome
 from pytest_promptsuite.config.settings import GateSettings
 from pytest_promptsuite.config.settings import ThresholdPolicy
 from pytest_promptsuite.results.compare import Comparison
+from pytest_promptsuite.results.compare import Reader
 from pytest_promptsuite.results.compare import compare
 from pytest_promptsuite.results.compare import compare_variants
+from pytest_promptsuite.results.compare import read_as
 from pytest_promptsuite.results.gate import GateDecision
 from pytest_promptsuite.results.gate import GateResult
 from pytest_promptsuite.results.gate import RegressionRule
@@ -27,7 +24,6 @@ from pytest_promptsuite.results.gate import SliceRegressed
 from pytest_promptsuite.results.gate import ThresholdRule
 from pytest_promptsuite.results.gate import check_errors
 from pytest_promptsuite.results.gate import check_threshold
-from pytest_promptsuite.results.records import UNCOUNTED
 from pytest_promptsuite.results.records import BaselineDiff
 from pytest_promptsuite.results.records import Counts
 from pytest_promptsuite.results.records import GroupStats
@@ -37,14 +33,11 @@ from pytest_promptsuite.results.records import RunInfo
 from pytest_promptsuite.results.records import SliceStats
 from pytest_promptsuite.results.records import VariantComparison
 from pytest_promptsuite.results.records import VariantSlice
+from pytest_promptsuite.results.records import passes
+from pytest_promptsuite.results.records import tally
 from pytest_promptsuite.results.regression import Judgement
 from pytest_promptsuite.results.regression import judge
 from pytest_promptsuite.results.row import CaseResult
-from pytest_promptsuite.results.tally import counts_by
-from pytest_promptsuite.results.tally import tally
-
-
-__all__ = ["Baseline", "Summary", "summarize"]
 
 
 @dataclass(frozen=True)
@@ -96,8 +89,8 @@ class Summary:
 
 @dataclass(frozen=True)
 class Baseline:
-    """What the run is compared with: the baseline's rows, where they came from, which of its
-    variants (``--prompt-baseline-variant``), and what that run used (its ``summary.json``)."""
+    """What the run is compared with: the baseline's rows, where they came from, which of its variants
+    (``--prompt-baseline-variant``), and what that run used (its ``summary.json``)."""
 
     rows: Sequence[CaseResult]
     source: str = "baseline"
@@ -105,7 +98,7 @@ class Baseline:
     run: RunInfo | None = None
     #: A row read back whole, when ``rows`` left their outputs and prompts on disk
     #: (:class:`~pytest_promptsuite.results.io.StoredResults`).
-    full: Callable[[CaseResult], CaseResult] | None = None
+    full: Reader | None = None
 
 
 def summarize(
@@ -117,22 +110,14 @@ def summarize(
     variant_order: Sequence[str] | None = None,
     settings: GateSettings | None = None,
     run: RunInfo | None = None,
-    full: Callable[[CaseResult], CaseResult] | None = None,
+    full: Reader | None = None,
 ) -> Summary:
-    """Per-slice counts, pass rates (``passed / (cases - review - skipped)``), Wilson intervals
-    and gates.
+    """Summarize ``rows``: per-slice counts, pass rates, Wilson intervals and gates, slices by name.
 
-    With ``baseline`` (an earlier run's rows, or a :class:`Baseline`) every slice also gets the
-    baseline pass rate, the delta, its regressions and fixes, the McNemar p-value and the
-    regression test of ``settings`` (see :mod:`~pytest_promptsuite.results.regression`); ``run``
-    says what this run used (a deterministic run is judged by the ``delta`` rule under
-    ``auto``). Slices are sorted by name, so the table does not depend on the order results
-    arrived in. ``full`` reads one of ``rows`` back whole when they left their texts on disk
-    (a run's spool): the flips show outputs and prompts.
-
-    With prompt variants each (slice, variant) is gated on its own threshold; ``variant_order``
-    (the config's order, else sorted) puts the first variant first: the one the second is
-    compared with, and every later one under ``[gate] compare_variants``.
+    With ``baseline`` (an earlier run's rows, or a :class:`Baseline`) each slice is also compared
+    with it under ``settings``; ``run`` says what this run used. With prompt variants each (slice,
+    variant) is gated on its own, ``variant_order`` (else sorted) putting first the variant the
+    others are compared with. ``full`` reads a row back whole when ``rows`` left their texts on disk.
     """
     policy, settings = policy or ThresholdPolicy(), settings or GateSettings()
     if baseline is not None and not isinstance(baseline, Baseline):
@@ -142,12 +127,16 @@ def summarize(
     compared = _compare_baseline(rows, baseline, order, policy, full)
     later = {v: compare_variants(rows, order[0], v, policy, full) for v in order[1:]}
     judgement = judge(
-        baseline=compared, variants=later, settings=settings, rule=RegressionRule(*policy.max_regression()),
-        run=run, baseline_run=baseline.run if baseline is not None else None,
+        baseline=compared,
+        variants=later,
+        settings=settings,
+        rule=RegressionRule(*policy.max_regression()),
+        run=run,
+        baseline_run=baseline.run if baseline is not None else None,
         baseline_variant=baseline.variant if baseline is not None else None,
     )
     versions = _compare_variants(rows, order, policy, later, judgement) if order else None
-    slices, decisions = _slices(counts_by(rows, _slice_of), policy, versions, compared, judgement)
+    slices, decisions = _slices(tally((r.slice, r.outcome) for r in rows), policy, versions, compared, judgement)
     errored = check_errors(rows)
     totals = sum((s.counts for s in slices), Counts())
     return Summary(
@@ -168,8 +157,8 @@ def summarize(
 
 
 def _in_slice_order(thresholds: list[GateDecision], judged: Sequence[GateDecision]) -> list[GateDecision]:
-    """Each slice's failures together, slices in name order (thresholds before regressions);
-    comparisons with no case in common after them."""
+    """Order the failures slice by slice in name order (thresholds before regressions), then the
+    comparisons with no case in common."""
     by_slice = sorted(
         [(d.slice, 0, i, d) for i, d in enumerate(thresholds) if isinstance(d, SliceBelowThreshold)]
         + [(d.slice, 1, i, d) for i, d in enumerate(judged) if isinstance(d, SliceRegressed)],
@@ -179,11 +168,14 @@ def _in_slice_order(thresholds: list[GateDecision], judged: Sequence[GateDecisio
 
 
 def _compare_baseline(
-    rows: Sequence[CaseResult], baseline: Baseline | None, order: Sequence[str], policy: ThresholdPolicy,
-    full_new: Callable[[CaseResult], CaseResult] | None = None,
+    rows: Sequence[CaseResult],
+    baseline: Baseline | None,
+    order: Sequence[str],
+    policy: ThresholdPolicy,
+    full_new: Reader | None = None,
 ) -> Comparison | None:
-    """The rows paired with the baseline's by (case, variant); with ``--prompt-baseline-variant``
-    the baseline's rows of that variant stand for every variant of this run."""
+    """Pair the rows with the baseline's by (case, variant); with ``--prompt-baseline-variant`` the
+    baseline's rows of that variant stand for every variant of this run."""
     if baseline is None:
         return None
     base_rows = list(baseline.rows)
@@ -191,15 +183,12 @@ def _compare_baseline(
         chosen = [r for r in base_rows if r.variant == baseline.variant]
         targets: list[str | None] = [*order] or [None]
         base_rows = [replace(r, variant=v) for v in targets for r in chosen]
-    full, variant = baseline.full, baseline.variant
-    if full is not None and variant is not None:
-        read = full
-        full = lambda r: replace(read(replace(r, variant=variant)), variant=r.variant)  # noqa: E731
+    full = baseline.full if baseline.variant is None else read_as(baseline.full, baseline.variant)
     return compare(rows, base_rows, baseline.source, policy, full=full, full_new=full_new)
 
 
 def _variant_order(rows: Sequence[CaseResult], preferred: Sequence[str] | None) -> list[str]:
-    """The variants present in ``rows``: those of ``preferred`` in its order, then the rest sorted."""
+    """Return the variants of ``rows``: those of ``preferred`` in its order, then the rest sorted."""
     present = sorted({r.variant for r in rows if r.variant is not None})
     first = [v for v in (preferred or ()) if v in present]
     return first + [v for v in present if v not in first]
@@ -212,8 +201,8 @@ def _slices(
     compared: Comparison | None,
     judgement: Judgement,
 ) -> tuple[list[SliceStats], list[GateDecision]]:
-    """The slice table and its threshold failures, slice by slice in name order (a slice's
-    regression failure is the judgement's; its row shows the gate it leads to)."""
+    """Return the slice table and its threshold failures, in slice order (a regression failure is the
+    judgement's; the slice's row shows the gate it leads to)."""
     slices: list[SliceStats] = []
     decisions: list[GateDecision] = []
     regressed = {d.slice for d in judgement.decisions if isinstance(d, SliceRegressed)}
@@ -221,14 +210,16 @@ def _slices(
         rule = ThresholdRule(*policy.threshold(name))
         if versions is not None:  # each prompt version must meet the slice's threshold
             found = [
-                check_threshold(name, vs.counts, rule, variant=vs.variant)
-                for vs in versions.slices if vs.slice == name
+                check_threshold(name, vs.counts, rule, variant=vs.variant) for vs in versions.slices if vs.slice == name
             ]
         else:
             found = [check_threshold(name, c, rule)]
         failed: list[GateDecision] = [d for d in found if d is not None]
         stats = SliceStats(
-            slice=name, counts=c, threshold=rule.threshold, threshold_source=rule.source,
+            slice=name,
+            counts=c,
+            threshold=rule.threshold,
+            threshold_source=rule.source,
             gate="fail" if failed or name in regressed else "pass",
         )
         if compared is not None:
@@ -239,7 +230,7 @@ def _slices(
 
 
 def _against_baseline(stats: SliceStats, compared: Comparison, test: RegressionTest | None) -> SliceStats:
-    """``stats`` with the baseline columns filled in."""
+    """Fill in the baseline columns of ``stats``."""
     name = stats.slice
     flips = compared.flips[name]
     old = compared.baseline_counts.get(name)
@@ -256,25 +247,26 @@ def _against_baseline(stats: SliceStats, compared: Comparison, test: RegressionT
     )
 
 
-def _slice_of(row: CaseResult) -> str:
-    return row.slice
-
-
 def _compare_variants(
-    rows: Sequence[CaseResult], order: Sequence[str], policy: ThresholdPolicy,
-    later: dict[str, Comparison | None], judgement: Judgement,
+    rows: Sequence[CaseResult],
+    order: Sequence[str],
+    policy: ThresholdPolicy,
+    later: dict[str, Comparison | None],
+    judgement: Judgement,
 ) -> VariantComparison:
-    """Each (slice, variant) gated like a slice (and, under ``compare_variants``, tested against
-    the first variant), and the second variant diffed against the first case by case."""
+    """Gate each (slice, variant) like a slice, and diff the second variant with the first."""
     rank = {v: i for i, v in enumerate(order)}
-    pairs = counts_by(rows, lambda r: None if r.variant is None else (r.slice, r.variant))
+    pairs = tally(((r.slice, r.variant), r.outcome) for r in rows if r.variant is not None)
     groups = sorted(pairs.items(), key=lambda g: (g[0][0], rank[g[0][1]]))
     table = []
     for (slice_name, variant), c in groups:
         rule = ThresholdRule(*policy.threshold(slice_name))
         table.append(
             VariantSlice(
-                slice=slice_name, variant=variant, counts=c, threshold=rule.threshold,
+                slice=slice_name,
+                variant=variant,
+                counts=c,
+                threshold=rule.threshold,
                 gate="pass" if rule.holds(c.pass_rate) else "fail",
                 test=judgement.by_variant.get((slice_name, variant)),
             )
@@ -289,40 +281,29 @@ def _compare_variants(
 
 
 def _tag_stats(rows: Sequence[CaseResult]) -> tuple[GroupStats, ...]:
-    """Counts per tag (a row counts once in each of its tags)."""
+    """Count outcomes per tag (a row counts once in each of its tags)."""
     return tuple(GroupStats(name, c) for name, c in tally((t, r.outcome) for r in rows for t in r.tags).items())
 
 
 def _variant_stats(rows: Sequence[CaseResult]) -> tuple[GroupStats, ...]:
-    """Counts per prompt variant (``(none)`` for rows without one); none without variants."""
+    """Count outcomes per prompt variant (``(none)`` for rows without one); none without variants."""
     if all(r.variant is None for r in rows):
         return ()
-    named = counts_by(rows, lambda r: "(none)" if r.variant is None else r.variant)
+    named = tally(("(none)" if r.variant is None else r.variant, r.outcome) for r in rows)
     return tuple(GroupStats(name, c) for name, c in named.items())
 
 
 def _repeat_stats(rows: Sequence[CaseResult]) -> tuple[RepeatStats, ...]:
-    """Per repeated case and variant: counted runs (not review/skipped) and how many passed."""
-    seen: set[tuple[str, str]] = set()
-    repeated: set[tuple[str, str]] = set()  # a list for each of 50,000 rows costs more than their stats
+    """Count, per repeated case and variant, the runs that count and those that passed."""
+    groups: dict[tuple[str, str], list[CaseResult]] = {}
     for row in rows:
-        key = (row.case_id, row.variant or "")
-        (repeated if key in seen else seen).add(key)
-    groups: dict[tuple[str, str], list[CaseResult]] = {key: [] for key in repeated}
-    for row in rows if repeated else ():
-        runs_of = groups.get((row.case_id, row.variant or ""))
-        if runs_of is not None:
-            runs_of.append(row)
+        groups.setdefault((row.case_id, row.variant or ""), []).append(row)
     out = []
-    for (case_id, variant), runs_of in sorted(groups.items()):
-        if len(runs_of) < 2:
-            continue
-        runs = sum(r.outcome not in UNCOUNTED for r in runs_of)
-        passed = sum(r.outcome is Outcome.PASSED for r in runs_of)
+    for case_id, variant in sorted(key for key, runs_of in groups.items() if len(runs_of) > 1):
+        runs_of = groups[case_id, variant]
+        passed, runs = passes(runs_of)
+        fraction = passed / runs if runs else None
         out.append(
-            RepeatStats(
-                case_id=case_id, variant=variant or None, slice=runs_of[0].slice,
-                runs=runs, passed=passed, pass_fraction=passed / runs if runs else None,
-            )
+            RepeatStats(case_id, variant or None, runs_of[0].slice, runs=runs, passed=passed, pass_fraction=fraction)
         )
     return tuple(out)

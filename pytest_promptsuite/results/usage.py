@@ -1,10 +1,5 @@
-"""What a run's calls cost: calls, cache hits, tokens, money and latency, in total, per slice and
-per variant, from the rows alone (they cross pytest-xdist and come back from ``results.jsonl``).
-
-Money comes from ``[model] prices`` as the run recorded them (``summary.json``'s ``run.models``),
-so a report rebuilt by ``promptsuite merge`` prices calls the same way. A cache hit cost nothing
-and measured no latency: it counts as a hit, not a call.
-"""
+"""What a run's calls cost: calls, cache hits, tokens, money and latency, in total, per slice and per
+variant, from the rows and the ``[model] prices`` the run recorded."""
 
 from __future__ import annotations
 
@@ -13,6 +8,7 @@ from collections.abc import Iterable
 from collections.abc import Mapping
 from dataclasses import dataclass
 from dataclasses import field
+from dataclasses import replace
 from typing import Any
 
 from pytest_promptsuite.config.model_table import Prices
@@ -20,10 +16,8 @@ from pytest_promptsuite.results.records import RunInfo
 from pytest_promptsuite.results.row import CaseResult
 
 
-__all__ = ["UsageReport", "UsageStats", "UsageTally", "percentile", "prices_of_run", "usage_report"]
-
 def percentile(values: list[float], q: float) -> float | None:
-    """The ``q``-th percentile (0..100) of sorted ``values``, interpolated linearly; None when empty."""
+    """Return the ``q``-th percentile (0..100) of sorted ``values``, interpolated linearly; None when empty."""
     if not values:
         return None
     rank = (len(values) - 1) * q / 100
@@ -54,12 +48,18 @@ class UsageStats:
         return (self.prompt_tokens or 0) + (self.completion_tokens or 0)
 
     def to_dict(self) -> dict[str, Any]:
-        """The group as ``summary.json``'s ``usage`` entries write it."""
+        """Return the group as ``summary.json``'s ``usage`` entries write it."""
         return {
-            "name": self.name, "rows": self.rows, "calls": self.calls, "cache_hits": self.cache_hits,
-            "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
-            "tokens": self.tokens, "cost_usd": self.cost_usd,
-            "latency_p50_ms": self.latency_p50_ms, "latency_p95_ms": self.latency_p95_ms,
+            "name": self.name,
+            "rows": self.rows,
+            "calls": self.calls,
+            "cache_hits": self.cache_hits,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "tokens": self.tokens,
+            "cost_usd": self.cost_usd,
+            "latency_p50_ms": self.latency_p50_ms,
+            "latency_p95_ms": self.latency_p95_ms,
         }
 
 
@@ -75,8 +75,9 @@ class _Group:
     #: Each call's (prompt, completion) token counts, in order: priced when the report is made.
     billed: list[tuple[Any, Any]] = field(default_factory=list)
 
-    def add(self, *, answered: bool, calls: int, cached: bool, latency: float | None,
-            usage: Mapping[str, Any] | None) -> None:
+    def add(
+        self, answered: bool, calls: int, cached: bool, latency: float | None, usage: Mapping[str, Any] | None
+    ) -> None:
         self.rows += 1
         if cached:
             self.cache_hits += 1
@@ -94,14 +95,13 @@ class _Group:
                 self.billed.append((prompt, completion))
 
     def priced(self, prices: Prices | None) -> _Group:
-        """This group with ``cost_usd`` summed over its calls at ``prices``, in call order."""
+        """Return this group with ``cost_usd`` summed over its calls at ``prices``, in call order."""
         cost_usd = None
         for prompt, completion in self.billed:
             cost = None if prices is None else prices.cost(prompt, completion)
             if cost is not None:
                 cost_usd = (cost_usd or 0.0) + cost
-        return _Group(self.rows, self.calls, self.cache_hits, self.prompt_tokens, self.completion_tokens,
-                      cost_usd, self.latencies)
+        return replace(self, cost_usd=cost_usd)
 
     def merge(self, other: _Group) -> None:
         self.rows += other.rows
@@ -116,8 +116,15 @@ class _Group:
     def stats(self, name: str) -> UsageStats:
         ordered = sorted(self.latencies)
         return UsageStats(
-            name, self.rows, self.calls, self.cache_hits, self.prompt_tokens, self.completion_tokens,
-            self.cost_usd, percentile(ordered, 50), percentile(ordered, 95),
+            name,
+            self.rows,
+            self.calls,
+            self.cache_hits,
+            self.prompt_tokens,
+            self.completion_tokens,
+            self.cost_usd,
+            percentile(ordered, 50),
+            percentile(ordered, 95),
         )
 
 
@@ -132,7 +139,7 @@ class UsageReport:
     priced: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        """``summary.json``'s ``usage``."""
+        """Return ``summary.json``'s ``usage``."""
         return {
             "total": self.total.to_dict(),
             "slices": [s.to_dict() for s in self.slices],
@@ -142,11 +149,11 @@ class UsageReport:
 
 
 class UsageTally:
-    """Counts rows one at a time, as a run spools them (it never holds them all), and prices
-    their calls when the report is made (a run's prices are known once its configs are)."""
+    """The counter of rows one at a time, as a run spools them, whose calls are priced when the report
+    is made (a run's prices are known once its configs are)."""
 
     def __init__(self) -> None:
-        self._groups: dict[tuple[str, str | None], _Group] = {}  # one per (slice, variant)
+        self._groups: dict[tuple[str, str | None], _Group] = {}
 
     def _group(self, slice_name: str, variant: str | None) -> _Group:
         group = self._groups.get((slice_name, variant))
@@ -156,20 +163,17 @@ class UsageTally:
 
     def add(self, row: CaseResult) -> None:
         """Count one row."""
-        self._group(row.slice, row.variant).add(
-            answered=row.output is not None, calls=len(row.replies) or 1, cached=row.cached,
-            latency=row.latency_ms, usage=row.usage,
-        )
+        group = self._group(row.slice, row.variant)
+        group.add(row.output is not None, len(row.replies) or 1, row.cached, row.latency_ms, row.usage)
 
     def add_line(self, row: Mapping[str, Any]) -> None:
-        """Count one row as its ``results.jsonl`` line holds it (:meth:`CaseResult.to_dict`)."""
-        self._group(row["slice"], row.get("variant")).add(
-            answered=row.get("output") is not None, calls=len(row.get("replies") or ()) or 1,
-            cached=row.get("cached") is True, latency=row.get("latency_ms"), usage=row.get("usage"),
-        )
+        """Count one row as its ``results.jsonl`` line holds it."""
+        group = self._group(row["slice"], row.get("variant"))
+        answered, calls = row.get("output") is not None, len(row.get("replies") or ()) or 1
+        group.add(answered, calls, row.get("cached") is True, row.get("latency_ms"), row.get("usage"))
 
     def report(self, prices: Mapping[str, Prices] | None = None) -> UsageReport:
-        """The figures of every row counted so far, each call priced at its variant's ``prices``
+        """Return the figures of every row counted so far, each call priced at its variant's ``prices``
         (``""``: the run without variants)."""
         prices = prices or {}
         total = _Group()
@@ -190,7 +194,7 @@ class UsageTally:
 
 
 def prices_of_run(run: RunInfo | None) -> dict[str, Prices]:
-    """The ``[model] prices`` each variant's model had (``""``: the run without variants)."""
+    """Return the ``[model] prices`` each variant's model had (``""``: the run without variants)."""
     found: dict[str, Prices] = {}
     for variant, model in (run.models if run is not None else {}).items():
         raw = model.get("prices")
@@ -205,7 +209,7 @@ def prices_of_run(run: RunInfo | None) -> dict[str, Prices]:
 
 
 def usage_report(rows: Iterable[CaseResult], run: RunInfo | None = None) -> UsageReport:
-    """Every row's figures, priced at the run's recorded ``[model] prices``."""
+    """Return every row's figures, priced at the run's recorded ``[model] prices``."""
     tally = UsageTally()
     for row in rows:
         tally.add(row)

@@ -22,9 +22,9 @@ from typing import Any
 from pytest_promptsuite.cases.case import PromptCase
 from pytest_promptsuite.cases.case import load_cases
 from pytest_promptsuite.checks.base import CheckScope
-from pytest_promptsuite.checks.compile import builtin_make
 from pytest_promptsuite.checks.compile import compile_cases
 from pytest_promptsuite.checks.evaluator import Evaluator
+from pytest_promptsuite.checks.registry import make_builtin_check
 from pytest_promptsuite.config.suite import load_config
 from pytest_promptsuite.errors import PromptSuiteError
 from pytest_promptsuite.models.base import ModelRequest
@@ -129,7 +129,7 @@ def case_file_attacks(folder: Path, count: int, seed: int) -> Iterator[Attempt]:
 
         def attempt(path: Path = path) -> str:
             cases = load_cases(path, display=path.name)
-            compile_cases(cases, builtin_make, display=path.name, scope=CheckScope(folder))
+            compile_cases(cases, make_builtin_check, display=path.name, scope=CheckScope(folder))
             return "ok"
 
         yield attempt
@@ -379,7 +379,7 @@ def path_attacks(folder: Path, outside: Path, count: int) -> Iterator[Attempt]:
 
         def attempt(case: PromptCase = case) -> str:
             try:
-                compile_cases([case], builtin_make, display="cases.jsonl", scope=CheckScope(folder))
+                compile_cases([case], make_builtin_check, display="cases.jsonl", scope=CheckScope(folder))
                 verdict = "ok"
             except PromptSuiteError:
                 verdict = "clear"

@@ -12,7 +12,6 @@ import pytest
 
 from pytest_promptsuite.cases.case import CaseLocation
 from pytest_promptsuite.cases.case import PromptCase
-from pytest_promptsuite.checks.compile import builtin_make
 from pytest_promptsuite.checks.compile import compile_suite_checks
 from pytest_promptsuite.checks.evaluator import Evaluator
 from pytest_promptsuite.checks.evaluator import evaluate
@@ -21,6 +20,7 @@ from pytest_promptsuite.checks.jsonpath import JsonPath
 from pytest_promptsuite.checks.jsonpath import PathMissing
 from pytest_promptsuite.checks.metric import ModelJudge
 from pytest_promptsuite.checks.outcome import CheckResult
+from pytest_promptsuite.checks.registry import make_builtin_check
 from pytest_promptsuite.config.schema import validate
 from pytest_promptsuite.config.suite import SuiteConfig
 from pytest_promptsuite.errors import CheckError
@@ -244,7 +244,7 @@ def test_suite_checks_apply_by_slice_and_gate_on_their_own() -> None:
             ]
         }
     )
-    suite = compile_suite_checks(config.checks, builtin_make, base_dir=config.root, source="promptsuite.toml")
+    suite = compile_suite_checks(config.checks, make_builtin_check, base_dir=config.root, source="promptsuite.toml")
     evaluator = Evaluator(suite=suite)
     case = _case([{"type": "contains", "value": "nope"}], slice="json-extract", threshold=0.0)
     results = evaluator.evaluate(case, '{"key": "sk-123"}')
@@ -263,7 +263,7 @@ def test_suite_checks_apply_by_slice_and_gate_on_their_own() -> None:
 def test_bad_suite_checks_name_the_config_and_the_entry() -> None:
     config = validate(SuiteConfig, {"checks": [{"assert": [{"type": "is-json"}, {"type": "is-jsn"}]}]})
     with pytest.raises(CheckError) as info:
-        compile_suite_checks(config.checks, builtin_make, base_dir=config.root, source="promptsuite.toml")
+        compile_suite_checks(config.checks, make_builtin_check, base_dir=config.root, source="promptsuite.toml")
     assert str(info.value).startswith(
         "promptsuite.toml: [[checks]][0].assert[1]: unknown check type 'is-jsn' (did you mean 'is-json'?)"
     )

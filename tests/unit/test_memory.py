@@ -20,10 +20,10 @@ import pytest
 
 from pytest_promptsuite.cases.case import PromptCase
 from pytest_promptsuite.cases.case import load_cases
-from pytest_promptsuite.checks.compile import builtin_make
 from pytest_promptsuite.checks.compile import compile_cases
 from pytest_promptsuite.checks.outcome import CheckResult
 from pytest_promptsuite.checks.outcome import Outcome
+from pytest_promptsuite.checks.registry import make_builtin_check
 from pytest_promptsuite.config.settings import ThresholdPolicy
 from pytest_promptsuite.errors import CaseFileError
 from pytest_promptsuite.report import html as html_module
@@ -125,7 +125,7 @@ def test_a_case_file_changed_after_collection_is_named(tmp_path: Path) -> None:
 def test_cases_without_checks_of_their_own_share_one_compiled_set(tmp_path: Path) -> None:
     path = tmp_path / "cases.jsonl"
     path.write_bytes(CASES.encode("utf-8"))
-    compiled = compile_cases(load_cases(path), builtin_make)
+    compiled = compile_cases(load_cases(path), make_builtin_check)
     assert compiled["a-1"] is compiled["a-4"]  # same slice, no assert entries
     assert compiled["a-2"] is not compiled["a-1"]  # another slice: the suite's checks may differ
     assert compiled["a-3"] is not compiled["a-1"] and len(compiled["a-3"].entries) == 1
