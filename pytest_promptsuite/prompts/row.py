@@ -13,7 +13,7 @@ from typing import Any
 
 from pytest_promptsuite.cases.case import PromptCase
 from pytest_promptsuite.errors import TemplateError
-from pytest_promptsuite.formats.jsonio import read_jsonl
+from pytest_promptsuite.formats.jsonl import read_jsonl
 
 
 __all__ = ["case_row", "history_of", "load_train_rows", "task_row"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import functools
 from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Iterator
@@ -11,6 +12,8 @@ from pathlib import Path
 from typing import Any
 from typing import TextIO
 from typing import overload
+
+import jsonlines
 
 from pytest_promptsuite.checks.result import Layer
 from pytest_promptsuite.checks.result import Outcome
@@ -31,6 +34,8 @@ from pytest_promptsuite.safety.scrub import printable
 __all__ = ["REPORT_FILES", "review_queue", "sorted_rows", "write_report"]
 
 REPORT_FILES = ("results.jsonl", "summary.json", "slices.csv", "summary.md", "dashboard.html", "review.jsonl")
+#: How ``results.jsonl`` writes a row: as its ``to_json()``.
+_ROW_DUMPS = functools.partial(encode, compact=True)
 
 
 def _order(row: CaseResult) -> tuple[str, int, str, str, int]:
@@ -140,7 +145,7 @@ def write_report(
     results = directory / "results.jsonl"
     with results.open("wb") as fp:  # bytes: a spool's lines are copied, never decoded
         if lines is None:
-            fp.writelines((row.to_json() + "\n").encode("utf-8") for row in ordered)
+            jsonlines.Writer(fp, dumps=_ROW_DUMPS).write_all(row.to_dict() for row in ordered)
         else:
             fp.writelines(lines(light))
     summary_json = directory / "summary.json"
@@ -162,6 +167,6 @@ def write_report(
         cells=cells,
     )
     review = directory / "review.jsonl"  # the review queue: what a human should look at
-    with review.open("w", encoding="utf-8") as fp:
-        fp.writelines(encode(item) + "\n" for item in queue)
+    with jsonlines.open(review, "w", dumps=encode) as out:
+        out.write_all(queue)
     return [results, summary_json, slices_csv, summary_md, dashboard, review]

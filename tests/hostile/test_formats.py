@@ -21,7 +21,7 @@ from pytest_promptsuite.formats.jsonio import JsonError
 from pytest_promptsuite.formats.jsonio import decode
 from pytest_promptsuite.formats.jsonio import encode
 from pytest_promptsuite.formats.jsonio import raw_decode
-from pytest_promptsuite.formats.jsonio import read_jsonl
+from pytest_promptsuite.formats.jsonl import read_jsonl
 from pytest_promptsuite.formats.tomlio import load_toml
 from pytest_promptsuite.formats.yamlio import load_yaml
 from pytest_promptsuite.results.io import load_results

@@ -9,7 +9,7 @@ import pytest
 
 from pytest_promptsuite.cases.case import CaseLocation
 from pytest_promptsuite.cases.case import PromptCase
-from pytest_promptsuite.cases.case import load_cases
+from pytest_promptsuite.cases.load import load_cases
 from pytest_promptsuite.errors import CaseFileError
 
 
