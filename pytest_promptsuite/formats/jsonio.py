@@ -279,9 +279,10 @@ def encode(
     compact: bool = False,
     scrub: bool = True,
 ) -> str:
-    """``value`` as JSON text (one line unless ``indent``), safe to write anywhere: see the
-    module docstring. ``compact`` drops the spaces after ``,`` and ``:``; ``scrub=False`` only
-    for text that is hashed, never written."""
+    """``value`` as JSON text that :func:`decode` reads back unchanged, safe to write anywhere:
+    one line unless ``indent`` (U+0085, U+2028, U+2029 and lone surrogates escaped, so also valid
+    UTF-8), ``NaN`` and infinities as ``null``, secrets scrubbed. ``compact`` drops the spaces
+    after ``,`` and ``:``; ``scrub=False`` only for text that is hashed, never written."""
     encoder = _encoder(indent, sort_keys, compact)
     try:
         text = encoder.encode(value)

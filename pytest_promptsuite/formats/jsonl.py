@@ -1,4 +1,5 @@
-"""JSON Lines files through ``jsonlines``: read with our strict ``decode``, every bad line reported."""
+"""JSON Lines files through ``jsonlines``: read with our strict ``decode`` (every bad line reported,
+reading going on), and appended to a line a write."""
 
 from __future__ import annotations
 
