@@ -201,10 +201,10 @@ LINE_FIELDS = tuple(f for f in fields(PromptCase) if f.init and not f.kw_only)
 _KEYS = {f.metadata.get("key", f.name): f.name for f in LINE_FIELDS}
 _FRESH = {f.name: f.default_factory for f in fields(PromptCase) if f.default_factory is not MISSING}
 _FIXED = {f.name: f.default for f in fields(PromptCase) if f.default is not MISSING}
-_REQUIRED = tuple(f.name for f in LINE_FIELDS if f.default is MISSING and f.default_factory is MISSING)
 _KNOWN_KEYS = tuple(_KEYS)
-_STRING_LISTS = tuple(f.name for f in LINE_FIELDS if f.type == "list[str]")
-_OBJECTS = tuple(f.name for f in LINE_FIELDS if f.type == "dict[str, Any]")
+_REQUIRED = tuple(k for k, n in _KEYS.items() if n not in _FIXED and n not in _FRESH)
+_STRING_LISTS = tuple(k for k, f in zip(_KEYS, LINE_FIELDS, strict=True) if f.type == "list[str]")
+_OBJECTS = tuple(k for k, f in zip(_KEYS, LINE_FIELDS, strict=True) if f.type == "dict[str, Any]")
 
 
 def _refuse_bad(data: dict[str, Any], location: CaseLocation) -> None:

@@ -127,9 +127,10 @@ class StoredResults:
         if known is not None:
             return self.keep(start, end, number, None, known[1], _without_texts(known[0]))
         try:
-            return self.keep(start, end, number, None, decode(line, strict=False))
+            value, problem = decode(line, strict=False), None
         except JsonError as exc:
-            return self.keep(start, end, number, line_problem(exc), None)
+            value, problem = None, line_problem(exc)
+        return self.keep(start, end, number, problem, value)
 
     def full(self, row: CaseResult) -> CaseResult:
         """``row`` with everything the file holds for it (as it is when the file does not have it)."""
