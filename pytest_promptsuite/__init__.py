@@ -13,7 +13,7 @@ from typing import Any
 if TYPE_CHECKING:
     from pytest_promptsuite.cases.case import CaseLocation as CaseLocation
     from pytest_promptsuite.cases.case import PromptCase as PromptCase
-    from pytest_promptsuite.cases.case import load_cases as load_cases
+    from pytest_promptsuite.cases.load import load_cases as load_cases
     from pytest_promptsuite.checks.outcome import CheckResult as CheckResult
     from pytest_promptsuite.config.suite import SuiteConfig as SuiteConfig
     from pytest_promptsuite.config.suite import load_config as load_config
@@ -58,7 +58,7 @@ _EXPORTS = {
     "Summary": "pytest_promptsuite.results.summary",
     "TemplateError": "pytest_promptsuite.errors",
     "Usage": "pytest_promptsuite.models.base",
-    "load_cases": "pytest_promptsuite.cases.case",
+    "load_cases": "pytest_promptsuite.cases.load",
     "load_config": "pytest_promptsuite.config.suite",
     "read_history": "pytest_promptsuite.results.frames",
     "read_results": "pytest_promptsuite.results.frames",

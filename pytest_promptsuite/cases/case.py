@@ -1,8 +1,5 @@
-"""Stage 1: case files (JSONL) into ``PromptCase`` objects, strictly.
-
-Every problem of a case file is reported, one ``path:line: what is wrong`` message each, and a
-file with any problem yields no case at all: nothing runs on a half-read suite.
-"""
+"""A case: ``PromptCase`` (one line of a case file) and the rules its keys follow, ``CaseKey``,
+``CaseLocation``, and ``CaseRef`` (where its line is, to read it back)."""
 
 from __future__ import annotations
 
@@ -11,7 +8,6 @@ import json
 import os
 import zlib
 from collections.abc import Iterator
-from collections.abc import MutableMapping
 from dataclasses import MISSING
 from dataclasses import dataclass
 from dataclasses import field
@@ -23,16 +19,16 @@ from typing import Union
 from pytest_promptsuite.errors import CaseFileError
 from pytest_promptsuite.errors import describe_type
 from pytest_promptsuite.errors import did_you_mean
-from pytest_promptsuite.formats.jsonio import lone_surrogate
-from pytest_promptsuite.formats.jsonio import read_jsonl
 
 
 __all__ = [
     "CaseKey",
     "CaseLocation",
     "CaseRef",
+    "LINE_FIELDS",
     "PromptCase",
-    "load_cases",
+    "build_case",
+    "shape_problems",
 ]
 
 
@@ -86,32 +82,35 @@ class CaseKey:
 @dataclass(frozen=True)
 class PromptCase:
     """One line of a case file: what to send, what to check, and which slice it counts in.
-    Built in code, it is checked as a case file's line is (ValueError listing the problems)."""
+    Built in code, it is checked as a case file's line is (ValueError listing the problems).
+    Each field's ``doc`` is its description in the case line's schema."""
 
-    case_id: str
-    """Unique across every file of the run; the pytest item's name."""
-    input: Union[str, list[str]]
-    """The user input; a list of user turns for a multi-turn case."""
-    slice: str
-    """The group whose pass rate is gated."""
-    must_include: list[str] = field(default_factory=list)
-    """Texts the output must contain (case-sensitive substrings); every one gates."""
-    must_not_include: list[str] = field(default_factory=list)
-    """Texts the output must not contain; every one gates."""
-    vars: dict[str, Any] = field(default_factory=dict)
-    """Extra template fields, each available at the top level of the row."""
-    answer: Union[str, list[Any], None] = None
-    """Ground truth: the template's output column."""
-    assert_: list[dict[str, Any]] = field(default_factory=list, metadata={"key": "assert"})
-    """Extra checks (promptfoo's vocabulary)."""
-    threshold: Union[float, None] = None
-    """Weighted share of ``assert`` checks that must pass (default: all)."""
-    review: Union[bool, str] = False
-    """The output needs a human look (a string gives the reason)."""
-    tags: list[str] = field(default_factory=list)
-    """Free labels; each is a pytest keyword."""
-    metadata: dict[str, Any] = field(default_factory=dict)
-    """Carried into results untouched."""
+    case_id: str = field(metadata={"doc": "Unique across every file of the run; the pytest item's name."})
+    input: Union[str, list[str]] = field(metadata={"doc": "The user input; a list of turns for a multi-turn case."})
+    slice: str = field(metadata={"doc": "The group whose pass rate is gated."})
+    must_include: list[str] = field(
+        default_factory=list, metadata={"doc": "Texts the output must contain (case-sensitive); every one gates."}
+    )
+    must_not_include: list[str] = field(
+        default_factory=list, metadata={"doc": "Texts the output must not contain; every one gates."}
+    )
+    vars: dict[str, Any] = field(
+        default_factory=dict, metadata={"doc": "Extra template fields, each at the top level of the row."}
+    )
+    answer: Union[str, list[Any], None] = field(
+        default=None, metadata={"doc": "Ground truth: the template's output column."}
+    )
+    assert_: list[dict[str, Any]] = field(
+        default_factory=list, metadata={"key": "assert", "doc": "Extra checks (promptfoo's vocabulary)."}
+    )
+    threshold: Union[float, None] = field(
+        default=None, metadata={"doc": "Weighted share of the assert checks that must pass (default: all)."}
+    )
+    review: Union[bool, str] = field(
+        default=False, metadata={"doc": "The output needs a human look (a string gives the reason)."}
+    )
+    tags: list[str] = field(default_factory=list, metadata={"doc": "Free labels; each is a pytest keyword."})
+    metadata: dict[str, Any] = field(default_factory=dict, metadata={"doc": "Carried into results untouched."})
 
     _location: CaseLocation | None = field(default=None, repr=False, compare=False, kw_only=True)
     _ref: CaseRef | None = field(default=None, repr=False, compare=False, kw_only=True)
@@ -125,7 +124,7 @@ class PromptCase:
     def from_dict(cls, data: dict[str, Any], *, location: CaseLocation | None = None) -> PromptCase:
         """The case a case file's line holds (its JSON keys), or ValueError listing its problems."""
         _refuse_bad(data, location or CaseLocation(Path("<memory>"), 0))
-        return _checked(data, location, None)
+        return build_case(data, location, None)
 
     def to_dict(self) -> dict[str, Any]:
         """The case as a case file's line holds it: its JSON keys, defaults included, None left out."""
@@ -193,28 +192,30 @@ class CaseRef:
         # (json.loads alone: the line passed the depth check of decode() when it was collected);
         # a BOM can only start the file (read_jsonl refuses one anywhere else)
         text = raw.decode("utf-8-sig" if self.offset == 0 else "utf-8")
-        return _checked(json.loads(text), CaseLocation(self.path, self.line), self)
+        return build_case(json.loads(text), CaseLocation(self.path, self.line), self)
 
 
+#: The fields of a case line, in order: what the rules below and the case line's schema read.
+LINE_FIELDS = tuple(f for f in fields(PromptCase) if f.init and not f.kw_only)
 #: Each JSON key of a case line, and its field.
-_KEYS = {f.metadata.get("key", f.name): f.name for f in fields(PromptCase) if f.init and not f.kw_only}
+_KEYS = {f.metadata.get("key", f.name): f.name for f in LINE_FIELDS}
 _FRESH = {f.name: f.default_factory for f in fields(PromptCase) if f.default_factory is not MISSING}
 _FIXED = {f.name: f.default for f in fields(PromptCase) if f.default is not MISSING}
-_REQUIRED = ("case_id", "input", "slice")
 _KNOWN_KEYS = tuple(_KEYS)
-_STRING_LISTS = ("must_include", "must_not_include", "tags")
-_OBJECTS = ("vars", "metadata")
+_REQUIRED = tuple(k for k, n in _KEYS.items() if n not in _FIXED and n not in _FRESH)
+_STRING_LISTS = tuple(k for k, f in zip(_KEYS, LINE_FIELDS, strict=True) if f.type == "list[str]")
+_OBJECTS = tuple(k for k, f in zip(_KEYS, LINE_FIELDS, strict=True) if f.type == "dict[str, Any]")
 
 
 def _refuse_bad(data: dict[str, Any], location: CaseLocation) -> None:
-    """A ValueError listing every problem :func:`_shape_problems` finds in a case built in code."""
-    problems = list(_shape_problems(data))
+    """A ValueError listing every problem :func:`shape_problems` finds in a case built in code."""
+    problems = list(shape_problems(data))
     if problems:
         raise ValueError(f"{location}: " + "; ".join(problems))
 
 
-def _checked(data: dict[str, Any], location: CaseLocation | None, ref: CaseRef | None) -> PromptCase:
-    """A case from a line :func:`_shape_problems` found nothing wrong with, built without checking
+def build_case(data: dict[str, Any], location: CaseLocation | None, ref: CaseRef | None) -> PromptCase:
+    """A case from a line :func:`shape_problems` found nothing wrong with, built without checking
     it again (the hot path: every case is read back from its file when it runs)."""
     case = object.__new__(PromptCase)
     values = case.__dict__  # filled in place: the quickest way to build ~50,000 of them
@@ -230,7 +231,7 @@ def _checked(data: dict[str, Any], location: CaseLocation | None, ref: CaseRef |
     return case
 
 
-def _shape_problems(data: dict[str, Any]) -> Iterator[str]:
+def shape_problems(data: dict[str, Any]) -> Iterator[str]:
     """Every way ``data`` does not fit ``PromptCase``, as messages without the location."""
     yield from _key_problems(data)
     yield from _list_problems(data)
@@ -310,89 +311,3 @@ def _check_problems(data: dict[str, Any]) -> Iterator[str]:
             yield f"'threshold' must be from 0 to 1, got {value!r}"
     if "review" in data and not isinstance(data["review"], (bool, str)):
         yield f"'review' must be true, false or a reason, got {describe_type(data['review'])}"
-
-
-def _span(data: bytes, start: tuple[int, int], number: int) -> tuple[int, int]:
-    """Line ``number``'s start and end in ``data``, on from ``start`` (an earlier line's number
-    and start); line 1 starts at 0, before any BOM."""
-    at, offset = start
-    while at < number:
-        offset, at = data.index(b"\n", offset) + 1, at + 1
-    end = data.find(b"\n", offset)
-    return offset, len(data) if end < 0 else end + 1
-
-
-def _objects(path: Path, name: str, problems: list[str]) -> Iterator[tuple[CaseRef, dict[str, Any]]]:
-    """Each line of a case file that is a well-shaped case object, with where it is; every
-    other line adds its ``name:line: problem`` messages to ``problems``."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise CaseFileError([f"{name}:1: cannot read the case file: {exc.strerror}"]) from exc
-    start = (1, 0)
-    for line in read_jsonl(data):
-        where = f"{name}:{line.number}"
-        if line.problem is not None:
-            problems.append(f"{where}: {line.problem}")
-            continue
-        value = line.value
-        if value is None:
-            problems.append(f"{where}: the line is null, not a case object")
-            continue
-        if not isinstance(value, dict):
-            problems.append(f"{where}: a case must be a JSON object, got {describe_type(value)}")
-            continue
-        lone = lone_surrogate(line.text, value)
-        if lone is not None:
-            problems.append(
-                f"{where}: {lone[0]!r} holds {lone[1]}, half of a UTF-16 surrogate pair and no "
-                "character (it cannot be sent or written as UTF-8); write the whole pair or drop it"
-            )
-            continue
-        shape = list(_shape_problems(value))
-        if shape:
-            problems.extend(f"{where}: {p}" for p in shape)
-            continue
-        offset, end = _span(data, start, line.number)
-        start = (line.number, offset)
-        yield CaseRef(path, line.number, offset, end - offset, zlib.crc32(memoryview(data)[offset:end])), value
-
-
-def load_cases(
-    path: Path | str,
-    *,
-    seen: MutableMapping[str, str] | None = None,
-    display: str | None = None,
-) -> list[PromptCase]:
-    """Read every case of a JSONL file, or raise :class:`CaseFileError` listing every problem.
-
-    Args:
-        path: the case file.
-        seen: case ids already taken by other files of the run, each with where it was defined
-            (``"path:line"`` as displayed; updated in place), so a duplicate across files is
-            reported with both locations.
-        display: how to name the file in messages (default: ``path`` as given).
-    """
-    path = Path(path)
-    name = display if display is not None else str(path)
-    taken: MutableMapping[str, str] = {} if seen is None else seen
-    problems: list[str] = []
-    cases: list[PromptCase] = []
-    added: list[str] = []
-    for ref, data in _objects(path, name, problems):
-        line = ref.line
-        case = _checked(data, CaseLocation(path, line), ref)
-        earlier = taken.get(case.case_id)
-        if earlier is not None:
-            problems.append(f"{name}:{line}: duplicate case_id {case.case_id!r} (first defined at {earlier})")
-            continue
-        taken[case.case_id] = f"{name}:{line}"
-        added.append(case.case_id)
-        cases.append(case)
-    if not cases and not problems:
-        problems.append(f"{name}:1: the file has no cases (a case file needs one JSON object a line)")
-    if problems:
-        for case_id in added:  # a failed file takes no ids: its cases never run
-            del taken[case_id]
-        raise CaseFileError(problems)
-    return cases

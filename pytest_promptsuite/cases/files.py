@@ -8,7 +8,7 @@ from collections.abc import Collection
 from collections.abc import Iterator
 from pathlib import Path
 
-from pytest_promptsuite.formats.jsonio import decode
+from pytest_promptsuite.formats.jsonl import read_jsonl
 
 
 __all__ = ["iter_case_files", "output_kind"]
@@ -32,17 +32,11 @@ def output_kind(path: Path) -> str | None:
         return f"a {path.name} of a pytest-promptsuite report"  # even when empty (no review items)
     try:
         with path.open("rb") as fp:
-            first = b""
-            while not first.strip():
-                first = fp.readline(_SNIFF_BYTES)
-                if not first:
-                    return None
+            head = fp.read(_SNIFF_BYTES)
     except OSError:
         return None
-    try:
-        value = decode(first.decode("utf-8-sig"), strict=False)
-    except (UnicodeDecodeError, ValueError):
-        return None
+    first = next(read_jsonl(head, strict=False), None)
+    value = None if first is None else first.value
     if isinstance(value, dict):
         for kind, keys in _OUTPUT_KINDS:
             if keys <= value.keys():

@@ -1,28 +1,12 @@
-"""Bounded, round-trip-safe JSON and JSON Lines: the one way we read and write JSON.
-
-Reading (:func:`decode`, :func:`read_jsonl`, :func:`raw_decode`) refuses a document nested
-deeper than :data:`~.limits.DEPTH` before Python's recursive parser sees it, and in ``strict``
-mode (every file a user or a tool gives us) also refuses duplicate keys, naming both places
-(``json`` keeps the last, so a second ``"must_not_include": []`` silently dropped a check), and
-``NaN`` / ``Infinity`` / numbers too large for a float, which are not JSON. Lines are split on
-``\\n`` only: ``str.splitlines()`` also splits on U+2028, U+2029 and U+0085, which JSON allows
-raw inside strings.
-
-Writing (:func:`encode`) escapes U+0085, U+2028, U+2029 and lone surrogates, so every line we
-write is one line for any reader and valid UTF-8 whatever a model answered, writes non-finite
-numbers as ``null``, and passes the text through the secret scrubber. Whatever string we can
-receive (from an endpoint's JSON, a file), :func:`decode` gives back unchanged. (A high and a low
-surrogate side by side are one character in JSON; only Python code can make them two.)
-"""
+"""Our ``loads`` and ``dumps``: :func:`decode` (bounded depth; strict: no duplicate keys, no
+``NaN``), :func:`encode` (round-trip safe, one line, scrubbed), and JSON values found in prose."""
 
 from __future__ import annotations
 
-import codecs
 import json
 import math
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from pytest_promptsuite.safety.limits import DEPTH
@@ -32,13 +16,11 @@ from pytest_promptsuite.safety.scrub import scrub as scrub_text
 
 __all__ = [
     "JsonError",
-    "JsonLine",
     "decode",
     "encode",
     "find_json",
     "lone_surrogate",
     "raw_decode",
-    "read_jsonl",
 ]
 
 _STRING_OR_BRACKET = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)
@@ -297,9 +279,10 @@ def encode(
     compact: bool = False,
     scrub: bool = True,
 ) -> str:
-    """``value`` as JSON text (one line unless ``indent``), safe to write anywhere: see the
-    module docstring. ``compact`` drops the spaces after ``,`` and ``:``; ``scrub=False`` only
-    for text that is hashed, never written."""
+    """``value`` as JSON text that :func:`decode` reads back unchanged, safe to write anywhere:
+    one line unless ``indent`` (U+0085, U+2028, U+2029 and lone surrogates escaped, so also valid
+    UTF-8), ``NaN`` and infinities as ``null``, secrets scrubbed. ``compact`` drops the spaces
+    after ``,`` and ``:``; ``scrub=False`` only for text that is hashed, never written."""
     encoder = _encoder(indent, sort_keys, compact)
     try:
         text = encoder.encode(value)
@@ -343,41 +326,3 @@ def lone_surrogate(text: str, value: Any) -> tuple[str, str] | None:
         elif isinstance(item, list):
             todo.extend((f"{where}[{i}]", inner) for i, inner in enumerate(item))
     return None
-
-
-@dataclass(frozen=True)
-class JsonLine:
-    """One non-blank line of a JSON Lines file: its 1-based number, and its value or what is wrong."""
-
-    number: int
-    value: Any = None
-    problem: str | None = None
-    text: str = ""
-
-
-def read_jsonl(data: bytes, *, strict: bool = True, limit: Limit = DEPTH) -> Iterator[JsonLine]:
-    """Every non-blank line of a JSON Lines file's bytes (a UTF-8 BOM, ``\\r\\n`` and blank lines
-    are fine), split on ``\\n`` only. A bad line gives its ``problem`` (``invalid JSON: ...
-    (column 7)``, ``not valid UTF-8 ...``); reading goes on, so a caller can report every line."""
-    if data.startswith(codecs.BOM_UTF8):
-        data = data[len(codecs.BOM_UTF8):]
-    for number, raw in enumerate(data.split(b"\n"), start=1):
-        if raw.endswith(b"\r"):
-            raw = raw[:-1]
-        if not raw.strip():
-            continue
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            yield JsonLine(number, problem=(
-                f"not valid UTF-8 (byte 0x{exc.object[exc.start]:02x} at column {exc.start + 1}); "
-                "save the file as UTF-8"
-            ))
-            continue
-        try:
-            value = decode(text, strict=strict, limit=limit)
-        except JsonError as exc:
-            prefix = "" if exc.message.startswith(("nested", "duplicate")) else "invalid JSON: "
-            yield JsonLine(number, problem=prefix + exc.describe(single_line=True), text=text)
-            continue
-        yield JsonLine(number, value, text=text)

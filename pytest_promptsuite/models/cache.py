@@ -16,6 +16,7 @@ key or any header: a cache or cassette holds nothing secret.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -26,11 +27,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import jsonlines
+
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.errors import ModelError
 from pytest_promptsuite.formats.jsonio import decode
 from pytest_promptsuite.formats.jsonio import encode
-from pytest_promptsuite.formats.jsonio import read_jsonl
+from pytest_promptsuite.formats.jsonl import appender
+from pytest_promptsuite.formats.jsonl import read_jsonl
 from pytest_promptsuite.models.base import Model
 from pytest_promptsuite.models.base import ModelRequest
 from pytest_promptsuite.models.base import Response
@@ -53,6 +57,8 @@ CACHE_FORMAT_VERSION = 1
 #: What a key hashes: ``json.dumps(data, ensure_ascii=False, sort_keys=True, separators=(",", ":"),
 #: default=str)``, with one encoder (``dumps`` with arguments builds one each call).
 _KEYED = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":"), default=str)
+#: How a cassette writes an entry: sorted keys (reviewable diffs), scrubbed.
+_ENTRY = functools.partial(encode, sort_keys=True)
 
 
 def model_identity(model: Model) -> dict[str, Any]:
@@ -170,6 +176,7 @@ class Cassette:
         self.mode = mode
         self._entries: dict[str, dict[str, Any]] = {}
         self._fd: int | None = None
+        self._writer: jsonlines.Writer | None = None
         self.partial = path.with_name(path.name + ".partial")
         if mode == "replay":
             self._entries = self._read(path)
@@ -219,11 +226,11 @@ class Cassette:
             "params": dict(request.params),
             "response": _response_dict(response),
         }
-        line = encode(entry, sort_keys=True) + "\n"  # scrubbed, and one line whatever the answer holds
         try:
-            if self._fd is None:
+            if self._writer is None:
                 self._fd = os.open(self.partial, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-            os.write(self._fd, line.encode("utf-8"))
+                self._writer = appender(self._fd, _ENTRY)
+            self._writer.write(entry)
         except OSError as exc:
             raise ModelError(
                 f"case {request.case_id}: --prompt-record {self.path}: cannot write: {exc.strerror}"
@@ -233,7 +240,7 @@ class Cassette:
         """Close the recording's file (safe to call twice)."""
         if self._fd is not None:
             os.close(self._fd)
-            self._fd = None
+            self._fd = self._writer = None
 
     def finalize(self) -> int:
         """Write the recording to ``PATH``, sorted by case, repeat and key, one line per key;
@@ -245,9 +252,9 @@ class Cassette:
             return 0
         ordered = sorted(entries.values(), key=lambda e: (e.get("case_id", ""), e.get("repeat", 0),
                                                            e["key"]))
-        text = "".join(encode(e, sort_keys=True) + "\n" for e in ordered)
         tmp = self.path.with_name(self.path.name + ".tmp")
-        tmp.write_text(text, encoding="utf-8")
+        with jsonlines.open(tmp, "w", dumps=_ENTRY) as out:
+            out.write_all(ordered)
         os.replace(tmp, self.path)
         return len(ordered)
 

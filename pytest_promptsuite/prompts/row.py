@@ -7,7 +7,7 @@ from typing import Any
 
 from pytest_promptsuite.cases.case import PromptCase
 from pytest_promptsuite.errors import TemplateError
-from pytest_promptsuite.formats.jsonio import read_jsonl
+from pytest_promptsuite.formats.jsonl import read_jsonl
 
 
 def case_row(case: PromptCase) -> dict[str, Any]:

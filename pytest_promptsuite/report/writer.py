@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Iterator
@@ -9,6 +10,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 from typing import overload
+
+import jsonlines
 
 from pytest_promptsuite.checks.outcome import Layer
 from pytest_promptsuite.checks.outcome import Outcome
@@ -30,6 +33,8 @@ from pytest_promptsuite.safety.scrub import printable
 __all__ = ["REPORT_FILES", "review_queue", "sorted_rows", "write_report"]
 
 REPORT_FILES = ("results.jsonl", "summary.json", "slices.csv", "summary.md", "dashboard.html", "review.jsonl")
+#: How ``results.jsonl`` writes a row: as its ``to_json()``.
+_ROW_DUMPS = functools.partial(encode, compact=True)
 
 
 def _order(row: CaseResult) -> tuple[str, int, str, str, int]:
@@ -128,7 +133,7 @@ def write_report(
     results = directory / "results.jsonl"
     with results.open("wb") as fp:  # bytes: a spool's lines are copied, never decoded
         if lines is None:
-            fp.writelines((row.to_json() + "\n").encode("utf-8") for row in ordered)
+            jsonlines.Writer(fp, dumps=_ROW_DUMPS).write_all(row.to_dict() for row in ordered)
         else:
             fp.writelines(lines(light))
     summary_json = directory / "summary.json"
@@ -145,6 +150,6 @@ def write_report(
         cells=cells,
     )
     review = directory / "review.jsonl"  # the review queue: what a human should look at
-    with review.open("w", encoding="utf-8") as fp:
-        fp.writelines(encode(item) + "\n" for item in queue)
+    with jsonlines.open(review, "w", dumps=encode) as out:
+        out.write_all(queue)
     return [results, summary_json, slices_csv, summary_md, dashboard, review]

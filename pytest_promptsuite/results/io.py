@@ -14,9 +14,11 @@ from typing import IO
 from typing import Any
 
 from pytest_promptsuite.errors import ConfigError
+from pytest_promptsuite.formats.jsonio import JsonError
 from pytest_promptsuite.formats.jsonio import decode
 from pytest_promptsuite.formats.jsonio import encode
-from pytest_promptsuite.formats.jsonio import read_jsonl
+from pytest_promptsuite.formats.jsonl import line_problem
+from pytest_promptsuite.formats.jsonl import read_jsonl
 from pytest_promptsuite.results.row import CaseResult
 from pytest_promptsuite.safety.scrub import scrub
 
@@ -64,7 +66,6 @@ def load_results(path: Path) -> list[CaseResult]:
         data = file.read_bytes()
     except OSError as exc:
         raise ConfigError(f"{file}: cannot read results ({exc.strerror or exc})") from exc
-    # lines end at "\n" only, never at U+2028
     return [_row(file, line.number, line.problem, line.value) for line in read_jsonl(data, strict=False)]
 
 
@@ -94,17 +95,11 @@ class StoredResults:
         stored._owner = owner
         return stored
 
-    def add(self, raw: bytes, number: int) -> CaseResult | None:
-        """Keep one line of the file (``raw``, at the current end) as a row without its texts."""
-        for line in read_jsonl(raw, strict=False):  # one line, or none when blank
-            return self._keep(len(raw), number, line.problem, line.value)
-        self._end += len(raw)
-        return None
-
-    def _keep(
-        self, size: int, number: int, problem: str | None, value: Any, row: CaseResult | None = None
+    def keep(
+        self, start: int, end: int, number: int, problem: str | None, value: Any, row: CaseResult | None = None
     ) -> CaseResult:
-        start, self._end = self._end, self._end + size
+        """Keep the line from ``start`` to ``end`` of the file (what it holds: ``value``, or its
+        ``problem``) as a row without its texts (``row``, when the caller has it)."""
         if row is None:
             kept = value
             if isinstance(value, dict):
@@ -114,7 +109,8 @@ class StoredResults:
             self._on_row(row, value)
         self._index[(row.case_id, row.variant, row.repeat)] = len(self.rows)
         self.rows.append(row)
-        self._spans.extend((start, start + size))
+        self._spans.extend((start, end))
+        self._end = end
         return row
 
     def append(self, line: str, known: tuple[CaseResult, dict[str, Any]] | None = None) -> CaseResult:
@@ -127,20 +123,24 @@ class StoredResults:
             self._fp.seek(self._end)
             self._at_end = True
         self._fp.write(raw)
-        number = len(self.rows) + 1
-        if known is None:
-            row = self.add(raw, number)
-            assert row is not None
-            return row
-        return self._keep(len(raw), number, None, known[1], _without_texts(known[0]))
+        start, end, number = self._end, self._end + len(raw), len(self.rows) + 1
+        if known is not None:
+            return self.keep(start, end, number, None, known[1], _without_texts(known[0]))
+        try:
+            value, problem = decode(line, strict=False), None
+        except JsonError as exc:
+            value, problem = None, line_problem(exc)
+        return self.keep(start, end, number, problem, value)
 
     def full(self, row: CaseResult) -> CaseResult:
         """``row`` with everything the file holds for it (as it is when the file does not have it)."""
         raw = self._raw(row)
         if raw is None:
             return row
-        line = next(read_jsonl(raw, strict=False))
-        return CaseResult.from_dict(line.value) if line.problem is None else row
+        try:
+            return CaseResult.from_dict(decode(raw.decode("utf-8-sig"), strict=False))  # a BOM: the file's first row
+        except (UnicodeDecodeError, JsonError):
+            return row
 
     def lines(self, rows: Iterable[CaseResult], *, scrubbed: bool = False) -> Iterator[bytes]:
         """The lines of ``rows`` in that order as UTF-8, each ending in a newline, as the file
@@ -208,8 +208,8 @@ def stream_results(path: Path) -> StoredResults:
     except OSError as exc:
         raise ConfigError(f"{file}: cannot read results ({exc.strerror or exc})") from exc
     with fp:
-        for number, raw in enumerate(fp, start=1):
-            stored.add(raw, number)
+        for line in read_jsonl(fp, strict=False):
+            stored.keep(line.start, line.end, line.number, line.problem, line.value)
     return stored
 
 

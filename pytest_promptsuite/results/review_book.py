@@ -23,7 +23,7 @@ from pytest_promptsuite.checks.outcome import CheckResult
 from pytest_promptsuite.checks.outcome import Layer
 from pytest_promptsuite.checks.outcome import Outcome
 from pytest_promptsuite.errors import ConfigError
-from pytest_promptsuite.formats.jsonio import read_jsonl
+from pytest_promptsuite.formats.jsonl import read_jsonl
 from pytest_promptsuite.results.row import CaseResult
 
 

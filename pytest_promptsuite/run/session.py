@@ -17,8 +17,8 @@ from typing import Any
 from pytest_promptsuite import __version__
 from pytest_promptsuite.cases.case import CaseKey
 from pytest_promptsuite.cases.case import PromptCase
-from pytest_promptsuite.cases.case import load_cases
 from pytest_promptsuite.cases.files import output_kind
+from pytest_promptsuite.cases.load import load_cases
 from pytest_promptsuite.checks.base import CheckScope
 from pytest_promptsuite.checks.compile import MakeCheck
 from pytest_promptsuite.checks.compile import compile_cases

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,8 @@ from pytest_promptsuite.formats.jsonio import JsonError
 from pytest_promptsuite.formats.jsonio import decode
 from pytest_promptsuite.formats.jsonio import encode
 from pytest_promptsuite.formats.jsonio import raw_decode
-from pytest_promptsuite.formats.jsonio import read_jsonl
+from pytest_promptsuite.formats.jsonl import appender
+from pytest_promptsuite.formats.jsonl import read_jsonl
 from pytest_promptsuite.formats.tomlio import load_toml
 from pytest_promptsuite.formats.yamlio import load_yaml
 from pytest_promptsuite.results.io import load_results
@@ -128,14 +130,40 @@ def test_writing_nan_gives_null_not_invalid_json() -> None:
 
 
 def test_read_jsonl_reports_every_bad_line_and_goes_on() -> None:
-    data = b'\xef\xbb\xbf{"a": 1}\r\n\n{"a": \n\xff\n{"b": 2}\n'
+    data = b'\xef\xbb\xbf{"a": 1}\r\n\n{"a": \n\xff\n{"b": 2}\n\xef\xbb\xbf{}\n\x1e{}\nnull\n{"a": 1, "a": 2}'
     lines = list(read_jsonl(data))
     assert [(line.number, line.value, line.problem) for line in lines] == [
         (1, {"a": 1}, None),
         (3, None, "invalid JSON: Expecting value (column 7)"),
         (4, None, "not valid UTF-8 (byte 0xff at column 1); save the file as UTF-8"),
         (5, {"b": 2}, None),
+        (6, None, "invalid JSON: Unexpected UTF-8 BOM (decode using utf-8-sig) (column 1)"),  # only the file's start
+        (7, None, "invalid JSON: Expecting value (column 1)"),  # no RFC 7464 record separators
+        (8, None, None),
+        (9, None, "duplicate key 'a': a key may appear once in an object (columns 2 and 10)"),
     ]
+
+
+def test_read_jsonl_splits_at_newlines_only_and_says_where_each_line_is(tmp_path: Path) -> None:
+    data = '{"a": "x\u2028y\u2029z\x85"}\r\n\n[1]'.encode()
+    path = tmp_path / "f.jsonl"
+    path.write_bytes(data)
+    with path.open("rb") as fp:
+        lines = list(read_jsonl(fp))
+    assert [(line.number, line.value) for line in lines] == [(1, {"a": "x\u2028y\u2029z\x85"}), (3, [1])]
+    assert [data[line.start:line.end] for line in lines] == [data[:data.index(b"\n") + 1], b"[1]"]
+
+
+def test_appending_writers_never_split_a_line(tmp_path: Path) -> None:
+    path = tmp_path / "shared.jsonl"
+    fds = [os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT) for _ in range(2)]
+    writers = [appender(fd, encode) for fd in fds]
+    values = [{"n": i, "text": "x" * (i * 40_000)} for i in range(6)]  # lines past any buffer's size
+    for i, value in enumerate(values):
+        writers[i % 2].write(value)
+    for fd in fds:
+        os.close(fd)
+    assert [line.value for line in read_jsonl(path.read_bytes())] == values
 
 
 # -- TOML ---------------------------------------------------------------------------------------

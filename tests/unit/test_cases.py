@@ -9,7 +9,7 @@ import pytest
 
 from pytest_promptsuite.cases.case import CaseLocation
 from pytest_promptsuite.cases.case import PromptCase
-from pytest_promptsuite.cases.case import load_cases
+from pytest_promptsuite.cases.load import load_cases
 from pytest_promptsuite.errors import CaseFileError
 
 
@@ -62,6 +62,11 @@ def test_bom_and_blank_lines_are_fine_and_lines_count(tmp_path: Path) -> None:
     cases = load_cases(_write(tmp_path, text))
     assert [c.case_id for c in cases] == ["a-1", "a-2"]
     assert [c.location.line for c in cases] == [1, 4]
+
+
+def test_line_separators_inside_a_string_are_text(tmp_path: Path) -> None:
+    [case] = load_cases(_write(tmp_path, GOOD.replace('"hi"', '"a\u2028b\u2029c\x85d"') + "\n"))
+    assert case.input == "a\u2028b\u2029c\x85d" and case.location.line == 1
 
 
 def test_crlf_line_endings(tmp_path: Path) -> None:
@@ -208,6 +213,11 @@ def test_a_case_built_in_code_is_checked_as_a_line_is() -> None:
             GOOD + "\n" + GOOD + "\n",
             ["bad.jsonl:2: duplicate case_id 'a-1' (first defined at bad.jsonl:1)"],
             id="duplicate-id",
+        ),
+        pytest.param(
+            GOOD + "\n\ufeff" + GOOD.replace("a-1", "a-2") + "\n",
+            ["bad.jsonl:2: invalid JSON: Unexpected UTF-8 BOM (decode using utf-8-sig) (column 1)"],
+            id="bom-past-the-start",
         ),
         pytest.param("", ["bad.jsonl:1: the file has no cases (a case file needs one JSON object a line)"],
                      id="empty-file"),

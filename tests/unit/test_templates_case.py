@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from pytest_promptsuite.cases.case import PromptCase
-from pytest_promptsuite.cases.case import load_cases
+from pytest_promptsuite.cases.load import load_cases
 from pytest_promptsuite.config.suite import load_config
 from pytest_promptsuite.errors import TemplateError
 from pytest_promptsuite.prompts.compile import CasePrompts

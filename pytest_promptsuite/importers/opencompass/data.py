@@ -11,7 +11,7 @@ from typing import Any
 
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.formats.csvio import read_csv
-from pytest_promptsuite.formats.jsonio import read_jsonl
+from pytest_promptsuite.formats.jsonl import read_jsonl
 from pytest_promptsuite.importers.output import jsonl
 from pytest_promptsuite.prompts.opencompass.template import DIALOGUE_KEYS
 

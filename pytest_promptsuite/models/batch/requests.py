@@ -15,6 +15,7 @@ repeat): a results file answers a case only while its prompt is the one that was
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Iterable
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -22,11 +23,13 @@ from pathlib import Path
 from typing import Any
 from typing import Protocol
 
+import jsonlines
+
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.errors import EndpointError
 from pytest_promptsuite.errors import ModelError
 from pytest_promptsuite.formats.jsonio import encode
-from pytest_promptsuite.formats.jsonio import read_jsonl
+from pytest_promptsuite.formats.jsonl import read_jsonl
 from pytest_promptsuite.models.base import Model
 from pytest_promptsuite.models.base import ModelRequest
 from pytest_promptsuite.models.base import Response
@@ -130,9 +133,9 @@ def write_requests(path: Path, lines: Iterable[BatchLine]) -> int:
     """Write a batch request file (JSONL, scrubbed); return how many lines it has."""
     count = 0
     try:
-        with path.open("w", encoding="utf-8") as out:
+        with jsonlines.open(path, "w", dumps=functools.partial(encode, compact=True)) as out:
             for line in lines:
-                out.write(encode(line.to_dict(), compact=True) + "\n")
+                out.write(line.to_dict())
                 count += 1
     except OSError as exc:
         raise ConfigError(f"--prompt-batch-file {path}: cannot write ({exc.strerror or exc})") from exc

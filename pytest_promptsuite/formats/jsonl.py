@@ -1,0 +1,118 @@
+"""JSON Lines files through ``jsonlines``: read with our strict ``decode`` (every bad line reported,
+reading going on), and appended to a line a write."""
+
+from __future__ import annotations
+
+import codecs
+import io
+import os
+from collections.abc import Callable
+from collections.abc import Iterator
+from typing import IO
+from typing import Any
+from typing import NamedTuple
+
+import jsonlines
+
+from pytest_promptsuite.formats.jsonio import JsonError
+from pytest_promptsuite.formats.jsonio import decode
+
+
+__all__ = ["JsonLine", "appender", "line_problem", "read_jsonl"]
+
+
+class JsonLine(NamedTuple):
+    """One non-blank line of a JSON Lines file: its 1-based number, and its value or what is wrong;
+    its text, and where its bytes (line end included) start and end in the file."""
+
+    number: int
+    value: Any = None
+    problem: str | None = None
+    text: str = ""
+    start: int = 0
+    end: int = 0
+
+
+class _Lines:
+    """A binary file's lines for ``jsonlines.Reader``: split at ``\\n`` only (U+2028, U+2029 and
+    U+0085 are text), without their line ends or the file's BOM, each with its place."""
+
+    def __init__(self, fp: IO[bytes], strict: bool) -> None:
+        self._fp = fp
+        self._strict = strict
+        self.number = self.start = self.end = 0
+        self.text = ""
+        #: A BOM or RS starting the current line, which ``jsonlines.Reader`` drops (see :meth:`loads`).
+        self.mark = ""
+
+    def __iter__(self) -> Iterator[bytes]:
+        for raw in self._fp:
+            self.number += 1
+            self.start, self.end = self.end, self.end + len(raw)
+            self.text = ""
+            line = raw[:-1] if raw.endswith(b"\n") else raw
+            if line.endswith(b"\r"):
+                line = line[:-1]
+            if self.start == 0 and line.startswith(codecs.BOM_UTF8):
+                line = line[len(codecs.BOM_UTF8):]
+            self.mark = "\ufeff" if line.startswith(codecs.BOM_UTF8) else "\x1e" if line.startswith(b"\x1e") else ""
+            yield line
+
+    def loads(self, text: str | bytes) -> Any:
+        """``text`` decoded, with the mark the reader dropped put back: a BOM only starts the file."""
+        assert isinstance(text, str)  # the reader decodes each line's bytes first
+        if self.mark:
+            text = self.mark + text
+        self.text = text
+        return decode(text, strict=self._strict)
+
+
+def read_jsonl(source: bytes | IO[bytes], *, strict: bool = True) -> Iterator[JsonLine]:
+    """Every non-blank line of a JSON Lines file (its bytes, or the file open for reading in
+    binary): a UTF-8 BOM at its start, ``\\r\\n`` and blank lines are fine. ``strict``: also refuse
+    duplicate keys and non-finite numbers. A bad line gives its ``problem`` (``invalid JSON: ...
+    (column 7)``, ``not valid UTF-8 ...``) and reading goes on, so a caller can report every line."""
+    lines = _Lines(io.BytesIO(source) if isinstance(source, bytes) else source, strict)
+    reader = jsonlines.Reader(lines, loads=lines.loads)
+    while True:
+        try:
+            value = reader.read(allow_none=True, skip_empty=True)
+        except EOFError:
+            return
+        except jsonlines.InvalidLineError as exc:
+            assert exc.__cause__ is not None
+            yield JsonLine(exc.lineno, None, line_problem(exc.__cause__), lines.text, lines.start, lines.end)
+            continue
+        yield JsonLine(lines.number, value, None, lines.text, lines.start, lines.end)
+
+
+def line_problem(exc: BaseException) -> str:
+    """What is wrong with a line that did not decode (``exc``: a JsonError or UnicodeDecodeError)."""
+    if isinstance(exc, UnicodeDecodeError):
+        return (f"not valid UTF-8 (byte 0x{exc.object[exc.start]:02x} at column {exc.start + 1}); "
+                "save the file as UTF-8")
+    assert isinstance(exc, JsonError), exc
+    prefix = "" if exc.message.startswith(("nested", "duplicate")) else "invalid JSON: "
+    return prefix + exc.describe(single_line=True)
+
+
+class _OneWrite(io.StringIO):
+    """What ``jsonlines.Writer`` writes a line into, then (at its flush) into a file descriptor in
+    one ``os.write``: processes appending to one file never interleave their lines."""
+
+    def __init__(self, fd: int) -> None:
+        super().__init__()
+        self._fd = fd
+
+    def flush(self) -> None:
+        """Write the line held, in one ``os.write``."""
+        data = self.getvalue().encode("utf-8")
+        self.seek(0)
+        self.truncate()
+        if data:
+            os.write(self._fd, data)
+
+
+def appender(fd: int, dumps: Callable[[Any], str]) -> jsonlines.Writer:
+    """A writer appending each value to ``fd`` (opened with ``O_APPEND``) as one line in one write."""
+    return jsonlines.Writer(_OneWrite(fd), dumps=dumps, flush=True)
