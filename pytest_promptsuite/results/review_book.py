@@ -51,7 +51,8 @@ class ReviewDecision:
         return CheckResult(Layer.REVIEW.value, REVIEW_CHECK, self.decision == "pass", message, details=details)
 
 
-def _is_mark(check: CheckResult) -> bool:
+def is_mark(check: CheckResult) -> bool:
+    """Tell whether ``check`` is a review mark (the case's ``review``, a ``human-review`` check)."""
     return check.layer == Layer.REVIEW.value and "review" in (check.details or {})
 
 
@@ -79,7 +80,7 @@ class ReviewBook:
         """Return ``row`` with its review decided (``passed`` or ``failed``, the decision among its checks)
         when a review mark is its only reason not to pass; any other failure stands."""
         failing = [c for c in row.checks if not c.passed and c.gating and not c.skipped]
-        if not any(_is_mark(c) for c in row.checks) or not all(_is_mark(c) for c in failing):
+        if not any(is_mark(c) for c in row.checks) or not all(is_mark(c) for c in failing):
             return row
         decision = self.find(row)
         if decision is None:
