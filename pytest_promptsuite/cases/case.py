@@ -222,6 +222,10 @@ def shape_problems(data: dict[str, Any]) -> Iterator[str]:
                     yield f"'input[{i}]' is empty (every turn needs text, as 'input' does)"
         else:
             yield f"'input' must be a string or a list of strings, got {describe_type(value)}"
+    yield from _optional_problems(data)
+
+
+def _optional_problems(data: dict[str, Any]) -> Iterator[str]:
     for key in _STRING_LISTS:
         value = data.get(key, [])
         if not isinstance(value, list):
