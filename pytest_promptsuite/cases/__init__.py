@@ -1,1 +1,1 @@
-"""Stage 1: case files (JSONL) into ``PromptCase`` objects, strictly."""
+"""The cases stage: case files (JSONL) read strictly into ``PromptCase`` objects, and the case line's schema."""

@@ -1,5 +1,5 @@
 """A case: ``PromptCase`` (one line of a case file) and the rules its keys follow, ``CaseKey``,
-``CaseLocation``, and ``CaseRef`` (where its line is, to read it back)."""
+``CaseLocation`` and ``CaseRef`` (where its line is, to read it back)."""
 
 from __future__ import annotations
 
@@ -21,21 +21,8 @@ from pytest_promptsuite.errors import describe_type
 from pytest_promptsuite.errors import did_you_mean
 
 
-__all__ = [
-    "CaseKey",
-    "CaseLocation",
-    "CaseRef",
-    "LINE_FIELDS",
-    "PromptCase",
-    "build_case",
-    "shape_problems",
-]
-
-
-@functools.lru_cache(maxsize=256)
-def _path(text: str) -> Path:
-    """One ``Path`` per file name: every row of a file parses the same location prefix."""
-    return Path(text)
+#: One ``Path`` per file name: every row of a baseline parses its location.
+_path = functools.lru_cache(maxsize=256)(Path)
 
 
 @dataclass(frozen=True)
@@ -50,7 +37,7 @@ class CaseLocation:
 
     @classmethod
     def parse(cls, text: str) -> CaseLocation | None:
-        """A location as written in a results row (``"path:line"``); None for ``""``."""
+        """Parse a results row's ``"path:line"``; None for ``""``."""
         if not text:
             return None
         path, sep, line = text.rpartition(":")
@@ -61,16 +48,14 @@ class CaseLocation:
 
 @dataclass(frozen=True)
 class CaseKey:
-    """Which run of which case: its id, the prompt variant (None without variants) and the
-    repeat (from 0). One key names the pytest item, the results row and a case in a diff."""
+    """Which run of which case: its id, prompt variant (None without variants) and repeat (from 0)."""
 
     case_id: str
     variant: str | None = None
     repeat: int = 0
 
     def name(self, *, with_repeat: bool) -> str:
-        """``case_id[variant][repeat-i]``, each suffix where it applies: the item's name (with
-        ``with_repeat`` when the run repeats cases) and a row's key in comparisons."""
+        """Return ``case_id[variant][repeat-i]``, each suffix where it applies (the item's name)."""
         name = self.case_id
         if self.variant is not None:
             name += f"[{self.variant}]"
@@ -82,35 +67,20 @@ class CaseKey:
 @dataclass(frozen=True)
 class PromptCase:
     """One line of a case file: what to send, what to check, and which slice it counts in.
-    Built in code, it is checked as a case file's line is (ValueError listing the problems).
-    Each field's ``doc`` is its description in the case line's schema."""
+    Built in code, it is checked as a line is (ValueError). ``CaseLine`` describes each field."""
 
-    case_id: str = field(metadata={"doc": "Unique across every file of the run; the pytest item's name."})
-    input: Union[str, list[str]] = field(metadata={"doc": "The user input; a list of turns for a multi-turn case."})
-    slice: str = field(metadata={"doc": "The group whose pass rate is gated."})
-    must_include: list[str] = field(
-        default_factory=list, metadata={"doc": "Texts the output must contain (case-sensitive); every one gates."}
-    )
-    must_not_include: list[str] = field(
-        default_factory=list, metadata={"doc": "Texts the output must not contain; every one gates."}
-    )
-    vars: dict[str, Any] = field(
-        default_factory=dict, metadata={"doc": "Extra template fields, each at the top level of the row."}
-    )
-    answer: Union[str, list[Any], None] = field(
-        default=None, metadata={"doc": "Ground truth: the template's output column."}
-    )
-    assert_: list[dict[str, Any]] = field(
-        default_factory=list, metadata={"key": "assert", "doc": "Extra checks (promptfoo's vocabulary)."}
-    )
-    threshold: Union[float, None] = field(
-        default=None, metadata={"doc": "Weighted share of the assert checks that must pass (default: all)."}
-    )
-    review: Union[bool, str] = field(
-        default=False, metadata={"doc": "The output needs a human look (a string gives the reason)."}
-    )
-    tags: list[str] = field(default_factory=list, metadata={"doc": "Free labels; each is a pytest keyword."})
-    metadata: dict[str, Any] = field(default_factory=dict, metadata={"doc": "Carried into results untouched."})
+    case_id: str
+    input: Union[str, list[str]]
+    slice: str
+    must_include: list[str] = field(default_factory=list)
+    must_not_include: list[str] = field(default_factory=list)
+    vars: dict[str, Any] = field(default_factory=dict)
+    answer: Union[str, list[Any], None] = None
+    assert_: list[dict[str, Any]] = field(default_factory=list, metadata={"key": "assert"})
+    threshold: Union[float, None] = None
+    review: Union[bool, str] = False
+    tags: list[str] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)
 
     _location: CaseLocation | None = field(default=None, repr=False, compare=False, kw_only=True)
     _ref: CaseRef | None = field(default=None, repr=False, compare=False, kw_only=True)
@@ -122,12 +92,12 @@ class PromptCase:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], *, location: CaseLocation | None = None) -> PromptCase:
-        """The case a case file's line holds (its JSON keys), or ValueError listing its problems."""
+        """Build the case a line holds (its JSON keys), or raise ValueError listing its problems."""
         _refuse_bad(data, location or CaseLocation(Path("<memory>"), 0))
         return build_case(data, location, None)
 
     def to_dict(self) -> dict[str, Any]:
-        """The case as a case file's line holds it: its JSON keys, defaults included, None left out."""
+        """Return the case as a line holds it: its JSON keys, defaults included, None left out."""
         return {key: value for key, name in _KEYS.items() if (value := getattr(self, name)) is not None}
 
     @property
@@ -137,25 +107,22 @@ class PromptCase:
 
     @property
     def ref(self) -> CaseRef | None:
-        """Where its line is in its file, to read it back (None for a case built in code)."""
+        """Where its line is, to read it back (None for a case built in code)."""
         return self._ref
 
 
-#: How much of a case file one read back takes at most (see :func:`_read_back`).
 _BLOCK_BYTES = 1 << 16
-#: The last block read back: the file (its loaded ``Path``, by identity), the offset, the bytes.
+#: The last block read: the file (its loaded ``Path``, by identity), the offset, the bytes.
 _last_block: tuple[Path | None, int, bytes] = (None, 0, b"")
 
 
 def _read_back(path: Path, offset: int, length: int, crc: int) -> bytes:
-    """The ``length`` bytes at ``offset`` of a loaded case file: from the last block read when it
-    holds them with this CRC-32 (items run in file order: one read serves the cases after it),
-    else from the file, as the new last block. Raises OSError."""
+    """Read ``length`` bytes at ``offset``: items run in file order, so one block serves many cases."""
     global _last_block
     file, start, data = _last_block
     at = offset - start
     if file is path and 0 <= at and at + length <= len(data):
-        raw = data[at:at + length]
+        raw = data[at : at + length]
         if zlib.crc32(raw) == crc:
             return raw
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))  # a third of an io file's cost
@@ -169,8 +136,7 @@ def _read_back(path: Path, offset: int, length: int, crc: int) -> bytes:
 
 
 class CaseRef:
-    """Where a case's line is in its file: the line, its bytes' offset, length and CRC-32. A
-    pytest item keeps this instead of the case, and reads the case back when it runs."""
+    """Where a case's line is: its number, offset, length and CRC-32 (an item keeps this, not the case)."""
 
     __slots__ = ("path", "line", "offset", "length", "crc")
 
@@ -178,26 +144,21 @@ class CaseRef:
         self.path, self.line, self.offset, self.length, self.crc = path, line, offset, length, crc
 
     def read(self, display: str | None = None) -> PromptCase:
-        """The case parsed again from its line, or :class:`CaseFileError` (``display:line``) when
-        the line is no longer the one collected."""
+        """Parse the case again from its line; CaseFileError when the line changed since collection."""
+        file = display or self.path
         try:
             raw = _read_back(self.path, self.offset, self.length, self.crc)
         except OSError as exc:
-            where = f"{display or self.path}:{self.line}"
-            raise CaseFileError([f"{where}: cannot read the case file: {exc.strerror}"]) from exc
+            raise CaseFileError([f"{file}:{self.line}: cannot read the case file: {exc.strerror}"]) from exc
         if zlib.crc32(raw) != self.crc or len(raw) != self.length:
-            where = f"{display or self.path}:{self.line}"
-            raise CaseFileError([f"{where}: the case file changed after it was collected; run again"])
-        # the very bytes that passed every check when collected: not checked again
-        # (json.loads alone: the line passed the depth check of decode() when it was collected);
-        # a BOM can only start the file (read_jsonl refuses one anywhere else)
+            raise CaseFileError([f"{file}:{self.line}: the case file changed after it was collected; run again"])
+        # the bytes that passed every check when collected: plain json.loads
         text = raw.decode("utf-8-sig" if self.offset == 0 else "utf-8")
         return build_case(json.loads(text), CaseLocation(self.path, self.line), self)
 
 
-#: The fields of a case line, in order: what the rules below and the case line's schema read.
+#: The fields of a case line, in order (the rules below and the schema read them).
 LINE_FIELDS = tuple(f for f in fields(PromptCase) if f.init and not f.kw_only)
-#: Each JSON key of a case line, and its field.
 _KEYS = {f.metadata.get("key", f.name): f.name for f in LINE_FIELDS}
 _FRESH = {f.name: f.default_factory for f in fields(PromptCase) if f.default_factory is not MISSING}
 _FIXED = {f.name: f.default for f in fields(PromptCase) if f.default is not MISSING}
@@ -208,38 +169,28 @@ _OBJECTS = tuple(k for k, f in zip(_KEYS, LINE_FIELDS, strict=True) if f.type ==
 
 
 def _refuse_bad(data: dict[str, Any], location: CaseLocation) -> None:
-    """A ValueError listing every problem :func:`shape_problems` finds in a case built in code."""
     problems = list(shape_problems(data))
     if problems:
         raise ValueError(f"{location}: " + "; ".join(problems))
 
 
 def build_case(data: dict[str, Any], location: CaseLocation | None, ref: CaseRef | None) -> PromptCase:
-    """A case from a line :func:`shape_problems` found nothing wrong with, built without checking
-    it again (the hot path: every case is read back from its file when it runs)."""
+    """Build a case from a line :func:`shape_problems` passed, without checking it again."""
     case = object.__new__(PromptCase)
-    values = case.__dict__  # filled in place: the quickest way to build ~50,000 of them
+    values = case.__dict__  # filled in place: the per-case hot path
     values.update(_FIXED)
     for name, make in _FRESH.items():
         values[name] = make()
     values["_location"], values["_ref"] = location, ref
-    keys = _KEYS
     for key, value in data.items():
-        values[keys[key]] = value
+        values[_KEYS[key]] = value
     if values["threshold"] is not None:
         values["threshold"] = float(values["threshold"])
     return case
 
 
 def shape_problems(data: dict[str, Any]) -> Iterator[str]:
-    """Every way ``data`` does not fit ``PromptCase``, as messages without the location."""
-    yield from _key_problems(data)
-    yield from _list_problems(data)
-    yield from _check_problems(data)
-
-
-def _key_problems(data: dict[str, Any]) -> Iterator[str]:
-    """Unknown and missing keys, and the required fields' values."""
+    """Yield every way ``data`` does not fit ``PromptCase``, as messages without the location."""
     for key in data:
         if key not in _KNOWN_KEYS:
             yield f"unknown key {key!r}" + did_you_mean(key, _KNOWN_KEYS)
@@ -247,9 +198,9 @@ def _key_problems(data: dict[str, Any]) -> Iterator[str]:
         if key not in data:
             yield f"missing required field {key!r}"
     for key in ("case_id", "slice"):
-        value = data.get(key)
         if key not in data:
             continue
+        value = data[key]
         if not isinstance(value, str):
             yield f"{key!r} must be a string, got {describe_type(value)}"
         elif not value.strip():
@@ -271,10 +222,10 @@ def _key_problems(data: dict[str, Any]) -> Iterator[str]:
                     yield f"'input[{i}]' is empty (every turn needs text, as 'input' does)"
         else:
             yield f"'input' must be a string or a list of strings, got {describe_type(value)}"
+    yield from _optional_problems(data)
 
 
-def _list_problems(data: dict[str, Any]) -> Iterator[str]:
-    """The lists of strings and the objects (``vars``, ``metadata``)."""
+def _optional_problems(data: dict[str, Any]) -> Iterator[str]:
     for key in _STRING_LISTS:
         value = data.get(key, [])
         if not isinstance(value, list):
@@ -289,10 +240,6 @@ def _list_problems(data: dict[str, Any]) -> Iterator[str]:
         value = data.get(key, {})
         if not isinstance(value, dict):
             yield f"{key!r} must be an object, got {describe_type(value)}"
-
-
-def _check_problems(data: dict[str, Any]) -> Iterator[str]:
-    """What the checks read: ``answer``, ``assert``, ``threshold``, ``review``."""
     if "answer" in data and not isinstance(data["answer"], (str, list, type(None))):
         yield f"'answer' must be a string or a list, got {describe_type(data['answer'])}"
     if "assert" in data:

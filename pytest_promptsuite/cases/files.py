@@ -1,5 +1,5 @@
 """Which files of a run are case files: a ``*.jsonl`` path, or those under a folder, without the
-files pytest-promptsuite itself writes (a report's ``results.jsonl``, a cassette)."""
+files pytest-promptsuite itself writes."""
 
 from __future__ import annotations
 
@@ -9,9 +9,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from pytest_promptsuite.formats.jsonl import read_jsonl
-
-
-__all__ = ["iter_case_files", "output_kind"]
 
 
 #: The keys that mark a line of a file we write (a case file refuses every one of them).
@@ -25,9 +22,7 @@ _SNIFF_BYTES = 1 << 20
 
 
 def output_kind(path: Path) -> str | None:
-    """What ``path`` is when its first line is a row of a file we write (a report's
-    ``results.jsonl`` or ``review.jsonl``, a cassette), so it is never collected as cases; None
-    for anything else (including a file that cannot be read: loading it will say why)."""
+    """Return which of our output files ``path`` is (never collected as cases), or None (also when unreadable)."""
     if path.name in ("results.jsonl", "review.jsonl") and (path.parent / "summary.json").is_file():
         return f"a {path.name} of a pytest-promptsuite report"  # even when empty (no review items)
     try:
@@ -45,7 +40,6 @@ def output_kind(path: Path) -> str | None:
 
 
 def _walk(folder: Path) -> Iterator[Path]:
-    """Every ``*.jsonl`` under ``folder``, following links to folders (each real folder once)."""
     seen: set[Path] = set()
     for top, dirs, files in os.walk(folder, followlinks=True):
         real = Path(top).resolve()
@@ -58,11 +52,8 @@ def _walk(folder: Path) -> Iterator[Path]:
 
 
 def iter_case_files(path: Path, *, exclude: Collection[Path] = ()) -> Iterator[Path]:
-    """The case files at ``path``: itself, or the ``*.jsonl`` files under a folder (links
-    followed, as pytest does) in sorted order, without our own output files (:func:`output_kind`).
-
-    ``exclude`` holds resolved paths that are not case files (a suite's train file).
-    """
+    """Yield the case files at ``path``: itself, or the sorted ``*.jsonl`` files under a folder (links
+    followed, as pytest does) but our output files; ``exclude`` holds resolved paths (a train file)."""
     if path.is_dir():
         found = sorted(p for p in _walk(path) if p.is_file() and output_kind(p) is None)
     else:

@@ -1,5 +1,5 @@
-"""Reading case files: every problem of a file reported as ``path:line: what is wrong``, and a file
-with any problem yields no case at all (nothing runs on a half-read suite)."""
+"""Reading case files: every problem reported as ``path:line: what is wrong``, and no case of a file
+with any problem."""
 
 from __future__ import annotations
 
@@ -20,56 +20,41 @@ from pytest_promptsuite.formats.jsonio import lone_surrogate
 from pytest_promptsuite.formats.jsonl import read_jsonl
 
 
-__all__ = ["load_cases"]
-
-
 def _objects(path: Path, name: str, problems: list[str]) -> Iterator[tuple[CaseRef, dict[str, Any]]]:
-    """Each line of a case file that is a well-shaped case object, with where it is; every
-    other line adds its ``name:line: problem`` messages to ``problems``."""
+    """Yield each well-shaped case object of a file with its place; add every other line's problems."""
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise CaseFileError([f"{name}:1: cannot read the case file: {exc.strerror}"]) from exc
     for line in read_jsonl(data):
-        where = f"{name}:{line.number}"
-        if line.problem is not None:
-            problems.append(f"{where}: {line.problem}")
-            continue
         value = line.value
-        if value is None:
-            problems.append(f"{where}: the line is null, not a case object")
+        if line.problem is not None:
+            found = [line.problem]
+        elif value is None:
+            found = ["the line is null, not a case object"]
+        elif not isinstance(value, dict):
+            found = [f"a case must be a JSON object, got {describe_type(value)}"]
+        elif (lone := lone_surrogate(line.text, value)) is not None:
+            found = [
+                f"{lone[0]!r} holds {lone[1]}, half of a UTF-16 surrogate pair and no character (it cannot be "
+                "sent or written as UTF-8); write the whole pair or drop it"
+            ]
+        else:
+            found = list(shape_problems(value))
+        if found:
+            problems.extend(f"{name}:{line.number}: {problem}" for problem in found)
             continue
-        if not isinstance(value, dict):
-            problems.append(f"{where}: a case must be a JSON object, got {describe_type(value)}")
-            continue
-        lone = lone_surrogate(line.text, value)
-        if lone is not None:
-            problems.append(
-                f"{where}: {lone[0]!r} holds {lone[1]}, half of a UTF-16 surrogate pair and no "
-                "character (it cannot be sent or written as UTF-8); write the whole pair or drop it"
-            )
-            continue
-        shape = list(shape_problems(value))
-        if shape:
-            problems.extend(f"{where}: {p}" for p in shape)
-            continue
-        crc = zlib.crc32(memoryview(data)[line.start:line.end])
+        crc = zlib.crc32(memoryview(data)[line.start : line.end])
         yield CaseRef(path, line.number, line.start, line.end - line.start, crc), value
 
 
 def load_cases(
-    path: Path | str,
-    *,
-    seen: MutableMapping[str, str] | None = None,
-    display: str | None = None,
+    path: Path | str, *, seen: MutableMapping[str, str] | None = None, display: str | None = None
 ) -> list[PromptCase]:
     """Read every case of a JSONL file, or raise :class:`CaseFileError` listing every problem.
 
     Args:
-        path: the case file.
-        seen: case ids already taken by other files of the run, each with where it was defined
-            (``"path:line"`` as displayed; updated in place), so a duplicate across files is
-            reported with both locations.
+        seen: case ids other files of the run took, each with its ``"path:line"`` (updated in place).
         display: how to name the file in messages (default: ``path`` as given).
     """
     path = Path(path)
@@ -77,7 +62,6 @@ def load_cases(
     taken: MutableMapping[str, str] = {} if seen is None else seen
     problems: list[str] = []
     cases: list[PromptCase] = []
-    added: list[str] = []
     for ref, data in _objects(path, name, problems):
         line = ref.line
         case = build_case(data, CaseLocation(path, line), ref)
@@ -86,12 +70,11 @@ def load_cases(
             problems.append(f"{name}:{line}: duplicate case_id {case.case_id!r} (first defined at {earlier})")
             continue
         taken[case.case_id] = f"{name}:{line}"
-        added.append(case.case_id)
         cases.append(case)
     if not cases and not problems:
         problems.append(f"{name}:1: the file has no cases (a case file needs one JSON object a line)")
     if problems:
-        for case_id in added:  # a failed file takes no ids: its cases never run
-            del taken[case_id]
+        for case in cases:  # a failed file takes no ids: its cases never run
+            del taken[case.case_id]
         raise CaseFileError(problems)
     return cases

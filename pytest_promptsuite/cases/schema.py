@@ -1,5 +1,5 @@
 """The case line as a pydantic model, ``CaseLine``: the JSON schema of a case file's line (for an
-editor and the docs), built from ``PromptCase``'s fields and bounded as the case loader checks them."""
+editor and the docs), bounded as the case loader checks it."""
 
 from __future__ import annotations
 
@@ -17,28 +17,27 @@ from pydantic import create_model
 from pytest_promptsuite.cases.case import LINE_FIELDS
 
 
-__all__ = ["CaseLine"]
-
 #: Some text and no line break (a search, as JSON Schema's ``pattern`` and pydantic's are).
-_ONE_LINE = r"^(?![\s\S]*[\r\n])[\s\S]*\S"
-_OneLine = Annotated[str, Field(pattern=_ONE_LINE)]
+_OneLine = Annotated[str, Field(pattern=r"^(?![\s\S]*[\r\n])[\s\S]*\S")]
 _Text = Annotated[str, Field(pattern=r"\S")]
 _NonEmpty = Annotated[str, Field(min_length=1)]
+_Turns = Annotated[list[_Text], Field(min_length=1)]
+_Share = Annotated[float, Field(ge=0, le=1)]
 
-#: What each field's value may be: the loader's rules (``shape_problems``) as pydantic types.
-_VALUES: dict[str, Any] = {
-    "case_id": _OneLine,
-    "input": Union[_Text, Annotated[list[_Text], Field(min_length=1)]],
-    "slice": _OneLine,
-    "must_include": list[_NonEmpty],
-    "must_not_include": list[_NonEmpty],
-    "vars": dict[str, Any],
-    "answer": Union[str, list[Any], None],
-    "assert_": list[dict[str, Any]],
-    "threshold": Annotated[float, Field(ge=0, le=1)],
-    "review": Union[bool, str],
-    "tags": list[_NonEmpty],
-    "metadata": dict[str, Any],
+#: Each field's type (the loader's rules, ``shape_problems``, as pydantic types) and description.
+_FIELDS: dict[str, tuple[Any, str]] = {
+    "case_id": (_OneLine, "Unique across every file of the run; the pytest item's name."),
+    "input": (Union[_Text, _Turns], "The user input; a list of turns for a multi-turn case."),
+    "slice": (_OneLine, "The group whose pass rate is gated."),
+    "must_include": (list[_NonEmpty], "Texts the output must contain (case-sensitive); every one gates."),
+    "must_not_include": (list[_NonEmpty], "Texts the output must not contain; every one gates."),
+    "vars": (dict[str, Any], "Extra template fields, each at the top level of the row."),
+    "answer": (Union[str, list[Any], None], "Ground truth: the template's output column."),
+    "assert_": (list[dict[str, Any]], "Extra checks (promptfoo's vocabulary)."),
+    "threshold": (_Share, "Weighted share of the assert checks that must pass (default: all)."),
+    "review": (Union[bool, str], "The output needs a human look (a string gives the reason)."),
+    "tags": (list[_NonEmpty], "Free labels; each is a pytest keyword."),
+    "metadata": (dict[str, Any], "Carried into results untouched."),
 }
 
 
@@ -47,9 +46,8 @@ def _drop_default(schema: dict[str, Any]) -> None:
 
 
 def _field(spec: dataclasses.Field[Any]) -> Any:
-    """The pydantic field of one of ``PromptCase``'s: its JSON key, default and description."""
-    value = _VALUES[spec.name]
-    options: dict[str, Any] = {"alias": spec.metadata.get("key", spec.name), "description": spec.metadata["doc"]}
+    value, description = _FIELDS[spec.name]
+    options: dict[str, Any] = {"alias": spec.metadata.get("key", spec.name), "description": description}
     if spec.default_factory is not dataclasses.MISSING:
         options["default_factory"] = spec.default_factory
     elif spec.default is not dataclasses.MISSING:
@@ -59,10 +57,9 @@ def _field(spec: dataclasses.Field[Any]) -> Any:
     return value, Field(**options)
 
 
-_FIELDS: dict[str, Any] = {spec.name: _field(spec) for spec in LINE_FIELDS}
 CaseLine: type[BaseModel] = create_model(
     "CaseLine",
     __config__=ConfigDict(strict=True, extra="forbid", regex_engine="python-re", title="Case line"),
     __doc__="One line of a case file (JSONL): a case to run, what to check, and the slice it counts in.",
-    **_FIELDS,
+    **{spec.name: _field(spec) for spec in LINE_FIELDS},
 )

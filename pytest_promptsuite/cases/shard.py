@@ -1,8 +1,4 @@
-"""Deterministic shards: which of N CI jobs runs a case (``--prompt-shard K/N``).
-
-A case goes to a shard by a hash of its id alone, so adding or removing cases never moves the
-others, and every process (each xdist worker, each CI job) agrees without talking to the others.
-"""
+"""Deterministic shards: which of N CI jobs runs a case (``--prompt-shard K/N``), by a hash of its id."""
 
 from __future__ import annotations
 
@@ -10,11 +6,8 @@ import hashlib
 from dataclasses import dataclass
 
 
-__all__ = ["Shard", "parse_shard", "shard_index"]
-
-
 def shard_index(case_id: str, count: int) -> int:
-    """The 0-based shard of ``case_id`` among ``count`` shards (sha256 of the UTF-8 id)."""
+    """Return the 0-based shard of ``case_id`` among ``count`` (sha256 of the UTF-8 id)."""
     digest = hashlib.sha256(case_id.encode("utf-8")).digest()
     return int.from_bytes(digest[:8], "big") % count
 
@@ -34,7 +27,7 @@ class Shard:
 
 
 def parse_shard(value: str) -> Shard:
-    """``"K/N"`` with ``1 <= K <= N``; raises ValueError with the accepted form otherwise."""
+    """Parse ``"K/N"`` with ``1 <= K <= N``; ValueError with the accepted form otherwise."""
     parts = value.split("/")
     try:
         if len(parts) != 2:

@@ -1,8 +1,9 @@
-"""Our ``loads`` and ``dumps``: :func:`decode` (bounded depth; strict: no duplicate keys, no
-``NaN``), :func:`encode` (round-trip safe, one line, scrubbed), and JSON values found in prose."""
+"""Our ``loads`` and ``dumps``: :func:`decode` (bounded depth; strict: no duplicate keys, no ``NaN``),
+:func:`encode` (round-trip safe, one line, scrubbed), and :func:`find_json` for JSON values in prose."""
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -13,15 +14,6 @@ from pytest_promptsuite.safety.limits import DEPTH
 from pytest_promptsuite.safety.limits import Limit
 from pytest_promptsuite.safety.scrub import scrub as scrub_text
 
-
-__all__ = [
-    "JsonError",
-    "decode",
-    "encode",
-    "find_json",
-    "lone_surrogate",
-    "raw_decode",
-]
 
 _STRING_OR_BRACKET = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)
 _TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]:,]', re.DOTALL)
@@ -43,19 +35,18 @@ class JsonError(ValueError):
 
     @property
     def line(self) -> int | None:
-        """The line of the first place, if known."""
+        """The line of the first place, if any."""
         return self.places[0][0] if self.places else None
 
     def describe(self, *, single_line: bool = False) -> str:
-        """The message with its places: ``(column 12)`` for one line, ``(line 3, column 12)``."""
+        """Return the message with its places: ``(column 12)`` for one line, else ``(line 3, column 12)``."""
         if not self.places:
             return self.message
         if single_line:
             cols = [str(col) for _, col in self.places]
-            where = f"column {cols[0]}" if len(cols) == 1 else f"columns {' and '.join(cols)}"
+            where = ("column " if len(cols) == 1 else "columns ") + " and ".join(cols)
         else:
-            parts = [f"line {line}, column {col}" for line, col in self.places]
-            where = " and ".join(parts)
+            where = " and ".join(f"line {line}, column {col}" for line, col in self.places)
         return f"{self.message} ({where})"
 
 
@@ -64,12 +55,10 @@ def _place(text: str, offset: int) -> tuple[int, int]:
     return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
 
 
-def _too_deep(text: str, limit: Limit) -> int | None:
-    """The offset where ``text`` nests deeper than ``limit``, or None (a fast count first)."""
-    if text.count("[") + text.count("{") <= limit.value:
-        return None
+def _too_deep(text: str, limit: Limit, start: int = 0, *, one_value: bool = False) -> int | None:
+    """Return where ``text`` (from ``start``; ``one_value``: to that value's end) nests deeper than ``limit``."""
     depth = 0
-    for match in _STRING_OR_BRACKET.finditer(text):
+    for match in _STRING_OR_BRACKET.finditer(text, start):
         token = match.group()
         if token in "[{":
             depth += 1
@@ -77,6 +66,8 @@ def _too_deep(text: str, limit: Limit) -> int | None:
                 return match.start()
         elif token in "]}":
             depth -= 1
+            if one_value and depth <= 0:
+                return None
     return None
 
 
@@ -106,8 +97,11 @@ def _refuse_constant(text: str) -> Any:
     raise _NotFinite()
 
 
+_STRICT: dict[str, Any] = dict(object_pairs_hook=_unique, parse_float=_finite_float, parse_constant=_refuse_constant)
+
+
 def _duplicate_error(text: str) -> JsonError:
-    """Both places of the first key an object repeats (a token walk, run only on this error)."""
+    """Return an error naming both places of the first key an object repeats (run only on that error)."""
     stack: list[dict[str, int] | None] = []
     expect_key = False
     for match in _TOKENS.finditer(text):
@@ -140,85 +134,57 @@ def _not_finite_error(text: str) -> JsonError:
         if token.startswith('"'):
             continue
         if token.lstrip("-") in ("NaN", "Infinity"):
-            return JsonError(f"{token} is not a JSON number (JSON has no NaN or Infinity)",
-                             (_place(text, match.start()),))
-        if not _is_finite_number(token):
+            return JsonError(
+                f"{token} is not a JSON number (JSON has no NaN or Infinity)", (_place(text, match.start()),)
+            )
+        try:
+            finite = math.isfinite(float(token))
+        except ValueError:
+            finite = True
+        if not finite:
             return JsonError(f"{token} is too large for a number", (_place(text, match.start()),))
     return JsonError("a number that is not finite (JSON has no NaN or Infinity)")
 
 
-def _is_finite_number(token: str) -> bool:
-    try:
-        return math.isfinite(float(token))
-    except ValueError:
-        return True
-
-
-def _depth_error(text: str, offset: int, limit: Limit) -> JsonError:
-    return JsonError(f"nested deeper than {limit}", (_place(text, offset),))
+def _parse_error(exc: ValueError | RecursionError, limit: Limit) -> JsonError:
+    if isinstance(exc, json.JSONDecodeError):
+        return JsonError(exc.msg, ((exc.lineno, exc.colno),))
+    if isinstance(exc, RecursionError):  # the parser's own recursion; the depth scan should prevent it
+        return JsonError(f"nested deeper than {limit}")
+    return JsonError(str(exc))  # an integer with more digits than Python converts
 
 
 def decode(text: str, *, strict: bool = True, limit: Limit = DEPTH) -> Any:
-    """``text`` as a JSON value, or :class:`JsonError`. ``strict``: also refuse duplicate keys
-    and non-finite numbers (for files; a model's answer is read with ``strict=False``)."""
-    offset = _too_deep(text, limit)
-    if offset is not None:
-        raise _depth_error(text, offset, limit)
+    """Parse ``text`` as JSON, or raise :class:`JsonError`; ``strict`` (files, not a model's answer)
+    also refuses duplicate keys and non-finite numbers."""
+    # the count first: a scan of every row of a baseline costs more than its parse
+    if text.count("[") + text.count("{") > limit.value and (offset := _too_deep(text, limit)) is not None:
+        raise JsonError(f"nested deeper than {limit}", (_place(text, offset),))
     try:
-        if strict:
-            return json.loads(text, object_pairs_hook=_unique, parse_float=_finite_float,
-                              parse_constant=_refuse_constant)
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise JsonError(exc.msg, ((exc.lineno, exc.colno),)) from None
+        return json.loads(text, **_STRICT) if strict else json.loads(text)
     except _Duplicate:
         raise _duplicate_error(text) from None
     except _NotFinite:
         raise _not_finite_error(text) from None
-    except RecursionError:  # a parser's own recursion; the depth scan above should prevent it
-        raise JsonError(f"nested deeper than {limit}") from None
-    except ValueError as exc:  # an integer with more digits than Python converts
-        raise JsonError(str(exc)) from None
-
-
-def _deeper_from(text: str, start: int, limit: Limit) -> bool:
-    """Whether the value that opens at ``start`` nests deeper than ``limit`` (a scan that stops
-    at the value's end or one bracket past the limit, so a bomb costs ``limit`` steps)."""
-    depth = 0
-    for match in _STRING_OR_BRACKET.finditer(text, start):
-        token = match.group()
-        if token in "[{":
-            depth += 1
-            if depth > limit.value:
-                return True
-        elif token in "]}":
-            depth -= 1
-            if depth <= 0:
-                return False
-    return False
+    except (ValueError, RecursionError) as exc:
+        raise _parse_error(exc, limit) from None
 
 
 def raw_decode(text: str, start: int, *, limit: Limit = DEPTH) -> tuple[Any, int]:
-    """The JSON value that begins at ``start`` of ``text`` and where it ends (for finding JSON in
-    prose); :class:`JsonError` when there is none or it nests deeper than ``limit``."""
-    if text[start:start + 1] in ("[", "{") and _deeper_from(text, start, limit):
+    """Parse the JSON value that begins at ``start`` of ``text``; return it and where it ends."""
+    if text[start : start + 1] in ("[", "{") and _too_deep(text, limit, start, one_value=True) is not None:
         raise JsonError(f"nested deeper than {limit}")
     try:
         return _DECODER.raw_decode(text, start)
-    except json.JSONDecodeError as exc:
-        raise JsonError(exc.msg, ((exc.lineno, exc.colno),)) from None
-    except RecursionError:
-        raise JsonError(f"nested deeper than {limit}") from None
-    except ValueError as exc:
-        raise JsonError(str(exc)) from None
+    except (ValueError, RecursionError) as exc:
+        raise _parse_error(exc, limit) from None
 
 
 _OPEN_RUN = re.compile(r"[\[{](?:\s*[\[{])*")
 
 
 def _after_failure(text: str, start: int, limit: Limit) -> int:
-    """Where to look for the next value after none began at ``start``: past the opening
-    brackets of a run too long to be a value (each of them opens more than ``limit`` levels)."""
+    """Return where to look on after no value began at ``start``: past a run of brackets too deep to open one."""
     run = _OPEN_RUN.match(text, start)
     if run is None:
         return start + 1
@@ -226,12 +192,11 @@ def _after_failure(text: str, start: int, limit: Limit) -> int:
     return opens[len(opens) - int(limit.value)] if len(opens) > limit.value else start + 1
 
 
-def find_json(text: str, *, opening: str = "[{", nested: bool = False,
-              limit: Limit = DEPTH) -> Iterator[tuple[Any, int, int]]:
-    """Each JSON value that begins at one of the ``opening`` characters in ``text``, with where
-    it begins and ends, in order: after a value the search goes on past it (``nested``: inside
-    it). A run of brackets deeper than ``limit`` is skipped in one step, so a bracket bomb costs
-    linear time instead of a failed parse per bracket."""
+def find_json(
+    text: str, *, opening: str = "[{", nested: bool = False, limit: Limit = DEPTH
+) -> Iterator[tuple[Any, int, int]]:
+    """Yield each JSON value that begins at one of the ``opening`` characters in ``text``, with where it
+    begins and ends; the search goes on past a value (``nested``: inside it). A bracket bomb costs linear time."""
     starts = re.compile("[" + re.escape(opening) + "]")
     at = 0
     while (found := starts.search(text, at)) is not None:
@@ -256,33 +221,20 @@ def _finite(value: Any) -> Any:
     return value
 
 
-#: One encoder per (indent, sort_keys, compact), made on first use: ``json.dumps`` with any
-#: argument builds a new ``JSONEncoder`` for every call, a third of the time of a row-sized one.
-_ENCODERS: dict[tuple[int | None, bool, bool], json.JSONEncoder] = {}
-
-
+@functools.cache  # json.dumps with arguments builds an encoder a call: a third of a row's time
 def _encoder(indent: int | None, sort_keys: bool, compact: bool) -> json.JSONEncoder:
-    key = (indent, sort_keys, compact)
-    encoder = _ENCODERS.get(key)
-    if encoder is None:
-        separators = (",", ":") if compact else None
-        encoder = _ENCODERS[key] = json.JSONEncoder(
-            ensure_ascii=False, indent=indent, sort_keys=sort_keys, separators=separators, allow_nan=False)
-    return encoder
+    separators = (",", ":") if compact else None
+    return json.JSONEncoder(
+        ensure_ascii=False, indent=indent, sort_keys=sort_keys, separators=separators, allow_nan=False
+    )
 
 
 def encode(
-    value: Any,
-    *,
-    indent: int | None = None,
-    sort_keys: bool = False,
-    compact: bool = False,
-    scrub: bool = True,
+    value: Any, *, indent: int | None = None, sort_keys: bool = False, compact: bool = False, scrub: bool = True
 ) -> str:
-    """``value`` as JSON text that :func:`decode` reads back unchanged, safe to write anywhere:
-    one line unless ``indent`` (U+0085, U+2028, U+2029 and lone surrogates escaped, so also valid
-    UTF-8), ``NaN`` and infinities as ``null``, secrets scrubbed. ``compact`` drops the spaces
-    after ``,`` and ``:``; ``scrub=False`` only for text that is hashed, never written."""
+    """Return ``value`` as JSON that :func:`decode` reads back unchanged, safe to write anywhere: one line
+    unless ``indent``, U+0085, U+2028, U+2029 and lone surrogates escaped, ``NaN`` as ``null``, secrets
+    scrubbed. ``compact`` drops the spaces after ``,`` and ``:``; ``scrub=False`` only for hashed text."""
     encoder = _encoder(indent, sort_keys, compact)
     try:
         text = encoder.encode(value)
@@ -294,8 +246,7 @@ def encode(
 
 
 def _may_be_unsafe(text: str) -> bool:
-    """Whether ``text`` may hold an :data:`_UNSAFE` character: a test several times quicker than
-    the pattern's search (which takes ~10 ns a character), run on every row a run writes."""
+    # several times quicker than _UNSAFE.search, on every row a run writes
     if text.isascii():
         return False
     if "\x85" in text or "\u2028" in text or "\u2029" in text:
@@ -308,8 +259,7 @@ def _may_be_unsafe(text: str) -> bool:
 
 
 def lone_surrogate(text: str, value: Any) -> tuple[str, str] | None:
-    """(where, ``\\udXXX``) of the first lone surrogate in ``value`` (decoded from ``text``):
-    valid JSON, but no character, so it cannot be sent, shown or written as UTF-8."""
+    """Return (where, ``\\udXXX``) of the first lone surrogate in ``value`` (decoded from ``text``), or None."""
     if _SURROGATE_ESCAPE.search(text) is None:
         return None
     todo: list[tuple[str, Any]] = [("", value)]

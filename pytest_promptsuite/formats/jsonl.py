@@ -1,5 +1,5 @@
 """JSON Lines files through ``jsonlines``: read with our strict ``decode`` (every bad line reported,
-reading going on), and appended to a line a write."""
+reading going on), and appended one line a write."""
 
 from __future__ import annotations
 
@@ -18,12 +18,8 @@ from pytest_promptsuite.formats.jsonio import JsonError
 from pytest_promptsuite.formats.jsonio import decode
 
 
-__all__ = ["JsonLine", "appender", "line_problem", "read_jsonl"]
-
-
 class JsonLine(NamedTuple):
-    """One non-blank line of a JSON Lines file: its 1-based number, and its value or what is wrong;
-    its text, and where its bytes (line end included) start and end in the file."""
+    """A non-blank line: its number, its value or problem, its text, and its bytes' span (line end included)."""
 
     number: int
     value: Any = None
@@ -34,16 +30,14 @@ class JsonLine(NamedTuple):
 
 
 class _Lines:
-    """A binary file's lines for ``jsonlines.Reader``: split at ``\\n`` only (U+2028, U+2029 and
-    U+0085 are text), without their line ends or the file's BOM, each with its place."""
+    """A binary file's lines for ``jsonlines.Reader``: split at ``\\n`` only, without line ends or the BOM."""
 
     def __init__(self, fp: IO[bytes], strict: bool) -> None:
         self._fp = fp
         self._strict = strict
         self.number = self.start = self.end = 0
         self.text = ""
-        #: A BOM or RS starting the current line, which ``jsonlines.Reader`` drops (see :meth:`loads`).
-        self.mark = ""
+        self.mark = ""  # a BOM or RS starting the line, which jsonlines.Reader drops
 
     def __iter__(self) -> Iterator[bytes]:
         for raw in self._fp:
@@ -54,12 +48,12 @@ class _Lines:
             if line.endswith(b"\r"):
                 line = line[:-1]
             if self.start == 0 and line.startswith(codecs.BOM_UTF8):
-                line = line[len(codecs.BOM_UTF8):]
+                line = line[len(codecs.BOM_UTF8) :]
             self.mark = "\ufeff" if line.startswith(codecs.BOM_UTF8) else "\x1e" if line.startswith(b"\x1e") else ""
             yield line
 
     def loads(self, text: str | bytes) -> Any:
-        """``text`` decoded, with the mark the reader dropped put back: a BOM only starts the file."""
+        """Decode a line, with the mark the reader dropped put back: a BOM only starts the file."""
         assert isinstance(text, str)  # the reader decodes each line's bytes first
         if self.mark:
             text = self.mark + text
@@ -68,10 +62,8 @@ class _Lines:
 
 
 def read_jsonl(source: bytes | IO[bytes], *, strict: bool = True) -> Iterator[JsonLine]:
-    """Every non-blank line of a JSON Lines file (its bytes, or the file open for reading in
-    binary): a UTF-8 BOM at its start, ``\\r\\n`` and blank lines are fine. ``strict``: also refuse
-    duplicate keys and non-finite numbers. A bad line gives its ``problem`` (``invalid JSON: ...
-    (column 7)``, ``not valid UTF-8 ...``) and reading goes on, so a caller can report every line."""
+    """Yield every non-blank line of a JSON Lines file (its bytes, or the file open in binary); a bad
+    line gives its ``problem`` and reading goes on. ``strict``: see :func:`decode`."""
     lines = _Lines(io.BytesIO(source) if isinstance(source, bytes) else source, strict)
     reader = jsonlines.Reader(lines, loads=lines.loads)
     while True:
@@ -87,25 +79,23 @@ def read_jsonl(source: bytes | IO[bytes], *, strict: bool = True) -> Iterator[Js
 
 
 def line_problem(exc: BaseException) -> str:
-    """What is wrong with a line that did not decode (``exc``: a JsonError or UnicodeDecodeError)."""
+    """Return what is wrong with a line that did not decode (a JsonError or UnicodeDecodeError)."""
     if isinstance(exc, UnicodeDecodeError):
-        return (f"not valid UTF-8 (byte 0x{exc.object[exc.start]:02x} at column {exc.start + 1}); "
-                "save the file as UTF-8")
+        return f"not valid UTF-8 (byte 0x{exc.object[exc.start]:02x} at column {exc.start + 1}); save the file as UTF-8"
     assert isinstance(exc, JsonError), exc
     prefix = "" if exc.message.startswith(("nested", "duplicate")) else "invalid JSON: "
     return prefix + exc.describe(single_line=True)
 
 
 class _OneWrite(io.StringIO):
-    """What ``jsonlines.Writer`` writes a line into, then (at its flush) into a file descriptor in
-    one ``os.write``: processes appending to one file never interleave their lines."""
+    """A line ``jsonlines.Writer`` writes, put in one ``os.write`` at its flush (appends never interleave)."""
 
     def __init__(self, fd: int) -> None:
         super().__init__()
         self._fd = fd
 
     def flush(self) -> None:
-        """Write the line held, in one ``os.write``."""
+        """Write the line held in one ``os.write``."""
         data = self.getvalue().encode("utf-8")
         self.seek(0)
         self.truncate()
@@ -114,5 +104,5 @@ class _OneWrite(io.StringIO):
 
 
 def appender(fd: int, dumps: Callable[[Any], str]) -> jsonlines.Writer:
-    """A writer appending each value to ``fd`` (opened with ``O_APPEND``) as one line in one write."""
+    """Return a writer appending each value to ``fd`` (opened ``O_APPEND``) as one line in one write."""
     return jsonlines.Writer(_OneWrite(fd), dumps=dumps, flush=True)

@@ -1,18 +1,5 @@
-"""The response cache and cassettes (record / replay), wrapped around any async model.
-
-Both are keyed by :func:`cache_key`: a format version, the model's identity (spec, base URL
-without credentials, endpoint), the exact prompt or messages, the generation params and the
-repeat index. Concurrency, retry and timeout settings are not part of it, and neither is the API
-key or any header: a cache or cassette holds nothing secret.
-
-- :class:`ResponseCache`: one small JSON file per answer under a folder (``.promptsuite_cache/``
-  by default), written atomically, so pytest-xdist workers share it safely. Errors and empty
-  outputs are never stored; a hit reports ``latency_ms = None`` (the original latency stays in
-  the file).
-- :class:`Cassette`: one JSONL file meant to be committed, sorted by case, so CI replays a run
-  without a key. Recording appends one line per answer (one ``write`` each, so workers can
-  share the file) and :meth:`Cassette.finalize` sorts and de-duplicates it at the end.
-"""
+"""The response stores around an async model: the response cache (a folder of answers) and
+cassettes (a committed JSONL file, recorded and replayed), both keyed by :func:`cache_key`."""
 
 from __future__ import annotations
 
@@ -41,28 +28,16 @@ from pytest_promptsuite.models.base import Response
 from pytest_promptsuite.models.base import Usage
 
 
-__all__ = [
-    "CACHE_FORMAT_VERSION",
-    "Cassette",
-    "CachingModel",
-    "HeldCache",
-    "ResponseCache",
-    "ResponseStores",
-    "cache_key",
-    "model_identity",
-]
-
 #: Part of every key: bump it when the key's inputs or an entry's meaning change.
 CACHE_FORMAT_VERSION = 1
-#: What a key hashes: ``json.dumps(data, ensure_ascii=False, sort_keys=True, separators=(",", ":"),
-#: default=str)``, with one encoder (``dumps`` with arguments builds one each call).
+#: What a key hashes (one encoder: ``json.dumps`` with arguments builds one a call).
 _KEYED = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":"), default=str)
 #: How a cassette writes an entry: sorted keys (reviewable diffs), scrubbed.
 _ENTRY = functools.partial(encode, sort_keys=True)
 
 
 def model_identity(model: Model) -> dict[str, Any]:
-    """The model part of a key: ``cache_identity()`` where the model has one, else its spec."""
+    """Return the model part of a key: ``cache_identity()`` where the model has one, else its spec."""
     identity = getattr(model, "cache_identity", None)
     if callable(identity):
         return dict(identity())
@@ -70,7 +45,7 @@ def model_identity(model: Model) -> dict[str, Any]:
 
 
 def cache_key(identity: Mapping[str, Any], request: ModelRequest) -> str:
-    """The content address of one answer (sha256 hex)."""
+    """Return the content address of one answer (sha256 hex); nothing secret goes into it."""
     data = {
         "format_version": CACHE_FORMAT_VERSION,
         "identity": dict(identity),
@@ -78,8 +53,7 @@ def cache_key(identity: Mapping[str, Any], request: ModelRequest) -> str:
         "params": dict(request.params),
         "repeat": request.repeat,
     }
-    text = _KEYED.encode(data)
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    return hashlib.sha256(_KEYED.encode(data).encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _response_dict(response: Response) -> dict[str, Any]:
@@ -92,21 +66,16 @@ def _response_dict(response: Response) -> dict[str, Any]:
 
 
 def _response_from(raw: Mapping[str, Any]) -> Response:
-    """A stored answer as a cache hit: ``cached=True`` and no latency."""
+    """Return a stored answer as a cache hit: ``cached=True`` and no latency."""
     usage = raw.get("usage")
     if not isinstance(raw["text"], str):
         raise TypeError("its 'text' is not a string")
-    return Response(
-        text=raw["text"],
-        finish_reason=raw.get("finish_reason"),
-        usage=Usage(**usage) if isinstance(usage, dict) else None,
-        latency_ms=None,
-        cached=True,
-    )
+    usage = Usage(**usage) if isinstance(usage, dict) else None
+    return Response(raw["text"], raw.get("finish_reason"), usage, latency_ms=None, cached=True)
 
 
 class ResponseCache:
-    """A content-addressed folder of answers: ``ROOT/v1/ab/abcdef....json``."""
+    """A content-addressed folder of answers, ``ROOT/v1/ab/abcdef....json``, written atomically."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -119,21 +88,19 @@ class ResponseCache:
         return self._folder / key[:2] / f"{key}.json"
 
     def get(self, key: str) -> Response | None:
-        """The stored answer for ``key`` as a cache hit, or None (a miss, or a file that is not ours)."""
+        """Return the stored answer for ``key`` as a cache hit, or None (a miss, or a file not ours)."""
         try:
-            raw = decode(self._path(key).read_bytes().decode("utf-8"), strict=False)
-            response = _response_from(raw["response"])
+            return _response_from(decode(self._path(key).read_bytes().decode("utf-8"), strict=False)["response"])
         except (OSError, ValueError, KeyError, TypeError):
             return None  # absent, or a half-written / foreign file: a miss, never a crash
-        return response
 
     def put(self, key: str, response: Response, *, case_id: str = "") -> None:
-        """Store an answer; empty outputs are not stored (an empty answer is often a glitch)."""
+        """Store an answer, unless it is empty (an empty answer is often a glitch)."""
         if not response.text:
             return
         path = self._path(key)
-        entry = {"format_version": CACHE_FORMAT_VERSION, "key": key, "case_id": case_id,
-                 "response": _response_dict(response)}
+        entry = {"format_version": CACHE_FORMAT_VERSION, "key": key, "case_id": case_id}
+        entry["response"] = _response_dict(response)
         try:
             self._prepare()
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -162,24 +129,17 @@ class ResponseCache:
 
 
 class Cassette:
-    """A committed JSONL file of answers; ``mode`` is ``"record"`` or ``"replay"``.
-
-    A recording goes to ``PATH.partial`` first; :meth:`finalize` replaces ``PATH`` with it only
-    when the run recorded something, so ``--collect-only`` or a run that reached no endpoint
-    leaves a committed cassette as it was.
-    """
+    """A committed JSONL file of answers, ``mode`` ``"record"`` or ``"replay"``; a recording goes to
+    ``PATH.partial`` until :meth:`finalize`."""
 
     def __init__(self, path: Path, mode: str) -> None:
         if mode not in ("record", "replay"):
             raise ValueError(mode)
         self.path = path
-        self.mode = mode
-        self._entries: dict[str, dict[str, Any]] = {}
+        self.partial = path.with_name(path.name + ".partial")
+        self._entries = self._read(path) if mode == "replay" else {}
         self._fd: int | None = None
         self._writer: jsonlines.Writer | None = None
-        self.partial = path.with_name(path.name + ".partial")
-        if mode == "replay":
-            self._entries = self._read(path)
 
     @staticmethod
     def _read(path: Path) -> dict[str, dict[str, Any]]:
@@ -187,8 +147,7 @@ class Cassette:
         try:
             data = path.read_bytes()
         except OSError as exc:
-            raise ConfigError(f"--prompt-replay {path}: cannot read the cassette: {exc.strerror}"
-                              ) from exc
+            raise ConfigError(f"--prompt-replay {path}: cannot read the cassette: {exc.strerror}") from exc
         for line in read_jsonl(data, strict=False):
             if line.problem is not None:
                 raise ConfigError(f"{path}:{line.number}: not a cassette entry ({line.problem})")
@@ -202,7 +161,7 @@ class Cassette:
         return entries
 
     def start(self) -> None:
-        """Begin a recording (call once, before any pytest-xdist worker starts)."""
+        """Begin a recording (once, before any pytest-xdist worker starts)."""
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self.partial.write_text("", encoding="utf-8")
@@ -210,12 +169,11 @@ class Cassette:
             raise ConfigError(f"--prompt-record {self.path}: cannot write: {exc.strerror}") from exc
 
     def get(self, key: str) -> Response | None:
-        """The recorded answer for ``key``, or None."""
+        """Return the recorded answer for ``key``, or None."""
         entry = self._entries.get(key)
         return None if entry is None else _response_from(entry["response"])
 
-    def add(self, key: str, request: ModelRequest, identity: Mapping[str, Any],
-            response: Response) -> None:
+    def add(self, key: str, request: ModelRequest, identity: Mapping[str, Any], response: Response) -> None:
         """Append one answer as one line in one ``write`` (safe with several writers)."""
         entry = {
             "key": key,
@@ -243,15 +201,14 @@ class Cassette:
             self._fd = self._writer = None
 
     def finalize(self) -> int:
-        """Write the recording to ``PATH``, sorted by case, repeat and key, one line per key;
-        return the count (0: nothing was recorded and ``PATH`` is left alone)."""
+        """Write the recording to ``PATH``, sorted by case, repeat and key, one line a key; return the
+        count (0: nothing was recorded and ``PATH`` is left alone)."""
         self.close()
         entries = self._read(self.partial) if self.partial.exists() else {}
         self.partial.unlink(missing_ok=True)
         if not entries:
             return 0
-        ordered = sorted(entries.values(), key=lambda e: (e.get("case_id", ""), e.get("repeat", 0),
-                                                           e["key"]))
+        ordered = sorted(entries.values(), key=lambda e: (e.get("case_id", ""), e.get("repeat", 0), e["key"]))
         tmp = self.path.with_name(self.path.name + ".tmp")
         with jsonlines.open(tmp, "w", dumps=_ENTRY) as out:
             out.write_all(ordered)
@@ -278,13 +235,8 @@ class ResponseStores:
 
 
 class CachingModel:
-    """Wraps an async model: a replayed answer, else a cached one, else a call (then stored).
-
-    Only a model with a ``cache_identity()`` (what its answers depend on besides the request,
-    as :class:`~pytest_promptsuite.models.openai.OpenAIModel` has) uses the response cache: a
-    conftest model without one may answer differently from run to run. Record and replay, which
-    the user asks for by name, work for every model.
-    """
+    """An async model behind the stores: a replayed answer, else a cached one, else a call (then stored).
+    Only a model with a ``cache_identity()`` uses the cache (another may answer differently each run)."""
 
     def __init__(
         self,
@@ -310,20 +262,19 @@ class CachingModel:
         return self.replay is not None or bool(getattr(self.inner, "deterministic", False))
 
     def stored(self, request: ModelRequest) -> bool:
-        """Whether the call never reaches the model: replayed (or refused) by the cassette, or cached."""
+        """Tell whether the call never reaches the model: replayed (or refused) by the cassette, or cached."""
         if self.replay is not None:
             return True
         return self.cache is not None and self.cache.get(cache_key(self.identity, request)) is not None
 
     async def generate(self, request: ModelRequest) -> Response:
-        """A replayed answer, else a cached one, else the inner model's (stored and recorded)."""
+        """Return a replayed answer, else a cached one, else the inner model's (stored and recorded)."""
         key, response = self.lookup(request)
         return response if response is not None else await self.fetch(request, key)
 
     def lookup(self, request: ModelRequest) -> tuple[str, Response | None]:
-        """The request's key and its stored answer (replayed, or cached and then recorded), or
-        None: :meth:`fetch` asks the inner model. The runner looks up on pytest's main thread,
-        so the event loop thread never waits for a cache file; a replay miss is a ModelError."""
+        """Return the request's key and its stored answer (replayed, or cached and then recorded) or None;
+        a replay miss is a ModelError. The runner looks up on the main thread: the loop never waits for a file."""
         key = cache_key(self.identity, request)
         if self.replay is not None:
             response = self.replay.get(key)
@@ -341,8 +292,7 @@ class CachingModel:
         return key, response
 
     async def fetch(self, request: ModelRequest, key: str) -> Response:
-        """The inner model's answer to a request :meth:`lookup` found nothing for (``key``: its
-        key), stored in the cache and recorded."""
+        """Return the inner model's answer to a request :meth:`lookup` found nothing for, stored and recorded."""
         response = await self.inner.generate(request)
         if self.cache is not None:
             self.cache.put(key, response, case_id=request.case_id)
@@ -358,9 +308,8 @@ class CachingModel:
 
 
 class HeldCache(ResponseCache):
-    """A :class:`ResponseCache` whose stores wait for :meth:`flush`, which the runner calls on the
-    main thread: storing an answer writes a file (a folder made, a temporary file written and
-    renamed), and on the event loop thread every call in flight would wait for it."""
+    """A :class:`ResponseCache` whose stores wait for :meth:`flush`, on the main thread: on the event
+    loop's, every call in flight would wait for each file written."""
 
     def __init__(self, root: Path) -> None:
         super().__init__(root)
@@ -372,9 +321,6 @@ class HeldCache(ResponseCache):
 
     def flush(self) -> None:
         """Store the answers held so far."""
-        while True:
-            try:
-                key, response, case_id = self._held.popleft()
-            except IndexError:
-                return
+        while self._held:  # only this thread takes from it
+            key, response, case_id = self._held.popleft()
             super().put(key, response, case_id=case_id)

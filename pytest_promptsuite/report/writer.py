@@ -1,4 +1,5 @@
-"""Report files: ``results.jsonl``, ``summary.json``, ``slices.csv``, ``summary.md``, ``dashboard.html``."""
+"""The report folder: ``results.jsonl``, ``summary.json``, ``slices.csv``, ``summary.md``, ``dashboard.html``
+and ``review.jsonl``, written as a stream."""
 
 from __future__ import annotations
 
@@ -13,15 +14,16 @@ from typing import overload
 
 import jsonlines
 
-from pytest_promptsuite.checks.outcome import Layer
 from pytest_promptsuite.checks.outcome import Outcome
 from pytest_promptsuite.formats.jsonio import encode
 from pytest_promptsuite.report.document import summary_document
 from pytest_promptsuite.report.html import GridCells
 from pytest_promptsuite.report.html import write_dashboard
 from pytest_promptsuite.report.markdown import summary_markdown
+from pytest_promptsuite.results.compare import Reader
 from pytest_promptsuite.results.frames import slices_frame
 from pytest_promptsuite.results.history import History
+from pytest_promptsuite.results.review_book import is_mark
 from pytest_promptsuite.results.row import CaseResult
 from pytest_promptsuite.results.summary import Baseline
 from pytest_promptsuite.results.summary import Summary
@@ -29,8 +31,6 @@ from pytest_promptsuite.results.usage import UsageReport
 from pytest_promptsuite.results.usage import usage_report
 from pytest_promptsuite.safety.scrub import printable
 
-
-__all__ = ["REPORT_FILES", "review_queue", "sorted_rows", "write_report"]
 
 REPORT_FILES = ("results.jsonl", "summary.json", "slices.csv", "summary.md", "dashboard.html", "review.jsonl")
 #: How ``results.jsonl`` writes a row: as its ``to_json()``.
@@ -44,39 +44,35 @@ def _order(row: CaseResult) -> tuple[str, int, str, str, int]:
 
 
 def sorted_rows(rows: Iterable[CaseResult]) -> list[CaseResult]:
-    """Rows in case-file order (file, line, variant, repeat), whatever order they finished in.
-
-    A serial run, a pytest-xdist run and merged shards then write the same ``results.jsonl``.
-    """
+    """Return rows in case-file order (file, line, variant, repeat), whatever order they finished in."""
     return sorted(rows, key=_order)
 
 
 def review_queue(rows: Iterable[CaseResult]) -> list[dict[str, Any]]:
-    """The cases marked for a human (outcome ``review``), each with the reasons it was marked."""
+    """Return the cases marked for a human (outcome ``review``), each with the reasons it was marked."""
     queue = []
     for row in rows:
         if row.outcome is not Outcome.REVIEW:
             continue
-        reasons = [
-            str(c.details["review"])
-            for c in row.checks
-            if c.layer == Layer.REVIEW and c.details and "review" in c.details
-        ]
         queue.append(
             {
-                "case_id": row.case_id, "slice": row.slice, "variant": row.variant, "repeat": row.repeat,
-                "location": "" if row.location is None else str(row.location), "reasons": reasons,
-                "prompt": row.prompt, "output": row.output,
+                "case_id": row.case_id,
+                "slice": row.slice,
+                "variant": row.variant,
+                "repeat": row.repeat,
+                "location": "" if row.location is None else str(row.location),
+                "reasons": [str((c.details or {})["review"]) for c in row.checks if is_mark(c)],
+                "prompt": row.prompt,
+                "output": row.output,
             }
         )
     return queue
 
 
 class _ReadBack(Sequence[CaseResult]):
-    """Rows in order, each read back whole by ``full`` as it is reached: the report files are
-    written as a stream, never with every row's texts in memory at once."""
+    """Rows in order, each read back whole by ``full`` as it is reached (never every row's texts at once)."""
 
-    def __init__(self, rows: list[CaseResult], full: Callable[[CaseResult], CaseResult]) -> None:
+    def __init__(self, rows: list[CaseResult], full: Reader) -> None:
         self._rows, self._full = rows, full
 
     def __len__(self) -> int:
@@ -98,30 +94,33 @@ class _ReadBack(Sequence[CaseResult]):
 
 
 def _only(rows: Sequence[CaseResult], *outcomes: Outcome) -> Sequence[CaseResult]:
-    """The rows of these outcomes; of read-back rows, only those are read back (the outcome is
-    known without the texts)."""
+    """Return the rows of these outcomes; of read-back rows, only those are read back."""
     if isinstance(rows, _ReadBack):
         return _ReadBack([r for r in rows._rows if r.outcome in outcomes], rows._full)
     return [r for r in rows if r.outcome in outcomes]
 
 
 def write_report(
-    directory: Path, rows: Iterable[CaseResult], summary: Summary, *,
-    full: Callable[[CaseResult], CaseResult] | None = None, usage: UsageReport | None = None,
-    history: History | None = None, baseline: Baseline | Sequence[CaseResult] | None = None,
-    lines: Callable[[Iterable[CaseResult]], Iterable[bytes]] | None = None, cells: GridCells | None = None,
+    directory: Path,
+    rows: Iterable[CaseResult],
+    summary: Summary,
+    *,
+    full: Reader | None = None,
+    usage: UsageReport | None = None,
+    history: History | None = None,
+    baseline: Baseline | Sequence[CaseResult] | None = None,
+    lines: Callable[[Iterable[CaseResult]], Iterable[bytes]] | None = None,
+    cells: GridCells | None = None,
 ) -> list[Path]:
     """Write every report file into ``directory`` (created if needed); return their paths.
 
-    ``full`` reads a row back whole when ``rows`` left their texts on disk (a run's spool), so the
-    files are written as a stream. ``usage`` (calls, tokens, cost, latency) is computed from the
-    rows when not given; ``history`` (``--prompt-history``) adds each slice's trend, this run last,
-    to ``summary.md`` and the dashboard; the ``baseline``'s rows are the dashboard's baseline
-    column of outputs (read back the same way when a streamed :class:`Baseline` left them on disk).
-    ``lines`` gives the rows' ``results.jsonl`` lines (UTF-8, each ending in a newline, scrubbed)
-    as a spool holds them (their ``to_json()``, copied rather than read back, parsed and encoded
-    again); ``cells``, the dashboard grid's text of the rows it need not read back (made as they
-    were spooled).
+    Args:
+        full: reads a row back whole when ``rows`` left their texts on disk (a run's spool).
+        usage: the run's calls, tokens, cost and latency (computed from the rows when not given).
+        history: ``--prompt-history``: each slice's trend, this run last.
+        baseline: the rows of the dashboard's baseline column.
+        lines: the rows' ``results.jsonl`` lines as a spool holds them, copied as they are.
+        cells: the dashboard grid's text of the rows it need not read back.
     """
     directory.mkdir(parents=True, exist_ok=True)
     light = sorted_rows(rows)
@@ -142,13 +141,11 @@ def write_report(
     slices_csv.write_bytes(printable(slices_frame(summary).to_csv(index=False, lineterminator="\r\n")).encode())
     queue = review_queue(_only(ordered, Outcome.REVIEW))  # only those rows read back
     summary_md = directory / "summary.md"
-    markdown = summary_markdown(summary, queue, rows=_only(ordered, Outcome.FAILED, Outcome.ERROR), usage=usage,
-                                history=trend)
+    failing = _only(ordered, Outcome.FAILED, Outcome.ERROR)
+    markdown = summary_markdown(summary, queue, rows=failing, usage=usage, history=trend)
     summary_md.write_text(printable(markdown), encoding="utf-8")
-    dashboard = write_dashboard(
-        directory / "dashboard.html", light, summary, usage=usage, history=trend, baseline=baseline, full=full,
-        cells=cells,
-    )
+    dashboard = directory / "dashboard.html"
+    write_dashboard(dashboard, light, summary, usage=usage, history=trend, baseline=baseline, full=full, cells=cells)
     review = directory / "review.jsonl"  # the review queue: what a human should look at
     with jsonlines.open(review, "w", dumps=encode) as out:
         out.write_all(queue)

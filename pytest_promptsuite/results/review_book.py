@@ -1,15 +1,5 @@
-"""Human review decisions (``--prompt-reviews FILE``): a reviewer's pass or fail on a ``review``
-case, kept so the same output is looked at once.
-
-The dashboard downloads decisions as JSON Lines, one per reviewed output::
-
-    {"case_id": "refund-003", "variant": null, "output_sha256": "9f2c...", "decision": "pass",
-     "reviewer": "alice", "comment": "wording checked with legal", "decided_at": "2026-12-01T10:00:00Z"}
-
-A decision applies to a later run's row of the same case (and variant, when it names one) whose
-output text has the same SHA-256: the row then ends ``passed`` or ``failed`` with a ``review
-decision`` check saying who decided and why. A changed output is reviewed again.
-"""
+"""Human review decisions (``--prompt-reviews FILE``): a reviewer's pass or fail on an output of a
+``review`` case, applied to a later run's row with the same output."""
 
 from __future__ import annotations
 
@@ -27,17 +17,16 @@ from pytest_promptsuite.formats.jsonl import read_jsonl
 from pytest_promptsuite.results.row import CaseResult
 
 
-__all__ = ["REVIEW_CHECK", "ReviewBook", "ReviewDecision", "load_reviews", "output_sha256"]
-
 #: The name of the check a decision adds to a row.
 REVIEW_CHECK = "review decision"
 _DECISIONS = ("pass", "fail")
-_KEYS = frozenset({"case_id", "variant", "output_sha256", "decision", "reviewer", "comment", "decided_at",
-                   "slice", "repeat"})
+#: What a decision check's details hold (and ``source``).
+_DETAILS = ("decision", "reviewer", "comment", "decided_at", "output_sha256")
+_KEYS = frozenset({"case_id", "variant", "slice", "repeat", *_DETAILS})
 
 
 def output_sha256(text: str) -> str:
-    """The hex SHA-256 of an output's text (UTF-8; lone surrogates escaped as the reports write them)."""
+    """Return the hex SHA-256 of an output's text (UTF-8; lone surrogates escaped as the reports write them)."""
     return hashlib.sha256(text.encode("utf-8", "backslashreplace")).hexdigest()
 
 
@@ -55,19 +44,16 @@ class ReviewDecision:
     where: str = ""
 
     def check(self) -> CheckResult:
-        """The row's record of this decision: who, what and why."""
+        """Return the row's record of this decision: who, what and why."""
         who = self.reviewer or "a reviewer"
         message = f"{who} decided {self.decision}" + (f": {self.comment}" if self.comment else "")
-        details = {
-            "decision": self.decision, "reviewer": self.reviewer, "comment": self.comment,
-            "decided_at": self.decided_at, "output_sha256": self.output_sha256, "source": self.where,
-        }
+        details = {key: getattr(self, key) for key in _DETAILS} | {"source": self.where}
         return CheckResult(Layer.REVIEW.value, REVIEW_CHECK, self.decision == "pass", message, details=details)
 
 
-def _is_mark(check: CheckResult) -> bool:
-    """A review mark (the case's ``review``, a ``human-review`` check)."""
-    return check.layer == Layer.REVIEW.value and bool(check.details) and "review" in (check.details or {})
+def is_mark(check: CheckResult) -> bool:
+    """Tell whether ``check`` is a review mark (the case's ``review``, a ``human-review`` check)."""
+    return check.layer == Layer.REVIEW.value and "review" in (check.details or {})
 
 
 class ReviewBook:
@@ -82,7 +68,7 @@ class ReviewBook:
         return sum(len(v) for v in self._by.values())
 
     def find(self, row: CaseResult) -> ReviewDecision | None:
-        """The decision for this row's output, if a reviewer made one."""
+        """Return the decision for this row's output, if a reviewer made one."""
         if row.output is None or row.outcome not in (Outcome.REVIEW, Outcome.FAILED):
             return None
         for d in self._by.get((row.case_id, output_sha256(row.output)), ()):
@@ -91,16 +77,10 @@ class ReviewBook:
         return None
 
     def apply(self, row: CaseResult) -> CaseResult:
-        """``row`` with its review decided: ``passed`` or ``failed``, the decision among its checks.
-
-        Only a row whose sole reason not to pass is a review mark changes (a ``review`` outcome,
-        or ``failed`` by ``[review] outcome = "failed"`` alone); any other failure stands.
-        """
-        marks = [c for c in row.checks if _is_mark(c)]
-        if not marks:
-            return row
+        """Return ``row`` with its review decided (``passed`` or ``failed``, the decision among its checks)
+        when a review mark is its only reason not to pass; any other failure stands."""
         failing = [c for c in row.checks if not c.passed and c.gating and not c.skipped]
-        if any(not _is_mark(c) for c in failing):
+        if not any(is_mark(c) for c in row.checks) or not all(is_mark(c) for c in failing):
             return row
         decision = self.find(row)
         if decision is None:
@@ -126,16 +106,12 @@ def _decision(value: Any, where: str) -> ReviewDecision:
     for key in ("variant", "reviewer", "comment", "decided_at"):
         if value.get(key) is not None and not isinstance(value[key], str):
             raise ValueError(f"{key!r} must be a string")
-    return ReviewDecision(
-        case_id=value["case_id"], output_sha256=digest, decision=value["decision"],
-        variant=value.get("variant"), reviewer=value.get("reviewer") or "",
-        comment=value.get("comment") or "", decided_at=value.get("decided_at") or "", where=where,
-    )
+    texts = {key: value.get(key) or "" for key in ("reviewer", "comment", "decided_at")}
+    return ReviewDecision(value["case_id"], digest, value["decision"], value.get("variant"), **texts, where=where)
 
 
 def load_reviews(path: Path, *, display: str | None = None) -> ReviewBook:
-    """The decisions of ``path`` (JSON Lines); a ConfigError listing every bad line as
-    ``path:line: what is wrong``."""
+    """Read the decisions of ``path`` (JSON Lines); ConfigError listing every bad line as ``path:line: ...``."""
     shown = display or str(path)
     try:
         data = path.read_bytes()

@@ -1,8 +1,5 @@
-"""The row of ``results.jsonl``: ``CaseResult``, what one executed case recorded.
-
-It is also what crosses the pytest-xdist wire (as JSON in ``item.user_properties``), so it
-round-trips through :meth:`CaseResult.to_json` exactly.
-"""
+"""The row of ``results.jsonl``, ``CaseResult``: what one executed case recorded (also what
+crosses the pytest-xdist wire, so it round-trips through its JSON exactly)."""
 
 from __future__ import annotations
 
@@ -20,20 +17,14 @@ from pytest_promptsuite.formats.jsonio import decode
 from pytest_promptsuite.formats.jsonio import encode
 
 
-__all__ = ["CaseResult", "RESULT_FORMAT_VERSION"]
-
-#: Written into every ``results.jsonl`` row; bumped whenever a field changes meaning. Rows
-#: without it are version 1 (before the field existed).
+#: Written into every row; bumped when a field changes meaning (a row without it is version 1).
 RESULT_FORMAT_VERSION = 1
 
 
 @dataclass(frozen=True)
 class CaseResult:
-    """Everything recorded for one executed case (one variant, one repeat).
-
-    ``outcome`` may be given as its string and ``location`` as ``"path:line"`` (as a
-    ``results.jsonl`` row writes them); both are stored typed.
-    """
+    """Everything recorded for one executed case (one variant, one repeat); ``outcome`` and
+    ``location`` may be given as a row writes them (a string, ``"path:line"``)."""
 
     case_id: str
     slice: str
@@ -74,7 +65,7 @@ class CaseResult:
         return [c for c in self.checks if not c.passed and not c.skipped]
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``results.jsonl`` row (the contract's fields first, the format version last)."""
+        """Return the ``results.jsonl`` row (the contract's fields first, the format version last)."""
         return {
             "case_id": self.case_id,
             "slice": self.slice,
@@ -97,14 +88,13 @@ class CaseResult:
         }
 
     def to_json(self) -> str:
-        """The row as one line of JSON (what ``results.jsonl``, junit's properties and the xdist
-        wire carry): secrets scrubbed, every line separator and lone surrogate escaped."""
+        """Return the row as one line of JSON (``results.jsonl``, junit's properties, the xdist wire), scrubbed."""
         return encode(self.to_dict(), compact=True)
 
     @classmethod
     def from_dict(cls, row: dict[str, Any]) -> CaseResult:
-        """A row read back; ValueError for a row of a newer format or an unknown outcome."""
-        get = row.get  # every row of a baseline comes through here: positional, no empty generators
+        """Read a row back; ValueError for a row of a newer format or an unknown outcome."""
+        get = row.get  # every row of a baseline: positional, no empty generators
         version = get("format_version", 1)
         if not isinstance(version, int) or version > RESULT_FORMAT_VERSION:
             raise ValueError(
@@ -135,5 +125,5 @@ class CaseResult:
 
     @classmethod
     def from_json(cls, text: str) -> CaseResult:
-        """A row from one line of JSON (ValueError when it is not JSON)."""
+        """Read a row from one line of JSON (ValueError when it is not JSON)."""
         return cls.from_dict(decode(text, strict=False))

@@ -1,6 +1,5 @@
-"""A run's rows as its items report them: spooled to a file as they arrive and kept without their
-texts, their usage counted on the way, each encoded once and, when this process encoded it,
-never parsed back (a pytest-xdist worker's rows are parsed once, on the controller)."""
+"""A run's rows as its items report them, ``RowSpool``: spooled to a file as they arrive, kept
+without their texts, their usage counted on the way."""
 
 from __future__ import annotations
 
@@ -16,28 +15,22 @@ from pytest_promptsuite.results.usage import UsageTally
 from pytest_promptsuite.safety.scrub import registered
 
 
-__all__ = ["RowSpool"]
-
-
 class RowSpool:
-    """The rows items reported: :meth:`encode` makes the line an item reports, :meth:`add` spools
-    a line that reached the session (the same one, or a worker's)."""
+    """The rows items reported: :meth:`encode` makes an item's line, :meth:`add` spools a line that
+    reached the session (that one, never parsed back, or a worker's)."""
 
     def __init__(self) -> None:
-        #: The calls, tokens and latency of every row spooled, counted as it arrives.
         self.usage = UsageTally()
         #: Also told of each row spooled, with what its line holds (the dashboard's grid).
         self.on_row: OnRow | None = None
         self._stored: StoredResults | None = None
         #: The last line :meth:`encode` made, its row and what it reads back as, until :meth:`add`.
         self._reported: tuple[str, CaseResult, dict[str, Any]] | None = None
-        #: The secrets registered when the first row was encoded, while every row spooled is one
-        #: this process encoded (None after any other): then its lines need no scrubbing again.
+        #: The secrets registered at the first row, while every row is one this process encoded.
         self._scrubbed_with: tuple[str, ...] | None = None
 
     def encode(self, result: CaseResult) -> str:
-        """``result`` as the line its item reports (its ``to_json()``, which crosses pytest-xdist);
-        what the line reads back as is kept until :meth:`add` receives that very line."""
+        """Return ``result`` as its item's line (its ``to_json()``), keeping its value for :meth:`add`."""
         if self._stored is None and self._scrubbed_with is None:
             self._scrubbed_with = registered()
         line, value = encode_row(result)
@@ -45,7 +38,7 @@ class RowSpool:
         return line
 
     def add(self, line: str) -> CaseResult:
-        """Spool a row's line; the row without its texts."""
+        """Spool a row's line; return the row without its texts."""
         if self._stored is None:
             self._stored = StoredResults.spool(self._kept)
         reported, self._reported = self._reported, None
@@ -65,13 +58,12 @@ class RowSpool:
         return [] if self._stored is None else self._stored.rows
 
     def full(self, row: CaseResult) -> CaseResult:
-        """One of :attr:`rows` read back whole."""
+        """Read one of :attr:`rows` back whole."""
         return row if self._stored is None else self._stored.full(row)
 
     def lines(self, rows: Iterable[CaseResult]) -> Iterator[bytes]:
-        """The ``results.jsonl`` lines of ``rows`` (UTF-8), in that order: the spooled lines,
-        copied as they are when no secret was registered since they were scrubbed (else scrubbed
-        again)."""
+        """Return the ``results.jsonl`` lines of ``rows`` (UTF-8) in that order: copied as spooled while
+        every line is this process's and no secret was registered since, else scrubbed again."""
         if self._stored is None:
             return ((row.to_json() + "\n").encode("utf-8") for row in rows)
         return self._stored.lines(rows, scrubbed=registered() is self._scrubbed_with)

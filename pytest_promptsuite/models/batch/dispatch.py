@@ -1,7 +1,6 @@
-"""A run's calls answered in batch mode, before its cases run: the request file written
-(``--prompt-batch-file``), a results file read (``--prompt-batch-results``), or one OpenAI Batch
-job per model and endpoint sent and waited for. The runner keeps the answers each model's
-:class:`~.batch.BatchAnswers` layer gives its calls (see :meth:`ModelRunner.batch`)."""
+"""A run's calls answered in batch mode before its cases run: the request file written
+(``--prompt-batch-file``), a results file read (``--prompt-batch-results``), or one Batch job per
+model and endpoint sent and waited for."""
 
 from __future__ import annotations
 
@@ -34,20 +33,20 @@ from pytest_promptsuite.models.spend import BudgetExhausted
 if TYPE_CHECKING:
     from pytest_promptsuite.models.runner import Attached
 
-__all__ = ["answer_in_batches", "batch_lines"]
-
 T = TypeVar("T")
 #: Starts a coroutine on the run's event loop; a future the caller's thread can wait on.
 Submit = Callable[[Coroutine[Any, Any, T]], "concurrent.futures.Future[T]"]
 #: The batch lines of a run's calls: by model (its id), then endpoint, then ``custom_id``.
 Groups = dict[int, dict[str, dict[str, BatchLine]]]
+Progress = Callable[[str], None] | None
+_NOT_IN = "the request is not in it (its prompt, params or model changed?)"
 
 
-def batch_lines(attached: Mapping[int, Attached], allowance: Allowance,
-                calls: Iterable[tuple[Model, ModelRequest]], *, send: bool) -> Groups:
-    """The batch lines of ``calls`` by model and endpoint, each ``custom_id`` once. Left out:
-    calls of a model not in batch mode, answered by the cache or a cassette, or (``send``:
-    they would be issued) not within the budget, which then refuses them as they run."""
+def batch_lines(
+    attached: Mapping[int, Attached], allowance: Allowance, calls: Iterable[tuple[Model, ModelRequest]], *, send: bool
+) -> Groups:
+    """Return the batch lines of ``calls`` by model and endpoint, each ``custom_id`` once, but those of a model
+    not in batch mode, answered by the stores or (``send``) beyond the budget, which refuses them as they run."""
     groups: Groups = {}
     for model, request in calls:
         layers = attached.get(id(model))
@@ -69,13 +68,17 @@ def batch_lines(attached: Mapping[int, Attached], allowance: Allowance,
 
 
 def answer_in_batches(
-    attached: Mapping[int, Attached], allowance: Allowance, calls: Iterable[tuple[Model, ModelRequest]], *,
-    submit: Submit[Any], write_to: Path | None = None, results: Path | None = None,
-    progress: Callable[[str], None] | None = None,
+    attached: Mapping[int, Attached],
+    allowance: Allowance,
+    calls: Iterable[tuple[Model, ModelRequest]],
+    *,
+    submit: Submit[Any],
+    write_to: Path | None = None,
+    results: Path | None = None,
+    progress: Progress = None,
 ) -> int:
-    """Answer ``calls`` from batch jobs (one per model and endpoint, run through ``submit``), a
-    results file (``results``) or not at all (``write_to``: the request file is written, each
-    call then ends as not sent). Returns how many requests went into jobs or the file."""
+    """Answer ``calls`` from batch jobs (one per model and endpoint, run through ``submit``), a results file
+    or not at all (``write_to``); return how many requests went into jobs or the file."""
     groups = batch_lines(attached, allowance, calls, send=write_to is None and results is None)
     every = [line for by_url in groups.values() for lines in by_url.values() for line in lines.values()]
     if write_to is not None:
@@ -88,31 +91,27 @@ def answer_in_batches(
         return len(every)
     outputs = None
     if results is not None:
-        outputs = read_outputs(_read(results), str(results))
+        try:
+            outputs = read_outputs(results.read_bytes(), str(results))
+        except OSError as exc:
+            raise ConfigError(f"--prompt-batch-results {results}: cannot read ({exc.strerror or exc})") from exc
     for ident, by_url in groups.items():
         layers = attached[ident]
         answers = layers.answers
         assert answers is not None
         for url, lines in by_url.items():
             if outputs is not None:
-                found = answers_from(answers, lines, outputs, str(results),
-                                     "the request is not in it (its prompt, params or model changed?)")
+                found = answers_from(answers, lines, outputs, str(results), _NOT_IN)
             else:
                 found = _run_job(layers.budget.inner, answers, list(lines.values()), url, submit, progress)
             answers.answers.update(found)
     return len(every)
 
 
-def _read(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except OSError as exc:
-        raise ConfigError(f"--prompt-batch-results {path}: cannot read ({exc.strerror or exc})") from exc
-
-
-def _run_job(model: Model, answers: BatchAnswers, lines: list[BatchLine], url: str, submit: Submit[Any],
-             progress: Callable[[str], None] | None) -> dict[str, Response | ModelError]:
-    """One batch job to its end (Ctrl-C cancels it); each line's answer or error."""
+def _run_job(
+    model: Model, answers: BatchAnswers, lines: list[BatchLine], url: str, submit: Submit[Any], progress: Progress
+) -> dict[str, Response | ModelError]:
+    """Run one batch job to its end (Ctrl-C cancels it); return each line's answer or error."""
     from pytest_promptsuite.models.batch.job import BatchJob  # httpx: imported when a job is sent, never at start-up
 
     job = BatchJob(model, progress=progress)

@@ -1,16 +1,5 @@
-"""Batch mode: the run's calls as one OpenAI Batch job, a request file, or a results file.
-
-With ``--prompt-batch`` (or ``[model] batch = true``) the run renders every case's request once
-collection is final, leaves out what the response cache or a cassette answers, and sends the rest
-as one job per model and endpoint: a JSONL request file (one ``{"custom_id", "method", "url",
-"body"}`` a line, the format of OpenAI's Batch API and ``vllm run-batch``) uploaded to
-``/files``, a ``/batches`` job polled with backoff until it ends, then its output and error files
-downloaded. :class:`BatchAnswers` (a layer of the model, inside the response stores) then answers
-each case's call from them, so the cache and cassettes work as with direct calls.
-
-A request's ``custom_id`` is its case id and a hash of the request (model, prompt, params,
-repeat): a results file answers a case only while its prompt is the one that was sent.
-"""
+"""Batch requests and answers: a call as a line of a Batch API request file, the output file's lines
+read back, and :class:`BatchAnswers`, the model layer that answers each call from them."""
 
 from __future__ import annotations
 
@@ -38,9 +27,6 @@ from pytest_promptsuite.models.cache import model_identity
 from pytest_promptsuite.models.spend import NotIssued
 
 
-__all__ = ["BatchAnswers", "BatchLine", "NotSent", "answers_from", "custom_id", "read_outputs", "write_requests"]
-
-
 class NotSent(NotIssued):
     """The call was written to a batch request file (``--prompt-batch-file``), not sent."""
 
@@ -54,7 +40,7 @@ class _Batchable(Protocol):
 
 
 def custom_id(identity: Mapping[str, Any], request: ModelRequest) -> str:
-    """A request's id in a batch: its case id and 16 hex digits of its cache key."""
+    """Return a request's id in a batch: its case id and 16 hex digits of its cache key."""
     return f"{request.case_id or 'call'}#{cache_key(identity, request)[:16]}"
 
 
@@ -67,13 +53,13 @@ class BatchLine:
     body: dict[str, Any]
 
     def to_dict(self) -> dict[str, Any]:
-        """The line as the Batch API reads it."""
+        """Return the line as the Batch API reads it."""
         return {"custom_id": self.custom_id, "method": "POST", "url": self.url, "body": self.body}
 
 
 class BatchAnswers:
-    """Wraps a model with I/O: a call the run's batch answered gets that answer (or the batch's
-    error for it); any other (a later turn of a multi-turn case) is sent as usual."""
+    """A model with I/O whose calls the run's batch answered get that answer (or its error); any other
+    (a later turn of a multi-turn case) is sent as usual."""
 
     def __init__(self, inner: Model) -> None:
         self.inner = inner
@@ -85,78 +71,73 @@ class BatchAnswers:
     def __repr__(self) -> str:
         return f"BatchAnswers({self.inner!r})"
 
-    def __getattr__(self, name: str) -> Any:
-        # cache_identity, deterministic, aclose ...: as the wrapped model's
+    def __getattr__(self, name: str) -> Any:  # cache_identity, deterministic, aclose ...
         return getattr(self.inner, name)
 
     @property
     def batchable(self) -> bool:
-        """Whether requests of this model can be written in a batch file (an OpenAI-compatible model)."""
+        """Whether requests of this model can go in a batch file (an OpenAI-compatible model)."""
         return callable(getattr(self.inner, "_url_and_body", None))
 
     def line(self, request: ModelRequest) -> BatchLine:
-        """The batch file's line for ``request``: the endpoint's path from ``/v1`` and the body."""
+        """Return the batch file's line for ``request``: the endpoint's path from ``/v1`` and the body."""
         model: _Batchable = self.inner  # type: ignore[assignment]
         url, body = model._url_and_body(request)
         base = str(getattr(self.inner, "_path", ""))
-        path = url[len(base):] if base and url.startswith(base) else "/" + url.split("/", 3)[-1]
+        path = url[len(base) :] if base and url.startswith(base) else "/" + url.split("/", 3)[-1]
         return BatchLine(custom_id(self.identity, request), "/v1" + path.split("?")[0], body)
 
     def answer(self, raw: Mapping[str, Any], where: str) -> Response:
-        """A Batch API output line's ``response`` as a response; an EndpointError if it failed."""
+        """Read a Batch API output line's ``response``; an EndpointError if it failed."""
         status = raw.get("status_code")
         body = raw.get("body")
         if status != 200 or not isinstance(body, dict):
             error = body.get("error") if isinstance(body, dict) else None
             text = error.get("message") if isinstance(error, dict) else None
-            raise EndpointError(f"HTTP {status} in {where}: {text or encode(body)[:500]}",
-                                status=status if isinstance(status, int) else None)
+            raise EndpointError(
+                f"HTTP {status} in {where}: {text or encode(body)[:500]}",
+                status=status if isinstance(status, int) else None,
+            )
         model: _Batchable = self.inner  # type: ignore[assignment]
         response = model._parse(encode(body, scrub=False).encode("utf-8"), where, 0.0)
         return Response(response.text, response.finish_reason, response.usage, latency_ms=None)
 
     async def generate(self, request: ModelRequest) -> Response:
-        """The batch's answer for ``request``, else the inner model's."""
+        """Return the batch's answer for ``request``, else the inner model's."""
         if self.answers:
             found = self.answers.get(custom_id(self.identity, request))
             if isinstance(found, ModelError):
-                # a new instance for each call: raising the shared one again would chain every
-                # call's frames onto its traceback and keep them all alive (10,000 cases of a
-                # --prompt-batch-file run: seconds of garbage collection, most of the run)
+                # a copy: the shared one would keep every call's frames alive on its traceback
                 raise copy.copy(found).with_traceback(None)
             if found is not None:
                 return found
         return await self.inner.generate(request)
 
 
-def write_requests(path: Path, lines: Iterable[BatchLine]) -> int:
-    """Write a batch request file (JSONL, scrubbed); return how many lines it has."""
-    count = 0
+def write_requests(path: Path, lines: Iterable[BatchLine]) -> None:
+    """Write a batch request file (JSONL, scrubbed)."""
     try:
         with jsonlines.open(path, "w", dumps=functools.partial(encode, compact=True)) as out:
-            for line in lines:
-                out.write(line.to_dict())
-                count += 1
+            out.write_all(line.to_dict() for line in lines)
     except OSError as exc:
         raise ConfigError(f"--prompt-batch-file {path}: cannot write ({exc.strerror or exc})") from exc
-    return count
 
 
 def read_outputs(data: bytes, where: str) -> dict[str, dict[str, Any]]:
-    """A Batch API output (or error) file's lines by ``custom_id``."""
+    """Read a Batch API output (or error) file's lines by ``custom_id``."""
     found: dict[str, dict[str, Any]] = {}
     for line in read_jsonl(data, strict=False):
         value = line.value
         if line.problem is not None or not isinstance(value, dict) or not isinstance(value.get("custom_id"), str):
-            raise ConfigError(f"{where}:{line.number}: not a batch output line "
-                              f"({line.problem or 'no custom_id'})")
+            raise ConfigError(f"{where}:{line.number}: not a batch output line ({line.problem or 'no custom_id'})")
         found[value["custom_id"]] = value
     return found
 
 
-def answers_from(answers: BatchAnswers, wanted: Iterable[str], outputs: Mapping[str, Mapping[str, Any]],
-                 where: str, missing: str) -> dict[str, Response | ModelError]:
-    """Each wanted ``custom_id``'s answer from output lines; ``missing`` says why one has none."""
+def answers_from(
+    answers: BatchAnswers, wanted: Iterable[str], outputs: Mapping[str, Mapping[str, Any]], where: str, missing: str
+) -> dict[str, Response | ModelError]:
+    """Return each wanted ``custom_id``'s answer from output lines; ``missing`` says why one has none."""
     found: dict[str, Response | ModelError] = {}
     for ident in wanted:
         raw = outputs.get(ident)
