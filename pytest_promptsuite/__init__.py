@@ -11,9 +11,9 @@ from typing import Any
 
 
 if TYPE_CHECKING:
-    from pytest_promptsuite.cases.case import CaseLocation as CaseLocation
-    from pytest_promptsuite.cases.case import PromptCase as PromptCase
     from pytest_promptsuite.cases.load import load_cases as load_cases
+    from pytest_promptsuite.cases.prompt_case import CaseLocation as CaseLocation
+    from pytest_promptsuite.cases.prompt_case import PromptCase as PromptCase
     from pytest_promptsuite.checks.outcome import CheckResult as CheckResult
     from pytest_promptsuite.config.suite import SuiteConfig as SuiteConfig
     from pytest_promptsuite.config.suite import load_config as load_config
@@ -41,7 +41,7 @@ __version__ = "0.1.0"
 #: Each public name and its module, imported on first use (PEP 562): pytest imports this package for every run.
 _EXPORTS = {
     "CaseFileError": "pytest_promptsuite.errors",
-    "CaseLocation": "pytest_promptsuite.cases.case",
+    "CaseLocation": "pytest_promptsuite.cases.prompt_case",
     "CaseResult": "pytest_promptsuite.results.row",
     "CheckError": "pytest_promptsuite.errors",
     "CheckResult": "pytest_promptsuite.checks.outcome",
@@ -51,7 +51,7 @@ _EXPORTS = {
     "Model": "pytest_promptsuite.models.base",
     "ModelError": "pytest_promptsuite.errors",
     "ModelRequest": "pytest_promptsuite.models.base",
-    "PromptCase": "pytest_promptsuite.cases.case",
+    "PromptCase": "pytest_promptsuite.cases.prompt_case",
     "PromptSuiteError": "pytest_promptsuite.errors",
     "Response": "pytest_promptsuite.models.base",
     "SuiteConfig": "pytest_promptsuite.config.suite",

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
     import pytest
 
-    from pytest_promptsuite.cases.case import PromptCase
+    from pytest_promptsuite.cases.prompt_case import PromptCase
     from pytest_promptsuite.checks.base import Check
     from pytest_promptsuite.checks.base import CheckScope
     from pytest_promptsuite.config.suite import ModelConfig

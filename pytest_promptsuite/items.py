@@ -11,7 +11,7 @@ from typing import Protocol
 
 import pytest
 
-from pytest_promptsuite.cases.case import PromptCase
+from pytest_promptsuite.cases.prompt_case import PromptCase
 from pytest_promptsuite.checks.compile import MakeCheck
 from pytest_promptsuite.checks.outcome import Outcome
 from pytest_promptsuite.errors import PromptSuiteError

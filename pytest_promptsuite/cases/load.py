@@ -9,11 +9,11 @@ from collections.abc import MutableMapping
 from pathlib import Path
 from typing import Any
 
-from pytest_promptsuite.cases.case import CaseLocation
-from pytest_promptsuite.cases.case import CaseRef
-from pytest_promptsuite.cases.case import PromptCase
-from pytest_promptsuite.cases.case import build_case
-from pytest_promptsuite.cases.case import shape_problems
+from pytest_promptsuite.cases.prompt_case import CaseLocation
+from pytest_promptsuite.cases.prompt_case import CaseRef
+from pytest_promptsuite.cases.prompt_case import PromptCase
+from pytest_promptsuite.cases.prompt_case import build_case
+from pytest_promptsuite.cases.prompt_case import shape_problems
 from pytest_promptsuite.errors import CaseFileError
 from pytest_promptsuite.errors import describe_type
 from pytest_promptsuite.formats.jsonio import lone_surrogate

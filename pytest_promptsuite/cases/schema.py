@@ -14,12 +14,12 @@ from pydantic import ConfigDict
 from pydantic import Field
 from pydantic import create_model
 
-from pytest_promptsuite.cases.case import LINE_FIELDS
+from pytest_promptsuite.cases.prompt_case import LINE_FIELDS
 
 
-#: Some text and no line break (a search, as JSON Schema's ``pattern`` and pydantic's are).
+#: Some text (and no line break), anchored: JSON Schema searches, pydantic 2.6's python-re matches from the start.
 _OneLine = Annotated[str, Field(pattern=r"^(?![\s\S]*[\r\n])[\s\S]*\S")]
-_Text = Annotated[str, Field(pattern=r"\S")]
+_Text = Annotated[str, Field(pattern=r"^[\s\S]*\S")]
 _NonEmpty = Annotated[str, Field(min_length=1)]
 _Turns = Annotated[list[_Text], Field(min_length=1)]
 _Share = Annotated[float, Field(ge=0, le=1)]

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 from typing import ClassVar
 
-from pytest_promptsuite.cases.case import PromptCase
+from pytest_promptsuite.cases.prompt_case import PromptCase
 from pytest_promptsuite.checks.outcome import Layer
 from pytest_promptsuite.config.suite import Prices
 from pytest_promptsuite.config.suite import confine

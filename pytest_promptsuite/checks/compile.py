@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from typing import Any
 from typing import Union
 
-from pytest_promptsuite.cases.case import PromptCase
+from pytest_promptsuite.cases.prompt_case import PromptCase
 from pytest_promptsuite.checks.base import Check
 from pytest_promptsuite.checks.base import CheckScope
 from pytest_promptsuite.checks.outcome import Layer

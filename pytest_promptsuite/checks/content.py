@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from pytest_promptsuite.cases.case import PromptCase
+from pytest_promptsuite.cases.prompt_case import PromptCase
 from pytest_promptsuite.checks.base import Check
 from pytest_promptsuite.checks.base import CheckContext
 from pytest_promptsuite.checks.base import Params

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 from typing import Union
 
-from pytest_promptsuite.cases.case import PromptCase
+from pytest_promptsuite.cases.prompt_case import PromptCase
 from pytest_promptsuite.checks.base import CheckContext
 from pytest_promptsuite.checks.base import Judge
 from pytest_promptsuite.checks.compile import CheckSet

@@ -7,7 +7,7 @@ import importlib
 from pathlib import Path
 from typing import Any
 
-from pytest_promptsuite.cases.case import PromptCase
+from pytest_promptsuite.cases.prompt_case import PromptCase
 from pytest_promptsuite.checks.base import Check
 from pytest_promptsuite.checks.base import CheckScope
 from pytest_promptsuite.checks.base import Params

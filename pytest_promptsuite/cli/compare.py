@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 from typing import TextIO
 
-from pytest_promptsuite.cases.case import CaseKey
+from pytest_promptsuite.cases.prompt_case import CaseKey
 from pytest_promptsuite.config.settings import GateSettings
 from pytest_promptsuite.config.settings import ThresholdPolicy
 from pytest_promptsuite.config.settings import Thresholds

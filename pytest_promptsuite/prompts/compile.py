@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_promptsuite.cases.case import PromptCase
+from pytest_promptsuite.cases.prompt_case import PromptCase
 from pytest_promptsuite.config.suite import ModelConfig
 from pytest_promptsuite.config.suite import SuiteConfig
 from pytest_promptsuite.errors import ConfigError

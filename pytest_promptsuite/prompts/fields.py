@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from jinja2 import Environment
     from jinja2 import nodes
 
-    from pytest_promptsuite.cases.case import PromptCase
+    from pytest_promptsuite.cases.prompt_case import PromptCase
     from pytest_promptsuite.config.suite import SuiteConfig
 
 

@@ -28,7 +28,7 @@ from pytest_promptsuite.prompts.row import case_row
 
 
 if TYPE_CHECKING:
-    from pytest_promptsuite.cases.case import PromptCase
+    from pytest_promptsuite.cases.prompt_case import PromptCase
     from pytest_promptsuite.config.suite import SuiteConfig
     from pytest_promptsuite.config.suite import TemplateConfig
     from pytest_promptsuite.nemo.render import NemoPrompt

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from collections.abc import Sequence
 from typing import Any
 
-from pytest_promptsuite.cases.case import CaseKey
+from pytest_promptsuite.cases.prompt_case import CaseKey
 from pytest_promptsuite.checks.outcome import Outcome
 from pytest_promptsuite.report.evidence import regression_lines
 from pytest_promptsuite.report.reasons import reason

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from dataclasses import field
 from dataclasses import replace
 
-from pytest_promptsuite.cases.case import CaseKey
+from pytest_promptsuite.cases.prompt_case import CaseKey
 from pytest_promptsuite.checks.outcome import Outcome
 from pytest_promptsuite.config.settings import ThresholdPolicy
 from pytest_promptsuite.prompts.core import prompt_display

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Union
 
-from pytest_promptsuite.cases.case import CaseKey
+from pytest_promptsuite.cases.prompt_case import CaseKey
 from pytest_promptsuite.checks.outcome import Outcome
 from pytest_promptsuite.config.settings import GateSettings
 from pytest_promptsuite.results.records import Counts

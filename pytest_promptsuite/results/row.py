@@ -8,8 +8,8 @@ from dataclasses import field
 from typing import Any
 from typing import Union
 
-from pytest_promptsuite.cases.case import CaseKey
-from pytest_promptsuite.cases.case import CaseLocation
+from pytest_promptsuite.cases.prompt_case import CaseKey
+from pytest_promptsuite.cases.prompt_case import CaseLocation
 from pytest_promptsuite.checks.outcome import OUTCOMES
 from pytest_promptsuite.checks.outcome import CheckResult
 from pytest_promptsuite.checks.outcome import Outcome

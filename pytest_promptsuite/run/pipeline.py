@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_promptsuite.cases.case import CaseKey
-from pytest_promptsuite.cases.case import CaseLocation
-from pytest_promptsuite.cases.case import CaseRef
-from pytest_promptsuite.cases.case import PromptCase
+from pytest_promptsuite.cases.prompt_case import CaseKey
+from pytest_promptsuite.cases.prompt_case import CaseLocation
+from pytest_promptsuite.cases.prompt_case import CaseRef
+from pytest_promptsuite.cases.prompt_case import PromptCase
 from pytest_promptsuite.checks.compile import CompiledChecks
 from pytest_promptsuite.checks.evaluator import Evaluator
 from pytest_promptsuite.checks.evaluator import outcome_of

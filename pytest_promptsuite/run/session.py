@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING
 from typing import Any
 
 from pytest_promptsuite import __version__
-from pytest_promptsuite.cases.case import CaseKey
-from pytest_promptsuite.cases.case import PromptCase
 from pytest_promptsuite.cases.files import output_kind
 from pytest_promptsuite.cases.load import load_cases
+from pytest_promptsuite.cases.prompt_case import CaseKey
+from pytest_promptsuite.cases.prompt_case import PromptCase
 from pytest_promptsuite.checks.base import CheckScope
 from pytest_promptsuite.checks.compile import MakeCheck
 from pytest_promptsuite.checks.compile import compile_cases

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_promptsuite.cases.case import PromptCase
 from pytest_promptsuite.cases.load import load_cases
+from pytest_promptsuite.cases.prompt_case import PromptCase
 from pytest_promptsuite.checks.base import CheckScope
 from pytest_promptsuite.checks.compile import compile_cases
 from pytest_promptsuite.checks.evaluator import Evaluator

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from pytest_promptsuite.cases.case import PromptCase
+from pytest_promptsuite.cases.prompt_case import PromptCase
 from pytest_promptsuite.checks.evaluator import Evaluator
 from pytest_promptsuite.errors import ModelError
 from pytest_promptsuite.errors import TemplateError

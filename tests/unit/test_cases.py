@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_promptsuite.cases.case import CaseLocation
-from pytest_promptsuite.cases.case import PromptCase
 from pytest_promptsuite.cases.load import load_cases
+from pytest_promptsuite.cases.prompt_case import CaseLocation
+from pytest_promptsuite.cases.prompt_case import PromptCase
 from pytest_promptsuite.errors import CaseFileError
 
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from pytest_promptsuite.cases.case import CaseLocation
-from pytest_promptsuite.cases.case import PromptCase
+from pytest_promptsuite.cases.prompt_case import CaseLocation
+from pytest_promptsuite.cases.prompt_case import PromptCase
 from pytest_promptsuite.checks.compile import compile_suite_checks
 from pytest_promptsuite.checks.evaluator import Evaluator
 from pytest_promptsuite.checks.evaluator import evaluate

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from pytest_promptsuite.cases.case import PromptCase
+from pytest_promptsuite.cases.prompt_case import PromptCase
 from pytest_promptsuite.checks.compile import compile_case
 from pytest_promptsuite.checks.evaluator import Evaluator
 from pytest_promptsuite.checks.outcome import CheckResult

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pytest_promptsuite.cases.case import PromptCase
+from pytest_promptsuite.cases.prompt_case import PromptCase
 from pytest_promptsuite.checks.content import must_checks
 from pytest_promptsuite.report.text import failure_text
 from pytest_promptsuite.report.text import trim_output

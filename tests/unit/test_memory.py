@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from pytest_promptsuite.cases.case import PromptCase
 from pytest_promptsuite.cases.load import load_cases
+from pytest_promptsuite.cases.prompt_case import PromptCase
 from pytest_promptsuite.checks.compile import compile_cases
 from pytest_promptsuite.checks.outcome import CheckResult
 from pytest_promptsuite.checks.outcome import Outcome

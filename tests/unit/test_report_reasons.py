@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pytest_promptsuite.cases.case import CaseKey
+from pytest_promptsuite.cases.prompt_case import CaseKey
 from pytest_promptsuite.report.document import gate_document
 from pytest_promptsuite.report.reasons import reason
 from pytest_promptsuite.results.gate import CasesErrored

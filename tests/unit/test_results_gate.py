@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from pytest_promptsuite.cases.case import CaseKey
+from pytest_promptsuite.cases.prompt_case import CaseKey
 from pytest_promptsuite.config.settings import GateSettings
 from pytest_promptsuite.config.settings import ThresholdPolicy
 from pytest_promptsuite.results.gate import CasesErrored

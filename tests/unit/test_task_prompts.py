@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from pytest_promptsuite.cases.case import PromptCase
+from pytest_promptsuite.cases.prompt_case import PromptCase
 from pytest_promptsuite.config.suite import load_config
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.errors import TemplateError

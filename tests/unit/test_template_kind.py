@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_promptsuite.cases.case import PromptCase
+from pytest_promptsuite.cases.prompt_case import PromptCase
 from pytest_promptsuite.config.schema import validate
 from pytest_promptsuite.config.suite import SuiteConfig
 from pytest_promptsuite.config.suite import TemplateConfig

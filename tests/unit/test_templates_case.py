@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from pytest_promptsuite.cases.case import PromptCase
 from pytest_promptsuite.cases.load import load_cases
+from pytest_promptsuite.cases.prompt_case import PromptCase
 from pytest_promptsuite.config.suite import load_config
 from pytest_promptsuite.errors import TemplateError
 from pytest_promptsuite.prompts.compile import CasePrompts

@@ -8,7 +8,7 @@ import shutil
 import subprocess
 from typing import Any
 
-from pytest_promptsuite.cases.case import PromptCase
+from pytest_promptsuite.cases.prompt_case import PromptCase
 from pytest_promptsuite.checks.outcome import CheckResult
 from pytest_promptsuite.errors import CheckError
 

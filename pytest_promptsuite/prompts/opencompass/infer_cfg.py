@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pytest_promptsuite.cases.case import PromptCase
+from pytest_promptsuite.cases.prompt_case import PromptCase
 from pytest_promptsuite.config.suite import TemplateKind
 from pytest_promptsuite.errors import TemplateError
 from pytest_promptsuite.prompts.core import Prompt
