@@ -50,6 +50,7 @@ import struct
 import threading
 import time
 from collections.abc import AsyncIterator
+from collections.abc import Callable
 from collections.abc import Iterator
 from dataclasses import dataclass
 from dataclasses import field
@@ -474,10 +475,22 @@ class LoopbackServer:
         """The Batch API's jobs, files, knobs (``batch.reset(...)``) and counts."""
         return self.app.batch
 
+    def model(self, **fields: Any) -> dict[str, Any]:
+        """The ``[model]`` table of a suite whose model is this server (``fields`` added)."""
+        return {"spec": "openai:loop-model", "base_url": self.base_url, **fields}
+
     def reset(self, **knobs: Any) -> LoopbackServer:
         """Forget what was seen and set fresh knobs."""
         self.app.reset(Knobs(**knobs))
         return self
+
+    def wait_for(self, condition: Callable[[], bool], timeout: float = 30) -> None:
+        """Wait until ``condition()`` holds (the server has seen what a test waits for)."""
+        deadline = time.monotonic() + timeout
+        while not condition():
+            if time.monotonic() > deadline:
+                raise AssertionError("timed out waiting for the server")
+            time.sleep(0.02)
 
     def stop(self) -> None:
         self._server.should_exit = True
