@@ -61,10 +61,10 @@ class Suite:
         suites = [arg for path in paths for arg in ("--prompt-suite", path)]
         return self.pytester.runpytest(*suites, "-p", "no:randomly", *args)
 
-    def rows(self, report: str | Path = "report") -> list[Row]:
-        """Read the rows of a report's ``results.jsonl``, each a line ended by ``\\n`` (and only by it)."""
-        lines = (self.path / report / "results.jsonl").read_text(encoding="utf-8").split("\n")
-        assert lines.pop() == "", "results.jsonl does not end with a line end"
+    def rows(self, report: str | Path = "report", name: str = "results.jsonl") -> list[Row]:
+        """Read the rows of a report's ``results.jsonl`` (or ``name``), each a line ended by ``\\n`` only."""
+        lines = (self.path / report / name).read_text(encoding="utf-8").split("\n")
+        assert lines.pop() == "", f"{name} does not end with a line end"
         return [json.loads(line) for line in lines]
 
     def by_id(self, report: str | Path = "report") -> dict[str, Row]:

@@ -4,8 +4,6 @@ token log-probabilities, the label of lowest perplexity checked against ``answer
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from pytest_promptsuite.errors import EndpointError
@@ -19,9 +17,10 @@ from pytest_promptsuite.models.scoring import echo_logprobs
 from pytest_promptsuite.models.scoring import fake_score
 from pytest_promptsuite.models.scoring import predict_label
 from tests.loopback import LoopbackServer
+from tests.suite import Suite
 
 
-SUITE = """
+SUITE = """\
 [suite]
 cases = ["cases.jsonl"]
 
@@ -83,33 +82,28 @@ def test_a_model_that_cannot_score_says_so() -> None:
         ScoringModel(Plain())  # type: ignore[arg-type]
 
 
-def _rows(pytester: pytest.Pytester) -> dict[str, dict[str, object]]:
-    lines = (pytester.path / "report" / "results.jsonl").read_text(encoding="utf-8").splitlines()
-    return {row["case_id"]: row for row in map(json.loads, lines)}
-
-
-def test_a_ppl_suite_against_an_endpoint(pytester: pytest.Pytester, loopback: LoopbackServer) -> None:
-    pytester.makefile(".toml", promptsuite=SUITE.format(spec="openai:vllm", extra=f'base_url = "{loopback.base_url}"'))
-    pytester.makefile(".jsonl", cases='{"case_id": "c1", "input": "hi", "slice": "s", "answer": "yes"}\n'
-                                      '{"case_id": "c2", "input": "ho", "slice": "s", "answer": "no"}\n')
-    result = pytester.runpytest("--prompt-suite", ".", "--prompt-report", "report", "--prompt-no-cache")
+def test_a_ppl_suite_against_an_endpoint(suite: Suite, loopback: LoopbackServer) -> None:
+    suite.config(SUITE.format(spec="openai:vllm", extra=f'base_url = "{loopback.base_url}"'))
+    suite.cases([{"case_id": "c1", "input": "hi", "slice": "s", "answer": "yes"},
+                 {"case_id": "c2", "input": "ho", "slice": "s", "answer": "no"}])
+    result = suite.run("--prompt-report", "report", "--prompt-no-cache", paths=["."])
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
         ["*c2*", "*ppl-label*predicted label 'yes' (lowest perplexity) is not the answer 'no'*"]
     )
-    rows = _rows(pytester)
+    rows = suite.by_id()
     assert rows["c1"]["output"] == "yes" and rows["c1"]["prompt"] == "Q: hi A: LIKELY yes"
     prompts = sorted(e["body"]["prompt"] for e in loopback.stats.log if e["body"].get("echo"))
     assert prompts == ["Q: hi A: LIKELY yes", "Q: hi A: no", "Q: ho A: LIKELY yes", "Q: ho A: no"]
 
 
-def test_a_ppl_suite_on_the_fake_model_is_deterministic(pytester: pytest.Pytester) -> None:
-    pytester.makefile(".toml", promptsuite=SUITE.format(spec="fake", extra=""))
-    pytester.makefile(".jsonl", cases='{"case_id": "c1", "input": "hi", "slice": "s", "answer": "yes"}\n')
+def test_a_ppl_suite_on_the_fake_model_is_deterministic(suite: Suite) -> None:
+    suite.config(SUITE.format(spec="fake", extra=""))
+    suite.cases([{"case_id": "c1", "input": "hi", "slice": "s", "answer": "yes"}])
     outputs = set()
     for _ in range(2):
-        pytester.runpytest("--prompt-suite", ".", "--prompt-report", "report")
-        row = _rows(pytester)["c1"]
+        suite.run("--prompt-report", "report", paths=["."])
+        row = suite.by_id()["c1"]
         outputs.add(row["output"])
     expected = predict_label([(label, fake_score(f"Q: hi A: {text}")) for label, text in
                               (("yes", "LIKELY yes"), ("no", "no"))])
