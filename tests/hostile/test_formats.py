@@ -29,6 +29,7 @@ from pytest_promptsuite.formats.yamlio import load_yaml
 from pytest_promptsuite.results.io import load_results
 from pytest_promptsuite.results.row import CaseResult
 from pytest_promptsuite.safety.limits import DEPTH
+from tests.hostile.support import BILLION_LAUGHS
 
 
 #: Any string we can receive: any code point, lone surrogates and every line separator included.
@@ -194,19 +195,6 @@ def test_brackets_in_toml_strings_and_comments_are_not_nesting(tmp_path: Path) -
 
 
 # -- YAML ---------------------------------------------------------------------------------------
-
-BILLION_LAUGHS = """\
-a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]
-b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]
-c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]
-d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]
-e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]
-f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]
-g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]
-h: &h [*g,*g,*g,*g,*g,*g,*g,*g,*g]
-i: &i [*h,*h,*h,*h,*h,*h,*h,*h,*h]
-prompts: [{task: x, content: *i}]
-"""
 
 
 @pytest.mark.parametrize(
