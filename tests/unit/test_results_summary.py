@@ -1,6 +1,6 @@
 """Stage tests for ``results.summary``: every number of the summary on hand-made result sets.
 
-Reference values are computed independently of the code under test (see ``test_results_stats``).
+Reference values are computed independently of the code under test (see ``reference_stats``).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from pytest_promptsuite.results.gate import ThresholdRule
 from pytest_promptsuite.results.records import Counts
 from pytest_promptsuite.results.row import CaseResult
 from pytest_promptsuite.results.summary import summarize
-from tests.unit.test_results_stats import mcnemar_by_fractions
-from tests.unit.test_results_stats import wilson_by_quadratic
+from tests.unit.reference_stats import mcnemar_by_fractions
+from tests.unit.reference_stats import wilson_by_quadratic
 
 
 def row(case_id: str, slice_: str, outcome: str, **kw: object) -> CaseResult:
