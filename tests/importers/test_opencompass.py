@@ -12,6 +12,7 @@ import pytest
 
 from pytest_promptsuite.cli.main import main
 from pytest_promptsuite.formats.tomlio import parse_toml
+from tests.suite import Suite
 
 
 FIXTURES = Path(__file__).parent / "fixtures" / "opencompass"
@@ -46,20 +47,19 @@ def test_gen_config_with_model_and_data(tmp_path: Path, capsys: pytest.CaptureFi
     assert shown[1]["prompt"] == "<|User|>: Q: 2+2?\n<|Bot|>: A: 4<eob>\n<|User|>: Q: 3+3?\n<|Bot|>: "
 
 
-def test_ppl_config_with_integer_labels_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                              pytester: pytest.Pytester) -> None:
+def test_ppl_config_with_integer_labels_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str], suite: Suite) -> None:
     status, out = _import(tmp_path, DEMO / "demo_ppl_int_labels.py", "--data", str(FIXTURES / "data" / "choice.csv"))
     assert status == 0
-    suite = out / "choice"
-    config = parse_toml((suite / "promptsuite.toml").read_bytes(), "promptsuite.toml")[0]
+    imported = out / "choice"
+    config = parse_toml((imported / "promptsuite.toml").read_bytes(), "promptsuite.toml")[0]
     assert config["template"]["inferencer"] == "ppl"
     assert list(config["template"]["prompt_template"]["template"]) == ["0", "1"]
-    shown = _render(suite, capsys)
+    shown = _render(imported, capsys)
     assert shown[0]["labels"] == {"0": "The sky is\nblue", "1": "The sky is\ngreen"}
-    shutil.copytree(suite, pytester.path / "suite")
-    result = pytester.runpytest("--prompt-suite", "suite", "--prompt-report", "report", "-p", "no:cacheprovider")
+    shutil.copytree(imported, suite.path / "suite")
+    result = suite.run("--prompt-report", "report", "-p", "no:cacheprovider", paths=["suite"])
     result.stdout.fnmatch_lines(["*2 cases*"])
-    rows = [json.loads(x) for x in (pytester.path / "report" / "results.jsonl").read_text().splitlines()]
+    rows = suite.rows()
     assert sorted(r["case_id"] for r in rows) == ["choice-1", "choice-2"]  # no label in the id
     for row in rows:
         (check,) = [c for c in row["checks"] if c["name"] == "ppl-label"]

@@ -14,6 +14,7 @@ import pytest
 
 from pytest_promptsuite.cli.main import main
 from pytest_promptsuite.formats.tomlio import parse_toml
+from tests.suite import Suite
 
 
 FULL = Path(__file__).parent / "fixtures" / "promptfoo" / "full"
@@ -24,23 +25,22 @@ def _import(tmp_path: Path, config: Path, *extra: str) -> tuple[int, Path]:
     return main(["import", "promptfoo", str(config), "--out", str(out), *extra]), out
 
 
-def _our_verdicts(pytester: pytest.Pytester, suite: Path) -> dict[tuple[int, int], bool]:
-    shutil.copytree(suite, pytester.path / "suite")
-    pytester.runpytest("--prompt-suite", "suite", "--prompt-report", "report", "-p", "no:cacheprovider")
+def _our_verdicts(suite: Suite, imported: Path) -> dict[tuple[int, int], bool]:
+    shutil.copytree(imported, suite.path / "suite")
+    suite.run("--prompt-report", "report", "-p", "no:cacheprovider", paths=["suite"])
     verdicts = {}
-    for line in (pytester.path / "report" / "results.jsonl").read_text(encoding="utf-8").splitlines():
-        row = json.loads(line)
+    for row in suite.rows():
         key = (int(row["case_id"].removeprefix("test-")) - 1, int(row["variant"].removeprefix("p")) - 1)
         verdicts[key] = row["outcome"] == "passed"
     return verdicts
 
 
-def test_the_imported_suite_gives_promptfoos_recorded_verdicts(tmp_path: Path, pytester: pytest.Pytester) -> None:
-    status, suite = _import(tmp_path, FULL / "promptfooconfig.yaml", "--slice-key", "area")
+def test_the_imported_suite_gives_promptfoos_recorded_verdicts(tmp_path: Path, suite: Suite) -> None:
+    status, imported = _import(tmp_path, FULL / "promptfooconfig.yaml", "--slice-key", "area")
     assert status == 0
     recorded = json.loads((FULL / "promptfoo-verdicts.json").read_text(encoding="utf-8"))["verdicts"]
     theirs = {(v["test"], v["prompt"]): v["pass"] for v in recorded}
-    ours = _our_verdicts(pytester, suite)
+    ours = _our_verdicts(suite, imported)
     assert len(theirs) == 30 and {k: ours.get(k) for k in theirs} == theirs
     assert sorted(set(theirs.values())) == [False, True]  # both verdicts occur
 
@@ -54,7 +54,7 @@ def _promptfoo() -> list[str] | None:
 @pytest.mark.skipif(_promptfoo() is None, reason=(
     "promptfoo is not installed (npm install promptfoo@0.121.20 needs Node.js 20.20+; set PROMPTFOO=path "
     "to its bin, or put it on PATH): the recorded-verdicts test covers the same config"))
-def test_promptfoo_itself_agrees_on_every_verdict(tmp_path: Path, pytester: pytest.Pytester) -> None:
+def test_promptfoo_itself_agrees_on_every_verdict(tmp_path: Path, suite: Suite) -> None:
     command = _promptfoo()
     assert command is not None
     work = tmp_path / "promptfoo"
@@ -65,9 +65,9 @@ def test_promptfoo_itself_agrees_on_every_verdict(tmp_path: Path, pytester: pyte
                     "--no-progress-bar"], cwd=work, env=env, capture_output=True, timeout=600, check=False)
     results = json.loads((work / "out.json").read_text(encoding="utf-8"))["results"]["results"]
     theirs = {(r["testIdx"], r["promptIdx"]): r["success"] for r in results}
-    status, suite = _import(tmp_path, FULL / "promptfooconfig.yaml", "--slice-key", "area")
+    status, imported = _import(tmp_path, FULL / "promptfooconfig.yaml", "--slice-key", "area")
     assert status == 0
-    ours = _our_verdicts(pytester, suite)
+    ours = _our_verdicts(suite, imported)
     assert len(theirs) == 30 and {k: ours.get(k) for k in theirs} == theirs
 
 

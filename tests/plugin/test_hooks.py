@@ -16,6 +16,7 @@ import pytest
 
 from pytest_promptsuite import hookspecs
 from pytest_promptsuite.cli import main as cli
+from tests.suite import Suite
 
 
 CONFTEST_PLUGIN = """
@@ -79,11 +80,10 @@ def test_hookspecs_are_registered(pytester: pytest.Pytester) -> None:
         )
 
 
-def test_conftest_check_model_and_transform(pytester: pytest.Pytester) -> None:
-    pytester.makeconftest(CONFTEST_PLUGIN)
-    pytester.makefile(
-        ".jsonl",
-        cases=_lines(
+def test_conftest_check_model_and_transform(suite: Suite) -> None:
+    suite.pytester.makeconftest(CONFTEST_PLUGIN)
+    suite.cases(
+        [
             {"case_id": "up", "input": "quiet please", "slice": "s", "assert": [{"type": "is-upper"}]},
             {"case_id": "not-up", "input": "x", "slice": "s", "assert": [{"type": "not-is-upper"}]},
             {
@@ -92,18 +92,14 @@ def test_conftest_check_model_and_transform(pytester: pytest.Pytester) -> None:
                 "slice": "s",
                 "assert": [{"type": "not-contains", "value": "SK-"}, {"type": "equals", "value": "OK"}],
             },
-        ),
+        ]
     )
-    result = pytester.runpytest(
-        "--prompt-suite", "cases.jsonl", "--prompt-model", "shout", "--prompt-report", "out"
-    )
+    result = suite.run("--prompt-model", "shout", "--prompt-report", "out")
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(
         ["*not-up*failed 1 check", "  content   not-is-upper  expected not all upper case; found 'X'"]
     )
-    rows = [
-        json.loads(line) for line in (pytester.path / "out" / "results.jsonl").read_text("utf-8").splitlines()
-    ]
+    rows = suite.rows("out")
     assert rows[2]["output"] == "<THINK>SK-SECRET</THINK> OK"  # the raw output is recorded
 
 
@@ -272,26 +268,25 @@ def pytest_promptsuite_make_jinja_filter(name):
 """
 
 
-def test_a_conftest_filter_wins_over_ours_and_jinjas_filters_stay(pytester: pytest.Pytester) -> None:
+def test_a_conftest_filter_wins_over_ours_and_jinjas_filters_stay(suite: Suite) -> None:
     """In task prompts and in ``jinja`` template files alike: the conftest's ``indent`` replaces
     ours, its ``shout`` is added, Jinja's ``upper`` and ``title`` still work, and so do ours."""
-    pytester.makeconftest(FILTER_CONFTEST)
+    suite.pytester.makeconftest(FILTER_CONFTEST)
     template = "{{ input | shout }} {{ input | indent(2) }} {{ input | upper }} {{ input | title }} " \
                "{{ history | user_assistant_sequence }}"
-    (pytester.path / "prompts.yml").write_text(
-        f"prompts:\n  - task: a\n    content: '{template}'\n", encoding="utf-8"
+    suite.write("prompts.yml", f"prompts:\n  - task: a\n    content: '{template}'\n")
+    suite.write("t.txt", template)
+    suite.config(
+        {
+            "template": {"task_prompts": "prompts.yml", "task": "a"},
+            "variants.task": {},
+            "variants.file": {"template_file": "t.txt", "renderer": "jinja"},
+        }
     )
-    (pytester.path / "t.txt").write_text(template, encoding="utf-8")
-    pytester.makefile(
-        ".toml",
-        promptsuite='[template]\ntask_prompts = "prompts.yml"\ntask = "a"\n'
-        '[variants.task]\n[variants.file]\ntemplate_file = "t.txt"\nrenderer = "jinja"\n',
-    )
-    pytester.makefile(".jsonl", cases='{"case_id": "c", "input": "hi", "slice": "s"}')
-    result = pytester.runpytest("--prompt-suite", "cases.jsonl", "--prompt-report", "report")
+    suite.cases([{"case_id": "c", "input": "hi", "slice": "s"}])
+    result = suite.run("--prompt-report", "report")
     result.assert_outcomes(passed=2)
-    rows = [json.loads(line) for line in (pytester.path / "report" / "results.jsonl").read_text("utf-8").splitlines()]
-    assert {r["variant"]: r["prompt"] for r in rows} == {
+    assert {r["variant"]: r["prompt"] for r in suite.rows()} == {
         "task": "HI! <2>hi HI Hi User: hi",
         "file": "HI! <2>hi HI Hi User: hi",
     }

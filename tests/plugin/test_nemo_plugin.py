@@ -9,6 +9,7 @@ import textwrap
 import pytest
 
 from pytest_promptsuite.cli.main import main
+from tests.suite import Suite
 
 
 @pytest.fixture
@@ -17,14 +18,11 @@ def nemo_suite(pytester: pytest.Pytester) -> None:
 
 
 @pytest.mark.usefixtures("nemo_suite")
-def test_the_example_suite_passes_on_the_fake_model(pytester: pytest.Pytester) -> None:
-    result = pytester.runpytest(
-        "--prompt-suite", ".", "--prompt-suite", "output.toml", "--prompt-suite", "intent.toml",
-        "--prompt-report", "report",
-    )
+def test_the_example_suite_passes_on_the_fake_model(suite: Suite) -> None:
+    result = suite.run("--prompt-report", "report", paths=[".", "output.toml", "intent.toml"])
     result.assert_outcomes(passed=18)
     assert result.ret == pytest.ExitCode.OK
-    rows = [json.loads(line) for line in (pytester.path / "report" / "results.jsonl").read_text().splitlines()]
+    rows = suite.rows()
     assert {r["slice"] for r in rows} == {"jailbreak", "on-topic"}
     blocked = next(r for r in rows if r["case_id"] == "input-jb-001")
     assert (blocked["outcome"], blocked["output"]) == ("passed", "Yes")  # is_content_safe: not safe

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import gc
-import json
 import weakref
 from collections.abc import Iterator
 from collections.abc import Sequence
@@ -35,6 +34,7 @@ from pytest_promptsuite.results.io import encode_row
 from pytest_promptsuite.results.review_book import REVIEW_CHECK
 from pytest_promptsuite.results.row import CaseResult
 from pytest_promptsuite.results.summary import summarize
+from tests.suite import Suite
 
 
 def _row(i: int, outcome: str = "passed", output: str | None = None) -> CaseResult:
@@ -147,19 +147,20 @@ def test_items_hold_no_case(pytester: pytest.Pytester) -> None:
     assert "s1" in items[3].keywords and "t" in items[3].keywords
 
 
-def test_a_case_file_edited_during_the_run_ends_that_case_as_an_error(pytester: pytest.Pytester) -> None:
-    pytester.makefile(".jsonl", cases='{"case_id": "a", "input": "hello", "slice": "s", "must_include": ["hello"]}\n'
-                                      '{"case_id": "b", "input": "hello", "slice": "s"}\n')
-    pytester.makeconftest(
+def test_a_case_file_edited_during_the_run_ends_that_case_as_an_error(suite: Suite) -> None:
+    suite.cases(
+        '{"case_id": "a", "input": "hello", "slice": "s", "must_include": ["hello"]}\n'
+        '{"case_id": "b", "input": "hello", "slice": "s"}\n'
+    )
+    suite.pytester.makeconftest(
         "from pathlib import Path\n\n"
         "def pytest_collection_finish(session):\n"
         "    path = Path('cases.jsonl')\n"
         "    path.write_text(path.read_text().replace('\"b\", \"input\": \"hello\"', '\"b\", \"input\": \"HELLO\"'))\n"
     )
-    result = pytester.runpytest("--prompt-suite", "cases.jsonl", "--prompt-report", "report")
+    result = suite.run("--prompt-report", "report")
     result.stdout.fnmatch_lines(["*cases.jsonl:2: the case file changed after it was collected; run again*"])
-    rows = [json.loads(line) for line in (pytester.path / "report" / "results.jsonl").read_text().splitlines()]
-    assert [(r["case_id"], r["outcome"], r["location"]) for r in rows] == [
+    assert [(r["case_id"], r["outcome"], r["location"]) for r in suite.rows()] == [
         ("a", "passed", "cases.jsonl:1"), ("b", "error", "cases.jsonl:2")
     ]
 
