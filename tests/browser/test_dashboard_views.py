@@ -15,6 +15,7 @@ from pytest_promptsuite.report.writer import write_report
 from pytest_promptsuite.results.history import load_history
 from pytest_promptsuite.results.row import CaseResult
 from pytest_promptsuite.results.summary import summarize
+from tests.suite import Suite
 
 from .cdp import CHROMIUM
 from .cdp import Browser
@@ -151,22 +152,16 @@ REVIEW_CASES = [
 ]
 
 
-def _rows_of(folder: Path) -> dict[str, dict]:  # type: ignore[type-arg]
-    return {r["case_id"]: r for r in map(json.loads, (folder / "results.jsonl").read_text("utf-8").splitlines())}
-
-
-def test_a_review_decision_made_in_the_page_is_applied_by_a_later_run(
-    pytester: pytest.Pytester, browser: Browser
-) -> None:
-    pytester.makefile(".jsonl", cases="\n".join(json.dumps(c) for c in REVIEW_CASES) + "\n")
-    first = pytester.runpytest("--prompt-suite", "cases.jsonl", "--prompt-report", "rep", "-p", "no:cacheprovider")
+def test_a_review_decision_made_in_the_page_is_applied_by_a_later_run(suite: Suite, browser: Browser) -> None:
+    suite.cases(REVIEW_CASES)
+    first = suite.run("--prompt-report", "rep", "-p", "no:cacheprovider")
     assert first.ret == 0
-    rows = _rows_of(pytester.path / "rep")
+    rows = suite.by_id("rep")
     assert rows["legal-1"]["outcome"] == rows["legal-2"]["outcome"] == "review"
 
-    downloads = pytester.path / "downloads"
+    downloads = suite.path / "downloads"
     browser.allow_downloads(downloads)
-    browser.open((pytester.path / "rep" / "dashboard.html").as_uri())
+    browser.open((suite.path / "rep" / "dashboard.html").as_uri())
     assert browser.evaluate("[...document.querySelectorAll('#review-list li')].map(l => l.dataset.case)") == [
         "legal-1", "legal-2"]
     browser.evaluate("""(() => {
@@ -183,21 +178,19 @@ def test_a_review_decision_made_in_the_page_is_applied_by_a_later_run(
     assert [(d["case_id"], d["decision"], d["reviewer"]) for d in decisions] == [
         ("legal-1", "pass", "alice"), ("legal-2", "fail", "alice")]
 
-    second = pytester.runpytest("--prompt-suite", "cases.jsonl", "--prompt-report", "rep2",
-                                "--prompt-reviews", str(file), "-p", "no:cacheprovider")
+    second = suite.run("--prompt-report", "rep2", "--prompt-reviews", str(file), "-p", "no:cacheprovider")
     second.assert_outcomes(passed=2, failed=1)
-    rows = _rows_of(pytester.path / "rep2")
+    rows = suite.by_id("rep2")
     assert rows["legal-1"]["outcome"] == "passed" and rows["legal-2"]["outcome"] == "failed"
     decided = [c for c in rows["legal-1"]["checks"] if c["name"] == "review decision"]
     assert decided[0]["message"] == "alice decided pass: checked with legal"
     assert decided[0]["details"]["reviewer"] == "alice"
-    assert (pytester.path / "rep2" / "review.jsonl").read_text() == ""  # nothing left to review
+    assert (suite.path / "rep2" / "review.jsonl").read_text() == ""  # nothing left to review
 
     # a changed output is reviewed again: the decision names the old output's hash
     changed = [dict(REVIEW_CASES[0], input="refund within 14 days"), *REVIEW_CASES[1:]]
-    pytester.makefile(".jsonl", cases="\n".join(json.dumps(c) for c in changed) + "\n")
-    third = pytester.runpytest("--prompt-suite", "cases.jsonl", "--prompt-report", "rep3",
-                               "--prompt-reviews", str(file), "-p", "no:cacheprovider")
-    rows = _rows_of(pytester.path / "rep3")
+    suite.cases(changed)
+    third = suite.run("--prompt-report", "rep3", "--prompt-reviews", str(file), "-p", "no:cacheprovider")
+    rows = suite.by_id("rep3")
     assert rows["legal-1"]["outcome"] == "review" and rows["legal-2"]["outcome"] == "failed"
     assert third.ret == 1  # legal-2's failure now counts against the slice's threshold
