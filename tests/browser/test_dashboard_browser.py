@@ -13,6 +13,8 @@ import re
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from pytest_promptsuite.checks.outcome import CheckResult
 from pytest_promptsuite.config.settings import ThresholdPolicy
 from pytest_promptsuite.report.writer import write_report
@@ -23,7 +25,7 @@ from .cdp import CHROMIUM
 from .cdp import needs_chromium
 
 
-pytestmark = needs_chromium
+pytestmark = [needs_chromium, pytest.mark.slow]
 
 SCRIPT = "<script>document.title='pwned'</script>"
 IMG = "<img src=x onerror=\"document.body.setAttribute('data-pwned','1')\">"

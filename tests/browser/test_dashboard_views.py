@@ -22,7 +22,7 @@ from .cdp import Browser
 from .cdp import needs_chromium
 
 
-pytestmark = needs_chromium
+pytestmark = [needs_chromium, pytest.mark.slow]
 
 #: Every table header cell: does any of its words span two lines? (a word split by wrapping
 #: has more than one client rect; one rect per word means the text fits on whole words)

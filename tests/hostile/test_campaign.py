@@ -5,9 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.hostile.campaign import campaign
 from tests.hostile.campaign import table
 from tests.loopback import LoopbackServer
+
+
+pytestmark = pytest.mark.slow
 
 
 def test_every_attack_class_ends_clean(loopback: LoopbackServer, tmp_path: Path) -> None:

@@ -13,6 +13,10 @@ from tests.loopback import LoopbackServer
 from tests.suite import Suite
 
 
+#: Thresholds of 0: only the regression gate can fail these runs.
+NO_THRESHOLD = ("--prompt-min-pass-rate", "0")
+
+
 def _cases(suite: Suite, failing: set[int], n: int = 20) -> None:
     """``n`` cases of one slice; the fake model echoes, so case ``i`` fails when ``i in failing``."""
     suite.cases(
@@ -23,10 +27,10 @@ def _cases(suite: Suite, failing: set[int], n: int = 20) -> None:
 
 def test_gate_settings_come_from_the_config_and_the_option_wins(suite: Suite) -> None:
     _cases(suite, set())
-    assert suite.run("--prompt-min-pass-rate", "0", "--prompt-report", "base").ret == 0
+    assert suite.run(*NO_THRESHOLD, "--prompt-report", "base").ret == 0
     _cases(suite, {0, 1, 2})  # three regressions: one-sided p = 1/8
     suite.config({"gate": {"alpha": 0.2, "correction": "none", "regression": "paired"}})
-    result = suite.run("--prompt-min-pass-rate", "0", "--prompt-baseline", "base", "--prompt-report", "now")
+    result = suite.run(*NO_THRESHOLD, "--prompt-baseline", "base", "--prompt-report", "now")
     assert result.ret == 1
     result.stdout.fnmatch_lines([
         "regression rule: paired; one-sided exact test at alpha 0.2, no correction",
@@ -45,17 +49,17 @@ def test_gate_settings_come_from_the_config_and_the_option_wins(suite: Suite) ->
     assert run["deterministic"] is True and run["promptsuite_version"] and len(run["suite_hash"]) == 16
     assert summary["baseline_run"]["suite_hash"] != run["suite_hash"]  # the cases changed
 
-    stricter = suite.run("--prompt-min-pass-rate", "0", "--prompt-baseline", "base", "--prompt-alpha", "0.1")
+    stricter = suite.run(*NO_THRESHOLD, "--prompt-baseline", "base", "--prompt-alpha", "0.1")
     assert stricter.ret == 0
     stricter.stdout.fnmatch_lines(["s against the baseline: inconclusive: drop 15.0 points over 20 cases*"])
 
 
 def test_the_fake_model_keeps_todays_rule(suite: Suite) -> None:
     _cases(suite, set(), n=200)
-    assert suite.run("--prompt-min-pass-rate", "0", "--prompt-report", "base").ret == 0
-    assert suite.run("--prompt-min-pass-rate", "0", "--prompt-baseline", "base").ret == 0  # no change: never fails
+    assert suite.run(*NO_THRESHOLD, "--prompt-report", "base").ret == 0
+    assert suite.run(*NO_THRESHOLD, "--prompt-baseline", "base").ret == 0  # no change: never fails
     _cases(suite, set(range(10)), n=200)  # 10 regressions of 200: always fails
-    result = suite.run("--prompt-min-pass-rate", "0", "--prompt-baseline", "base")
+    result = suite.run(*NO_THRESHOLD, "--prompt-baseline", "base")
     assert result.ret == 1
     result.stdout.fnmatch_lines(["regression rule: auto, here delta (both runs deterministic)"])
 
@@ -75,7 +79,7 @@ def test_bad_gate_settings_are_usage_errors(
     _cases(suite, set())
     if config is not None:
         suite.config(config)
-    result = suite.run("--prompt-min-pass-rate", "0", *args, paths=["cases.jsonl", "."])
+    result = suite.run(*NO_THRESHOLD, *args, paths=["cases.jsonl", "."])
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([message])
 
@@ -102,7 +106,7 @@ def test_variants_with_their_own_model_are_gated_against_the_first(suite: Suite)
     # the strict model answers "nope" to cases 0-5: six regressions against the echo variant
     rules = {"rules": [{"match": r"ok [0-5]$", "reply": "nope"}]}
     suite.write("rules.json", json.dumps(rules))
-    result = suite.run("--prompt-min-pass-rate", "0", "--prompt-report", "rep", paths=["promptsuite.toml"])
+    result = suite.run(*NO_THRESHOLD, "--prompt-report", "rep", paths=["promptsuite.toml"])
     assert result.ret == 1
     result.stdout.fnmatch_lines([
         "*slice 's' [[]variant strict]: pass rate dropped 50.0 points against the variant echo (100.0% -> 50.0%)*",
@@ -119,9 +123,9 @@ def test_variants_with_their_own_model_are_gated_against_the_first(suite: Suite)
 def test_an_endpoint_run_is_judged_by_the_paired_test(suite: Suite, loopback: LoopbackServer) -> None:
     suite.config({"model": loopback.model(spec="openai:loop")})
     _cases(suite, set())
-    assert suite.run("--prompt-min-pass-rate", "0", "--prompt-report", "base", "--prompt-no-cache").ret == 0
+    assert suite.run(*NO_THRESHOLD, "--prompt-report", "base", "--prompt-no-cache").ret == 0
     _cases(suite, {4})  # one regression of 20: not evidence of a drop, with the echo server
-    result = suite.run("--prompt-min-pass-rate", "0", "--prompt-baseline", "base", "--prompt-no-cache", "--prompt-report", "now")
+    result = suite.run(*NO_THRESHOLD, "--prompt-baseline", "base", "--prompt-no-cache", "--prompt-report", "now")
     assert result.ret == 0
     result.stdout.fnmatch_lines([
         "regression rule: auto, here paired (runs that may vary); one-sided exact test at alpha 0.05, "
@@ -136,9 +140,9 @@ def test_an_endpoint_run_is_judged_by_the_paired_test(suite: Suite, loopback: Lo
 
 def test_diff_exits_1_on_a_regression_0_otherwise_2_when_unreadable(suite: Suite) -> None:
     _cases(suite, set())
-    assert suite.run("--prompt-min-pass-rate", "0", "--prompt-report", "base").ret == 0
+    assert suite.run(*NO_THRESHOLD, "--prompt-report", "base").ret == 0
     _cases(suite, {0, 1, 2})
-    assert suite.run("--prompt-min-pass-rate", "0", "--prompt-report", "now").ret == 0  # thresholds are 0 and no baseline
+    assert suite.run(*NO_THRESHOLD, "--prompt-report", "now").ret == 0  # thresholds are 0 and no baseline
     base, now = str(suite.path / "base"), str(suite.path / "now")
     assert cli_main(["diff", base, now]) == 1  # the fake model: delta, 3 regressions
     assert cli_main(["diff", base, base]) == 0
