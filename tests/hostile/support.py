@@ -58,8 +58,9 @@ def assert_reports_agree(suite: Suite, result: pytest.RunResult, report: str = "
     assert (result.ret == 0) == passed, (result.ret, passed)
 
 
-def assert_secret_nowhere(root: Path, result: pytest.RunResult | None = None, secret: str = SECRET,
-                          written_by_user: tuple[str, ...] = ()) -> int:
+def assert_secret_nowhere(
+    root: Path, result: pytest.RunResult | None = None, secret: str = SECRET, written_by_user: tuple[str, ...] = ()
+) -> int:
     """The secret is in no file under ``root`` (but those the user wrote it into) and not in
     the run's output; returns how many files were searched (so a test can check it searched)."""
     files = [path for path in root.rglob("*") if path.is_file() and path.name not in written_by_user]

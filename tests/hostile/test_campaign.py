@@ -27,4 +27,3 @@ def test_every_attack_class_ends_clean(loopback: LoopbackServer, tmp_path: Path)
     assert by_name["case-file mutations"].clear > 0 and by_name["case-file mutations"].accepted > 0
     for name in ("prompts.yml bombs and mutations", "Jinja escapes and bombs", "files and code from outside"):
         assert by_name[name].clear > 0, name
-

@@ -72,7 +72,10 @@ JINJA = [
     ("{% for i in range(100000) %}{% endfor %}", "more than the template range limit of 10,000 numbers"),
     pytest.param(  # it waits out the limit
         "{% for i in range(9999) %}{% for j in range(9999) %}{% for k in range(9999) %}{% endfor %}{% endfor %}"
-        "{% endfor %}", "ran longer than the template time limit of 5 seconds", marks=pytest.mark.slow),
+        "{% endfor %}",
+        "ran longer than the template time limit of 5 seconds",
+        marks=pytest.mark.slow,
+    ),
     ("{{ 'a'|center(100000000) }}", "filter 'center' was given 100,000,000"),
     ("{{ '%099999999d' % 1 }}", "asks for a field that wide"),
     ("{{ '%*d'|format(999999, 1) }}", "asks for a field that wide"),

@@ -57,8 +57,11 @@ def test_a_link_leaving_a_listed_folder_is_refused_and_one_inside_is_followed(su
 def test_slice_thresholds_outside_0_to_1_are_refused(suite: Suite, value: str) -> None:
     suite.config(f'[thresholds.slices]\n"s" = {value}\n')
     suite.cases([case("a")])
-    message = ("promptsuite.toml:2: thresholds.slices.s = nan: not a finite number" if value == "nan"
-               else "promptsuite.toml:2: thresholds.slices.s: Input should be")
+    message = (
+        "promptsuite.toml:2: thresholds.slices.s = nan: not a finite number"
+        if value == "nan"
+        else "promptsuite.toml:2: thresholds.slices.s: Input should be"
+    )
     _refused(suite.run(), message)
 
 
@@ -80,27 +83,36 @@ def test_a_schema_path_outside_the_suite_is_refused(suite: Suite, where: str) ->
     schema.write_text('{"type": "object"}', encoding="utf-8")
     value = str(schema) if where == "absolute" else f"../{schema.name}"
     suite.cases([case("a", **{"assert": [{"type": "is-json", "value": value}]})])
-    _refused(suite.run(), f"cases.jsonl:1: case 'a': assert[0]: 'value' of 'is-json': {value!r} is outside "
-                             "the suite's folder")
+    _refused(
+        suite.run(),
+        f"cases.jsonl:1: case 'a': assert[0]: 'value' of 'is-json': {value!r} is outside the suite's folder",
+    )
 
 
 @pytest.mark.parametrize(
     ("line", "message"),
     [
-        ('{"case_id": "a", "input": "x", "slice": "s", "must_not_include": ["sk-"], "must_not_include": []}',
-         "cases.jsonl:1: duplicate key 'must_not_include': a key may appear once in an object (columns 46 and 75)"),
-        ('{"case_id": "a", "input": "x", "slice": "s", "assert": [{"type": "contains", "value": "y", '
-         '"weight": NaN}]}',
-         "cases.jsonl:1: invalid JSON: NaN is not a JSON number (JSON has no NaN or Infinity) (column 102)"),
-        ('{"case_id": "a", "input": [""], "slice": "s"}',
-         "cases.jsonl:1: 'input[0]' is empty (every turn needs text, as 'input' does)"),
-        ('{"case_id": "a", "input": "x", "slice": "s", "vars": ' + "[" * 70 + "]" * 70 + "}",
-         "cases.jsonl:1: nested deeper than the depth limit of 64 levels (column 117)"),
+        (
+            '{"case_id": "a", "input": "x", "slice": "s", "must_not_include": ["sk-"], "must_not_include": []}',
+            "cases.jsonl:1: duplicate key 'must_not_include': a key may appear once in an object (columns 46 and 75)",
+        ),
+        (
+            '{"case_id": "a", "input": "x", "slice": "s", "assert": [{"type": "contains", "value": "y", '
+            '"weight": NaN}]}',
+            "cases.jsonl:1: invalid JSON: NaN is not a JSON number (JSON has no NaN or Infinity) (column 102)",
+        ),
+        (
+            '{"case_id": "a", "input": [""], "slice": "s"}',
+            "cases.jsonl:1: 'input[0]' is empty (every turn needs text, as 'input' does)",
+        ),
+        (
+            '{"case_id": "a", "input": "x", "slice": "s", "vars": ' + "[" * 70 + "]" * 70 + "}",
+            "cases.jsonl:1: nested deeper than the depth limit of 64 levels (column 117)",
+        ),
     ],
     ids=["duplicate-key", "nan-weight", "empty-turn", "deep"],
 )
-def test_case_lines_that_would_be_silently_wrong_are_errors(suite: Suite, line: str,
-                                                            message: str) -> None:
+def test_case_lines_that_would_be_silently_wrong_are_errors(suite: Suite, line: str, message: str) -> None:
     suite.cases(line + "\n")
     _refused(suite.run(), message)
 
@@ -126,8 +138,9 @@ def test_reports_and_cassettes_kept_in_the_suite_folder_are_not_collected(suite:
     second.assert_outcomes(passed=1)  # not results.jsonl, review.jsonl or the cassette as cases
     assert main(["validate", str(folder)]) == 0
     named = suite.run(paths=["suite/report/results.jsonl"])
-    _refused(named, "suite/report/results.jsonl:1: this is a results.jsonl of a pytest-promptsuite report, "
-                    "not a case file")
+    _refused(
+        named, "suite/report/results.jsonl:1: this is a results.jsonl of a pytest-promptsuite report, not a case file"
+    )
 
 
 # -- finding 9: tracebacks instead of path:line -------------------------------------------------
@@ -137,15 +150,18 @@ def test_reports_and_cassettes_kept_in_the_suite_folder_are_not_collected(suite:
     ("data", "message"),
     [
         (b'[model]\nspec = "fake"\n# caf\xe9\n', "promptsuite.toml:3: not valid UTF-8 (byte 0xe9 at column 6)"),
-        (b"a = " + b"[" * 5000 + b"]" * 5000 + b"\n",
-         "promptsuite.toml:1: nested deeper than the depth limit of 64 levels"),
-        (b'[[checks]]\nassert = [{ type = "levenshtein", value = "x", threshold = nan }]\n',
-         "promptsuite.toml:2: checks[0].assert[0].threshold = nan: not a finite number"),
+        (
+            b"a = " + b"[" * 5000 + b"]" * 5000 + b"\n",
+            "promptsuite.toml:1: nested deeper than the depth limit of 64 levels",
+        ),
+        (
+            b'[[checks]]\nassert = [{ type = "levenshtein", value = "x", threshold = nan }]\n',
+            "promptsuite.toml:2: checks[0].assert[0].threshold = nan: not a finite number",
+        ),
     ],
     ids=["not-utf8", "deep", "nan-levenshtein"],
 )
-def test_a_broken_config_is_a_usage_error_with_the_line(suite: Suite, data: bytes,
-                                                        message: str) -> None:
+def test_a_broken_config_is_a_usage_error_with_the_line(suite: Suite, data: bytes, message: str) -> None:
     (suite.path / "promptsuite.toml").write_bytes(data)
     suite.cases([case("a")])
     _refused(suite.run(), message)
@@ -154,18 +170,26 @@ def test_a_broken_config_is_a_usage_error_with_the_line(suite: Suite, data: byte
 @pytest.mark.parametrize(
     ("name", "text", "message"),
     [
-        ("schema.json", "[" * 1000 + "]" * 1000,
-         "the schema file 'SCHEMA' is not JSON: nested deeper than the depth limit of 64 levels (line 1, column 65)"),
-        ("schema.json", '{"$ref": "https://example.com/evil.json"}',
-         "$ref 'https://example.com/evil.json' names another document, and schemas are never fetched"),
-        ("schema.json", '{"type": "object", "type": "array"}',
-         "is not JSON: duplicate key 'type': a key may appear once in an object (line 1, column 2 and line 1, "
-         "column 20)"),
+        (
+            "schema.json",
+            "[" * 1000 + "]" * 1000,
+            "the schema file 'SCHEMA' is not JSON: nested deeper than the depth limit of 64 levels (line 1, column 65)",
+        ),
+        (
+            "schema.json",
+            '{"$ref": "https://example.com/evil.json"}',
+            "$ref 'https://example.com/evil.json' names another document, and schemas are never fetched",
+        ),
+        (
+            "schema.json",
+            '{"type": "object", "type": "array"}',
+            "is not JSON: duplicate key 'type': a key may appear once in an object (line 1, column 2 and line 1, "
+            "column 20)",
+        ),
     ],
     ids=["deep-schema", "remote-ref", "duplicate-schema-key"],
 )
-def test_bad_schema_files_are_collection_errors(suite: Suite, name: str, text: str,
-                                                message: str) -> None:
+def test_bad_schema_files_are_collection_errors(suite: Suite, name: str, text: str, message: str) -> None:
     suite.write(name, text)
     suite.cases([case("a", **{"assert": [{"type": "is-json", "value": name}]})])
     _refused(suite.run(), message.replace("SCHEMA", str(suite.path / name)))
@@ -194,8 +218,10 @@ def test_an_unknown_variant_is_a_collection_error(suite: Suite, variants: bool) 
 def test_a_cassette_that_is_not_utf8_is_a_usage_error(suite: Suite) -> None:
     (suite.path / "cassette.jsonl").write_bytes(b'{"key": "k", "response": {"text": "caf\xe9"}}\n')
     suite.cases([case("a")])
-    _refused(suite.run("--prompt-replay", "cassette.jsonl"),
-             "cassette.jsonl:1: not a cassette entry (not valid UTF-8 (byte 0xe9 at column 39)")
+    _refused(
+        suite.run("--prompt-replay", "cassette.jsonl"),
+        "cassette.jsonl:1: not a cassette entry (not valid UTF-8 (byte 0xe9 at column 39)",
+    )
 
 
 # -- finding 11: code in suites -----------------------------------------------------------------
@@ -220,11 +246,24 @@ def test_a_case_cannot_run_a_python_file_from_outside_the_suite(suite: Suite) ->
 
 
 def test_a_case_cannot_import_a_module_the_config_does_not_list(suite: Suite) -> None:
-    suite.cases([case("a", **{"assert": [{"type": "python", "value": "antigravity:f"},
-                                         {"type": "pydantic", "value": "os:PathLike"}]})])
+    suite.cases(
+        [
+            case(
+                "a",
+                **{
+                    "assert": [
+                        {"type": "python", "value": "antigravity:f"},
+                        {"type": "pydantic", "value": "os:PathLike"},
+                    ]
+                },
+            )
+        ]
+    )
     result = suite.run()
-    _refused(result, "'value' of 'python': module 'antigravity' is not in the suite config's [checks] "
-                     "python_modules (listed: none)")
+    _refused(
+        result,
+        "'value' of 'python': module 'antigravity' is not in the suite config's [checks] python_modules (listed: none)",
+    )
     assert "'value' of 'pydantic': module 'os' is not in the suite config's [checks] python_modules" in output(result)
 
 
@@ -232,10 +271,23 @@ def test_listed_modules_and_files_inside_the_suite_may_run(suite: Suite) -> None
     suite.write("mychecks/__init__.py", "")
     suite.write("mychecks/polite.py", "def f(output, case):\n    return 'hello' in output\n")
     suite.write("local.py", "def g(output, case):\n    return True\n")
-    suite.config('[checks]\npython_modules = ["mychecks"]\n[[checks.rules]]\nslice = "*"\n'
-                 'assert = [{ type = "python", value = "mychecks.polite:f" }]\n')
-    suite.cases([case("a", **{"assert": [{"type": "python", "value": "mychecks.polite:f"},
-                                         {"type": "python", "value": "file://local.py:g"}]})])
+    suite.config(
+        '[checks]\npython_modules = ["mychecks"]\n[[checks.rules]]\nslice = "*"\n'
+        'assert = [{ type = "python", value = "mychecks.polite:f" }]\n'
+    )
+    suite.cases(
+        [
+            case(
+                "a",
+                **{
+                    "assert": [
+                        {"type": "python", "value": "mychecks.polite:f"},
+                        {"type": "python", "value": "file://local.py:g"},
+                    ]
+                },
+            )
+        ]
+    )
     suite.pytester.syspathinsert()
     result = suite.run("--prompt-report", "report")
     assert_clean(result)

@@ -36,8 +36,10 @@ def test_a_nested_json_answer_fails_its_checks_and_keeps_every_row(suite: Suite)
         "equals-path": [{"type": "equals", "path": "$[0]", "value": []}],
         "not-is-json": [{"type": "not-is-json"}],
     }
-    suite.cases([case(name, "x", **{"assert": entries}) for name, entries in checks.items()]
-                + [case("contains-json-bad", "bad", **{"assert": [{"type": "contains-json"}]})])
+    suite.cases(
+        [case(name, "x", **{"assert": entries}) for name, entries in checks.items()]
+        + [case("contains-json-bad", "bad", **{"assert": [{"type": "contains-json"}]})]
+    )
     result = suite.run("--prompt-model", "fake:rules.json", "--prompt-report", "report")
 
     assert_clean(result)
@@ -100,17 +102,17 @@ def pytest_promptsuite_make_output_parser(name, params):
 
 
 @pytest.mark.parametrize("plugin_args", [[], ["-n", "2"]], ids=["serial", "xdist_two"])
-def test_a_check_or_transform_that_raises_fails_with_the_reason(
-    suite: Suite, plugin_args: list[str]
-) -> None:
+def test_a_check_or_transform_that_raises_fails_with_the_reason(suite: Suite, plugin_args: list[str]) -> None:
     suite.pytester.makeconftest(CONFTEST_THAT_BREAKS)
     suite.write("exits.py", "import sys\ndef f(output, case):\n    sys.exit(3)\n")
-    suite.cases([
-        case("check", **{"assert": [{"type": "explodes"}, {"type": "contains", "value": "hello"}]}),
-        case("transform"),
-        case("exits", **{"assert": [{"type": "python", "value": "file://exits.py:f"}]}),
-        case("fine"),
-    ])
+    suite.cases(
+        [
+            case("check", **{"assert": [{"type": "explodes"}, {"type": "contains", "value": "hello"}]}),
+            case("transform"),
+            case("exits", **{"assert": [{"type": "python", "value": "file://exits.py:f"}]}),
+            case("fine"),
+        ]
+    )
     result = suite.run("--prompt-report", "report", *plugin_args)
 
     assert_clean(result)
@@ -130,8 +132,9 @@ def test_line_separators_and_surrogates_in_answers_survive_record_report_baselin
     suite: Suite, loopback: LoopbackServer
 ) -> None:
     suite.config(endpoint(loopback.base_url))
-    suite.cases([case("weird", "w [[weird]]"), case("plain", "p"),
-                 case("shown", "s [[weird]]", must_include=["not there"])])
+    suite.cases(
+        [case("weird", "w [[weird]]"), case("plain", "p"), case("shown", "s [[weird]]", must_include=["not there"])]
+    )
     first = suite.run("--prompt-record", "cassette.jsonl", "--prompt-report", "report", "--junitxml", "junit.xml")
     assert_clean(first)
     outputs = {"weird": WEIRD, "plain": "p", "shown": WEIRD}
@@ -158,8 +161,7 @@ def test_line_separators_and_surrogates_in_answers_survive_record_report_baselin
     ],
     ids=["metadata", "slice", "input", "case_id", "key"],
 )
-def test_a_lone_surrogate_in_a_case_is_a_clear_error(suite: Suite, fields: dict[str, object],
-                                                     where: str) -> None:
+def test_a_lone_surrogate_in_a_case_is_a_clear_error(suite: Suite, fields: dict[str, object], where: str) -> None:
     line = json.dumps({**case("a"), **fields})  # ensure_ascii: the surrogate is written as \\udXXX
     suite.cases(line + "\n")
     result = suite.run("--prompt-report", "report")
@@ -203,11 +205,12 @@ def test_a_run_stopped_by_x_never_says_passed(suite: Suite, plugin_args: list[st
     _assert_incomplete(suite, result, "stopping after 1 failures", ran=ran, total=30)
 
 
-def _assert_incomplete(suite: Suite, result: pytest.RunResult, why: str, *, ran: int,
-                       total: int) -> None:
+def _assert_incomplete(suite: Suite, result: pytest.RunResult, why: str, *, ran: int, total: int) -> None:
     assert_clean(result)
-    sentence = (f"the run stopped before every case ran ({why}): {ran} of {total} cases ran; "
-                "a partial run never passes the gate")
+    sentence = (
+        f"the run stopped before every case ran ({why}): {ran} of {total} cases ran; "
+        "a partial run never passes the gate"
+    )
     gate = suite.summary()["gate"]
     assert not gate["passed"]
     assert sentence in gate["reasons"]
@@ -215,8 +218,9 @@ def _assert_incomplete(suite: Suite, result: pytest.RunResult, why: str, *, ran:
     assert "promptsuite gate: FAILED" in markdown and sentence in markdown
     assert sentence in (suite.path / "report" / "dashboard.html").read_text(encoding="utf-8")
     assert "promptsuite gate: FAILED" in result.stdout.str()
-    assert "PASSED" not in "".join(Path(p).read_text(encoding="utf-8")
-                                   for p in (suite.path / "report").glob("summary.*"))
+    assert "PASSED" not in "".join(
+        Path(p).read_text(encoding="utf-8") for p in (suite.path / "report").glob("summary.*")
+    )
 
 
 def test_a_hook_that_breaks_after_a_passing_case_is_not_masked(suite: Suite) -> None:

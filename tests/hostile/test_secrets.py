@@ -22,8 +22,18 @@ def _key(suite: Suite, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)  # after the suite fixture has cleared the OPENAI_* variables
 
 
-EVERYWHERE = ("--prompt-report", "report", "--junitxml", "junit.xml", "--prompt-record", "cassette.jsonl",
-              "-o", "log_file_level=DEBUG", "--log-file", "run.log")
+EVERYWHERE = (
+    "--prompt-report",
+    "report",
+    "--junitxml",
+    "junit.xml",
+    "--prompt-record",
+    "cassette.jsonl",
+    "-o",
+    "log_file_level=DEBUG",
+    "--log-file",
+    "run.log",
+)
 
 RAISING_MODEL = """
 import os
@@ -48,9 +58,7 @@ def pytest_promptsuite_make_model(config, spec, settings, root):
 
 
 @pytest.mark.parametrize("plugin_args", [[], ["-n", "2"]], ids=["serial", "xdist_two"])
-def test_whatever_a_model_raises_is_an_error_row_without_the_key(
-    suite: Suite, plugin_args: list[str]
-) -> None:
+def test_whatever_a_model_raises_is_an_error_row_without_the_key(suite: Suite, plugin_args: list[str]) -> None:
     suite.pytester.makeconftest(RAISING_MODEL)
     suite.cases([case("a", "value"), case("b", "type"), case("c", "fine")])
     result = suite.run("--prompt-model", "leaky", *EVERYWHERE, *plugin_args)
@@ -90,8 +98,9 @@ def test_an_endpoint_that_echoes_the_key_gets_it_stored_nowhere(
 ) -> None:
     loopback.knobs.api_key = SECRET
     suite.config(endpoint(loopback.base_url))
-    suite.cases([case(f"e{i}", f"echo {i} [[echo]]", must_not_include=["sk-"]) for i in range(4)]
-                + [case("bad", "n [[400]]")])
+    suite.cases(
+        [case(f"e{i}", f"echo {i} [[echo]]", must_not_include=["sk-"]) for i in range(4)] + [case("bad", "n [[400]]")]
+    )
     result = suite.run(*EVERYWHERE, *plugin_args)
 
     assert_clean(result)
@@ -145,16 +154,18 @@ def test_user_and_password_in_the_base_url_are_refused_without_showing_them(
 @pytest.mark.parametrize(
     ("line", "message"),
     [
-        ('base_url = "http://127.0.0.1:99999/v1"',
-         "promptsuite.toml:3: model.base_url = 'http://127.0.0.1:99999/v1' has a port that is not a number"),
+        (
+            'base_url = "http://127.0.0.1:99999/v1"',
+            "promptsuite.toml:3: model.base_url = 'http://127.0.0.1:99999/v1' has a port that is not a number",
+        ),
         ('base_url = "ftp://127.0.0.1/v1"', "promptsuite.toml:3: model.base_url = 'ftp://127.0.0.1/v1' must start"),
-        ("params = { temperature = nan }",
-         "promptsuite.toml:3: model.params.temperature = nan: not a finite number"),
-        ("params = { seed = 1979-05-27 }",
-         "promptsuite.toml:3: model.params.seed = 1979-05-27: a date or time, which no setting takes"),
+        ("params = { temperature = nan }", "promptsuite.toml:3: model.params.temperature = nan: not a finite number"),
+        (
+            "params = { seed = 1979-05-27 }",
+            "promptsuite.toml:3: model.params.seed = 1979-05-27: a date or time, which no setting takes",
+        ),
         ("timeout_s = inf", "promptsuite.toml:3: model.timeout_s = inf: not a finite number"),
-        ('params = { model = "other" }',
-         "params may not set 'model': the client sets it from the spec and the prompt"),
+        ('params = { model = "other" }', "params may not set 'model': the client sets it from the spec and the prompt"),
     ],
     ids=["port", "scheme", "nan-param", "date-param", "inf-timeout", "reserved"],
 )

@@ -49,8 +49,10 @@ def test_fake_scores_are_fixed_by_the_tokens() -> None:
 
 
 def test_echo_logprobs_leave_out_the_first_and_generated_tokens() -> None:
-    data = {"choices": [{"logprobs": {"token_logprobs": [None, -1.0, -2.0, -5.0], "text_offset": [0, 1, 3, 5]}}],
-            "usage": {"prompt_tokens": 3}}
+    data = {
+        "choices": [{"logprobs": {"token_logprobs": [None, -1.0, -2.0, -5.0], "text_offset": [0, 1, 3, 5]}}],
+        "usage": {"prompt_tokens": 3},
+    }
     assert echo_logprobs(data, "a bc") == LabelScore(-3.0, 2)
     del data["usage"]
     assert echo_logprobs(data, "a bc") == LabelScore(-3.0, 2)  # text_offset past the prompt: generated
@@ -58,8 +60,9 @@ def test_echo_logprobs_leave_out_the_first_and_generated_tokens() -> None:
         echo_logprobs({"choices": [{"text": "x"}]}, "x")
 
 
-def test_openai_scores_through_completions_with_echo_and_logprobs(loopback: LoopbackServer,
-                                                                   runner: ModelRunner) -> None:
+def test_openai_scores_through_completions_with_echo_and_logprobs(
+    loopback: LoopbackServer, runner: ModelRunner
+) -> None:
     model = OpenAIModel("vllm-model", base_url=loopback.base_url, endpoint="completions")
     try:
         response = runner.call(ScoringModel(model), ModelRequest("one LIKELY three"))
@@ -84,8 +87,12 @@ def test_a_model_that_cannot_score_says_so() -> None:
 
 def test_a_ppl_suite_against_an_endpoint(suite: Suite, loopback: LoopbackServer) -> None:
     suite.config(SUITE.format(spec="openai:vllm", extra=f'base_url = "{loopback.base_url}"'))
-    suite.cases([{"case_id": "c1", "input": "hi", "slice": "s", "answer": "yes"},
-                 {"case_id": "c2", "input": "ho", "slice": "s", "answer": "no"}])
+    suite.cases(
+        [
+            {"case_id": "c1", "input": "hi", "slice": "s", "answer": "yes"},
+            {"case_id": "c2", "input": "ho", "slice": "s", "answer": "no"},
+        ]
+    )
     result = suite.run("--prompt-report", "report", "--prompt-no-cache", paths=["."])
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
@@ -105,16 +112,19 @@ def test_a_ppl_suite_on_the_fake_model_is_deterministic(suite: Suite) -> None:
         suite.run("--prompt-report", "report", paths=["."])
         row = suite.by_id()["c1"]
         outputs.add(row["output"])
-    expected = predict_label([(label, fake_score(f"Q: hi A: {text}")) for label, text in
-                              (("yes", "LIKELY yes"), ("no", "no"))])
+    expected = predict_label(
+        [(label, fake_score(f"Q: hi A: {text}")) for label, text in (("yes", "LIKELY yes"), ("no", "no"))]
+    )
     assert outputs == {expected}
 
 
 def test_echo_answers_what_promptfoo_echo_answers() -> None:
     model = make_model("echo")
     assert model.generate_sync(ModelRequest("Hello Ann!\n")).text == "Hello Ann!\n"  # type: ignore[attr-defined]
-    messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi é \"x\"\n"}]
+    messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": 'Hi é "x"\n'}]
     text = model.generate_sync(ModelRequest(messages)).text  # type: ignore[attr-defined]
     # JSON.stringify(messages, null, 2)
-    assert text == ('[\n  {\n    "role": "system",\n    "content": "Be brief."\n  },\n'
-                    '  {\n    "role": "user",\n    "content": "Hi é \\"x\\"\\n"\n  }\n]')
+    assert text == (
+        '[\n  {\n    "role": "system",\n    "content": "Be brief."\n  },\n'
+        '  {\n    "role": "user",\n    "content": "Hi é \\"x\\"\\n"\n  }\n]'
+    )

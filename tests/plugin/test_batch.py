@@ -17,9 +17,7 @@ from tests.loopback import LoopbackServer
 from tests.suite import Suite
 
 
-def test_batch_mode_sends_one_job_and_gives_the_results_of_direct_calls(
-    suite: Suite, loopback: LoopbackServer
-) -> None:
+def test_batch_mode_sends_one_job_and_gives_the_results_of_direct_calls(suite: Suite, loopback: LoopbackServer) -> None:
     prompts = [f"question {i}" for i in range(30)] + ["不 ascii \u2028 text"]
     ids = suite.prompts(prompts)
     suite.config({"model": loopback.model(params={"temperature": 0, "max_tokens": 20})})
@@ -35,8 +33,9 @@ def test_batch_mode_sends_one_job_and_gives_the_results_of_direct_calls(
     assert (loopback.batch.stats.uploads, loopback.batch.stats.created) == (1, 1)
     assert loopback.batch.stats.lines == len(ids)
     assert loopback.batch.stats.endpoints == ["/v1/chat/completions"]
-    batched.stdout.fnmatch_lines(["batch: sending 31 requests to /v1/chat/completions",
-                                  "batch batch_1: completed, 31 of 31 done, 0 failed"])
+    batched.stdout.fnmatch_lines(
+        ["batch: sending 31 requests to /v1/chat/completions", "batch batch_1: completed, 31 of 31 done, 0 failed"]
+    )
     one, other = suite.by_id("direct"), suite.by_id("batched")
     assert sorted(other) == ids
     for case_id in ids:
@@ -48,14 +47,16 @@ def test_batch_mode_sends_one_job_and_gives_the_results_of_direct_calls(
     line = json.loads(request_file[0])
     assert set(line) == {"custom_id", "method", "url", "body"}
     assert (line["method"], line["url"]) == ("POST", "/v1/chat/completions")
-    assert line["body"] == {"model": "loop-model", "messages": [{"role": "user", "content": "question 0"}],
-                            "temperature": 0, "max_tokens": 20}
+    assert line["body"] == {
+        "model": "loop-model",
+        "messages": [{"role": "user", "content": "question 0"}],
+        "temperature": 0,
+        "max_tokens": 20,
+    }
     assert line["custom_id"].startswith("c-00#")
 
 
-def test_lines_the_batch_failed_or_lost_are_errors_with_the_reason(
-    suite: Suite, loopback: LoopbackServer
-) -> None:
+def test_lines_the_batch_failed_or_lost_are_errors_with_the_reason(suite: Suite, loopback: LoopbackServer) -> None:
     suite.prompts(["fine", "bad [[batch-error]]", "gone [[batch-lost]]", "also fine"])
     suite.config({"model": loopback.model()})
     result = suite.run("--prompt-no-cache", "--prompt-batch", "--prompt-report", "report")
@@ -90,9 +91,7 @@ def test_a_failed_or_expired_batch_errors_each_case_it_did_not_answer(
     assert all(row["error"].endswith(reason) for row in errors), errors
 
 
-def test_batch_answers_are_cached_and_recorded_like_direct_ones(
-    suite: Suite, loopback: LoopbackServer
-) -> None:
+def test_batch_answers_are_cached_and_recorded_like_direct_ones(suite: Suite, loopback: LoopbackServer) -> None:
     """``[model] batch = true`` in the config; a second run is answered by the cache, no job."""
     suite.prompts(["one", "two", "three"])
     suite.config({"model": loopback.model(batch=True)})
@@ -126,12 +125,21 @@ def test_batch_file_then_batch_results(suite: Suite, loopback: LoopbackServer) -
     with outputs.open("w", encoding="utf-8") as out:
         for line in lines[:2]:
             text = line["body"]["messages"][0]["content"]
-            body = {"choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                                 "finish_reason": "stop"}]}
-            out.write(json.dumps({"id": "x", "custom_id": line["custom_id"], "error": None,
-                                  "response": {"status_code": 200, "body": body}}) + "\n")
-    answered = suite.run("--prompt-no-cache", "--prompt-batch-results", "outputs.jsonl",
-                    "--prompt-report", "report")
+            body = {
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}]
+            }
+            out.write(
+                json.dumps(
+                    {
+                        "id": "x",
+                        "custom_id": line["custom_id"],
+                        "error": None,
+                        "response": {"status_code": 200, "body": body},
+                    }
+                )
+                + "\n"
+            )
+    answered = suite.run("--prompt-no-cache", "--prompt-batch-results", "outputs.jsonl", "--prompt-report", "report")
     answered.assert_outcomes(passed=2, failed=1)
     rows = suite.by_id()
     assert rows["c-00"]["output"] == "one"
@@ -152,9 +160,20 @@ def test_ctrl_c_cancels_the_batch(suite: Suite, loopback: LoopbackServer) -> Non
     suite.prompts(["one", "two"])
     suite.config({"model": loopback.model()})
     process = suite.pytester.popen(
-        [sys.executable, "-m", "pytest", "--prompt-suite", "cases.jsonl", "-p", "no:randomly",
-         "--prompt-batch", "--prompt-no-cache"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--prompt-suite",
+            "cases.jsonl",
+            "-p",
+            "no:randomly",
+            "--prompt-batch",
+            "--prompt-no-cache",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
     )
     try:
         loopback.wait_for(lambda: loopback.batch.stats.created == 1)

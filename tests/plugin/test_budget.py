@@ -18,8 +18,9 @@ from tests.suite import Suite
 def test_max_calls_stops_after_that_many_calls(suite: Suite, loopback: LoopbackServer) -> None:
     ids = suite.prompts([f"prompt {i}" for i in range(12)])
     suite.config({"model": loopback.model()})
-    result = suite.run("--prompt-no-cache", "--prompt-max-calls", "5", "--prompt-concurrency", "3",
-                  "--prompt-report", "report")
+    result = suite.run(
+        "--prompt-no-cache", "--prompt-max-calls", "5", "--prompt-concurrency", "3", "--prompt-report", "report"
+    )
     result.assert_outcomes(passed=5, skipped=7)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     assert loopback.stats.requests == 5
@@ -41,15 +42,21 @@ def test_cache_hits_cost_no_call(suite: Suite, loopback: LoopbackServer) -> None
     assert again.ret == pytest.ExitCode.OK and loopback.stats.requests == 0
 
 
-def test_budget_usd_stops_before_the_budget_would_be_passed(
-    suite: Suite, loopback: LoopbackServer
-) -> None:
+def test_budget_usd_stops_before_the_budget_would_be_passed(suite: Suite, loopback: LoopbackServer) -> None:
     """At 1 USD a token, each call is estimated at 2 prompt tokens (8 characters) + 10 (its
     max_tokens) = 12 USD and really costs 2 (the server counts 1 + 1 tokens). One at a time, the
     k-th call is issued while 2 (k - 1) + 12 <= 30: ten calls."""
     suite.prompts([f"prompt-{i}" for i in range(12)])  # 8 characters each
-    suite.config({"model": loopback.model(concurrency=1, budget_usd=30,
-            prices={"prompt": 1_000_000, "completion": 1_000_000}, params={"max_tokens": 10})})
+    suite.config(
+        {
+            "model": loopback.model(
+                concurrency=1,
+                budget_usd=30,
+                prices={"prompt": 1_000_000, "completion": 1_000_000},
+                params={"max_tokens": 10},
+            )
+        }
+    )
     result = suite.run("--prompt-no-cache", "--prompt-report", "report")
     result.assert_outcomes(passed=10, skipped=2)
     assert loopback.stats.requests == 10

@@ -47,8 +47,7 @@ def test_failure_report_has_one_line_per_failed_check(suite: Suite, plugin_args:
         [
             "cases.jsonl:2: bad-1 [[]slice json[]] failed 3 checks",
             "  structure word-count    expected at most 1 words; found 3 words",
-            "  content   equals        $.refund.amount: expected "
-            "equals 12; found '12' (a string, not a number)",
+            "  content   equals        $.refund.amount: expected equals 12; found '12' (a string, not a number)",
             "  content   not-contains  expected not contains 'refund'; found 'refund' at offset 2",
         ],
         consecutive=True,
@@ -151,14 +150,9 @@ def judged(suite: Suite) -> Suite:
 def test_suite_checks_and_the_judge(judged: Suite) -> None:
     result = judged.run("--prompt-report", "out", paths=["promptsuite.toml"])
     result.assert_outcomes(passed=2, failed=3)
+    result.stdout.fnmatch_lines(["*j-2*failed 1 check", "  structure is-json  expected valid JSON; found not JSON*"])
     result.stdout.fnmatch_lines(
-        ["*j-2*failed 1 check", "  structure is-json  expected valid JSON; found not JSON*"]
-    )
-    result.stdout.fnmatch_lines(
-        [
-            "*leak-1*failed 1 check",
-            "  content   not-contains  expected not contains 'sk-'; found 'sk-' at offset 5",
-        ]
+        ["*leak-1*failed 1 check", "  content   not-contains  expected not contains 'sk-'; found 'sk-' at offset 5"]
     )
     result.stdout.fnmatch_lines(
         [
@@ -169,12 +163,7 @@ def test_suite_checks_and_the_judge(judged: Suite) -> None:
     )
     polite = judged.by_id("out")["polite-1"]
     [rubric] = [c for c in polite["checks"] if c["name"] == "llm-rubric"]
-    assert rubric["details"] == {
-        "judge": "fake:judge.json",
-        "verdict": True,
-        "score": 0.9,
-        "reason": "Polite.",
-    }
+    assert rubric["details"] == {"judge": "fake:judge.json", "verdict": True, "score": 0.9, "reason": "Polite."}
 
 
 def test_prompt_judge_option_names_the_judge(judged: Suite) -> None:
@@ -188,10 +177,7 @@ def test_llm_rubric_without_a_judge_says_how_to_configure_one(suite: Suite) -> N
     result = suite.run()
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
-        [
-            "*found no judge model: configure [[]models.judge[]] "
-            "in the suite config or pass --prompt-judge SPEC"
-        ]
+        ["*found no judge model: configure [[]models.judge[]] in the suite config or pass --prompt-judge SPEC"]
     )
 
 
@@ -244,8 +230,7 @@ def test_json_extract_example(pytester: pytest.Pytester) -> None:
         [
             "cases.jsonl:4: extract-004 [[]slice refund[]] failed 1 check",
             "  structure is-json   expected valid JSON matching the schema; found not JSON*",
-            "  content   order-id  $.order_id: skipped: output "
-            "is not JSON*, and structure check 'is-json' failed",
+            "  content   order-id  $.order_id: skipped: output is not JSON*, and structure check 'is-json' failed",
         ],
         consecutive=True,
     )

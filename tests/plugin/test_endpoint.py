@@ -23,9 +23,7 @@ SECRET = "sk-test-NEVER-WRITE-ME-7a3f9c"
 DEAD_URL = "http://127.0.0.1:9/v1"  # the discard port: nothing listens, connections are refused
 
 
-def test_a_suite_runs_against_the_endpoint(
-    suite: Suite, loopback: LoopbackServer, plugin_args: list[str]
-) -> None:
+def test_a_suite_runs_against_the_endpoint(suite: Suite, loopback: LoopbackServer, plugin_args: list[str]) -> None:
     ids = suite.prompts(["alpha", "beta [[500]]", "gamma [[drop]]", "delta [[400]]", "epsilon", "zeta"])
     suite.config({"model": loopback.model(max_retries=1, params={"temperature": 0})})
     result = suite.run("--prompt-report", "report", *plugin_args)
@@ -36,9 +34,7 @@ def test_a_suite_runs_against_the_endpoint(
     assert sorted(rows) == ids
     error = rows["c-03"]
     assert error["outcome"] == "error"
-    assert error["error"] == (
-        f"HTTP 400 from {loopback.base_url}/chat/completions: error 400 (loopback_error)"
-    )
+    assert error["error"] == (f"HTTP 400 from {loopback.base_url}/chat/completions: error 400 (loopback_error)")
     ok = rows["c-00"]
     assert ok["outcome"] == "passed" and ok["output"] == "alpha"
     assert ok["latency_ms"] > 0
@@ -80,11 +76,7 @@ def test_the_base_url_from_the_environment(
 
 @pytest.mark.parametrize(("option", "config", "expected"), [("12", None, 12), (None, 5, 5)])
 def test_calls_run_concurrently_while_pytest_runs_items_one_by_one(
-    suite: Suite,
-    loopback: LoopbackServer,
-    option: str | None,
-    config: int | None,
-    expected: int,
+    suite: Suite, loopback: LoopbackServer, option: str | None, config: int | None, expected: int
 ) -> None:
     loopback.knobs.latency_s = 0.2
     suite.prompts([f"case {i}" for i in range(3 * expected)])
@@ -95,9 +87,7 @@ def test_calls_run_concurrently_while_pytest_runs_items_one_by_one(
     assert loopback.stats.max_in_flight == expected
 
 
-def test_seeded_faults_leave_every_case_accounted_for(
-    suite: Suite, loopback: LoopbackServer
-) -> None:
+def test_seeded_faults_leave_every_case_accounted_for(suite: Suite, loopback: LoopbackServer) -> None:
     loopback.reset(fail_rate=0.3, fail_statuses=(429, 500), retry_after_ms=20, seed=3)
     ids = suite.prompts([f"case {i}" for i in range(60)])
     suite.config({"model": loopback.model()})
@@ -116,9 +106,7 @@ def test_seeded_faults_leave_every_case_accounted_for(
     assert loopback.stats.statuses[429] + loopback.stats.statuses[500] > 10  # faults happened
 
 
-def test_a_wrong_base_url_stops_the_run_with_one_message(
-    suite: Suite, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_wrong_base_url_stops_the_run_with_one_message(suite: Suite, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CI", "1")  # pytest then prints its short summary untruncated: the most lines
     suite.prompts([f"case {i}" for i in range(20)])
     suite.config({"model": {"spec": "openai:loop-model", "base_url": DEAD_URL, "max_retries": 0}})
@@ -160,32 +148,20 @@ def test_a_bad_key_stops_the_run_and_is_never_shown(
 
     assert result.ret == pytest.ExitCode.INTERRUPTED
     result.stdout.fnmatch_lines(
-        [
-            "*HTTP 401 from *: Incorrect API key provided: *** (invalid_api_key) "
-            "(check the key in $OPENAI_API_KEY)*"
-        ]
+        ["*HTTP 401 from *: Incorrect API key provided: *** (invalid_api_key) (check the key in $OPENAI_API_KEY)*"]
     )
     assert loopback.stats.log[0]["authorization"] == f"Bearer {SECRET}"
     assert SECRET not in result.stdout.str() + result.stderr.str()
     assert assert_secret_nowhere(suite.path, secret=SECRET) > 0
 
 
-def test_secrets_reach_no_file_written(
-    suite: Suite, loopback: LoopbackServer, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_secrets_reach_no_file_written(suite: Suite, loopback: LoopbackServer, monkeypatch: pytest.MonkeyPatch) -> None:
     loopback.knobs.api_key = SECRET
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     suite.prompts(["one", "two [[400]]", "three"])
     suite.config({"model": loopback.model()})
     result = suite.run(
-        "--prompt-report",
-        "report",
-        "--prompt-record",
-        "cassette.jsonl",
-        "--junitxml",
-        "junit.xml",
-        "-n",
-        "2",
+        "--prompt-report", "report", "--prompt-record", "cassette.jsonl", "--junitxml", "junit.xml", "-n", "2"
     )
 
     result.assert_outcomes(passed=2, failed=1)
@@ -196,9 +172,7 @@ def test_secrets_reach_no_file_written(
     assert assert_secret_nowhere(suite.path, secret=SECRET) > 0
 
 
-def test_the_second_run_is_answered_from_the_cache(
-    suite: Suite, loopback: LoopbackServer
-) -> None:
+def test_the_second_run_is_answered_from_the_cache(suite: Suite, loopback: LoopbackServer) -> None:
     suite.prompts(["one", "two", "three [[empty]]"])
     suite.config({"model": loopback.model()})
     suite.run().assert_outcomes(passed=2, failed=1)
@@ -219,18 +193,11 @@ def test_the_second_run_is_answered_from_the_cache(
     assert (suite.path / "elsewhere" / "v1").is_dir()
 
 
-def test_record_then_replay_offline(
-    suite: Suite, loopback: LoopbackServer, plugin_args: list[str]
-) -> None:
+def test_record_then_replay_offline(suite: Suite, loopback: LoopbackServer, plugin_args: list[str]) -> None:
     ids = suite.prompts([f"case {i}" for i in range(8)])
     suite.config({"model": loopback.model()})
-    suite.run("--prompt-record", "cassette.jsonl", "--prompt-no-cache", *plugin_args).assert_outcomes(
-        passed=8
-    )
-    entries = [
-        json.loads(line)
-        for line in (suite.path / "cassette.jsonl").read_text(encoding="utf-8").splitlines()
-    ]
+    suite.run("--prompt-record", "cassette.jsonl", "--prompt-no-cache", *plugin_args).assert_outcomes(passed=8)
+    entries = [json.loads(line) for line in (suite.path / "cassette.jsonl").read_text(encoding="utf-8").splitlines()]
     assert [e["case_id"] for e in entries] == ids
 
     loopback.reset(fail_rate=1.0, fail_statuses=(400,))  # the endpoint is "gone"
@@ -240,9 +207,7 @@ def test_record_then_replay_offline(
     assert {row["latency_ms"] for row in suite.rows()} == {None}
 
 
-def test_a_replay_miss_is_an_error_naming_the_case(
-    suite: Suite, loopback: LoopbackServer
-) -> None:
+def test_a_replay_miss_is_an_error_naming_the_case(suite: Suite, loopback: LoopbackServer) -> None:
     suite.prompts(["one"])
     suite.config({"model": loopback.model()})
     suite.run("--prompt-record", "cassette.jsonl").assert_outcomes(passed=1)
@@ -271,9 +236,7 @@ def test_replay_of_a_missing_cassette_is_a_usage_error(suite: Suite) -> None:
 
 
 @pytest.mark.parametrize("plugin_args", [[], ["-n", "2"]], ids=["serial", "xdist_two"])
-def test_repeat_runs_every_case_n_times(
-    suite: Suite, loopback: LoopbackServer, plugin_args: list[str]
-) -> None:
+def test_repeat_runs_every_case_n_times(suite: Suite, loopback: LoopbackServer, plugin_args: list[str]) -> None:
     suite.prompts(["one", "two"])
     suite.config({"model": loopback.model()})
     result = suite.run("--prompt-repeat", "3", "--prompt-report", "report", "-v", *plugin_args)
@@ -349,9 +312,7 @@ def test_calls_run_ahead_of_cases_that_run_slower_than_calls_return(
         assert seen <= most
 
 
-def test_ctrl_c_cancels_calls_and_keeps_finished_results(
-    suite: Suite, loopback: LoopbackServer
-) -> None:
+def test_ctrl_c_cancels_calls_and_keeps_finished_results(suite: Suite, loopback: LoopbackServer) -> None:
     loopback.knobs.hang_s = 60
     suite.prompts(["one", "two", "three", "four [[hang]]", "five", "six"])
     suite.config({"model": loopback.model(timeout_s=120)})
@@ -393,8 +354,7 @@ def test_ctrl_c_cancels_calls_and_keeps_finished_results(
     assert "five" not in sent and "six" not in sent  # one call at a time, and it never ended
 
 
-def test_xdist_workers_share_the_concurrency_bound(suite: Suite,
-                                                   loopback: LoopbackServer) -> None:
+def test_xdist_workers_share_the_concurrency_bound(suite: Suite, loopback: LoopbackServer) -> None:
     loopback.knobs.latency_s = 0.2
     suite.prompts([f"case {i}" for i in range(48)])
     suite.config({"model": loopback.model()})

@@ -32,14 +32,19 @@ def test_gate_settings_come_from_the_config_and_the_option_wins(suite: Suite) ->
     suite.config({"gate": {"alpha": 0.2, "correction": "none", "regression": "paired"}})
     result = suite.run(*NO_THRESHOLD, "--prompt-baseline", "base", "--prompt-report", "now")
     assert result.ret == 1
-    result.stdout.fnmatch_lines([
-        "regression rule: paired; one-sided exact test at alpha 0.2, no correction",
-        "*slice 's': pass rate dropped 15.0 points against the baseline (100.0% -> 85.0%), more than the "
-        "allowed 0.0 points (default), and it is significant (one-sided exact p = 0.125; alpha 0.2)*",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "regression rule: paired; one-sided exact test at alpha 0.2, no correction",
+            "*slice 's': pass rate dropped 15.0 points against the baseline (100.0% -> 85.0%), more than the "
+            "allowed 0.0 points (default), and it is significant (one-sided exact p = 0.125; alpha 0.2)*",
+        ]
+    )
     summary = suite.summary("now")
     assert (summary["alpha"], summary["correction"], summary["regression"], summary["max_regression"]) == (
-        0.2, "none", "paired", 0.0
+        0.2,
+        "none",
+        "paired",
+        0.0,
     )
     [row] = summary["slices"]
     assert (row["p_regression"], row["verdict"]) == (0.125, "regressed")
@@ -73,9 +78,7 @@ def test_the_fake_model_keeps_todays_rule(suite: Suite) -> None:
         ([], "[gate]\nalfa = 0.1\n", "*unknown key 'gate.alfa' (did you mean 'alpha'?)*"),
     ],
 )
-def test_bad_gate_settings_are_usage_errors(
-    suite: Suite, args: list[str], config: str | None, message: str
-) -> None:
+def test_bad_gate_settings_are_usage_errors(suite: Suite, args: list[str], config: str | None, message: str) -> None:
     _cases(suite, set())
     if config is not None:
         suite.config(config)
@@ -108,12 +111,13 @@ def test_variants_with_their_own_model_are_gated_against_the_first(suite: Suite)
     suite.write("rules.json", json.dumps(rules))
     result = suite.run(*NO_THRESHOLD, "--prompt-report", "rep", paths=["promptsuite.toml"])
     assert result.ret == 1
-    result.stdout.fnmatch_lines([
-        "*slice 's' [[]variant strict]: pass rate dropped 50.0 points against the variant echo (100.0% -> 50.0%)*",
-    ])
+    result.stdout.fnmatch_lines(
+        ["*slice 's' [[]variant strict]: pass rate dropped 50.0 points against the variant echo (100.0% -> 50.0%)*"]
+    )
     summary = suite.summary("rep")
     assert {name: model["spec"] for name, model in summary["run"]["models"].items()} == {
-        "echo": "fake", "strict": "fake:rules.json"
+        "echo": "fake",
+        "strict": "fake:rules.json",
     }
     [strict] = [s for s in summary["compared_variants"]["slices"] if s["variant"] == "strict"]
     assert strict["against_first"]["verdict"] == "regressed"
@@ -127,13 +131,15 @@ def test_an_endpoint_run_is_judged_by_the_paired_test(suite: Suite, loopback: Lo
     _cases(suite, {4})  # one regression of 20: not evidence of a drop, with the echo server
     result = suite.run(*NO_THRESHOLD, "--prompt-baseline", "base", "--prompt-no-cache", "--prompt-report", "now")
     assert result.ret == 0
-    result.stdout.fnmatch_lines([
-        "regression rule: auto, here paired (runs that may vary); one-sided exact test at alpha 0.05, "
-        "Holm over 1 comparison",
-        "s against the baseline: inconclusive: drop 5.0 points over 20 cases (p 0.5); detectable drop 25.0 points; "
-        "about * cases or * repeats per case would settle it",
-        "promptsuite gate: PASSED (1 failed case within tolerance)",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "regression rule: auto, here paired (runs that may vary); one-sided exact test at alpha 0.05, "
+            "Holm over 1 comparison",
+            "s against the baseline: inconclusive: drop 5.0 points over 20 cases (p 0.5); detectable drop 25.0 points; "
+            "about * cases or * repeats per case would settle it",
+            "promptsuite gate: PASSED (1 failed case within tolerance)",
+        ]
+    )
     [row] = suite.summary("now")["slices"]
     assert (row["p_regression"], row["verdict"], row["detectable_drop"]) == (0.5, "inconclusive", 0.25)
 

@@ -75,9 +75,7 @@ def test_hookspecs_are_registered(pytester: pytest.Pytester) -> None:
         "pytest_promptsuite_case_finished",
     ):
         assert hasattr(config.hook, name), name
-        assert (
-            getattr(hookspecs, name).__doc__ and ".. versionadded:: 0.1" in getattr(hookspecs, name).__doc__
-        )
+        assert getattr(hookspecs, name).__doc__ and ".. versionadded:: 0.1" in getattr(hookspecs, name).__doc__
 
 
 def test_conftest_check_model_and_transform(suite: Suite) -> None:
@@ -107,9 +105,7 @@ def test_conftest_check_errors_are_collection_errors(pytester: pytest.Pytester) 
     pytester.makeconftest(CONFTEST_PLUGIN)
     pytester.makefile(
         ".jsonl",
-        cases=_lines(
-            {"case_id": "a", "input": "x", "slice": "s", "assert": [{"type": "is-upper", "value": 1}]}
-        ),
+        cases=_lines({"case_id": "a", "input": "x", "slice": "s", "assert": [{"type": "is-upper", "value": 1}]}),
     )
     result = pytester.runpytest("--prompt-suite", "cases.jsonl")
     result.assert_outcomes(errors=1)
@@ -136,16 +132,11 @@ def test_a_conftest_check_applies_below_its_folder_only(pytester: pytest.Pyteste
 
 def test_a_hook_returning_something_else_than_a_check(pytester: pytest.Pytester) -> None:
     pytester.makeconftest("def pytest_promptsuite_make_check(name, params):\n    return 'oops'\n")
-    pytester.makefile(
-        ".jsonl", cases=_lines({"case_id": "a", "input": "x", "slice": "s", "assert": [{"type": "x"}]})
-    )
+    pytester.makefile(".jsonl", cases=_lines({"case_id": "a", "input": "x", "slice": "s", "assert": [{"type": "x"}]}))
     result = pytester.runpytest("--prompt-suite", "cases.jsonl")
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(
-        [
-            "*the pytest_promptsuite_make_check hook returned "
-            "str for 'x', not a pytest_promptsuite.checks.Check"
-        ]
+        ["*the pytest_promptsuite_make_check hook returned str for 'x', not a pytest_promptsuite.checks.Check"]
     )
 
 
@@ -161,9 +152,7 @@ def test_a_conftest_wins_over_the_builtin(pytester: pytest.Pytester) -> None:
     )
     pytester.makefile(
         ".jsonl",
-        cases=_lines(
-            {"case_id": "a", "input": "x", "slice": "s", "assert": [{"type": "contains", "value": "zzz"}]}
-        ),
+        cases=_lines({"case_id": "a", "input": "x", "slice": "s", "assert": [{"type": "contains", "value": "zzz"}]}),
     )
     pytester.runpytest("--prompt-suite", "cases.jsonl").assert_outcomes(passed=1)
 
@@ -202,9 +191,7 @@ def test_an_installed_plugin_can_be_blocked(pytester: pytest.Pytester) -> None:
     pytester.makefile(".jsonl", cases=THIRDPARTY_CASES)
     result = pytester.runpytest("--prompt-suite", "cases.jsonl", "-p", "no:thirdparty_example")
     result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(
-        ["cases.jsonl:1: case 'order': assert[[]0[]]: unknown check type 'has-order-id'*"]
-    )
+    result.stdout.fnmatch_lines(["cases.jsonl:1: case 'order': assert[[]0[]]: unknown check type 'has-order-id'*"])
 
 
 def test_the_promptsuite_command_sees_installed_and_conftest_plugins(
@@ -216,18 +203,14 @@ def test_the_promptsuite_command_sees_installed_and_conftest_plugins(
     assert cli.main(["validate", "cases.jsonl"]) == 0, capsys.readouterr().err
     assert capsys.readouterr().out == "ok: 3 cases in 1 slices (s)\n"
     (tmp_path / "more.jsonl").write_text(
-        _lines({"case_id": "u", "input": "x", "slice": "s", "assert": [{"type": "is-upper", "value": 2}]})
-        + "\n",
+        _lines({"case_id": "u", "input": "x", "slice": "s", "assert": [{"type": "is-upper", "value": 2}]}) + "\n",
         encoding="utf-8",
     )
     assert cli.main(["validate", "more.jsonl"]) == 1
     assert "unknown check type 'is-upper'" in capsys.readouterr().err
     (tmp_path / "conftest.py").write_text(CONFTEST_PLUGIN, encoding="utf-8")
     assert cli.main(["validate", "more.jsonl"]) == 1
-    assert (
-        "more.jsonl:1: case 'u': assert[0]: 'is-upper' takes no fields, got ['value']"
-        in capsys.readouterr().err
-    )
+    assert "more.jsonl:1: case 'u': assert[0]: 'is-upper' takes no fields, got ['value']" in capsys.readouterr().err
 
 
 def test_retriever_hook_builtin_and_override(pytester: pytest.Pytester) -> None:
@@ -238,9 +221,9 @@ def test_retriever_hook_builtin_and_override(pytester: pytest.Pytester) -> None:
     )
     config = pytester.parseconfigure()
     hook = config.hook
-    assert type(
-        hook.pytest_promptsuite_make_retriever(name="FixKRetriever", params={"fix_id_list": [0]})
-    ).__name__ == ("FixKRetriever")
+    assert type(hook.pytest_promptsuite_make_retriever(name="FixKRetriever", params={"fix_id_list": [0]})).__name__ == (
+        "FixKRetriever"
+    )
     assert hook.pytest_promptsuite_make_retriever(name="LastK", params={"k": 2}) == ("last", 2)
     assert hook.pytest_promptsuite_make_retriever(name="Nope", params={}) is None
     assert hook.pytest_promptsuite_make_renderer(name="nope", params={}) is None
@@ -272,8 +255,10 @@ def test_a_conftest_filter_wins_over_ours_and_jinjas_filters_stay(suite: Suite) 
     """In task prompts and in ``jinja`` template files alike: the conftest's ``indent`` replaces
     ours, its ``shout`` is added, Jinja's ``upper`` and ``title`` still work, and so do ours."""
     suite.pytester.makeconftest(FILTER_CONFTEST)
-    template = "{{ input | shout }} {{ input | indent(2) }} {{ input | upper }} {{ input | title }} " \
-               "{{ history | user_assistant_sequence }}"
+    template = (
+        "{{ input | shout }} {{ input | indent(2) }} {{ input | upper }} {{ input | title }} "
+        "{{ history | user_assistant_sequence }}"
+    )
     suite.write("prompts.yml", f"prompts:\n  - task: a\n    content: '{template}'\n")
     suite.write("t.txt", template)
     suite.config(

@@ -10,19 +10,20 @@ from tests.loopback import LoopbackServer
 from tests.suite import Suite
 
 
-def test_llm_rubric_with_a_judge_on_the_loopback_endpoint(
-    suite: Suite, loopback: LoopbackServer
-) -> None:
+def test_llm_rubric_with_a_judge_on_the_loopback_endpoint(suite: Suite, loopback: LoopbackServer) -> None:
     """The answered model is the fake one (it echoes the input); the judge is ``openai:`` on the
     loopback server, which echoes the judge's prompt. The prompt quotes the output, so an output that
     is a verdict object is what the judge answers: the verdict travels over real HTTP."""
     suite.config({"models.judge": {"spec": "openai:judge-model", "base_url": loopback.base_url, "max_retries": 0}})
     rubric = [{"type": "llm-rubric", "value": "The reply is polite"}]
     cases = [
-        {"case_id": "good", "input": '{"reason": "Polite.", "pass": true, "score": 0.9}', "slice": "s",
-         "assert": rubric},
-        {"case_id": "bad", "input": '{"reason": "Curt.", "pass": false, "score": 0.2}', "slice": "s",
-         "assert": rubric},
+        {
+            "case_id": "good",
+            "input": '{"reason": "Polite.", "pass": true, "score": 0.9}',
+            "slice": "s",
+            "assert": rubric,
+        },
+        {"case_id": "bad", "input": '{"reason": "Curt.", "pass": false, "score": 0.2}', "slice": "s", "assert": rubric},
         {"case_id": "down", "input": "judge fails [[400]]", "slice": "s", "assert": rubric},
     ]
     suite.cases(cases)
@@ -47,8 +48,7 @@ def test_llm_rubric_with_a_judge_on_the_loopback_endpoint(
 def test_review_queue_in_the_report(suite: Suite) -> None:
     cases = [
         {"case_id": "r-1", "input": "refund approved", "slice": "s", "review": "legal wording"},
-        {"case_id": "r-2", "input": "x", "slice": "s",
-         "assert": [{"type": "human-review", "value": "tone check"}]},
+        {"case_id": "r-2", "input": "x", "slice": "s", "assert": [{"type": "human-review", "value": "tone check"}]},
         {"case_id": "ok", "input": "y", "slice": "s"},
     ]
     suite.cases(cases)

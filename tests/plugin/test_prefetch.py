@@ -10,7 +10,7 @@ from tests.suite import Suite
 
 
 #: A conftest that asks the server, before pytest runs any item, how many calls it has seen.
-CONFTEST = '''
+CONFTEST = """
 import json, time, urllib.request
 
 import pytest
@@ -32,7 +32,7 @@ def pytest_runtestloop(session):
 
 def pytest_terminal_summary(terminalreporter):
     terminalreporter.write_line(f"calls before the first case: {{SEEN}}")
-'''
+"""
 
 
 def test_calls_start_before_the_first_case_runs(suite: Suite, loopback: LoopbackServer) -> None:
@@ -47,8 +47,9 @@ def test_calls_start_before_the_first_case_runs(suite: Suite, loopback: Loopback
     assert loopback.stats.requests == 20
 
 
-@pytest.mark.parametrize("args", [["--collect-only"], ["--deselect", "cases.jsonl::c-01"]],
-                         ids=["collect-only", "deselected"])
+@pytest.mark.parametrize(
+    "args", [["--collect-only"], ["--deselect", "cases.jsonl::c-01"]], ids=["collect-only", "deselected"]
+)
 def test_no_call_under_collect_only_or_for_a_deselected_case(
     suite: Suite, loopback: LoopbackServer, args: list[str]
 ) -> None:

@@ -36,13 +36,7 @@ def _timeless(rows: list[Row]) -> list[Row]:
 
 def test_report_is_the_same_serial_and_under_xdist(suite: Suite, plugin_args: list[str]) -> None:
     suite.cases(CASES)
-    result = suite.run(
-        "--prompt-min-pass-rate",
-        "0.7",
-        "--prompt-report",
-        "rep",
-        *plugin_args,
-    )
+    result = suite.run("--prompt-min-pass-rate", "0.7", "--prompt-report", "rep", *plugin_args)
     result.assert_outcomes(passed=5, failed=1)
     assert result.ret == 0
     result.stdout.fnmatch_lines(
@@ -62,12 +56,7 @@ def test_report_is_the_same_serial_and_under_xdist(suite: Suite, plugin_args: li
     summary = suite.summary("rep")
     assert summary["totals"] == {"cases": 6, "passed": 5, "failed": 1, "error": 0, "review": 0, "skipped": 0}
     refund, inj = summary["slices"]
-    assert (refund["slice"], refund["pass_rate"], refund["threshold"], refund["gate"]) == (
-        "refund",
-        0.75,
-        0.7,
-        "pass",
-    )
+    assert (refund["slice"], refund["pass_rate"], refund["threshold"], refund["gate"]) == ("refund", 0.75, 0.7, "pass")
     assert refund["ci_low"] == pytest.approx(0.3006418, abs=1e-6)  # Wilson 3/4
     assert (inj["slice"], inj["cases"], inj["p_value"], inj["baseline_pass_rate"]) == ("注入", 2, None, None)
     assert summary["gate"] == {"passed": True, "reasons": []}
@@ -167,16 +156,11 @@ def test_config_max_regression_applies_and_says_so(suite: Suite) -> None:
     result = suite.run("--prompt-baseline", "base")
     assert result.ret == 0
     result.stdout.fnmatch_lines(
-        [
-            "refund * 50% (config default) * 100.0% * -33.3 * -1/+0 * 1 * PASS",
-            "*allowed drop 40.0 points (config)",
-        ]
+        ["refund * 50% (config default) * 100.0% * -33.3 * -1/+0 * 1 * PASS", "*allowed drop 40.0 points (config)"]
     )
     stricter = suite.run("--prompt-baseline", "base", "--prompt-max-regression", "0.1")
     assert stricter.ret == 1
-    stricter.stdout.fnmatch_lines(
-        ["*more than the allowed 10.0 points (option); McNemar p = 1; regressions: r3"]
-    )
+    stricter.stdout.fnmatch_lines(["*more than the allowed 10.0 points (option); McNemar p = 1; regressions: r3"])
 
 
 def test_shards_merge_into_the_unsharded_report(suite: Suite) -> None:
@@ -198,22 +182,15 @@ def test_shards_merge_into_the_unsharded_report(suite: Suite) -> None:
     assert cli_main(["merge", *shard_dirs, "--out", str(suite.path / "merged")]) == whole.ret
     assert suite.summary("merged") == suite.summary("whole")
     assert _timeless(suite.rows("merged")) == _timeless(suite.rows("whole"))
-    assert (suite.path / "merged" / "slices.csv").read_text("utf-8") == (
-        suite.path / "whole" / "slices.csv"
-    ).read_text("utf-8")
+    assert (suite.path / "merged" / "slices.csv").read_text("utf-8") == (suite.path / "whole" / "slices.csv").read_text(
+        "utf-8"
+    )
 
 
 def test_shards_with_a_baseline_compare_only_their_own_cases(suite: Suite) -> None:
     suite.cases(_case(f"c{i}", "s", f"ok {i}", "ok") for i in range(12))
     assert suite.run("--prompt-report", "base").ret == 0
-    result = suite.run(
-        "--prompt-shard",
-        "2/2",
-        "--prompt-baseline",
-        "base",
-        "--prompt-report",
-        "s2",
-    )
+    result = suite.run("--prompt-shard", "2/2", "--prompt-baseline", "base", "--prompt-report", "s2")
     assert result.ret == 0
     summary = suite.summary("s2")
     assert summary["removed"] == [] and summary["slices"][0]["baseline_pass_rate"] == 1.0
@@ -228,9 +205,7 @@ def test_shards_with_a_baseline_compare_only_their_own_cases(suite: Suite) -> No
         ("--prompt-baseline", "nowhere", "argument --prompt-baseline: 'nowhere': no such file or folder*"),
     ],
 )
-def test_bad_option_values_fail_at_parse_time(
-    suite: Suite, option: str, value: str, message: str
-) -> None:
+def test_bad_option_values_fail_at_parse_time(suite: Suite, option: str, value: str, message: str) -> None:
     suite.cases(CASES[:1])
     result = suite.run(option, value)
     assert result.ret == pytest.ExitCode.USAGE_ERROR

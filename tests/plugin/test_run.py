@@ -16,11 +16,15 @@ CASES = [
     {"case_id": "facts-1", "input": "未提供", "slice": "facts", "must_include": ["未提供"]},
     {"case_id": "facts-2", "input": "未提供 A", "slice": "facts", "must_include": ["A"]},
     {"case_id": "facts-3", "input": "未提供 B", "slice": "facts", "must_include": ["B"]},
-    {"case_id": "facts-4", "input": "nothing", "slice": "facts", "must_include": ["未提供", "X"],
-     "must_not_include": ["nothing", "no"]},
+    {
+        "case_id": "facts-4",
+        "input": "nothing",
+        "slice": "facts",
+        "must_include": ["未提供", "X"],
+        "must_not_include": ["nothing", "no"],
+    },
     {"case_id": "inject-1", "input": "refuse", "slice": "injection", "must_not_include": ["sk-"]},
-    {"case_id": "inject-2", "input": "sk-123", "slice": "injection", "must_not_include": ["sk-"],
-     "tags": ["leak"]},
+    {"case_id": "inject-2", "input": "sk-123", "slice": "injection", "must_not_include": ["sk-"], "tags": ["leak"]},
 ]
 
 
@@ -90,9 +94,7 @@ def test_config_thresholds_per_slice(suite: Suite) -> None:
     suite.config({"thresholds": {"default": 0.7}, "thresholds.slices": {"injection": 0.5}})
     result = suite.run()
     assert result.ret == pytest.ExitCode.OK
-    result.stdout.fnmatch_lines(
-        ["facts*75.0%*70% (config default)*PASS", "injection*50.0%*50% (config slice)*PASS"]
-    )
+    result.stdout.fnmatch_lines(["facts*75.0%*70% (config default)*PASS", "injection*50.0%*50% (config slice)*PASS"])
     # an explicit option beats the config's default but not a slice's own threshold
     result = suite.run("--prompt-min-pass-rate", "0.8")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
@@ -130,19 +132,38 @@ def test_report_rows_have_the_contract_fields(suite: Suite) -> None:
     rows = suite.by_id()
     assert len(rows) == 8
     row = rows["inject-2"]
-    for key in ("case_id", "slice", "variant", "repeat", "outcome", "output", "checks", "error", "prompt",
-                "prompt_hash", "latency_ms", "usage"):
+    for key in (
+        "case_id",
+        "slice",
+        "variant",
+        "repeat",
+        "outcome",
+        "output",
+        "checks",
+        "error",
+        "prompt",
+        "prompt_hash",
+        "latency_ms",
+        "usage",
+    ):
         assert key in row
     assert row["outcome"] == "failed"
     assert row["output"] == row["prompt"] == "sk-123"
     [check] = row["checks"]
     assert {k: check[k] for k in ("layer", "name", "passed", "message")} == {
-        "layer": "content", "name": "must_not_include", "passed": False,
-        "message": "found forbidden text 'sk-' at offset 0"}
+        "layer": "content",
+        "name": "must_not_include",
+        "passed": False,
+        "message": "found forbidden text 'sk-' at offset 0",
+    }
     assert row["tags"] == ["leak"]
     assert len(row["prompt_hash"]) == 12
     assert {p.name for p in (suite.path / "report").iterdir()} >= {
-        "results.jsonl", "summary.json", "slices.csv", "summary.md"}
+        "results.jsonl",
+        "summary.json",
+        "slices.csv",
+        "summary.md",
+    }
 
 
 def test_xdist_gives_the_same_summary_as_serial(suite: Suite) -> None:

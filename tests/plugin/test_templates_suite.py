@@ -15,9 +15,7 @@ def test_fewshot_math_example_passes_its_gate(suite: Suite, plugin_args: list[st
     result = suite.run("--prompt-report", "report", *plugin_args, paths=["."])
     result.assert_outcomes(passed=6)
     assert result.ret == pytest.ExitCode.OK
-    result.stdout.fnmatch_lines(
-        ["*arithmetic*4*4*PASS*", "*multi-turn*2*2*PASS*", "promptsuite gate: PASSED"]
-    )
+    result.stdout.fnmatch_lines(["*arithmetic*4*4*PASS*", "*multi-turn*2*2*PASS*", "promptsuite gate: PASSED"])
 
 
 def test_results_record_the_exact_prompt_and_every_reply(suite: Suite) -> None:
@@ -60,8 +58,7 @@ def test_changing_the_shots_changes_the_prompt_hash(suite: Suite) -> None:
     suite.run("--prompt-report", "before", paths=["."])
     config = suite.path / "promptsuite.toml"
     config.write_text(
-        config.read_text(encoding="utf-8").replace("fix_id_list = [0, 1]", "fix_id_list = [2, 3]"),
-        encoding="utf-8",
+        config.read_text(encoding="utf-8").replace("fix_id_list = [0, 1]", "fix_id_list = [2, 3]"), encoding="utf-8"
     )
     suite.run("--prompt-report", "after", paths=["."])
     before, after = suite.by_id("before"), suite.by_id("after")
@@ -122,9 +119,7 @@ def test_render_command_shows_what_each_case_sends(
     pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
 ) -> None:
     folder = pytester.copy_example("fewshot_math")
-    assert (
-        main(["render", "--prompt-suite", str(folder), "--case-id", "mul-001", "--case-id", "mt-double"]) == 0
-    )
+    assert main(["render", "--prompt-suite", str(folder), "--case-id", "mul-001", "--case-id", "mt-double"]) == 0
     shown = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [s["case_id"] for s in shown] == ["mul-001", "mt-double"]
     assert shown[0]["prompt"].endswith("<|im_start|>user\n7*6=?<|im_end|>\n<|im_start|>assistant\n")

@@ -28,14 +28,18 @@ def two_variants(suite: Suite) -> Suite:
 def test_the_failure_header_names_the_variant_and_the_repeat(two_variants: Suite) -> None:
     result = two_variants.run("--prompt-repeat", "2", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=6, failed=2)
-    result.stdout.fnmatch_lines([
-        "*_ case f-1[[]v2[]][[]repeat-0[]] [[]s[]] _*",
-        "cases.jsonl:1: f-1 [[]variant v2[]] [[]slice s[]] failed 1 check",
-    ])
-    result.stdout.fnmatch_lines([
-        "*_ case f-1[[]v2[]][[]repeat-1[]] [[]s[]] _*",
-        "cases.jsonl:1: f-1 [[]variant v2[]] [[]repeat 1[]] [[]slice s[]] failed 1 check",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*_ case f-1[[]v2[]][[]repeat-0[]] [[]s[]] _*",
+            "cases.jsonl:1: f-1 [[]variant v2[]] [[]slice s[]] failed 1 check",
+        ]
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "*_ case f-1[[]v2[]][[]repeat-1[]] [[]s[]] _*",
+            "cases.jsonl:1: f-1 [[]variant v2[]] [[]repeat 1[]] [[]slice s[]] failed 1 check",
+        ]
+    )
 
 
 @pytest.mark.parametrize("repeat", [[], ["--prompt-repeat", "2"]], ids=["variants", "variants-and-repeats"])
@@ -59,10 +63,12 @@ def test_an_unread_vars_field_is_a_warning_at_the_end_of_the_run(suite: Suite, x
     suite.cases([{"case_id": "a", "input": "x", "slice": "s", "vars": {"tone": "dry"}}])
     result = suite.run(*xdist)
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines([
-        "*promptsuite: warnings*",
-        "cases.jsonl:1: vars field 'tone' (in 1 case, first a) is read by no template of the suite",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*promptsuite: warnings*",
+            "cases.jsonl:1: vars field 'tone' (in 1 case, first a) is read by no template of the suite",
+        ]
+    )
     assert sum("vars field 'tone'" in line for line in result.stdout.lines) == 1  # once, not once per worker
 
 

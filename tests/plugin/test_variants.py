@@ -23,14 +23,19 @@ def test_every_case_runs_once_per_variant(suite: Suite, plugin_args: list[str]) 
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     summary, rows = suite.summary(), suite.rows()
     assert sorted((r["case_id"], r["variant"]) for r in rows if r["case_id"] == "inject-001") == [
-        ("inject-001", "v1"), ("inject-001", "v2")]
+        ("inject-001", "v1"),
+        ("inject-001", "v2"),
+    ]
     compared = summary["compared_variants"]
     assert compared["variants"] == ["v1", "v2"]
     table = {(s["slice"], s["variant"]): (s["passed"], s["cases"], s["gate"]) for s in compared["slices"]}
     assert table == {
-        ("信息不足", "v1"): (0, 3, "fail"), ("信息不足", "v2"): (3, 3, "pass"),
-        ("提示词注入", "v1"): (3, 3, "pass"), ("提示词注入", "v2"): (0, 3, "fail"),
-        ("退款", "v1"): (3, 3, "pass"), ("退款", "v2"): (3, 3, "pass"),
+        ("信息不足", "v1"): (0, 3, "fail"),
+        ("信息不足", "v2"): (3, 3, "pass"),
+        ("提示词注入", "v1"): (3, 3, "pass"),
+        ("提示词注入", "v2"): (0, 3, "fail"),
+        ("退款", "v1"): (3, 3, "pass"),
+        ("退款", "v2"): (3, 3, "pass"),
     }
     # flips from v1 to v2, paired by case: 3 regressions in injection, 3 fixes in 信息不足
     assert compared["flips_by_slice"]["提示词注入"] == {"regressions": 3, "fixes": 0, "p_value": 0.25}
@@ -107,7 +112,8 @@ def test_render_shows_each_variant(support_bot: Path, capsys: pytest.CaptureFixt
     shown = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [s["variant"] for s in shown] == ["v1", "v2"]
     assert shown[0]["prompt"] != shown[1]["prompt"]
-    assert main(["render", "--prompt-suite", str(support_bot), "--case-id", "inject-001",
-                 "--prompt-variant", "v2"]) == 0
+    assert (
+        main(["render", "--prompt-suite", str(support_bot), "--case-id", "inject-001", "--prompt-variant", "v2"]) == 0
+    )
     [only] = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert only["variant"] == "v2" and only["prompt"] == shown[1]["prompt"]

@@ -66,7 +66,6 @@ def test_mcnemar_matches_exact_fractions_also_for_many_flips(b: int, c: int) -> 
     assert mcnemar_p(b, c) == pytest.approx(mcnemar_by_fractions(b, c), rel=1e-9)
 
 
-
 # -- the one-sided tests the regression gate uses ---------------------------------------------------
 
 
@@ -85,10 +84,12 @@ def stratified_by_enumeration(strata: list[Stratum]) -> Fraction:
     supports = []
     for s in strata:
         t, whole = s.old + s.new, math.comb(s.k_old + s.k_new, s.old + s.new)
-        supports.append([
-            (y, Fraction(math.comb(s.k_new, y) * math.comb(s.k_old, t - y), whole))
-            for y in range(max(0, t - s.k_old), min(s.k_new, t) + 1)
-        ])
+        supports.append(
+            [
+                (y, Fraction(math.comb(s.k_new, y) * math.comb(s.k_old, t - y), whole))
+                for y in range(max(0, t - s.k_old), min(s.k_new, t) + 1)
+            ]
+        )
     observed = sum(s.new for s in strata)
     total = Fraction(0)
     for combo in itertools.product(*supports):
