@@ -41,14 +41,12 @@ class Suite:
             cases = "".join(json.dumps(case, ensure_ascii=False) + "\n" for case in cases)
         return self.write(name, cases)
 
-    def prompts(self, prompts: Iterable[str], name: str = "cases.jsonl") -> list[str]:
+    def prompts(self, prompts: Sequence[str], name: str = "cases.jsonl") -> list[str]:
         """Write a case per prompt (ids ``c-00``.., slice ``s``) that passes when its answer holds the prompt."""
-        cases = [
-            {"case_id": f"c-{i:02d}", "input": prompt, "slice": "s", "must_include": [prompt]}
-            for i, prompt in enumerate(prompts)
-        ]
-        self.cases(cases, name)
-        return [case["case_id"] for case in cases]
+        ids = [f"c-{i:02d}" for i in range(len(prompts))]
+        cases = zip(ids, prompts, strict=True)
+        self.cases(({"case_id": id_, "input": text, "slice": "s", "must_include": [text]} for id_, text in cases), name)
+        return ids
 
     def config(self, config: str | Mapping[str, Mapping[str, Any]], name: str = "promptsuite.toml") -> Path:
         """Write the suite's config: TOML text as given, or tables (``{"model": {"spec": "fake"}}``)."""
