@@ -87,17 +87,22 @@ def main() -> None:
         medians = {label: statistics.median(values) for label, values in times.items()}
         floor = medians["json.loads of every line"]
         for label, values in times.items():
-            print(f"  {label:<38} {medians[label]:6.2f} s [{min(values):.2f}-{max(values):.2f}]  "
-                  f"{medians[label] / floor:.2f}x json.loads")
+            print(
+                f"  {label:<38} {medians[label]:6.2f} s [{min(values):.2f}-{max(values):.2f}]  "
+                f"{medians[label] / floor:.2f}x json.loads"
+            )
         stream = medians["stream_results (--prompt-baseline)"]
-        print(f"  peak memory: stream_results {peak_mb(lambda: stream_results(path)):.0f} MB, "
-              f"load_results {peak_mb(lambda: load_results(path)):.0f} MB")
+        print(
+            f"  peak memory: stream_results {peak_mb(lambda: stream_results(path)):.0f} MB, "
+            f"load_results {peak_mb(lambda: load_results(path)):.0f} MB"
+        )
         stored = stream_results(path)
         row = stored.full(stored.rows[len(stored.rows) // 2])
         assert row.output and row.prompt, "a stored row reads back whole"
         ok = stream <= 3 * floor
-        print(f"  goal: stream_results {stream:.2f} s <= 3 x json.loads = {3 * floor:.2f} s: "
-              f"{'MET' if ok else 'NOT MET'}")
+        print(
+            f"  goal: stream_results {stream:.2f} s <= 3 x json.loads = {3 * floor:.2f} s: {'MET' if ok else 'NOT MET'}"
+        )
     sys.exit(0 if ok else 1)
 
 

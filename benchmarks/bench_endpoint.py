@@ -65,8 +65,7 @@ class Server:
     def __init__(self, *args: str) -> None:
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         self.process = subprocess.Popen(
-            [PYTHON, str(ROOT / "tests" / "loopback.py"), *args],
-            stdout=subprocess.PIPE, text=True, env=env,
+            [PYTHON, str(ROOT / "tests" / "loopback.py"), *args], stdout=subprocess.PIPE, text=True, env=env
         )
         assert self.process.stdout is not None
         line = self.process.stdout.readline()
@@ -96,8 +95,12 @@ def write_suite(folder: Path, n: int) -> list[str]:
     with (folder / "cases.jsonl").open("w", encoding="utf-8") as out:
         for i, case_id in enumerate(ids):
             text = f"question {i}: " + "lorem ipsum " * (i % 50)
-            out.write(json.dumps({"case_id": case_id, "input": text, "slice": f"s{i % 6}",
-                                  "must_include": [f"question {i}:"]}) + "\n")
+            out.write(
+                json.dumps(
+                    {"case_id": case_id, "input": text, "slice": f"s{i % 6}", "must_include": [f"question {i}:"]}
+                )
+                + "\n"
+            )
     return ids
 
 
@@ -114,8 +117,19 @@ def timed(command: list[str], cwd: Path, package: Path | None = None) -> tuple[f
 def pytest_command(*args: str) -> list[str]:
     """pytest with the plugins a core install autoloads (``userenv.py``: the test extra's are not
     loaded, as for a user who installed the plugin with its core dependencies)."""
-    return [PYTHON, "-m", "pytest", "--prompt-suite", "cases.jsonl", "-q", *CORE_PLUGINS,
-            "-p", "no:cacheprovider", "--tb=line", *args]
+    return [
+        PYTHON,
+        "-m",
+        "pytest",
+        "--prompt-suite",
+        "cases.jsonl",
+        "-q",
+        *CORE_PLUGINS,
+        "-p",
+        "no:cacheprovider",
+        "--tb=line",
+        *args,
+    ]
 
 
 async def _floor(port: int, n: int, concurrency: int, folder: Path) -> None:
@@ -130,11 +144,14 @@ async def _floor(port: int, n: int, concurrency: int, folder: Path) -> None:
             prompt = queue.get_nowait()
             body = json.dumps({"model": "m", "messages": [{"role": "user", "content": prompt}]})
             data = body.encode()
-            writer.write(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
-                         b"application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(data), data))
+            writer.write(
+                b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                b"application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(data), data)
+            )
             head = await reader.readuntil(b"\r\n\r\n")
-            length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n")
-                          if line.lower().startswith(b"content-length"))
+            length = next(
+                int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")
+            )
             json.loads(await reader.readexactly(length))
         writer.close()
 
@@ -161,8 +178,10 @@ def _runner_alone(port: int, n: int, concurrency: int, folder: Path) -> None:
 def floor_command(port: int, n: int, concurrency: int, folder: Path, what: str = "floor") -> list[str]:
     """``_floor`` (or another function of this module, ``what``) in a process of its own."""
     call = f"b._{what}({port}, {n}, {concurrency}, pathlib.Path({str(folder)!r}))"
-    code = (f"import asyncio, sys; sys.path.insert(0, {str(ROOT / 'benchmarks')!r}); "
-            f"import bench_endpoint as b, pathlib; " + (f"asyncio.run({call})" if what == "floor" else call))
+    code = (
+        f"import asyncio, sys; sys.path.insert(0, {str(ROOT / 'benchmarks')!r}); "
+        f"import bench_endpoint as b, pathlib; " + (f"asyncio.run({call})" if what == "floor" else call)
+    )
     return [PYTHON, "-c", code]
 
 
@@ -207,8 +226,9 @@ def in_flight(timeline: list[list[float]], since: float, concurrency: int) -> Fl
     return Flight(len(spans), first - since, span, area / span, full / span, reached)
 
 
-def measure(command: list[str], cwd: Path, label: str, server: Server, concurrency: int,
-            package: Path | None = None) -> Sample:
+def measure(
+    command: list[str], cwd: Path, label: str, server: Server, concurrency: int, package: Path | None = None
+) -> Sample:
     """Run ``command`` once; a failure (exit status other than 0 or 1) ends the benchmark."""
     before, server_before = resource.getrusage(resource.RUSAGE_CHILDREN), server.cpu_s()
     since = time.monotonic()
@@ -232,22 +252,27 @@ def _row(label: str, samples: list[Sample]) -> str:
     """One command's line: medians over the rounds."""
     walls = [s.wall_s for s in samples]
     cpu, server = _median([s.client_cpu_s for s in samples]), _median([s.server_cpu_s for s in samples])
-    line = (f"  {label:<34} {statistics.median(walls):6.2f} s [{min(walls):.2f}-{max(walls):.2f}]"
-            f"  cpu {cpu:5.2f} s, server {server:4.2f} s")
+    line = (
+        f"  {label:<34} {statistics.median(walls):6.2f} s [{min(walls):.2f}-{max(walls):.2f}]"
+        f"  cpu {cpu:5.2f} s, server {server:4.2f} s"
+    )
     flights = [s.flight for s in samples if s.flight is not None]
     if not flights:
         return line
     reached = _median([f.bound_reached_s for f in flights])
-    return (line + f"  | first call {_median([f.first_call_s for f in flights]):.2f} s, calls over "
-            f"{_median([f.span_s for f in flights]):.2f} s, in flight {_median([f.mean for f in flights]):4.1f}, "
-            f"at the bound {_median([f.at_bound for f in flights]):.0%}, bound full after "
-            + ("never" if reached is None else f"{reached:.2f} s"))
+    return (
+        line + f"  | first call {_median([f.first_call_s for f in flights]):.2f} s, calls over "
+        f"{_median([f.span_s for f in flights]):.2f} s, in flight {_median([f.mean for f in flights]):4.1f}, "
+        f"at the bound {_median([f.at_bound for f in flights]):.0%}, bound full after "
+        + ("never" if reached is None else f"{reached:.2f} s")
+    )
 
 
 def export_package(ref: str, folder: Path) -> Path:
     """The package as it was at git commit ``ref``, exported into ``folder``."""
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref, "pytest_promptsuite"],
-                             capture_output=True, check=True).stdout
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", ref, "pytest_promptsuite"], capture_output=True, check=True
+    ).stdout
     folder.mkdir()
     subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
     return folder
@@ -259,17 +284,29 @@ def latency_bound(args: argparse.Namespace, folder: Path) -> bool:
     each one's calls in flight on the server say how full each kept the bound."""
     ideal = args.cases * args.latency_ms / 1000 / args.concurrency
     server = Server("--latency-ms", str(args.latency_ms))
-    endpoint_args = ["--prompt-model", "openai:bench", "--prompt-base-url", server.base_url,
-                     "--prompt-concurrency", str(args.concurrency), "--prompt-no-cache"]
+    endpoint_args = [
+        "--prompt-model",
+        "openai:bench",
+        "--prompt-base-url",
+        server.base_url,
+        "--prompt-concurrency",
+        str(args.concurrency),
+        "--prompt-no-cache",
+    ]
     plugin = f"pytest, openai: at {args.concurrency}"
     commands = {
         "pytest, fake model": pytest_command(),
         "async floor (raw asyncio client)": floor_command(server.port, args.cases, args.concurrency, folder),
         # the plugin's runner and client without pytest: what its own call path keeps in flight
         "runner alone (no pytest)": floor_command(server.port, args.cases, args.concurrency, folder, "runner_alone"),
-        "reference (httpx asyncio client)": [PYTHON, str(ROOT / "benchmarks" / "reference_client.py"),
-                                             "cases.jsonl", server.base_url, "--concurrency",
-                                             str(args.concurrency)],
+        "reference (httpx asyncio client)": [
+            PYTHON,
+            str(ROOT / "benchmarks" / "reference_client.py"),
+            "cases.jsonl",
+            server.base_url,
+            "--concurrency",
+            str(args.concurrency),
+        ],
         plugin: pytest_command(*endpoint_args),
         # the default: answers stored in the response cache (emptied before each run)
         f"{plugin}, cache on": pytest_command(*endpoint_args[:-1], "--prompt-cache", "bench-cache"),
@@ -282,21 +319,22 @@ def latency_bound(args: argparse.Namespace, folder: Path) -> bool:
             packages[f"{label} @{args.reference}"] = package
     samples: dict[str, list[Sample]] = {label: [] for label in commands}
     try:
-        print(f"N={args.cases}, latency {args.latency_ms:g} ms, concurrency {args.concurrency}: "
-              f"ideal {ideal:.3f} s; {args.runs} rounds, each command in turn; medians "
-              f"(wall [range], CPU of the command and of the server, the server's calls in flight)", flush=True)
+        print(
+            f"N={args.cases}, latency {args.latency_ms:g} ms, concurrency {args.concurrency}: "
+            f"ideal {ideal:.3f} s; {args.runs} rounds, each command in turn; medians "
+            f"(wall [range], CPU of the command and of the server, the server's calls in flight)",
+            flush=True,
+        )
         for label, command in commands.items():  # a warm-up: pytest's rewritten plugin bytecode, each package's
             if label.startswith("pytest"):
                 timed(command, folder, packages.get(label))
         for _ in range(args.runs):
             for label, command in commands.items():
                 shutil.rmtree(folder / "bench-cache", ignore_errors=True)
-                samples[label].append(measure(command, folder, label, server, args.concurrency,
-                                              packages.get(label)))
+                samples[label].append(measure(command, folder, label, server, args.concurrency, packages.get(label)))
         if args.profile_loop:
             print("  one more plugin run with benchmarks/loop_probe.py:")
-            measure(pytest_command(*endpoint_args, "-p", "loop_probe"), folder, plugin,
-                    server, args.concurrency)
+            measure(pytest_command(*endpoint_args, "-p", "loop_probe"), folder, plugin, server, args.concurrency)
         stats = server.stats()
     finally:
         server.stop()
@@ -306,25 +344,47 @@ def latency_bound(args: argparse.Namespace, folder: Path) -> bool:
     medians = {label: statistics.median(s.wall_s for s in values) for label, values in samples.items()}
     endpoint, reference = medians[plugin], medians["reference (httpx asyncio client)"]
     print(f"  server's peak in flight: {stats['max_in_flight']}")
-    print(f"  plugin / reference = {endpoint / reference:.2f}; plugin / ideal = {endpoint / ideal:.2f}; "
-          f"plugin / raw floor = {endpoint / medians['async floor (raw asyncio client)']:.2f}")
+    print(
+        f"  plugin / reference = {endpoint / reference:.2f}; plugin / ideal = {endpoint / ideal:.2f}; "
+        f"plugin / raw floor = {endpoint / medians['async floor (raw asyncio client)']:.2f}"
+    )
     if args.reference:
         before = medians[f"{plugin} @{args.reference}"]
         print(f"  plugin / the plugin at {args.reference} = {endpoint / before:.2f}")
     ok = endpoint <= 1.2 * reference
-    print(f"  goal: plugin {endpoint:.2f} s <= 1.2 x reference = {1.2 * reference:.2f} s: "
-          f"{'MET' if ok else 'NOT MET'}", flush=True)
+    print(
+        f"  goal: plugin {endpoint:.2f} s <= 1.2 x reference = {1.2 * reference:.2f} s: {'MET' if ok else 'NOT MET'}",
+        flush=True,
+    )
     return ok
 
 
 def faults(args: argparse.Namespace, folder: Path, ids: list[str]) -> bool:
-    server = Server("--latency-ms", str(args.latency_ms), "--fail-rate", str(args.fault_rate),
-                    "--retry-after-ms", "200", "--seed", "1234")
+    server = Server(
+        "--latency-ms",
+        str(args.latency_ms),
+        "--fail-rate",
+        str(args.fault_rate),
+        "--retry-after-ms",
+        "200",
+        "--seed",
+        "1234",
+    )
     try:
-        seconds, done = timed(pytest_command(
-            "--prompt-model", "openai:bench", "--prompt-base-url", server.base_url,
-            "--prompt-concurrency", str(args.concurrency), "--prompt-no-cache",
-            "--prompt-report", "fault-report"), folder)
+        seconds, done = timed(
+            pytest_command(
+                "--prompt-model",
+                "openai:bench",
+                "--prompt-base-url",
+                server.base_url,
+                "--prompt-concurrency",
+                str(args.concurrency),
+                "--prompt-no-cache",
+                "--prompt-report",
+                "fault-report",
+            ),
+            folder,
+        )
         stats = server.stats()
     finally:
         server.stop()
@@ -335,8 +395,10 @@ def faults(args: argparse.Namespace, folder: Path, ids: list[str]) -> bool:
     lost = sorted(set(ids) - set(seen))
     twice = sorted(case for case, count in seen.items() if count > 1)
     unexplained = [row["case_id"] for row in rows if row["outcome"] == "error" and not row["error"]]
-    print(f"faults: {args.fault_rate:.0%} of attempts answered 429/500 (seeded, retry-after-ms "
-          f"200), N={args.cases}: {seconds:.2f} s, exit {done.returncode}")
+    print(
+        f"faults: {args.fault_rate:.0%} of attempts answered 429/500 (seeded, retry-after-ms "
+        f"200), N={args.cases}: {seconds:.2f} s, exit {done.returncode}"
+    )
     print(f"  server: {stats['requests']} requests, statuses {stats['statuses']}")
     print(f"  rows {len(rows)}; outcomes {dict(outcomes)}; error reasons {dict(reasons)}")
     print(f"  lost {len(lost)}, duplicated {len(twice)}, errors without a reason {len(unexplained)}")
@@ -351,11 +413,15 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--fault-rate", type=float, default=0.2)
     parser.add_argument("--skip-faults", action="store_true")
-    parser.add_argument("--reference", metavar="REF",
-                        help="also run the plugin on the package at git commit REF, in the same rounds")
-    parser.add_argument("--profile-loop", action="store_true",
-                        help="one more plugin run with benchmarks/loop_probe.py: each thread's CPU, "
-                             "the event loop's callbacks, how often a case waited for its call")
+    parser.add_argument(
+        "--reference", metavar="REF", help="also run the plugin on the package at git commit REF, in the same rounds"
+    )
+    parser.add_argument(
+        "--profile-loop",
+        action="store_true",
+        help="one more plugin run with benchmarks/loop_probe.py: each thread's CPU, "
+        "the event loop's callbacks, how often a case waited for its call",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-endpoint-") as tmp:
         folder = Path(tmp)

@@ -48,13 +48,24 @@ def main() -> int:
     with serve() as server, tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "load"
         folder.mkdir()
-        load = run_load(server, folder, cases=args.cases, concurrency=args.concurrency, fault_share=args.faults,
-                        seed=args.seed, workers=args.workers)
-        print(f"# load: {args.cases} cases, concurrency {args.concurrency}, {args.faults:.0%} faulty, "
-              f"{args.workers or 'no'} xdist workers")
-        print(f"rows {load.rows}, lost {len(load.lost)}, duplicated {len(load.duplicated)}, "
-              f"mislabelled {len(load.mislabelled)}, files holding the key {len(load.leaks)} "
-              f"(of {load.files_searched} searched, stdout and stderr included)")
+        load = run_load(
+            server,
+            folder,
+            cases=args.cases,
+            concurrency=args.concurrency,
+            fault_share=args.faults,
+            seed=args.seed,
+            workers=args.workers,
+        )
+        print(
+            f"# load: {args.cases} cases, concurrency {args.concurrency}, {args.faults:.0%} faulty, "
+            f"{args.workers or 'no'} xdist workers"
+        )
+        print(
+            f"rows {load.rows}, lost {len(load.lost)}, duplicated {len(load.duplicated)}, "
+            f"mislabelled {len(load.mislabelled)}, files holding the key {len(load.leaks)} "
+            f"(of {load.files_searched} searched, stdout and stderr included)"
+        )
         print(f"outcomes {load.outcomes}, exit status {load.exit_status}, wall {load.seconds:.1f} s")
         print(f"server: {load.requests} requests, statuses {load.statuses}")
         ok &= not (load.lost or load.duplicated or load.mislabelled or load.leaks)

@@ -37,7 +37,7 @@ from userenv import CORE_PLUGINS
 from userenv import user_env
 
 
-PLAIN_TEST = '''
+PLAIN_TEST = """
 import json
 from pathlib import Path
 
@@ -57,7 +57,7 @@ def test_case(case):
     missing = [t for t in case["must_include"] if t not in output]
     forbidden = [t for t in case["must_not_include"] if t in output]
     assert not missing and not forbidden, (missing, forbidden)
-'''
+"""
 
 SLICES = ["退款", "物流", "提示词注入", "信息不足", "账户", "billing"]
 WORDS = "the order refund policy shipping account 未提供 订单 退款 物流 please thanks item".split()
@@ -75,8 +75,13 @@ def make_suite(folder: Path, n: int, seed: int = 1234, fail_share: float = 0.05)
             if rng.random() < fail_share:
                 failing += 1
                 must.append("NOT-THERE")
-            case = {"case_id": f"case-{i:06d}", "input": text, "slice": SLICES[i % len(SLICES)],
-                    "must_include": must, "must_not_include": must_not}
+            case = {
+                "case_id": f"case-{i:06d}",
+                "input": text,
+                "slice": SLICES[i % len(SLICES)],
+                "must_include": must,
+                "must_not_include": must_not,
+            }
             fp.write(json.dumps(case, ensure_ascii=False) + "\n")
     (folder / "test_plain.py").write_text(PLAIN_TEST, encoding="utf-8")
     return failing
@@ -105,8 +110,10 @@ def row(n: int, failing: int, label: str, plain: Runs, ours: Runs) -> str:
     p, o = statistics.median(t for t, _, _ in plain), statistics.median(t for t, _, _ in ours)
     pm, om = statistics.median(m for _, m, _ in plain), statistics.median(m for _, m, _ in ours)
     pc, oc = statistics.median(c for _, _, c in plain), statistics.median(c for _, _, c in ours)
-    return (f"| {n:,} | {failing:,} | {label} | {p:.2f} | {o:.2f} | {o / p:.2f} | {pm:.0f} | {om:.0f} "
-            f"| {(om - pm) * 1024 / n:.2f} | {pc:.2f} | {oc:.2f} | {oc / pc:.2f} | {len(ours)} |")
+    return (
+        f"| {n:,} | {failing:,} | {label} | {p:.2f} | {o:.2f} | {o / p:.2f} | {pm:.0f} | {om:.0f} "
+        f"| {(om - pm) * 1024 / n:.2f} | {pc:.2f} | {oc:.2f} | {oc / pc:.2f} | {len(ours)} |"
+    )
 
 
 def instructions(cmd: list[str], cwd: Path, env: dict[str, str]) -> int:
@@ -121,8 +128,7 @@ def instructions(cmd: list[str], cwd: Path, env: dict[str, str]) -> int:
     return int(found.group(1))
 
 
-def per_case_instructions(sizes: list[int], pytest_cmd: list[str], plugin_args: list[str],
-                          env: dict[str, str]) -> None:
+def per_case_instructions(sizes: list[int], pytest_cmd: list[str], plugin_args: list[str], env: dict[str, str]) -> None:
     """Each side's instructions per case, from two suite sizes (the slope: start-up cancels out),
     and the whole runs' counts: what the wall ratio at 50,000 cases tends to, without the noise."""
     small, large = sorted(sizes)[:2]
@@ -140,20 +146,29 @@ def per_case_instructions(sizes: list[int], pytest_cmd: list[str], plugin_args: 
     slope = {side: (c[large] - c[small]) / (large - small) for side, c in counts.items()}
     for side, c in counts.items():
         print(f"| {side} | {c[small]:,} | {c[large]:,} | {slope[side]:,.0f} |")
-    print(f"per case: promptsuite / plain = {slope['promptsuite'] / slope['plain']:.3f}; whole runs at "
-          f"N = {large:,}: {counts['promptsuite'][large] / counts['plain'][large]:.3f}")
+    print(
+        f"per case: promptsuite / plain = {slope['promptsuite'] / slope['plain']:.3f}; whole runs at "
+        f"N = {large:,}: {counts['promptsuite'][large] / counts['plain'][large]:.3f}"
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 50_000])
     parser.add_argument("--runs", type=int, default=0, help="runs per size (default: 3, or 1 at 50,000+)")
-    parser.add_argument("--before", type=Path, metavar="SRC",
-                        help="also run the plugin from SRC (a checkout of an earlier commit: its package "
-                             "goes first on PYTHONPATH) in the same rounds, for a before/after figure")
-    parser.add_argument("--instructions", action="store_true",
-                        help="count instructions under valgrind instead of timing (two --sizes, e.g. 1000 3000: "
-                             "the per-case slope; about 1 ms of native run is 50 ms under valgrind)")
+    parser.add_argument(
+        "--before",
+        type=Path,
+        metavar="SRC",
+        help="also run the plugin from SRC (a checkout of an earlier commit: its package "
+        "goes first on PYTHONPATH) in the same rounds, for a before/after figure",
+    )
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="count instructions under valgrind instead of timing (two --sizes, e.g. 1000 3000: "
+        "the per-case slope; about 1 ms of native run is 50 ms under valgrind)",
+    )
     args = parser.parse_args()
     pytest_cmd = [sys.executable, "-m", "pytest", *CORE_PLUGINS, "-p", "no:cacheprovider", "-q", "--tb=line"]
     plugin_args = ["--prompt-suite", "cases.jsonl", "--prompt-min-pass-rate", "0", "--prompt-report", "report"]
@@ -166,8 +181,10 @@ def main() -> None:
         return
     env_note = f"python {sys.version.split()[0]}, {os.cpu_count()} cpus"
     print(f"# bench_overhead ({env_note}); plain: pytest --tb=line; promptsuite: --prompt-report on")
-    print("| N | failing | promptsuite from | plain pytest s | promptsuite s | ratio | plain peak MB "
-          "| promptsuite peak MB | KB per case over plain | plain CPU s | promptsuite CPU s | CPU ratio | runs |")
+    print(
+        "| N | failing | promptsuite from | plain pytest s | promptsuite s | ratio | plain peak MB "
+        "| promptsuite peak MB | KB per case over plain | plain CPU s | promptsuite CPU s | CPU ratio | runs |"
+    )
     print("|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for n in args.sizes:
         runs = args.runs or (1 if n >= 50_000 else 3)

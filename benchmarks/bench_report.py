@@ -65,12 +65,32 @@ def make_rows(n: int, seed: int = 1234) -> tuple[list[CaseResult], list[CaseResu
         output = _text(rnd, rnd.randint(50, 1600))
         passed = rnd.random() > 0.05
         was = passed if rnd.random() > 0.01 else not passed
-        common = {"case_id": f"case-{i:06d}", "slice": slice_, "location": f"cases.jsonl:{i + 1}",
-                  "prompt": prompt, "prompt_hash": f"{i:016x}", "tags": (slice_, f"t{i % 7}")}
-        current.append(CaseResult(outcome="passed" if passed else "failed", output=output,
-                                  checks=(ok if passed else bad,), latency_ms=1.0, **common))
-        baseline.append(CaseResult(outcome="passed" if was else "failed", output=output,
-                                   checks=(ok if was else bad,), latency_ms=1.0, **common))
+        common = {
+            "case_id": f"case-{i:06d}",
+            "slice": slice_,
+            "location": f"cases.jsonl:{i + 1}",
+            "prompt": prompt,
+            "prompt_hash": f"{i:016x}",
+            "tags": (slice_, f"t{i % 7}"),
+        }
+        current.append(
+            CaseResult(
+                outcome="passed" if passed else "failed",
+                output=output,
+                checks=(ok if passed else bad,),
+                latency_ms=1.0,
+                **common,
+            )
+        )
+        baseline.append(
+            CaseResult(
+                outcome="passed" if was else "failed",
+                output=output,
+                checks=(ok if was else bad,),
+                latency_ms=1.0,
+                **common,
+            )
+        )
     return current, baseline
 
 
@@ -97,8 +117,7 @@ def measure(rows: int, runs: int, browser: bool) -> dict[str, float]:
             times["summarize"].append(t2 - t1)
             times["write"].append(t3 - t2)
         sizes = {p.name: p.stat().st_size for p in sorted((Path(tmp) / "rep").iterdir())}
-        print(f"rows: {rows:,}; runs: {runs}; regressions {len(summary.regressions):,}, "
-              f"fixes {len(summary.fixes):,}")
+        print(f"rows: {rows:,}; runs: {runs}; regressions {len(summary.regressions):,}, fixes {len(summary.fixes):,}")
         for name, values in times.items():
             result[name] = statistics.median(values)
             print(f"{name:>10}: median {result[name]:6.2f} s  [{min(values):.2f}-{max(values):.2f}]")
@@ -120,15 +139,28 @@ def _open(chromium: str, tmp: Path, runs: int) -> float:
     for i in range(runs):
         t0 = time.perf_counter()
         dom = subprocess.run(
-            [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-             f"--user-data-dir={tmp / f'profile-{i}'}", "--dump-dom", page],
-            capture_output=True, text=True, timeout=300, check=True,
+            [
+                chromium,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--no-first-run",
+                f"--user-data-dir={tmp / f'profile-{i}'}",
+                "--dump-dom",
+                page,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=True,
         ).stdout
         elapsed.append(time.perf_counter() - t0)
     rendered = 'data-rendered="1"' in dom
     rows_shown = dom.count('<tr class="case ')
-    print(f"{'chromium':>10}: median {statistics.median(elapsed):6.2f} s to load and render "
-          f"(rendered={rendered}, {rows_shown} case rows on the first page)")
+    print(
+        f"{'chromium':>10}: median {statistics.median(elapsed):6.2f} s to load and render "
+        f"(rendered={rendered}, {rows_shown} case rows on the first page)"
+    )
     return statistics.median(elapsed)
 
 
@@ -136,8 +168,9 @@ def _reference(ref: str, argv: list[str]) -> dict[str, float]:
     """Run this script against the package as it was at git commit ``ref``; its medians."""
     root = Path(__file__).resolve().parent.parent
     with tempfile.TemporaryDirectory() as tmp:
-        archive = subprocess.run(["git", "-C", str(root), "archive", ref, "pytest_promptsuite"],
-                                 capture_output=True, check=True).stdout
+        archive = subprocess.run(
+            ["git", "-C", str(root), "archive", ref, "pytest_promptsuite"], capture_output=True, check=True
+        ).stdout
         subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
         out = Path(tmp) / "figures.json"
         env = {**os.environ, "PYTHONPATH": tmp}
@@ -148,9 +181,7 @@ def _reference(ref: str, argv: list[str]) -> dict[str, float]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--browser", action="store_true", help="time chromium --dump-dom on the dashboard")

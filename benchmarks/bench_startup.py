@@ -44,8 +44,10 @@ from userenv import CORE_PLUGINS
 from userenv import user_env
 
 
-CASE = '{"case_id": "refund-001", "input": "Can I return an opened item?", "slice": "refunds", ' \
-       '"must_include": ["return"]}\n'
+CASE = (
+    '{"case_id": "refund-001", "input": "Can I return an opened item?", "slice": "refunds", '
+    '"must_include": ["return"]}\n'
+)
 TEST = "def test_one():\n    assert 'return' in 'Can I return an opened item?'\n"
 #: pydantic's own import, as a run reading a config makes it (the validator it builds is ours to count).
 FLOOR = "from pydantic import TypeAdapter  # noqa: F401\n"
@@ -83,10 +85,13 @@ def timed(command: list[str], cwd: Path) -> tuple[float, float]:
 def import_report(cwd: Path, python: str, load: list[str], bare: list[str]) -> None:
     """The heavy packages a one-case run imports (without and with a config) that a bare run of one
     test does not (anyio's plugin imports asyncio), and the plugin's import time (cumulative, ms)."""
+
     def heavy(target: str, plugins: list[str]) -> set[str] | None:
         args = [target] if target.endswith(".py") else ["--prompt-suite", target]
-        script = (f"import json, sys, pytest; pytest.main(['-q', '-p', 'no:cacheprovider', *{plugins!r}, *{args!r}]); "
-                  f"print(json.dumps(sorted({{m.split('.')[0] for m in sys.modules}} & {set(HEAVY)!r})))")
+        script = (
+            f"import json, sys, pytest; pytest.main(['-q', '-p', 'no:cacheprovider', *{plugins!r}, *{args!r}]); "
+            f"print(json.dumps(sorted({{m.split('.')[0] for m in sys.modules}} & {set(HEAVY)!r})))"
+        )
         done = subprocess.run([python, "-c", script], cwd=cwd, capture_output=True, text=True, env=ENV)
         return set(json.loads(done.stdout.splitlines()[-1])) if done.returncode == 0 else None
 
@@ -96,23 +101,38 @@ def import_report(cwd: Path, python: str, load: list[str], bare: list[str]) -> N
         found = heavy(target, load)
         ours[target] = "?" if found is None or bare_heavy is None else sorted(found - bare_heavy)
     importing = "import pytest; import pytest_promptsuite.plugin"
-    timing = subprocess.run([python, "-X", "importtime", "-c", importing],
-                            cwd=cwd, capture_output=True, text=True, env=ENV)
-    plugin = next((int(line.split("|")[1]) / 1000 for line in timing.stderr.splitlines()
-                   if line.rstrip().endswith("| pytest_promptsuite.plugin")), 0.0)
-    print(f"  python -X importtime: pytest_promptsuite.plugin {plugin:.0f} ms (what pytest loads for every run); "
-          f"heavy packages a one-case run imports (beyond bare's): {ours['one.jsonl']}, with a config: {ours['suite']}")
+    timing = subprocess.run(
+        [python, "-X", "importtime", "-c", importing], cwd=cwd, capture_output=True, text=True, env=ENV
+    )
+    plugin = next(
+        (
+            int(line.split("|")[1]) / 1000
+            for line in timing.stderr.splitlines()
+            if line.rstrip().endswith("| pytest_promptsuite.plugin")
+        ),
+        0.0,
+    )
+    print(
+        f"  python -X importtime: pytest_promptsuite.plugin {plugin:.0f} ms (what pytest loads for every run); "
+        f"heavy packages a one-case run imports (beyond bare's): {ours['one.jsonl']}, with a config: {ours['suite']}"
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--autoload", action="store_true",
-                        help="let pytest autoload its plugins, as a user's pytest does (use with --python on "
-                             "a venv holding only the core install: then pytest also rewrites the plugin's asserts)")
-    parser.add_argument("--python", default=sys.executable,
-                        help="the interpreter of the venv to time (default: this one). What a user gets is a "
-                             "wheel install: python -m venv V && V/bin/pip install . && --python V/bin/python")
+    parser.add_argument(
+        "--autoload",
+        action="store_true",
+        help="let pytest autoload its plugins, as a user's pytest does (use with --python on "
+        "a venv holding only the core install: then pytest also rewrites the plugin's asserts)",
+    )
+    parser.add_argument(
+        "--python",
+        default=sys.executable,
+        help="the interpreter of the venv to time (default: this one). What a user gets is a "
+        "wheel install: python -m venv V && V/bin/pip install . && --python V/bin/python",
+    )
     args = parser.parse_args()
     if args.autoload:
         del ENV["PYTEST_DISABLE_PLUGIN_AUTOLOAD"]
@@ -131,8 +151,13 @@ def main() -> None:
         plugin = [*pytest, *load]
         commands = {
             "bare pytest, one test (no plugin)": [*pytest, *bare_load, "test_one.py"],
-            "bare + pydantic's import (floor with a config)": [*pytest, *bare_load, "-p", "floor_pydantic",
-                                                               "test_one.py"],
+            "bare + pydantic's import (floor with a config)": [
+                *pytest,
+                *bare_load,
+                "-p",
+                "floor_pydantic",
+                "test_one.py",
+            ],
             "plugin installed, one test, no case": [*plugin, "test_one.py"],
             "pytest --prompt-suite one.jsonl": [*plugin, "--prompt-suite", "one.jsonl"],
             "... suite/ (one case, a promptsuite.toml)": [*plugin, "--prompt-suite", "suite"],
@@ -143,22 +168,30 @@ def main() -> None:
         for _ in range(args.runs):
             for label, command in commands.items():
                 times[label].append(timed(command, folder))
-        print(f"# bench_startup: medians of {args.runs}, in turn (wall; CPU = user + system, which a "
-              "busy machine inflates less)")
+        print(
+            f"# bench_startup: medians of {args.runs}, in turn (wall; CPU = user + system, which a "
+            "busy machine inflates less)"
+        )
         for label, values in times.items():
             wall, cpu = [v[0] for v in values], [v[1] for v in values]
-            print(f"  {label:<48} wall {statistics.median(wall):.3f} s [{min(wall):.3f}-{max(wall):.3f}]  "
-                  f"CPU {statistics.median(cpu):.3f} s")
-        medians = {label: (statistics.median(v[0] for v in values), statistics.median(v[1] for v in values))
-                   for label, values in times.items()}
+            print(
+                f"  {label:<48} wall {statistics.median(wall):.3f} s [{min(wall):.3f}-{max(wall):.3f}]  "
+                f"CPU {statistics.median(cpu):.3f} s"
+            )
+        medians = {
+            label: (statistics.median(v[0] for v in values), statistics.median(v[1] for v in values))
+            for label, values in times.items()
+        }
         (bare, bare_cpu), (floor, floor_cpu), (installed, _), (suite, suite_cpu), (configured, configured_cpu) = (
             medians.values()
         )
         ok = suite <= bare + 0.3 and configured <= floor + 0.3
         print(f"  installed - bare = {installed - bare:+.3f} s; pydantic floor - bare = {floor - bare:+.3f} s")
-        print(f"  plugin - bare = {suite - bare:+.3f} s wall, {suite_cpu - bare_cpu:+.3f} s CPU; plugin / bare = "
-              f"{suite / bare:.2f}; with a config - floor = {configured - floor:+.3f} s wall, "
-              f"{configured_cpu - floor_cpu:+.3f} s CPU")
+        print(
+            f"  plugin - bare = {suite - bare:+.3f} s wall, {suite_cpu - bare_cpu:+.3f} s CPU; plugin / bare = "
+            f"{suite / bare:.2f}; with a config - floor = {configured - floor:+.3f} s wall, "
+            f"{configured_cpu - floor_cpu:+.3f} s CPU"
+        )
         print(f"  goals: plugin <= bare + 0.3 s, with a config <= floor + 0.3 s (wall): {'MET' if ok else 'NOT MET'}")
         import_report(folder, args.python, load, bare_load)
     sys.exit(0 if ok else 1)

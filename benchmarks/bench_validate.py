@@ -31,12 +31,17 @@ def write_suite(folder: Path, cases: int, *, reads: bool) -> Path:
     renderer = "format" if reads else "none"
     (folder / "promptsuite.toml").write_text(
         f'[suite]\ncases = ["cases.jsonl"]\n[template]\ntemplate_file = "v1.txt"\nrenderer = "{renderer}"\n'
-        '[variants.v1]\n[variants.v2]\ntemplate_file = "v2.txt"\n', encoding="utf-8"
+        '[variants.v1]\n[variants.v2]\ntemplate_file = "v2.txt"\n',
+        encoding="utf-8",
     )
     with (folder / "cases.jsonl").open("w", encoding="utf-8") as out:
         for i in range(cases):
-            row = {"case_id": f"trip-{i:06d}", "input": f"Can I change flight {i}?", "slice": f"s{i % 5}",
-                   "must_include": ["flight"]}
+            row = {
+                "case_id": f"trip-{i:06d}",
+                "input": f"Can I change flight {i}?",
+                "slice": f"s{i % 5}",
+                "must_include": ["flight"],
+            }
             if reads:
                 row["vars"] = {"tier": "gold", "city": "Oslo", "tone": "dry"}
             out.write(json.dumps(row) + "\n")
@@ -73,8 +78,10 @@ def main() -> None:
     items = 2 * args.cases
     print(f"{args.cases:,} cases x 2 variants = {items:,} items, median of {args.runs} runs")
     print(f"  pytest --collect-only, templates read nothing (reference): {ref:6.2f} s")
-    for name, label in (("collect", "pytest --collect-only, templates read 4 fields"),
-                        ("validate", "promptsuite validate (collection + dry render)")):
+    for name, label in (
+        ("collect", "pytest --collect-only, templates read 4 fields"),
+        ("validate", "promptsuite validate (collection + dry render)"),
+    ):
         value = statistics.median(timings[name])
         print(f"  {label + ':':<58}{value:6.2f} s  ({value / ref:.2f}x)")
 

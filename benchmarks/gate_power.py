@@ -70,7 +70,8 @@ def draw(p: list[float], k: int, rng: random.Random) -> list[CaseResult]:
     """One run: every case ``k`` times."""
     return [
         CaseResult(case_id=f"c{i:04d}", slice="s", outcome="passed" if rng.random() < pi else "failed", repeat=r)
-        for i, pi in enumerate(p) for r in range(k)
+        for i, pi in enumerate(p)
+        for r in range(k)
     ]
 
 
@@ -87,8 +88,13 @@ def cell(task: tuple[int, int, str, int, int, bool]) -> tuple[int, int, str, int
         summary = summarize(new, ThresholdPolicy(option=0.0), baseline=base, run=ENDPOINT)
         fails[0] += not summary.gate.passed
         for j, limit in enumerate(DELTA_LIMITS if delta else ()):
-            today = summarize(new, ThresholdPolicy(option=0.0, max_regression_option=limit), baseline=base,
-                              run=ENDPOINT, settings=GateSettings(regression="delta"))
+            today = summarize(
+                new,
+                ThresholdPolicy(option=0.0, max_regression_option=limit),
+                baseline=base,
+                run=ENDPOINT,
+                settings=GateSettings(regression="delta"),
+            )
             fails[1 + j] += not today.gate.passed
     return n, k, scenario, pairs, fails
 
@@ -98,7 +104,10 @@ def simulate(sizes: list[int], repeats: list[int], pairs: int, delta: bool, proc
     chunk = 100
     tasks = [
         (n, k, scenario, min(chunk, pairs - start), zlib.crc32(f"{n} {k} {scenario} {start}".encode()), delta)
-        for n in sizes for k in repeats for scenario in SCENARIOS for start in range(0, pairs, chunk)
+        for n in sizes
+        for k in repeats
+        for scenario in SCENARIOS
+        for start in range(0, pairs, chunk)
     ]
     totals: dict[tuple[int, int, str], list[int]] = {}
     started = time.perf_counter()
@@ -110,9 +119,11 @@ def simulate(sizes: list[int], repeats: list[int], pairs: int, delta: bool, proc
             for j, f in enumerate(fails):
                 acc[1 + j] += f
     print(f"\n## The gate on simulated pairs ({pairs:,} per cell, {time.perf_counter() - started:.0f} s)\n")
-    print("Rate at which the gate fails the slice, with 2 standard errors. Targets: false alarms <= 5 % in "
-          "every cell; a 10-point drop at N = 200, k = 1 caught >= 90 %; a 5-point drop at N = 200, k = 3 "
-          "caught >= 90 %.\n")
+    print(
+        "Rate at which the gate fails the slice, with 2 standard errors. Targets: false alarms <= 5 % in "
+        "every cell; a 10-point drop at N = 200, k = 1 caught >= 90 %; a 5-point drop at N = 200, k = 3 "
+        "caught >= 90 %.\n"
+    )
     head = ["N", "k", *SCENARIOS]
     if delta:
         head += [f"{s}, drop only, max {m:g}" for s in SCENARIOS for m in DELTA_LIMITS]
@@ -152,14 +163,27 @@ def _rate(fails: int, pairs: int, target: tuple[str, float] | None) -> str:
 
 
 def _pytest(folder: Path, *args: str) -> int:
-    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--prompt-suite", "cases.jsonl",
-           "--prompt-min-pass-rate", "0", *args]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        "--prompt-suite",
+        "cases.jsonl",
+        "--prompt-min-pass-rate",
+        "0",
+        *args,
+    ]
     return subprocess.run(cmd, cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False).returncode
 
 
 def _write(folder: Path, inputs: list[str]) -> None:
-    lines = [json.dumps({"case_id": f"c{i:03d}", "input": text, "slice": "s", "must_include": ["ok"]})
-             for i, text in enumerate(inputs)]
+    lines = [
+        json.dumps({"case_id": f"c{i:03d}", "input": text, "slice": "s", "must_include": ["ok"]})
+        for i, text in enumerate(inputs)
+    ]
     (folder / "cases.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
@@ -214,14 +238,17 @@ def _agreement(folder: Path, pair: int, scenario: str, status: int) -> list[str]
     written = json.loads((folder / "now" / "summary.json").read_text("utf-8"))
     old_run = json.loads((folder / "base" / "summary.json").read_text("utf-8"))["run"]
     again = summarize(
-        load_results(folder / "now"), ThresholdPolicy(option=0.0),
+        load_results(folder / "now"),
+        ThresholdPolicy(option=0.0),
         baseline=Baseline(load_results(folder / "base"), "base", run=RunInfo.from_dict(old_run)),
         run=RunInfo.from_dict(written["run"]),
     )
     ours, theirs = again.slices[0], written["slices"][0]
     agree = (
-        ours.test is not None and ours.test.p_regression == theirs["p_regression"]
-        and ours.test.verdict == theirs["verdict"] and again.gate.passed == (status == 0)
+        ours.test is not None
+        and ours.test.p_regression == theirs["p_regression"]
+        and ours.test.verdict == theirs["verdict"]
+        and again.gate.passed == (status == 0)
     )
     p = ours.test.p_regression if ours.test is not None else float("nan")
     return [str(pair), scenario, str(status), f"{theirs['p_regression']:.3g}", f"{p:.3g}", "yes" if agree else "NO"]

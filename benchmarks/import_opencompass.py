@@ -107,8 +107,11 @@ def main_(argv: list[str] | None = None) -> int:
     parser.add_argument("--configs", type=Path, default=_default_configs(), help="OpenCompass's configs folder")
     args = parser.parse_args(argv)
     if args.configs is None or not (args.configs / "datasets").is_dir():
-        print("give --configs PATH/TO/opencompass/configs (pip install opencompass in a scratch venv, or a "
-              "checkout of github.com/open-compass/opencompass)", file=sys.stderr)
+        print(
+            "give --configs PATH/TO/opencompass/configs (pip install opencompass in a scratch venv, or a "
+            "checkout of github.com/open-compass/opencompass)",
+            file=sys.stderr,
+        )
         return 2
     start = time.perf_counter()
     totals: dict[str, int] = {}
@@ -122,10 +125,14 @@ def main_(argv: list[str] | None = None) -> int:
             print(f"{relative:55} {verdict:14} {rendered:3}/{suites:<3} suites rendered  {' '.join(modes)}")
             for key in {k for kind in kinds for k in kind}:
                 totals[key] = totals.get(key, 0) + 1
-    print(f"\n{len(CONFIGS)} configs: {imported} imported with no edits, {suites_total} suites written, "
-          f"{rendered_total} rendered ({time.perf_counter() - start:.1f} s)")
-    print("configs by kind: " + ", ".join(f"{k} {totals.get(k, 0)}" for k in
-                                          ("gen", "ppl", "few-shot", "zero-shot", "string", "dialogue")))
+    print(
+        f"\n{len(CONFIGS)} configs: {imported} imported with no edits, {suites_total} suites written, "
+        f"{rendered_total} rendered ({time.perf_counter() - start:.1f} s)"
+    )
+    print(
+        "configs by kind: "
+        + ", ".join(f"{k} {totals.get(k, 0)}" for k in ("gen", "ppl", "few-shot", "zero-shot", "string", "dialogue"))
+    )
     return 0 if imported == len(CONFIGS) and rendered_total == suites_total else 1
 
 

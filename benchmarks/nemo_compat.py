@@ -44,9 +44,18 @@ from pytest_promptsuite.run.registration import register_builtins  # noqa: E402
 
 EXAMPLE = ROOT / "example_suites" / "nemo_guardrails" / "config"
 MODELS = [
-    "unknown", "openai/gpt-3.5-turbo-instruct", "openai/gpt-3.5-turbo", "openai/gpt-4o", "openai/gpt-4",
-    "nemollm/gpt-43b-905", "nim/meta/llama3-8b-instruct", "cohere/command", "huggingface/databricks/dolly-v2-3b",
-    "vertexai/mosaicml/mpt-7b", "nvidia_ai_endpoints/meta/llama-3.1-70b-instruct", "azure/gpt-35-turbo",
+    "unknown",
+    "openai/gpt-3.5-turbo-instruct",
+    "openai/gpt-3.5-turbo",
+    "openai/gpt-4o",
+    "openai/gpt-4",
+    "nemollm/gpt-43b-905",
+    "nim/meta/llama3-8b-instruct",
+    "cohere/command",
+    "huggingface/databricks/dolly-v2-3b",
+    "vertexai/mosaicml/mpt-7b",
+    "nvidia_ai_endpoints/meta/llama-3.1-70b-instruct",
+    "azure/gpt-35-turbo",
     "nemollm",
 ]
 MODES = ["standard", "compact"]
@@ -71,7 +80,7 @@ PROVIDED = {"history", "general_instructions", "sample_conversation", "sample_co
 MANAGER = pluggy.PluginManager("pytest")
 register_builtins(MANAGER)  # the built-ins and NeMo's default plugin, as a run without conftest has them
 
-REFERENCE = r'''
+REFERENCE = r"""
 import json, os, sys, logging
 logging.disable(logging.CRITICAL)
 from jinja2 import meta
@@ -113,15 +122,29 @@ for model in job["models"]:
                 chosen = None
             out["choices"].append([model, mode, task, chosen])
 json.dump(out, sys.stdout)
-'''
+"""
 
 
 def reference(python: str, entries: list[dict[str, Any]]) -> dict[str, Any]:
     """NeMo's renderings of ``entries`` and its choices over the probes, from ``python``."""
-    job = {"entries": entries, "events": EVENTS, "instructions": INSTRUCTIONS, "sample": SAMPLE,
-           "models": MODELS, "modes": MODES, "provided": sorted(PROVIDED), "values": VALUES}
-    done = subprocess.run([python, "-c", REFERENCE], input=json.dumps(job), capture_output=True, text=True,
-                          check=False, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    job = {
+        "entries": entries,
+        "events": EVENTS,
+        "instructions": INSTRUCTIONS,
+        "sample": SAMPLE,
+        "models": MODELS,
+        "modes": MODES,
+        "provided": sorted(PROVIDED),
+        "values": VALUES,
+    }
+    done = subprocess.run(
+        [python, "-c", REFERENCE],
+        input=json.dumps(job),
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "PYTHONWARNINGS": "ignore"},
+    )
     if done.returncode != 0:
         raise SystemExit(f"the NeMo reference failed:\n{done.stderr[-2000:]}")
     result: dict[str, Any] = json.loads(done.stdout)
@@ -135,17 +158,27 @@ def ours(item: dict[str, Any], names: list[str], folder: Path) -> Any:
     config.mkdir(parents=True)
     entry = {"prompts": [dict(item["prompt"], task=item["task"])]}
     (config / "prompts.yml").write_text(encode(entry), encoding="utf-8")  # JSON is YAML
-    (config / "config.yml").write_text(encode({
-        "instructions": [{"type": "general", "content": INSTRUCTIONS}], "sample_conversation": SAMPLE,
-        "prompting_mode": item["prompt"].get("mode", "standard")}), encoding="utf-8")
+    (config / "config.yml").write_text(
+        encode(
+            {
+                "instructions": [{"type": "general", "content": INSTRUCTIONS}],
+                "sample_conversation": SAMPLE,
+                "prompting_mode": item["prompt"].get("mode", "standard"),
+            }
+        ),
+        encoding="utf-8",
+    )
     (folder / "promptsuite.toml").write_text(
-        f'[template]\nnemo_config = "config"\ntask = "{item["task"]}"\n', encoding="utf-8")
+        f'[template]\nnemo_config = "config"\ntask = "{item["task"]}"\n', encoding="utf-8"
+    )
     suite = load_config(folder / "promptsuite.toml")
     hook = MANAGER.hook
-    prompt = nemo_prompt(suite, suite.template,
-                         make_filter=lambda name: hook.pytest_promptsuite_make_jinja_filter(name=name),
-                         make_parser=lambda name, params: hook.pytest_promptsuite_make_output_parser(
-                             name=name, params=params))
+    prompt = nemo_prompt(
+        suite,
+        suite.template,
+        make_filter=lambda name: hook.pytest_promptsuite_make_jinja_filter(name=name),
+        make_parser=lambda name, params: hook.pytest_promptsuite_make_output_parser(name=name, params=params),
+    )
     row = {n: VALUES.get(n, f"<{n} value>") for n in names if n not in PROVIDED}
     return prompt.render({"input": "What is the refund policy?", **row, "events": EVENTS})
 
@@ -155,19 +188,27 @@ def _same(theirs: Any, mine: Any) -> bool:
         return bool(theirs == mine)
     roles = {"bot": "assistant"}
     return [(roles.get(m["type"], m["type"]), m["content"]) for m in theirs] == [
-        (m["role"], m["content"]) for m in mine]
+        (m["role"], m["content"]) for m in mine
+    ]
 
 
 def main() -> None:
     """Print the counts: entries rendering as written, byte-equal to NeMo, selection agreement."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--nemo-python", default=os.environ.get("PROMPTSUITE_NEMO_PYTHON", sys.executable))
-    parser.add_argument("--extra", action="append", default=[], type=Path, metavar="DIR",
-                        help="also every prompt of the *.yml / *.yaml files under DIR (e.g. NeMo's examples)")
+    parser.add_argument(
+        "--extra",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="DIR",
+        help="also every prompt of the *.yml / *.yaml files under DIR (e.g. NeMo's examples)",
+    )
     args = parser.parse_args()
     where = "import json, os, nemoguardrails; print(json.dumps(os.path.dirname(nemoguardrails.__file__)))"
-    folder = Path(json.loads(subprocess.run([args.nemo_python, "-c", where], capture_output=True, text=True,
-                                            check=True).stdout))
+    folder = Path(
+        json.loads(subprocess.run([args.nemo_python, "-c", where], capture_output=True, text=True, check=True).stdout)
+    )
     raw = list(library_prompts(folder)) + list(read_nemo_config(EXAMPLE).prompts)
     for extra in args.extra:
         for file in sorted(extra.rglob("*.y*ml")):
@@ -200,8 +241,10 @@ def main() -> None:
     print(f"nemoguardrails {ref['version']}: {len(entries)} prompt entries in {files} files")
     print(f"  render as written (no conftest): {rendered} / {len(entries)}")
     print(f"  byte-equal to NeMo's rendering:   {equal} / {len(entries)}")
-    print(f"  selection as NeMo's get_prompt:  {agree} / {len(ref['choices'])} probes "
-          f"({len(MODELS)} model names x {len(MODES)} modes x tasks)")
+    print(
+        f"  selection as NeMo's get_prompt:  {agree} / {len(ref['choices'])} probes "
+        f"({len(MODELS)} model names x {len(MODES)} modes x tasks)"
+    )
 
 
 if __name__ == "__main__":

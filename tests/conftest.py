@@ -1,17 +1,20 @@
-"""Shared fixtures: ``plugin_args`` runs a plugin test serial, with ``-n 0`` and with ``-n 2``."""
+"""Shared fixtures: ``suite`` writes, runs and reads a suite; ``plugin_args`` runs it three ways."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-# modules first imported inside them, so the plugin's lazy pandas import must happen here first)
-import httpcore  # noqa: F401  (httpx imports it lazily and caches its exception classes)
-import pandas  # noqa: F401  (numpy cannot be imported twice: pytester's in-process runs drop
+# Imported here before any run: pytester's in-process runs drop the modules first imported inside
+# them, and numpy cannot be imported twice, nor may httpx's exception classes (cached) be replaced.
+import httpcore  # noqa: F401  (httpx imports it lazily)
+import pandas  # noqa: F401
 import pytest
 
 import pytest_promptsuite.models.openai  # noqa: F401  (same reason as pandas)
 from pytest_promptsuite.models.runner import ModelRunner
+from tests.suite import Suite
 
 
 if TYPE_CHECKING:
@@ -24,6 +27,14 @@ if TYPE_CHECKING:
 def plugin_args(request: pytest.FixtureRequest) -> list[str]:
     """Extra pytest arguments for the three ways a suite can run (syrupy's ``plugin_args``)."""
     return list(request.param)
+
+
+@pytest.fixture
+def suite(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Suite:
+    """A suite in ``pytester``'s folder, whose runs see no ``OPENAI_*`` variable unless the test sets one."""
+    for name in [name for name in os.environ if name.startswith("OPENAI_")]:
+        monkeypatch.delenv(name)
+    return Suite(pytester)
 
 
 @pytest.fixture(scope="session")

@@ -50,6 +50,7 @@ import struct
 import threading
 import time
 from collections.abc import AsyncIterator
+from collections.abc import Callable
 from collections.abc import Iterator
 from dataclasses import dataclass
 from dataclasses import field
@@ -212,14 +213,12 @@ class _App:
         return response
 
     def _respond(
-        self, knobs: Knobs, request: Request, prompt: str, attempt: int, *, chat: bool,
-        body: dict[str, Any],
+        self, knobs: Knobs, request: Request, prompt: str, attempt: int, *, chat: bool, body: dict[str, Any]
     ) -> Response:
         if knobs.api_key is not None:
             sent = request.headers.get("authorization", "")
             if sent != f"Bearer {knobs.api_key}":
-                return _error(401, f"Incorrect API key provided: {sent[7:] or '(none)'}",
-                              "invalid_api_key")
+                return _error(401, f"Incorrect API key provided: {sent[7:] or '(none)'}", "invalid_api_key")
         if _drawn_miss(knobs, prompt, attempt):
             return _completion("nope", body, chat=chat)
         step = _script_step(prompt, attempt)
@@ -264,19 +263,20 @@ def _script_step(prompt: str, attempt: int) -> str | None:
     return steps[attempt] if attempt < len(steps) else "ok"
 
 
-def _error(status: int, message: str, code: str | None, headers: dict[str, str] | None = None
-           ) -> Response:
+def _error(status: int, message: str, code: str | None, headers: dict[str, str] | None = None) -> Response:
     body = {"error": {"message": message, "type": "loopback_error", "code": code}}
     return JSONResponse(body, status_code=status, headers=headers)
 
 
 def _completion_data(text: str, body: dict[str, Any], *, chat: bool) -> dict[str, Any]:
-    usage = {"prompt_tokens": len(text.split()), "completion_tokens": len(text.split()),
-             "total_tokens": 2 * len(text.split())}
+    usage = {
+        "prompt_tokens": len(text.split()),
+        "completion_tokens": len(text.split()),
+        "total_tokens": 2 * len(text.split()),
+    }
     model = body.get("model", "")
     if chat:
-        choice = {"index": 0, "message": {"role": "assistant", "content": text},
-                  "finish_reason": "stop"}
+        choice = {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
         return {"id": "c", "object": "chat.completion", "model": model, "choices": [choice], "usage": usage}
     choice = {"index": 0, "text": text, "finish_reason": "length"}
     return {"id": "c", "object": "text_completion", "model": model, "choices": [choice], "usage": usage}
@@ -295,16 +295,17 @@ def _echo_logprobs(prompt: str, body: dict[str, Any]) -> dict[str, Any]:
     tokens.append(" x")
     offsets.append(len(prompt))
     logprobs.append(-9.0)
-    choice = {"index": 0, "text": prompt + " x", "finish_reason": "length",
-              "logprobs": {"tokens": tokens, "token_logprobs": logprobs, "text_offset": offsets,
-                           "top_logprobs": None}}
+    choice = {
+        "index": 0,
+        "text": prompt + " x",
+        "finish_reason": "length",
+        "logprobs": {"tokens": tokens, "token_logprobs": logprobs, "text_offset": offsets, "top_logprobs": None},
+    }
     usage = {"prompt_tokens": len(tokens) - 1, "completion_tokens": 1, "total_tokens": len(tokens)}
-    return {"id": "c", "object": "text_completion", "model": body.get("model", ""), "choices": [choice],
-            "usage": usage}
+    return {"id": "c", "object": "text_completion", "model": body.get("model", ""), "choices": [choice], "usage": usage}
 
 
-def _completion(text: str, body: dict[str, Any], *, chat: bool, headers: dict[str, str] | None = None
-                ) -> Response:
+def _completion(text: str, body: dict[str, Any], *, chat: bool, headers: dict[str, str] | None = None) -> Response:
     return JSONResponse(_completion_data(text, body, chat=chat), headers=headers)
 
 
@@ -312,8 +313,9 @@ def _completion(text: str, body: dict[str, Any], *, chat: bool, headers: dict[st
 WEIRD = "a\u2028b\u2029c\u0085d\ud800e"
 
 
-def _hostile(step: str, knobs: Knobs, request: Request, prompt: str, body: dict[str, Any], *,
-             chat: bool) -> Response | None:
+def _hostile(
+    step: str, knobs: Knobs, request: Request, prompt: str, body: dict[str, Any], *, chat: bool
+) -> Response | None:
     """The answer of a hostile step, or None when ``step`` is not one."""
     if step == "echo":
         return _completion(f"{prompt} key={request.headers.get('authorization')}", body, chat=chat)
@@ -337,9 +339,10 @@ def _shape(step: str, prompt: str, body: dict[str, Any], *, chat: bool) -> Respo
     """The answer of a step that shapes the HTTP of a good answer, or None when ``step`` is not one."""
     data = _completion_bytes(prompt, body, chat=chat)
     if step == "chunked":
+
         async def chunks() -> AsyncIterator[bytes]:
             for start in range(0, len(data), 16):
-                yield data[start:start + 16]
+                yield data[start : start + 16]
 
         return StreamingResponse(chunks(), media_type="application/json")
     if step == "gzipped":
@@ -365,19 +368,25 @@ class _Raw(Response):
     """Sends ``data`` as it is: with extra headers, cut short (``length`` promised, then the
     connection closes) or dripped a byte at a time."""
 
-    def __init__(self, data: bytes, *, headers: list[tuple[bytes, bytes]] | None = None,
-                 length: int | None = None, close: bool = False, drip_s: float = 0.0) -> None:
+    def __init__(
+        self,
+        data: bytes,
+        *,
+        headers: list[tuple[bytes, bytes]] | None = None,
+        length: int | None = None,
+        close: bool = False,
+        drip_s: float = 0.0,
+    ) -> None:
         super().__init__(status_code=200)
         self.data, self.extra, self.close = data, headers or [], close
         self.length, self.drip_s = length if length is not None else len(data), drip_s
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        headers = [(b"content-length", str(self.length).encode()),
-                   (b"content-type", b"application/json"), *self.extra]
+        headers = [(b"content-length", str(self.length).encode()), (b"content-type", b"application/json"), *self.extra]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         if self.drip_s:
             for i in range(len(self.data)):
-                await send({"type": "http.response.body", "body": self.data[i:i + 1], "more_body": True})
+                await send({"type": "http.response.body", "body": self.data[i : i + 1], "more_body": True})
                 await asyncio.sleep(self.drip_s)
             await send({"type": "http.response.body", "body": b"", "more_body": False})
             return
@@ -438,8 +447,13 @@ class _Dropped(Response):
         super().__init__(status_code=200)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await send({"type": "http.response.start", "status": 200,
-                    "headers": [(b"content-length", b"1000"), (b"content-type", b"application/json")]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-length", b"1000"), (b"content-type", b"application/json")],
+            }
+        )
         await send({"type": "http.response.body", "body": b'{"choices": [', "more_body": False})
 
 
@@ -453,8 +467,7 @@ class _Hang(Response):
 class LoopbackServer:
     """A running server: ``base_url`` (ends in ``/v1``), ``knobs`` and ``stats``."""
 
-    def __init__(self, app: _App, server: uvicorn.Server, thread: threading.Thread, port: int
-                 ) -> None:
+    def __init__(self, app: _App, server: uvicorn.Server, thread: threading.Thread, port: int) -> None:
         self.app = app
         self._server = server
         self._thread = thread
@@ -474,10 +487,22 @@ class LoopbackServer:
         """The Batch API's jobs, files, knobs (``batch.reset(...)``) and counts."""
         return self.app.batch
 
+    def model(self, **fields: Any) -> dict[str, Any]:
+        """The ``[model]`` table of a suite whose model is this server (``fields`` added)."""
+        return {"spec": "openai:loop-model", "base_url": self.base_url, **fields}
+
     def reset(self, **knobs: Any) -> LoopbackServer:
         """Forget what was seen and set fresh knobs."""
         self.app.reset(Knobs(**knobs))
         return self
+
+    def wait_for(self, condition: Callable[[], bool], timeout: float = 30) -> None:
+        """Wait until ``condition()`` holds (the server has seen what a test waits for)."""
+        deadline = time.monotonic() + timeout
+        while not condition():
+            if time.monotonic() > deadline:
+                raise AssertionError("timed out waiting for the server")
+            time.sleep(0.02)
 
     def stop(self) -> None:
         self._server.should_exit = True
@@ -493,8 +518,9 @@ def _bound_socket(port: int = 0) -> socket.socket:
 
 
 def _server(app: _App) -> uvicorn.Server:
-    config = uvicorn.Config(app, log_level="critical", access_log=False, lifespan="off",
-                            timeout_graceful_shutdown=1, backlog=2048)
+    config = uvicorn.Config(
+        app, log_level="critical", access_log=False, lifespan="off", timeout_graceful_shutdown=1, backlog=2048
+    )
     return uvicorn.Server(config)
 
 
@@ -504,8 +530,7 @@ def serve(**knobs: Any) -> Iterator[LoopbackServer]:
     app = _App(Knobs(**knobs))
     sock = _bound_socket()
     server = _server(app)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True,
-                              name="loopback-openai")
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True, name="loopback-openai")
     thread.start()
     while not server.started:
         if not thread.is_alive():
@@ -529,8 +554,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--retry-after", default=None)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
-    app = _App(Knobs(latency_s=args.latency_ms / 1000, fail_rate=args.fail_rate, seed=args.seed,
-                     retry_after_ms=args.retry_after_ms, retry_after=args.retry_after))
+    app = _App(
+        Knobs(
+            latency_s=args.latency_ms / 1000,
+            fail_rate=args.fail_rate,
+            seed=args.seed,
+            retry_after_ms=args.retry_after_ms,
+            retry_after=args.retry_after,
+        )
+    )
     sock = _bound_socket(args.port)
     server = _server(app)
 

@@ -125,9 +125,15 @@ class BatchApi:
         batch_id = f"batch_{len(self.jobs) + 1}"
         lines = [json.loads(line) for line in source.decode("utf-8").splitlines() if line.strip()]
         job: dict[str, Any] = {
-            "id": batch_id, "object": "batch", "endpoint": body.get("endpoint"), "status": "validating",
-            "input_file_id": body.get("input_file_id"), "created_at": int(time.time()),
-            "output_file_id": None, "error_file_id": None, "errors": None,
+            "id": batch_id,
+            "object": "batch",
+            "endpoint": body.get("endpoint"),
+            "status": "validating",
+            "input_file_id": body.get("input_file_id"),
+            "created_at": int(time.time()),
+            "output_file_id": None,
+            "error_file_id": None,
+            "errors": None,
             "request_counts": {"total": len(lines), "completed": 0, "failed": 0},
         }
         self.jobs[batch_id] = job
@@ -187,11 +193,28 @@ class BatchApi:
         if "[[batch-error]]" in prompt:
             counts["failed"] += 1
             error = {"error": {"message": "Invalid request: batch-error", "type": "invalid_request_error"}}
-            errors.append(json.dumps({"id": "r", "custom_id": line["custom_id"], "error": None,
-                                      "response": {"status_code": 400, "body": error}}) + "\n")
+            errors.append(
+                json.dumps(
+                    {
+                        "id": "r",
+                        "custom_id": line["custom_id"],
+                        "error": None,
+                        "response": {"status_code": 400, "body": error},
+                    }
+                )
+                + "\n"
+            )
             return
         counts["completed"] += 1
         chat = str(line.get("url", "")).endswith("/chat/completions")
-        outputs.append(json.dumps({"id": "r", "custom_id": line["custom_id"], "error": None,
-                                   "response": {"status_code": 200, "request_id": "q",
-                                                "body": self._answer(body, chat)}}) + "\n")
+        outputs.append(
+            json.dumps(
+                {
+                    "id": "r",
+                    "custom_id": line["custom_id"],
+                    "error": None,
+                    "response": {"status_code": 200, "request_id": "q", "body": self._answer(body, chat)},
+                }
+            )
+            + "\n"
+        )

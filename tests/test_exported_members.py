@@ -19,18 +19,15 @@ import pytest_promptsuite
 #: What the top-level namespace holds besides its public names (its name table and imports).
 PLUMBING = {"annotations", "TYPE_CHECKING", "importlib", "Any"}
 #: The packages whose ``__init__`` re-exports public names (the rest are empty).
-EXPORTING_PACKAGES = [
-    "pytest_promptsuite",
-    "pytest_promptsuite.checks",
-    "pytest_promptsuite.models",
-]
+EXPORTING_PACKAGES = ["pytest_promptsuite", "pytest_promptsuite.checks", "pytest_promptsuite.models"]
 
 
 def test_all_lists_every_public_name() -> None:
     public = {
         name
         for name in dir(pytest_promptsuite)
-        if not name.startswith("_") and name not in PLUMBING
+        if not name.startswith("_")
+        and name not in PLUMBING
         and not isinstance(getattr(pytest_promptsuite, name), types.ModuleType)
     }
     assert set(pytest_promptsuite.__all__) == public
@@ -54,13 +51,17 @@ def test_names_hold_after_every_submodule_is_imported_first(name: str) -> None:
     """A submodule imported before a name is looked up must not shadow it (``checks.evaluate``
     is a function, never the module of that name): checked in a fresh interpreter."""
     script = (
-        f"import importlib, pkgutil, types, {name} as p\n"
-        "for m in pkgutil.walk_packages(p.__path__, p.__name__ + '.'):\n"
-        "    if not m.name.endswith('__main__'):\n"
-        "        importlib.import_module(m.name)\n"
-        "bad = [n for n in p.__all__ if isinstance(getattr(p, n), types.ModuleType)]\n"
-        "print(bad)\n"
-    ) if hasattr(importlib.import_module(name), "__path__") else "print([])"
+        (
+            f"import importlib, pkgutil, types, {name} as p\n"
+            "for m in pkgutil.walk_packages(p.__path__, p.__name__ + '.'):\n"
+            "    if not m.name.endswith('__main__'):\n"
+            "        importlib.import_module(m.name)\n"
+            "bad = [n for n in p.__all__ if isinstance(getattr(p, n), types.ModuleType)]\n"
+            "print(bad)\n"
+        )
+        if hasattr(importlib.import_module(name), "__path__")
+        else "print([])"
+    )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
 

@@ -40,8 +40,11 @@ def test_render_jsonl_is_one_object_a_line_with_case_variant_prompt_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    _suite(tmp_path, '[template]\ntemplate = "Say: {input}"\n[variants.a]\n[variants.b]\ntemplate = "B {input}"\n',
-           '{"case_id": "c", "input": "hi\\nthere", "slice": "s"}\n')
+    _suite(
+        tmp_path,
+        '[template]\ntemplate = "Say: {input}"\n[variants.a]\n[variants.b]\ntemplate = "B {input}"\n',
+        '{"case_id": "c", "input": "hi\\nthere", "slice": "s"}\n',
+    )
     assert main(["render", "--prompt-suite", ".", "--format", "jsonl"]) == 0
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert rows == [
@@ -56,15 +59,19 @@ def test_render_text_shows_newlines_and_roles_without_escapes(
     monkeypatch.chdir(tmp_path)
     (tmp_path / "prompts.yml").write_text(
         "prompts:\n  - task: t\n    messages:\n      - type: system\n        content: 'Be brief.'\n"
-        "      - type: user\n        content: '{{ input }}'\n", encoding="utf-8"
+        "      - type: user\n        content: '{{ input }}'\n",
+        encoding="utf-8",
     )
-    _suite(tmp_path, '[template]\ntask_prompts = "prompts.yml"\ntask = "t"\n',
-           '{"case_id": "c", "input": "line one\\nline \\"two\\"", "slice": "s"}\n')
+    _suite(
+        tmp_path,
+        '[template]\ntask_prompts = "prompts.yml"\ntask = "t"\n',
+        '{"case_id": "c", "input": "line one\\nline \\"two\\"", "slice": "s"}\n',
+    )
     assert main(["render", "--prompt-suite", "."]) == 0  # not a terminal: JSON lines by default
     assert json.loads(capsys.readouterr().out)["prompt"][1]["content"] == 'line one\nline "two"'
     assert main(["render", "--prompt-suite", ".", "--format", "text"]) == 0
     assert capsys.readouterr().out == (
-        "=== cases.jsonl:1: c [s] ===\n[system]\nBe brief.\n[user]\nline one\nline \"two\"\n\n"
+        '=== cases.jsonl:1: c [s] ===\n[system]\nBe brief.\n[user]\nline one\nline "two"\n\n'
     )
 
 
@@ -75,9 +82,12 @@ def test_render_exits_1_when_a_case_fails_to_render(
     error: render prints it and exits 1; the other cases still render."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "p.j2").write_text("{% for i in range(n) %}x{% endfor %}", encoding="utf-8")
-    _suite(tmp_path, '[template]\ntemplate_file = "p.j2"\nrenderer = "jinja"\n',
-           '{"case_id": "ok", "input": "hi", "slice": "s", "vars": {"n": 2}}\n'
-           '{"case_id": "huge", "input": "hi", "slice": "s", "vars": {"n": 100000000000}}\n')
+    _suite(
+        tmp_path,
+        '[template]\ntemplate_file = "p.j2"\nrenderer = "jinja"\n',
+        '{"case_id": "ok", "input": "hi", "slice": "s", "vars": {"n": 2}}\n'
+        '{"case_id": "huge", "input": "hi", "slice": "s", "vars": {"n": 100000000000}}\n',
+    )
     assert main(["render", "--prompt-suite", ".", "--format", "jsonl"]) == 1
     rows = {r["case_id"]: r for r in map(json.loads, capsys.readouterr().out.splitlines())}
     assert rows["ok"]["prompt"] == "xx" and rows["ok"]["error"] is None
@@ -90,11 +100,15 @@ def test_render_uses_the_conftest_filters_pytest_uses(
     monkeypatch.chdir(tmp_path)
     (tmp_path / "conftest.py").write_text(
         "def pytest_promptsuite_make_jinja_filter(name):\n"
-        "    if name == 'shout':\n        return lambda value: str(value).upper() + '!'\n", encoding="utf-8"
+        "    if name == 'shout':\n        return lambda value: str(value).upper() + '!'\n",
+        encoding="utf-8",
     )
     (tmp_path / "p.j2").write_text("{{ input | shout }}", encoding="utf-8")
-    _suite(tmp_path, '[template]\ntemplate_file = "p.j2"\nrenderer = "jinja"\n',
-           '{"case_id": "c", "input": "hi", "slice": "s"}\n')
+    _suite(
+        tmp_path,
+        '[template]\ntemplate_file = "p.j2"\nrenderer = "jinja"\n',
+        '{"case_id": "c", "input": "hi", "slice": "s"}\n',
+    )
     assert main(["render", "--prompt-suite", ".", "--format", "jsonl"]) == 0
     assert json.loads(capsys.readouterr().out)["prompt"] == "HI!"
     assert main(["validate", "."]) == 0

@@ -21,14 +21,13 @@ import pytest
 
 #: The headless browser the dashboard tests drive (None: not installed).
 CHROMIUM = next(
-    (found for name in ("chromium", "chromium-browser", "google-chrome") if (found := shutil.which(name))),
-    None,
+    (found for name in ("chromium", "chromium-browser", "google-chrome") if (found := shutil.which(name))), None
 )
 #: The mark of a test that needs it.
 needs_chromium = pytest.mark.skipif(
-    CHROMIUM is None,
-    reason="needs Debian chromium (apt-get install -y chromium); .ci/run installs it when missing",
+    CHROMIUM is None, reason="needs Debian chromium (apt-get install -y chromium); .ci/run installs it when missing"
 )
+
 
 class Browser:
     """One headless Chromium with one page; use as a context manager."""
@@ -44,11 +43,24 @@ class Browser:
             os.dup2(101, 4)
 
         self.process = subprocess.Popen(
-            [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--hide-scrollbars",
-             "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             f"--user-data-dir={profile}", "--remote-debugging-pipe", "about:blank"],
-            preexec_fn=fds, pass_fds=(3, 4, to_chrome_r, from_chrome_w),
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            [
+                chromium,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--no-first-run",
+                "--hide-scrollbars",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                f"--user-data-dir={profile}",
+                "--remote-debugging-pipe",
+                "about:blank",
+            ],
+            preexec_fn=fds,
+            pass_fds=(3, 4, to_chrome_r, from_chrome_w),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         os.close(to_chrome_r)
         os.close(from_chrome_w)
@@ -111,16 +123,23 @@ class Browser:
 
     def evaluate(self, expression: str) -> Any:
         """The value of a script expression in the page (promises awaited)."""
-        result = self.call("Runtime.evaluate", session=True, expression=expression, awaitPromise=True,
-                           returnByValue=True)
+        result = self.call(
+            "Runtime.evaluate", session=True, expression=expression, awaitPromise=True, returnByValue=True
+        )
         if "exceptionDetails" in result:
             raise RuntimeError(f"the page raised: {result['exceptionDetails']}")
         return result["result"].get("value")
 
     def open(self, url: str, *, width: int = 1400, height: int = 900) -> None:
         """Size the viewport and load ``url``, waiting until the dashboard says it rendered."""
-        self.call("Emulation.setDeviceMetricsOverride", session=True, width=width, height=height,
-                  deviceScaleFactor=1, mobile=width < 600)
+        self.call(
+            "Emulation.setDeviceMetricsOverride",
+            session=True,
+            width=width,
+            height=height,
+            deviceScaleFactor=1,
+            mobile=width < 600,
+        )
         self.call("Page.navigate", session=True, url=url)
         self.wait_for("document.documentElement && document.documentElement.getAttribute('data-rendered') === '1'")
 
@@ -145,7 +164,9 @@ class Browser:
         """Until a download has completed."""
         deadline = time.monotonic() + timeout
         while True:
-            if any(e.get("method") == "Browser.downloadProgress" and e["params"].get("state") == "completed"
-                   for e in self.events):
+            if any(
+                e.get("method") == "Browser.downloadProgress" and e["params"].get("state") == "completed"
+                for e in self.events
+            ):
                 return
             self.events.append(self._read(deadline))

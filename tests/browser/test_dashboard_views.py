@@ -15,13 +15,14 @@ from pytest_promptsuite.report.writer import write_report
 from pytest_promptsuite.results.history import load_history
 from pytest_promptsuite.results.row import CaseResult
 from pytest_promptsuite.results.summary import summarize
+from tests.suite import Suite
 
 from .cdp import CHROMIUM
 from .cdp import Browser
 from .cdp import needs_chromium
 
 
-pytestmark = needs_chromium
+pytestmark = [needs_chromium, pytest.mark.slow]
 
 #: Every table header cell: does any of its words span two lines? (a word split by wrapping
 #: has more than one client rect; one rect per word means the text fits on whole words)
@@ -56,26 +57,40 @@ def _variant_rows() -> list[CaseResult]:
     for i in range(6):
         for variant in ("v1", "v2"):
             bad = variant == "v1" and i == 0
-            rows.append(CaseResult(
-                case_id=f"missing-{i}", slice="missing_info", variant=variant, location=f"cases.jsonl:{i + 1}",
-                outcome="failed" if bad else "passed", checks=(fail,) if bad else (),
-                output=f"{variant} says the order number was not provided ({i})" if not bad else "refund issued",
-                prompt=[{"role": "user", "content": f"where is my parcel {i}?"}], latency_ms=100.0 + i,
-                usage={"prompt_tokens": 20, "completion_tokens": 10, "total_tokens": 30},
-            ))
-            rows.append(CaseResult(
-                case_id=f"refund-{i}", slice="refunds", variant=variant, location=f"cases.jsonl:{i + 10}",
-                outcome="passed", output=f"{variant} refund answer {i} zebra-{variant}-{i}",
-                prompt=[{"role": "user", "content": f"can I get a refund {i}?"}],
-            ))
+            rows.append(
+                CaseResult(
+                    case_id=f"missing-{i}",
+                    slice="missing_info",
+                    variant=variant,
+                    location=f"cases.jsonl:{i + 1}",
+                    outcome="failed" if bad else "passed",
+                    checks=(fail,) if bad else (),
+                    output=f"{variant} says the order number was not provided ({i})" if not bad else "refund issued",
+                    prompt=[{"role": "user", "content": f"where is my parcel {i}?"}],
+                    latency_ms=100.0 + i,
+                    usage={"prompt_tokens": 20, "completion_tokens": 10, "total_tokens": 30},
+                )
+            )
+            rows.append(
+                CaseResult(
+                    case_id=f"refund-{i}",
+                    slice="refunds",
+                    variant=variant,
+                    location=f"cases.jsonl:{i + 10}",
+                    outcome="passed",
+                    output=f"{variant} refund answer {i} zebra-{variant}-{i}",
+                    prompt=[{"role": "user", "content": f"can I get a refund {i}?"}],
+                )
+            )
     return rows
 
 
 def _variant_report(folder: Path, history: Path | None = None) -> Path:
     rows = _variant_rows()
     baseline = [r for r in rows if r.variant == "v1"]
-    summary = summarize(rows, ThresholdPolicy(option=1.0), variant_order=["v1", "v2"], baseline=baseline,
-                        baseline_source="main")
+    summary = summarize(
+        rows, ThresholdPolicy(option=1.0), variant_order=["v1", "v2"], baseline=baseline, baseline_source="main"
+    )
     write_report(folder, rows, summary, history=load_history([history]) if history else None, baseline=baseline)
     return folder / "dashboard.html"
 
@@ -85,8 +100,10 @@ def test_each_variant_has_its_own_chart_and_its_bars_follow_its_gate(tmp_path: P
     browser.open(page.as_uri())
     bars = browser.evaluate("""[...document.querySelectorAll('figure.variant-chart')].map(f => [
       f.dataset.variant, [...f.querySelectorAll('rect.bar')].map(r => [r.dataset.slice, r.getAttribute('class')])])""")
-    gates = {(s["variant"], s["slice"]): s["gate"]
-             for s in json.loads((tmp_path / "rep" / "summary.json").read_text("utf-8"))["compared_variants"]["slices"]}
+    gates = {
+        (s["variant"], s["slice"]): s["gate"]
+        for s in json.loads((tmp_path / "rep" / "summary.json").read_text("utf-8"))["compared_variants"]["slices"]
+    }
     assert [v for v, _ in bars] == ["v1", "v2"]
     drawn = {(v, name): cls for v, shown in bars for name, cls in shown}
     assert drawn == {key: "bar " + gates[key] for key in gates}
@@ -116,7 +133,9 @@ def test_the_header_check_catches_a_header_broken_inside_a_word(tmp_path: Path, 
     page.write_text(
         "<!DOCTYPE html><html data-rendered='1'><body style='width:300px'><table style='width:100%;table-layout:fixed'>"
         "<tr><th style='overflow-wrap:anywhere'>passed</th><th>threshold</th><th>regressions</th><th>verdict</th>"
-        "<th>detectable</th><th>baseline</th><th>delta</th></tr></table></body></html>", encoding="utf-8")
+        "<th>detectable</th><th>baseline</th><th>delta</th></tr></table></body></html>",
+        encoding="utf-8",
+    )
     browser.open(page.as_uri(), width=360)
     assert browser.evaluate(BROKEN_HEADERS) != []
 
@@ -127,20 +146,33 @@ def test_search_by_output_text_finds_its_case(tmp_path: Path, browser: Browser) 
     browser.evaluate("""(() => { const o = document.getElementById('f-outcome'); o.value = '';
       o.dispatchEvent(new Event('change')); const s = document.getElementById('f-search');
       s.value = 'ZEBRA-v2-4'; s.dispatchEvent(new Event('input')); })()""")
-    cases = browser.evaluate("[...document.querySelectorAll('#case-rows tr.case')].map(t => t.cells[0].textContent"
-                             " + '/' + t.cells[2].textContent)")
+    cases = browser.evaluate(
+        "[...document.querySelectorAll('#case-rows tr.case')].map(t => t.cells[0].textContent"
+        " + '/' + t.cells[2].textContent)"
+    )
     assert cases == ["refund-4/v2"]
     assert browser.evaluate("[...document.querySelectorAll('#grid-rows tr.grid-row')].map(t => t.dataset.case)") == [
-        "refund-4"]
+        "refund-4"
+    ]
     # the grid puts v1, v2 and the baseline side by side; "diff" marks what v2 changed
     assert browser.evaluate("[...document.querySelectorAll('#grid-head th')].map(t => t.textContent)") == [
-        "case", "slice", "v1", "v2", "baseline", ""]
+        "case",
+        "slice",
+        "v1",
+        "v2",
+        "baseline",
+        "",
+    ]
     browser.evaluate("document.querySelector('#grid-rows .diff-toggle').click()")
     assert browser.evaluate("[...document.querySelectorAll('#grid-rows span.add')].map(s => s.textContent)") == [
-        "v2", "zebra-v2-4"]
+        "v2",
+        "zebra-v2-4",
+    ]
     # a search that matches nothing shows nothing
-    browser.evaluate("(() => { const s = document.getElementById('f-search'); s.value = 'no such text';"
-                     " s.dispatchEvent(new Event('input')); })()")
+    browser.evaluate(
+        "(() => { const s = document.getElementById('f-search'); s.value = 'no such text';"
+        " s.dispatchEvent(new Event('input')); })()"
+    )
     assert browser.evaluate("document.querySelectorAll('#case-rows tr.case').length") == 0
 
 
@@ -151,24 +183,20 @@ REVIEW_CASES = [
 ]
 
 
-def _rows_of(folder: Path) -> dict[str, dict]:  # type: ignore[type-arg]
-    return {r["case_id"]: r for r in map(json.loads, (folder / "results.jsonl").read_text("utf-8").splitlines())}
-
-
-def test_a_review_decision_made_in_the_page_is_applied_by_a_later_run(
-    pytester: pytest.Pytester, browser: Browser
-) -> None:
-    pytester.makefile(".jsonl", cases="\n".join(json.dumps(c) for c in REVIEW_CASES) + "\n")
-    first = pytester.runpytest("--prompt-suite", "cases.jsonl", "--prompt-report", "rep", "-p", "no:cacheprovider")
+def test_a_review_decision_made_in_the_page_is_applied_by_a_later_run(suite: Suite, browser: Browser) -> None:
+    suite.cases(REVIEW_CASES)
+    first = suite.run("--prompt-report", "rep", "-p", "no:cacheprovider")
     assert first.ret == 0
-    rows = _rows_of(pytester.path / "rep")
+    rows = suite.by_id("rep")
     assert rows["legal-1"]["outcome"] == rows["legal-2"]["outcome"] == "review"
 
-    downloads = pytester.path / "downloads"
+    downloads = suite.path / "downloads"
     browser.allow_downloads(downloads)
-    browser.open((pytester.path / "rep" / "dashboard.html").as_uri())
+    browser.open((suite.path / "rep" / "dashboard.html").as_uri())
     assert browser.evaluate("[...document.querySelectorAll('#review-list li')].map(l => l.dataset.case)") == [
-        "legal-1", "legal-2"]
+        "legal-1",
+        "legal-2",
+    ]
     browser.evaluate("""(() => {
       const who = document.getElementById('reviewer'); who.value = 'alice';
       const [one, two] = document.querySelectorAll('#review-list li');
@@ -181,23 +209,23 @@ def test_a_review_decision_made_in_the_page_is_applied_by_a_later_run(
     assert file.name == "review-decisions.jsonl"
     decisions = [json.loads(line) for line in file.read_text("utf-8").splitlines()]
     assert [(d["case_id"], d["decision"], d["reviewer"]) for d in decisions] == [
-        ("legal-1", "pass", "alice"), ("legal-2", "fail", "alice")]
+        ("legal-1", "pass", "alice"),
+        ("legal-2", "fail", "alice"),
+    ]
 
-    second = pytester.runpytest("--prompt-suite", "cases.jsonl", "--prompt-report", "rep2",
-                                "--prompt-reviews", str(file), "-p", "no:cacheprovider")
+    second = suite.run("--prompt-report", "rep2", "--prompt-reviews", str(file), "-p", "no:cacheprovider")
     second.assert_outcomes(passed=2, failed=1)
-    rows = _rows_of(pytester.path / "rep2")
+    rows = suite.by_id("rep2")
     assert rows["legal-1"]["outcome"] == "passed" and rows["legal-2"]["outcome"] == "failed"
     decided = [c for c in rows["legal-1"]["checks"] if c["name"] == "review decision"]
     assert decided[0]["message"] == "alice decided pass: checked with legal"
     assert decided[0]["details"]["reviewer"] == "alice"
-    assert (pytester.path / "rep2" / "review.jsonl").read_text() == ""  # nothing left to review
+    assert (suite.path / "rep2" / "review.jsonl").read_text() == ""  # nothing left to review
 
     # a changed output is reviewed again: the decision names the old output's hash
     changed = [dict(REVIEW_CASES[0], input="refund within 14 days"), *REVIEW_CASES[1:]]
-    pytester.makefile(".jsonl", cases="\n".join(json.dumps(c) for c in changed) + "\n")
-    third = pytester.runpytest("--prompt-suite", "cases.jsonl", "--prompt-report", "rep3",
-                               "--prompt-reviews", str(file), "-p", "no:cacheprovider")
-    rows = _rows_of(pytester.path / "rep3")
+    suite.cases(changed)
+    third = suite.run("--prompt-report", "rep3", "--prompt-reviews", str(file), "-p", "no:cacheprovider")
+    rows = suite.by_id("rep3")
     assert rows["legal-1"]["outcome"] == "review" and rows["legal-2"]["outcome"] == "failed"
     assert third.ret == 1  # legal-2's failure now counts against the slice's threshold

@@ -96,11 +96,38 @@ def run_class(name: str, attempts: Iterator[Attempt]) -> Tally:
 
 # -- mutations --------------------------------------------------------------------------------
 
-VALID_CASE = {"case_id": "c1", "input": "hello", "slice": "s", "must_include": ["hello"],
-              "assert": [{"type": "is-json"}, {"type": "regex", "value": "h.llo", "weight": 1}],
-              "vars": {"a": [1, {"b": 2}]}, "metadata": {"note": "x"}, "threshold": 0.5}
-INSERTS = ["\u2028", "\u2029", "\x85", "\\ud800", "\\udfff", "NaN", "Infinity", "1e999", "[" * 200, "{\"a\":" * 80,
-           "\x00", "\xff", "\"", "\\", ",\"must_not_include\": []", "\ufeff", "null", "[]", "-", "9" * 5000]
+VALID_CASE = {
+    "case_id": "c1",
+    "input": "hello",
+    "slice": "s",
+    "must_include": ["hello"],
+    "assert": [{"type": "is-json"}, {"type": "regex", "value": "h.llo", "weight": 1}],
+    "vars": {"a": [1, {"b": 2}]},
+    "metadata": {"note": "x"},
+    "threshold": 0.5,
+}
+INSERTS = [
+    "\u2028",
+    "\u2029",
+    "\x85",
+    "\\ud800",
+    "\\udfff",
+    "NaN",
+    "Infinity",
+    "1e999",
+    "[" * 200,
+    '{"a":' * 80,
+    "\x00",
+    "\xff",
+    '"',
+    "\\",
+    ',"must_not_include": []',
+    "\ufeff",
+    "null",
+    "[]",
+    "-",
+    "9" * 5000,
+]
 
 
 def _mutate(rng: random.Random, text: str) -> bytes:
@@ -113,9 +140,9 @@ def _mutate(rng: random.Random, text: str) -> bytes:
         elif kind == 1 and data:
             data[at % len(data)] = rng.randrange(256)
         elif kind == 2:
-            del data[at:at + rng.randint(1, 8)]
+            del data[at : at + rng.randint(1, 8)]
         else:
-            data[at:at] = data[:rng.randint(0, 30)]
+            data[at:at] = data[: rng.randint(0, 30)]
     return bytes(data)
 
 
@@ -149,8 +176,25 @@ default = 0.8
 slice = "*"
 assert = [{ type = "not-contains", value = "sk-", weight = 1 }]
 """
-TOML_INSERTS = ["nan", "inf", "-inf", "1979-05-27", "07:32:00", "[" * 500, "\xff", "\\ud800", "= 1", "\n[[checks]]\n",
-                "\n[checks]\npython_modules = [\"os\"]\n", "user:pw@", "99999", "\"\"\"", "'''", "-1", "5.0"]
+TOML_INSERTS = [
+    "nan",
+    "inf",
+    "-inf",
+    "1979-05-27",
+    "07:32:00",
+    "[" * 500,
+    "\xff",
+    "\\ud800",
+    "= 1",
+    "\n[[checks]]\n",
+    '\n[checks]\npython_modules = ["os"]\n',
+    "user:pw@",
+    "99999",
+    '"""',
+    "'''",
+    "-1",
+    "5.0",
+]
 
 
 def config_attacks(folder: Path, count: int, seed: int) -> Iterator[Attempt]:
@@ -164,7 +208,7 @@ def config_attacks(folder: Path, count: int, seed: int) -> Iterator[Attempt]:
             at = rng.randrange(len(data) + 1)
             data[at:at] = rng.choice(TOML_INSERTS).encode("utf-8", "surrogatepass") if rng.random() < 0.8 else b""
             if rng.random() < 0.3:
-                del data[at:at + rng.randint(1, 6)]
+                del data[at : at + rng.randint(1, 6)]
         (sub / "promptsuite.toml").write_bytes(bytes(data))
         yield lambda sub=sub: load_config(sub / "promptsuite.toml") and "ok"
 
@@ -199,8 +243,10 @@ def yaml_attacks(folder: Path, count: int, seed: int) -> Iterator[Attempt]:
 
 
 JSON_CHECKS: list[dict[str, Any]] = [
-    {"type": "is-json"}, {"type": "is-json", "value": {"type": "array", "items": {"$ref": "#"}}},
-    {"type": "contains-json"}, {"type": "equals", "path": "$[0]", "value": 1},
+    {"type": "is-json"},
+    {"type": "is-json", "value": {"type": "array", "items": {"$ref": "#"}}},
+    {"type": "contains-json"},
+    {"type": "equals", "path": "$[0]", "value": 1},
     {"type": "is-json", "value": {"type": "object", "properties": {"a": {"pattern": "^(a+)+$"}}}},
 ]
 
@@ -218,7 +264,7 @@ def _answers(rng: random.Random) -> str:
         return json.dumps({"a": "a" * 40 + "!"})
     if kind == 4:
         return "[NaN, Infinity, 1e999, " + "9" * 5000 + "]"
-    return "".join(rng.choice("[]{}\":,a1 \u2028\ud800") for _ in range(n))
+    return "".join(rng.choice('[]{}":,a1 \u2028\ud800') for _ in range(n))
 
 
 def answer_attacks(count: int, seed: int) -> Iterator[Attempt]:
@@ -233,7 +279,7 @@ def answer_attacks(count: int, seed: int) -> Iterator[Attempt]:
 
 
 def _judged(results: tuple[Any, ...], expected: int) -> str:
-    """"lost" when a check has no result; "clear" when one failed on a named limit."""
+    """Judge the results: "lost" when a check has no result, "clear" when one failed on a named limit."""
     if len(results) != expected:
         return "lost"
     return "clear" if any(" limit of " in r.message for r in results) else "ok"
@@ -254,18 +300,34 @@ def regex_attacks(folder: Path, count: int, seed: int) -> Iterator[Attempt]:
         else:
             rules = folder / f"rules-{i}.json"
             rules.write_text(json.dumps({"rules": [{"match": pattern, "reply": "x"}]}), encoding="utf-8")
-            yield lambda rules=rules, victim=victim: FakeModel.from_rules_file(rules).generate_sync(
-                ModelRequest(victim)).text and "ok"
+            yield (
+                lambda rules=rules, victim=victim: (
+                    FakeModel.from_rules_file(rules).generate_sync(ModelRequest(victim)).text and "ok"
+                )
+            )
 
 
 JINJA = [
-    "{{ 10 ** 10000000 }}", "{{ 'a' * 10**9 }}", "{{ [1] * 10**9 }}", "{% for i in range(10**8) %}{% endfor %}",
+    "{{ 10 ** 10000000 }}",
+    "{{ 'a' * 10**9 }}",
+    "{{ [1] * 10**9 }}",
+    "{% for i in range(10**8) %}{% endfor %}",
     "{% for a in range(9999) %}{% for b in range(9999) %}{% for c in range(9999) %}{% endfor %}{% endfor %}"
-    "{% endfor %}", "{{ 'x'|center(10**9) }}", "{{ '%0999999999d' % 1 }}", "{{ ('a'*999999)|replace('', 'bb') }}",
-    "{{ ''.__class__.__mro__[1].__subclasses__() }}", "{{ cycler.__init__.__globals__.os }}",
-    "{{ self._TemplateReference__context }}", "{{ lipsum.__globals__ }}", "{{ range.__self__ }}",
-    "{{ input.__class__ }}", "{{ joiner.__init__.__globals__ }}", "{% set x = x %}{{ x }}",
-    "{{ namespace.__init__.__globals__ }}", "{{ (999999999999 ** 999) }}", "{{ input * 10**7 }}",
+    "{% endfor %}",
+    "{{ 'x'|center(10**9) }}",
+    "{{ '%0999999999d' % 1 }}",
+    "{{ ('a'*999999)|replace('', 'bb') }}",
+    "{{ ''.__class__.__mro__[1].__subclasses__() }}",
+    "{{ cycler.__init__.__globals__.os }}",
+    "{{ self._TemplateReference__context }}",
+    "{{ lipsum.__globals__ }}",
+    "{{ range.__self__ }}",
+    "{{ input.__class__ }}",
+    "{{ joiner.__init__.__globals__ }}",
+    "{% set x = x %}{{ x }}",
+    "{{ namespace.__init__.__globals__ }}",
+    "{{ (999999999999 ** 999) }}",
+    "{{ input * 10**7 }}",
     "{{ undefined_thing }}",
 ]
 
@@ -284,7 +346,7 @@ def jinja_attacks(count: int) -> Iterator[Attempt]:
 
 
 def _odd_text(rng: random.Random) -> str:
-    alphabet = "a\u2028\u2029\x85\ud800\udfff\n\r\t\"\\\x00\u0000é中😀<>&" + KEY[:6]
+    alphabet = 'a\u2028\u2029\x85\ud800\udfff\n\r\t"\\\x00\u0000é中😀<>&' + KEY[:6]
     text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40)))
     text += KEY if rng.random() < 0.2 else ""
     return str(json.loads(json.dumps(text)))  # as received: JSON makes a high and a low surrogate one character
@@ -297,8 +359,13 @@ def roundtrip_attacks(folder: Path, count: int, seed: int) -> Iterator[Attempt]:
         text = _odd_text(rng)
 
         def attempt(text: str = text, i: int = i) -> str:
-            row = CaseResult(case_id=f"c{i}", slice="s", outcome="passed", output=text,  # type: ignore[arg-type]
-                             metadata={"m": text})
+            row = CaseResult(
+                case_id=f"c{i}",
+                slice="s",
+                outcome="passed",
+                output=text,  # type: ignore[arg-type]
+                metadata={"m": text},
+            )
             report = folder / f"report-{i}"
             write_report(report, [row], summarize([row]))
             [back] = load_results(report)
@@ -319,8 +386,26 @@ def roundtrip_attacks(folder: Path, count: int, seed: int) -> Iterator[Attempt]:
         yield attempt
 
 
-ENDPOINT_SCRIPTS = ["ok", "500,429", "reset,reset", "truncated", "gzip", "latin1", "drip", "hang", "echo", "weird",
-                    "malformed", "nochoices", "quota", "400", "401", "500,500,500,500", "503,gzip,reset", "empty"]
+ENDPOINT_SCRIPTS = [
+    "ok",
+    "500,429",
+    "reset,reset",
+    "truncated",
+    "gzip",
+    "latin1",
+    "drip",
+    "hang",
+    "echo",
+    "weird",
+    "malformed",
+    "nochoices",
+    "quota",
+    "400",
+    "401",
+    "500,500,500,500",
+    "503,gzip,reset",
+    "empty",
+]
 
 
 def endpoint_attacks(server: LoopbackServer, count: int) -> Iterator[Attempt]:
@@ -337,8 +422,13 @@ def _endpoint_attempts(server: LoopbackServer, runner: ModelRunner, count: int) 
     for i in range(count):
         prompt = f"call {i} [[{ENDPOINT_SCRIPTS[i % len(ENDPOINT_SCRIPTS)]}]]"
         # a model per call: a 401 or an exhausted quota makes a model unusable for the rest of a run
-        model = OpenAIModel("m", base_url=f"{server.base_url}?api-key={KEY}", api_key=KEY, timeout_s=0.5,
-                            retry=RetryPolicy(max_retries=3, base_s=0.01, cap_s=0.05))
+        model = OpenAIModel(
+            "m",
+            base_url=f"{server.base_url}?api-key={KEY}",
+            api_key=KEY,
+            timeout_s=0.5,
+            retry=RetryPolicy(max_retries=3, base_s=0.01, cap_s=0.05),
+        )
 
         def attempt(prompt: str = prompt, model: OpenAIModel = model) -> str:
             try:
@@ -353,8 +443,16 @@ def _endpoint_attempts(server: LoopbackServer, runner: ModelRunner, count: int) 
 def secret_attacks(count: int, seed: int) -> Iterator[Attempt]:
     """The key hidden in the ways a message can carry it: every one scrubbed."""
     rng = random.Random(seed)
-    shapes = [f"Bearer {KEY}", f"Authorization: Bearer {KEY}", f"http://u:{KEY}@h/v1", f"https://h/v1?api_key={KEY}",
-              f"{{'authorization': 'Bearer {KEY}'}}", json.dumps({"key": KEY}), f"token={KEY}&x=1", KEY]
+    shapes = [
+        f"Bearer {KEY}",
+        f"Authorization: Bearer {KEY}",
+        f"http://u:{KEY}@h/v1",
+        f"https://h/v1?api_key={KEY}",
+        f"{{'authorization': 'Bearer {KEY}'}}",
+        json.dumps({"key": KEY}),
+        f"token={KEY}&x=1",
+        KEY,
+    ]
     for _ in range(count):
         text = "".join(rng.choice(["x ", "\n", "é", "\u2028", rng.choice(shapes)]) for _ in range(rng.randint(1, 8)))
         yield lambda text=text: "leak" if KEY in scrub(text) or KEY in json.dumps(scrub(text)) else "ok"
@@ -363,16 +461,21 @@ def secret_attacks(count: int, seed: int) -> Iterator[Attempt]:
 def path_attacks(folder: Path, outside: Path, count: int) -> Iterator[Attempt]:
     """Files and code named from outside the suite's folder: refused, never read or run."""
     marker = outside / "ran.txt"
-    (outside / "evil.py").write_text(f"open({str(marker)!r}, 'w').write('ran')\ndef f(o, c):\n    return True\n",
-                                     encoding="utf-8")
+    (outside / "evil.py").write_text(
+        f"open({str(marker)!r}, 'w').write('ran')\ndef f(o, c):\n    return True\n", encoding="utf-8"
+    )
     (outside / "schema.json").write_text('{"type": "object"}', encoding="utf-8")
     if not (folder / "link.py").exists():
         os.symlink(outside / "evil.py", folder / "link.py")
     entries = [
-        {"type": "python", "value": f"file://{outside / 'evil.py'}:f"}, {"type": "python", "value": "file://../evil.py:f"},
-        {"type": "python", "value": "file://link.py:f"}, {"type": "python", "value": "evil:f"},
-        {"type": "pydantic", "value": "os:PathLike"}, {"type": "is-json", "value": str(outside / "schema.json")},
-        {"type": "is-json", "value": "../schema.json"}, {"type": "python", "value": "antigravity:x"},
+        {"type": "python", "value": f"file://{outside / 'evil.py'}:f"},
+        {"type": "python", "value": "file://../evil.py:f"},
+        {"type": "python", "value": "file://link.py:f"},
+        {"type": "python", "value": "evil:f"},
+        {"type": "pydantic", "value": "os:PathLike"},
+        {"type": "is-json", "value": str(outside / "schema.json")},
+        {"type": "is-json", "value": "../schema.json"},
+        {"type": "python", "value": "antigravity:x"},
     ]
     for i in range(count):
         case = PromptCase(case_id="c", input="i", slice="s", assert_=[entries[i % len(entries)]])
@@ -412,4 +515,3 @@ def table(tallies: list[Tally]) -> str:
     lines = ["| attack class | " + " | ".join(COLUMNS) + " |", "|---|" + "---:|" * len(COLUMNS)]
     lines += ["| " + " | ".join(str(cell) for cell in t.row()) + " |" for t in tallies]
     return "\n".join(lines)
-

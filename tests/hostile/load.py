@@ -126,18 +126,48 @@ def _compare(report: LoadReport, planned: list[Planned], rows: list[dict[str, An
             report.mislabelled.append(row["case_id"])
 
 
-def run_load(server: LoopbackServer, folder: Path, *, cases: int = 2000, concurrency: int = 32,
-             fault_share: float = 0.25, seed: int = 17, timeout: float = 900, workers: int = 2) -> LoadReport:
+def run_load(
+    server: LoopbackServer,
+    folder: Path,
+    *,
+    cases: int = 2000,
+    concurrency: int = 32,
+    fault_share: float = 0.25,
+    seed: int = 17,
+    timeout: float = 900,
+    workers: int = 2,
+) -> LoadReport:
     """Run the load suite in ``folder`` with pytest in a child process (``workers`` pytest-xdist
     workers sharing the ``concurrency`` bound; 0 for a serial run); compare and grep."""
     server.reset(api_key=KEY, retry_after_ms=10, hang_s=HANG_S, drip_s=0.05)
     planned = plan(cases, fault_share, seed)
     write_suite(folder, planned, server.base_url)
     env = {**os.environ, "OPENAI_API_KEY": KEY}
-    command = [sys.executable, "-m", "pytest", "--prompt-suite", "cases.jsonl", "-p", "no:randomly",
-               "-p", "no:cacheprovider", "--prompt-concurrency", str(concurrency), "--prompt-report", "report",
-               "--junitxml", "junit.xml", "--prompt-record", "cassette.jsonl", "--log-file", "run.log",
-               "-o", "log_file_level=DEBUG", "-q", *(["-n", str(workers)] if workers else [])]
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "--prompt-suite",
+        "cases.jsonl",
+        "-p",
+        "no:randomly",
+        "-p",
+        "no:cacheprovider",
+        "--prompt-concurrency",
+        str(concurrency),
+        "--prompt-report",
+        "report",
+        "--junitxml",
+        "junit.xml",
+        "--prompt-record",
+        "cassette.jsonl",
+        "--log-file",
+        "run.log",
+        "-o",
+        "log_file_level=DEBUG",
+        "-q",
+        *(["-n", str(workers)] if workers else []),
+    ]
     start = time.monotonic()
     done = subprocess.run(command, cwd=folder, env=env, capture_output=True, timeout=timeout, check=False)
     report = LoadReport(cases=cases, seconds=time.monotonic() - start, exit_status=done.returncode)

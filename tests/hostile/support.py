@@ -1,24 +1,31 @@
-"""Helpers of the hostile tests: write a suite, run it, and read back everything it wrote."""
+"""Helpers of the hostile tests: cases, an endpoint config, and checks of what a run printed and wrote."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.suite import Suite
+
 
 #: The API key of the hostile tests: it must appear in no file and no output, ever.
 SECRET = "sk-hostile-NEVER-WRITE-ME-5f2e8d41"
 
-
-def write_cases(pytester: pytest.Pytester, rows: list[dict[str, Any]], name: str = "cases") -> Path:
-    """A case file of ``rows`` (one JSON object a line, written as UTF-8 text)."""
-    text = "\n".join(json.dumps(row, ensure_ascii=False) for row in rows) + "\n"
-    path = pytester.path / f"{name}.jsonl"
-    path.write_text(text, encoding="utf-8")
-    return path
+#: A YAML file whose aliases expand to 9 ** 9 strings (the "billion laughs" attack).
+BILLION_LAUGHS = """\
+a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]
+b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]
+c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]
+d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]
+e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]
+f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]
+g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]
+h: &h [*g,*g,*g,*g,*g,*g,*g,*g,*g]
+i: &i [*h,*h,*h,*h,*h,*h,*h,*h,*h]
+prompts: [{task: x, content: *i}]
+"""
 
 
 def case(case_id: str, text: str = "hello", **fields: Any) -> dict[str, Any]:
@@ -26,22 +33,9 @@ def case(case_id: str, text: str = "hello", **fields: Any) -> dict[str, Any]:
     return {"case_id": case_id, "input": text, "slice": "s", **fields}
 
 
-def endpoint_config(pytester: pytest.Pytester, base_url: str, *extra: str) -> None:
-    """A ``promptsuite.toml`` whose model is the loopback server (fast retries, short timeout)."""
-    lines = ["[model]", 'spec = "openai:loop"', f'base_url = "{base_url}"', "timeout_s = 2", *extra]
-    (pytester.path / "promptsuite.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
-
-
-def rows(pytester: pytest.Pytester, report: str = "report") -> list[dict[str, Any]]:
-    """The rows of a report's ``results.jsonl``, split on ``\\n`` only."""
-    data = (pytester.path / report / "results.jsonl").read_text(encoding="utf-8")
-    return [json.loads(line) for line in data.split("\n") if line.strip()]
-
-
-def summary(pytester: pytest.Pytester, report: str = "report") -> dict[str, Any]:
-    """A report's ``summary.json``."""
-    data: dict[str, Any] = json.loads((pytester.path / report / "summary.json").read_text(encoding="utf-8"))
-    return data
+def endpoint(base_url: str, **fields: Any) -> dict[str, dict[str, Any]]:
+    """A config whose model is the loopback server at ``base_url`` (a short timeout), ``fields`` added."""
+    return {"model": {"spec": "openai:loop", "base_url": base_url, "timeout_s": 2, **fields}}
 
 
 def output(result: pytest.RunResult) -> str:
@@ -56,16 +50,17 @@ def assert_clean(result: pytest.RunResult) -> None:
     assert "INTERNALERROR" not in text, text
 
 
-def assert_reports_agree(pytester: pytest.Pytester, result: pytest.RunResult, report: str = "report") -> None:
+def assert_reports_agree(suite: Suite, result: pytest.RunResult, report: str = "report") -> None:
     """summary.json, summary.md and the exit status tell the same verdict."""
-    passed = summary(pytester, report)["gate"]["passed"]
-    markdown = (pytester.path / report / "summary.md").read_text(encoding="utf-8")
+    passed = suite.summary(report)["gate"]["passed"]
+    markdown = (suite.path / report / "summary.md").read_text(encoding="utf-8")
     assert ("promptsuite gate: PASSED" in markdown) == passed
     assert (result.ret == 0) == passed, (result.ret, passed)
 
 
-def assert_secret_nowhere(root: Path, result: pytest.RunResult | None = None, secret: str = SECRET,
-                          written_by_user: tuple[str, ...] = ()) -> int:
+def assert_secret_nowhere(
+    root: Path, result: pytest.RunResult | None = None, secret: str = SECRET, written_by_user: tuple[str, ...] = ()
+) -> int:
     """The secret is in no file under ``root`` (but those the user wrote it into) and not in
     the run's output; returns how many files were searched (so a test can check it searched)."""
     files = [path for path in root.rglob("*") if path.is_file() and path.name not in written_by_user]

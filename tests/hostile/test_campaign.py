@@ -5,9 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.hostile.campaign import campaign
 from tests.hostile.campaign import table
 from tests.loopback import LoopbackServer
+
+
+pytestmark = pytest.mark.slow
 
 
 def test_every_attack_class_ends_clean(loopback: LoopbackServer, tmp_path: Path) -> None:
@@ -22,4 +27,3 @@ def test_every_attack_class_ends_clean(loopback: LoopbackServer, tmp_path: Path)
     assert by_name["case-file mutations"].clear > 0 and by_name["case-file mutations"].accepted > 0
     for name in ("prompts.yml bombs and mutations", "Jinja escapes and bombs", "files and code from outside"):
         assert by_name[name].clear > 0, name
-

@@ -36,20 +36,25 @@ def _config(tmp_path: Path, text: str) -> Path:
 HOSTILE: list[tuple[str, str, float]] = [
     ("x = 0\nwhile True:\n    x += 1\n", f"cfg.py:[23]: {STOPPED}", 0.5),
     ("import time\ntime.sleep(60)\n", f"cfg.py:2: {STOPPED}", 0.5),
-    ("while True:\n    try:\n        while True:\n            pass\n    except Exception:\n        pass\n",
-     f"cfg.py:[34]: {STOPPED}", 0.5),
+    (
+        "while True:\n    try:\n        while True:\n            pass\n    except Exception:\n        pass\n",
+        f"cfg.py:[34]: {STOPPED}",
+        0.5,
+    ),
     ("x = ' ' * 2 ** 40\n", f"cfg.py:1: {MEMORY}", 10),
     ("x = []\nwhile True:\n    x.append(' ' * 10 ** 6)\n", f"cfg.py:3: {MEMORY}", 10),
     ("x = ['a' * 10 ** 6] * 20\n", "cfg.py: x: larger than the config result size limit of 16,777,216 bytes", 10),
     ("x = [1]\nfor _ in range(60):\n    x = [x, x]\n", f"cfg.py: {STOPPED}", 0.5),  # 2 ** 60 items to send
     ("x = []\nfor _ in range(100):\n    x = [x]\n", "cfg.py: x: nested deeper than the depth limit of 64 levels", 10),
     ("x = []\nx.append(x)\n", "cfg.py: x: nested deeper than the depth limit of 64 levels", 10),
-    ("def f(n):\n    return f(n + 1)\nx = f(0)\n",
-     "cfg.py:2: RecursionError: maximum recursion depth exceeded", 10),
+    ("def f(n):\n    return f(n + 1)\nx = f(0)\n", "cfg.py:2: RecursionError: maximum recursion depth exceeded", 10),
     ("import sys\nsys.exit(3)\n", "cfg.py:2: SystemExit: 3", 10),
     ("import os\nos._exit(3)\n", "cfg.py: the config's process exited with status 3 before sending its names", 10),
-    ("import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n", "cfg.py: the config's process was ended by SIGSEGV",
-     10),
+    (
+        "import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n",
+        "cfg.py: the config's process was ended by SIGSEGV",
+        10,
+    ),
     ("import os\nos.kill(os.getppid(), 9)\n", "cfg.py: the config's process was ended by SIGKILL", 10),
 ]
 
@@ -67,23 +72,31 @@ def test_a_hostile_config_ends_with_a_clear_error(tmp_path: Path, text: str, mes
 
 
 def test_a_config_that_swallows_every_stop_is_killed(tmp_path: Path) -> None:
-    path = _config(tmp_path, "while True:\n    try:\n        while True:\n            pass\n    except BaseException:\n"
-                             "        pass\n")
+    path = _config(
+        tmp_path,
+        "while True:\n    try:\n        while True:\n            pass\n    except BaseException:\n        pass\n",
+    )
     with pytest.raises(ConfigError, match=f"^{re.escape(str(path))}: {STOPPED}$"):
         run_config(path, seconds=0.5)
 
 
 def test_output_into_the_protocol_changes_nothing(tmp_path: Path) -> None:
-    path = _config(tmp_path, "import os, sys\nprint('{\"names\": {}}')\nos.write(1, b'{}\\n')\nos.write(2, b'x')\n"
-                             "sys.stdout.flush()\nsys.stdin.read()\n" + DATASETS)
+    path = _config(
+        tmp_path,
+        "import os, sys\nprint('{\"names\": {}}')\nos.write(1, b'{}\\n')\nos.write(2, b'x')\n"
+        "sys.stdout.flush()\nsys.stdin.read()\n" + DATASETS,
+    )
     assert list(run_config(path)) == ["x_datasets"]
 
 
 def test_a_forked_copy_is_ended_with_the_config(tmp_path: Path) -> None:
     marker = tmp_path / "pid"
-    path = _config(tmp_path, "import os, time\nif os.fork() == 0:\n"
-                             f"    open({str(marker)!r}, 'w').write(str(os.getpid()))\n    time.sleep(60)\n"
-                             "x = 1\n")
+    path = _config(
+        tmp_path,
+        "import os, time\nif os.fork() == 0:\n"
+        f"    open({str(marker)!r}, 'w').write(str(os.getpid()))\n    time.sleep(60)\n"
+        "x = 1\n",
+    )
     try:
         names = run_config(path)
     except ConfigError as exc:  # a user other than root may start no process
@@ -104,8 +117,9 @@ def test_a_forked_copy_is_ended_with_the_config(tmp_path: Path) -> None:
         pytest.fail("the forked copy is still running")
 
 
-def test_a_looping_config_writes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                         capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_looping_config_writes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setattr(execute, "CONFIG_SECONDS", Limit("config evaluation time", 0.5, "seconds"))
     path = _config(tmp_path, DATASETS + "while True:\n    pass\n")
     out = tmp_path / "out"

@@ -29,6 +29,7 @@ from pytest_promptsuite.formats.yamlio import load_yaml
 from pytest_promptsuite.results.io import load_results
 from pytest_promptsuite.results.row import CaseResult
 from pytest_promptsuite.safety.limits import DEPTH
+from tests.hostile.support import BILLION_LAUGHS
 
 
 #: Any string we can receive: any code point, lone surrogates and every line separator included.
@@ -63,10 +64,17 @@ def test_any_json_values_survive_a_jsonl_file(values: list[Any]) -> None:
 
 @settings(max_examples=100, derandomize=True)
 @given(ANY_TEXT, ANY_TEXT)
-def test_any_output_survives_results_jsonl(tmp_path_factory: pytest.TempPathFactory, output: str,
-                                           metadata: str) -> None:
-    row = CaseResult(case_id="c", slice="s", outcome="passed", output=output,  # type: ignore[arg-type]
-                     metadata={"note": metadata}, replies=(output,))
+def test_any_output_survives_results_jsonl(
+    tmp_path_factory: pytest.TempPathFactory, output: str, metadata: str
+) -> None:
+    row = CaseResult(
+        case_id="c",
+        slice="s",
+        outcome="passed",
+        output=output,  # type: ignore[arg-type]
+        metadata={"note": metadata},
+        replies=(output,),
+    )
     folder = tmp_path_factory.mktemp("report")
     (folder / "results.jsonl").write_text(row.to_json() + "\n", encoding="utf-8")
     [back] = load_results(folder)
@@ -151,7 +159,7 @@ def test_read_jsonl_splits_at_newlines_only_and_says_where_each_line_is(tmp_path
     with path.open("rb") as fp:
         lines = list(read_jsonl(fp))
     assert [(line.number, line.value) for line in lines] == [(1, {"a": "x\u2028y\u2029z\x85"}), (3, [1])]
-    assert [data[line.start:line.end] for line in lines] == [data[:data.index(b"\n") + 1], b"[1]"]
+    assert [data[line.start : line.end] for line in lines] == [data[: data.index(b"\n") + 1], b"[1]"]
 
 
 def test_appending_writers_never_split_a_line(tmp_path: Path) -> None:
@@ -172,8 +180,10 @@ def test_appending_writers_never_split_a_line(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("data", "message"),
     [
-        (b'[suite]\ncases = ["a.jsonl"]\nname = "caf\xe9"\n',
-         "promptsuite.toml:3: not valid UTF-8 (byte 0xe9 at column 12); save the file as UTF-8"),
+        (
+            b'[suite]\ncases = ["a.jsonl"]\nname = "caf\xe9"\n',
+            "promptsuite.toml:3: not valid UTF-8 (byte 0xe9 at column 12); save the file as UTF-8",
+        ),
         (b"x = " + b"[" * 5000 + b"]" * 5000 + b"\n", "promptsuite.toml:1: nested deeper than the depth limit"),
         (b"[suite\n", "promptsuite.toml:1: invalid TOML: "),
     ],
@@ -195,26 +205,15 @@ def test_brackets_in_toml_strings_and_comments_are_not_nesting(tmp_path: Path) -
 
 # -- YAML ---------------------------------------------------------------------------------------
 
-BILLION_LAUGHS = """\
-a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]
-b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]
-c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]
-d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]
-e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]
-f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]
-g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]
-h: &h [*g,*g,*g,*g,*g,*g,*g,*g,*g]
-i: &i [*h,*h,*h,*h,*h,*h,*h,*h,*h]
-prompts: [{task: x, content: *i}]
-"""
-
 
 @pytest.mark.parametrize(
     ("text", "message"),
     [
         (BILLION_LAUGHS, "prompts.yml:6: YAML aliases expand to more than the YAML alias expansion limit"),
-        ("prompts:\n  - task: a\n    content: x\n    task: b\n",
-         "prompts.yml:4: duplicate key 'task' (first at line 2); a key may appear once"),
+        (
+            "prompts:\n  - task: a\n    content: x\n    task: b\n",
+            "prompts.yml:4: duplicate key 'task' (first at line 2); a key may appear once",
+        ),
         ("a: &a [*a]\n", "prompts.yml:1: a YAML alias that contains itself"),
         ("x: " + "[" * 100 + "]" * 100 + "\n", "prompts.yml:1: nested deeper than the depth limit of 64 levels"),
         ("x: " + "[" * 5000 + "]" * 5000 + "\n", "prompts.yml:1: nested deeper than the depth limit of 64 levels"),

@@ -7,10 +7,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.hostile.load import KEY
 from tests.hostile.load import plan
 from tests.hostile.load import run_load
 from tests.loopback import LoopbackServer
+
+
+pytestmark = pytest.mark.slow
 
 
 def test_the_plan_covers_every_fault_and_both_endings() -> None:

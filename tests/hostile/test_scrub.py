@@ -53,7 +53,7 @@ def test_short_values_are_not_registered() -> None:
     assert scrub("EMPTY") == "EMPTY"
 
 
-SECRETISH = st.sampled_from([KEY, f"Bearer {KEY}", "http://u:p@h/", "?token=abcdef", "\"", "\\", "\u2028", "x"])
+SECRETISH = st.sampled_from([KEY, f"Bearer {KEY}", "http://u:p@h/", "?token=abcdef", '"', "\\", "\u2028", "x"])
 
 
 @settings(max_examples=200, derandomize=True)
@@ -78,8 +78,9 @@ def test_log_records_of_httpx_and_httpcore_are_scrubbed(caplog: pytest.LogCaptur
     install_log_filter()
     with caplog.at_level(logging.DEBUG):
         logging.getLogger("httpx").info('HTTP Request: POST %s "HTTP/1.1 200 OK"', f"http://h/v1?key={KEY}")
-        logging.getLogger("httpcore.http11").debug("send_request_headers.started headers=%r",
-                                                   {"authorization": f"Bearer {KEY}"})
+        logging.getLogger("httpcore.http11").debug(
+            "send_request_headers.started headers=%r", {"authorization": f"Bearer {KEY}"}
+        )
     assert caplog.records
     assert KEY not in caplog.text
     assert "key=***" in caplog.text
@@ -95,11 +96,34 @@ def test_the_letters_the_pattern_folds_to_ascii_are_all_known() -> None:
     assert folding == set(_FOLDS_TO_ASCII)
 
 
-FRAGMENTS = st.sampled_from([
-    "Authorization: Bearer abc.def-123", "AUTHORİZATİON: basic dXNlcjpwYXNz", "authorızation=token x1234567",
-    "beARer abcdefgh1", "BEARER 12345678", "?ſecret=v", "&\\u212aey=v", "?KEY=v", "&api_key=v",
-    "http://u:p@h/", "://", "@", "=", "?", "&", "bearer", "ı", "İ", "ſ", "\\u212a", "中文", "\\u2028", "\\ud800", " ",
-])
+FRAGMENTS = st.sampled_from(
+    [
+        "Authorization: Bearer abc.def-123",
+        "AUTHORİZATİON: basic dXNlcjpwYXNz",
+        "authorızation=token x1234567",
+        "beARer abcdefgh1",
+        "BEARER 12345678",
+        "?ſecret=v",
+        "&\\u212aey=v",
+        "?KEY=v",
+        "&api_key=v",
+        "http://u:p@h/",
+        "://",
+        "@",
+        "=",
+        "?",
+        "&",
+        "bearer",
+        "ı",
+        "İ",
+        "ſ",
+        "\\u212a",
+        "中文",
+        "\\u2028",
+        "\\ud800",
+        " ",
+    ]
+)
 
 
 @settings(max_examples=500, derandomize=True)
@@ -113,12 +137,15 @@ def test_the_pre_check_never_skips_text_the_pattern_would_scrub(parts: list[str]
         assert _may_hold_credentials(text), text
 
 
-@pytest.mark.parametrize("text", [
-    "Authorızation: Basic dXNlcjpwYXNz",  # dotless i
-    "authorİzation: token ghp_1234567890",  # dotted capital I
-    "see https://h/path?ſecret=SECRETVALUE#frag",  # long s
-    "https://h/v1?api-\u212aey=abc123",  # Kelvin sign
-    "中文 Authorization: Bearer abc.def-123 中文",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Authorızation: Basic dXNlcjpwYXNz",  # dotless i
+        "authorİzation: token ghp_1234567890",  # dotted capital I
+        "see https://h/path?ſecret=SECRETVALUE#frag",  # long s
+        "https://h/v1?api-\u212aey=abc123",  # Kelvin sign
+        "中文 Authorization: Bearer abc.def-123 中文",
+    ],
+)
 def test_credentials_spelled_with_letters_outside_ascii_are_scrubbed(text: str) -> None:
     assert "***" in scrub(text)

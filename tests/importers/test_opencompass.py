@@ -12,6 +12,7 @@ import pytest
 
 from pytest_promptsuite.cli.main import main
 from pytest_promptsuite.formats.tomlio import parse_toml
+from tests.suite import Suite
 
 
 FIXTURES = Path(__file__).parent / "fixtures" / "opencompass"
@@ -32,8 +33,16 @@ def _render(suite: Path, capsys: pytest.CaptureFixture[str]) -> list[dict[str, A
 
 def test_gen_config_with_model_and_data(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     data = FIXTURES / "data" / "demo.jsonl"
-    status, out = _import(tmp_path, DEMO / "demo_gen_1shot.py", "--model", str(MODELS / "demo_model.py"),
-                          "--data", str(data), "--train", str(data))
+    status, out = _import(
+        tmp_path,
+        DEMO / "demo_gen_1shot.py",
+        "--model",
+        str(MODELS / "demo_model.py"),
+        "--data",
+        str(data),
+        "--train",
+        str(data),
+    )
     assert status == 0
     assert "eval_cfg: AccEvaluator not carried over" in capsys.readouterr().out
     suite = out / "demo-gen"
@@ -46,34 +55,39 @@ def test_gen_config_with_model_and_data(tmp_path: Path, capsys: pytest.CaptureFi
     assert shown[1]["prompt"] == "<|User|>: Q: 2+2?\n<|Bot|>: A: 4<eob>\n<|User|>: Q: 3+3?\n<|Bot|>: "
 
 
-def test_ppl_config_with_integer_labels_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                              pytester: pytest.Pytester) -> None:
+def test_ppl_config_with_integer_labels_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str], suite: Suite) -> None:
     status, out = _import(tmp_path, DEMO / "demo_ppl_int_labels.py", "--data", str(FIXTURES / "data" / "choice.csv"))
     assert status == 0
-    suite = out / "choice"
-    config = parse_toml((suite / "promptsuite.toml").read_bytes(), "promptsuite.toml")[0]
+    imported = out / "choice"
+    config = parse_toml((imported / "promptsuite.toml").read_bytes(), "promptsuite.toml")[0]
     assert config["template"]["inferencer"] == "ppl"
     assert list(config["template"]["prompt_template"]["template"]) == ["0", "1"]
-    shown = _render(suite, capsys)
+    shown = _render(imported, capsys)
     assert shown[0]["labels"] == {"0": "The sky is\nblue", "1": "The sky is\ngreen"}
-    shutil.copytree(suite, pytester.path / "suite")
-    result = pytester.runpytest("--prompt-suite", "suite", "--prompt-report", "report", "-p", "no:cacheprovider")
+    shutil.copytree(imported, suite.path / "suite")
+    result = suite.run("--prompt-report", "report", "-p", "no:cacheprovider", paths=["suite"])
     result.stdout.fnmatch_lines(["*2 cases*"])
-    rows = [json.loads(x) for x in (pytester.path / "report" / "results.jsonl").read_text().splitlines()]
+    rows = suite.rows()
     assert sorted(r["case_id"] for r in rows) == ["choice-1", "choice-2"]  # no label in the id
     for row in rows:
         (check,) = [c for c in row["checks"] if c["name"] == "ppl-label"]
         assert row["output"] in ("0", "1") and ("perplexity by label" in check["message"])
 
 
-def test_label_map_dialogue_ice_has_opencompass_separators(tmp_path: Path,
-                                                            capsys: pytest.CaptureFixture[str]) -> None:
+def test_label_map_dialogue_ice_has_opencompass_separators(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "train.jsonl").write_text(
         '{"question":"q0","A":"a0","B":"b0","answer":"A"}\n{"question":"q1","A":"a1","B":"b1","answer":"B"}\n',
-        encoding="utf-8")
+        encoding="utf-8",
+    )
     (tmp_path / "data.jsonl").write_text('{"question":"q","A":"qa","B":"qb","answer":"B"}\n', encoding="utf-8")
-    status, out = _import(tmp_path, DEMO / "demo_ppl_fewshot.py", "--data", str(tmp_path / "data.jsonl"),
-                          "--train", str(tmp_path / "train.jsonl"))
+    status, out = _import(
+        tmp_path,
+        DEMO / "demo_ppl_fewshot.py",
+        "--data",
+        str(tmp_path / "data.jsonl"),
+        "--train",
+        str(tmp_path / "train.jsonl"),
+    )
     assert status == 0
     (shown,) = _render(out / "mcq", capsys)
     # each example is followed by the separator "\n" and the examples by the eos "\n", as
@@ -91,8 +105,9 @@ def test_subsets_and_prompt_files_give_one_suite_each(tmp_path: Path) -> None:
     assert "input" in (out / "task-task_a" / "CASES.md").read_text(encoding="utf-8")
 
 
-def test_mdl_retriever_and_the_chat_template_model_are_reported(tmp_path: Path,
-                                                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_mdl_retriever_and_the_chat_template_model_are_reported(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     status, out = _import(tmp_path, DEMO / "demo_mdl_ppl.py", "--model", str(MODELS / "demo_chat_template.py"))
     printed = capsys.readouterr().out
     assert status == 0
@@ -105,23 +120,27 @@ def test_mdl_retriever_and_the_chat_template_model_are_reported(tmp_path: Path,
 def test_bad_input_is_path_line_and_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad = tmp_path / "configs" / "bad.py"
     bad.parent.mkdir()
-    bad.write_text("x_datasets = [dict(abbr='x', infer_cfg=dict(\n    prompt_template=undefined_name))]\n",
-                   encoding="utf-8")
+    bad.write_text(
+        "x_datasets = [dict(abbr='x', infer_cfg=dict(\n    prompt_template=undefined_name))]\n", encoding="utf-8"
+    )
     status, out = _import(tmp_path, bad)
     assert status == 1
     assert f"{bad}:2: name 'undefined_name' is not defined" in capsys.readouterr().err
     assert not out.exists()
-    bad.write_text("from opencompass.openicl.icl_retriever import SlidingKRetriever\n\n"
-                   "x_infer_cfg = dict(\n    prompt_template=dict(template='{q}'),\n"
-                   "    retriever=dict(type=SlidingKRetriever))\n"
-                   "x_datasets = [dict(abbr='x', infer_cfg=x_infer_cfg)]\n",
-                   encoding="utf-8")
+    bad.write_text(
+        "from opencompass.openicl.icl_retriever import SlidingKRetriever\n\n"
+        "x_infer_cfg = dict(\n    prompt_template=dict(template='{q}'),\n"
+        "    retriever=dict(type=SlidingKRetriever))\n"
+        "x_datasets = [dict(abbr='x', infer_cfg=x_infer_cfg)]\n",
+        encoding="utf-8",
+    )
     status, out = _import(tmp_path, bad)
     assert status == 1 and not out.exists()
     assert f"{bad}:3: infer_cfg.retriever: SlidingKRetriever is not supported" in capsys.readouterr().err
     rows = tmp_path / "rows.jsonl"
-    rows.write_text('{"ctx": "a", "A": "x", "B": "y", "label": 0}\n{"ctx": "b", "A": "x", "B": "y", "label": 7}\n',
-                    encoding="utf-8")
+    rows.write_text(
+        '{"ctx": "a", "A": "x", "B": "y", "label": 0}\n{"ctx": "b", "A": "x", "B": "y", "label": 7}\n', encoding="utf-8"
+    )
     status, out = _import(tmp_path, DEMO / "demo_ppl_int_labels.py", "--data", str(rows))
     assert status == 1
     assert f"{rows}:2: the answer '7' is not a label of the template (labels: 0, 1)" in capsys.readouterr().err
@@ -147,7 +166,9 @@ def test_subsets_that_share_a_template_are_one_suite_a_slice_each(tmp_path: Path
         "from opencompass.openicl.icl_prompt_template import PromptTemplate\n"
         "shared_datasets = [dict(abbr=f'part-{n}', reader_cfg=dict(input_columns=['q'], output_column='a'),\n"
         "    infer_cfg=dict(prompt_template=dict(type=PromptTemplate, template='Q: {q}\\nA:')))\n"
-        "    for n in ('x', 'y')]\n", encoding="utf-8")
+        "    for n in ('x', 'y')]\n",
+        encoding="utf-8",
+    )
     status, out = _import(tmp_path, config)
     assert status == 0
     assert [p.name for p in out.iterdir()] == ["shared_gen"]

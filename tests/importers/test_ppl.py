@@ -4,8 +4,6 @@ token log-probabilities, the label of lowest perplexity checked against ``answer
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from pytest_promptsuite.errors import EndpointError
@@ -19,9 +17,10 @@ from pytest_promptsuite.models.scoring import echo_logprobs
 from pytest_promptsuite.models.scoring import fake_score
 from pytest_promptsuite.models.scoring import predict_label
 from tests.loopback import LoopbackServer
+from tests.suite import Suite
 
 
-SUITE = """
+SUITE = """\
 [suite]
 cases = ["cases.jsonl"]
 
@@ -50,8 +49,10 @@ def test_fake_scores_are_fixed_by_the_tokens() -> None:
 
 
 def test_echo_logprobs_leave_out_the_first_and_generated_tokens() -> None:
-    data = {"choices": [{"logprobs": {"token_logprobs": [None, -1.0, -2.0, -5.0], "text_offset": [0, 1, 3, 5]}}],
-            "usage": {"prompt_tokens": 3}}
+    data = {
+        "choices": [{"logprobs": {"token_logprobs": [None, -1.0, -2.0, -5.0], "text_offset": [0, 1, 3, 5]}}],
+        "usage": {"prompt_tokens": 3},
+    }
     assert echo_logprobs(data, "a bc") == LabelScore(-3.0, 2)
     del data["usage"]
     assert echo_logprobs(data, "a bc") == LabelScore(-3.0, 2)  # text_offset past the prompt: generated
@@ -59,8 +60,9 @@ def test_echo_logprobs_leave_out_the_first_and_generated_tokens() -> None:
         echo_logprobs({"choices": [{"text": "x"}]}, "x")
 
 
-def test_openai_scores_through_completions_with_echo_and_logprobs(loopback: LoopbackServer,
-                                                                   runner: ModelRunner) -> None:
+def test_openai_scores_through_completions_with_echo_and_logprobs(
+    loopback: LoopbackServer, runner: ModelRunner
+) -> None:
     model = OpenAIModel("vllm-model", base_url=loopback.base_url, endpoint="completions")
     try:
         response = runner.call(ScoringModel(model), ModelRequest("one LIKELY three"))
@@ -83,44 +85,46 @@ def test_a_model_that_cannot_score_says_so() -> None:
         ScoringModel(Plain())  # type: ignore[arg-type]
 
 
-def _rows(pytester: pytest.Pytester) -> dict[str, dict[str, object]]:
-    lines = (pytester.path / "report" / "results.jsonl").read_text(encoding="utf-8").splitlines()
-    return {row["case_id"]: row for row in map(json.loads, lines)}
-
-
-def test_a_ppl_suite_against_an_endpoint(pytester: pytest.Pytester, loopback: LoopbackServer) -> None:
-    pytester.makefile(".toml", promptsuite=SUITE.format(spec="openai:vllm", extra=f'base_url = "{loopback.base_url}"'))
-    pytester.makefile(".jsonl", cases='{"case_id": "c1", "input": "hi", "slice": "s", "answer": "yes"}\n'
-                                      '{"case_id": "c2", "input": "ho", "slice": "s", "answer": "no"}\n')
-    result = pytester.runpytest("--prompt-suite", ".", "--prompt-report", "report", "--prompt-no-cache")
+def test_a_ppl_suite_against_an_endpoint(suite: Suite, loopback: LoopbackServer) -> None:
+    suite.config(SUITE.format(spec="openai:vllm", extra=f'base_url = "{loopback.base_url}"'))
+    suite.cases(
+        [
+            {"case_id": "c1", "input": "hi", "slice": "s", "answer": "yes"},
+            {"case_id": "c2", "input": "ho", "slice": "s", "answer": "no"},
+        ]
+    )
+    result = suite.run("--prompt-report", "report", "--prompt-no-cache", paths=["."])
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
         ["*c2*", "*ppl-label*predicted label 'yes' (lowest perplexity) is not the answer 'no'*"]
     )
-    rows = _rows(pytester)
+    rows = suite.by_id()
     assert rows["c1"]["output"] == "yes" and rows["c1"]["prompt"] == "Q: hi A: LIKELY yes"
     prompts = sorted(e["body"]["prompt"] for e in loopback.stats.log if e["body"].get("echo"))
     assert prompts == ["Q: hi A: LIKELY yes", "Q: hi A: no", "Q: ho A: LIKELY yes", "Q: ho A: no"]
 
 
-def test_a_ppl_suite_on_the_fake_model_is_deterministic(pytester: pytest.Pytester) -> None:
-    pytester.makefile(".toml", promptsuite=SUITE.format(spec="fake", extra=""))
-    pytester.makefile(".jsonl", cases='{"case_id": "c1", "input": "hi", "slice": "s", "answer": "yes"}\n')
+def test_a_ppl_suite_on_the_fake_model_is_deterministic(suite: Suite) -> None:
+    suite.config(SUITE.format(spec="fake", extra=""))
+    suite.cases([{"case_id": "c1", "input": "hi", "slice": "s", "answer": "yes"}])
     outputs = set()
     for _ in range(2):
-        pytester.runpytest("--prompt-suite", ".", "--prompt-report", "report")
-        row = _rows(pytester)["c1"]
+        suite.run("--prompt-report", "report", paths=["."])
+        row = suite.by_id()["c1"]
         outputs.add(row["output"])
-    expected = predict_label([(label, fake_score(f"Q: hi A: {text}")) for label, text in
-                              (("yes", "LIKELY yes"), ("no", "no"))])
+    expected = predict_label(
+        [(label, fake_score(f"Q: hi A: {text}")) for label, text in (("yes", "LIKELY yes"), ("no", "no"))]
+    )
     assert outputs == {expected}
 
 
 def test_echo_answers_what_promptfoo_echo_answers() -> None:
     model = make_model("echo")
     assert model.generate_sync(ModelRequest("Hello Ann!\n")).text == "Hello Ann!\n"  # type: ignore[attr-defined]
-    messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi é \"x\"\n"}]
+    messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": 'Hi é "x"\n'}]
     text = model.generate_sync(ModelRequest(messages)).text  # type: ignore[attr-defined]
     # JSON.stringify(messages, null, 2)
-    assert text == ('[\n  {\n    "role": "system",\n    "content": "Be brief."\n  },\n'
-                    '  {\n    "role": "user",\n    "content": "Hi é \\"x\\"\\n"\n  }\n]')
+    assert text == (
+        '[\n  {\n    "role": "system",\n    "content": "Be brief."\n  },\n'
+        '  {\n    "role": "user",\n    "content": "Hi é \\"x\\"\\n"\n  }\n]'
+    )

@@ -14,6 +14,7 @@ import pytest
 
 from pytest_promptsuite.cli.main import main
 from pytest_promptsuite.formats.tomlio import parse_toml
+from tests.suite import Suite
 
 
 FULL = Path(__file__).parent / "fixtures" / "promptfoo" / "full"
@@ -24,23 +25,22 @@ def _import(tmp_path: Path, config: Path, *extra: str) -> tuple[int, Path]:
     return main(["import", "promptfoo", str(config), "--out", str(out), *extra]), out
 
 
-def _our_verdicts(pytester: pytest.Pytester, suite: Path) -> dict[tuple[int, int], bool]:
-    shutil.copytree(suite, pytester.path / "suite")
-    pytester.runpytest("--prompt-suite", "suite", "--prompt-report", "report", "-p", "no:cacheprovider")
+def _our_verdicts(suite: Suite, imported: Path) -> dict[tuple[int, int], bool]:
+    shutil.copytree(imported, suite.path / "suite")
+    suite.run("--prompt-report", "report", "-p", "no:cacheprovider", paths=["suite"])
     verdicts = {}
-    for line in (pytester.path / "report" / "results.jsonl").read_text(encoding="utf-8").splitlines():
-        row = json.loads(line)
+    for row in suite.rows():
         key = (int(row["case_id"].removeprefix("test-")) - 1, int(row["variant"].removeprefix("p")) - 1)
         verdicts[key] = row["outcome"] == "passed"
     return verdicts
 
 
-def test_the_imported_suite_gives_promptfoos_recorded_verdicts(tmp_path: Path, pytester: pytest.Pytester) -> None:
-    status, suite = _import(tmp_path, FULL / "promptfooconfig.yaml", "--slice-key", "area")
+def test_the_imported_suite_gives_promptfoos_recorded_verdicts(tmp_path: Path, suite: Suite) -> None:
+    status, imported = _import(tmp_path, FULL / "promptfooconfig.yaml", "--slice-key", "area")
     assert status == 0
     recorded = json.loads((FULL / "promptfoo-verdicts.json").read_text(encoding="utf-8"))["verdicts"]
     theirs = {(v["test"], v["prompt"]): v["pass"] for v in recorded}
-    ours = _our_verdicts(pytester, suite)
+    ours = _our_verdicts(suite, imported)
     assert len(theirs) == 30 and {k: ours.get(k) for k in theirs} == theirs
     assert sorted(set(theirs.values())) == [False, True]  # both verdicts occur
 
@@ -51,23 +51,48 @@ def _promptfoo() -> list[str] | None:
     return [found] if found else None
 
 
-@pytest.mark.skipif(_promptfoo() is None, reason=(
-    "promptfoo is not installed (npm install promptfoo@0.121.20 needs Node.js 20.20+; set PROMPTFOO=path "
-    "to its bin, or put it on PATH): the recorded-verdicts test covers the same config"))
-def test_promptfoo_itself_agrees_on_every_verdict(tmp_path: Path, pytester: pytest.Pytester) -> None:
+@pytest.mark.skipif(
+    _promptfoo() is None,
+    reason=(
+        "promptfoo is not installed (npm install promptfoo@0.121.20 needs Node.js 20.20+; set PROMPTFOO=path "
+        "to its bin, or put it on PATH): the recorded-verdicts test covers the same config"
+    ),
+)
+def test_promptfoo_itself_agrees_on_every_verdict(tmp_path: Path, suite: Suite) -> None:
     command = _promptfoo()
     assert command is not None
     work = tmp_path / "promptfoo"
     shutil.copytree(FULL, work)
-    env = {**os.environ, "PROMPTFOO_DISABLE_TELEMETRY": "1", "PROMPTFOO_DISABLE_UPDATE": "1",
-           "PROMPTFOO_CONFIG_DIR": str(tmp_path / "pfhome"), "PROMPTFOO_PYTHON": sys.executable}
-    subprocess.run([*command, "eval", "-c", "promptfooconfig.yaml", "-o", "out.json", "--no-cache", "--no-table",
-                    "--no-progress-bar"], cwd=work, env=env, capture_output=True, timeout=600, check=False)
+    env = {
+        **os.environ,
+        "PROMPTFOO_DISABLE_TELEMETRY": "1",
+        "PROMPTFOO_DISABLE_UPDATE": "1",
+        "PROMPTFOO_CONFIG_DIR": str(tmp_path / "pfhome"),
+        "PROMPTFOO_PYTHON": sys.executable,
+    }
+    subprocess.run(
+        [
+            *command,
+            "eval",
+            "-c",
+            "promptfooconfig.yaml",
+            "-o",
+            "out.json",
+            "--no-cache",
+            "--no-table",
+            "--no-progress-bar",
+        ],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        timeout=600,
+        check=False,
+    )
     results = json.loads((work / "out.json").read_text(encoding="utf-8"))["results"]["results"]
     theirs = {(r["testIdx"], r["promptIdx"]): r["success"] for r in results}
-    status, suite = _import(tmp_path, FULL / "promptfooconfig.yaml", "--slice-key", "area")
+    status, imported = _import(tmp_path, FULL / "promptfooconfig.yaml", "--slice-key", "area")
     assert status == 0
-    ours = _our_verdicts(pytester, suite)
+    ours = _our_verdicts(suite, imported)
     assert len(theirs) == 30 and {k: ours.get(k) for k in theirs} == theirs
 
 
@@ -103,23 +128,33 @@ def test_providers_and_what_cannot_be_carried_over(tmp_path: Path, capsys: pytes
         "      - type: factuality\n"
         "        value: hi\n"
         "      - type: contains\n"
-        "        value: hi\n", encoding="utf-8")
+        "        value: hi\n",
+        encoding="utf-8",
+    )
     status, suite = _import(tmp_path, config)
     printed = capsys.readouterr().out
     assert status == 0
     written = parse_toml((suite / "promptsuite.toml").read_bytes(), "promptsuite.toml")[0]
-    assert written["model"] == {"spec": "openai:gpt-4o-mini", "endpoint": "chat", "base_url": "http://localhost:8000/v1",
-                                "params": {"temperature": 0, "max_tokens": 64}}
+    assert written["model"] == {
+        "spec": "openai:gpt-4o-mini",
+        "endpoint": "chat",
+        "base_url": "http://localhost:8000/v1",
+        "params": {"temperature": 0, "max_tokens": 64},
+    }
     assert f"{config}:5: provider anthropic:messages:claude-3-5-sonnet is not supported" in printed
     assert "settings not carried over: frequency_penalty" in printed
     assert f"not carried over: {config}:7: assert[0]: factuality" in printed
 
 
-def test_javascript_without_node_names_the_check(tmp_path: Path, pytester: pytest.Pytester,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_javascript_without_node_names_the_check(
+    tmp_path: Path, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     config = tmp_path / "promptfooconfig.yaml"
-    config.write_text("prompts: ['Say {{ x }}']\nproviders: [echo]\ntests:\n  - vars: {x: hi}\n    assert:\n"
-                      "      - type: javascript\n        value: output.length > 0\n", encoding="utf-8")
+    config.write_text(
+        "prompts: ['Say {{ x }}']\nproviders: [echo]\ntests:\n  - vars: {x: hi}\n    assert:\n"
+        "      - type: javascript\n        value: output.length > 0\n",
+        encoding="utf-8",
+    )
     status, suite = _import(tmp_path, config)
     assert status == 0
     shutil.copytree(suite, pytester.path / "suite")
@@ -129,17 +164,24 @@ def test_javascript_without_node_names_the_check(tmp_path: Path, pytester: pytes
     assert f"javascript assert ({config}:4: assert[0]): needs Node.js, and 'node' is not on PATH" in result.stdout.str()
 
 
-@pytest.mark.parametrize(("text", "files", "message"), [
-    ("prompts: ['a'\n", {}, ":2: invalid YAML"),
-    ("prompts: [a]\nprovider: [echo]\ntests: [{vars: {}}]\n", {}, ":2: unknown key 'provider'"),
-    ("prompts: [file://../secret.txt]\ntests: [{vars: {}}]\n", {}, ":1: file://../secret.txt lies outside"),
-    ("prompts: [a]\ntests:\n  - vars: {}\n    assert: [{value: x}]\n", {}, ":3: assert[0]: an assert is an object"),
-    ("prompts: [a]\ntests: [file://t.csv]\n", {"t.csv": "x,__bogus\n1,2\n"}, "t.csv:2: the column '__bogus'"),
-    ("prompts: [file://p.json]\ntests: [{vars: {}}]\n", {"p.json": "[\n{\"role\": \"user\",}\n]"},
-     "p.json:2: invalid JSON"),
-])
-def test_bad_input_is_path_line_and_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str,
-                                                   files: dict[str, str], message: str) -> None:
+@pytest.mark.parametrize(
+    ("text", "files", "message"),
+    [
+        ("prompts: ['a'\n", {}, ":2: invalid YAML"),
+        ("prompts: [a]\nprovider: [echo]\ntests: [{vars: {}}]\n", {}, ":2: unknown key 'provider'"),
+        ("prompts: [file://../secret.txt]\ntests: [{vars: {}}]\n", {}, ":1: file://../secret.txt lies outside"),
+        ("prompts: [a]\ntests:\n  - vars: {}\n    assert: [{value: x}]\n", {}, ":3: assert[0]: an assert is an object"),
+        ("prompts: [a]\ntests: [file://t.csv]\n", {"t.csv": "x,__bogus\n1,2\n"}, "t.csv:2: the column '__bogus'"),
+        (
+            "prompts: [file://p.json]\ntests: [{vars: {}}]\n",
+            {"p.json": '[\n{"role": "user",}\n]'},
+            "p.json:2: invalid JSON",
+        ),
+    ],
+)
+def test_bad_input_is_path_line_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, files: dict[str, str], message: str
+) -> None:
     folder = tmp_path / "cfg"
     folder.mkdir()
     (tmp_path / "secret.txt").write_text("sk-secret", encoding="utf-8")
@@ -157,9 +199,12 @@ def test_bad_input_is_path_line_and_writes_nothing(tmp_path: Path, capsys: pytes
 def test_a_key_in_the_config_is_never_written(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     key = "sk-import-test-KEY-9876543210"
     config = tmp_path / "promptfooconfig.yaml"
-    config.write_text(f"prompts: ['Use {key} for {{{{ x }}}}']\n"
-                      f"providers:\n  - id: openai:gpt-4o-mini\n    config: {{apiKey: {key}}}\n"
-                      "tests:\n  - vars: {x: hi}\n", encoding="utf-8")
+    config.write_text(
+        f"prompts: ['Use {key} for {{{{ x }}}}']\n"
+        f"providers:\n  - id: openai:gpt-4o-mini\n    config: {{apiKey: {key}}}\n"
+        "tests:\n  - vars: {x: hi}\n",
+        encoding="utf-8",
+    )
     status, suite = _import(tmp_path, config)
     printed = capsys.readouterr().out
     assert status == 0 and "apiKey" in printed and key not in printed

@@ -9,50 +9,34 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.loopback import LoopbackServer
-from tests.plugin.test_endpoint import _cases
-from tests.plugin.test_endpoint import _config
-from tests.plugin.test_endpoint import _rows
-from tests.plugin.test_endpoint import _run
-from tests.plugin.test_endpoint import _wait_for
+from tests.suite import Suite
 
 
-@pytest.fixture(autouse=True)
-def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
-        monkeypatch.delenv(name, raising=False)
-
-
-def _by_id(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    return {row["case_id"]: row for row in rows}
-
-
-def test_batch_mode_sends_one_job_and_gives_the_results_of_direct_calls(
-    pytester: pytest.Pytester, loopback: LoopbackServer
-) -> None:
+def test_batch_mode_sends_one_job_and_gives_the_results_of_direct_calls(suite: Suite, loopback: LoopbackServer) -> None:
     prompts = [f"question {i}" for i in range(30)] + ["不 ascii \u2028 text"]
-    ids = _cases(pytester, prompts)
-    _config(pytester, loopback.base_url, params={"temperature": 0, "max_tokens": 20})
-    direct = _run(pytester, "--prompt-no-cache", "--prompt-report", "direct")
+    ids = suite.prompts(prompts)
+    suite.config({"model": loopback.model(params={"temperature": 0, "max_tokens": 20})})
+    direct = suite.run("--prompt-no-cache", "--prompt-report", "direct")
     direct.assert_outcomes(passed=len(ids))
     assert loopback.stats.requests == len(ids)
 
     loopback.reset()
-    batched = _run(pytester, "--prompt-no-cache", "--prompt-batch", "--prompt-report", "batched")
+    batched = suite.run("--prompt-no-cache", "--prompt-batch", "--prompt-report", "batched")
     batched.assert_outcomes(passed=len(ids))
     assert batched.ret == pytest.ExitCode.OK
     assert loopback.stats.requests == 0  # no direct call
     assert (loopback.batch.stats.uploads, loopback.batch.stats.created) == (1, 1)
     assert loopback.batch.stats.lines == len(ids)
     assert loopback.batch.stats.endpoints == ["/v1/chat/completions"]
-    batched.stdout.fnmatch_lines(["batch: sending 31 requests to /v1/chat/completions",
-                                  "batch batch_1: completed, 31 of 31 done, 0 failed"])
-    one, other = _by_id(_rows(pytester, "direct")), _by_id(_rows(pytester, "batched"))
+    batched.stdout.fnmatch_lines(
+        ["batch: sending 31 requests to /v1/chat/completions", "batch batch_1: completed, 31 of 31 done, 0 failed"]
+    )
+    one, other = suite.by_id("direct"), suite.by_id("batched")
     assert sorted(other) == ids
     for case_id in ids:
         for key in ("outcome", "output", "prompt", "prompt_hash", "usage", "checks"):
@@ -63,19 +47,21 @@ def test_batch_mode_sends_one_job_and_gives_the_results_of_direct_calls(
     line = json.loads(request_file[0])
     assert set(line) == {"custom_id", "method", "url", "body"}
     assert (line["method"], line["url"]) == ("POST", "/v1/chat/completions")
-    assert line["body"] == {"model": "loop-model", "messages": [{"role": "user", "content": "question 0"}],
-                            "temperature": 0, "max_tokens": 20}
+    assert line["body"] == {
+        "model": "loop-model",
+        "messages": [{"role": "user", "content": "question 0"}],
+        "temperature": 0,
+        "max_tokens": 20,
+    }
     assert line["custom_id"].startswith("c-00#")
 
 
-def test_lines_the_batch_failed_or_lost_are_errors_with_the_reason(
-    pytester: pytest.Pytester, loopback: LoopbackServer
-) -> None:
-    _cases(pytester, ["fine", "bad [[batch-error]]", "gone [[batch-lost]]", "also fine"])
-    _config(pytester, loopback.base_url)
-    result = _run(pytester, "--prompt-no-cache", "--prompt-batch", "--prompt-report", "report")
+def test_lines_the_batch_failed_or_lost_are_errors_with_the_reason(suite: Suite, loopback: LoopbackServer) -> None:
+    suite.prompts(["fine", "bad [[batch-error]]", "gone [[batch-lost]]", "also fine"])
+    suite.config({"model": loopback.model()})
+    result = suite.run("--prompt-no-cache", "--prompt-batch", "--prompt-report", "report")
     result.assert_outcomes(passed=2, failed=2)
-    rows = _by_id(_rows(pytester))
+    rows = suite.by_id()
     assert rows["c-01"]["outcome"] == "error"
     assert rows["c-01"]["error"] == "HTTP 400 in batch batch_1 (completed): Invalid request: batch-error"
     assert rows["c-02"]["outcome"] == "error"
@@ -92,87 +78,105 @@ def test_lines_the_batch_failed_or_lost_are_errors_with_the_reason(
     ids=["failed", "expired"],
 )
 def test_a_failed_or_expired_batch_errors_each_case_it_did_not_answer(
-    pytester: pytest.Pytester, loopback: LoopbackServer, knobs: dict[str, Any], reason: str, passed: int
+    suite: Suite, loopback: LoopbackServer, knobs: dict[str, Any], reason: str, passed: int
 ) -> None:
     loopback.batch.reset(**knobs)
-    _cases(pytester, ["a", "b", "c", "d", "e"])
-    _config(pytester, loopback.base_url)
-    result = _run(pytester, "--prompt-no-cache", "--prompt-batch", "--prompt-report", "report")
+    suite.prompts(["a", "b", "c", "d", "e"])
+    suite.config({"model": loopback.model()})
+    result = suite.run("--prompt-no-cache", "--prompt-batch", "--prompt-report", "report")
     result.assert_outcomes(passed=passed, failed=5 - passed)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    errors = [row for row in _rows(pytester) if row["outcome"] == "error"]
+    errors = [row for row in suite.rows() if row["outcome"] == "error"]
     assert len(errors) == 5 - passed
     assert all(row["error"].endswith(reason) for row in errors), errors
 
 
-def test_batch_answers_are_cached_and_recorded_like_direct_ones(
-    pytester: pytest.Pytester, loopback: LoopbackServer
-) -> None:
+def test_batch_answers_are_cached_and_recorded_like_direct_ones(suite: Suite, loopback: LoopbackServer) -> None:
     """``[model] batch = true`` in the config; a second run is answered by the cache, no job."""
-    _cases(pytester, ["one", "two", "three"])
-    _config(pytester, loopback.base_url, batch=True)
-    first = _run(pytester, "--prompt-record", "cassette.jsonl")
+    suite.prompts(["one", "two", "three"])
+    suite.config({"model": loopback.model(batch=True)})
+    first = suite.run("--prompt-record", "cassette.jsonl")
     first.assert_outcomes(passed=3)
     assert loopback.batch.stats.created == 1
     loopback.reset()
-    again = _run(pytester)
+    again = suite.run()
     again.assert_outcomes(passed=3)
     assert (loopback.batch.stats.created, loopback.stats.requests) == (0, 0)
-    replay = _run(pytester, "--prompt-no-cache", "--prompt-replay", "cassette.jsonl")
+    replay = suite.run("--prompt-no-cache", "--prompt-replay", "cassette.jsonl")
     replay.assert_outcomes(passed=3)
     assert (loopback.batch.stats.created, loopback.stats.requests) == (0, 0)
 
 
-def test_batch_file_then_batch_results(pytester: pytest.Pytester, loopback: LoopbackServer) -> None:
+def test_batch_file_then_batch_results(suite: Suite, loopback: LoopbackServer) -> None:
     """``--prompt-batch-file`` writes the requests and sends nothing; an offline runner answers
     them; ``--prompt-batch-results`` runs the checks on its output."""
-    _cases(pytester, ["one", "two", "three"])
-    _config(pytester, loopback.base_url)
-    written = _run(pytester, "--prompt-no-cache", "--prompt-batch-file", "requests.jsonl")
+    suite.prompts(["one", "two", "three"])
+    suite.config({"model": loopback.model()})
+    written = suite.run("--prompt-no-cache", "--prompt-batch-file", "requests.jsonl")
     written.assert_outcomes(skipped=3)
     assert written.ret == pytest.ExitCode.OK
     written.stdout.fnmatch_lines(["batch: 3 requests written to requests.jsonl"])
     assert loopback.stats.requests == 0 and loopback.batch.stats.created == 0
-    lines = [json.loads(line) for line in (pytester.path / "requests.jsonl").read_text().splitlines()]
+    lines = [json.loads(line) for line in (suite.path / "requests.jsonl").read_text().splitlines()]
     assert [line["body"]["messages"][0]["content"] for line in lines] == ["one", "two", "three"]
     assert all(line["method"] == "POST" and line["url"] == "/v1/chat/completions" for line in lines)
 
-    outputs = pytester.path / "outputs.jsonl"  # what vllm run-batch writes
+    outputs = suite.path / "outputs.jsonl"  # what vllm run-batch writes
     with outputs.open("w", encoding="utf-8") as out:
         for line in lines[:2]:
             text = line["body"]["messages"][0]["content"]
-            body = {"choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                                 "finish_reason": "stop"}]}
-            out.write(json.dumps({"id": "x", "custom_id": line["custom_id"], "error": None,
-                                  "response": {"status_code": 200, "body": body}}) + "\n")
-    answered = _run(pytester, "--prompt-no-cache", "--prompt-batch-results", "outputs.jsonl",
-                    "--prompt-report", "report")
+            body = {
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}]
+            }
+            out.write(
+                json.dumps(
+                    {
+                        "id": "x",
+                        "custom_id": line["custom_id"],
+                        "error": None,
+                        "response": {"status_code": 200, "body": body},
+                    }
+                )
+                + "\n"
+            )
+    answered = suite.run("--prompt-no-cache", "--prompt-batch-results", "outputs.jsonl", "--prompt-report", "report")
     answered.assert_outcomes(passed=2, failed=1)
-    rows = _by_id(_rows(pytester))
+    rows = suite.by_id()
     assert rows["c-00"]["output"] == "one"
     assert rows["c-02"]["outcome"] == "error"
     assert "is not in it" in rows["c-02"]["error"] and "outputs.jsonl" in rows["c-02"]["error"]
     assert loopback.stats.requests == 0 and loopback.batch.stats.created == 0
 
 
-def test_batch_mode_refuses_xdist(pytester: pytest.Pytester) -> None:
-    _cases(pytester, ["one"])
-    result = _run(pytester, "--prompt-batch", "-n", "2")
+def test_batch_mode_refuses_xdist(suite: Suite) -> None:
+    suite.prompts(["one"])
+    result = suite.run("--prompt-batch", "-n", "2")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*one batch of the run's calls in one process: drop -n*"])
 
 
-def test_ctrl_c_cancels_the_batch(pytester: pytest.Pytester, loopback: LoopbackServer) -> None:
+def test_ctrl_c_cancels_the_batch(suite: Suite, loopback: LoopbackServer) -> None:
     loopback.batch.reset(delay_s=60)
-    _cases(pytester, ["one", "two"])
-    _config(pytester, loopback.base_url)
-    process = pytester.popen(
-        [sys.executable, "-m", "pytest", "--prompt-suite", "cases.jsonl", "-p", "no:randomly",
-         "--prompt-batch", "--prompt-no-cache"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+    suite.prompts(["one", "two"])
+    suite.config({"model": loopback.model()})
+    process = suite.pytester.popen(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--prompt-suite",
+            "cases.jsonl",
+            "-p",
+            "no:randomly",
+            "--prompt-batch",
+            "--prompt-no-cache",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
     )
     try:
-        _wait_for(lambda: loopback.batch.stats.created == 1)
+        loopback.wait_for(lambda: loopback.batch.stats.created == 1)
         time.sleep(0.3)
         process.send_signal(signal.SIGINT)
         out, _ = process.communicate(timeout=30)
@@ -181,7 +185,7 @@ def test_ctrl_c_cancels_the_batch(pytester: pytest.Pytester, loopback: LoopbackS
     assert process.returncode == pytest.ExitCode.INTERRUPTED, out
     assert loopback.batch.stats.cancelled == 1
     assert loopback.batch.jobs["batch_1"]["status"] == "cancelling"
-    assert not Path(pytester.path / "report").exists()
+    assert not (suite.path / "report").exists()
 
 
 def test_a_batch_error_shared_by_many_calls_is_raised_as_a_new_instance_each_time() -> None:

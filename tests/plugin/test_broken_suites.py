@@ -32,18 +32,25 @@ BROKEN: dict[str, tuple[dict[str, str], str]] = {
         "*promptsuite.toml:4: template.template reads the field 'tier', which no case of * provides*",
     ),
     "delimiters-unknown-field": (
-        {"promptsuite.toml": '[template]\ntemplate_file = "p.txt"\nrenderer = { type = "delimiters", start = "<", '
-         'end = ">" }\n', "p.txt": "{\"json\": 1}\n<input> <travler_tier>\n"},
+        {
+            "promptsuite.toml": '[template]\ntemplate_file = "p.txt"\nrenderer = { type = "delimiters", start = "<", '
+            'end = ">" }\n',
+            "p.txt": '{"json": 1}\n<input> <travler_tier>\n',
+        },
         "p.txt:2: template.template_file reads the field 'travler_tier'*(did you mean 'traveller_tier'?)*",
     ),
     "jinja-file-unknown-field": (
-        {"promptsuite.toml": '[template]\ntemplate_file = "p.j2"\nrenderer = "jinja"\n',
-         "p.j2": "{{ input }}\n\n{{ traveler_tier }}\n"},
+        {
+            "promptsuite.toml": '[template]\ntemplate_file = "p.j2"\nrenderer = "jinja"\n',
+            "p.j2": "{{ input }}\n\n{{ traveler_tier }}\n",
+        },
         "p.j2:3: template.template_file reads the field 'traveler_tier'*(did you mean 'traveller_tier'?)*",
     ),
     "jinja-file-unknown-filter": (
-        {"promptsuite.toml": '[template]\ntemplate_file = "p.j2"\nrenderer = "jinja"\n',
-         "p.j2": "{{ input | shoutt }}\n"},
+        {
+            "promptsuite.toml": '[template]\ntemplate_file = "p.j2"\nrenderer = "jinja"\n',
+            "p.j2": "{{ input | shoutt }}\n",
+        },
         "*p.j2:1: template.template_file: line 1 of the template: No filter named 'shoutt'*",
     ),
     "jinja-file-syntax-error": (
@@ -51,46 +58,64 @@ BROKEN: dict[str, tuple[dict[str, str], str]] = {
         "*p.j2:1: template.template_file: line 1 of the template: unexpected end of template*",
     ),
     "task-prompt-unknown-field": (
-        {"promptsuite.toml": '[template]\ntask_prompts = "prompts.yml"\ntask = "t"\n',
-         "prompts.yml": "prompts:\n  - task: t\n    content: '{{ input }} {{ travellers_tier }}'\n"},
+        {
+            "promptsuite.toml": '[template]\ntask_prompts = "prompts.yml"\ntask = "t"\n',
+            "prompts.yml": "prompts:\n  - task: t\n    content: '{{ input }} {{ travellers_tier }}'\n",
+        },
         "*prompts.yml:2: task 't' (mode 'standard') reads the field 'travellers_tier'*"
         "(did you mean 'traveller_tier'?)*",
     ),
     "task-prompt-unknown-filter": (
-        {"promptsuite.toml": '[template]\ntask_prompts = "prompts.yml"\ntask = "t"\n',
-         "prompts.yml": "prompts:\n  - task: t\n    content: '{{ input | nope }}'\n"},
+        {
+            "promptsuite.toml": '[template]\ntask_prompts = "prompts.yml"\ntask = "t"\n',
+            "prompts.yml": "prompts:\n  - task: t\n    content: '{{ input | nope }}'\n",
+        },
         "*prompts.yml:2 (task 't', mode 'standard'): line 1 of the template: No filter named 'nope'*",
     ),
     "task-prompt-unknown-parser": (
-        {"promptsuite.toml": '[template]\ntask_prompts = "prompts.yml"\ntask = "t"\n',
-         "prompts.yml": "prompts:\n  - task: t\n    content: '{{ input }}'\n    output_parser: jsn\n"},
+        {
+            "promptsuite.toml": '[template]\ntask_prompts = "prompts.yml"\ntask = "t"\n',
+            "prompts.yml": "prompts:\n  - task: t\n    content: '{{ input }}'\n    output_parser: jsn\n",
+        },
         "*prompts.yml:2: unknown output parser 'jsn' (did you mean 'json'?)*",
     ),
     "task-prompt-unknown-task": (
-        {"promptsuite.toml": '[template]\ntask_prompts = "prompts.yml"\ntask = "tt"\n',
-         "prompts.yml": "prompts:\n  - task: t\n    content: '{{ input }}'\n"},
+        {
+            "promptsuite.toml": '[template]\ntask_prompts = "prompts.yml"\ntask = "tt"\n',
+            "prompts.yml": "prompts:\n  - task: t\n    content: '{{ input }}'\n",
+        },
         "*promptsuite.toml:3: *prompts.yml: no prompt for task 'tt' (did you mean 't'?)*",
     ),
     "prompts-yml-bad-key": (
-        {"promptsuite.toml": '[template]\ntask_prompts = "prompts.yml"\ntask = "t"\n',
-         "prompts.yml": "prompts:\n  - task: t\n    contnet: x\n"},
+        {
+            "promptsuite.toml": '[template]\ntask_prompts = "prompts.yml"\ntask = "t"\n',
+            "prompts.yml": "prompts:\n  - task: t\n    contnet: x\n",
+        },
         "*prompts.yml:2: unknown key 'contnet' (did you mean 'content'?)*",
     ),
     "infer-cfg-unknown-field": (
-        {"promptsuite.toml": '[template]\nprompt_template = { template = "Q: {input}\\nTier: {tier}\\nA: {answer}" '
-         '}\n'},
+        {
+            "promptsuite.toml": '[template]\nprompt_template = { template = "Q: {input}\\nTier: {tier}\\nA: {answer}" '
+            "}\n"
+        },
         "*promptsuite.toml:2: template.prompt_template reads the field 'tier', which no case of * provides*",
     ),
     "multiturn-unknown-field": (
-        {"promptsuite.toml": '[template]\nmultiturn_template = { template = { round = [{ role = "HUMAN", prompt = '
-         '"{question} {mood}" }, { role = "BOT", prompt = "{answer}" }] } }\n',
-         "cases.jsonl": '{"case_id": "m-1", "input": ["a", "b"], "slice": "s"}\n'},
+        {
+            "promptsuite.toml": '[template]\nmultiturn_template = { template = { round = [{ role = "HUMAN", prompt = '
+            '"{question} {mood}" }, { role = "BOT", prompt = "{answer}" }] } }\n',
+            "cases.jsonl": '{"case_id": "m-1", "input": ["a", "b"], "slice": "s"}\n',
+        },
         "*promptsuite.toml:2: template.multiturn_template reads the field 'mood', which no case of * provides*",
     ),
     "variant-file-some-cases-lack": (
-        {"promptsuite.toml": '[template]\ntemplate_file = "p.txt"\n[variants.v1]\n[variants.v2]\n'
-         'template_file = "q.txt"\n', "p.txt": "{input}\n", "q.txt": "{input} {city}\n",
-         "cases.jsonl": CASES.replace('"gold"}', '"gold", "city": "Oslo"}', 2)},
+        {
+            "promptsuite.toml": '[template]\ntemplate_file = "p.txt"\n[variants.v1]\n[variants.v2]\n'
+            'template_file = "q.txt"\n',
+            "p.txt": "{input}\n",
+            "q.txt": "{input} {city}\n",
+            "cases.jsonl": CASES.replace('"gold"}', '"gold", "city": "Oslo"}', 2),
+        },
         "q.txt:1: variants.v2.template_file (variant v2) reads the field 'city', which 1 of 3 cases of * lack: c-2*",
     ),
     "meta-template-unknown": (
@@ -102,13 +127,17 @@ BROKEN: dict[str, tuple[dict[str, str], str]] = {
         "*promptsuite.toml:2: template.retriever.type: unknown retriever 'Nope'*",
     ),
     "task-prompt-syntax-error": (
-        {"promptsuite.toml": '[template]\ntask_prompts = "prompts.yml"\ntask = "t"\n',
-         "prompts.yml": "prompts:\n  - task: u\n    content: ok\n  - task: t\n    content: '{% if input %}'\n"},
+        {
+            "promptsuite.toml": '[template]\ntask_prompts = "prompts.yml"\ntask = "t"\n',
+            "prompts.yml": "prompts:\n  - task: u\n    content: ok\n  - task: t\n    content: '{% if input %}'\n",
+        },
         "*prompts.yml:4 (task 't', mode 'standard'): line 1 of the template: Unexpected end of template*",
     ),
     "prompts-yml-invalid": (
-        {"promptsuite.toml": '[template]\ntask_prompts = "prompts.yml"\ntask = "t"\n',
-         "prompts.yml": "prompts:\n  - task: t\n    content: : x\n"},
+        {
+            "promptsuite.toml": '[template]\ntask_prompts = "prompts.yml"\ntask = "t"\n',
+            "prompts.yml": "prompts:\n  - task: t\n    content: : x\n",
+        },
         "*prompts.yml:3: invalid YAML: *",
     ),
     "toml-unknown-key": (
@@ -120,7 +149,7 @@ BROKEN: dict[str, tuple[dict[str, str], str]] = {
         "*promptsuite.toml:2: thresholds.default: Input should be a valid number*",
     ),
     "toml-syntax": (
-        {"promptsuite.toml": '[thresholds]\ndefault = 0.8\n[suite\n', "model!": ""},
+        {"promptsuite.toml": "[thresholds]\ndefault = 0.8\n[suite\n", "model!": ""},
         "*promptsuite.toml:3: invalid TOML: *",
     ),
     "toml-path-outside": (
@@ -144,8 +173,10 @@ BROKEN: dict[str, tuple[dict[str, str], str]] = {
         "*cases.jsonl:2: missing required field 'slice'*",
     ),
     "case-unknown-check": (
-        {"cases.jsonl": '{"case_id": "a", "input": "x", "slice": "s", "assert": [{"type": "contians", '
-         '"value": "x"}]}\n'},
+        {
+            "cases.jsonl": '{"case_id": "a", "input": "x", "slice": "s", "assert": [{"type": "contians", '
+            '"value": "x"}]}\n'
+        },
         "*cases.jsonl:1: *unknown check type 'contians' (did you mean 'contains'?)*",
     ),
 }
@@ -153,13 +184,18 @@ BROKEN: dict[str, tuple[dict[str, str], str]] = {
 #: Valid suites of each kind (and a ``vars`` field no template reads: a warning, not an error).
 VALID: dict[str, dict[str, str]] = {
     "format-file": {"promptsuite.toml": '[template]\ntemplate_file = "p.txt"\n', "p.txt": "{input} {traveller_tier}"},
-    "optional-field": {"promptsuite.toml": '[template]\ntemplate_file = "p.txt"\noptional = ["city"]\n',
-                       "p.txt": "{input} {city}"},
-    "jinja-guarded": {"promptsuite.toml": '[template]\ntemplate_file = "p.j2"\nrenderer = "jinja"\n',
-                      "p.j2": "{{ input }}{% if city is defined %}{{ city }}{% endif %}{{ mood | default('') }}"},
-    "task-prompt": {"promptsuite.toml": '[template]\ntask_prompts = "prompts.yml"\ntask = "t"\n',
-                    "prompts.yml": "prompts:\n  - task: t\n    content: '{{ input }} {{ traveller_tier }} "
-                    "{{ history }}'\n"},
+    "optional-field": {
+        "promptsuite.toml": '[template]\ntemplate_file = "p.txt"\noptional = ["city"]\n',
+        "p.txt": "{input} {city}",
+    },
+    "jinja-guarded": {
+        "promptsuite.toml": '[template]\ntemplate_file = "p.j2"\nrenderer = "jinja"\n',
+        "p.j2": "{{ input }}{% if city is defined %}{{ city }}{% endif %}{{ mood | default('') }}",
+    },
+    "task-prompt": {
+        "promptsuite.toml": '[template]\ntask_prompts = "prompts.yml"\ntask = "t"\n',
+        "prompts.yml": "prompts:\n  - task: t\n    content: '{{ input }} {{ traveller_tier }} {{ history }}'\n",
+    },
     "unused-var": {"promptsuite.toml": '[template]\ntemplate_file = "p.txt"\n', "p.txt": "{input} {answer}"},
 }
 
@@ -228,8 +264,10 @@ def test_a_valid_suite_passes_validate_and_collection_alike(
     collected.stdout.fnmatch_lines(["*3 tests collected*"])
     assert loopback.stats.requests == 0
     if name == "unused-var":
-        assert "warning: suite/cases.jsonl:1: vars field 'traveller_tier' (in 3 cases, first c-0) is read by no " \
-               "template of the suite" in said
+        assert (
+            "warning: suite/cases.jsonl:1: vars field 'traveller_tier' (in 3 cases, first c-0) is read by no "
+            "template of the suite" in said
+        )
 
 
 def test_the_misspelled_variable_is_one_message_not_one_per_case(
@@ -240,9 +278,15 @@ def test_the_misspelled_variable_is_one_message_not_one_per_case(
         f'{{"case_id": "flight-{i:03}", "input": "q{i}", "slice": "flights", "vars": {{"traveller_tier": "gold"}}}}\n'
         for i in range(30)
     )
-    _write(pytester.path / "suite", {"promptsuite.toml": '[template]\ntemplate_file = "v1.txt"\n',
-                                     "v1.txt": "Tier: {traveler_tier}\n{input}\n", "cases.jsonl": cases},
-           loopback.base_url)
+    _write(
+        pytester.path / "suite",
+        {
+            "promptsuite.toml": '[template]\ntemplate_file = "v1.txt"\n',
+            "v1.txt": "Tier: {traveler_tier}\n{input}\n",
+            "cases.jsonl": cases,
+        },
+        loopback.base_url,
+    )
     status, said = _validate(pytester, "suite", capsys)
     assert status == 1
     assert said.splitlines() == [

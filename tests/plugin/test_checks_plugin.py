@@ -9,13 +9,10 @@ from pathlib import Path
 import pytest
 
 from pytest_promptsuite.cli import main as cli
+from tests.suite import Suite
 
 
-def _lines(*cases: dict[str, object]) -> str:
-    return "\n".join(json.dumps(c, ensure_ascii=False) for c in cases)
-
-
-LAYERED = _lines(
+LAYERED = [
     {
         "case_id": "ok-1",
         "input": '{"refund": {"amount": 12}}',
@@ -39,21 +36,18 @@ LAYERED = _lines(
         "slice": "json",
         "assert": [{"type": "is-json"}, {"type": "equals", "path": "$.refund.amount", "value": 12}],
     },
-)
+]
 
 
-def test_failure_report_has_one_line_per_failed_check(
-    pytester: pytest.Pytester, plugin_args: list[str]
-) -> None:
-    pytester.makefile(".jsonl", cases=LAYERED)
-    result = pytester.runpytest("--prompt-suite", "cases.jsonl", "--prompt-report", "out", *plugin_args)
+def test_failure_report_has_one_line_per_failed_check(suite: Suite, plugin_args: list[str]) -> None:
+    suite.cases(LAYERED)
+    result = suite.run("--prompt-report", "out", *plugin_args)
     result.assert_outcomes(passed=1, failed=2)
     result.stdout.fnmatch_lines(
         [
             "cases.jsonl:2: bad-1 [[]slice json[]] failed 3 checks",
             "  structure word-count    expected at most 1 words; found 3 words",
-            "  content   equals        $.refund.amount: expected "
-            "equals 12; found '12' (a string, not a number)",
+            "  content   equals        $.refund.amount: expected equals 12; found '12' (a string, not a number)",
             "  content   not-contains  expected not contains 'refund'; found 'refund' at offset 2",
         ],
         consecutive=True,
@@ -68,10 +62,7 @@ def test_failure_report_has_one_line_per_failed_check(
         consecutive=True,
     )
     result.stdout.no_fnmatch_line("*Traceback*")
-    rows = {
-        row["case_id"]: row
-        for row in map(json.loads, (pytester.path / "out" / "results.jsonl").read_text("utf-8").splitlines())
-    }
+    rows = suite.by_id("out")
     checks = rows["prose-1"]["checks"]
     assert [(c["layer"], c["name"], c["passed"], c["skipped"]) for c in checks] == [
         ("structure", "is-json", False, False),
@@ -81,16 +72,15 @@ def test_failure_report_has_one_line_per_failed_check(
     assert rows["ok-1"]["outcome"] == "passed"
 
 
-def test_unknown_check_type_is_a_collection_error(pytester: pytest.Pytester) -> None:
-    pytester.makefile(
-        ".jsonl",
-        cases=_lines(
+def test_unknown_check_type_is_a_collection_error(suite: Suite) -> None:
+    suite.cases(
+        [
             {"case_id": "a", "input": "x", "slice": "s"},
             {"case_id": "b", "input": "x", "slice": "s", "assert": [{"type": "not-contians", "value": "y"}]},
             {"case_id": "c", "input": "x", "slice": "s", "assert": [{"type": "regex", "valeu": "y"}]},
-        ),
+        ]
     )
-    result = pytester.runpytest("--prompt-suite", "cases.jsonl")
+    result = suite.run()
     assert result.ret == pytest.ExitCode.INTERRUPTED
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(
@@ -106,7 +96,7 @@ def test_unknown_check_type_is_a_collection_error(pytester: pytest.Pytester) -> 
     result.stdout.no_fnmatch_line("*Traceback*")
 
 
-SUITE_TOML = """
+SUITE_TOML = """\
 [suite]
 cases = ["cases.jsonl"]
 
@@ -131,12 +121,12 @@ JUDGE_RULES = {
 
 
 @pytest.fixture
-def suite(pytester: pytest.Pytester) -> Path:
-    pytester.makefile(".toml", promptsuite=SUITE_TOML)
-    pytester.makefile(".json", judge=json.dumps(JUDGE_RULES))
-    pytester.makefile(
-        ".jsonl",
-        cases=_lines(
+def judged(suite: Suite) -> Suite:
+    """A suite with checks for every case and a judge model of fake rules."""
+    suite.config(SUITE_TOML)
+    suite.write("judge.json", json.dumps(JUDGE_RULES))
+    suite.cases(
+        [
             {"case_id": "j-1", "input": '{"a": 1}', "slice": "json"},
             {"case_id": "j-2", "input": "not json", "slice": "json"},
             {"case_id": "leak-1", "input": "key: sk-123", "slice": "chat"},
@@ -152,23 +142,17 @@ def suite(pytester: pytest.Pytester) -> Path:
                 "slice": "chat",
                 "assert": [{"type": "llm-rubric", "value": "The reply is polite"}],
             },
-        ),
-    )
-    return pytester.path
-
-
-@pytest.mark.usefixtures("suite")
-def test_suite_checks_and_the_judge(pytester: pytest.Pytester) -> None:
-    result = pytester.runpytest("--prompt-suite", "promptsuite.toml", "--prompt-report", "out")
-    result.assert_outcomes(passed=2, failed=3)
-    result.stdout.fnmatch_lines(
-        ["*j-2*failed 1 check", "  structure is-json  expected valid JSON; found not JSON*"]
-    )
-    result.stdout.fnmatch_lines(
-        [
-            "*leak-1*failed 1 check",
-            "  content   not-contains  expected not contains 'sk-'; found 'sk-' at offset 5",
         ]
+    )
+    return suite
+
+
+def test_suite_checks_and_the_judge(judged: Suite) -> None:
+    result = judged.run("--prompt-report", "out", paths=["promptsuite.toml"])
+    result.assert_outcomes(passed=2, failed=3)
+    result.stdout.fnmatch_lines(["*j-2*failed 1 check", "  structure is-json  expected valid JSON; found not JSON*"])
+    result.stdout.fnmatch_lines(
+        ["*leak-1*failed 1 check", "  content   not-contains  expected not contains 'sk-'; found 'sk-' at offset 5"]
     )
     result.stdout.fnmatch_lines(
         [
@@ -177,51 +161,30 @@ def test_suite_checks_and_the_judge(pytester: pytest.Pytester) -> None:
             " found fail, score 0.1: Curt and unhelpful.",
         ]
     )
-    rows = [
-        json.loads(line) for line in (pytester.path / "out" / "results.jsonl").read_text("utf-8").splitlines()
-    ]
-    [polite] = [r for r in rows if r["case_id"] == "polite-1"]
+    polite = judged.by_id("out")["polite-1"]
     [rubric] = [c for c in polite["checks"] if c["name"] == "llm-rubric"]
-    assert rubric["details"] == {
-        "judge": "fake:judge.json",
-        "verdict": True,
-        "score": 0.9,
-        "reason": "Polite.",
-    }
+    assert rubric["details"] == {"judge": "fake:judge.json", "verdict": True, "score": 0.9, "reason": "Polite."}
 
 
-@pytest.mark.usefixtures("suite")
-def test_prompt_judge_option_names_the_judge(pytester: pytest.Pytester) -> None:
-    pytester.makefile(".json", other=json.dumps({"rules": [], "default": '{"pass": true, "reason": "fine"}'}))
-    result = pytester.runpytest(
-        "--prompt-suite", "promptsuite.toml", "--prompt-judge", "fake:other.json", "-k", "polite"
-    )
+def test_prompt_judge_option_names_the_judge(judged: Suite) -> None:
+    judged.write("other.json", json.dumps({"rules": [], "default": '{"pass": true, "reason": "fine"}'}))
+    result = judged.run("--prompt-judge", "fake:other.json", "-k", "polite", paths=["promptsuite.toml"])
     result.assert_outcomes(passed=2, deselected=3)
 
 
-def test_llm_rubric_without_a_judge_says_how_to_configure_one(pytester: pytest.Pytester) -> None:
-    pytester.makefile(
-        ".jsonl",
-        cases=_lines(
-            {"case_id": "p", "input": "x", "slice": "s", "assert": [{"type": "llm-rubric", "value": "ok"}]}
-        ),
-    )
-    result = pytester.runpytest("--prompt-suite", "cases.jsonl")
+def test_llm_rubric_without_a_judge_says_how_to_configure_one(suite: Suite) -> None:
+    suite.cases([{"case_id": "p", "input": "x", "slice": "s", "assert": [{"type": "llm-rubric", "value": "ok"}]}])
+    result = suite.run()
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
-        [
-            "*found no judge model: configure [[]models.judge[]] "
-            "in the suite config or pass --prompt-judge SPEC"
-        ]
+        ["*found no judge model: configure [[]models.judge[]] in the suite config or pass --prompt-judge SPEC"]
     )
 
 
-def test_a_bad_suite_check_names_the_config(pytester: pytest.Pytester) -> None:
-    pytester.makefile(
-        ".toml", promptsuite='[suite]\ncases = ["cases.jsonl"]\n[[checks]]\nassert = [{ type = "is-jsn" }]\n'
-    )
-    pytester.makefile(".jsonl", cases=_lines({"case_id": "a", "input": "x", "slice": "s"}))
-    result = pytester.runpytest("--prompt-suite", "promptsuite.toml")
+def test_a_bad_suite_check_names_the_config(suite: Suite) -> None:
+    suite.config('[suite]\ncases = ["cases.jsonl"]\n[[checks]]\nassert = [{ type = "is-jsn" }]\n')
+    suite.cases([{"case_id": "a", "input": "x", "slice": "s"}])
+    result = suite.run(paths=["promptsuite.toml"])
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(
         [
@@ -231,26 +194,23 @@ def test_a_bad_suite_check_names_the_config(pytester: pytest.Pytester) -> None:
     )
 
 
-REVIEW_CASES = _lines(
+REVIEW_CASES = [
     {"case_id": "r-1", "input": "x", "slice": "s", "review": "legal wording"},
     {"case_id": "r-2", "input": "x", "slice": "s", "assert": [{"type": "human-review", "value": "tone"}]},
     {"case_id": "p-1", "input": "x", "slice": "s"},
-)
+]
 
 
 @pytest.mark.parametrize(
     ("config", "passed", "failed", "ret"), [("", 3, 0, 0), ('[review]\noutcome = "failed"\n', 1, 2, 1)]
 )
-def test_review_outcome(pytester: pytest.Pytester, config: str, passed: int, failed: int, ret: int) -> None:
-    pytester.makefile(".toml", promptsuite='[suite]\ncases = ["cases.jsonl"]\n' + config)
-    pytester.makefile(".jsonl", cases=REVIEW_CASES)
-    result = pytester.runpytest("--prompt-suite", "promptsuite.toml", "--prompt-report", "out")
+def test_review_outcome(suite: Suite, config: str, passed: int, failed: int, ret: int) -> None:
+    suite.config('[suite]\ncases = ["cases.jsonl"]\n' + config)
+    suite.cases(REVIEW_CASES)
+    result = suite.run("--prompt-report", "out", paths=["promptsuite.toml"])
     result.assert_outcomes(passed=passed, failed=failed)
     assert result.ret == ret
-    outcomes = [
-        json.loads(line)["outcome"]
-        for line in (pytester.path / "out" / "results.jsonl").read_text("utf-8").splitlines()
-    ]
+    outcomes = [row["outcome"] for row in suite.rows("out")]
     assert outcomes == (["review", "review", "passed"] if not config else ["failed", "failed", "passed"])
     if config:
         result.stdout.fnmatch_lines(
@@ -270,8 +230,7 @@ def test_json_extract_example(pytester: pytest.Pytester) -> None:
         [
             "cases.jsonl:4: extract-004 [[]slice refund[]] failed 1 check",
             "  structure is-json   expected valid JSON matching the schema; found not JSON*",
-            "  content   order-id  $.order_id: skipped: output "
-            "is not JSON*, and structure check 'is-json' failed",
+            "  content   order-id  $.order_id: skipped: output is not JSON*, and structure check 'is-json' failed",
         ],
         consecutive=True,
     )
@@ -279,13 +238,8 @@ def test_json_extract_example(pytester: pytest.Pytester) -> None:
 
 
 def test_promptsuite_validate_reports_bad_checks(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    (tmp_path / "cases.jsonl").write_text(
-        _lines(
-            {"case_id": "a", "input": "x", "slice": "s", "assert": [{"type": "word-count", "value": "many"}]}
-        )
-        + "\n",
-        encoding="utf-8",
-    )
+    case = {"case_id": "a", "input": "x", "slice": "s", "assert": [{"type": "word-count", "value": "many"}]}
+    (tmp_path / "cases.jsonl").write_text(json.dumps(case) + "\n", encoding="utf-8")
     assert cli.main(["validate", str(tmp_path / "cases.jsonl")]) == 1
     err = capsys.readouterr().err
     assert (

@@ -135,7 +135,7 @@ def test_missing_suite_path_is_a_usage_error(pytester: pytest.Pytester) -> None:
 
 def test_bad_config_is_a_usage_error(pytester: pytest.Pytester) -> None:
     pytester.makefile(".jsonl", cases='{"case_id": "a", "input": "x", "slice": "s"}')
-    pytester.makefile(".toml", promptsuite='[thresholds]\ndefualt = 0.5\n')
+    pytester.makefile(".toml", promptsuite="[thresholds]\ndefualt = 0.5\n")
     result = pytester.runpytest("--prompt-suite", "promptsuite.toml")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*promptsuite.toml:2: unknown key 'thresholds.defualt' (did you mean 'default'?)*"])

@@ -11,72 +11,30 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
-from typing import Any
 
 import pytest
 
+from tests.hostile.support import assert_secret_nowhere
 from tests.loopback import LoopbackServer
+from tests.suite import Suite
 
 
 SECRET = "sk-test-NEVER-WRITE-ME-7a3f9c"
 DEAD_URL = "http://127.0.0.1:9/v1"  # the discard port: nothing listens, connections are refused
 
 
-@pytest.fixture(autouse=True)
-def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
-        monkeypatch.delenv(name, raising=False)
-
-
-def _cases(pytester: pytest.Pytester, prompts: list[str], name: str = "cases") -> list[str]:
-    """One case per prompt, ids ``c-00``..; a case passes when the echo contains its prompt."""
-    ids = [f"c-{i:02d}" for i in range(len(prompts))]
-    lines = [
-        json.dumps({"case_id": case_id, "input": prompt, "slice": "s", "must_include": [prompt]})
-        for case_id, prompt in zip(ids, prompts, strict=True)
-    ]
-    pytester.makefile(".jsonl", **{name: "\n".join(lines)})
-    return ids
-
-
-def _config(pytester: pytest.Pytester, base_url: str, **model: Any) -> None:
-    lines = ["[model]", 'spec = "openai:loop-model"', f'base_url = "{base_url}"']
-    lines += [f"{key} = {_toml(value)}" for key, value in model.items()]
-    pytester.makefile(".toml", promptsuite="\n".join(lines) + "\n")
-
-
-def _toml(value: Any) -> str:
-    if isinstance(value, dict):
-        return "{ " + ", ".join(f"{k} = {_toml(v)}" for k, v in value.items()) + " }"
-    return json.dumps(value)
-
-
-def _rows(pytester: pytest.Pytester, report: str = "report") -> list[dict[str, Any]]:
-    text = (pytester.path / report / "results.jsonl").read_text(encoding="utf-8")
-    return [json.loads(line) for line in text.splitlines()]
-
-
-def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest("--prompt-suite", "cases.jsonl", "-p", "no:randomly", *args)
-
-
-def test_a_suite_runs_against_the_endpoint(
-    pytester: pytest.Pytester, loopback: LoopbackServer, plugin_args: list[str]
-) -> None:
-    ids = _cases(pytester, ["alpha", "beta [[500]]", "gamma [[drop]]", "delta [[400]]", "epsilon", "zeta"])
-    _config(pytester, loopback.base_url, max_retries=1, params={"temperature": 0})
-    result = _run(pytester, "--prompt-report", "report", *plugin_args)
+def test_a_suite_runs_against_the_endpoint(suite: Suite, loopback: LoopbackServer, plugin_args: list[str]) -> None:
+    ids = suite.prompts(["alpha", "beta [[500]]", "gamma [[drop]]", "delta [[400]]", "epsilon", "zeta"])
+    suite.config({"model": loopback.model(max_retries=1, params={"temperature": 0})})
+    result = suite.run("--prompt-report", "report", *plugin_args)
 
     result.assert_outcomes(passed=5, failed=1)
     assert result.ret == pytest.ExitCode.TESTS_FAILED  # an error never passes the gate
-    rows = {row["case_id"]: row for row in _rows(pytester)}
+    rows = suite.by_id()
     assert sorted(rows) == ids
     error = rows["c-03"]
     assert error["outcome"] == "error"
-    assert error["error"] == (
-        f"HTTP 400 from {loopback.base_url}/chat/completions: error 400 (loopback_error)"
-    )
+    assert error["error"] == (f"HTTP 400 from {loopback.base_url}/chat/completions: error 400 (loopback_error)")
     ok = rows["c-00"]
     assert ok["outcome"] == "passed" and ok["output"] == "alpha"
     assert ok["latency_ms"] > 0
@@ -86,31 +44,31 @@ def test_a_suite_runs_against_the_endpoint(
     assert all(e["body"]["temperature"] == 0 for e in loopback.stats.log)
 
 
-def test_the_completions_endpoint(pytester: pytest.Pytester, loopback: LoopbackServer) -> None:
-    _cases(pytester, ["one", "two"])
-    _config(pytester, loopback.base_url, endpoint="completions")
-    result = _run(pytester)
+def test_the_completions_endpoint(suite: Suite, loopback: LoopbackServer) -> None:
+    suite.prompts(["one", "two"])
+    suite.config({"model": loopback.model(endpoint="completions")})
+    result = suite.run()
 
     result.assert_outcomes(passed=2)
     assert {e["path"] for e in loopback.stats.log} == {"/v1/completions"}
     assert sorted(e["body"]["prompt"] for e in loopback.stats.log) == ["one", "two"]
 
 
-def test_the_base_url_option_beats_the_config(pytester: pytest.Pytester, loopback: LoopbackServer) -> None:
-    _cases(pytester, ["one"])
-    _config(pytester, DEAD_URL)
-    result = _run(pytester, "--prompt-base-url", loopback.base_url)
+def test_the_base_url_option_beats_the_config(suite: Suite, loopback: LoopbackServer) -> None:
+    suite.prompts(["one"])
+    suite.config({"model": {"spec": "openai:loop-model", "base_url": DEAD_URL}})
+    result = suite.run("--prompt-base-url", loopback.base_url)
 
     result.assert_outcomes(passed=1)
     assert loopback.stats.requests == 1
 
 
 def test_the_base_url_from_the_environment(
-    pytester: pytest.Pytester, loopback: LoopbackServer, monkeypatch: pytest.MonkeyPatch
+    suite: Suite, loopback: LoopbackServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _cases(pytester, ["one"])
+    suite.prompts(["one"])
     monkeypatch.setenv("OPENAI_BASE_URL", loopback.base_url)
-    result = _run(pytester, "--prompt-model", "openai:from-env")
+    result = suite.run("--prompt-model", "openai:from-env")
 
     result.assert_outcomes(passed=1)
     assert loopback.stats.log[0]["body"]["model"] == "from-env"
@@ -118,30 +76,24 @@ def test_the_base_url_from_the_environment(
 
 @pytest.mark.parametrize(("option", "config", "expected"), [("12", None, 12), (None, 5, 5)])
 def test_calls_run_concurrently_while_pytest_runs_items_one_by_one(
-    pytester: pytest.Pytester,
-    loopback: LoopbackServer,
-    option: str | None,
-    config: int | None,
-    expected: int,
+    suite: Suite, loopback: LoopbackServer, option: str | None, config: int | None, expected: int
 ) -> None:
     loopback.knobs.latency_s = 0.2
-    _cases(pytester, [f"case {i}" for i in range(3 * expected)])
-    _config(pytester, loopback.base_url, **({"concurrency": config} if config else {}))
-    result = _run(pytester, *(["--prompt-concurrency", option] if option else []))
+    suite.prompts([f"case {i}" for i in range(3 * expected)])
+    suite.config({"model": loopback.model(**({"concurrency": config} if config else {}))})
+    result = suite.run(*(["--prompt-concurrency", option] if option else []))
 
     result.assert_outcomes(passed=3 * expected)
     assert loopback.stats.max_in_flight == expected
 
 
-def test_seeded_faults_leave_every_case_accounted_for(
-    pytester: pytest.Pytester, loopback: LoopbackServer
-) -> None:
+def test_seeded_faults_leave_every_case_accounted_for(suite: Suite, loopback: LoopbackServer) -> None:
     loopback.reset(fail_rate=0.3, fail_statuses=(429, 500), retry_after_ms=20, seed=3)
-    ids = _cases(pytester, [f"case {i}" for i in range(60)])
-    _config(pytester, loopback.base_url)
-    result = _run(pytester, "--prompt-report", "report", "--prompt-concurrency", "16")
+    ids = suite.prompts([f"case {i}" for i in range(60)])
+    suite.config({"model": loopback.model()})
+    result = suite.run("--prompt-report", "report", "--prompt-concurrency", "16")
 
-    rows = _rows(pytester)
+    rows = suite.rows()
     assert sorted(row["case_id"] for row in rows) == ids  # none lost, none twice
     outcomes = {row["outcome"] for row in rows}
     assert outcomes <= {"passed", "error"}
@@ -154,13 +106,11 @@ def test_seeded_faults_leave_every_case_accounted_for(
     assert loopback.stats.statuses[429] + loopback.stats.statuses[500] > 10  # faults happened
 
 
-def test_a_wrong_base_url_stops_the_run_with_one_message(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_wrong_base_url_stops_the_run_with_one_message(suite: Suite, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CI", "1")  # pytest then prints its short summary untruncated: the most lines
-    _cases(pytester, [f"case {i}" for i in range(20)])
-    _config(pytester, DEAD_URL, max_retries=0)
-    result = _run(pytester, "--prompt-report", "report")
+    suite.prompts([f"case {i}" for i in range(20)])
+    suite.config({"model": {"spec": "openai:loop-model", "base_url": DEAD_URL, "max_retries": 0}})
+    result = suite.run("--prompt-report", "report")
 
     assert result.ret == pytest.ExitCode.INTERRUPTED
     result.assert_outcomes(failed=1)
@@ -173,14 +123,14 @@ def test_a_wrong_base_url_stops_the_run_with_one_message(
             f"*Interrupted: promptsuite: endpoint unusable, run stopped: {cause}*",
         ]
     )
-    assert len(_rows(pytester)) == 1
+    assert len(suite.rows()) == 1
     assert sum("cannot connect" in line for line in result.outlines) <= 4
 
 
-def test_a_wrong_base_url_under_xdist(pytester: pytest.Pytester) -> None:
-    _cases(pytester, [f"case {i}" for i in range(40)])
-    _config(pytester, DEAD_URL, max_retries=0)
-    result = _run(pytester, "-n", "2")
+def test_a_wrong_base_url_under_xdist(suite: Suite) -> None:
+    suite.prompts([f"case {i}" for i in range(40)])
+    suite.config({"model": {"spec": "openai:loop-model", "base_url": DEAD_URL, "max_retries": 0}})
+    result = suite.run("-n", "2")
 
     assert result.ret == pytest.ExitCode.INTERRUPTED
     result.stdout.fnmatch_lines(["*Interrupted: promptsuite: endpoint unusable, run stopped: *"])
@@ -188,141 +138,108 @@ def test_a_wrong_base_url_under_xdist(pytester: pytest.Pytester) -> None:
 
 
 def test_a_bad_key_stops_the_run_and_is_never_shown(
-    pytester: pytest.Pytester, loopback: LoopbackServer, monkeypatch: pytest.MonkeyPatch
+    suite: Suite, loopback: LoopbackServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     loopback.knobs.api_key = "sk-the-right-one"
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
-    _cases(pytester, [f"case {i}" for i in range(10)])
-    _config(pytester, loopback.base_url)
-    result = _run(pytester, "--prompt-report", "report", "--junitxml", "junit.xml")
+    suite.prompts([f"case {i}" for i in range(10)])
+    suite.config({"model": loopback.model()})
+    result = suite.run("--prompt-report", "report", "--junitxml", "junit.xml")
 
     assert result.ret == pytest.ExitCode.INTERRUPTED
     result.stdout.fnmatch_lines(
-        [
-            "*HTTP 401 from *: Incorrect API key provided: *** (invalid_api_key) "
-            "(check the key in $OPENAI_API_KEY)*"
-        ]
+        ["*HTTP 401 from *: Incorrect API key provided: *** (invalid_api_key) (check the key in $OPENAI_API_KEY)*"]
     )
     assert loopback.stats.log[0]["authorization"] == f"Bearer {SECRET}"
     assert SECRET not in result.stdout.str() + result.stderr.str()
-    _assert_secret_in_no_file(pytester.path)
+    assert assert_secret_nowhere(suite.path, secret=SECRET) > 0
 
 
-def _assert_secret_in_no_file(root: Path) -> None:
-    files = [path for path in root.rglob("*") if path.is_file()]
-    assert files
-    for path in files:
-        assert SECRET.encode() not in path.read_bytes(), path
-
-
-def test_secrets_reach_no_file_written(
-    pytester: pytest.Pytester, loopback: LoopbackServer, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_secrets_reach_no_file_written(suite: Suite, loopback: LoopbackServer, monkeypatch: pytest.MonkeyPatch) -> None:
     loopback.knobs.api_key = SECRET
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
-    _cases(pytester, ["one", "two [[400]]", "three"])
-    _config(pytester, loopback.base_url)
-    result = _run(
-        pytester,
-        "--prompt-report",
-        "report",
-        "--prompt-record",
-        "cassette.jsonl",
-        "--junitxml",
-        "junit.xml",
-        "-n",
-        "2",
+    suite.prompts(["one", "two [[400]]", "three"])
+    suite.config({"model": loopback.model()})
+    result = suite.run(
+        "--prompt-report", "report", "--prompt-record", "cassette.jsonl", "--junitxml", "junit.xml", "-n", "2"
     )
 
     result.assert_outcomes(passed=2, failed=1)
     assert [e["authorization"] for e in loopback.stats.log] == [f"Bearer {SECRET}"] * 3
-    written = {p.relative_to(pytester.path).parts[0] for p in pytester.path.rglob("*") if p.is_file()}
+    written = {p.relative_to(suite.path).parts[0] for p in suite.path.rglob("*") if p.is_file()}
     assert {".promptsuite_cache", "report", "cassette.jsonl", "junit.xml"} <= written
     assert SECRET not in result.stdout.str() + result.stderr.str()
-    _assert_secret_in_no_file(pytester.path)
+    assert assert_secret_nowhere(suite.path, secret=SECRET) > 0
 
 
-def test_the_second_run_is_answered_from_the_cache(
-    pytester: pytest.Pytester, loopback: LoopbackServer
-) -> None:
-    _cases(pytester, ["one", "two", "three [[empty]]"])
-    _config(pytester, loopback.base_url)
-    _run(pytester).assert_outcomes(passed=2, failed=1)
+def test_the_second_run_is_answered_from_the_cache(suite: Suite, loopback: LoopbackServer) -> None:
+    suite.prompts(["one", "two", "three [[empty]]"])
+    suite.config({"model": loopback.model()})
+    suite.run().assert_outcomes(passed=2, failed=1)
     assert loopback.stats.requests == 3
 
-    result = _run(pytester, "--prompt-report", "report")
+    result = suite.run("--prompt-report", "report")
     result.assert_outcomes(passed=3)  # the empty answer was not stored: asked again
     assert loopback.stats.requests == 4
-    latencies = [row["latency_ms"] for row in _rows(pytester)]
+    latencies = [row["latency_ms"] for row in suite.rows()]
     assert latencies[:2] == [None, None]  # cache hits report no latency
     assert latencies[2] > 0
-    assert (pytester.path / ".promptsuite_cache" / ".gitignore").is_file()
+    assert (suite.path / ".promptsuite_cache" / ".gitignore").is_file()
 
-    _run(pytester, "--prompt-no-cache").assert_outcomes(passed=3)
+    suite.run("--prompt-no-cache").assert_outcomes(passed=3)
     assert loopback.stats.requests == 7
-    _run(pytester, "--prompt-cache", "elsewhere").assert_outcomes(passed=3)
+    suite.run("--prompt-cache", "elsewhere").assert_outcomes(passed=3)
     assert loopback.stats.requests == 10
-    assert (pytester.path / "elsewhere" / "v1").is_dir()
+    assert (suite.path / "elsewhere" / "v1").is_dir()
 
 
-def test_record_then_replay_offline(
-    pytester: pytest.Pytester, loopback: LoopbackServer, plugin_args: list[str]
-) -> None:
-    ids = _cases(pytester, [f"case {i}" for i in range(8)])
-    _config(pytester, loopback.base_url)
-    _run(pytester, "--prompt-record", "cassette.jsonl", "--prompt-no-cache", *plugin_args).assert_outcomes(
-        passed=8
-    )
-    entries = [
-        json.loads(line)
-        for line in (pytester.path / "cassette.jsonl").read_text(encoding="utf-8").splitlines()
-    ]
+def test_record_then_replay_offline(suite: Suite, loopback: LoopbackServer, plugin_args: list[str]) -> None:
+    ids = suite.prompts([f"case {i}" for i in range(8)])
+    suite.config({"model": loopback.model()})
+    suite.run("--prompt-record", "cassette.jsonl", "--prompt-no-cache", *plugin_args).assert_outcomes(passed=8)
+    entries = [json.loads(line) for line in (suite.path / "cassette.jsonl").read_text(encoding="utf-8").splitlines()]
     assert [e["case_id"] for e in entries] == ids
 
     loopback.reset(fail_rate=1.0, fail_statuses=(400,))  # the endpoint is "gone"
-    result = _run(pytester, "--prompt-replay", "cassette.jsonl", "--prompt-report", "report", *plugin_args)
+    result = suite.run("--prompt-replay", "cassette.jsonl", "--prompt-report", "report", *plugin_args)
     result.assert_outcomes(passed=8)
     assert loopback.stats.requests == 0
-    assert {row["latency_ms"] for row in _rows(pytester)} == {None}
+    assert {row["latency_ms"] for row in suite.rows()} == {None}
 
 
-def test_a_replay_miss_is_an_error_naming_the_case(
-    pytester: pytest.Pytester, loopback: LoopbackServer
-) -> None:
-    _cases(pytester, ["one"])
-    _config(pytester, loopback.base_url)
-    _run(pytester, "--prompt-record", "cassette.jsonl").assert_outcomes(passed=1)
-    _cases(pytester, ["one", "two"])
-    result = _run(pytester, "--prompt-replay", "cassette.jsonl")
+def test_a_replay_miss_is_an_error_naming_the_case(suite: Suite, loopback: LoopbackServer) -> None:
+    suite.prompts(["one"])
+    suite.config({"model": loopback.model()})
+    suite.run("--prompt-record", "cassette.jsonl").assert_outcomes(passed=1)
+    suite.prompts(["one", "two"])
+    result = suite.run("--prompt-replay", "cassette.jsonl")
 
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*case c-01: no recorded response in the cassette *cassette.jsonl*"])
     assert loopback.stats.requests == 1  # the recording only
 
 
-def test_record_and_replay_exclude_each_other(pytester: pytest.Pytester) -> None:
-    _cases(pytester, ["one"])
-    result = _run(pytester, "--prompt-record", "a.jsonl", "--prompt-replay", "b.jsonl")
+def test_record_and_replay_exclude_each_other(suite: Suite) -> None:
+    suite.prompts(["one"])
+    result = suite.run("--prompt-record", "a.jsonl", "--prompt-replay", "b.jsonl")
 
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--prompt-record and --prompt-replay exclude each other*"])
 
 
-def test_replay_of_a_missing_cassette_is_a_usage_error(pytester: pytest.Pytester) -> None:
-    _cases(pytester, ["one"])
-    result = _run(pytester, "--prompt-replay", "nope.jsonl")
+def test_replay_of_a_missing_cassette_is_a_usage_error(suite: Suite) -> None:
+    suite.prompts(["one"])
+    result = suite.run("--prompt-replay", "nope.jsonl")
 
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--prompt-replay *nope.jsonl: cannot read the cassette*"])
 
 
 @pytest.mark.parametrize("plugin_args", [[], ["-n", "2"]], ids=["serial", "xdist_two"])
-def test_repeat_runs_every_case_n_times(
-    pytester: pytest.Pytester, loopback: LoopbackServer, plugin_args: list[str]
-) -> None:
-    _cases(pytester, ["one", "two"])
-    _config(pytester, loopback.base_url)
-    result = _run(pytester, "--prompt-repeat", "3", "--prompt-report", "report", "-v", *plugin_args)
+def test_repeat_runs_every_case_n_times(suite: Suite, loopback: LoopbackServer, plugin_args: list[str]) -> None:
+    suite.prompts(["one", "two"])
+    suite.config({"model": loopback.model()})
+    result = suite.run("--prompt-repeat", "3", "--prompt-report", "report", "-v", *plugin_args)
 
     result.assert_outcomes(passed=6)
     result.stdout.fnmatch_lines_random(
@@ -334,34 +251,33 @@ def test_repeat_runs_every_case_n_times(
             for r in range(3)
         ]
     )
-    rows = _rows(pytester)
+    rows = suite.rows()
     assert sorted((row["case_id"], row["repeat"]) for row in rows) == [
         (c, r) for c in ("c-00", "c-01") for r in range(3)
     ]
-    summary = json.loads((pytester.path / "report" / "summary.json").read_text())
-    assert summary["totals"]["cases"] == 6
+    assert suite.summary()["totals"]["cases"] == 6
     assert loopback.stats.requests == 6  # the cache is keyed per repeat
 
-    _run(pytester, "--prompt-repeat", "3", *plugin_args).assert_outcomes(passed=6)
+    suite.run("--prompt-repeat", "3", *plugin_args).assert_outcomes(passed=6)
     assert loopback.stats.requests == 6  # now every repeat is a cache hit
 
 
-def test_repeat_must_be_positive(pytester: pytest.Pytester) -> None:
-    _cases(pytester, ["one"])
-    result = _run(pytester, "--prompt-repeat", "0")
+def test_repeat_must_be_positive(suite: Suite) -> None:
+    suite.prompts(["one"])
+    result = suite.run("--prompt-repeat", "0")
 
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--prompt-repeat: '0' must be at least 1*"])
 
 
-def test_exitfirst_stops_issuing_calls(pytester: pytest.Pytester, loopback: LoopbackServer) -> None:
+def test_exitfirst_stops_issuing_calls(suite: Suite, loopback: LoopbackServer) -> None:
     loopback.knobs.latency_s = 0.05
-    _cases(pytester, ["[[400]] fails", *[f"case {i}" for i in range(39)]])
-    _config(pytester, loopback.base_url)
-    result = _run(pytester, "-x", "--prompt-concurrency", "2", "--prompt-report", "report")
+    suite.prompts(["[[400]] fails", *[f"case {i}" for i in range(39)]])
+    suite.config({"model": loopback.model()})
+    result = suite.run("-x", "--prompt-concurrency", "2", "--prompt-report", "report")
 
     result.assert_outcomes(failed=1)
-    assert len(_rows(pytester)) == 1
+    assert len(suite.rows()) == 1
     assert loopback.stats.requests <= 8  # the prefetch window (4 x concurrency), not 40
 
 
@@ -381,28 +297,26 @@ def pytest_runtest_setup(item):
 
 @pytest.mark.parametrize(("option", "most"), [(None, 40), ("-x", 5 + 8)])
 def test_calls_run_ahead_of_cases_that_run_slower_than_calls_return(
-    pytester: pytest.Pytester, loopback: LoopbackServer, option: str | None, most: int
+    suite: Suite, loopback: LoopbackServer, option: str | None, most: int
 ) -> None:
-    _cases(pytester, [f"case {i}" for i in range(40)])
-    _config(pytester, loopback.base_url)
-    pytester.makeconftest(SLOW_CASES.format(stats=loopback.base_url.removesuffix("/v1") + "/stats"))
-    result = _run(pytester, "--prompt-concurrency", "2", *([option] if option else []))
+    suite.prompts([f"case {i}" for i in range(40)])
+    suite.config({"model": loopback.model()})
+    suite.pytester.makeconftest(SLOW_CASES.format(stats=loopback.base_url.removesuffix("/v1") + "/stats"))
+    result = suite.run("--prompt-concurrency", "2", *([option] if option else []))
 
     result.assert_outcomes(passed=40)
-    seen = int((pytester.path / "seen.txt").read_text())
+    seen = int((suite.path / "seen.txt").read_text())
     if option is None:  # more than the window (4 x concurrency) past the running case
         assert seen > 5 + 8
     else:  # -x: a call ahead is a call the run may never use: the window only
         assert seen <= most
 
 
-def test_ctrl_c_cancels_calls_and_keeps_finished_results(
-    pytester: pytest.Pytester, loopback: LoopbackServer
-) -> None:
+def test_ctrl_c_cancels_calls_and_keeps_finished_results(suite: Suite, loopback: LoopbackServer) -> None:
     loopback.knobs.hang_s = 60
-    _cases(pytester, ["one", "two", "three", "four [[hang]]", "five", "six"])
-    _config(pytester, loopback.base_url, timeout_s=120)
-    process = pytester.popen(
+    suite.prompts(["one", "two", "three", "four [[hang]]", "five", "six"])
+    suite.config({"model": loopback.model(timeout_s=120)})
+    process = suite.pytester.popen(
         [
             sys.executable,
             "-m",
@@ -421,7 +335,7 @@ def test_ctrl_c_cancels_calls_and_keeps_finished_results(
         stdin=subprocess.DEVNULL,
     )
     try:
-        _wait_for(lambda: any("four" in str(e["body"]) for e in loopback.stats.log))
+        loopback.wait_for(lambda: any("four" in str(e["body"]) for e in loopback.stats.log))
         time.sleep(0.5)  # pytest reaches the hanging case and waits for it
         process.send_signal(signal.SIGINT)
         output, _ = process.communicate(timeout=30)
@@ -430,7 +344,7 @@ def test_ctrl_c_cancels_calls_and_keeps_finished_results(
 
     assert process.returncode == pytest.ExitCode.INTERRUPTED, output
     assert b"KeyboardInterrupt" in output
-    rows = _rows(pytester)
+    rows = suite.rows()
     assert [(row["case_id"], row["outcome"]) for row in rows] == [
         ("c-00", "passed"),
         ("c-01", "passed"),
@@ -440,20 +354,11 @@ def test_ctrl_c_cancels_calls_and_keeps_finished_results(
     assert "five" not in sent and "six" not in sent  # one call at a time, and it never ended
 
 
-def _wait_for(condition: Any, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out waiting for the server")
-        time.sleep(0.02)
-
-
-def test_xdist_workers_share_the_concurrency_bound(pytester: pytest.Pytester,
-                                                   loopback: LoopbackServer) -> None:
+def test_xdist_workers_share_the_concurrency_bound(suite: Suite, loopback: LoopbackServer) -> None:
     loopback.knobs.latency_s = 0.2
-    _cases(pytester, [f"case {i}" for i in range(48)])
-    _config(pytester, loopback.base_url)
-    result = _run(pytester, "-n", "2", "--prompt-concurrency", "8")
+    suite.prompts([f"case {i}" for i in range(48)])
+    suite.config({"model": loopback.model()})
+    result = suite.run("-n", "2", "--prompt-concurrency", "8")
 
     result.assert_outcomes(passed=48)
     assert 4 <= loopback.stats.max_in_flight <= 8  # 4 per worker
@@ -461,25 +366,25 @@ def test_xdist_workers_share_the_concurrency_bound(pytester: pytest.Pytester,
 
 
 def test_an_lm_meta_template_stops_completions_at_the_end_of_the_model_turn(
-    pytester: pytest.Pytester, loopback: LoopbackServer
+    suite: Suite, loopback: LoopbackServer
 ) -> None:
     """ChatML on /v1/completions: the request stops at ``<|im_end|>``, unless the config says
     otherwise (the model's params win over what the meta template implies)."""
-    _cases(pytester, ["one"])
-    _config(pytester, loopback.base_url, endpoint="completions", meta_template="chatml")
-    _run(pytester, "--prompt-no-cache").assert_outcomes(passed=1)
+    suite.prompts(["one"])
+    suite.config({"model": loopback.model(endpoint="completions", meta_template="chatml")})
+    suite.run("--prompt-no-cache").assert_outcomes(passed=1)
     [entry] = loopback.stats.log
     assert entry["body"]["stop"] == ["<|im_end|>"]
     assert entry["body"]["prompt"] == "<|im_start|>user\none<|im_end|>\n<|im_start|>assistant\n"
 
     loopback.reset()
-    _config(pytester, loopback.base_url, endpoint="completions", meta_template="chatml", params={"stop": ["###"]})
-    _run(pytester, "--prompt-no-cache").assert_outcomes(passed=1)
+    suite.config({"model": loopback.model(endpoint="completions", meta_template="chatml", params={"stop": ["###"]})})
+    suite.run("--prompt-no-cache").assert_outcomes(passed=1)
     [entry] = loopback.stats.log
     assert entry["body"]["stop"] == ["###"]
 
     loopback.reset()  # chat endpoints apply the chat template themselves: no stop is added
-    _config(pytester, loopback.base_url, endpoint="chat")
-    _run(pytester, "--prompt-no-cache").assert_outcomes(passed=1)
+    suite.config({"model": loopback.model(endpoint="chat")})
+    suite.run("--prompt-no-cache").assert_outcomes(passed=1)
     [entry] = loopback.stats.log
     assert "stop" not in entry["body"]

@@ -16,6 +16,7 @@ import pytest
 
 from pytest_promptsuite import hookspecs
 from pytest_promptsuite.cli import main as cli
+from tests.suite import Suite
 
 
 CONFTEST_PLUGIN = """
@@ -74,16 +75,13 @@ def test_hookspecs_are_registered(pytester: pytest.Pytester) -> None:
         "pytest_promptsuite_case_finished",
     ):
         assert hasattr(config.hook, name), name
-        assert (
-            getattr(hookspecs, name).__doc__ and ".. versionadded:: 0.1" in getattr(hookspecs, name).__doc__
-        )
+        assert getattr(hookspecs, name).__doc__ and ".. versionadded:: 0.1" in getattr(hookspecs, name).__doc__
 
 
-def test_conftest_check_model_and_transform(pytester: pytest.Pytester) -> None:
-    pytester.makeconftest(CONFTEST_PLUGIN)
-    pytester.makefile(
-        ".jsonl",
-        cases=_lines(
+def test_conftest_check_model_and_transform(suite: Suite) -> None:
+    suite.pytester.makeconftest(CONFTEST_PLUGIN)
+    suite.cases(
+        [
             {"case_id": "up", "input": "quiet please", "slice": "s", "assert": [{"type": "is-upper"}]},
             {"case_id": "not-up", "input": "x", "slice": "s", "assert": [{"type": "not-is-upper"}]},
             {
@@ -92,18 +90,14 @@ def test_conftest_check_model_and_transform(pytester: pytest.Pytester) -> None:
                 "slice": "s",
                 "assert": [{"type": "not-contains", "value": "SK-"}, {"type": "equals", "value": "OK"}],
             },
-        ),
+        ]
     )
-    result = pytester.runpytest(
-        "--prompt-suite", "cases.jsonl", "--prompt-model", "shout", "--prompt-report", "out"
-    )
+    result = suite.run("--prompt-model", "shout", "--prompt-report", "out")
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(
         ["*not-up*failed 1 check", "  content   not-is-upper  expected not all upper case; found 'X'"]
     )
-    rows = [
-        json.loads(line) for line in (pytester.path / "out" / "results.jsonl").read_text("utf-8").splitlines()
-    ]
+    rows = suite.rows("out")
     assert rows[2]["output"] == "<THINK>SK-SECRET</THINK> OK"  # the raw output is recorded
 
 
@@ -111,9 +105,7 @@ def test_conftest_check_errors_are_collection_errors(pytester: pytest.Pytester) 
     pytester.makeconftest(CONFTEST_PLUGIN)
     pytester.makefile(
         ".jsonl",
-        cases=_lines(
-            {"case_id": "a", "input": "x", "slice": "s", "assert": [{"type": "is-upper", "value": 1}]}
-        ),
+        cases=_lines({"case_id": "a", "input": "x", "slice": "s", "assert": [{"type": "is-upper", "value": 1}]}),
     )
     result = pytester.runpytest("--prompt-suite", "cases.jsonl")
     result.assert_outcomes(errors=1)
@@ -140,16 +132,11 @@ def test_a_conftest_check_applies_below_its_folder_only(pytester: pytest.Pyteste
 
 def test_a_hook_returning_something_else_than_a_check(pytester: pytest.Pytester) -> None:
     pytester.makeconftest("def pytest_promptsuite_make_check(name, params):\n    return 'oops'\n")
-    pytester.makefile(
-        ".jsonl", cases=_lines({"case_id": "a", "input": "x", "slice": "s", "assert": [{"type": "x"}]})
-    )
+    pytester.makefile(".jsonl", cases=_lines({"case_id": "a", "input": "x", "slice": "s", "assert": [{"type": "x"}]}))
     result = pytester.runpytest("--prompt-suite", "cases.jsonl")
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(
-        [
-            "*the pytest_promptsuite_make_check hook returned "
-            "str for 'x', not a pytest_promptsuite.checks.Check"
-        ]
+        ["*the pytest_promptsuite_make_check hook returned str for 'x', not a pytest_promptsuite.checks.Check"]
     )
 
 
@@ -165,9 +152,7 @@ def test_a_conftest_wins_over_the_builtin(pytester: pytest.Pytester) -> None:
     )
     pytester.makefile(
         ".jsonl",
-        cases=_lines(
-            {"case_id": "a", "input": "x", "slice": "s", "assert": [{"type": "contains", "value": "zzz"}]}
-        ),
+        cases=_lines({"case_id": "a", "input": "x", "slice": "s", "assert": [{"type": "contains", "value": "zzz"}]}),
     )
     pytester.runpytest("--prompt-suite", "cases.jsonl").assert_outcomes(passed=1)
 
@@ -206,9 +191,7 @@ def test_an_installed_plugin_can_be_blocked(pytester: pytest.Pytester) -> None:
     pytester.makefile(".jsonl", cases=THIRDPARTY_CASES)
     result = pytester.runpytest("--prompt-suite", "cases.jsonl", "-p", "no:thirdparty_example")
     result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(
-        ["cases.jsonl:1: case 'order': assert[[]0[]]: unknown check type 'has-order-id'*"]
-    )
+    result.stdout.fnmatch_lines(["cases.jsonl:1: case 'order': assert[[]0[]]: unknown check type 'has-order-id'*"])
 
 
 def test_the_promptsuite_command_sees_installed_and_conftest_plugins(
@@ -220,18 +203,14 @@ def test_the_promptsuite_command_sees_installed_and_conftest_plugins(
     assert cli.main(["validate", "cases.jsonl"]) == 0, capsys.readouterr().err
     assert capsys.readouterr().out == "ok: 3 cases in 1 slices (s)\n"
     (tmp_path / "more.jsonl").write_text(
-        _lines({"case_id": "u", "input": "x", "slice": "s", "assert": [{"type": "is-upper", "value": 2}]})
-        + "\n",
+        _lines({"case_id": "u", "input": "x", "slice": "s", "assert": [{"type": "is-upper", "value": 2}]}) + "\n",
         encoding="utf-8",
     )
     assert cli.main(["validate", "more.jsonl"]) == 1
     assert "unknown check type 'is-upper'" in capsys.readouterr().err
     (tmp_path / "conftest.py").write_text(CONFTEST_PLUGIN, encoding="utf-8")
     assert cli.main(["validate", "more.jsonl"]) == 1
-    assert (
-        "more.jsonl:1: case 'u': assert[0]: 'is-upper' takes no fields, got ['value']"
-        in capsys.readouterr().err
-    )
+    assert "more.jsonl:1: case 'u': assert[0]: 'is-upper' takes no fields, got ['value']" in capsys.readouterr().err
 
 
 def test_retriever_hook_builtin_and_override(pytester: pytest.Pytester) -> None:
@@ -242,9 +221,9 @@ def test_retriever_hook_builtin_and_override(pytester: pytest.Pytester) -> None:
     )
     config = pytester.parseconfigure()
     hook = config.hook
-    assert type(
-        hook.pytest_promptsuite_make_retriever(name="FixKRetriever", params={"fix_id_list": [0]})
-    ).__name__ == ("FixKRetriever")
+    assert type(hook.pytest_promptsuite_make_retriever(name="FixKRetriever", params={"fix_id_list": [0]})).__name__ == (
+        "FixKRetriever"
+    )
     assert hook.pytest_promptsuite_make_retriever(name="LastK", params={"k": 2}) == ("last", 2)
     assert hook.pytest_promptsuite_make_retriever(name="Nope", params={}) is None
     assert hook.pytest_promptsuite_make_renderer(name="nope", params={}) is None
@@ -272,26 +251,27 @@ def pytest_promptsuite_make_jinja_filter(name):
 """
 
 
-def test_a_conftest_filter_wins_over_ours_and_jinjas_filters_stay(pytester: pytest.Pytester) -> None:
+def test_a_conftest_filter_wins_over_ours_and_jinjas_filters_stay(suite: Suite) -> None:
     """In task prompts and in ``jinja`` template files alike: the conftest's ``indent`` replaces
     ours, its ``shout`` is added, Jinja's ``upper`` and ``title`` still work, and so do ours."""
-    pytester.makeconftest(FILTER_CONFTEST)
-    template = "{{ input | shout }} {{ input | indent(2) }} {{ input | upper }} {{ input | title }} " \
-               "{{ history | user_assistant_sequence }}"
-    (pytester.path / "prompts.yml").write_text(
-        f"prompts:\n  - task: a\n    content: '{template}'\n", encoding="utf-8"
+    suite.pytester.makeconftest(FILTER_CONFTEST)
+    template = (
+        "{{ input | shout }} {{ input | indent(2) }} {{ input | upper }} {{ input | title }} "
+        "{{ history | user_assistant_sequence }}"
     )
-    (pytester.path / "t.txt").write_text(template, encoding="utf-8")
-    pytester.makefile(
-        ".toml",
-        promptsuite='[template]\ntask_prompts = "prompts.yml"\ntask = "a"\n'
-        '[variants.task]\n[variants.file]\ntemplate_file = "t.txt"\nrenderer = "jinja"\n',
+    suite.write("prompts.yml", f"prompts:\n  - task: a\n    content: '{template}'\n")
+    suite.write("t.txt", template)
+    suite.config(
+        {
+            "template": {"task_prompts": "prompts.yml", "task": "a"},
+            "variants.task": {},
+            "variants.file": {"template_file": "t.txt", "renderer": "jinja"},
+        }
     )
-    pytester.makefile(".jsonl", cases='{"case_id": "c", "input": "hi", "slice": "s"}')
-    result = pytester.runpytest("--prompt-suite", "cases.jsonl", "--prompt-report", "report")
+    suite.cases([{"case_id": "c", "input": "hi", "slice": "s"}])
+    result = suite.run("--prompt-report", "report")
     result.assert_outcomes(passed=2)
-    rows = [json.loads(line) for line in (pytester.path / "report" / "results.jsonl").read_text("utf-8").splitlines()]
-    assert {r["variant"]: r["prompt"] for r in rows} == {
+    assert {r["variant"]: r["prompt"] for r in suite.rows()} == {
         "task": "HI! <2>hi HI Hi User: hi",
         "file": "HI! <2>hi HI Hi User: hi",
     }

@@ -3,41 +3,33 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import pytest
 
 from tests.loopback import LoopbackServer
+from tests.suite import Suite
 
 
-def _rows(pytester: pytest.Pytester, name: str) -> list[dict[str, Any]]:
-    text = (pytester.path / "report" / name).read_text(encoding="utf-8")
-    return [json.loads(line) for line in text.splitlines()]
-
-
-def test_llm_rubric_with_a_judge_on_the_loopback_endpoint(
-    pytester: pytest.Pytester, loopback: LoopbackServer
-) -> None:
+def test_llm_rubric_with_a_judge_on_the_loopback_endpoint(suite: Suite, loopback: LoopbackServer) -> None:
     """The answered model is the fake one (it echoes the input); the judge is ``openai:`` on the
     loopback server, which echoes the judge's prompt. The prompt quotes the output, so an output that
     is a verdict object is what the judge answers: the verdict travels over real HTTP."""
-    pytester.makefile(
-        ".toml",
-        promptsuite=f'[models.judge]\nspec = "openai:judge-model"\nbase_url = "{loopback.base_url}"\n'
-        "max_retries = 0\n",
-    )
+    suite.config({"models.judge": {"spec": "openai:judge-model", "base_url": loopback.base_url, "max_retries": 0}})
     rubric = [{"type": "llm-rubric", "value": "The reply is polite"}]
     cases = [
-        {"case_id": "good", "input": '{"reason": "Polite.", "pass": true, "score": 0.9}', "slice": "s",
-         "assert": rubric},
-        {"case_id": "bad", "input": '{"reason": "Curt.", "pass": false, "score": 0.2}', "slice": "s",
-         "assert": rubric},
+        {
+            "case_id": "good",
+            "input": '{"reason": "Polite.", "pass": true, "score": 0.9}',
+            "slice": "s",
+            "assert": rubric,
+        },
+        {"case_id": "bad", "input": '{"reason": "Curt.", "pass": false, "score": 0.2}', "slice": "s", "assert": rubric},
         {"case_id": "down", "input": "judge fails [[400]]", "slice": "s", "assert": rubric},
     ]
-    pytester.makefile(".jsonl", cases="\n".join(json.dumps(c) for c in cases))
-    result = pytester.runpytest("--prompt-suite", "cases.jsonl", "--prompt-report", "report", "--prompt-no-cache")
+    suite.cases(cases)
+    result = suite.run("--prompt-report", "report", "--prompt-no-cache")
     result.assert_outcomes(passed=1, failed=2)
-    rows = {r["case_id"]: r for r in _rows(pytester, "results.jsonl")}
+    rows = suite.by_id()
     [good] = [c for c in rows["good"]["checks"] if c["name"] == "llm-rubric"]
     assert good["passed"] is True and good["score"] == 0.9
     assert good["details"]["reason"] == "Polite."
@@ -53,21 +45,20 @@ def test_llm_rubric_with_a_judge_on_the_loopback_endpoint(
     assert all(entry["body"]["model"] == "judge-model" for entry in loopback.stats.log)
 
 
-def test_review_queue_in_the_report(pytester: pytest.Pytester) -> None:
+def test_review_queue_in_the_report(suite: Suite) -> None:
     cases = [
         {"case_id": "r-1", "input": "refund approved", "slice": "s", "review": "legal wording"},
-        {"case_id": "r-2", "input": "x", "slice": "s",
-         "assert": [{"type": "human-review", "value": "tone check"}]},
+        {"case_id": "r-2", "input": "x", "slice": "s", "assert": [{"type": "human-review", "value": "tone check"}]},
         {"case_id": "ok", "input": "y", "slice": "s"},
     ]
-    pytester.makefile(".jsonl", cases="\n".join(json.dumps(c) for c in cases))
-    result = pytester.runpytest("--prompt-suite", "cases.jsonl", "--prompt-report", "report")
+    suite.cases(cases)
+    result = suite.run("--prompt-report", "report")
     assert result.ret == pytest.ExitCode.OK  # review is not a failure
-    queue = _rows(pytester, "review.jsonl")
+    queue = suite.rows(name="review.jsonl")
     assert [(q["case_id"], q["reasons"], q["output"]) for q in queue] == [
         ("r-1", ["legal wording"], "refund approved"),
         ("r-2", ["tone check"], "x"),
     ]
-    summary_md = (pytester.path / "report" / "summary.md").read_text(encoding="utf-8")
+    summary_md = (suite.path / "report" / "summary.md").read_text(encoding="utf-8")
     assert "### Review queue (for a human; see review.jsonl) (2)" in summary_md
     assert "- r-1 \\[s\\]: legal wording" in summary_md  # markdown-escaped brackets

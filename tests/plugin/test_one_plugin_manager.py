@@ -7,12 +7,12 @@ hashed once per attempt, prefetched or not."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from pytest_promptsuite.cli.main import main
 from tests.loopback import LoopbackServer
+from tests.suite import Suite
 
 
 CONFTEST = """
@@ -34,7 +34,7 @@ def pytest_promptsuite_make_jinja_filter(name):
         return lambda value: str(value).upper()
 """
 
-CONFIG = """
+CONFIG = """\
 [suite]
 cases = ["cases.jsonl"]
 
@@ -51,7 +51,7 @@ task_prompts = "prompts.yml"
 task = "answer"
 """
 
-PROMPTS = """
+PROMPTS = """\
 prompts:
   - task: answer
     content: "Task: {{ input | shout }}"
@@ -59,23 +59,23 @@ prompts:
 
 
 @pytest.fixture
-def suite(pytester: pytest.Pytester) -> Path:
-    pytester.makefile(".toml", promptsuite=CONFIG)
-    pytester.makefile(".txt", prompt="Q: $input")
-    pytester.makefile(".yml", prompts=PROMPTS)
-    cases = [{"case_id": "a", "input": "hello", "slice": "s", "assert": [{"type": "icontains", "value": "hello"}]}]
-    pytester.makefile(".jsonl", cases="\n".join(json.dumps(c) for c in cases))
-    return pytester.path
+def three_variants(suite: Suite) -> Suite:
+    """A suite of one case and three variants: a ``dollar`` renderer, a ``shout`` filter, a task prompt."""
+    suite.config(CONFIG)
+    suite.write("prompt.txt", "Q: $input")
+    suite.write("prompts.yml", PROMPTS)
+    suite.cases([{"case_id": "a", "input": "hello", "slice": "s", "assert": [{"type": "icontains", "value": "hello"}]}])
+    return suite
 
 
 def test_a_conftest_renderer_and_filter_work_under_pytest_render_and_validate(
-    pytester: pytest.Pytester, suite: Path, capsys: pytest.CaptureFixture[str]
+    three_variants: Suite, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    pytester.makeconftest(CONFTEST)
+    three_variants.pytester.makeconftest(CONFTEST)
 
-    result = pytester.runpytest("--prompt-suite", "promptsuite.toml", "--prompt-report", "report")
+    result = three_variants.run("--prompt-report", "report", paths=["promptsuite.toml"])
     result.assert_outcomes(passed=3)
-    rows = [json.loads(line) for line in (suite / "report" / "results.jsonl").read_text("utf-8").splitlines()]
+    rows = three_variants.rows()
     expected = {"dollar": "Q: hello", "shout": "HELLO!", "task": "Task: HELLO"}
     assert {row["variant"]: row["prompt"] for row in rows} == expected
 
@@ -97,12 +97,11 @@ def test_a_conftest_renderer_and_filter_work_under_pytest_render_and_validate(
     ids=["renderer", "filter"],
 )
 def test_without_the_conftest_all_three_fail_alike(
-    pytester: pytest.Pytester, suite: Path, capsys: pytest.CaptureFixture[str], template: str, message: str
+    three_variants: Suite, capsys: pytest.CaptureFixture[str], template: str, message: str
 ) -> None:
-    config = f'[suite]\ncases = ["cases.jsonl"]\n\n[template]\n{template}\n'
-    (suite / "promptsuite.toml").write_text(config, encoding="utf-8")
+    three_variants.config(f'[suite]\ncases = ["cases.jsonl"]\n\n[template]\n{template}\n')
 
-    result = pytester.runpytest("--prompt-suite", "promptsuite.toml")
+    result = three_variants.run(paths=["promptsuite.toml"])
     assert result.ret == pytest.ExitCode.INTERRUPTED  # a collection error: nothing ran
     result.stdout.fnmatch_lines([f"*{message}*"])
 
@@ -158,32 +157,19 @@ def pytest_unconfigure(config):
 """
 
 
-def test_an_endpoint_case_is_rendered_and_hashed_once_per_attempt(
-    pytester: pytest.Pytester, loopback: LoopbackServer
-) -> None:
+def test_an_endpoint_case_is_rendered_and_hashed_once_per_attempt(suite: Suite, loopback: LoopbackServer) -> None:
     loopback.knobs.latency_s = 0.05
-    pytester.makeconftest(RENDER_COUNTER)
-    pytester.makefile(
-        ".toml",
-        promptsuite=f"""
-[model]
-spec = "openai:loop-model"
-base_url = "{loopback.base_url}"
-max_retries = 2
-
-[template]
-template = "Say: <input>"
-renderer = "counting"
-""",
+    suite.pytester.makeconftest(RENDER_COUNTER)
+    suite.config(
+        {"model": loopback.model(max_retries=2), "template": {"template": "Say: <input>", "renderer": "counting"}}
     )
     inputs = [f"case {i}" for i in range(20)] + ["retried [[500]]"]
-    cases = [{"case_id": f"c-{i:02d}", "input": text, "slice": "s"} for i, text in enumerate(inputs)]
-    pytester.makefile(".jsonl", cases="\n".join(json.dumps(c) for c in cases))
+    suite.cases({"case_id": f"c-{i:02d}", "input": text, "slice": "s"} for i, text in enumerate(inputs))
 
-    result = pytester.runpytest_inprocess("--prompt-suite", "cases.jsonl", "-p", "no:randomly")
+    result = suite.pytester.runpytest_inprocess("--prompt-suite", "cases.jsonl", "-p", "no:randomly")
 
     result.assert_outcomes(passed=21)
-    counts = json.loads((pytester.path / "counts.json").read_text(encoding="utf-8"))
+    counts = json.loads((suite.path / "counts.json").read_text(encoding="utf-8"))
     assert counts["renders"] == dict.fromkeys(inputs, 1)
     assert sorted(counts["hashes"].values()) == [1] * 21
     assert loopback.stats.requests == 22  # one call per case, plus the retry after the 500

@@ -3,19 +3,18 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
+from typing import Any
 
 import pytest
 
 from pytest_promptsuite.cases.shard import shard_index
 from pytest_promptsuite.cli.main import main as cli_main
+from tests.suite import Row
+from tests.suite import Suite
 
 
-def _case(case_id: str, slice_: str, text: str, needle: str) -> str:
-    return json.dumps(
-        {"case_id": case_id, "input": text, "slice": slice_, "must_include": [needle]}, ensure_ascii=False
-    )
+def _case(case_id: str, slice_: str, text: str, needle: str) -> dict[str, Any]:
+    return {"case_id": case_id, "input": text, "slice": slice_, "must_include": [needle]}
 
 
 #: The fake model echoes the input: a case passes when its input contains its needle.
@@ -29,32 +28,15 @@ CASES = [
 ]
 
 
-def _write_cases(pytester: pytest.Pytester, lines: list[str]) -> None:
-    pytester.makefile(".jsonl", cases="\n".join(lines) + "\n")
-
-
-def _summary(path: Path) -> dict:
-    return json.loads((path / "summary.json").read_text("utf-8"))
-
-
-def _results(path: Path) -> list[dict]:
-    rows = [json.loads(line) for line in (path / "results.jsonl").read_text("utf-8").splitlines()]
-    for r in rows:
-        r.pop("latency_ms")
+def _timeless(rows: list[Row]) -> list[Row]:
+    for row in rows:
+        row.pop("latency_ms")
     return rows
 
 
-def test_report_is_the_same_serial_and_under_xdist(pytester: pytest.Pytester, plugin_args: list[str]) -> None:
-    _write_cases(pytester, CASES)
-    result = pytester.runpytest(
-        "--prompt-suite",
-        "cases.jsonl",
-        "--prompt-min-pass-rate",
-        "0.7",
-        "--prompt-report",
-        "rep",
-        *plugin_args,
-    )
+def test_report_is_the_same_serial_and_under_xdist(suite: Suite, plugin_args: list[str]) -> None:
+    suite.cases(CASES)
+    result = suite.run("--prompt-min-pass-rate", "0.7", "--prompt-report", "rep", *plugin_args)
     result.assert_outcomes(passed=5, failed=1)
     assert result.ret == 0
     result.stdout.fnmatch_lines(
@@ -71,46 +53,40 @@ def test_report_is_the_same_serial_and_under_xdist(pytester: pytest.Pytester, pl
         ],
         consecutive=True,
     )
-    summary = _summary(pytester.path / "rep")
+    summary = suite.summary("rep")
     assert summary["totals"] == {"cases": 6, "passed": 5, "failed": 1, "error": 0, "review": 0, "skipped": 0}
     refund, inj = summary["slices"]
-    assert (refund["slice"], refund["pass_rate"], refund["threshold"], refund["gate"]) == (
-        "refund",
-        0.75,
-        0.7,
-        "pass",
-    )
+    assert (refund["slice"], refund["pass_rate"], refund["threshold"], refund["gate"]) == ("refund", 0.75, 0.7, "pass")
     assert refund["ci_low"] == pytest.approx(0.3006418, abs=1e-6)  # Wilson 3/4
     assert (inj["slice"], inj["cases"], inj["p_value"], inj["baseline_pass_rate"]) == ("注入", 2, None, None)
     assert summary["gate"] == {"passed": True, "reasons": []}
-    assert [r["case_id"] for r in _results(pytester.path / "rep")] == ["r1", "r2", "r3", "r4", "i1", "i2"]
+    assert [r["case_id"] for r in _timeless(suite.rows("rep"))] == ["r1", "r2", "r3", "r4", "i1", "i2"]
     for name in ("slices.csv", "summary.md", "dashboard.html"):
-        assert (pytester.path / "rep" / name).is_file()
+        assert (suite.path / "rep" / name).is_file()
 
 
-def test_report_files_are_byte_for_byte_the_same_serial_and_under_xdist(pytester: pytest.Pytester) -> None:
+def test_report_files_are_byte_for_byte_the_same_serial_and_under_xdist(suite: Suite) -> None:
     """Serial rows are spooled from the value they were encoded from, workers' rows from their
     lines; the dashboard's grid is made as rows arrive: every file must come out the same."""
     extra = (_case(f"x{i}", f"s{i % 3}", f"text {i} <b>", "text" if i % 5 else "zz") for i in range(30))
-    _write_cases(pytester, [*CASES, *extra])
-    common = ["--prompt-suite", "cases.jsonl", "--prompt-min-pass-rate", "0.5"]
-    assert pytester.runpytest(*common, "--prompt-report", "base").ret == 0
-    lines = [line.replace('"r2", "input": "refund two"', '"r2", "input": "no"') for line in [*CASES]]
-    _write_cases(pytester, [*lines, *(_case(f"x{i}", f"s{i % 3}", f"text {i}", "text") for i in range(30))])
+    suite.cases([*CASES, *extra])
+    common = ["--prompt-min-pass-rate", "0.5"]
+    assert suite.run(*common, "--prompt-report", "base").ret == 0
+    cases = [{**case, "input": "no"} if case["case_id"] == "r2" else case for case in CASES]
+    suite.cases([*cases, *(_case(f"x{i}", f"s{i % 3}", f"text {i}", "text") for i in range(30))])
     for name, args in (("serial", []), ("xdist", ["-n", "2"])):
-        pytester.runpytest(*common, "--prompt-baseline", "base", "--prompt-max-regression", "1",
-                           "--prompt-report", name, *args)
+        suite.run(*common, "--prompt-baseline", "base", "--prompt-max-regression", "1", "--prompt-report", name, *args)
     for name in ("results.jsonl", "summary.json", "slices.csv", "summary.md", "dashboard.html", "review.jsonl"):
-        serial, xdist = (pytester.path / run / name for run in ("serial", "xdist"))
+        serial, xdist = (suite.path / run / name for run in ("serial", "xdist"))
         assert serial.read_bytes() == xdist.read_bytes(), name
-    assert '"baseline_rows":[' in (pytester.path / "serial" / "dashboard.html").read_text("utf-8")
+    assert '"baseline_rows":[' in (suite.path / "serial" / "dashboard.html").read_text("utf-8")
 
 
-def test_a_row_rides_only_on_its_call_report(pytester: pytest.Pytester) -> None:
+def test_a_row_rides_only_on_its_call_report(suite: Suite) -> None:
     """The call's report carries the row (to the controller, to junit's hooks); neither the item
     nor its setup and teardown reports keep it, since pytest keeps every item and report."""
-    _write_cases(pytester, CASES[:3])
-    pytester.makeconftest(
+    suite.cases(CASES[:3])
+    suite.pytester.makeconftest(
         "seen = []\n\n"
         "def pytest_runtest_logreport(report):\n"
         "    seen.append((report.when, [name for name, _ in report.user_properties]))\n\n"
@@ -118,13 +94,13 @@ def test_a_row_rides_only_on_its_call_report(pytester: pytest.Pytester) -> None:
         "    print('REPORTS', sorted(set((w, tuple(n)) for w, n in seen)))\n"
         "    print('ITEMS', [item.user_properties for item in session.items])\n"
     )
-    out = pytester.runpytest("--prompt-suite", "cases.jsonl", "-s").stdout.str()
+    out = suite.run("-s").stdout.str()
     assert "REPORTS [('call', ('promptsuite',)), ('setup', ()), ('teardown', ())]\nITEMS [[], [], []]\n" in out
 
 
-def test_baseline_regressions_fail_the_gate_unless_allowed(pytester: pytest.Pytester) -> None:
-    _write_cases(pytester, CASES[:3] + CASES[4:])
-    assert pytester.runpytest("--prompt-suite", "cases.jsonl", "--prompt-report", "base").ret == 0
+def test_baseline_regressions_fail_the_gate_unless_allowed(suite: Suite) -> None:
+    suite.cases(CASES[:3] + CASES[4:])
+    assert suite.run("--prompt-report", "base").ret == 0
     changed = [
         _case("r1", "refund", "refund one", "refund"),
         _case("r2", "refund", "no money", "refund"),
@@ -132,9 +108,9 @@ def test_baseline_regressions_fail_the_gate_unless_allowed(pytester: pytest.Pyte
         _case("r5", "refund", "refund five", "refund"),
         *CASES[4:],
     ]
-    _write_cases(pytester, changed)
-    args = ["--prompt-suite", "cases.jsonl", "--prompt-min-pass-rate", "0", "--prompt-baseline", "base"]
-    result = pytester.runpytest(*args, "--prompt-report", "now")
+    suite.cases(changed)
+    args = ["--prompt-min-pass-rate", "0", "--prompt-baseline", "base"]
+    result = suite.run(*args, "--prompt-report", "now")
     assert result.ret == 1
     result.stdout.fnmatch_lines(
         [
@@ -158,7 +134,7 @@ def test_baseline_regressions_fail_the_gate_unless_allowed(pytester: pytest.Pyte
         ],
         consecutive=True,
     )
-    summary = _summary(pytester.path / "now")
+    summary = suite.summary("now")
     assert (summary["regressions"], summary["fixes"], summary["new"], summary["removed"]) == (
         ["r2", "r3"],
         [],
@@ -166,74 +142,57 @@ def test_baseline_regressions_fail_the_gate_unless_allowed(pytester: pytest.Pyte
         [],
     )
     assert summary["slices"][0]["p_value"] == 0.5 and summary["slices"][0]["delta"] == -0.5
-    assert pytester.runpytest(*args, "--prompt-max-regression", "0.6").ret == 1  # 66.7 > 60 points
-    allowed = pytester.runpytest(*args, "--prompt-max-regression", "0.7")
+    assert suite.run(*args, "--prompt-max-regression", "0.6").ret == 1  # 66.7 > 60 points
+    allowed = suite.run(*args, "--prompt-max-regression", "0.7")
     assert allowed.ret == 0
     allowed.stdout.fnmatch_lines(["*allowed drop 70.0 points (option)*", "promptsuite gate: PASSED*"])
 
 
-def test_config_max_regression_applies_and_says_so(pytester: pytest.Pytester) -> None:
-    _write_cases(pytester, CASES[:3])
-    assert pytester.runpytest("--prompt-suite", "cases.jsonl", "--prompt-report", "base").ret == 0
-    _write_cases(pytester, [*CASES[:2], _case("r3", "refund", "nope", "refund")])
-    pytester.makefile(".toml", promptsuite="[thresholds]\ndefault = 0.5\nmax_regression = 0.4\n")
-    result = pytester.runpytest("--prompt-suite", "cases.jsonl", "--prompt-baseline", "base")
+def test_config_max_regression_applies_and_says_so(suite: Suite) -> None:
+    suite.cases(CASES[:3])
+    assert suite.run("--prompt-report", "base").ret == 0
+    suite.cases([*CASES[:2], _case("r3", "refund", "nope", "refund")])
+    suite.config({"thresholds": {"default": 0.5, "max_regression": 0.4}})
+    result = suite.run("--prompt-baseline", "base")
     assert result.ret == 0
     result.stdout.fnmatch_lines(
-        [
-            "refund * 50% (config default) * 100.0% * -33.3 * -1/+0 * 1 * PASS",
-            "*allowed drop 40.0 points (config)",
-        ]
+        ["refund * 50% (config default) * 100.0% * -33.3 * -1/+0 * 1 * PASS", "*allowed drop 40.0 points (config)"]
     )
-    stricter = pytester.runpytest(
-        "--prompt-suite", "cases.jsonl", "--prompt-baseline", "base", "--prompt-max-regression", "0.1"
-    )
+    stricter = suite.run("--prompt-baseline", "base", "--prompt-max-regression", "0.1")
     assert stricter.ret == 1
-    stricter.stdout.fnmatch_lines(
-        ["*more than the allowed 10.0 points (option); McNemar p = 1; regressions: r3"]
-    )
+    stricter.stdout.fnmatch_lines(["*more than the allowed 10.0 points (option); McNemar p = 1; regressions: r3"])
 
 
-def test_shards_merge_into_the_unsharded_report(pytester: pytest.Pytester) -> None:
+def test_shards_merge_into_the_unsharded_report(suite: Suite) -> None:
     extra = (_case(f"x{i}", f"s{i % 3}", f"text {i}", "text" if i % 4 else "zz") for i in range(24))
-    lines = [*CASES, *extra]
-    _write_cases(pytester, lines)
-    common = ["--prompt-suite", "cases.jsonl", "--prompt-min-pass-rate", "0.6"]
-    whole = pytester.runpytest(*common, "--prompt-report", "whole")
+    cases = [*CASES, *extra]
+    suite.cases(cases)
+    common = ["--prompt-min-pass-rate", "0.6"]
+    whole = suite.run(*common, "--prompt-report", "whole")
     shard_dirs = []
     for k in (1, 2, 3):
-        mine = sum(shard_index(json.loads(line)["case_id"], 3) == k - 1 for line in lines)
+        mine = sum(shard_index(case["case_id"], 3) == k - 1 for case in cases)
         xdist = ["-n", "2"] if k == 2 else []  # one shard under xdist: shards and workers combine
-        result = pytester.runpytest(*common, "--prompt-shard", f"{k}/3", "--prompt-report", f"s{k}", *xdist)
+        result = suite.run(*common, "--prompt-shard", f"{k}/3", "--prompt-report", f"s{k}", *xdist)
         outcomes = result.parseoutcomes()
         assert outcomes.get("passed", 0) + outcomes.get("failed", 0) == mine
         if not xdist:  # xdist deselects on its workers and reports no count (as with -k)
-            assert outcomes["deselected"] == len(lines) - mine
-        shard_dirs.append(str(pytester.path / f"s{k}"))
-    assert cli_main(["merge", *shard_dirs, "--out", str(pytester.path / "merged")]) == whole.ret
-    assert _summary(pytester.path / "merged") == _summary(pytester.path / "whole")
-    assert _results(pytester.path / "merged") == _results(pytester.path / "whole")
-    assert (pytester.path / "merged" / "slices.csv").read_text("utf-8") == (
-        pytester.path / "whole" / "slices.csv"
-    ).read_text("utf-8")
-
-
-def test_shards_with_a_baseline_compare_only_their_own_cases(pytester: pytest.Pytester) -> None:
-    lines = [_case(f"c{i}", "s", f"ok {i}", "ok") for i in range(12)]
-    _write_cases(pytester, lines)
-    assert pytester.runpytest("--prompt-suite", "cases.jsonl", "--prompt-report", "base").ret == 0
-    result = pytester.runpytest(
-        "--prompt-suite",
-        "cases.jsonl",
-        "--prompt-shard",
-        "2/2",
-        "--prompt-baseline",
-        "base",
-        "--prompt-report",
-        "s2",
+            assert outcomes["deselected"] == len(cases) - mine
+        shard_dirs.append(str(suite.path / f"s{k}"))
+    assert cli_main(["merge", *shard_dirs, "--out", str(suite.path / "merged")]) == whole.ret
+    assert suite.summary("merged") == suite.summary("whole")
+    assert _timeless(suite.rows("merged")) == _timeless(suite.rows("whole"))
+    assert (suite.path / "merged" / "slices.csv").read_text("utf-8") == (suite.path / "whole" / "slices.csv").read_text(
+        "utf-8"
     )
+
+
+def test_shards_with_a_baseline_compare_only_their_own_cases(suite: Suite) -> None:
+    suite.cases(_case(f"c{i}", "s", f"ok {i}", "ok") for i in range(12))
+    assert suite.run("--prompt-report", "base").ret == 0
+    result = suite.run("--prompt-shard", "2/2", "--prompt-baseline", "base", "--prompt-report", "s2")
     assert result.ret == 0
-    summary = _summary(pytester.path / "s2")
+    summary = suite.summary("s2")
     assert summary["removed"] == [] and summary["slices"][0]["baseline_pass_rate"] == 1.0
 
 
@@ -246,19 +205,17 @@ def test_shards_with_a_baseline_compare_only_their_own_cases(pytester: pytest.Py
         ("--prompt-baseline", "nowhere", "argument --prompt-baseline: 'nowhere': no such file or folder*"),
     ],
 )
-def test_bad_option_values_fail_at_parse_time(
-    pytester: pytest.Pytester, option: str, value: str, message: str
-) -> None:
-    _write_cases(pytester, CASES[:1])
-    result = pytester.runpytest("--prompt-suite", "cases.jsonl", option, value)
+def test_bad_option_values_fail_at_parse_time(suite: Suite, option: str, value: str, message: str) -> None:
+    suite.cases(CASES[:1])
+    result = suite.run(option, value)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"*{message}"])
 
 
-def test_unreadable_baseline_is_a_usage_error_before_anything_runs(pytester: pytest.Pytester) -> None:
-    _write_cases(pytester, CASES[:1])
-    pytester.makefile(".jsonl", old='{"case_id": "a", "slice": "s", "outcome": "passed"}\nnot json\n')
-    result = pytester.runpytest("--prompt-suite", "cases.jsonl", "--prompt-baseline", "old.jsonl")
+def test_unreadable_baseline_is_a_usage_error_before_anything_runs(suite: Suite) -> None:
+    suite.cases(CASES[:1])
+    suite.write("old.jsonl", '{"case_id": "a", "slice": "s", "outcome": "passed"}\nnot json\n')
+    result = suite.run("--prompt-baseline", "old.jsonl")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--prompt-baseline: old.jsonl:2: not a results.jsonl row*"])
     result.stdout.no_fnmatch_line("*passed*")

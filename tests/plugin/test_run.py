@@ -3,47 +3,34 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
-from typing import Any
 
 import pytest
 
+from tests.suite import Suite
+
 
 # Three slices: "ok" all pass, "facts" 3 of 4 pass, "injection" 1 of 2 pass.
-CASES = "\n".join(
-    json.dumps(case, ensure_ascii=False)
-    for case in [
-        {"case_id": "ok-1", "input": "hello", "slice": "ok", "must_include": ["hello"]},
-        {"case_id": "ok-2", "input": "world", "slice": "ok", "must_include": ["world"]},
-        {"case_id": "facts-1", "input": "未提供", "slice": "facts", "must_include": ["未提供"]},
-        {"case_id": "facts-2", "input": "未提供 A", "slice": "facts", "must_include": ["A"]},
-        {"case_id": "facts-3", "input": "未提供 B", "slice": "facts", "must_include": ["B"]},
-        {"case_id": "facts-4", "input": "nothing", "slice": "facts", "must_include": ["未提供", "X"],
-         "must_not_include": ["nothing", "no"]},
-        {"case_id": "inject-1", "input": "refuse", "slice": "injection", "must_not_include": ["sk-"]},
-        {"case_id": "inject-2", "input": "sk-123", "slice": "injection", "must_not_include": ["sk-"],
-         "tags": ["leak"]},
-    ]
-)
+CASES = [
+    {"case_id": "ok-1", "input": "hello", "slice": "ok", "must_include": ["hello"]},
+    {"case_id": "ok-2", "input": "world", "slice": "ok", "must_include": ["world"]},
+    {"case_id": "facts-1", "input": "未提供", "slice": "facts", "must_include": ["未提供"]},
+    {"case_id": "facts-2", "input": "未提供 A", "slice": "facts", "must_include": ["A"]},
+    {"case_id": "facts-3", "input": "未提供 B", "slice": "facts", "must_include": ["B"]},
+    {
+        "case_id": "facts-4",
+        "input": "nothing",
+        "slice": "facts",
+        "must_include": ["未提供", "X"],
+        "must_not_include": ["nothing", "no"],
+    },
+    {"case_id": "inject-1", "input": "refuse", "slice": "injection", "must_not_include": ["sk-"]},
+    {"case_id": "inject-2", "input": "sk-123", "slice": "injection", "must_not_include": ["sk-"], "tags": ["leak"]},
+]
 
 
-@pytest.fixture
-def suite(pytester: pytest.Pytester) -> Path:
-    return pytester.makefile(".jsonl", cases=CASES)
-
-
-def _summary(pytester: pytest.Pytester, report: str = "report") -> dict[str, Any]:
-    return json.loads((pytester.path / report / "summary.json").read_text(encoding="utf-8"))
-
-
-def _rows(pytester: pytest.Pytester, report: str = "report") -> list[dict[str, Any]]:
-    lines = (pytester.path / report / "results.jsonl").read_text(encoding="utf-8").splitlines()
-    return [json.loads(line) for line in lines]
-
-
-@pytest.mark.usefixtures("suite")
-def test_outcomes_table_and_exit_status(pytester: pytest.Pytester, plugin_args: list[str]) -> None:
-    result = pytester.runpytest("--prompt-suite", "cases.jsonl", "--prompt-report", "report", *plugin_args)
+def test_outcomes_table_and_exit_status(suite: Suite, plugin_args: list[str]) -> None:
+    suite.cases(CASES)
+    result = suite.run("--prompt-report", "report", *plugin_args)
     result.assert_outcomes(passed=6, failed=2)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
@@ -57,7 +44,7 @@ def test_outcomes_table_and_exit_status(pytester: pytest.Pytester, plugin_args: 
             "*slice 'facts': pass rate 75.0% (3/4) is below its threshold 100.0% (default)",
         ]
     )
-    summary = _summary(pytester)
+    summary = suite.summary()
     assert summary["totals"] == {"cases": 8, "passed": 6, "failed": 2, "error": 0, "review": 0, "skipped": 0}
     assert [(s["slice"], s["cases"], s["passed"], s["pass_rate"], s["gate"]) for s in summary["slices"]] == [
         ("facts", 4, 3, 0.75, "fail"),
@@ -67,9 +54,9 @@ def test_outcomes_table_and_exit_status(pytester: pytest.Pytester, plugin_args: 
     assert summary["gate"]["passed"] is False
 
 
-@pytest.mark.usefixtures("suite")
-def test_failure_report_lists_every_failed_check_without_traceback(pytester: pytest.Pytester) -> None:
-    result = pytester.runpytest("--prompt-suite", "cases.jsonl")
+def test_failure_report_lists_every_failed_check_without_traceback(suite: Suite) -> None:
+    suite.cases(CASES)
+    result = suite.run()
     result.stdout.fnmatch_lines(
         [
             "*case facts-4 [[]facts[]]*",
@@ -87,125 +74,137 @@ def test_failure_report_lists_every_failed_check_without_traceback(pytester: pyt
     result.stdout.no_fnmatch_line("*pytest_promptsuite*")
 
 
-@pytest.mark.usefixtures("suite")
-def test_tolerance_exits_zero_with_failed_cases(pytester: pytest.Pytester, plugin_args: list[str]) -> None:
-    result = pytester.runpytest("--prompt-suite", "cases.jsonl", "--prompt-min-pass-rate", "0.5", *plugin_args)
+def test_tolerance_exits_zero_with_failed_cases(suite: Suite, plugin_args: list[str]) -> None:
+    suite.cases(CASES)
+    result = suite.run("--prompt-min-pass-rate", "0.5", *plugin_args)
     result.assert_outcomes(passed=6, failed=2)
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines(["*promptsuite gate: PASSED (2 failed cases within tolerance)"])
 
 
-@pytest.mark.usefixtures("suite")
-def test_threshold_just_below_fails(pytester: pytest.Pytester) -> None:
-    result = pytester.runpytest("--prompt-suite", "cases.jsonl", "--prompt-min-pass-rate", "0.51")
+def test_threshold_just_below_fails(suite: Suite) -> None:
+    suite.cases(CASES)
+    result = suite.run("--prompt-min-pass-rate", "0.51")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["*slice 'injection': pass rate 50.0% (1/2) is below its threshold 51.0% (option)"])
 
 
-@pytest.mark.usefixtures("suite")
-def test_config_thresholds_per_slice(pytester: pytest.Pytester) -> None:
-    pytester.makefile(
-        ".toml",
-        promptsuite='[thresholds]\ndefault = 0.7\n[thresholds.slices]\ninjection = 0.5\n',
-    )
-    result = pytester.runpytest("--prompt-suite", "cases.jsonl")
+def test_config_thresholds_per_slice(suite: Suite) -> None:
+    suite.cases(CASES)
+    suite.config({"thresholds": {"default": 0.7}, "thresholds.slices": {"injection": 0.5}})
+    result = suite.run()
     assert result.ret == pytest.ExitCode.OK
-    result.stdout.fnmatch_lines(
-        ["facts*75.0%*70% (config default)*PASS", "injection*50.0%*50% (config slice)*PASS"]
-    )
+    result.stdout.fnmatch_lines(["facts*75.0%*70% (config default)*PASS", "injection*50.0%*50% (config slice)*PASS"])
     # an explicit option beats the config's default but not a slice's own threshold
-    result = pytester.runpytest("--prompt-suite", "cases.jsonl", "--prompt-min-pass-rate", "0.8")
+    result = suite.run("--prompt-min-pass-rate", "0.8")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["facts*75.0%*80% (option)*FAIL", "injection*50.0%*50% (config slice)*PASS"])
 
 
-@pytest.mark.usefixtures("suite")
-def test_failing_ordinary_test_is_never_masked(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_real="def test_real():\n    assert 1 == 2\n")
-    result = pytester.runpytest("--prompt-suite", "cases.jsonl", "test_real.py", "--prompt-min-pass-rate", "0")
+def test_failing_ordinary_test_is_never_masked(suite: Suite) -> None:
+    suite.cases(CASES)
+    suite.write("test_real.py", "def test_real():\n    assert 1 == 2\n")
+    result = suite.run("test_real.py", "--prompt-min-pass-rate", "0")
     result.assert_outcomes(passed=6, failed=3)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
 
 
-def test_fake_rules_from_the_config(pytester: pytest.Pytester) -> None:
-    pytester.makefile(".jsonl", cases='{"case_id": "a", "input": "退款", "slice": "s", "must_include": ["未提供"]}')
-    (pytester.path / "rules.json").write_text(
-        json.dumps({"rules": [{"match": "退款", "reply": "现有资料未提供"}]}, ensure_ascii=False), encoding="utf-8"
-    )
-    pytester.makefile(".toml", promptsuite='[model]\nspec = "fake:rules.json"\n')
-    pytester.runpytest("--prompt-suite", "cases.jsonl").assert_outcomes(passed=1)
+def test_fake_rules_from_the_config(suite: Suite) -> None:
+    suite.cases([{"case_id": "a", "input": "退款", "slice": "s", "must_include": ["未提供"]}])
+    suite.write("rules.json", json.dumps({"rules": [{"match": "退款", "reply": "现有资料未提供"}]}, ensure_ascii=False))
+    suite.config({"model": {"spec": "fake:rules.json"}})
+    suite.run().assert_outcomes(passed=1)
     # --prompt-model replaces the spec: the echo does not contain the fact
-    pytester.runpytest("--prompt-suite", "cases.jsonl", "--prompt-model", "fake").assert_outcomes(failed=1)
+    suite.run("--prompt-model", "fake").assert_outcomes(failed=1)
 
 
-def test_bad_model_spec_fails_collection(pytester: pytest.Pytester) -> None:
-    pytester.makefile(".jsonl", cases='{"case_id": "a", "input": "x", "slice": "s"}')
-    result = pytester.runpytest("--prompt-suite", "cases.jsonl", "--prompt-model", "nope:x")
+def test_bad_model_spec_fails_collection(suite: Suite) -> None:
+    suite.cases([{"case_id": "a", "input": "x", "slice": "s"}])
+    result = suite.run("--prompt-model", "nope:x")
     assert result.ret == pytest.ExitCode.INTERRUPTED
     result.stdout.fnmatch_lines(["*unknown model spec 'nope:x'*"])
     result.stdout.no_fnmatch_line("*Traceback*")
 
 
-@pytest.mark.usefixtures("suite")
-def test_report_rows_have_the_contract_fields(pytester: pytest.Pytester) -> None:
-    pytester.runpytest("--prompt-suite", "cases.jsonl", "--prompt-report", "report")
-    rows = {row["case_id"]: row for row in _rows(pytester)}
+def test_report_rows_have_the_contract_fields(suite: Suite) -> None:
+    suite.cases(CASES)
+    suite.run("--prompt-report", "report")
+    rows = suite.by_id()
     assert len(rows) == 8
     row = rows["inject-2"]
-    for key in ("case_id", "slice", "variant", "repeat", "outcome", "output", "checks", "error", "prompt",
-                "prompt_hash", "latency_ms", "usage"):
+    for key in (
+        "case_id",
+        "slice",
+        "variant",
+        "repeat",
+        "outcome",
+        "output",
+        "checks",
+        "error",
+        "prompt",
+        "prompt_hash",
+        "latency_ms",
+        "usage",
+    ):
         assert key in row
     assert row["outcome"] == "failed"
     assert row["output"] == row["prompt"] == "sk-123"
     [check] = row["checks"]
     assert {k: check[k] for k in ("layer", "name", "passed", "message")} == {
-        "layer": "content", "name": "must_not_include", "passed": False,
-        "message": "found forbidden text 'sk-' at offset 0"}
+        "layer": "content",
+        "name": "must_not_include",
+        "passed": False,
+        "message": "found forbidden text 'sk-' at offset 0",
+    }
     assert row["tags"] == ["leak"]
     assert len(row["prompt_hash"]) == 12
-    assert {p.name for p in (pytester.path / "report").iterdir()} >= {
-        "results.jsonl", "summary.json", "slices.csv", "summary.md"}
+    assert {p.name for p in (suite.path / "report").iterdir()} >= {
+        "results.jsonl",
+        "summary.json",
+        "slices.csv",
+        "summary.md",
+    }
 
 
-@pytest.mark.usefixtures("suite")
-def test_xdist_gives_the_same_summary_as_serial(pytester: pytest.Pytester) -> None:
-    pytester.runpytest("--prompt-suite", "cases.jsonl", "--prompt-report", "serial")
-    pytester.runpytest("--prompt-suite", "cases.jsonl", "--prompt-report", "xdist", "-n", "2")
-    assert _summary(pytester, "serial") == _summary(pytester, "xdist")
+def test_xdist_gives_the_same_summary_as_serial(suite: Suite) -> None:
+    suite.cases(CASES)
+    suite.run("--prompt-report", "serial")
+    suite.run("--prompt-report", "xdist", "-n", "2")
+    assert suite.summary("serial") == suite.summary("xdist")
     by_id = lambda rows: sorted(rows, key=lambda r: r["case_id"])  # noqa: E731
-    assert by_id(_rows(pytester, "serial")) == by_id(_rows(pytester, "xdist"))
+    assert by_id(suite.rows("serial")) == by_id(suite.rows("xdist"))
 
 
-@pytest.mark.usefixtures("suite")
-def test_exitfirst_stops_and_keeps_failing(pytester: pytest.Pytester) -> None:
-    result = pytester.runpytest("--prompt-suite", "cases.jsonl", "-x", "--prompt-min-pass-rate", "0")
+def test_exitfirst_stops_and_keeps_failing(suite: Suite) -> None:
+    suite.cases(CASES)
+    result = suite.run("-x", "--prompt-min-pass-rate", "0")
     # facts-4 is the 6th case; -x stops there and the exit stays 1 even within tolerance
     result.assert_outcomes(passed=5, failed=1)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["*stopping after 1 failures*"])
 
 
-@pytest.mark.usefixtures("suite")
-def test_last_failed_reruns_only_failures(pytester: pytest.Pytester) -> None:
-    pytester.runpytest("--prompt-suite", "cases.jsonl", "-p", "cacheprovider")
-    result = pytester.runpytest("--prompt-suite", "cases.jsonl", "--lf", "-v")
+def test_last_failed_reruns_only_failures(suite: Suite) -> None:
+    suite.cases(CASES)
+    suite.run("-p", "cacheprovider")
+    result = suite.run("--lf", "-v")
     result.assert_outcomes(failed=2, deselected=6)
     result.stdout.fnmatch_lines(["*cases.jsonl::facts-4 FAILED*", "*cases.jsonl::inject-2 FAILED*"])
 
 
-@pytest.mark.usefixtures("suite")
-def test_junitxml(pytester: pytest.Pytester) -> None:
-    pytester.runpytest("--prompt-suite", "cases.jsonl", "--junitxml", "junit.xml")
-    xml = (pytester.path / "junit.xml").read_text(encoding="utf-8")
+def test_junitxml(suite: Suite) -> None:
+    suite.cases(CASES)
+    suite.run("--junitxml", "junit.xml")
+    xml = (suite.path / "junit.xml").read_text(encoding="utf-8")
     assert xml.count("<testcase ") == 8
     assert xml.count("<failure ") == 2
     assert 'name="facts-4"' in xml
     assert "missing required text" in xml
 
 
-@pytest.mark.usefixtures("suite")
-def test_runs_without_xdist(pytester: pytest.Pytester) -> None:
-    result = pytester.runpytest("--prompt-suite", "cases.jsonl", "-p", "no:xdist")
+def test_runs_without_xdist(suite: Suite) -> None:
+    suite.cases(CASES)
+    result = suite.run("-p", "no:xdist")
     result.assert_outcomes(passed=6, failed=2)
     result.stdout.no_fnmatch_line("*unknown hook*")
 

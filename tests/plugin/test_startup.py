@@ -50,9 +50,14 @@ def test_a_run_without_cases_loads_no_stage(folder: Path) -> None:
     modules = _imported(folder, "-p", "pytest_promptsuite.plugin", "test_plain.py")
     ours = {m for m in modules if m.startswith("pytest_promptsuite.")}
     stage_names = {"cases", "checks", "results", "report", "prompts", "nemo", "models", "items"}
-    stage_modules = {"pytest_promptsuite.config.suite", "pytest_promptsuite.config.discovery",
-                     "pytest_promptsuite.run.session", "pytest_promptsuite.run.pipeline",
-                     "pytest_promptsuite.run.assembly", "pytest_promptsuite.run.prefetch"}
+    stage_modules = {
+        "pytest_promptsuite.config.suite",
+        "pytest_promptsuite.config.discovery",
+        "pytest_promptsuite.run.session",
+        "pytest_promptsuite.run.pipeline",
+        "pytest_promptsuite.run.assembly",
+        "pytest_promptsuite.run.prefetch",
+    }
     stages = {m for m in ours - NEMO_PLUGIN if m.split(".")[1] in stage_names or m in stage_modules}
     assert stages == set()
     assert _tops(modules) & HEAVY == set()
@@ -86,7 +91,7 @@ def test_a_config_file_is_read_by_pydantic_and_a_run_without_one_never_loads_it(
     (folder / "promptsuite.toml").write_text(
         '[model]\nspec = "fake"\ntimeout_s = 30\n[template]\nprompt_template = "Q: {input}"\n'
         '[thresholds]\ndefault = 0.8\nslices = { s = 1.0 }\n[variants.v2]\nprompt_template = "Question: {input}"\n'
-        '[variants.v2.model]\nmax_retries = 2\n[gate]\nalpha = 0.1\n',
+        "[variants.v2.model]\nmax_retries = 2\n[gate]\nalpha = 0.1\n",
         encoding="utf-8",
     )
     modules = _imported(folder, "-p", "pytest_promptsuite.plugin", "--prompt-suite", ".")
@@ -101,8 +106,14 @@ def test_what_a_suite_uses_loads_when_it_uses_it(folder: Path) -> None:
     )
     case = {**CASE, "assert": [{"type": "is-json", "path": "$.a"}]}
     (folder / "cases.jsonl").write_text(json.dumps(case) + "\n", encoding="utf-8")
-    modules = _imported(folder, "-p", "pytest_promptsuite.plugin", "--prompt-suite", ".", "--prompt-report", "out",
-                        status=1)  # the output is no JSON: the case fails, and the run with it
-    assert {"jinja2", "pytest_promptsuite.prompts.files.jinja", "pytest_promptsuite.checks.jsonpath",
-            "pytest_promptsuite.checks.structure", "pytest_promptsuite.report.writer"} <= modules
+    modules = _imported(
+        folder, "-p", "pytest_promptsuite.plugin", "--prompt-suite", ".", "--prompt-report", "out", status=1
+    )  # the output is no JSON: the case fails, and the run with it
+    assert {
+        "jinja2",
+        "pytest_promptsuite.prompts.files.jinja",
+        "pytest_promptsuite.checks.jsonpath",
+        "pytest_promptsuite.checks.structure",
+        "pytest_promptsuite.report.writer",
+    } <= modules
     assert (folder / "out" / "summary.json").exists()

@@ -3,32 +3,25 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import pytest
 
 from pytest_promptsuite.cli.main import main
+from tests.suite import Suite
 
 
-def _rows(pytester: pytest.Pytester, report: str = "report") -> dict[str, dict[str, Any]]:
-    lines = (pytester.path / report / "results.jsonl").read_text(encoding="utf-8").splitlines()
-    return {row["case_id"]: row for row in map(json.loads, lines)}
-
-
-def test_fewshot_math_example_passes_its_gate(pytester: pytest.Pytester, plugin_args: list[str]) -> None:
-    pytester.copy_example("fewshot_math")
-    result = pytester.runpytest("--prompt-suite", ".", "--prompt-report", "report", *plugin_args)
+def test_fewshot_math_example_passes_its_gate(suite: Suite, plugin_args: list[str]) -> None:
+    suite.pytester.copy_example("fewshot_math")
+    result = suite.run("--prompt-report", "report", *plugin_args, paths=["."])
     result.assert_outcomes(passed=6)
     assert result.ret == pytest.ExitCode.OK
-    result.stdout.fnmatch_lines(
-        ["*arithmetic*4*4*PASS*", "*multi-turn*2*2*PASS*", "promptsuite gate: PASSED"]
-    )
+    result.stdout.fnmatch_lines(["*arithmetic*4*4*PASS*", "*multi-turn*2*2*PASS*", "promptsuite gate: PASSED"])
 
 
-def test_results_record_the_exact_prompt_and_every_reply(pytester: pytest.Pytester) -> None:
-    pytester.copy_example("fewshot_math")
-    pytester.runpytest("--prompt-suite", ".", "--prompt-report", "report").assert_outcomes(passed=6)
-    rows = _rows(pytester)
+def test_results_record_the_exact_prompt_and_every_reply(suite: Suite) -> None:
+    suite.pytester.copy_example("fewshot_math")
+    suite.run("--prompt-report", "report", paths=["."]).assert_outcomes(passed=6)
+    rows = suite.by_id()
     assert rows["add-001"]["prompt"] == (
         "<|im_start|>system\nSolve the following questions. Answer with the number only.<|im_end|>\n"
         "<|im_start|>user\n2+2=?<|im_end|>\n<|im_start|>assistant\n4<|im_end|>\n"
@@ -48,34 +41,33 @@ def test_results_record_the_exact_prompt_and_every_reply(pytester: pytest.Pytest
     )
 
 
-def test_a_wrong_first_reply_feeds_the_next_turn(pytester: pytest.Pytester) -> None:
-    pytester.copy_example("fewshot_math")
-    rules = json.loads((pytester.path / "rules.json").read_text(encoding="utf-8"))
+def test_a_wrong_first_reply_feeds_the_next_turn(suite: Suite) -> None:
+    suite.pytester.copy_example("fewshot_math")
+    rules = json.loads((suite.path / "rules.json").read_text(encoding="utf-8"))
     for rule in rules["rules"]:
         if rule["reply"] == "7":
             rule["reply"] = "8"  # the second request now shows 8, which no rule expects
-    (pytester.path / "rules.json").write_text(json.dumps(rules), encoding="utf-8")
-    result = pytester.runpytest("--prompt-suite", ".", "--prompt-report", "report")
+    (suite.path / "rules.json").write_text(json.dumps(rules), encoding="utf-8")
+    result = suite.run("--prompt-report", "report", paths=["."])
     result.assert_outcomes(passed=5, failed=1)
-    assert _rows(pytester)["mt-double"]["replies"] == ["8", "I don't know."]
+    assert suite.by_id()["mt-double"]["replies"] == ["8", "I don't know."]
 
 
-def test_changing_the_shots_changes_the_prompt_hash(pytester: pytest.Pytester) -> None:
-    pytester.copy_example("fewshot_math")
-    pytester.runpytest("--prompt-suite", ".", "--prompt-report", "before")
-    config = pytester.path / "promptsuite.toml"
+def test_changing_the_shots_changes_the_prompt_hash(suite: Suite) -> None:
+    suite.pytester.copy_example("fewshot_math")
+    suite.run("--prompt-report", "before", paths=["."])
+    config = suite.path / "promptsuite.toml"
     config.write_text(
-        config.read_text(encoding="utf-8").replace("fix_id_list = [0, 1]", "fix_id_list = [2, 3]"),
-        encoding="utf-8",
+        config.read_text(encoding="utf-8").replace("fix_id_list = [0, 1]", "fix_id_list = [2, 3]"), encoding="utf-8"
     )
-    pytester.runpytest("--prompt-suite", ".", "--prompt-report", "after")
-    before, after = _rows(pytester, "before"), _rows(pytester, "after")
+    suite.run("--prompt-report", "after", paths=["."])
+    before, after = suite.by_id("before"), suite.by_id("after")
     assert before["add-001"]["prompt_hash"] != after["add-001"]["prompt_hash"]
     assert before["mt-double"]["prompt_hash"] == after["mt-double"]["prompt_hash"]
     assert after["add-001"]["outcome"] == "failed"  # the rule expects the original shots
 
 
-CHAT_CONFIG = """
+CHAT_CONFIG = """\
 [model]
 spec = "fake"
 
@@ -85,11 +77,10 @@ round = [{ role = "HUMAN", prompt = "{input} ({unit})" }, { role = "BOT", prompt
 """
 
 
-def test_chat_endpoint_gets_openai_messages(pytester: pytest.Pytester) -> None:
-    pytester.makefile(".toml", promptsuite=CHAT_CONFIG)
-    pytester.makefile(
-        ".jsonl",
-        cases=json.dumps(
+def test_chat_endpoint_gets_openai_messages(suite: Suite) -> None:
+    suite.config(CHAT_CONFIG)
+    suite.cases(
+        [
             {
                 "case_id": "c1",
                 "input": "How far?",
@@ -99,33 +90,27 @@ def test_chat_endpoint_gets_openai_messages(pytester: pytest.Pytester) -> None:
                 "must_include": ["How far? (km)"],
                 "must_not_include": ["SECRET"],
             }
-        ),
+        ]
     )
-    result = pytester.runpytest("--prompt-suite", ".", "--prompt-report", "report")
+    result = suite.run("--prompt-report", "report", paths=["."])
     result.assert_outcomes(passed=1)
-    assert _rows(pytester)["c1"]["prompt"] == [
+    assert suite.by_id()["c1"]["prompt"] == [
         {"role": "system", "content": "Be brief."},
         {"role": "user", "content": "How far? (km)"},
     ]
 
 
-def test_template_error_is_a_case_error_naming_the_role(pytester: pytest.Pytester) -> None:
-    pytester.makefile(
-        ".toml",
-        promptsuite="""
-[model]
-spec = "fake"
-endpoint = "completions"
-meta_template = "chatml"
-
-[template]
-prompt_template = { template = { round = [{ role = "NARRATOR", prompt = "{input}" }] } }
-""",
+def test_template_error_is_a_case_error_naming_the_role(suite: Suite) -> None:
+    suite.config(
+        {
+            "model": {"spec": "fake", "endpoint": "completions", "meta_template": "chatml"},
+            "template": {"prompt_template": {"template": {"round": [{"role": "NARRATOR", "prompt": "{input}"}]}}},
+        }
     )
-    pytester.makefile(".jsonl", cases=json.dumps({"case_id": "c1", "input": "hi", "slice": "s"}))
-    result = pytester.runpytest("--prompt-suite", ".", "--prompt-report", "report")
+    suite.cases([{"case_id": "c1", "input": "hi", "slice": "s"}])
+    result = suite.run("--prompt-report", "report", paths=["."])
     result.assert_outcomes(failed=1)
-    row = _rows(pytester)["c1"]
+    row = suite.by_id()["c1"]
     assert row["outcome"] == "error"
     assert "render:" in row["error"] and "'NARRATOR'" in row["error"]
 
@@ -133,10 +118,8 @@ prompt_template = { template = { round = [{ role = "NARRATOR", prompt = "{input}
 def test_render_command_shows_what_each_case_sends(
     pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    suite = pytester.copy_example("fewshot_math")
-    assert (
-        main(["render", "--prompt-suite", str(suite), "--case-id", "mul-001", "--case-id", "mt-double"]) == 0
-    )
+    folder = pytester.copy_example("fewshot_math")
+    assert main(["render", "--prompt-suite", str(folder), "--case-id", "mul-001", "--case-id", "mt-double"]) == 0
     shown = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [s["case_id"] for s in shown] == ["mul-001", "mt-double"]
     assert shown[0]["prompt"].endswith("<|im_start|>user\n7*6=?<|im_end|>\n<|im_start|>assistant\n")
@@ -163,44 +146,30 @@ def pytest_promptsuite_make_retriever(name, params):
 """
 
 
-def test_a_plugin_retriever_picks_the_examples(pytester: pytest.Pytester) -> None:
-    pytester.makeconftest(RETRIEVER_CONFTEST)
-    pytester.makefile(
-        ".toml",
-        promptsuite="""
-[suite]
-cases = ["cases.jsonl"]
-train = "train.jsonl"
-[model]
-endpoint = "completions"
-[template]
-retriever = { type = "LastKRetriever", k = 2 }
-ice_template = { template = "</E>{input} = {answer}", ice_token = "</E>" }
-""",
+def test_a_plugin_retriever_picks_the_examples(suite: Suite) -> None:
+    suite.pytester.makeconftest(RETRIEVER_CONFTEST)
+    suite.config(
+        {
+            "suite": {"cases": ["cases.jsonl"], "train": "train.jsonl"},
+            "model": {"endpoint": "completions"},
+            "template": {
+                "retriever": {"type": "LastKRetriever", "k": 2},
+                "ice_template": {"template": "</E>{input} = {answer}", "ice_token": "</E>"},
+            },
+        }
     )
-    pytester.makefile(
-        ".jsonl", train="\n".join(json.dumps({"input": f"{i}+{i}", "answer": str(2 * i)}) for i in range(4))
-    )
-    pytester.makefile(
-        ".jsonl", cases=json.dumps({"case_id": "c1", "input": "5+5", "answer": "10", "slice": "s"})
-    )
-    result = pytester.runpytest("--prompt-suite", ".", "--prompt-report", "report")
+    suite.cases([{"input": f"{i}+{i}", "answer": str(2 * i)} for i in range(4)], "train.jsonl")
+    suite.cases([{"case_id": "c1", "input": "5+5", "answer": "10", "slice": "s"}])
+    result = suite.run("--prompt-report", "report", paths=["."])
     result.assert_outcomes(passed=1)
-    assert _rows(pytester)["c1"]["prompt"] == "2+2 = 4\n3+3 = 6\n5+5 = "
+    assert suite.by_id()["c1"]["prompt"] == "2+2 = 4\n3+3 = 6\n5+5 = "
 
 
-def test_an_unknown_retriever_stops_collection(pytester: pytest.Pytester) -> None:
+def test_an_unknown_retriever_stops_collection(suite: Suite) -> None:
     """A static prompt error: nothing runs (it used to end each case as an error)."""
-    pytester.makefile(
-        ".toml",
-        promptsuite="""
-[template]
-retriever = { type = "NopeRetriever" }
-prompt_template = { template = "{input}" }
-""",
-    )
-    pytester.makefile(".jsonl", cases=json.dumps({"case_id": "c1", "input": "hi", "slice": "s"}))
-    result = pytester.runpytest("--prompt-suite", ".", "--prompt-report", "report")
+    suite.config({"template": {"retriever": {"type": "NopeRetriever"}, "prompt_template": {"template": "{input}"}}})
+    suite.cases([{"case_id": "c1", "input": "hi", "slice": "s"}])
+    result = suite.run("--prompt-report", "report", paths=["."])
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*template.retriever.type: unknown retriever 'NopeRetriever'*"])
-    assert not (pytester.path / "report" / "results.jsonl").exists()
+    assert not (suite.path / "report" / "results.jsonl").exists()

@@ -4,18 +4,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from pytest_promptsuite.cli.main import main
-
-
-def _report(pytester: pytest.Pytester, name: str = "report") -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    folder = pytester.path / name
-    summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
-    rows = [json.loads(line) for line in (folder / "results.jsonl").read_text(encoding="utf-8").splitlines()]
-    return summary, rows
+from tests.suite import Suite
 
 
 @pytest.fixture
@@ -24,20 +17,25 @@ def support_bot(pytester: pytest.Pytester) -> Path:
 
 
 @pytest.mark.usefixtures("support_bot")
-def test_every_case_runs_once_per_variant(pytester: pytest.Pytester, plugin_args: list[str]) -> None:
-    result = pytester.runpytest("--prompt-suite", ".", "--prompt-report", "report", *plugin_args)
+def test_every_case_runs_once_per_variant(suite: Suite, plugin_args: list[str]) -> None:
+    result = suite.run("--prompt-report", "report", *plugin_args, paths=["."])
     result.assert_outcomes(passed=12, failed=6)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    summary, rows = _report(pytester)
+    summary, rows = suite.summary(), suite.rows()
     assert sorted((r["case_id"], r["variant"]) for r in rows if r["case_id"] == "inject-001") == [
-        ("inject-001", "v1"), ("inject-001", "v2")]
+        ("inject-001", "v1"),
+        ("inject-001", "v2"),
+    ]
     compared = summary["compared_variants"]
     assert compared["variants"] == ["v1", "v2"]
     table = {(s["slice"], s["variant"]): (s["passed"], s["cases"], s["gate"]) for s in compared["slices"]}
     assert table == {
-        ("信息不足", "v1"): (0, 3, "fail"), ("信息不足", "v2"): (3, 3, "pass"),
-        ("提示词注入", "v1"): (3, 3, "pass"), ("提示词注入", "v2"): (0, 3, "fail"),
-        ("退款", "v1"): (3, 3, "pass"), ("退款", "v2"): (3, 3, "pass"),
+        ("信息不足", "v1"): (0, 3, "fail"),
+        ("信息不足", "v2"): (3, 3, "pass"),
+        ("提示词注入", "v1"): (3, 3, "pass"),
+        ("提示词注入", "v2"): (0, 3, "fail"),
+        ("退款", "v1"): (3, 3, "pass"),
+        ("退款", "v2"): (3, 3, "pass"),
     }
     # flips from v1 to v2, paired by case: 3 regressions in injection, 3 fixes in 信息不足
     assert compared["flips_by_slice"]["提示词注入"] == {"regressions": 3, "fixes": 0, "p_value": 0.25}
@@ -75,13 +73,12 @@ def test_terminal_shows_variants_side_by_side(pytester: pytest.Pytester) -> None
 
 
 @pytest.mark.usefixtures("support_bot")
-def test_select_one_variant(pytester: pytest.Pytester) -> None:
-    result = pytester.runpytest("--prompt-suite", ".", "--prompt-variant", "v2", "--prompt-report", "report")
+def test_select_one_variant(suite: Suite) -> None:
+    result = suite.run("--prompt-variant", "v2", "--prompt-report", "report", paths=["."])
     result.assert_outcomes(passed=6, failed=3)
-    _, rows = _report(pytester)
-    assert {r["variant"] for r in rows} == {"v2"}
+    assert {r["variant"] for r in suite.rows()} == {"v2"}
     # -k works on the variant suffix too
-    pytester.runpytest("--prompt-suite", ".", "-k", "v1 and 退款").assert_outcomes(passed=3, deselected=15)
+    suite.run("-k", "v1 and 退款", paths=["."]).assert_outcomes(passed=3, deselected=15)
 
 
 @pytest.mark.usefixtures("support_bot")
@@ -92,21 +89,21 @@ def test_unknown_variant_fails_collection(pytester: pytest.Pytester) -> None:
     result.stdout.no_fnmatch_line("*Traceback*")
 
 
-def test_variants_of_a_template_file(pytester: pytest.Pytester) -> None:
+def test_variants_of_a_template_file(suite: Suite) -> None:
     """Variants that each point at a template file with the delimiters renderer."""
-    (pytester.path / "prompts").mkdir()
-    (pytester.path / "prompts" / "v1.txt").write_text('Answer as JSON {"q": "<input>"}', encoding="utf-8")
-    (pytester.path / "prompts" / "v2.txt").write_text('Say hi. {"q": "<input>"}', encoding="utf-8")
-    pytester.makefile(
-        ".toml",
-        promptsuite='[template]\nrenderer = { type = "delimiters", start = "<", end = ">" }\n'
-        '[variants.v1]\ntemplate_file = "prompts/v1.txt"\n[variants.v2]\ntemplate_file = "prompts/v2.txt"\n',
+    suite.write("prompts/v1.txt", 'Answer as JSON {"q": "<input>"}')
+    suite.write("prompts/v2.txt", 'Say hi. {"q": "<input>"}')
+    suite.config(
+        {
+            "template": {"renderer": {"type": "delimiters", "start": "<", "end": ">"}},
+            "variants.v1": {"template_file": "prompts/v1.txt"},
+            "variants.v2": {"template_file": "prompts/v2.txt"},
+        }
     )
-    pytester.makefile(".jsonl", cases='{"case_id": "a", "input": "x", "slice": "s", "must_include": ["JSON"]}')
-    result = pytester.runpytest("--prompt-suite", "cases.jsonl", "--prompt-report", "report")
+    suite.cases([{"case_id": "a", "input": "x", "slice": "s", "must_include": ["JSON"]}])
+    result = suite.run("--prompt-report", "report")
     result.assert_outcomes(passed=1, failed=1)
-    _, rows = _report(pytester)
-    prompts = {r["variant"]: r["prompt"] for r in rows}
+    prompts = {r["variant"]: r["prompt"] for r in suite.rows()}
     assert prompts == {"v1": 'Answer as JSON {"q": "x"}', "v2": 'Say hi. {"q": "x"}'}
 
 
@@ -115,7 +112,8 @@ def test_render_shows_each_variant(support_bot: Path, capsys: pytest.CaptureFixt
     shown = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [s["variant"] for s in shown] == ["v1", "v2"]
     assert shown[0]["prompt"] != shown[1]["prompt"]
-    assert main(["render", "--prompt-suite", str(support_bot), "--case-id", "inject-001",
-                 "--prompt-variant", "v2"]) == 0
+    assert (
+        main(["render", "--prompt-suite", str(support_bot), "--case-id", "inject-001", "--prompt-variant", "v2"]) == 0
+    )
     [only] = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert only["variant"] == "v2" and only["prompt"] == shown[1]["prompt"]

@@ -31,8 +31,7 @@ SECRET = "sk-test-DO-NOT-LEAK-0123456789"
 
 
 def _endpoint(server: LoopbackServer) -> OpenAIModel:
-    return OpenAIModel("m", base_url=server.base_url, api_key=SECRET,
-                       retry=RetryPolicy(max_retries=0))
+    return OpenAIModel("m", base_url=server.base_url, api_key=SECRET, retry=RetryPolicy(max_retries=0))
 
 
 # -- keys ---------------------------------------------------------------------------------------
@@ -61,13 +60,13 @@ def test_the_key_covers_what_changes_the_answer() -> None:
     assert len(key) == 64
 
 
-def test_the_key_ignores_concurrency_retries_timeouts_and_the_api_key(
-    loopback: LoopbackServer,
-) -> None:
-    one = CachingModel(OpenAIModel("m", base_url=loopback.base_url, api_key="sk-a", timeout_s=1,
-                                   retry=RetryPolicy(max_retries=0)))
-    two = CachingModel(OpenAIModel("m", base_url=loopback.base_url, api_key="sk-b", timeout_s=60,
-                                   retry=RetryPolicy(max_retries=5)))
+def test_the_key_ignores_concurrency_retries_timeouts_and_the_api_key(loopback: LoopbackServer) -> None:
+    one = CachingModel(
+        OpenAIModel("m", base_url=loopback.base_url, api_key="sk-a", timeout_s=1, retry=RetryPolicy(max_retries=0))
+    )
+    two = CachingModel(
+        OpenAIModel("m", base_url=loopback.base_url, api_key="sk-b", timeout_s=60, retry=RetryPolicy(max_retries=5))
+    )
     request = ModelRequest("hi")
 
     assert cache_key(one.identity, request) == cache_key(two.identity, request)
@@ -85,8 +84,7 @@ def test_a_hit_has_no_latency_but_the_file_keeps_it(tmp_path: Path) -> None:
     hit = cache.get("ab" + "0" * 62)
     stored = json.loads((tmp_path / "cache/v1/ab" / f"{'ab' + '0' * 62}.json").read_text())
 
-    assert hit == Response(text="hello", finish_reason="stop", usage=Usage(1, 2, 3),
-                           latency_ms=None, cached=True)
+    assert hit == Response(text="hello", finish_reason="stop", usage=Usage(1, 2, 3), latency_ms=None, cached=True)
     assert stored["response"]["latency_ms"] == 12.5
     assert stored["case_id"] == "c-1"
     assert (tmp_path / "cache/.gitignore").read_text().splitlines()[-1] == "*"
@@ -109,8 +107,9 @@ def test_a_damaged_entry_is_a_miss(tmp_path: Path) -> None:
     assert cache.get("ab" * 32) is None
 
 
-def test_a_second_call_is_answered_from_the_cache(tmp_path: Path, loopback: LoopbackServer,
-                                                  runner: ModelRunner) -> None:
+def test_a_second_call_is_answered_from_the_cache(
+    tmp_path: Path, loopback: LoopbackServer, runner: ModelRunner
+) -> None:
     model = CachingModel(_endpoint(loopback), cache=ResponseCache(tmp_path))
     first = runner.call(model, ModelRequest("hello", case_id="c-1"))
     second = runner.call(model, ModelRequest("hello", case_id="c-1"))
@@ -118,13 +117,13 @@ def test_a_second_call_is_answered_from_the_cache(tmp_path: Path, loopback: Loop
 
     assert loopback.stats.requests == 2  # the first call and repeat 1; not the second call
     assert first.latency_ms is not None and not first.cached
-    assert second == Response(text="hello", finish_reason="stop", usage=first.usage,
-                              latency_ms=None, cached=True)
+    assert second == Response(text="hello", finish_reason="stop", usage=first.usage, latency_ms=None, cached=True)
     assert not other_repeat.cached
 
 
-def test_the_runner_stores_answers_on_the_main_thread(tmp_path: Path, loopback: LoopbackServer,
-                                                      runner: ModelRunner) -> None:
+def test_the_runner_stores_answers_on_the_main_thread(
+    tmp_path: Path, loopback: LoopbackServer, runner: ModelRunner
+) -> None:
     model = runner.attach(_endpoint(loopback), stores=ResponseStores(cache=ResponseCache(tmp_path)))
     requests = [ModelRequest(f"held {i}", case_id=f"c-{i}") for i in range(3)]
     for request in requests:
@@ -155,8 +154,10 @@ def test_the_runner_looks_up_stored_answers_on_the_callers_thread(tmp_path: Path
     recording.finalize()
     calls_so_far = loopback.stats.requests
 
-    for stores in (ResponseStores(cache=ResponseCache(tmp_path / "cache")),
-                   ResponseStores(replay=Cassette(cassette, "replay"))):
+    for stores in (
+        ResponseStores(cache=ResponseCache(tmp_path / "cache")),
+        ResponseStores(replay=Cassette(cassette, "replay")),
+    ):
         runner = ModelRunner()
         model = runner.attach(_endpoint(loopback), stores=stores)
         runner.prefetch(model, request, key="c-1")
@@ -168,8 +169,9 @@ def test_the_runner_looks_up_stored_answers_on_the_callers_thread(tmp_path: Path
 
 
 @pytest.mark.parametrize("script", ["[[400]]", "[[empty]]"])
-def test_errors_and_empty_outputs_are_asked_again(tmp_path: Path, loopback: LoopbackServer,
-                                                  runner: ModelRunner, script: str) -> None:
+def test_errors_and_empty_outputs_are_asked_again(
+    tmp_path: Path, loopback: LoopbackServer, runner: ModelRunner, script: str
+) -> None:
     model = CachingModel(_endpoint(loopback), cache=ResponseCache(tmp_path))
     request = ModelRequest(f"x {script}")
     try:
@@ -185,8 +187,7 @@ def test_errors_and_empty_outputs_are_asked_again(tmp_path: Path, loopback: Loop
 # -- cassettes --------------------------------------------------------------------------------
 
 
-def test_record_then_replay_without_the_server(tmp_path: Path, loopback: LoopbackServer,
-                                               runner: ModelRunner) -> None:
+def test_record_then_replay_without_the_server(tmp_path: Path, loopback: LoopbackServer, runner: ModelRunner) -> None:
     path = tmp_path / "cassette.jsonl"
     recording = Cassette(path, "record")
     recording.start()
@@ -205,12 +206,10 @@ def test_record_then_replay_without_the_server(tmp_path: Path, loopback: Loopbac
     entries = [json.loads(line) for line in path.read_text().splitlines()]
     assert [e["case_id"] for e in entries] == ["a-1", "b-2"]  # sorted, for readable diffs
     assert entries[0]["response"]["latency_ms"] > 0
-    assert entries[0]["model"] == {"model": "openai:m", "base_url": loopback.base_url,
-                                   "endpoint": "chat"}
+    assert entries[0]["model"] == {"model": "openai:m", "base_url": loopback.base_url, "endpoint": "chat"}
 
 
-def test_a_replay_miss_names_the_case(tmp_path: Path, loopback: LoopbackServer,
-                                      runner: ModelRunner) -> None:
+def test_a_replay_miss_names_the_case(tmp_path: Path, loopback: LoopbackServer, runner: ModelRunner) -> None:
     path = tmp_path / "empty.jsonl"
     path.write_text("")
     replayer = CachingModel(_endpoint(loopback), replay=Cassette(path, "replay"))
@@ -238,13 +237,11 @@ def test_a_missing_cassette_is_a_config_error(tmp_path: Path) -> None:
         Cassette(tmp_path / "nope.jsonl", "replay")
 
 
-def test_the_secret_reaches_no_file(tmp_path: Path, loopback: LoopbackServer,
-                                    runner: ModelRunner) -> None:
+def test_the_secret_reaches_no_file(tmp_path: Path, loopback: LoopbackServer, runner: ModelRunner) -> None:
     loopback.knobs.api_key = SECRET
     cassette = Cassette(tmp_path / "rec" / "cassette.jsonl", "record")
     cassette.start()
-    model = CachingModel(_endpoint(loopback), cache=ResponseCache(tmp_path / "cache"),
-                         record=cassette)
+    model = CachingModel(_endpoint(loopback), cache=ResponseCache(tmp_path / "cache"), record=cassette)
     for i in range(3):
         runner.call(model, ModelRequest(f"q {i}", case_id=f"c-{i}"))
     cassette.finalize()

@@ -58,15 +58,25 @@ NEAR = {
 RULES = {
     "unknown key",
     *(f"missing required field {key!r}" for key in ("case_id", "input", "slice")),
-    *(f"{key!r} {rule}" for key in ("case_id", "slice")
-      for rule in ("must be a string", "is empty", "must be one line")),
+    *(
+        f"{key!r} {rule}"
+        for key in ("case_id", "slice")
+        for rule in ("must be a string", "is empty", "must be one line")
+    ),
     "'input' is empty",
     "'input' is an empty list (a multi-turn case needs at least one turn)",
     "'input[i]' must be a string",
     "'input[i]' is empty (every turn needs text, as 'input' does)",
     "'input' must be a string or a list of strings",
-    *(rule for key in ("must_include", "must_not_include", "tags") for rule in (
-        f"{key!r} must be a list of strings", f"'{key}[i]' must be a string", f"'{key}[i]' is an empty string")),
+    *(
+        rule
+        for key in ("must_include", "must_not_include", "tags")
+        for rule in (
+            f"{key!r} must be a list of strings",
+            f"'{key}[i]' must be a string",
+            f"'{key}[i]' is an empty string",
+        )
+    ),
     "'vars' must be an object",
     "'metadata' must be an object",
     "'answer' must be a string or a list",
@@ -123,9 +133,20 @@ def test_the_loader_and_the_schema_accept_the_same_lines_and_every_rule_is_tried
 @pytest.mark.parametrize(
     "change",
     [
-        {"case_id": "a b"}, {"input": [" x", "y "]}, {"threshold": 0}, {"threshold": 1}, {"threshold": 0.25},
-        {"answer": None}, {"answer": ["a", 1]}, {"review": ""}, {"review": True}, {"must_include": []},
-        {"vars": {"k": [1, {"x": None}]}}, {"assert": [{}]}, {"input": "\u2028x"}, {"slice": "\xa0s"},
+        {"case_id": "a b"},
+        {"input": [" x", "y "]},
+        {"threshold": 0},
+        {"threshold": 1},
+        {"threshold": 0.25},
+        {"answer": None},
+        {"answer": ["a", 1]},
+        {"review": ""},
+        {"review": True},
+        {"must_include": []},
+        {"vars": {"k": [1, {"x": None}]}},
+        {"assert": [{}]},
+        {"input": "\u2028x"},
+        {"slice": "\xa0s"},
     ],
 )
 def test_boundary_lines_are_accepted_by_both(change: dict[str, Any]) -> None:

@@ -101,38 +101,25 @@ def test_a_case_built_in_code_is_checked_as_a_line_is() -> None:
             id="invalid-json",
         ),
         pytest.param(
-            GOOD + "\n[1, 2]\n",
-            ["bad.jsonl:2: a case must be a JSON object, got a list"],
-            id="not-an-object",
+            GOOD + "\n[1, 2]\n", ["bad.jsonl:2: a case must be a JSON object, got a list"], id="not-an-object"
         ),
         pytest.param(
-            GOOD + '\n"text"\n',
-            ["bad.jsonl:2: a case must be a JSON object, got a string"],
-            id="a-string-line",
+            GOOD + '\n"text"\n', ["bad.jsonl:2: a case must be a JSON object, got a string"], id="a-string-line"
         ),
         pytest.param("null\n", ["bad.jsonl:1: the line is null, not a case object"], id="null"),
         pytest.param(
-            '{"case_id": "a", "input": "x"}\n',
-            ["bad.jsonl:1: missing required field 'slice'"],
-            id="missing-slice",
+            '{"case_id": "a", "input": "x"}\n', ["bad.jsonl:1: missing required field 'slice'"], id="missing-slice"
         ),
         pytest.param(
             '{"slice": "s"}\n',
-            [
-                "bad.jsonl:1: missing required field 'case_id'",
-                "bad.jsonl:1: missing required field 'input'",
-            ],
+            ["bad.jsonl:1: missing required field 'case_id'", "bad.jsonl:1: missing required field 'input'"],
             id="missing-two",
         ),
         pytest.param(
-            '{"case_id": "", "input": "x", "slice": "s"}\n',
-            ["bad.jsonl:1: 'case_id' is empty"],
-            id="empty-case-id",
+            '{"case_id": "", "input": "x", "slice": "s"}\n', ["bad.jsonl:1: 'case_id' is empty"], id="empty-case-id"
         ),
         pytest.param(
-            '{"case_id": "a", "input": "   ", "slice": "s"}\n',
-            ["bad.jsonl:1: 'input' is empty"],
-            id="empty-input",
+            '{"case_id": "a", "input": "   ", "slice": "s"}\n', ["bad.jsonl:1: 'input' is empty"], id="empty-input"
         ),
         pytest.param(
             '{"case_id": "a", "input": [], "slice": "s"}\n',
@@ -140,9 +127,7 @@ def test_a_case_built_in_code_is_checked_as_a_line_is() -> None:
             id="empty-turns",
         ),
         pytest.param(
-            '{"case_id": "a", "input": "x", "slice": ""}\n',
-            ["bad.jsonl:1: 'slice' is empty"],
-            id="empty-slice",
+            '{"case_id": "a", "input": "x", "slice": ""}\n', ["bad.jsonl:1: 'slice' is empty"], id="empty-slice"
         ),
         pytest.param(
             '{"case_id": 12, "input": "x", "slice": "s"}\n',
@@ -219,10 +204,14 @@ def test_a_case_built_in_code_is_checked_as_a_line_is() -> None:
             ["bad.jsonl:2: invalid JSON: Unexpected UTF-8 BOM (decode using utf-8-sig) (column 1)"],
             id="bom-past-the-start",
         ),
-        pytest.param("", ["bad.jsonl:1: the file has no cases (a case file needs one JSON object a line)"],
-                     id="empty-file"),
-        pytest.param("\n\n  \n", ["bad.jsonl:1: the file has no cases (a case file needs one JSON object a line)"],
-                     id="blank-file"),
+        pytest.param(
+            "", ["bad.jsonl:1: the file has no cases (a case file needs one JSON object a line)"], id="empty-file"
+        ),
+        pytest.param(
+            "\n\n  \n",
+            ["bad.jsonl:1: the file has no cases (a case file needs one JSON object a line)"],
+            id="blank-file",
+        ),
     ],
 )
 def test_bad_input_names_path_and_line(tmp_path: Path, text: str, expected: list[str]) -> None:
@@ -231,9 +220,7 @@ def test_bad_input_names_path_and_line(tmp_path: Path, text: str, expected: list
 
 def test_not_utf8_names_line_and_byte(tmp_path: Path) -> None:
     path = _write(tmp_path, GOOD.encode() + b'\n{"case_id": "b", "input": "\xff", "slice": "s"}\n')
-    assert _problems(path) == [
-        "bad.jsonl:2: not valid UTF-8 (byte 0xff at column 28); save the file as UTF-8"
-    ]
+    assert _problems(path) == ["bad.jsonl:2: not valid UTF-8 (byte 0xff at column 28); save the file as UTF-8"]
 
 
 def test_every_problem_is_reported_not_only_the_first(tmp_path: Path) -> None:
@@ -264,6 +251,4 @@ def test_duplicate_across_files_names_both(tmp_path: Path) -> None:
 
 
 def test_missing_file(tmp_path: Path) -> None:
-    assert _problems(tmp_path / "nope.jsonl") == [
-        "nope.jsonl:1: cannot read the case file: No such file or directory"
-    ]
+    assert _problems(tmp_path / "nope.jsonl") == ["nope.jsonl:1: cannot read the case file: No such file or directory"]

@@ -71,12 +71,7 @@ ORDER = '{"refund": {"amount": 12, "currency": "EUR", "items": [{"sku": "A"}, {"
     [
         ("$.refund.amount", 12, True, "$.refund.amount: expected equals 12; found 12"),
         ("$.refund.amount", 12.0, True, "found 12"),
-        (
-            "$.refund.amount",
-            "12",
-            False,
-            "$.refund.amount: expected equals '12'; found 12 (a number, not a string)",
-        ),
+        ("$.refund.amount", "12", False, "$.refund.amount: expected equals '12'; found 12 (a number, not a string)"),
         ("$.refund.currency", "EUR", True, "found 'EUR'"),
         ("$.refund.items[1].sku", "B", True, "found 'B'"),
         ("$['refund']['items'][-1]['sku']", "B", True, "found 'B'"),
@@ -84,9 +79,7 @@ ORDER = '{"refund": {"amount": 12, "currency": "EUR", "items": [{"sku": "A"}, {"
         ("$.refund", {"amount": 12}, False, 'expected equals {"amount":12}; found {"amount":12,'),
     ],
 )
-def test_equals_through_a_path_compares_json_values(
-    path: str, value: Any, passes: bool, message: str
-) -> None:
+def test_equals_through_a_path_compares_json_values(path: str, value: Any, passes: bool, message: str) -> None:
     [result] = evaluate(_case([{"type": "equals", "path": path, "value": value}]), ORDER)
     assert result.passed is passes
     assert message in result.message
@@ -178,8 +171,7 @@ def test_case_threshold_weighs_the_assert_entries(threshold: float, outcome: str
     assert last.name == "threshold"
     assert last.score == pytest.approx(1 / 3)
     assert last.message == (
-        f"case: expected a weighted share >= {threshold:g}; "
-        "found 1 of 2 passed, weighted share 0.33 (failed: equals)"
+        f"case: expected a weighted share >= {threshold:g}; found 1 of 2 passed, weighted share 0.33 (failed: equals)"
     )
     assert outcome_of(case, results, error=None).value == outcome
 
@@ -206,22 +198,16 @@ def test_assert_set_passes_on_its_own_threshold() -> None:
     assert [r.gating for r in results] == [False, False, True, True]
     assert results[1].details == {"in": "assert[0] assert-set"}
     assert results[3].message == (
-        "assert[0]: expected a weighted share >= 0.5; "
-        "found 1 of 2 passed, weighted share 0.50 (failed: contains)"
+        "assert[0]: expected a weighted share >= 0.5; found 1 of 2 passed, weighted share 0.50 (failed: contains)"
     )
     assert outcome_of(case, results, error=None).value == "passed"
 
 
 def test_assert_set_without_threshold_needs_every_member() -> None:
-    entry = {
-        "type": "assert-set",
-        "assert": [{"type": "contains", "value": "a"}, {"type": "contains", "value": "z"}],
-    }
+    entry = {"type": "assert-set", "assert": [{"type": "contains", "value": "a"}, {"type": "contains", "value": "z"}]}
     case = _case([entry])
     results = evaluate(case, "abc")
-    assert results[-1].message.startswith(
-        "assert[0]: expected every weighted check passes; found 1 of 2 passed"
-    )
+    assert results[-1].message.startswith("assert[0]: expected every weighted check passes; found 1 of 2 passed")
     assert outcome_of(case, results, error=None).value == "failed"
 
 
@@ -235,14 +221,15 @@ def test_assert_set_counts_in_the_case_threshold_with_its_weight() -> None:
 
 
 def test_suite_checks_apply_by_slice_and_gate_on_their_own() -> None:
-    config = validate(SuiteConfig,
+    config = validate(
+        SuiteConfig,
         {
             "checks": [
                 {"slice": "*", "assert": [{"type": "not-contains", "value": "sk-"}]},
                 {"slice": "json-*", "assert": [{"type": "is-json"}]},
                 {"slice": "other", "assert": [{"type": "contains", "value": "never"}]},
             ]
-        }
+        },
     )
     suite = compile_suite_checks(config.checks, make_builtin_check, base_dir=config.root, source="promptsuite.toml")
     evaluator = Evaluator(suite=suite)
@@ -278,12 +265,7 @@ def test_bad_suite_checks_name_the_config_and_the_entry() -> None:
         (False, [{"type": "human-review", "value": "legal wording", "weight": 0}], False, "passed"),
         (True, [{"type": "contains", "value": "zzz"}], False, "failed"),
         (True, [], True, "failed"),
-        (
-            False,
-            [{"type": "human-review", "value": "x"}, {"type": "contains", "value": "zz"}],
-            False,
-            "failed",
-        ),
+        (False, [{"type": "human-review", "value": "x"}, {"type": "contains", "value": "zz"}], False, "failed"),
         (False, [{"type": "human-review", "value": "legal wording"}], True, "failed"),
     ],
 )
@@ -298,15 +280,9 @@ def test_review_marks(review: Any, entries: list[dict[str, Any]], review_fails: 
 
 
 def test_human_review_marks_a_case_with_a_threshold_and_is_not_weighed() -> None:
-    case = _case(
-        [{"type": "human-review", "value": "tone"}, {"type": "contains", "value": "a"}], threshold=1.0
-    )
+    case = _case([{"type": "human-review", "value": "tone"}, {"type": "contains", "value": "a"}], threshold=1.0)
     results = evaluate(case, "abc")
-    assert [(r.name, r.gating) for r in results] == [
-        ("contains", False),
-        ("human-review", True),
-        ("threshold", True),
-    ]
+    assert [(r.name, r.gating) for r in results] == [("contains", False), ("human-review", True), ("threshold", True)]
     assert results[-1].message.endswith("found 1 of 1 passed, weighted share 1.00")
     assert outcome_of(case, results, error=None).value == "review"
 
@@ -339,26 +315,17 @@ def _judge(reply: str) -> ModelJudge:
 @pytest.mark.parametrize(
     ("reply", "threshold", "passes", "found"),
     [
-        (
-            '{"reason": "Polite and complete.", "pass": true, "score": 0.9}',
-            None,
-            True,
-            "pass, score 0.9: Polite",
-        ),
+        ('{"reason": "Polite and complete.", "pass": true, "score": 0.9}', None, True, "pass, score 0.9: Polite"),
         ('Verdict: {"reason": "Rude.", "pass": false, "score": 0.2}', None, False, "fail, score 0.2: Rude."),
         ('{"reason": "Mostly fine.", "pass": true, "score": 0.6}', 0.8, False, "pass, score 0.6"),
         ('{"reason": "ok", "pass": true}', 0.8, True, "pass, score 1: ok"),
     ],
 )
-def test_llm_rubric_records_the_judges_verdict(
-    reply: str, threshold: float | None, passes: bool, found: str
-) -> None:
+def test_llm_rubric_records_the_judges_verdict(reply: str, threshold: float | None, passes: bool, found: str) -> None:
     entry: dict[str, Any] = {"type": "llm-rubric", "value": "Is polite"}
     if threshold is not None:
         entry["threshold"] = threshold
-    [result] = Evaluator(judge=_judge(reply), judge_name="fake:judge.json").evaluate(
-        _case([entry]), "Thanks!"
-    )
+    [result] = Evaluator(judge=_judge(reply), judge_name="fake:judge.json").evaluate(_case([entry]), "Thanks!")
     assert result.passed is passes
     assert result.layer == "metric"
     assert found in result.message
@@ -387,10 +354,7 @@ def test_llm_rubric_sends_the_rubric_and_the_output() -> None:
     ("judge", "found"),
     [
         (None, "no judge model: configure [models.judge]"),
-        (
-            lambda prompt: "I think it is fine",
-            "an unreadable judge reply (no JSON object with a boolean 'pass'",
-        ),
+        (lambda prompt: "I think it is fine", "an unreadable judge reply (no JSON object with a boolean 'pass'"),
         (lambda prompt: '{"pass": true, "score": "high"}', "'score' is 'high', not a number"),
     ],
 )
@@ -409,8 +373,7 @@ def test_llm_rubric_judge_errors_fail_the_check() -> None:
 
 def test_case_result_round_trips_scores_and_details() -> None:
     results = evaluate(
-        _case([{"type": "similar", "value": "abc"}, {"type": "equals", "path": "$.a", "value": 1}]),
-        '{"a": 1}',
+        _case([{"type": "similar", "value": "abc"}, {"type": "equals", "path": "$.a", "value": 1}]), '{"a": 1}'
     )
     row = CaseResult("c", "s", "failed", checks=results)
     again = CaseResult.from_json(row.to_json())
@@ -422,10 +385,23 @@ def test_case_result_round_trips_every_field() -> None:
     """Each field set to a value no other field has: ``from_dict`` builds the row positionally, so a
     field added out of order would land in its neighbour's place."""
     row = CaseResult(
-        "c", "s", "review", location=CaseLocation(Path("cases.jsonl"), 7), variant="v2", repeat=3,
-        output="out", checks=(CheckResult("content", "must_include", True, "found 'o'"),), error="boom",
-        prompt=[{"role": "user", "content": "p"}], prompt_hash="abc123", latency_ms=12.5,
-        usage={"prompt_tokens": 4}, tags=("t1",), metadata={"m": 1}, replies=("r1", "out"), cached=True,
+        "c",
+        "s",
+        "review",
+        location=CaseLocation(Path("cases.jsonl"), 7),
+        variant="v2",
+        repeat=3,
+        output="out",
+        checks=(CheckResult("content", "must_include", True, "found 'o'"),),
+        error="boom",
+        prompt=[{"role": "user", "content": "p"}],
+        prompt_hash="abc123",
+        latency_ms=12.5,
+        usage={"prompt_tokens": 4},
+        tags=("t1",),
+        metadata={"m": 1},
+        replies=("r1", "out"),
+        cached=True,
     )
     assert {f.name for f in dataclasses.fields(CaseResult)} == set(row.to_dict()) - {"format_version"}
     assert CaseResult.from_json(row.to_json()) == row

@@ -113,13 +113,7 @@ CASES: list[tuple[str, dict[str, Any], Any, bool, str]] = [
     ),
     ("word-count", {"type": "word-count", "value": {"min": 2, "max": 3}}, "one two three", True, "3 words"),
     ("word-count-exact", {"type": "word-count", "value": 2}, "one two three", False, "exactly 2 words"),
-    (
-        "not-word-count",
-        {"type": "not-word-count", "value": {"max": 1}},
-        "one two",
-        True,
-        "not at most 1 words",
-    ),
+    ("not-word-count", {"type": "not-word-count", "value": {"max": 1}}, "one two", True, "not at most 1 words"),
     ("char-count", {"type": "char-count", "value": {"max": 5}}, "abcdef", False, "found 6 chars"),
     ("char-count-ok", {"type": "char-count", "value": {"min": 1}}, "ab", True, "at least 1 chars"),
     (
@@ -154,41 +148,17 @@ CASES: list[tuple[str, dict[str, Any], Any, bool, str]] = [
     ("equals", {"type": "equals", "value": "Hello"}, "Hello", True, "an equal output"),
     ("equals-bad", {"type": "equals", "value": "Hello"}, "Help!", False, "first difference at offset 3"),
     ("not-equals", {"type": "not-equals", "value": "Hello"}, "Hi", True, "expected not equals 'Hello'"),
-    (
-        "equals-json",
-        {"type": "equals", "value": {"a": [1, True]}},
-        '{"a": [1.0, true]}',
-        True,
-        '{"a":[1.0,true]}',
-    ),
+    ("equals-json", {"type": "equals", "value": {"a": [1, True]}}, '{"a": [1.0, true]}', True, '{"a":[1.0,true]}'),
     ("equals-json-type", {"type": "equals", "value": {"a": 1}}, '{"a": true}', False, '{"a":true}'),
     ("contains", {"type": "contains", "value": "fund"}, "refund issued", True, "'fund' at offset 2"),
     ("contains-bad", {"type": "contains", "value": "Refund"}, "refund issued", False, "no match in 13 chars"),
     ("contains-number", {"type": "contains", "value": 12}, "total 12 USD", True, "'12' at offset 6"),
     ("not-contains", {"type": "not-contains", "value": "sk-"}, "key sk-123", False, "'sk-' at offset 4"),
     ("icontains", {"type": "icontains", "value": "REFUND"}, "refund issued", True, "(ignoring case)"),
-    (
-        "not-icontains",
-        {"type": "not-icontains", "value": "ERROR"},
-        "no problem",
-        True,
-        "not contains 'ERROR'",
-    ),
+    ("not-icontains", {"type": "not-icontains", "value": "ERROR"}, "no problem", True, "not contains 'ERROR'"),
     ("contains-any", {"type": "contains-any", "value": ["x", "issued"]}, "refund issued", True, "'issued'"),
-    (
-        "contains-any-bad",
-        {"type": "contains-any", "value": ["x", "y"]},
-        "abc",
-        False,
-        "none of them in 3 chars",
-    ),
-    (
-        "contains-all-ok",
-        {"type": "contains-all", "value": ["re", "is"]},
-        "refund issued",
-        True,
-        "'is' at offset 7",
-    ),
+    ("contains-any-bad", {"type": "contains-any", "value": ["x", "y"]}, "abc", False, "none of them in 3 chars"),
+    ("contains-all-ok", {"type": "contains-all", "value": ["re", "is"]}, "refund issued", True, "'is' at offset 7"),
     (
         "contains-all",
         {"type": "contains-all", "value": ["refund", "later"]},
@@ -196,13 +166,7 @@ CASES: list[tuple[str, dict[str, Any], Any, bool, str]] = [
         False,
         "'refund' at offset 0; missing 'later'",
     ),
-    (
-        "not-contains-any",
-        {"type": "not-contains-any", "value": ["sk-", "pk-"]},
-        "clean",
-        True,
-        "not contains any",
-    ),
+    ("not-contains-any", {"type": "not-contains-any", "value": ["sk-", "pk-"]}, "clean", True, "not contains any"),
     ("icontains-any", {"type": "icontains-any", "value": ["REFUND"]}, "Refund", True, "'REFUND' at offset 0"),
     ("icontains-any-bad", {"type": "icontains-any", "value": ["Z", "Q"]}, "ab", False, "none of them"),
     ("icontains-all", {"type": "icontains-all", "value": ["A", "b"]}, "ab", True, "contains all of 'A', 'b'"),
@@ -213,36 +177,12 @@ CASES: list[tuple[str, dict[str, Any], Any, bool, str]] = [
     ("regex", {"type": "regex", "value": r"\d+ USD"}, "total 12 USD", True, "'12 USD' at offset 6"),
     ("regex-bad", {"type": "regex", "value": r"\d+ EUR"}, "total 12 USD", False, "no match in 12 chars"),
     ("not-regex", {"type": "not-regex", "value": r"sk-\w+"}, "key sk-1", False, "'sk-1' at offset 4"),
-    (
-        "levenshtein",
-        {"type": "levenshtein", "value": "kitten", "threshold": 3},
-        "sitting",
-        True,
-        "distance 3",
-    ),
-    (
-        "levenshtein-bad",
-        {"type": "levenshtein", "value": "kitten", "threshold": 2},
-        "sitting",
-        False,
-        "distance 3",
-    ),
+    ("levenshtein", {"type": "levenshtein", "value": "kitten", "threshold": 3}, "sitting", True, "distance 3"),
+    ("levenshtein-bad", {"type": "levenshtein", "value": "kitten", "threshold": 2}, "sitting", False, "distance 3"),
     ("levenshtein-default", {"type": "levenshtein", "value": "abcdefgh"}, "a", False, "<= 5 from"),
-    (
-        "not-levenshtein",
-        {"type": "not-levenshtein", "value": "abc", "threshold": 0},
-        "abd",
-        True,
-        "distance 1",
-    ),
+    ("not-levenshtein", {"type": "not-levenshtein", "value": "abc", "threshold": 0}, "abd", True, "distance 1"),
     ("similar", {"type": "similar", "value": "refund issued"}, "refund isued", True, "similarity 0.96"),
-    (
-        "similar-bad",
-        {"type": "similar", "value": "refund issued", "threshold": 0.9},
-        "no",
-        False,
-        "similarity 0.",
-    ),
+    ("similar-bad", {"type": "similar", "value": "refund issued", "threshold": 0.9}, "no", False, "similarity 0."),
     (
         "similar-list",
         {"type": "similar", "value": ["abc", "refund issued"], "threshold": 0.9},
@@ -264,13 +204,7 @@ CASES: list[tuple[str, dict[str, Any], Any, bool, str]] = [
         "'out of scope' at offset 19",
     ),
     # review
-    (
-        "human-review",
-        {"type": "human-review", "value": "tone"},
-        "x",
-        True,
-        "expected a human review; found tone",
-    ),
+    ("human-review", {"type": "human-review", "value": "tone"}, "x", True, "expected a human review; found tone"),
     # metric
     (
         "latency",
@@ -279,13 +213,7 @@ CASES: list[tuple[str, dict[str, Any], Any, bool, str]] = [
         True,
         "expected latency <= 500 ms; found 120 ms",
     ),
-    (
-        "latency-bad",
-        {"type": "latency", "threshold": 100},
-        Response(text="x", latency_ms=120.0),
-        False,
-        "found 120 ms",
-    ),
+    ("latency-bad", {"type": "latency", "threshold": 100}, Response(text="x", latency_ms=120.0), False, "found 120 ms"),
     (
         "not-latency",
         {"type": "not-latency", "threshold": 100},
@@ -300,13 +228,7 @@ CASES: list[tuple[str, dict[str, Any], Any, bool, str]] = [
         False,
         "at most 10 completion tokens; found 12 tokens",
     ),
-    (
-        "tokens-ok",
-        {"type": "tokens", "threshold": 20},
-        Response(text="x", usage=Usage(3, 12, 15)),
-        True,
-        "15",
-    ),
+    ("tokens-ok", {"type": "tokens", "threshold": 20}, Response(text="x", usage=Usage(3, 12, 15)), True, "15"),
     (
         "cost",
         {"type": "cost", "threshold": 0.001, "prices": {"prompt": 1.0, "completion": 2.0}},
@@ -324,19 +246,11 @@ CASES: list[tuple[str, dict[str, Any], Any, bool, str]] = [
     ("python", {"type": "python", "value": f"{__name__}:is_short"}, "tiny", True, "found True"),
     ("python-bad", {"type": "python", "value": f"{__name__}:is_short"}, "far too long", False, "found False"),
     ("not-python", {"type": "not-python", "value": f"{__name__}:is_short"}, "far too long", True, "not "),
-    (
-        "python-score",
-        {"type": "python", "value": f"{__name__}:half", "threshold": 0.6},
-        "x",
-        False,
-        "score 0.5",
-    ),
+    ("python-score", {"type": "python", "value": f"{__name__}:half", "threshold": 0.6}, "x", False, "score 0.5"),
 ]
 
 
-@pytest.mark.parametrize(
-    ("entry", "output", "passes", "words"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
-)
+@pytest.mark.parametrize(("entry", "output", "passes", "words"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_builtin_type(entry: dict[str, Any], output: Any, passes: bool, words: str) -> None:
     result = result_of(entry, output)
     assert (result.passed, result.skipped) == (passes, False), result.message
@@ -363,9 +277,7 @@ def test_layers_follow_the_type() -> None:
 
 
 def test_a_cached_response_has_no_latency_and_the_check_says_so() -> None:
-    result = result_of(
-        {"type": "latency", "threshold": 1000}, Response(text="x", latency_ms=None, cached=True)
-    )
+    result = result_of({"type": "latency", "threshold": 1000}, Response(text="x", latency_ms=None, cached=True))
     assert (result.passed, result.skipped) == (False, True)
     assert "no latency: the response came from the cache" in result.message
     fake = result_of({"type": "latency", "threshold": 1000}, Response(text="x"))
@@ -385,18 +297,25 @@ def test_cost_without_prices_of_its_own_reads_the_models_prices() -> None:
     case = PromptCase(case_id="c", input="i", slice="s", assert_=[{"type": "cost", "threshold": 0.002}])
     answer = Response(text="x", usage=Usage(1000, 1000, 2000))
     evaluator = Evaluator()
-    priced = [c for c in evaluator.evaluate(case, answer, prices=Prices(prompt=1.0, completion=2.0))
-              if c.name == "cost"][0]
+    priced = [
+        c for c in evaluator.evaluate(case, answer, prices=Prices(prompt=1.0, completion=2.0)) if c.name == "cost"
+    ][0]
     assert not priced.passed and "$0.003000" in priced.message
-    cheap = [c for c in evaluator.evaluate(case, answer, prices=Prices(prompt=0.5, completion=0.5))
-             if c.name == "cost"][0]
+    cheap = [
+        c for c in evaluator.evaluate(case, answer, prices=Prices(prompt=0.5, completion=0.5)) if c.name == "cost"
+    ][0]
     assert cheap.passed and "$0.001000" in cheap.message
     unpriced = [c for c in evaluator.evaluate(case, answer) if c.name == "cost"][0]
     assert not unpriced.passed and "[model] prices" in unpriced.message
-    own = PromptCase(case_id="c", input="i", slice="s",
-                     assert_=[{"type": "cost", "threshold": 0.002, "prices": {"prompt": 0.5, "completion": 0.5}}])
-    mine = [c for c in evaluator.evaluate(own, answer, prices=Prices(prompt=9.0, completion=9.0))
-            if c.name == "cost"][0]
+    own = PromptCase(
+        case_id="c",
+        input="i",
+        slice="s",
+        assert_=[{"type": "cost", "threshold": 0.002, "prices": {"prompt": 0.5, "completion": 0.5}}],
+    )
+    mine = [c for c in evaluator.evaluate(own, answer, prices=Prices(prompt=9.0, completion=9.0)) if c.name == "cost"][
+        0
+    ]
     assert mine.passed and "$0.001000" in mine.message
 
 
@@ -404,10 +323,7 @@ def test_schema_file_is_relative_to_the_case_file(tmp_path: Path) -> None:
     (tmp_path / "schemas").mkdir()
     (tmp_path / "schemas" / "refund.json").write_text(json.dumps(SCHEMA), encoding="utf-8")
     case = PromptCase(
-        case_id="c",
-        input="i",
-        slice="s",
-        assert_=[{"type": "is-json", "value": "file://schemas/refund.json"}],
+        case_id="c", input="i", slice="s", assert_=[{"type": "is-json", "value": "file://schemas/refund.json"}]
     )
     compiled = compile_case(case, base_dir=tmp_path)
     [ok] = Evaluator().evaluate(case, REFUND, compiled)
@@ -424,10 +340,7 @@ def test_python_check_from_a_file_beside_the_case(tmp_path: Path) -> None:
         encoding="utf-8",
     )
     case = PromptCase(
-        case_id="c7",
-        input="i",
-        slice="s",
-        assert_=[{"type": "python", "value": "file://my_checks.py:polite"}],
+        case_id="c7", input="i", slice="s", assert_=[{"type": "python", "value": "file://my_checks.py:polite"}]
     )
     compiled = compile_case(case, base_dir=tmp_path)
     [result] = Evaluator().evaluate(case, "no", compiled)
@@ -447,40 +360,20 @@ MALFORMED: list[tuple[str, dict[str, Any], str]] = [
         "'value' of 'is-json' is not a valid JSON Schema",
     ),
     ("is-json-file", {"type": "is-json", "value": "missing.json"}, "cannot read the schema file"),
-    (
-        "contains-json-schema",
-        {"type": "contains-json", "value": 3},
-        "must be a JSON Schema object or a schema file",
-    ),
-    (
-        "pydantic-import",
-        {"type": "pydantic", "value": "no_such_module:X"},
-        "cannot import module 'no_such_module'",
-    ),
-    (
-        "pydantic-class",
-        {"type": "pydantic", "value": f"{__name__}:is_short"},
-        "is not a pydantic model class",
-    ),
+    ("contains-json-schema", {"type": "contains-json", "value": 3}, "must be a JSON Schema object or a schema file"),
+    ("pydantic-import", {"type": "pydantic", "value": "no_such_module:X"}, "cannot import module 'no_such_module'"),
+    ("pydantic-class", {"type": "pydantic", "value": f"{__name__}:is_short"}, "is not a pydantic model class"),
     ("is-xml", {"type": "is-xml", "value": {"elements": ["a"]}}, "takes only 'requiredElements'"),
     ("word-count", {"type": "word-count", "value": {"min": 5, "max": 2}}, "min 5 is above max 2"),
     ("word-count-missing", {"type": "word-count"}, "'word-count' needs 'value'"),
     ("char-count", {"type": "char-count", "value": "ten"}, "must be a whole number or {min, max}"),
-    (
-        "finish-reason",
-        {"type": "finish-reason", "value": 1},
-        "'value' of 'finish-reason' must be a finish reason",
-    ),
+    ("finish-reason", {"type": "finish-reason", "value": 1}, "'value' of 'finish-reason' must be a finish reason"),
     ("equals", {"type": "equals"}, "'equals' needs 'value'"),
     ("contains", {"type": "contains", "value": ["a"]}, "'value' of 'contains' must be a string, got a list"),
     ("contains-empty", {"type": "contains", "value": ""}, "is an empty string"),
     ("icontains", {"type": "icontains", "valeu": "a"}, "'icontains' needs 'value'"),
     ("contains-any", {"type": "contains-any", "value": []}, "must be a non-empty list of strings"),
-    (
-        "contains-all",
-        {"type": "contains-all", "value": [{"a": 1}]},
-        "'value[0]' of 'contains-all' must be a string",
-    ),
+    ("contains-all", {"type": "contains-all", "value": [{"a": 1}]}, "'value[0]' of 'contains-all' must be a string"),
     ("icontains-any", {"type": "icontains-any", "value": None}, "'icontains-any' needs 'value'"),
     ("icontains-all", {"type": "icontains-all", "value": 3, "x": 1}, "must be a non-empty list of strings"),
     ("starts-with", {"type": "starts-with", "value": True}, "must be a string, got a boolean"),
@@ -490,43 +383,23 @@ MALFORMED: list[tuple[str, dict[str, Any], str]] = [
         {"type": "regex", "value": "a", "fullmatch": "yes"},
         "'fullmatch' of 'regex' must be true or false",
     ),
-    (
-        "levenshtein",
-        {"type": "levenshtein", "value": "a", "threshold": 1.5},
-        "must be a whole number of edits",
-    ),
+    ("levenshtein", {"type": "levenshtein", "value": "a", "threshold": 1.5}, "must be a whole number of edits"),
     (
         "similar",
         {"type": "similar", "value": "a", "threshold": 75},
         "'threshold' of 'similar' must be a ratio from 0 to 1",
     ),
     ("is-refusal", {"type": "is-refusal", "value": ["("]}, "is not a valid regex"),
-    (
-        "is-refusal-defaults",
-        {"type": "is-refusal", "defaults": False},
-        "needs 'value': your refusal patterns",
-    ),
+    ("is-refusal-defaults", {"type": "is-refusal", "defaults": False}, "needs 'value': your refusal patterns"),
     ("human-review", {"type": "human-review"}, "'human-review' needs 'value'"),
     (
         "not-human-review",
         {"type": "not-human-review", "value": "x"},
         "'not-human-review': 'human-review' has no not- form",
     ),
-    (
-        "latency",
-        {"type": "latency", "threshold": -1},
-        "'threshold' of 'latency' must be a bound in milliseconds",
-    ),
-    (
-        "latency-path",
-        {"type": "latency", "threshold": 1, "path": "$.a"},
-        "'path' does not apply to 'latency'",
-    ),
-    (
-        "tokens",
-        {"type": "tokens", "threshold": 5, "field": "output"},
-        "must be 'total', 'prompt' or 'completion'",
-    ),
+    ("latency", {"type": "latency", "threshold": -1}, "'threshold' of 'latency' must be a bound in milliseconds"),
+    ("latency-path", {"type": "latency", "threshold": 1, "path": "$.a"}, "'path' does not apply to 'latency'"),
+    ("tokens", {"type": "tokens", "threshold": 5, "field": "output"}, "must be 'total', 'prompt' or 'completion'"),
     ("cost", {"type": "cost", "prices": {"prompt": 1, "completion": 1}}, "'cost' needs 'threshold'"),
     ("cost-prices", {"type": "cost", "threshold": 1, "prices": {"prompt": 1}}, "'prices' of 'cost' must be"),
     ("llm-rubric", {"type": "llm-rubric", "value": " "}, "is empty: write the rubric"),
@@ -541,11 +414,7 @@ MALFORMED: list[tuple[str, dict[str, Any], str]] = [
     ("weight", {"type": "contains", "value": "a", "weight": -1}, "'weight' must be a number >= 0"),
     ("path", {"type": "equals", "value": 1, "path": "a.b"}, "'path' must be a JSONPath starting with '$'"),
     ("path-syntax", {"type": "equals", "value": 1, "path": "$.a[x]"}, "cannot read '[x]' at position 4"),
-    (
-        "unknown-type",
-        {"type": "contians", "value": "a"},
-        "unknown check type 'contians' (did you mean 'contains'?)",
-    ),
+    ("unknown-type", {"type": "contians", "value": "a"}, "unknown check type 'contians' (did you mean 'contains'?)"),
     ("no-type", {"value": "a"}, "missing 'type' (known types: is-json,"),
     ("assert-set-empty", {"type": "assert-set", "assert": []}, "must be a non-empty list of checks"),
     (

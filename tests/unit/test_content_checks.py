@@ -34,8 +34,9 @@ def test_checks_are_case_sensitive_substrings() -> None:
 def test_failure_text_names_case_slice_checks_and_output() -> None:
     case = _case(must_include=["未提供"])
     checks = tuple(must_checks(case, "已为您退款"))
-    result = CaseResult(case_id="c", slice="信息不足", outcome="failed", location="cases.jsonl:3",
-                        output="已为您退款", checks=checks)
+    result = CaseResult(
+        case_id="c", slice="信息不足", outcome="failed", location="cases.jsonl:3", output="已为您退款", checks=checks
+    )
     assert failure_text(result).splitlines() == [
         "cases.jsonl:3: c [slice 信息不足] failed 1 check",
         "  content   must_include  missing required text '未提供'",
@@ -47,8 +48,9 @@ def test_failure_text_names_case_slice_checks_and_output() -> None:
 def test_long_output_is_trimmed_around_the_forbidden_text() -> None:
     output = "a" * 2000 + "SECRET" + "b" * 2000
     case = _case(must_not_include=["SECRET"])
-    result = CaseResult(case_id="c", slice="s", outcome="failed", output=output,
-                        checks=tuple(must_checks(case, output)))
+    result = CaseResult(
+        case_id="c", slice="s", outcome="failed", output=output, checks=tuple(must_checks(case, output))
+    )
     text = failure_text(result)
     assert "SECRET" in text
     assert "[... " in text and len(text) < 1000

@@ -42,8 +42,7 @@ def test_async_generate_matches_sync() -> None:
 
 def test_rules_first_match_wins_then_default(tmp_path: Path) -> None:
     model = FakeModel.from_rules_file(
-        _rules(tmp_path, {"rules": [{"match": "退", "reply": "A"}, {"match": "退款", "reply": "B"}],
-                          "default": "D"})
+        _rules(tmp_path, {"rules": [{"match": "退", "reply": "A"}, {"match": "退款", "reply": "B"}], "default": "D"})
     )
     assert model.generate_sync(ModelRequest("能退款吗")).text == "A"
     assert model.generate_sync(ModelRequest("hello")).text == "D"

@@ -75,8 +75,10 @@ def test_key_lines_keep_the_line_of_every_key() -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ('[suite]\ncases = []\n\n[thresholds]\ndefualt = 0.8\n',
-         ":5: unknown key 'thresholds.defualt' (did you mean 'default'?)"),
+        (
+            "[suite]\ncases = []\n\n[thresholds]\ndefualt = 0.8\n",
+            ":5: unknown key 'thresholds.defualt' (did you mean 'default'?)",
+        ),
         ('[model]\nspec = "fake"\ntimeout_s = "slow"\n', ":3: model.timeout_s: Input should be a valid number"),
         ('[suite]\n\ncases = ["../x.jsonl"]\n', ":3: suite.cases = '../x.jsonl' points outside"),
         ('[model]\nspec = "fake:../rules.json"\n', ":2: model.spec = 'fake:../rules.json' points outside"),
@@ -101,8 +103,10 @@ def test_pyproject_table_errors_name_the_line_in_pyproject(tmp_path: Path) -> No
 
 def test_a_missing_template_file_names_the_variant_line(tmp_path: Path) -> None:
     path = tmp_path / "promptsuite.toml"
-    path.write_text('[template]\ntemplate_file = "a.txt"\n[variants.v1]\n[variants.v2]\ntemplate_file = "gone.txt"\n',
-                    encoding="utf-8")
+    path.write_text(
+        '[template]\ntemplate_file = "a.txt"\n[variants.v1]\n[variants.v2]\ntemplate_file = "gone.txt"\n',
+        encoding="utf-8",
+    )
     (tmp_path / "a.txt").write_text("{input}", encoding="utf-8")
     with pytest.raises(ConfigError, match=r"promptsuite.toml:5: variants.v2.template_file = 'gone.txt': cannot read"):
         CasePrompts.from_suite(load_config(path))
@@ -128,7 +132,10 @@ def test_jinja_reads_skip_what_the_template_sets_and_guard_what_it_tests() -> No
     )
     reads = jinja_reads(sandbox_environment(), source)
     assert [(r.name, r.line, r.guarded) for r in reads] == [
-        ("input", 1, False), ("history", 2, False), ("city", 3, True), ("mood", 3, True)
+        ("input", 1, False),
+        ("history", 2, False),
+        ("city", 3, True),
+        ("mood", 3, True),
     ]
 
 
@@ -140,8 +147,7 @@ def test_placeholder_reads_skip_json_and_numbers() -> None:
 
 
 def _reads(*names: str, cases: str = "all") -> TemplateReads:
-    return TemplateReads("template.template_file", tuple(FieldRead(n, 2) for n in names), Path("p.txt"), 1,
-                         cases=cases)
+    return TemplateReads("template.template_file", tuple(FieldRead(n, 2) for n in names), Path("p.txt"), 1, cases=cases)
 
 
 def test_a_field_some_cases_lack_names_the_first_five_and_a_count() -> None:
@@ -149,15 +155,16 @@ def test_a_field_some_cases_lack_names_the_first_five_and_a_count() -> None:
     report = check_fields(cases, {None: ([_reads("city")], frozenset())}, file_shown="cases.jsonl")
     assert report.problems == [
         "p.txt:2: template.template_file reads the field 'city', which 7 of 14 cases of cases.jsonl lack: "
-        "c0, c2, c4, c6, c8 and 2 more. Give it in their \"vars\", or list it in [template] optional to render "
+        'c0, c2, c4, c6, c8 and 2 more. Give it in their "vars", or list it in [template] optional to render '
         "it empty"
     ]
 
 
 def test_the_row_always_provides_input_answer_and_history_and_optional_and_source_names() -> None:
     cases = [case("a"), case("b", input=["one", "two"])]
-    reads = replace(_reads("input", "question", "answer", "history", "city", "nemo_var"),
-                    provides=frozenset({"nemo_var"}))
+    reads = replace(
+        _reads("input", "question", "answer", "history", "city", "nemo_var"), provides=frozenset({"nemo_var"})
+    )
     report = check_fields(cases, {"v1": ([reads], frozenset({"city"}))}, file_shown="cases.jsonl")
     assert report.problems == []
 
@@ -183,8 +190,11 @@ def test_an_unread_vars_field_is_a_warning_unless_a_template_cannot_say() -> Non
 
 @pytest.mark.parametrize(
     ("renderer", "template"),
-    [('"format"', "[{input}|{city}]"), ('"jinja"', "[{{ input }}|{{ city }}]"),
-     ('{ type = "delimiters", start = "<", end = ">" }', "[<input>|<city>]")],
+    [
+        ('"format"', "[{input}|{city}]"),
+        ('"jinja"', "[{{ input }}|{{ city }}]"),
+        ('{ type = "delimiters", start = "<", end = ">" }', "[<input>|<city>]"),
+    ],
     ids=["format", "jinja", "delimiters"],
 )
 def test_an_optional_field_a_case_leaves_out_renders_empty(tmp_path: Path, renderer: str, template: str) -> None:
@@ -200,7 +210,8 @@ def test_an_optional_field_a_case_leaves_out_renders_empty(tmp_path: Path, rende
 def test_an_optional_field_renders_empty_in_an_infer_cfg_template(tmp_path: Path) -> None:
     (tmp_path / "promptsuite.toml").write_text(
         '[model]\nendpoint = "completions"\n[template]\nprompt_template = { template = "{input}/{city}" }\n'
-        'optional = ["city"]\n', encoding="utf-8"
+        'optional = ["city"]\n',
+        encoding="utf-8",
     )
     prompts = CasePrompts.from_suite(load_config(tmp_path / "promptsuite.toml"))
     assert prompts.prompt(case()) == "hi/"
@@ -210,8 +221,10 @@ def test_a_prompt_source_takes_extra_provided_names() -> None:
     """How NeMo's context variables plug in: a source's ``provides`` count as provided."""
     from pytest_promptsuite.prompts.sources import StringTemplate
 
-    source = PromptSource(string=StringTemplate("{input} {relevant_chunks}", FormatRenderer(), "t"),
-                          provides=frozenset({"relevant_chunks"}))
+    source = PromptSource(
+        string=StringTemplate("{input} {relevant_chunks}", FormatRenderer(), "t"),
+        provides=frozenset({"relevant_chunks"}),
+    )
     [reads] = source.fields()
     assert check_fields([case()], {None: ([reads], frozenset())}, file_shown="f").problems == []
 
@@ -221,14 +234,15 @@ def test_an_ice_template_is_checked_against_the_train_rows(tmp_path: Path) -> No
         '[suite]\ntrain = "train.jsonl"\n[model]\nendpoint = "completions"\n[template]\n'
         'retriever = { type = "FixKRetriever", fix_id_list = [0, 1] }\n'
         'prompt_template = { template = "</E>{input} =", ice_token = "</E>" }\n'
-        'ice_template = { template = "{input} = {anwser}\\n" }\n', encoding="utf-8"
+        'ice_template = { template = "{input} = {anwser}\\n" }\n',
+        encoding="utf-8",
     )
-    (tmp_path / "train.jsonl").write_text('{"input": "1+1", "answer": "2"}\n{"input": "2+2", "answer": "4"}\n',
-                                          encoding="utf-8")
+    (tmp_path / "train.jsonl").write_text(
+        '{"input": "1+1", "answer": "2"}\n{"input": "2+2", "answer": "4"}\n', encoding="utf-8"
+    )
     config = load_config(tmp_path / "promptsuite.toml")
     prompts = CasePrompts.from_suite(config)
-    report = check_fields([case()], {None: prompts.fields(None)}, file_shown="cases.jsonl",
-                          train=prompts.train_rows())
+    report = check_fields([case()], {None: prompts.fields(None)}, file_shown="cases.jsonl", train=prompts.train_rows())
     assert report.problems == [
         f"{config.path}:8: template.ice_template reads the field 'anwser', which 2 of 2 train rows ([suite] train) "
         "lack (did you mean 'answer'?): rows 1, 2"

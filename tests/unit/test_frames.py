@@ -22,11 +22,10 @@ from pytest_promptsuite.results.row import CaseResult
 from pytest_promptsuite.results.summary import summarize
 
 
-FIELDS = [
-    "case_id", "slice", "variant", "repeat", "outcome", "output", "checks", "error", "prompt", "prompt_hash",
-    "latency_ms", "prompt_tokens", "completion_tokens", "total_tokens", "location", "tags", "metadata", "replies",
-    "cached",
-]
+FIELDS = (
+    "case_id slice variant repeat outcome output checks error prompt prompt_hash latency_ms prompt_tokens "
+    "completion_tokens total_tokens location tags metadata replies cached"
+).split()
 
 
 def _check(name: str, passed: bool, *, skipped: bool = False, layer: str = "content") -> CheckResult:
@@ -47,11 +46,33 @@ def test_the_public_names_are_the_readers() -> None:
 def test_read_results_gives_each_field_a_column_and_usage_its_token_counts(tmp_path: Path) -> None:
     usage = {"prompt_tokens": 12, "completion_tokens": 3, "total_tokens": 15}
     rows = [
-        CaseResult("a", "退款", "passed", location="cases.jsonl:1", variant="v1", output="ok", prompt="Q: a",
-                   prompt_hash="h1", latency_ms=12.5, usage=usage, tags=("zh", "refund"), metadata={"k": [1]}),
-        CaseResult("a", "退款", "error", location="cases.jsonl:1", variant="v2", repeat=1, error="HTTP 500: down",
-                   prompt=[{"role": "user", "content": "a"}], replies=("one", "two"), cached=True,
-                   usage={"prompt_tokens": 7}),
+        CaseResult(
+            "a",
+            "退款",
+            "passed",
+            location="cases.jsonl:1",
+            variant="v1",
+            output="ok",
+            prompt="Q: a",
+            prompt_hash="h1",
+            latency_ms=12.5,
+            usage=usage,
+            tags=("zh", "refund"),
+            metadata={"k": [1]},
+        ),
+        CaseResult(
+            "a",
+            "退款",
+            "error",
+            location="cases.jsonl:1",
+            variant="v2",
+            repeat=1,
+            error="HTTP 500: down",
+            prompt=[{"role": "user", "content": "a"}],
+            replies=("one", "two"),
+            cached=True,
+            usage={"prompt_tokens": 7},
+        ),
     ]
     frame = read_results(_write(tmp_path, rows))
     assert list(frame.columns) == FIELDS
@@ -60,10 +81,18 @@ def test_read_results_gives_each_field_a_column_and_usage_its_token_counts(tmp_p
     assert (first["repeat"], first["outcome"], first["output"], first["prompt"]) == (0, "passed", "ok", "Q: a")
     assert (first["prompt_hash"], first["latency_ms"], first["location"]) == ("h1", 12.5, "cases.jsonl:1")
     assert (first["prompt_tokens"], first["completion_tokens"], first["total_tokens"]) == (12, 3, 15)
-    assert (first["tags"], first["metadata"], first["replies"], first["cached"]) == (("zh", "refund"), {"k": [1]},
-                                                                                     (), False)
-    assert (second["variant"], second["repeat"], second["outcome"], second["error"]) == ("v2", 1, "error",
-                                                                                         "HTTP 500: down")
+    assert (first["tags"], first["metadata"], first["replies"], first["cached"]) == (
+        ("zh", "refund"),
+        {"k": [1]},
+        (),
+        False,
+    )
+    assert (second["variant"], second["repeat"], second["outcome"], second["error"]) == (
+        "v2",
+        1,
+        "error",
+        "HTTP 500: down",
+    )
     assert second["prompt"] == [{"role": "user", "content": "a"}] and second["replies"] == ("one", "two")
     assert pd.isna(second["output"]) and pd.isna(second["latency_ms"]) and second["cached"]
     assert second["prompt_tokens"] == 7 and pd.isna(second["completion_tokens"]) and pd.isna(second["total_tokens"])
@@ -75,31 +104,44 @@ def test_read_results_gives_each_field_a_column_and_usage_its_token_counts(tmp_p
 
 def test_a_check_column_per_name_failed_over_passed_over_skipped(tmp_path: Path) -> None:
     rows = [
-        CaseResult("a", "s", "passed", checks=(_check("must_include", True), _check("must_not_include", True),
-                                               _check("must_not_include", True))),
-        CaseResult("b", "s", "failed", checks=(_check("must_not_include", True), _check("must_not_include", False),
-                                               _check("must_include", True), _check("equals", False, skipped=True),
-                                               _check("is-json", False, layer="structure"))),
-        CaseResult("c", "s", "passed", checks=(_check("equals", False, skipped=True), _check("equals", True),
-                                               _check("output", True))),
+        CaseResult(
+            "a",
+            "s",
+            "passed",
+            checks=(_check("must_include", True), _check("must_not_include", True), _check("must_not_include", True)),
+        ),
+        CaseResult(
+            "b",
+            "s",
+            "failed",
+            checks=(
+                _check("must_not_include", True),
+                _check("must_not_include", False),
+                _check("must_include", True),
+                _check("equals", False, skipped=True),
+                _check("is-json", False, layer="structure"),
+            ),
+        ),
+        CaseResult(
+            "c",
+            "s",
+            "passed",
+            checks=(_check("equals", False, skipped=True), _check("equals", True), _check("output", True)),
+        ),
         CaseResult("d", "s", "passed"),
     ]
     frame = read_results(_write(tmp_path, rows))
     checks = [c for c in frame.columns if c.startswith("check:")]
     assert list(frame.columns) == [*FIELDS, *checks]  # after the fields, in the order first seen
-    assert checks == ["check:must_include", "check:must_not_include", "check:equals", "check:is-json",
-                      "check:output"]
+    assert checks == ["check:must_include", "check:must_not_include", "check:equals", "check:is-json", "check:output"]
     table = {r["case_id"]: {c: None if pd.isna(r[c]) else r[c] for c in checks} for r in frame.to_dict("records")}
-    assert table == {
-        "a": {"check:must_include": "passed", "check:must_not_include": "passed", "check:equals": None,
-              "check:is-json": None, "check:output": None},
-        "b": {"check:must_include": "passed", "check:must_not_include": "failed", "check:equals": "skipped",
-              "check:is-json": "failed", "check:output": None},
-        "c": {"check:must_include": None, "check:must_not_include": None, "check:equals": "passed",
-              "check:is-json": None, "check:output": "passed"},
-        "d": {"check:must_include": None, "check:must_not_include": None, "check:equals": None,
-              "check:is-json": None, "check:output": None},
+    expected = {  # per check of ``checks``, in that order (None: the case has no such check)
+        "a": ("passed", "passed", None, None, None),
+        "b": ("passed", "failed", "skipped", "failed", None),
+        "c": (None, None, "passed", None, "passed"),
+        "d": (None, None, None, None, None),
     }
+    assert table == {case: dict(zip(checks, outcomes, strict=True)) for case, outcomes in expected.items()}
     assert frame.loc[frame["case_id"] == "c", "output"].isna().all()  # a check named "output" is no field
     assert frame.loc[1, "checks"] == [c.to_dict() for c in rows[1].checks]  # every check, messages included
 
@@ -116,35 +158,57 @@ def test_read_results_refuses_what_load_results_refuses(tmp_path: Path) -> None:
         read_results(tmp_path)  # a folder without a results.jsonl
     newer = {**CaseResult("a", "s", "passed").to_dict(), "format_version": 2}
     (tmp_path / "results.jsonl").write_text(json.dumps(newer) + "\n", "utf-8")
-    with pytest.raises(ConfigError, match=r"results\.jsonl:1: not a results\.jsonl row \(format_version 2 is newer "
-                                          r"than this pytest-promptsuite reads \(1\); upgrade it\)"):
+    with pytest.raises(
+        ConfigError,
+        match=r"results\.jsonl:1: not a results\.jsonl row \(format_version 2 is newer "
+        r"than this pytest-promptsuite reads \(1\); upgrade it\)",
+    ):
         read_results(tmp_path)
     (tmp_path / "results.jsonl").write_text(CaseResult("a", "s", "passed").to_json() + "\n{not json\n", "utf-8")
     with pytest.raises(ConfigError, match=r"results\.jsonl:2: not a results\.jsonl row"):
         read_results(tmp_path / "results.jsonl")
 
 
-def _slice(name: str, cases: int, passed: int, rate: Any, low: Any, high: Any, gate: Any = "pass",
-           **extra: int) -> dict[str, Any]:
+def _slice(
+    name: str, cases: int, passed: int, rate: Any, low: Any, high: Any, gate: Any = "pass", **extra: int
+) -> dict[str, Any]:
     counts = {"failed": cases - passed - extra.get("review", 0), "error": 0, "review": 0, "skipped": 0}
-    return {"slice": name, "cases": cases, "passed": passed, **counts, "pass_rate": rate, "ci_low": low,
-            "ci_high": high, "gate": gate, **extra}
+    return {
+        "slice": name,
+        "cases": cases,
+        "passed": passed,
+        **counts,
+        "pass_rate": rate,
+        "ci_low": low,
+        "ci_high": high,
+        "gate": gate,
+        **extra,
+    }
 
 
 #: Earlier runs as hand-written ``summary.json`` files: numbered names, a run with no slice, no or
 #: an odd gate, a slice without an interval, with no counted case, with a comma in its name.
 HISTORY = {
-    "1.json": {"slices": [_slice("退款", 10, 10, 1.0, 0.72, 1.0), _slice("a,b", 4, 2, 0.5, 0.15, 0.85, "fail")],
-               "gate": {"passed": True}},
+    "1.json": {
+        "slices": [_slice("退款", 10, 10, 1.0, 0.72, 1.0), _slice("a,b", 4, 2, 0.5, 0.15, 0.85, "fail")],
+        "gate": {"passed": True},
+    },
     "2.json": {"slices": [], "gate": {"passed": False}},
-    "9/summary.json": {"slices": [_slice("退款", 10, 9, 0.9, 0.6, 0.98), _slice("a,b", 4, 4, 1.0, 0.51, 1.0)],
-                       "gate": {"passed": "yes"}},
-    "10/summary.json": {"slices": [_slice("退款", 10, 8, 0.8, 0.49, 0.94),
-                                   _slice("only-here", 2, 0, None, None, None, review=2)]},
-    "11/x/summary.json": {"slices": [_slice("退款", 10, 9, 0.9, None, None, gate=None),
-                                     _slice("提示词注入", 3, 3, 1, 0.44, 1)], "gate": {"passed": True}},
-    "12/summary.json": {"slices": [_slice("退款", 10, 9, 0.9004, 0.6, 0.98),
-                                   _slice("提示词注入", 4, 3, 1.0, 0.44, 1.0, skipped=1)], "gate": {"passed": True}},
+    "9/summary.json": {
+        "slices": [_slice("退款", 10, 9, 0.9, 0.6, 0.98), _slice("a,b", 4, 4, 1.0, 0.51, 1.0)],
+        "gate": {"passed": "yes"},
+    },
+    "10/summary.json": {
+        "slices": [_slice("退款", 10, 8, 0.8, 0.49, 0.94), _slice("only-here", 2, 0, None, None, None, review=2)]
+    },
+    "11/x/summary.json": {
+        "slices": [_slice("退款", 10, 9, 0.9, None, None, gate=None), _slice("提示词注入", 3, 3, 1, 0.44, 1)],
+        "gate": {"passed": True},
+    },
+    "12/summary.json": {
+        "slices": [_slice("退款", 10, 9, 0.9004, 0.6, 0.98), _slice("提示词注入", 4, 3, 1.0, 0.44, 1.0, skipped=1)],
+        "gate": {"passed": True},
+    },
 }
 
 
@@ -202,8 +266,19 @@ def test_promptsuite_history_prints_what_it_printed_before(
 
 def test_read_history_gives_a_row_per_run_and_slice(history: Path) -> None:
     frame = read_history(history)
-    assert list(frame.columns) == ["run", "label", "run_passed", "slice", "cases", "counted", "passed", "pass_rate",
-                                   "ci_low", "ci_high", "gate"]
+    assert list(frame.columns) == [
+        "run",
+        "label",
+        "run_passed",
+        "slice",
+        "cases",
+        "counted",
+        "passed",
+        "pass_rate",
+        "ci_low",
+        "ci_high",
+        "gate",
+    ]
     runs = frame.drop_duplicates("run")
     assert runs["run"].tolist() == [0, 1, 2, 3, 4, 5]
     assert runs["label"].tolist() == ["1", "2", "9", "10", "11/x", "12"]
@@ -220,7 +295,14 @@ def test_read_history_gives_a_row_per_run_and_slice(history: Path) -> None:
     assert (only["cases"], only["counted"], only["gate"]) == (2, 0, "pass") and pd.isna(only["pass_rate"])
     types = frame.dtypes.astype(str).to_dict()
     assert [types[c] for c in ("run", "run_passed", "cases", "counted", "passed", "pass_rate", "ci_low")] == [
-        "int64", "boolean", "Int64", "Int64", "Int64", "float64", "float64"]
+        "int64",
+        "boolean",
+        "Int64",
+        "Int64",
+        "Int64",
+        "float64",
+        "float64",
+    ]
     wide = frame.dropna(subset=["slice"]).pivot(index="slice", columns="run", values="pass_rate")
     assert list(wide.index) == ["a,b", "only-here", "提示词注入", "退款"] and list(wide.columns) == [0, 2, 3, 4, 5]
     assert wide.loc["a,b", 0] == 0.5 and wide.loc["a,b", 2] == 1.0 and wide.loc["a,b"].isna().sum() == 3
@@ -238,8 +320,11 @@ def test_read_history_takes_a_path_or_several_and_the_latest_runs(history: Path)
 
 def test_history_refuses_a_rate_that_is_no_number(history: Path) -> None:
     (history / "run-99.json").write_text(json.dumps({"slices": [_slice("s", 1, 1, "100%", 0.2, 1.0)]}), "utf-8")
-    with pytest.raises(ConfigError, match=r"run-99\.json: a slice of this summary\.json is unreadable "
-                                          r"\(ValueError\(\"pass_rate '100%' is not a number\"\)\)"):
+    with pytest.raises(
+        ConfigError,
+        match=r"run-99\.json: a slice of this summary\.json is unreadable "
+        r"\(ValueError\(\"pass_rate '100%' is not a number\"\)\)",
+    ):
         read_history(history)
 
 

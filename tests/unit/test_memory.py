@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import gc
-import json
 import weakref
 from collections.abc import Iterator
 from collections.abc import Sequence
@@ -35,11 +34,18 @@ from pytest_promptsuite.results.io import encode_row
 from pytest_promptsuite.results.review_book import REVIEW_CHECK
 from pytest_promptsuite.results.row import CaseResult
 from pytest_promptsuite.results.summary import summarize
+from tests.suite import Suite
 
 
 def _row(i: int, outcome: str = "passed", output: str | None = None) -> CaseResult:
-    return CaseResult(case_id=f"c-{i:04d}", slice="s" if i % 2 else "t", outcome=outcome,  # type: ignore[arg-type]
-                      location=f"cases.jsonl:{i + 1}", output=output or f"output {i} " * 20, prompt=f"prompt {i}")
+    return CaseResult(
+        case_id=f"c-{i:04d}",
+        slice="s" if i % 2 else "t",
+        outcome=outcome,  # type: ignore[arg-type]
+        location=f"cases.jsonl:{i + 1}",
+        output=output or f"output {i} " * 20,
+        prompt=f"prompt {i}",
+    )
 
 
 class _ReadBackOnce(Sequence[CaseResult]):
@@ -89,13 +95,15 @@ def test_dashboard_spilled_to_a_file_is_the_same_page(tmp_path: Path, monkeypatc
     assert '"baseline_rows":[' in in_memory and '"details":[{' in in_memory
 
 
-CASES = "\ufeff" + "\r\n".join([
-    '{"case_id": "a-1", "input": "hello", "slice": "s", "must_include": ["hello"], "metadata": {"k": [1, 2]}}',
-    "",
-    '{"case_id": "a-2", "input": ["one", "two"], "slice": "t", "tags": ["x"], "vars": {"city": "巴黎"}}',
-    '{"case_id": "a-3", "input": "q", "slice": "s", "assert": [{"type": "contains", "value": "q"}]}',
-    '{"case_id": "a-4", "input": "last line, no newline", "slice": "s"}',
-])
+CASES = "\ufeff" + "\r\n".join(
+    [
+        '{"case_id": "a-1", "input": "hello", "slice": "s", "must_include": ["hello"], "metadata": {"k": [1, 2]}}',
+        "",
+        '{"case_id": "a-2", "input": ["one", "two"], "slice": "t", "tags": ["x"], "vars": {"city": "巴黎"}}',
+        '{"case_id": "a-3", "input": "q", "slice": "s", "assert": [{"type": "contains", "value": "q"}]}',
+        '{"case_id": "a-4", "input": "last line, no newline", "slice": "s"}',
+    ]
+)
 
 
 def test_a_case_read_back_is_the_case_loaded(tmp_path: Path) -> None:
@@ -132,9 +140,12 @@ def test_cases_without_checks_of_their_own_share_one_compiled_set(tmp_path: Path
 
 
 def test_items_hold_no_case(pytester: pytest.Pytester) -> None:
-    pytester.makefile(".jsonl", cases="\n".join(
-        f'{{"case_id": "c-{i}", "input": "text {i}", "slice": "s{i % 3}", "tags": ["t"]}}' for i in range(50)
-    ))
+    pytester.makefile(
+        ".jsonl",
+        cases="\n".join(
+            f'{{"case_id": "c-{i}", "input": "text {i}", "slice": "s{i % 3}", "tags": ["t"]}}' for i in range(50)
+        ),
+    )
     items, _ = pytester.inline_genitems("--prompt-suite", "cases.jsonl", "--prompt-repeat", "2")
     gc.collect()
     assert len(items) == 100
@@ -147,20 +158,22 @@ def test_items_hold_no_case(pytester: pytest.Pytester) -> None:
     assert "s1" in items[3].keywords and "t" in items[3].keywords
 
 
-def test_a_case_file_edited_during_the_run_ends_that_case_as_an_error(pytester: pytest.Pytester) -> None:
-    pytester.makefile(".jsonl", cases='{"case_id": "a", "input": "hello", "slice": "s", "must_include": ["hello"]}\n'
-                                      '{"case_id": "b", "input": "hello", "slice": "s"}\n')
-    pytester.makeconftest(
+def test_a_case_file_edited_during_the_run_ends_that_case_as_an_error(suite: Suite) -> None:
+    suite.cases(
+        '{"case_id": "a", "input": "hello", "slice": "s", "must_include": ["hello"]}\n'
+        '{"case_id": "b", "input": "hello", "slice": "s"}\n'
+    )
+    suite.pytester.makeconftest(
         "from pathlib import Path\n\n"
         "def pytest_collection_finish(session):\n"
         "    path = Path('cases.jsonl')\n"
-        "    path.write_text(path.read_text().replace('\"b\", \"input\": \"hello\"', '\"b\", \"input\": \"HELLO\"'))\n"
+        '    path.write_text(path.read_text().replace(\'"b", "input": "hello"\', \'"b", "input": "HELLO"\'))\n'
     )
-    result = pytester.runpytest("--prompt-suite", "cases.jsonl", "--prompt-report", "report")
+    result = suite.run("--prompt-report", "report")
     result.stdout.fnmatch_lines(["*cases.jsonl:2: the case file changed after it was collected; run again*"])
-    rows = [json.loads(line) for line in (pytester.path / "report" / "results.jsonl").read_text().splitlines()]
-    assert [(r["case_id"], r["outcome"], r["location"]) for r in rows] == [
-        ("a", "passed", "cases.jsonl:1"), ("b", "error", "cases.jsonl:2")
+    assert [(r["case_id"], r["outcome"], r["location"]) for r in suite.rows()] == [
+        ("a", "passed", "cases.jsonl:1"),
+        ("b", "error", "cases.jsonl:2"),
     ]
 
 
@@ -184,8 +197,9 @@ def test_a_dashboard_from_cells_made_as_rows_were_spooled_is_the_page_read_back(
             read_back.append(r.case_id)
             return spool.full(r)
 
-        written = write_dashboard(tmp_path / "dashboard.html", spool.rows, summary, baseline=baseline,
-                                  full=full, cells=cells)
+        written = write_dashboard(
+            tmp_path / "dashboard.html", spool.rows, summary, baseline=baseline, full=full, cells=cells
+        )
         assert written.read_text(encoding="utf-8") == page
         if cells.size == html_module.grid_text(len(rows)):  # only the rows shown in detail are read back
             assert read_back == [r.case_id for r in rows if r.outcome is not Outcome.PASSED or r.checks]

@@ -14,10 +14,7 @@ from pytest_promptsuite.prompts.render_request import render_request
 
 
 ROUND = [{"role": "HUMAN", "prompt": "{question}"}, {"role": "BOT", "prompt": "{answer}"}]
-TEMPLATE = {
-    "begin": [{"role": "SYSTEM", "fallback_role": "HUMAN", "prompt": "Be brief."}, "</E>"],
-    "round": ROUND,
-}
+TEMPLATE = {"begin": [{"role": "SYSTEM", "fallback_role": "HUMAN", "prompt": "Be brief."}, "</E>"], "round": ROUND}
 TRAIN = [{"question": "2+2=?", "answer": "4"}]
 
 

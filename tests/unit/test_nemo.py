@@ -50,6 +50,7 @@ def make_filter(name: str) -> Any:
 def make_parser(name: str, params: dict[str, Any]) -> Any:
     return _MANAGER.hook.pytest_promptsuite_make_output_parser(name=name, params=params)
 
+
 class TestFiltersAsNeMo:
     @pytest.mark.parametrize("name", ON_EVENTS)
     def test_on_an_event_history(self, name: str) -> None:
@@ -72,7 +73,7 @@ class TestFiltersAsNeMo:
         with pytest.raises(TemplateError, match="NeMo filter 'to_messages' expects Colang history text"):
             NEMO_FILTERS["to_messages"]([{"role": "user", "content": "x"}])
         with pytest.raises(TemplateError, match="NeMo filter 'colang' expects an event history"):
-            NEMO_FILTERS["colang"]("user \"x\"")
+            NEMO_FILTERS["colang"]('user "x"')
 
     def test_hooks_answer_nemo_names_apart_from_ours(self) -> None:
         assert make_filter("nemo.to_messages") is NEMO_FILTERS["to_messages"]
@@ -90,7 +91,9 @@ class TestOutputParsersAsNeMo:
         safe, policies = EXPECTED["safe"][answer]
         assert content_safety(answer) == (safe, policies)
         assert json.loads(NEMO_OUTPUT_PARSERS["is_content_safe"](answer)) == {
-            "safe": safe, "violated_policies": policies}
+            "safe": safe,
+            "violated_policies": policies,
+        }
 
     def test_hook_names(self) -> None:
         assert make_parser("nemo.user_intent", {}) is NEMO_OUTPUT_PARSERS["user_intent"]
@@ -214,8 +217,10 @@ class TestConfigFolder:
         assert rendered == [
             {"role": "system", "content": "Be brief."},
             {"role": "user", "content": "Hi"},
-            {"role": "assistant", "content": 'User intent: express greeting\nBot intent: express greeting\n'
-                                             'Bot message: "Hello!"'},
+            {
+                "role": "assistant",
+                "content": 'User intent: express greeting\nBot intent: express greeting\nBot message: "Hello!"',
+            },
             {"role": "user", "content": "Hi"},
         ]
         assert prompt.params == {"stop": ["\nUser:"], "temperature": 0.1}
@@ -235,12 +240,15 @@ class TestConfigFolder:
         (tmp_path / "prompts.yml").write_text("prompts:\n  - {task: t, content: x}\n", encoding="utf-8")
         (tmp_path / "promptsuite.toml").write_text(
             '[template]\ntask_prompts = "prompts.yml"\ntask = "t"\n[variants.nemo]\nsemantics = "nemo"\n'
-            '[variants.ours]\nmode = "standard"\n', encoding="utf-8")
+            '[variants.ours]\nmode = "standard"\n',
+            encoding="utf-8",
+        )
         suite = load_config(tmp_path / "promptsuite.toml")
         provided = {}
         for variant in ("ours", "nemo"):
-            source = prompt_source(suite, suite.template_for(variant), make_filter=make_filter,
-                                   make_parser=make_parser, variant=variant)
+            source = prompt_source(
+                suite, suite.template_for(variant), make_filter=make_filter, make_parser=make_parser, variant=variant
+            )
             assert source is not None
             provided[variant] = source.provides
         assert provided == {"ours": frozenset(), "nemo": NEMO_CONTEXT}
@@ -268,15 +276,21 @@ class TestConfigFolder:
         prompts = "prompts:\n  - task: t\n    max_length: 30\n    content: '{{ history | user_assistant_sequence }}'\n"
         suite = _suite(tmp_path, "models: []\n", prompts, '[template]\nnemo_config = "config"\ntask = "t"\n')
         prompt = nemo_prompt(suite, suite.template, make_filter=make_filter, make_parser=make_parser)
-        history = [{"role": "user", "content": "first question"}, {"role": "assistant", "content": "answer"},
-                   {"role": "user", "content": "second"}]
+        history = [
+            {"role": "user", "content": "first question"},
+            {"role": "assistant", "content": "answer"},
+            {"role": "user", "content": "second"},
+        ]
         assert prompt.render({"history": history, "input": "second"}) == "Assistant: answer\nUser: second"
 
     def test_semantics_nemo_with_a_prompts_file(self, tmp_path: Path) -> None:
-        (tmp_path / "prompts.yml").write_text("prompts:\n  - task: t\n    content: |\n      {{ sample_conversation | "
-                                              "to_messages_nemollm }}\n", encoding="utf-8")
+        (tmp_path / "prompts.yml").write_text(
+            "prompts:\n  - task: t\n    content: |\n      {{ sample_conversation | to_messages_nemollm }}\n",
+            encoding="utf-8",
+        )
         (tmp_path / "promptsuite.toml").write_text(
-            '[template]\ntask_prompts = "prompts.yml"\ntask = "t"\nsemantics = "nemo"\n', encoding="utf-8")
+            '[template]\ntask_prompts = "prompts.yml"\ntask = "t"\nsemantics = "nemo"\n', encoding="utf-8"
+        )
         suite = load_config(tmp_path / "promptsuite.toml")
         prompt = nemo_prompt(suite, suite.template, make_filter=make_filter, make_parser=make_parser)
         assert prompt.render({"input": "x", "sample_conversation": 'user "Hi"\n  greet\n'}) == (
@@ -333,9 +347,11 @@ class TestConfigErrors:
 def test_prompt_model_selects_under_our_own_rules_too(tmp_path: Path) -> None:
     (tmp_path / "prompts.yml").write_text(
         "prompts:\n  - {task: t, content: generic}\n  - {task: t, content: for-gpt-4o, models: [openai/gpt-4o]}\n",
-        encoding="utf-8")
+        encoding="utf-8",
+    )
     (tmp_path / "promptsuite.toml").write_text(
-        '[template]\ntask_prompts = "prompts.yml"\ntask = "t"\nprompt_model = "openai/gpt-4o"\n', encoding="utf-8")
+        '[template]\ntask_prompts = "prompts.yml"\ntask = "t"\nprompt_model = "openai/gpt-4o"\n', encoding="utf-8"
+    )
     suite = load_config(tmp_path / "promptsuite.toml")
     source = prompt_source(suite, model="fake")
     assert source is not None and source.task_prompt is not None

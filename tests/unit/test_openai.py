@@ -46,11 +46,9 @@ def _fails(runner: ModelRunner, model: OpenAIModel, prompt: str) -> EndpointErro
 # -- happy paths --------------------------------------------------------------------------------
 
 
-def test_chat_sends_a_string_as_one_user_message(loopback: LoopbackServer, runner: ModelRunner
-                                                 ) -> None:
+def test_chat_sends_a_string_as_one_user_message(loopback: LoopbackServer, runner: ModelRunner) -> None:
     model = _model(loopback, api_key="sk-test-123")
-    params = {"temperature": 0, "max_tokens": 16, "stop": ["\n"], "seed": 7,
-              "extra_body": {"top_k": 5}}
+    params = {"temperature": 0, "max_tokens": 16, "stop": ["\n"], "seed": 7, "extra_body": {"top_k": 5}}
     response = runner.call(model, ModelRequest("hello there", params=params))
 
     assert response.text == "hello there"
@@ -63,7 +61,11 @@ def test_chat_sends_a_string_as_one_user_message(loopback: LoopbackServer, runne
     assert sent["body"] == {
         "model": "loop-model",
         "messages": [{"role": "user", "content": "hello there"}],
-        "temperature": 0, "max_tokens": 16, "stop": ["\n"], "seed": 7, "top_k": 5,
+        "temperature": 0,
+        "max_tokens": 16,
+        "stop": ["\n"],
+        "seed": 7,
+        "top_k": 5,
     }
     assert sent["authorization"] == "Bearer sk-test-123"
 
@@ -77,22 +79,23 @@ def test_chat_sends_messages_as_they_are(loopback: LoopbackServer, runner: Model
     assert loopback.stats.log[0]["authorization"] is None  # no key: no header at all
 
 
-def test_completions_endpoint_for_string_prompts(loopback: LoopbackServer, runner: ModelRunner
-                                                 ) -> None:
+def test_completions_endpoint_for_string_prompts(loopback: LoopbackServer, runner: ModelRunner) -> None:
     model = _model(loopback, endpoint="completions")
     response = runner.call(model, ModelRequest("<|im_start|>user\nhi<|im_end|>\n"))
     chat = runner.call(model, ModelRequest([{"role": "user", "content": "as messages"}]))
 
-    assert response == Response(text="<|im_start|>user\nhi<|im_end|>\n", finish_reason="length",
-                                usage=response.usage, latency_ms=response.latency_ms)
+    assert response == Response(
+        text="<|im_start|>user\nhi<|im_end|>\n",
+        finish_reason="length",
+        usage=response.usage,
+        latency_ms=response.latency_ms,
+    )
     assert chat.text == "as messages"
     assert [e["path"] for e in loopback.stats.log] == ["/v1/completions", "/v1/chat/completions"]
-    assert loopback.stats.log[0]["body"] == {"model": "loop-model",
-                                             "prompt": "<|im_start|>user\nhi<|im_end|>\n"}
+    assert loopback.stats.log[0]["body"] == {"model": "loop-model", "prompt": "<|im_start|>user\nhi<|im_end|>\n"}
 
 
-def test_params_may_not_replace_what_the_client_sets(loopback: LoopbackServer,
-                                                     runner: ModelRunner) -> None:
+def test_params_may_not_replace_what_the_client_sets(loopback: LoopbackServer, runner: ModelRunner) -> None:
     with pytest.raises(ConfigError, match="params may not set 'messages'"):
         runner.call(_model(loopback), ModelRequest("x", params={"messages": []}))
     assert loopback.stats.requests == 0
@@ -102,8 +105,7 @@ def test_params_may_not_replace_what_the_client_sets(loopback: LoopbackServer,
 
 
 @pytest.mark.parametrize("script", ["500,429", "503,408", "drop", "drop,502"])
-def test_transient_faults_are_retried(loopback: LoopbackServer, runner: ModelRunner,
-                                      script: str) -> None:
+def test_transient_faults_are_retried(loopback: LoopbackServer, runner: ModelRunner, script: str) -> None:
     model = _model(loopback)
     response = runner.call(model, ModelRequest(f"retry me [[{script}]]"))
 
@@ -172,8 +174,7 @@ def test_retry_after_seconds_is_honoured(loopback: LoopbackServer, runner: Model
     assert second["time"] - first["time"] >= 1.0
 
 
-def test_a_retry_after_beyond_the_cap_is_not_waited_for(loopback: LoopbackServer,
-                                                        runner: ModelRunner) -> None:
+def test_a_retry_after_beyond_the_cap_is_not_waited_for(loopback: LoopbackServer, runner: ModelRunner) -> None:
     loopback.knobs.retry_after = "3600"
     error = _fails(runner, _model(loopback), "[[429]]")
 
@@ -184,11 +185,8 @@ def test_a_retry_after_beyond_the_cap_is_not_waited_for(loopback: LoopbackServer
 # -- errors that are never retried ----------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("status", "fatal"), [(400, False), (401, True), (403, False), (404, True), (422, False)]
-)
-def test_client_errors_are_not_retried(loopback: LoopbackServer, runner: ModelRunner,
-                                       status: int, fatal: bool) -> None:
+@pytest.mark.parametrize(("status", "fatal"), [(400, False), (401, True), (403, False), (404, True), (422, False)])
+def test_client_errors_are_not_retried(loopback: LoopbackServer, runner: ModelRunner, status: int, fatal: bool) -> None:
     error = _fails(runner, _model(loopback), f"[[{status}]]")
 
     assert loopback.stats.requests == 1
@@ -197,8 +195,7 @@ def test_client_errors_are_not_retried(loopback: LoopbackServer, runner: ModelRu
     assert str(error).startswith(f"HTTP {status} from {loopback.base_url}/chat/completions: ")
 
 
-def test_an_exhausted_quota_is_not_retried_and_stops_the_run(loopback: LoopbackServer,
-                                                             runner: ModelRunner) -> None:
+def test_an_exhausted_quota_is_not_retried_and_stops_the_run(loopback: LoopbackServer, runner: ModelRunner) -> None:
     error = _fails(runner, _model(loopback), "[[quota]]")
 
     assert loopback.stats.requests == 1
@@ -206,8 +203,7 @@ def test_an_exhausted_quota_is_not_retried_and_stops_the_run(loopback: LoopbackS
     assert "You exceeded your current quota. (insufficient_quota)" in str(error)
 
 
-def test_a_wrong_key_is_fatal_and_never_shown(loopback: LoopbackServer, runner: ModelRunner
-                                              ) -> None:
+def test_a_wrong_key_is_fatal_and_never_shown(loopback: LoopbackServer, runner: ModelRunner) -> None:
     loopback.knobs.api_key = "sk-right"
     model = _model(loopback, api_key="sk-wrong-SECRET-42", api_key_env="MY_KEY")
     error = _fails(runner, model, "hi")
@@ -232,11 +228,12 @@ def test_connection_refused_is_fatal(runner: ModelRunner) -> None:
 
 @pytest.mark.parametrize(
     ("step", "what"),
-    [("malformed", "not JSON; the body began '<html>502 Bad Gateway</html>'"),
-     ("nochoices", "no choices[0]; the body began '{")],
+    [
+        ("malformed", "not JSON; the body began '<html>502 Bad Gateway</html>'"),
+        ("nochoices", "no choices[0]; the body began '{"),
+    ],
 )
-def test_malformed_bodies_are_clear_errors(loopback: LoopbackServer, runner: ModelRunner,
-                                           step: str, what: str) -> None:
+def test_malformed_bodies_are_clear_errors(loopback: LoopbackServer, runner: ModelRunner, step: str, what: str) -> None:
     error = _fails(runner, _model(loopback), f"[[{step}]]")
 
     assert str(error).startswith(f"malformed response from {loopback.base_url}/chat/completions: ")
@@ -256,8 +253,7 @@ def _peers(server: LoopbackServer) -> list[int]:
     return [entry["peer"] for entry in server.stats.log]
 
 
-def test_the_server_sees_httpx_headers_the_key_and_the_query(loopback: LoopbackServer,
-                                                             runner: ModelRunner) -> None:
+def test_the_server_sees_httpx_headers_the_key_and_the_query(loopback: LoopbackServer, runner: ModelRunner) -> None:
     model = _model(loopback, base_url=f"{loopback.base_url}?api-version=1", api_key="sk-headers-123")
     runner.call(model, ModelRequest("headers"))
 
@@ -267,14 +263,17 @@ def test_the_server_sees_httpx_headers_the_key_and_the_query(loopback: LoopbackS
     assert headers.pop("accept-encoding").startswith("gzip, deflate")  # and br, zstd where installed
     body = b'{"model":"loop-model","messages":[{"role":"user","content":"headers"}]}'
     assert headers == {
-        "host": f"127.0.0.1:{loopback.port}", "accept": "*/*", "connection": "keep-alive",
-        "user-agent": f"python-httpx/{httpx.__version__}", "content-type": "application/json",
-        "content-length": str(len(body)), "authorization": "Bearer sk-headers-123",
+        "host": f"127.0.0.1:{loopback.port}",
+        "accept": "*/*",
+        "connection": "keep-alive",
+        "user-agent": f"python-httpx/{httpx.__version__}",
+        "content-type": "application/json",
+        "content-length": str(len(body)),
+        "authorization": "Bearer sk-headers-123",
     }
 
 
-def test_calls_one_after_another_share_one_kept_alive_connection(loopback: LoopbackServer,
-                                                                 runner: ModelRunner) -> None:
+def test_calls_one_after_another_share_one_kept_alive_connection(loopback: LoopbackServer, runner: ModelRunner) -> None:
     model = _model(loopback)
     answers = [runner.call(model, ModelRequest(f"kept {i}")).text for i in range(3)]
 
@@ -282,8 +281,9 @@ def test_calls_one_after_another_share_one_kept_alive_connection(loopback: Loopb
     assert len(set(_peers(loopback))) == 1
 
 
-def test_the_pool_keeps_as_many_connections_as_the_bound_allows_calls(loopback: LoopbackServer,
-                                                                      runner: ModelRunner) -> None:
+def test_the_pool_keeps_as_many_connections_as_the_bound_allows_calls(
+    loopback: LoopbackServer, runner: ModelRunner
+) -> None:
     """24 calls in flight, then 24 more: the second wave finds all 24 connections still open
     (httpx's default pool keeps 20 idle)."""
     loopback.knobs.latency_s = 0.1
@@ -313,7 +313,8 @@ def test_a_model_makes_one_client_and_the_runner_closes_it(loopback: LoopbackSer
 
 @pytest.mark.parametrize("step", ["chunked", "gzipped"])
 def test_a_chunked_or_compressed_answer_is_read_whole_on_a_kept_connection(
-        loopback: LoopbackServer, runner: ModelRunner, step: str) -> None:
+    loopback: LoopbackServer, runner: ModelRunner, step: str
+) -> None:
     model = _model(loopback)
     first = runner.call(model, ModelRequest(f"shaped [[{step}]]"))
     second = runner.call(model, ModelRequest("next"))
@@ -323,8 +324,9 @@ def test_a_chunked_or_compressed_answer_is_read_whole_on_a_kept_connection(
 
 
 @pytest.mark.parametrize("step", ["close", "hangup"])
-def test_a_connection_the_server_closes_is_never_reused(loopback: LoopbackServer, runner: ModelRunner,
-                                                        step: str) -> None:
+def test_a_connection_the_server_closes_is_never_reused(
+    loopback: LoopbackServer, runner: ModelRunner, step: str
+) -> None:
     """``Connection: close``, or a server closing a kept-alive connection while it is idle."""
     model = _model(loopback)
     assert runner.call(model, ModelRequest(f"once [[{step}]]")).text == f"once [[{step}]]"
@@ -346,8 +348,9 @@ def test_a_reset_connection_is_retried_on_a_new_one(loopback: LoopbackServer, ru
     assert not error.fatal
 
 
-def test_a_switching_protocols_answer_is_a_failed_connection_never_reused(loopback: LoopbackServer,
-                                                                         runner: ModelRunner) -> None:
+def test_a_switching_protocols_answer_is_a_failed_connection_never_reused(
+    loopback: LoopbackServer, runner: ModelRunner
+) -> None:
     model = _model(loopback)
     assert runner.call(model, ModelRequest("upgrade [[switch]]")).text == "upgrade [[switch]]"
     first, second = _peers(loopback)
@@ -370,13 +373,13 @@ def test_no_cookie_is_kept_from_one_call_to_the_next(loopback: LoopbackServer, r
 def test_a_redirect_is_not_followed(loopback: LoopbackServer, runner: ModelRunner) -> None:
     error = _fails(runner, _model(loopback), "[[redirect]]")
 
-    assert str(error) == (f"malformed response from {loopback.base_url}/chat/completions: not JSON; "
-                          "the body began ''")
+    assert str(error) == (f"malformed response from {loopback.base_url}/chat/completions: not JSON; the body began ''")
     assert loopback.stats.requests == 1
 
 
-def test_proxy_variables_are_not_used(loopback: LoopbackServer, runner: ModelRunner,
-                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_proxy_variables_are_not_used(
+    loopback: LoopbackServer, runner: ModelRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
     for name in ("HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
         monkeypatch.setenv(name, "http://127.0.0.1:9")  # nothing listens there
     monkeypatch.delenv("NO_PROXY", raising=False)
@@ -387,14 +390,16 @@ def test_proxy_variables_are_not_used(loopback: LoopbackServer, runner: ModelRun
 
 
 def test_an_answer_over_the_size_limit_is_an_error_and_its_connection_closed(
-        loopback: LoopbackServer, runner: ModelRunner, monkeypatch: pytest.MonkeyPatch) -> None:
+    loopback: LoopbackServer, runner: ModelRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
     model = _model(loopback)
     monkeypatch.setattr(openai, "RESPONSE_BYTES", Limit("response size", 100, "bytes"))
     error = _fails(runner, model, "a long enough answer to pass one hundred bytes of JSON")
     monkeypatch.undo()
 
-    assert str(error) == (f"the response from {loopback.base_url}/chat/completions is larger than the "
-                          "response size limit of 100 bytes")
+    assert str(error) == (
+        f"the response from {loopback.base_url}/chat/completions is larger than the response size limit of 100 bytes"
+    )
     assert not error.fatal and model.retries == 0
     assert runner.call(model, ModelRequest("next")).text == "next"
     first, second = _peers(loopback)
@@ -402,7 +407,8 @@ def test_an_answer_over_the_size_limit_is_an_error_and_its_connection_closed(
 
 
 def test_a_key_with_a_line_break_is_refused_before_sending_and_never_shown(
-        loopback: LoopbackServer, runner: ModelRunner) -> None:
+    loopback: LoopbackServer, runner: ModelRunner
+) -> None:
     model = _model(loopback, api_key="sk-line-break-SECRET\r\nInjected: 1", retry=RetryPolicy(max_retries=0))
     error = _fails(runner, model, "hi")
 
@@ -425,14 +431,12 @@ def test_only_an_https_endpoint_loads_the_ca_bundle() -> None:
 
 def test_base_url_and_key_come_from_config_then_environment() -> None:
     env = {"OPENAI_BASE_URL": "http://env:1/v1", "OPENAI_API_KEY": "sk-env", "OTHER": "sk-other"}
-    common = {"api_key_env": "OPENAI_API_KEY", "endpoint": "chat", "timeout_s": 5.0,
-              "max_retries": 2}
+    common = {"api_key_env": "OPENAI_API_KEY", "endpoint": "chat", "timeout_s": 5.0, "max_retries": 2}
 
     from_config = openai_model("m", base_url="http://cfg:2/v1/", environ=env, **common)  # type: ignore[arg-type]
     from_env = openai_model("m", base_url=None, environ=env, **common)  # type: ignore[arg-type]
     default = openai_model("m", base_url=None, environ={}, **common)  # type: ignore[arg-type]
-    other_key = openai_model("m", base_url=None, environ=env,
-                             **{**common, "api_key_env": "OTHER"})  # type: ignore[arg-type]
+    other_key = openai_model("m", base_url=None, environ=env, **{**common, "api_key_env": "OTHER"})  # type: ignore[arg-type]
 
     assert (from_config.base_url, from_env.base_url) == ("http://cfg:2/v1", "http://env:1/v1")
     assert default.base_url == DEFAULT_BASE_URL
@@ -443,20 +447,22 @@ def test_base_url_and_key_come_from_config_then_environment() -> None:
 
 
 def test_make_model_builds_openai_models() -> None:
-    settings = ModelConfig(spec="openai:qwen", base_url="http://h:1/v1", endpoint="completions",
-                           timeout_s=3, max_retries=1)
+    settings = ModelConfig(
+        spec="openai:qwen", base_url="http://h:1/v1", endpoint="completions", timeout_s=3, max_retries=1
+    )
     model = make_model("openai:qwen", settings=settings)
 
     assert isinstance(model, OpenAIModel)
     assert (model.spec, model.name, model.endpoint) == ("openai:qwen", "qwen", "completions")
-    assert model.cache_identity() == {"model": "openai:qwen", "base_url": "http://h:1/v1",
-                                      "endpoint": "completions"}
+    assert model.cache_identity() == {"model": "openai:qwen", "base_url": "http://h:1/v1", "endpoint": "completions"}
 
 
 @pytest.mark.parametrize(
     ("spec", "base_url", "message"),
-    [("openai:", "http://h/v1", "openai: needs a model name"),
-     ("openai:m", "localhost:8000/v1", "base URL 'localhost:8000/v1' must start with http://")],
+    [
+        ("openai:", "http://h/v1", "openai: needs a model name"),
+        ("openai:m", "localhost:8000/v1", "base URL 'localhost:8000/v1' must start with http://"),
+    ],
 )
 def test_bad_openai_settings(spec: str, base_url: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
@@ -485,12 +491,14 @@ def test_full_jitter_stays_within_the_exponential_envelope() -> None:
 
 @pytest.mark.parametrize(
     ("headers", "expected"),
-    [({"retry-after-ms": "250"}, 0.25),
-     ({"retry-after-ms": "250", "retry-after": "9"}, 0.25),
-     ({"retry-after": "2"}, 2.0),
-     ({"retry-after": "Wed, 21 Oct 2015 07:28:10 GMT"}, 10.0),
-     ({"retry-after": "soon"}, None),
-     ({}, None)],
+    [
+        ({"retry-after-ms": "250"}, 0.25),
+        ({"retry-after-ms": "250", "retry-after": "9"}, 0.25),
+        ({"retry-after": "2"}, 2.0),
+        ({"retry-after": "Wed, 21 Oct 2015 07:28:10 GMT"}, 10.0),
+        ({"retry-after": "soon"}, None),
+        ({}, None),
+    ],
 )
 def test_retry_after_headers(headers: dict[str, str], expected: float | None) -> None:
     now = 1445412480.0  # 07:28:00 of that day
@@ -498,8 +506,18 @@ def test_retry_after_headers(headers: dict[str, str], expected: float | None) ->
 
 
 @pytest.mark.parametrize(
-    ("status", "retry"), [(408, True), (409, True), (429, True), (500, True), (503, True),
-                          (400, False), (401, False), (403, False), (404, False)],
+    ("status", "retry"),
+    [
+        (408, True),
+        (409, True),
+        (429, True),
+        (500, True),
+        (503, True),
+        (400, False),
+        (401, False),
+        (403, False),
+        (404, False),
+    ],
 )
 def test_which_statuses_are_retried(status: int, retry: bool) -> None:
     assert RetryPolicy.retryable_status(status) is retry

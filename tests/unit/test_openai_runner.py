@@ -26,8 +26,7 @@ def _requests(n: int) -> list[ModelRequest]:
     return [ModelRequest(f"case {i}", case_id=f"c-{i}") for i in range(n)]
 
 
-def test_prefetched_calls_fill_the_bound_and_never_exceed_it(loopback: LoopbackServer,
-                                                             runner: ModelRunner) -> None:
+def test_prefetched_calls_fill_the_bound_and_never_exceed_it(loopback: LoopbackServer, runner: ModelRunner) -> None:
     loopback.knobs.latency_s = 0.1
     model = _model(loopback)
     runner.set_concurrency(model, 6)
@@ -42,8 +41,7 @@ def test_prefetched_calls_fill_the_bound_and_never_exceed_it(loopback: LoopbackS
     assert runner.prefetch_hits == 30
 
 
-def test_a_call_whose_request_changed_is_made_again(loopback: LoopbackServer,
-                                                    runner: ModelRunner) -> None:
+def test_a_call_whose_request_changed_is_made_again(loopback: LoopbackServer, runner: ModelRunner) -> None:
     model = _model(loopback)
     runner.prefetch(model, ModelRequest("same", params={"temperature": 0}, case_id="c"), key="c")
     answer = runner.call(model, ModelRequest("same", params={"temperature": 1}, case_id="c"), key="c")
@@ -177,8 +175,7 @@ def test_the_prefetcher_follows_a_worker_queue() -> None:
     assert started == ["a", "b", "c", "d", "e", "f"]
 
 
-def test_a_batch_starts_its_calls_together_at_its_end(loopback: LoopbackServer,
-                                                      runner: ModelRunner) -> None:
+def test_a_batch_starts_its_calls_together_at_its_end(loopback: LoopbackServer, runner: ModelRunner) -> None:
     model = _model(loopback)
     with runner.batch_submits():
         for request in _requests(3):

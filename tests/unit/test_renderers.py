@@ -62,8 +62,10 @@ class TestDelimiters:
 
     def test_json_heavy_template_needs_no_escaping(self) -> None:
         renderer = get_renderer({"type": "delimiters", "start": "[[", "end": "]]"})
-        template = ('Reply with JSON only: {"question": "[[input]]", "steps": [], '
-                    '"meta": {"lang": "en", "n": [[n]]}}\nExample: {"answer": "4"}')
+        template = (
+            'Reply with JSON only: {"question": "[[input]]", "steps": [], '
+            '"meta": {"lang": "en", "n": [[n]]}}\nExample: {"answer": "4"}'
+        )
         assert renderer.render(template, ROW) == (
             'Reply with JSON only: {"question": "1+1=?", "steps": [], '
             '"meta": {"lang": "en", "n": 5}}\nExample: {"answer": "4"}'
@@ -105,8 +107,7 @@ class TestDelimiters:
         [
             ({"type": "delimiters", "start": "<"}, "needs 'start' and 'end'"),
             ({"type": "delimiters", "start": "", "end": ">"}, "non-empty strings 'start' and 'end'"),
-            ({"type": "delimiters", "start": "<", "end": ">", "strict": "no"},
-             "'strict' must be true or false"),
+            ({"type": "delimiters", "start": "<", "end": ">", "strict": "no"}, "'strict' must be true or false"),
             ({"type": "delimiters", "start": "<", "end": ">", "stat": 1}, "unknown key 'stat'"),
         ],
         ids=["missing-end", "empty-start", "strict-type", "unknown-key"],
@@ -120,8 +121,10 @@ class TestJinjaAndNone:
     def test_jinja_renders_with_builtin_and_task_filters(self) -> None:
         renderer = get_renderer("jinja")
         history = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
-        assert renderer.render("{{ input | upper }}\n{{ h | user_assistant_sequence }}",
-                               {"input": "ok", "h": history}) == "OK\nUser: hi\nAssistant: hello"
+        assert (
+            renderer.render("{{ input | upper }}\n{{ h | user_assistant_sequence }}", {"input": "ok", "h": history})
+            == "OK\nUser: hi\nAssistant: hello"
+        )
 
     def test_jinja_is_sandboxed(self) -> None:
         with pytest.raises(TemplateError, match="refused by the sandbox: access to attribute '__class__'"):
@@ -230,8 +233,11 @@ class TestTemplateFiles:
             load_template_file(config, "bin.txt")
 
     def test_string_template_from_file_with_renderer(self, tmp_path: Path) -> None:
-        config = suite(tmp_path, '[template]\ntemplate_file = "prompts/v2.txt"\n'
-                                 'renderer = { type = "delimiters", start = "<", end = ">" }\n')
+        config = suite(
+            tmp_path,
+            '[template]\ntemplate_file = "prompts/v2.txt"\n'
+            'renderer = { type = "delimiters", start = "<", end = ">" }\n',
+        )
         (tmp_path / "suite" / "prompts").mkdir()
         (tmp_path / "suite" / "prompts" / "v2.txt").write_text('{"q": "<input>"} <oops>', encoding="utf-8")
         template = string_template(config)
@@ -347,8 +353,10 @@ class TestPromptSource:
             prompt_source(suite(tmp_path, "[template]\n" + toml))
 
     def test_variant_of_another_kind(self, tmp_path: Path) -> None:
-        config = suite(tmp_path, '[template]\ntask_prompts = "prompts.yml"\ntask = "answer"\n'
-                                 '[variants.plain]\ntemplate = "plain {input}"\n')
+        config = suite(
+            tmp_path,
+            '[template]\ntask_prompts = "prompts.yml"\ntask = "answer"\n[variants.plain]\ntemplate = "plain {input}"\n',
+        )
         (tmp_path / "suite" / "prompts.yml").write_text(PROMPTS_YML, encoding="utf-8")
         source = prompt_source(config, config.template_for("plain"))
         assert source is not None and source.prompt(self.CASE) == "plain 1+1=?"

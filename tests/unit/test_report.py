@@ -38,16 +38,14 @@ IMG = "<img src=x onerror=\"document.body.dataset.pwned='1'\">"
 
 
 def row(case_id: str, slice_: str, outcome: str, line: int = 1, **kw: object) -> CaseResult:
-    return CaseResult(case_id=case_id, slice=slice_, outcome=outcome, location=f"cases.jsonl:{line}",
-                      **kw)  # type: ignore[arg-type]
+    return CaseResult(case_id=case_id, slice=slice_, outcome=outcome, location=f"cases.jsonl:{line}", **kw)  # type: ignore[arg-type]
 
 
 def _rows() -> list[CaseResult]:
     fail = CheckResult("content", "must_not_include", False, "forbidden text '<script>' at offset 0")
     return [
         row("ok-1", "客服", "passed", 1, output="fine", prompt="hello"),
-        row("xss-1", "客服", "failed", 2, output=SCRIPT, prompt=[{"role": "user", "content": IMG}],
-            checks=(fail,)),
+        row("xss-1", "客服", "failed", 2, output=SCRIPT, prompt=[{"role": "user", "content": IMG}], checks=(fail,)),
         row("rev-1", "a|b", "review", 3, output="look at me"),
         row("err-1", "a|b", "error", 4, error="HTTP 500: </script><script>alert(1)</script>"),
     ]
@@ -70,8 +68,22 @@ def test_write_report_writes_every_contract_file(tmp_path: Path) -> None:
     assert set(data) >= {"totals", "slices", "regressions", "fixes", "new", "removed", "gate"}
     assert set(data["totals"]) >= {"cases", "passed", "failed", "error", "review"}
     assert set(data["slices"][0]) >= {
-        "slice", "cases", "passed", "failed", "error", "review", "pass_rate", "ci_low", "ci_high",
-        "threshold", "baseline_pass_rate", "delta", "regressions", "fixes", "p_value", "gate",
+        "slice",
+        "cases",
+        "passed",
+        "failed",
+        "error",
+        "review",
+        "pass_rate",
+        "ci_low",
+        "ci_high",
+        "threshold",
+        "baseline_pass_rate",
+        "delta",
+        "regressions",
+        "fixes",
+        "p_value",
+        "gate",
     }
     assert data["regressions"] == ["xss-1"] and data["removed"] == ["gone-1"]
     assert data["new"] == ["err-1", "rev-1"]
@@ -86,31 +98,60 @@ def test_write_report_writes_every_contract_file(tmp_path: Path) -> None:
 
 
 def test_rows_are_written_in_case_file_order() -> None:
-    rows = [row("b", "s", "passed", 10), row("a", "s", "passed", 9), row("c", "s", "passed", 2, repeat=1),
-            row("c", "s", "passed", 2, repeat=0)]
+    rows = [
+        row("b", "s", "passed", 10),
+        row("a", "s", "passed", 9),
+        row("c", "s", "passed", 2, repeat=1),
+        row("c", "s", "passed", 2, repeat=0),
+    ]
     assert [(r.case_id, r.repeat) for r in sorted_rows(rows)] == [("c", 0), ("c", 1), ("a", 0), ("b", 0)]
 
 
 def test_summary_lines_end_with_the_verdict_and_list_regressions_by_id() -> None:
-    summary = summarize(_rows(), ThresholdPolicy(option=0.5), baseline=_baseline(), baseline_source="base",
-                        settings=GateSettings(regression="delta"))
+    summary = summarize(
+        _rows(),
+        ThresholdPolicy(option=0.5),
+        baseline=_baseline(),
+        baseline_source="base",
+        settings=GateSettings(regression="delta"),
+    )
     lines = list(summary_lines(summary))
     assert lines[0].split() == [
-        "slice", "cases", "passed", "failed", "error", "review", "pass", "rate", "95%", "CI", "threshold",
-        "baseline", "delta", "(pts)", "flips", "-/+", "p", "p", "drop", "verdict", "detectable", "(pts)", "gate",
+        "slice",
+        "cases",
+        "passed",
+        "failed",
+        "error",
+        "review",
+        "pass",
+        "rate",
+        "95%",
+        "CI",
+        "threshold",
+        "baseline",
+        "delta",
+        "(pts)",
+        "flips",
+        "-/+",
+        "p",
+        "p",
+        "drop",
+        "verdict",
+        "detectable",
+        "(pts)",
+        "gate",
     ]
     assert lines[2].split()[:7] == ["客服", "2", "1", "1", "0", "0", "50.0%"]
     assert lines[2].split()[-8:] == ["100.0%", "-50.0", "-1/+0", "1", "0.5", "REGRESSED", "50.0", "FAIL"]
     assert "regressions: xss-1" in lines
     # slice a|b shares no case with the baseline (gone-1 was removed, err-1 and rev-1 are new): no
     # drop is claimed there; its threshold still fails it
-    assert lines[lines.index("promptsuite gate: FAILED"):] == [
+    assert lines[lines.index("promptsuite gate: FAILED") :] == [
         "promptsuite gate: FAILED",
         "  - slice 'a|b': pass rate 0.0% (0/1) is below its threshold 50.0% (option)",
         "  - slice '客服': pass rate dropped 50.0 points against the baseline (100.0% -> 50.0%), "
         "more than the allowed 0.0 points (default); McNemar p = 1; regressions: xss-1",
-        "  - 1 case ended in an error (the model call or the rendering failed): err-1; "
-        "errors always fail the run",
+        "  - 1 case ended in an error (the model call or the rendering failed): err-1; errors always fail the run",
     ]
     ok = summarize([row("a", "s", "passed"), row("b", "s", "failed")], ThresholdPolicy(option=0.5))
     assert list(summary_lines(ok))[-1] == "promptsuite gate: PASSED (1 failed case within tolerance)"
@@ -209,8 +250,7 @@ def test_shard_parsing_and_stability() -> None:
 
 
 def test_merge_of_shards_equals_the_unsharded_report(tmp_path: Path) -> None:
-    rows = [row(f"c{i}", f"s{i % 3}", "passed" if i % 5 else "failed", i + 1, output=str(i))
-            for i in range(60)]
+    rows = [row(f"c{i}", f"s{i % 3}", "passed" if i % 5 else "failed", i + 1, output=str(i)) for i in range(60)]
     policy = ThresholdPolicy(Thresholds(slices={"s1": 0.5}), option=0.7, max_regression_option=0.1)
     baseline = [row(f"c{i}", f"s{i % 3}", "passed", i + 1) for i in range(0, 70, 2)]
     base_dir = tmp_path / "base"
@@ -226,9 +266,7 @@ def test_merge_of_shards_equals_the_unsharded_report(tmp_path: Path) -> None:
     status = run_merge(shard_dirs, tmp_path / "merged", baseline=base_dir, out=out)
     assert status == (0 if whole.gate.passed else 1)
     for name in ("summary.json", "slices.csv", "results.jsonl", "summary.md", "dashboard.html"):
-        assert (tmp_path / "merged" / name).read_text("utf-8") == (tmp_path / "whole" / name).read_text(
-            "utf-8"
-        ), name
+        assert (tmp_path / "merged" / name).read_text("utf-8") == (tmp_path / "whole" / name).read_text("utf-8"), name
     assert out.getvalue().splitlines()[-1] == f"promptsuite report: {tmp_path / 'merged'}"
 
 
@@ -257,9 +295,7 @@ def test_diff_prints_deltas_p_values_and_ids(tmp_path: Path) -> None:
     slice_s = next(line for line in text if line.startswith("s "))
     # baseline 10/11, now 4/10; 6 regressions and no fixes: p = 2 / 2**6, one-sided 1 / 2**6
     assert slice_s.split()[-8:] == ["90.9%", "-50.9", "-6/+0", "0.0312", "0.0156", "REGRESSED", "50.0", "FAIL"]
-    assert text[text.index("regressions (6):") + 1:text.index("fixes (0):")] == [
-        f"  c{i}" for i in range(6)
-    ]
+    assert text[text.index("regressions (6):") + 1 : text.index("fixes (0):")] == [f"  c{i}" for i in range(6)]
     assert text[text.index("new (1):") + 1] == "  fresh"
     assert text[text.index("removed (1):") + 1] == "  gone"
     assert text[text.index("promptsuite diff: REGRESSED") + 1].startswith(

@@ -22,8 +22,7 @@ def test_a_slice_below_its_threshold() -> None:
 
 def test_a_variant_below_its_threshold_names_the_variant() -> None:
     d = SliceBelowThreshold(
-        slice="信息不足", variant="v1", rule=ThresholdRule(1.0, "config default"), pass_rate=0.0, passed=0,
-        counted=6,
+        slice="信息不足", variant="v1", rule=ThresholdRule(1.0, "config default"), pass_rate=0.0, passed=0, counted=6
     )
     assert reason(d) == (
         "slice '信息不足' [variant v1]: pass rate 0.0% (0/6) is below its threshold 100.0% (config default)"
@@ -32,16 +31,28 @@ def test_a_variant_below_its_threshold_names_the_variant() -> None:
 
 def test_a_regressed_slice_with_and_without_regressed_ids() -> None:
     d = SliceRegressed(
-        slice="s", variant=None, rule=RegressionRule(0.2, "config"), baseline_pass_rate=1.0, pass_rate=0.7,
-        drop=0.30000000000000004, p_value=0.25, regressions=("c0", "c1", "c2"),
+        slice="s",
+        variant=None,
+        rule=RegressionRule(0.2, "config"),
+        baseline_pass_rate=1.0,
+        pass_rate=0.7,
+        drop=0.30000000000000004,
+        p_value=0.25,
+        regressions=("c0", "c1", "c2"),
     )
     assert reason(d) == (
         "slice 's': pass rate dropped 30.0 points against the baseline (100.0% -> 70.0%), "
         "more than the allowed 20.0 points (config); McNemar p = 0.25; regressions: c0, c1, c2"
     )
     quiet = SliceRegressed(
-        slice="a|b", variant=None, rule=RegressionRule(0.0, "default"), baseline_pass_rate=1.0, pass_rate=0.0,
-        drop=1.0, p_value=1.0, regressions=(),
+        slice="a|b",
+        variant=None,
+        rule=RegressionRule(0.0, "default"),
+        baseline_pass_rate=1.0,
+        pass_rate=0.0,
+        drop=1.0,
+        p_value=1.0,
+        regressions=(),
     )
     assert reason(quiet) == (
         "slice 'a|b': pass rate dropped 100.0 points against the baseline (100.0% -> 0.0%), "
@@ -51,8 +62,14 @@ def test_a_regressed_slice_with_and_without_regressed_ids() -> None:
 
 def test_regressed_ids_are_cut_after_five_and_p_has_three_digits() -> None:
     d = SliceRegressed(
-        slice="s", variant=None, rule=RegressionRule(0.0, "option"), baseline_pass_rate=0.9, pass_rate=0.3,
-        drop=0.6, p_value=0.000123456, regressions=tuple(f"c{i}" for i in range(7)),
+        slice="s",
+        variant=None,
+        rule=RegressionRule(0.0, "option"),
+        baseline_pass_rate=0.9,
+        pass_rate=0.3,
+        drop=0.6,
+        p_value=0.000123456,
+        regressions=tuple(f"c{i}" for i in range(7)),
     )
     assert reason(d) == (
         "slice 's': pass rate dropped 60.0 points against the baseline (90.0% -> 30.0%), more than the "

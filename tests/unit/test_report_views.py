@@ -56,8 +56,9 @@ def test_usage_counts_calls_hits_tokens_cost_and_latency_per_slice_and_variant()
         _row("c", variant="v2", cached=True, usage=usage),  # a hit: no call, no cost, no latency
         _row("d", "error", variant="v2", output=None, error="HTTP 500"),
     ]
-    run = RunInfo(version="x", models={"v1": {"spec": "s", "prices": {"prompt": 1.0, "completion": 2.0}},
-                                       "v2": {"spec": "s"}})
+    run = RunInfo(
+        version="x", models={"v1": {"spec": "s", "prices": {"prompt": 1.0, "completion": 2.0}}, "v2": {"spec": "s"}}
+    )
     report = usage_report(rows, run)
     total = report.total
     assert (total.rows, total.calls, total.cache_hits) == (4, 2, 1)
@@ -67,8 +68,7 @@ def test_usage_counts_calls_hits_tokens_cost_and_latency_per_slice_and_variant()
     assert [(s.name, s.calls) for s in report.slices] == [("s", 1), ("t", 1)]
     assert [(v.name, v.cost_usd) for v in report.variants] == [("v1", total.cost_usd), ("v2", None)]
     assert totals_line(report) == (
-        "totals: 2 calls, 1 cache hit, 4,500 tokens (3,000 prompt + 1,500 completion), cost $0.004, "
-        "p95 latency 290 ms"
+        "totals: 2 calls, 1 cache hit, 4,500 tokens (3,000 prompt + 1,500 completion), cost $0.004, p95 latency 290 ms"
     )
     unpriced = usage_report(rows)
     assert "cost unknown (no [model] prices)" in totals_line(unpriced)
@@ -92,7 +92,7 @@ def test_summary_md_lists_failing_and_regressed_cases_collapsed_below_the_verdic
     assert md.index("| slice |") < md.index("<details><summary>Failing cases (2)</summary>")
     assert "| bad | s | failed | must\\_include: missing required text 'refund' |" in md
     assert "| err | s | error | error: HTTP 500: x |" in md
-    regressed = md[md.index("<details><summary>Regressed cases (2, passed in the baseline)"):]
+    regressed = md[md.index("<details><summary>Regressed cases (2, passed in the baseline)") :]
     assert "| bad | s | passed \u2192 failed | must\\_include: missing required text 'refund' |" in regressed
     assert "| err | s | passed \u2192 error | an error (see the failing cases) |" in regressed
     assert md.count("<details>") == md.count("</details>")
@@ -153,8 +153,9 @@ def test_promptsuite_history_prints_the_trend(tmp_path: Path, capsys: pytest.Cap
 
 def test_a_decision_applies_only_to_the_same_output_of_the_same_case() -> None:
     review = _row("r1", "review", checks=(MARK,), output="refunds within 30 days")
-    book = ReviewBook([ReviewDecision("r1", output_sha256("refunds within 30 days"), "fail", reviewer="bo",
-                                      comment="wrong window")])
+    book = ReviewBook(
+        [ReviewDecision("r1", output_sha256("refunds within 30 days"), "fail", reviewer="bo", comment="wrong window")]
+    )
     decided = book.apply(review)
     assert decided.outcome.value == "failed"
     assert decided.checks[-1].message == "bo decided fail: wrong window"
@@ -167,8 +168,12 @@ def test_a_decision_applies_only_to_the_same_output_of_the_same_case() -> None:
     failing = _row("r1", "failed", checks=(FAIL, MARK), output="refunds within 30 days")
     assert ReviewBook([ReviewDecision("r1", output_sha256("refunds within 30 days"), "pass")]).apply(failing) is failing
     # [review] outcome = "failed": the mark alone fails the case; a pass decision passes it
-    marked_failed = _row("r1", "failed", output="refunds within 30 days",
-                         checks=(CheckResult("review", "review", False, "marked", details={"review": "x"}),))
+    marked_failed = _row(
+        "r1",
+        "failed",
+        output="refunds within 30 days",
+        checks=(CheckResult("review", "review", False, "marked", details={"review": "x"}),),
+    )
     passed = ReviewBook([ReviewDecision("r1", output_sha256("refunds within 30 days"), "pass")]).apply(marked_failed)
     assert passed.outcome.value == "passed"
 
@@ -176,13 +181,19 @@ def test_a_decision_applies_only_to_the_same_output_of_the_same_case() -> None:
 def test_a_decisions_file_with_bad_lines_names_each(tmp_path: Path) -> None:
     file = tmp_path / "decisions.jsonl"
     good = {"case_id": "a", "output_sha256": "0" * 64, "decision": "pass", "reviewer": "al"}
-    file.write_text("\n".join([
-        json.dumps(good),
-        json.dumps({**good, "decision": "maybe"}),
-        json.dumps({**good, "output_sha256": "abc"}),
-        json.dumps({**good, "reviwer": "x"}),
-        "{not json",
-    ]) + "\n", encoding="utf-8")
+    file.write_text(
+        "\n".join(
+            [
+                json.dumps(good),
+                json.dumps({**good, "decision": "maybe"}),
+                json.dumps({**good, "output_sha256": "abc"}),
+                json.dumps({**good, "reviwer": "x"}),
+                "{not json",
+            ]
+        )
+        + "\n",
+        encoding="utf-8",
+    )
     with pytest.raises(ConfigError) as info:
         load_reviews(file)
     lines = str(info.value).splitlines()
@@ -206,6 +217,6 @@ def test_model_prices_are_config_keys_a_variant_may_override(tmp_path: Path) -> 
     assert config.model_for("big").cost(1000, 1000) == pytest.approx((2500 + 10000) / 1e6)
     assert config.model_for("small").prices == config.model.prices
     assert config.model.cost(None, 10) is None
-    path.write_text('[model]\nprices = { prompt = -1, completion = 0.6 }\n', encoding="utf-8")
+    path.write_text("[model]\nprices = { prompt = -1, completion = 0.6 }\n", encoding="utf-8")
     with pytest.raises(ConfigError, match="prices"):
         load_config(path)

@@ -72,19 +72,25 @@ def test_review_and_skipped_never_flip_and_missing_slices_keep_their_rate() -> N
     assert result.diff.flips == ()
     assert result.flips == {"s": SliceFlips(0, 0, 1.0)}
     assert result.baseline_counts == {
-        "old": Counts(cases=2, passed=1, failed=1), "s": Counts(cases=2, passed=1, review=1)
+        "old": Counts(cases=2, passed=1, failed=1),
+        "s": Counts(cases=2, passed=1, review=1),
     }
     assert dict(result.diff.missing_slices) == {"old": 0.5}
     assert (result.diff.source, result.diff.max_regression, result.diff.max_regression_source) == (
-        "base", 0.1, "config"
+        "base",
+        0.1,
+        "config",
     )
 
 
 def test_variants_pair_by_case_with_the_variant_stripped() -> None:
     rows = [
-        row("a", "s", "passed", variant="v1", repeat=0), row("a", "s", "failed", variant="v2", repeat=0),
-        row("a", "s", "passed", variant="v1", repeat=1), row("a", "s", "passed", variant="v2", repeat=1),
-        row("b", "s", "failed", variant="v1"), row("b", "s", "passed", variant="v2"),
+        row("a", "s", "passed", variant="v1", repeat=0),
+        row("a", "s", "failed", variant="v2", repeat=0),
+        row("a", "s", "passed", variant="v1", repeat=1),
+        row("a", "s", "passed", variant="v2", repeat=1),
+        row("b", "s", "failed", variant="v1"),
+        row("b", "s", "passed", variant="v2"),
         row("c", "s", "failed", variant="v3"),
     ]
     result = compare_variants(rows, "v1", "v2", ThresholdPolicy())

@@ -52,9 +52,21 @@ def test_a_slice_below_its_threshold_carries_rule_and_figures() -> None:
 
 def _test(verdict: str, rule: str = "delta", **kw: object) -> RegressionTest:
     fields = dict(
-        slice="s", variant=None, against="baseline", rule=rule, cases=10, repeats=1, baseline_pass_rate=1.0,
-        pass_rate=0.7, drop=0.3, regressions=3, fixes=0, p_regression=0.125, p_adjusted=None,
-        detectable_drop=0.5, verdict=verdict,
+        slice="s",
+        variant=None,
+        against="baseline",
+        rule=rule,
+        cases=10,
+        repeats=1,
+        baseline_pass_rate=1.0,
+        pass_rate=0.7,
+        drop=0.3,
+        regressions=3,
+        fixes=0,
+        p_regression=0.125,
+        p_adjusted=None,
+        detectable_drop=0.5,
+        verdict=verdict,
     )
     fields.update(kw)
     return RegressionTest(**fields)  # type: ignore[arg-type]
@@ -64,18 +76,34 @@ def test_a_regression_carries_both_rates_the_drop_the_rule_and_p() -> None:
     rule = RegressionRule(0.1, "option")
     decision = check_regression(_test("regressed"), rule, ("c0", "c1", "c2"), p_value=0.25)
     assert decision == SliceRegressed(
-        slice="s", variant=None, rule=rule, baseline_pass_rate=1.0, pass_rate=0.7,
-        drop=pytest.approx(0.3), p_value=0.25, regressions=("c0", "c1", "c2"),
+        slice="s",
+        variant=None,
+        rule=rule,
+        baseline_pass_rate=1.0,
+        pass_rate=0.7,
+        drop=pytest.approx(0.3),
+        p_value=0.25,
+        regressions=("c0", "c1", "c2"),
     )
     for verdict in ("inconclusive", "no evidence of a drop"):
         assert check_regression(_test(verdict), rule, (), p_value=0.25) is None
     assert check_regression(_test("regressed", pass_rate=None, drop=None), rule, (), p_value=0.25) is None
     paired = RegressionRule(0.0, "default", kind="paired", alpha=0.05, correction="holm")
-    decision = check_regression(_test("regressed", "paired", p_adjusted=0.25), paired, ("c0",), p_value=0.25,
-                                models=("fake", "openai:m"), family=2)
+    decision = check_regression(
+        _test("regressed", "paired", p_adjusted=0.25),
+        paired,
+        ("c0",),
+        p_value=0.25,
+        models=("fake", "openai:m"),
+        family=2,
+    )
     assert decision is not None
     assert (decision.p_regression, decision.p_adjusted, decision.models, decision.family) == (
-        0.125, 0.25, ("fake", "openai:m"), 2)
+        0.125,
+        0.25,
+        ("fake", "openai:m"),
+        2,
+    )
 
 
 def test_errors_are_a_decision_with_every_key_in_row_order() -> None:
@@ -100,8 +128,14 @@ def test_decisions_are_frozen_records() -> None:
 
 def test_summarize_orders_decisions_by_slice_then_errors_last() -> None:
     old = [row(f"c{i}", "b", "passed") for i in range(4)]
-    new = [row("c0", "b", "failed"), row("c1", "b", "passed"), row("c2", "b", "passed"), row("c3", "b", "passed"),
-           row("e", "a", "error"), row("v", "a", "passed")]
+    new = [
+        row("c0", "b", "failed"),
+        row("c1", "b", "passed"),
+        row("c2", "b", "passed"),
+        row("c3", "b", "passed"),
+        row("e", "a", "error"),
+        row("v", "a", "passed"),
+    ]
     summary = summarize(new, ThresholdPolicy(option=0.6), baseline=old, settings=GateSettings(regression="delta"))
     kinds = [type(d).__name__ for d in summary.gate.decisions]
     assert kinds == ["SliceBelowThreshold", "SliceRegressed", "CasesErrored"]
@@ -111,8 +145,10 @@ def test_summarize_orders_decisions_by_slice_then_errors_last() -> None:
 
 def test_each_variant_below_its_threshold_is_its_own_decision() -> None:
     rows = [
-        row("a", "s", "failed", variant="v1"), row("a", "s", "passed", variant="v2"),
-        row("b", "s", "failed", variant="v1"), row("b", "s", "failed", variant="v2"),
+        row("a", "s", "failed", variant="v1"),
+        row("a", "s", "passed", variant="v2"),
+        row("b", "s", "failed", variant="v1"),
+        row("b", "s", "failed", variant="v2"),
     ]
     summary = summarize(rows, ThresholdPolicy(option=0.6), variant_order=["v2", "v1"])
     rule = ThresholdRule(0.6, "option")

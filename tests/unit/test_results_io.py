@@ -65,13 +65,16 @@ def test_load_summary_json_beside_the_results_or_none(tmp_path: Path) -> None:
 
 
 def test_stream_results_leaves_the_texts_on_disk_until_a_row_is_read_back(tmp_path: Path) -> None:
-    rows = [row("a", "s", "passed", output="out a\u2028x", prompt="prompt a", variant="v1"),
-            row("b", "s", "failed", output="out b", prompt=[{"role": "user", "content": "hi"}], repeat=1)]
+    rows = [
+        row("a", "s", "passed", output="out a\u2028x", prompt="prompt a", variant="v1"),
+        row("b", "s", "failed", output="out b", prompt=[{"role": "user", "content": "hi"}], repeat=1),
+    ]
     path = tmp_path / "results.jsonl"
     path.write_text("\n" + "".join(r.to_json() + "\n" for r in rows), "utf-8")
     stored = stream_results(tmp_path)
     assert [(r.case_id, r.variant, r.repeat, r.outcome.value) for r in stored.rows] == [
-        ("a", "v1", 0, "passed"), ("b", None, 1, "failed")
+        ("a", "v1", 0, "passed"),
+        ("b", None, 1, "failed"),
     ]
     assert all(r.output is None and r.prompt is None for r in stored.rows)
     assert [stored.full(r) for r in stored.rows] == rows
@@ -93,11 +96,30 @@ def test_a_flip_against_a_stored_baseline_shows_the_baseline_output(tmp_path: Pa
 
 
 SPOOLED = [
-    row("a", "退款", "passed", output="out a\u2028x", prompt="prompt a", variant="v1", location="cases.jsonl:1",
-        latency_ms=12.5, usage={"prompt_tokens": 10, "completion_tokens": 3, "total_tokens": 13}, tags=("t",)),
-    row("b", "s", "failed", output="out b", prompt=[{"role": "user", "content": "hi"}], repeat=1,
-        checks=(CheckResult("content", "must_include", False, "missing required text 'x'"),), cached=True,
-        usage={"prompt_tokens": 4, "completion_tokens": 1, "total_tokens": 5}, metadata={"k": [1, 2]}),
+    row(
+        "a",
+        "退款",
+        "passed",
+        output="out a\u2028x",
+        prompt="prompt a",
+        variant="v1",
+        location="cases.jsonl:1",
+        latency_ms=12.5,
+        usage={"prompt_tokens": 10, "completion_tokens": 3, "total_tokens": 13},
+        tags=("t",),
+    ),
+    row(
+        "b",
+        "s",
+        "failed",
+        output="out b",
+        prompt=[{"role": "user", "content": "hi"}],
+        repeat=1,
+        checks=(CheckResult("content", "must_include", False, "missing required text 'x'"),),
+        cached=True,
+        usage={"prompt_tokens": 4, "completion_tokens": 1, "total_tokens": 5},
+        metadata={"k": [1, 2]},
+    ),
     row("c", "s", "error", error="HTTP 401 with Authorization: Bearer sk0123456789abcdef", location="cases.jsonl:3"),
     row("d", "s", "passed", output="last", replies=("first", "last"), latency_ms=float("nan")),
 ]
@@ -137,8 +159,13 @@ def test_usage_counted_from_spooled_lines_is_usage_of_the_rows() -> None:
     tally = UsageTally()
     for r in SPOOLED:
         tally.add_line(json.loads(r.to_json()))
-    run = RunInfo(version="x", models={"v1": {"spec": "s", "prices": {"prompt": 1.0, "completion": 2.0}},
-                                       "": {"spec": "s", "prices": {"prompt": 3.0, "completion": 5.0}}})
+    run = RunInfo(
+        version="x",
+        models={
+            "v1": {"spec": "s", "prices": {"prompt": 1.0, "completion": 2.0}},
+            "": {"spec": "s", "prices": {"prompt": 3.0, "completion": 5.0}},
+        },
+    )
     assert tally.report(prices_of_run(run)) == usage_report(load_rows(SPOOLED), run)
     assert tally.report() == usage_report(load_rows(SPOOLED))
     assert tally.report(prices_of_run(run)).total.cost_usd == pytest.approx((10 + 2 * 3) / 1e6)

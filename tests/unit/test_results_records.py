@@ -29,15 +29,23 @@ def test_counts_has_a_field_per_outcome() -> None:
 
 
 def test_counts_of_outcomes_rate_and_interval() -> None:
-    c = Counts.of([Outcome.PASSED, Outcome.PASSED, Outcome.FAILED, Outcome.ERROR, Outcome.REVIEW,
-                   Outcome.SKIPPED, Outcome.PASSED])
+    c = Counts.of(
+        [Outcome.PASSED, Outcome.PASSED, Outcome.FAILED, Outcome.ERROR, Outcome.REVIEW, Outcome.SKIPPED, Outcome.PASSED]
+    )
     assert c == Counts(cases=7, passed=3, failed=1, error=1, review=1, skipped=1)
     assert c.counted == 5  # review and skipped are not counted; the error is
     assert c.pass_rate == 3 / 5
     assert c.interval == wilson_interval(3, 5)
     assert c.to_dict() == {
-        "cases": 7, "passed": 3, "failed": 1, "error": 1, "review": 1, "skipped": 1,
-        "pass_rate": 3 / 5, "ci_low": wilson_interval(3, 5)[0], "ci_high": wilson_interval(3, 5)[1],
+        "cases": 7,
+        "passed": 3,
+        "failed": 1,
+        "error": 1,
+        "review": 1,
+        "skipped": 1,
+        "pass_rate": 3 / 5,
+        "ci_low": wilson_interval(3, 5)[0],
+        "ci_high": wilson_interval(3, 5)[1],
     }
     assert list(c.to_dict()) == COUNT_KEYS
     assert list(c.tallies()) == COUNT_KEYS[:6]
@@ -61,8 +69,19 @@ def test_slice_group_and_variant_rows_keep_their_columns_in_order() -> None:
     c = Counts(cases=4, passed=3, failed=1)
     stats = SliceStats(slice="s", counts=c, threshold=0.5, threshold_source="option", gate="pass")
     assert list(stats.to_dict()) == [
-        "slice", *COUNT_KEYS, "threshold", "threshold_source", "baseline_pass_rate", "delta",
-        "regressions", "fixes", "p_value", "p_regression", "verdict", "detectable_drop", "gate",
+        "slice",
+        *COUNT_KEYS,
+        "threshold",
+        "threshold_source",
+        "baseline_pass_rate",
+        "delta",
+        "regressions",
+        "fixes",
+        "p_value",
+        "p_regression",
+        "verdict",
+        "detectable_drop",
+        "gate",
     ]
     assert stats.to_dict()["pass_rate"] == 0.75
     group = GroupStats("tag", c)
@@ -86,9 +105,11 @@ def test_variant_comparison_dict_writes_flips_per_slice() -> None:
         variants=("v1", "v2"), slices=(), flips_by_slice={"s": SliceFlips(regressions=2, fixes=1, p_value=1.0)}
     )
     assert compared.to_dict() == {
-        "variants": ["v1", "v2"], "slices": [],
+        "variants": ["v1", "v2"],
+        "slices": [],
         "flips_by_slice": {"s": {"regressions": 2, "fixes": 1, "p_value": 1.0}},
-        "regressions": [], "fixes": [],
+        "regressions": [],
+        "fixes": [],
     }
 
 

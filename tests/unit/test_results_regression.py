@@ -63,15 +63,18 @@ def test_holm_corrects_over_the_slices_of_the_run() -> None:
     # Holm: sorted c (x3), a (x2), b (x1), each at least the one before
     adjusted = {"c": 3 * raw["c"], "a": max(3 * raw["c"], 2 * raw["a"]), "b": max(3 * raw["c"], 2 * raw["a"], raw["b"])}
     assert {name: t.p_adjusted for name, t in tests.items()} == pytest.approx(adjusted)
-    assert {name: t.verdict for name, t in tests.items()} == {
-        "a": "regressed", "b": "inconclusive", "c": "regressed"
-    }
+    assert {name: t.verdict for name, t in tests.items()} == {"a": "regressed", "b": "inconclusive", "c": "regressed"}
     regressed = [d for d in summary.gate.decisions if isinstance(d, SliceRegressed)]
     assert [d.slice for d in regressed] == ["a", "c"] and all(d.family == 3 for d in regressed)
     assert "after Holm's correction over 3 comparisons" in reason(regressed[0])
 
-    uncorrected = summarize(new, NO_THRESHOLD, baseline=Baseline(old, "base", run=ENDPOINT), run=ENDPOINT,
-                            settings=GateSettings(correction="none"))
+    uncorrected = summarize(
+        new,
+        NO_THRESHOLD,
+        baseline=Baseline(old, "base", run=ENDPOINT),
+        run=ENDPOINT,
+        settings=GateSettings(correction="none"),
+    )
     assert {t.slice: t.p_adjusted for t in uncorrected.tests} == {"a": None, "b": None, "c": None}
     assert [t.verdict for t in uncorrected.tests] == ["regressed", "inconclusive", "regressed"]
 
@@ -87,8 +90,13 @@ def test_auto_is_delta_for_deterministic_runs_and_paired_otherwise() -> None:
     unknown = summarize(new, NO_THRESHOLD, baseline=Baseline(old, "base"), run=FAKE)
     assert [t.rule for t in unknown.tests] == ["delta"]
     assert [t.rule for t in summarize(new, NO_THRESHOLD, baseline=old).tests] == ["paired"]
-    forced = summarize(new, NO_THRESHOLD, baseline=Baseline(old, "base", run=FAKE), run=FAKE,
-                       settings=GateSettings(regression="paired"))
+    forced = summarize(
+        new,
+        NO_THRESHOLD,
+        baseline=Baseline(old, "base", run=FAKE),
+        run=FAKE,
+        settings=GateSettings(regression="paired"),
+    )
     assert [t.rule for t in forced.tests] == ["paired"]
 
 
@@ -156,8 +164,9 @@ def test_compare_variants_gates_each_later_variant_against_the_first() -> None:
 
 def test_a_baseline_of_another_model_is_named_in_the_verdict() -> None:
     old, new = flips("s", 8, 0, steady=20)
-    other = RunInfo("0.1.0", {"": {"spec": "openai:small", "base_url": None, "params": {"temperature": 1},
-                                   "deterministic": False}})
+    other = RunInfo(
+        "0.1.0", {"": {"spec": "openai:small", "base_url": None, "params": {"temperature": 1}, "deterministic": False}}
+    )
     summary = summarize(new, NO_THRESHOLD, baseline=Baseline(old, "base", run=other), run=ENDPOINT)
     [decision] = summary.gate.decisions
     assert isinstance(decision, SliceRegressed) and decision.models == ("openai:small with temperature=1", "openai:m")
@@ -187,8 +196,9 @@ def test_seeded_simulation_guards_false_alarms_and_power() -> None:
         q = list(p)
         for i in [i for i, v in enumerate(p) if v == 0.98][:drop_cases]:
             q[i] = 0.02
-        summary = summarize(slice_rows(q), NO_THRESHOLD, baseline=Baseline(slice_rows(p), "b", run=ENDPOINT),
-                            run=ENDPOINT)
+        summary = summarize(
+            slice_rows(q), NO_THRESHOLD, baseline=Baseline(slice_rows(p), "b", run=ENDPOINT), run=ENDPOINT
+        )
         return not summary.gate.passed
 
     pairs = 250

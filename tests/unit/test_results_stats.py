@@ -1,8 +1,9 @@
 """Stage tests for ``results.stats``: the Wilson interval, the exact McNemar tests, the exact
 stratified test, Holm's correction and the detectable drop.
 
-Reference values are computed here independently of the code under test: Wilson bounds as the
-roots of their defining quadratic, McNemar p-values from exact binomial sums with ``Fraction``.
+Reference values are computed independently of the code under test: Wilson bounds as the roots of
+their defining quadratic and McNemar p-values from exact binomial sums (``reference_stats``), the
+one-sided and stratified tests here, with ``Fraction``.
 """
 
 from __future__ import annotations
@@ -20,27 +21,8 @@ from pytest_promptsuite.results.stats import mcnemar_p_greater
 from pytest_promptsuite.results.stats import settling_size
 from pytest_promptsuite.results.stats import stratified_p
 from pytest_promptsuite.results.stats import wilson_interval
-
-
-Z95 = 1.959963984540054
-
-
-def wilson_by_quadratic(k: int, n: int) -> tuple[float, float]:
-    """Roots of (k/n - p)^2 = z^2 p (1 - p) / n, i.e. a p^2 + b p + c = 0."""
-    phat, z2 = k / n, Z95 * Z95
-    a = 1 + z2 / n
-    b = -(2 * phat + z2 / n)
-    c = phat * phat
-    disc = math.sqrt(b * b - 4 * a * c)
-    return ((-b - disc) / (2 * a), (-b + disc) / (2 * a))
-
-
-def mcnemar_by_fractions(b: int, c: int) -> float:
-    n = b + c
-    if n == 0:
-        return 1.0
-    tail = Fraction(sum(math.comb(n, i) for i in range(min(b, c) + 1)), 2**n)
-    return float(min(Fraction(1), 2 * tail))
+from tests.unit.reference_stats import mcnemar_by_fractions
+from tests.unit.reference_stats import wilson_by_quadratic
 
 
 # -- intervals and tests ---------------------------------------------------------------------------
@@ -84,7 +66,6 @@ def test_mcnemar_matches_exact_fractions_also_for_many_flips(b: int, c: int) -> 
     assert mcnemar_p(b, c) == pytest.approx(mcnemar_by_fractions(b, c), rel=1e-9)
 
 
-
 # -- the one-sided tests the regression gate uses ---------------------------------------------------
 
 
@@ -103,10 +84,12 @@ def stratified_by_enumeration(strata: list[Stratum]) -> Fraction:
     supports = []
     for s in strata:
         t, whole = s.old + s.new, math.comb(s.k_old + s.k_new, s.old + s.new)
-        supports.append([
-            (y, Fraction(math.comb(s.k_new, y) * math.comb(s.k_old, t - y), whole))
-            for y in range(max(0, t - s.k_old), min(s.k_new, t) + 1)
-        ])
+        supports.append(
+            [
+                (y, Fraction(math.comb(s.k_new, y) * math.comb(s.k_old, t - y), whole))
+                for y in range(max(0, t - s.k_old), min(s.k_new, t) + 1)
+            ]
+        )
     observed = sum(s.new for s in strata)
     total = Fraction(0)
     for combo in itertools.product(*supports):

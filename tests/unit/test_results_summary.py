@@ -1,6 +1,6 @@
 """Stage tests for ``results.summary``: every number of the summary on hand-made result sets.
 
-Reference values are computed independently of the code under test (see ``test_results_stats``).
+Reference values are computed independently of the code under test (see ``reference_stats``).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from pytest_promptsuite.results.gate import ThresholdRule
 from pytest_promptsuite.results.records import Counts
 from pytest_promptsuite.results.row import CaseResult
 from pytest_promptsuite.results.summary import summarize
-from tests.unit.test_results_stats import mcnemar_by_fractions
-from tests.unit.test_results_stats import wilson_by_quadratic
+from tests.unit.reference_stats import mcnemar_by_fractions
+from tests.unit.reference_stats import wilson_by_quadratic
 
 
 def row(case_id: str, slice_: str, outcome: str, **kw: object) -> CaseResult:
@@ -50,16 +50,19 @@ def test_slice_counts_pass_rate_and_interval() -> None:
     summary = summarize(rows, ThresholdPolicy(option=0.0))
     alpha, beta = summary.slices
     a = alpha.counts
-    assert (alpha.slice, a.cases, a.passed, a.failed, a.error, a.review) == (
-        "alpha", 5, 2, 1, 1, 1
-    )
+    assert (alpha.slice, a.cases, a.passed, a.failed, a.error, a.review) == ("alpha", 5, 2, 1, 1, 1)
     assert a.pass_rate == 2 / 4  # passed / (cases - review); the error counts as not passed
     assert a.interval == pytest.approx(wilson_by_quadratic(2, 4))
     assert (alpha.to_dict()["ci_low"], alpha.to_dict()["ci_high"]) == a.interval
     assert beta.counts.pass_rate == 1.0
     assert summary.totals == Counts(cases=6, passed=3, failed=1, error=1, review=1, skipped=0)
     assert summary_document(summary)["totals"] == {
-        "cases": 6, "passed": 3, "failed": 1, "error": 1, "review": 1, "skipped": 0
+        "cases": 6,
+        "passed": 3,
+        "failed": 1,
+        "error": 1,
+        "review": 1,
+        "skipped": 0,
     }
     assert alpha.baseline_pass_rate is None and alpha.p_value is None and alpha.delta is None
 
@@ -79,13 +82,11 @@ def test_gate_reasons_name_the_slice_the_numbers_and_the_source() -> None:
     summary = summarize(rows, ThresholdPolicy(Thresholds(slices={"refund": 0.9}), option=0.0))
     assert not summary.gate.passed
     assert summary.gate.decisions[0] == SliceBelowThreshold(
-        slice="refund", variant=None, rule=ThresholdRule(0.9, "config slice"), pass_rate=0.8, passed=8,
-        counted=10,
+        slice="refund", variant=None, rule=ThresholdRule(0.9, "config slice"), pass_rate=0.8, passed=8, counted=10
     )
     assert reasons(summary) == (
         "slice 'refund': pass rate 80.0% (8/10) is below its threshold 90.0% (config slice)",
-        "1 case ended in an error (the model call or the rendering failed): boom; "
-        "errors always fail the run",
+        "1 case ended in an error (the model call or the rendering failed): boom; errors always fail the run",
     )
     assert [s.gate for s in summary.slices] == ["pass", "fail"]  # "other" is 0/1 against 0.0
 
@@ -119,8 +120,14 @@ def _baseline_pair() -> tuple[list[CaseResult], list[CaseResult]]:
         row("x", "t", "passed"),
     ]
     new = [
-        row("a", "s", "failed", output="new a", prompt="Q: a",
-            checks=(CheckResult("content", "must_include", False, "missing required text 'a'"),)),
+        row(
+            "a",
+            "s",
+            "failed",
+            output="new a",
+            prompt="Q: a",
+            checks=(CheckResult("content", "must_include", False, "missing required text 'a'"),),
+        ),
         row("b", "s", "error", error="HTTP 500", prompt="Q2: b"),
         row("c", "s", "passed", output="new c", prompt="Q: c"),
         row("d", "s", "passed"),
@@ -176,8 +183,13 @@ def test_regression_gate_fails_beyond_the_allowed_drop() -> None:
     assert strict.slices[0].p_value == pytest.approx(expected_p)  # 2 * 1/8 = 0.25
     assert strict.gate.decisions == (
         SliceRegressed(
-            slice="s", variant=None, rule=RegressionRule(0.2, "config"), baseline_pass_rate=1.0,
-            pass_rate=0.7, drop=pytest.approx(0.3), p_value=pytest.approx(expected_p),
+            slice="s",
+            variant=None,
+            rule=RegressionRule(0.2, "config"),
+            baseline_pass_rate=1.0,
+            pass_rate=0.7,
+            drop=pytest.approx(0.3),
+            p_value=pytest.approx(expected_p),
             regressions=("c0", "c1", "c2"),
         ),
     )
@@ -227,10 +239,18 @@ def test_repeats_count_once_each_and_give_pass_fractions_and_flaky_cases() -> No
 
 
 def test_repeats_pair_by_case_on_their_pass_fractions() -> None:
-    old = [row("a", "s", "passed", repeat=0), row("a", "s", "passed", repeat=1),
-           row("flaky", "s", "passed", repeat=0), row("flaky", "s", "failed", repeat=1)]
-    new = [row("a", "s", "passed", repeat=0), row("a", "s", "failed", repeat=1),
-           row("flaky", "s", "failed", repeat=0), row("flaky", "s", "passed", repeat=1)]
+    old = [
+        row("a", "s", "passed", repeat=0),
+        row("a", "s", "passed", repeat=1),
+        row("flaky", "s", "passed", repeat=0),
+        row("flaky", "s", "failed", repeat=1),
+    ]
+    new = [
+        row("a", "s", "passed", repeat=0),
+        row("a", "s", "failed", repeat=1),
+        row("flaky", "s", "failed", repeat=0),
+        row("flaky", "s", "passed", repeat=1),
+    ]
     summary = summarize(new, baseline=old)
     assert summary.regressions == ("a",)  # 2/2 -> 1/2; the flaky case (1/2 both times) is neither
     assert summary.fixes == ()

@@ -56,14 +56,35 @@ def _problems(data: dict[str, Any], lines: dict[str, int] | None = None, prefix:
 
 
 def test_a_table_is_read_and_converted() -> None:
-    table = validate(Outer, {
-        "name": "n", "on": True, "count": 9, "limit": 2, "shape": "s", "tags": ["a"],
-        "inner": {"rate": 1}, "many": {"k": {"rate": 0.5, "mode": "c"}}, "rows": [{"rate": 0}],
-        "kind": "two", "assert": [{"type": "is-json"}], "model": {"spec": "fake:x", "timeout_s": 5},
-    })
+    table = validate(
+        Outer,
+        {
+            "name": "n",
+            "on": True,
+            "count": 9,
+            "limit": 2,
+            "shape": "s",
+            "tags": ["a"],
+            "inner": {"rate": 1},
+            "many": {"k": {"rate": 0.5, "mode": "c"}},
+            "rows": [{"rate": 0}],
+            "kind": "two",
+            "assert": [{"type": "is-json"}],
+            "model": {"spec": "fake:x", "timeout_s": 5},
+        },
+    )
     assert table == Outer(
-        name="n", on=True, count=9, limit=2.0, shape="s", tags=["a"], inner=Inner(rate=1.0),
-        many={"k": Inner(rate=0.5, mode="c")}, rows=[Inner(rate=0.0)], kind="two", assert_=[{"type": "is-json"}],
+        name="n",
+        on=True,
+        count=9,
+        limit=2.0,
+        shape="s",
+        tags=["a"],
+        inner=Inner(rate=1.0),
+        many={"k": Inner(rate=0.5, mode="c")},
+        rows=[Inner(rate=0.0)],
+        kind="two",
+        assert_=[{"type": "is-json"}],
         model=Override({"spec": "fake:x", "timeout_s": 5.0}),
     )
     assert isinstance(table.limit, float) and isinstance(table.inner and table.inner.rate, float)
@@ -110,9 +131,14 @@ def test_a_table_is_read_and_converted() -> None:
         ({"model": {"max_retries": 101}}, ["model.max_retries: Input should be less than or equal to 100"]),
         ({"model": {"batch": True}}, ["unknown key 'model.batch'"]),
         ({"model": 5}, ["model: Input should be a valid dictionary"]),
-        ({"name": 1, "count": 0, "nope": 1}, ["name: Input should be a valid string",
-                                              "count: Input should be greater than 0",
-                                              "unknown key 'nope' (did you mean 'name'?)"]),
+        (
+            {"name": 1, "count": 0, "nope": 1},
+            [
+                "name: Input should be a valid string",
+                "count: Input should be greater than 0",
+                "unknown key 'nope' (did you mean 'name'?)",
+            ],
+        ),
     ],
 )
 def test_each_problem_is_named_with_its_place(data: dict[str, Any], expected: list[str]) -> None:
@@ -121,8 +147,10 @@ def test_each_problem_is_named_with_its_place(data: dict[str, Any], expected: li
 
 def test_problems_come_in_the_order_of_the_file_with_their_lines() -> None:
     """Not in the order of the fields: a table's keys as the file has them, its missing keys after."""
-    text = ('[[tool.promptsuite.rows]]\nmood = 1\n[tool.promptsuite]\nnope = 1\ncount = 0\ninner = { mode = "x" }\n'
-            'name = 1\n')
+    text = (
+        '[[tool.promptsuite.rows]]\nmood = 1\n[tool.promptsuite]\nnope = 1\ncount = 0\ninner = { mode = "x" }\n'
+        "name = 1\n"
+    )
     document, _ = parse_toml(text.encode(), str(PATH))
     lines = {k.removeprefix("tool.promptsuite."): v for k, v in key_lines(text).items()}
     assert _problems(document["tool"]["promptsuite"], lines, prefix="tool.promptsuite") == [
@@ -138,7 +166,8 @@ def test_problems_come_in_the_order_of_the_file_with_their_lines() -> None:
 
 def test_an_unknown_key_is_matched_against_the_keys_its_own_table_takes() -> None:
     assert _problems({"inner": {"rat": 1}}) == [
-        f"{PATH}: unknown key 'inner.rat' (did you mean 'rate'?)", f"{PATH}: inner.rate: Field required",
+        f"{PATH}: unknown key 'inner.rat' (did you mean 'rate'?)",
+        f"{PATH}: inner.rate: Field required",
     ]
     assert _problems({"many": {"a": {"rate": 0, "kind": "a"}}}) == [f"{PATH}: unknown key 'many.a.kind'"]
 
@@ -175,15 +204,21 @@ def test_the_schema_carries_each_fields_description() -> None:
     schema = TypeAdapter(SuiteTables).json_schema()
     model = schema["$defs"]["ModelConfig"]["properties"]
     assert model["timeout_s"] == {
-        "default": 60.0, "description": "Seconds one call may take.", "exclusiveMinimum": 0, "maximum": 86400,
-        "title": "Timeout S", "type": "number",
+        "default": 60.0,
+        "description": "Seconds one call may take.",
+        "exclusiveMinimum": 0,
+        "maximum": 86400,
+        "title": "Timeout S",
+        "type": "number",
     }
     override = schema["$defs"]["ModelConfigOverride"]["properties"]
     assert override["timeout_s"]["anyOf"][0] == {"exclusiveMinimum": 0, "maximum": 86400, "type": "number"}
     assert "batch" not in override and schema["$defs"]["ModelConfig"]["additionalProperties"] is False
     assert schema["$defs"]["SuiteCheck"]["required"] == ["assert"]
     undescribed = [
-        f"{name}.{key}" for name, table in schema["$defs"].items() for key, value in table["properties"].items()
+        f"{name}.{key}"
+        for name, table in schema["$defs"].items()
+        for key, value in table["properties"].items()
         if "description" not in value
     ]
     assert undescribed == []

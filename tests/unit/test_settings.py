@@ -39,7 +39,8 @@ def test_threshold_sources_in_order_of_precedence() -> None:
     assert ThresholdPolicy(Thresholds(default=0.9)).threshold("x") == (0.9, "config default")
     assert ThresholdPolicy().threshold("x") == (DEFAULT_THRESHOLD, "default") == (1.0, "default")
     assert ThresholdPolicy(Thresholds(max_regression=0.2), max_regression_option=0.1).max_regression() == (
-        0.1, "option"
+        0.1,
+        "option",
     )
     assert ThresholdPolicy(Thresholds(max_regression=0.2)).max_regression() == (0.2, "config")
     assert ThresholdPolicy().max_regression() == (DEFAULT_MAX_REGRESSION, "default") == (0.0, "default")
@@ -47,15 +48,26 @@ def test_threshold_sources_in_order_of_precedence() -> None:
 
 def test_policy_round_trips_through_its_dict() -> None:
     policy = ThresholdPolicy(
-        Thresholds(default=0.9, max_regression=0.2, slices={"inj": 1.0}), option=0.8, max_regression_option=0.1,
+        Thresholds(default=0.9, max_regression=0.2, slices={"inj": 1.0}),
+        option=0.8,
+        max_regression_option=0.1,
         builtin=0.5,
     )
     assert policy.to_dict() == {
-        "slices": {"inj": 1.0}, "option": 0.8, "config_default": 0.9, "builtin": 0.5,
-        "max_regression_option": 0.1, "max_regression_config": 0.2,
+        "slices": {"inj": 1.0},
+        "option": 0.8,
+        "config_default": 0.9,
+        "builtin": 0.5,
+        "max_regression_option": 0.1,
+        "max_regression_config": 0.2,
     }
     assert list(policy.to_dict()) == [
-        "slices", "option", "config_default", "builtin", "max_regression_option", "max_regression_config"
+        "slices",
+        "option",
+        "config_default",
+        "builtin",
+        "max_regression_option",
+        "max_regression_config",
     ]
     assert ThresholdPolicy.from_dict(policy.to_dict()) == policy
     assert ThresholdPolicy.from_dict({}) == ThresholdPolicy()
@@ -63,8 +75,12 @@ def test_policy_round_trips_through_its_dict() -> None:
 
 def test_gate_settings_defaults_and_what_a_summary_recorded() -> None:
     assert GateSettings() == GateSettings(alpha=0.05, correction="holm", regression="auto", compare_variants=False)
-    assert GateSettings().to_dict() == {"alpha": 0.05, "correction": "holm", "regression": "auto",
-                                        "compare_variants": False}
+    assert GateSettings().to_dict() == {
+        "alpha": 0.05,
+        "correction": "holm",
+        "regression": "auto",
+        "compare_variants": False,
+    }
     settings = GateSettings(alpha=0.1, correction="none", regression="delta", compare_variants=True)
     assert GateSettings.from_dict(settings.to_dict()) == settings
     assert GateSettings.from_dict({}) == GateSettings()
@@ -82,19 +98,24 @@ def test_the_options_say_the_defaults_settings_decide() -> None:
 
 
 def test_the_first_config_that_sets_a_key_wins_and_an_option_beats_it(tmp_path: Path) -> None:
-    first = _config(tmp_path / "a", "[thresholds]\nmax_regression = 0.1\nslices = { s = 0.5 }\n"
-                                    "[gate]\ncorrection = \"none\"\n")
-    second = _config(tmp_path / "b", "[thresholds]\ndefault = 0.7\nmax_regression = 0.3\n"
-                                     "slices = { s = 0.9, t = 0.8 }\n"
-                                     "[gate]\nalpha = 0.2\ncorrection = \"holm\"\ncompare_variants = true\n")
+    first = _config(
+        tmp_path / "a", '[thresholds]\nmax_regression = 0.1\nslices = { s = 0.5 }\n[gate]\ncorrection = "none"\n'
+    )
+    second = _config(
+        tmp_path / "b",
+        "[thresholds]\ndefault = 0.7\nmax_regression = 0.3\n"
+        "slices = { s = 0.9, t = 0.8 }\n"
+        '[gate]\nalpha = 0.2\ncorrection = "holm"\ncompare_variants = true\n',
+    )
     policy = threshold_policy(RunOptions(), [first, second, SuiteConfig()])
     assert policy == ThresholdPolicy(Thresholds(default=0.7, max_regression=0.1, slices={"s": 0.5, "t": 0.8}))
     options = RunOptions(min_pass_rate=0.6, max_regression=0.0, alpha=0.01)
     assert threshold_policy(options, [first]) == ThresholdPolicy(
         Thresholds(max_regression=0.1, slices={"s": 0.5}), option=0.6, max_regression_option=0.0
     )
-    assert gate_settings(RunOptions(), [first, second]) == GateSettings(alpha=0.2, correction="none",
-                                                                        compare_variants=True)
+    assert gate_settings(RunOptions(), [first, second]) == GateSettings(
+        alpha=0.2, correction="none", compare_variants=True
+    )
     assert gate_settings(options, [first, second]).alpha == 0.01
     assert gate_settings(RunOptions(), []) == GateSettings()
 
@@ -108,8 +129,12 @@ def test_what_a_run_records_reads_back_the_same(tmp_path: Path) -> None:
     document = summary_document(summarize(rows, policy, settings=settings))
     assert policy_from_summary(document) == policy
     assert GateSettings.from_dict(document) == settings
-    older = {"slices": [{"slice": "s", "threshold": 0.9, "threshold_source": "config slice"},
-                        {"slice": "u", "threshold": 0.7, "threshold_source": "config default"}]}
+    older = {
+        "slices": [
+            {"slice": "s", "threshold": 0.9, "threshold_source": "config slice"},
+            {"slice": "u", "threshold": 0.7, "threshold_source": "config default"},
+        ]
+    }
     assert policy_from_summary(older).threshold("s") == policy.threshold("s")
     assert policy_from_summary(older).threshold("v") == policy.threshold("v")
 
@@ -150,7 +175,11 @@ def test_which_model_a_suite_and_each_variant_runs(tmp_path: Path) -> None:
 
     named = model_choice(RunOptions(model="big"), suite, invocation_dir=here)
     assert (named.settings, named.root, named.batch, named.concurrency) == (
-        suite.models["big"], tmp_path, True, DEFAULT_CONCURRENCY)
+        suite.models["big"],
+        tmp_path,
+        True,
+        DEFAULT_CONCURRENCY,
+    )
     assert named.where == f"{tmp_path / 'promptsuite.toml'}:6: models.big.spec = 'echo'"
     spec = model_choice(RunOptions(model="fake:mine.json"), suite, "v2", invocation_dir=here)
     assert (spec.settings.spec, spec.settings.timeout_s, spec.root) == ("fake:mine.json", 5.0, here)
@@ -175,7 +204,10 @@ def test_which_judge_a_suite_has(tmp_path: Path) -> None:
     assert named is not None and named.settings is suite.models["big"]
     spec = judge_choice(RunOptions(judge="fake:j.json"), suite, invocation_dir=here)
     assert spec is not None and (spec.settings.spec, spec.root, spec.where) == (
-        "fake:j.json", here, "--prompt-judge fake:j.json")
+        "fake:j.json",
+        here,
+        "--prompt-judge fake:j.json",
+    )
     assert spec.settings.timeout_s == 60.0  # a spec alone: the defaults, not [model]'s
     assert judge_choice(RunOptions(), SuiteConfig(), invocation_dir=here) is None
 

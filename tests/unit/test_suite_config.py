@@ -63,9 +63,7 @@ def test_bad_config_names_file_and_key(tmp_path: Path, toml: str, message: str) 
 
 
 def test_pyproject_table(tmp_path: Path) -> None:
-    (tmp_path / "pyproject.toml").write_text(
-        "[tool.promptsuite.thresholds]\ndefault = 0.5\n", encoding="utf-8"
-    )
+    (tmp_path / "pyproject.toml").write_text("[tool.promptsuite.thresholds]\ndefault = 0.5\n", encoding="utf-8")
     (tmp_path / "sub").mkdir()
     case_file = tmp_path / "sub" / "cases.jsonl"
     case_file.write_text("", encoding="utf-8")
@@ -137,8 +135,11 @@ def test_a_variant_model_past_every_bound_names_each_key(tmp_path: Path) -> None
         f"{path}:4: variants.v2.model.concurrency: Input should be less than or equal to 1024",
     ]
     path.write_text('[variants.v2]\ntemplate = "{input}"\nmodel = { max_retries = 101 }\n', "utf-8")
-    with pytest.raises(ConfigError, match=r"^.*:3: variants\.v2\.model\.max_retries: Input should be less than or "
-                                          r"equal to 100$"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^.*:3: variants\.v2\.model\.max_retries: Input should be less than or "
+        r"equal to 100$",
+    ):
         load_config(path)
     (tmp_path / "pyproject.toml").write_text("[tool.promptsuite.variants.v2.model]\ntimeout_s = 0\n", "utf-8")
     with pytest.raises(ConfigError) as info:
@@ -157,15 +158,19 @@ def test_a_variant_model_past_every_bound_names_each_key(tmp_path: Path) -> None
         ("[variants.v2]\nmodel = 5\n", "variants.v2.model: Input should be a valid dictionary"),
         ("[variants.v2]\ninferencer = 'ppl2'\n", "variants.v2.inferencer: Input should be 'gen' or 'ppl'"),
         ("[variants.v2]\nsemantics = 1\n", "variants.v2.semantics: Input should be 'promptsuite' or 'nemo'"),
-        ("[variants.v2]\nprompt_template = 5\n",
-         "variants.v2.prompt_template: Input should be a valid dictionary or a valid string"),
+        (
+            "[variants.v2]\nprompt_template = 5\n",
+            "variants.v2.prompt_template: Input should be a valid dictionary or a valid string",
+        ),
         ("[gate]\nalpha = 1\n", "gate.alpha: Input should be less than 1"),
         ("[gate]\ncorrection = 'bonferroni'\n", "gate.correction: Input should be 'holm' or 'none'"),
         ("[gate]\ncompare_variants = 1\n", "gate.compare_variants: Input should be a valid boolean"),
         ("[thresholds.slices]\ns = 1.5\n", "thresholds.slices.s: Input should be less than or equal to 1"),
         ("[thresholds.slices]\ns = true\n", "thresholds.slices.s: Input should be a valid number"),
-        ("[thresholds]\nmax_regression = -0.5\n",
-         "thresholds.max_regression: Input should be greater than or equal to 0"),
+        (
+            "[thresholds]\nmax_regression = -0.5\n",
+            "thresholds.max_regression: Input should be greater than or equal to 0",
+        ),
     ],
 )
 def test_every_override_kind_says_what_is_wrong(tmp_path: Path, toml: str, message: str) -> None:
@@ -178,8 +183,11 @@ def test_every_override_kind_says_what_is_wrong(tmp_path: Path, toml: str, messa
 
 def test_an_override_keeps_the_keys_it_does_not_set(tmp_path: Path) -> None:
     path = tmp_path / "promptsuite.toml"
-    path.write_text('[model]\nspec = "echo"\ntimeout_s = 30\nmax_retries = 5\n[variants.v2.model]\nmax_retries = 100\n'
-                    '[gate]\nalpha = 0.1\n', encoding="utf-8")
+    path.write_text(
+        '[model]\nspec = "echo"\ntimeout_s = 30\nmax_retries = 5\n[variants.v2.model]\nmax_retries = 100\n'
+        "[gate]\nalpha = 0.1\n",
+        encoding="utf-8",
+    )
     config = load_config(path)
     assert config.model_for("v2") == ModelConfig(spec="echo", timeout_s=30.0, max_retries=100)
     assert dict(config.gate) == {"alpha": 0.1}

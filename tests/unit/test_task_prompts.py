@@ -103,8 +103,11 @@ class TestSelection:
 
     def test_task_only_for_other_models(self, tmp_path: Path) -> None:
         prompts = load(tmp_path, SELECTION)
-        with pytest.raises(ConfigError, match=r"no prompt for task 'summarize' on model 'fake': "
-                                              r"every prompt for it lists other models"):
+        with pytest.raises(
+            ConfigError,
+            match=r"no prompt for task 'summarize' on model 'fake': "
+            r"every prompt for it lists other models",
+        ):
             prompts.select("summarize", "fake")
 
     def test_where_points_at_the_prompt_line(self, tmp_path: Path) -> None:
@@ -116,25 +119,42 @@ class TestLoadingErrors:
     @pytest.mark.parametrize(
         ("text", "message"),
         [
-            ("prompts:\n  - task: a\n    contnet: x\n",
-             ":2: unknown key 'contnet' (did you mean 'content'?)"),
+            ("prompts:\n  - task: a\n    contnet: x\n", ":2: unknown key 'contnet' (did you mean 'content'?)"),
             ("prompts:\n  - task: a\n", ":2: a prompt needs exactly one of 'content'"),
             ("prompts:\n  - task: a\n    content: x\n    messages: []\n", "exactly one of 'content'"),
             ("prompts:\n  - content: x\n", ":2: a prompt needs a 'task'"),
-            ("prompts:\n  - task: a\n    messages:\n      - type: human\n        content: x\n",
-             "messages[0]: unknown type 'human'"),
+            (
+                "prompts:\n  - task: a\n    messages:\n      - type: human\n        content: x\n",
+                "messages[0]: unknown type 'human'",
+            ),
             ("prompts:\n  - task: a\n    content: '{{ x'\n", "line 1 of the template: unexpected end"),
             ("prompts:\n  - task: a\n    content: '{{ x | shout }}'\n", "No filter named 'shout'"),
             ("prompts:\n  - task: a\n    content: x\n    max_length: 0\n", "'max_length' must be a positive"),
-            ("prompts:\n  - task: a\n    content: x\n    output_parser: jsn\n",
-             "unknown output parser 'jsn' (did you mean 'json'?)"),
-            ("prompts:\n  - task: a\n    content: x\n    output_parser: strip_prefix\n",
-             "'strip_prefix' needs a non-empty string 'prefix'"),
+            (
+                "prompts:\n  - task: a\n    content: x\n    output_parser: jsn\n",
+                "unknown output parser 'jsn' (did you mean 'json'?)",
+            ),
+            (
+                "prompts:\n  - task: a\n    content: x\n    output_parser: strip_prefix\n",
+                "'strip_prefix' needs a non-empty string 'prefix'",
+            ),
             ("task: a\n", "has no 'prompts:' list"),
             ("prompts: [\n", "invalid YAML"),
         ],
-        ids=["unknown-key", "no-content", "both", "no-task", "bad-type", "syntax", "unknown-filter",
-             "max-length", "unknown-parser", "parser-params", "no-prompts", "bad-yaml"],
+        ids=[
+            "unknown-key",
+            "no-content",
+            "both",
+            "no-task",
+            "bad-type",
+            "syntax",
+            "unknown-filter",
+            "max-length",
+            "unknown-parser",
+            "parser-params",
+            "no-prompts",
+            "bad-yaml",
+        ],
     )
     def test_bad_prompt_file(self, tmp_path: Path, text: str, message: str) -> None:
         # keys and shapes fail the load; a template or parser fails when its prompt is selected
@@ -144,14 +164,17 @@ class TestLoadingErrors:
         assert str(tmp_path / "prompts.yml") in str(info.value)
 
     def test_a_prompt_no_case_selects_blocks_nothing(self, tmp_path: Path) -> None:
-        prompts = load(tmp_path, """\
+        prompts = load(
+            tmp_path,
+            """\
             prompts:
               - task: a
                 content: 'fine {{ input }}'
               - task: b
                 content: '{{ history | verbose_v1 }}'
                 output_parser: is_content_safe
-            """)
+            """,
+        )
         assert prompts.select("a").render({"input": "x"}) == "fine x"
         with pytest.raises(ConfigError) as info:
             prompts.select("b")
@@ -171,23 +194,35 @@ class TestLoadingErrors:
             load_task_prompts(config, "../outside/p.yml")
 
 
-ROW = {"input": "where is my order?", "name": "Ada", "answer": None,
-       "history": [{"role": "user", "content": "hi"}, {"role": "bot", "content": "hello"},
-                   {"role": "user", "content": "where is my order?"}]}
+ROW = {
+    "input": "where is my order?",
+    "name": "Ada",
+    "answer": None,
+    "history": [
+        {"role": "user", "content": "hi"},
+        {"role": "bot", "content": "hello"},
+        {"role": "user", "content": "where is my order?"},
+    ],
+}
 
 
 class TestRendering:
     def test_content_prompt_is_a_string(self, tmp_path: Path) -> None:
-        prompts = load(tmp_path, """\
+        prompts = load(
+            tmp_path,
+            """\
             prompts:
               - task: a
                 content: |-
                   Customer {{ name }} asks: {{ input }}
-            """)
+            """,
+        )
         assert prompts.select("a").render(ROW) == "Customer Ada asks: where is my order?"
 
     def test_messages_prompt_has_openai_roles(self, tmp_path: Path) -> None:
-        prompts = load(tmp_path, """\
+        prompts = load(
+            tmp_path,
+            """\
             prompts:
               - task: a
                 messages:
@@ -200,7 +235,8 @@ class TestRendering:
                   - type: assistant
                     content: "{% if name == 'nobody' %}never{% endif %}"
                   - "{{ history | to_messages }}"
-            """)
+            """,
+        )
         assert prompts.select("a").render(ROW) == [
             {"role": "system", "content": "You help Ada."},
             {"role": "user", "content": "Example question"},
@@ -224,9 +260,12 @@ class TestRendering:
         )
 
     def test_undefined_variable_in_a_message_names_the_message(self, tmp_path: Path) -> None:
-        prompts = load(tmp_path, "prompts:\n  - task: a\n    messages:\n"
-                                 "      - {type: system, content: ok}\n"
-                                 "      - {type: user, content: '{{ missing }}'}\n")
+        prompts = load(
+            tmp_path,
+            "prompts:\n  - task: a\n    messages:\n"
+            "      - {type: system, content: ok}\n"
+            "      - {type: user, content: '{{ missing }}'}\n",
+        )
         message = r"mode 'standard'\) messages\[1\]: undefined variable 'missing'"
         with pytest.raises(TemplateError, match=message):
             prompts.select("a").render(ROW)
@@ -244,7 +283,7 @@ class TestRendering:
         ids=["mro", "field-dunder", "field-method", "list-method", "dict-method", "globals"],
     )
     def test_sandbox_refuses_attribute_access(self, tmp_path: Path, template: str, attribute: str) -> None:
-        prompts = load(tmp_path, f"prompts:\n  - task: a\n    content: \"{template}\"\n")
+        prompts = load(tmp_path, f'prompts:\n  - task: a\n    content: "{template}"\n')
         with pytest.raises(TemplateError) as info:
             prompts.select("a").render(ROW)
         message = str(info.value)
@@ -253,22 +292,26 @@ class TestRendering:
         assert f"access to attribute '{attribute}'" in message
 
     def test_items_and_loops_are_allowed(self, tmp_path: Path) -> None:
-        prompts = load(tmp_path, """\
+        prompts = load(
+            tmp_path,
+            """\
             prompts:
               - task: a
                 content: "{% for t in history %}{{ loop.index }}.{{ t.role }}={{ t['content'] }};{% endfor %}"
-            """)
+            """,
+        )
         assert prompts.select("a").render(ROW) == "1.user=hi;2.bot=hello;3.user=where is my order?;"
 
     def test_stop_and_max_tokens_become_params(self, tmp_path: Path) -> None:
-        prompts = load(tmp_path, "prompts:\n  - task: a\n    content: x\n    stop: [\"\\nUser:\"]\n"
-                                 "    max_tokens: 50\n")
+        prompts = load(tmp_path, 'prompts:\n  - task: a\n    content: x\n    stop: ["\\nUser:"]\n    max_tokens: 50\n')
         assert prompts.select("a").params == {"stop": ["\nUser:"], "max_tokens": 50}
 
 
 HISTORY = [
-    {"role": "user", "content": "u1"}, {"role": "assistant", "content": "a1"},
-    {"role": "user", "content": "u2"}, {"role": "bot", "content": "a2"},
+    {"role": "user", "content": "u1"},
+    {"role": "assistant", "content": "a1"},
+    {"role": "user", "content": "u2"},
+    {"role": "bot", "content": "a2"},
     {"role": "user", "content": "u3"},
 ]
 COLANG = 'user "hi"\n  express greeting\nbot express greeting\n  "Hello!"\nuser "bye"\n  express goodbye'
@@ -277,7 +320,7 @@ COLANG_2 = 'user action: user said "hi"\nbot intent: bot express greeting\n\nuse
 
 class TestFilters:
     def render(self, tmp_path: Path, expression: str, row: dict[str, Any]) -> str:
-        prompts = load(tmp_path, f"prompts:\n  - task: a\n    content: \"{expression}\"\n")
+        prompts = load(tmp_path, f'prompts:\n  - task: a\n    content: "{expression}"\n')
         return str(prompts.select("a").render(row))
 
     @pytest.mark.parametrize(
@@ -289,16 +332,26 @@ class TestFilters:
             ("{{ history | last_turns(1) | user_assistant_sequence }}", "User: u3"),
             ("{{ history | last_turns(2) | user_assistant_sequence }}", "User: u2\nAssistant: a2\nUser: u3"),
             ("{{ history | last_turns(9) | length }}", "5"),
-            ("{{ history | user_assistant_sequence }}",
-             "User: u1\nAssistant: a1\nUser: u2\nAssistant: a2\nUser: u3"),
-            ("{{ history | to_messages | map(attribute='role') | join(',') }}",
-             "user,assistant,user,assistant,user"),
-            ("{{ history | user_assistant_sequence | indent(2) }}",
-             "  User: u1\n  Assistant: a1\n  User: u2\n  Assistant: a2\n  User: u3"),
+            ("{{ history | user_assistant_sequence }}", "User: u1\nAssistant: a1\nUser: u2\nAssistant: a2\nUser: u3"),
+            ("{{ history | to_messages | map(attribute='role') | join(',') }}", "user,assistant,user,assistant,user"),
+            (
+                "{{ history | user_assistant_sequence | indent(2) }}",
+                "  User: u1\n  Assistant: a1\n  User: u2\n  Assistant: a2\n  User: u3",
+            ),
             ("{{ history | last_turns(1) | user_assistant_sequence | indent }}", "    User: u3"),
         ],
-        ids=["first-1", "first-2", "first-0", "last-1", "last-2", "last-more-than-all",
-             "sequence", "to-messages", "indent-2", "indent-default"],
+        ids=[
+            "first-1",
+            "first-2",
+            "first-0",
+            "last-1",
+            "last-2",
+            "last-more-than-all",
+            "sequence",
+            "to-messages",
+            "indent-2",
+            "indent-default",
+        ],
     )
     def test_on_a_history(self, tmp_path: Path, expression: str, expected: str) -> None:
         assert self.render(tmp_path, expression, {"history": HISTORY}) == expected
@@ -325,8 +378,9 @@ class TestFilters:
         ],
         ids=["first-0", "first", "last", "mixed-first", "mixed-last"],
     )
-    def test_a_colang_2_user_action_starts_a_turn_as_in_nemo(self, tmp_path: Path, expression: str,
-                                                             expected: str) -> None:
+    def test_a_colang_2_user_action_starts_a_turn_as_in_nemo(
+        self, tmp_path: Path, expression: str, expected: str
+    ) -> None:
         """NeMo's ``first_turns`` / ``last_turns`` (nemoguardrails 0.10.1) count ``user action: `` lines."""
         row = {"c": COLANG_2, "m": 'user "a"\n  x\nuser action: user said "b"\nbot y\nuser "c"\n  z'}
         assert self.render(tmp_path, expression, row) == expected
@@ -388,8 +442,9 @@ class TestTruncation:
         prompt = load(tmp_path, self.PROMPT).select("chat")
         with pytest.raises(TemplateError) as info:
             prompt.render({"history": HISTORY}, max_length=14)
-        assert ("the prompt is 15 characters, over max_length 14 even with the 2 oldest turn(s) "
-                "of history dropped") in str(info.value)
+        assert (
+            "the prompt is 15 characters, over max_length 14 even with the 2 oldest turn(s) of history dropped"
+        ) in str(info.value)
         assert "(task 'chat', mode 'standard')" in str(info.value)
 
     def test_content_prompt_counts_characters(self, tmp_path: Path) -> None:
@@ -397,17 +452,19 @@ class TestTruncation:
         full = prompt.render({"history": HISTORY})
         assert full == "S:User: u1\nAssistant: a1\nUser: u2\nAssistant: a2\nUser: u3"
         assert prompt.render({"history": HISTORY}, max_length=len(full)) == full
-        assert prompt.render({"history": HISTORY}, max_length=len(full) - 1) == \
-            "S:User: u2\nAssistant: a2\nUser: u3"
+        assert prompt.render({"history": HISTORY}, max_length=len(full) - 1) == "S:User: u2\nAssistant: a2\nUser: u3"
         assert prompt.render({"history": HISTORY}, max_length=10) == "S:User: u3"
 
     def test_max_length_of_the_prompt_file_applies(self, tmp_path: Path) -> None:
-        prompts = load(tmp_path, """\
+        prompts = load(
+            tmp_path,
+            """\
             prompts:
               - task: text
                 max_length: 10
                 content: "S:{{ history | user_assistant_sequence }}"
-            """)
+            """,
+        )
         assert prompts.select("text").render({"history": HISTORY}) == "S:User: u3"
         assert len(prompts.select("text").render({"history": HISTORY}, max_length=1000)) > 10
 
@@ -437,8 +494,17 @@ class TestOutputParsers:
             ("json", 'Sure!\n```json\n{"ok": true}\n```\n', '{"ok": true}'),
             ("json", "The list: [1, 2, 3].", "[1, 2, 3]"),
         ],
-        ids=["strip", "strip-absent", "bot-message", "user-intent", "bot-intent", "json-plain",
-             "json-after-prose", "json-fenced", "json-array"],
+        ids=[
+            "strip",
+            "strip-absent",
+            "bot-message",
+            "user-intent",
+            "bot-intent",
+            "json-plain",
+            "json-after-prose",
+            "json-fenced",
+            "json-array",
+        ],
     )
     def test_builtin(self, spec: Any, text: str, expected: str) -> None:
         assert make_output_parser(spec)(text) == expected
@@ -466,14 +532,17 @@ class TestOutputParsers:
             make_output_parser({"type": "json", "strict": True})
 
     def test_prompt_carries_its_parser(self, tmp_path: Path) -> None:
-        prompts = load(tmp_path, """\
+        prompts = load(
+            tmp_path,
+            """\
             prompts:
               - task: a
                 content: x
                 output_parser: {type: strip_prefix, prefix: "Bot:"}
               - task: b
                 content: x
-            """)
+            """,
+        )
         assert prompts.select("a").parse_output("Bot: hi") == "hi"
         assert prompts.select("b").parse_output("Bot: hi") == "Bot: hi"
 
@@ -488,8 +557,10 @@ class TestTaskRow:
     def test_multi_turn_interleaves_answers(self) -> None:
         case = PromptCase(case_id="c", input=["q1", "q2", "q3"], slice="s", answer=["a1", "a2", "a3"])
         assert case_row(case)["history"] == [
-            {"role": "user", "content": "q1"}, {"role": "assistant", "content": "a1"},
-            {"role": "user", "content": "q2"}, {"role": "assistant", "content": "a2"},
+            {"role": "user", "content": "q1"},
+            {"role": "assistant", "content": "a1"},
+            {"role": "user", "content": "q2"},
+            {"role": "assistant", "content": "a2"},
             {"role": "user", "content": "q3"},
         ]
 
@@ -524,7 +595,15 @@ class TestSupportBotExample:
     def test_compact_mode_renders_a_string(self) -> None:
         config = load_config(EXAMPLE / "promptsuite.toml")
         prompts = load_task_prompts(config, "prompts/v1.yml")
-        assert isinstance(prompts.select("answer_customer", "fake", "compact").render(
-            {"input": "hi", "history": [], "shop": "ShopCo"}), str)
-        assert isinstance(prompts.select("answer_customer", "fake", "standard").render(
-            {"input": "hi", "history": [], "shop": "ShopCo"}), list)
+        assert isinstance(
+            prompts.select("answer_customer", "fake", "compact").render(
+                {"input": "hi", "history": [], "shop": "ShopCo"}
+            ),
+            str,
+        )
+        assert isinstance(
+            prompts.select("answer_customer", "fake", "standard").render(
+                {"input": "hi", "history": [], "shop": "ShopCo"}
+            ),
+            list,
+        )

@@ -121,7 +121,7 @@ class TestBuiltinFilter:
         assert rendered == "A\nB|  a\n  b"  # NeMo's indent indents the first line too; Jinja's does not
 
     def test_a_filter_named_by_map_is_looked_up_too(self, tmp_path: Path) -> None:
-        assert self._render(tmp_path, "{{ ts | map(\"indent\", 1) | join(\",\") }}", {"ts": ["a", "b"]}) == " a, b"
+        assert self._render(tmp_path, '{{ ts | map("indent", 1) | join(",") }}', {"ts": ["a", "b"]}) == " a, b"
 
     def test_the_environment_has_none_of_ours_unless_the_lookup_makes_them(self, tmp_path: Path) -> None:
         with pytest.raises(ConfigError, match="No filter named 'to_messages'"):

@@ -62,11 +62,21 @@ def test_a_mixture_is_a_config_error_naming_the_config(keys: dict[str, object]) 
 def test_keys_of_each_kind() -> None:
     assert TemplateKind.TASK_PROMPTS.choosing_keys == ("task_prompts", "task")
     assert TemplateKind.TASK_PROMPTS.keys == (
-        "task_prompts", "task", "mode", "nemo_config", "semantics", "prompt_model"
+        "task_prompts",
+        "task",
+        "mode",
+        "nemo_config",
+        "semantics",
+        "prompt_model",
     )
     assert TemplateKind.FILE.keys == ("template_file", "template", "renderer")
     assert TemplateKind.INFER_CFG.keys == (
-        "prompt_template", "ice_template", "multiturn_template", "retriever", "infer_mode", "inferencer"
+        "prompt_template",
+        "ice_template",
+        "multiturn_template",
+        "retriever",
+        "infer_mode",
+        "inferencer",
     )
 
 

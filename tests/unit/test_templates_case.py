@@ -21,9 +21,7 @@ def case(**fields: Any) -> PromptCase:
 
 
 QA = {"template": "Q: {question}\nA: {answer}"}
-DIALOGUE = {
-    "template": {"round": [{"role": "HUMAN", "prompt": "{input}"}, {"role": "BOT", "prompt": "{answer}"}]}
-}
+DIALOGUE = {"template": {"round": [{"role": "HUMAN", "prompt": "{input}"}, {"role": "BOT", "prompt": "{answer}"}]}}
 
 
 def test_row_has_input_question_vars_and_answer() -> None:
@@ -52,9 +50,7 @@ def test_string_template_masks_the_answer() -> None:
 
 
 def test_chat_endpoint_defaults_to_the_standard_api_template() -> None:
-    assert CasePrompts({"prompt_template": DIALOGUE}).prompt(case(answer="no")) == [
-        {"role": "user", "content": "hi"}
-    ]
+    assert CasePrompts({"prompt_template": DIALOGUE}).prompt(case(answer="no")) == [{"role": "user", "content": "hi"}]
 
 
 def test_plain_meta_joins_a_dialogue_into_a_string() -> None:
@@ -70,8 +66,7 @@ def test_lm_meta_template_by_name() -> None:
 def test_meta_template_without_template_wraps_the_input() -> None:
     prompts = CasePrompts(meta_template="llama3", endpoint="completions")
     assert prompts.prompt(case()) == (
-        "<|start_header_id|>user<|end_header_id|>\n\nhi<|eot_id|>"
-        "<|start_header_id|>assistant<|end_header_id|>\n\n"
+        "<|start_header_id|>user<|end_header_id|>\n\nhi<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"
     )
 
 
@@ -122,8 +117,7 @@ def test_random_retriever_gives_the_kth_draw_to_the_case_on_line_k(tmp_path: Pat
 
     cases_file = tmp_path / "cases.jsonl"
     cases_file.write_text(
-        "\n".join(json.dumps({"case_id": f"c{i}", "slice": "s", "input": f"q{i}"}) for i in range(3)),
-        encoding="utf-8",
+        "\n".join(json.dumps({"case_id": f"c{i}", "slice": "s", "input": f"q{i}"}) for i in range(3)), encoding="utf-8"
     )
     cases = load_cases(cases_file)
     prompts = CasePrompts(
@@ -169,9 +163,7 @@ def test_multiturn_string_answer_is_the_final_turns() -> None:
 
 
 def test_variant_overrides_template_keys() -> None:
-    prompts = CasePrompts(
-        {"prompt_template": QA}, variants={"v2": {"prompt_template": {"template": "{input}?"}}}
-    )
+    prompts = CasePrompts({"prompt_template": QA}, variants={"v2": {"prompt_template": {"template": "{input}?"}}})
     assert prompts.prompt(case(), variant="v2") == "hi?"
     assert prompts.prompt(case(), variant=None) == "Q: hi\nA: "
 

@@ -118,10 +118,7 @@ def test_marker_less_role_items_with_a_meta_template_are_an_error() -> None:
 
 
 def test_lm_two_rounds_ppl() -> None:
-    assert (
-        lm(TWO_ROUNDS, M_DOC, "ppl")
-        == "<HUMAN>: 1+1=?<eoh>\n<BOT>: 2<eob>\n<HUMAN>: 2+2=?<eoh>\n<BOT>: 4<eob>\n"
-    )
+    assert lm(TWO_ROUNDS, M_DOC, "ppl") == "<HUMAN>: 1+1=?<eoh>\n<BOT>: 2<eob>\n<HUMAN>: 2+2=?<eoh>\n<BOT>: 4<eob>\n"
 
 
 def test_lm_reserved_system_and_fallback() -> None:
@@ -142,10 +139,7 @@ def test_lm_without_generate_role_appends_meta_end_in_gen() -> None:
 
 def test_lm_first_generate_role_wins() -> None:
     meta = {
-        "round": [
-            {"role": "HUMAN", "begin": "H:", "generate": True},
-            {"role": "BOT", "begin": "B:", "generate": True},
-        ]
+        "round": [{"role": "HUMAN", "begin": "H:", "generate": True}, {"role": "BOT", "begin": "B:", "generate": True}]
     }
     assert lm([R("round", "begin"), H("q"), R("round", "end")], meta) == "H:"
 
@@ -186,14 +180,7 @@ def test_unknown_role_without_fallback_is_named() -> None:
 
 
 def test_lm_begin_section_is_never_truncated() -> None:
-    prompt = [
-        R("begin", "begin"),
-        B("primer"),
-        R("begin", "end"),
-        R("round", "begin"),
-        H("q"),
-        R("round", "end"),
-    ]
+    prompt = [R("begin", "begin"), B("primer"), R("begin", "end"), R("round", "begin"), H("q"), R("round", "end")]
     assert lm(prompt, M_GEN) == "META|<BOT>: primer<eob>\n<HUMAN>: q<eoh>\n<BOT>: "
 
 
@@ -204,15 +191,7 @@ def test_d3_lm_end_section_renders_after_rounds_in_ppl_and_is_cut_in_gen() -> No
 
 
 def test_ice_section_is_never_truncated() -> None:
-    prompt = [
-        R("ice", "begin"),
-        H("x"),
-        B("y"),
-        R("ice", "end"),
-        R("round", "begin"),
-        H("q"),
-        R("round", "end"),
-    ]
+    prompt = [R("ice", "begin"), H("x"), B("y"), R("ice", "end"), R("round", "begin"), H("q"), R("round", "end")]
     assert lm(prompt, M_GEN) == "META|<HUMAN>: x<eoh>\n<BOT>: y<eob>\n<HUMAN>: q<eoh>\n<BOT>: "
 
 
@@ -247,51 +226,25 @@ def test_api_without_meta_returns_content_parts_when_no_text() -> None:
 
 
 def test_api_gen_drops_the_generate_role() -> None:
-    prompt = [
-        R("begin", "begin"),
-        SYSTEM,
-        R("begin", "end"),
-        R("round", "begin"),
-        H("1+1=?"),
-        B(""),
-        R("round", "end"),
-    ]
+    prompt = [R("begin", "begin"), SYSTEM, R("begin", "end"), R("round", "begin"), H("1+1=?"), B(""), R("round", "end")]
     assert api(prompt, API) == [{"role": "SYSTEM", "prompt": "Solve."}, {"role": "HUMAN", "prompt": "1+1=?"}]
 
 
 def test_api_fallback_merges_with_the_next_human_message() -> None:
-    prompt = [
-        R("begin", "begin"),
-        SYSTEM,
-        R("begin", "end"),
-        R("round", "begin"),
-        H("1+1=?"),
-        B(""),
-        R("round", "end"),
-    ]
+    prompt = [R("begin", "begin"), SYSTEM, R("begin", "end"), R("round", "begin"), H("1+1=?"), B(""), R("round", "end")]
     assert api(prompt, API_NOSYS) == [{"role": "HUMAN", "prompt": "Solve.\n1+1=?"}]
 
 
 def test_d5_api_strings_become_human_messages_blank_skipped() -> None:
     meta = {
-        "round": [
-            {"role": "HUMAN", "api_role": "user"},
-            {"role": "BOT", "api_role": "assistant", "generate": True},
-        ]
+        "round": [{"role": "HUMAN", "api_role": "user"}, {"role": "BOT", "api_role": "assistant", "generate": True}]
     }
     prompt = ["Intro", "  \n", R("round", "begin"), H("q"), R("round", "end")]
     assert api(prompt, meta) == [{"role": "user", "prompt": "Intro\nq"}]
 
 
 def test_d6_api_generate_role_in_begin_is_not_truncated() -> None:
-    prompt = [
-        R("begin", "begin"),
-        B("primer"),
-        R("begin", "end"),
-        R("round", "begin"),
-        H("q"),
-        R("round", "end"),
-    ]
+    prompt = [R("begin", "begin"), B("primer"), R("begin", "end"), R("round", "begin"), H("q"), R("round", "end")]
     assert api(prompt, API) == [{"role": "BOT", "prompt": "primer"}, {"role": "HUMAN", "prompt": "q"}]
 
 
@@ -309,10 +262,7 @@ def test_d11_role_without_prompt_renders_begin_end() -> None:
         ]
     }
     prompt = [R("round", "begin"), H("q"), R("round", "end")]
-    assert api(prompt, meta, "ppl") == [
-        {"role": "HUMAN", "prompt": "q"},
-        {"role": "BOT", "prompt": "<b></b>"},
-    ]
+    assert api(prompt, meta, "ppl") == [{"role": "HUMAN", "prompt": "q"}, {"role": "BOT", "prompt": "<b></b>"}]
 
 
 def test_api_begin_end_of_roles_wrap_the_prompt() -> None:
@@ -358,10 +308,7 @@ def test_api_merging_text_with_parts_is_an_error() -> None:
 
 def test_api_empty_conversation_is_an_error() -> None:
     with pytest.raises(TemplateError, match="empty"):
-        api(
-            [R("round", "begin"), R("round", "end")],
-            {"round": [{"role": "BOT", "api_role": "BOT", "generate": True}]},
-        )
+        api([R("round", "begin"), R("round", "end")], {"round": [{"role": "BOT", "api_role": "BOT", "generate": True}]})
 
 
 def test_api_string_in_round_is_an_error() -> None:

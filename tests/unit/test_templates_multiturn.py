@@ -12,9 +12,7 @@ from pytest_promptsuite.prompts.render_request import render_request
 
 ROW = {"question": ["1+1=?", "2+2=?", "3+3=?"], "answer": ["2", "4", "6"]}
 ROUND = [{"role": "HUMAN", "prompt": "{question}"}, {"role": "BOT", "prompt": "{answer}"}]
-API = {
-    "round": [{"role": "HUMAN", "api_role": "HUMAN"}, {"role": "BOT", "api_role": "BOT", "generate": True}]
-}
+API = {"round": [{"role": "HUMAN", "api_role": "HUMAN"}, {"role": "BOT", "api_role": "BOT", "generate": True}]}
 LM = {
     "round": [
         {"role": "HUMAN", "begin": "<H>", "end": "\n"},
@@ -99,14 +97,9 @@ def test_no_meta_every_is_a_newline_join_with_the_end_section() -> None:
 
 def test_d7_bot_turns_follow_the_generate_role() -> None:
     meta = {
-        "round": [
-            {"role": "USER", "api_role": "HUMAN"},
-            {"role": "ASSISTANT", "api_role": "BOT", "generate": True},
-        ]
+        "round": [{"role": "USER", "api_role": "HUMAN"}, {"role": "ASSISTANT", "api_role": "BOT", "generate": True}]
     }
-    template = {
-        "round": [{"role": "USER", "prompt": "{question}"}, {"role": "ASSISTANT", "prompt": "{answer}"}]
-    }
+    template = {"round": [{"role": "USER", "prompt": "{question}"}, {"role": "ASSISTANT", "prompt": "{answer}"}]}
     answer = multi(template, parser="api", meta_template=meta, infer_mode="every_with_gt")
     assert len(answer["requests"]) == 3
 
@@ -190,22 +183,14 @@ def test_d8_content_from_the_first_tagged_field() -> None:
 
 
 def test_mm_api_parser_sends_the_parts_list() -> None:
-    meta = {
-        "round": [
-            {"role": "HUMAN", "api_role": "HUMAN"},
-            {"role": "BOT", "api_role": "BOT", "generate": True},
-        ]
-    }
+    meta = {"round": [{"role": "HUMAN", "api_role": "HUMAN"}, {"role": "BOT", "api_role": "BOT", "generate": True}]}
     answer = mm({"content": "<AIS_TEXT_START>hi", "anything": "a"}, parser="api", meta_template=meta)
     assert answer["prompt"] == [{"role": "HUMAN", "prompt": [{"type": "text", "text": "a\nQuestion: hi "}]}]
 
 
 def test_mm_lm_parser_reads_only_prompt() -> None:
     meta = {
-        "round": [
-            {"role": "HUMAN", "begin": "<H>", "end": "</H>"},
-            {"role": "BOT", "begin": "<B>", "generate": True},
-        ]
+        "round": [{"role": "HUMAN", "begin": "<H>", "end": "</H>"}, {"role": "BOT", "begin": "<B>", "generate": True}]
     }
     assert mm({"content": "<AIS_TEXT_START>hi"}, parser="lm", meta_template=meta)["prompt"] == "<H></H><B>"
 
@@ -218,8 +203,6 @@ def test_mm_lm_parser_reads_only_prompt() -> None:
         ({"content": "<AIS_TEXT_START>x"}, PARTS, {"mode": "ppl"}, "ppl"),
     ],
 )
-def test_mm_errors(
-    row: dict[str, Any], parts: dict[str, Any], request_extra: dict[str, Any], mention: str
-) -> None:
+def test_mm_errors(row: dict[str, Any], parts: dict[str, Any], request_extra: dict[str, Any], mention: str) -> None:
     with pytest.raises(TemplateError, match=mention):
         mm(row, parts, **request_extra)

@@ -78,9 +78,7 @@ def test_mixed_round_dict_is_a_label_map() -> None:
 
 def test_string_template_masks_the_answer_and_keeps_the_space() -> None:
     answer = render(
-        prompt_template={"template": "{anything}\nQuestion: {question}\nAnswer: {answer}"},
-        example=ROW,
-        parser="lm",
+        prompt_template={"template": "{anything}\nQuestion: {question}\nAnswer: {answer}"}, example=ROW, parser="lm"
     )
     assert answer == {
         "prompt": "blabla\nQuestion: 1+1=?\nAnswer: ",
@@ -92,10 +90,7 @@ def test_string_template_masks_the_answer_and_keeps_the_space() -> None:
 def test_dialogue_is_encoded_with_section_markers() -> None:
     template = {
         "begin": [{"role": "SYSTEM", "fallback_role": "HUMAN", "prompt": "Solve."}],
-        "round": [
-            {"role": "HUMAN", "prompt": "Question: {question}"},
-            {"role": "BOT", "prompt": "Answer: {answer}"},
-        ],
+        "round": [{"role": "HUMAN", "prompt": "Question: {question}"}, {"role": "BOT", "prompt": "Answer: {answer}"}],
         "end": "Bye {question}",
     }
     answer = render(prompt_template={"template": template}, example=ROW)
@@ -133,18 +128,11 @@ def test_no_meta_join_skips_the_empty_answer() -> None:
 def test_item_begin_and_end_keys_are_not_filled() -> None:
     answer = render(
         prompt_template={
-            "template": {
-                "round": [{"role": "HUMAN", "prompt": "{question}", "begin": "{question}", "end": "{answer}"}]
-            }
+            "template": {"round": [{"role": "HUMAN", "prompt": "{question}", "begin": "{question}", "end": "{answer}"}]}
         },
         example=ROW,
     )
-    assert answer["intermediate"][1] == {
-        "role": "HUMAN",
-        "prompt": "1+1=?",
-        "begin": "{question}",
-        "end": "{answer}",
-    }
+    assert answer["intermediate"][1] == {"role": "HUMAN", "prompt": "1+1=?", "begin": "{question}", "end": "{answer}"}
 
 
 def test_item_that_is_neither_string_nor_object_is_an_error() -> None:
@@ -178,9 +166,7 @@ def test_ppl_label_map_without_label_is_an_error() -> None:
 
 
 def test_ppl_fills_the_answer_unmasked() -> None:
-    answer = render(
-        prompt_template={"template": "Q: {question} A: {answer}"}, example=ROW, mode="ppl", parser="lm"
-    )
+    answer = render(prompt_template={"template": "Q: {question} A: {answer}"}, example=ROW, mode="ppl", parser="lm")
     assert answer["prompt"] == "Q: 1+1=? A: 2"
 
 
@@ -219,11 +205,7 @@ def test_string_two_shot() -> None:
 
 def test_sep_token_kept_in_ice_items_but_removed_in_gen_prompt() -> None:
     request = dict(
-        prompt_template={
-            "template": "</E>{question}<SEP>{answer}",
-            "ice_token": "</E>",
-            "sep_token": "<SEP>",
-        },
+        prompt_template={"template": "</E>{question}<SEP>{answer}", "ice_token": "</E>", "sep_token": "<SEP>"},
         ice_template={"template": "{question}<SEP>{answer}", "sep_token": "<SEP>"},
         retriever={"type": "FixKRetriever", "fix_id_list": [0]},
         ice_examples=TRAIN,
@@ -262,9 +244,7 @@ def test_ice_row_fills_with_its_own_answer() -> None:
 
 def test_omitted_prompt_template_zero_shot() -> None:
     answer = render(
-        ice_template={"template": "</E>Q: {question}\nA: {answer}", "ice_token": "</E>"},
-        example=ROW,
-        parser="lm",
+        ice_template={"template": "</E>Q: {question}\nA: {answer}", "ice_token": "</E>"}, example=ROW, parser="lm"
     )
     assert answer["prompt"] == "Q: 1+1=?\nA: "
 
@@ -276,9 +256,7 @@ def test_ice_template_without_ice_token_and_no_prompt_template_is_an_error() -> 
 
 def test_prompt_template_without_ice_token_while_ice_template_set() -> None:
     with pytest.raises(TemplateError, match="ice_token"):
-        render(
-            prompt_template={"template": "{question}"}, ice_template={"template": "{question}"}, example=ROW
-        )
+        render(prompt_template={"template": "{question}"}, ice_template={"template": "{question}"}, example=ROW)
 
 
 def test_no_template_at_all_is_an_error() -> None:
@@ -344,10 +322,7 @@ def test_string_ice_inside_a_prompt_is_inserted() -> None:
     answer = render(
         prompt_template={
             "template": {
-                "round": [
-                    {"role": "HUMAN", "prompt": "</E>{question}"},
-                    {"role": "BOT", "prompt": "{answer}"},
-                ]
+                "round": [{"role": "HUMAN", "prompt": "</E>{question}"}, {"role": "BOT", "prompt": "{answer}"}]
             },
             "ice_token": "</E>",
         },

@@ -66,10 +66,7 @@ role_items = st.fixed_dictionaries(
     },
 )
 markers = st.fixed_dictionaries(
-    {
-        "section": st.sampled_from(["begin", "round", "ice", "end", "x"]),
-        "pos": st.sampled_from(["begin", "end", "mid"]),
-    }
+    {"section": st.sampled_from(["begin", "round", "ice", "end", "x"]), "pos": st.sampled_from(["begin", "end", "mid"])}
 )
 items = st.one_of(texts, role_items, markers, st.integers(0, 3))
 item_lists = st.lists(items, max_size=5)
@@ -91,9 +88,7 @@ good_dialogues = st.fixed_dictionaries(
 templates = st.one_of(
     texts,
     dialogues,
-    st.dictionaries(
-        st.sampled_from(["A", "B", "round"]), st.one_of(texts, dialogues, item_lists), max_size=3
-    ),
+    st.dictionaries(st.sampled_from(["A", "B", "round"]), st.one_of(texts, dialogues, item_lists), max_size=3),
     json_values,
 )
 template_objects = st.fixed_dictionaries(
@@ -119,8 +114,7 @@ good_metas = st.fixed_dictionaries(
     optional={
         "reserved_roles": st.lists(
             st.fixed_dictionaries(
-                {"role": st.just("SYSTEM")},
-                optional={"begin": texts, "end": texts, "api_role": st.just("SYSTEM")},
+                {"role": st.just("SYSTEM")}, optional={"begin": texts, "end": texts, "api_role": st.just("SYSTEM")}
             ),
             max_size=1,
         ),
@@ -148,12 +142,9 @@ metas = st.one_of(
 )
 retrievers = st.one_of(
     st.none(),
+    st.fixed_dictionaries({"type": st.just("FixKRetriever"), "fix_id_list": st.lists(st.integers(-1, 3), max_size=3)}),
     st.fixed_dictionaries(
-        {"type": st.just("FixKRetriever"), "fix_id_list": st.lists(st.integers(-1, 3), max_size=3)}
-    ),
-    st.fixed_dictionaries(
-        {"type": st.just("RandomRetriever")},
-        optional={"ice_num": st.integers(-1, 4), "seed": st.integers(-1, 2**33)},
+        {"type": st.just("RandomRetriever")}, optional={"ice_num": st.integers(-1, 4), "seed": st.integers(-1, 2**33)}
     ),
     st.fixed_dictionaries(
         {"type": st.sampled_from(["ZeroRetriever", "Nope"])},
@@ -167,13 +158,7 @@ def requests(draw: st.DrawFn) -> dict[str, Any]:
     """Mostly well-formed requests (so rendering goes deep), sometimes with one wrong part."""
     kind = draw(
         st.sampled_from(
-            [
-                "PromptTemplate",
-                "PromptTemplate",
-                "PromptTemplate",
-                "MultiTurnPromptTemplate",
-                "MMPromptTemplate",
-            ]
+            ["PromptTemplate", "PromptTemplate", "PromptTemplate", "MultiTurnPromptTemplate", "MMPromptTemplate"]
         )
     )
     template = draw(
@@ -183,10 +168,7 @@ def requests(draw: st.DrawFn) -> dict[str, Any]:
             good_dialogues,
             dialogues,
             st.dictionaries(
-                st.sampled_from(["A", "B", "round"]),
-                st.one_of(texts, dialogues, item_lists),
-                min_size=1,
-                max_size=3,
+                st.sampled_from(["A", "B", "round"]), st.one_of(texts, dialogues, item_lists), min_size=1, max_size=3
             ),
         )
     )
@@ -225,10 +207,7 @@ def requests(draw: st.DrawFn) -> dict[str, Any]:
                         texts,
                         good_dialogues,
                         st.dictionaries(
-                            st.sampled_from(["A", "B"]),
-                            st.one_of(texts, good_dialogues),
-                            min_size=1,
-                            max_size=2,
+                            st.sampled_from(["A", "B"]), st.one_of(texts, good_dialogues), min_size=1, max_size=2
                         ),
                     )
                 )
@@ -242,9 +221,7 @@ def requests(draw: st.DrawFn) -> dict[str, Any]:
         )
         request["label"] = draw(st.sampled_from(["A", "B", "C"]))
     if draw(st.integers(0, 9)) == 9:  # one wrong part
-        request[draw(st.sampled_from(["mode", "parser", "retriever", "example", "infer_mode"]))] = draw(
-            json_values
-        )
+        request[draw(st.sampled_from(["mode", "parser", "retriever", "example", "infer_mode"]))] = draw(json_values)
     return request
 
 
@@ -280,9 +257,7 @@ def test_parsing_raises_only_template_errors(request: dict[str, Any]) -> None:
 
 
 separators = st.text(alphabet=st.characters(blacklist_characters="{}"), max_size=3)
-values = st.lists(st.sampled_from(list("{}ab") + ["{a}", "{b}", "{question}", "{answer}"]), max_size=8).map(
-    "".join
-)
+values = st.lists(st.sampled_from(list("{}ab") + ["{a}", "{b}", "{question}", "{answer}"]), max_size=8).map("".join)
 
 
 @settings(max_examples=300, deadline=None)
@@ -301,12 +276,7 @@ def test_substituted_values_are_never_resubstituted(
     assert substitute(template, ordered) == expected
     # the same through a whole render, answer masked: the value text is inserted exactly once
     answer = render_request(
-        {
-            "prompt_template": {"template": template},
-            "example": ordered,
-            "output_column": "answer",
-            "parser": "lm",
-        }
+        {"prompt_template": {"template": template}, "example": ordered, "output_column": "answer", "parser": "lm"}
     )
     masked = {**row, "answer": ""}
     assert answer["prompt"] == seps[0] + "".join(masked[k] + seps[i + 1] for i, k in enumerate(keys))

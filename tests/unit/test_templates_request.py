@@ -63,9 +63,7 @@ def test_example_is_required() -> None:
 
 def test_multiturn_in_ppl_mode_is_an_error() -> None:
     with pytest.raises(TemplateError, match="ppl"):
-        render_request(
-            {"prompt_template": MT, "example": {"question": ["q"], "answer": ["a"]}, "mode": "ppl"}
-        )
+        render_request({"prompt_template": MT, "example": {"question": ["q"], "answer": ["a"]}, "mode": "ppl"})
 
 
 def test_request_must_be_an_object() -> None:
@@ -104,10 +102,7 @@ def test_bad_prompt_list_is_an_error(prompt_list: Any) -> None:
 
 def test_parser_null_returns_the_intermediate() -> None:
     answer = render_request(
-        {
-            "prompt_template": {"template": {"round": [{"role": "HUMAN", "prompt": "{q}"}]}},
-            "example": {"q": "x"},
-        }
+        {"prompt_template": {"template": {"round": [{"role": "HUMAN", "prompt": "{q}"}]}}, "example": {"q": "x"}}
     )
     assert answer["prompt"] == answer["intermediate"]
     assert isinstance(answer["prompt"], list)

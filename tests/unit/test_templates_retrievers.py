@@ -38,8 +38,7 @@ def test_fixk_index_out_of_range_is_named(index: int) -> None:
 
 
 @pytest.mark.parametrize(
-    ("seed", "n", "k", "expected"),
-    [(43, 6, 3, [5, 2, 1]), (43, 8, 3, [3, 7, 5]), (7, 8, 2, [2, 5])],
+    ("seed", "n", "k", "expected"), [(43, 6, 3, [5, 2, 1]), (43, 8, 3, [3, 7, 5]), (7, 8, 2, [2, 5])]
 )
 def test_d10_random_reproduces_the_reference_indices(seed: int, n: int, k: int, expected: list[int]) -> None:
     assert RandomRetriever(ice_num=k, seed=seed).retrieve(rows(n), [{}])[0] == expected
@@ -139,9 +138,7 @@ def length_embedding(texts: Sequence[str]) -> list[list[float]]:
 
 
 def test_topk_embedding_by_import_path() -> None:
-    retriever = make_retriever(
-        {"type": "TopkRetriever", "ice_num": 1, "embedding": f"{__name__}:length_embedding"}
-    )
+    retriever = make_retriever({"type": "TopkRetriever", "ice_num": 1, "embedding": f"{__name__}:length_embedding"})
     assert isinstance(retriever, TopkRetriever)
     assert retriever.retrieve([{"q": "x"}, {"q": "x" * 50}], [{"q": "x" * 60}]) == [[1]]
     with pytest.raises(TemplateError, match="embedding"):

@@ -1,0 +1,94 @@
+"""The object of the ``suite`` fixture: a prompt suite written into pytester's folder, run, read back."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+
+Row = dict[str, Any]
+
+
+@dataclass
+class Suite:
+    """Write a suite's cases and config, run pytest on it in-process, and read the report it wrote."""
+
+    pytester: pytest.Pytester
+
+    @property
+    def path(self) -> Path:
+        """The folder the suite is written in and pytest runs in."""
+        return self.pytester.path
+
+    def write(self, name: str, text: str) -> Path:
+        """Write a file of the suite as UTF-8, exactly as given (folders made as needed)."""
+        path = self.path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        return path
+
+    def cases(self, cases: Iterable[Mapping[str, Any]] | str, name: str = "cases.jsonl") -> Path:
+        """Write a case file: a JSON line per case (non-ASCII as is), or JSONL text as given."""
+        if not isinstance(cases, str):
+            cases = "".join(json.dumps(case, ensure_ascii=False) + "\n" for case in cases)
+        return self.write(name, cases)
+
+    def prompts(self, prompts: Sequence[str], name: str = "cases.jsonl") -> list[str]:
+        """Write a case per prompt (ids ``c-00``.., slice ``s``) that passes when its answer holds the prompt."""
+        ids = [f"c-{i:02d}" for i in range(len(prompts))]
+        cases = zip(ids, prompts, strict=True)
+        self.cases(({"case_id": id_, "input": text, "slice": "s", "must_include": [text]} for id_, text in cases), name)
+        return ids
+
+    def config(self, config: str | Mapping[str, Mapping[str, Any]], name: str = "promptsuite.toml") -> Path:
+        """Write the suite's config: TOML text as given, or tables (``{"model": {"spec": "fake"}}``)."""
+        if not isinstance(config, str):
+            config = "".join(f"[{table}]\n" + _keys(keys) for table, keys in config.items())
+        return self.write(name, config)
+
+    def run(self, *args: str, paths: Sequence[str] = ("cases.jsonl",)) -> pytest.RunResult:
+        """Run pytest with ``--prompt-suite`` for each of ``paths``, in the file's order, and ``args``."""
+        suites = [arg for path in paths for arg in ("--prompt-suite", path)]
+        return self.pytester.runpytest(*suites, "-p", "no:randomly", *args)
+
+    def rows(self, report: str | Path = "report", name: str = "results.jsonl") -> list[Row]:
+        """Read the rows of a report's ``results.jsonl`` (or ``name``), each a line ended by ``\\n`` only."""
+        lines = (self.path / report / name).read_text(encoding="utf-8").split("\n")
+        assert lines.pop() == "", f"{name} does not end with a line end"
+        return [json.loads(line) for line in lines]
+
+    def by_id(self, report: str | Path = "report") -> dict[str, Row]:
+        """Read the rows of a report by case id (a report with one row per case)."""
+        rows = self.rows(report)
+        by_id = {row["case_id"]: row for row in rows}
+        assert len(by_id) == len(rows), f"case ids repeat in {report}: {sorted(row['case_id'] for row in rows)}"
+        return by_id
+
+    def summary(self, report: str | Path = "report") -> dict[str, Any]:
+        """Read a report's ``summary.json``."""
+        summary: dict[str, Any] = json.loads((self.path / report / "summary.json").read_text(encoding="utf-8"))
+        return summary
+
+
+def _keys(keys: Mapping[str, Any]) -> str:
+    return "".join(f"{_key(key)} = {_value(value)}\n" for key, value in keys.items())
+
+
+def _key(key: str) -> str:
+    return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else json.dumps(key)
+
+
+def _value(value: Any) -> str:
+    if isinstance(value, Mapping):
+        return "{ " + ", ".join(f"{_key(key)} = {_value(item)}" for key, item in value.items()) + " }"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_value(item) for item in value) + "]"
+    return json.dumps(value, ensure_ascii=False)  # a string, number or boolean is written the same in TOML
