@@ -140,7 +140,7 @@ def _near(a: str, b: str) -> bool:
     if a + "s" == b or b + "s" == a or a + "es" == b or b + "es" == a:
         return True
     short, long_ = sorted((a, b), key=len)
-    return len(long_) - len(short) == 1 and any(long_[:i] + long_[i + 1:] == short for i in range(len(long_)))
+    return len(long_) - len(short) == 1 and any(long_[:i] + long_[i + 1 :] == short for i in range(len(long_)))
 
 
 def test_no_two_module_names_a_letter_or_a_plural_apart() -> None:
@@ -150,10 +150,20 @@ def test_no_two_module_names_a_letter_or_a_plural_apart() -> None:
 
 
 def test_near_names_are_found() -> None:
-    assert [_near(a, b) for a, b in [("suite", "suites"), ("case", "cases"), ("plugin", "plugins"),
-                                     ("row", "rows"), ("model", "mode"), ("filters", "filter"),
-                                     ("base", "case"), ("case", "case"), ("cases", "checks")]] == [
-        True, True, True, True, True, True, False, False, False]
+    assert [
+        _near(a, b)
+        for a, b in [
+            ("suite", "suites"),
+            ("case", "cases"),
+            ("plugin", "plugins"),
+            ("row", "rows"),
+            ("model", "mode"),
+            ("filters", "filter"),
+            ("base", "case"),
+            ("case", "case"),
+            ("cases", "checks"),
+        ]
+    ] == [True, True, True, True, True, True, False, False, False]
 
 
 def test_only_the_glue_imports_pytest() -> None:
