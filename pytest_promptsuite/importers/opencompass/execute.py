@@ -3,6 +3,7 @@ their names come back as plain values, imported classes as :class:`Ref`."""
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import signal
@@ -133,12 +134,13 @@ class _Server:
         return got[0], got[1], got[2]
 
     def close(self) -> None:
-        """End the server and every worker still running."""
-        try:
-            os.killpg(self.process.pid, signal.SIGKILL)
-        except (OSError, AttributeError):
-            self.process.kill()
-        self.process.wait()
+        """End the server and every worker still running (once: a waited-for pid may be reused)."""
+        if self.process.returncode is None:
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)
+            except (OSError, AttributeError):
+                self.process.kill()
+            self.process.wait()
         for stream in (self.process.stdin, self.process.stdout):
             if stream is not None:
                 stream.close()
@@ -157,6 +159,7 @@ def _ask(request: dict[str, Any], seconds: float) -> tuple[bytes, int, bool]:
             _server = None
         if _server is None:
             _server = _Server()
+            atexit.register(_server.close)
         reply = _server.ask(request, seconds + _GRACE_SECONDS)
         if reply is None:
             status = _server.process.returncode
