@@ -1,6 +1,7 @@
 """Batch mode end to end against the loopback server's Batch API (``tests/loopback_batch.py``):
 one job for the run's calls, the same results as direct calls, partial failures, a failed and an
-expired job, the cache, ``--prompt-batch-file``, ``--prompt-batch-results`` and Ctrl-C."""
+expired job, the cache, ``--prompt-batch-file``, ``--prompt-batch-results``, Ctrl-C and SIGTERM, and a
+hostile Batch API (null counts, unreadable or twice-answered lines, broken polls, a job that never ends)."""
 
 from __future__ import annotations
 
@@ -155,7 +156,9 @@ def test_batch_mode_refuses_xdist(suite: Suite) -> None:
     result.stderr.fnmatch_lines(["*one batch of the run's calls in one process: drop -n*"])
 
 
-def test_ctrl_c_cancels_the_batch(suite: Suite, loopback: LoopbackServer) -> None:
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_ctrl_c_and_sigterm_cancel_the_batch(suite: Suite, loopback: LoopbackServer, signum: int) -> None:
+    """SIGTERM (a CI runner's cancel) cancels the job as Ctrl-C does."""
     loopback.batch.reset(delay_s=60)
     suite.prompts(["one", "two"])
     suite.config({"model": loopback.model()})
@@ -178,7 +181,7 @@ def test_ctrl_c_cancels_the_batch(suite: Suite, loopback: LoopbackServer) -> Non
     try:
         loopback.wait_for(lambda: loopback.batch.stats.created == 1)
         time.sleep(0.3)
-        process.send_signal(signal.SIGINT)
+        process.send_signal(signum)
         out, _ = process.communicate(timeout=30)
     finally:
         process.kill()
@@ -186,6 +189,83 @@ def test_ctrl_c_cancels_the_batch(suite: Suite, loopback: LoopbackServer) -> Non
     assert loopback.batch.stats.cancelled == 1
     assert loopback.batch.jobs["batch_1"]["status"] == "cancelling"
     assert not (suite.path / "report").exists()
+
+
+def test_null_request_counts_are_shown_as_unknown(suite: Suite, loopback: LoopbackServer) -> None:
+    """Servers type ``request_counts`` (and each count) as optional: null is no count, not a crash."""
+    loopback.batch.reset(null_counts=True, delay_s=0.2)
+    suite.prompts(["one", "two", "three"])
+    suite.config({"model": loopback.model()})
+    result = suite.run("--prompt-no-cache", "--prompt-batch", "--prompt-report", "report")
+    result.assert_outcomes(passed=3)
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["batch batch_1: completed"])
+    assert loopback.batch.stats.polls >= 1 and loopback.stats.requests == 0
+
+
+def test_an_unreadable_output_line_errors_its_case_and_keeps_the_others(suite: Suite, loopback: LoopbackServer) -> None:
+    suite.prompts(["one", "cut [[batch-garbled]]", "three", "gone [[batch-lost]]"])
+    suite.config({"model": loopback.model()})
+    result = suite.run("--prompt-no-cache", "--prompt-batch", "--prompt-report", "report")
+    result.assert_outcomes(passed=2, failed=2)
+    rows = suite.by_id()
+    assert rows["c-00"]["output"] == "one" and rows["c-02"]["output"] == "three"
+    assert rows["c-01"]["outcome"] == "error"
+    assert rows["c-01"]["error"].startswith("no answer for c-01#"), rows["c-01"]["error"]
+    assert ": batch batch_1 output file:2: not a batch output line (invalid JSON: " in rows["c-01"]["error"]
+    # a case with no line at all is told of the line that could not be read, which may have been its own
+    assert rows["c-03"]["outcome"] == "error"
+    assert "no answer for c-03#" in rows["c-03"]["error"]
+    assert "batch batch_1 output file:2: not a batch output line" not in rows["c-03"]["error"]
+    assert loopback.stats.requests == 0
+
+
+def test_a_custom_id_answered_twice_errors_its_case(suite: Suite, loopback: LoopbackServer) -> None:
+    """Twice in the output file, or in the output and the error file: no answer is taken silently."""
+    suite.prompts(["one", "two [[batch-twice]]", "three [[batch-both]]"])
+    suite.config({"model": loopback.model()})
+    result = suite.run("--prompt-no-cache", "--prompt-batch", "--prompt-report", "report")
+    result.assert_outcomes(passed=1, failed=2)
+    rows = suite.by_id()
+    assert rows["c-00"]["outcome"] == "passed"
+    twice, both = rows["c-01"], rows["c-02"]
+    assert (twice["outcome"], both["outcome"]) == ("error", "error")
+    assert twice["output"] is None and both["output"] is None
+    assert twice["error"].endswith(" answered twice in batch batch_1 output file:2 and batch batch_1 output file:3"), (
+        twice["error"]
+    )
+    assert both["error"].endswith(" answered twice in batch batch_1 output file:4 and batch batch_1 error file:1"), (
+        both["error"]
+    )
+
+
+def test_a_broken_poll_cancels_the_job_and_errors_its_cases(suite: Suite, loopback: LoopbackServer) -> None:
+    loopback.batch.reset(broken_polls=True, delay_s=60)
+    suite.prompts(["one", "two"])
+    suite.config({"model": loopback.model()})
+    result = suite.run("--prompt-no-cache", "--prompt-batch", "--prompt-report", "report")
+    result.assert_outcomes(failed=2)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert loopback.batch.stats.cancelled == 1
+    assert loopback.batch.jobs["batch_1"]["status"] == "cancelling"
+    errors = {row["error"] for row in suite.rows()}
+    assert errors == {f"GET {loopback.base_url}/batches/batch_1: the answer is not a JSON object"}, errors
+
+
+def test_a_job_past_its_time_limit_is_cancelled_and_its_cases_error(suite: Suite, loopback: LoopbackServer) -> None:
+    loopback.batch.reset(delay_s=3600)  # never completes
+    suite.prompts(["one", "two"])
+    suite.config({"model": loopback.model()})
+    result = suite.run(
+        "--prompt-no-cache", "--prompt-batch", "--prompt-batch-timeout", "1.5", "--prompt-report", "report"
+    )
+    result.assert_outcomes(failed=2)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert loopback.batch.stats.cancelled == 1
+    assert loopback.batch.jobs["batch_1"]["status"] == "cancelling"
+    errors = {row["error"] for row in suite.rows()}
+    assert errors == {"batch batch_1 did not end within 1.5 s (--prompt-batch-timeout): cancelled"}, errors
+    result.stdout.fnmatch_lines(["batch batch_1: cancel requested"])
 
 
 def test_a_batch_error_shared_by_many_calls_is_raised_as_a_new_instance_each_time() -> None:
