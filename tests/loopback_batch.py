@@ -7,11 +7,13 @@ polled. Knobs (:class:`BatchKnobs`): ``delay_s`` before a job starts and ``line_
 ``fail`` (the job fails validation with that message); ``expire_after`` (the job expires after
 that many lines: the rest have no answer); ``null_counts`` (the job shows ``request_counts`` as
 null when created and each count null while polled); ``broken_polls`` (a poll of a job answers a
-JSON list, not the job). A line whose prompt holds ``[[batch-error]]``
+JSON list, not the job); ``broken_error_file`` (a job's error file cannot be downloaded: a 500).
+A line whose prompt holds ``[[batch-error]]``
 is answered in the error file with a 400, one holding ``[[batch-lost]]`` is in neither file; one
 holding ``[[batch-twice]]`` is answered twice in the output file (the second answer differs), one
 holding ``[[batch-both]]`` in the output file and the error file, and one holding
-``[[batch-garbled]]`` gets an output line cut in half (not JSON).
+``[[batch-garbled]]`` gets an output line cut in half (not JSON), one holding ``[[batch-nameless]]``
+an output line without its ``custom_id``.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ class BatchKnobs:
     expire_after: int | None = None
     null_counts: bool = False
     broken_polls: bool = False
+    broken_error_file: bool = False
 
 
 @dataclass
@@ -117,7 +120,10 @@ class BatchApi:
         return JSONResponse({"id": file_id, "object": "file", "bytes": len(data), "purpose": "batch"})
 
     async def content(self, request: Request) -> Response:
-        data = self.files.get(request.path_params["file_id"])
+        file_id = request.path_params["file_id"]
+        if self.knobs.broken_error_file and any(job["error_file_id"] == file_id for job in self.jobs.values()):
+            return JSONResponse({"error": {"message": "the file store is down"}}, status_code=500)
+        data = self.files.get(file_id)
         if data is None:
             return JSONResponse({"error": {"message": "no such file"}}, status_code=404)
         return Response(data, media_type="application/jsonl")
@@ -210,6 +216,8 @@ class BatchApi:
         answered = _output_line(line["custom_id"], self._answer(body, chat))
         if "[[batch-garbled]]" in prompt:
             answered = answered[: len(answered) // 2] + "\n"
+        if "[[batch-nameless]]" in prompt:
+            answered = answered.replace(json.dumps(line["custom_id"]), "null")
         outputs.append(answered)
         if "[[batch-twice]]" in prompt:
             again = {"model": body.get("model"), "messages": [{"role": "user", "content": "another answer"}]}

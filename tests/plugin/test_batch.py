@@ -6,6 +6,7 @@ hostile Batch API (null counts, unreadable or twice-answered lines, broken polls
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -149,6 +150,35 @@ def test_batch_file_then_batch_results(suite: Suite, loopback: LoopbackServer) -
     assert loopback.stats.requests == 0 and loopback.batch.stats.created == 0
 
 
+def test_batch_results_refuse_an_unreadable_line_and_error_a_case_answered_twice(
+    suite: Suite, loopback: LoopbackServer
+) -> None:
+    """A results file is the user's: a line that is no batch output line is a usage error naming it, before
+    any case runs; a case answered on two lines ends as error naming both."""
+    suite.prompts(["one", "two"])
+    suite.config({"model": loopback.model()})
+    suite.run("--prompt-no-cache", "--prompt-batch-file", "requests.jsonl")
+    ids = [json.loads(line)["custom_id"] for line in (suite.path / "requests.jsonl").read_text().splitlines()]
+
+    def output(custom_id: str, text: str) -> str:
+        message = {"role": "assistant", "content": text}
+        body = {"choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}
+        return json.dumps({"custom_id": custom_id, "response": {"status_code": 200, "body": body}}) + "\n"
+
+    suite.write("outputs.jsonl", output(ids[0], "one") + output(ids[1], "two") + output(ids[0], "not one"))
+    twice = suite.run("--prompt-no-cache", "--prompt-batch-results", "outputs.jsonl", "--prompt-report", "report")
+    twice.assert_outcomes(passed=1, failed=1)
+    rows = suite.by_id()
+    assert rows["c-00"]["error"] == f"{ids[0]} answered twice in outputs.jsonl:1 and outputs.jsonl:3"
+    assert rows["c-01"]["output"] == "two"
+
+    suite.write("outputs.jsonl", output(ids[0], "one") + '{"custom_id": 7}\n')
+    bad = suite.run("--prompt-no-cache", "--prompt-batch-results", "outputs.jsonl")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    bad.stderr.fnmatch_lines(["*outputs.jsonl:2: not a batch output line (no custom_id)*"])
+    assert loopback.stats.requests == 0 and loopback.batch.stats.created == 0
+
+
 def test_batch_mode_refuses_xdist(suite: Suite) -> None:
     suite.prompts(["one"])
     result = suite.run("--prompt-batch", "-n", "2")
@@ -204,19 +234,26 @@ def test_null_request_counts_are_shown_as_unknown(suite: Suite, loopback: Loopba
 
 
 def test_an_unreadable_output_line_errors_its_case_and_keeps_the_others(suite: Suite, loopback: LoopbackServer) -> None:
-    suite.prompts(["one", "cut [[batch-garbled]]", "three", "gone [[batch-lost]]"])
+    """A line cut in half still names its case: that case's error says which line; a line that names none
+    (no ``custom_id``) is named in the error of every case left without an answer, since it may be theirs."""
+    suite.prompts(["one", "cut [[batch-garbled]]", "three", "gone [[batch-lost]]", "x [[batch-nameless]]"])
     suite.config({"model": loopback.model()})
     result = suite.run("--prompt-no-cache", "--prompt-batch", "--prompt-report", "report")
-    result.assert_outcomes(passed=2, failed=2)
+    result.assert_outcomes(passed=2, failed=3)
     rows = suite.by_id()
     assert rows["c-00"]["output"] == "one" and rows["c-02"]["output"] == "three"
-    assert rows["c-01"]["outcome"] == "error"
-    assert rows["c-01"]["error"].startswith("no answer for c-01#"), rows["c-01"]["error"]
-    assert ": batch batch_1 output file:2: not a batch output line (invalid JSON: " in rows["c-01"]["error"]
-    # a case with no line at all is told of the line that could not be read, which may have been its own
-    assert rows["c-03"]["outcome"] == "error"
-    assert "no answer for c-03#" in rows["c-03"]["error"]
-    assert "batch batch_1 output file:2: not a batch output line" not in rows["c-03"]["error"]
+    assert re.fullmatch(
+        r"no answer for c-01#[0-9a-f]{16}: batch batch_1 output file:2: not a batch output line "
+        r"\(invalid JSON: Unterminated string starting at \(column \d+\)\)",
+        rows["c-01"]["error"],
+    ), rows["c-01"]["error"]
+    for case_id in ("c-03", "c-04"):
+        assert re.fullmatch(
+            rf"no answer for {case_id}#[0-9a-f]{{16}} in batch batch_1 \(completed\): the batch ended 'completed' "
+            r"without it; or its line could not be read: batch batch_1 output file:4: not a batch output line "
+            r"\(no custom_id\)",
+            rows[case_id]["error"],
+        ), rows[case_id]["error"]
     assert loopback.stats.requests == 0
 
 
@@ -237,6 +274,23 @@ def test_a_custom_id_answered_twice_errors_its_case(suite: Suite, loopback: Loop
     assert both["error"].endswith(" answered twice in batch batch_1 output file:4 and batch batch_1 error file:1"), (
         both["error"]
     )
+
+
+def test_an_error_file_that_cannot_be_downloaded_loses_not_the_output_file(
+    suite: Suite, loopback: LoopbackServer
+) -> None:
+    loopback.batch.reset(broken_error_file=True)
+    suite.prompts(["one", "bad [[batch-error]]", "three"])
+    suite.config({"model": loopback.model()})
+    result = suite.run("--prompt-no-cache", "--prompt-batch", "--prompt-report", "report")
+    result.assert_outcomes(passed=2, failed=1)
+    error = suite.by_id()["c-01"]["error"]
+    assert re.fullmatch(
+        r"no answer for c-01#[0-9a-f]{16} in batch batch_1 \(completed\): the batch ended 'completed' without it; "
+        r"the batch batch_1 error file could not be downloaded: HTTP 500 from GET http://127\.0\.0\.1:\d+/v1/files/"
+        r"file-3/content: the file store is down",
+        error,
+    ), error
 
 
 def test_a_broken_poll_cancels_the_job_and_errors_its_cases(suite: Suite, loopback: LoopbackServer) -> None:
