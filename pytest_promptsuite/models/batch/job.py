@@ -161,7 +161,7 @@ def _count(counts: Any, key: str) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _listed(value: Any) -> list[Any]:
+def _items(value: Any) -> list[Any]:
     """Return ``value`` if it is a list, else no items (the endpoint gave something else)."""
     return value if isinstance(value, list) else []
 
@@ -171,7 +171,7 @@ def _reason(job: dict[str, Any]) -> str:
     status = str(job.get("status"))
     errors = job.get("errors")
     data = errors.get("data") if isinstance(errors, dict) else None
-    said = "; ".join(str(e.get("message") or e.get("code")) for e in _listed(data) if isinstance(e, dict))
+    said = "; ".join(str(e.get("message") or e.get("code")) for e in _items(data) if isinstance(e, dict))
     what = {
         "failed": "the batch failed",
         "expired": "the batch expired before this request ran",
