@@ -5,8 +5,15 @@
 the server's chat and completion endpoints would (the echo), in the background while it is
 polled. Knobs (:class:`BatchKnobs`): ``delay_s`` before a job starts and ``line_s`` per line;
 ``fail`` (the job fails validation with that message); ``expire_after`` (the job expires after
-that many lines: the rest have no answer); a line whose prompt holds ``[[batch-error]]`` is
-answered in the error file with a 400, one holding ``[[batch-lost]]`` is in neither file.
+that many lines: the rest have no answer); ``null_counts`` (the job shows ``request_counts`` as
+null when created and each count null while polled); ``broken_polls`` (a poll of a job answers a
+JSON list, not the job); ``broken_error_file`` (a job's error file cannot be downloaded: a 500).
+A line whose prompt holds ``[[batch-error]]``
+is answered in the error file with a 400, one holding ``[[batch-lost]]`` is in neither file; one
+holding ``[[batch-twice]]`` is answered twice in the output file (the second answer differs), one
+holding ``[[batch-both]]`` in the output file and the error file, and one holding
+``[[batch-garbled]]`` gets an output line cut in half (not JSON), one holding ``[[batch-nameless]]``
+an output line without its ``custom_id``.
 """
 
 from __future__ import annotations
@@ -40,6 +47,9 @@ class BatchKnobs:
     line_s: float = 0.0
     fail: str | None = None
     expire_after: int | None = None
+    null_counts: bool = False
+    broken_polls: bool = False
+    broken_error_file: bool = False
 
 
 @dataclass
@@ -110,7 +120,10 @@ class BatchApi:
         return JSONResponse({"id": file_id, "object": "file", "bytes": len(data), "purpose": "batch"})
 
     async def content(self, request: Request) -> Response:
-        data = self.files.get(request.path_params["file_id"])
+        file_id = request.path_params["file_id"]
+        if self.knobs.broken_error_file and any(job["error_file_id"] == file_id for job in self.jobs.values()):
+            return JSONResponse({"error": {"message": "the file store is down"}}, status_code=500)
+        data = self.files.get(file_id)
         if data is None:
             return JSONResponse({"error": {"message": "no such file"}}, status_code=404)
         return Response(data, media_type="application/jsonl")
@@ -138,13 +151,17 @@ class BatchApi:
         }
         self.jobs[batch_id] = job
         self._tasks[batch_id] = asyncio.ensure_future(self._process(job, lines))
-        return JSONResponse(job)
+        return JSONResponse({**job, "request_counts": None} if self.knobs.null_counts else job)
 
     async def retrieve(self, request: Request) -> Response:
         job = self.jobs.get(request.path_params["batch_id"])
         if job is None:
             return JSONResponse({"error": {"message": "no such batch"}}, status_code=404)
         self.stats.polls += 1
+        if self.knobs.broken_polls:
+            return JSONResponse([job["id"]])
+        if self.knobs.null_counts:
+            return JSONResponse({**job, "request_counts": dict.fromkeys(job["request_counts"])})
         return JSONResponse(job)
 
     async def cancel(self, request: Request) -> Response:
@@ -192,29 +209,33 @@ class BatchApi:
             return
         if "[[batch-error]]" in prompt:
             counts["failed"] += 1
-            error = {"error": {"message": "Invalid request: batch-error", "type": "invalid_request_error"}}
-            errors.append(
-                json.dumps(
-                    {
-                        "id": "r",
-                        "custom_id": line["custom_id"],
-                        "error": None,
-                        "response": {"status_code": 400, "body": error},
-                    }
-                )
-                + "\n"
-            )
+            errors.append(_error_line(line["custom_id"]))
             return
         counts["completed"] += 1
         chat = str(line.get("url", "")).endswith("/chat/completions")
-        outputs.append(
-            json.dumps(
-                {
-                    "id": "r",
-                    "custom_id": line["custom_id"],
-                    "error": None,
-                    "response": {"status_code": 200, "request_id": "q", "body": self._answer(body, chat)},
-                }
-            )
-            + "\n"
-        )
+        answered = _output_line(line["custom_id"], self._answer(body, chat))
+        if "[[batch-garbled]]" in prompt:
+            answered = answered[: len(answered) // 2] + "\n"
+        if "[[batch-nameless]]" in prompt:
+            answered = answered.replace(json.dumps(line["custom_id"]), "null")
+        outputs.append(answered)
+        if "[[batch-twice]]" in prompt:
+            again = {"model": body.get("model"), "messages": [{"role": "user", "content": "another answer"}]}
+            outputs.append(_output_line(line["custom_id"], self._answer(again, chat)))
+        if "[[batch-both]]" in prompt:
+            errors.append(_error_line(line["custom_id"]))
+
+
+def _output_line(custom_id: str, answer: dict[str, Any]) -> str:
+    """An output file's line: a request answered with ``answer``."""
+    response = {"status_code": 200, "request_id": "q", "body": answer}
+    return json.dumps({"id": "r", "custom_id": custom_id, "error": None, "response": response}) + "\n"
+
+
+def _error_line(custom_id: str) -> str:
+    """An error file's line: a request refused with a 400."""
+    error = {"error": {"message": "Invalid request: batch-error", "type": "invalid_request_error"}}
+    return (
+        json.dumps({"id": "r", "custom_id": custom_id, "error": None, "response": {"status_code": 400, "body": error}})
+        + "\n"
+    )

@@ -68,6 +68,16 @@ def _existing(value: str) -> Path:
     return path
 
 
+def _seconds(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds") from None
+    if not 0 < number <= 7 * 86400:
+        raise argparse.ArgumentTypeError(f"{value!r} must be more than 0 and at most 604800 (7 days)")
+    return number
+
+
 def _positive(value: str) -> int:
     try:
         number = int(value)
@@ -130,6 +140,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("--prompt-batch", action="store_true", default=False),
     Option("--prompt-batch-file", "OUT.jsonl"),
     Option("--prompt-batch-results", "FILE", _existing_file),
+    Option("--prompt-batch-timeout", "SECONDS", _seconds),
     Option("--prompt-history", "DIR", _existing),
     Option("--prompt-reviews", "FILE", _existing),
 )
@@ -168,6 +179,8 @@ HELP: dict[str, str] = {
     "--prompt-batch-file": "Write the run's calls as a batch request file (OpenAI format, for vllm run-batch) without "
     "sending them",
     "--prompt-batch-results": "Answer the calls from a batch output file made elsewhere, then run the checks",
+    "--prompt-batch-timeout": "Cancel a batch job not ended after SECONDS and end its cases as error (default 90000: "
+    "the 24 h completion window and an hour)",
     "--prompt-history": "Folder of earlier report folders or summary.json files: per-slice trends in the reports",
     "--prompt-reviews": "Review decisions (JSONL, downloaded from the dashboard) applied to unchanged outputs",
 }
@@ -206,6 +219,7 @@ class RunOptions:
     batch: bool = False
     batch_file: str | None = None
     batch_results: Path | None = None
+    batch_timeout: float | None = None
 
     @property
     def batch_mode(self) -> bool:

@@ -33,6 +33,9 @@ DEFAULT_CONCURRENCY = 8
 DEFAULT_THRESHOLD = 1.0
 #: The drop of a slice's pass rate against the baseline allowed when neither an option nor a config says.
 DEFAULT_MAX_REGRESSION = 0.0
+#: Seconds a batch job may take before it is cancelled when ``--prompt-batch-timeout`` does not say: the
+#: Batch API's 24 h completion window and an hour to finalize.
+DEFAULT_BATCH_TIMEOUT_S = 25 * 3600.0
 
 
 class Share:

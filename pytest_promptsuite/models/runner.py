@@ -19,6 +19,7 @@ from typing import Any
 from typing import TypeVar
 
 from pytest_promptsuite.config.model_table import Prices
+from pytest_promptsuite.config.settings import DEFAULT_BATCH_TIMEOUT_S
 from pytest_promptsuite.config.settings import DEFAULT_CONCURRENCY
 from pytest_promptsuite.errors import EndpointError
 from pytest_promptsuite.errors import ModelError
@@ -330,11 +331,12 @@ class ModelRunner:
         write_to: Path | None = None,
         results: Path | None = None,
         progress: Callable[[str], None] | None = None,
+        time_limit_s: float = DEFAULT_BATCH_TIMEOUT_S,
     ) -> int:
         """Answer ``calls`` in batch mode before the cases run; return how many requests were batched.
 
-        A job per model and endpoint, a results file (``results``), or none (``write_to``: the request file is
-        written, and each call then ends as not sent).
+        A job per model and endpoint (each cancelled past ``time_limit_s``), a results file (``results``), or
+        none (``write_to``: the request file is written, and each call then ends as not sent).
         """
         from pytest_promptsuite.models.batch.dispatch import answer_in_batches
 
@@ -345,6 +347,7 @@ class ModelRunner:
             write_to=write_to,
             results=results,
             progress=progress,
+            time_limit_s=time_limit_s,
             submit=lambda coro: _threadsafe(coro, self._ensure_loop()),
         )
 

@@ -27,6 +27,7 @@ from pytest_promptsuite.config.discovery import SuiteIndex
 from pytest_promptsuite.config.discovery import SuiteKey
 from pytest_promptsuite.config.model_table import base_url_problem
 from pytest_promptsuite.config.options import RunOptions
+from pytest_promptsuite.config.settings import DEFAULT_BATCH_TIMEOUT_S
 from pytest_promptsuite.config.settings import gate_settings
 from pytest_promptsuite.config.settings import threshold_policy
 from pytest_promptsuite.errors import CaseFileError
@@ -252,7 +253,9 @@ class PromptSession:
         if any(a.answers is not None for a in self.runner.attached.values()) and not self.is_worker:
             calls = [call for one in planned if (call := self._pipelines[one.suite].first_call(one)) is not None]
             out = None if self.options.batch_file is None else self.invocation_dir / self.options.batch_file
-            sent = self.runner.batch(calls, write_to=out, results=self.options.batch_results, progress=progress)
+            limit = self.options.batch_timeout or DEFAULT_BATCH_TIMEOUT_S
+            results = self.options.batch_results
+            sent = self.runner.batch(calls, write_to=out, results=results, progress=progress, time_limit_s=limit)
             if self.options.batch_file and progress is not None:
                 progress(f"batch: {sent:,} requests written to {self.options.batch_file}")
         if self._prefetcher is not None:

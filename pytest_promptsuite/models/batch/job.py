@@ -1,5 +1,5 @@
-"""One OpenAI Batch job through the model's client: upload the request file, create the job, poll it, download
-its output and error files, cancel it on Ctrl-C; every failure an EndpointError, scrubbed."""
+"""One OpenAI Batch job through the model's client: upload the request file, create the job, poll it (within
+an overall time limit), download its output and error files, cancel it; every failure an EndpointError, scrubbed."""
 
 from __future__ import annotations
 
@@ -11,12 +11,13 @@ from typing import Any
 
 import httpx
 
+from pytest_promptsuite.config.settings import DEFAULT_BATCH_TIMEOUT_S
 from pytest_promptsuite.errors import EndpointError
 from pytest_promptsuite.formats.jsonio import JsonError
 from pytest_promptsuite.formats.jsonio import decode
 from pytest_promptsuite.formats.jsonio import encode
 from pytest_promptsuite.models.batch.requests import BatchLine
-from pytest_promptsuite.models.batch.requests import read_outputs
+from pytest_promptsuite.models.batch.requests import BatchOutputs
 
 
 #: A job's statuses after which it changes no more.
@@ -31,7 +32,7 @@ class JobResult:
 
     batch_id: str
     status: str
-    outputs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    outputs: BatchOutputs = field(default_factory=BatchOutputs)
     reason: str = ""
 
 
@@ -45,12 +46,16 @@ class BatchJob:
         progress: Callable[[str], None] | None = None,
         poll_s: float = 0.5,
         max_poll_s: float = 30.0,
+        time_limit_s: float = DEFAULT_BATCH_TIMEOUT_S,
     ) -> None:
         self.model = model
         self.progress = progress or (lambda line: None)
         self.poll_s = poll_s
         self.max_poll_s = max_poll_s
+        self.time_limit_s = time_limit_s
         self.batch_id: str | None = None
+        #: The job's last status seen (None before it is created).
+        self.status: str | None = None
 
     async def _request(self, method: str, path: str, **kwargs: Any) -> bytes:
         """Call the Batch API once, retried on 429, 5xx and dropped connections."""
@@ -84,29 +89,45 @@ class BatchJob:
         return data
 
     async def run(self, lines: list[BatchLine], endpoint: str) -> JobResult:
-        """Send ``lines`` as one job to ``endpoint`` (``/v1/chat/completions``) and wait for it."""
+        """Send ``lines`` as one job to ``endpoint`` (``/v1/chat/completions``) and wait for it, at most
+        ``time_limit_s`` from now (an EndpointError past it: the caller cancels the job)."""
+        loop = asyncio.get_running_loop()
+        started = loop.time()
         data = "".join(encode(line.to_dict(), compact=True, scrub=False) + "\n" for line in lines)
         upload = {"file": ("promptsuite-batch.jsonl", data.encode("utf-8"), "application/jsonl")}
         uploaded = await self._json("POST", "/files", data={"purpose": "batch"}, files=upload)
         create = {"input_file_id": uploaded.get("id"), "endpoint": endpoint, "completion_window": "24h"}
         job = await self._json("POST", "/batches", json={**create, "metadata": {"source": "pytest-promptsuite"}})
-        self.batch_id = str(job.get("id"))
-        job = await self._wait(job)  # Ctrl-C: the runner cancels this, then the job
-        result = JobResult(self.batch_id, str(job.get("status")), reason=_reason(job))
+        if not isinstance(job.get("id"), str) or not job["id"]:
+            raise EndpointError(f"POST {self.model.public_base_url}/batches: the answer has no batch id")
+        self.batch_id, self.status = job["id"], str(job.get("status"))
+        try:  # Ctrl-C, SIGTERM or any failure: the runner cancels this, then the job
+            job = await asyncio.wait_for(self._wait(job), self.time_limit_s - (loop.time() - started))
+        except asyncio.TimeoutError:
+            raise EndpointError(
+                f"batch {self.batch_id} did not end within {self.time_limit_s:g} s (--prompt-batch-timeout): cancelled"
+            ) from None
+        result = JobResult(self.batch_id, self.status, reason=_reason(job))
         for key in ("output_file_id", "error_file_id"):
             file_id = job.get(key)
             if isinstance(file_id, str) and file_id:
-                content = await self._request("GET", f"/files/{file_id}/content")
-                result.outputs.update(read_outputs(content, f"batch {self.batch_id} {key[:-8]} file"))
+                where = f"batch {self.batch_id} {key[:-8]} file"
+                try:  # one file lost loses not the other's answers
+                    content = await self._request("GET", f"/files/{file_id}/content")
+                except EndpointError as exc:
+                    result.reason += f"; the {where} could not be downloaded: {exc}"
+                    continue
+                result.outputs.read(content, where)
         return result
 
     async def _wait(self, job: dict[str, Any]) -> dict[str, Any]:
         """Poll until the job ends, the wait growing by half each time up to ``max_poll_s``."""
         delay, last = self.poll_s, ""
-        while str(job.get("status")) not in FINAL:
+        while self.status not in FINAL:
             await asyncio.sleep(delay)
             delay = min(self.max_poll_s, delay * 1.5)
             job = await self._json("GET", f"/batches/{self.batch_id}")
+            self.status = str(job.get("status"))
             line = _progress(job)
             if line != last:
                 self.progress(line)
@@ -114,8 +135,8 @@ class BatchJob:
         return job
 
     async def cancel(self) -> None:
-        """Ask the endpoint to cancel the job (Ctrl-C); a failure to do so is not an error."""
-        if self.batch_id is None:
+        """Ask the endpoint to cancel the job where it still runs; a failure to do so is not an error."""
+        if self.batch_id is None or self.status in FINAL:
             return
         try:
             await self._request("POST", f"/batches/{self.batch_id}/cancel", timeout=10.0)
@@ -125,10 +146,24 @@ class BatchJob:
 
 
 def _progress(job: dict[str, Any]) -> str:
+    """Say how far the job is; a count the endpoint gives as null (or not a number) is left out."""
     counts = job.get("request_counts")
-    counts = counts if isinstance(counts, dict) else {}
-    done, total, failed = (counts.get(k, 0) for k in ("completed", "total", "failed"))
-    return f"batch {job.get('id')}: {job.get('status')}, {done:,} of {total:,} done, {failed:,} failed"
+    done, total, failed = (_count(counts, key) for key in ("completed", "total", "failed"))
+    line = f"batch {job.get('id')}: {job.get('status')}"
+    if done is not None and total is not None:
+        line += f", {done:,} of {total:,} done"
+    return line if failed is None else f"{line}, {failed:,} failed"
+
+
+def _count(counts: Any, key: str) -> int | None:
+    """Return one of ``request_counts``' counts, None where the endpoint gave none (servers type them optional)."""
+    value = counts.get(key) if isinstance(counts, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _items(value: Any) -> list[Any]:
+    """Return ``value`` if it is a list, else no items (the endpoint gave something else)."""
+    return value if isinstance(value, list) else []
 
 
 def _reason(job: dict[str, Any]) -> str:
@@ -136,7 +171,7 @@ def _reason(job: dict[str, Any]) -> str:
     status = str(job.get("status"))
     errors = job.get("errors")
     data = errors.get("data") if isinstance(errors, dict) else None
-    said = "; ".join(str(e.get("message") or e.get("code")) for e in data or [] if isinstance(e, dict))
+    said = "; ".join(str(e.get("message") or e.get("code")) for e in _items(data) if isinstance(e, dict))
     what = {
         "failed": "the batch failed",
         "expired": "the batch expired before this request ran",

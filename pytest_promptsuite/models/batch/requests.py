@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import copy
 import functools
+import re
 from collections.abc import Iterable
 from collections.abc import Mapping
 from dataclasses import dataclass
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 from typing import Protocol
@@ -17,7 +19,9 @@ import jsonlines
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.errors import EndpointError
 from pytest_promptsuite.errors import ModelError
+from pytest_promptsuite.formats.jsonio import JsonError
 from pytest_promptsuite.formats.jsonio import encode
+from pytest_promptsuite.formats.jsonio import raw_decode
 from pytest_promptsuite.formats.jsonl import read_jsonl
 from pytest_promptsuite.models.base import Model
 from pytest_promptsuite.models.base import ModelRequest
@@ -123,26 +127,80 @@ def write_requests(path: Path, lines: Iterable[BatchLine]) -> None:
         raise ConfigError(f"--prompt-batch-file {path}: cannot write ({exc.strerror or exc})") from exc
 
 
-def read_outputs(data: bytes, where: str) -> dict[str, dict[str, Any]]:
+@dataclass
+class BatchOutputs:
+    """The lines of a job's output and error files (or a results file) by ``custom_id``, where each
+    ``custom_id`` was answered (``file:line``), and the lines that could not be read, kept aside."""
+
+    lines: dict[str, dict[str, Any]] = field(default_factory=dict)
+    places: dict[str, list[str]] = field(default_factory=dict)
+    #: What is wrong with each unreadable line (``file:line: ...``).
+    unreadable: list[str] = field(default_factory=list)
+    #: The unreadable line of each ``custom_id`` one names, and the unreadable lines that name none.
+    named: dict[str, str] = field(default_factory=dict)
+    unnamed: list[str] = field(default_factory=list)
+
+    def read(self, data: bytes, where: str) -> BatchOutputs:
+        """Add a file's lines; a line that is not a batch output line goes to ``unreadable``, the others stay."""
+        for line in read_jsonl(data, strict=False):
+            value = line.value
+            place = f"{where}:{line.number}"
+            if line.problem is None and isinstance(value, dict) and isinstance(value.get("custom_id"), str):
+                self.lines.setdefault(value["custom_id"], value)
+                self.places.setdefault(value["custom_id"], []).append(place)
+                continue
+            problem = f"{place}: not a batch output line ({line.problem or 'no custom_id'})"
+            self.unreadable.append(problem)
+            ident = _named_id(data[line.start : line.end].decode("utf-8", "replace"))
+            if ident is None:
+                self.unnamed.append(problem)
+            else:
+                self.named.setdefault(ident, problem)
+                self.places.setdefault(ident, []).append(place)
+        return self
+
+
+def _named_id(text: str) -> str | None:
+    """Return the ``custom_id`` an unreadable line still names whole, if it does."""
+    found = _CUSTOM_ID.search(text)
+    if found is None:
+        return None
+    try:
+        ident, _ = raw_decode(text, found.end())
+    except JsonError:
+        return None
+    return ident if isinstance(ident, str) else None
+
+
+_CUSTOM_ID = re.compile(r'"custom_id"\s*:\s*(?=")')
+
+
+def read_outputs(data: bytes, where: str) -> BatchOutputs:
     """Read a Batch API output (or error) file's lines by ``custom_id``."""
-    found: dict[str, dict[str, Any]] = {}
-    for line in read_jsonl(data, strict=False):
-        value = line.value
-        if line.problem is not None or not isinstance(value, dict) or not isinstance(value.get("custom_id"), str):
-            raise ConfigError(f"{where}:{line.number}: not a batch output line ({line.problem or 'no custom_id'})")
-        found[value["custom_id"]] = value
-    return found
+    return BatchOutputs().read(data, where)
 
 
 def answers_from(
-    answers: BatchAnswers, wanted: Iterable[str], outputs: Mapping[str, Mapping[str, Any]], where: str, missing: str
+    answers: BatchAnswers, wanted: Iterable[str], outputs: BatchOutputs, where: str, missing: str
 ) -> dict[str, Response | ModelError]:
-    """Return each wanted ``custom_id``'s answer from output lines; ``missing`` says why one has none."""
+    """Return each wanted ``custom_id``'s answer from output lines; ``missing`` says why one has none. A
+    ``custom_id`` on more than one line has none, nor has one on an unreadable line (the error names it)."""
+    if outputs.unnamed:
+        more = f" (and {len(outputs.unnamed) - 1:,} more)" if len(outputs.unnamed) > 1 else ""
+        missing = f"{missing}; or its line could not be read: {outputs.unnamed[0]}{more}"
     found: dict[str, Response | ModelError] = {}
     for ident in wanted:
-        raw = outputs.get(ident)
+        raw = outputs.lines.get(ident)
+        places = outputs.places.get(ident, [])
+        if len(places) > 1:
+            times = "twice" if len(places) == 2 else f"{len(places)} times"
+            found[ident] = EndpointError(f"{ident} answered {times} in {_listed(places)}")
+            continue
         if raw is None:
-            found[ident] = EndpointError(f"no answer for {ident} in {where}: {missing}")
+            problem = outputs.named.get(ident)
+            found[ident] = EndpointError(
+                f"no answer for {ident}{f': {problem}' if problem else f' in {where}: {missing}'}"
+            )
             continue
         error = raw.get("error")
         response = raw.get("response")
@@ -156,3 +214,8 @@ def answers_from(
         except ModelError as exc:
             found[ident] = exc
     return found
+
+
+def _listed(items: list[str]) -> str:
+    """Join ``a, b and c``."""
+    return " and ".join([", ".join(items[:-1]), items[-1]]) if len(items) > 1 else "".join(items)
