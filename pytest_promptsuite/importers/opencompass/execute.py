@@ -262,7 +262,7 @@ def run_config(
             reply = json.loads(answer, object_hook=_decode(where if where is not None else {}))
         except (ValueError, KeyError, TypeError, RecursionError):
             reply = None
-        if not _nesting(reply, DEPTH.value + 2):  # {"names": {name: value}}
+        if not _nesting(reply, int(DEPTH.value) + 2):  # {"names": {name: value}}
             raise ConfigError(f"{path}: the config's names are nested deeper than {DEPTH}")
         if isinstance(reply, dict) and isinstance(reply.get("error"), str):
             raise ConfigError(reply["error"])
