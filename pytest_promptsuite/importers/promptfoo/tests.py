@@ -81,7 +81,7 @@ def _fill(value: Any, variables: Mapping[str, Any], where: str) -> Any:
     length is computed first, and past :data:`IMPORT_CASES_BYTES` it is refused, not built."""
     if isinstance(value, str):
         found = list(_VAR.finditer(value))
-        texts = {m.group(1): str(variables[m.group(1)]) for m in found if m.group(1) in variables}
+        texts = {name: str(variables[name]) for name in {m.group(1) for m in found} if name in variables}
         size = len(value) + sum(len(texts[m.group(1)]) - len(m.group(0)) for m in found if m.group(1) in texts)
         if size > IMPORT_CASES_BYTES.value:
             raise ConfigError(f"{where}: the value filled from the vars is longer than {IMPORT_CASES_BYTES}")
