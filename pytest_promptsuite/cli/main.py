@@ -303,6 +303,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except PromptSuiteError as exc:
         print(printable(str(exc)), file=sys.stderr)
         return 1
+    except KeyboardInterrupt:  # Ctrl-C: a line, not a traceback (an import writes all or nothing)
+        written = "; nothing was written" if args.command == "import" else ""
+        print(f"promptsuite {args.command}: interrupted{written}", file=sys.stderr)
+        return 130
     except BrokenPipeError:  # `promptsuite render ... | head`: the reader has seen enough
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0

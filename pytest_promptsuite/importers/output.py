@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import posixpath
 import shutil
 import tempfile
 from collections.abc import Iterable
@@ -12,6 +13,7 @@ from dataclasses import field
 from pathlib import Path
 from typing import Any
 
+from pytest_promptsuite.config.suite import confine
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.formats.jsonio import encode
 from pytest_promptsuite.formats.tomlwrite import dump_toml
@@ -57,6 +59,15 @@ class ImportResult:
         return "\n".join(lines)
 
 
+def inside(relative: str) -> str | None:
+    """Normalize a relative path as promptfoo and Node do (``a/../b`` is ``b``, links not followed);
+    None when it is absolute or leaves its folder."""
+    normal = posixpath.normpath(relative.replace("\\", "/"))
+    if posixpath.isabs(normal) or os.path.isabs(relative) or normal == ".." or normal.startswith("../"):
+        return None
+    return None if normal == "." else normal
+
+
 def _folder_name(name: str) -> str:
     cleaned = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name).strip("._") or "suite"
     return cleaned[:100]
@@ -76,13 +87,18 @@ def write_import(out: Path, suites: Sequence[ImportedSuite], *, flat: bool = Fal
         used.add(base)
         suite.name = base or "."
         for relative, text in suite.rendered().items():  # every file through the one scrubber
-            contents[f"{base}/{relative}" if base else relative] = scrub(text)
+            name = inside(f"{base}/{relative}" if base else relative)
+            if name is None:
+                raise ConfigError(f"{relative}: a path that leaves --out {out} (nothing was written)")
+            contents[name] = scrub(text)
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".promptsuite-import-", dir=out.parent))
     try:
         for relative, text in contents.items():
             target = staging / relative
             target.parent.mkdir(parents=True, exist_ok=True)
+            if confine(staging, relative) is None:  # links followed: nothing is written outside the folder
+                raise ConfigError(f"{relative}: a path that leaves --out {out} (nothing was written)")
             target.write_text(text, encoding="utf-8", newline="\n")
         if out.exists():
             out.rmdir()

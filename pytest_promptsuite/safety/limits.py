@@ -46,5 +46,13 @@ CONFIG_SECONDS = Limit("config evaluation time", 10, "seconds")
 CONFIG_MEMORY = Limit("config memory", 1024 * 1024 * 1024, "bytes")
 #: The largest answer (the config's names as JSON) that process may send.
 CONFIG_RESULT = Limit("config result size", 16 * 1024 * 1024, "bytes")
+#: How many cases a promptfoo import may write: its tests with their array vars expanded (8 vars
+#: of 10 values are 10**8 cases). A real config has thousands; promptfoo holds them all in memory.
+IMPORT_CASES = Limit("imported case count", 100_000, "cases")
+#: The largest ``cases.jsonl`` a promptfoo import may write (its vars repeated in every expansion).
+IMPORT_CASES_BYTES = Limit("imported cases size", 128 * 1024 * 1024, "bytes")
+#: How many placeholder in-context examples an OpenCompass import may write when no ``--train`` is
+#: given (``ice_num`` and ``fix_id_list`` ask for them); a real few-shot config asks for at most 100s.
+IMPORT_EXAMPLES = Limit("placeholder example count", 10_000, "rows")
 #: The largest field of a CSV file we read (a promptfoo test file, data rows).
 CSV_FIELD = Limit("CSV field size", 1_000_000, "characters")

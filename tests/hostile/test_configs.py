@@ -1,11 +1,16 @@
-"""Hostile OpenCompass configs: code that loops, sleeps, allocates, recurses, forks, prints into
-the protocol, exits or kills the process that runs it ends with a clear error after its limit, the
-next import still works, and ``promptsuite import`` writes nothing."""
+"""Hostile import configs: OpenCompass code that loops, sleeps, allocates, recurses, forks, prints into
+the protocol, exits or kills the process that runs it ends with a clear error after its limit, the next
+import still works, and ``promptsuite import`` writes nothing; no import writes outside ``--out`` or
+builds past its limits, and Ctrl-C ends one with a line."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -15,6 +20,9 @@ from pytest_promptsuite.cli.main import main
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.importers.opencompass import execute
 from pytest_promptsuite.importers.opencompass.execute import run_config
+from pytest_promptsuite.importers.output import ImportedSuite
+from pytest_promptsuite.importers.output import write_import
+from pytest_promptsuite.importers.promptfoo import tests as promptfoo_tests
 from pytest_promptsuite.safety.limits import Limit
 
 
@@ -126,3 +134,335 @@ def test_a_looping_config_writes_nothing(
     assert main(["import", "opencompass", str(path), "--out", str(out)]) == 1
     assert f"{path}:2: {STOPPED}" in capsys.readouterr().err
     assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["configs"]
+
+
+def _ended(pid: int) -> bool:
+    """Tell whether process ``pid`` has ended (gone, or a zombie waiting for its parent)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] in "ZX"
+    except FileNotFoundError:
+        return True
+
+
+def _wait_ended(pid: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while not _ended(pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+#: One evaluation step that runs in C, where the config's time limit cannot raise: the worker is killed.
+ONE_STEP = [
+    "x = sum([[0] * 1000] * 100000, [])\n",  # a quadratic sum of lists
+    "x = 10 ** 10 ** 10\n",  # a huge power (CPython checks for signals inside it)
+]
+
+
+@pytest.mark.parametrize("text", ONE_STEP, ids=["sum-of-lists", "huge-power"])
+def test_one_long_step_is_stopped_at_the_limit(tmp_path: Path, text: str) -> None:
+    path = _config(tmp_path, text + DATASETS)
+    start = time.monotonic()
+    with pytest.raises(ConfigError, match=f"{re.escape(str(path))}(:1)?: {STOPPED}$"):
+        run_config(path, seconds=0.5)
+    assert time.monotonic() - start < 0.5 + 2 + 2  # the limit, the worker's grace to answer, slack
+
+
+def test_a_fifo_read_is_stopped_at_the_limit(tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    path = _config(tmp_path, f"x = open({str(fifo)!r}).read()\n" + DATASETS)
+    with pytest.raises(ConfigError, match=f"{re.escape(str(path))}:1: {STOPPED}$"):
+        run_config(path, seconds=0.5)
+
+
+def test_a_worker_outlives_neither_its_server_nor_its_limit(tmp_path: Path) -> None:
+    # The config kills the process that serves it, then swallows every stop while it sleeps: with no
+    # server left to kill it, the worker ends itself at its limit.
+    marker = tmp_path / "pid"
+    path = _config(
+        tmp_path,
+        f"import os, time\nopen({str(marker)!r}, 'w').write(str(os.getpid()))\nos.kill(os.getppid(), 9)\n"
+        "while True:\n    try:\n        time.sleep(100)\n    except BaseException:\n        pass\n",
+    )
+    with pytest.raises(ConfigError, match="the config's process was ended by SIGKILL"):
+        run_config(path, seconds=0.5)
+    pid = int(marker.read_text(encoding="utf-8"))
+    try:
+        assert _wait_ended(pid, 5), "the worker still runs"
+    finally:
+        if not _ended(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _forging(tmp_path: Path, answer: str) -> Path:
+    """A config that writes its own answer into the pipe its worker answers on, and exits."""
+    return _config(
+        tmp_path,
+        "import os, stat\nfor fd in range(3, 64):\n    try:\n"
+        f"        if stat.S_ISFIFO(os.fstat(fd).st_mode):\n            os.write(fd, {answer.encode()!r})\n"
+        "    except OSError:\n        pass\nos._exit(0)\n",
+    )
+
+
+def _dataset(template: str, retriever: str = '{"$dict": [["type", "ZeroRetriever"]]}') -> str:
+    infer = f'{{"$dict": [["retriever", {retriever}], ["prompt_template", {{"$dict": [["template", {template}]]}}]]}}'
+    return f'{{"names": {{"x_datasets": [{{"$dict": [["abbr", "x"], ["infer_cfg", {infer}]]}}]}}}}'
+
+
+@pytest.mark.parametrize(
+    ("answer", "message"),
+    [
+        (_dataset("[" * 900 + "]" * 900), "the config's names are nested deeper than the depth limit of 64 levels"),
+        (
+            _dataset('"q"', '{"$dict": [["type", {"$ref": [[1], [2]]}]]}'),
+            "the config's process sent something that is not its names",
+        ),
+        (_dataset('{"$dict": [[[1], 2]]}'), "the config's process sent something that is not its names"),
+        (_dataset('{"$tuple": 1}'), "the config's process sent something that is not its names"),
+    ],
+    ids=["deep", "ref-of-lists", "list-key", "tuple-of-int"],
+)
+def test_a_forged_answer_is_a_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], answer: str, message: str
+) -> None:
+    json.loads(answer)  # JSON, as the worker's answer is
+    path = _forging(tmp_path, answer)
+    out = tmp_path / "out"
+    assert main(["import", "opencompass", str(path), "--out", str(out)]) == 1
+    assert f"{path}: {message}" in capsys.readouterr().err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("x = {}\nx['self'] = x\n" + DATASETS, "cfg.py: x: nested deeper than the depth limit of 64 levels"),
+        (
+            "r = dict(input_columns=['q'])\nr['r'] = r\nx_datasets = [dict(abbr='x', reader_cfg=r,"
+            " infer_cfg=dict(prompt_template=dict(template='{q}')))]\n",
+            "cfg.py: r: nested deeper than the depth limit of 64 levels",
+        ),
+        ("f = " + "lambda: " * 3000 + "1\n", "cfg.py:1: not valid Python: nested too deeply for the parser"),
+        (
+            "f = lambda: 1\nfor _ in range(100000):\n    f = (lambda g: lambda: g())(f)\ny = f()\n",
+            "cfg.py:3: RecursionError: maximum recursion depth exceeded",
+        ),
+    ],
+    ids=["self-dict", "self-reader", "nested-lambdas", "lambda-chain"],
+)
+def test_nested_values_and_code_are_clear_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, message: str
+) -> None:
+    path = _config(tmp_path, text)
+    out = tmp_path / "out"
+    assert main(["import", "opencompass", str(path), "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+    assert not out.exists()
+
+
+FEW_SHOT = (
+    "x_datasets = [dict(abbr='x', reader_cfg=dict(input_columns=['q']), infer_cfg=dict(\n"
+    "    ice_template=dict(template='{q}'), prompt_template=dict(template='</E>{q}', ice_token='</E>'),\n"
+    "    retriever=dict(type=KIND, SETTING)))]\n"
+)
+RETRIEVERS = [
+    ("FixKRetriever", "fix_id_list=[10 ** 9]", "1,000,000,001 in-context examples would be written as placeholders"),
+    ("RandomRetriever", "ice_num=10 ** 9", "1,000,000,000 in-context examples would be written as placeholders"),
+    ("FixKRetriever", "fix_id_list=['a']", "an index of fix_id_list is 'a'; it is a whole number, 0 or more"),
+    ("FixKRetriever", "fix_id_list=3", "fix_id_list is 3; it is a list of row indices"),
+    ("RandomRetriever", "ice_num='many'", "ice_num is 'many'; it is a whole number, 0 or more"),
+    ("RandomRetriever", "ice_num=-1", "ice_num is -1; it is a whole number, 0 or more"),
+]
+
+
+@pytest.mark.parametrize(("kind", "setting", "message"), RETRIEVERS, ids=[r[1] for r in RETRIEVERS])
+def test_placeholder_examples_are_counted_before_they_are_built(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str, setting: str, message: str
+) -> None:
+    path = _config(tmp_path, FEW_SHOT.replace("KIND", repr(kind)).replace("SETTING", setting))
+    out = tmp_path / "out"
+    assert main(["import", "opencompass", str(path), "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"{path}:1: infer_cfg.retriever: {message}"), err
+    assert not out.exists()
+
+
+def test_placeholder_examples_up_to_the_limit_are_written(tmp_path: Path) -> None:
+    path = _config(tmp_path, FEW_SHOT.replace("KIND", "'FixKRetriever'").replace("SETTING", "fix_id_list=[0, 9999]"))
+    out = tmp_path / "out"
+    assert main(["import", "opencompass", str(path), "--out", str(out)]) == 0
+    assert len((out / "x" / "train.jsonl").read_text(encoding="utf-8").splitlines()) == 10_000
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("retriever=1", "infer_cfg.retriever: expected dict(type=..., ...), not int"),
+        ("inferencer=1", "infer_cfg.inferencer: expected dict(type=..., ...), not int"),
+        ("ice_template=dict(type='RawPromptTemplate', messages=1)", "infer_cfg.ice_template.messages: expected a list"),
+    ],
+)
+def test_parts_of_the_wrong_type_are_clear_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, message: str
+) -> None:
+    path = _config(
+        tmp_path, f"x_datasets = [dict(abbr='x', infer_cfg=dict(prompt_template=dict(template='q'), {text}))]\n"
+    )
+    out = tmp_path / "out"
+    assert main(["import", "opencompass", str(path), "--out", str(out)]) == 1
+    assert f"{path}:1: {message}" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_ctrl_c_ends_an_import_with_a_line(tmp_path: Path) -> None:
+    # The config's worker is inside one long C step (no Python code runs to see a signal there).
+    marker = tmp_path / "pid"
+    path = _config(
+        tmp_path, f"import os\nopen({str(marker)!r}, 'w').write(str(os.getpid()))\nx = sum([[0] * 1000] * 100000, [])\n"
+    )
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "pytest_promptsuite", "import", "opencompass", str(path), "--out", str(out)]
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not (marker.exists() and marker.read_text(encoding="utf-8")) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=5)
+    finally:
+        process.kill()
+    assert process.returncode == 130
+    assert err.strip() == "promptsuite import: interrupted; nothing was written", err
+    assert _wait_ended(int(marker.read_text(encoding="utf-8")), 3), "the config's worker still runs"
+    assert not out.exists()
+
+
+def _promptfoo(folder: Path, text: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    config = folder / "promptfooconfig.yaml"
+    config.write_text(text, encoding="utf-8")
+    return config
+
+
+@pytest.mark.parametrize(
+    ("entry", "line"),
+    [
+        ("vars: {x: 1}\n    assert: [{type: python, value: 'file://link/../../../.bashrc'}]", 4),
+        ("vars: {x: 'file://link/../../../.bashrc'}", 4),
+    ],
+    ids=["assert-file", "var-file"],
+)
+def test_a_link_in_the_config_folder_carries_no_write_outside_out(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], entry: str, line: int
+) -> None:
+    # link/../../../.bashrc lies inside the folder once the link is followed (a/b/c/../../..), and
+    # two levels above --out as written: it is refused, and nothing is written anywhere.
+    folder = tmp_path / "cfg"
+    (folder / "a" / "b" / "c").mkdir(parents=True)
+    (folder / "link").symlink_to("a/b/c")
+    (folder / ".bashrc").write_text("def get_assert(output, context):\n    return True\n", encoding="utf-8")
+    config = _promptfoo(folder, f"prompts: ['hi']\nproviders: [echo]\ntests:\n  - {entry}\n")
+    out = tmp_path / "deep" / "er" / "out"
+    out.parent.mkdir(parents=True)
+    assert main(["import", "promptfoo", str(config), "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert f"{config}:{line}: " in err and "file://link/../../../.bashrc lies outside the config's folder" in err
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file()) == [
+        "cfg/.bashrc",
+        "cfg/promptfooconfig.yaml",
+    ]
+
+
+@pytest.mark.parametrize("name", ["../x.txt", "a/../../x.txt", "/tmp/x.txt", "a/../.."])
+def test_the_writer_refuses_a_path_that_leaves_out(tmp_path: Path, name: str) -> None:
+    out = tmp_path / "deep" / "out"
+    suite = ImportedSuite(name="s", config={"suite": {}}, files={name: "x"})
+    with pytest.raises(ConfigError, match=f"^{re.escape(name)}: a path that leaves --out"):
+        write_import(out, [suite], flat=True)
+    assert [p for p in tmp_path.rglob("*") if p.is_file()] == []
+
+
+def test_a_code_assert_file_never_replaces_a_written_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = tmp_path / "cfg"
+    config = _promptfoo(
+        folder,
+        "prompts: ['hi']\nproviders: [echo]\ntests:\n  - assert: [{type: python, value: 'file://cases.jsonl'}]\n",
+    )
+    (folder / "cases.jsonl").write_text("{}\n", encoding="utf-8")
+    assert main(["import", "promptfoo", str(config), "--out", str(tmp_path / "out")]) == 1
+    assert "file://cases.jsonl: a code assert's file may not be named cases.jsonl" in capsys.readouterr().err
+
+
+def _arrays(count: int, values: int = 10) -> str:
+    return ", ".join(f"v{i}: [{', '.join(map(str, range(values)))}]" for i in range(count))
+
+
+def test_eight_array_vars_are_refused_before_any_case_is_built(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = _promptfoo(
+        tmp_path / "cfg",
+        f"prompts: ['hi']\nproviders: [echo]\ntests:\n  - vars: {{x: 1}}\n  - vars: {{{_arrays(8)}}}\n",
+    )
+    out = tmp_path / "out"
+    assert main(["import", "promptfoo", str(config), "--out", str(out)]) == 1
+    assert capsys.readouterr().err.startswith(
+        f"{config}:5: the tests expand to more than the imported case count limit of 100,000 cases"
+    )
+    assert not out.exists()
+
+
+def test_expansions_up_to_the_case_limit_are_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(promptfoo_tests, "IMPORT_CASES", Limit("imported case count", 100, "cases"))
+    config = _promptfoo(tmp_path / "cfg", f"prompts: ['hi']\nproviders: [echo]\ntests:\n  - vars: {{{_arrays(2)}}}\n")
+    assert main(["import", "promptfoo", str(config), "--out", str(tmp_path / "out")]) == 0
+    assert len((tmp_path / "out" / "cases.jsonl").read_text(encoding="utf-8").splitlines()) == 100
+    config.write_text(config.read_text(encoding="utf-8") + "  - vars: {x: 1}\n", encoding="utf-8")
+    assert main(["import", "promptfoo", str(config), "--out", str(tmp_path / "out2")]) == 1
+    assert f"{config}:5: the tests expand to more than the imported case count limit of 100 cases" in (
+        capsys.readouterr().err
+    )
+
+
+@pytest.mark.parametrize(
+    ("test", "message"),
+    [
+        (f"vars: {{s: {'x' * 2000}, {_arrays(2)}}}", "the cases are larger than the imported cases size limit"),
+        (
+            f"vars: {{s: {'x' * 2000}}}\n    assert: [{{type: contains, value: '{'{{s}}' * 100}'}}]",
+            "assert[0]: the value filled from the vars is longer than the imported cases size limit",
+        ),
+    ],
+    ids=["repeated-var", "filled-assert"],
+)
+def test_the_cases_text_is_bounded_as_it_is_built(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], test: str, message: str
+) -> None:
+    monkeypatch.setattr(promptfoo_tests, "IMPORT_CASES_BYTES", Limit("imported cases size", 100_000, "bytes"))
+    config = _promptfoo(tmp_path / "cfg", f"prompts: ['hi']\nproviders: [echo]\ntests:\n  - {test}\n")
+    assert main(["import", "promptfoo", str(config), "--out", str(tmp_path / "out")]) == 1
+    assert f"{config}:4: {message} of 100,000 bytes" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("test", "message"),
+    [
+        ("vars: [1, 2]", "vars is a mapping of names to values"),
+        ("metadata: 1", "metadata is a mapping of names to values"),
+        ("assert: 1", "assert is a list"),
+        ("assert: [{type: assert-set, assert: 1}]", "assert[0]: assert is a list"),
+    ],
+)
+def test_test_keys_of_the_wrong_type_are_path_line_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], test: str, message: str
+) -> None:
+    config = _promptfoo(tmp_path / "cfg", f"prompts: ['hi']\nproviders: [echo]\ntests:\n  - {test}\n")
+    assert main(["import", "promptfoo", str(config), "--out", str(tmp_path / "out")]) == 1
+    assert f"{config}:4: {message}" in capsys.readouterr().err

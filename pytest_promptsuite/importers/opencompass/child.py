@@ -231,6 +231,8 @@ class Runner:
         except (SyntaxError, ValueError, RecursionError) as exc:
             line = getattr(exc, "lineno", None) or 1
             raise Located(f"{path}:{line}: not valid Python: {getattr(exc, 'msg', exc)}") from None
+        except MemoryError:  # the parser's own stack (code nested thousands deep), not the memory limit
+            raise Located(f"{path}:1: not valid Python: nested too deeply for the parser") from None
         env: dict[str, Any] = {"__builtins__": self.builtins, "__file__": path, "__name__": "config"}
         self.files.add(path)
         self.running.add(path)
@@ -296,13 +298,24 @@ class Runner:
 
 
 _stopped = False
+#: How long a worker has to send its answer once its config's code ended or was stopped.
+ANSWER_SECONDS = 1.0
+#: The exit status of a worker that ended itself at its limit (its config swallowed the stop).
+LATE = 124
 
 
 def _stop(signum: int, frame: Any) -> None:
     global _stopped
-    if not _stopped:  # once: a config that swallows it runs on into the CPU limit and the server's kill
-        _stopped = True
-        raise Stopped()
+    if _stopped:  # a config that swallowed the stop, or an answer past its time: ended here
+        os._exit(LATE)
+    _stopped = True
+    _arm(ANSWER_SECONDS)
+    raise Stopped()
+
+
+def _arm(seconds: float) -> None:
+    if hasattr(signal, "setitimer"):
+        signal.setitimer(signal.ITIMER_REAL, seconds)
 
 
 def _limit(request: Mapping[str, Any]) -> None:
@@ -310,7 +323,7 @@ def _limit(request: Mapping[str, Any]) -> None:
     seconds = float(request["seconds"])
     if hasattr(signal, "setitimer"):
         signal.signal(signal.SIGALRM, _stop)
-        signal.setitimer(signal.ITIMER_REAL, seconds)
+        _arm(seconds)
     try:
         import resource
     except ImportError:  # Windows: the parent's wall clock alone
@@ -335,14 +348,16 @@ def answer(request: Mapping[str, Any]) -> bytes:
             _limit(request)
             reply = json.dumps({"names": runner.run()})
         finally:
-            _stopped = True  # no Stopped from here on
+            _stopped = True  # no Stopped from here on: the answer has its own time, then the worker ends
+            _arm(ANSWER_SECONDS)
     except BaseException as exc:  # everything the config can raise, SystemExit too
         reply = json.dumps({"error": runner.describe(exc)})
     return reply.encode("utf-8")
 
 
 def _fork(request: Mapping[str, Any], server_fds: tuple[int, int]) -> tuple[bytes, int, bool]:
-    """Run one request in a fork: its answer (at most the result limit + 1 bytes), exit status, lateness."""
+    """Run one request in a fork: its answer (at most the result limit + 1 bytes), exit status, lateness.
+    Input on the server's stdin meanwhile (its end: the importer was interrupted) ends the worker and the server."""
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:
@@ -357,13 +372,18 @@ def _fork(request: Mapping[str, Any], server_fds: tuple[int, int]) -> tuple[byte
         os._exit(0)
     os.close(write_end)
     received, deadline, late, ended = bytearray(), time.monotonic() + float(request["seconds"]) + 2, False, (0, 0)
+    gone = False  # the importer: its end of the server's stdin closed
     try:
         while len(received) <= request["result_bytes"]:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 late = True
                 break
-            if select.select([read_end], [], [], min(remaining, 0.1))[0]:
+            ready = select.select([read_end, server_fds[0]], [], [], min(remaining, 0.1))[0]
+            if server_fds[0] in ready:  # the importer is gone: so are we, the worker first (below)
+                gone = True
+                break
+            if ready:
                 block = os.read(read_end, 65536)
                 if not block:
                     break
@@ -379,7 +399,10 @@ def _fork(request: Mapping[str, Any], server_fds: tuple[int, int]) -> tuple[byte
                 kill(pid, signal.SIGKILL)
     if not ended[0]:
         ended = os.waitpid(pid, 0)
-    return bytes(received), os.waitstatus_to_exitcode(ended[1]), late
+    if gone:
+        os._exit(0)
+    status = os.waitstatus_to_exitcode(ended[1])
+    return bytes(received), status, late or status == LATE
 
 
 def serve() -> None:

@@ -60,6 +60,8 @@ def _raw_messages(spec: Mapping[str, Any], key: str, notes: list[str]) -> dict[s
     """Convert a ``RawPromptTemplate`` (OpenAI messages) to a dialogue template: leading system messages and
     the ICE token in ``begin``, the turns in ``round``, a final empty ``BOT`` turn to generate."""
     messages = plain(spec.get("messages") or [], f"infer_cfg.{key}.messages")
+    if not isinstance(messages, list):
+        raise ConfigError(f"infer_cfg.{key}.messages: expected a list of messages")
     begin: list[Any] = []
     turns: list[dict[str, Any]] = []
     for i, message in enumerate(messages):
@@ -88,9 +90,16 @@ def _raw_messages(spec: Mapping[str, Any], key: str, notes: list[str]) -> dict[s
     return table
 
 
+def _settings(spec: Any, key: str) -> Mapping[str, Any]:
+    """Return a part's settings but its ``type`` (``dict(type=..., ...)``, or nothing)."""
+    if spec is not None and not isinstance(spec, Mapping):
+        raise ConfigError(f"infer_cfg.{key}: expected dict(type=..., ...), not {type(spec).__name__}")
+    return {k: v for k, v in (spec or {}).items() if k != "type"}
+
+
 def _retriever(spec: Any, notes: list[str]) -> dict[str, Any]:
     kind = _type_name(spec) or "ZeroRetriever"
-    params = plain({k: v for k, v in (spec or {}).items() if k != "type"}, "infer_cfg.retriever")
+    params = plain(_settings(spec, "retriever"), "infer_cfg.retriever")
     if kind in _SIMILARITY:
         notes.append(
             f"retriever: {kind} is not supported (it ranks candidates with a scoring model); imported "
@@ -109,7 +118,7 @@ def _retriever(spec: Any, notes: list[str]) -> dict[str, Any]:
 def _inferencer(spec: Any, notes: list[str]) -> tuple[str, dict[str, Any]]:
     """Return the suite mode (``gen`` or ``ppl``) and the model params the inferencer sets."""
     kind = _type_name(spec) or "GenInferencer"
-    settings = {k: v for k, v in (spec or {}).items() if k != "type"}
+    settings = _settings(spec, "inferencer")
     params: dict[str, Any] = {}
     for key, value in settings.items():
         if key in _PARAMS and value is not None:

@@ -14,6 +14,7 @@ from pytest_promptsuite.formats.csvio import read_csv
 from pytest_promptsuite.formats.jsonl import read_jsonl
 from pytest_promptsuite.importers.output import jsonl
 from pytest_promptsuite.prompts.opencompass.template import DIALOGUE_KEYS
+from pytest_promptsuite.safety.limits import IMPORT_EXAMPLES
 
 
 #: One row and where it is (``path:line``).
@@ -42,7 +43,7 @@ def _folder_split(folder: Path, split: str) -> Path | None:
     whole = [f"{inner}{split}.{kind}" for inner in ("", "data/") for kind in ("jsonl", "csv")]
     shards = [f"{inner}{split}-*.{kind}" for kind in ("jsonl", "csv") for inner in ("", "data/")]
     for pattern in (*whole, *shards):
-        found = sorted(folder.glob(pattern))
+        found = sorted(f for f in folder.glob(pattern) if f.is_file())  # never a FIFO that blocks the read
         if found:
             return found[0]
     if (folder / split).is_dir() and list((folder / split).glob("*.arrow")):
@@ -92,13 +93,22 @@ def labels_of(template: Mapping[str, Any]) -> list[str]:
     return []
 
 
+def _count(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ConfigError(f"infer_cfg.retriever: {what} is {value!r}; it is a whole number, 0 or more")
+    return value
+
+
 def _examples_needed(retriever: Mapping[str, Any]) -> int:
+    """Count the train rows the retriever reads (the highest ``fix_id_list`` index + 1, or ``ice_num``)."""
     if retriever.get("type") == "FixKRetriever":
         ids = retriever.get("fix_id_list") or []
-        return max(ids) + 1 if ids else 0
+        if not isinstance(ids, list):
+            raise ConfigError(f"infer_cfg.retriever: fix_id_list is {ids!r}; it is a list of row indices")
+        return max((_count(i, "an index of fix_id_list") for i in ids), default=-1) + 1
     if retriever.get("type") == "ZeroRetriever":
         return 0
-    return int(retriever.get("ice_num", 1))
+    return _count(retriever.get("ice_num", 1), "ice_num")
 
 
 def _case(
@@ -178,7 +188,12 @@ def case_files(
 ) -> tuple[dict[str, str], dict[str, Any], list[str]]:
     """Build the suite's ``cases.jsonl`` (and ``train.jsonl``, ``CASES.md``), its ``[suite]`` table and notes."""
     reader = reader if isinstance(reader, Mapping) else {}
-    columns = [str(c) for c in reader.get("input_columns") or []]
+    given = reader.get("input_columns") or []
+    if isinstance(given, str):  # OpenCompass takes one column name as a list of one
+        given = [given]
+    if not isinstance(given, (list, tuple)):
+        raise ConfigError(f"reader_cfg.input_columns is {given!r}; it is a list of column names")
+    columns = [str(c) for c in given]
     output = str(template.get("output_column") or "answer")
     labels = labels_of(template)
     notes: list[str] = []
@@ -194,6 +209,11 @@ def case_files(
         if data is not None and data.train is not None:
             train = [row for _, row in data.train]
         else:
+            if needed > IMPORT_EXAMPLES.value:  # counted before a row is built
+                raise ConfigError(
+                    f"infer_cfg.retriever: {needed:,} in-context examples would be written as placeholders, "
+                    f"past {IMPORT_EXAMPLES} (give the real examples with --train FILE)"
+                )
             train = [_example_row(columns, output, labels, i) for i in range(max(needed, 1))]
             notes.append(f"train.jsonl holds {len(train)} placeholder examples (--train FILE gives the real ones)")
         files["train.jsonl"] = jsonl(train)

@@ -4,6 +4,7 @@ their names come back as plain values, imported classes as :class:`Ref`."""
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
 import signal
@@ -29,6 +30,8 @@ from pytest_promptsuite.safety.limits import Limit
 
 #: How long past its own time limit the child may take to start and answer before it is killed.
 _GRACE_SECONDS = 5.0
+#: How long the server may take to end its worker and exit once its stdin is closed.
+_CLOSE_SECONDS = 2.0
 
 
 @dataclass(frozen=True)
@@ -64,26 +67,62 @@ def config_root(path: Path) -> Path:
     return path.resolve().parent
 
 
+def _strings(value: Any, count: int) -> list[str]:
+    if not isinstance(value, list) or len(value) != count or not all(isinstance(v, str) for v in value):
+        raise ValueError("not a mark of ours")
+    return value
+
+
+def _items(value: Any) -> list[Any]:
+    if not isinstance(value, list):
+        raise ValueError("not a mark of ours")
+    return value
+
+
+#: How each mark of :mod:`.child` is read back; the answer comes from the config's process, so a
+#: mark that is not what the child writes is refused (ValueError), never taken as it is.
 _MARKS: dict[str, Any] = {
-    "$tuple": tuple,
-    "$set": frozenset,
-    "$ref": lambda v: Ref(*v),
-    "$opaque": Opaque,
-    "$object": Foreign,
+    "$tuple": lambda v: tuple(_items(v)),
+    "$set": lambda v: frozenset(_items(v)),
+    "$ref": lambda v: Ref(*_strings(v, 2)),
+    "$opaque": lambda v: Opaque(*_strings([v], 1)),
+    "$object": lambda v: Foreign(*_strings([v], 1)),
 }
 
 
 def _decode(where: dict[int, str]) -> Any:
     def hook(item: dict[str, Any]) -> Any:
         if "$dict" in item:
-            value = {key: inner for key, inner in item["$dict"]}
+            pairs = _items(item["$dict"])
+            if not all(isinstance(pair, list) and len(pair) == 2 for pair in pairs):
+                raise ValueError("not a mark of ours")
+            value = {key: inner for key, inner in pairs}
             if "$at" in item:
-                where.setdefault(id(value), item["$at"])
+                where.setdefault(id(value), *_strings([item["$at"]], 1))
             return value
         mark = next((mark for mark in _MARKS if mark in item), None)
-        return item if mark is None else _MARKS[mark](item[mark])
+        if mark is None:  # the answer itself and its names: {"names": {name: value}}
+            return item
+        if len(item) != 1:
+            raise ValueError("not a mark of ours")
+        return _MARKS[mark](item[mark])
 
     return hook
+
+
+def _nesting(value: Any, limit: int) -> bool:
+    """Tell whether ``value`` nests at most ``limit`` levels (walked without recursion: the answer
+    may come from a config that wrote it itself, past the child's own depth check)."""
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return False
+        if isinstance(item, Mapping):
+            stack.extend((inner, depth + 1) for pair in item.items() for inner in pair)
+        elif isinstance(item, (list, tuple, frozenset)):
+            stack.extend((inner, depth + 1) for inner in item)
+    return True
 
 
 class _Server:
@@ -134,16 +173,21 @@ class _Server:
         return got[0], got[1], got[2]
 
     def close(self) -> None:
-        """End the server and every worker still running (once: a waited-for pid may be reused)."""
-        if self.process.returncode is None:
-            try:
-                os.killpg(self.process.pid, signal.SIGKILL)
-            except (OSError, AttributeError):
-                self.process.kill()
-            self.process.wait()
+        """End the server and the worker it runs: closing its stdin has it kill the worker and exit;
+        one that does not is killed (once: a waited-for pid may be reused)."""
         for stream in (self.process.stdin, self.process.stdout):
             if stream is not None:
-                stream.close()
+                with contextlib.suppress(OSError):
+                    stream.close()
+        if self.process.returncode is None:
+            try:
+                self.process.wait(_CLOSE_SECONDS)
+            except subprocess.TimeoutExpired:
+                try:
+                    os.killpg(self.process.pid, signal.SIGKILL)
+                except (OSError, AttributeError):
+                    self.process.kill()
+                self.process.wait()
 
 
 _server: _Server | None = None
@@ -160,7 +204,12 @@ def _ask(request: dict[str, Any], seconds: float) -> tuple[bytes, int, bool]:
         if _server is None:
             _server = _Server()
             atexit.register(_server.close)
-        reply = _server.ask(request, seconds + _GRACE_SECONDS)
+        try:
+            reply = _server.ask(request, seconds + _GRACE_SECONDS)
+        except BaseException:  # Ctrl-C: the config's process and its worker end now, with us
+            _server.close()
+            _server = None
+            raise
         if reply is None:
             status = _server.process.returncode
             _server = None
@@ -213,6 +262,8 @@ def run_config(
             reply = json.loads(answer, object_hook=_decode(where if where is not None else {}))
         except (ValueError, KeyError, TypeError, RecursionError):
             reply = None
+        if not _nesting(reply, int(DEPTH.value) + 2):  # {"names": {name: value}}
+            raise ConfigError(f"{path}: the config's names are nested deeper than {DEPTH}")
         if isinstance(reply, dict) and isinstance(reply.get("error"), str):
             raise ConfigError(reply["error"])
         if isinstance(reply, dict) and isinstance(reply.get("names"), dict):

@@ -66,7 +66,10 @@ def _meta(model: Mapping[str, Any], where: str, notes: list[str]) -> dict[str, A
     meta = model.get("meta_template")
     if isinstance(meta, Mapping):
         table = plain(meta, f"{where}: meta_template")
-        roles = [r for r in table.get("round", []) if isinstance(r, Mapping)]
+        rounds = table.get("round", [])
+        if not isinstance(rounds, list):
+            raise ConfigError(f"{where}: meta_template.round: expected a list of roles")
+        roles = [r for r in rounds if isinstance(r, Mapping)]
         api = bool(roles) and all("api_role" in r for r in roles)
         return {"meta_template": table, "endpoint": "chat" if api else "completions"}
     if "withchattemplate" in kind_name.lower():

@@ -18,7 +18,7 @@ from pytest_promptsuite.formats.jsonio import encode
 from pytest_promptsuite.formats.yamlio import load_yaml
 from pytest_promptsuite.importers.output import ImportedSuite
 from pytest_promptsuite.importers.output import ImportResult
-from pytest_promptsuite.importers.output import jsonl
+from pytest_promptsuite.importers.output import inside
 from pytest_promptsuite.importers.output import write_import
 from pytest_promptsuite.importers.promptfoo.tests import AssertModule
 from pytest_promptsuite.importers.promptfoo.tests import TestSource
@@ -73,8 +73,10 @@ class _Config:
         return f"{self.path}:{line}"
 
     def file(self, relative: str, where: str | None) -> Path:
-        """Resolve a file the config names, inside its folder (links followed)."""
-        target = confine(self.root, relative)
+        """Resolve a file the config names, inside its folder both as written (``..`` taken as promptfoo
+        takes it) and with links followed."""
+        normal = inside(relative)
+        target = confine(self.root, normal) if normal is not None else None
         if target is None:
             raise ConfigError(f"{where or self.path}: file://{relative} lies outside the config's folder")
         if not target.is_file():
@@ -272,8 +274,9 @@ def promptfoo_suite(path: Path, *, slice_key: str | None = None) -> ImportedSuit
         slice_key=slice_key,
         code=code,
         unsupported=unsupported,
+        default_where=config.where("defaultTest"),
     )
-    files: dict[str, str] = {"cases.jsonl": jsonl(cases)}
+    files: dict[str, str] = {"cases.jsonl": cases}
     tasks: list[dict[str, Any]] = []
     tables = [_prompt_table(p, i + 1, files, tasks) for i, p in enumerate(prompts)]
     suite_config: dict[str, dict[str, Any]] = {"suite": {"cases": ["cases.jsonl"]}, "model": providers[0][1]}
@@ -288,7 +291,10 @@ def promptfoo_suite(path: Path, *, slice_key: str | None = None) -> ImportedSuit
         files["prompts.yml"] = encode({"prompts": tasks}, indent=2) + "\n"  # JSON is YAML
     if code.functions:
         files["promptfoo_asserts.py"] = code.text()
-        files.update({relative: config.read_text(relative, str(path)) for relative in code.files})
+        for relative in code.files:  # copied beside the module; never in place of a file we write
+            if relative in files or relative == "promptsuite.toml":
+                raise ConfigError(f"{path}: file://{relative}: a code assert's file may not be named {relative}")
+            files[relative] = config.read_text(relative, str(path))
     notes = [*config.notes, *(f"not carried over: {u}" for u in unsupported)]
     header = f"Imported by `promptsuite import promptfoo` from {path.name}."
     return ImportedSuite(name=path.stem, config=suite_config, files=files, notes=notes, header=header)

@@ -4,14 +4,20 @@ one to one where the names are shared, CSV test files, ``metadata`` as tags, and
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from collections.abc import Callable
+from collections.abc import Iterator
 from collections.abc import Mapping
 from dataclasses import dataclass
 from dataclasses import field
 from typing import Any
 
 from pytest_promptsuite.errors import ConfigError
+from pytest_promptsuite.importers.output import inside
+from pytest_promptsuite.importers.output import jsonl
+from pytest_promptsuite.safety.limits import IMPORT_CASES
+from pytest_promptsuite.safety.limits import IMPORT_CASES_BYTES
 
 
 #: promptfoo's assert types that are ours under the same name.
@@ -43,7 +49,10 @@ class AssertModule:
         if not isinstance(value, str) or not value.strip():
             raise ConfigError(f"{where}: a {kind} assert needs its code or a file:// function as 'value'")
         if value.startswith("file://"):
-            path, _, fn = value[len("file://") :].partition(":")
+            written, _, fn = value[len("file://") :].partition(":")
+            path = inside(written)  # copied beside the module under this name, so never outside --out
+            if path is None:
+                raise ConfigError(f"{where}: file://{written} lies outside the config's folder")
             if path not in self.files:
                 self.files.append(path)
             call = f"None, output, case, file=str(_HERE / {path!r}), fn={fn or None!r}"
@@ -67,12 +76,18 @@ class AssertModule:
         return head + "\n\n".join(self.functions)
 
 
-def _fill(value: Any, variables: Mapping[str, Any]) -> Any:
-    """Fill ``{{ name }}`` in an assert's value from the test's vars (as promptfoo renders it)."""
+def _fill(value: Any, variables: Mapping[str, Any], where: str) -> Any:
+    """Fill ``{{ name }}`` in an assert's value from the test's vars (as promptfoo renders it); its
+    length is computed first, and past :data:`IMPORT_CASES_BYTES` it is refused, not built."""
     if isinstance(value, str):
-        return _VAR.sub(lambda m: str(variables[m.group(1)]) if m.group(1) in variables else m.group(0), value)
+        found = list(_VAR.finditer(value))
+        texts = {name: str(variables[name]) for name in {m.group(1) for m in found} if name in variables}
+        size = len(value) + sum(len(texts[m.group(1)]) - len(m.group(0)) for m in found if m.group(1) in texts)
+        if size > IMPORT_CASES_BYTES.value:
+            raise ConfigError(f"{where}: the value filled from the vars is longer than {IMPORT_CASES_BYTES}")
+        return _VAR.sub(lambda m: texts.get(m.group(1), m.group(0)), value)
     if isinstance(value, list):
-        return [_fill(v, variables) for v in value]
+        return [_fill(v, variables, where) for v in value]
     return value
 
 
@@ -85,7 +100,7 @@ def map_assert(
     kind: str = raw["type"]
     negated = kind.startswith("not-")
     base = kind[4:] if negated else kind
-    value = _fill(raw.get("value"), variables)
+    value = _fill(raw.get("value"), variables, where)
     out: dict[str, Any] = {}
     if "weight" in raw:
         out["weight"] = raw["weight"]
@@ -98,7 +113,7 @@ def map_assert(
     if base == "assert-set":
         inner = [
             map_assert(a, variables, code, f"{where}.assert[{i}]", unsupported)
-            for i, a in enumerate(raw.get("assert") or [])
+            for i, a in enumerate(_list(raw.get("assert"), "assert", where))
         ]
         out.update(type="assert-set", **{"assert": [a for a in inner if a is not None]})
         if "threshold" in raw:
@@ -131,7 +146,10 @@ def csv_test(row: Mapping[str, str], where: str) -> dict[str, Any]:
         elif column.startswith("__metadata:"):
             test["metadata"][column[len("__metadata:") :]] = text
         elif column == "__threshold" and text.strip():
-            test["threshold"] = float(text)
+            try:
+                test["threshold"] = float(text)
+            except ValueError:
+                raise ConfigError(f"{where}: __threshold {text!r} is not a number") from None
         elif column.startswith("__"):
             raise ConfigError(f"{where}: the column {column!r} is not supported")
         else:
@@ -158,13 +176,41 @@ class TestSource:
     where: str
 
 
-def _expand(variables: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _combinations(variables: Mapping[str, Any]) -> int:
+    """Count the cases a test's array vars expand to, before any is built."""
+    return math.prod(len(v) for v in variables.values() if isinstance(v, list))
+
+
+def _expand(variables: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
     """Expand the array vars: promptfoo runs a test once per combination of their values."""
     keys = [k for k, v in variables.items() if isinstance(v, list)]
-    if not keys:
-        return [dict(variables)]
-    combos = itertools.product(*(variables[k] for k in keys))
-    return [{**variables, **dict(zip(keys, combo, strict=True))} for combo in combos]
+    for combo in itertools.product(*(variables[k] for k in keys)):
+        yield {**variables, **dict(zip(keys, combo, strict=True))}
+
+
+def _mapping(value: Any, key: str, where: str) -> Mapping[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{where}: {key} is a mapping of names to values")
+    return value
+
+
+def _list(value: Any, key: str, where: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ConfigError(f"{where}: {key} is a list")
+    return value
+
+
+def _checked(test: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """Check the types of a test's (or ``defaultTest``'s) keys, with ``path:line`` messages."""
+    checked = dict(test)
+    for key in ("vars", "metadata", "options"):
+        checked[key] = _mapping(test.get(key), key, where)
+    checked["assert"] = _list(test.get("assert"), "assert", where)
+    return checked
 
 
 def cases_of(
@@ -175,25 +221,46 @@ def cases_of(
     slice_key: str | None,
     code: AssertModule,
     unsupported: list[str],
-) -> list[dict[str, Any]]:
-    """Convert every test to a case (``defaultTest`` merged in), numbered in order."""
-    cases: list[dict[str, Any]] = []
-    for source in tests:
-        test, where = source.test, source.where
+    default_where: str = "defaultTest",
+) -> str:
+    """Convert every test to a case (``defaultTest`` merged in), numbered in order: the text of
+    ``cases.jsonl``. The number of cases is computed before any is built, and it and the text's size
+    are refused past :data:`IMPORT_CASES` and :data:`IMPORT_CASES_BYTES`."""
+    default = _checked(default, default_where)
+    checked = [(_checked(source.test, source.where), source.where) for source in tests]
+    total = 0
+    for test, where in checked:
+        total += _combinations({**default["vars"], **test["vars"]})
+        if total > IMPORT_CASES.value:
+            raise ConfigError(
+                f"{where}: the tests expand to more than {IMPORT_CASES} "
+                "(a test runs once per combination of its array vars' values)"
+            )
+    lines: list[str] = []
+    size, number = 0, 0
+    files: dict[str, str] = {}
+    for test, where in checked:
         unknown = sorted(set(test) - {"description", "vars", "assert", "metadata", "threshold", "options"})
         if unknown:
             unsupported.append(f"{where}: test keys {', '.join(unknown)}")
-        if test.get("options"):
-            unsupported.append(f"{where}: options ({', '.join(sorted(test['options']))})")
-        base_vars = {**(default.get("vars") or {}), **(test.get("vars") or {})}
-        for variables in _expand(base_vars):
+        if test["options"]:
+            unsupported.append(f"{where}: options ({', '.join(sorted(map(str, test['options'])))})")
+        for variables in _expand({**default["vars"], **test["vars"]}):
             for key, value in list(variables.items()):
                 if isinstance(value, str) and value.startswith("file://"):
-                    variables[key] = read_var(value[len("file://") :], where)
+                    relative = value[len("file://") :]
+                    if relative not in files:
+                        files[relative] = read_var(relative, where)
+                    variables[key] = files[relative]
                 elif isinstance(value, str):
                     variables[key] = value[:-1] if value.endswith("\n") else value  # as promptfoo does
-            cases.append(_case(len(cases) + 1, test, default, variables, where, slice_key, code, unsupported))
-    return cases
+            number += 1
+            line = jsonl([_case(number, test, default, variables, where, slice_key, code, unsupported)])
+            size += len(line)
+            if size > IMPORT_CASES_BYTES.value:
+                raise ConfigError(f"{where}: the cases are larger than {IMPORT_CASES_BYTES}")
+            lines.append(line)
+    return "".join(lines)
 
 
 def _case(
@@ -206,9 +273,9 @@ def _case(
     code: AssertModule,
     unsupported: list[str],
 ) -> dict[str, Any]:
-    asserts = [*(default.get("assert") or []), *(test.get("assert") or [])]
+    asserts = [*default["assert"], *test["assert"]]
     mapped = [map_assert(a, variables, code, f"{where}: assert[{i}]", unsupported) for i, a in enumerate(asserts)]
-    metadata = {**(default.get("metadata") or {}), **(test.get("metadata") or {})}
+    metadata = {**default["metadata"], **test["metadata"]}
     description = test.get("description")
     case: dict[str, Any] = {
         "case_id": f"test-{number}",
