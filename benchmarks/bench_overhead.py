@@ -128,11 +128,19 @@ def instructions(cmd: list[str], cwd: Path, env: dict[str, str]) -> int:
     return int(found.group(1))
 
 
-def per_case_instructions(sizes: list[int], pytest_cmd: list[str], plugin_args: list[str], env: dict[str, str]) -> None:
+def per_case_instructions(
+    sizes: list[int],
+    pytest_cmd: list[str],
+    plugin_args: list[str],
+    env: dict[str, str],
+    before_env: dict[str, str] | None = None,
+) -> None:
     """Each side's instructions per case, from two suite sizes (the slope: start-up cancels out),
     and the whole runs' counts: what the wall ratio at 50,000 cases tends to, without the noise."""
     small, large = sorted(sizes)[:2]
     counts: dict[str, dict[int, int]] = {"plain": {}, "promptsuite": {}}
+    if before_env is not None:
+        counts["before"] = {}
     for n in (small, large):
         with tempfile.TemporaryDirectory() as tmp:
             folder = Path(tmp)
@@ -140,6 +148,8 @@ def per_case_instructions(sizes: list[int], pytest_cmd: list[str], plugin_args: 
             timed([*pytest_cmd, *plugin_args, "--co"], folder, env)  # a warm-up: pytest's rewritten bytecode
             counts["plain"][n] = instructions([*pytest_cmd, "test_plain.py"], folder, env)
             counts["promptsuite"][n] = instructions([*pytest_cmd, *plugin_args], folder, env)
+            if before_env is not None:
+                counts["before"][n] = instructions([*pytest_cmd, *plugin_args], folder, before_env)
     print(f"# instructions (valgrind --tool=callgrind), N = {small:,} and {large:,}")
     print("| side | instructions at N small | at N large | per case (slope) |")
     print("|---|---:|---:|---:|")
@@ -150,6 +160,8 @@ def per_case_instructions(sizes: list[int], pytest_cmd: list[str], plugin_args: 
         f"per case: promptsuite / plain = {slope['promptsuite'] / slope['plain']:.3f}; whole runs at "
         f"N = {large:,}: {counts['promptsuite'][large] / counts['plain'][large]:.3f}"
     )
+    if before_env is not None:
+        print(f"per case: before / plain = {slope['before'] / slope['plain']:.3f}")
 
 
 def main() -> None:
@@ -177,7 +189,7 @@ def main() -> None:
     if args.before is not None:
         before_env = user_env(PYTHONPATH=str(args.before.resolve()))
     if args.instructions:
-        per_case_instructions(args.sizes, pytest_cmd, plugin_args, env)
+        per_case_instructions(args.sizes, pytest_cmd, plugin_args, env, before_env)
         return
     env_note = f"python {sys.version.split()[0]}, {os.cpu_count()} cpus"
     print(f"# bench_overhead ({env_note}); plain: pytest --tb=line; promptsuite: --prompt-report on")
