@@ -7,6 +7,7 @@ code. mkdocs is imported only by :func:`on_files`: the page functions run withou
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import subprocess
@@ -227,7 +228,8 @@ class CheckType(NamedTuple):
     params: list[tuple[str, bool, str]]  # (key, required, what it takes)
 
 
-def check_types() -> list[CheckType]:
+@functools.cache
+def check_types() -> tuple[CheckType, ...]:
     """Compile each built-in type's example through its factory, recording every parameter the factory reads."""
     import importlib
 
@@ -245,7 +247,7 @@ def check_types() -> list[CheckType]:
                 self.read.append((key, required, what))
             return super()._get(key, required, what)
 
-    found = []
+    found: list[CheckType] = []
     for name, where in BUILTIN_TYPES.items():
         if name not in EXAMPLES:
             raise LookupError(f"docs/hooks.py: the check type {name!r} has no example in EXAMPLES")
@@ -270,7 +272,7 @@ def check_types() -> list[CheckType]:
                 params.read,
             )
         )
-    return found
+    return tuple(found)
 
 
 def checks_page() -> str:
@@ -550,17 +552,20 @@ def schema_files() -> dict[str, str]:
     }
 
 
+#: Every generated page by its path under docs/, with the function that writes it.
+PAGES = {
+    "reference/options.md": options_page,
+    "reference/config.md": config_page,
+    "reference/checks.md": checks_page,
+    "reference/case-line.md": case_page,
+    "reference/results.md": results_page,
+    "reference/cli.md": cli_page,
+}
+
+
 def pages() -> dict[str, str]:
-    """Return every generated page by its path under docs/."""
-    return {
-        "reference/options.md": options_page(),
-        "reference/config.md": config_page(),
-        "reference/checks.md": checks_page(),
-        "reference/case-line.md": case_page(),
-        "reference/results.md": results_page(),
-        "reference/cli.md": cli_page(),
-        **schema_files(),
-    }
+    """Return every generated page and schema file by its path under docs/."""
+    return {**{path: write() for path, write in PAGES.items()}, **schema_files()}
 
 
 def on_files(files: Any, config: Any) -> Any:
