@@ -92,7 +92,7 @@ def _type(prop: dict[str, Any]) -> str:
     if kind == "object":
         values = prop.get("additionalProperties")
         return f"table of {_type(values)}" if isinstance(values, dict) and values else "table"
-    return {"string": "string", "number": "number", "integer": "integer", "boolean": "boolean"}.get(kind, "any")
+    return kind if kind in ("string", "number", "integer", "boolean") else "any"
 
 
 def _bounds(prop: dict[str, Any]) -> str:
@@ -149,12 +149,16 @@ def config_tables() -> Iterator[tuple[str, str, list[tuple[str, str, str, str, s
             (array, table) = prop["anyOf"]
             yield heading, prop["description"], rows(_ref_name(array["items"]["$ref"]))
             modules = table["properties"]["python_modules"]
-            yield "[checks]", "The other spelling of the suite checks, with python_modules.", [
-                ("python_modules", _type(modules), _code("[]"), "", modules["description"]),
-                ("rules", "list of table", _code("[]"), "", "The suite checks, as [[checks.rules]] tables."),
-            ]
+            yield (
+                "[checks]",
+                "The other spelling of the suite checks, with python_modules.",
+                [
+                    ("python_modules", _type(modules), _code("[]"), "", modules["description"]),
+                    ("rules", "list of table", _code("[]"), "", "The suite checks, as [[checks.rules]] tables."),
+                ],
+            )
             continue
-        ref = prop.get("$ref") or (prop.get("additionalProperties") or {}).get("$ref")
+        ref = str(prop.get("$ref") or prop["additionalProperties"]["$ref"])
         yield heading, prop.get("description", ""), rows(_ref_name(ref))
         if key == "model":
             yield "[model] prices", defs["Prices"]["description"], rows("Prices")
