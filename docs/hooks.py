@@ -130,7 +130,7 @@ _HEADINGS = {
 def config_tables() -> Iterator[tuple[str, str, list[tuple[str, str, str, str, str]]]]:
     """Yield each table of a suite config: its heading, its description, and (key, type, default, bounds,
     description) for each key, from the config's JSON Schema (the pydantic models)."""
-    from pytest_promptsuite.config.schema import json_schema
+    from pytest_promptsuite.config.suite import json_schema
 
     schema = json_schema()
     defs = schema["$defs"]
@@ -548,7 +548,7 @@ def cli_page() -> str:
 def schema_files() -> dict[str, str]:
     """Return the published JSON Schema files by their path in the site."""
     from pytest_promptsuite.cases.schema import json_schema as case_schema
-    from pytest_promptsuite.config.schema import json_schema as config_schema
+    from pytest_promptsuite.config.suite import json_schema as config_schema
 
     return {
         "schemas/promptsuite.schema.json": json.dumps(config_schema(), indent=2, ensure_ascii=False) + "\n",

@@ -223,7 +223,7 @@ def _import_promptfoo(args: argparse.Namespace) -> int:
 
 def _schema(args: argparse.Namespace) -> int:
     if args.what == "config":
-        from pytest_promptsuite.config.schema import json_schema
+        from pytest_promptsuite.config.suite import json_schema
     else:
         from pytest_promptsuite.cases.schema import json_schema
     print(encode(json_schema(), indent=2))

@@ -148,12 +148,10 @@ def _fields(table: Any) -> dict[str, str]:
     return {f.metadata.get("alias", f.name): f.name for f in dataclasses.fields(table)}
 
 
-def json_schema() -> dict[str, Any]:
-    """Return the JSON Schema of a ``promptsuite.toml``, made from the tables' pydantic schema, for editors.
-    ``[checks]`` is also the table that holds ``python_modules`` and the suite checks as ``[[checks.rules]]``."""
-    from pytest_promptsuite.config.suite import SuiteTables
-
-    schema = TypeAdapter(SuiteTables).json_schema()
+def table_json_schema(tables: type) -> dict[str, Any]:
+    """Return the JSON Schema of a config file whose tables are ``tables``, from their pydantic schema, for
+    editors. ``[checks]`` is also the table that holds ``python_modules`` and ``[[checks.rules]]``."""
+    schema = TypeAdapter(tables).json_schema()
     rules = schema["properties"]["checks"]
     modules = {
         "description": "Modules that python and pydantic checks may import (with their submodules).",

@@ -11,7 +11,7 @@ import pytest
 
 from pytest_promptsuite.cases.schema import json_schema as case_schema
 from pytest_promptsuite.cli.main import main
-from pytest_promptsuite.config.schema import json_schema as config_schema
+from pytest_promptsuite.config.suite import json_schema as config_schema
 from pytest_promptsuite.config.suite import load_config
 from pytest_promptsuite.formats.tomlio import load_toml
 
