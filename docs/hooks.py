@@ -77,21 +77,21 @@ def _ref_name(ref: str) -> str:
     return ref.rsplit("/", 1)[-1]
 
 
-def _type(prop: dict[str, Any]) -> str:
-    """Describe a JSON Schema property's type in words a TOML writer reads."""
+def _type(prop: dict[str, Any], table: str = "table") -> str:
+    """Describe a JSON Schema property's type in words a TOML writer (``table``) or a JSON writer reads."""
     if "$ref" in prop:
-        return "table"
+        return table
     if "enum" in prop:
         return " \\| ".join(_code(json.dumps(v)) for v in prop["enum"])
     if "anyOf" in prop:
-        kinds = [_type(p) for p in prop["anyOf"] if p.get("type") != "null"]
+        kinds = [_type(p, table) for p in prop["anyOf"] if p.get("type") != "null"]
         return " or ".join(dict.fromkeys(kinds))
     kind = prop.get("type")
     if kind == "array":
-        return f"list of {_type(prop.get('items', {}))}" if prop.get("items") else "list"
+        return f"list of {_type(prop.get('items', {}), table)}" if prop.get("items") else "list"
     if kind == "object":
         values = prop.get("additionalProperties")
-        return f"table of {_type(values)}" if isinstance(values, dict) and values else "table"
+        return f"{table} of {_type(values, table)}" if isinstance(values, dict) and values else table
     return kind if kind in ("string", "number", "integer", "boolean") else "any"
 
 
@@ -339,7 +339,7 @@ def case_page() -> str:
         "|---|---|---|---|",
     ]
     for key, prop in schema["properties"].items():
-        kind = _type(prop)
+        kind = _type(prop, "object")
         bounds = _bounds(prop)
         lines.append(
             f"| `{key}` | {'yes' if key in required else 'no'} | {kind}{f' ({bounds})' if bounds else ''} | "
