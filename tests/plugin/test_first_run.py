@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from pytest_promptsuite.config.model_table import ModelConfig
 from tests.loopback import LoopbackServer
 from tests.suite import Suite
 
@@ -73,3 +74,10 @@ def test_a_timeout_names_the_timeout_and_its_setting(suite: Suite, loopback: Loo
         f"no answer from {loopback.base_url}/chat/completions within 0.3 s (the timeout of one attempt: raise "
         "[model] timeout_s for a slow model) (gave up after 1 attempt)"
     )
+
+
+def test_a_meta_template_gives_the_stop_so_only_max_tokens_is_asked_for() -> None:
+    chatml = ModelConfig(spec="openai:m", endpoint="completions", meta_template="chatml").length_hint()
+    assert chatml is not None and "runs with no max_tokens:" in chatml and "stop" not in chatml
+    assert ModelConfig(spec="openai:m", endpoint="completions", params={"max_tokens": 9}).length_hint() is None
+    assert ModelConfig(spec="fake").length_hint() is None
