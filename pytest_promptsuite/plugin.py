@@ -174,6 +174,12 @@ class _SessionPlugin:
         self.session.plan_prefetch(session.items, self._start, upcoming, stop_early=bool(self.config.option.maxfail))
         reporter: Any = self.config.pluginmanager.get_plugin("terminalreporter")
         progress = None if reporter is None else (lambda line: reporter.write_line(printable(line)))
+        hints = self.session.assembler.hints
+        if self.session.is_worker:  # a pytest-xdist worker's terminal is not shown: the controller says them last
+            self.session.add_warnings(hints)
+        elif progress is not None:
+            for hint in hints:
+                progress(f"promptsuite: {hint}")
         try:
             self.session.start_calls([item.planned for item in ours], progress)
         except PromptSuiteError as exc:

@@ -63,3 +63,10 @@ CaseLine: type[BaseModel] = create_model(
     __doc__="One line of a case file (JSONL): a case to run, what to check, and the slice it counts in.",
     **{spec.name: _field(spec) for spec in LINE_FIELDS},
 )
+
+
+def json_schema() -> dict[str, Any]:
+    """Return the JSON Schema of one case line (an object of a case file), for editors and the docs."""
+    from pytest_promptsuite.config.schema import JSON_SCHEMA_DIALECT
+
+    return {"$schema": JSON_SCHEMA_DIALECT, **CaseLine.model_json_schema()}

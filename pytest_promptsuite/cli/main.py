@@ -1,4 +1,5 @@
-"""The ``promptsuite`` command: ``validate``, ``render``, ``diff``, ``merge``, ``import`` and ``history``."""
+"""The ``promptsuite`` command: ``validate``, ``render``, ``diff``, ``merge``, ``import``, ``history`` and
+``schema``."""
 
 from __future__ import annotations
 
@@ -220,6 +221,15 @@ def _import_promptfoo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _schema(args: argparse.Namespace) -> int:
+    if args.what == "config":
+        from pytest_promptsuite.config.suite import json_schema
+    else:
+        from pytest_promptsuite.cases.schema import json_schema
+    print(encode(json_schema(), indent=2))
+    return 0
+
+
 def _add_import(commands: Any) -> None:
     command = commands.add_parser("import", help="write a suite from an OpenCompass or promptfoo config")
     kinds = command.add_subparsers(dest="kind", required=True)
@@ -291,6 +301,11 @@ def _parser() -> argparse.ArgumentParser:
     history.add_argument("folders", nargs="+", metavar="DIR")
     history.add_argument("--last", type=int, default=8, metavar="N", help="show the latest N runs (default 8)")
     history.set_defaults(func=_history)
+    schema = commands.add_parser(
+        "schema", help="print the JSON Schema (draft 2020-12) of a promptsuite.toml or of a case line, for editors"
+    )
+    schema.add_argument("what", choices=("config", "case"), help="config: promptsuite.toml; case: one JSONL line")
+    schema.set_defaults(func=_schema)
     return parser
 
 

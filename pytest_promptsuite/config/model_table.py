@@ -135,6 +135,21 @@ class ModelConfig(ConfigTable):
         """Return the USD of one call at this model's ``prices``; None without prices or token counts."""
         return None if self.prices is None else self.prices.cost(prompt_tokens, completion_tokens)
 
+    def length_hint(self, table: str = "model") -> str | None:
+        """Say what to add when an endpoint model's answers have no length bound, else return None.
+        Without ``max_tokens`` a local server (llama.cpp, vLLM) may write until its context is full; a meta
+        template ends a completion at its turn's end, so only then is ``stop`` not asked for."""
+        if not self.spec.startswith("openai:") or "max_tokens" in self.params or "max_completion_tokens" in self.params:
+            return None
+        if self.endpoint == "completions" and "stop" not in self.params and self.meta_template is None:
+            missing, example = "no max_tokens and no stop", 'params = { max_tokens = 512, stop = ["\\n\\n"] }'
+        else:
+            missing, example = "no max_tokens", "params = { max_tokens = 512 }"
+        return (
+            f"{self.spec} ({self.endpoint}) runs with {missing}: a local server may generate until its context "
+            f"is full, minutes a call, then time out; bound the answers in [{table}]: {example}"
+        )
+
 
 def base_url_problem(url: str) -> str | None:
     """Say what is wrong with an endpoint's base URL, or return None; ``user:password@`` in it is refused."""

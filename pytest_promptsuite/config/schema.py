@@ -1,4 +1,5 @@
-"""The suite config's tables validated by pydantic, and its errors as ``path:line: key: ...`` messages."""
+"""The suite config's tables validated by pydantic, its errors as ``path:line: key: ...`` messages, and its
+JSON Schema for editors."""
 
 from __future__ import annotations
 
@@ -25,6 +26,11 @@ from pytest_promptsuite.formats.tomlio import place
 
 T = TypeVar("T")
 _Loc = tuple[str | int, ...]
+
+#: The dialect of the JSON Schemas ``promptsuite schema`` prints.
+JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+#: A module name as ``[checks] python_modules`` takes it (``myapp.checks``).
+_MODULE_NAME = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$"
 
 #: pydantic's words for a key a table does not take (a dataclass's, and a model's).
 _UNKNOWN = ("unexpected_keyword_argument", "extra_forbidden")
@@ -140,3 +146,27 @@ def _container(hint: Any) -> Any:
 def _fields(table: Any) -> dict[str, str]:
     """Map each TOML key of a table to the field it sets."""
     return {f.metadata.get("alias", f.name): f.name for f in dataclasses.fields(table)}
+
+
+def table_json_schema(tables: type) -> dict[str, Any]:
+    """Return the JSON Schema of a config file whose tables are ``tables``, from their pydantic schema, for
+    editors. ``[checks]`` is also the table that holds ``python_modules`` and ``[[checks.rules]]``."""
+    schema = TypeAdapter(tables).json_schema()
+    rules = schema["properties"]["checks"]
+    modules = {
+        "description": "Modules that python and pydantic checks may import (with their submodules).",
+        "items": {"pattern": _MODULE_NAME, "type": "string"},
+        "type": "array",
+    }
+    table = {
+        "additionalProperties": False,
+        "properties": {"python_modules": modules, "rules": {**rules, "title": "Rules"}},
+        "type": "object",
+    }
+    array = {k: v for k, v in rules.items() if k in ("items", "type")}
+    schema["properties"]["checks"] = {
+        "anyOf": [array, table],
+        "description": rules["description"] + " A [checks] table holds python_modules and [[checks.rules]].",
+        "title": "Checks",
+    }
+    return {"$schema": JSON_SCHEMA_DIALECT, **schema, "title": "promptsuite.toml"}

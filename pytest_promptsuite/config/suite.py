@@ -319,6 +319,13 @@ def load_config(path: Path | str) -> SuiteConfig:
     return config
 
 
+def json_schema() -> dict[str, Any]:
+    """Return the JSON Schema (draft 2020-12) of a ``promptsuite.toml``, for editors and the docs."""
+    from pytest_promptsuite.config.schema import table_json_schema  # pydantic: loaded only when asked
+
+    return table_json_schema(SuiteTables)
+
+
 def find_config(case_file: Path, rootdir: Path) -> Path | None:
     """Find a case file's config: ``promptsuite.toml`` beside it, else the nearest ``pyproject.toml``
     with a ``[tool.promptsuite]`` table between it and ``rootdir``."""

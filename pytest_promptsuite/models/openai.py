@@ -234,7 +234,12 @@ class OpenAIModel:
         except httpx.ConnectError as exc:
             raise _Retry(EndpointError(f"cannot connect to {where}: {self._reason(exc)}")) from exc
         except (httpx.TimeoutException, asyncio.TimeoutError) as exc:
-            raise _Retry(EndpointError(f"no answer from {where} within {self.timeout_s:g} s")) from exc
+            raise _Retry(
+                EndpointError(
+                    f"no answer from {where} within {self.timeout_s:g} s "
+                    "(the timeout of one attempt: raise [model] timeout_s for a slow model)"
+                )
+            ) from exc
         except httpx.TransportError as exc:  # dropped connection, protocol error
             raise _Retry(EndpointError(f"connection to {where} failed: {self._reason(exc)}")) from exc
         except httpx.DecodingError as exc:  # a body its Content-Encoding does not fit

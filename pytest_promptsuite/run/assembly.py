@@ -124,6 +124,8 @@ class Assembler:
         self.stores = stores
         self.config = config
         self.workers = max(1, workers)
+        #: What to add to a model's settings before a real run, said once at its start (no ``max_tokens``).
+        self.hints: list[str] = []
 
     def model_choice(self, suite: SuiteConfig, variant: str | None = None) -> ModelChoice:
         """Return the model a suite (prompt ``variant``) runs, as :func:`~.settings.model_choice` picks it."""
@@ -235,6 +237,9 @@ class Assembler:
                 "{prompt = USD per 1M tokens, completion = USD per 1M tokens}"
             )
         model = self.make_model(settings, choice.root, choice.where)
+        hint = None if self.options.replay or self.options.batch_results else settings.length_hint()
+        if hint is not None and hint not in self.hints:
+            self.hints.append(hint)
         return self.runner.attach(
             model,
             concurrency=max(1, -(-choice.concurrency // self.workers)),
