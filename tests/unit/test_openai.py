@@ -361,6 +361,18 @@ def test_a_switching_protocols_answer_is_a_failed_connection_never_reused(
     assert not error.fatal
 
 
+@pytest.mark.parametrize("step", ["lfcrlf", "obsfold"])
+def test_a_head_ending_in_lf_crlf_or_with_a_folded_header_is_read_at_once(
+    loopback: LoopbackServer, runner: ModelRunner, step: str
+) -> None:
+    """Heads written raw on the socket: one whose last line ends in a bare LF, one with an obs-fold."""
+    model = _model(loopback, retry=RetryPolicy(max_retries=0), timeout_s=2.0)
+    answer = runner.call(model, ModelRequest(f"raw head [[{step}]]"))
+
+    assert (answer.text, answer.finish_reason) == (f"raw head [[{step}]]", "stop")
+    assert model.attempts == 1
+
+
 def test_no_cookie_is_kept_from_one_call_to_the_next(loopback: LoopbackServer, runner: ModelRunner) -> None:
     model = _model(loopback)
     runner.call(model, ModelRequest("sets a cookie [[cookie]]"))
