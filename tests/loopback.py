@@ -34,7 +34,7 @@ the same against it. Knobs (:class:`Knobs`, changeable while it runs):
   ``nope`` otherwise, so a case that checks for its own text passes with that probability.
 
 It counts requests in flight (``max_in_flight``) and logs every request (``log``: its path,
-query, headers, body, and ``peer``, the client's port: one port for calls on one connection).
+query, headers, body (``raw``: its bytes), and ``peer``, the client's port: one port for calls on one connection).
 
 Run it in a thread with :func:`serve` (tests), or as a process (benchmarks)::
 
@@ -203,6 +203,7 @@ class _App:
             "path": request.url.path,
             "query": request.url.query,
             "body": body,
+            "raw": await request.body(),  # the bytes sent (read once: json() keeps them)
             "authorization": request.headers.get("authorization"),
             "headers": dict(request.headers),
             "peer": request.client.port if request.client else None,
