@@ -24,11 +24,11 @@ the same against it. Knobs (:class:`Knobs`, changeable while it runs):
   to 64 MiB, :mod:`tests.bombs`), ``gzip3`` (the answer gzip-encoded three times) and ``brotli`` (a
   ``Content-Encoding: br`` nobody asked for). Shapes of HTTP: ``chunked`` (the answer in chunks),
   ``gzipped`` (the answer gzip-encoded), ``gzipped2`` (gzip-encoded twice), ``deflated`` (deflate,
-  zlib-wrapped) and ``rawdeflated`` (deflate without zlib's wrapper), ``close`` (``Connection: close``), ``hangup`` (the answer,
-  then the connection closes), ``cookie`` (a ``Set-Cookie``), ``redirect`` (a 307 to the same
-  path), ``switch`` (a bare ``101 Switching Protocols``, then the connection closes), and answers
-  written raw, then the connection closed: ``lfcrlf`` (a head ending ``\\n\\r\\n``) and ``obsfold`` (a
-  header folded onto a second line).
+  zlib-wrapped) and ``rawdeflated`` (deflate without zlib's wrapper), ``close`` (``Connection:
+  close``), ``hangup`` (the answer, then the connection closes), ``cookie`` (a ``Set-Cookie``),
+  ``redirect`` (a 307 to the same path), ``switch`` (a bare ``101 Switching Protocols``, then the
+  connection closes), and answers written raw, then the connection closed: ``lfcrlf`` (a head
+  ending ``\\n\\r\\n``) and ``obsfold`` (a header folded onto a second line).
 - Seeded answers for gate simulations: a prompt containing ``<<pass 0.3>>`` is echoed on a share
   0.3 of its attempts (drawn from ``seed``, the prompt and the attempt number) and answered
   ``nope`` otherwise, so a case that checks for its own text passes with that probability.
@@ -381,12 +381,11 @@ def _shape(step: str, prompt: str, body: dict[str, Any], *, chat: bool) -> Respo
     if step == "switch":
         return _Bytes(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: loopback\r\n\r\n")
     if step in ("lfcrlf", "obsfold"):
-        length = f"Content-Length: {len(data)}".encode()
+        head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d" % len(data)
         if step == "lfcrlf":  # the last header line ends in a bare LF, the head in CRLF
-            head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n" + length + b"\n\r\n"
-        else:  # a header continued on the next line (obs-fold, RFC 9112 5.2)
-            head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-Folded: one\r\n  two\r\n" + length + b"\r\n\r\n"
-        return _Bytes(head + data)
+            return _Bytes(head + b"\n\r\n" + data)
+        # a header continued on the next line (obs-fold, RFC 9112 5.2)
+        return _Bytes(head + b"\r\nX-Folded: one\r\n  two\r\n\r\n" + data)
     return None
 
 

@@ -124,6 +124,6 @@ def test_a_batch_whose_output_file_is_a_bomb_ends_each_case_as_an_error_naming_t
     result = suite.run("--prompt-no-cache", "--prompt-batch", "--prompt-report", "report")
 
     result.assert_outcomes(failed=2)
-    errors = [row["error"] for row in suite.rows()]
-    assert errors == [f"the response from GET {loopback.base_url}/files/file-2/content is larger than {SMALL_FILES}"] * 2
+    download = f"GET {loopback.base_url}/files/file-2/content"
+    assert [row["error"] for row in suite.rows()] == [f"the response from {download} is larger than {SMALL_FILES}"] * 2
     assert "Traceback" not in result.stdout.str()

@@ -62,7 +62,7 @@ class BatchJob:
         self.status: str | None = None
 
     async def _request(self, method: str, path: str, limit: Limit = RESPONSE_BYTES, **kwargs: Any) -> bytes:
-        """Call the Batch API once, retried on 429, 5xx and dropped connections; read at most ``limit`` of the answer."""
+        """Call the Batch API once, retried on 429, 5xx and dropped connections; read at most ``limit`` of it."""
         where = f"{method} {self.model.public_base_url}{path}"
         client: httpx.AsyncClient = self.model.client()
         for attempt in range(_TRIES):
