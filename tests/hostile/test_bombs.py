@@ -14,6 +14,7 @@ from pytest_promptsuite.errors import EndpointError
 from pytest_promptsuite.models.base import ModelRequest
 from pytest_promptsuite.models.batch import job
 from pytest_promptsuite.models.batch.job import BatchJob
+from pytest_promptsuite.models.batch.job import JobResult
 from pytest_promptsuite.models.batch.requests import BatchLine
 from pytest_promptsuite.models.openai import OpenAIModel
 from pytest_promptsuite.models.retry import RetryPolicy
@@ -102,14 +103,14 @@ def test_a_batch_file_bomb_stops_at_the_batch_file_limit_in_bounded_memory(
     body = {"model": "loop-model", "messages": [{"role": "user", "content": "hi"}]}
     batch = BatchJob(model, poll_s=0.01, max_poll_s=0.05)
     try:
-        error, peak = _peak(lambda: runner.run(batch.run([BatchLine("c#1", "/v1/chat/completions", body)], "/v1")))
+        result, peak = _peak(lambda: runner.run(batch.run([BatchLine("c#1", "/v1/chat/completions", body)], "/v1")))
     finally:
         runner.run(model.aclose())
 
-    assert isinstance(error, EndpointError)
-    assert str(error) == (
-        f"the response from GET {loopback.base_url}/files/file-2/content is larger than the batch file size "
-        f"limit of {SMALL_FILES.value:,} bytes"
+    assert isinstance(result, JobResult) and not result.outputs.lines
+    assert result.reason.endswith(
+        f"the batch batch_1 output file could not be downloaded: the response from GET {loopback.base_url}"
+        f"/files/file-2/content is larger than the batch file size limit of {SMALL_FILES.value:,} bytes"
     )
     assert peak < 1.25 * SMALL_FILES.value, peak
 
@@ -125,5 +126,7 @@ def test_a_batch_whose_output_file_is_a_bomb_ends_each_case_as_an_error_naming_t
 
     result.assert_outcomes(failed=2)
     download = f"GET {loopback.base_url}/files/file-2/content"
-    assert [row["error"] for row in suite.rows()] == [f"the response from {download} is larger than {SMALL_FILES}"] * 2
+    for row in suite.rows():
+        assert row["outcome"] == "error"
+        assert row["error"].endswith(f"the response from {download} is larger than {SMALL_FILES}"), row["error"]
     assert "Traceback" not in result.stdout.str()
