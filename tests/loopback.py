@@ -19,17 +19,22 @@ the same against it. Knobs (:class:`Knobs`, changeable while it runs):
   sent), ``truncated`` (half of the real answer, then the connection closes), ``gzip`` (a
   ``Content-Encoding: gzip`` header on a body that is not gzip), ``latin1`` (a 200 whose body is
   not UTF-8), ``drip`` (the real answer one byte every ``drip_s``), ``echo`` (an answer that
-  repeats the ``Authorization`` header it was sent) and ``weird`` (an answer holding U+2028,
-  U+2029, U+0085 and a lone surrogate). Shapes of HTTP: ``chunked`` (the answer in chunks),
-  ``gzipped`` (the answer gzip-encoded), ``close`` (``Connection: close``), ``hangup`` (the answer,
-  then the connection closes), ``cookie`` (a ``Set-Cookie``), ``redirect`` (a 307 to the same
-  path) and ``switch`` (a bare ``101 Switching Protocols``, then the connection closes).
+  repeats the ``Authorization`` header it was sent), ``weird`` (an answer holding U+2028,
+  U+2029, U+0085 and a lone surrogate), ``bomb`` (a few hundred bytes of ``gzip, gzip`` that decode
+  to 64 MiB, :mod:`tests.bombs`), ``gzip3`` (the answer gzip-encoded three times) and ``brotli`` (a
+  ``Content-Encoding: br`` nobody asked for). Shapes of HTTP: ``chunked`` (the answer in chunks),
+  ``gzipped`` (the answer gzip-encoded), ``gzipped2`` (gzip-encoded twice), ``deflated`` (deflate,
+  zlib-wrapped) and ``rawdeflated`` (deflate without zlib's wrapper), ``close`` (``Connection:
+  close``), ``hangup`` (the answer, then the connection closes), ``cookie`` (a ``Set-Cookie``),
+  ``redirect`` (a 307 to the same path), ``switch`` (a bare ``101 Switching Protocols``, then the
+  connection closes), and answers written raw, then the connection closed: ``lfcrlf`` (a head
+  ending ``\\n\\r\\n``) and ``obsfold`` (a header folded onto a second line).
 - Seeded answers for gate simulations: a prompt containing ``<<pass 0.3>>`` is echoed on a share
   0.3 of its attempts (drawn from ``seed``, the prompt and the attempt number) and answered
   ``nope`` otherwise, so a case that checks for its own text passes with that probability.
 
 It counts requests in flight (``max_in_flight``) and logs every request (``log``: its path,
-query, headers, body, and ``peer``, the client's port: one port for calls on one connection).
+query, headers, body (``raw``: its bytes), and ``peer``, the client's port: one port for calls on one connection).
 
 Run it in a thread with :func:`serve` (tests), or as a process (benchmarks)::
 
@@ -49,6 +54,7 @@ import socket
 import struct
 import threading
 import time
+import zlib
 from collections.abc import AsyncIterator
 from collections.abc import Callable
 from collections.abc import Iterator
@@ -67,6 +73,8 @@ from starlette.types import Receive
 from starlette.types import Scope
 from starlette.types import Send
 
+from tests.bombs import bomb
+from tests.bombs import gzip_layers
 from tests.loopback_batch import BatchApi  # as a script too: PYTHONPATH holds the repository
 
 
@@ -195,6 +203,7 @@ class _App:
             "path": request.url.path,
             "query": request.url.query,
             "body": body,
+            "raw": await request.body(),  # the bytes sent (read once: json() keeps them)
             "authorization": request.headers.get("authorization"),
             "headers": dict(request.headers),
             "peer": request.client.port if request.client else None,
@@ -332,6 +341,13 @@ def _hostile(
         return _Raw(b'{"choices": [{"message": {"content": "caf\xe9"}, "finish_reason": "stop"}]}')
     if step == "drip":
         return _Raw(_completion_bytes(prompt, body, chat=chat), drip_s=knobs.drip_s)
+    if step == "bomb":
+        return _Raw(bomb(), headers=[(b"content-encoding", b"gzip, gzip")])
+    if step == "gzip3":
+        data = gzip_layers(_completion_bytes(prompt, body, chat=chat), 3)
+        return _Raw(data, headers=[(b"content-encoding", b"gzip"), (b"content-encoding", b"gzip, gzip")])
+    if step == "brotli":
+        return _Raw(_completion_bytes(prompt, body, chat=chat), headers=[(b"content-encoding", b"br")])
     return _shape(step, prompt, body, chat=chat)
 
 
@@ -347,6 +363,13 @@ def _shape(step: str, prompt: str, body: dict[str, Any], *, chat: bool) -> Respo
         return StreamingResponse(chunks(), media_type="application/json")
     if step == "gzipped":
         return _Raw(gzip.compress(data), headers=[(b"content-encoding", b"gzip")])
+    if step == "gzipped2":
+        return _Raw(gzip_layers(data, 2), headers=[(b"content-encoding", b"gzip, gzip")])
+    if step == "deflated":
+        return _Raw(zlib.compress(data), headers=[(b"content-encoding", b"deflate")])
+    if step == "rawdeflated":
+        packer = zlib.compressobj(wbits=-zlib.MAX_WBITS)
+        return _Raw(packer.compress(data) + packer.flush(), headers=[(b"content-encoding", b"deflate")])
     if step == "close":
         return _completion(prompt, body, chat=chat, headers={"connection": "close"})
     if step == "hangup":
@@ -357,6 +380,12 @@ def _shape(step: str, prompt: str, body: dict[str, Any], *, chat: bool) -> Respo
         return Response(status_code=307, headers={"location": "/v1/chat/completions"})
     if step == "switch":
         return _Bytes(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: loopback\r\n\r\n")
+    if step in ("lfcrlf", "obsfold"):
+        head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d" % len(data)
+        if step == "lfcrlf":  # the last header line ends in a bare LF, the head in CRLF
+            return _Bytes(head + b"\n\r\n" + data)
+        # a header continued on the next line (obs-fold, RFC 9112 5.2)
+        return _Bytes(head + b"\r\nX-Folded: one\r\n  two\r\n\r\n" + data)
     return None
 
 

@@ -7,7 +7,9 @@ polled. Knobs (:class:`BatchKnobs`): ``delay_s`` before a job starts and ``line_
 ``fail`` (the job fails validation with that message); ``expire_after`` (the job expires after
 that many lines: the rest have no answer); ``null_counts`` (the job shows ``request_counts`` as
 null when created and each count null while polled); ``broken_polls`` (a poll of a job answers a
-JSON list, not the job); ``broken_error_file`` (a job's error file cannot be downloaded: a 500).
+JSON list, not the job); ``broken_error_file`` (a job's error file cannot be downloaded: a 500);
+``bomb`` (a size in bytes): every file is downloaded as ``gzip, gzip`` that decodes to the file
+followed by blank lines up to that size (:mod:`tests.bombs`).
 A line whose prompt holds ``[[batch-error]]``
 is answered in the error file with a 400, one holding ``[[batch-lost]]`` is in neither file; one
 holding ``[[batch-twice]]`` is answered twice in the output file (the second answer differs), one
@@ -31,6 +33,8 @@ from starlette.responses import JSONResponse
 from starlette.responses import Response
 from starlette.routing import Route
 
+from tests.bombs import bomb
+
 
 __all__ = ["BatchApi", "BatchKnobs"]
 
@@ -50,6 +54,7 @@ class BatchKnobs:
     null_counts: bool = False
     broken_polls: bool = False
     broken_error_file: bool = False
+    bomb: int | None = None
 
 
 @dataclass
@@ -126,6 +131,9 @@ class BatchApi:
         data = self.files.get(file_id)
         if data is None:
             return JSONResponse({"error": {"message": "no such file"}}, status_code=404)
+        if self.knobs.bomb is not None:
+            packed = bomb(data, self.knobs.bomb)
+            return Response(packed, media_type="application/jsonl", headers={"content-encoding": "gzip, gzip"})
         return Response(data, media_type="application/jsonl")
 
     async def create(self, request: Request) -> Response:

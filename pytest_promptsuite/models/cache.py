@@ -26,6 +26,7 @@ from pytest_promptsuite.models.base import Model
 from pytest_promptsuite.models.base import ModelRequest
 from pytest_promptsuite.models.base import Response
 from pytest_promptsuite.models.base import Usage
+from pytest_promptsuite.safety.scrub import scrub
 
 
 #: Part of every key: bump it when the key's inputs or an entry's meaning change.
@@ -34,6 +35,11 @@ CACHE_FORMAT_VERSION = 1
 _KEYED = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":"), default=str)
 #: How a cassette writes an entry: sorted keys (reviewable diffs), scrubbed.
 _ENTRY = functools.partial(encode, sort_keys=True)
+#: Why an answer is kept in no file: scrubbed, the checks of a hit or a replay would see another answer.
+WITHHELD = (
+    "the answer held credential-like text (a key, a URL's user:password@, a Bearer token or a key-like query "
+    "parameter), which no file keeps, and a replay must not check a scrubbed copy"
+)
 
 
 def model_identity(model: Model) -> dict[str, Any]:
@@ -65,6 +71,13 @@ def _response_dict(response: Response) -> dict[str, Any]:
     }
 
 
+def _verbatim(stored: Mapping[str, Any]) -> bool:
+    """Tell whether an answer as a file keeps it (:func:`_response_dict`) passes the scrubber unchanged:
+    only then does a cache hit or a replay give the checks what the model said."""
+    text = encode(stored, scrub=False)
+    return scrub(text) == text
+
+
 def _response_from(raw: Mapping[str, Any]) -> Response:
     """Return a stored answer as a cache hit: ``cached=True`` and no latency."""
     usage = raw.get("usage")
@@ -82,6 +95,8 @@ class ResponseCache:
         self._folder = root / f"v{CACHE_FORMAT_VERSION}"
         self.stores = 0
         self.write_errors = 0
+        #: Answers not stored because the scrubber would change them (:data:`WITHHELD`).
+        self.withheld = 0
         self._ready = False
 
     def _path(self, key: str) -> Path:
@@ -95,12 +110,16 @@ class ResponseCache:
             return None  # absent, or a half-written / foreign file: a miss, never a crash
 
     def put(self, key: str, response: Response, *, case_id: str = "") -> None:
-        """Store an answer, unless it is empty (an empty answer is often a glitch)."""
+        """Store an answer, unless it is empty (an empty answer is often a glitch) or not :func:`_verbatim`
+        (it is asked again next time: a miss, never a scrubbed hit)."""
         if not response.text:
             return
+        stored = _response_dict(response)
+        if not _verbatim(stored):
+            self.withheld += 1
+            return
         path = self._path(key)
-        entry = {"format_version": CACHE_FORMAT_VERSION, "key": key, "case_id": case_id}
-        entry["response"] = _response_dict(response)
+        entry = {"format_version": CACHE_FORMAT_VERSION, "key": key, "case_id": case_id, "response": stored}
         try:
             self._prepare()
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -110,7 +129,7 @@ class ResponseCache:
             return
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(encode(entry))  # scrubbed: an endpoint that echoes the key is stored without it
+                handle.write(encode(entry))
             os.replace(tmp, path)
         except OSError:
             Path(tmp).unlink(missing_ok=True)
@@ -130,7 +149,8 @@ class ResponseCache:
 
 class Cassette:
     """A committed JSONL file of answers, ``mode`` ``"record"`` or ``"replay"``; a recording goes to
-    ``PATH.partial`` until :meth:`finalize`."""
+    ``PATH.partial`` until :meth:`finalize`. An answer that is not :func:`_verbatim` is recorded as
+    ``withheld`` (no ``response``): its replay is an error that says why."""
 
     def __init__(self, path: Path, mode: str) -> None:
         if mode not in ("record", "replay"):
@@ -154,7 +174,8 @@ class Cassette:
             try:
                 entry = line.value
                 entries[entry["key"]] = entry
-                _response_from(entry["response"])
+                if not isinstance(entry.get("withheld"), str):
+                    _response_from(entry["response"])
             except (ValueError, KeyError, TypeError) as exc:
                 what = f"no {exc}" if isinstance(exc, KeyError) else str(exc)
                 raise ConfigError(f"{path}:{line.number}: not a cassette entry ({what})") from exc
@@ -169,9 +190,14 @@ class Cassette:
             raise ConfigError(f"--prompt-record {self.path}: cannot write: {exc.strerror}") from exc
 
     def get(self, key: str) -> Response | None:
-        """Return the recorded answer for ``key``, or None."""
+        """Return the recorded answer for ``key``, or None (none recorded, or :meth:`withheld`)."""
         entry = self._entries.get(key)
-        return None if entry is None else _response_from(entry["response"])
+        return None if entry is None or self.withheld(key) else _response_from(entry["response"])
+
+    def withheld(self, key: str) -> bool:
+        """Tell whether the answer for ``key`` was recorded without its text (:data:`WITHHELD`)."""
+        entry = self._entries.get(key)
+        return entry is not None and isinstance(entry.get("withheld"), str)
 
     def add(self, key: str, request: ModelRequest, identity: Mapping[str, Any], response: Response) -> None:
         """Append one answer as one line in one ``write`` (safe with several writers)."""
@@ -182,8 +208,12 @@ class Cassette:
             "model": dict(identity),
             "prompt": request.prompt,
             "params": dict(request.params),
-            "response": _response_dict(response),
         }
+        stored = _response_dict(response)
+        if _verbatim(stored):
+            entry["response"] = stored
+        else:
+            entry["withheld"] = WITHHELD
         try:
             if self._writer is None:
                 self._fd = os.open(self.partial, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -278,6 +308,11 @@ class CachingModel:
         key = cache_key(self.identity, request)
         if self.replay is not None:
             response = self.replay.get(key)
+            if response is None and self.replay.withheld(key):
+                raise ModelError(
+                    f"case {request.case_id or '?'}: the cassette {self.replay.path} holds no answer for this "
+                    f"call: {WITHHELD}; run this case against the endpoint (without --prompt-replay)"
+                )
             if response is None:
                 where = ", ".join(f"{k} {v}" for k, v in self.identity.items())
                 raise ModelError(

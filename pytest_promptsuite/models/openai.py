@@ -26,6 +26,8 @@ from pytest_promptsuite.formats.jsonio import encode
 from pytest_promptsuite.models.base import ModelRequest
 from pytest_promptsuite.models.base import Response
 from pytest_promptsuite.models.base import Usage
+from pytest_promptsuite.models.body import ACCEPT_ENCODING
+from pytest_promptsuite.models.body import read_body
 from pytest_promptsuite.models.retry import RetryPolicy
 from pytest_promptsuite.models.retry import retry_after_s
 from pytest_promptsuite.models.scoring import LabelScore
@@ -122,7 +124,7 @@ class OpenAIModel:
             limits = httpx.Limits(max_connections=self.connections, max_keepalive_connections=self.connections)
             self._client = httpx.AsyncClient(
                 base_url=self._path,
-                headers=self._headers(),
+                headers={"Accept-Encoding": ACCEPT_ENCODING, **self._headers()},  # what read_body decodes
                 timeout=self.timeout_s,
                 limits=limits,
                 verify=self._ssl_context(),
@@ -253,16 +255,9 @@ class OpenAIModel:
         return self._parse(content, where, latency_ms)
 
     async def _send(self, path: str, payload: bytes, where: str) -> tuple[httpx.Response, bytes]:
-        """POST ``payload`` and read the answer, at most :data:`RESPONSE_BYTES` of it."""
+        """POST ``payload`` and read the answer, at most :data:`RESPONSE_BYTES` of it, decoded or not."""
         async with self.client().stream("POST", self.target(path), content=payload, headers=_JSON) as reply:
-            chunks: list[bytes] = []
-            size = 0
-            async for chunk in reply.aiter_bytes():
-                size += len(chunk)
-                if size > RESPONSE_BYTES.value:
-                    raise EndpointError(f"the response from {where} is larger than {RESPONSE_BYTES}")
-                chunks.append(chunk)
-        return reply, b"".join(chunks)
+            return reply, await read_body(reply, RESPONSE_BYTES, where)
 
     def _reason(self, exc: Exception) -> str:
         return self.scrub(str(exc) or type(exc).__name__)

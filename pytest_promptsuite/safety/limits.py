@@ -40,6 +40,8 @@ TEMPLATE_RANGE = Limit("template range", 10_000, "numbers")
 TEMPLATE_INT_DIGITS = Limit("template number", 1_000, "digits")
 #: The largest response body an endpoint may send for one call.
 RESPONSE_BYTES = Limit("response size", 32 * 1024 * 1024, "bytes")
+#: The largest output or error file of a Batch job we download (decoded): 50,000 answers of ~20 KB.
+BATCH_FILE_BYTES = Limit("batch file size", 1024 * 1024 * 1024, "bytes")
 #: How long running one imported Python config (OpenCompass) may take, its base configs included.
 CONFIG_SECONDS = Limit("config evaluation time", 10, "seconds")
 #: The address space the process that runs an imported config may use.

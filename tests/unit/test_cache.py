@@ -99,6 +99,17 @@ def test_empty_outputs_are_never_stored(tmp_path: Path) -> None:
     assert not (tmp_path / "cache").exists()
 
 
+def test_an_answer_the_scrubber_would_change_is_not_stored(tmp_path: Path) -> None:
+    """Stored scrubbed, its hit would give the checks ``***`` where the model said a password."""
+    cache = ResponseCache(tmp_path)
+    cache.put("ab" * 32, Response(text="log in at https://admin:pw-1234567@db.internal/"))
+    cache.put("cd" * 32, Response(text="nothing secret"))
+
+    assert (cache.stores, cache.withheld) == (1, 1)
+    assert cache.get("ab" * 32) is None
+    assert cache.get("cd" * 32) == Response("nothing secret", cached=True)
+
+
 def test_a_damaged_entry_is_a_miss(tmp_path: Path) -> None:
     cache = ResponseCache(tmp_path)
     cache.put("ab" * 32, Response(text="x"))

@@ -260,7 +260,7 @@ def test_the_server_sees_httpx_headers_the_key_and_the_query(loopback: LoopbackS
     [sent] = loopback.stats.log
     assert (sent["path"], sent["query"]) == ("/v1/chat/completions", "api-version=1")
     headers = dict(sent["headers"])
-    assert headers.pop("accept-encoding").startswith("gzip, deflate")  # and br, zstd where installed
+    assert headers.pop("accept-encoding") == "gzip, deflate"  # never br or zstd, even where installed
     body = b'{"model":"loop-model","messages":[{"role":"user","content":"headers"}]}'
     assert headers == {
         "host": f"127.0.0.1:{loopback.port}",
@@ -359,6 +359,18 @@ def test_a_switching_protocols_answer_is_a_failed_connection_never_reused(
     error = _fails(runner, _model(loopback, retry=RetryPolicy(max_retries=0)), "[[switch]]")
     assert str(error).startswith(f"connection to {loopback.base_url}/chat/completions failed: ")
     assert not error.fatal
+
+
+@pytest.mark.parametrize("step", ["lfcrlf", "obsfold"])
+def test_a_head_ending_in_lf_crlf_or_with_a_folded_header_is_read_at_once(
+    loopback: LoopbackServer, runner: ModelRunner, step: str
+) -> None:
+    """Heads written raw on the socket: one whose last line ends in a bare LF, one with an obs-fold."""
+    model = _model(loopback, retry=RetryPolicy(max_retries=0), timeout_s=2.0)
+    answer = runner.call(model, ModelRequest(f"raw head [[{step}]]"))
+
+    assert (answer.text, answer.finish_reason) == (f"raw head [[{step}]]", "stop")
+    assert model.attempts == 1
 
 
 def test_no_cookie_is_kept_from_one_call_to_the_next(loopback: LoopbackServer, runner: ModelRunner) -> None:

@@ -90,13 +90,13 @@ def answer_in_batches(
     groups = batch_lines(attached, allowance, calls, send=write_to is None and results is None)
     every = [line for by_url in groups.values() for lines in by_url.values() for line in lines.values()]
     if write_to is not None:
-        write_requests(write_to, every)
+        refused = write_requests(write_to, every)
         note = NotSent(f"written to {write_to} (--prompt-batch-file), not sent")
         for ident, by_url in groups.items():
             answers = attached[ident].answers
             assert answers is not None
-            answers.answers.update({cid: note for lines in by_url.values() for cid in lines})
-        return len(every)
+            answers.answers.update({cid: refused.get(cid, note) for lines in by_url.values() for cid in lines})
+        return len(every) - len(refused)
     outputs = None
     if results is not None:
         try:

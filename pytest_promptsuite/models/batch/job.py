@@ -18,6 +18,10 @@ from pytest_promptsuite.formats.jsonio import decode
 from pytest_promptsuite.formats.jsonio import encode
 from pytest_promptsuite.models.batch.requests import BatchLine
 from pytest_promptsuite.models.batch.requests import BatchOutputs
+from pytest_promptsuite.models.body import read_body
+from pytest_promptsuite.safety.limits import BATCH_FILE_BYTES
+from pytest_promptsuite.safety.limits import RESPONSE_BYTES
+from pytest_promptsuite.safety.limits import Limit
 
 
 #: A job's statuses after which it changes no more.
@@ -57,24 +61,27 @@ class BatchJob:
         #: The job's last status seen (None before it is created).
         self.status: str | None = None
 
-    async def _request(self, method: str, path: str, **kwargs: Any) -> bytes:
-        """Call the Batch API once, retried on 429, 5xx and dropped connections."""
+    async def _request(self, method: str, path: str, limit: Limit = RESPONSE_BYTES, **kwargs: Any) -> bytes:
+        """Call the Batch API once, retried on 429, 5xx and dropped connections; read at most ``limit`` of it."""
         where = f"{method} {self.model.public_base_url}{path}"
         client: httpx.AsyncClient = self.model.client()
         for attempt in range(_TRIES):
             try:
-                reply = await client.request(method, self.model.target(path), **kwargs)
+                async with client.stream(method, self.model.target(path), **kwargs) as reply:
+                    content = await read_body(reply, limit, where)
+            except httpx.DecodingError as exc:
+                raise EndpointError(f"{where}: undecodable answer: {self.model.scrub(str(exc))}") from None
             except httpx.TransportError as exc:
                 if attempt + 1 < _TRIES:
                     await asyncio.sleep(0.2 * 2**attempt)
                     continue
                 raise EndpointError(f"{where} failed: {self.model.scrub(str(exc) or type(exc).__name__)}") from None
             if reply.status_code < 400:
-                return reply.content
+                return content
             if (reply.status_code == 429 or reply.status_code >= 500) and attempt + 1 < _TRIES:
                 await asyncio.sleep(0.2 * 2**attempt)
                 continue
-            text, _ = self.model._error_text(reply.content)
+            text, _ = self.model._error_text(content)
             raise EndpointError(f"HTTP {reply.status_code} from {where}: {text}", status=reply.status_code)
         raise AssertionError("unreachable")
 
@@ -113,7 +120,7 @@ class BatchJob:
             if isinstance(file_id, str) and file_id:
                 where = f"batch {self.batch_id} {key[:-8]} file"
                 try:  # one file lost loses not the other's answers
-                    content = await self._request("GET", f"/files/{file_id}/content")
+                    content = await self._request("GET", f"/files/{file_id}/content", BATCH_FILE_BYTES)
                 except EndpointError as exc:
                     result.reason += f"; the {where} could not be downloaded: {exc}"
                     continue

@@ -29,6 +29,11 @@ from pytest_promptsuite.models.base import Response
 from pytest_promptsuite.models.cache import cache_key
 from pytest_promptsuite.models.cache import model_identity
 from pytest_promptsuite.models.spend import NotIssued
+from pytest_promptsuite.safety.scrub import registered
+
+
+#: How a batch line is written: compact, as a direct call encodes its body, and not scrubbed.
+_LINE = functools.partial(encode, compact=True, scrub=False)
 
 
 class NotSent(NotIssued):
@@ -118,13 +123,28 @@ class BatchAnswers:
         return await self.inner.generate(request)
 
 
-def write_requests(path: Path, lines: Iterable[BatchLine]) -> None:
-    """Write a batch request file (JSONL, scrubbed)."""
+def write_requests(path: Path, lines: Iterable[BatchLine]) -> dict[str, ModelError]:
+    """Write a batch request file (JSONL): each body the very bytes a direct call sends, never rewritten.
+    A line that holds a registered secret (the API key) is left out: return each such line's error by ``custom_id``."""
+    kept: list[dict[str, Any]] = []
+    refused: dict[str, ModelError] = {}
+    for line in lines:
+        data = line.to_dict()
+        text = _LINE(data)
+        if any(secret in text for secret in registered()):
+            refused[line.custom_id] = ModelError(
+                f"the request holds a registered secret (the API key, or a key of the base URL): it is not "
+                f"written to {path} (--prompt-batch-file), as no file ever holds one; take it out of the prompt "
+                "and params"
+            )
+        else:
+            kept.append(data)
     try:
-        with jsonlines.open(path, "w", dumps=functools.partial(encode, compact=True)) as out:
-            out.write_all(line.to_dict() for line in lines)
+        with jsonlines.open(path, "w", dumps=_LINE) as out:
+            out.write_all(kept)
     except OSError as exc:
         raise ConfigError(f"--prompt-batch-file {path}: cannot write ({exc.strerror or exc})") from exc
+    return refused
 
 
 @dataclass
