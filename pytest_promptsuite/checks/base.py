@@ -121,8 +121,11 @@ def shorten(value: Any, limit: int = 80) -> str:
     text = repr(value) if isinstance(value, str) else json_text(value)
     if len(text) <= limit:
         return text  # whole: scrubbed with the rest of the message wherever it is shown
+    kept, _, after = scrub_cut(text, limit)
+    if not after:  # short once scrubbed
+        return kept
     size = f"{len(value)} chars" if isinstance(value, str) else f"{len(text)} chars of JSON"
-    return f"{scrub_cut(text, limit).text}... ({size})"
+    return f"{kept}... ({size})"
 
 
 def json_kind(value: Any) -> str:

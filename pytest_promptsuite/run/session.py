@@ -186,6 +186,8 @@ class PromptSession:
                     prompts.known_requests(cases[item.key.case_id], variant=item.key.variant)
                 except PromptSuiteError as exc:
                     failed.setdefault(str(exc), []).append(item)
+                except Exception as exc:  # a plugin's renderer or filter: still no traceback
+                    failed.setdefault(f"rendering raised {type(exc).__name__}: {exc}", []).append(item)
         if failed:
             raise CaseFileError([_render_failure(error, items) for error, items in failed.items()])
 

@@ -18,6 +18,7 @@ from pytest_promptsuite.safety.scrub import printable
 from pytest_promptsuite.safety.scrub import public_url
 from pytest_promptsuite.safety.scrub import register
 from pytest_promptsuite.safety.scrub import scrub
+from pytest_promptsuite.safety.scrub import scrub_cut
 
 
 KEY = "sk-hostile-scrub-test-0123456789"
@@ -149,3 +150,20 @@ def test_the_pre_check_never_skips_text_the_pattern_would_scrub(parts: list[str]
 )
 def test_credentials_spelled_with_letters_outside_ascii_are_scrubbed(text: str) -> None:
     assert "***" in scrub(text)
+
+
+def test_scrub_cut_keeps_a_window_of_the_scrubbed_text() -> None:
+    text = "a" * 10 + KEY + "b" * 10
+    assert scrub_cut(text, 100) == ("a" * 10 + "***" + "b" * 10, 0, 0)
+    assert scrub_cut(text, 12) == ("a" * 10 + "**", 0, 11)
+    assert scrub_cut(text, 12, start=-12) == ("**" + "b" * 10, 11, 0)
+    assert scrub_cut(text, 5, start=9) == ("a***b", 9, 9)
+    assert scrub_cut(text, 5, start=100) == ("bbbbb", 18, 0)  # moved back so that the limit fits
+
+
+@settings(max_examples=300, derandomize=True)
+@given(st.integers(0, 60), st.integers(1, 60), st.integers(-70, 70))
+def test_no_cut_leaves_a_piece_of_a_registered_key(offset: int, limit: int, start: int) -> None:
+    text = "." * offset + KEY + "." * 30
+    kept = scrub_cut(text, limit, start=start).text
+    assert not any(KEY[i : i + 4] in kept for i in range(len(KEY) - 3)), (offset, limit, start, kept)

@@ -219,6 +219,16 @@ BROKEN: dict[str, tuple[dict[str, str], str]] = {
         },
         "suite/cases.jsonl:1: u: p.j2: 'dict object' has no attribute 'b'",
     ),
+    "plugin-renderer-raises": (
+        {
+            "promptsuite.toml": '[template]\ntemplate = "<input>"\nrenderer = "picky"\n',
+            "conftest.py": "class Picky:\n    def render(self, template, row):\n"
+            "        if row['input'].endswith('1'):\n            raise ValueError('no ones')\n"
+            "        return row['input']\n\n\ndef pytest_promptsuite_make_renderer(name, params):\n"
+            "    return Picky() if name == 'picky' else None\n",
+        },
+        "suite/cases.jsonl:2: c-1: rendering raised ValueError: no ones",
+    ),
     "case-unknown-check": (
         {
             "cases.jsonl": '{"case_id": "a", "input": "x", "slice": "s", "assert": [{"type": "contians", '
