@@ -17,7 +17,6 @@ from pytest_promptsuite.results.row import CaseResult
 from pytest_promptsuite.results.summary import Summary
 from pytest_promptsuite.results.usage import UsageReport
 from pytest_promptsuite.results.usage import UsageStats
-from pytest_promptsuite.safety.scrub import scrub
 from pytest_promptsuite.safety.scrub import scrub_cut
 
 
@@ -217,9 +216,7 @@ def trim_output(output: str, focus: int | None = None, limit: int = MAX_OUTPUT_C
     offset into ``output``), scrubbed before it is cut."""
     if len(output) <= limit:
         return output
-    # where the focus is once scrubbed: a secret before it is shorter then
-    start = 0 if not focus else len(scrub(output[:focus])) - limit // 3
-    window, before, after = scrub_cut(output, limit, start=max(0, start))
+    window, before, after = scrub_cut(output, limit, start=max(0, (focus or 0) - limit // 3))
     head = f"[... {before} chars] " if before else ""
     tail = f" [... {after} chars]" if after else ""
     return head + window + tail

@@ -95,7 +95,8 @@ def scrub(text: str) -> str:
 
 
 class Cut(NamedTuple):
-    """The part of a scrubbed text that :func:`scrub_cut` kept, and how many characters it left off on each side."""
+    """The part of a scrubbed text that :func:`scrub_cut` kept, and how many characters of it were left off
+    on each side."""
 
     text: str
     before: int
@@ -103,13 +104,16 @@ class Cut(NamedTuple):
 
 
 def scrub_cut(text: str, limit: int, *, start: int = 0) -> Cut:
-    """Scrub ``text``, then keep at most ``limit`` characters of it from ``start`` (negative: from the end),
-    moved back so that ``limit`` fit. Scrubbing first is the point: a secret the cut goes through
-    leaves no piece behind, where one scrubbed after the cut would leave all but its cut-off part."""
+    """Scrub ``text``, then keep at most ``limit`` characters of it from where offset ``start`` of ``text``
+    is (negative: from the end), moved back so that ``limit`` fit. Scrubbing first is the point: a
+    secret the cut goes through leaves no piece behind, where one scrubbed after the cut would leave
+    all but its cut-off part."""
     clean = scrub(text)
     size = len(clean)
     if size <= limit:
         return Cut(clean, 0, 0)
+    if start > 0 and clean is not text:  # where ``start`` is once a secret before it is scrubbed
+        start = len(scrub(text[:start]))
     begin = max(0, min(size + start if start < 0 else start, size - limit))
     return Cut(clean[begin : begin + limit], begin, size - begin - limit)
 
