@@ -29,6 +29,8 @@ the same against it. Knobs (:class:`Knobs`, changeable while it runs):
   ``redirect`` (a 307 to the same path), ``switch`` (a bare ``101 Switching Protocols``, then the
   connection closes), and answers written raw, then the connection closed: ``lfcrlf`` (a head
   ending ``\\n\\r\\n``) and ``obsfold`` (a header folded onto a second line).
+- Steps that say what the prompt says: ``sayerror`` (a 400 whose error message is the prompt
+  before its script) and ``saytext`` (a 200 whose body is that text, not JSON).
 - Seeded answers for gate simulations: a prompt containing ``<<pass 0.3>>`` is echoed on a share
   0.3 of its attempts (drawn from ``seed``, the prompt and the attempt number) and answered
   ``nope`` otherwise, so a case that checks for its own text passes with that probability.
@@ -250,6 +252,9 @@ class _App:
             return JSONResponse({"id": "x", "object": "chat.completion", "choices": []})
         if step == "quota":
             return _error(429, "You exceeded your current quota.", "insufficient_quota")
+        if step in ("sayerror", "saytext"):  # the prompt before its script, as the endpoint's words
+            said = prompt[: prompt.index("[[")]
+            return _error(400, said, None) if step == "sayerror" else Response(said, media_type="text/plain")
         hostile = _hostile(step, knobs, request, prompt, body, chat=chat)
         if hostile is not None:
             return hostile

@@ -28,6 +28,7 @@ from pytest_promptsuite.errors import did_you_mean
 from pytest_promptsuite.formats.jsonio import JsonError
 from pytest_promptsuite.formats.jsonio import decode
 from pytest_promptsuite.models.base import Response
+from pytest_promptsuite.safety.scrub import scrub_cut
 
 
 #: Sends a prompt to the judge model and returns its reply text (raises ``ModelError``).
@@ -119,9 +120,12 @@ def shorten(value: Any, limit: int = 80) -> str:
     """Show a value in a message: ``repr`` of a string, compact JSON of anything else, cut to ``limit``."""
     text = repr(value) if isinstance(value, str) else json_text(value)
     if len(text) <= limit:
-        return text
+        return text  # whole: scrubbed with the rest of the message wherever it is shown
+    kept, _, after = scrub_cut(text, limit)
+    if not after:  # short once scrubbed
+        return kept
     size = f"{len(value)} chars" if isinstance(value, str) else f"{len(text)} chars of JSON"
-    return f"{text[:limit]}... ({size})"
+    return f"{kept}... ({size})"
 
 
 def json_kind(value: Any) -> str:

@@ -21,6 +21,7 @@ from pytest_promptsuite.errors import CheckError
 from pytest_promptsuite.safety.deadline import time_budget
 from pytest_promptsuite.safety.deadline import user_regex
 from pytest_promptsuite.safety.limits import REGEX_SECONDS
+from pytest_promptsuite.safety.scrub import scrub_cut
 
 
 def must_checks(case: PromptCase, output: str) -> Iterator[CheckResult]:
@@ -111,7 +112,8 @@ class StartsWith(Check):
     def evaluate(self, value: Any, ctx: CheckContext) -> Verdict:
         text = json_text(value)
         ok = text.startswith(self.prefix)
-        return Verdict(ok, f"starts with {self.prefix!r}", f"begins {shorten(text[: max(len(self.prefix), 20)])}")
+        start = scrub_cut(text, max(len(self.prefix), 20)).text
+        return Verdict(ok, f"starts with {self.prefix!r}", f"begins {shorten(start)}")
 
 
 class Regex(Check):

@@ -34,9 +34,10 @@ _COLLECTION_OPTIONS = ("--prompt-config", "--prompt-model", "--prompt-judge", "-
 
 class _Collected:
     """What ``pytest --collect-only --prompt-suite PATH...`` collects, collected the same way (the same
-    session and hooks, conftests included); ``problems`` holds every collection error, one a line."""
+    session and hooks, conftests included); ``problems`` holds every collection error, one a line.
+    ``render=False`` leaves out collection's render of every case (``render`` shows each failure itself)."""
 
-    def __init__(self, paths: Sequence[str], args: argparse.Namespace) -> None:
+    def __init__(self, paths: Sequence[str], args: argparse.Namespace, *, render: bool = True) -> None:
         self.problems: list[str] = []
         self.planned: list[PlannedCase] = []
         values = {**{o.dest: o.default for o in OPTIONS}, **vars(args), "prompt_suite": paths, "prompt_no_cache": True}
@@ -67,7 +68,7 @@ class _Collected:
         self.session.assembler.hook = hook
         for path in files:
             try:
-                self.planned.extend(self.session.collect_file(path, hook.pytest_promptsuite_make_check))
+                self.planned.extend(self.session.collect_file(path, hook.pytest_promptsuite_make_check, render=render))
             except CaseFileError as exc:
                 self.problems.extend(exc.problems)
             except PromptSuiteError as exc:
@@ -98,15 +99,6 @@ def _validate(args: argparse.Namespace) -> int:
             return 1
         for warning in collected.warnings:
             print(printable(f"warning: {warning}"), file=sys.stderr)
-        failed = []
-        for planned in collected.planned:  # a dry render of every case in every variant
-            if planned.key.repeat == 0:
-                error = collected.session.dry_render(planned)[1]
-                if error is not None:
-                    failed.append(f"{planned.location}: {planned.name}: {error}")
-        if failed:
-            _print_problems(failed)
-            return 1
     finally:
         collected.close()
     cases = {p.key.case_id: p.slice for p in collected.planned}  # the items know these: no case read back
@@ -159,7 +151,7 @@ def _render(args: argparse.Namespace) -> int:
         print("promptsuite render: give --prompt-suite PATH or --request FILE.json", file=sys.stderr)
         return 2
     form = args.format or ("text" if sys.stdout.isatty() else "jsonl")
-    collected = _Collected(args.prompt_suite, args)
+    collected = _Collected(args.prompt_suite, args, render=False)  # each case shows its own failure
     try:
         if collected.problems:
             _print_problems(collected.problems)

@@ -37,6 +37,7 @@ from pytest_promptsuite.safety.scrub import install_log_filter
 from pytest_promptsuite.safety.scrub import public_url as public_url
 from pytest_promptsuite.safety.scrub import register
 from pytest_promptsuite.safety.scrub import scrub
+from pytest_promptsuite.safety.scrub import scrub_cut
 from pytest_promptsuite.safety.scrub import secret_parameters
 
 
@@ -46,6 +47,8 @@ RESERVED_PARAMS = frozenset({"model", "messages", "prompt", "stream"})
 #: Statuses after which every further call would fail the same way.
 FATAL_STATUSES = frozenset({401, 404})
 _ERROR_TEXT_LIMIT = 500
+#: How much of a body that is no answer a message quotes.
+_SNIPPET_CHARS = 200
 #: A call's body is JSON we encode ourselves (lone surrogates escaped), sent as bytes.
 _JSON = {"Content-Type": "application/json"}
 
@@ -303,12 +306,11 @@ class OpenAIModel:
                     text = message + (f" ({code})" if code else "")
             elif isinstance(error, str) and error:
                 text = error
-        if len(text) > _ERROR_TEXT_LIMIT:
-            text = text[:_ERROR_TEXT_LIMIT] + "..."
-        return self.scrub(text or "(empty body)"), code
+        kept, _, after = scrub_cut(text or "(empty body)", _ERROR_TEXT_LIMIT)  # scrubbed, then cut
+        return kept + "..." if after else kept, code
 
     def _malformed(self, content: bytes, where: str, what: str) -> EndpointError:
-        snippet = self.scrub(content[:200].decode("utf-8", "replace"))
+        snippet = scrub_cut(content.decode("utf-8", "replace"), _SNIPPET_CHARS).text
         return EndpointError(f"malformed response from {where}: {what}; the body began {snippet!r}")
 
     def _decode(self, content: bytes, where: str) -> Any:

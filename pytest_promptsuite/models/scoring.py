@@ -20,6 +20,7 @@ from pytest_promptsuite.models.base import Model
 from pytest_promptsuite.models.base import ModelRequest
 from pytest_promptsuite.models.base import Response
 from pytest_promptsuite.models.base import prompt_text
+from pytest_promptsuite.safety.scrub import scrub_cut
 
 
 _TOKEN = re.compile(r"\w+|[^\w\s]", re.UNICODE)
@@ -48,7 +49,7 @@ class LabelScore:
             data = decode(text)
             return cls(float(data["logprob"]), int(data["tokens"]))
         except (JsonError, KeyError, TypeError, ValueError):
-            raise ModelError(f"not a score: {text[:100]!r}") from None
+            raise ModelError(f"not a score: {scrub_cut(text, 100).text!r}") from None
 
 
 def fake_score(prompt: str) -> LabelScore:

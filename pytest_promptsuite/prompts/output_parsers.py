@@ -18,6 +18,7 @@ from pytest_promptsuite.prompts.pluggable import unknown_part
 from pytest_promptsuite.safety.deadline import BudgetExceeded
 from pytest_promptsuite.safety.deadline import time_budget
 from pytest_promptsuite.safety.limits import JSON_SEARCH_SECONDS
+from pytest_promptsuite.safety.scrub import scrub_cut
 
 
 #: The model's output in, the text the checks see out (OutputParserError if it cannot).
@@ -57,7 +58,8 @@ def extract_json(text: str) -> str:
         raise OutputParserError(str(exc)) from None
     if first is not None:
         return text[first[1] : first[2]]
-    snippet = text[:60] + ("..." if len(text) > 60 else "")
+    snippet, _, after = scrub_cut(text, 60)
+    snippet += "..." if after else ""
     raise OutputParserError(f"output parser 'json': no JSON value in the output {snippet!r}")
 
 

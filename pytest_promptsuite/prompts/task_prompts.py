@@ -40,6 +40,7 @@ from pytest_promptsuite.prompts.prompts_yml import prompt_entries
 from pytest_promptsuite.prompts.prompts_yml import read_prompts
 from pytest_promptsuite.prompts.prompts_yml import template_sources
 from pytest_promptsuite.prompts.selection import select_prompt
+from pytest_promptsuite.safety.scrub import scrub_cut
 
 
 if TYPE_CHECKING:
@@ -154,7 +155,7 @@ def _literal_messages(text: str, where: str) -> list[Message]:
     except (ValueError, SyntaxError) as exc:
         raise TemplateError(
             f"{where}: a plain-string messages entry must render to a list of messages "
-            f'(e.g. "{{{{ history | to_messages }}}}"), got {text[:60]!r}'
+            f'(e.g. "{{{{ history | to_messages }}}}"), got {scrub_cut(text, 60).text!r}'
         ) from exc
     if not isinstance(value, list) or not all(isinstance(m, dict) and "content" in m for m in value):
         raise TemplateError(f"{where}: must render to a list of {{'role', 'content'}} messages")

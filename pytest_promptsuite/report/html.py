@@ -27,6 +27,7 @@ from pytest_promptsuite.results.review_book import output_sha256
 from pytest_promptsuite.results.row import CaseResult
 from pytest_promptsuite.results.summary import Summary
 from pytest_promptsuite.results.usage import UsageReport
+from pytest_promptsuite.safety.scrub import scrub_cut
 
 
 #: Prompt and output texts longer than this are cut in the dashboard (results.jsonl has them whole).
@@ -49,7 +50,8 @@ def _asset(name: str) -> str:
 def _trim(text: str | None) -> str | None:
     if text is None or len(text) <= MAX_TEXT:
         return text
-    return text[:MAX_TEXT] + f"\n[... {len(text) - MAX_TEXT} more chars; see results.jsonl]"
+    kept, _, after = scrub_cut(text, MAX_TEXT)
+    return kept + f"\n[... {after} more chars; see results.jsonl]" if after else kept
 
 
 def grid_text(rows: int) -> int:
@@ -64,9 +66,9 @@ def _input_of(prompt: Any, size: int) -> str:
         for message in reversed(prompt):
             if isinstance(message, dict) and message.get("role") == "user":
                 content = message.get("content")
-                return content[:size] if isinstance(content, str) else ""
+                return scrub_cut(content, size).text if isinstance(content, str) else ""
         return ""
-    return prompt[-size:] if isinstance(prompt, str) else ""
+    return scrub_cut(prompt, size, start=-size).text if isinstance(prompt, str) else ""
 
 
 def _json_for_script(data: Any) -> str:
@@ -101,7 +103,8 @@ def _baseline_cells(baseline: Sequence[CaseResult], size: int) -> dict[tuple[str
     """Key each baseline row by (case, variant, repeat), keeping its outcome, output hash and preview
     (the baseline's texts are read once, never all held)."""
     return {
-        (b.case_id, b.variant, b.repeat): (b.outcome.value, hash(b.output), (b.output or "")[:size]) for b in baseline
+        (b.case_id, b.variant, b.repeat): (b.outcome.value, hash(b.output), scrub_cut(b.output or "", size).text)
+        for b in baseline
     }
 
 
@@ -129,7 +132,7 @@ def _grid_row(r: CaseResult, detail: int, size: int) -> list[Any]:
 
 def _plain_row(r: CaseResult, output: str | None, prompt: Any, size: int) -> list[Any]:
     """Return a grid row without details: the start of its output and the end of its input."""
-    start = "" if output is None else output[:size]
+    start = "" if output is None else scrub_cut(output, size).text
     return [r.case_id, r.slice, r.variant, r.repeat, r.outcome.value, -1, _input_of(prompt, size // 2), start, ""]
 
 

@@ -24,6 +24,7 @@ from pytest_promptsuite.results.history import History
 from pytest_promptsuite.results.row import CaseResult
 from pytest_promptsuite.results.summary import Summary
 from pytest_promptsuite.results.usage import UsageReport
+from pytest_promptsuite.safety.scrub import scrub_cut
 
 
 #: Ids listed per section before "... and N more": a job summary is capped at 1 MiB.
@@ -113,8 +114,8 @@ def _first_failure(checks: Sequence[Mapping[str, Any]], error: str | None) -> st
     else:
         failed = next((c for c in checks if not c.get("passed") and not c.get("skipped")), None)
         text = "-" if failed is None else f"{failed.get('name')}: {failed.get('message')}"
-    text = " ".join(text.split())
-    return md_escape(text if len(text) <= MAX_MESSAGE else text[: MAX_MESSAGE - 1] + "…")
+    kept, _, after = scrub_cut(" ".join(text.split()), MAX_MESSAGE)  # scrubbed, then cut
+    return md_escape(kept[:-1] + "…" if after else kept)
 
 
 def _failing(rows: Sequence[CaseResult]) -> list[str]:

@@ -17,6 +17,7 @@ from pytest_promptsuite.results.row import CaseResult
 from pytest_promptsuite.results.summary import Summary
 from pytest_promptsuite.results.usage import UsageReport
 from pytest_promptsuite.results.usage import UsageStats
+from pytest_promptsuite.safety.scrub import scrub_cut
 
 
 #: Outputs longer than this are shown trimmed around the first place a failed check points at.
@@ -211,15 +212,14 @@ def variant_rows(compared: VariantComparison, cell: Callable[[VariantSlice], str
 
 
 def trim_output(output: str, focus: int | None = None, limit: int = MAX_OUTPUT_CHARS) -> str:
-    """Return ``output`` whole if short, else a window of ``limit`` characters around ``focus``."""
+    """Return ``output`` whole if short, else a window of ``limit`` characters around ``focus`` (an
+    offset into ``output``), scrubbed before it is cut."""
     if len(output) <= limit:
         return output
-    focus = 0 if focus is None else focus
-    start = max(0, min(focus - limit // 3, len(output) - limit))
-    end = start + limit
-    head = f"[... {start} chars] " if start else ""
-    tail = f" [... {len(output) - end} chars]" if end < len(output) else ""
-    return head + output[start:end] + tail
+    window, before, after = scrub_cut(output, limit, start=max(0, (focus or 0) - limit // 3))
+    head = f"[... {before} chars] " if before else ""
+    tail = f" [... {after} chars]" if after else ""
+    return head + window + tail
 
 
 def _focus(result: CaseResult) -> int | None:

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from dataclasses import field
 from pathlib import Path
 from typing import Any
+from typing import ClassVar
+from typing import Literal
 
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.formats.jsonio import decode
@@ -18,6 +20,43 @@ from pytest_promptsuite.results.summary import Summary
 #: How many of the latest runs ``--prompt-history`` keeps (the dashboard draws them all).
 HISTORY_RUNS = 20
 _NUMBER = re.compile(r"(\d+)")
+#: How the fields of a ``summary.json`` are checked: strictly (no string for a number, no true for
+#: 1), other keys ignored (a summary holds much that history does not read).
+_STRICT: dict[str, Any] = {"extra": "ignore", "strict": True, "allow_inf_nan": False}
+_COUNT = {"ge": 0, "le": 2**63 - 1}  # what the frames' Int64 columns hold
+_SHARE = {"ge": 0, "le": 1}
+
+
+@dataclass(frozen=True)
+class _Slice:
+    """A slice of an earlier ``summary.json``, each field history reads as we write it."""
+
+    __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
+    slice: str = field(metadata={"min_length": 1})
+    cases: int = field(metadata=_COUNT)
+    passed: int = field(metadata=_COUNT)
+    review: int = field(default=0, metadata=_COUNT)
+    skipped: int = field(default=0, metadata=_COUNT)
+    pass_rate: float | None = field(default=None, metadata=_SHARE)
+    ci_low: float | None = field(default=None, metadata=_SHARE)
+    ci_high: float | None = field(default=None, metadata=_SHARE)
+    gate: Literal["pass", "fail"] | None = None
+
+    def __post_init__(self) -> None:
+        if self.review + self.skipped > self.cases:
+            raise ValueError(f"review and skipped ({self.review} + {self.skipped}) are more than cases ({self.cases})")
+        if self.passed > self.cases - self.review - self.skipped:
+            raise ValueError(f"passed ({self.passed}) is more than the cases counted (cases - review - skipped)")
+        if self.ci_low is not None and self.ci_high is not None and self.ci_low > self.ci_high:
+            raise ValueError(f"ci_low ({self.ci_low}) is above ci_high ({self.ci_high})")
+
+
+@dataclass(frozen=True)
+class _Summary:
+    """What history reads of a ``summary.json``."""
+
+    __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
+    slices: list[_Slice]
 
 
 @dataclass(frozen=True)
@@ -47,19 +86,20 @@ class HistoryRun:
 
     @classmethod
     def from_document(cls, label: str, data: Any, where: str) -> HistoryRun:
-        """Read a run from a ``summary.json``'s content; ConfigError naming ``where`` if it is none."""
+        """Read a run from a ``summary.json``'s content, every field it uses checked (pydantic: the
+        ``_Summary`` table); ConfigError naming ``where`` and each field that is not as we write it."""
+        from pytest_promptsuite.config.schema import read_tables
+
         if not isinstance(data, dict) or not isinstance(data.get("slices"), list):
             raise ConfigError(f"{where}: not a promptsuite summary.json (no 'slices' list)")
-        slices = {}
-        for s in data["slices"]:
-            try:
-                cases = int(s["cases"])
-                counted = cases - int(s.get("review", 0)) - int(s.get("skipped", 0))
-                rate, low, high = (_number(s, key) for key in ("pass_rate", "ci_low", "ci_high"))
-                slices[str(s["slice"])] = HistoryPoint(cases, int(s["passed"]), counted, rate, low, high, s.get("gate"))
-            except (KeyError, TypeError, ValueError) as exc:
-                raise ConfigError(f"{where}: a slice of this summary.json is unreadable ({exc!r})") from None
-        gate = data.get("gate")
+        summary = read_tables(_Summary, data, path=Path(where), prefix="", lines={})
+        slices: dict[str, HistoryPoint] = {}
+        for i, s in enumerate(summary.slices):
+            if s.slice in slices:
+                raise ConfigError(f"{where}: slices[{i}].slice: {s.slice!r} is there twice")
+            counted = s.cases - s.review - s.skipped
+            slices[s.slice] = HistoryPoint(s.cases, s.passed, counted, s.pass_rate, s.ci_low, s.ci_high, s.gate)
+        gate = data.get("gate")  # an odd gate is shown as unknown ("?"), as it always was
         passed = gate.get("passed") if isinstance(gate, dict) and isinstance(gate.get("passed"), bool) else None
         return cls(label, passed, slices)
 
@@ -92,14 +132,6 @@ class History:
     def to_dict(self) -> dict[str, Any]:
         """Return what the dashboard draws."""
         return {"runs": [run.to_dict() for run in self.runs]}
-
-
-def _number(entry: dict[str, Any], key: str) -> float | None:
-    """Check that ``entry[key]`` is a number or null (kept as written: the dashboard embeds it)."""
-    value = entry.get(key)
-    if value is not None and not isinstance(value, (int, float)):
-        raise ValueError(f"{key} {value!r} is not a number")
-    return value
 
 
 def _order(path: Path) -> list[Any]:

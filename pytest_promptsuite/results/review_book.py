@@ -15,6 +15,7 @@ from pytest_promptsuite.checks.outcome import Outcome
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.formats.jsonl import read_jsonl
 from pytest_promptsuite.results.row import CaseResult
+from pytest_promptsuite.safety.scrub import scrub
 
 
 #: The name of the check a decision adds to a row.
@@ -26,8 +27,9 @@ _KEYS = frozenset({"case_id", "variant", "slice", "repeat", *_DETAILS})
 
 
 def output_sha256(text: str) -> str:
-    """Return the hex SHA-256 of an output's text (UTF-8; lone surrogates escaped as the reports write them)."""
-    return hashlib.sha256(text.encode("utf-8", "backslashreplace")).hexdigest()
+    """Return the hex SHA-256 of an output's text as the reports show it: scrubbed (the dashboard, where
+    decisions are made, sees no other), UTF-8 with lone surrogates escaped as the reports write them."""
+    return hashlib.sha256(scrub(text).encode("utf-8", "backslashreplace")).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -103,9 +105,12 @@ def _decision(value: Any, where: str) -> ReviewDecision:
     digest = value["output_sha256"].lower()
     if len(digest) != 64 or any(ch not in "0123456789abcdef" for ch in digest):
         raise ValueError("'output_sha256' must be 64 hex digits (the SHA-256 of the output text)")
-    for key in ("variant", "reviewer", "comment", "decided_at"):
+    for key in ("variant", "slice", "reviewer", "comment", "decided_at"):
         if value.get(key) is not None and not isinstance(value[key], str):
             raise ValueError(f"{key!r} must be a string")
+    repeat = value.get("repeat")
+    if repeat is not None and (not isinstance(repeat, int) or isinstance(repeat, bool) or repeat < 0):
+        raise ValueError(f"'repeat' must be a whole number from 0, got {repeat!r}")
     texts = {key: value.get(key) or "" for key in ("reviewer", "comment", "decided_at")}
     return ReviewDecision(value["case_id"], digest, value["decision"], value.get("variant"), **texts, where=where)
 

@@ -9,6 +9,7 @@ import os
 from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Iterator
+from collections.abc import Mapping
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -36,6 +37,7 @@ from pytest_promptsuite.errors import PromptSuiteError
 from pytest_promptsuite.models.runner import ModelRunner
 from pytest_promptsuite.prompts.compile import CasePrompts
 from pytest_promptsuite.prompts.core import Prompt
+from pytest_promptsuite.prompts.fields import SHOWN_CASES
 from pytest_promptsuite.prompts.fields import check_fields
 from pytest_promptsuite.report.text import summary_lines
 from pytest_promptsuite.results.gate import GateResult
@@ -133,9 +135,10 @@ class PromptSession:
         self._pipelines: dict[SuiteKey, CasePipeline] = {}
         self._prefetcher: Prefetcher | None = None
 
-    def collect_file(self, path: Path, make_check: MakeCheck) -> list[PlannedCase]:
+    def collect_file(self, path: Path, make_check: MakeCheck, *, render: bool = True) -> list[PlannedCase]:
         """Plan every item of a case file: each case in each variant and repeat, with its checks.
-        ``make_check`` is the hook as seen from the file, so a conftest beside it counts."""
+        ``make_check`` is the hook as seen from the file, so a conftest beside it counts; ``render``:
+        every request known before a model answers is rendered too (:meth:`check_renders`)."""
         key, suite = self.index.suite_of(path)
         if key not in self._pipelines:
             self._pipelines[key] = self.assembler.pipeline(suite)
@@ -167,7 +170,27 @@ class PromptSession:
                     planned.append(
                         PlannedCase(ref, case_key, name, key, checks, shown=shown_path, slice=slice_, tags=tags)
                     )
+        if render:
+            self.check_renders(pipeline.prompts, {case.case_id: case for case in cases}, planned)
         return planned
+
+    def check_renders(
+        self, prompts: CasePrompts, cases: Mapping[str, PromptCase], planned: Sequence[PlannedCase]
+    ) -> None:
+        """Render each planned case's requests known before a model answers (once, whatever the repeats):
+        such a failure is the suite's, not the model's, so it stops collection (CaseFileError) with
+        ``path:line: case: error``, the cases failing alike in one message."""
+        failed: dict[str, list[PlannedCase]] = {}
+        for item in planned:
+            if item.key.repeat == 0:
+                try:
+                    prompts.known_requests(cases[item.key.case_id], variant=item.key.variant)
+                except PromptSuiteError as exc:
+                    failed.setdefault(str(exc), []).append(item)
+                except Exception as exc:  # a plugin's renderer or filter: still no traceback
+                    failed.setdefault(f"rendering raised {type(exc).__name__}: {exc}", []).append(item)
+        if failed:
+            raise CaseFileError([_render_failure(error, items) for error, items in failed.items()])
 
     def check_prompts(
         self, prompts: CasePrompts, cases: Sequence[PromptCase], variants: Sequence[str | None], shown: str
@@ -188,8 +211,8 @@ class PromptSession:
         self.warnings.extend(w for w in warnings if w not in self.warnings)
 
     def dry_render(self, planned: PlannedCase) -> tuple[list[Prompt], str | None]:
-        """Render every request of a planned case known before a model answers, or say why it fails.
-        This is what ``promptsuite render`` shows and ``validate`` checks."""
+        """Render every request of a planned case known before a model answers, or say why it fails
+        (what ``promptsuite render`` shows; collection checks the same, :meth:`check_renders`)."""
         pipeline = self._pipelines[planned.suite]
         try:
             return pipeline.prompts.known_requests(pipeline.case_of(planned), variant=planned.key.variant), None
@@ -394,3 +417,14 @@ class PromptSession:
             if self.options.report:
                 lines.append(f"promptsuite report: {self.options.report}")
             yield "promptsuite: pass rate by slice", lines
+
+
+def _render_failure(error: str, items: Sequence[PlannedCase]) -> str:
+    """Say where rendering failed with ``error``: the first item's ``path:line`` and name, and how many more."""
+    first, rest = items[0], items[1:]
+    more = ""
+    if rest:
+        names = ", ".join(item.name for item in rest[:SHOWN_CASES])
+        names += f" and {len(rest) - SHOWN_CASES:,} more" if len(rest) > SHOWN_CASES else ""
+        more = f" and {len(rest):,} more {'case' if len(rest) == 1 else 'cases'} ({names})"
+    return f"{first.location}: {first.name}{more}: {error}"

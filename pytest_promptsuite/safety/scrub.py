@@ -1,4 +1,5 @@
-"""The one secret scrubber: every text that leaves a run passes through :func:`scrub`."""
+"""The one secret scrubber: every text that leaves a run passes through :func:`scrub`, and every text cut
+to a size through :func:`scrub_cut` (scrubbed before it is cut)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import json
 import logging
 import re
 import threading
+from typing import NamedTuple
 from urllib.parse import parse_qsl
 from urllib.parse import urlsplit
 from urllib.parse import urlunsplit
@@ -90,6 +92,30 @@ def scrub(text: str) -> str:
     if _may_hold_credentials(text) and _GENERIC.search(text) is not None:
         text = _GENERIC.sub(_generic, text)
     return text
+
+
+class Cut(NamedTuple):
+    """The part of a scrubbed text that :func:`scrub_cut` kept, and how many characters of it were left off
+    on each side."""
+
+    text: str
+    before: int
+    after: int
+
+
+def scrub_cut(text: str, limit: int, *, start: int = 0) -> Cut:
+    """Scrub ``text``, then keep at most ``limit`` characters of it from where offset ``start`` of ``text``
+    is (negative: from the end), moved back so that ``limit`` fit. Scrubbing first is the point: a
+    secret the cut goes through leaves no piece behind, where one scrubbed after the cut would leave
+    all but its cut-off part."""
+    clean = scrub(text)
+    size = len(clean)
+    if size <= limit:
+        return Cut(clean, 0, 0)
+    if start > 0 and clean is not text:  # where ``start`` is once a secret before it is scrubbed
+        start = len(scrub(text[:start]))
+    begin = max(0, min(size + start if start < 0 else start, size - limit))
+    return Cut(clean[begin : begin + limit], begin, size - begin - limit)
 
 
 def printable(text: str) -> str:

@@ -18,6 +18,7 @@ from pytest_promptsuite.safety.scrub import printable
 from pytest_promptsuite.safety.scrub import public_url
 from pytest_promptsuite.safety.scrub import register
 from pytest_promptsuite.safety.scrub import scrub
+from pytest_promptsuite.safety.scrub import scrub_cut
 
 
 KEY = "sk-hostile-scrub-test-0123456789"
@@ -149,3 +150,46 @@ def test_the_pre_check_never_skips_text_the_pattern_would_scrub(parts: list[str]
 )
 def test_credentials_spelled_with_letters_outside_ascii_are_scrubbed(text: str) -> None:
     assert "***" in scrub(text)
+
+
+def test_scrub_cut_keeps_a_window_of_the_scrubbed_text() -> None:
+    text = "a" * 10 + KEY + "b" * 10
+    assert scrub_cut(text, 100) == ("a" * 10 + "***" + "b" * 10, 0, 0)
+    assert scrub_cut(text, 12) == ("a" * 10 + "**", 0, 11)  # the key across the cut: scrubbed first
+    assert scrub_cut(text, 12, start=-12) == ("**" + "b" * 10, 11, 0)
+    assert scrub_cut(text, 5, start=9) == ("a***b", 9, 9)
+    assert scrub_cut(text, 5, start=100) == ("bbbbb", 18, 0)  # moved back so that the limit fits
+    # an offset into the text is where that place is once the key before it is scrubbed
+    assert scrub_cut(KEY + "c" * 50, 10, start=len(KEY) + 8) == ("c" * 10, 11, 32)
+
+
+#: Secrets and credentials, each with the part of it that must never show: a registered key, a bearer
+#: token, a header's credential, a URL's user and password, a key-like query value.
+CREDENTIALS = [
+    (KEY, KEY),
+    ("Bearer QZXJWVYPLMNB.7", "QZXJWVYPLMNB.7"),
+    ("Authorization :  Basic QZXJWVYPLMNB", "QZXJWVYPLMNB"),
+    ("https://QZXJ:WVYPLMNB@host/x", "QZXJ:WVYPLMNB"),
+    ("see http://h/p?token=QZXJWVYPLMNB&x=1", "QZXJWVYPLMNB"),
+]
+
+
+@settings(max_examples=600, derandomize=True)
+@given(
+    st.sampled_from(CREDENTIALS),
+    st.integers(0, 60),
+    st.integers(1, 60),
+    st.integers(-70, 70),
+    st.sampled_from([".", " ", "文."]),
+)
+def test_no_cut_leaves_a_piece_of_a_secret(
+    credential: tuple[str, str], offset: int, limit: int, start: int, pad: str
+) -> None:
+    """Wherever the cut goes (through the secret, or between a credential's name and its value),
+    no four characters of the secret are kept, and the kept part is the scrubbed text's."""
+    text, secret = credential
+    text = pad * offset + text + pad * 30
+    assert secret not in scrub(text)
+    kept, before, after = scrub_cut(text, limit, start=start)
+    assert not any(secret[i : i + 4] in kept for i in range(len(secret) - 3)), (text, limit, start, kept)
+    assert kept in scrub(text) and len(kept) <= limit

@@ -172,6 +172,63 @@ BROKEN: dict[str, tuple[dict[str, str], str]] = {
         {"cases.jsonl": '{"case_id": "a", "input": "x", "slice": "s"}\n{"case_id": "b", "input": "x"}\n'},
         "*cases.jsonl:2: missing required field 'slice'*",
     ),
+    # what only a render shows, a render that needs no model answer: collection renders each case
+    "multiturn-system-role-not-in-gemma": (
+        {
+            "promptsuite.toml": '[template]\nmultiturn_template = { template = { begin = [{ role = "SYSTEM", prompt = '
+            '"Be brief." }], round = [{ role = "HUMAN", prompt = "{question}" }, { role = "BOT", prompt = "{answer}" '
+            "}] } }\n",
+            "model+": 'meta_template = "gemma"\n',
+            "cases.jsonl": '{"case_id": "m-1", "input": ["a", "b"], "slice": "s"}\n'
+            '{"case_id": "m-2", "input": ["c"], "slice": "s"}\n',
+        },
+        "suite/cases.jsonl:1: m-1 and 1 more case (m-2): role 'SYSTEM' is not in the meta template and the item "
+        "has no fallback_role (roles: HUMAN, BOT)",
+    ),
+    "round-role-not-in-meta-template": (
+        {
+            "promptsuite.toml": '[template]\nprompt_template = { template = { round = [{ role = "NARRATOR", prompt = '
+            '"{input}" }] } }\n',
+            "model+": 'endpoint = "completions"\nmeta_template = "chatml"\n',
+        },
+        "suite/cases.jsonl:1: c-0 and 2 more cases (c-1, c-2): role 'NARRATOR' is not in the meta template's round*",
+    ),
+    "jinja-sandbox-limit-of-one-case": (
+        {
+            "promptsuite.toml": '[template]\ntemplate_file = "p.j2"\nrenderer = "jinja"\n',
+            "p.j2": "{% for i in range(n) %}x{% endfor %}",
+            "cases.jsonl": '{"case_id": "ok", "input": "hi", "slice": "s", "vars": {"n": 2}}\n'
+            '{"case_id": "huge", "input": "hi", "slice": "s", "vars": {"n": 100000000000}}\n',
+        },
+        "suite/cases.jsonl:2: huge: p.j2: refused by the sandbox: range(100000000000,) has 100,000,000,000 "
+        "numbers, more than the template range limit of 10,000 numbers",
+    ),
+    "jinja-error-on-a-value": (
+        {
+            "promptsuite.toml": '[template]\ntemplate_file = "p.j2"\nrenderer = "jinja"\n',
+            "p.j2": "{{ 1 // n }}",
+            "cases.jsonl": '{"case_id": "z", "input": "hi", "slice": "s", "vars": {"n": 0}}\n',
+        },
+        "suite/cases.jsonl:1: z: p.j2: ZeroDivisionError: integer division or modulo by zero",
+    ),
+    "jinja-missing-item": (
+        {
+            "promptsuite.toml": '[template]\ntemplate_file = "p.j2"\nrenderer = "jinja"\n',
+            "p.j2": "{{ d.b.c }}",
+            "cases.jsonl": '{"case_id": "u", "input": "hi", "slice": "s", "vars": {"d": {"a": 1}}}\n',
+        },
+        "suite/cases.jsonl:1: u: p.j2: 'dict object' has no attribute 'b'",
+    ),
+    "plugin-renderer-raises": (
+        {
+            "promptsuite.toml": '[template]\ntemplate = "<input>"\nrenderer = "picky"\n',
+            "conftest.py": "class Picky:\n    def render(self, template, row):\n"
+            "        if row['input'].endswith('1'):\n            raise ValueError('no ones')\n"
+            "        return row['input']\n\n\ndef pytest_promptsuite_make_renderer(name, params):\n"
+            "    return Picky() if name == 'picky' else None\n",
+        },
+        "suite/cases.jsonl:2: c-1: rendering raised ValueError: no ones",
+    ),
     "case-unknown-check": (
         {
             "cases.jsonl": '{"case_id": "a", "input": "x", "slice": "s", "assert": [{"type": "contians", '
@@ -239,6 +296,10 @@ def test_a_broken_suite_fails_validate_and_collection_alike_before_any_call(
     assert collected.ret != 0  # the same verdict as validate
     collected_text = collected.stdout.str() + collected.stderr.str()
     assert any(_matches(line, message) for line in collected_text.splitlines()), collected_text
+    # every line validate printed but its count, as collection prints it (a config's error as a usage
+    # error: "ERROR: " and the config's whole path first)
+    problems, lines = said.splitlines()[:-1], collected_text.splitlines()
+    assert all(any(line.endswith(problem) for line in lines) for problem in problems), (problems, collected_text)
 
     run = pytester.runpytest("--prompt-suite", "suite", "-p", "no:cacheprovider")
     assert run.ret != 0

@@ -157,7 +157,9 @@ def pytest_unconfigure(config):
 """
 
 
-def test_an_endpoint_case_is_rendered_and_hashed_once_per_attempt(suite: Suite, loopback: LoopbackServer) -> None:
+def test_an_endpoint_case_is_rendered_to_check_and_to_send_and_hashed_once_per_attempt(
+    suite: Suite, loopback: LoopbackServer
+) -> None:
     loopback.knobs.latency_s = 0.05
     suite.pytester.makeconftest(RENDER_COUNTER)
     suite.config(
@@ -170,6 +172,6 @@ def test_an_endpoint_case_is_rendered_and_hashed_once_per_attempt(suite: Suite, 
 
     result.assert_outcomes(passed=21)
     counts = json.loads((suite.path / "counts.json").read_text(encoding="utf-8"))
-    assert counts["renders"] == dict.fromkeys(inputs, 1)
+    assert counts["renders"] == dict.fromkeys(inputs, 2)  # once checked at collection, once when it runs
     assert sorted(counts["hashes"].values()) == [1] * 21
     assert loopback.stats.requests == 22  # one call per case, plus the retry after the 500

@@ -100,7 +100,9 @@ def test_chat_endpoint_gets_openai_messages(suite: Suite) -> None:
     ]
 
 
-def test_template_error_is_a_case_error_naming_the_role(suite: Suite) -> None:
+def test_a_role_the_meta_template_lacks_stops_collection_naming_it(suite: Suite) -> None:
+    """A render that needs no model answer is done at collection: its failure is the suite's (as
+    ``promptsuite validate`` says), not each case's error at run time."""
     suite.config(
         {
             "model": {"spec": "fake", "endpoint": "completions", "meta_template": "chatml"},
@@ -109,10 +111,9 @@ def test_template_error_is_a_case_error_naming_the_role(suite: Suite) -> None:
     )
     suite.cases([{"case_id": "c1", "input": "hi", "slice": "s"}])
     result = suite.run("--prompt-report", "report", paths=["."])
-    result.assert_outcomes(failed=1)
-    row = suite.by_id()["c1"]
-    assert row["outcome"] == "error"
-    assert "render:" in row["error"] and "'NARRATOR'" in row["error"]
+    assert result.ret == pytest.ExitCode.INTERRUPTED  # a collection error: nothing ran
+    result.stdout.fnmatch_lines(["cases.jsonl:1: c1: role 'NARRATOR' is not in the meta template's round*"])
+    assert not (suite.path / "report" / "results.jsonl").exists()
 
 
 def test_render_command_shows_what_each_case_sends(

@@ -30,6 +30,7 @@ from pytest_promptsuite.models.cache import cache_key
 from pytest_promptsuite.models.cache import model_identity
 from pytest_promptsuite.models.spend import NotIssued
 from pytest_promptsuite.safety.scrub import registered
+from pytest_promptsuite.safety.scrub import scrub_cut
 
 
 #: How a batch line is written: compact, as a direct call encodes its body, and not scrubbed.
@@ -104,7 +105,7 @@ class BatchAnswers:
             error = body.get("error") if isinstance(body, dict) else None
             text = error.get("message") if isinstance(error, dict) else None
             raise EndpointError(
-                f"HTTP {status} in {where}: {text or encode(body)[:500]}",
+                f"HTTP {status} in {where}: {text or scrub_cut(encode(body, scrub=False), 500).text}",
                 status=status if isinstance(status, int) else None,
             )
         model: _Batchable = self.inner  # type: ignore[assignment]
