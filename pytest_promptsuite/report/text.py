@@ -105,6 +105,42 @@ def usage_cells(stats: UsageStats) -> list[str]:
     return [str(stats.calls), str(stats.cache_hits), tokens, money(stats.cost_usd), *latency]
 
 
+def _per_case(value: float | None, before: float | None, write: Callable[[float], str]) -> str:
+    """Write a per-case figure, with the baseline's and the change beside it when known."""
+    if value is None:
+        return "-"
+    if before is None:
+        return write(value)
+    change = f", {value / before - 1:+.0%}" if before else ""
+    return f"{write(value)} (baseline {write(before)}{change})"
+
+
+def per_case_cells(stats: UsageStats) -> list[str]:
+    """Return a group's tokens and cost per case (with the baseline's) and its judge's tokens as cells."""
+    judge = "-"
+    if stats.judge_prompt_tokens is not None or stats.judge_completion_tokens is not None:
+        judge = f"{stats.judge_prompt_tokens or 0:,} + {stats.judge_completion_tokens or 0:,}"
+    return [
+        _per_case(stats.tokens_per_case, stats.baseline_tokens_per_case, lambda v: f"{v:,.1f}"),
+        _per_case(stats.cost_per_case, stats.baseline_cost_per_case, lambda v: f"${v:.6f}"),
+        judge,
+    ]
+
+
+def per_case_line(usage: UsageReport) -> str | None:
+    """Write the tested model's tokens and cost per case (against the baseline's) and the judge's tokens."""
+    t = usage.total
+    if t.tokens_per_case is None and t.judge_prompt_tokens is None and t.judge_completion_tokens is None:
+        return None
+    tokens, cost, judge = per_case_cells(t)
+    parts = [f"per case: {tokens} tokens"]
+    if t.cost_per_case is not None:
+        parts.append(f"cost {cost}")
+    if judge != "-":
+        parts.append(f"judge tokens {judge} (prompt + completion, apart from the model's)")
+    return ", ".join(parts)
+
+
 def totals_line(usage: UsageReport) -> str:
     """Write the run's calls, cache hits, tokens, cost and p95 latency in one line."""
     t = usage.total
@@ -130,6 +166,8 @@ def summary_lines(
     yield f"total: {t.cases} cases, {t.passed} passed, {t.failed} failed, {t.error} error, {t.review} review"
     if usage is not None:
         yield totals_line(usage)
+        if (line := per_case_line(usage)) is not None:
+            yield line
     if summary.variants:
         yield "by variant: " + ", ".join(
             f"{v.name} {pct(v.counts.pass_rate)} ({v.counts.passed}/{v.counts.counted})" for v in summary.variants

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Literal
 from typing import Union
 
 from pytest_promptsuite.cases.prompt_case import CaseKey
@@ -109,8 +110,28 @@ class CasesErrored:
         return len(self.cases)
 
 
+@dataclass(frozen=True)
+class UsageIncreased:
+    """The tested model's tokens (or cost) per case rose against the baseline by more than ``[gate]
+    max_tokens_increase`` (``max_cost_increase``) allows, in a slice or in ``total``."""
+
+    #: A slice's name, or ``total``.
+    scope: str
+    measure: Literal["tokens", "cost"]
+    #: Per case: the baseline's and this run's (tokens, or USD).
+    baseline: float
+    current: float
+    #: The allowed increase, a share of the baseline (0.2: 20 %).
+    limit: float
+
+    @property
+    def increase(self) -> float | None:
+        """The rise as a share of the baseline (None when the baseline's is 0)."""
+        return self.current / self.baseline - 1 if self.baseline else None
+
+
 #: Why a gate failed: one of the decision records.
-GateDecision = Union[SliceBelowThreshold, SliceRegressed, CasesErrored, NoCommonCases, "RunIncomplete"]
+GateDecision = Union[SliceBelowThreshold, SliceRegressed, CasesErrored, NoCommonCases, UsageIncreased, "RunIncomplete"]
 
 
 @dataclass(frozen=True)

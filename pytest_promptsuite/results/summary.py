@@ -38,6 +38,8 @@ from pytest_promptsuite.results.records import tally
 from pytest_promptsuite.results.regression import Judgement
 from pytest_promptsuite.results.regression import judge
 from pytest_promptsuite.results.row import CaseResult
+from pytest_promptsuite.results.usage import UsageReport
+from pytest_promptsuite.results.usage import check_usage
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,8 @@ class Summary:
     #: What this run and the baseline's used (models, hashes), when known.
     run: RunInfo | None = None
     baseline_run: RunInfo | None = None
+    #: The run's calls, tokens and cost (with the baseline's per-case figures beside them), when given.
+    usage: UsageReport | None = None
 
     @property
     def regressions(self) -> tuple[str, ...]:
@@ -99,6 +103,8 @@ class Baseline:
     #: A row read back whole, when ``rows`` left their outputs and prompts on disk
     #: (:class:`~pytest_promptsuite.results.io.StoredResults`).
     full: Reader | None = None
+    #: The baseline's calls, tokens and cost, for ``[gate] max_tokens_increase`` / ``max_cost_increase``.
+    usage: UsageReport | None = None
 
 
 def summarize(
@@ -111,6 +117,7 @@ def summarize(
     settings: GateSettings | None = None,
     run: RunInfo | None = None,
     full: Reader | None = None,
+    usage: UsageReport | None = None,
 ) -> Summary:
     """Summarize ``rows``: per-slice counts, pass rates, Wilson intervals and gates, slices by name.
 
@@ -118,6 +125,8 @@ def summarize(
     with it under ``settings``; ``run`` says what this run used. With prompt variants each (slice,
     variant) is gated on its own, ``variant_order`` (else sorted) putting first the variant the
     others are compared with. ``full`` reads a row back whole when ``rows`` left their texts on disk.
+    ``usage`` (the rows' calls, tokens and cost) is compared with the baseline's under ``[gate]
+    max_tokens_increase`` and ``max_cost_increase``.
     """
     policy, settings = policy or ThresholdPolicy(), settings or GateSettings()
     if baseline is not None and not isinstance(baseline, Baseline):
@@ -139,10 +148,13 @@ def summarize(
     slices, decisions = _slices(tally((r.slice, r.outcome) for r in rows), policy, versions, compared, judgement)
     errored = check_errors(rows)
     totals = sum((s.counts for s in slices), Counts())
+    base_usage = baseline.usage if baseline is not None else None
+    increased = check_usage(usage, base_usage, settings) if usage is not None and base_usage is not None else []
+    ordered = _in_slice_order(decisions, judgement.decisions)
     return Summary(
         totals=totals,
         slices=tuple(slices),
-        gate=GateResult.of([*_in_slice_order(decisions, judgement.decisions), *([errored] if errored else [])]),
+        gate=GateResult.of([*ordered, *increased, *([errored] if errored else [])]),
         tags=_tag_stats(rows),
         variants=_variant_stats(rows),
         repeats=_repeat_stats(rows),
@@ -153,6 +165,7 @@ def summarize(
         tests=judgement.tests,
         run=run,
         baseline_run=baseline.run if baseline is not None else None,
+        usage=None if usage is None else usage.against(base_usage),
     )
 
 

@@ -353,19 +353,21 @@ class PromptSession:
         if not_run:
             reason = why or "some cases reported no result"
             incomplete = RunIncomplete(why=reason, ran=len(self.rows) - len(skipped), not_run=not_run)
+        run = self.run_info()
         self.summary = summarize(
             self.rows,
             threshold_policy(self.options, self.index.configs()),
             baseline=self.baseline,
             variant_order=self.index.variant_order(),
             settings=gate_settings(self.options, self.index.configs()),
-            run=self.run_info(),
+            run=run,
             full=self.full,
+            usage=self._rows.usage.report(prices_of_run(run)),  # counted as rows were spooled
         )
         if incomplete is not None:
             gate = GateResult.of([*self.summary.gate.decisions, incomplete])
             self.summary = dataclasses.replace(self.summary, gate=gate)
-        self.usage = self._rows.usage.report(prices_of_run(self.summary.run))  # counted as rows were spooled
+        self.usage = self.summary.usage
         if self.options.report:
             from pytest_promptsuite.report.writer import write_report
 
