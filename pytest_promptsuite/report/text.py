@@ -154,6 +154,18 @@ def totals_line(usage: UsageReport) -> str:
     return f"totals: {plural(t.calls, 'call')}, {plural(t.cache_hits, 'cache hit')}, {tokens}, {cost}, {latency}"
 
 
+def case_pass_line(summary: Summary, max_ids: int = 20) -> str | None:
+    """Say, under ``[gate] case_pass``, what the rule is and which cases missed it (k of n repeats)."""
+    rule = summary.settings.case_pass
+    if rule is None:
+        return None
+    said = "at least one of its repeats passes" if rule == "any" else f"at least {float(rule):.0%} of its repeats pass"
+    below = summary.below_case_pass
+    cases = [f"{r.key.name(with_repeat=False)} {r.passed} of {r.runs}" for r in below]
+    missed = f"; {plural(len(below), 'case')} did not: " + _id_list(cases, max_ids) if below else ""
+    return f"case_pass {rule}: a case passes when {said} (pass rates count cases){missed}"
+
+
 def summary_lines(
     summary: Summary, *, max_ids: int = 20, gate: bool = True, usage: UsageReport | None = None
 ) -> Iterator[str]:
@@ -179,6 +191,8 @@ def summary_lines(
         yield "flaky (passed in some repeats only): " + _id_list(
             [f"{r.key.name(with_repeat=False)} {r.passed}/{r.runs}" for r in flaky], max_ids
         )
+    if (line := case_pass_line(summary, max_ids)) is not None:
+        yield line
     diff = summary.baseline
     if diff is not None:
         yield (

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from dataclasses import field
 from dataclasses import replace
 
+from pytest_promptsuite.checks.outcome import Outcome
 from pytest_promptsuite.config.settings import GateSettings
 from pytest_promptsuite.config.settings import ThresholdPolicy
 from pytest_promptsuite.results.compare import Comparison
@@ -33,7 +34,10 @@ from pytest_promptsuite.results.records import RunInfo
 from pytest_promptsuite.results.records import SliceStats
 from pytest_promptsuite.results.records import VariantComparison
 from pytest_promptsuite.results.records import VariantSlice
+from pytest_promptsuite.results.records import CaseRule
+from pytest_promptsuite.results.records import case_outcome
 from pytest_promptsuite.results.records import passes
+from pytest_promptsuite.results.records import per_case
 from pytest_promptsuite.results.records import tally
 from pytest_promptsuite.results.regression import Judgement
 from pytest_promptsuite.results.regression import judge
@@ -90,6 +94,11 @@ class Summary:
         """Repeated cases that passed in some repeats only."""
         return tuple(r for r in self.repeats if r.flaky)
 
+    @property
+    def below_case_pass(self) -> tuple[RepeatStats, ...]:
+        """Under ``[gate] case_pass``: the repeated cases that did not meet it."""
+        return tuple(r for r in self.repeats if r.case_passed is False)
+
 
 @dataclass(frozen=True)
 class Baseline:
@@ -132,9 +141,11 @@ def summarize(
     if baseline is not None and not isinstance(baseline, Baseline):
         baseline = Baseline(list(baseline), baseline_source)
     rows = list(rows)
+    rule = settings.case_passes if settings.case_pass is not None else None
+    counted = rows if rule is None else per_case(rows, rule)  # under [gate] case_pass a case counts once
     order = _variant_order(rows, variant_order)
-    compared = _compare_baseline(rows, baseline, order, policy, full)
-    later = {v: compare_variants(rows, order[0], v, policy, full) for v in order[1:]}
+    compared = _compare_baseline(rows, baseline, order, policy, full, rule)
+    later = {v: compare_variants(rows, order[0], v, policy, full, rule) for v in order[1:]}
     judgement = judge(
         baseline=compared,
         variants=later,
@@ -144,8 +155,8 @@ def summarize(
         baseline_run=baseline.run if baseline is not None else None,
         baseline_variant=baseline.variant if baseline is not None else None,
     )
-    versions = _compare_variants(rows, order, policy, later, judgement) if order else None
-    slices, decisions = _slices(tally((r.slice, r.outcome) for r in rows), policy, versions, compared, judgement)
+    versions = _compare_variants(counted, order, policy, later, judgement) if order else None
+    slices, decisions = _slices(tally((r.slice, r.outcome) for r in counted), policy, versions, compared, judgement)
     errored = check_errors(rows)
     totals = sum((s.counts for s in slices), Counts())
     base_usage = baseline.usage if baseline is not None else None
@@ -155,9 +166,9 @@ def summarize(
         totals=totals,
         slices=tuple(slices),
         gate=GateResult.of([*ordered, *increased, *([errored] if errored else [])]),
-        tags=_tag_stats(rows),
-        variants=_variant_stats(rows),
-        repeats=_repeat_stats(rows),
+        tags=_tag_stats(counted),
+        variants=_variant_stats(counted),
+        repeats=_repeat_stats(rows, rule),
         baseline=compared.diff if compared is not None else None,
         policy=policy,
         compared_variants=versions,
@@ -186,6 +197,7 @@ def _compare_baseline(
     order: Sequence[str],
     policy: ThresholdPolicy,
     full_new: Reader | None = None,
+    rule: CaseRule | None = None,
 ) -> Comparison | None:
     """Pair the rows with the baseline's by (case, variant); with ``--prompt-baseline-variant`` the
     baseline's rows of that variant stand for every variant of this run."""
@@ -197,7 +209,7 @@ def _compare_baseline(
         targets: list[str | None] = [*order] or [None]
         base_rows = [replace(r, variant=v) for v in targets for r in chosen]
     full = baseline.full if baseline.variant is None else read_as(baseline.full, baseline.variant)
-    return compare(rows, base_rows, baseline.source, policy, full=full, full_new=full_new)
+    return compare(rows, base_rows, baseline.source, policy, full=full, full_new=full_new, rule=rule)
 
 
 def _variant_order(rows: Sequence[CaseResult], preferred: Sequence[str] | None) -> list[str]:
@@ -306,8 +318,9 @@ def _variant_stats(rows: Sequence[CaseResult]) -> tuple[GroupStats, ...]:
     return tuple(GroupStats(name, c) for name, c in named.items())
 
 
-def _repeat_stats(rows: Sequence[CaseResult]) -> tuple[RepeatStats, ...]:
-    """Count, per repeated case and variant, the runs that count and those that passed."""
+def _repeat_stats(rows: Sequence[CaseResult], rule: CaseRule | None = None) -> tuple[RepeatStats, ...]:
+    """Count, per repeated case and variant, the runs that count and those that passed (and, under a
+    case ``rule``, whether the case passed)."""
     groups: dict[tuple[str, str], list[CaseResult]] = {}
     for row in rows:
         groups.setdefault((row.case_id, row.variant or ""), []).append(row)
@@ -316,7 +329,7 @@ def _repeat_stats(rows: Sequence[CaseResult]) -> tuple[RepeatStats, ...]:
         runs_of = groups[case_id, variant]
         passed, runs = passes(runs_of)
         fraction = passed / runs if runs else None
-        out.append(
-            RepeatStats(case_id, variant or None, runs_of[0].slice, runs=runs, passed=passed, pass_fraction=fraction)
-        )
+        verdict = None if rule is None else case_outcome(runs_of, rule) is Outcome.PASSED
+        stats = RepeatStats(case_id, variant or None, runs_of[0].slice, runs, passed, fraction, case_passed=verdict)
+        out.append(stats)
     return tuple(out)
