@@ -13,8 +13,8 @@ from pytest_promptsuite.cases.prompt_case import CaseKey
 from pytest_promptsuite.checks.outcome import Outcome
 from pytest_promptsuite.report.evidence import regression_lines
 from pytest_promptsuite.report.reasons import reason
-from pytest_promptsuite.report.text import pct
 from pytest_promptsuite.report.text import case_pass_line
+from pytest_promptsuite.report.text import pct
 from pytest_promptsuite.report.text import per_case_cells
 from pytest_promptsuite.report.text import per_case_line
 from pytest_promptsuite.report.text import slice_rows

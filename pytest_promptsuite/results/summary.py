@@ -26,6 +26,7 @@ from pytest_promptsuite.results.gate import ThresholdRule
 from pytest_promptsuite.results.gate import check_errors
 from pytest_promptsuite.results.gate import check_threshold
 from pytest_promptsuite.results.records import BaselineDiff
+from pytest_promptsuite.results.records import CaseRule
 from pytest_promptsuite.results.records import Counts
 from pytest_promptsuite.results.records import GroupStats
 from pytest_promptsuite.results.records import RegressionTest
@@ -34,7 +35,6 @@ from pytest_promptsuite.results.records import RunInfo
 from pytest_promptsuite.results.records import SliceStats
 from pytest_promptsuite.results.records import VariantComparison
 from pytest_promptsuite.results.records import VariantSlice
-from pytest_promptsuite.results.records import CaseRule
 from pytest_promptsuite.results.records import case_outcome
 from pytest_promptsuite.results.records import passes
 from pytest_promptsuite.results.records import per_case
