@@ -132,6 +132,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("--prompt-batch-results", "FILE", _existing_file),
     Option("--prompt-history", "DIR", _existing),
     Option("--prompt-reviews", "FILE", _existing),
+    Option("--prompt-sequential", action="store_true", default=False),
 )
 #: Each option's help text (capitalized, no period).
 HELP: dict[str, str] = {
@@ -170,6 +171,8 @@ HELP: dict[str, str] = {
     "--prompt-batch-results": "Answer the calls from a batch output file made elsewhere, then run the checks",
     "--prompt-history": "Folder of earlier report folders or summary.json files: per-slice trends in the reports",
     "--prompt-reviews": "Review decisions (JSONL, downloaded from the dashboard) applied to unchanged outputs",
+    "--prompt-sequential": "Run the cases in a seeded order (stratified by slice) and stop calling once every "
+    "verdict against the baseline (or the first variant) is settled; the cases left end as skipped",
 }
 
 
@@ -206,6 +209,7 @@ class RunOptions:
     batch: bool = False
     batch_file: str | None = None
     batch_results: Path | None = None
+    sequential: bool = False
 
     @property
     def batch_mode(self) -> bool:

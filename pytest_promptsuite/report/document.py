@@ -43,4 +43,5 @@ def summary_document(summary: Summary, *, usage: UsageReport | None = None) -> d
         "run": summary.run.to_dict() if summary.run is not None else None,
         "baseline_run": summary.baseline_run.to_dict() if summary.baseline_run is not None else None,
         **({} if usage is None else {"usage": usage.to_dict()}),
+        **({} if summary.sequential is None else {"sequential": dict(summary.sequential)}),
     }

@@ -17,6 +17,7 @@ from pytest_promptsuite.report.text import case_pass_line
 from pytest_promptsuite.report.text import pct
 from pytest_promptsuite.report.text import per_case_cells
 from pytest_promptsuite.report.text import per_case_line
+from pytest_promptsuite.report.text import sequential_line
 from pytest_promptsuite.report.text import slice_rows
 from pytest_promptsuite.report.text import totals_line
 from pytest_promptsuite.report.text import usage_cells
@@ -90,6 +91,8 @@ def summary_markdown(
     md += _ids("Review queue (for a human; see review.jsonl)", [_queued(item) for item in review])
     flaky = [f"{r.key.name(with_repeat=False)}: {r.passed}/{r.runs}" for r in summary.flaky]
     md += _ids("Flaky cases (passed in some repeats only)", flaky)
+    if (line := sequential_line(summary)) is not None:
+        md += [md_escape(line), ""]
     if (line := case_pass_line(summary)) is not None:
         below = [f"{r.key.name(with_repeat=False)}: {r.passed} of {r.runs}" for r in summary.below_case_pass]
         md += [md_escape(line.partition(";")[0]), ""]

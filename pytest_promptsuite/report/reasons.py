@@ -8,6 +8,7 @@ from pytest_promptsuite.results.gate import CasesErrored
 from pytest_promptsuite.results.gate import GateDecision
 from pytest_promptsuite.results.gate import NoCommonCases
 from pytest_promptsuite.results.gate import RunIncomplete
+from pytest_promptsuite.results.gate import SettledRegression
 from pytest_promptsuite.results.gate import SliceBelowThreshold
 from pytest_promptsuite.results.gate import SliceRegressed
 from pytest_promptsuite.results.gate import UsageIncreased
@@ -29,6 +30,8 @@ def reason(decision: GateDecision) -> str:
         return _incomplete(decision)
     if isinstance(decision, UsageIncreased):
         return _usage_increased(decision)
+    if isinstance(decision, SettledRegression):
+        return _settled(decision)
     return _errored(decision)
 
 
@@ -108,6 +111,21 @@ def _usage_increased(d: UsageIncreased) -> str:
     return (
         f"{where}: {d.measure} per case rose{by} against the baseline ({figures} per case), more than "
         f"[gate] {key} = {d.limit:g} allows"
+    )
+
+
+def _settled(d: SettledRegression) -> str:
+    if d.exact:
+        return (
+            f"{_where(d.slice, d.variant)}: regressed against the {d.against}, settled once certain after "
+            f"{d.cases} of {d.planned} paired cases: whatever the cases left would do, the drop over all of "
+            f"them exceeds the allowed {points(d.max_drop)} (the drop alone decides: deterministic runs)"
+        )
+    holm = f" after Holm's correction over {d.family} comparisons" if d.family > 1 else ""
+    return (
+        f"{_where(d.slice, d.variant)}: regressed against the {d.against}, settled by the sequential test after "
+        f"{d.cases} of {d.planned} paired cases (pass rate dropped {points(d.drop)}; always-valid "
+        f"p = {d.p_sequential:.3g}{holm}, at most {d.alpha:g}: the sequential share of alpha)"
     )
 
 

@@ -166,6 +166,19 @@ def case_pass_line(summary: Summary, max_ids: int = 20) -> str | None:
     return f"case_pass {rule}: a case passes when {said} (pass rates count cases){missed}"
 
 
+def sequential_line(summary: Summary) -> str | None:
+    """Say what ``--prompt-sequential`` did: when the verdict settled and how many calls that saved."""
+    record = summary.sequential
+    if record is None:
+        return None
+    if record.get("stopped"):
+        return f"sequential: {record['stopped']}; {plural(record['calls_saved'], 'call')} saved (those cases skipped)"
+    return (
+        f"sequential: not settled before the last case; every case ran, judged by the fixed test at alpha "
+        f"{record['final_alpha']:g} (the sequential test spent {record['sequential_alpha']:g})"
+    )
+
+
 def summary_lines(
     summary: Summary, *, max_ids: int = 20, gate: bool = True, usage: UsageReport | None = None
 ) -> Iterator[str]:
@@ -192,6 +205,8 @@ def summary_lines(
             [f"{r.key.name(with_repeat=False)} {r.passed}/{r.runs}" for r in flaky], max_ids
         )
     if (line := case_pass_line(summary, max_ids)) is not None:
+        yield line
+    if (line := sequential_line(summary)) is not None:
         yield line
     diff = summary.baseline
     if diff is not None:

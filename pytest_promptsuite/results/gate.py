@@ -130,8 +130,32 @@ class UsageIncreased:
         return self.current / self.baseline - 1 if self.baseline else None
 
 
+@dataclass(frozen=True)
+class SettledRegression:
+    """A comparison the sequential gate (``--prompt-sequential``) settled as regressed before every case ran:
+    its always-valid p-value reached the level the sequential test spends, after Holm's correction."""
+
+    slice: str
+    variant: str | None
+    #: ``baseline`` or ``variant NAME``.
+    against: str
+    #: The mean drop of the pass rate over the paired cases that ran.
+    drop: float
+    cases: int
+    planned: int
+    p_sequential: float
+    alpha: float
+    family: int
+    #: Settled by the drop alone (``delta``): certain whatever the cases not run would do.
+    exact: bool = False
+    #: The allowed drop.
+    max_drop: float = 0.0
+
+
 #: Why a gate failed: one of the decision records.
-GateDecision = Union[SliceBelowThreshold, SliceRegressed, CasesErrored, NoCommonCases, UsageIncreased, "RunIncomplete"]
+GateDecision = Union[
+    SliceBelowThreshold, SliceRegressed, CasesErrored, NoCommonCases, UsageIncreased, SettledRegression, "RunIncomplete"
+]
 
 
 @dataclass(frozen=True)

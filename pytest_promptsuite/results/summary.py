@@ -4,10 +4,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import field
 from dataclasses import replace
+from typing import Any
 
 from pytest_promptsuite.checks.outcome import Outcome
 from pytest_promptsuite.config.settings import GateSettings
@@ -68,6 +70,8 @@ class Summary:
     baseline_run: RunInfo | None = None
     #: The run's calls, tokens and cost (with the baseline's per-case figures beside them), when given.
     usage: UsageReport | None = None
+    #: ``--prompt-sequential``: its comparisons, when it settled, and the calls it saved.
+    sequential: Mapping[str, Any] | None = None
 
     @property
     def regressions(self) -> tuple[str, ...]:
