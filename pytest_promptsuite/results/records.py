@@ -169,8 +169,12 @@ class RepeatStats:
         return self.pass_fraction is not None and 0 < self.pass_fraction < 1
 
     def to_dict(self) -> dict[str, Any]:
-        """Return the entry of ``summary.json``'s ``flaky`` and ``case_pass.cases`` lists."""
-        return dict(vars(self))
+        """Return the entry of ``summary.json``'s ``flaky`` and ``repeated_cases`` lists (``case_passed``
+        only under ``[gate] case_pass``)."""
+        found = dict(vars(self))
+        if self.case_passed is None:
+            del found["case_passed"]
+        return found
 
 
 #: Which way a case flipped: it passed and now does not, or the other way round.
