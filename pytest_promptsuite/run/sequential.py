@@ -74,6 +74,8 @@ class SequentialRun:
     baseline_repeats: int
     #: With ``compare_variants``: the first variant, which the others are compared with.
     first: str | None
+    #: ``--prompt-baseline-variant``: the baseline's variant every variant of this run pairs with.
+    baseline_variant: str | None = None
     pending: dict[str, list[CaseResult]] = field(default_factory=dict)
     #: Set once the verdict is settled: the reason every later case is skipped with.
     stopped: str | None = None
@@ -130,7 +132,7 @@ class SequentialRun:
         for (slice_name, variant), count in units.items():
             gate.threshold(slice_name, variant, policy.threshold(slice_name)[0], count)
         gate.planned = len(expected)
-        return cls(gate, settings, expected, old, k_old, first)
+        return cls(gate, settings, expected, old, k_old, first, baseline.variant if baseline is not None else None)
 
     def add(self, row: CaseResult) -> bool:
         """Take one row; once its case is whole feed the gate. Return whether calls should stop now."""
@@ -162,7 +164,7 @@ class SequentialRun:
                 counted = outcome not in (Outcome.REVIEW, Outcome.SKIPPED)
                 gate.add_unit(slice_name, variant, outcome is Outcome.PASSED if counted else None)
             key = (slice_name, variant, "baseline")
-            theirs = self.baseline.get((runs[0].case_id, variant)) or self.baseline.get((runs[0].case_id, None))
+            theirs = self.baseline.get((runs[0].case_id, self.baseline_variant or variant))
             if key in gate.streams and theirs is not None:
                 used = min(self.baseline_repeats, len(runs))
                 before, now = _fraction(theirs[:used], settings), _fraction(runs[:used], settings)

@@ -137,3 +137,21 @@ def test_a_deterministic_run_settles_only_when_certain(suite: Suite) -> None:
     assert record["settled_after"] == len(ran) < 10 and record["comparisons"][0]["verdict"] == "regressed"
     assert {r["error"] for r in rows if r["outcome"] == "skipped"} == {f"verdict settled after {len(ran)} of 10 cases"}
     result.stdout.fnmatch_lines(["*settled once certain after * of 10 paired cases*"])
+
+
+def test_compare_variants_settles_without_a_baseline(suite: Suite) -> None:
+    """Two prompt versions in one run, the second losing every case: each case runs both (adjacent in
+    the order), and the run stops once the drop over all ten is certain: after six."""
+    suite.cases([{"case_id": f"c{i}", "input": f"ok {i}", "slice": "s", "must_include": ["ok"]} for i in range(10)])
+    suite.config(
+        '[gate]\ncompare_variants = true\n[variants.good]\nprompt_template = "{input}"\n'
+        '[variants.bad]\nprompt_template = "nothing"\n'
+    )
+    result = suite.run("--prompt-report", "report", "--prompt-sequential", "--prompt-min-pass-rate", "0")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    record = suite.summary()["sequential"]
+    assert record["settled_after"] == 6 and record["calls_saved"] == 8  # 4 cases x 2 variants
+    (comparison,) = record["comparisons"]
+    assert (comparison["variant"], comparison["against"], comparison["verdict"]) == ("bad", "variant good", "regressed")
+    skipped = [r for r in suite.rows() if r["outcome"] == "skipped"]
+    assert len(skipped) == 8 and {r["error"] for r in skipped} == {"verdict settled after 6 of 10 cases"}
