@@ -242,7 +242,7 @@ class UsageTally:
     def add(self, row: CaseResult) -> None:
         """Count one row."""
         group = self._group(row.slice, row.variant)
-        judged = _judged(c.details for c in row.checks)
+        judged = _judged([c.details for c in row.checks if c.details]) if row.checks else ()
         group.add(row.output is not None, len(row.replies) or 1, row.cached, row.latency_ms, row.usage, judged)
 
     def add_line(self, row: Mapping[str, Any]) -> None:
@@ -250,7 +250,7 @@ class UsageTally:
         group = self._group(row["slice"], row.get("variant"))
         answered, calls = row.get("output") is not None, len(row.get("replies") or ()) or 1
         checks = row.get("checks")
-        judged = _judged(c.get("details") for c in checks if isinstance(c, Mapping)) if isinstance(checks, list) else []
+        judged = _judged([c.get("details") for c in checks if type(c) is dict]) if type(checks) is list else ()
         group.add(answered, calls, row.get("cached") is True, row.get("latency_ms"), row.get("usage"), judged)
 
     def report(self, prices: Mapping[str, Prices] | None = None) -> UsageReport:
@@ -274,15 +274,13 @@ class UsageTally:
         )
 
 
-def _judged(details: Iterable[Any]) -> list[Mapping[str, Any]]:
-    """Return the token counts ``llm-rubric`` checks recorded of their judge calls."""
-    found = []
-    for detail in details:
-        if isinstance(detail, Mapping):
-            usage = detail.get("judge_usage")
-            if isinstance(usage, Mapping):
-                found.append(usage)
-    return found
+def _judged(details: list[Any]) -> list[Mapping[str, Any]]:
+    """Return the token counts ``llm-rubric`` checks recorded of their judge calls (in their details)."""
+    return [
+        usage
+        for detail in details
+        if type(detail) is dict and type(usage := detail.get("judge_usage")) is dict  # noqa: E721
+    ]
 
 
 def check_usage(current: UsageReport, baseline: UsageReport, settings: GateSettings) -> list[UsageIncreased]:
