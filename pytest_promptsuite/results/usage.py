@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from collections.abc import Mapping
+from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import field
 from dataclasses import replace
@@ -116,7 +117,7 @@ class _Group:
         cached: bool,
         latency: float | None,
         usage: Mapping[str, Any] | None,
-        judged: Iterable[Mapping[str, Any]] = (),
+        judged: Sequence[Mapping[str, Any]] = (),
     ) -> None:
         self.rows += 1
         if cached:
@@ -125,7 +126,7 @@ class _Group:
             self.calls += calls
         if latency is not None:
             self.latencies.append(latency)
-        if usage:
+        if type(usage) is dict and usage:
             prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
             if isinstance(prompt, int):
                 self.prompt_tokens = (self.prompt_tokens or 0) + prompt
@@ -135,7 +136,7 @@ class _Group:
                 self.measured += 1
             if not cached:
                 self.billed.append((prompt, completion))
-        for judge in judged:
+        for judge in judged:  # an llm-rubric's judge calls
             prompt, completion = judge.get("prompt_tokens"), judge.get("completion_tokens")
             if isinstance(prompt, int):
                 self.judge_prompt_tokens = (self.judge_prompt_tokens or 0) + prompt
@@ -246,12 +247,32 @@ class UsageTally:
         group.add(row.output is not None, len(row.replies) or 1, row.cached, row.latency_ms, row.usage, judged)
 
     def add_line(self, row: Mapping[str, Any]) -> None:
-        """Count one row as its ``results.jsonl`` line holds it."""
+        """Count one row as its ``results.jsonl`` line holds it (as this package wrote it)."""
         group = self._group(row["slice"], row.get("variant"))
         answered, calls = row.get("output") is not None, len(row.get("replies") or ()) or 1
-        checks = row.get("checks")
-        judged = _judged([c.get("details") for c in checks if type(c) is dict]) if type(checks) is list else ()
+        judged: Sequence[Mapping[str, Any]] = ()
+        for check in row.get("checks") or ():  # an llm-rubric's judge calls, in its details
+            if check.get("details"):
+                judged = _judged([c.get("details") for c in row["checks"]])
+                break
         group.add(answered, calls, row.get("cached") is True, row.get("latency_ms"), row.get("usage"), judged)
+
+    def add_read(self, row: Mapping[str, Any]) -> None:
+        """Count one row read back from a file (a baseline's, maybe edited by hand): a field of the wrong
+        type counts as absent."""
+        replies, usage, latency, checks = row.get("replies"), row.get("usage"), row.get("latency_ms"), row.get("checks")
+        self.add_line(
+            {
+                "slice": row["slice"],
+                "variant": row.get("variant"),
+                "output": row.get("output"),
+                "replies": replies if type(replies) is list else None,
+                "cached": row.get("cached"),
+                "latency_ms": latency if type(latency) in (int, float) else None,
+                "usage": usage if type(usage) is dict else None,
+                "checks": [c for c in checks if type(c) is dict] if type(checks) is list else None,
+            }
+        )
 
     def report(self, prices: Mapping[str, Prices] | None = None) -> UsageReport:
         """Return the figures of every row counted so far, each call priced at its variant's ``prices``
@@ -274,13 +295,9 @@ class UsageTally:
         )
 
 
-def _judged(details: list[Any]) -> list[Mapping[str, Any]]:
+def _judged(details: list[Any]) -> Sequence[Mapping[str, Any]]:
     """Return the token counts ``llm-rubric`` checks recorded of their judge calls (in their details)."""
-    return [
-        usage
-        for detail in details
-        if type(detail) is dict and type(usage := detail.get("judge_usage")) is dict  # noqa: E721
-    ]
+    return [usage for detail in details if type(detail) is dict and type(usage := detail.get("judge_usage")) is dict]
 
 
 def check_usage(current: UsageReport, baseline: UsageReport, settings: GateSettings) -> list[UsageIncreased]:

@@ -72,7 +72,7 @@ def open_baseline(options: RunOptions) -> Baseline | None:
 
     def count(row: CaseResult, value: Any) -> None:  # the tokens stay on disk: counted as they pass
         if isinstance(value, dict) and (shard is None or row.case_id in shard):
-            tally.add_line(value)
+            tally.add_read(value)
 
     try:
         stored = stream_results(path, on_row=count)  # outputs and prompts stay on disk until a flip shows them

@@ -4,6 +4,7 @@ fail a run whose figures per case rose more than allowed, per slice and in total
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -127,3 +128,23 @@ def test_bad_gate_values_name_the_line(suite: Suite) -> None:
             "*promptsuite.toml:4: gate.case_pass: Input should be greater than 0 or 'any'*",
         ]
     )
+
+
+def test_a_baseline_with_odd_usage_fields_counts_them_as_absent(suite: Suite, loopback: LoopbackServer) -> None:
+    """A hand-edited baseline whose ``usage`` and ``latency_ms`` are not what a run writes: no traceback,
+    those rows report no tokens (so there is no per-case figure to compare with)."""
+    _cases(suite)
+    lines = [
+        json.dumps({"case_id": c, "slice": s, "outcome": "passed", "usage": u, "latency_ms": "slow"})
+        for c, s, u in (
+            ("a1", "a", "lots"),
+            ("a2", "a", [1, 2]),
+            ("b1", "b", {"prompt_tokens": "2"}),
+            ("b2", "b", None),
+        )
+    ]
+    suite.write("base/results.jsonl", "\n".join(lines) + "\n")
+    _config(suite, loopback, "{input}", max_tokens_increase=0.0)
+    result = suite.run("--prompt-no-cache", "--prompt-report", "report", "--prompt-baseline", "base")
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    assert suite.summary()["usage"]["total"]["baseline_tokens_per_case"] is None
