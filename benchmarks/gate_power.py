@@ -3,6 +3,7 @@
     python benchmarks/gate_power.py                      # 2,000 simulated pairs per cell, all cores
     python benchmarks/gate_power.py --pairs 500 --sizes 200 --repeats 1 3
     python benchmarks/gate_power.py --delta              # also the drop-only rule at 0, 0.02, 0.05
+    python benchmarks/gate_power.py --case-pass 0.8 --repeats 3 5   # cases judged by [gate] case_pass
 
 A slice of N cases: 70 % pass with p = 0.98, 15 % with p = 0.02, 15 % are flaky with p uniform in
 0.2-0.8. Baseline and candidate are drawn independently, each case run k times; a real drop of d
@@ -75,17 +76,18 @@ def draw(p: list[float], k: int, rng: random.Random) -> list[CaseResult]:
     ]
 
 
-def cell(task: tuple[int, int, str, int, int, bool]) -> tuple[int, int, str, int, list[int]]:
+def cell(task: tuple[int, int, str, int, int, bool, float | None]) -> tuple[int, int, str, int, list[int]]:
     """Simulate ``pairs`` pairs of one cell; return how many failed the gate (and the drop-only
-    rule at each limit, with ``delta``)."""
-    n, k, scenario, pairs, seed, delta = task
+    rule at each limit, with ``delta``), cases judged by ``[gate] case_pass`` when given."""
+    n, k, scenario, pairs, seed, delta, case_pass = task
+    settings = GateSettings(case_pass=case_pass)
     rng = random.Random(seed)
     fails = [0] * (1 + (len(DELTA_LIMITS) if delta else 0))
     for _ in range(pairs):
         p = population(n, rng)
         old, new = draw(p, k, rng), draw(dropped(p, SCENARIOS[scenario], rng), k, rng)
         base = Baseline(old, "sim", run=ENDPOINT)
-        summary = summarize(new, ThresholdPolicy(option=0.0), baseline=base, run=ENDPOINT)
+        summary = summarize(new, ThresholdPolicy(option=0.0), baseline=base, run=ENDPOINT, settings=settings)
         fails[0] += not summary.gate.passed
         for j, limit in enumerate(DELTA_LIMITS if delta else ()):
             today = summarize(
@@ -93,17 +95,27 @@ def cell(task: tuple[int, int, str, int, int, bool]) -> tuple[int, int, str, int
                 ThresholdPolicy(option=0.0, max_regression_option=limit),
                 baseline=base,
                 run=ENDPOINT,
-                settings=GateSettings(regression="delta"),
+                settings=GateSettings(regression="delta", case_pass=case_pass),
             )
             fails[1 + j] += not today.gate.passed
     return n, k, scenario, pairs, fails
 
 
-def simulate(sizes: list[int], repeats: list[int], pairs: int, delta: bool, processes: int) -> None:
+def simulate(
+    sizes: list[int], repeats: list[int], pairs: int, delta: bool, processes: int, case_pass: float | None = None
+) -> None:
     """The table of gate failure rates per (N, k) and scenario."""
     chunk = 100
     tasks = [
-        (n, k, scenario, min(chunk, pairs - start), zlib.crc32(f"{n} {k} {scenario} {start}".encode()), delta)
+        (
+            n,
+            k,
+            scenario,
+            min(chunk, pairs - start),
+            zlib.crc32(f"{n} {k} {scenario} {start}".encode()),
+            delta,
+            case_pass,
+        )
         for n in sizes
         for k in repeats
         for scenario in SCENARIOS
@@ -118,7 +130,8 @@ def simulate(sizes: list[int], repeats: list[int], pairs: int, delta: bool, proc
             acc[0] += done
             for j, f in enumerate(fails):
                 acc[1 + j] += f
-    print(f"\n## The gate on simulated pairs ({pairs:,} per cell, {time.perf_counter() - started:.0f} s)\n")
+    rule = "" if case_pass is None else f", [gate] case_pass = {case_pass:g}: a case passes on that share of its k"
+    print(f"\n## The gate on simulated pairs ({pairs:,} per cell{rule}, {time.perf_counter() - started:.0f} s)\n")
     print(
         "Rate at which the gate fails the slice, with 2 standard errors. Targets: false alarms <= 5 % in "
         "every cell; a 10-point drop at N = 200, k = 1 caught >= 90 %; a 5-point drop at N = 200, k = 3 "
@@ -262,9 +275,13 @@ def main() -> None:
     parser.add_argument("--delta", action="store_true", help="also the drop-only rule (slower)")
     parser.add_argument("--e2e", type=int, default=6, help="end-to-end pairs against the loopback server")
     parser.add_argument("--processes", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--case-pass", type=float, default=None, help="judge cases by [gate] case_pass")
+    parser.add_argument("--no-pytest", action="store_true", help="the simulation only")
     args = parser.parse_args()
     print(f"# gate_power (python {sys.version.split()[0]}, {os.cpu_count()} cpus)")
-    simulate(args.sizes, args.repeats, args.pairs, args.delta, args.processes)
+    simulate(args.sizes, args.repeats, args.pairs, args.delta, args.processes, args.case_pass)
+    if args.no_pytest:
+        return
     deterministic()
     if args.e2e:
         end_to_end(args.e2e)

@@ -65,6 +65,10 @@ def pytest_configure(config: pytest.Config) -> None:
             "--prompt-batch, --prompt-batch-file and --prompt-batch-results make one batch of the run's calls in one "
             "process: drop -n"
         )
+    if options.sequential and getattr(config.option, "numprocesses", None):
+        raise pytest.UsageError(
+            "--prompt-sequential decides case by case, in the order it chose, in one process: drop -n"
+        )
     try:
         session = PromptSession(
             options,
@@ -115,8 +119,16 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> PromptFile
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Deselect the cases of the other shards (``--prompt-shard K/N``)."""
+    """Deselect the cases of the other shards (``--prompt-shard K/N``); order the cases for
+    ``--prompt-sequential`` (seeded, stratified by slice; other tests first)."""
     plugin = config.stash.get(session_key, None)
+    if plugin is not None and plugin.session.options.sequential:
+        from pytest_promptsuite.items import PromptItem
+        from pytest_promptsuite.run.sequential import run_order
+
+        ours = [item for item in items if isinstance(item, PromptItem)]
+        others = [item for item in items if not isinstance(item, PromptItem)]
+        items[:] = others + [ours[i] for i in run_order([item.planned for item in ours])]
     shard = plugin.session.options.shard if plugin is not None else None
     if shard is None:
         return
@@ -171,7 +183,12 @@ class _SessionPlugin:
             from pytest_promptsuite.run.prefetch import xdist_queue
 
             upcoming = xdist_queue(self.config.pluginmanager.get_plugins(), session.items) or (lambda n: [])
-        self.session.plan_prefetch(session.items, self._start, upcoming, stop_early=bool(self.config.option.maxfail))
+        try:
+            self.session.plan_sequential([item.planned for item in session.items if isinstance(item, PromptItem)])
+        except PromptSuiteError as exc:
+            raise pytest.UsageError(str(exc)) from exc
+        stop_early = bool(self.config.option.maxfail) or self.session.sequential is not None  # one window ahead
+        self.session.plan_prefetch(session.items, self._start, upcoming, stop_early=stop_early)
         reporter: Any = self.config.pluginmanager.get_plugin("terminalreporter")
         progress = None if reporter is None else (lambda line: reporter.write_line(printable(line)))
         hints = self.session.assembler.hints
@@ -211,6 +228,7 @@ class _SessionPlugin:
             if name == self._result_property:
                 row = self.session.add_row(str(value))  # spooled to a file
                 self._prompt_nodeids.add(report.nodeid)
+                self.session.after_row(row)
                 if report.failed and row.outcome in self._failing:
                     self._failed_prompt_reports += 1  # else a hook broke after the case: not masked
                 del properties[index]  # pytest keeps every report: not every row's text

@@ -19,6 +19,7 @@ from pytest_promptsuite.errors import ModelError
 from pytest_promptsuite.formats.jsonio import find_json
 from pytest_promptsuite.models.base import Model
 from pytest_promptsuite.models.base import ModelRequest
+from pytest_promptsuite.models.base import Response
 from pytest_promptsuite.models.runner import ModelRunner
 from pytest_promptsuite.safety.deadline import BudgetExceeded
 from pytest_promptsuite.safety.deadline import time_budget
@@ -154,8 +155,15 @@ class LlmRubric(Check):
                 "no judge model: configure [models.judge] in the suite config or pass --prompt-judge SPEC",
             )
         prompt = RUBRIC_PROMPT.format(rubric=self.rubric, output=json_text(value))
+        usage: dict[str, Any] = {}
         try:
-            reply = ctx.judge(prompt)
+            if isinstance(ctx.judge, ModelJudge):  # its tokens are counted apart from the tested model's
+                response = ctx.judge.ask(prompt)
+                reply = response.text
+                if response.usage is not None:
+                    usage = {"judge_usage": response.usage.to_dict()}
+            else:
+                reply = ctx.judge(prompt)
         except ModelError as exc:
             return Verdict(False, expected, f"the judge call failed: {exc}")
         except Exception as exc:  # whatever a judge model raised: this check fails, the case runs on
@@ -167,7 +175,7 @@ class LlmRubric(Check):
                 False,
                 expected,
                 f"an unreadable judge reply ({exc}): {shorten(reply)}",
-                details={"judge": ctx.judge_name, "reply": reply},
+                details={"judge": ctx.judge_name, "reply": reply, **usage},
             )
         passed = grade["pass"]
         score = grade.get("score")
@@ -179,7 +187,7 @@ class LlmRubric(Check):
             expected,
             f"{'pass' if passed else 'fail'}, score {score:g}: {reason}",
             score=score,
-            details={"judge": ctx.judge_name, "verdict": passed, "score": score, "reason": reason},
+            details={"judge": ctx.judge_name, "verdict": passed, "score": score, "reason": reason, **usage},
         )
 
 
@@ -192,7 +200,11 @@ class ModelJudge:
         self.params = dict(params or {})
 
     def __call__(self, prompt: str) -> str:
-        return self.runner.call(self.model, ModelRequest(prompt=prompt, params=self.params)).text
+        return self.ask(prompt).text
+
+    def ask(self, prompt: str) -> Response:
+        """Send the rubric prompt; return the whole response (its token usage too)."""
+        return self.runner.call(self.model, ModelRequest(prompt=prompt, params=self.params))
 
 
 class PythonCheck(Check):

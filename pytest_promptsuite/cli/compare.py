@@ -25,6 +25,7 @@ from pytest_promptsuite.results.records import RunInfo
 from pytest_promptsuite.results.row import CaseResult
 from pytest_promptsuite.results.summary import Baseline
 from pytest_promptsuite.results.summary import summarize
+from pytest_promptsuite.results.usage import usage_report
 
 
 #: Exit status for input that cannot be read (argparse uses 2 for usage errors too).
@@ -178,10 +179,12 @@ def run_merge(
         baseline_rows = _read(baseline, err)
         if baseline_rows is None:
             return UNREADABLE
-        against = Baseline(baseline_rows, str(baseline), None, _run_of(_summary_of(baseline, err)))
+        base_run = _run_of(_summary_of(baseline, err))
+        against = Baseline(baseline_rows, str(baseline), None, base_run, usage=usage_report(baseline_rows, base_run))
     run = replace(run, prompt_hash=RunInfo.prompts_hash(rows)) if run is not None else None
-    summary = summarize(rows, policy, baseline=against, settings=GateSettings.from_dict(first), run=run)
-    write_report(out_dir, rows, summary, baseline=against.rows if against is not None else None)
+    settings = GateSettings.from_dict(first)
+    summary = summarize(rows, policy, baseline=against, settings=settings, run=run, usage=usage_report(rows, run))
+    write_report(out_dir, rows, summary, usage=summary.usage, baseline=against.rows if against is not None else None)
     for line in summary_lines(summary):
         print(line, file=out)
     print(f"promptsuite report: {out_dir}", file=out)

@@ -143,6 +143,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("--prompt-batch-timeout", "SECONDS", _seconds),
     Option("--prompt-history", "DIR", _existing),
     Option("--prompt-reviews", "FILE", _existing),
+    Option("--prompt-sequential", action="store_true", default=False),
 )
 #: Each option's help text (capitalized, no period).
 HELP: dict[str, str] = {
@@ -183,6 +184,8 @@ HELP: dict[str, str] = {
     "the 24 h completion window and an hour)",
     "--prompt-history": "Folder of earlier report folders or summary.json files: per-slice trends in the reports",
     "--prompt-reviews": "Review decisions (JSONL, downloaded from the dashboard) applied to unchanged outputs",
+    "--prompt-sequential": "Run the cases in a seeded order (stratified by slice) and stop calling once every "
+    "verdict against the baseline (or the first variant) is settled; the cases left end as skipped",
 }
 
 
@@ -220,6 +223,7 @@ class RunOptions:
     batch_file: str | None = None
     batch_results: Path | None = None
     batch_timeout: float | None = None
+    sequential: bool = False
 
     @property
     def batch_mode(self) -> bool:

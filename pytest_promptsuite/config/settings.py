@@ -48,6 +48,27 @@ class Share:
         return core_schema.float_schema(ge=0, le=1)
 
 
+class CaseShare:
+    """``[gate] case_pass``: the share of a case's repeats that must pass, in (0, 1], or ``"any"``."""
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        from pydantic_core import core_schema
+
+        share = core_schema.float_schema(gt=0, le=1)
+        return core_schema.union_schema([share, core_schema.literal_schema(["any"])], mode="left_to_right")
+
+
+class Increase:
+    """``[gate] max_tokens_increase`` / ``max_cost_increase``: a share of the baseline, at least 0."""
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        from pydantic_core import core_schema
+
+        return core_schema.float_schema(ge=0, le=100)
+
+
 @dataclass(frozen=True)
 class GateSettings(ConfigTable):
     """How a drop against a baseline (or the first variant) is judged: ``[gate]``, ``--prompt-alpha``."""
@@ -62,6 +83,17 @@ class GateSettings(ConfigTable):
         "are deterministic, else paired).",
     )
     compare_variants: bool = key(False, "Gate each later prompt variant against the first.")
+    case_pass: Annotated[float | str, CaseShare] | None = key(
+        None,
+        'A case passes when at least this share of its repeats pass (1.0: all of them, "any": one); '
+        "the slice's rate then counts cases. Default: each repeat counts on its own.",
+    )
+    max_tokens_increase: Annotated[float, Increase] | None = key(
+        None, "Fail when the tokens per case rose more than this share against the baseline (0.2: 20 %)."
+    )
+    max_cost_increase: Annotated[float, Increase] | None = key(
+        None, "Fail when the cost per case rose more than this share against the baseline (0.2: 20 %)."
+    )
 
     def rule_for(self, deterministic: bool) -> Literal["paired", "delta"]:
         """Return the rule a comparison is judged by, ``auto`` resolved by whether both runs are ``deterministic``."""
@@ -84,7 +116,29 @@ class GateSettings(ConfigTable):
             correction="none" if data.get("correction") == "none" else default.correction,
             regression=regression if regression in ("paired", "delta") else default.regression,
             compare_variants=data.get("compare_variants") is True,
+            case_pass=_case_pass(data.get("case_pass")),
+            max_tokens_increase=_increase(data.get("max_tokens_increase")),
+            max_cost_increase=_increase(data.get("max_cost_increase")),
         )
+
+    def case_passes(self, passed: int, counted: int) -> bool:
+        """Tell whether a case whose ``passed`` of ``counted`` repeats passed meets ``case_pass``."""
+        if self.case_pass == "any":
+            return passed > 0
+        share = 1.0 if self.case_pass is None else float(self.case_pass)
+        return counted > 0 and passed >= share * counted - 1e-9
+
+
+def _case_pass(value: Any) -> float | str | None:
+    if value == "any":
+        return "any"
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value <= 1
+    return float(value) if ok else None
+
+
+def _increase(value: Any) -> float | None:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0
+    return float(value) if ok else None
 
 
 @dataclass(frozen=True)

@@ -428,16 +428,27 @@
     var u = S.usage;
     if (!u || !u.total.rows) return;
     var rows = [];
+    function perCase(v, before, write) {
+      if (v === null || v === undefined) return "-";
+      if (before === null || before === undefined) return write(v);
+      return write(v) + " (baseline " + write(before) + (before ? ", " + (v / before >= 1 ? "+" : "") +
+        Math.round((v / before - 1) * 100) + "%" : "") + ")";
+    }
+    function tok(v) { return v.toLocaleString("en", { maximumFractionDigits: 1, minimumFractionDigits: 1 }); }
+    function usd(v) { return "$" + v.toFixed(6); }
     function add(kind, g) {
+      var judge = g.judge_prompt_tokens == null && g.judge_completion_tokens == null ? "-" :
+        (g.judge_prompt_tokens || 0).toLocaleString("en") + " + " + (g.judge_completion_tokens || 0).toLocaleString("en");
       rows.push([kind, g.name, String(g.calls), String(g.cache_hits),
         g.tokens === null ? "-" : g.tokens.toLocaleString("en"), money(g.cost_usd), ms(g.latency_p50_ms),
-        ms(g.latency_p95_ms)]);
+        ms(g.latency_p95_ms), perCase(g.tokens_per_case, g.baseline_tokens_per_case, tok),
+        perCase(g.cost_per_case, g.baseline_cost_per_case, usd), judge]);
     }
     u.slices.forEach(function (g) { add("slice", g); });
     u.variants.forEach(function (g) { add("variant", g); });
     add("total", u.total);
-    var t = table(["by", "name", "calls", "cache hits", "tokens", "cost", "p50 latency", "p95 latency"], rows,
-      [2, 3, 4, 5, 6, 7]);
+    var t = table(["by", "name", "calls", "cache hits", "tokens", "cost", "p50 latency", "p95 latency",
+      "tokens / case", "cost / case", "judge tokens"], rows, [2, 3, 4, 5, 6, 7, 8, 9, 10]);
     t.id = "usage-table";
     append(document.getElementById("usage"), [el("h2", { text: "Calls, tokens, cost and latency" }),
       u.priced ? null : el("p", { class: "muted", text: "No [model] prices in the config, so no cost." }),

@@ -33,6 +33,7 @@ def summary_document(summary: Summary, *, usage: UsageReport | None = None) -> d
         "tags": [t.to_dict() for t in summary.tags],
         "variants": [v.to_dict() for v in summary.variants],
         "flaky": [r.to_dict() for r in summary.flaky],
+        **({} if summary.settings.case_pass is None else {"repeated_cases": [r.to_dict() for r in summary.repeats]}),
         "baseline": summary.baseline.to_dict() if summary.baseline is not None else None,
         "policy": summary.policy.to_dict(),
         "compared_variants": (summary.compared_variants.to_dict() if summary.compared_variants is not None else None),
@@ -42,4 +43,5 @@ def summary_document(summary: Summary, *, usage: UsageReport | None = None) -> d
         "run": summary.run.to_dict() if summary.run is not None else None,
         "baseline_run": summary.baseline_run.to_dict() if summary.baseline_run is not None else None,
         **({} if usage is None else {"usage": usage.to_dict()}),
+        **({} if summary.sequential is None else {"sequential": dict(summary.sequential)}),
     }

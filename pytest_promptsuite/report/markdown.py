@@ -13,7 +13,11 @@ from pytest_promptsuite.cases.prompt_case import CaseKey
 from pytest_promptsuite.checks.outcome import Outcome
 from pytest_promptsuite.report.evidence import regression_lines
 from pytest_promptsuite.report.reasons import reason
+from pytest_promptsuite.report.text import case_pass_line
 from pytest_promptsuite.report.text import pct
+from pytest_promptsuite.report.text import per_case_cells
+from pytest_promptsuite.report.text import per_case_line
+from pytest_promptsuite.report.text import sequential_line
 from pytest_promptsuite.report.text import slice_rows
 from pytest_promptsuite.report.text import totals_line
 from pytest_promptsuite.report.text import usage_cells
@@ -81,11 +85,19 @@ def summary_markdown(
     md = _gate(summary) + _slice_table(summary)
     if usage is not None:
         md += [md_escape(totals_line(usage)), ""]
+        if (line := per_case_line(usage)) is not None:
+            md += [md_escape(line), ""]
     md += _failing(rows) + _regressed(summary) + _usage(usage) + _trend(history)
     md += _baseline(summary) + _drops(summary) + _variants(summary)
     md += _ids("Review queue (for a human; see review.jsonl)", [_queued(item) for item in review])
     flaky = [f"{r.key.name(with_repeat=False)}: {r.passed}/{r.runs}" for r in summary.flaky]
     md += _ids("Flaky cases (passed in some repeats only)", flaky)
+    if (line := sequential_line(summary)) is not None:
+        md += [md_escape(line), ""]
+    if (line := case_pass_line(summary)) is not None:
+        below = [f"{r.key.name(with_repeat=False)}: {r.passed} of {r.runs}" for r in summary.below_case_pass]
+        md += [md_escape(line.partition(";")[0]), ""]
+        md += _ids("Cases below [gate] case_pass (repeats passed of run)", below)
     return "\n".join(md).rstrip("\n") + "\n"
 
 
@@ -150,8 +162,10 @@ def _usage(usage: UsageReport | None) -> list[str]:
     if usage is None or not usage.total.rows:
         return []
     groups = [("slice", s) for s in usage.slices] + [("variant", v) for v in usage.variants]
-    table = [[kind, md_escape(g.name), *usage_cells(g)] for kind, g in groups]
+    groups.append(("total", usage.total))
+    table = [[kind, md_escape(g.name), *usage_cells(g), *per_case_cells(g)] for kind, g in groups]
     header = ["by", "name", "calls", "cache hits", "tokens", "cost", "p50 latency", "p95 latency"]
+    header += ["tokens / case", "cost / case", "judge tokens"]
     return _collapsed("Calls, tokens, cost and latency by slice and variant", header, table)
 
 

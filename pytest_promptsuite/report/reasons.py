@@ -8,8 +8,10 @@ from pytest_promptsuite.results.gate import CasesErrored
 from pytest_promptsuite.results.gate import GateDecision
 from pytest_promptsuite.results.gate import NoCommonCases
 from pytest_promptsuite.results.gate import RunIncomplete
+from pytest_promptsuite.results.gate import SettledRegression
 from pytest_promptsuite.results.gate import SliceBelowThreshold
 from pytest_promptsuite.results.gate import SliceRegressed
+from pytest_promptsuite.results.gate import UsageIncreased
 
 
 #: Ids named in a sentence before "and N more".
@@ -26,6 +28,10 @@ def reason(decision: GateDecision) -> str:
         return _no_common_cases(decision)
     if isinstance(decision, RunIncomplete):
         return _incomplete(decision)
+    if isinstance(decision, UsageIncreased):
+        return _usage_increased(decision)
+    if isinstance(decision, SettledRegression):
+        return _settled(decision)
     return _errored(decision)
 
 
@@ -91,6 +97,35 @@ def _incomplete(d: RunIncomplete) -> str:
     return (
         f"the run stopped before every case ran ({d.why}): {d.ran} of {d.ran + d.not_run} cases ran; "
         "a partial run never passes the gate"
+    )
+
+
+def _usage_increased(d: UsageIncreased) -> str:
+    where = "in total" if d.scope == "total" else f"slice {d.scope!r}"
+    if d.measure == "tokens":
+        figures, key = f"{d.baseline:,.1f} -> {d.current:,.1f} tokens", "max_tokens_increase"
+    else:
+        figures, key = f"${d.baseline:.6f} -> ${d.current:.6f}", "max_cost_increase"
+    rise = d.increase
+    by = "" if rise is None else f" by {rise:.0%}"
+    return (
+        f"{where}: {d.measure} per case rose{by} against the baseline ({figures} per case), more than "
+        f"[gate] {key} = {d.limit:g} allows"
+    )
+
+
+def _settled(d: SettledRegression) -> str:
+    if d.exact:
+        return (
+            f"{_where(d.slice, d.variant)}: regressed against the {d.against}, settled once certain after "
+            f"{d.cases} of {d.planned} paired cases: whatever the cases left would do, the drop over all of "
+            f"them exceeds the allowed {points(d.max_drop)} (the drop alone decides: deterministic runs)"
+        )
+    holm = f" after Holm's correction over {d.family} comparisons" if d.family > 1 else ""
+    return (
+        f"{_where(d.slice, d.variant)}: regressed against the {d.against}, settled by the sequential test after "
+        f"{d.cases} of {d.planned} paired cases (pass rate dropped {points(d.drop)}; always-valid "
+        f"p = {d.p_sequential:.3g}{holm}, at most {d.alpha:g}: the sequential share of alpha)"
     )
 
 

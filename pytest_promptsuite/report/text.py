@@ -106,6 +106,42 @@ def usage_cells(stats: UsageStats) -> list[str]:
     return [str(stats.calls), str(stats.cache_hits), tokens, money(stats.cost_usd), *latency]
 
 
+def _per_case(value: float | None, before: float | None, write: Callable[[float], str]) -> str:
+    """Write a per-case figure, with the baseline's and the change beside it when known."""
+    if value is None:
+        return "-"
+    if before is None:
+        return write(value)
+    change = f", {value / before - 1:+.0%}" if before else ""
+    return f"{write(value)} (baseline {write(before)}{change})"
+
+
+def per_case_cells(stats: UsageStats) -> list[str]:
+    """Return a group's tokens and cost per case (with the baseline's) and its judge's tokens as cells."""
+    judge = "-"
+    if stats.judge_prompt_tokens is not None or stats.judge_completion_tokens is not None:
+        judge = f"{stats.judge_prompt_tokens or 0:,} + {stats.judge_completion_tokens or 0:,}"
+    return [
+        _per_case(stats.tokens_per_case, stats.baseline_tokens_per_case, lambda v: f"{v:,.1f}"),
+        _per_case(stats.cost_per_case, stats.baseline_cost_per_case, lambda v: f"${v:.6f}"),
+        judge,
+    ]
+
+
+def per_case_line(usage: UsageReport) -> str | None:
+    """Write the tested model's tokens and cost per case (against the baseline's) and the judge's tokens."""
+    t = usage.total
+    if t.tokens_per_case is None and t.judge_prompt_tokens is None and t.judge_completion_tokens is None:
+        return None
+    tokens, cost, judge = per_case_cells(t)
+    parts = [f"per case: {tokens} tokens"]
+    if t.cost_per_case is not None:
+        parts.append(f"cost {cost}")
+    if judge != "-":
+        parts.append(f"judge tokens {judge} (prompt + completion, apart from the model's)")
+    return ", ".join(parts)
+
+
 def totals_line(usage: UsageReport) -> str:
     """Write the run's calls, cache hits, tokens, cost and p95 latency in one line."""
     t = usage.total
@@ -117,6 +153,31 @@ def totals_line(usage: UsageReport) -> str:
         cost = f"cost {money(t.cost_usd)}"
     latency = "p95 latency not measured" if t.latency_p95_ms is None else f"p95 latency {_ms(t.latency_p95_ms)}"
     return f"totals: {plural(t.calls, 'call')}, {plural(t.cache_hits, 'cache hit')}, {tokens}, {cost}, {latency}"
+
+
+def case_pass_line(summary: Summary, max_ids: int = 20) -> str | None:
+    """Say, under ``[gate] case_pass``, what the rule is and which cases missed it (k of n repeats)."""
+    rule = summary.settings.case_pass
+    if rule is None:
+        return None
+    said = "at least one of its repeats passes" if rule == "any" else f"at least {float(rule):.0%} of its repeats pass"
+    below = summary.below_case_pass
+    cases = [f"{r.key.name(with_repeat=False)} {r.passed} of {r.runs}" for r in below]
+    missed = f"; {plural(len(below), 'case')} did not: " + _id_list(cases, max_ids) if below else ""
+    return f"case_pass {rule}: a case passes when {said} (pass rates count cases){missed}"
+
+
+def sequential_line(summary: Summary) -> str | None:
+    """Say what ``--prompt-sequential`` did: when the verdict settled and how many calls that saved."""
+    record = summary.sequential
+    if record is None:
+        return None
+    if record.get("stopped"):
+        return f"sequential: {record['stopped']}; {plural(record['calls_saved'], 'call')} saved (those cases skipped)"
+    return (
+        f"sequential: not settled before the last case; every case ran, judged by the fixed test at alpha "
+        f"{record['final_alpha']:g} (the sequential test spent {record['sequential_alpha']:g})"
+    )
 
 
 def summary_lines(
@@ -131,6 +192,8 @@ def summary_lines(
     yield f"total: {t.cases} cases, {t.passed} passed, {t.failed} failed, {t.error} error, {t.review} review"
     if usage is not None:
         yield totals_line(usage)
+        if (line := per_case_line(usage)) is not None:
+            yield line
     if summary.variants:
         yield "by variant: " + ", ".join(
             f"{v.name} {pct(v.counts.pass_rate)} ({v.counts.passed}/{v.counts.counted})" for v in summary.variants
@@ -142,6 +205,10 @@ def summary_lines(
         yield "flaky (passed in some repeats only): " + _id_list(
             [f"{r.key.name(with_repeat=False)} {r.passed}/{r.runs}" for r in flaky], max_ids
         )
+    if (line := case_pass_line(summary, max_ids)) is not None:
+        yield line
+    if (line := sequential_line(summary)) is not None:
+        yield line
     diff = summary.baseline
     if diff is not None:
         yield (

@@ -15,11 +15,13 @@ from pytest_promptsuite.checks.outcome import Outcome
 from pytest_promptsuite.config.settings import ThresholdPolicy
 from pytest_promptsuite.prompts.core import prompt_display
 from pytest_promptsuite.results.records import BaselineDiff
+from pytest_promptsuite.results.records import CaseRule
 from pytest_promptsuite.results.records import Counts
 from pytest_promptsuite.results.records import Flip
 from pytest_promptsuite.results.records import FlipKind
 from pytest_promptsuite.results.records import SliceFlips
 from pytest_promptsuite.results.records import passes
+from pytest_promptsuite.results.records import per_case
 from pytest_promptsuite.results.records import tally
 from pytest_promptsuite.results.row import CaseResult
 from pytest_promptsuite.results.stats import Stratum
@@ -122,9 +124,11 @@ def _flip(paired: PairedCase, kind: FlipKind, full: Reader | None = None, full_n
 
 
 def _pair(
-    current: dict[CaseKey, list[CaseResult]], other: dict[CaseKey, list[CaseResult]]
+    current: dict[CaseKey, list[CaseResult]], other: dict[CaseKey, list[CaseResult]], rule: CaseRule | None = None
 ) -> tuple[list[PairedCase], tuple[int, int, int]]:
-    """Pair the cases both sides have, each over the first ``min(k)`` repeats."""
+    """Pair the cases both sides have, each over the first ``min(k)`` repeats; under a case ``rule`` each
+    side of a case is one run, passed when the rule holds over those repeats (so both sides' verdicts
+    come from as many repeats, and a case's flip is McNemar's)."""
     k_new = max((len(v) for v in current.values()), default=1)
     k_old = max((len(v) for v in other.values()), default=1)
     used = min(k_new, k_old)
@@ -133,6 +137,8 @@ def _pair(
         old_rows, new_rows = tuple(other[key][:used]), tuple(current[key][:used])
         (old, k_o), (new, k_n) = passes(old_rows), passes(new_rows)
         if k_o and k_n:
+            if rule is not None:
+                old, k_o, new, k_n = int(rule(old, k_o)), 1, int(rule(new, k_n)), 1
             paired.append(PairedCase(key, new_rows[0].slice, Stratum(old, k_o, new, k_n), old_rows, new_rows))
     return paired, (k_old, k_new, used)
 
@@ -145,12 +151,14 @@ def compare(
     *,
     full: Reader | None = None,
     full_new: Reader | None = None,
+    rule: CaseRule | None = None,
 ) -> Comparison:
     """Pair ``rows`` with ``baseline`` case by case: the flips, the new and removed ids, and per slice
     the regressions, fixes and two-sided McNemar p-value. ``full`` (``full_new``) reads a baseline
-    (current) row back whole for a flip, when its texts stayed on disk."""
+    (current) row back whole for a flip, when its texts stayed on disk. Under a case ``rule``
+    (``[gate] case_pass``) cases pair by their verdicts over as many repeats on each side."""
     current, other = _by_case(rows), _by_case(baseline)
-    paired, repeats = _pair(current, other)
+    paired, repeats = _pair(current, other, rule)
     flipped = [(case, kind) for case in paired if (kind := case.kind) is not None]
     flips_of = {name: [0, 0] for name in sorted({r.slice for r in rows})}
     changed: list[Flip] = []
@@ -159,7 +167,7 @@ def compare(
             if kind == wanted:
                 flips_of[case.slice][0 if kind == "regression" else 1] += 1
                 changed.append(_flip(case, kind, full, full_new))
-    base_counts = tally((r.slice, r.outcome) for r in baseline)
+    base_counts = tally((r.slice, r.outcome) for r in (baseline if rule is None else per_case(baseline, rule)))
     limit, limit_source = policy.max_regression()
     diff = BaselineDiff(
         source=source,
@@ -185,7 +193,12 @@ def compare(
 
 
 def compare_variants(
-    rows: Sequence[CaseResult], first: str, later: str, policy: ThresholdPolicy, full: Reader | None = None
+    rows: Sequence[CaseResult],
+    first: str,
+    later: str,
+    policy: ThresholdPolicy,
+    full: Reader | None = None,
+    rule: CaseRule | None = None,
 ) -> Comparison | None:
     """Pair variant ``later``'s rows with variant ``first``'s, case by case; None when either has no
     row. ``full`` reads a row back whole for a flip, when its texts stayed on disk."""
@@ -193,4 +206,5 @@ def compare_variants(
     new = [replace(r, variant=None) for r in rows if r.variant == later]
     if not old or not new:
         return None
-    return compare(new, old, f"variant {first}", policy, full=read_as(full, first), full_new=read_as(full, later))
+    full_old, full_new = read_as(full, first), read_as(full, later)
+    return compare(new, old, f"variant {first}", policy, full=full_old, full_new=full_new, rule=rule)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Literal
 from typing import Union
 
 from pytest_promptsuite.cases.prompt_case import CaseKey
@@ -109,8 +110,52 @@ class CasesErrored:
         return len(self.cases)
 
 
+@dataclass(frozen=True)
+class UsageIncreased:
+    """The tested model's tokens (or cost) per case rose against the baseline by more than ``[gate]
+    max_tokens_increase`` (``max_cost_increase``) allows, in a slice or in ``total``."""
+
+    #: A slice's name, or ``total``.
+    scope: str
+    measure: Literal["tokens", "cost"]
+    #: Per case: the baseline's and this run's (tokens, or USD).
+    baseline: float
+    current: float
+    #: The allowed increase, a share of the baseline (0.2: 20 %).
+    limit: float
+
+    @property
+    def increase(self) -> float | None:
+        """The rise as a share of the baseline (None when the baseline's is 0)."""
+        return self.current / self.baseline - 1 if self.baseline else None
+
+
+@dataclass(frozen=True)
+class SettledRegression:
+    """A comparison the sequential gate (``--prompt-sequential``) settled as regressed before every case ran:
+    its always-valid p-value reached the level the sequential test spends, after Holm's correction."""
+
+    slice: str
+    variant: str | None
+    #: ``baseline`` or ``variant NAME``.
+    against: str
+    #: The mean drop of the pass rate over the paired cases that ran.
+    drop: float
+    cases: int
+    planned: int
+    p_sequential: float
+    alpha: float
+    family: int
+    #: Settled by the drop alone (``delta``): certain whatever the cases not run would do.
+    exact: bool = False
+    #: The allowed drop.
+    max_drop: float = 0.0
+
+
 #: Why a gate failed: one of the decision records.
-GateDecision = Union[SliceBelowThreshold, SliceRegressed, CasesErrored, NoCommonCases, "RunIncomplete"]
+GateDecision = Union[
+    SliceBelowThreshold, SliceRegressed, CasesErrored, NoCommonCases, UsageIncreased, SettledRegression, "RunIncomplete"
+]
 
 
 @dataclass(frozen=True)

@@ -60,11 +60,11 @@ def load_results(path: Path) -> list[CaseResult]:
         return [_row(file, line.number, line.problem, line.value) for line in read_jsonl(fp, strict=False)]
 
 
-def stream_results(path: Path) -> StoredResults:
+def stream_results(path: Path, on_row: OnRow | None = None) -> StoredResults:
     """Read the rows of a ``results.jsonl`` (or the one in a report folder) without their texts; errors as
-    :func:`load_results`."""
+    :func:`load_results`. ``on_row`` is told of each row with its line's whole value."""
     file, fp = _open(path)
-    stored = StoredResults(file)
+    stored = StoredResults(file, on_row=on_row)
     with fp:
         for line in read_jsonl(fp, strict=False):
             stored.keep(line.start, line.end, line.number, line.problem, line.value)

@@ -5,11 +5,13 @@ order, of ``summary.json`` and ``slices.csv``."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from collections.abc import Hashable
 from collections.abc import Iterable
 from collections.abc import Mapping
 from dataclasses import dataclass
 from dataclasses import field
+from dataclasses import replace
 from typing import Any
 from typing import Literal
 from typing import TypeVar
@@ -153,6 +155,8 @@ class RepeatStats:
     runs: int
     passed: int
     pass_fraction: float | None
+    #: Under ``[gate] case_pass``: whether the case met it (None without the rule).
+    case_passed: bool | None = None
 
     @property
     def key(self) -> CaseKey:
@@ -165,8 +169,12 @@ class RepeatStats:
         return self.pass_fraction is not None and 0 < self.pass_fraction < 1
 
     def to_dict(self) -> dict[str, Any]:
-        """Return the entry of ``summary.json``'s ``flaky`` list."""
-        return dict(vars(self))
+        """Return the entry of ``summary.json``'s ``flaky`` and ``repeated_cases`` lists (``case_passed``
+        only under ``[gate] case_pass``)."""
+        found = dict(vars(self))
+        if self.case_passed is None:
+            del found["case_passed"]
+        return found
 
 
 #: Which way a case flipped: it passed and now does not, or the other way round.
@@ -399,3 +407,33 @@ def passes(rows: Iterable[CaseResult]) -> tuple[int, int]:
     """Count (passed, counted) over some runs of a case: review and skipped runs do not count."""
     counted = [r for r in rows if r.outcome not in UNCOUNTED]
     return sum(1 for r in counted if r.outcome is Outcome.PASSED), len(counted)
+
+
+#: Whether a case with ``passed`` of ``counted`` counted runs passes (``[gate] case_pass``).
+CaseRule = Callable[[int, int], bool]
+
+
+def case_outcome(rows: Iterable[CaseResult], rule: CaseRule) -> Outcome:
+    """Return the outcome of one case over its repeats under ``rule``: passed when it holds; else an error
+    when a repeat erred, else failed; review (or skipped) when no repeat counts."""
+    runs = list(rows)
+    passed, counted = passes(runs)
+    if counted and rule(passed, counted):
+        return Outcome.PASSED
+    if not counted:
+        return Outcome.REVIEW if any(r.outcome is Outcome.REVIEW for r in runs) else Outcome.SKIPPED
+    return Outcome.ERROR if any(r.outcome is Outcome.ERROR for r in runs) else Outcome.FAILED
+
+
+def per_case(rows: Iterable[CaseResult], rule: CaseRule) -> list[CaseResult]:
+    """Return a row per case and variant (its first repeat's, in first-seen order) with the outcome of
+    all its repeats under ``rule``: what the pass rates count under ``[gate] case_pass``."""
+    groups: dict[tuple[str, str | None], list[CaseResult]] = {}
+    for row in rows:
+        groups.setdefault((row.case_id, row.variant), []).append(row)
+    out = []
+    for runs in groups.values():
+        first = min(runs, key=lambda r: r.repeat)
+        outcome = case_outcome(runs, rule)
+        out.append(first if first.outcome is outcome and len(runs) == 1 else replace(first, outcome=outcome))
+    return out

@@ -4,11 +4,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import field
 from dataclasses import replace
+from typing import Any
 
+from pytest_promptsuite.checks.outcome import Outcome
 from pytest_promptsuite.config.settings import GateSettings
 from pytest_promptsuite.config.settings import ThresholdPolicy
 from pytest_promptsuite.results.compare import Comparison
@@ -25,6 +28,7 @@ from pytest_promptsuite.results.gate import ThresholdRule
 from pytest_promptsuite.results.gate import check_errors
 from pytest_promptsuite.results.gate import check_threshold
 from pytest_promptsuite.results.records import BaselineDiff
+from pytest_promptsuite.results.records import CaseRule
 from pytest_promptsuite.results.records import Counts
 from pytest_promptsuite.results.records import GroupStats
 from pytest_promptsuite.results.records import RegressionTest
@@ -33,11 +37,15 @@ from pytest_promptsuite.results.records import RunInfo
 from pytest_promptsuite.results.records import SliceStats
 from pytest_promptsuite.results.records import VariantComparison
 from pytest_promptsuite.results.records import VariantSlice
+from pytest_promptsuite.results.records import case_outcome
 from pytest_promptsuite.results.records import passes
+from pytest_promptsuite.results.records import per_case
 from pytest_promptsuite.results.records import tally
 from pytest_promptsuite.results.regression import Judgement
 from pytest_promptsuite.results.regression import judge
 from pytest_promptsuite.results.row import CaseResult
+from pytest_promptsuite.results.usage import UsageReport
+from pytest_promptsuite.results.usage import check_usage
 
 
 @dataclass(frozen=True)
@@ -60,6 +68,10 @@ class Summary:
     #: What this run and the baseline's used (models, hashes), when known.
     run: RunInfo | None = None
     baseline_run: RunInfo | None = None
+    #: The run's calls, tokens and cost (with the baseline's per-case figures beside them), when given.
+    usage: UsageReport | None = None
+    #: ``--prompt-sequential``: its comparisons, when it settled, and the calls it saved.
+    sequential: Mapping[str, Any] | None = None
 
     @property
     def regressions(self) -> tuple[str, ...]:
@@ -86,6 +98,11 @@ class Summary:
         """Repeated cases that passed in some repeats only."""
         return tuple(r for r in self.repeats if r.flaky)
 
+    @property
+    def below_case_pass(self) -> tuple[RepeatStats, ...]:
+        """Under ``[gate] case_pass``: the repeated cases that did not meet it."""
+        return tuple(r for r in self.repeats if r.case_passed is False)
+
 
 @dataclass(frozen=True)
 class Baseline:
@@ -99,6 +116,8 @@ class Baseline:
     #: A row read back whole, when ``rows`` left their outputs and prompts on disk
     #: (:class:`~pytest_promptsuite.results.io.StoredResults`).
     full: Reader | None = None
+    #: The baseline's calls, tokens and cost, for ``[gate] max_tokens_increase`` / ``max_cost_increase``.
+    usage: UsageReport | None = None
 
 
 def summarize(
@@ -111,6 +130,7 @@ def summarize(
     settings: GateSettings | None = None,
     run: RunInfo | None = None,
     full: Reader | None = None,
+    usage: UsageReport | None = None,
 ) -> Summary:
     """Summarize ``rows``: per-slice counts, pass rates, Wilson intervals and gates, slices by name.
 
@@ -118,14 +138,18 @@ def summarize(
     with it under ``settings``; ``run`` says what this run used. With prompt variants each (slice,
     variant) is gated on its own, ``variant_order`` (else sorted) putting first the variant the
     others are compared with. ``full`` reads a row back whole when ``rows`` left their texts on disk.
+    ``usage`` (the rows' calls, tokens and cost) is compared with the baseline's under ``[gate]
+    max_tokens_increase`` and ``max_cost_increase``.
     """
     policy, settings = policy or ThresholdPolicy(), settings or GateSettings()
     if baseline is not None and not isinstance(baseline, Baseline):
         baseline = Baseline(list(baseline), baseline_source)
     rows = list(rows)
+    rule = settings.case_passes if settings.case_pass is not None else None
+    counted = rows if rule is None else per_case(rows, rule)  # under [gate] case_pass a case counts once
     order = _variant_order(rows, variant_order)
-    compared = _compare_baseline(rows, baseline, order, policy, full)
-    later = {v: compare_variants(rows, order[0], v, policy, full) for v in order[1:]}
+    compared = _compare_baseline(rows, baseline, order, policy, full, rule)
+    later = {v: compare_variants(rows, order[0], v, policy, full, rule) for v in order[1:]}
     judgement = judge(
         baseline=compared,
         variants=later,
@@ -135,17 +159,20 @@ def summarize(
         baseline_run=baseline.run if baseline is not None else None,
         baseline_variant=baseline.variant if baseline is not None else None,
     )
-    versions = _compare_variants(rows, order, policy, later, judgement) if order else None
-    slices, decisions = _slices(tally((r.slice, r.outcome) for r in rows), policy, versions, compared, judgement)
+    versions = _compare_variants(counted, order, policy, later, judgement) if order else None
+    slices, decisions = _slices(tally((r.slice, r.outcome) for r in counted), policy, versions, compared, judgement)
     errored = check_errors(rows)
     totals = sum((s.counts for s in slices), Counts())
+    base_usage = baseline.usage if baseline is not None else None
+    increased = check_usage(usage, base_usage, settings) if usage is not None and base_usage is not None else []
+    ordered = _in_slice_order(decisions, judgement.decisions)
     return Summary(
         totals=totals,
         slices=tuple(slices),
-        gate=GateResult.of([*_in_slice_order(decisions, judgement.decisions), *([errored] if errored else [])]),
-        tags=_tag_stats(rows),
-        variants=_variant_stats(rows),
-        repeats=_repeat_stats(rows),
+        gate=GateResult.of([*ordered, *increased, *([errored] if errored else [])]),
+        tags=_tag_stats(counted),
+        variants=_variant_stats(counted),
+        repeats=_repeat_stats(rows, rule),
         baseline=compared.diff if compared is not None else None,
         policy=policy,
         compared_variants=versions,
@@ -153,6 +180,7 @@ def summarize(
         tests=judgement.tests,
         run=run,
         baseline_run=baseline.run if baseline is not None else None,
+        usage=None if usage is None else usage.against(base_usage),
     )
 
 
@@ -173,6 +201,7 @@ def _compare_baseline(
     order: Sequence[str],
     policy: ThresholdPolicy,
     full_new: Reader | None = None,
+    rule: CaseRule | None = None,
 ) -> Comparison | None:
     """Pair the rows with the baseline's by (case, variant); with ``--prompt-baseline-variant`` the
     baseline's rows of that variant stand for every variant of this run."""
@@ -184,7 +213,7 @@ def _compare_baseline(
         targets: list[str | None] = [*order] or [None]
         base_rows = [replace(r, variant=v) for v in targets for r in chosen]
     full = baseline.full if baseline.variant is None else read_as(baseline.full, baseline.variant)
-    return compare(rows, base_rows, baseline.source, policy, full=full, full_new=full_new)
+    return compare(rows, base_rows, baseline.source, policy, full=full, full_new=full_new, rule=rule)
 
 
 def _variant_order(rows: Sequence[CaseResult], preferred: Sequence[str] | None) -> list[str]:
@@ -293,8 +322,9 @@ def _variant_stats(rows: Sequence[CaseResult]) -> tuple[GroupStats, ...]:
     return tuple(GroupStats(name, c) for name, c in named.items())
 
 
-def _repeat_stats(rows: Sequence[CaseResult]) -> tuple[RepeatStats, ...]:
-    """Count, per repeated case and variant, the runs that count and those that passed."""
+def _repeat_stats(rows: Sequence[CaseResult], rule: CaseRule | None = None) -> tuple[RepeatStats, ...]:
+    """Count, per repeated case and variant, the runs that count and those that passed (and, under a
+    case ``rule``, whether the case passed)."""
     groups: dict[tuple[str, str], list[CaseResult]] = {}
     for row in rows:
         groups.setdefault((row.case_id, row.variant or ""), []).append(row)
@@ -303,7 +333,7 @@ def _repeat_stats(rows: Sequence[CaseResult]) -> tuple[RepeatStats, ...]:
         runs_of = groups[case_id, variant]
         passed, runs = passes(runs_of)
         fraction = passed / runs if runs else None
-        out.append(
-            RepeatStats(case_id, variant or None, runs_of[0].slice, runs=runs, passed=passed, pass_fraction=fraction)
-        )
+        verdict = None if rule is None else case_outcome(runs_of, rule) is Outcome.PASSED
+        stats = RepeatStats(case_id, variant or None, runs_of[0].slice, runs, passed, fraction, case_passed=verdict)
+        out.append(stats)
     return tuple(out)

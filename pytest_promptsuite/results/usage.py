@@ -6,12 +6,16 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from collections.abc import Mapping
+from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import field
 from dataclasses import replace
 from typing import Any
+from typing import Literal
 
 from pytest_promptsuite.config.model_table import Prices
+from pytest_promptsuite.config.settings import GateSettings
+from pytest_promptsuite.results.gate import UsageIncreased
 from pytest_promptsuite.results.records import RunInfo
 from pytest_promptsuite.results.row import CaseResult
 
@@ -39,6 +43,17 @@ class UsageStats:
     cost_usd: float | None
     latency_p50_ms: float | None
     latency_p95_ms: float | None
+    #: Rows whose model call reported its tokens (cache hits included): the per-case figures' denominator.
+    measured: int = 0
+    #: The ``llm-rubric`` judge's tokens, apart from the tested model's (None when no judge reported any).
+    judge_prompt_tokens: int | None = None
+    judge_completion_tokens: int | None = None
+    #: The tested model's tokens and USD per measured row (cost at its prices, cache hits priced too).
+    tokens_per_case: float | None = None
+    cost_per_case: float | None = None
+    #: The same figures of the baseline's rows of this group (None without a baseline or its figures).
+    baseline_tokens_per_case: float | None = None
+    baseline_cost_per_case: float | None = None
 
     @property
     def tokens(self) -> int | None:
@@ -60,7 +75,22 @@ class UsageStats:
             "cost_usd": self.cost_usd,
             "latency_p50_ms": self.latency_p50_ms,
             "latency_p95_ms": self.latency_p95_ms,
+            "measured": self.measured,
+            "judge_prompt_tokens": self.judge_prompt_tokens,
+            "judge_completion_tokens": self.judge_completion_tokens,
+            "tokens_per_case": self.tokens_per_case,
+            "cost_per_case": self.cost_per_case,
+            "baseline_tokens_per_case": self.baseline_tokens_per_case,
+            "baseline_cost_per_case": self.baseline_cost_per_case,
         }
+
+    def against(self, baseline: UsageStats | None) -> UsageStats:
+        """Return these figures with the baseline's per-case ones beside them."""
+        if baseline is None:
+            return self
+        return replace(
+            self, baseline_tokens_per_case=baseline.tokens_per_case, baseline_cost_per_case=baseline.cost_per_case
+        )
 
 
 @dataclass
@@ -74,9 +104,20 @@ class _Group:
     latencies: list[float] = field(default_factory=list)
     #: Each call's (prompt, completion) token counts, in order: priced when the report is made.
     billed: list[tuple[Any, Any]] = field(default_factory=list)
+    measured: int = 0
+    judge_prompt_tokens: int | None = None
+    judge_completion_tokens: int | None = None
+    #: The USD of every measured row's tokens, cache hits included (what the prompt costs a case).
+    list_cost: float | None = None
 
     def add(
-        self, answered: bool, calls: int, cached: bool, latency: float | None, usage: Mapping[str, Any] | None
+        self,
+        answered: bool,
+        calls: int,
+        cached: bool,
+        latency: float | None,
+        usage: Mapping[str, Any] | None,
+        judged: Sequence[Mapping[str, Any]] = (),
     ) -> None:
         self.rows += 1
         if cached:
@@ -85,14 +126,22 @@ class _Group:
             self.calls += calls
         if latency is not None:
             self.latencies.append(latency)
-        if usage:
+        if type(usage) is dict and usage:
             prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
             if isinstance(prompt, int):
                 self.prompt_tokens = (self.prompt_tokens or 0) + prompt
             if isinstance(completion, int):
                 self.completion_tokens = (self.completion_tokens or 0) + completion
+            if isinstance(prompt, int) or isinstance(completion, int):
+                self.measured += 1
             if not cached:
                 self.billed.append((prompt, completion))
+        for judge in judged:  # an llm-rubric's judge calls
+            prompt, completion = judge.get("prompt_tokens"), judge.get("completion_tokens")
+            if isinstance(prompt, int):
+                self.judge_prompt_tokens = (self.judge_prompt_tokens or 0) + prompt
+            if isinstance(completion, int):
+                self.judge_completion_tokens = (self.judge_completion_tokens or 0) + completion
 
     def priced(self, prices: Prices | None) -> _Group:
         """Return this group with ``cost_usd`` summed over its calls at ``prices``, in call order."""
@@ -101,20 +150,34 @@ class _Group:
             cost = None if prices is None else prices.cost(prompt, completion)
             if cost is not None:
                 cost_usd = (cost_usd or 0.0) + cost
-        return replace(self, cost_usd=cost_usd)
+        listed = None
+        if prices is not None and self.measured:
+            listed = prices.cost(self.prompt_tokens or 0, self.completion_tokens or 0)
+        return replace(self, cost_usd=cost_usd, list_cost=listed)
 
     def merge(self, other: _Group) -> None:
         self.rows += other.rows
         self.calls += other.calls
         self.cache_hits += other.cache_hits
-        for name in ("prompt_tokens", "completion_tokens", "cost_usd"):
+        self.measured += other.measured
+        for name in (
+            "prompt_tokens",
+            "completion_tokens",
+            "cost_usd",
+            "judge_prompt_tokens",
+            "judge_completion_tokens",
+        ):
             theirs = getattr(other, name)
             if theirs is not None:
                 setattr(self, name, (getattr(self, name) or 0) + theirs)
         self.latencies.extend(other.latencies)
+        if other.list_cost is not None:
+            self.list_cost = (self.list_cost or 0.0) + other.list_cost
 
     def stats(self, name: str) -> UsageStats:
         ordered = sorted(self.latencies)
+        measured = self.measured
+        tokens = (self.prompt_tokens or 0) + (self.completion_tokens or 0)
         return UsageStats(
             name,
             self.rows,
@@ -125,6 +188,11 @@ class _Group:
             self.cost_usd,
             percentile(ordered, 50),
             percentile(ordered, 95),
+            measured,
+            self.judge_prompt_tokens,
+            self.judge_completion_tokens,
+            tokens / measured if measured else None,
+            self.list_cost / measured if measured and self.list_cost is not None else None,
         )
 
 
@@ -137,6 +205,17 @@ class UsageReport:
     variants: tuple[UsageStats, ...] = ()
     #: Whether any model of the run had ``[model] prices`` (else cost is unknown, not zero).
     priced: bool = False
+
+    def against(self, baseline: UsageReport | None) -> UsageReport:
+        """Return the report with the baseline's per-case figures beside each slice's and the total's."""
+        if baseline is None:
+            return self
+        theirs = {s.name: s for s in baseline.slices}
+        return replace(
+            self,
+            total=self.total.against(baseline.total),
+            slices=tuple(s.against(theirs.get(s.name)) for s in self.slices),
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """Return ``summary.json``'s ``usage``."""
@@ -164,13 +243,36 @@ class UsageTally:
     def add(self, row: CaseResult) -> None:
         """Count one row."""
         group = self._group(row.slice, row.variant)
-        group.add(row.output is not None, len(row.replies) or 1, row.cached, row.latency_ms, row.usage)
+        judged = _judged([c.details for c in row.checks if c.details]) if row.checks else ()
+        group.add(row.output is not None, len(row.replies) or 1, row.cached, row.latency_ms, row.usage, judged)
 
     def add_line(self, row: Mapping[str, Any]) -> None:
-        """Count one row as its ``results.jsonl`` line holds it."""
+        """Count one row as its ``results.jsonl`` line holds it (as this package wrote it)."""
         group = self._group(row["slice"], row.get("variant"))
         answered, calls = row.get("output") is not None, len(row.get("replies") or ()) or 1
-        group.add(answered, calls, row.get("cached") is True, row.get("latency_ms"), row.get("usage"))
+        judged: Sequence[Mapping[str, Any]] = ()
+        for check in row.get("checks") or ():  # an llm-rubric's judge calls, in its details
+            if check.get("details"):
+                judged = _judged([c.get("details") for c in row["checks"]])
+                break
+        group.add(answered, calls, row.get("cached") is True, row.get("latency_ms"), row.get("usage"), judged)
+
+    def add_read(self, row: Mapping[str, Any]) -> None:
+        """Count one row read back from a file (a baseline's, maybe edited by hand): a field of the wrong
+        type counts as absent."""
+        replies, usage, latency, checks = row.get("replies"), row.get("usage"), row.get("latency_ms"), row.get("checks")
+        self.add_line(
+            {
+                "slice": row["slice"],
+                "variant": row.get("variant"),
+                "output": row.get("output"),
+                "replies": replies if type(replies) is list else None,
+                "cached": row.get("cached"),
+                "latency_ms": latency if type(latency) in (int, float) else None,
+                "usage": usage if type(usage) is dict else None,
+                "checks": [c for c in checks if type(c) is dict] if type(checks) is list else None,
+            }
+        )
 
     def report(self, prices: Mapping[str, Prices] | None = None) -> UsageReport:
         """Return the figures of every row counted so far, each call priced at its variant's ``prices``
@@ -191,6 +293,36 @@ class UsageTally:
             tuple(g.stats(name) for name, g in variants.items()),
             priced=bool(prices),
         )
+
+
+def _judged(details: list[Any]) -> Sequence[Mapping[str, Any]]:
+    """Return the token counts ``llm-rubric`` checks recorded of their judge calls (in their details)."""
+    return [usage for detail in details if type(detail) is dict and type(usage := detail.get("judge_usage")) is dict]
+
+
+def check_usage(current: UsageReport, baseline: UsageReport, settings: GateSettings) -> list[UsageIncreased]:
+    """Return the increases of tokens or cost per case against the baseline beyond ``[gate]
+    max_tokens_increase`` / ``max_cost_increase``: per slice (in name order), then in total."""
+    limits: list[tuple[Literal["tokens", "cost"], float | None]] = [
+        ("tokens", settings.max_tokens_increase),
+        ("cost", settings.max_cost_increase),
+    ]
+    if all(limit is None for _, limit in limits):
+        return []
+    theirs = {s.name: s for s in baseline.slices}
+    pairs = [(s.name, s, theirs.get(s.name)) for s in current.slices] + [("total", current.total, baseline.total)]
+    found = []
+    for scope, mine, other in pairs:
+        if other is None:
+            continue
+        for measure, limit in limits:
+            now = mine.tokens_per_case if measure == "tokens" else mine.cost_per_case
+            before = other.tokens_per_case if measure == "tokens" else other.cost_per_case
+            if limit is None or now is None or before is None:
+                continue
+            if now > before * (1 + limit) + 1e-12:
+                found.append(UsageIncreased(scope, measure, before, now, limit))
+    return found
 
 
 def prices_of_run(run: RunInfo | None) -> dict[str, Prices]:

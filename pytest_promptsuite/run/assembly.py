@@ -30,6 +30,7 @@ from pytest_promptsuite.prompts.compile import CasePrompts
 from pytest_promptsuite.results.io import load_summary_json
 from pytest_promptsuite.results.io import stream_results
 from pytest_promptsuite.results.records import RunInfo
+from pytest_promptsuite.results.row import CaseResult
 from pytest_promptsuite.results.summary import Baseline
 from pytest_promptsuite.run.pipeline import CasePipeline
 from pytest_promptsuite.safety.scrub import public_url
@@ -64,15 +65,25 @@ def open_baseline(options: RunOptions) -> Baseline | None:
     path, shard = options.baseline, options.shard
     if path is None:
         return None
+    from pytest_promptsuite.results.usage import UsageTally
+    from pytest_promptsuite.results.usage import prices_of_run
+
+    tally = UsageTally()
+
+    def count(row: CaseResult, value: Any) -> None:  # the tokens stay on disk: counted as they pass
+        if isinstance(value, dict) and (shard is None or row.case_id in shard):
+            tally.add_read(value)
+
     try:
-        stored = stream_results(path)  # outputs and prompts stay on disk until a flip shows them
+        stored = stream_results(path, on_row=count)  # outputs and prompts stay on disk until a flip shows them
         summary = load_summary_json(path)
     except PromptSuiteError as exc:
         raise ConfigError(f"--prompt-baseline: {exc}") from exc
     rows = stored.rows if shard is None else [r for r in stored.rows if r.case_id in shard]
     run = summary.get("run") if summary else None
     info = RunInfo.from_dict(run) if isinstance(run, dict) else None
-    return Baseline(rows, str(path), options.baseline_variant, info, full=stored.full)
+    usage = tally.report(prices_of_run(info))
+    return Baseline(rows, str(path), options.baseline_variant, info, full=stored.full, usage=usage)
 
 
 def open_reviews_and_history(options: RunOptions, *, is_worker: bool) -> tuple[ReviewBook | None, History | None]:

@@ -57,6 +57,7 @@ from pytest_promptsuite.run.pipeline import CasePipeline
 from pytest_promptsuite.run.pipeline import PlannedCase
 from pytest_promptsuite.run.pipeline import error_row
 from pytest_promptsuite.run.prefetch import Prefetcher
+from pytest_promptsuite.run.sequential import SequentialRun
 from pytest_promptsuite.safety.scrub import public_url
 from pytest_promptsuite.safety.scrub import register
 
@@ -134,6 +135,8 @@ class PromptSession:
         self.usage: UsageReport | None = None
         self._pipelines: dict[SuiteKey, CasePipeline] = {}
         self._prefetcher: Prefetcher | None = None
+        #: ``--prompt-sequential``: the comparisons fed as cases finish, and why calls stopped.
+        self.sequential: SequentialRun | None = None
 
     def collect_file(self, path: Path, make_check: MakeCheck, *, render: bool = True) -> list[PlannedCase]:
         """Plan every item of a case file: each case in each variant and repeat, with its checks.
@@ -226,9 +229,38 @@ class PromptSession:
             return []
         return prompts.label_prompts(self._pipelines[planned.suite].case_of(planned), variant=planned.key.variant)
 
+    def plan_sequential(self, planned: Sequence[PlannedCase]) -> None:
+        """Plan ``--prompt-sequential``'s comparisons of the cases ``planned`` (in run order), if it was given."""
+        if not self.options.sequential or self.is_worker:
+            return
+        settings = gate_settings(self.options, self.index.configs())
+        if self.baseline is None and not settings.compare_variants:
+            raise ConfigError(
+                "--prompt-sequential stops calling once the comparison is settled: it needs --prompt-baseline "
+                "or [gate] compare_variants = true"
+            )
+        from pytest_promptsuite.run.sequential import SequentialRun
+
+        self.sequential = SequentialRun.plan(
+            planned,
+            baseline=self.baseline,
+            settings=settings,
+            policy=threshold_policy(self.options, self.index.configs()),
+            variant_order=self.index.variant_order(),
+            deterministic=self.run_info().deterministic,
+        )
+
+    def after_row(self, row: CaseResult) -> None:
+        """Feed a row to the sequential gate; once the verdict is settled, stop the calls started ahead."""
+        if self.sequential is not None and self.sequential.add(row):
+            self.cancel_pending()
+
     def run(self, planned: PlannedCase) -> CaseResult:
         """Run one planned case (its failures are its row's outcome, never a raise).
-        Once an endpoint is unusable, the calls started for later cases are cancelled."""
+        Once an endpoint is unusable, the calls started for later cases are cancelled; once the sequential
+        gate's verdict is settled, no case makes a call: it ends ``skipped``."""
+        if self.sequential is not None and self.sequential.stopped is not None:
+            return dataclasses.replace(error_row(planned, self.sequential.stopped), outcome=Outcome.SKIPPED)
         try:
             result = self._pipelines[planned.suite].run(planned)
         except Exception as exc:  # a bug (ours or a plugin's) still ends the case with its row
@@ -290,7 +322,8 @@ class PromptSession:
 
     def advance(self, item: Any, nextitem: Any | None) -> None:
         """Keep the calls of the items after ``item`` started, as it is about to run."""
-        if self._prefetcher is not None and self.runner.fatal is None:
+        stopped = self.sequential is not None and self.sequential.stopped is not None
+        if self._prefetcher is not None and self.runner.fatal is None and not stopped:
             self._prefetcher.advance(item, nextitem)
 
     def cancel_pending(self) -> None:
@@ -373,25 +406,38 @@ class PromptSession:
             return None
         self._know_every_suite()
         incomplete = None
-        skipped = [row for row in self.rows if row.outcome is Outcome.SKIPPED]
+        sequential = self.sequential
+        settled = [] if sequential is None else [row for row in self.rows if sequential.skipped(row)]
+        skipped = [
+            row
+            for row in self.rows
+            if row.outcome is Outcome.SKIPPED and not (sequential is not None and sequential.skipped(row))
+        ]
         if skipped and not self.options.batch_file:  # the budget ran out: calls were not issued
             not_run, why = not_run + len(skipped), why or skipped[0].error
         if not_run:
             reason = why or "some cases reported no result"
             incomplete = RunIncomplete(why=reason, ran=len(self.rows) - len(skipped), not_run=not_run)
+        run = self.run_info()
+        settings = gate_settings(self.options, self.index.configs())
+        if sequential is not None and sequential.stopped is None:
+            settings = sequential.final_settings()  # every case ran: the fixed test, at the level left to it
         self.summary = summarize(
             self.rows,
             threshold_policy(self.options, self.index.configs()),
             baseline=self.baseline,
             variant_order=self.index.variant_order(),
-            settings=gate_settings(self.options, self.index.configs()),
-            run=self.run_info(),
+            settings=settings,
+            run=run,
             full=self.full,
+            usage=self._rows.usage.report(prices_of_run(run)),  # counted as rows were spooled
         )
+        if sequential is not None:
+            self.summary = sequential.judge(self.summary, calls_saved=len(settled))
         if incomplete is not None:
             gate = GateResult.of([*self.summary.gate.decisions, incomplete])
             self.summary = dataclasses.replace(self.summary, gate=gate)
-        self.usage = self._rows.usage.report(prices_of_run(self.summary.run))  # counted as rows were spooled
+        self.usage = self.summary.usage
         if self.options.report:
             from pytest_promptsuite.report.writer import write_report
 

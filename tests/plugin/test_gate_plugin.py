@@ -3,6 +3,7 @@ the run record in ``summary.json``, variants with models of their own, and diff'
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -165,3 +166,33 @@ def test_diff_exits_1_on_a_regression_0_otherwise_2_when_unreadable(suite: Suite
         json.dumps({"case_id": "zz", "slice": "s", "outcome": "passed"}) + "\n", "utf-8"
     )
     assert cli_main(["diff", base, str(suite.path / "other.jsonl")]) == 1  # nothing in common
+
+
+def _drawn_passes(prompt: str, p: float, runs: int, seed: int = 0) -> int:
+    """How many of ``runs`` attempts the loopback server echoes a ``<<pass p>>`` prompt (its own draw)."""
+    draws = [hashlib.sha256(f"pass\0{seed}\0{prompt}\0{a}".encode()).digest() for a in range(runs)]
+    return sum(int.from_bytes(d[:8], "big") / 2**64 < p for d in draws)
+
+
+@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist"])
+def test_case_pass_counts_cases_over_their_repeats(suite: Suite, loopback: LoopbackServer, xdist: list[str]) -> None:
+    """Five repeats of each case against seeded answers: a case passes when 4 of its 5 pass; under
+    pytest-xdist a case's repeats run on either worker and the controller judges the case."""
+    inputs = [f"case {i} <<pass 0.7>>" for i in range(12)]
+    suite.cases(
+        [{"case_id": f"c{i:02d}", "input": text, "slice": "s", "must_include": [text]} for i, text in enumerate(inputs)]
+    )
+    suite.config({"model": loopback.model(), "gate": {"case_pass": 0.8}, "thresholds": {"default": 0.0}})
+    result = suite.run("--prompt-no-cache", "--prompt-repeat", "5", "--prompt-report", "report", *xdist)
+    assert result.ret == pytest.ExitCode.OK
+    k = [_drawn_passes(text, 0.7, 5) for text in inputs]
+    assert 0 < sum(n >= 4 for n in k) < 12  # the draw makes both kinds
+    summary = suite.summary()
+    (stats,) = summary["slices"]
+    assert (stats["cases"], stats["passed"], stats["failed"]) == (12, sum(n >= 4 for n in k), sum(n < 4 for n in k))
+    by_case = {c["case_id"]: (c["passed"], c["runs"], c["case_passed"]) for c in summary["repeated_cases"]}
+    assert by_case == {f"c{i:02d}": (n, 5, n >= 4) for i, n in enumerate(k)}
+    missed = ", ".join(f"c{i:02d} {n} of 5" for i, n in enumerate(k) if n < 4)
+    result.stdout.fnmatch_lines(
+        [f"*case_pass 0.8: a case passes when at least 80% of its repeats pass*did not: {missed}"]
+    )

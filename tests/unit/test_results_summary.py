@@ -20,8 +20,11 @@ from pytest_promptsuite.results.gate import SliceBelowThreshold
 from pytest_promptsuite.results.gate import SliceRegressed
 from pytest_promptsuite.results.gate import ThresholdRule
 from pytest_promptsuite.results.records import Counts
+from pytest_promptsuite.results.records import RunInfo
 from pytest_promptsuite.results.row import CaseResult
+from pytest_promptsuite.results.summary import Baseline
 from pytest_promptsuite.results.summary import summarize
+from pytest_promptsuite.results.usage import usage_report
 from tests.unit.reference_stats import mcnemar_by_fractions
 from tests.unit.reference_stats import wilson_by_quadratic
 
@@ -278,3 +281,63 @@ def test_variants_are_diffed_separately() -> None:
     old = [row("a", "s", "passed", variant="v1"), row("a", "s", "passed", variant="v2")]
     new = [row("a", "s", "passed", variant="v1"), row("a", "s", "failed", variant="v2")]
     assert summarize(new, baseline=old).regressions == ("a[v2]",)
+
+
+def test_tokens_and_cost_per_case_count_cache_hits_and_the_judge_apart() -> None:
+    """Per case: every row that reported tokens, a cache hit too (it costs the same prompt); the
+    judge's tokens, recorded by ``llm-rubric`` in its details, are summed apart. At 1 and 2 USD a
+    token: (3 + 6) x 1 + (1 + 3) x 2 = 17 USD over 2 rows."""
+    models = {"": {"spec": "openai:m", "prices": {"prompt": 1_000_000, "completion": 2_000_000}}}
+    run = RunInfo("0", models)
+    judged = CheckResult(
+        "metric", "llm-rubric", True, "pass", details={"judge_usage": {"prompt_tokens": 50, "completion_tokens": 5}}
+    )
+    rows = [
+        CaseResult(
+            case_id="a",
+            slice="s",
+            outcome="passed",
+            output="x",
+            usage={"prompt_tokens": 3, "completion_tokens": 1},
+            checks=(judged,),
+        ),
+        CaseResult(
+            case_id="b",
+            slice="s",
+            outcome="passed",
+            output="y",
+            cached=True,
+            usage={"prompt_tokens": 6, "completion_tokens": 3},
+        ),
+    ]
+    usage = usage_report(rows, run)
+    total = usage.total
+    assert (total.measured, total.tokens_per_case, total.cost_per_case) == (2, 6.5, pytest.approx(17 / 2))
+    assert (total.judge_prompt_tokens, total.judge_completion_tokens) == (50, 5)
+    assert total.cost_usd == pytest.approx(3 + 2)  # what was billed: the cache hit cost nothing
+    cheaper = [
+        CaseResult(
+            case_id=r.case_id,
+            slice="s",
+            outcome="passed",
+            output="z",
+            usage={"prompt_tokens": 2, "completion_tokens": 1},
+        )
+        for r in rows
+    ]
+    base = Baseline(cheaper, "b", run=run, usage=usage_report(cheaper, run))
+    limits = GateSettings(max_tokens_increase=1.0, max_cost_increase=1.0)
+    summary = summarize(rows, ThresholdPolicy(option=0.0), baseline=base, settings=limits, usage=usage)
+    assert [reason(d) for d in summary.gate.decisions] == [
+        "slice 's': tokens per case rose by 117% against the baseline (3.0 -> 6.5 tokens per case), "
+        "more than [gate] max_tokens_increase = 1 allows",
+        "slice 's': cost per case rose by 112% against the baseline ($4.000000 -> $8.500000 per case), "
+        "more than [gate] max_cost_increase = 1 allows",
+        "in total: tokens per case rose by 117% against the baseline (3.0 -> 6.5 tokens per case), "
+        "more than [gate] max_tokens_increase = 1 allows",
+        "in total: cost per case rose by 112% against the baseline ($4.000000 -> $8.500000 per case), "
+        "more than [gate] max_cost_increase = 1 allows",
+    ]
+    assert summary_document(summary, usage=summary.usage)["usage"]["total"]["baseline_cost_per_case"] == pytest.approx(
+        4.0
+    )

@@ -80,11 +80,18 @@ def test_gate_settings_defaults_and_what_a_summary_recorded() -> None:
         "correction": "holm",
         "regression": "auto",
         "compare_variants": False,
+        "case_pass": None,
+        "max_tokens_increase": None,
+        "max_cost_increase": None,
     }
     settings = GateSettings(alpha=0.1, correction="none", regression="delta", compare_variants=True)
     assert GateSettings.from_dict(settings.to_dict()) == settings
+    limits = GateSettings(case_pass=0.8, max_tokens_increase=0.2, max_cost_increase=0.5)
+    assert GateSettings.from_dict(limits.to_dict()) == limits
+    assert GateSettings.from_dict({"case_pass": "any"}).case_pass == "any"
     assert GateSettings.from_dict({}) == GateSettings()
     odd = {"alpha": 1.5, "correction": "bonferroni", "regression": "maybe", "compare_variants": 1}
+    odd |= {"case_pass": 0, "max_tokens_increase": -1, "max_cost_increase": True}
     assert GateSettings.from_dict(odd) == GateSettings()  # a value no run could have used: the default
 
 
