@@ -393,6 +393,9 @@ SUMMARY_FIELDS = {
     "regression": "The regression rule: `auto`, `paired` or `delta`.",
     "compare_variants": "Whether later variants were gated against the first.",
     "max_regression": "The allowed drop of a slice's pass rate.",
+    "case_pass": "`[gate] case_pass`: the share of a case's repeats that must pass (`any` for one), or null.",
+    "max_tokens_increase": "`[gate] max_tokens_increase`: the allowed rise of tokens per case, or null.",
+    "max_cost_increase": "`[gate] max_cost_increase`: the allowed rise of cost per case, or null.",
     "regression_tests": "Each regression test in numbers (strata, p-value, power).",
     "run": "What the run used: each variant's model spec, base URL and params, the case files' and prompts' "
     "hashes, the promptsuite version.",
