@@ -30,7 +30,7 @@ def _our_verdicts(suite: Suite, imported: Path) -> dict[tuple[int, int], bool]:
     suite.run("--prompt-report", "report", "-p", "no:cacheprovider", paths=["suite"])
     verdicts = {}
     for row in suite.rows():
-        key = (int(row["case_id"].removeprefix("test-")) - 1, int(row["variant"].removeprefix("p")) - 1)
+        key = (int(row["case_id"].removeprefix("test-")) - 1, int((row["variant"] or "p1").removeprefix("p")) - 1)
         verdicts[key] = row["outcome"] == "passed"
     return verdicts
 
@@ -211,3 +211,38 @@ def test_a_key_in_the_config_is_never_written(tmp_path: Path, capsys: pytest.Cap
     written = [p.read_text(encoding="utf-8") for p in suite.rglob("*") if p.is_file()]
     assert len(written) == 3 and not any(key in text for text in written)
     assert "Use *** for {{ x }}" in (suite / "prompts" / "prompt-1.txt").read_text(encoding="utf-8")
+
+
+def test_an_uncarried_assert_never_turns_into_a_passing_case(
+    tmp_path: Path, suite: Suite, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "promptfooconfig.yaml"
+    config.write_text(
+        "prompts: ['Say {{ x }}']\n"
+        "providers: [echo]\n"
+        "tests:\n"
+        "  - vars: {x: hi}\n"  # every assert dropped: promptfoo's verdict cannot be known
+        "    assert: [{type: factuality, value: hi}]\n"
+        "  - vars: {x: hi}\n"  # the carried one passes, the dropped one decides
+        "    assert: [{type: contains, value: hi}, {type: g-eval, value: hi}]\n"
+        "  - vars: {x: hi}\n"  # an assert whose transform is not carried
+        "    assert: [{type: contains, value: HI, transform: output.toUpperCase()}]\n"
+        "  - vars: {x: hi}\n"  # a test option that changes what every assert sees
+        "    options: {transform: output.toUpperCase(), provider: openai:gpt-4o}\n"
+        "    assert: [{type: contains, value: Say}]\n"
+        "  - vars: {x: hi}\n"  # carried in full: it passes
+        "    assert: [{type: contains, value: hi}]\n",
+        encoding="utf-8",
+    )
+    status, imported = _import(tmp_path, config)
+    printed = capsys.readouterr().out
+    assert status == 0
+    assert f"not carried over: {config}:4: assert[0]: factuality" in printed
+    assert f"not carried over: {config}:6: assert[1]: g-eval" in printed
+    assert f"not carried over: {config}:8: assert[0]: contains (its transform)" in printed
+    assert f"not carried over: {config}:10: options: test options (transform)" in printed
+    assert f"not carried over: {config}:10: options (provider)" in printed
+    outcomes = {k: v for k, v in sorted(_our_verdicts(suite, imported).items())}
+    assert outcomes == {(0, 0): False, (1, 0): False, (2, 0): False, (3, 0): False, (4, 0): True}
+    failed = [row for row in suite.rows() if row["outcome"] != "passed"]
+    assert all(any("was not carried over by the import" in c["message"] for c in row["checks"]) for row in failed)

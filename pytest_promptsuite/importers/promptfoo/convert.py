@@ -31,6 +31,8 @@ _KEYS = frozenset(
     "description prompts providers tests defaultTest outputPath sharing env evaluateOptions commandLineOptions "
     "writeLatestResults nunjucksFilters metadata scenarios derivedMetrics extensions redteam tags".split()
 )
+#: The config's keys that are carried over; every other key present is listed in the import report.
+_CARRIED = frozenset("description prompts providers tests defaultTest".split())
 _CHAT_ROLES = {"system": "system", "user": "user", "assistant": "assistant"}
 
 
@@ -258,7 +260,7 @@ def promptfoo_suite(path: Path, *, slice_key: str | None = None) -> ImportedSuit
     unknown = sorted(set(config.data) - _KEYS)
     if unknown:
         raise ConfigError(f"{config.where(unknown[0])}: unknown key {unknown[0]!r} in a promptfoo config")
-    for key in ("scenarios", "extensions", "redteam", "derivedMetrics", "nunjucksFilters", "env"):
+    for key in sorted(_KEYS - _CARRIED):
         if config.data.get(key):
             config.notes.append(f"{config.where(key)}: {key} not carried over")
     prompts, providers = _prompts(config), _providers(config)
@@ -295,7 +297,7 @@ def promptfoo_suite(path: Path, *, slice_key: str | None = None) -> ImportedSuit
             if relative in files or relative == "promptsuite.toml":
                 raise ConfigError(f"{path}: file://{relative}: a code assert's file may not be named {relative}")
             files[relative] = config.read_text(relative, str(path))
-    notes = [*config.notes, *(f"not carried over: {u}" for u in unsupported)]
+    notes = list(dict.fromkeys([*config.notes, *(f"not carried over: {u}" for u in unsupported)]))
     header = f"Imported by `promptsuite import promptfoo` from {path.name}."
     return ImportedSuite(name=path.stem, config=suite_config, files=files, notes=notes, header=header)
 

@@ -64,12 +64,20 @@ class AssertModule:
         )
         return f"file://promptfoo_asserts.py:{name}"
 
+    def uncarried(self, what: str, where: str) -> str:
+        """Add a function that fails the case for an assert (or test option) not carried over, so a
+        case never passes on the checks that remain; return the ``python`` check value naming it."""
+        name = f"not_carried_{len(self.functions) + 1}"
+        self.functions.append(f"def {name}(output, case):\n    return not_carried({what!r}, {where!r})\n")
+        return f"file://promptfoo_asserts.py:{name}"
+
     def text(self) -> str:
         """Return the module's source."""
         head = (
             '"""The javascript and python asserts of an imported promptfoo config, as python checks."""\n\n'
             "from pathlib import Path\n\n"
             "from pytest_promptsuite.importers.promptfoo.runtime import javascript\n"
+            "from pytest_promptsuite.importers.promptfoo.runtime import not_carried\n"
             "from pytest_promptsuite.importers.promptfoo.runtime import python_assert\n\n\n"
             "_HERE = Path(__file__).resolve().parent\n\n\n"
         )
@@ -91,23 +99,46 @@ def _fill(value: Any, variables: Mapping[str, Any], where: str) -> Any:
     return value
 
 
+#: An assert's keys that are carried over (``metric`` only names it in promptfoo's report).
+_ASSERT_KEYS = frozenset({"type", "value", "threshold", "weight", "metric", "assert"})
+#: An assert's keys that change its verdict on any model: an assert with one is not carried over.
+_VERDICT_KEYS = ("transform", "contextTransform")
+#: A test's keys that are carried over.
+_TEST_KEYS = frozenset({"description", "vars", "assert", "metadata", "threshold", "options"})
+#: A test's options that change every assert's verdict: a case with one fails as not carried over.
+_VERDICT_OPTIONS = ("transform", "transformVars", "postprocess")
+
+
+def _not_carried(kind: str, why: str, code: AssertModule, where: str, unsupported: list[str]) -> dict[str, Any]:
+    """List an assert in ``unsupported`` and return the check that fails its case in its place."""
+    what = f"{kind} ({why})" if why else kind
+    unsupported.append(f"{where}: {what}")
+    return {"type": "python", "value": code.uncarried(what, where)}
+
+
 def map_assert(
     raw: Any, variables: Mapping[str, Any], code: AssertModule, where: str, unsupported: list[str]
-) -> dict[str, Any] | None:
-    """Map one promptfoo assert to ours (None: listed in ``unsupported``)."""
+) -> dict[str, Any]:
+    """Map one promptfoo assert to ours; one that is not carried over is listed in ``unsupported``
+    and becomes a check that fails the case, never a case that passes without it."""
     if not isinstance(raw, Mapping) or not isinstance(raw.get("type"), str):
         raise ConfigError(f"{where}: an assert is an object with a 'type'")
     kind: str = raw["type"]
     negated = kind.startswith("not-")
     base = kind[4:] if negated else kind
+    changing = [k for k in _VERDICT_KEYS if k in raw]
+    if changing:
+        return _not_carried(kind, f"its {', '.join(changing)}", code, where, unsupported)
+    extra = sorted(set(map(str, raw)) - _ASSERT_KEYS)
+    if extra:
+        unsupported.append(f"{where}: {kind} keys {', '.join(extra)}")
     value = _fill(raw.get("value"), variables, where)
     out: dict[str, Any] = {}
     if "weight" in raw:
         out["weight"] = raw["weight"]
     if base in ("javascript", "python"):
         if negated:
-            unsupported.append(f"{where}: {kind} (a negated code assert)")
-            return None
+            return _not_carried(kind, "a negated code assert", code, where, unsupported)
         out.update(type="python", value=code.add(base, value, raw.get("threshold"), where))
         return out
     if base == "assert-set":
@@ -115,13 +146,12 @@ def map_assert(
             map_assert(a, variables, code, f"{where}.assert[{i}]", unsupported)
             for i, a in enumerate(_list(raw.get("assert"), "assert", where))
         ]
-        out.update(type="assert-set", **{"assert": [a for a in inner if a is not None]})
+        out.update(type="assert-set", **{"assert": inner})
         if "threshold" in raw:
             out["threshold"] = raw["threshold"]
         return out
     if base not in _SHARED:
-        unsupported.append(f"{where}: {kind}")
-        return None
+        return _not_carried(kind, "", code, where, unsupported)
     if base in ("equals", "contains", "icontains", "starts-with") and isinstance(value, (int, float)):
         value = str(value)  # promptfoo compares String(value)
     out["type"] = kind
@@ -240,11 +270,13 @@ def cases_of(
     size, number = 0, 0
     files: dict[str, str] = {}
     for test, where in checked:
-        unknown = sorted(set(test) - {"description", "vars", "assert", "metadata", "threshold", "options"})
+        unknown = sorted(set(test) - _TEST_KEYS)
         if unknown:
             unsupported.append(f"{where}: test keys {', '.join(unknown)}")
-        if test["options"]:
-            unsupported.append(f"{where}: options ({', '.join(sorted(map(str, test['options'])))})")
+        options = {**default["options"], **test["options"]}  # merged as promptfoo merges them
+        listed = sorted(set(map(str, options)) - set(_VERDICT_OPTIONS))
+        if listed:
+            unsupported.append(f"{where}: options ({', '.join(listed)})")
         for variables in _expand({**default["vars"], **test["vars"]}):
             for key, value in list(variables.items()):
                 if isinstance(value, str) and value.startswith("file://"):
@@ -275,6 +307,10 @@ def _case(
 ) -> dict[str, Any]:
     asserts = [*default["assert"], *test["assert"]]
     mapped = [map_assert(a, variables, code, f"{where}: assert[{i}]", unsupported) for i, a in enumerate(asserts)]
+    options = {**default["options"], **test["options"]}
+    changing = [k for k in _VERDICT_OPTIONS if k in options]
+    if changing:  # the output every assert sees is not the one promptfoo's would see
+        mapped.append(_not_carried("test options", ", ".join(changing), code, f"{where}: options", unsupported))
     metadata = {**default["metadata"], **test["metadata"]}
     description = test.get("description")
     case: dict[str, Any] = {
@@ -282,7 +318,7 @@ def _case(
         "input": str(variables.get("input") or description or f"test {number}"),
         "slice": str(metadata.get(slice_key, "unsliced")) if slice_key else "promptfoo",
         "vars": variables,
-        "assert": [a for a in mapped if a is not None],
+        "assert": mapped,
         "tags": [f"{k}={v}" for k, v in metadata.items()],
         "metadata": {**({"description": description} if description else {}), **metadata, "promptfoo": where},
     }
