@@ -171,7 +171,11 @@ def test_javascript_without_node_names_the_check(
         ("prompts: [a]\nprovider: [echo]\ntests: [{vars: {}}]\n", {}, ":2: unknown key 'provider'"),
         ("prompts: [file://../secret.txt]\ntests: [{vars: {}}]\n", {}, ":1: file://../secret.txt lies outside"),
         ("prompts: [a]\ntests:\n  - vars: {}\n    assert: [{value: x}]\n", {}, ":3: assert[0]: an assert is an object"),
-        ("prompts: [a]\ntests: [file://t.csv]\n", {"t.csv": "x,__bogus\n1,2\n"}, "t.csv:2: the column '__bogus'"),
+        (  # promptfoo throws on it too (an unknown __ column is a var, as promptfoo reads it)
+            "prompts: [a]\ntests: [file://t.csv]\n",
+            {"t.csv": "x,__expected,__config:__expected0:threshold\n1,2,3\n"},
+            "t.csv:2: __config:__expected0:threshold: the assert is __expected or __expected<N>",
+        ),
         (
             "prompts: [file://p.json]\ntests: [{vars: {}}]\n",
             {"p.json": '[\n{"role": "user",}\n]'},
