@@ -12,24 +12,23 @@ from pathlib import Path
 
 import pytest
 
-from pytest_promptsuite.cli.main import main
 from pytest_promptsuite.formats.tomlio import parse_toml
+from tests.importers.promptfoo_run import import_config
+from tests.importers.promptfoo_run import promptfoo_command
+from tests.importers.promptfoo_run import run_imported
+from tests.importers.promptfoo_run import run_promptfoo
 from tests.suite import Suite
 
 
 FULL = Path(__file__).parent / "fixtures" / "promptfoo" / "full"
 
 
-def _import(tmp_path: Path, config: Path, *extra: str) -> tuple[int, Path]:
-    out = tmp_path / "suite"
-    return main(["import", "promptfoo", str(config), "--out", str(out), *extra]), out
+_import = import_config
 
 
 def _our_verdicts(suite: Suite, imported: Path) -> dict[tuple[int, int], bool]:
-    shutil.copytree(imported, suite.path / "suite")
-    suite.run("--prompt-report", "report", "-p", "no:cacheprovider", paths=["suite"])
     verdicts = {}
-    for row in suite.rows():
+    for row in run_imported(suite, imported):
         key = (int(row["case_id"].removeprefix("test-")) - 1, int((row["variant"] or "p1").removeprefix("p")) - 1)
         verdicts[key] = row["outcome"] == "passed"
     return verdicts
@@ -45,50 +44,15 @@ def test_the_imported_suite_gives_promptfoos_recorded_verdicts(tmp_path: Path, s
     assert sorted(set(theirs.values())) == [False, True]  # both verdicts occur
 
 
-def _promptfoo() -> list[str] | None:
-    explicit = os.environ.get("PROMPTFOO")
-    found = explicit or shutil.which("promptfoo")
-    return [found] if found else None
-
-
 @pytest.mark.skipif(
-    _promptfoo() is None,
+    promptfoo_command() is None,
     reason=(
-        "promptfoo is not installed (npm install promptfoo@0.121.20 needs Node.js 20.20+; set PROMPTFOO=path "
-        "to its bin, or put it on PATH): the recorded-verdicts test covers the same config"
+        "promptfoo is not installed (npm install promptfoo@0.123.1; set PROMPTFOO to its bin, or to "
+        "'node PATH/dist/src/main.js' on Node 20, or put it on PATH): the recorded-verdicts test covers the same config"
     ),
 )
 def test_promptfoo_itself_agrees_on_every_verdict(tmp_path: Path, suite: Suite) -> None:
-    command = _promptfoo()
-    assert command is not None
-    work = tmp_path / "promptfoo"
-    shutil.copytree(FULL, work)
-    env = {
-        **os.environ,
-        "PROMPTFOO_DISABLE_TELEMETRY": "1",
-        "PROMPTFOO_DISABLE_UPDATE": "1",
-        "PROMPTFOO_CONFIG_DIR": str(tmp_path / "pfhome"),
-        "PROMPTFOO_PYTHON": sys.executable,
-    }
-    subprocess.run(
-        [
-            *command,
-            "eval",
-            "-c",
-            "promptfooconfig.yaml",
-            "-o",
-            "out.json",
-            "--no-cache",
-            "--no-table",
-            "--no-progress-bar",
-        ],
-        cwd=work,
-        env=env,
-        capture_output=True,
-        timeout=600,
-        check=False,
-    )
-    results = json.loads((work / "out.json").read_text(encoding="utf-8"))["results"]["results"]
+    results = run_promptfoo(FULL / "promptfooconfig.yaml", tmp_path)
     theirs = {(r["testIdx"], r["promptIdx"]): r["success"] for r in results}
     status, imported = _import(tmp_path, FULL / "promptfooconfig.yaml", "--slice-key", "area")
     assert status == 0

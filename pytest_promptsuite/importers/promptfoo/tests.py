@@ -98,6 +98,8 @@ def _fill(value: Any, variables: Mapping[str, Any], where: str) -> Any:
 _ASSERT_KEYS = frozenset({"type", "value", "threshold", "weight", "metric", "assert"})
 #: An assert's keys that change its verdict on any model: an assert with one is not carried over.
 _VERDICT_KEYS = ("transform", "contextTransform")
+#: The shared types whose verdict reads an assert's ``threshold``.
+_THRESHOLDED = frozenset({"latency", "cost", "llm-rubric"})
 #: A test's keys that are carried over.
 _TEST_KEYS = frozenset({"description", "vars", "assert", "metadata", "threshold", "options", "providerOutput"})
 #: A test's options that change every assert's verdict: a case with one fails as not carried over.
@@ -154,11 +156,12 @@ def map_assert(
     out["type"] = kind
     if value is not None:
         out["value"] = value
-    if "threshold" in raw:
-        out["threshold"] = raw["threshold"]
-    elif base == "levenshtein":
-        out["threshold"] = 5  # promptfoo's default
-    return out
+    threshold = raw.get("threshold")
+    if base == "levenshtein":  # promptfoo passes at distance <= threshold (default 5): a whole number of edits
+        out["threshold"] = 5 if threshold is None else max(0, math.floor(threshold))
+    elif threshold is not None and base in _THRESHOLDED:
+        out["threshold"] = threshold
+    return out  # a threshold on any other type is one promptfoo ignores too
 
 
 def csv_test(row: Mapping[str, str], where: str, index: int) -> dict[str, Any]:
