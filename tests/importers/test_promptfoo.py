@@ -4,9 +4,7 @@ the same per-test verdicts as promptfoo on its echo provider; bad input is ``pat
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
