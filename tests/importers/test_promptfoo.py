@@ -63,7 +63,8 @@ def test_what_is_written(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert status == 0
     config = parse_toml((suite / "promptsuite.toml").read_bytes(), "promptsuite.toml")[0]
     assert config["model"] == {"spec": "echo"}
-    assert config["variants"]["p3"] == {"task_prompts": "prompts.yml", "task": "prompt-3"}
+    assert config["variants"]["p3"] == {"task_prompts": "prompts.yml", "task": "prompt-3", "semantics": "promptsuite"}
+    assert config["variants"]["p2"] == {"template_file": "prompts/prompt-2.txt", "semantics": "promptfoo"}
     assert (suite / "prompts" / "prompt-2.txt").read_text(encoding="utf-8") == (
         "You are a support agent{% if team %} of the {{ team | upper }} team{% endif %}.\n"
         "Customer {{ name }} asks: {{ question }}"  # trimmed, as promptfoo reads a .txt prompt

@@ -340,10 +340,10 @@ def _prompt_table(prompt: _Prompt, index: int, files: dict[str, str], tasks: lis
         task = f"prompt-{index}"
         messages = [{"type": m["role"], "content": m["content"]} for m in prompt.messages]
         tasks.append({"task": task, "messages": messages})
-        return {"task_prompts": "prompts.yml", "task": task}
+        return {"task_prompts": "prompts.yml", "task": task, "semantics": "promptsuite"}
     name = f"prompts/prompt-{index}.txt"
     files[name] = prompt.text or ""
-    return {"template_file": name, "renderer": "jinja"}
+    return {"template_file": name, "semantics": "promptfoo"}  # Nunjucks' rules, as promptfoo renders it
 
 
 def promptfoo_suite(path: Path, *, slice_key: str | None = None) -> ImportedSuite:
