@@ -24,7 +24,7 @@ from pytest_promptsuite.safety.limits import IMPORT_CASES_BYTES
 #: promptfoo's assert types that are ours under the same name.
 _SHARED = frozenset(
     "equals contains icontains contains-any contains-all icontains-any icontains-all starts-with regex is-json "
-    "contains-json is-xml levenshtein latency cost llm-rubric is-refusal word-count".split()
+    "contains-json is-xml levenshtein latency cost llm-rubric is-refusal word-count rouge-n".split()
 )
 _VAR = re.compile(r"\{\{\s*(\w+)\s*\}\}")
 
@@ -99,7 +99,7 @@ _ASSERT_KEYS = frozenset({"type", "value", "threshold", "weight", "metric", "ass
 #: An assert's keys that change its verdict on any model: an assert with one is not carried over.
 _VERDICT_KEYS = ("transform", "contextTransform")
 #: The shared types whose verdict reads an assert's ``threshold``.
-_THRESHOLDED = frozenset({"latency", "cost", "llm-rubric"})
+_THRESHOLDED = frozenset({"latency", "cost", "llm-rubric", "rouge-n"})
 #: A test's keys that are carried over.
 _TEST_KEYS = frozenset({"description", "vars", "assert", "metadata", "threshold", "options", "providerOutput"})
 #: A test's options that change every assert's verdict: a case with one fails as not carried over.
