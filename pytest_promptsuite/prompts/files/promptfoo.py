@@ -72,8 +72,9 @@ def resolve_vars(row: Mapping[str, Any]) -> dict[str, Any]:
             if not isinstance(value, str):
                 continue
             match = _PLACEHOLDER.search(value)
-            if match and variables.get(match.group(1)) is not None:
-                filled = js_string(variables[match.group(1)])
+            if match and match.group(1) in variables:
+                named = variables[match.group(1)]
+                filled = "null" if named is None else js_string(named)  # String(null), as replace() makes it
                 variables[key] = value[: match.start()] + filled + value[match.end() :]
                 resolved = False
         if resolved:
