@@ -209,6 +209,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "regex": {"type": "regex", "value": "ORD-\\d{6}", "fullmatch": False},
     "levenshtein": {"type": "levenshtein", "value": "hello world", "threshold": 5},
     "similar": {"type": "similar", "value": "refund issued", "threshold": 0.8},
+    "rouge-n": {"type": "rouge-n", "value": "the refund is issued in 3 days", "threshold": 0.75},
     "is-refusal": {"type": "not-is-refusal", "value": ["I cannot help"], "defaults": True},
     "human-review": {"type": "human-review", "value": "legal wording"},
     "latency": {"type": "latency", "threshold": 2000},

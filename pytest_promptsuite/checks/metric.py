@@ -87,6 +87,9 @@ class Cost(Check):
     def evaluate(self, value: Any, ctx: CheckContext) -> Verdict:
         prices = self.prices or ctx.prices
         expected = f"cost <= ${self.threshold:g}"
+        reported = ctx.response.cost_usd if ctx.response is not None and self.prices is None else None
+        if reported is not None:  # the model's own cost (echo: 0)
+            return Verdict(reported <= self.threshold, expected, f"${reported:.6f} (reported by the model)")
         if prices is None:
             return Verdict(False, expected, "no prices: give the check 'prices' or set [model] prices")
         usage = ctx.response.usage if ctx.response is not None else None

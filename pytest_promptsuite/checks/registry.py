@@ -33,6 +33,7 @@ BUILTIN_TYPES = {
     "regex": "content.make_regex",
     "levenshtein": "content.make_levenshtein",
     "similar": "content.make_similar",
+    "rouge-n": "rouge.make_rouge_n",
     "is-refusal": "content.make_is_refusal",
     "human-review": "review.make_human_review",
     "latency": "metric.make_latency",

@@ -107,8 +107,10 @@ class TemplateConfig(ConfigTable):
     nemo_config: str | None = key(
         None, "A NeMo Guardrails config folder: its prompts, instructions and models; NeMo semantics."
     )
-    semantics: Literal["promptsuite", "nemo"] | None = key(
-        None, "Whose rules render a task prompt: promptsuite's, or NeMo Guardrails'."
+    semantics: Literal["promptsuite", "nemo", "promptfoo"] | None = key(
+        None,
+        "Whose rules render the prompt: promptsuite's; NeMo Guardrails' (a task prompt); or promptfoo's "
+        "(a template file: Nunjucks, an undefined variable renders empty).",
     )
     prompt_model: str | None = key(
         None, "The model name that selects a NeMo prompt (openai/gpt-4o), apart from the one that runs."

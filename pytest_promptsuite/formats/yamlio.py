@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import yaml
@@ -77,14 +78,46 @@ def _invalid(where: str, exc: yaml.YAMLError) -> ConfigError:
     return ConfigError(f"{at}: invalid YAML: {problem} (column {int(mark.column) + 1}{started})")
 
 
-def load_yaml(text: str, where: str) -> tuple[Any, yaml.Node | None]:
-    """Return the value of a YAML document and its node tree (None for an empty document).
+class CoreLoader(yaml.SafeLoader):
+    """Read plain scalars by YAML 1.2's core schema, as js-yaml does (promptfoo's files): ``Yes``, ``on``
+    and ``012``'s octal are YAML 1.1's, so ``Yes`` stays a string and ``012`` is twelve."""
+
+    def construct_core_int(self, node: yaml.ScalarNode) -> int:
+        """Construct a 1.2 integer: decimal, ``0o`` octal or ``0x`` hexadecimal."""
+        text = str(self.construct_scalar(node))
+        sign, digits = (-1, text[1:]) if text[:1] == "-" else (1, text.lstrip("+"))
+        if digits[:2] in ("0o", "0x"):
+            return sign * int(digits[2:], 8 if digits[1] == "o" else 16)
+        return sign * int(digits)
+
+
+CoreLoader.yaml_implicit_resolvers = {
+    first: [(tag, regex) for tag, regex in resolvers if tag.rsplit(":", 1)[-1] not in ("bool", "int", "float", "null")]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+for _tag, _pattern, _first in (
+    ("bool", r"^(?:true|True|TRUE|false|False|FALSE)$", "tTfF"),
+    ("int", r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$", "-+0123456789"),
+    (
+        "float",
+        r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$",
+        "-+0123456789.",
+    ),
+    ("null", r"^(?:~|null|Null|NULL|)$", ["~", "n", "N", ""]),
+):
+    CoreLoader.add_implicit_resolver(f"tag:yaml.org,2002:{_tag}", re.compile(_pattern), list(_first))
+CoreLoader.add_constructor("tag:yaml.org,2002:int", CoreLoader.construct_core_int)
+
+
+def load_yaml(text: str, where: str, *, core: bool = False) -> tuple[Any, yaml.Node | None]:
+    """Return the value of a YAML document and its node tree (None for an empty document); ``core``
+    reads it by YAML 1.2's core schema (:class:`CoreLoader`), as promptfoo reads its files.
 
     The tree is composed once and refused (a ConfigError naming ``where`` and the line) when it expands past
     :data:`~.limits.YAML_NODES`, nests deeper than :data:`~.limits.DEPTH`, contains itself or repeats a key.
     """
     try:
-        loader = yaml.SafeLoader(text)  # its reader refuses control characters at once
+        loader = (CoreLoader if core else yaml.SafeLoader)(text)  # its reader refuses control characters at once
     except yaml.YAMLError as exc:
         raise _invalid(where, exc) from exc
     try:

@@ -42,13 +42,15 @@ class ModelRequest:
 
 @dataclass(frozen=True)
 class Response:
-    """What a model answered. ``latency_ms`` is None for a cache hit and for the fake model."""
+    """What a model answered. ``latency_ms`` is None for a cache hit and for the fake model;
+    ``cost_usd`` is a cost the model reports itself (echo: 0), else None (priced from ``usage``)."""
 
     text: str
     finish_reason: str | None = None
     usage: Usage | None = None
     latency_ms: float | None = None
     cached: bool = False
+    cost_usd: float | None = None
 
 
 @runtime_checkable

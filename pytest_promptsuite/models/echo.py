@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 from pytest_promptsuite.models.base import ModelRequest
 from pytest_promptsuite.models.base import Response
@@ -18,10 +19,12 @@ class EchoModel:
         self.spec = spec
 
     def generate_sync(self, request: ModelRequest) -> Response:
-        """Answer the prompt itself, at once."""
+        """Answer the prompt itself, at once: cost 0 and the time it took, as promptfoo's echo reports them."""
+        start = time.perf_counter()
         prompt = request.prompt
         text = prompt if isinstance(prompt, str) else json.dumps(list(prompt), ensure_ascii=False, indent=2)
-        return Response(text=text, finish_reason="stop")
+        latency_ms = round((time.perf_counter() - start) * 1000, 3)
+        return Response(text=text, finish_reason="stop", latency_ms=latency_ms, cost_usd=0.0)
 
     async def generate(self, request: ModelRequest) -> Response:
         """Answer as :meth:`generate_sync` does, for callers that await."""

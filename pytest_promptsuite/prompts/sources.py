@@ -112,10 +112,22 @@ def string_template(
         key = config.template_key(variant, "template")
         text, name, origin = table.template, "template", (config.path, line_of_key(config.lines, key) or 0)
     try:
-        renderer = get_renderer(table.renderer, make=make, make_filter=make_filter)
+        if table.semantics == "promptfoo":
+            renderer = _promptfoo_renderer(table, make_filter)
+        else:
+            renderer = get_renderer(table.renderer, make=make, make_filter=make_filter)
     except ConfigError as exc:
         raise ConfigError(f"{where('renderer')}: {exc}") from exc
     return StringTemplate(text, renderer, name, origin=origin, key=key)
+
+
+def _promptfoo_renderer(table: TemplateConfig, make_filter: MakeFilter) -> Renderer:
+    """Make the renderer of a template file under ``semantics = "promptfoo"`` (Nunjucks' rules)."""
+    if table.renderer not in (None, "jinja"):
+        raise ConfigError(f"semantics = 'promptfoo' renders with Nunjucks' rules; drop renderer = {table.renderer!r}")
+    from pytest_promptsuite.prompts.files.promptfoo import PromptfooRenderer
+
+    return PromptfooRenderer(make_filter)
 
 
 @dataclass(frozen=True)
@@ -200,6 +212,8 @@ def prompt_source(
             raise ConfigError(f"{where('task')}: {exc}") from exc
         return PromptSource(task_prompt=chosen, optional=optional)
     for key in ("mode", "nemo_config", "semantics", "prompt_model"):
+        if key == "semantics" and table.semantics == "promptfoo" and table.kind() is TemplateKind.FILE:
+            continue  # promptfoo's rules for a template file (string_template)
         if getattr(table, key) is not None:
             raise ConfigError(f"{where(key)}: template.{key} applies to task prompts; add task_prompts and task")
     string = string_template(config, table, make=make_renderer, make_filter=make_filter, variant=variant)

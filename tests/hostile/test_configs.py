@@ -398,7 +398,8 @@ def test_a_code_assert_file_never_replaces_a_written_file(tmp_path: Path, capsys
 
 
 def _arrays(count: int, values: int = 10) -> str:
-    return ", ".join(f"v{i}: [{', '.join(map(str, range(values)))}]" for i in range(count))
+    """Return ``count`` array vars of ``values`` strings each (promptfoo expands only arrays of strings)."""
+    return ", ".join(f"v{i}: [{', '.join(repr(str(v)) for v in range(values))}]" for i in range(count))
 
 
 def test_eight_array_vars_are_refused_before_any_case_is_built(

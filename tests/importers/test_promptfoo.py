@@ -4,33 +4,30 @@ the same per-test verdicts as promptfoo on its echo provider; bad input is ``pat
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from pytest_promptsuite.cli.main import main
 from pytest_promptsuite.formats.tomlio import parse_toml
+from tests.importers.promptfoo_run import import_config
+from tests.importers.promptfoo_run import promptfoo_command
+from tests.importers.promptfoo_run import run_imported
+from tests.importers.promptfoo_run import run_promptfoo
 from tests.suite import Suite
 
 
 FULL = Path(__file__).parent / "fixtures" / "promptfoo" / "full"
 
 
-def _import(tmp_path: Path, config: Path, *extra: str) -> tuple[int, Path]:
-    out = tmp_path / "suite"
-    return main(["import", "promptfoo", str(config), "--out", str(out), *extra]), out
+_import = import_config
 
 
 def _our_verdicts(suite: Suite, imported: Path) -> dict[tuple[int, int], bool]:
-    shutil.copytree(imported, suite.path / "suite")
-    suite.run("--prompt-report", "report", "-p", "no:cacheprovider", paths=["suite"])
     verdicts = {}
-    for row in suite.rows():
-        key = (int(row["case_id"].removeprefix("test-")) - 1, int(row["variant"].removeprefix("p")) - 1)
+    for row in run_imported(suite, imported):
+        key = (int(row["case_id"].removeprefix("test-")) - 1, int((row["variant"] or "p1").removeprefix("p")) - 1)
         verdicts[key] = row["outcome"] == "passed"
     return verdicts
 
@@ -45,50 +42,15 @@ def test_the_imported_suite_gives_promptfoos_recorded_verdicts(tmp_path: Path, s
     assert sorted(set(theirs.values())) == [False, True]  # both verdicts occur
 
 
-def _promptfoo() -> list[str] | None:
-    explicit = os.environ.get("PROMPTFOO")
-    found = explicit or shutil.which("promptfoo")
-    return [found] if found else None
-
-
 @pytest.mark.skipif(
-    _promptfoo() is None,
+    promptfoo_command() is None,
     reason=(
-        "promptfoo is not installed (npm install promptfoo@0.121.20 needs Node.js 20.20+; set PROMPTFOO=path "
-        "to its bin, or put it on PATH): the recorded-verdicts test covers the same config"
+        "promptfoo is not installed (npm install promptfoo@0.123.1; set PROMPTFOO to its bin, or to "
+        "'node PATH/dist/src/main.js' on Node 20, or put it on PATH): the recorded-verdicts test covers the same config"
     ),
 )
 def test_promptfoo_itself_agrees_on_every_verdict(tmp_path: Path, suite: Suite) -> None:
-    command = _promptfoo()
-    assert command is not None
-    work = tmp_path / "promptfoo"
-    shutil.copytree(FULL, work)
-    env = {
-        **os.environ,
-        "PROMPTFOO_DISABLE_TELEMETRY": "1",
-        "PROMPTFOO_DISABLE_UPDATE": "1",
-        "PROMPTFOO_CONFIG_DIR": str(tmp_path / "pfhome"),
-        "PROMPTFOO_PYTHON": sys.executable,
-    }
-    subprocess.run(
-        [
-            *command,
-            "eval",
-            "-c",
-            "promptfooconfig.yaml",
-            "-o",
-            "out.json",
-            "--no-cache",
-            "--no-table",
-            "--no-progress-bar",
-        ],
-        cwd=work,
-        env=env,
-        capture_output=True,
-        timeout=600,
-        check=False,
-    )
-    results = json.loads((work / "out.json").read_text(encoding="utf-8"))["results"]["results"]
+    results = run_promptfoo(FULL / "promptfooconfig.yaml", tmp_path)
     theirs = {(r["testIdx"], r["promptIdx"]): r["success"] for r in results}
     status, imported = _import(tmp_path, FULL / "promptfooconfig.yaml", "--slice-key", "area")
     assert status == 0
@@ -101,7 +63,8 @@ def test_what_is_written(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert status == 0
     config = parse_toml((suite / "promptsuite.toml").read_bytes(), "promptsuite.toml")[0]
     assert config["model"] == {"spec": "echo"}
-    assert config["variants"]["p3"] == {"task_prompts": "prompts.yml", "task": "prompt-3"}
+    assert config["variants"]["p3"] == {"task_prompts": "prompts.yml", "task": "prompt-3", "semantics": "promptsuite"}
+    assert config["variants"]["p2"] == {"template_file": "prompts/prompt-2.txt", "semantics": "promptfoo"}
     assert (suite / "prompts" / "prompt-2.txt").read_text(encoding="utf-8") == (
         "You are a support agent{% if team %} of the {{ team | upper }} team{% endif %}.\n"
         "Customer {{ name }} asks: {{ question }}"  # trimmed, as promptfoo reads a .txt prompt
@@ -171,7 +134,11 @@ def test_javascript_without_node_names_the_check(
         ("prompts: [a]\nprovider: [echo]\ntests: [{vars: {}}]\n", {}, ":2: unknown key 'provider'"),
         ("prompts: [file://../secret.txt]\ntests: [{vars: {}}]\n", {}, ":1: file://../secret.txt lies outside"),
         ("prompts: [a]\ntests:\n  - vars: {}\n    assert: [{value: x}]\n", {}, ":3: assert[0]: an assert is an object"),
-        ("prompts: [a]\ntests: [file://t.csv]\n", {"t.csv": "x,__bogus\n1,2\n"}, "t.csv:2: the column '__bogus'"),
+        (  # promptfoo throws on it too (an unknown __ column is a var, as promptfoo reads it)
+            "prompts: [a]\ntests: [file://t.csv]\n",
+            {"t.csv": "x,__expected,__config:__expected0:threshold\n1,2,3\n"},
+            "t.csv:2: __config:__expected0:threshold: the assert is __expected or __expected<N>",
+        ),
         (
             "prompts: [file://p.json]\ntests: [{vars: {}}]\n",
             {"p.json": '[\n{"role": "user",}\n]'},
@@ -211,3 +178,38 @@ def test_a_key_in_the_config_is_never_written(tmp_path: Path, capsys: pytest.Cap
     written = [p.read_text(encoding="utf-8") for p in suite.rglob("*") if p.is_file()]
     assert len(written) == 3 and not any(key in text for text in written)
     assert "Use *** for {{ x }}" in (suite / "prompts" / "prompt-1.txt").read_text(encoding="utf-8")
+
+
+def test_an_uncarried_assert_never_turns_into_a_passing_case(
+    tmp_path: Path, suite: Suite, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "promptfooconfig.yaml"
+    config.write_text(
+        "prompts: ['Say {{ x }}']\n"
+        "providers: [echo]\n"
+        "tests:\n"
+        "  - vars: {x: hi}\n"  # every assert dropped: promptfoo's verdict cannot be known
+        "    assert: [{type: factuality, value: hi}]\n"
+        "  - vars: {x: hi}\n"  # the carried one passes, the dropped one decides
+        "    assert: [{type: contains, value: hi}, {type: g-eval, value: hi}]\n"
+        "  - vars: {x: hi}\n"  # an assert whose transform is not carried
+        "    assert: [{type: contains, value: HI, transform: output.toUpperCase()}]\n"
+        "  - vars: {x: hi}\n"  # a test option that changes what every assert sees
+        "    options: {transform: output.toUpperCase(), provider: openai:gpt-4o}\n"
+        "    assert: [{type: contains, value: Say}]\n"
+        "  - vars: {x: hi}\n"  # carried in full: it passes
+        "    assert: [{type: contains, value: hi}]\n",
+        encoding="utf-8",
+    )
+    status, imported = _import(tmp_path, config)
+    printed = capsys.readouterr().out
+    assert status == 0
+    assert f"not carried over: {config}:4: assert[0]: factuality" in printed
+    assert f"not carried over: {config}:6: assert[1]: g-eval" in printed
+    assert f"not carried over: {config}:8: assert[0]: contains (its transform)" in printed
+    assert f"not carried over: {config}:10: options: test options (transform)" in printed
+    assert f"not carried over: {config}:10: options (provider)" in printed
+    outcomes = {k: v for k, v in sorted(_our_verdicts(suite, imported).items())}
+    assert outcomes == {(0, 0): False, (1, 0): False, (2, 0): False, (3, 0): False, (4, 0): True}
+    failed = [row for row in suite.rows() if row["outcome"] != "passed"]
+    assert all(any("was not carried over by the import" in c["message"] for c in row["checks"]) for row in failed)

@@ -157,7 +157,10 @@ def test_a_variant_model_past_every_bound_names_each_key(tmp_path: Path) -> None
         ("[variants.v2.model]\nbudget_usd = 1\n", "unknown key 'variants.v2.model.budget_usd'"),
         ("[variants.v2]\nmodel = 5\n", "variants.v2.model: Input should be a valid dictionary"),
         ("[variants.v2]\ninferencer = 'ppl2'\n", "variants.v2.inferencer: Input should be 'gen' or 'ppl'"),
-        ("[variants.v2]\nsemantics = 1\n", "variants.v2.semantics: Input should be 'promptsuite' or 'nemo'"),
+        (
+            "[variants.v2]\nsemantics = 1\n",
+            "variants.v2.semantics: Input should be 'promptsuite', 'nemo' or 'promptfoo'",
+        ),
         (
             "[variants.v2]\nprompt_template = 5\n",
             "variants.v2.prompt_template: Input should be a valid dictionary or a valid string",

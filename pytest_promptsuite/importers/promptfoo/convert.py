@@ -3,6 +3,8 @@ Every prompt x provider pair is a variant; files are read inside the config's fo
 
 from __future__ import annotations
 
+import copy
+import glob
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,9 +30,13 @@ from pytest_promptsuite.safety.scrub import register
 
 
 _KEYS = frozenset(
-    "description prompts providers tests defaultTest outputPath sharing env evaluateOptions commandLineOptions "
-    "writeLatestResults nunjucksFilters metadata scenarios derivedMetrics extensions redteam tags".split()
+    "description prompts providers targets tests defaultTest outputPath sharing env evaluateOptions commandLineOptions "
+    "writeLatestResults nunjucksFilters metadata scenarios derivedMetrics extensions redteam tags assertionTemplates "
+    "outputs".split()
 )
+#: The config's keys that are carried over; every other key present is listed in the import report.
+_CARRIED = frozenset("description prompts providers targets tests defaultTest assertionTemplates".split())
+_TEXT_PROMPT = (".txt",)  # split on lines of '---'; .md, .j2 and other text files are one prompt each
 _CHAT_ROLES = {"system": "system", "user": "user", "assistant": "assistant"}
 
 
@@ -41,6 +47,21 @@ class _Prompt:
     label: str
     text: str | None = None
     messages: list[dict[str, str]] | None = None
+    ident: str | None = None
+
+    def allowed(self, refs: Any) -> bool:
+        """Tell whether a ``prompts:`` filter (labels, ids, ``prefix*``) lets this prompt run, as
+        promptfoo's ``isPromptAllowed`` does (no filter: every prompt)."""
+        if not isinstance(refs, list):
+            return True
+        names = [n for n in (self.label, self.ident) if n]
+        return any(
+            isinstance(ref, str)
+            and any(
+                n == ref or (ref.endswith("*") and n.startswith(ref[:-1])) or n.startswith(f"{ref}:") for n in names
+            )
+            for ref in refs
+        )
 
 
 class _Config:
@@ -50,7 +71,7 @@ class _Config:
         self.path = path
         self.root = path.resolve().parent
         text = self.read_text(path.name, None)
-        data, self.node = load_yaml(text, str(path))
+        data, self.node = load_yaml(text, str(path), core=True)
         if not isinstance(data, dict):
             raise ConfigError(f"{path}:1: a promptfoo config is a mapping (prompts, providers, tests)")
         self.data: dict[str, Any] = data
@@ -121,6 +142,9 @@ def _file_prompts(config: _Config, relative: str, where: str) -> list[_Prompt]:
         return [_Prompt(relative, messages=messages)]
     if not relative.endswith((".txt", ".md", ".j2", ".njk", ".prompt")):
         raise ConfigError(f"{where}: prompt file {relative}: only .txt, .md, .j2 and .json prompts are imported")
+    full = str(config.root / relative)
+    if not relative.endswith(_TEXT_PROMPT):  # promptfoo's processJinjaFile, processMarkdownFile: the whole file
+        return [_Prompt(f"{full}: {text[:50]}...", text=text)]
     parts: list[str] = []
     buffer: list[str] = []  # promptfoo splits on lines of '---', then trims each part
     lines = text.splitlines()
@@ -131,20 +155,23 @@ def _file_prompts(config: _Config, relative: str, where: str) -> list[_Prompt]:
             buffer = []
         else:
             buffer.append(line)
-    return [_Prompt(f"{relative}#{i + 1}" if len(parts) > 1 else relative, text=p) for i, p in enumerate(parts)]
+    return [_Prompt(f"{full}: {p}", text=p) for p in parts]
 
 
 def _prompts(config: _Config) -> list[_Prompt]:
     raw = config.data.get("prompts")
-    items = raw if isinstance(raw, list) else [raw] if raw is not None else []
+    items = raw if isinstance(raw, list) else [raw] if raw is not None else ["{{prompt}}"]  # promptfoo's default
     if not items:
         raise ConfigError(f"{config.where('prompts')}: the config has no prompts")
     out: list[_Prompt] = []
     for i, item in enumerate(items):
         where = config.where("prompts", i)
-        label = None
+        label = ident = None
         if isinstance(item, dict):
-            label, item = item.get("label"), item.get("raw", item.get("id"))
+            extra = sorted(set(map(str, item)) - {"label", "raw", "id"})
+            if extra:
+                config.notes.append(f"{where}: prompt keys not carried over: {', '.join(extra)}")
+            label, ident, item = item.get("label"), item.get("id"), item.get("raw", item.get("id"))
         if not isinstance(item, str):
             raise ConfigError(f"{where}: a prompt is a string, file://PATH or {{raw|id, label}}")
         if item.startswith("file://"):
@@ -154,15 +181,20 @@ def _prompts(config: _Config) -> list[_Prompt]:
                 messages = _chat(decode(item), where)
             except JsonError:
                 messages = None
-            found = [_Prompt(f"prompt {i + 1}", messages=messages, text=None if messages else item)]
+            found = [_Prompt(item, messages=messages, text=None if messages else item)]
         for prompt in found:
-            prompt.label = str(label or prompt.label)
+            prompt.ident = ident if isinstance(ident, str) else None
+            if label and item.startswith("file://") and item.endswith(_TEXT_PROMPT):
+                prompt.label = f"{label}: {prompt.label}"
+            elif label:
+                prompt.label = str(label)
         out.extend(found)
     return out
 
 
-def _provider(config: _Config, raw: Any, where: str) -> tuple[str, dict[str, Any]] | None:
-    """Convert a provider to (label, ``[model]`` keys); None (listed) when we have no such model."""
+def _provider(config: _Config, raw: Any, where: str) -> tuple[str, dict[str, Any], Any] | None:
+    """Convert a provider to (label, ``[model]`` keys, its ``prompts:`` filter); None (listed) when we
+    have no such model."""
     options: dict[str, Any] = {}
     if isinstance(raw, dict) and "id" not in raw and len(raw) == 1:  # {"openai:gpt-4o": {config: ...}}
         ((ident, inner),) = raw.items()
@@ -177,8 +209,12 @@ def _provider(config: _Config, raw: Any, where: str) -> tuple[str, dict[str, Any
     settings: dict[str, Any] = options["config"] if isinstance(options.get("config"), dict) else {}
     if isinstance(settings.get("apiKey"), str):  # never carried over, and scrubbed wherever it shows
         register(settings["apiKey"])
+    extra = sorted(set(map(str, options)) - {"id", "label", "config", "prompts"})
+    if extra:
+        config.notes.append(f"{where}: provider {ident} keys not carried over: {', '.join(extra)}")
+    allowed = options.get("prompts")
     if ident == "echo":
-        return label, {"spec": "echo"}
+        return label, {"spec": "echo"}, allowed
     if ident.startswith("openai:"):
         parts = ident.split(":")
         typed = parts[1] in ("chat", "completion") and len(parts) > 2
@@ -193,18 +229,21 @@ def _provider(config: _Config, raw: Any, where: str) -> tuple[str, dict[str, Any
         dropped = sorted(set(settings) - set(params) - {"apiBaseUrl"})
         if dropped:
             config.notes.append(f"{where}: provider {ident} settings not carried over: {', '.join(dropped)}")
-        return label, table
+        return label, table, allowed
     config.notes.append(f"{where}: provider {ident} is not supported (supported: echo, openai:...)")
     return None
 
 
-def _providers(config: _Config) -> list[tuple[str, dict[str, Any]]]:
-    raw = config.data.get("providers")
+def _providers(config: _Config) -> list[tuple[str, dict[str, Any], Any]]:
+    key = "targets" if "targets" in config.data else "providers"  # promptfoo's alias
+    if "targets" in config.data and "providers" in config.data:
+        raise ConfigError(f"{config.where('targets')}: a config has targets or providers, not both")
+    raw = config.data.get(key)
     items = raw if isinstance(raw, list) else [raw] if raw is not None else []
-    found = [p for i, item in enumerate(items) if (p := _provider(config, item, config.where("providers", i)))]
+    found = [p for i, item in enumerate(items) if (p := _provider(config, item, config.where(key, i)))]
     if not found:
         config.notes.append("no supported provider: the suite uses the echo model")
-        found = [("echo", {"spec": "echo"})]
+        found = [("echo", {"spec": "echo"}, None)]
     return found
 
 
@@ -213,32 +252,87 @@ def _tests(config: _Config) -> list[TestSource]:
     items = raw if isinstance(raw, list) else [raw] if raw is not None else []
     tests: list[TestSource] = []
     for i, item in enumerate(items):
-        where = config.where("tests", i)
-        if isinstance(item, str) and item.startswith("file://"):
-            tests.extend(_test_file(config, item[len("file://") :], where))
+        where = config.where("tests", i) if isinstance(raw, list) else config.where("tests")
+        if isinstance(item, str):
+            tests.extend(t for path in _glob(config, item, where) for t in _test_file(config, path, where))
+        elif isinstance(item, dict) and isinstance(item.get("path"), str) and "vars" not in item:
+            tests.extend(t for path in _glob(config, item["path"], where) for t in _test_file(config, path, where))
         elif isinstance(item, dict):
             tests.append(TestSource(item, where))
         else:
-            raise ConfigError(f"{where}: a test is a mapping (vars, assert) or file://tests.csv|yaml")
+            raise ConfigError(f"{where}: a test is a mapping (vars, assert) or file://tests.csv|yaml|json|jsonl")
     if not tests:
         raise ConfigError(f"{config.where('tests')}: the config has no tests")
     return tests
 
 
+def _glob(config: _Config, written: str, where: str) -> list[str]:
+    """Expand a test file's name or glob (``file://`` optional) inside the config's folder, in order."""
+    relative = written.removeprefix("file://")
+    if ":" in relative or relative.endswith((".js", ".ts", ".mjs", ".cjs", ".py")):
+        raise ConfigError(f"{where}: {written}: tests made by code (.js, .py) are not imported")
+    normal = inside(relative)
+    if normal is None:
+        raise ConfigError(f"{where}: file://{relative} lies outside the config's folder")
+    if not any(ch in normal for ch in "*?[{"):
+        return [normal]
+    found = sorted(glob.glob(normal, root_dir=config.root, recursive=True))
+    if not found:
+        raise ConfigError(f"{where}: {written}: no test file matches")
+    return found
+
+
 def _test_file(config: _Config, relative: str, where: str) -> list[TestSource]:
+    """Read one test file as promptfoo's ``loadTestsFromGlob`` does, by its extension."""
     path = config.file(relative, where)
     if relative.endswith(".csv"):
-        data = path.read_bytes()
-        rows = read_csv(data, str(path))
-        return [TestSource(csv_test(row, f"{path}:{line}"), f"{path}:{line}") for line, row in rows]
-    if relative.endswith((".yaml", ".yml", ".json")):
-        value, node = load_yaml(config.read_text(relative, where), str(path))
+        rows = read_csv(path.read_bytes(), str(path))
+        return [TestSource(csv_test(row, f"{path}:{line}", i), f"{path}:{line}") for i, (line, row) in enumerate(rows)]
+    text = config.read_text(relative, where)
+    if relative.endswith(".jsonl"):
+        items, lines = [], []
+        for number, line in enumerate(text.split("\n"), start=1):
+            if line.strip():
+                try:
+                    items.append(decode(line))
+                except JsonError as exc:
+                    raise ConfigError(f"{path}:{number}: invalid JSON: {exc.describe()}") from None
+                lines.append(number)
+    elif relative.endswith((".yaml", ".yml", ".json")):
+        value, node = load_yaml(text, str(path), core=True)
         items = value if isinstance(value, list) else [value]
         lines = [int(n.start_mark.line) + 1 for n in node.value] if isinstance(node, yaml.SequenceNode) else [1]
-        if not all(isinstance(t, dict) for t in items):
-            raise ConfigError(f"{path}:1: a test file holds a list of tests (mappings)")
-        return [TestSource(t, f"{path}:{lines[i] if i < len(lines) else 1}") for i, t in enumerate(items)]
-    raise ConfigError(f"{where}: test file {relative}: only .csv, .yaml and .json test files are imported")
+    else:
+        raise ConfigError(f"{where}: test file {relative}: only .csv, .yaml, .json and .jsonl test files are imported")
+    items = dereference(items, items, f"{path}")
+    if not all(isinstance(t, dict) for t in items):
+        raise ConfigError(f"{path}:1: a test file holds a list of tests (mappings)")
+    return [TestSource(t, f"{path}:{lines[i] if i < len(lines) else 1}") for i, t in enumerate(items)]
+
+
+def dereference(value: Any, root: Any, where: str, depth: int = 0) -> Any:
+    """Replace every ``{$ref: '#/a/b'}`` in ``value`` by what it points to in ``root`` (as promptfoo's
+    ``$RefParser.dereference`` does for the config and its test files); only references inside the file."""
+    if depth > 32:
+        raise ConfigError(f"{where}: $ref references nest deeper than 32 (a reference that contains itself?)")
+    if isinstance(value, dict):
+        ref = value.get("$ref")
+        if isinstance(ref, str):
+            if not ref.startswith("#/") and ref != "#":
+                raise ConfigError(f"{where}: $ref {ref!r}: only references inside the file (#/...) are imported")
+            target = root
+            for part in [p.replace("~1", "/").replace("~0", "~") for p in ref[2:].split("/") if p]:
+                if isinstance(target, dict) and part in target:
+                    target = target[part]
+                elif isinstance(target, list) and part.isdigit() and int(part) < len(target):
+                    target = target[int(part)]
+                else:
+                    raise ConfigError(f"{where}: $ref {ref!r} points to nothing")
+            return dereference(copy.deepcopy(target), root, where, depth + 1)
+        return {k: dereference(v, root, where, depth) for k, v in value.items()}
+    if isinstance(value, list):
+        return [dereference(v, root, where, depth) for v in value]
+    return value
 
 
 def _prompt_table(prompt: _Prompt, index: int, files: dict[str, str], tasks: list[dict[str, Any]]) -> dict[str, Any]:
@@ -246,10 +340,10 @@ def _prompt_table(prompt: _Prompt, index: int, files: dict[str, str], tasks: lis
         task = f"prompt-{index}"
         messages = [{"type": m["role"], "content": m["content"]} for m in prompt.messages]
         tasks.append({"task": task, "messages": messages})
-        return {"task_prompts": "prompts.yml", "task": task}
+        return {"task_prompts": "prompts.yml", "task": task, "semantics": "promptsuite"}
     name = f"prompts/prompt-{index}.txt"
     files[name] = prompt.text or ""
-    return {"template_file": name, "renderer": "jinja"}
+    return {"template_file": name, "semantics": "promptfoo"}  # Nunjucks' rules, as promptfoo renders it
 
 
 def promptfoo_suite(path: Path, *, slice_key: str | None = None) -> ImportedSuite:
@@ -258,11 +352,17 @@ def promptfoo_suite(path: Path, *, slice_key: str | None = None) -> ImportedSuit
     unknown = sorted(set(config.data) - _KEYS)
     if unknown:
         raise ConfigError(f"{config.where(unknown[0])}: unknown key {unknown[0]!r} in a promptfoo config")
-    for key in ("scenarios", "extensions", "redteam", "derivedMetrics", "nunjucksFilters", "env"):
+    for key in sorted(_KEYS - _CARRIED):
         if config.data.get(key):
             config.notes.append(f"{config.where(key)}: {key} not carried over")
+    config.data = dereference(config.data, config.data, str(path))
     prompts, providers = _prompts(config), _providers(config)
     default = config.data.get("defaultTest") or {}
+    if isinstance(default, str) and default.startswith("file://"):  # promptfoo reads it from a YAML file
+        relative = default[len("file://") :]
+        default = load_yaml(
+            config.read_text(relative, config.where("defaultTest")), str(config.root / relative), core=True
+        )[0]
     if not isinstance(default, dict):
         raise ConfigError(f"{config.where('defaultTest')}: defaultTest is a mapping")
     code = AssertModule()
@@ -276,15 +376,30 @@ def promptfoo_suite(path: Path, *, slice_key: str | None = None) -> ImportedSuit
         unsupported=unsupported,
         default_where=config.where("defaultTest"),
     )
-    files: dict[str, str] = {"cases.jsonl": cases}
+    files: dict[str, str] = {"cases.jsonl": cases.text}
     tasks: list[dict[str, Any]] = []
+    if cases.affixed:  # promptfoo puts a test's prefix and suffix around the prompt's text
+        for prompt in prompts:
+            if prompt.text is not None:
+                prompt.text = "{{ promptfoo_prefix }}" + prompt.text + "{{ promptfoo_suffix }}"
+            else:
+                config.notes.append(f"not carried over: the tests' prefix and suffix on the chat prompt {prompt.label}")
     tables = [_prompt_table(p, i + 1, files, tasks) for i, p in enumerate(prompts)]
-    suite_config: dict[str, dict[str, Any]] = {"suite": {"cases": ["cases.jsonl"]}, "model": providers[0][1]}
+    pairs = [
+        (i, table, label, model)
+        for label, model, allowed in providers  # promptfoo's order: each provider, then its prompts
+        for i, table in enumerate(tables)
+        if prompts[i].allowed(allowed)
+    ]
+    if not pairs:
+        raise ConfigError(f"{config.where('providers')}: the providers' prompts: filters leave no prompt to run")
+    pairs.sort(key=lambda pair: pair[0])
+    suite_config: dict[str, dict[str, Any]] = {"suite": {"cases": ["cases.jsonl"]}, "model": pairs[0][3]}
     if len(tables) * len(providers) == 1:
         suite_config["template"] = tables[0]
     else:
-        suite_config["template"] = dict(tables[0])
-        for (i, table), (label, model) in ((it, pv) for it in enumerate(tables) for pv in providers):
+        suite_config["template"] = dict(pairs[0][1])
+        for i, table, label, model in pairs:
             name = f"p{i + 1}" if len(providers) == 1 else f"p{i + 1}-{_slug(label)}"
             suite_config[f"variants.{name}"] = {**table, **({"model": model} if len(providers) > 1 else {})}
     if tasks:
@@ -295,7 +410,7 @@ def promptfoo_suite(path: Path, *, slice_key: str | None = None) -> ImportedSuit
             if relative in files or relative == "promptsuite.toml":
                 raise ConfigError(f"{path}: file://{relative}: a code assert's file may not be named {relative}")
             files[relative] = config.read_text(relative, str(path))
-    notes = [*config.notes, *(f"not carried over: {u}" for u in unsupported)]
+    notes = list(dict.fromkeys([*config.notes, *(f"not carried over: {u}" for u in unsupported)]))
     header = f"Imported by `promptsuite import promptfoo` from {path.name}."
     return ImportedSuite(name=path.stem, config=suite_config, files=files, notes=notes, header=header)
 

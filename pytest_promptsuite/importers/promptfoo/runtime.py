@@ -122,3 +122,9 @@ def python_assert(
     else:
         result = eval(code, {"output": output, "context": context})  # noqa: S307 (the suite's own code)
     return _verdict(name, result, threshold)
+
+
+def not_carried(what: str, where: str) -> CheckResult:
+    """Fail a case for an assert or option of its promptfoo test that the import did not carry over."""
+    message = f"{where}: promptfoo's {what} was not carried over by the import, so this case cannot pass"
+    return CheckResult("metric", "not carried over", False, message)

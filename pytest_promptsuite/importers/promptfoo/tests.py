@@ -14,6 +14,7 @@ from dataclasses import field
 from typing import Any
 
 from pytest_promptsuite.errors import ConfigError
+from pytest_promptsuite.formats.jsonio import decode
 from pytest_promptsuite.importers.output import inside
 from pytest_promptsuite.importers.output import jsonl
 from pytest_promptsuite.safety.limits import IMPORT_CASES
@@ -23,14 +24,8 @@ from pytest_promptsuite.safety.limits import IMPORT_CASES_BYTES
 #: promptfoo's assert types that are ours under the same name.
 _SHARED = frozenset(
     "equals contains icontains contains-any contains-all icontains-any icontains-all starts-with regex is-json "
-    "contains-json is-xml levenshtein latency cost llm-rubric is-refusal word-count".split()
+    "contains-json is-xml levenshtein latency cost llm-rubric is-refusal word-count rouge-n".split()
 )
-#: ``__expected`` prefixes of a CSV test file, in the order they are tried: ``TYPE:`` is that type's.
-_CSV_PREFIXES = (
-    "not-contains: contains: icontains: contains-any: contains-all: icontains-any: icontains-all: starts-with: regex: "
-    "not-regex: equals: levenshtein: javascript: fn: eval: python: grade: llm-rubric: contains-json is-json is-xml"
-).split()
-_CSV_ALIASES = {"fn:": "javascript", "eval:": "javascript", "grade:": "llm-rubric"}
 _VAR = re.compile(r"\{\{\s*(\w+)\s*\}\}")
 
 
@@ -64,12 +59,20 @@ class AssertModule:
         )
         return f"file://promptfoo_asserts.py:{name}"
 
+    def uncarried(self, what: str, where: str) -> str:
+        """Add a function that fails the case for an assert (or test option) not carried over, so a
+        case never passes on the checks that remain; return the ``python`` check value naming it."""
+        name = f"not_carried_{len(self.functions) + 1}"
+        self.functions.append(f"def {name}(output, case):\n    return not_carried({what!r}, {where!r})\n")
+        return f"file://promptfoo_asserts.py:{name}"
+
     def text(self) -> str:
         """Return the module's source."""
         head = (
             '"""The javascript and python asserts of an imported promptfoo config, as python checks."""\n\n'
             "from pathlib import Path\n\n"
             "from pytest_promptsuite.importers.promptfoo.runtime import javascript\n"
+            "from pytest_promptsuite.importers.promptfoo.runtime import not_carried\n"
             "from pytest_promptsuite.importers.promptfoo.runtime import python_assert\n\n\n"
             "_HERE = Path(__file__).resolve().parent\n\n\n"
         )
@@ -91,23 +94,50 @@ def _fill(value: Any, variables: Mapping[str, Any], where: str) -> Any:
     return value
 
 
+#: An assert's keys that are carried over (``metric`` only names it in promptfoo's report).
+_ASSERT_KEYS = frozenset({"type", "value", "threshold", "weight", "metric", "assert"})
+#: An assert's keys that change its verdict on any model: an assert with one is not carried over.
+_VERDICT_KEYS = ("transform", "contextTransform")
+#: The shared types whose verdict reads an assert's ``threshold``.
+_THRESHOLDED = frozenset({"latency", "cost", "llm-rubric", "rouge-n"})
+#: A test's keys that are carried over.
+_TEST_KEYS = frozenset({"description", "vars", "assert", "metadata", "threshold", "options", "providerOutput"})
+#: A test's options that change every assert's verdict: a case with one fails as not carried over.
+_VERDICT_OPTIONS = ("transform", "transformVars", "postprocess")
+#: A test's options that are carried over.
+_CARRIED_OPTIONS = frozenset({"disableDefaultAsserts", "disableVarExpansion", "prefix", "suffix"})
+
+
+def _not_carried(kind: str, why: str, code: AssertModule, where: str, unsupported: list[str]) -> dict[str, Any]:
+    """List an assert in ``unsupported`` and return the check that fails its case in its place."""
+    what = f"{kind} ({why})" if why else kind
+    unsupported.append(f"{where}: {what}")
+    return {"type": "python", "value": code.uncarried(what, where)}
+
+
 def map_assert(
     raw: Any, variables: Mapping[str, Any], code: AssertModule, where: str, unsupported: list[str]
-) -> dict[str, Any] | None:
-    """Map one promptfoo assert to ours (None: listed in ``unsupported``)."""
+) -> dict[str, Any]:
+    """Map one promptfoo assert to ours; one that is not carried over is listed in ``unsupported``
+    and becomes a check that fails the case, never a case that passes without it."""
     if not isinstance(raw, Mapping) or not isinstance(raw.get("type"), str):
         raise ConfigError(f"{where}: an assert is an object with a 'type'")
     kind: str = raw["type"]
     negated = kind.startswith("not-")
     base = kind[4:] if negated else kind
+    changing = [k for k in _VERDICT_KEYS if k in raw]
+    if changing:
+        return _not_carried(kind, f"its {', '.join(changing)}", code, where, unsupported)
+    extra = sorted(set(map(str, raw)) - _ASSERT_KEYS)
+    if extra:
+        unsupported.append(f"{where}: {kind} keys {', '.join(extra)}")
     value = _fill(raw.get("value"), variables, where)
     out: dict[str, Any] = {}
     if "weight" in raw:
         out["weight"] = raw["weight"]
     if base in ("javascript", "python"):
         if negated:
-            unsupported.append(f"{where}: {kind} (a negated code assert)")
-            return None
+            return _not_carried(kind, "a negated code assert", code, where, unsupported)
         out.update(type="python", value=code.add(base, value, raw.get("threshold"), where))
         return out
     if base == "assert-set":
@@ -115,57 +145,192 @@ def map_assert(
             map_assert(a, variables, code, f"{where}.assert[{i}]", unsupported)
             for i, a in enumerate(_list(raw.get("assert"), "assert", where))
         ]
-        out.update(type="assert-set", **{"assert": [a for a in inner if a is not None]})
+        out.update(type="assert-set", **{"assert": inner})
         if "threshold" in raw:
             out["threshold"] = raw["threshold"]
         return out
     if base not in _SHARED:
-        unsupported.append(f"{where}: {kind}")
-        return None
+        return _not_carried(kind, "", code, where, unsupported)
     if base in ("equals", "contains", "icontains", "starts-with") and isinstance(value, (int, float)):
         value = str(value)  # promptfoo compares String(value)
     out["type"] = kind
     if value is not None:
         out["value"] = value
-    if "threshold" in raw:
-        out["threshold"] = raw["threshold"]
-    elif base == "levenshtein":
-        out["threshold"] = 5  # promptfoo's default
-    return out
+    threshold = raw.get("threshold")
+    if base == "levenshtein":  # promptfoo passes at distance <= threshold (default 5): a whole number of edits
+        out["threshold"] = 5 if threshold is None else max(0, math.floor(threshold))
+    elif threshold is not None and base in _THRESHOLDED:
+        out["threshold"] = threshold
+    return out  # a threshold on any other type is one promptfoo ignores too
 
 
-def csv_test(row: Mapping[str, str], where: str) -> dict[str, Any]:
-    """Convert a row of a CSV test file to a promptfoo test: columns are vars, ``__expected*`` asserts."""
-    test: dict[str, Any] = {"vars": {}, "assert": [], "metadata": {}}
-    for column, text in row.items():
+def csv_test(row: Mapping[str, str], where: str, index: int) -> dict[str, Any]:
+    """Convert row ``index`` (from 0) of a CSV test file to a promptfoo test as promptfoo's
+    ``testCaseFromCsvRow`` does: columns are vars, ``__expected*`` asserts, the other ``__`` columns
+    options, description, metric, threshold, metadata and per-assert config; an empty cell is unset."""
+    test: dict[str, Any] = {"vars": {}, "assert": [], "options": {}}
+    metadata: dict[str, Any] = {}
+    configs: dict[int, dict[str, float]] = {}
+    metric = None
+    for raw_column, text in row.items():
+        column = raw_column.strip()
         if column.startswith("__expected"):
             if text.strip():
-                test["assert"].append(_expected(text, f"{where}: {column}"))
+                try:
+                    test["assert"].append(assertion_from_string(text.strip()))
+                except ConfigError as exc:
+                    raise ConfigError(f"{where}: {column}: {exc}") from None
+        elif column in ("__prefix", "__suffix"):
+            test["options"][column[2:]] = text
         elif column == "__description":
             test["description"] = text
+        elif column == "__providerOutput":
+            test["providerOutput"] = text
+        elif column == "__metric":
+            metric = text
+        elif column == "__threshold":
+            number = _finite(text)
+            if number is not None:
+                test["threshold"] = number
         elif column.startswith("__metadata:"):
-            test["metadata"][column[len("__metadata:") :]] = text
-        elif column == "__threshold" and text.strip():
-            try:
-                test["threshold"] = float(text)
-            except ValueError:
-                raise ConfigError(f"{where}: __threshold {text!r} is not a number") from None
-        elif column.startswith("__"):
-            raise ConfigError(f"{where}: the column {column!r} is not supported")
+            key = column[len("__metadata:") :]
+            if key.endswith("[]") and text.strip():  # split on commas not escaped as \,
+                metadata[key[:-2]] = [v.strip().replace("\\,", ",") for v in re.split(r"(?<!\\),", text)]
+            elif not key.endswith("[]") and text.strip():
+                metadata[key] = text
+        elif column.startswith("__config:"):
+            index_key = _assert_config(column, text, where)
+            if index_key is not None:
+                configs.setdefault(index_key[0], {})[index_key[1]] = index_key[2]
         else:
             test["vars"][column] = text
+    for i, assertion in enumerate(test["assert"]):
+        if metric is not None:
+            assertion["metric"] = metric
+        for key, value in configs.get(i, {}).items():
+            assertion[key] = metadata[key] = value  # promptfoo sets both
+    if metadata:
+        test["metadata"] = metadata
+    if not test.get("description"):
+        test["description"] = f"Row #{index + 1}"
     return test
 
 
-def _expected(text: str, where: str) -> dict[str, Any]:
-    for prefix in _CSV_PREFIXES:
-        if text.startswith(prefix):
-            kind = _CSV_ALIASES.get(prefix, prefix.rstrip(":"))
-            rest = text[len(prefix) :].strip() if prefix.endswith(":") else None
-            if kind.endswith(("-any", "-all")) and rest is not None:
-                return {"type": kind, "value": [part.strip() for part in rest.split(",")]}
-            return {"type": kind, "value": rest} if rest is not None else {"type": kind}
-    return {"type": "equals", "value": text}
+def _assert_config(column: str, text: str, where: str) -> tuple[int, str, float] | None:
+    """Read a ``__config:__expected[N]:threshold`` cell: (assert index, key, number)."""
+    parts = column[len("__config:") :].split(":")
+    if len(parts) != 2:
+        return None  # promptfoo warns and ignores it
+    expected, key = parts
+    found = re.fullmatch(r"__expected(\d*)", expected)
+    index = (0 if not found.group(1) else int(found.group(1)) - 1) if found else -1
+    if index < 0:
+        raise ConfigError(f"{where}: {column}: the assert is __expected or __expected<N> (N from 1)")
+    if key != "threshold":
+        raise ConfigError(f"{where}: {column}: the only config key is threshold")
+    number = _finite(text)
+    if number is None:
+        raise ConfigError(f"{where}: {column}: {text!r} is not a number")
+    return index, key, number
+
+
+_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
+
+
+def _finite(text: str | None) -> float | None:
+    """Read a cell as a finite number, None when it is empty or not one (promptfoo: unset)."""
+    trimmed = (text or "").strip()
+    if not _NUMBER.fullmatch(trimmed):
+        return None
+    number = float(trimmed)
+    return number if math.isfinite(number) else None
+
+
+#: promptfoo 0.123.1's assertion types (``BaseAssertionTypesSchema``), in its order: the grammar's TYPE.
+_TYPES = (
+    "agent-rubric answer-relevance bleu classifier contains contains-all contains-any contains-html contains-json "
+    "contains-sql contains-xml context-faithfulness context-recall context-relevance conversation-relevance cost "
+    "equals factuality finish-reason g-eval gleu guardrails icontains icontains-all icontains-any is-html is-json "
+    "is-refusal is-sql is-valid-function-call is-valid-openai-function-call is-valid-openai-tools-call is-xml "
+    "javascript latency levenshtein llm-rubric pi meteor model-graded-closedqa model-graded-factuality moderation "
+    "perplexity perplexity-score python regex rouge-n ruby similar similar:cosine similar:dot similar:euclidean "
+    "starts-with tool-call-f1 skill-used trajectory:goal-success trajectory:tool-args-match trajectory:step-count "
+    "trajectory:tool-sequence trajectory:tool-used trace-error-spans trace-span-count trace-span-duration "
+    "search-rubric webhook word-count"
+).split()
+_ASSERTION = re.compile(rf"^(not-)?({'|'.join(map(re.escape, _TYPES))})(?:\((\d+(?:\.\d+)?)\))?(?::([\s\S]*))?$")
+#: The types whose assertion string takes a threshold, ``TYPE(N)``; without one it is 0.75 (``similar``: 0.8).
+_THRESHOLD_TYPES = frozenset(
+    "answer-relevance classifier context-faithfulness context-recall context-relevance cost latency levenshtein "
+    "perplexity-score perplexity rouge-n similar starts-with".split()
+)
+_JS_FILE = re.compile(r"\.(?:js|cjs|mjs|ts|cts|mts|tsx|jsx)$", re.IGNORECASE)
+
+
+def assertion_from_string(expected: str) -> dict[str, Any]:
+    """Read an assertion string (a CSV ``__expected`` cell) as promptfoo's ``assertionFromString`` does:
+    ``^(not-)?TYPE(\\(N\\))?(:value)?$``, the legacy ``fn:``/``eval:``/``grade:`` prefixes, ``file://`` code,
+    and anything else ``equals``."""
+    code_file = expected[len("file://") :] if expected.startswith("file://") else None
+    if expected.startswith(("javascript:", "fn:", "eval:")) or (code_file and _JS_FILE.search(code_file)):
+        cut = next((len(p) for p in ("javascript:", "fn:", "eval:") if expected.startswith(p)), 0)
+        return {"type": "javascript", "value": expected[cut:].strip()}
+    if expected.startswith(("grade:", "llm-rubric:")):
+        return {"type": "llm-rubric", "value": expected[6 if expected.startswith("grade:") else 11 :]}
+    if expected.startswith("python:") or (code_file and (code_file.endswith(".py") or ".py:" in code_file)):
+        return {"type": "python", "value": expected[7:].strip()}
+    found = _ASSERTION.match(expected)
+    if found is None:
+        return {"type": "equals", "value": expected}
+    negated, kind, threshold_text, value = found.groups()
+    full = f"not-{kind}" if negated else kind
+    if kind in ("contains-all", "contains-any", "icontains-all", "icontains-any"):
+        return {"type": full, "value": _comma_values(value) if value else value}
+    if kind in ("contains-json", "is-json"):
+        return {"type": full, "value": value}
+    if kind in _THRESHOLD_TYPES:
+        threshold = _finite(threshold_text)
+        default = 0.8 if kind == "similar" else 0.75
+        return {
+            "type": full,
+            "value": value.strip() if value else value,
+            "threshold": default if threshold is None else threshold,
+        }
+    return {"type": full, "value": value.strip() if value else value}
+
+
+def _comma_values(text: str) -> list[str]:
+    """Split a ``contains-any`` value on commas as promptfoo does: a ``"quoted, field"`` keeps its commas."""
+    values: list[str] = []
+    i = 0
+    while i < len(text):
+        while i < len(text) and (text[i].isspace() or text[i] == ","):
+            i += 1
+        if i >= len(text):
+            break
+        if text[i] != '"':
+            end = text.find(",", i)
+            end = len(text) if end < 0 else end
+            values.append(text[i:end].strip())
+            i = end
+            continue
+        field, i, closed = "", i + 1, False
+        while i < len(text):
+            if text[i] == "\\" and i + 1 < len(text) and text[i + 1] in '"\\':
+                field, i = field + text[i + 1], i + 2
+            elif text[i] == '"' and i + 1 < len(text) and text[i + 1] == '"':
+                field, i = field + '"', i + 2
+            elif text[i] == '"':
+                i, closed = i + 1, True
+                break
+            else:
+                field, i = field + text[i], i + 1
+        if not closed:
+            raise ConfigError(f"unterminated quoted field in {text!r}")
+        values.append(field)
+        while i < len(text) and text[i].isspace():
+            i += 1
+    return values
 
 
 @dataclass
@@ -176,14 +341,25 @@ class TestSource:
     where: str
 
 
-def _combinations(variables: Mapping[str, Any]) -> int:
+def _expands(value: Any) -> bool:
+    """Tell whether a var expands into one case per value: an array whose first value is a string
+    (promptfoo's ``generateVarCombinations``; an array of objects or numbers is one value)."""
+    return isinstance(value, list) and bool(value) and isinstance(value[0], str)
+
+
+def _combinations(variables: Mapping[str, Any], options: Mapping[str, Any]) -> int:
     """Count the cases a test's array vars expand to, before any is built."""
-    return math.prod(len(v) for v in variables.values() if isinstance(v, list))
+    if options.get("disableVarExpansion"):
+        return 1
+    return math.prod(len(v) for v in variables.values() if _expands(v))
 
 
-def _expand(variables: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+def _expand(variables: Mapping[str, Any], options: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
     """Expand the array vars: promptfoo runs a test once per combination of their values."""
-    keys = [k for k, v in variables.items() if isinstance(v, list)]
+    if options.get("disableVarExpansion"):
+        yield dict(variables)
+        return
+    keys = [k for k, v in variables.items() if _expands(v)]
     for combo in itertools.product(*(variables[k] for k in keys)):
         yield {**variables, **dict(zip(keys, combo, strict=True))}
 
@@ -222,15 +398,16 @@ def cases_of(
     code: AssertModule,
     unsupported: list[str],
     default_where: str = "defaultTest",
-) -> str:
-    """Convert every test to a case (``defaultTest`` merged in), numbered in order: the text of
-    ``cases.jsonl``. The number of cases is computed before any is built, and it and the text's size
-    are refused past :data:`IMPORT_CASES` and :data:`IMPORT_CASES_BYTES`."""
+) -> Cases:
+    """Convert every test to a case (``defaultTest`` merged in as promptfoo's ``prepareTestCaseForEval``
+    merges it), numbered in order: the text of ``cases.jsonl``. The number of cases is computed before
+    any is built, and it and the text's size are refused past :data:`IMPORT_CASES` and
+    :data:`IMPORT_CASES_BYTES`."""
     default = _checked(default, default_where)
     checked = [(_checked(source.test, source.where), source.where) for source in tests]
     total = 0
     for test, where in checked:
-        total += _combinations({**default["vars"], **test["vars"]})
+        total += _combinations({**default["vars"], **test["vars"]}, {**default["options"], **test["options"]})
         if total > IMPORT_CASES.value:
             raise ConfigError(
                 f"{where}: the tests expand to more than {IMPORT_CASES} "
@@ -239,13 +416,16 @@ def cases_of(
     lines: list[str] = []
     size, number = 0, 0
     files: dict[str, str] = {}
+    affixed: list[str] = []
     for test, where in checked:
-        unknown = sorted(set(test) - {"description", "vars", "assert", "metadata", "threshold", "options"})
+        unknown = sorted(set(test) - _TEST_KEYS)
         if unknown:
             unsupported.append(f"{where}: test keys {', '.join(unknown)}")
-        if test["options"]:
-            unsupported.append(f"{where}: options ({', '.join(sorted(map(str, test['options'])))})")
-        for variables in _expand({**default["vars"], **test["vars"]}):
+        options = {**default["options"], **test["options"]}  # merged as promptfoo merges them
+        listed = sorted(set(map(str, options)) - set(_VERDICT_OPTIONS) - _CARRIED_OPTIONS)
+        if listed:
+            unsupported.append(f"{where}: options ({', '.join(listed)})")
+        for variables in _expand({**default["vars"], **test["vars"]}, options):
             for key, value in list(variables.items()):
                 if isinstance(value, str) and value.startswith("file://"):
                     relative = value[len("file://") :]
@@ -254,13 +434,35 @@ def cases_of(
                     variables[key] = files[relative]
                 elif isinstance(value, str):
                     variables[key] = value[:-1] if value.endswith("\n") else value  # as promptfoo does
+            affixes = {k: test["options"].get(k) or default["options"].get(k) or "" for k in ("prefix", "suffix")}
+            if any(affixes.values()) or affixed:
+                affixed.append(where)
+                variables.update({f"promptfoo_{k}": str(v) for k, v in affixes.items()})
             number += 1
             line = jsonl([_case(number, test, default, variables, where, slice_key, code, unsupported)])
             size += len(line)
             if size > IMPORT_CASES_BYTES.value:
                 raise ConfigError(f"{where}: the cases are larger than {IMPORT_CASES_BYTES}")
             lines.append(line)
-    return "".join(lines)
+    if affixed:  # the first cases (before a prefix was seen) get empty ones too
+        lines = [_with_affixes(line) for line in lines]
+    return Cases("".join(lines), bool(affixed))
+
+
+def _with_affixes(line: str) -> str:
+    """Give a case empty ``promptfoo_prefix``/``promptfoo_suffix`` vars when it has none."""
+    case = decode(line)
+    case["vars"] = {"promptfoo_prefix": "", "promptfoo_suffix": "", **case["vars"]}
+    return jsonl([case])
+
+
+@dataclass
+class Cases:
+    """The text of ``cases.jsonl``, and whether a test's ``prefix``/``suffix`` options wrap the prompts
+    (as the ``promptfoo_prefix``/``promptfoo_suffix`` vars)."""
+
+    text: str
+    affixed: bool
 
 
 def _case(
@@ -273,8 +475,14 @@ def _case(
     code: AssertModule,
     unsupported: list[str],
 ) -> dict[str, Any]:
-    asserts = [*default["assert"], *test["assert"]]
+    options = {**default["options"], **test["options"]}
+    asserts = [*([] if test["options"].get("disableDefaultAsserts") is True else default["assert"]), *test["assert"]]
     mapped = [map_assert(a, variables, code, f"{where}: assert[{i}]", unsupported) for i, a in enumerate(asserts)]
+    if "providerOutput" in test:
+        mapped.append(_not_carried("providerOutput", "", code, where, unsupported))
+    changing = [k for k in _VERDICT_OPTIONS if k in options]
+    if changing:  # the output every assert sees is not the one promptfoo's would see
+        mapped.append(_not_carried("test options", ", ".join(changing), code, f"{where}: options", unsupported))
     metadata = {**default["metadata"], **test["metadata"]}
     description = test.get("description")
     case: dict[str, Any] = {
@@ -282,7 +490,7 @@ def _case(
         "input": str(variables.get("input") or description or f"test {number}"),
         "slice": str(metadata.get(slice_key, "unsliced")) if slice_key else "promptfoo",
         "vars": variables,
-        "assert": [a for a in mapped if a is not None],
+        "assert": mapped,
         "tags": [f"{k}={v}" for k, v in metadata.items()],
         "metadata": {**({"description": description} if description else {}), **metadata, "promptfoo": where},
     }

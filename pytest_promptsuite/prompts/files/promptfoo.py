@@ -1,0 +1,137 @@
+"""promptfoo's template rules (``[template] semantics = "promptfoo"``, written by ``promptsuite import
+promptfoo``): Nunjucks' over our Jinja sandbox, so an imported prompt renders as promptfoo renders it."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from dataclasses import field
+from typing import TYPE_CHECKING
+from typing import Any
+
+from pytest_promptsuite.errors import TemplateError
+from pytest_promptsuite.prompts.fields import FieldRead
+from pytest_promptsuite.prompts.fields import jinja_reads
+from pytest_promptsuite.prompts.files.filters import MakeFilter
+from pytest_promptsuite.prompts.files.filters import builtin_filter
+
+
+if TYPE_CHECKING:
+    import jinja2
+    from jinja2.sandbox import SandboxedEnvironment
+
+#: A var that names another (``'tweet about {{topic}}'``), as promptfoo's ``resolveVariables`` finds it.
+_PLACEHOLDER = re.compile(r"\{\{\s*(\w+)\s*\}\}")
+
+
+def js_string(value: Any) -> str:
+    """Return ``value`` as Nunjucks prints it (JavaScript's ``String``): ``true``, ``1`` for 1.0,
+    ``a,b`` for a list, empty for null."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "NaN"
+        if math.isinf(value):
+            return "Infinity" if value > 0 else "-Infinity"
+        return str(int(value)) if value.is_integer() and abs(value) < 1e21 else repr(value)
+    if isinstance(value, (list, tuple)):
+        return ",".join("" if v is None else js_string(v) for v in value)
+    if isinstance(value, Mapping):
+        return "[object Object]"
+    return str(value)
+
+
+def _dump(value: Any, spaces: int | None = None) -> str:
+    """Nunjucks' ``dump``: ``JSON.stringify(value, null, spaces)``."""
+    if spaces:
+        return json.dumps(value, indent=spaces, ensure_ascii=False)
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def _load(text: Any) -> Any:
+    """promptfoo's ``load`` filter: ``JSON.parse``."""
+    try:
+        return json.loads(str(text))
+    except json.JSONDecodeError as exc:
+        raise TemplateError(f"load: {str(text)[:40]!r} is not JSON: {exc.msg}") from None
+
+
+def resolve_vars(row: Mapping[str, Any]) -> dict[str, Any]:
+    """Fill the vars that name other vars, as promptfoo's ``resolveVariables`` does: each pass fills the
+    first ``{{ name }}`` of each string var whose name is defined, at most five passes."""
+    variables = dict(row)
+    for _ in range(5):
+        resolved = True
+        for key, value in variables.items():
+            if not isinstance(value, str):
+                continue
+            match = _PLACEHOLDER.search(value)
+            if match and match.group(1) in variables:
+                named = variables[match.group(1)]
+                filled = "null" if named is None else js_string(named)  # String(null), as replace() makes it
+                variables[key] = value[: match.start()] + filled + value[match.end() :]
+                resolved = False
+        if resolved:
+            break
+    return variables
+
+
+def promptfoo_environment() -> SandboxedEnvironment:
+    """Make our sandbox with Nunjucks' rules: an undefined variable (or attribute of one) renders
+    empty, every value prints as JavaScript prints it, and ``dump`` and ``load`` are promptfoo's."""
+    import jinja2
+
+    from pytest_promptsuite.prompts.files.jinja import sandbox_environment
+
+    env = sandbox_environment()
+    env.undefined = jinja2.ChainableUndefined
+    env.finalize = js_string
+    env.filters["dump"] = _dump
+    env.filters["load"] = _load
+    return env
+
+
+@dataclass
+class PromptfooRenderer:
+    """Renders a ``template_file`` under promptfoo's semantics: vars composed first, then the template
+    in :func:`promptfoo_environment`; every field it reads may be missing (it renders empty)."""
+
+    make_filter: MakeFilter | None = None
+    _env: SandboxedEnvironment = field(init=False, repr=False)
+    _cache: dict[str, jinja2.Template] = field(init=False, repr=False, default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self._env = promptfoo_environment()
+
+    def with_filters(self, make_filter: MakeFilter) -> PromptfooRenderer:
+        """Return this renderer if it has a filter lookup already, else a new one using ``make_filter``."""
+        return self if self.make_filter is not None else PromptfooRenderer(make_filter)
+
+    def _compiled(self, template: str) -> jinja2.Template:
+        compiled = self._cache.get(template)
+        if compiled is None:
+            from pytest_promptsuite.prompts.files.jinja import compile_template
+            from pytest_promptsuite.prompts.files.jinja import install_filters
+
+            filters = self.make_filter or builtin_filter
+            install_filters(self._env, [template], lambda name: None if name in ("dump", "load") else filters(name))
+            compiled = compile_template(self._env, template, None)
+            self._cache[template] = compiled
+        return compiled
+
+    def render(self, template: str, row: Mapping[str, Any]) -> str:
+        """Render ``template`` with the row's vars, composed, as its context."""
+        from pytest_promptsuite.prompts.files.jinja import render_template
+
+        return render_template(self._compiled(template), resolve_vars(row), None)
+
+    def fields(self, template: str) -> list[FieldRead]:
+        """Return the variables ``template`` reads, each one a case may lack (Nunjucks renders it empty)."""
+        self._compiled(template)
+        return [FieldRead(r.name, r.line, True) for r in jinja_reads(self._env, template)]
