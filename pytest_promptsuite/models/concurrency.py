@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable
 from collections.abc import Mapping
 from types import TracebackType
+from typing import Any
 
 from pytest_promptsuite.models.retry import ratelimit_wait_s
 from pytest_promptsuite.models.retry import retry_after_s
@@ -140,3 +141,31 @@ class AdaptiveConcurrency:
             if not waiter.done():
                 self._take()
                 waiter.set_result(None)
+
+
+def add_counts(total: dict[str, dict[str, Any]], more: Mapping[str, Mapping[str, Any]]) -> None:
+    """Add ``more`` (one pytest-xdist worker's :meth:`.ModelRunner.call_counts`) to ``total``: the workers run at
+    once, so every number adds up (the bounds and ``reached`` too)."""
+    for spec, counts in more.items():
+        entry = total.setdefault(spec, {})
+        for name, value in counts.items():
+            if isinstance(value, int) and isinstance(entry.get(name, 0), int):
+                entry[name] = entry.get(name, 0) + value
+            else:
+                entry[name] = value
+
+
+def with_share(counts: Mapping[str, Any]) -> dict[str, Any]:
+    """Return a model's call counts with ``refused_share``: the share of its attempts answered 429."""
+    attempts, refused = counts.get("attempts", 0), counts.get("refused", 0)
+    return {**counts, "refused_share": round(refused / attempts, 4) if attempts else 0.0}
+
+
+def counts_line(spec: str, counts: Mapping[str, Any]) -> str:
+    """Write a model's attempts, its 429 share and its concurrency in one line of the terminal's summary."""
+    attempts, refused = counts.get("attempts", 0), counts.get("refused", 0)
+    share = f" ({refused / attempts:.1%})" if attempts else ""
+    line = f"calls of {spec}: {attempts:,} attempts, {refused:,} answered 429{share}, concurrency "
+    if counts.get("concurrency") == "auto":
+        return line + f"auto, reached {counts.get('reached', 0)} of max {counts.get('max_concurrency')}"
+    return line + str(counts.get("concurrency"))
