@@ -29,8 +29,10 @@ class AdaptiveConcurrency:
     An answer while the bound is full adds one call to it (slow start, up to the first overload), then
     ``1/limit`` (one call per round trip). A 429, a 503 or a timeout multiplies it by :data:`DECREASE`, once per
     round trip: an attempt that started before the last decrease does not decrease it again. ``Retry-After`` and
-    the ``x-ratelimit-*`` headers pause every attempt of the model (at most ``max_pause_s``). Used on the
-    runner's event loop only, as an ``async with`` bound like a semaphore.
+    the ``x-ratelimit-*`` headers pause every attempt of the model (at most ``max_pause_s``); while the latter say
+    the limit is spent, attempts start one per the wait they give (:attr:`spacing`; times ``workers``, the
+    pytest-xdist workers that share the endpoint's limit, each AIMD on its own). Each attempt (a
+    retry too) runs in ``async with``, as within a semaphore, on the runner's event loop only.
     """
 
     def __init__(
@@ -38,13 +40,16 @@ class AdaptiveConcurrency:
         ceiling: int,
         *,
         start: int = START,
+        workers: int = 1,
         max_pause_s: float = 60.0,
         clock: Callable[[], float] = time.perf_counter,
     ) -> None:
         if ceiling < 1:
             raise ValueError("max_concurrency must be at least 1")
         self.ceiling = ceiling
-        self.limit = float(min(start, ceiling))
+        #: pytest-xdist workers calling the same endpoint, each with a bound of its own: each takes its share.
+        self.workers = max(1, workers)
+        self.limit = float(min(max(1, start // self.workers), ceiling))  # the workers together start at ``start``
         #: Below it the bound grows by a call per answer (slow start); the last decrease sets it.
         self.threshold = float(ceiling)
         self.max_pause_s = max_pause_s
@@ -56,6 +61,8 @@ class AdaptiveConcurrency:
         self.decreases = 0
         #: The clock time before which no attempt of the model starts.
         self.paused_until = 0.0
+        #: Seconds between the starts of attempts while the endpoint's ``x-ratelimit-remaining-*`` is 0.
+        self.spacing = 0.0
         self._decreased_at = float("-inf")
         self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
 
@@ -76,6 +83,8 @@ class AdaptiveConcurrency:
                 self._increase()
             wait = None
         header_wait = ratelimit_wait_s(headers)
+        # while a limit is spent, attempts start no closer together than the endpoint lets one more in
+        self.spacing = 0.0 if header_wait is None else min(header_wait * self.workers, self.max_pause_s)
         if header_wait is not None:
             wait = max(wait or 0.0, header_wait)
         if wait:
@@ -101,24 +110,27 @@ class AdaptiveConcurrency:
             return  # the bound was not what held the calls back: no evidence it could be higher
         self.limit = min(float(self.ceiling), self.limit + (1.0 if self.limit < self.threshold else 1.0 / self.limit))
 
-    async def ready(self) -> float:
-        """Wait out the model's pause; return the clock time the attempt starts at."""
-        while (wait := self.paused_until - self.clock()) > 0:
-            await asyncio.sleep(wait)
-        return self.clock()
-
     async def __aenter__(self) -> AdaptiveConcurrency:
-        if not self._waiters and self.in_flight < self.slots:
+        """Wait for a slot, then for the end of the model's pause."""
+        if self._waiters or self.in_flight >= self.slots:
+            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._waiters.append(waiter)
+            try:
+                await waiter  # _wake hands the slot over: in_flight counts it already
+            except asyncio.CancelledError:
+                if waiter.done() and not waiter.cancelled():
+                    self._release()  # handed a slot, then cancelled before running
+                raise
+        else:
             self._take()
-            return self
-        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waiters.append(waiter)
         try:
-            await waiter  # _wake hands the slot over: in_flight counts it already
+            while (wait := self.paused_until - self.clock()) > 0:
+                await asyncio.sleep(wait)
         except asyncio.CancelledError:
-            if waiter.done() and not waiter.cancelled():
-                self._release()  # handed a slot, then cancelled before running
+            self._release()
             raise
+        if self.spacing:
+            self.paused_until = self.clock() + self.spacing
         return self
 
     async def __aexit__(

@@ -126,7 +126,8 @@ class OpenAIModel:
         self.connections = limit
 
     def pace(self, pacing: AdaptiveConcurrency) -> None:
-        """Tell ``pacing`` (the runner's adaptive bound on this model) every attempt's answer, and wait out its pauses."""
+        """Send each attempt within ``pacing`` (the adaptive bound on this model's attempts, after its pauses)
+        and tell it every answer."""
         self.pacing = pacing
 
     def client(self) -> httpx.AsyncClient:
@@ -241,7 +242,20 @@ class OpenAIModel:
         self, path: str, body: dict[str, Any], where: str, parse: Callable[[Any], LabelScore] | None = None
     ) -> Response:
         pacing = self.pacing
-        start = time.perf_counter() if pacing is None else await pacing.ready()  # the model's pause, if any
+        if pacing is None:
+            return await self._exchange(path, body, where, parse, None)
+        async with pacing:  # a slot of the adaptive bound for this attempt (not its retries' waits), after any pause
+            return await self._exchange(path, body, where, parse, pacing)
+
+    async def _exchange(
+        self,
+        path: str,
+        body: dict[str, Any],
+        where: str,
+        parse: Callable[[Any], LabelScore] | None,
+        pacing: AdaptiveConcurrency | None,
+    ) -> Response:
+        start = time.perf_counter()
         payload = encode(body, compact=True, scrub=False).encode("utf-8")  # lone surrogates escaped
         try:
             # httpx's timeouts are per phase (connect, each read); this one bounds the attempt

@@ -96,8 +96,10 @@ def _cancel_task(
 class ModelRunner:
     """One event loop in a daemon thread, shared by every model of a run."""
 
-    def __init__(self, concurrency: int = DEFAULT_CONCURRENCY) -> None:
+    def __init__(self, concurrency: int = DEFAULT_CONCURRENCY, *, workers: int = 1) -> None:
         self.concurrency = concurrency
+        #: pytest-xdist workers running a runner each: an adaptive bound spaces its attempts by their number.
+        self.workers = workers
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._limits: dict[int, int] = {}
@@ -183,12 +185,14 @@ class ModelRunner:
         self.attached[id(outer)] = Attached(outer, caching, answers, budgeted)
         self.set_concurrency(outer, self.concurrency if concurrency is None else concurrency)
         if adaptive:
-            bound = self.adaptive[id(outer)] = AdaptiveConcurrency(self.limit(outer))
+            bound = self.adaptive[id(outer)] = AdaptiveConcurrency(self.limit(outer), workers=self.workers)
             retry = getattr(model, "retry", None)
             bound.max_pause_s = getattr(retry, "max_retry_after_s", bound.max_pause_s)
             pace = getattr(model, "pace", None)
-            if callable(pace):
+            if callable(pace):  # it bounds its own attempts (retries too) and reports their answers
                 pace(bound)
+            else:  # the bound holds its calls, at its start (no answer moves it)
+                self._semaphores[id(outer)] = bound
         if prefetched:
             self._io_models[id(outer)] = outer
         return outer
@@ -204,7 +208,7 @@ class ModelRunner:
         ident = id(model)
         semaphore = self._semaphores.get(ident)
         if semaphore is None:
-            semaphore = self._semaphores[ident] = self.adaptive.get(ident) or _semaphore(self.limit(model))
+            semaphore = self._semaphores[ident] = _semaphore(self.limit(model))
         self._check_usable(ident)
         async with semaphore:
             self._check_usable(ident)

@@ -110,7 +110,7 @@ class PromptSession:
                 raise ConfigError(f"--prompt-base-url {public_url(options.base_url)!r} {problem}")
         self.baseline = None if is_worker else open_baseline(options)
         self.reviews, self.history = open_reviews_and_history(options, is_worker=is_worker)
-        self.runner = ModelRunner()
+        self.runner = ModelRunner(workers=workers)
         if options.max_calls is not None:  # pytest-xdist: each worker issues its share of the calls
             share, extra = divmod(options.max_calls, workers)
             self.runner.allowance.max_calls = share + (worker_index < extra)
