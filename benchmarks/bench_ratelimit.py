@@ -39,9 +39,7 @@ def run(folder: Path, args: argparse.Namespace, setting: str | None) -> dict[str
     if args.workers:
         extra += ["-p", "xdist", "-n", str(args.workers)]
     if setting is not None:
-        server = Server(
-            "--latency-ms", str(args.latency_ms), "--rate-rps", str(args.rate), "--burst", str(args.burst)
-        )
+        server = Server("--latency-ms", str(args.latency_ms), "--rate-rps", str(args.rate), "--burst", str(args.burst))
         config = (
             f'[model]\nspec = "openai:m"\nbase_url = "{server.base_url}"\nparams = {{ max_tokens = 16 }}\n'
             f"max_concurrency = {args.max_concurrency}\n"
@@ -94,12 +92,13 @@ def main() -> None:
         f"{args.latency_ms:g} ms a call: the limit allows {limit_s:.1f} s; pytest alone (fake model) {fake_s:.2f} s"
         + (f"; -n {args.workers}" if args.workers else "")
     )
-    print(f"{'concurrency':<12} {'wall s':>7} {'x limit':>8} {'attempts':>9} {'429 share':>10} {'errors':>7} {'reached':>8}")
+    head = ("concurrency", "wall s", "x limit", "attempts", "429 share", "errors", "reached")
+    print(f"{head[0]:<12} " + " ".join(f"{name:>9}" for name in head[1:]))
     for row in rows:
         over = (row["seconds"] - fake_s) / limit_s if row["setting"] != "fake" else 0.0
         print(
-            f"{row['setting']:<12} {row['seconds']:>7.2f} {over:>8.2f} {row['attempts']:>9,} "
-            f"{row['share']:>10.1%} {row['errors']:>7} {row['reached']!s:>8}"
+            f"{row['setting']:<12} {row['seconds']:>9.2f} {over:>9.2f} {row['attempts']:>9,} "
+            f"{row['share']:>9.1%} {row['errors']:>9} {row['reached']!s:>9}"
         )
     auto = rows[-1]
     goal = auto["seconds"] <= 1.3 * limit_s + fake_s and auto["share"] <= 0.10 and auto["errors"] == 0

@@ -139,7 +139,9 @@ class ModelConfig(ConfigTable):
         "Calls in flight at once over the run, or auto: found from the endpoint's 429s and rate-limit headers "
         "(default: auto for an https:// endpoint, else 8; --prompt-concurrency beats it).",
     )
-    max_concurrency: int = key(64, "The most calls in flight an auto concurrency may reach, over the run.", ge=1, le=1024)
+    max_concurrency: int = key(
+        64, "The most calls in flight an auto concurrency may reach, over the run.", ge=1, le=1024
+    )
     timeout_s: float = key(60.0, "Seconds one call may take.", gt=0, le=86400)
     max_retries: int = key(3, "How often a failed call is tried again.", ge=0, le=100)
     prices: Prices | None = key(None, "USD per million tokens, for the reports' costs, cost checks and the budget.")

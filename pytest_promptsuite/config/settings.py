@@ -241,7 +241,9 @@ def model_choice(
     if options.base_url:
         settings = dataclasses.replace(settings, base_url=options.base_url)
     concurrency, adaptive = concurrency_of(options.concurrency or settings.concurrency, settings)
-    return ModelChoice(settings, root, where, concurrency, batch=options.batch_mode or settings.batch, adaptive=adaptive)
+    return ModelChoice(
+        settings, root, where, concurrency, batch=options.batch_mode or settings.batch, adaptive=adaptive
+    )
 
 
 def concurrency_of(

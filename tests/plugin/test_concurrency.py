@@ -30,6 +30,8 @@ def test_auto_concurrency_finds_the_rate_limit_with_no_case_lost(
     assert loopback.stats.max_in_flight <= 32
     share = f"{refused / loopback.stats.requests:.1%}"
     result.stdout.fnmatch_lines(
-        [f"calls of openai:loop-model: {calls['attempts']:,} attempts, {refused} answered 429 ({share}), "
-         f"concurrency auto, reached {calls['reached']} of max 32"]
+        [
+            f"calls of openai:loop-model: {calls['attempts']:,} attempts, {refused} answered 429 ({share}), "
+            f"concurrency auto, reached {calls['reached']} of max 32"
+        ]
     )
