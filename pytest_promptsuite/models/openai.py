@@ -222,13 +222,14 @@ class OpenAIModel:
         last: EndpointError | None = None
         wait: float | None = None
         all_refused = True
+        send = self._attempt if self.pacing is None else self._paced_attempt  # a fixed bound: nothing new per attempt
         for attempt in range(self.retry.max_retries + 1):
             if attempt:
                 self.retries += 1
                 await asyncio.sleep(self.retry.wait_s(attempt - 1, self._rng, wait))
             self.attempts += 1
             try:
-                return await self._attempt(path, body, where, parse)
+                return await send(path, body, where, parse)
             except _Retry as retry:
                 last, wait = retry.error, retry.retry_after
                 if not isinstance(retry.__cause__, httpx.ConnectError):
@@ -238,23 +239,18 @@ class OpenAIModel:
         attempts = f"{tries} attempt{'s' if tries != 1 else ''}"
         raise EndpointError(f"{last} (gave up after {attempts})", status=last.status, fatal=all_refused)
 
+    async def _paced_attempt(
+        self, path: str, body: dict[str, Any], where: str, parse: Callable[[Any], LabelScore] | None = None
+    ) -> Response:
+        """Make an attempt within a slot of the adaptive bound (not held over a retry's wait), after any pause."""
+        assert self.pacing is not None
+        async with self.pacing:
+            return await self._attempt(path, body, where, parse)
+
     async def _attempt(
         self, path: str, body: dict[str, Any], where: str, parse: Callable[[Any], LabelScore] | None = None
     ) -> Response:
         pacing = self.pacing
-        if pacing is None:
-            return await self._exchange(path, body, where, parse, None)
-        async with pacing:  # a slot of the adaptive bound for this attempt (not its retries' waits), after any pause
-            return await self._exchange(path, body, where, parse, pacing)
-
-    async def _exchange(
-        self,
-        path: str,
-        body: dict[str, Any],
-        where: str,
-        parse: Callable[[Any], LabelScore] | None,
-        pacing: AdaptiveConcurrency | None,
-    ) -> Response:
         start = time.perf_counter()
         payload = encode(body, compact=True, scrub=False).encode("utf-8")  # lone surrogates escaped
         try:
