@@ -3,16 +3,20 @@ the endpoint's answers, and the pause for the whole model that its rate-limit he
 
 from __future__ import annotations
 
-import asyncio
 import collections
 import time
 from collections.abc import Callable
 from collections.abc import Mapping
-from types import TracebackType
+from typing import TYPE_CHECKING
 from typing import Any
 
 from pytest_promptsuite.models.retry import ratelimit_wait_s
 from pytest_promptsuite.models.retry import retry_after_s
+
+
+if TYPE_CHECKING:
+    import asyncio
+    from types import TracebackType
 
 
 #: Statuses that say the endpoint is overloaded or rate-limited: the bound shrinks.
@@ -112,6 +116,8 @@ class AdaptiveConcurrency:
 
     async def __aenter__(self) -> AdaptiveConcurrency:
         """Wait for a slot, then for the end of the model's pause."""
+        import asyncio  # imported when a call is made: a run without endpoint calls never loads it
+
         if self._waiters or self.in_flight >= self.slots:
             waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             self._waiters.append(waiter)
