@@ -86,13 +86,13 @@ class AdaptiveConcurrency:
             if status < 400:
                 self._increase()
             wait = None
+        if wait:
+            self.pause(now + wait)
         header_wait = ratelimit_wait_s(headers)
         # while a limit is spent, attempts start no closer together than the endpoint lets one more in
         self.spacing = 0.0 if header_wait is None else min(header_wait * self.workers, self.max_pause_s)
-        if header_wait is not None:
-            wait = max(wait or 0.0, header_wait)
-        if wait:
-            self.pause(now + wait)
+        if header_wait is not None:  # the headers tell the limit as the attempt was let in: from its start
+            self.pause(started + header_wait * self.workers)
         self._wake()
 
     def overloaded(self, started: float, now: float | None = None) -> None:
