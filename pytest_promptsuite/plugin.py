@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 session_key = pytest.StashKey["_SessionPlugin"]()
 #: The key under which a pytest-xdist worker hands its collection warnings to the controller.
 WARNINGS_OUTPUT = "promptsuite_warnings"
+#: The key of a pytest-xdist worker's ``workeroutput`` that carries its models' call counts.
+CALLS_OUTPUT = "promptsuite_calls"
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -248,12 +250,14 @@ class _SessionPlugin:
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         """Take a pytest-xdist worker's collection warnings."""
         self.session.add_warnings(getattr(node, "workeroutput", {}).get(WARNINGS_OUTPUT, ()))
+        self.session.add_call_counts(getattr(node, "workeroutput", {}).get(CALLS_OUTPUT, {}))
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         workeroutput = getattr(self.config, "workeroutput", None)
         if workeroutput is not None:  # a pytest-xdist worker: the controller prints the warnings
             workeroutput[WARNINGS_OUTPUT] = list(self.session.warnings)
+            workeroutput[CALLS_OUTPUT] = self.session.call_counts()
         not_run = sum(nodeid not in self._prompt_nodeids for nodeid in self._collected)
         summary = self.session.finish(not_run=not_run, why=self._stop_reason(session, exitstatus))
         if summary is None:

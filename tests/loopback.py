@@ -9,6 +9,11 @@ the same against it. Knobs (:class:`Knobs`, changeable while it runs):
   statuses. The draw depends on ``seed``, the prompt and the attempt number only, so it is the
   same whatever the concurrency or order.
 - ``retry_after`` / ``retry_after_ms``: headers sent with every 429 and 5xx.
+- ``rate_rps`` / ``burst``: a token bucket of ``burst`` requests refilled at ``rate_rps`` a second (0: no
+  limit), and ``max_concurrent`` (0: none): a request past either is answered 429 at once (no latency), as
+  OpenAI does: ``retry-after-ms`` (when the next request is allowed; none past ``max_concurrent``) and
+  ``x-ratelimit-limit-requests`` / ``-remaining-requests`` / ``-reset-requests`` (``20ms``), the last three on
+  every answer while ``rate_rps`` is set.
 - ``api_key``: when set, a request without ``Authorization: Bearer <api_key>`` gets a 401 whose
   text repeats the key it was sent (as some proxies do), to prove the client scrubs it.
 - Scripted faults per prompt: a prompt containing ``[[500,429]]`` gets a 500 on its first attempt,
@@ -51,6 +56,7 @@ import contextlib
 import gzip
 import hashlib
 import json
+import math
 import re
 import socket
 import struct
@@ -99,6 +105,9 @@ class Knobs:
     api_key: str | None = None
     hang_s: float = 5.0
     drip_s: float = 0.05
+    rate_rps: float = 0.0
+    burst: int = 1
+    max_concurrent: int = 0
 
 
 @dataclass
@@ -146,6 +155,7 @@ class _App:
     def __init__(self, knobs: Knobs | None = None) -> None:
         self.knobs = knobs or Knobs()
         self.stats = Stats()
+        self._bucket = _Bucket(self.knobs)
         self.batch = BatchApi(lambda body, chat: _completion_data(_prompt_of(body), body, chat=chat), _prompt_of)
         self._app = Starlette(
             routes=[
@@ -159,6 +169,7 @@ class _App:
     def reset(self, knobs: Knobs | None = None) -> None:
         self.knobs = knobs or Knobs()
         self.stats = Stats()
+        self._bucket = _Bucket(self.knobs)
         self.batch.reset()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -213,9 +224,15 @@ class _App:
             "time": time.monotonic(),
         }
         stats.log.append(entry)
-        if knobs.latency_s:
-            await asyncio.sleep(knobs.latency_s)
-        response = self._respond(knobs, request, prompt, attempt, chat=chat, body=body)
+        limited = self._bucket.take(stats.in_flight) if knobs.rate_rps or knobs.max_concurrent else None
+        if isinstance(limited, Response):
+            response: Response = limited
+        else:
+            if knobs.latency_s:
+                await asyncio.sleep(knobs.latency_s)
+            response = self._respond(knobs, request, prompt, attempt, chat=chat, body=body)
+            if limited is not None:
+                response.headers.update(limited)
         entry["status"] = response.status_code
         entry["end"] = time.monotonic()
         stats.statuses[response.status_code] = stats.statuses.get(response.status_code, 0) + 1
@@ -267,6 +284,45 @@ class _App:
                 headers["retry-after-ms"] = str(knobs.retry_after_ms)
         text = {429: "Rate limit reached", 500: "The server had an error", 503: "Overloaded"}
         return _error(status, text.get(status, f"error {status}"), None, headers)
+
+
+class _Bucket:
+    """The token bucket of ``rate_rps`` and ``burst``, and the bound ``max_concurrent``."""
+
+    def __init__(self, knobs: Knobs) -> None:
+        self.knobs = knobs
+        self.tokens = float(knobs.burst)
+        self.at = time.monotonic()
+
+    def take(self, in_flight: int) -> Response | dict[str, str] | None:
+        """Admit a request (its rate-limit headers, None without a rate) or refuse it (a 429)."""
+        knobs = self.knobs
+        if knobs.rate_rps:
+            now = time.monotonic()
+            self.tokens = min(float(knobs.burst), self.tokens + (now - self.at) * knobs.rate_rps)
+            self.at = now
+        if knobs.max_concurrent and in_flight > knobs.max_concurrent:
+            return _error(429, "Too many concurrent requests", "rate_limit_exceeded", self.headers())
+        if not knobs.rate_rps:
+            return None
+        if self.tokens < 1:
+            wait_ms = math.ceil((1 - self.tokens) / knobs.rate_rps * 1000)
+            headers = {"retry-after-ms": str(wait_ms), **self.headers()}
+            return _error(429, "Rate limit reached for requests", "rate_limit_exceeded", headers)
+        self.tokens -= 1
+        return self.headers()
+
+    def headers(self) -> dict[str, str]:
+        """OpenAI's request rate-limit headers: the bucket's size, what is left, how long until it is full."""
+        knobs = self.knobs
+        if not knobs.rate_rps:
+            return {}
+        full_ms = math.ceil((knobs.burst - self.tokens) / knobs.rate_rps * 1000)
+        return {
+            "x-ratelimit-limit-requests": str(knobs.burst),
+            "x-ratelimit-remaining-requests": str(math.floor(self.tokens)),
+            "x-ratelimit-reset-requests": f"{full_ms}ms",
+        }
 
 
 def _script_step(prompt: str, attempt: int) -> str | None:
@@ -587,6 +643,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--retry-after-ms", type=int, default=None)
     parser.add_argument("--retry-after", default=None)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--rate-rps", type=float, default=0)
+    parser.add_argument("--burst", type=int, default=1)
+    parser.add_argument("--max-concurrent", type=int, default=0)
     args = parser.parse_args(argv)
     app = _App(
         Knobs(
@@ -595,6 +654,9 @@ def main(argv: list[str] | None = None) -> None:
             seed=args.seed,
             retry_after_ms=args.retry_after_ms,
             retry_after=args.retry_after,
+            rate_rps=args.rate_rps,
+            burst=args.burst,
+            max_concurrent=args.max_concurrent,
         )
     )
     sock = _bound_socket(args.port)

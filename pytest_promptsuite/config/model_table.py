@@ -92,6 +92,16 @@ class Override(Mapping[str, Any], Generic[T]):
         return dataclasses.make_dataclass(name, fields, bases=(ConfigTable,), frozen=True, namespace=namespace)
 
 
+class CallCount(int):
+    """A number of calls in flight, 1 to 1024, where a field's own bounds cannot reach it (a union with ``"auto"``)."""
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        from pydantic_core import core_schema
+
+        return core_schema.int_schema(ge=1, le=1024)
+
+
 @dataclass(frozen=True)
 class Prices(ConfigTable):
     """``[model] prices``: USD per million tokens, for the reports' costs, ``cost`` checks and budgets."""
@@ -124,8 +134,13 @@ class ModelConfig(ConfigTable):
     budget_usd: float | None = key(
         None, "The most the run may spend on this model, in USD (needs prices).", ge=0, override=False
     )
-    concurrency: int | None = key(
-        None, "Calls in flight at once, over the run (--prompt-concurrency beats it).", ge=1, le=1024
+    concurrency: CallCount | Literal["auto"] | None = key(
+        None,
+        "Calls in flight at once over the run, or auto: found from the endpoint's 429s and rate-limit headers "
+        "(default: auto for an https:// endpoint, else 8; --prompt-concurrency beats it).",
+    )
+    max_concurrency: int = key(
+        64, "The most calls in flight an auto concurrency may reach, over the run.", ge=1, le=1024
     )
     timeout_s: float = key(60.0, "Seconds one call may take.", gt=0, le=86400)
     max_retries: int = key(3, "How often a failed call is tried again.", ge=0, le=100)

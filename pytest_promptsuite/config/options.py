@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 from typing import Any
+from typing import Literal
 
 
 if TYPE_CHECKING:
@@ -88,6 +89,15 @@ def _positive(value: str) -> int:
     return number
 
 
+def _concurrency(value: str) -> int | Literal["auto"]:
+    if value == "auto":
+        return "auto"
+    try:
+        return _positive(value)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"{value!r} is neither auto nor a whole number of at least 1") from None
+
+
 @dataclass(frozen=True)
 class Option:
     """One command-line option: its flag, its help text (:data:`HELP`) and how argparse reads it."""
@@ -129,7 +139,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("--prompt-baseline-variant", "NAME"),
     Option("--prompt-shard", "K/N", _shard),
     Option("--prompt-base-url", "URL"),
-    Option("--prompt-concurrency", "N", _positive),
+    Option("--prompt-concurrency", "N|auto", _concurrency),
     Option("--prompt-variant", "NAME", action="append", default=[]),
     Option("--prompt-repeat", "N", _positive, default=1),
     Option("--prompt-cache", "DIR"),
@@ -166,7 +176,8 @@ HELP: dict[str, str] = {
     "--prompt-shard": "Run only the K-th (from 1) of N deterministic shards of the cases",
     "--prompt-base-url": "Endpoint for openai: models, e.g. http://localhost:8000/v1 (else the config's, else "
     "OPENAI_BASE_URL); the key comes from the environment only",
-    "--prompt-concurrency": "Model calls in flight at once (default 8, or [model] concurrency)",
+    "--prompt-concurrency": "Model calls in flight at once (default 8, auto for https:// endpoints, or [model] "
+    "concurrency); auto: found from the endpoint's 429s and rate-limit headers, up to [model] max_concurrency",
     "--prompt-variant": "Run only this prompt version ([variants.NAME] of the suite config); repeatable. Default: "
     "every variant",
     "--prompt-repeat": "Run every case N times (item ids get [repeat-0] .. [repeat-N-1])",
@@ -209,7 +220,7 @@ class RunOptions:
     baseline_variant: str | None = None
     shard: Shard | None = None
     base_url: str | None = None
-    concurrency: int | None = None
+    concurrency: int | Literal["auto"] | None = None
     variant: tuple[str, ...] = ()
     repeat: int = 1
     cache: str | None = None

@@ -4,6 +4,7 @@ variant) runs, each slice's threshold, and how a drop against a baseline is judg
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Iterable
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -27,8 +28,11 @@ if TYPE_CHECKING:
     from pytest_promptsuite.config.suite import SuiteConfig
 
 
-#: Model calls in flight at once when neither ``--prompt-concurrency`` nor ``[model] concurrency`` says.
+#: Model calls in flight at once when neither ``--prompt-concurrency`` nor ``[model] concurrency`` says (and the
+#: endpoint is no ``https://`` one: a local server has a fixed number of slots and queues, it does not refuse).
 DEFAULT_CONCURRENCY = 8
+#: The base URL an ``openai:`` model without one (nor ``OPENAI_BASE_URL``) calls.
+OPENAI_BASE_URL = "https://api.openai.com/v1"
 #: The pass rate a slice must reach when neither an option nor a config says.
 DEFAULT_THRESHOLD = 1.0
 #: The drop of a slice's pass rate against the baseline allowed when neither an option nor a config says.
@@ -257,6 +261,8 @@ class ModelChoice:
     where: str | None
     concurrency: int
     batch: bool
+    #: Whether ``concurrency`` is the ceiling of an adaptive bound (``auto``) rather than a fixed one.
+    adaptive: bool = False
 
 
 def model_choice(
@@ -288,8 +294,29 @@ def model_choice(
         where = f"{suite.where(key)}: {key} = {settings.spec!r}" if suite.path is not None else None
     if options.base_url:
         settings = dataclasses.replace(settings, base_url=options.base_url)
-    concurrency = options.concurrency or settings.concurrency or DEFAULT_CONCURRENCY
-    return ModelChoice(settings, root, where, concurrency, batch=options.batch_mode or settings.batch)
+    concurrency, adaptive = concurrency_of(options.concurrency or settings.concurrency, settings)
+    return ModelChoice(
+        settings, root, where, concurrency, batch=options.batch_mode or settings.batch, adaptive=adaptive
+    )
+
+
+def concurrency_of(
+    chosen: int | Literal["auto"] | None, settings: ModelConfig, environ: Mapping[str, str] | None = None
+) -> tuple[int, bool]:
+    """Return a model's bound on calls in flight and whether it is adaptive (its ``max_concurrency`` then).
+
+    ``chosen`` (``--prompt-concurrency``, else ``[model] concurrency``) decides; without it an ``openai:`` model
+    whose endpoint (its base URL, else ``OPENAI_BASE_URL``, else OpenAI's) is ``https://`` is adaptive, any other
+    model has :data:`DEFAULT_CONCURRENCY`.
+    """
+    if isinstance(chosen, int):
+        return chosen, False
+    if chosen is None:
+        env = os.environ if environ is None else environ
+        url = settings.base_url or env.get("OPENAI_BASE_URL") or OPENAI_BASE_URL
+        if not (settings.spec.startswith("openai:") and url.lower().startswith("https://")):
+            return DEFAULT_CONCURRENCY, False
+    return settings.max_concurrency, True
 
 
 def judge_choice(options: RunOptions, suite: SuiteConfig, *, invocation_dir: Path) -> ModelChoice | None:

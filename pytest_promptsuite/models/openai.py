@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 
 from pytest_promptsuite.config.settings import DEFAULT_CONCURRENCY
+from pytest_promptsuite.config.settings import OPENAI_BASE_URL
 from pytest_promptsuite.config.suite import base_url_problem
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.errors import EndpointError
@@ -28,6 +29,7 @@ from pytest_promptsuite.models.base import Response
 from pytest_promptsuite.models.base import Usage
 from pytest_promptsuite.models.body import ACCEPT_ENCODING
 from pytest_promptsuite.models.body import read_body
+from pytest_promptsuite.models.concurrency import AdaptiveConcurrency
 from pytest_promptsuite.models.retry import RetryPolicy
 from pytest_promptsuite.models.retry import retry_after_s
 from pytest_promptsuite.models.scoring import LabelScore
@@ -41,7 +43,7 @@ from pytest_promptsuite.safety.scrub import scrub_cut
 from pytest_promptsuite.safety.scrub import secret_parameters
 
 
-DEFAULT_BASE_URL = "https://api.openai.com/v1"
+DEFAULT_BASE_URL = OPENAI_BASE_URL
 #: Body keys the client sets itself; a config ``params`` entry may not replace them.
 RESERVED_PARAMS = frozenset({"model", "messages", "prompt", "stream"})
 #: Statuses after which every further call would fail the same way.
@@ -100,9 +102,12 @@ class OpenAIModel:
         self._client: httpx.AsyncClient | None = None
         #: The most connections the client keeps open (the runner's bound on calls in flight).
         self.connections = DEFAULT_CONCURRENCY
-        #: Attempts sent and retries made (the tests count them).
+        #: Attempts sent, retries made and attempts answered 429 (the tests and the run's summary count them).
         self.attempts = 0
         self.retries = 0
+        self.refused = 0
+        #: The adaptive bound whose answers and pauses every attempt takes (``concurrency = "auto"``), or None.
+        self.pacing: AdaptiveConcurrency | None = None
 
     def __repr__(self) -> str:  # never shows the key
         return f"OpenAIModel({self.spec!r}, base_url={self.public_base_url!r})"
@@ -119,6 +124,11 @@ class OpenAIModel:
     def limit_connections(self, limit: int) -> None:
         """Keep at most ``limit`` connections open: the runner's bound on this model's calls."""
         self.connections = limit
+
+    def pace(self, pacing: AdaptiveConcurrency) -> None:
+        """Send each attempt within ``pacing`` (the adaptive bound on this model's attempts, after its pauses)
+        and tell it every answer."""
+        self.pacing = pacing
 
     def client(self) -> httpx.AsyncClient:
         """Return the model's one ``httpx.AsyncClient``, made at its first use (on the runner's event loop).
@@ -212,13 +222,14 @@ class OpenAIModel:
         last: EndpointError | None = None
         wait: float | None = None
         all_refused = True
+        send = self._attempt if self.pacing is None else self._paced_attempt  # a fixed bound: nothing new per attempt
         for attempt in range(self.retry.max_retries + 1):
             if attempt:
                 self.retries += 1
                 await asyncio.sleep(self.retry.wait_s(attempt - 1, self._rng, wait))
             self.attempts += 1
             try:
-                return await self._attempt(path, body, where, parse)
+                return await send(path, body, where, parse)
             except _Retry as retry:
                 last, wait = retry.error, retry.retry_after
                 if not isinstance(retry.__cause__, httpx.ConnectError):
@@ -228,9 +239,18 @@ class OpenAIModel:
         attempts = f"{tries} attempt{'s' if tries != 1 else ''}"
         raise EndpointError(f"{last} (gave up after {attempts})", status=last.status, fatal=all_refused)
 
+    async def _paced_attempt(
+        self, path: str, body: dict[str, Any], where: str, parse: Callable[[Any], LabelScore] | None = None
+    ) -> Response:
+        """Make an attempt within a slot of the adaptive bound (not held over a retry's wait), after any pause."""
+        assert self.pacing is not None
+        async with self.pacing:
+            return await self._attempt(path, body, where, parse)
+
     async def _attempt(
         self, path: str, body: dict[str, Any], where: str, parse: Callable[[Any], LabelScore] | None = None
     ) -> Response:
+        pacing = self.pacing
         start = time.perf_counter()
         payload = encode(body, compact=True, scrub=False).encode("utf-8")  # lone surrogates escaped
         try:
@@ -239,6 +259,8 @@ class OpenAIModel:
         except httpx.ConnectError as exc:
             raise _Retry(EndpointError(f"cannot connect to {where}: {self._reason(exc)}")) from exc
         except (httpx.TimeoutException, asyncio.TimeoutError) as exc:
+            if pacing is not None:
+                pacing.overloaded(start)
             raise _Retry(
                 EndpointError(
                     f"no answer from {where} within {self.timeout_s:g} s "
@@ -251,6 +273,8 @@ class OpenAIModel:
             raise _Retry(EndpointError(f"undecodable response from {where}: {self._reason(exc)}")) from exc
         latency_ms = (time.perf_counter() - start) * 1000
         status = reply.status_code
+        if pacing is not None:
+            pacing.answered(start, status, reply.headers)
         if status >= 400:
             raise self._status_error(reply, content, where)
         if parse is not None:  # a score (the ppl mode): the logprobs, not the text
@@ -267,6 +291,8 @@ class OpenAIModel:
 
     def _status_error(self, reply: httpx.Response, content: bytes, where: str) -> Exception:
         status = reply.status_code
+        if status == 429:
+            self.refused += 1
         text, code = self._error_text(content)
         message = f"HTTP {status} from {where}: {text}"
         if code == "insufficient_quota":

@@ -1,10 +1,11 @@
 """When and how long to wait before retrying an endpoint call: bounded full-jitter backoff, or the wait a
-``Retry-After`` or ``retry-after-ms`` header asks for."""
+``Retry-After`` or ``retry-after-ms`` header asks for (and OpenAI's ``x-ratelimit-*`` headers)."""
 
 from __future__ import annotations
 
 import email.utils
 import random
+import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -12,6 +13,9 @@ from dataclasses import dataclass
 
 #: HTTP statuses worth another attempt (besides every 5xx).
 RETRYABLE_STATUSES = frozenset({408, 409, 429})
+#: One part of OpenAI's reset durations (``6m0s``, ``1.5s``, ``20ms``).
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
+_UNIT_S = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
 
 
 def retry_after_s(headers: Mapping[str, str], *, now: float | None = None) -> float | None:
@@ -34,6 +38,49 @@ def retry_after_s(headers: Mapping[str, str], *, now: float | None = None) -> fl
     except (TypeError, ValueError):
         return None
     return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+def duration_s(raw: str) -> float | None:
+    """Return the seconds of a duration as OpenAI's ``x-ratelimit-reset-*`` headers give it (``1m30s``,
+    ``20ms``, or bare seconds); None when it is none."""
+    raw = raw.strip()
+    try:
+        return max(0.0, float(raw))
+    except ValueError:
+        pass
+    parts = _DURATION_PART.findall(raw)
+    if not parts or "".join(number + unit for number, unit in parts) != raw:
+        return None
+    return sum(float(number) * _UNIT_S[unit] for number, unit in parts)
+
+
+def ratelimit_wait_s(headers: Mapping[str, str]) -> float | None:
+    """Return the wait OpenAI's rate-limit headers ask for before the next call, or None.
+
+    When ``x-ratelimit-remaining-requests`` (or ``-tokens``) is 0, the wait until one more is allowed: the
+    ``x-ratelimit-reset-*`` time (until the whole limit is back) over ``x-ratelimit-limit-*`` when given, else the
+    whole reset time.
+    """
+    waits = []
+    for kind in ("requests", "tokens"):
+        remaining = headers.get(f"x-ratelimit-remaining-{kind}")
+        reset = headers.get(f"x-ratelimit-reset-{kind}")
+        if remaining is None or reset is None:
+            continue
+        try:
+            if float(remaining) > 0:
+                continue
+        except ValueError:
+            continue
+        wait = duration_s(reset)
+        if wait is None:
+            continue
+        try:
+            limit = float(headers.get(f"x-ratelimit-limit-{kind}", ""))
+        except ValueError:
+            limit = 0.0
+        waits.append(wait / limit if limit >= 1 else wait)
+    return max(waits) if waits else None
 
 
 @dataclass(frozen=True)

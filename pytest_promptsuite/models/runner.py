@@ -31,6 +31,7 @@ from pytest_promptsuite.models.batch.requests import BatchAnswers
 from pytest_promptsuite.models.cache import CachingModel
 from pytest_promptsuite.models.cache import HeldCache
 from pytest_promptsuite.models.cache import ResponseStores
+from pytest_promptsuite.models.concurrency import AdaptiveConcurrency
 from pytest_promptsuite.models.spend import Allowance
 from pytest_promptsuite.models.spend import BudgetedModel
 
@@ -95,12 +96,16 @@ def _cancel_task(
 class ModelRunner:
     """One event loop in a daemon thread, shared by every model of a run."""
 
-    def __init__(self, concurrency: int = DEFAULT_CONCURRENCY) -> None:
+    def __init__(self, concurrency: int = DEFAULT_CONCURRENCY, *, workers: int = 1) -> None:
         self.concurrency = concurrency
+        #: pytest-xdist workers running a runner each: an adaptive bound spaces its attempts by their number.
+        self.workers = workers
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._limits: dict[int, int] = {}
-        self._semaphores: dict[int, asyncio.Semaphore] = {}
+        self._semaphores: dict[int, asyncio.Semaphore | AdaptiveConcurrency] = {}
+        #: The adaptive bound of each model attached with ``adaptive`` (``concurrency = "auto"``).
+        self.adaptive: dict[int, AdaptiveConcurrency] = {}
         self._models: dict[int, Model] = {}
         self._io_models: dict[int, Model] = {}
         self._unusable: dict[int, EndpointError] = {}
@@ -156,12 +161,14 @@ class ModelRunner:
         batch: bool = False,
         budget_usd: float | None = None,
         prices: Prices | None = None,
+        adaptive: bool = False,
     ) -> Model:
         """Return ``model`` as the run calls it: a model without I/O as it is, called inline.
 
         Any other goes within the run's budget (:mod:`.spend`), answered from the batch job when ``batch``, behind
-        the response ``stores``, with at most ``concurrency`` calls in flight. ``prefetched``: the cases' own model,
-        whose calls start ahead (a judge's calls start when a check needs them).
+        the response ``stores``, with at most ``concurrency`` calls in flight (``adaptive``: at most that, the bound
+        found by :class:`.AdaptiveConcurrency` from the answers of a model that takes them, ``pace``).
+        ``prefetched``: the cases' own model, whose calls start ahead (a judge's calls start when a check needs them).
         """
         if is_sync(model):
             return model  # answers at once: nothing to cache, bound or wait for
@@ -177,6 +184,15 @@ class ModelRunner:
             outer = caching = CachingModel(outer, cache=cache, replay=stores.replay, record=stores.record)
         self.attached[id(outer)] = Attached(outer, caching, answers, budgeted)
         self.set_concurrency(outer, self.concurrency if concurrency is None else concurrency)
+        if adaptive:
+            bound = self.adaptive[id(outer)] = AdaptiveConcurrency(self.limit(outer), workers=self.workers)
+            retry = getattr(model, "retry", None)
+            bound.max_pause_s = getattr(retry, "max_retry_after_s", bound.max_pause_s)
+            pace = getattr(model, "pace", None)
+            if callable(pace):  # it bounds its own attempts (retries too) and reports their answers
+                pace(bound)
+            else:  # the bound holds its calls, at its start (no answer moves it)
+                self._semaphores[id(outer)] = bound
         if prefetched:
             self._io_models[id(outer)] = outer
         return outer
@@ -204,6 +220,27 @@ class ModelRunner:
                     if self.fatal is None:
                         self.fatal = exc
                 raise
+
+    def call_counts(self) -> dict[str, dict[str, Any]]:
+        """Return, per model spec, its bound and what its calls met: ``concurrency`` (a number, or ``auto`` with
+        ``max_concurrency``), ``reached`` (the most calls in flight, auto only), ``attempts`` and ``refused`` (429s)."""
+        counts: dict[str, dict[str, Any]] = {}
+        for ident, layers in self.attached.items():
+            inner = layers.budget.inner
+            attempts = getattr(inner, "attempts", None)
+            if not isinstance(attempts, int) or layers.answers is not None:
+                continue  # no count of its attempts, or answered by a batch job
+            spec = str(getattr(inner, "spec", type(inner).__name__))
+            bound = self.adaptive.get(ident)
+            entry = counts.setdefault(spec, {"attempts": 0, "refused": 0})
+            entry["attempts"] += attempts
+            entry["refused"] += getattr(inner, "refused", 0)
+            if bound is None:
+                entry["concurrency"] = self.limit(layers.outer)
+            else:
+                entry.update(concurrency="auto", max_concurrency=bound.ceiling)
+                entry["reached"] = max(entry.get("reached", 0), bound.reached)
+        return counts
 
     def _check_usable(self, ident: int) -> None:
         first = self._unusable.get(ident)

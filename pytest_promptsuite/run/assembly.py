@@ -258,6 +258,7 @@ class Assembler:
             batch=choice.batch,
             budget_usd=settings.budget_usd,
             prices=settings.prices,
+            adaptive=choice.adaptive,
         )
 
     def pipeline(self, suite: SuiteConfig) -> CasePipeline:

@@ -34,6 +34,9 @@ from pytest_promptsuite.config.settings import threshold_policy
 from pytest_promptsuite.errors import CaseFileError
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.errors import PromptSuiteError
+from pytest_promptsuite.models.concurrency import add_counts
+from pytest_promptsuite.models.concurrency import counts_line
+from pytest_promptsuite.models.concurrency import with_share
 from pytest_promptsuite.models.runner import ModelRunner
 from pytest_promptsuite.prompts.compile import CasePrompts
 from pytest_promptsuite.prompts.core import Prompt
@@ -108,7 +111,7 @@ class PromptSession:
                 raise ConfigError(f"--prompt-base-url {public_url(options.base_url)!r} {problem}")
         self.baseline = None if is_worker else open_baseline(options)
         self.reviews, self.history = open_reviews_and_history(options, is_worker=is_worker)
-        self.runner = ModelRunner()
+        self.runner = ModelRunner(workers=workers)
         if options.max_calls is not None:  # pytest-xdist: each worker issues its share of the calls
             share, extra = divmod(options.max_calls, workers)
             self.runner.allowance.max_calls = share + (worker_index < extra)
@@ -137,6 +140,7 @@ class PromptSession:
         self._prefetcher: Prefetcher | None = None
         #: ``--prompt-sequential``: the comparisons fed as cases finish, and why calls stopped.
         self.sequential: SequentialRun | None = None
+        self._worker_counts: dict[str, dict[str, Any]] = {}
 
     def collect_file(self, path: Path, make_check: MakeCheck, *, render: bool = True) -> list[PlannedCase]:
         """Plan every item of a case file: each case in each variant and repeat, with its checks.
@@ -372,13 +376,28 @@ class PromptSession:
             except PromptSuiteError:
                 pass  # reported where the file was collected
 
+    def add_call_counts(self, counts: Mapping[str, Mapping[str, Any]]) -> None:
+        """Take a pytest-xdist worker's call counts (:meth:`call_counts` adds them up)."""
+        add_counts(self._worker_counts, counts)
+
+    def call_counts(self) -> dict[str, dict[str, Any]]:
+        """Return each endpoint model's attempts, 429s and concurrency over the run (every worker's, added up)."""
+        total: dict[str, dict[str, Any]] = {}
+        add_counts(total, self._worker_counts)
+        add_counts(total, self.runner.call_counts())
+        return total
+
     def run_info(self) -> RunInfo:
-        """Describe what this run used: each variant's model, the case files' and prompts' hashes."""
+        """Describe what this run used: each variant's model (with its ``calls``: attempts, 429s, concurrency),
+        the case files' and prompts' hashes."""
         models: dict[str, dict[str, Any]] = {}
+        counts = self.call_counts()
         for suite in self.index.configs():
             variants: list[str | None] = [*suite.variants] or [None]
             for variant in variants:
-                models.setdefault(variant or "", self.assembler.describe_model(suite, variant))
+                described = models.setdefault(variant or "", self.assembler.describe_model(suite, variant))
+                if described["spec"] in counts:
+                    described["calls"] = with_share(counts[described["spec"]])
         cases = hashlib.sha256()
         for path in sorted(self.index.case_files(), key=self.index.display):
             cases.update(self.index.display(path).encode("utf-8") + b"\0")
@@ -460,6 +479,8 @@ class PromptSession:
             yield "promptsuite: warnings", list(self.warnings)
         if self.summary is not None:
             lines = list(summary_lines(self.summary, usage=self.usage))
+            at = next((i + 1 for i, line in enumerate(lines) if line.startswith("totals: ")), len(lines))
+            lines[at:at] = [counts_line(spec, counts) for spec, counts in self.call_counts().items()]
             if self.options.report:
                 lines.append(f"promptsuite report: {self.options.report}")
             yield "promptsuite: pass rate by slice", lines

@@ -76,7 +76,7 @@ def test_every_config_key_is_in_the_config_page_with_its_default_and_bounds(docs
             assert f"| `{key}` |" in section, f"{headings[name]} {key}"
     model = _section(page, "[model]")
     assert "| `timeout_s` | number | `60.0` | > 0, <= 86400 |" in model
-    assert "| `concurrency` | integer | — | >= 1, <= 1024 |" in model
+    assert "| `concurrency` | integer or string | — | >= 1, <= 1024 |" in model
     assert "`python_modules`" in _section(page, "[checks]")
 
 

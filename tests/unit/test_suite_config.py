@@ -88,10 +88,10 @@ def test_suite_targets(tmp_path: Path) -> None:
 
 #: Each bounded key of ``[model]``, a value past its bound, and the message (pydantic's words).
 MODEL_BOUNDS = [
-    ("concurrency", "0", "Input should be greater than or equal to 1"),
-    ("concurrency", "1025", "Input should be less than or equal to 1024"),
-    ("concurrency", "100000", "Input should be less than or equal to 1024"),
-    ("concurrency", "2.0", "Input should be a valid integer"),
+    ("concurrency", "0", "Input should be greater than or equal to 1 or 'auto'"),
+    ("concurrency", "1025", "Input should be less than or equal to 1024 or 'auto'"),
+    ("concurrency", "100000", "Input should be less than or equal to 1024 or 'auto'"),
+    ("concurrency", "2.0", "Input should be a valid integer or 'auto'"),
     ("timeout_s", "0", "Input should be greater than 0"),
     ("timeout_s", "86400.5", "Input should be less than or equal to 86400"),
     ("timeout_s", "1e9", "Input should be less than or equal to 86400"),
@@ -132,7 +132,7 @@ def test_a_variant_model_past_every_bound_names_each_key(tmp_path: Path) -> None
     assert str(info.value).splitlines() == [
         f"{path}:2: variants.v2.model.max_retries: Input should be less than or equal to 100",
         f"{path}:3: variants.v2.model.timeout_s: Input should be less than or equal to 86400",
-        f"{path}:4: variants.v2.model.concurrency: Input should be less than or equal to 1024",
+        f"{path}:4: variants.v2.model.concurrency: Input should be less than or equal to 1024 or 'auto'",
     ]
     path.write_text('[variants.v2]\ntemplate = "{input}"\nmodel = { max_retries = 101 }\n', "utf-8")
     with pytest.raises(

@@ -1,0 +1,37 @@
+"""``concurrency = "auto"`` against the loopback server's token bucket: the cases end as if there were no limit,
+and the summary and the terminal say the concurrency reached and the share of attempts answered 429."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.loopback import LoopbackServer
+from tests.suite import Suite
+
+
+@pytest.mark.slow
+def test_auto_concurrency_finds_the_rate_limit_with_no_case_lost(
+    suite: Suite, loopback: LoopbackServer, plugin_args: list[str]
+) -> None:
+    loopback.reset(rate_rps=100, burst=10, max_concurrent=40, latency_s=0.05)
+    ids = suite.prompts([f"case {i}" for i in range(300)])
+    suite.config({"model": loopback.model(concurrency="auto", max_concurrency=32, params={"max_tokens": 8})})
+    result = suite.run("--prompt-report", "report", *plugin_args)
+
+    result.assert_outcomes(passed=300)
+    assert sorted(suite.by_id()) == sorted(ids)
+    calls = suite.summary()["run"]["models"][""]["calls"]
+    refused = loopback.stats.statuses.get(429, 0)
+    assert refused > 0  # the limit was met: the bound had something to find
+    assert (calls["attempts"], calls["refused"]) == (loopback.stats.requests, refused)
+    assert calls["refused_share"] == round(refused / loopback.stats.requests, 4)
+    assert calls["concurrency"] == "auto" and calls["max_concurrency"] == 32
+    assert 1 < calls["reached"] <= 32
+    assert loopback.stats.max_in_flight <= 32
+    share = f"{refused / loopback.stats.requests:.1%}"
+    result.stdout.fnmatch_lines(
+        [
+            f"calls of openai:loop-model: {calls['attempts']:,} attempts, {refused} answered 429 ({share}), "
+            f"concurrency auto, reached {calls['reached']} of max 32"
+        ]
+    )
