@@ -40,6 +40,12 @@ BUILTIN_TYPES = {
     "cost": "metric.make_cost",
     "llm-rubric": "metric.make_llm_rubric",
     "python": "metric.make_python",
+    "is-valid-openai-tools-call": "tools.make_valid_tools_call",
+    "tool-call-f1": "tools.make_tool_call_f1",
+    "trajectory:tool-used": "tools.make_tool_used",
+    "trajectory:tool-sequence": "tools.make_tool_sequence",
+    "trajectory:tool-args-match": "tools.make_tool_args_match",
+    "trajectory:step-count": "tools.make_step_count",
 }
 
 

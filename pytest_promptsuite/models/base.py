@@ -10,6 +10,7 @@ from typing import Protocol
 from typing import TypeGuard
 from typing import runtime_checkable
 
+from pytest_promptsuite.models.tool_calls import ToolCall
 from pytest_promptsuite.prompts.core import Message as Message
 from pytest_promptsuite.prompts.core import Prompt as Prompt
 from pytest_promptsuite.prompts.core import prompt_hash as prompt_hash
@@ -49,6 +50,8 @@ class Response:
     usage: Usage | None = None
     latency_ms: float | None = None
     cached: bool = False
+    #: The tools the model asked to call (OpenAI's ``message.tool_calls``), beside the text.
+    tool_calls: tuple[ToolCall, ...] = ()
 
 
 @runtime_checkable
