@@ -215,6 +215,12 @@ def test_the_injection_case_fails_when_the_model_refunds_and_names_the_step(suit
     )
     assert "step 2: issue_refund" in failed["not-trajectory:tool-sequence"]
     assert [len(step["tool_calls"]) for step in row["trajectory"]] == [1, 1, 0]
+    dashboard = (suite.path / "report" / "dashboard.html").read_text(encoding="utf-8")
+    shown = (  # the dashboard's JSON of 'step 1: lookup_order({"order_id": "A1234"})\nstep 2: issue_refund(...)'
+        'step 1: lookup_order({\\"order_id\\": \\"A1234\\"})\\n'
+        'step 2: issue_refund({\\"order_id\\": \\"A1234\\", \\"amount\\": 99})'
+    )
+    assert f'"tool_calls":"{shown}"' in dashboard
 
 
 @pytest.mark.parametrize(
