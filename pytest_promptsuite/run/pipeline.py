@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 from typing import Any
 
 from pytest_promptsuite.cases.prompt_case import CaseKey
@@ -41,6 +42,10 @@ from pytest_promptsuite.models.tool_calls import result_for
 from pytest_promptsuite.prompts.compile import CasePrompts
 from pytest_promptsuite.prompts.output_parsers import OutputParserError
 from pytest_promptsuite.results.row import CaseResult
+
+
+if TYPE_CHECKING:
+    from pytest_promptsuite.checks.response_format import ResponseFormat
 
 
 class PlannedCase:
@@ -106,6 +111,7 @@ class CasePipeline:
         prompts: CasePrompts | None = None,
         variant_models: Mapping[str, tuple[Model, Mapping[str, Any]]] | None = None,
         prices: Mapping[str, Prices | None] | None = None,
+        formats: Mapping[str, ResponseFormat] | None = None,
     ) -> None:
         self.model = model
         self.runner = runner
@@ -121,6 +127,8 @@ class CasePipeline:
         self._scorers: dict[int, Any] = {}  # the ppl mode: one scoring model per model (one bound)
         #: ``[model] prices`` by variant ("" for the suite's model): a ``cost`` check reads them.
         self.prices = dict(prices or {})
+        #: ``[model] response_format`` by variant ("" for the suite's model): every answer is checked against it.
+        self.formats = dict(formats or {})
 
     def model_for(self, variant: str | None) -> tuple[Model, dict[str, Any]]:
         """Return the model a variant's cases are sent to, and its params."""
@@ -345,7 +353,9 @@ class CasePipeline:
             return (failure, *self.evaluator.evaluate(case, response, compiled, prices=prices, **tools))
         if parsed != response.text:
             response = dataclasses.replace(response, text=parsed)
-        return self.evaluator.evaluate(case, response, compiled, prices=prices, **tools)
+        checked = self.evaluator.evaluate(case, response, compiled, prices=prices, **tools)
+        fmt = self.formats.get(variant or "", self.formats.get("")) if self.formats else None
+        return checked if fmt is None else (fmt.check(response.text), *checked)
 
 
 def _base(planned: PlannedCase, case: PromptCase | None) -> dict[str, Any]:

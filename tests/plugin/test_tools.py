@@ -262,3 +262,54 @@ def test_suite_tools_come_from_the_tools_file(suite: Suite) -> None:
     result = suite.run()
     assert result.ret == pytest.ExitCode.INTERRUPTED
     assert "tools.json: tools[0] (a): 'parameters' is not a valid JSON Schema" in result.stdout.str()
+
+
+ANSWER = {"type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]}
+
+
+def _format_cases(suite: Suite) -> None:
+    suite.cases(
+        [
+            {"case_id": "fits", "input": '{"order_id": "A1234"}', "slice": "s"},
+            {"case_id": "plain", "input": "The order is A1234.", "slice": "s"},
+            {"case_id": "wrong", "input": '{"order": 5}', "slice": "s"},
+        ]
+    )
+
+
+def test_response_format_from_a_schema_file_is_sent_and_checks_the_answer(
+    suite: Suite, loopback: LoopbackServer
+) -> None:
+    suite.write("schemas/answer.json", json.dumps(ANSWER))
+    _format_cases(suite)
+    suite.config({"model": loopback.model(response_format="schemas/answer.json")})
+    suite.run("--prompt-report", "report", "--prompt-no-cache").assert_outcomes(passed=1, failed=2)
+
+    sent = {json.dumps(e["body"]["response_format"], sort_keys=True) for e in loopback.stats.log}
+    assert sent == {
+        json.dumps({"type": "json_schema", "json_schema": {"name": "answer", "schema": ANSWER}}, sort_keys=True)
+    }
+    rows = suite.by_id()
+    assert rows["fits"]["checks"][0]["name"] == "response_format" and rows["fits"]["checks"][0]["passed"]
+    assert "found not JSON: Expecting value at line 1 column 1" in rows["plain"]["checks"][0]["message"]
+    assert "$: 'order_id' is a required property" in rows["wrong"]["checks"][0]["message"]
+
+
+def test_response_format_from_a_pydantic_model_of_a_listed_module(suite: Suite, loopback: LoopbackServer) -> None:
+    suite.write("shapes_h29.py", "from pydantic import BaseModel\n\n\nclass Order(BaseModel):\n    order_id: str\n")
+    suite.pytester.syspathinsert()
+    _format_cases(suite)
+    suite.config({"model": loopback.model(response_format="shapes_h29:Order")})
+    refused = suite.run()
+    assert refused.ret == pytest.ExitCode.INTERRUPTED
+    assert "module 'shapes_h29' is not in the suite config's [checks] python_modules" in refused.stdout.str()
+    assert loopback.stats.requests == 0
+
+    suite.config(
+        {"model": loopback.model(response_format="shapes_h29:Order"), "checks": {"python_modules": ["shapes_h29"]}}
+    )
+    suite.run("--prompt-report", "report", "--prompt-no-cache").assert_outcomes(passed=1, failed=2)
+    [fmt] = {json.dumps(e["body"]["response_format"]) for e in loopback.stats.log}
+    assert json.loads(fmt)["json_schema"]["name"] == "Order"
+    assert json.loads(fmt)["json_schema"]["schema"]["required"] == ["order_id"]
+    assert "$: 'order_id' is a required property" in suite.by_id()["wrong"]["checks"][0]["message"]
