@@ -22,6 +22,12 @@ BUILTIN_TYPES = {
     "word-count": "structure.WordCount.make",
     "char-count": "structure.CharCount.make",
     "finish-reason": "structure.make_finish_reason",
+    "is-valid-openai-tools-call": "tools.make_valid_tools_call",
+    "tool-call-f1": "tools.make_tool_call_f1",
+    "trajectory:tool-used": "tools.make_tool_used",
+    "trajectory:tool-sequence": "tools.make_tool_sequence",
+    "trajectory:tool-args-match": "tools.make_tool_args_match",
+    "trajectory:step-count": "tools.make_step_count",
     "equals": "content.make_equals",
     "contains": "content.make_contains",
     "icontains": "content.make_contains",
@@ -40,12 +46,6 @@ BUILTIN_TYPES = {
     "cost": "metric.make_cost",
     "llm-rubric": "metric.make_llm_rubric",
     "python": "metric.make_python",
-    "is-valid-openai-tools-call": "tools.make_valid_tools_call",
-    "tool-call-f1": "tools.make_tool_call_f1",
-    "trajectory:tool-used": "tools.make_tool_used",
-    "trajectory:tool-sequence": "tools.make_tool_sequence",
-    "trajectory:tool-args-match": "tools.make_tool_args_match",
-    "trajectory:step-count": "tools.make_step_count",
 }
 
 

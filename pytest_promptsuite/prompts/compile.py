@@ -141,6 +141,8 @@ class CasePrompts:
         """Return the tools ``[template]`` (as ``variant`` sees it) offers: ``tools`` and the tools of
         ``tools_file``, checked once; ConfigError naming the config for a bad one."""
         found = self._tools.get(variant)
+        if type(found) is ToolSet:  # the per-case path: read once per variant
+            return found
         if found is None:
             try:
                 found = self._tools[variant] = self._read_tools(variant)

@@ -279,9 +279,11 @@ def _formats(
     suite: SuiteConfig, settings: ModelConfig, variants: Mapping[str, ModelConfig]
 ) -> dict[str, ResponseFormat]:
     """Read the ``response_format`` of the suite's model ("") and of each variant's own model."""
-    from pytest_promptsuite.checks.response_format import response_format  # jsonschema: only when one is set
-
     found: dict[str, ResponseFormat] = {}
+    if settings.response_format is None and all(own.response_format is None for own in variants.values()):
+        return found
+    from pytest_promptsuite.checks.response_format import response_format  # pydantic, jsonschema: when one is set
+
     if settings.response_format is not None:
         found[""] = response_format(settings.response_format, suite, "model.response_format")
     for name, own in variants.items():

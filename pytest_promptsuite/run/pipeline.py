@@ -148,12 +148,13 @@ class CasePipeline:
                 **self.model_for(key.variant)[1],
                 **self.prompts.params(variant=key.variant),
             }
-        sent = dict(params)
-        sent.update(self.prompts.tool_set(case, variant=key.variant).params())
+        tools = self.prompts.tool_set(case, variant=key.variant)
+        sent = {**params, **tools.params()} if tools.tools else dict(params)
         return ModelRequest(prompt=prompt, params=sent, repeat=key.repeat, case_id=case.case_id)
 
     def _hash(self, case: PromptCase, prompt: Prompt, variant: str | None) -> str:
-        return prompt_hash(prompt, self.prompts.tool_set(case, variant=variant).params())
+        tools = self.prompts.tool_set(case, variant=variant)
+        return prompt_hash(prompt, tools.params()) if tools.tools else prompt_hash(prompt)
 
     def _prepare(
         self, planned: PlannedCase, case: PromptCase | None = None
