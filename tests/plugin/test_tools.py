@@ -313,3 +313,15 @@ def test_response_format_from_a_pydantic_model_of_a_listed_module(suite: Suite, 
     assert json.loads(fmt)["json_schema"]["name"] == "Order"
     assert json.loads(fmt)["json_schema"]["schema"]["required"] == ["order_id"]
     assert "$: 'order_id' is a required property" in suite.by_id()["wrong"]["checks"][0]["message"]
+
+
+def test_a_run_that_keeps_calling_tools_stops_at_max_steps(suite: Suite) -> None:
+    call = [{"name": "lookup_order", "arguments": {"order_id": "A1234"}}]
+    rules = {"rules": [{"match": "A1234", "tool_calls": call}, {"match": ".", "on_tool": True, "tool_calls": call}]}
+    suite.write("rules.json", json.dumps(rules))
+    suite.config('[model]\nspec = "fake:rules.json"\n[template]\nmax_steps = 3\n')
+    suite.cases([_case(tools=TOOLS, tool_results={"lookup_order": "still shipped"})])
+    suite.run("--prompt-report", "report").assert_outcomes(passed=1)
+    row = suite.by_id()["order"]
+    assert row["tool_stop"] == "max_steps (3) reached while the model still called tools"
+    assert [s["tool_calls"][0]["id"] for s in row["trajectory"]] == ["call_0_0", "call_1_0", "call_2_0"]
