@@ -7,6 +7,7 @@ code. mkdocs is imported only by :func:`on_files`: the page functions run withou
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import json
 import os
@@ -217,6 +218,18 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "cost": {"type": "cost", "threshold": 0.002, "prices": {"prompt": 0.15, "completion": 0.6}},
     "llm-rubric": {"type": "llm-rubric", "value": "Polite and mentions the refund", "threshold": 0.7},
     "python": {"type": "python", "value": "myapp.checks:polite", "threshold": 0.5},
+    "is-valid-openai-tools-call": {"type": "is-valid-openai-tools-call"},
+    "tool-call-f1": {"type": "tool-call-f1", "value": ["lookup_order"], "threshold": 0.8},
+    "trajectory:tool-used": {"type": "not-trajectory:tool-used", "value": "issue_refund"},
+    "trajectory:tool-sequence": {
+        "type": "trajectory:tool-sequence",
+        "value": {"steps": ["lookup_order", "issue_refund"], "mode": "in_order"},
+    },
+    "trajectory:tool-args-match": {
+        "type": "trajectory:tool-args-match",
+        "value": {"name": "lookup_order", "args": {"order_id": "A1234"}, "mode": "partial"},
+    },
+    "trajectory:step-count": {"type": "trajectory:step-count", "value": {"min": 1, "max": 3}},
 }
 #: What a probe compiles in place of an example's module (the example's module does not exist here).
 _PROBE_VALUES = {"pydantic": "pydantic:BaseModel", "python": "json:dumps"}
@@ -371,6 +384,12 @@ ROW_FIELDS = {
     "metadata": "The case's metadata, untouched.",
     "replies": "A multi-turn case's replies, in order (the last is `output`); absent otherwise.",
     "cached": "`true` when the answer came from the response cache; absent otherwise.",
+    "tool_calls": "The tools the final answer called: `id`, `name` and `arguments` (parsed JSON), or `arguments_text` "
+    "when they were not JSON; absent when it called none.",
+    "trajectory": "A run with tools: every model step's `text`, `tool_calls` and the `tool_results` sent back; absent "
+    "when no tool was called.",
+    "tool_stop": "Why a run with `tool_results` stopped early (a call with no result given, `max_steps` reached); "
+    "absent otherwise.",
     "format_version": "The row format's version (a row without it is version 1).",
 }
 #: What each key of ``summary.json`` holds.
@@ -445,9 +464,15 @@ def quick_start_report() -> tuple[list[dict[str, Any]], dict[str, Any]]:
 def row_keys() -> list[str]:
     """Return every key a ``results.jsonl`` row can hold, in the row's order."""
     from pytest_promptsuite.checks.outcome import Outcome
+    from pytest_promptsuite.models.tool_calls import Step
+    from pytest_promptsuite.models.tool_calls import ToolCall
     from pytest_promptsuite.results.row import CaseResult
 
-    return list(CaseResult("c", "s", Outcome.PASSED, replies=("a",), cached=True).to_dict())
+    call = ToolCall("call_1", "lookup_order", {})
+    row = CaseResult(
+        "c", "s", Outcome.PASSED, replies=("a",), cached=True, tool_calls=(call,), trajectory=(Step("", (call,)),)
+    )
+    return list(dataclasses.replace(row, tool_stop="stopped").to_dict())
 
 
 def _fields_table(fields: dict[str, str], keys: list[str], what: str) -> list[str]:

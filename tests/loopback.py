@@ -36,6 +36,8 @@ the same against it. Knobs (:class:`Knobs`, changeable while it runs):
   ending ``\\n\\r\\n``) and ``obsfold`` (a header folded onto a second line).
 - Steps that say what the prompt says: ``sayerror`` (a 400 whose error message is the prompt
   before its script) and ``saytext`` (a 200 whose body is that text, not JSON).
+- ``tool_script``: answers with ``tool_calls`` (or text) chosen by the last message's content, so a
+  multi-step run (model, tool results, model) can be scripted; see :class:`Knobs`.
 - Seeded answers for gate simulations: a prompt containing ``<<pass 0.3>>`` is echoed on a share
   0.3 of its attempts (drawn from ``seed``, the prompt and the attempt number) and answered
   ``nope`` otherwise, so a case that checks for its own text passes with that probability.
@@ -108,6 +110,11 @@ class Knobs:
     rate_rps: float = 0.0
     burst: int = 1
     max_concurrent: int = 0
+    #: Scripted tool use (chat, streaming off): the first ``(regex, answer)`` whose regex is found in the
+    #: last message's content answers; a list of ``{"name", "arguments"}`` is sent as ``message.tool_calls``
+    #: (ids ``call_<n>`` counted over the server's life; arguments given as a string are sent verbatim), a
+    #: string as the text.
+    tool_script: list[tuple[str, list[dict[str, Any]] | str]] = field(default_factory=list)
 
 
 @dataclass
@@ -121,6 +128,7 @@ class Stats:
     statuses: dict[int, int] = field(default_factory=dict)
     attempts: dict[str, int] = field(default_factory=dict)
     log: list[dict[str, Any]] = field(default_factory=list)
+    tool_ids: int = 0
 
 
 def _prompt_of(body: dict[str, Any]) -> str:
@@ -255,6 +263,10 @@ class _App:
             step = str(status) if status is not None else "ok"
         if step == "ok" and not chat and body.get("echo") and body.get("logprobs") is not None:
             return JSONResponse(_echo_logprobs(prompt, body))
+        if step == "ok" and chat and knobs.tool_script:
+            scripted = self._scripted(knobs, body)
+            if scripted is not None:
+                return JSONResponse(scripted)
         if step == "ok":
             return _completion(prompt, body, chat=chat)
         if step == "empty":
@@ -284,6 +296,30 @@ class _App:
                 headers["retry-after-ms"] = str(knobs.retry_after_ms)
         text = {429: "Rate limit reached", 500: "The server had an error", 503: "Overloaded"}
         return _error(status, text.get(status, f"error {status}"), None, headers)
+
+    def _scripted(self, knobs: Knobs, body: dict[str, Any]) -> dict[str, Any] | None:
+        """Answer by :attr:`Knobs.tool_script` (None: no regex is found in the last message)."""
+        messages = body.get("messages") or [{}]
+        last = str(messages[-1].get("content") or "")
+        for pattern, answer in knobs.tool_script:
+            if not re.search(pattern, last):
+                continue
+            data = _completion_data(answer if isinstance(answer, str) else "", body, chat=True)
+            if isinstance(answer, list):
+                message = data["choices"][0]["message"]
+                message["content"] = None
+                message["tool_calls"] = []
+                for call in answer:
+                    self.stats.tool_ids += 1
+                    arguments = call["arguments"]
+                    text = arguments if isinstance(arguments, str) else json.dumps(arguments)
+                    function = {"name": call["name"], "arguments": text}
+                    message["tool_calls"].append(
+                        {"id": f"call_{self.stats.tool_ids}", "type": "function", "function": function}
+                    )
+                data["choices"][0]["finish_reason"] = "tool_calls"
+            return data
+        return None
 
 
 class _Bucket:

@@ -81,6 +81,9 @@ class PromptCase:
     review: Union[bool, str] = False
     tags: list[str] = field(default_factory=list)
     metadata: dict[str, Any] = field(default_factory=dict)
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    tool_choice: Union[str, dict[str, Any], None] = None
+    tool_results: dict[str, Any] = field(default_factory=dict)
 
     _location: CaseLocation | None = field(default=None, repr=False, compare=False, kw_only=True)
     _ref: CaseRef | None = field(default=None, repr=False, compare=False, kw_only=True)
@@ -258,3 +261,13 @@ def _optional_problems(data: dict[str, Any]) -> Iterator[str]:
             yield f"'threshold' must be from 0 to 1, got {value!r}"
     if "review" in data and not isinstance(data["review"], (bool, str)):
         yield f"'review' must be true, false or a reason, got {describe_type(data['review'])}"
+    if "tools" in data:
+        value = data["tools"]
+        if not isinstance(value, list):
+            yield f"'tools' must be a list of function tools, got {describe_type(value)}"
+        else:
+            for i, item in enumerate(value):
+                if not isinstance(item, dict):
+                    yield f"'tools[{i}]' must be an object, got {describe_type(item)}"
+    if "tool_choice" in data and not isinstance(data["tool_choice"], (str, dict)):
+        yield f"'tool_choice' must be a string or an object, got {describe_type(data['tool_choice'])}"

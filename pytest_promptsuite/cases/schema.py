@@ -38,6 +38,9 @@ _FIELDS: dict[str, tuple[Any, str]] = {
     "review": (Union[bool, str], "The output needs a human look (a string gives the reason)."),
     "tags": (list[_NonEmpty], "Free labels; each is a pytest keyword."),
     "metadata": (dict[str, Any], "Carried into results untouched."),
+    "tools": (list[dict[str, Any]], "OpenAI function tools sent with the request, besides the suite's."),
+    "tool_choice": (Union[str, dict[str, Any]], "auto, none, required, or the function the model must call."),
+    "tool_results": (dict[str, Any], "Each tool's output (by name, or a list by arguments): a multi-step run."),
 }
 
 

@@ -28,6 +28,8 @@ from pytest_promptsuite.errors import did_you_mean
 from pytest_promptsuite.formats.jsonio import JsonError
 from pytest_promptsuite.formats.jsonio import decode
 from pytest_promptsuite.models.base import Response
+from pytest_promptsuite.models.tool_calls import Step
+from pytest_promptsuite.models.tool_calls import ToolSet
 from pytest_promptsuite.safety.scrub import scrub_cut
 
 
@@ -70,6 +72,10 @@ class CheckContext:
     path: str | None = None
     #: The ``[model] prices`` of the model that answered (a ``cost`` check without its own).
     prices: Prices | None = None
+    #: Every model step of the run (empty: one step, the response); the tool checks read it.
+    trajectory: tuple[Step, ...] = ()
+    #: The tools the requests offered (``is-valid-openai-tools-call`` checks calls against them).
+    tools: ToolSet | None = None
     _json: Any = field(default=_UNREAD, repr=False)
     _json_error: str | None = field(default=None, repr=False)
 
@@ -95,6 +101,11 @@ class Check(ABC):
     negatable: ClassVar[bool] = True
     #: False for checks of the response rather than its text (latency, tokens): ``path`` does not apply.
     reads_output: ClassVar[bool] = True
+
+    def negated(self) -> Check:
+        """Return the check a ``not-`` entry runs before its verdict is flipped: this one, for most types
+        (``trajectory:tool-used`` with a list: any of them used, so ``not-`` means none is)."""
+        return self
 
     @abstractmethod
     def evaluate(self, value: Any, ctx: CheckContext) -> Verdict:

@@ -203,6 +203,8 @@ class _Compiler:
             )
         if negate and not check.negatable:
             raise CheckError(f"{kind!r}: {name!r} has no not- form")
+        if negate:
+            check = check.negated()
         if path is not None and not check.reads_output:
             raise CheckError(f"'path' does not apply to {name!r}: it checks the model call, not the output")
         return CompiledCheck(kind, check, negate, weight, path, where, _metric(entry))

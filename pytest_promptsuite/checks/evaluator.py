@@ -22,6 +22,8 @@ from pytest_promptsuite.checks.outcome import Outcome
 from pytest_promptsuite.checks.registry import make_builtin_check
 from pytest_promptsuite.config.suite import Prices
 from pytest_promptsuite.models.base import Response
+from pytest_promptsuite.models.tool_calls import Step
+from pytest_promptsuite.models.tool_calls import ToolSet
 from pytest_promptsuite.safety.deadline import BudgetExceeded
 
 
@@ -69,6 +71,8 @@ class Evaluator:
         checks: CompiledChecks | None = None,
         *,
         prices: Prices | None = None,
+        trajectory: tuple[Step, ...] = (),
+        tools: ToolSet | None = None,
     ) -> tuple[CheckResult, ...]:
         """Return every check result for a response (or a bare output): ``must_include`` and
         ``must_not_include`` first, then by layer, then the assert-sets and the case threshold."""
@@ -89,7 +93,14 @@ class Evaluator:
         if not (checks.entries or checks.suite or case.review):  # only must_include / must_not_include
             return tuple(must_checks(case, output))
         ctx = CheckContext(
-            case=case, output=output, response=reply, judge=self.judge, judge_name=self.judge_name, prices=prices
+            case=case,
+            output=output,
+            response=reply,
+            judge=self.judge,
+            judge_name=self.judge_name,
+            prices=prices,
+            trajectory=trajectory,
+            tools=tools,
         )
         return _Run(ctx, checks, self.review_fails).results()
 

@@ -86,21 +86,29 @@ def _load_schema(p: Params) -> Any | None:
             f"'value' of {p.name!r}: $ref {remote!r} names another document, and schemas are never "
             "fetched; put that schema inline or refer inside this one ('#/$defs/...')"
         )
+    return schema_validator(schema, p.name)
+
+
+def schema_validator(schema: Any, name: str) -> Any:
+    """Return a validator of the JSON Schema ``schema`` (one per schema); CheckError naming the check
+    ``name`` when it is not a valid one."""
     key = json.dumps(schema, sort_keys=True)
     validator = _VALIDATORS.get(key)
     if validator is None:
         import jsonschema  # here: it costs ~0.1 s at every pytest start
 
+        if not isinstance(schema, dict):
+            raise CheckError(f"'value' of {name!r}: a JSON Schema is an object, got {type(schema).__name__}")
         cls = jsonschema.validators.validator_for(schema)
         try:
             cls.check_schema(schema)
         except jsonschema.SchemaError as exc:
-            raise CheckError(f"'value' of {p.name!r} is not a valid JSON Schema: {exc.message}") from exc
+            raise CheckError(f"'value' of {name!r} is not a valid JSON Schema: {exc.message}") from exc
         validator = _VALIDATORS[key] = cls(schema)
     return validator
 
 
-def _schema_problem(validator: Any, data: Any) -> str | None:
+def schema_mismatch(validator: Any, data: Any) -> str | None:
     """Return None if ``data`` fits the schema, else the most relevant error, where, and how many.
 
     A schema's ``pattern`` is the suite's regex, so validation runs with the regex time budget.
@@ -139,7 +147,7 @@ class IsJson(Check):
         else:
             data = value
         if self.schema is not None:
-            problem = _schema_problem(self.schema, data)
+            problem = schema_mismatch(self.schema, data)
             if problem:
                 return Verdict(False, expected, f"JSON that breaks the schema at {problem}")
         return Verdict(True, expected, expected)
@@ -169,7 +177,7 @@ class ContainsJson(Check):
             return Verdict(True, expected, f"{len(values)} JSON value(s), first {shorten(values[0])}")
         problems = []
         for data in values:
-            problem = _schema_problem(self.schema, data)
+            problem = schema_mismatch(self.schema, data)
             if problem is None:
                 return Verdict(True, expected, f"{shorten(data)}")
             problems.append(problem)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Mapping
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -119,13 +120,21 @@ def _text(prompt: Prompt) -> str:
 
 
 def _show(
-    planned: PlannedCase, requests: list[Prompt], error: str | None, form: str, labels: Sequence[tuple[str, Prompt]]
+    planned: PlannedCase,
+    requests: list[Prompt],
+    error: str | None,
+    form: str,
+    labels: Sequence[tuple[str, Prompt]],
+    tools: Mapping[str, Any] | None = None,
 ) -> str:
-    """Show one case in one variant as ``render`` prints it (``form``: text or jsonl; ``labels``: the ppl mode's)."""
+    """Show one case in one variant as ``render`` prints it (``form``: text or jsonl; ``labels``: the ppl mode's;
+    ``tools``: the request's ``tools`` and ``tool_choice``)."""
     case, variant = planned.case, planned.key.variant
+    tools = tools or {}
     if form == "jsonl":
         prompt = requests[0] if requests else None
         shown: dict[str, Any] = {"case_id": case.case_id, "variant": variant, "prompt": prompt, "error": error}
+        shown.update(tools)
         if labels:
             shown["labels"] = dict(labels)
         if isinstance(case.input, list) and requests:  # multi-turn: the requests known before any reply
@@ -139,7 +148,18 @@ def _show(
         bodies = [f"--- label {label} ---\n{_text(prompt)}" for label, prompt in labels]
     elif len(bodies) > 1:
         bodies = [f"--- request {i + 1} of {len(bodies)} ---\n{b}" for i, b in enumerate(bodies)]
+    if tools:
+        choice = tools.get("tool_choice")
+        bodies.append(f"--- tools{f' (tool_choice {encode(choice)})' if choice is not None else ''} ---")
+        bodies.extend(_tool_line(tool) for tool in tools["tools"])
     return "\n".join([head, *bodies])
+
+
+def _tool_line(tool: Mapping[str, Any]) -> str:
+    """Show a function tool as ``name(parameters as JSON): description``."""
+    function = tool.get("function") or {}
+    line = f"{function.get('name', '?')}({encode(function.get('parameters', {}), compact=True)})"
+    return line + (f": {function['description']}" if function.get("description") else "")
 
 
 def _render(args: argparse.Namespace) -> int:
@@ -167,7 +187,9 @@ def _render(args: argparse.Namespace) -> int:
             requests, error = collected.session.dry_render(planned)
             status = 1 if error is not None else status
             labels = collected.session.label_prompts(planned) if error is None else []
-            print(printable(_show(planned, requests, error, form, labels)) + ("\n" if form == "text" else ""))
+            tools = collected.session.tools_of(planned)
+            shown = _show(planned, requests, error, form, labels, tools)
+            print(printable(shown) + ("\n" if form == "text" else ""))
         return status
     finally:
         collected.close()

@@ -145,6 +145,11 @@ class ModelConfig(ConfigTable):
     timeout_s: float = key(60.0, "Seconds one call may take.", gt=0, le=86400)
     max_retries: int = key(3, "How often a failed call is tried again.", ge=0, le=100)
     prices: Prices | None = key(None, "USD per million tokens, for the reports' costs, cost checks and the budget.")
+    response_format: str | dict[str, Any] | None = key(
+        None,
+        "Structured output: a JSON Schema (a table), a schema file (x.json) or a pydantic model (module:Class, "
+        "listed in [checks] python_modules); sent as response_format json_schema and checked on each answer.",
+    )
 
     def cost(self, prompt_tokens: int | None, completion_tokens: int | None) -> float | None:
         """Return the USD of one call at this model's ``prices``; None without prices or token counts."""

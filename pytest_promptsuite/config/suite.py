@@ -118,6 +118,19 @@ class TemplateConfig(ConfigTable):
     inferencer: Literal["gen", "ppl"] | None = key(
         None, "ppl: a label map's cases score one prompt per label and predict the likeliest."
     )
+    tools: list[dict[str, Any]] | None = key(
+        None, "OpenAI function tools sent with every chat request (a case's tools are added to them)."
+    )
+    tools_file: str | None = key(None, "A JSON file holding the tools (a list of OpenAI function tools).")
+    tool_choice: str | dict[str, Any] | None = key(
+        None, 'auto, none, required, or {type = "function", function = {name = ...}}.'
+    )
+    max_steps: int | None = key(
+        None,
+        "The most model calls of a case with tool_results (model, tool results, model...; default 5).",
+        ge=1,
+        le=100,
+    )
 
     def kind(self, *, path: Path | None = None) -> TemplateKind:
         """Return the kind of prompt this table makes (INFER_CFG by default); a mixture is a ConfigError."""

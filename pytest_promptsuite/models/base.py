@@ -10,6 +10,7 @@ from typing import Protocol
 from typing import TypeGuard
 from typing import runtime_checkable
 
+from pytest_promptsuite.models.tool_calls import ToolCall
 from pytest_promptsuite.prompts.core import Message as Message
 from pytest_promptsuite.prompts.core import Prompt as Prompt
 from pytest_promptsuite.prompts.core import prompt_hash as prompt_hash
@@ -51,6 +52,8 @@ class Response:
     latency_ms: float | None = None
     cached: bool = False
     cost_usd: float | None = None
+    #: The tools the model asked to call (OpenAI's ``message.tool_calls``), beside the text.
+    tool_calls: tuple[ToolCall, ...] = ()
 
 
 @runtime_checkable

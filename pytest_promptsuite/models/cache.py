@@ -26,6 +26,7 @@ from pytest_promptsuite.models.base import Model
 from pytest_promptsuite.models.base import ModelRequest
 from pytest_promptsuite.models.base import Response
 from pytest_promptsuite.models.base import Usage
+from pytest_promptsuite.models.tool_calls import calls_from_dicts
 from pytest_promptsuite.safety.scrub import scrub
 
 
@@ -63,12 +64,15 @@ def cache_key(identity: Mapping[str, Any], request: ModelRequest) -> str:
 
 
 def _response_dict(response: Response) -> dict[str, Any]:
-    return {
+    stored: dict[str, Any] = {
         "text": response.text,
         "finish_reason": response.finish_reason,
         "usage": response.usage.to_dict() if response.usage else None,
         "latency_ms": response.latency_ms,
     }
+    if response.tool_calls:  # only then: the entries of answers without calls stay as they were
+        stored["tool_calls"] = [call.to_dict() for call in response.tool_calls]
+    return stored
 
 
 def _verbatim(stored: Mapping[str, Any]) -> bool:
@@ -84,7 +88,8 @@ def _response_from(raw: Mapping[str, Any]) -> Response:
     if not isinstance(raw["text"], str):
         raise TypeError("its 'text' is not a string")
     usage = Usage(**usage) if isinstance(usage, dict) else None
-    return Response(raw["text"], raw.get("finish_reason"), usage, latency_ms=None, cached=True)
+    calls = calls_from_dicts(raw["tool_calls"]) if "tool_calls" in raw else ()
+    return Response(raw["text"], raw.get("finish_reason"), usage, latency_ms=None, cached=True, tool_calls=calls)
 
 
 class ResponseCache:
@@ -112,7 +117,7 @@ class ResponseCache:
     def put(self, key: str, response: Response, *, case_id: str = "") -> None:
         """Store an answer, unless it is empty (an empty answer is often a glitch) or not :func:`_verbatim`
         (it is asked again next time: a miss, never a scrubbed hit)."""
-        if not response.text:
+        if not response.text and not response.tool_calls:
             return
         stored = _response_dict(response)
         if not _verbatim(stored):

@@ -6,17 +6,20 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.errors import ModelError
 from pytest_promptsuite.formats.jsonio import JsonError
 from pytest_promptsuite.formats.jsonio import decode
+from pytest_promptsuite.models.base import Message
 from pytest_promptsuite.models.base import ModelRequest
 from pytest_promptsuite.models.base import Response
 from pytest_promptsuite.models.base import prompt_text
 from pytest_promptsuite.models.scoring import LabelScore
 from pytest_promptsuite.models.scoring import fake_score
 from pytest_promptsuite.models.scoring import score_text
+from pytest_promptsuite.models.tool_calls import ToolCall
 from pytest_promptsuite.safety.deadline import BudgetExceeded
 from pytest_promptsuite.safety.deadline import time_budget
 from pytest_promptsuite.safety.deadline import user_regex
@@ -25,10 +28,13 @@ from pytest_promptsuite.safety.limits import REGEX_SECONDS
 
 @dataclass(frozen=True)
 class FakeRule:
-    """Reply ``reply`` when ``pattern`` is found (``re.search``) in the prompt's text."""
+    """Reply ``reply`` (and call ``tool_calls``) when ``pattern`` is found (``re.search``) in the prompt's
+    text; an ``on_tool`` rule reads only the ``tool`` messages that end the prompt (the results just sent)."""
 
     pattern: re.Pattern[str]
     reply: str
+    tool_calls: tuple[tuple[str, Any], ...] = ()
+    on_tool: bool = False
 
 
 class FakeModel:
@@ -73,31 +79,19 @@ class FakeModel:
         raw_rules = data.get("rules", [])
         if not isinstance(raw_rules, list):
             raise ConfigError(f"{path}: 'rules' must be a list of {{'match', 'reply'}} objects")
-        rules: list[FakeRule] = []
-        for i, raw in enumerate(raw_rules):
-            where = f"{path}: rules[{i}]"
-            if not isinstance(raw, dict) or set(raw) != {"match", "reply"}:
-                raise ConfigError(f"{where}: a rule is an object with exactly 'match' and 'reply'")
-            if not isinstance(raw["match"], str) or not isinstance(raw["reply"], str):
-                raise ConfigError(f"{where}: 'match' and 'reply' must be strings")
-            try:
-                pattern = user_regex(raw["match"])
-            except (re.error, RecursionError, OverflowError) as exc:
-                raise ConfigError(f"{where}: bad regex {raw['match']!r}: {exc}") from exc
-            rules.append(FakeRule(pattern, raw["reply"]))
+        rules = [_rule(raw, f"{path}: rules[{i}]") for i, raw in enumerate(raw_rules)]
         return cls(rules, default, spec=spec or f"fake:{path}")
 
     def reply_to(self, request: ModelRequest) -> str:
         """Choose the reply for ``request``, as the class docstring says."""
+        return self._answer(request, self.rule_for(request))
+
+    def _answer(self, request: ModelRequest, rule: FakeRule | None) -> str:
+        if rule is not None:
+            return rule.reply
         prompt = request.prompt
-        if self.rules or self.default is not None:
-            text = prompt_text(prompt)
-            with time_budget(REGEX_SECONDS, f"a rule of {self.spec} on case {request.case_id or '?'}"):
-                for rule in self.rules:
-                    if rule.pattern.search(text):
-                        return rule.reply
-            if self.default is not None:
-                return self.default
+        if self.default is not None:
+            return self.default
         if isinstance(prompt, str):
             return prompt
         for message in reversed(prompt):
@@ -105,12 +99,41 @@ class FakeModel:
                 return prompt_text([message])
         return ""
 
+    def rule_for(self, request: ModelRequest) -> FakeRule | None:
+        """Return the first rule whose regex is found in the prompt's text (None: no rule matches).
+        A prompt that ends in ``tool`` messages is matched by the ``on_tool`` rules only, against those messages."""
+        if not self.rules:
+            return None
+        prompt = request.prompt
+        results: list[Message] = []
+        if not isinstance(prompt, str):
+            for message in reversed(prompt):
+                if message.get("role") != "tool":
+                    break
+                results.insert(0, message)
+        text = prompt_text(results) if results else prompt_text(prompt)
+        with time_budget(REGEX_SECONDS, f"a rule of {self.spec} on case {request.case_id or '?'}"):
+            for rule in self.rules:
+                if rule.on_tool == bool(results) and rule.pattern.search(text):
+                    return rule
+        return None
+
     def generate_sync(self, request: ModelRequest) -> Response:
-        """Answer :meth:`reply_to` at once; a rule that outruns its time budget is a ModelError."""
+        """Answer :meth:`reply_to` at once (with the rule's tool calls, their ids ``call_<step>_<i>``);
+        a rule that outruns its time budget is a ModelError."""
         try:
-            return Response(text=self.reply_to(request), finish_reason="stop")
+            rule = self.rule_for(request)
+            text = self._answer(request, rule)
         except BudgetExceeded as exc:
             raise ModelError(str(exc)) from exc
+        if rule is None or not rule.tool_calls:
+            return Response(text=text, finish_reason="stop")
+        prompt = request.prompt
+        step = 0 if isinstance(prompt, str) else sum(1 for m in prompt if m.get("role") == "assistant")
+        calls = tuple(
+            ToolCall(f"call_{step}_{i}", name, arguments) for i, (name, arguments) in enumerate(rule.tool_calls)
+        )
+        return Response(text=text, finish_reason="tool_calls", tool_calls=calls)
 
     async def generate(self, request: ModelRequest) -> Response:
         """Answer as :meth:`generate_sync` does, for callers that await."""
@@ -119,3 +142,37 @@ class FakeModel:
     def score_sync(self, request: ModelRequest) -> LabelScore:
         """Score the prompt for the ppl mode, fixed by its tokens' text (:func:`.scoring.fake_score`)."""
         return fake_score(score_text(request.prompt))
+
+
+_RULE_KEYS = frozenset({"match", "reply", "tool_calls", "on_tool"})
+
+
+def _rule(raw: Any, where: str) -> FakeRule:
+    """Read one rule: ``match``, and ``reply`` or ``tool_calls`` (both may be given), ``on_tool`` optional."""
+    if not isinstance(raw, dict) or "match" not in raw or not set(raw) <= _RULE_KEYS:
+        raise ConfigError(
+            f"{where}: a rule is an object with 'match' and 'reply' (or 'tool_calls'), and optionally 'on_tool'"
+        )
+    if "reply" not in raw and "tool_calls" not in raw:
+        raise ConfigError(f"{where}: a rule needs 'reply' or 'tool_calls'")
+    reply = raw.get("reply", "")
+    if not isinstance(raw["match"], str) or not isinstance(reply, str):
+        raise ConfigError(f"{where}: 'match' and 'reply' must be strings")
+    on_tool = raw.get("on_tool", False)
+    if not isinstance(on_tool, bool):
+        raise ConfigError(f"{where}: 'on_tool' must be true or false")
+    calls = raw.get("tool_calls", [])
+    if not isinstance(calls, list):
+        raise ConfigError(f"{where}: 'tool_calls' must be a list of {{'name', 'arguments'}} objects")
+    parsed: list[tuple[str, Any]] = []
+    for j, call in enumerate(calls):
+        if not isinstance(call, dict) or not isinstance(call.get("name"), str) or not call["name"]:
+            raise ConfigError(f"{where}.tool_calls[{j}]: a call is {{'name': TOOL, 'arguments': {{...}}}}")
+        if not set(call) <= {"name", "arguments"}:
+            raise ConfigError(f"{where}.tool_calls[{j}]: a call has only 'name' and 'arguments'")
+        parsed.append((call["name"], call.get("arguments", {})))
+    try:
+        pattern = user_regex(raw["match"])
+    except (re.error, RecursionError, OverflowError) as exc:
+        raise ConfigError(f"{where}: bad regex {raw['match']!r}: {exc}") from exc
+    return FakeRule(pattern, reply, tuple(parsed), on_tool)

@@ -34,6 +34,7 @@ from pytest_promptsuite.models.retry import RetryPolicy
 from pytest_promptsuite.models.retry import retry_after_s
 from pytest_promptsuite.models.scoring import LabelScore
 from pytest_promptsuite.models.scoring import echo_logprobs
+from pytest_promptsuite.models.tool_calls import ToolCall
 from pytest_promptsuite.safety.limits import RESPONSE_BYTES
 from pytest_promptsuite.safety.scrub import install_log_filter
 from pytest_promptsuite.safety.scrub import public_url as public_url
@@ -357,10 +358,13 @@ class OpenAIModel:
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
             raise malformed("no choices[0]")
         choice = choices[0]
+        calls: tuple[ToolCall, ...] = ()
         if "message" in choice:
             message = choice["message"]
             text = message.get("content") if isinstance(message, dict) else None
-            if text is None and isinstance(message, dict) and "content" in message:
+            if isinstance(message, dict) and isinstance(message.get("tool_calls"), list):
+                calls = tuple(ToolCall.from_openai(raw, i) for i, raw in enumerate(message["tool_calls"]))
+            if text is None and isinstance(message, dict) and ("content" in message or calls):
                 text = ""  # a tool call or a refusal: no text
         else:
             text = choice.get("text")
@@ -372,6 +376,7 @@ class OpenAIModel:
             finish_reason=finish if isinstance(finish, str) else None,
             usage=_usage(data.get("usage")),
             latency_ms=round(latency_ms, 3),
+            tool_calls=calls,
         )
 
     async def aclose(self) -> None:

@@ -15,7 +15,14 @@ from pytest_promptsuite.config.suite import ModelConfig
 from pytest_promptsuite.config.suite import SuiteConfig
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.errors import TemplateError
+from pytest_promptsuite.formats.jsonio import JsonError
+from pytest_promptsuite.formats.jsonio import decode
 from pytest_promptsuite.formats.tomlio import line_of_key
+from pytest_promptsuite.models.tool_calls import DEFAULT_MAX_STEPS
+from pytest_promptsuite.models.tool_calls import ToolSet
+from pytest_promptsuite.models.tool_calls import choice_problem
+from pytest_promptsuite.models.tool_calls import tool_name
+from pytest_promptsuite.models.tool_calls import tool_problems
 from pytest_promptsuite.prompts.core import Prompt
 from pytest_promptsuite.prompts.fields import TemplateReads
 from pytest_promptsuite.prompts.fields import locate
@@ -66,6 +73,7 @@ class CasePrompts:
         self.models = dict(models or {})
         #: The suite config the tables came from (for the lines of their keys), if any.
         self.config = config
+        self._tools: dict[str | None, ToolSet | ConfigError] = {}
 
     @classmethod
     def from_suite(
@@ -128,6 +136,56 @@ class CasePrompts:
             return config.path, line_of_key(config.lines, config.template_key(variant, key)) or 0
 
         return setup.fields(where), frozenset(setup.optional)
+
+    def suite_tools(self, variant: str | None = None) -> ToolSet:
+        """Return the tools ``[template]`` (as ``variant`` sees it) offers: ``tools`` and the tools of
+        ``tools_file``, checked once; ConfigError naming the config for a bad one."""
+        found = self._tools.get(variant)
+        if type(found) is ToolSet:  # the per-case path: read once per variant
+            return found
+        if found is None:
+            try:
+                found = self._tools[variant] = self._read_tools(variant)
+            except ConfigError as exc:
+                found = self._tools[variant] = exc
+        if isinstance(found, ConfigError):
+            raise ConfigError(str(found))
+        return found
+
+    def _read_tools(self, variant: str | None) -> ToolSet:
+        table = {**self.template, **(self.variants.get(variant, {}) if variant is not None else {})}
+        config = self.config
+        where = str(config.path) if config is not None and config.path is not None else "[template]"
+        tools: list[Any] = list(table.get("tools") or [])
+        problems = tool_problems(tools, f"{where}: [template] tools")
+        file = table.get("tools_file")
+        if file is not None:
+            path = config.resolve(file, key="template.tools_file") if config is not None else Path(file)
+            try:
+                listed = decode(path.read_bytes().decode("utf-8-sig"))
+            except (OSError, UnicodeDecodeError, JsonError) as exc:
+                raise ConfigError(f"{where}: [template] tools_file {file!r} is no JSON we can read: {exc}") from exc
+            problems += tool_problems(listed, f"{path}: tools")
+            tools += listed if isinstance(listed, list) else []
+        choice = table.get("tool_choice")
+        problem = choice_problem(choice, f"{where}: [template] tool_choice") if choice is not None else None
+        if problem is not None:
+            problems.append(problem)
+        if problems:
+            raise ConfigError("\n".join(problems))
+        steps = table.get("max_steps") or DEFAULT_MAX_STEPS
+        return ToolSet(tuple(tools), choice, steps)
+
+    def tool_set(self, case: PromptCase, *, variant: str | None = None) -> ToolSet:
+        """Return the tools a case's requests offer: the suite's, with the case's own added (a case's tool
+        replaces the suite's of its name) and its ``tool_choice`` over the suite's."""
+        suite = self.suite_tools(variant)
+        if not case.tools and case.tool_choice is None:
+            return suite
+        own = {tool_name(t) for t in case.tools}
+        tools = (*(t for t in suite.tools if tool_name(t) not in own), *case.tools)
+        choice = case.tool_choice if case.tool_choice is not None else suite.tool_choice
+        return ToolSet(tools, choice, suite.max_steps)
 
     def params(self, *, variant: str | None = None) -> dict[str, Any]:
         """Return the request params the prompt itself sets (a task prompt's ``stop``); they

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from typing import Any
 from typing import Union
 
@@ -23,6 +24,8 @@ def prompt_text(prompt: Prompt) -> str:
         content = message.get("content", "")
         if isinstance(content, str):
             parts.append(content)
+        elif content is None:  # an assistant message that only calls tools
+            continue
         else:  # multimodal content parts: only the text parts count
             parts.extend(p.get("text", "") for p in content if isinstance(p, dict))
     return "\n".join(parts)
@@ -46,6 +49,8 @@ def prompt_display(prompt: Any) -> str | None:
 _HASHED = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
 
-def prompt_hash(prompt: Prompt) -> str:
-    """Hash exactly what was sent (12 hex digits), so a diff can tell prompt changes apart."""
-    return hashlib.sha256(_HASHED.encode(prompt).encode("utf-8")).hexdigest()[:12]
+def prompt_hash(prompt: Prompt, tools: Mapping[str, Any] | None = None) -> str:
+    """Hash exactly what was sent (12 hex digits), so a diff can tell prompt changes apart: the prompt,
+    and the ``tools`` and ``tool_choice`` it offered (a prompt without tools hashes as it always did)."""
+    sent: Any = {"prompt": prompt, **tools} if tools else prompt
+    return hashlib.sha256(_HASHED.encode(sent).encode("utf-8")).hexdigest()[:12]

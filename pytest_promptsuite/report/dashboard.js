@@ -363,6 +363,8 @@
         el("p", { text: "location: " + (d.location || "-") + (d.tags && d.tags.length ? "   tags: " + d.tags.join(", ") : "") }),
         d.error ? el("p", { class: "error", text: "error: " + d.error }) : null,
         checksTable(d.checks),
+        d.tool_calls ? el("div", null, [el("h4", { text: "tool calls" }), pre(d.tool_calls)]) : null,
+        d.tool_stop ? el("p", { class: "error", text: "tool run stopped: " + d.tool_stop }) : null,
         el("div", { class: "side-by-side" }, [
           el("div", null, [el("h4", { text: "prompt" }), pre(d.prompt)]),
           el("div", null, [el("h4", { text: "output" }), pre(d.output, "output")])

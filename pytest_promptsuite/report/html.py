@@ -18,6 +18,7 @@ from typing import TextIO
 
 from pytest_promptsuite.checks.outcome import Outcome
 from pytest_promptsuite.formats.jsonio import encode
+from pytest_promptsuite.models.tool_calls import Step
 from pytest_promptsuite.prompts.core import prompt_display
 from pytest_promptsuite.report.document import summary_document
 from pytest_promptsuite.results.compare import Reader
@@ -88,6 +89,12 @@ def _detail(r: CaseResult) -> dict[str, Any]:
     }
     if r.outcome is Outcome.REVIEW and r.output is not None:
         detail["output_sha256"] = output_sha256(r.output)  # what a decision downloaded here names
+    steps = r.trajectory or (Step(r.output or "", r.tool_calls),)
+    calls = [f"step {i}: {call.display()}" for i, step in enumerate(steps, start=1) for call in step.calls]
+    if calls:  # shown as lookup_order({"order_id": "A1234"}), one a line
+        detail["tool_calls"] = _trim("\n".join(calls))
+    if r.tool_stop:
+        detail["tool_stop"] = r.tool_stop
     return detail
 
 

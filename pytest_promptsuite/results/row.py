@@ -15,6 +15,9 @@ from pytest_promptsuite.checks.outcome import CheckResult
 from pytest_promptsuite.checks.outcome import Outcome
 from pytest_promptsuite.formats.jsonio import decode
 from pytest_promptsuite.formats.jsonio import encode
+from pytest_promptsuite.models.tool_calls import Step
+from pytest_promptsuite.models.tool_calls import ToolCall
+from pytest_promptsuite.models.tool_calls import calls_from_dicts
 
 
 #: Written into every row; bumped when a field changes meaning (a row without it is version 1).
@@ -45,6 +48,12 @@ class CaseResult:
     replies: tuple[str, ...] = ()
     #: The answer came from the response cache (no call was made).
     cached: bool = False
+    #: The tools the final answer called (name, arguments, id), beside ``output``.
+    tool_calls: tuple[ToolCall, ...] = ()
+    #: Every model step of a run with tools: its text, calls and the results sent back.
+    trajectory: tuple[Step, ...] = ()
+    #: Why a run with tool_results stopped before the model answered without calls (None: it did not).
+    tool_stop: str | None = None
 
     def __post_init__(self) -> None:
         outcome: object = self.outcome
@@ -84,6 +93,9 @@ class CaseResult:
             "metadata": self.metadata,
             **({"replies": list(self.replies)} if self.replies else {}),
             **({"cached": True} if self.cached else {}),
+            **({"tool_calls": [c.to_dict() for c in self.tool_calls]} if self.tool_calls else {}),
+            **({"trajectory": [step.to_dict() for step in self.trajectory]} if self.trajectory else {}),
+            **({"tool_stop": self.tool_stop} if self.tool_stop is not None else {}),
             "format_version": RESULT_FORMAT_VERSION,
         }
 
@@ -121,9 +133,24 @@ class CaseResult:
             get("metadata") or {},
             () if replies == () else tuple(replies),
             get("cached") is True,
+            *(_tools_of(row) if "tool_calls" in row or "trajectory" in row or "tool_stop" in row else ()),
         )
 
     @classmethod
     def from_json(cls, text: str) -> CaseResult:
         """Read a row from one line of JSON (ValueError when it is not JSON)."""
         return cls.from_dict(decode(text, strict=False))
+
+
+def _tools_of(row: dict[str, Any]) -> tuple[tuple[ToolCall, ...], tuple[Step, ...], str | None]:
+    """Read a row's ``tool_calls``, ``trajectory`` and ``tool_stop`` (ValueError for a malformed one)."""
+    try:
+        calls = calls_from_dicts(row.get("tool_calls", []))
+        steps = row.get("trajectory", [])
+        if not isinstance(steps, list):
+            raise TypeError("'trajectory' must be a list")
+        trajectory = tuple(Step.from_dict(step) for step in steps)
+    except TypeError as exc:
+        raise ValueError(str(exc)) from None
+    stop = row.get("tool_stop")
+    return calls, trajectory, stop if isinstance(stop, str) else None

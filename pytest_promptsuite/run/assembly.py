@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 from typing import Any
@@ -38,6 +39,7 @@ from pytest_promptsuite.safety.scrub import public_url
 
 if TYPE_CHECKING:
     from pytest_promptsuite.checks.metric import ModelJudge
+    from pytest_promptsuite.checks.response_format import ResponseFormat
     from pytest_promptsuite.results.history import History
     from pytest_promptsuite.results.review_book import ReviewBook
 
@@ -272,12 +274,36 @@ class Assembler:
                 variant_choice = self.model_choice(suite, name)
                 own[name] = (self._attached(variant_choice), variant_choice.settings)
         prompts = self.prompts(suite, settings, {name: s for name, (_, s) in own.items()})
+        formats = _formats(suite, settings, {name: s for name, (_, s) in own.items()})
         return CasePipeline(
             model,
             self.runner,
-            params=settings.params,
+            params=_with_format(settings.params, formats.get("")),
             evaluator=self.evaluator(suite),
             prompts=prompts,
-            variant_models={name: (m, s.params) for name, (m, s) in own.items()},
+            variant_models={name: (m, _with_format(s.params, formats.get(name))) for name, (m, s) in own.items()},
             prices={"": settings.prices, **{name: s.prices for name, (_, s) in own.items()}},
+            formats=formats,
         )
+
+
+def _formats(
+    suite: SuiteConfig, settings: ModelConfig, variants: Mapping[str, ModelConfig]
+) -> dict[str, ResponseFormat]:
+    """Read the ``response_format`` of the suite's model ("") and of each variant's own model."""
+    found: dict[str, ResponseFormat] = {}
+    if settings.response_format is None and all(own.response_format is None for own in variants.values()):
+        return found
+    from pytest_promptsuite.checks.response_format import response_format  # pydantic, jsonschema: when one is set
+
+    if settings.response_format is not None:
+        found[""] = response_format(settings.response_format, suite, "model.response_format")
+    for name, own in variants.items():
+        if own.response_format is not None:
+            found[name] = response_format(own.response_format, suite, f"variants.{name}.model.response_format")
+    return found
+
+
+def _with_format(params: Mapping[str, Any], found: ResponseFormat | None) -> dict[str, Any]:
+    """Return a model's request params with its ``response_format`` body (as they are without one)."""
+    return {**params, "response_format": found.body()} if found is not None else dict(params)

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 from typing import Any
 
 from pytest_promptsuite.cases.prompt_case import CaseKey
@@ -21,10 +23,12 @@ from pytest_promptsuite.checks.outcome import Layer
 from pytest_promptsuite.checks.outcome import Outcome
 from pytest_promptsuite.config.suite import Prices
 from pytest_promptsuite.errors import CaseFileError
+from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.errors import ModelError
 from pytest_promptsuite.errors import PromptSuiteError
 from pytest_promptsuite.errors import TemplateError
 from pytest_promptsuite.formats.jsonio import encode
+from pytest_promptsuite.models.base import Message
 from pytest_promptsuite.models.base import Model
 from pytest_promptsuite.models.base import ModelRequest
 from pytest_promptsuite.models.base import Prompt
@@ -33,9 +37,15 @@ from pytest_promptsuite.models.base import is_sync
 from pytest_promptsuite.models.base import prompt_hash
 from pytest_promptsuite.models.runner import ModelRunner
 from pytest_promptsuite.models.spend import NotIssued
+from pytest_promptsuite.models.tool_calls import Step
+from pytest_promptsuite.models.tool_calls import result_for
 from pytest_promptsuite.prompts.compile import CasePrompts
 from pytest_promptsuite.prompts.output_parsers import OutputParserError
 from pytest_promptsuite.results.row import CaseResult
+
+
+if TYPE_CHECKING:
+    from pytest_promptsuite.checks.response_format import ResponseFormat
 
 
 class PlannedCase:
@@ -101,6 +111,7 @@ class CasePipeline:
         prompts: CasePrompts | None = None,
         variant_models: Mapping[str, tuple[Model, Mapping[str, Any]]] | None = None,
         prices: Mapping[str, Prices | None] | None = None,
+        formats: Mapping[str, ResponseFormat] | None = None,
     ) -> None:
         self.model = model
         self.runner = runner
@@ -116,6 +127,8 @@ class CasePipeline:
         self._scorers: dict[int, Any] = {}  # the ppl mode: one scoring model per model (one bound)
         #: ``[model] prices`` by variant ("" for the suite's model): a ``cost`` check reads them.
         self.prices = dict(prices or {})
+        #: ``[model] response_format`` by variant ("" for the suite's model): every answer is checked against it.
+        self.formats = dict(formats or {})
 
     def model_for(self, variant: str | None) -> tuple[Model, dict[str, Any]]:
         """Return the model a variant's cases are sent to, and its params."""
@@ -135,7 +148,13 @@ class CasePipeline:
                 **self.model_for(key.variant)[1],
                 **self.prompts.params(variant=key.variant),
             }
-        return ModelRequest(prompt=prompt, params=dict(params), repeat=key.repeat, case_id=case.case_id)
+        tools = self.prompts.tool_set(case, variant=key.variant)
+        sent = {**params, **tools.params()} if tools.tools else dict(params)
+        return ModelRequest(prompt=prompt, params=sent, repeat=key.repeat, case_id=case.case_id)
+
+    def _hash(self, case: PromptCase, prompt: Prompt, variant: str | None) -> str:
+        tools = self.prompts.tool_set(case, variant=variant)
+        return prompt_hash(prompt, tools.params()) if tools.tools else prompt_hash(prompt)
 
     def _prepare(
         self, planned: PlannedCase, case: PromptCase | None = None
@@ -144,9 +163,13 @@ class CasePipeline:
         try:
             case = case or self.case_of(planned)
             prompt = self.prompts.prompt(case, variant=planned.key.variant)
+            request = self._request(case, prompt, planned.key)
+            hashed = self._hash(case, prompt, planned.key.variant)
         except (TemplateError, CaseFileError) as exc:
             return exc
-        return _Prepared(case, prompt, prompt_hash(prompt), self._request(case, prompt, planned.key))
+        except ConfigError as exc:  # the suite's tools (collection reports them first)
+            return TemplateError(str(exc))
+        return _Prepared(case, prompt, hashed, request)
 
     def first_call(self, planned: PlannedCase) -> tuple[Model, ModelRequest] | None:
         """Return the case's first request (rendered once, kept for :meth:`run`) and its model; None if it fails."""
@@ -192,8 +215,10 @@ class CasePipeline:
             # a multi-turn case: each reply may feed the next request; the checks see the last reply
             while (follow := self.prompts.follow_up(case, [*replies, response.text], variant=key.variant)) is not None:
                 replies.append(response.text)
-                base["prompt"], base["prompt_hash"] = follow, prompt_hash(follow)
+                base["prompt"], base["prompt_hash"] = follow, self._hash(case, follow, key.variant)
                 response = self.runner.call(model, self._request(case, follow, key))
+            request = prepared.request if not replies else self._request(case, base["prompt"], key)
+            response, steps, stop = self._tool_steps(case, model, request, response, key, base)
         except ModelError as exc:  # a call deliberately not issued (budget, batch file): skipped
             outcome = Outcome.SKIPPED if isinstance(exc, NotIssued) else Outcome.ERROR
             return CaseResult(outcome=outcome, error=str(exc), replies=tuple(replies), **base)
@@ -204,7 +229,7 @@ class CasePipeline:
             return CaseResult(outcome=Outcome.ERROR, error=error, replies=tuple(replies), **base)
         if isinstance(case.input, list):
             base["replies"] = (*replies, response.text)
-        checks = self._checks(case, response, planned.checks, key.variant)
+        checks = self._checks(case, response, planned.checks, key.variant, steps)
         return CaseResult(
             outcome=outcome_of(case, checks, error=None),
             output=response.text,
@@ -212,8 +237,57 @@ class CasePipeline:
             latency_ms=response.latency_ms,
             cached=response.cached,
             usage=response.usage.to_dict() if response.usage else None,
+            tool_calls=response.tool_calls,
+            trajectory=tuple(steps) if len(steps) > 1 or any(s.calls for s in steps) else (),
+            tool_stop=stop,
             **base,
         )
+
+    def _tool_steps(
+        self,
+        case: PromptCase,
+        model: Model,
+        request: ModelRequest,
+        response: Response,
+        key: CaseKey,
+        base: dict[str, Any],
+    ) -> tuple[Response, list[Step], str | None]:
+        """Loop model -> tool calls -> ``tool`` messages with the case's ``tool_results`` -> model, up to
+        ``max_steps`` model calls; return the last response, every step, and why the loop stopped early."""
+        steps: list[Step] = []
+        if not response.tool_calls or not case.tool_results:
+            return response, [Step(response.text, response.tool_calls)], None
+        tools = self.prompts.tool_set(case, variant=key.variant)
+        prompt = request.prompt
+        messages: list[Message] = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else list(prompt)
+        while True:
+            calls = response.tool_calls
+            if not calls:
+                steps.append(Step(response.text))
+                return response, steps, None
+            results = [result_for(case.tool_results, call) for call in calls]
+            missing = next((call for call, result in zip(calls, results, strict=True) if result is None), None)
+            if missing is not None:
+                steps.append(Step(response.text, calls))
+                return (
+                    response,
+                    steps,
+                    (
+                        f"step {len(steps)} called {missing.display()}, for which the case gives no tool_results: "
+                        "the run stopped there"
+                    ),
+                )
+            given = tuple(result for result in results if result is not None)
+            steps.append(Step(response.text, calls, given))
+            if len(steps) >= tools.max_steps:
+                return response, steps, f"max_steps ({tools.max_steps}) reached while the model still called tools"
+            messages = [
+                *messages,
+                {"role": "assistant", "content": response.text or None, "tool_calls": [c.to_openai() for c in calls]},
+                *({"role": "tool", "tool_call_id": c.id, "content": r} for c, r in zip(calls, given, strict=True)),
+            ]
+            base["prompt"], base["prompt_hash"] = messages, self._hash(case, messages, key.variant)
+            response = self.runner.call(model, self._request(case, messages, key))
 
     def _ppl(self, variant: str | None) -> bool:
         try:
@@ -259,11 +333,17 @@ class CasePipeline:
         return CaseResult(outcome=outcome_of(case, checks, error=None), output=predicted, checks=checks, **base)
 
     def _checks(
-        self, case: PromptCase, response: Response, compiled: CompiledChecks, variant: str | None
+        self,
+        case: PromptCase,
+        response: Response,
+        compiled: CompiledChecks,
+        variant: str | None,
+        steps: Sequence[Step] = (),
     ) -> tuple[CheckResult, ...]:
         """Run the case's checks on the output parser's reading of the reply (raw output kept in results).
         A reply the parser cannot read fails the structure layer."""
         prices = self.prices.get(variant or "", self.prices.get(""))
+        tools: dict[str, Any] = {"trajectory": tuple(steps), "tools": self.prompts.tool_set(case, variant=variant)}
         try:
             parsed = self.prompts.parse_output(response.text, variant=variant)
         except Exception as exc:  # OutputParserError, or whatever a plugin's parser raised
@@ -271,10 +351,12 @@ class CasePipeline:
             if isinstance(exc, OutputParserError):
                 message = str(exc)
             failure = CheckResult(Layer.STRUCTURE.value, "output_parser", False, message)
-            return (failure, *self.evaluator.evaluate(case, response, compiled, prices=prices))
+            return (failure, *self.evaluator.evaluate(case, response, compiled, prices=prices, **tools))
         if parsed != response.text:
             response = dataclasses.replace(response, text=parsed)
-        return self.evaluator.evaluate(case, response, compiled, prices=prices)
+        checked = self.evaluator.evaluate(case, response, compiled, prices=prices, **tools)
+        fmt = self.formats.get(variant or "", self.formats.get("")) if self.formats else None
+        return checked if fmt is None else (fmt.check(response.text), *checked)
 
 
 def _base(planned: PlannedCase, case: PromptCase | None) -> dict[str, Any]:

@@ -38,6 +38,10 @@ from pytest_promptsuite.models.concurrency import add_counts
 from pytest_promptsuite.models.concurrency import counts_line
 from pytest_promptsuite.models.concurrency import with_share
 from pytest_promptsuite.models.runner import ModelRunner
+from pytest_promptsuite.models.tool_calls import choice_name
+from pytest_promptsuite.models.tool_calls import choice_problem
+from pytest_promptsuite.models.tool_calls import result_problems
+from pytest_promptsuite.models.tool_calls import tool_problems
 from pytest_promptsuite.prompts.compile import CasePrompts
 from pytest_promptsuite.prompts.core import Prompt
 from pytest_promptsuite.prompts.fields import SHOWN_CASES
@@ -160,6 +164,7 @@ class PromptSession:
         compiled = compile_cases(cases, make_check, suite=pipeline.evaluator.suite, display=shown, scope=scope)
         variants = self.index.variants(key, self.options.variant)
         self.check_prompts(pipeline.prompts, cases, variants, shown)
+        check_tools(pipeline.prompts, cases, variants, shown)
         repeats = self.options.repeat
         planned = []
         shown_path = Path(shown)
@@ -225,6 +230,14 @@ class PromptSession:
             return pipeline.prompts.known_requests(pipeline.case_of(planned), variant=planned.key.variant), None
         except PromptSuiteError as exc:
             return [], str(exc)
+
+    def tools_of(self, planned: PlannedCase) -> dict[str, Any]:
+        """Return the ``tools`` and ``tool_choice`` a planned case's requests send (``{}``: none)."""
+        pipeline = self._pipelines[planned.suite]
+        try:
+            return pipeline.prompts.tool_set(pipeline.case_of(planned), variant=planned.key.variant).params()
+        except PromptSuiteError:  # collection reported it
+            return {}
 
     def label_prompts(self, planned: PlannedCase) -> list[tuple[str, Prompt]]:
         """Return each label of a planned case and the prompt it scores (the ppl mode; else none)."""
@@ -495,3 +508,31 @@ def _render_failure(error: str, items: Sequence[PlannedCase]) -> str:
         names += f" and {len(rest) - SHOWN_CASES:,} more" if len(rest) > SHOWN_CASES else ""
         more = f" and {len(rest):,} more {'case' if len(rest) == 1 else 'cases'} ({names})"
     return f"{first.location}: {first.name}{more}: {error}"
+
+
+def check_tools(prompts: CasePrompts, cases: Sequence[PromptCase], variants: Sequence[str | None], shown: str) -> None:
+    """Check the tools a file's cases offer: the suite's (its config's error), each case's own (every
+    ``parameters`` a valid JSON Schema) and each tool a case names (``tool_choice``, ``tool_results``)
+    defined; CaseFileError with ``path:line: case 'ID': problem`` lines."""
+    problems: list[str] = []
+    for variant in variants:
+        try:
+            prompts.suite_tools(variant)
+        except ConfigError as exc:
+            raise CaseFileError([str(exc)]) from None
+    for case in cases:
+        if not (case.tools or case.tool_choice is not None or case.tool_results):
+            continue
+        found = tool_problems(case.tools, "'tools'") if case.tools else []
+        if case.tool_choice is not None:
+            found += [p for p in [choice_problem(case.tool_choice, "'tool_choice'")] if p is not None]
+        for variant in variants if not found else ():
+            tools = prompts.tool_set(case, variant=variant)
+            forced = choice_name(tools.tool_choice)
+            if forced and forced not in tools.names:
+                found.append(f"'tool_choice' names the tool {forced!r}, which is not defined")
+            found += result_problems(case.tool_results, tools.names, "'tool_results'")
+        where = f"{shown}:{case.location.line}: case {case.case_id!r}"
+        problems += [f"{where}: {p}" for p in dict.fromkeys(found)]
+    if problems:
+        raise CaseFileError(problems)

@@ -53,6 +53,9 @@ NEAR = {
     "assert": st.lists(st.dictionaries(STRINGS, SCALARS, max_size=1) | SCALARS, max_size=2),
     "threshold": NUMBERS,
     "review": st.booleans() | STRINGS,
+    "tools": st.lists(st.dictionaries(STRINGS, SCALARS, max_size=1) | SCALARS, max_size=2),
+    "tool_choice": STRINGS | st.dictionaries(STRINGS, SCALARS, max_size=1) | SCALARS,
+    "tool_results": st.dictionaries(STRINGS, VALUES, max_size=2),
 }
 #: Every rule of the loader, as :func:`_rule` names a message: the generated lines hit each one.
 RULES = {
@@ -85,6 +88,10 @@ RULES = {
     "'threshold' must be a number from 0 to 1",
     "'threshold' must be from 0 to 1",
     "'review' must be true, false or a reason",
+    "'tools' must be a list of function tools",
+    "'tools[i]' must be an object",
+    "'tool_choice' must be a string or an object",
+    "'tool_results' must be an object",
 }
 
 
@@ -119,7 +126,7 @@ def _schema_accepts(line: dict[str, Any]) -> bool:
 def test_the_loader_and_the_schema_accept_the_same_lines_and_every_rule_is_tried() -> None:
     seen: set[str] = set()
 
-    @settings(max_examples=1500, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow])
+    @settings(max_examples=3000, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow])
     @given(lines())
     def agree(line: dict[str, Any]) -> None:
         problems = list(shape_problems(line))

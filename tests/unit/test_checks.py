@@ -29,6 +29,8 @@ from pytest_promptsuite.models.base import Response
 from pytest_promptsuite.models.fake import FakeModel
 from pytest_promptsuite.models.fake import FakeRule
 from pytest_promptsuite.models.runner import ModelRunner
+from pytest_promptsuite.models.tool_calls import Step
+from pytest_promptsuite.models.tool_calls import ToolCall
 from pytest_promptsuite.results.row import CaseResult
 
 
@@ -402,6 +404,9 @@ def test_case_result_round_trips_every_field() -> None:
         metadata={"m": 1},
         replies=("r1", "out"),
         cached=True,
+        tool_calls=(ToolCall("call_1", "lookup_order", {"order_id": "A1"}), ToolCall("call_2", "x", None, "{bad")),
+        trajectory=(Step("", (ToolCall("call_0", "lookup_order", {}),), ("found",)), Step("out")),
+        tool_stop="stopped",
     )
     assert {f.name for f in dataclasses.fields(CaseResult)} == set(row.to_dict()) - {"format_version"}
     assert CaseResult.from_json(row.to_json()) == row

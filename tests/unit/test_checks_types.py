@@ -18,6 +18,9 @@ from pytest_promptsuite.config.suite import Prices
 from pytest_promptsuite.errors import CheckError
 from pytest_promptsuite.models.base import Response
 from pytest_promptsuite.models.base import Usage
+from pytest_promptsuite.models.tool_calls import Step
+from pytest_promptsuite.models.tool_calls import ToolCall
+from pytest_promptsuite.models.tool_calls import ToolSet
 
 
 class Refund(BaseModel):
@@ -37,11 +40,30 @@ def half(output: str, case: PromptCase) -> float:
     return 0.5
 
 
-def result_of(entry: dict[str, Any], output: str | Response, **settings: Any) -> CheckResult:
-    """The one result of one entry (no must_include, no threshold)."""
+def result_of(entry: dict[str, Any], output: str | Response | list[Step], **settings: Any) -> CheckResult:
+    """The one result of one entry (no must_include, no threshold); a list of steps is a run's trajectory
+    (the last step its answer), every run offering :data:`TOOLS`."""
     case = PromptCase(case_id="c", input="i", slice="s", assert_=[entry])
-    [result] = Evaluator(**settings).evaluate(case, output)
+    trajectory: tuple[Step, ...] = ()
+    if isinstance(output, list):
+        trajectory, output = tuple(output), Response(output[-1].text, tool_calls=output[-1].calls)
+    [result] = Evaluator(**settings).evaluate(case, output, trajectory=trajectory, tools=TOOLS)
     return result
+
+
+ORDER = {"type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]}
+TOOLS = ToolSet(
+    (
+        {"type": "function", "function": {"name": "lookup_order", "parameters": ORDER}},
+        {"type": "function", "function": {"name": "issue_refund", "parameters": ORDER}},
+    )
+)
+LOOKUP = ToolCall("call_0_0", "lookup_order", {"order_id": "A1234"})
+REFUND_CALL = ToolCall("call_1_0", "issue_refund", {"order_id": "A1234", "amount": 10})
+#: Looks the order up, then answers.
+TWO_STEPS = [Step("", (LOOKUP,), ('{"status": "shipped"}',)), Step("Your order A1234 has shipped.")]
+#: Looks the order up, refunds it (the injection worked), then answers.
+INJECTED = [Step("", (LOOKUP,), ("{}",)), Step("", (REFUND_CALL,), ("ok",)), Step("Refunded.")]
 
 
 REFUND = '{"order": "A-1", "amount": 12.5, "items": [{"sku": "x"}]}'
@@ -245,6 +267,141 @@ CASES: list[tuple[str, dict[str, Any], Any, bool, str]] = [
         True,
         "cost <= $0.01",
     ),
+    # tools
+    ("tools-call", {"type": "is-valid-openai-tools-call"}, Response("", tool_calls=(LOOKUP,)), True, "1 valid call"),
+    (
+        "tools-call-schema",
+        {"type": "is-valid-openai-tools-call"},
+        Response("", tool_calls=(ToolCall("c", "lookup_order", {"order_id": 5}),)),
+        False,
+        "step 1: lookup_order: arguments do not fit its parameters: $.order_id: 5 is not of type 'string'",
+    ),
+    (
+        "tools-call-not-json",
+        {"type": "is-valid-openai-tools-call"},
+        Response("", tool_calls=(ToolCall("c", "lookup_order", None, '{"order_id": '),)),
+        False,
+        "arguments are not JSON",
+    ),
+    (
+        "tools-call-undefined",
+        {"type": "is-valid-openai-tools-call"},
+        INJECTED[:1] + [Step("", (ToolCall("c", "delete_account", {}),))],
+        False,
+        "step 2: delete_account is not a defined tool (defined: issue_refund, lookup_order)",
+    ),
+    ("not-tools-call", {"type": "not-is-valid-openai-tools-call"}, "plain", True, "found no tool calls"),
+    ("f1", {"type": "tool-call-f1", "value": ["lookup_order"]}, TWO_STEPS, True, "F1 1.000"),
+    (
+        "f1-bad",
+        {"type": "tool-call-f1", "value": "lookup_order, issue_refund"},
+        TWO_STEPS,
+        False,
+        "F1 0.667 (precision 1.000, recall 0.500)",
+    ),
+    ("f1-threshold", {"type": "tool-call-f1", "value": "lookup_order, x", "threshold": 0.6}, TWO_STEPS, True, "0.667"),
+    ("not-f1", {"type": "not-tool-call-f1", "value": ["issue_refund"]}, TWO_STEPS, True, "called [lookup_order]"),
+    ("used", {"type": "trajectory:tool-used", "value": "lookup_order"}, TWO_STEPS, True, "step 1: lookup_order("),
+    (
+        "used-bad",
+        {"type": "trajectory:tool-used", "value": ["lookup_order", "issue_refund"]},
+        TWO_STEPS,
+        False,
+        "'issue_refund' not called",
+    ),
+    (
+        "not-used",
+        {"type": "not-trajectory:tool-used", "value": ["issue_refund", "delete_account"]},
+        TWO_STEPS,
+        True,
+        "expected not any of 'issue_refund', 'delete_account' called",
+    ),
+    (
+        "not-used-bad",
+        {"type": "not-trajectory:tool-used", "value": "issue_refund"},
+        INJECTED,
+        False,
+        'step 2: issue_refund({"order_id": "A1234", "amount": 10})',
+    ),
+    (
+        "used-count",
+        {"type": "trajectory:tool-used", "value": {"name": "lookup_order", "min": 2}},
+        TWO_STEPS,
+        False,
+        "expected 'lookup_order' called at least 2 times; found 1 calls",
+    ),
+    (
+        "used-max",
+        {"type": "trajectory:tool-used", "value": {"name": "*_order", "max": 1}},
+        TWO_STEPS,
+        True,
+        "called 1 to 1 times",
+    ),
+    (
+        "sequence",
+        {"type": "trajectory:tool-sequence", "value": ["lookup_order", "issue_refund"]},
+        INJECTED,
+        True,
+        "in order",
+    ),
+    (
+        "sequence-bad",
+        {"type": "trajectory:tool-sequence", "value": ["issue_refund", "lookup_order"]},
+        INJECTED,
+        False,
+        "lookup_order never called after issue_refund",
+    ),
+    (
+        "sequence-exact",
+        {"type": "trajectory:tool-sequence", "value": {"steps": ["lookup_order"], "mode": "exact"}},
+        INJECTED,
+        False,
+        "an extra call 2 (step 2): issue_refund",
+    ),
+    (
+        "not-sequence",
+        {"type": "not-trajectory:tool-sequence", "value": ["issue_refund"]},
+        TWO_STEPS,
+        True,
+        "issue_refund never called",
+    ),
+    (
+        "args",
+        {"type": "trajectory:tool-args-match", "value": {"name": "lookup_order", "args": {"order_id": "A1234"}}},
+        TWO_STEPS,
+        True,
+        'step 1: lookup_order({"order_id": "A1234"})',
+    ),
+    (
+        "args-bad",
+        {
+            "type": "trajectory:tool-args-match",
+            "value": {"name": "issue_refund", "args": {"amount": 10}, "mode": "exact"},
+        },
+        INJECTED,
+        False,
+        "step 2: issue_refund(",
+    ),
+    (
+        "args-schema",
+        {
+            "type": "trajectory:tool-args-match",
+            "value": {"name": "issue_refund", "schema": {"properties": {"amount": {"maximum": 5}}}},
+        },
+        INJECTED,
+        False,
+        "step 2: $.amount: 10 is greater than the maximum of 5",
+    ),
+    (
+        "not-args",
+        {"type": "not-trajectory:tool-args-match", "value": {"name": "issue_refund", "args": {}}},
+        TWO_STEPS,
+        True,
+        "issue_refund never called",
+    ),
+    ("steps", {"type": "trajectory:step-count", "value": 2}, TWO_STEPS, True, "expected 2 model steps; found 2 steps"),
+    ("steps-bad", {"type": "trajectory:step-count", "value": {"max": 2}}, INJECTED, False, "found 3 steps"),
+    ("not-steps", {"type": "not-trajectory:step-count", "value": {"min": 3}}, TWO_STEPS, True, "not at least 3"),
     ("python", {"type": "python", "value": f"{__name__}:is_short"}, "tiny", True, "found True"),
     ("python-bad", {"type": "python", "value": f"{__name__}:is_short"}, "far too long", False, "found False"),
     ("not-python", {"type": "not-python", "value": f"{__name__}:is_short"}, "far too long", True, "not "),
@@ -411,6 +568,20 @@ MALFORMED: list[tuple[str, dict[str, Any], str]] = [
     ("cost-prices", {"type": "cost", "threshold": 1, "prices": {"prompt": 1}}, "'prices' of 'cost' must be"),
     ("llm-rubric", {"type": "llm-rubric", "value": " "}, "is empty: write the rubric"),
     ("llm-rubric-threshold", {"type": "llm-rubric", "value": "ok", "threshold": 2}, "a score from 0 to 1"),
+    ("tools-call", {"type": "is-valid-openai-tools-call", "value": 1}, "unknown field 'value'"),
+    ("f1", {"type": "tool-call-f1", "value": []}, "'value' of 'tool-call-f1' must be a list of tool names"),
+    ("f1-threshold", {"type": "tool-call-f1", "value": "a", "threshold": 2}, "must be a score from 0 to 1"),
+    ("used", {"type": "trajectory:tool-used", "value": {"name": "a", "min": -1}}, "'min' of 'trajectory:tool-used'"),
+    ("used-key", {"type": "trajectory:tool-used", "value": {"nam": "a"}}, "unknown key 'nam'"),
+    ("sequence", {"type": "trajectory:tool-sequence", "value": {"steps": ["a"], "mode": "strict"}}, "'in_order'"),
+    ("args", {"type": "trajectory:tool-args-match", "value": {"name": "a"}}, "exactly one of 'args' and 'schema'"),
+    (
+        "args-schema",
+        {"type": "trajectory:tool-args-match", "value": {"name": "a", "schema": {"type": 5}}},
+        "is not a valid JSON Schema",
+    ),
+    ("steps-path", {"type": "trajectory:step-count", "value": 1, "path": "$.a"}, "'path' does not apply"),
+    ("steps", {"type": "trajectory:step-count", "value": {}}, "needs 'min' or 'max'"),
     ("python", {"type": "python", "value": "json:nope"}, "'json' has no attribute 'nope'"),
     ("python-not-callable", {"type": "python", "value": "json:__name__"}, "is not callable"),
     (

@@ -63,7 +63,8 @@ def test_no_default_falls_back_to_echo(tmp_path: Path) -> None:
     ("data", "message"),
     [
         ({"rules": [{"match": "(", "reply": "x"}]}, "rules[0]: bad regex '('"),
-        ({"rules": [{"match": "a"}]}, "rules[0]: a rule is an object with exactly 'match' and 'reply'"),
+        ({"rules": [{"match": "a"}]}, "rules[0]: a rule needs 'reply' or 'tool_calls'"),
+        ({"rules": [{"match": "a", "reply": "b", "x": 1}]}, "rules[0]: a rule is an object with 'match' and 'reply'"),
         ({"rulez": []}, "unknown key 'rulez'"),
         ([], "must be a JSON object"),
         ({"default": 3}, "'default' must be a string"),

@@ -82,7 +82,7 @@ def test_every_config_key_is_in_the_config_page_with_its_default_and_bounds(docs
 
 def test_every_check_type_is_in_the_checks_page_with_the_parameters_its_factory_reads(docs: ModuleType) -> None:
     page = docs.checks_page()
-    rows = {m.group(1): m.group(0) for m in re.finditer(r"^\| `([a-z-]+)` \|.*$", page, re.M)}
+    rows = {m.group(1): m.group(0) for m in re.finditer(r"^\| `([a-z0-9:-]+)` \|.*$", page, re.M)}
     assert set(BUILTIN_TYPES) | {"assert-set"} == set(rows)
     for found in docs.check_types():
         for key, _, _ in found.params:

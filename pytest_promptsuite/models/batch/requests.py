@@ -4,6 +4,7 @@ read back, and :class:`BatchAnswers`, the model layer that answers each call fro
 from __future__ import annotations
 
 import copy
+import dataclasses
 import functools
 import re
 from collections.abc import Iterable
@@ -110,7 +111,7 @@ class BatchAnswers:
             )
         model: _Batchable = self.inner  # type: ignore[assignment]
         response = model._parse(encode(body, scrub=False).encode("utf-8"), where, 0.0)
-        return Response(response.text, response.finish_reason, response.usage, latency_ms=None)
+        return dataclasses.replace(response, latency_ms=None)
 
     async def generate(self, request: ModelRequest) -> Response:
         """Return the batch's answer for ``request``, else the inner model's."""
