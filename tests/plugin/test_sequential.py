@@ -9,15 +9,8 @@ import random
 import pytest
 
 from tests.loopback import LoopbackServer
+from tests.simulation import population
 from tests.suite import Suite
-
-
-def _population(n: int, rng: random.Random) -> list[float]:
-    out = []
-    for _ in range(n):
-        u = rng.random()
-        out.append(0.98 if u < 0.7 else 0.02 if u < 0.85 else rng.uniform(0.2, 0.8))
-    return out
 
 
 def _write(suite: Suite, p: list[float], slices: int = 1) -> None:
@@ -44,7 +37,7 @@ def _baseline(suite: Suite, loopback: LoopbackServer, p: list[float], slices: in
 @pytest.mark.slow
 def test_a_drop_is_settled_early_and_the_rest_is_skipped(suite: Suite, loopback: LoopbackServer) -> None:
     rng = random.Random(28)
-    p = _population(400, rng)
+    p = population(400, rng)
     _baseline(suite, loopback, p, slices=2)
     q = list(p)
     for i in [i for i, v in enumerate(p) if v == 0.98][:100]:  # 100 of 400 steady cases fail: a 24-point drop
@@ -79,7 +72,7 @@ def test_a_drop_is_settled_early_and_the_rest_is_skipped(suite: Suite, loopback:
 def test_no_change_passes_and_stops_once_no_drop_is_settled(suite: Suite, loopback: LoopbackServer) -> None:
     """(This seed's draws settle after some 60 % of the cases; the benchmark measures how often and when.)"""
     rng = random.Random(30)
-    p = _population(600, rng)
+    p = population(600, rng)
     _baseline(suite, loopback, p)
     loopback.reset(seed=4)
     result = suite.run(

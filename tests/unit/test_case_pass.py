@@ -17,6 +17,7 @@ from pytest_promptsuite.results.records import RunInfo
 from pytest_promptsuite.results.row import CaseResult
 from pytest_promptsuite.results.summary import Baseline
 from pytest_promptsuite.results.summary import summarize
+from tests.simulation import population
 
 
 NO_THRESHOLD = ThresholdPolicy(option=0.0)
@@ -104,14 +105,6 @@ def test_the_paired_rule_compares_case_verdicts_over_as_many_repeats() -> None:
     assert stats.baseline_pass_rate == pytest.approx(20 / 28)  # the baseline's own cases, all 5 repeats: r* 3/5 fail
 
 
-def _population(n: int, rng: random.Random) -> list[float]:
-    out = []
-    for _ in range(n):
-        u = rng.random()
-        out.append(0.98 if u < 0.7 else 0.02 if u < 0.85 else rng.uniform(0.2, 0.8))
-    return out
-
-
 def _draw(p: list[float], k: int, rng: random.Random) -> list[CaseResult]:
     return [
         CaseResult(case_id=f"c{i}", slice="s", outcome="passed" if rng.random() < pi else "failed", repeat=r)
@@ -129,7 +122,7 @@ def test_seeded_simulation_of_case_pass_false_alarms_and_power() -> None:
     settings = GateSettings(case_pass=0.8)
 
     def gate_fails(drop_cases: int) -> bool:
-        p = _population(200, rng)
+        p = population(200, rng)
         q = list(p)
         for i in [i for i, v in enumerate(p) if v == 0.98][:drop_cases]:
             q[i] = 0.02

@@ -17,6 +17,7 @@ from pytest_promptsuite.results.sequential import Stream
 from pytest_promptsuite.results.sequential import stratified_order
 from pytest_promptsuite.results.stats import Stratum
 from pytest_promptsuite.results.stats import stratified_p
+from tests.simulation import population
 
 
 def test_the_first_bets_by_hand() -> None:
@@ -94,17 +95,9 @@ def test_the_order_is_seeded_and_stratified() -> None:
     assert order[:30] != sorted(order[:30])
 
 
-def _population(n: int, rng: random.Random) -> list[float]:
-    out = []
-    for _ in range(n):
-        u = rng.random()
-        out.append(0.98 if u < 0.7 else 0.02 if u < 0.85 else rng.uniform(0.2, 0.8))
-    return out
-
-
 def _run(n: int, drop_cases: int, rng: random.Random) -> tuple[bool, int]:
     """One pair through the gate as a run feeds it; (failed, cases run)."""
-    p = _population(n, rng)
+    p = population(n, rng)
     q = list(p)
     for i in [i for i, v in enumerate(p) if v == 0.98][:drop_cases]:
         q[i] = 0.02
