@@ -29,7 +29,7 @@ from pytest_promptsuite.formats.jsonio import JsonError
 from pytest_promptsuite.formats.jsonio import decode
 from pytest_promptsuite.models.base import Response
 from pytest_promptsuite.models.tool_calls import Step
-from pytest_promptsuite.models.tool_calls import ToolSet
+from pytest_promptsuite.prompts.tools import ToolSet
 from pytest_promptsuite.safety.scrub import scrub_cut
 
 

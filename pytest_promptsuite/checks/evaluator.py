@@ -23,7 +23,7 @@ from pytest_promptsuite.checks.registry import make_builtin_check
 from pytest_promptsuite.config.suite import Prices
 from pytest_promptsuite.models.base import Response
 from pytest_promptsuite.models.tool_calls import Step
-from pytest_promptsuite.models.tool_calls import ToolSet
+from pytest_promptsuite.prompts.tools import ToolSet
 from pytest_promptsuite.safety.deadline import BudgetExceeded
 
 

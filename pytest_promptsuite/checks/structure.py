@@ -22,6 +22,7 @@ from pytest_promptsuite.errors import CheckError
 from pytest_promptsuite.formats.jsonio import JsonError
 from pytest_promptsuite.formats.jsonio import decode
 from pytest_promptsuite.formats.jsonio import find_json
+from pytest_promptsuite.prompts.tools import schema_problem
 from pytest_promptsuite.safety.deadline import BudgetExceeded
 from pytest_promptsuite.safety.deadline import time_budget
 from pytest_promptsuite.safety.limits import JSON_SEARCH_SECONDS
@@ -97,14 +98,11 @@ def schema_validator(schema: Any, name: str) -> Any:
     if validator is None:
         import jsonschema  # here: it costs ~0.1 s at every pytest start
 
-        if not isinstance(schema, dict):
-            raise CheckError(f"'value' of {name!r}: a JSON Schema is an object, got {type(schema).__name__}")
-        cls = jsonschema.validators.validator_for(schema)
-        try:
-            cls.check_schema(schema)
-        except jsonschema.SchemaError as exc:
-            raise CheckError(f"'value' of {name!r} is not a valid JSON Schema: {exc.message}") from exc
-        validator = _VALIDATORS[key] = cls(schema)
+        problem = schema_problem(schema)
+        if problem is not None:
+            what = ":" if not isinstance(schema, dict) else " is not a valid JSON Schema:"
+            raise CheckError(f"'value' of {name!r}{what} {problem}")
+        validator = _VALIDATORS[key] = jsonschema.validators.validator_for(schema)(schema)
     return validator
 
 

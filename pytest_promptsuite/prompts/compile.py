@@ -18,11 +18,6 @@ from pytest_promptsuite.errors import TemplateError
 from pytest_promptsuite.formats.jsonio import JsonError
 from pytest_promptsuite.formats.jsonio import decode
 from pytest_promptsuite.formats.tomlio import line_of_key
-from pytest_promptsuite.models.tool_calls import DEFAULT_MAX_STEPS
-from pytest_promptsuite.models.tool_calls import ToolSet
-from pytest_promptsuite.models.tool_calls import choice_problem
-from pytest_promptsuite.models.tool_calls import tool_name
-from pytest_promptsuite.models.tool_calls import tool_problems
 from pytest_promptsuite.prompts.core import Prompt
 from pytest_promptsuite.prompts.fields import TemplateReads
 from pytest_promptsuite.prompts.fields import locate
@@ -38,6 +33,11 @@ from pytest_promptsuite.prompts.output_parsers import builtin_output_parser
 from pytest_promptsuite.prompts.row import load_train_rows
 from pytest_promptsuite.prompts.sources import PromptSource
 from pytest_promptsuite.prompts.sources import prompt_source
+from pytest_promptsuite.prompts.tools import DEFAULT_MAX_STEPS
+from pytest_promptsuite.prompts.tools import ToolSet
+from pytest_promptsuite.prompts.tools import choice_problem
+from pytest_promptsuite.prompts.tools import tool_name
+from pytest_promptsuite.prompts.tools import tool_problems
 
 
 class CasePrompts:

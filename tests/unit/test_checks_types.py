@@ -20,7 +20,7 @@ from pytest_promptsuite.models.base import Response
 from pytest_promptsuite.models.base import Usage
 from pytest_promptsuite.models.tool_calls import Step
 from pytest_promptsuite.models.tool_calls import ToolCall
-from pytest_promptsuite.models.tool_calls import ToolSet
+from pytest_promptsuite.prompts.tools import ToolSet
 
 
 class Refund(BaseModel):
