@@ -28,16 +28,8 @@ START = 8
 
 
 class AdaptiveConcurrency:
-    """An AIMD bound on one model's calls in flight, from 1 to ``ceiling``, and the model's pause.
-
-    An answer while the bound is full adds one call to it (slow start, up to the first overload), then
-    ``1/limit`` (one call per round trip). A 429, a 503 or a timeout multiplies it by :data:`DECREASE`, once per
-    round trip: an attempt that started before the last decrease does not decrease it again. ``Retry-After`` and
-    the ``x-ratelimit-*`` headers pause every attempt of the model (at most ``max_pause_s``); while the latter say
-    the limit is spent, attempts start one per the wait they give (:attr:`spacing`; times ``workers``, the
-    pytest-xdist workers that share the endpoint's limit, each AIMD on its own). Each attempt (a
-    retry too) runs in ``async with``, as within a semaphore, on the runner's event loop only.
-    """
+    """An AIMD bound on one model's calls in flight, from 1 to ``ceiling``, and the model's pause; each
+    attempt (a retry too) runs in ``async with``, on the runner's loop only. The rules: docs/guides/models.md."""
 
     def __init__(
         self,

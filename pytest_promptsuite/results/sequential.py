@@ -36,13 +36,8 @@ def _z(level: float) -> float:
 
 @dataclass
 class Stream:
-    """One compared (slice, variant): the drops of its paired cases as they arrive, one per case
-    (``x`` = the other side's pass fraction minus this one's, in [-1, 1]), and two e-processes on them.
-
-    ``efficacy`` bets against "no drop beyond ``max_drop``" (a nonnegative supermartingale under it:
-    its running maximum's inverse is an always-valid p-value); ``futility`` bets against "a drop of at
-    least the detectable size", whose crossing of ``1 / FUTILITY_ERROR`` settles that there is none.
-    Each step's bet is predictable: chosen from the cases before it (aGRAPA's rule)."""
+    """One compared (slice, variant): the drops of its paired cases as they arrive, and the two e-processes
+    betting on them (``efficacy``: a drop; ``futility``: none of the detectable size): docs/explanation/statistics.md."""
 
     slice: str
     variant: str | None
