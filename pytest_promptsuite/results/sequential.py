@@ -37,7 +37,7 @@ def _z(level: float) -> float:
 @dataclass
 class Stream:
     """One compared (slice, variant): the drops of its paired cases as they arrive, and the two e-processes
-    betting on them (``efficacy``: a drop; ``futility``: none of the detectable size): docs/explanation/statistics.md."""
+    betting on them (``efficacy``: a drop; ``futility``: no drop that size): docs/explanation/statistics.md."""
 
     slice: str
     variant: str | None
