@@ -7,20 +7,16 @@ import json
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
-from dataclasses import field
 from typing import TYPE_CHECKING
 from typing import Any
 
 from pytest_promptsuite.errors import TemplateError
 from pytest_promptsuite.prompts.fields import FieldRead
 from pytest_promptsuite.prompts.fields import jinja_reads
-from pytest_promptsuite.prompts.files.filters import MakeFilter
-from pytest_promptsuite.prompts.files.filters import builtin_filter
+from pytest_promptsuite.prompts.files.renderers import JinjaRenderer
 
 
 if TYPE_CHECKING:
-    import jinja2
     from jinja2.sandbox import SandboxedEnvironment
 
 #: A var that names another (``'tweet about {{topic}}'``), as promptfoo's ``resolveVariables`` finds it.
@@ -97,41 +93,20 @@ def promptfoo_environment() -> SandboxedEnvironment:
     return env
 
 
-@dataclass
-class PromptfooRenderer:
+class PromptfooRenderer(JinjaRenderer):
     """Renders a ``template_file`` under promptfoo's semantics: vars composed first, then the template
     in :func:`promptfoo_environment`; every field it reads may be missing (it renders empty)."""
 
-    make_filter: MakeFilter | None = None
-    _env: SandboxedEnvironment = field(init=False, repr=False)
-    _cache: dict[str, jinja2.Template] = field(init=False, repr=False, default_factory=dict)
+    def _environment(self) -> SandboxedEnvironment:
+        return promptfoo_environment()
 
-    def __post_init__(self) -> None:
-        self._env = promptfoo_environment()
-
-    def with_filters(self, make_filter: MakeFilter) -> PromptfooRenderer:
-        """Return this renderer if it has a filter lookup already, else a new one using ``make_filter``."""
-        return self if self.make_filter is not None else PromptfooRenderer(make_filter)
-
-    def _compiled(self, template: str) -> jinja2.Template:
-        compiled = self._cache.get(template)
-        if compiled is None:
-            from pytest_promptsuite.prompts.files.jinja import compile_template
-            from pytest_promptsuite.prompts.files.jinja import install_filters
-
-            filters = self.make_filter or builtin_filter
-            install_filters(self._env, [template], lambda name: None if name in ("dump", "load") else filters(name))
-            compiled = compile_template(self._env, template, None)
-            self._cache[template] = compiled
-        return compiled
+    def _filter(self, name: str) -> Any:
+        return None if name in ("dump", "load") else super()._filter(name)
 
     def render(self, template: str, row: Mapping[str, Any]) -> str:
         """Render ``template`` with the row's vars, composed, as its context."""
-        from pytest_promptsuite.prompts.files.jinja import render_template
-
-        return render_template(self._compiled(template), resolve_vars(row), None)
+        return super().render(template, resolve_vars(row))
 
     def fields(self, template: str) -> list[FieldRead]:
         """Return the variables ``template`` reads, each one a case may lack (Nunjucks renders it empty)."""
-        self._compiled(template)
         return [FieldRead(r.name, r.line, True) for r in jinja_reads(self._env, template)]

@@ -126,13 +126,19 @@ class JinjaRenderer:
     _cache: dict[str, jinja2.Template] = field(init=False, repr=False, default_factory=dict)
 
     def __post_init__(self) -> None:
+        self._env = self._environment()
+
+    def _environment(self) -> SandboxedEnvironment:
         from pytest_promptsuite.prompts.files.jinja import sandbox_environment  # Jinja2 loads here
 
-        self._env = sandbox_environment()
+        return sandbox_environment()
+
+    def _filter(self, name: str) -> Any:
+        return (self.make_filter or builtin_filter)(name)
 
     def with_filters(self, make_filter: MakeFilter) -> JinjaRenderer:
         """Return this renderer if it has a filter lookup already, else a new one using ``make_filter``."""
-        return self if self.make_filter is not None else JinjaRenderer(make_filter)
+        return self if self.make_filter is not None else type(self)(make_filter)
 
     def _compiled(self, template: str) -> jinja2.Template:
         compiled = self._cache.get(template)
@@ -140,7 +146,7 @@ class JinjaRenderer:
             from pytest_promptsuite.prompts.files.jinja import compile_template
             from pytest_promptsuite.prompts.files.jinja import install_filters
 
-            install_filters(self._env, [template], self.make_filter or builtin_filter)
+            install_filters(self._env, [template], self._filter)
             compiled = compile_template(self._env, template, None)
             self._cache[template] = compiled
         return compiled
