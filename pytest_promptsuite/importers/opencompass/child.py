@@ -390,7 +390,12 @@ def _fork(request: Mapping[str, Any], server_fds: tuple[int, int]) -> tuple[byte
                 received.extend(block)
             else:  # nothing to read: done if the worker ended (a copy it forked may hold the pipe)
                 ended = os.waitpid(pid, os.WNOHANG)
-                if ended[0]:
+                if ended[0]:  # what it wrote between the select and its end is still in the pipe
+                    while len(received) <= request["result_bytes"] and select.select([read_end], [], [], 0)[0]:
+                        block = os.read(read_end, 65536)
+                        if not block:
+                            break
+                        received.extend(block)
                     break
     finally:
         os.close(read_end)
