@@ -221,23 +221,37 @@ class OpenAIModel:
         self, path: str, body: dict[str, Any], where: str, parse: Callable[[Any], LabelScore] | None = None
     ) -> Response:
         last: EndpointError | None = None
-        wait: float | None = None
         all_refused = True
         send = self._attempt if self.pacing is None else self._paced_attempt  # a fixed bound: nothing new per attempt
-        for attempt in range(self.retry.max_retries + 1):
-            if attempt:
+        retries = made = limited = 0
+        waited_limited = 0.0  # on 429s under auto concurrency: the endpoint's pacing, not max_retries
+        pause: float | None = None
+        while True:
+            if pause is not None:
                 self.retries += 1
-                await asyncio.sleep(self.retry.wait_s(attempt - 1, self._rng, wait))
+                await asyncio.sleep(pause)
             self.attempts += 1
+            made += 1
             try:
                 return await send(path, body, where, parse)
             except _Retry as retry:
                 last, wait = retry.error, retry.retry_after
                 if not isinstance(retry.__cause__, httpx.ConnectError):
                     all_refused = False
+            if self.pacing is not None and last.status == 429 and waited_limited < self.retry.max_retry_after_s:
+                pause = wait if wait is not None else self.retry.backoff_s(min(limited, 8), self._rng)
+                waited_limited += pause
+                limited += 1
+                continue
+            if retries >= self.retry.max_retries:
+                break
+            pause = self.retry.wait_s(retries, self._rng, wait)
+            retries += 1
         assert last is not None
-        tries = self.retry.max_retries + 1
-        attempts = f"{tries} attempt{'s' if tries != 1 else ''}"
+        attempts = f"{made} attempt{'s' if made != 1 else ''}"
+        if limited:
+            cap = self.retry.max_retry_after_s
+            attempts += f", {limited} of them answered 429 under concurrency auto (retried for up to {cap:g} s)"
         raise EndpointError(f"{last} (gave up after {attempts})", status=last.status, fatal=all_refused)
 
     async def _paced_attempt(
