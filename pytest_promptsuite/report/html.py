@@ -8,6 +8,7 @@ import hashlib
 import io
 import shutil
 import tempfile
+from collections.abc import Callable
 from collections.abc import Mapping
 from collections.abc import Sequence
 from functools import cache
@@ -28,6 +29,8 @@ from pytest_promptsuite.results.review_book import output_sha256
 from pytest_promptsuite.results.row import CaseResult
 from pytest_promptsuite.results.summary import Summary
 from pytest_promptsuite.results.usage import UsageReport
+from pytest_promptsuite.safety.scrub import Cut
+from pytest_promptsuite.safety.scrub import cut
 from pytest_promptsuite.safety.scrub import scrub_cut
 
 
@@ -60,16 +63,16 @@ def grid_text(rows: int) -> int:
     return max(GRID_MIN, min(GRID_MAX, GRID_BUDGET * 2 // 3 // max(1, rows)))
 
 
-def _input_of(prompt: Any, size: int) -> str:
+def _input_of(prompt: Any, size: int, shorten: Callable[..., Cut] = scrub_cut) -> str:
     """Return the user's part of a prompt for the grid and the search: the last user message, or the
     end of a string prompt (a template puts the input last far more often than first)."""
     if isinstance(prompt, list):
         for message in reversed(prompt):
             if isinstance(message, dict) and message.get("role") == "user":
                 content = message.get("content")
-                return scrub_cut(content, size).text if isinstance(content, str) else ""
+                return shorten(content, size).text if isinstance(content, str) else ""
         return ""
-    return scrub_cut(prompt, size, start=-size).text if isinstance(prompt, str) else ""
+    return shorten(prompt, size, start=-size).text if isinstance(prompt, str) else ""
 
 
 def _json_for_script(data: Any) -> str:
@@ -137,10 +140,14 @@ def _grid_row(r: CaseResult, detail: int, size: int) -> list[Any]:
     return _plain_row(r, r.output, r.prompt, size)
 
 
-def _plain_row(r: CaseResult, output: str | None, prompt: Any, size: int) -> list[Any]:
-    """Return a grid row without details: the start of its output and the end of its input."""
-    start = "" if output is None else scrub_cut(output, size).text
-    return [r.case_id, r.slice, r.variant, r.repeat, r.outcome.value, -1, _input_of(prompt, size // 2), start, ""]
+def _plain_row(
+    r: CaseResult, output: str | None, prompt: Any, size: int, shorten: Callable[..., Cut] = scrub_cut
+) -> list[Any]:
+    """Return a grid row without details: the start of its output and the end of its input (``shorten``:
+    :func:`.cut` for texts scrubbed already)."""
+    start = "" if output is None else shorten(output, size).text
+    inputs = _input_of(prompt, size // 2, shorten)
+    return [r.case_id, r.slice, r.variant, r.repeat, r.outcome.value, -1, inputs, start, ""]
 
 
 class GridCells:
@@ -157,8 +164,8 @@ class GridCells:
         checks = line.get("checks") or ()
         if _needs_detail(row.outcome, checks[-1].get("name") if checks else None):
             return
-        output = line.get("output")
-        cell = _json_for_script(_plain_row(row, output, line.get("prompt"), self.size))
+        output = line.get("output")  # the line's texts are scrubbed: cut, not scrubbed again
+        cell = _json_for_script(_plain_row(row, output, line.get("prompt"), self.size, cut))
         self._cells[(row.case_id, row.variant, row.repeat)] = (cell, hash(output))
 
     def get(self, row: CaseResult) -> tuple[str, int] | None:

@@ -13,6 +13,7 @@ from pytest_promptsuite.results.io import encode_row
 from pytest_promptsuite.results.row import CaseResult
 from pytest_promptsuite.results.usage import UsageTally
 from pytest_promptsuite.safety.scrub import registered
+from pytest_promptsuite.safety.scrub import scrub
 
 
 class RowSpool:
@@ -41,11 +42,14 @@ class RowSpool:
         """Spool a row's line; return the row without its texts."""
         if self._stored is None:
             self._stored = StoredResults.spool(self._kept)
+            if self._scrubbed_with is None:  # a pytest-xdist controller: every row is a worker's
+                self._scrubbed_with = registered()
         reported, self._reported = self._reported, None
         if reported is not None and reported[0] is line:  # this process's own row, just encoded
             return self._stored.append(line, reported[1:])
-        self._scrubbed_with = None  # a worker's row, or one the scrubber changed: scrubbed again
-        return self._stored.append(line)
+        # a worker's row (or one the scrubber changed): scrubbed with this process's secrets, so that every
+        # spooled line is, for the dashboard's grid as for results.jsonl
+        return self._stored.append(scrub(line))
 
     def _kept(self, row: CaseResult, line: dict[str, Any]) -> None:
         self.usage.add_line(line)

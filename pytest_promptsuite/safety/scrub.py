@@ -109,11 +109,17 @@ def scrub_cut(text: str, limit: int, *, start: int = 0) -> Cut:
     secret the cut goes through leaves no piece behind, where one scrubbed after the cut would leave
     all but its cut-off part."""
     clean = scrub(text)
+    if start > 0 and clean is not text and len(clean) > limit:  # where ``start`` is once the secrets are out
+        start = len(scrub(text[:start]))
+    return cut(clean, limit, start=start)
+
+
+def cut(clean: str, limit: int, *, start: int = 0) -> Cut:
+    """Keep at most ``limit`` characters of ``clean``, a text scrubbed already (a ``results.jsonl`` line's),
+    from offset ``start`` (negative: from the end), moved back so that ``limit`` fit."""
     size = len(clean)
     if size <= limit:
         return Cut(clean, 0, 0)
-    if start > 0 and clean is not text:  # where ``start`` is once a secret before it is scrubbed
-        start = len(scrub(text[:start]))
     begin = max(0, min(size + start if start < 0 else start, size - limit))
     return Cut(clean[begin : begin + limit], begin, size - begin - limit)
 
