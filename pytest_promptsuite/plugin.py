@@ -5,6 +5,7 @@ Only the options are imported at the top: the stages load inside the hooks, for 
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 from typing import TYPE_CHECKING
 from typing import Any
@@ -103,6 +104,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         from pytest_promptsuite.items import source_key
 
         plugin.session.close()
+        if plugin._frozen:
+            gc.unfreeze()
         del config.stash[session_key]
         del config.stash[source_key]
         config.pluginmanager.unregister(plugin)
@@ -159,6 +162,8 @@ class _SessionPlugin:
         self._collected: list[str] = []
         self._failed_reports = 0
         self._failed_prompt_reports = 0
+        #: Whether collection's objects were moved out of the cyclic collector's reach (``gc.freeze``) until the end.
+        self._frozen = False
         from pytest_promptsuite.checks.outcome import Outcome  # looked up once, not for each report
         from pytest_promptsuite.items import RESULT_PROPERTY
 
@@ -180,6 +185,9 @@ class _SessionPlugin:
         self.session.expect_rows(len(ours))
         if self.config.option.collectonly or session.testsfailed:
             return
+        if ours:  # what collection made lives to the end: the collector need not walk it again and again
+            gc.freeze()
+            self._frozen = True
         upcoming = None
         if self.session.is_worker:  # only this worker's own queue, never another worker's cases
             from pytest_promptsuite.run.prefetch import xdist_queue

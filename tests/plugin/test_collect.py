@@ -6,6 +6,7 @@ import pytest
 
 from pytest_promptsuite.items import PromptFile
 from pytest_promptsuite.items import PromptItem
+from tests.suite import Suite
 
 
 CASES = "\n".join(
@@ -146,3 +147,22 @@ def test_bad_option_value_is_a_usage_error(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("--prompt-suite", "cases.jsonl", "--prompt-min-pass-rate", "95%")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--prompt-min-pass-rate*'95%' is not a number from 0 to 1*"])
+
+
+def test_collection_is_frozen_while_the_cases_run_and_given_back_after(suite: Suite) -> None:
+    """What collection made is kept out of the cyclic collector's walks while the cases run (``gc.freeze``:
+    fewer instructions a case, benchmarks/bench_overhead.py) and given back at the end, so that a process
+    running pytest again (pytester, an IDE) keeps nothing frozen."""
+    import gc
+
+    before = gc.get_freeze_count()
+    suite.prompts(["alpha", "beta"])
+    suite.write(
+        "conftest.py",
+        "import gc\nfrom pathlib import Path\n\n\ndef pytest_runtest_call(item):\n"
+        "    with Path('frozen.txt').open('a') as out:\n        out.write(f'{gc.get_freeze_count()}\\n')\n",
+    )
+    suite.run().assert_outcomes(passed=2)
+    frozen = [int(n) for n in (suite.path / "frozen.txt").read_text().split()]
+    assert len(frozen) == 2 and all(n > before for n in frozen)
+    assert gc.get_freeze_count() == before
