@@ -323,7 +323,8 @@ def judge_choice(options: RunOptions, suite: SuiteConfig, *, invocation_dir: Pat
     """Choose the judge of ``llm-rubric`` checks: ``--prompt-judge``, else ``[models.judge]``, else none.
 
     ``--prompt-judge`` names a ``[models.NAME]``, else is a spec whose rules file resolves against
-    ``invocation_dir``. The judge's calls start when a check needs them, never in a batch.
+    ``invocation_dir``. The judge's calls start when a check needs them, never in a batch; its bound on calls in
+    flight is its own table's ``concurrency`` (``auto`` by default for an ``https://`` endpoint, as a model's).
     """
     option = options.judge
     name = option if option is not None and option in suite.models else None
@@ -336,4 +337,5 @@ def judge_choice(options: RunOptions, suite: SuiteConfig, *, invocation_dir: Pat
         settings, root, where = ModelConfig(spec=option), invocation_dir, f"--prompt-judge {option}"
     else:
         return None
-    return ModelChoice(settings, root, where, DEFAULT_CONCURRENCY, batch=False)  # called as checks need it
+    concurrency, adaptive = concurrency_of(settings.concurrency, settings)  # its own table's, as a model's
+    return ModelChoice(settings, root, where, concurrency, batch=False, adaptive=adaptive)  # called as checks need it

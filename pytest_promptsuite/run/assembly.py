@@ -224,7 +224,13 @@ class Assembler:
             return None, None
         # the judge's answers are cached and replayed like the model's
         made = self.make_model(choice.settings, choice.root, choice.where)
-        model = self.runner.attach(made, stores=self.stores, prefetched=False)
+        model = self.runner.attach(
+            made,
+            concurrency=max(1, -(-choice.concurrency // self.workers)),
+            stores=self.stores,
+            prefetched=False,
+            adaptive=choice.adaptive,
+        )
         from pytest_promptsuite.checks.metric import ModelJudge  # the judge's layer: loaded when a suite has a judge
 
         return ModelJudge(model, self.runner, choice.settings.params), choice.settings.spec

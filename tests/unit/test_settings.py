@@ -223,3 +223,22 @@ def test_which_judge_a_suite_has(tmp_path: Path) -> None:
 def test_a_run_without_config_runs_the_default_model(variant: str | None) -> None:
     choice = model_choice(RunOptions(), SuiteConfig(), variant, invocation_dir=Path.cwd())
     assert choice.settings == SuiteConfig().model and choice.root == Path.cwd()
+
+
+def test_a_judge_has_the_concurrency_of_its_own_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A judge behind a hosted API meets its rate limit as a model does: ``auto`` for an ``https://`` endpoint
+    (its ``max_concurrency`` the ceiling), its table's number when it gives one, 8 for a local endpoint."""
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    suite = _config(
+        tmp_path,
+        '[models.judge]\nspec = "openai:gpt-4o-mini"\nmax_concurrency = 20\n'
+        '[models.local]\nspec = "openai:m"\nbase_url = "http://127.0.0.1:1/v1"\n'
+        '[models.fixed]\nspec = "openai:gpt-4o-mini"\nconcurrency = 3\n',
+    )
+    here = tmp_path / "invoked"
+    hosted = judge_choice(RunOptions(), suite, invocation_dir=here)
+    assert hosted is not None and (hosted.concurrency, hosted.adaptive) == (20, True)
+    local = judge_choice(RunOptions(judge="local"), suite, invocation_dir=here)
+    assert local is not None and (local.concurrency, local.adaptive) == (DEFAULT_CONCURRENCY, False)
+    fixed = judge_choice(RunOptions(judge="fixed", concurrency=40), suite, invocation_dir=here)
+    assert fixed is not None and (fixed.concurrency, fixed.adaptive) == (3, False)  # --prompt-concurrency: the model's
