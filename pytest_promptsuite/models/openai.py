@@ -65,6 +65,12 @@ class _Retry(Exception):
         self.retry_after = retry_after
 
 
+#: The most connections one ``httpx.AsyncClient`` holds. httpcore's pool walks all of its connections (twice over
+#: for its idle ones) each time a request starts or ends, so its cost a call grows with its size: a bound past this
+#: spreads its calls over more clients (docs/explanation/performance.md has the figures).
+POOL_CONNECTIONS = 8
+
+
 class OpenAIModel:
     """An OpenAI-compatible endpoint. ``generate`` is safe to call concurrently on one loop."""
 
@@ -100,7 +106,8 @@ class OpenAIModel:
             register(secret)
         self._rng = random.Random(seed)
         self._transport = transport
-        self._client: httpx.AsyncClient | None = None
+        self._clients: list[httpx.AsyncClient] = []
+        self._in_flight: list[int] = []  # each client's requests under way
         #: The most connections the client keeps open (the runner's bound on calls in flight).
         self.connections = DEFAULT_CONCURRENCY
         #: Attempts sent, retries made and attempts answered 429 (the tests and the run's summary count them).
@@ -131,23 +138,40 @@ class OpenAIModel:
         and tell it every answer."""
         self.pacing = pacing
 
+    @property
+    def clients(self) -> tuple[httpx.AsyncClient, ...]:
+        """The model's clients made so far: one per :data:`POOL_CONNECTIONS` of its connections."""
+        return tuple(self._clients)
+
     def client(self) -> httpx.AsyncClient:
-        """Return the model's one ``httpx.AsyncClient``, made at its first use (on the runner's event loop).
-        No proxy from the environment, no redirect followed, no cookie kept."""
-        if self._client is None:
-            limits = httpx.Limits(max_connections=self.connections, max_keepalive_connections=self.connections)
-            self._client = httpx.AsyncClient(
+        """Return the model's first ``httpx.AsyncClient`` (the Batch API's files and jobs go through it)."""
+        return (self._clients or self._open())[0]
+
+    def _open(self) -> list[httpx.AsyncClient]:
+        """Make the model's clients at their first use (on the runner's event loop): one per
+        :data:`POOL_CONNECTIONS` of its connections. No proxy from the environment, no redirect followed, no
+        cookie kept."""
+        count = 1 if self._transport is not None else max(1, -(-self.connections // POOL_CONNECTIONS))
+        size = -(-self.connections // count)
+        limits = httpx.Limits(max_connections=size, max_keepalive_connections=size)
+        verify = self._ssl_context()
+        headers = {"Accept-Encoding": ACCEPT_ENCODING, **self._headers()}  # what read_body decodes
+        self._clients = [
+            httpx.AsyncClient(
                 base_url=self._path,
-                headers={"Accept-Encoding": ACCEPT_ENCODING, **self._headers()},  # what read_body decodes
+                headers=headers,
                 timeout=self.timeout_s,
                 limits=limits,
-                verify=self._ssl_context(),
+                verify=verify,
                 cookies=_no_cookies(),
                 follow_redirects=False,
                 trust_env=False,
                 transport=self._transport,
             )
-        return self._client
+            for _ in range(count)
+        ]
+        self._in_flight = [0] * count
+        return self._clients
 
     def target(self, path: str) -> str:
         """Return the request target of the endpoint ``path`` (``/files``): the path and the base URL's query."""
@@ -298,8 +322,15 @@ class OpenAIModel:
 
     async def _send(self, path: str, payload: bytes, where: str) -> tuple[httpx.Response, bytes]:
         """POST ``payload`` and read the answer, at most :data:`RESPONSE_BYTES` of it, decoded or not."""
-        async with self.client().stream("POST", self.target(path), content=payload, headers=_JSON) as reply:
-            return reply, await read_body(reply, RESPONSE_BYTES, where)
+        clients = self._clients or self._open()
+        busy = self._in_flight
+        index = busy.index(min(busy)) if len(busy) > 1 else 0  # the client with the fewest requests under way
+        busy[index] += 1
+        try:
+            async with clients[index].stream("POST", self.target(path), content=payload, headers=_JSON) as reply:
+                return reply, await read_body(reply, RESPONSE_BYTES, where)
+        finally:
+            busy[index] -= 1
 
     def _reason(self, exc: Exception) -> str:
         return self.scrub(str(exc) or type(exc).__name__)
@@ -394,9 +425,9 @@ class OpenAIModel:
         )
 
     async def aclose(self) -> None:
-        """Close the client and its connections (the runner does, before its event loop stops)."""
-        client, self._client = self._client, None
-        if client is not None:
+        """Close the clients and their connections (the runner does, before its event loop stops)."""
+        clients, self._clients = self._clients, []
+        for client in clients:
             await client.aclose()
 
 

@@ -533,3 +533,21 @@ def test_retry_after_headers(headers: dict[str, str], expected: float | None) ->
 )
 def test_which_statuses_are_retried(status: int, retry: bool) -> None:
     assert RetryPolicy.retryable_status(status) is retry
+
+
+def test_calls_in_flight_past_eight_are_spread_over_clients_of_eight(
+    loopback: LoopbackServer, runner: ModelRunner
+) -> None:
+    """20 calls in flight go through 3 clients (httpcore's pool costs a call more the more connections it holds),
+    each call on a connection of its own, and a second wave finds them all kept open."""
+    loopback.knobs.latency_s = 0.1
+    model = _model(loopback)
+    attached = runner.attach(model, concurrency=20)
+    for wave in range(2):
+        with runner.batch_submits():
+            futures = [runner.submit(attached, ModelRequest(f"wave {wave} call {i}")) for i in range(20)]
+        assert [future.result().text for future in futures] == [f"wave {wave} call {i}" for i in range(20)]
+
+    assert len(model.clients) == 3
+    assert loopback.stats.max_in_flight == 20
+    assert len(set(_peers(loopback))) == 20
