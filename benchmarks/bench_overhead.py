@@ -146,6 +146,8 @@ def per_case_instructions(
             folder = Path(tmp)
             make_suite(folder, n)
             timed([*pytest_cmd, *plugin_args, "--co"], folder, env)  # a warm-up: pytest's rewritten bytecode
+            if before_env is not None:  # and the other tree's bytecode (its first run would count compiling it)
+                timed([*pytest_cmd, *plugin_args, "--co"], folder, before_env)
             counts["plain"][n] = instructions([*pytest_cmd, "test_plain.py"], folder, env)
             counts["promptsuite"][n] = instructions([*pytest_cmd, *plugin_args], folder, env)
             if before_env is not None:

@@ -75,9 +75,10 @@ def _input_of(prompt: Any, size: int, shorten: Callable[..., Cut] = scrub_cut) -
     return shorten(prompt, size, start=-size).text if isinstance(prompt, str) else ""
 
 
-def _json_for_script(data: Any) -> str:
-    """Encode JSON safe inside ``<script type="application/json">``: no ``<``, ``>`` or ``&``."""
-    text = encode(data, compact=True)  # scrubbed; U+2028, U+2029 and lone surrogates escaped
+def _json_for_script(data: Any, *, scrubbed: bool = False) -> str:
+    """Encode JSON safe inside ``<script type="application/json">``: no ``<``, ``>`` or ``&``; scrubbed unless
+    ``scrubbed`` says every text in ``data`` is already."""
+    text = encode(data, compact=True, scrub=not scrubbed)  # U+2028, U+2029 and lone surrogates escaped
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
@@ -165,7 +166,8 @@ class GridCells:
         if _needs_detail(row.outcome, checks[-1].get("name") if checks else None):
             return
         output = line.get("output")  # the line's texts are scrubbed: cut, not scrubbed again
-        cell = _json_for_script(_plain_row(row, output, line.get("prompt"), self.size, cut))
+        # ``row`` holds what its line does: every text of the cell is the scrubbed line's
+        cell = _json_for_script(_plain_row(row, output, line.get("prompt"), self.size, cut), scrubbed=True)
         self._cells[(row.case_id, row.variant, row.repeat)] = (cell, hash(output))
 
     def get(self, row: CaseResult) -> tuple[str, int] | None:
