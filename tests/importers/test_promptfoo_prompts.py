@@ -61,3 +61,15 @@ def test_a_json_prompt_file_that_is_a_template_is_a_text_prompt_and_noted(tmp_pa
     imported = promptfoo_suite(config)
     assert imported.files["prompts/prompt-1.txt"] == template  # promptfoo renders it, then echo returns it
     assert any("prompt.json is JSON only once rendered: imported as a text prompt" in n for n in imported.notes)
+
+
+def test_a_json_prompt_file_of_content_parts_is_a_text_prompt_and_noted(tmp_path: Path) -> None:
+    text = '[{"role": "user", "content": [{"modality": "text", "value": "{{content}}"}]}]\n'
+    config = _config(
+        tmp_path,
+        "prompts: [file://prompt.json]\nproviders: [echo]\ntests: [{vars: {content: hey}}]\n",
+        {"prompt.json": text},
+    )
+    imported = promptfoo_suite(config)
+    assert imported.files["prompts/prompt-1.txt"] == text  # echo returns the file's JSON, rendered
+    assert any("prompt.json is not a list of {role, content} strings: imported as a text" in n for n in imported.notes)

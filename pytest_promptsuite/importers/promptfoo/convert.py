@@ -133,7 +133,7 @@ def _file_prompts(config: _Config, relative: str, where: str) -> list[_Prompt]:
     text = config.read_text(relative, where)
     if relative.endswith(".json"):
         try:
-            messages = _chat(decode(text), f"{config.path.parent / relative}")
+            messages = _json_chat(config, decode(text), relative, where)
         except JsonError as exc:
             if "{%" not in text and "{{" not in text:
                 problem = exc.describe()
@@ -162,6 +162,19 @@ def _file_prompts(config: _Config, relative: str, where: str) -> list[_Prompt]:
         else:
             buffer.append(line)
     return [_Prompt(f"{full}: {p}", text=p) for p in parts]
+
+
+def _json_chat(config: _Config, value: Any, relative: str, where: str) -> list[dict[str, str]] | None:
+    """Return the chat messages a JSON prompt file holds; None (noted) when they are not plain
+    ``{role, content}`` strings, which promptfoo hands to the provider as they are written."""
+    try:
+        return _chat(value, str(config.root / relative))
+    except ConfigError:
+        config.notes.append(
+            f"{where}: {relative} is not a list of {{role, content}} strings: imported as a text prompt "
+            "(promptfoo hands the file's JSON to the provider as written)"
+        )
+        return None
 
 
 def _csv_prompts(config: _Config, relative: str, where: str, label: Any, ident: Any) -> list[_Prompt]:
