@@ -73,3 +73,15 @@ def test_a_json_prompt_file_of_content_parts_is_a_text_prompt_and_noted(tmp_path
     imported = promptfoo_suite(config)
     assert imported.files["prompts/prompt-1.txt"] == text  # echo returns the file's JSON, rendered
     assert any("prompt.json is not a list of {role, content} strings: imported as a text" in n for n in imported.notes)
+
+
+def test_a_provider_label_with_a_dot_or_accent_is_a_bare_variant_name(tmp_path: Path) -> None:
+    config = _config(
+        tmp_path,
+        "prompts: ['Tweet about {{topic}}']\n"
+        "providers:\n  - {id: echo, label: Claude Opus 4.5 (profile)}\n  - {id: echo, label: Modèle 3.7}\n"
+        "tests: [{vars: {topic: cats}}]\n",
+        {},
+    )
+    variants = sorted(k for k in promptfoo_suite(config).config if k.startswith("variants."))
+    assert variants == ["variants.p1-Claude-Opus-4-5--profile", "variants.p1-Mod-le-3-7"]  # a dot nests a TOML table

@@ -468,7 +468,8 @@ def promptfoo_suite(path: Path, *, slice_key: str | None = None) -> ImportedSuit
 
 
 def _slug(label: str) -> str:
-    return "".join(ch if ch.isalnum() or ch in "-_." else "-" for ch in label).strip("-") or "provider"
+    """Make a provider's label a variant name: a bare TOML key (a dot would nest the table)."""
+    return "".join(ch if ch.isascii() and (ch.isalnum() or ch in "-_") else "-" for ch in label).strip("-") or "provider"
 
 
 def import_promptfoo(path: Path, *, out: Path, slice_key: str | None = None) -> ImportResult:
