@@ -51,7 +51,8 @@ def test_a_csv_prompt_file_without_commas_is_one_prompt_a_line(tmp_path: Path) -
 
 
 def test_a_json_prompt_file_that_is_a_template_is_a_text_prompt_and_noted(tmp_path: Path) -> None:
-    template = '[\n  {"role": "system", "content": "{{ system }}"},\n  {% for m in past %}{"role": "user"},{% endfor %}\n'
+    template = '[\n  {"role": "system", "content": "{{ system }}"},\n'
+    template += '  {% for m in past %}{"role": "user"},{% endfor %}\n'
     template += '  {"role": "user", "content": "{{ question }}"}\n]\n'
     config = _config(
         tmp_path,

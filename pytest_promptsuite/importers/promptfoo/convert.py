@@ -469,7 +469,8 @@ def promptfoo_suite(path: Path, *, slice_key: str | None = None) -> ImportedSuit
 
 def _slug(label: str) -> str:
     """Make a provider's label a variant name: a bare TOML key (a dot would nest the table)."""
-    return "".join(ch if ch.isascii() and (ch.isalnum() or ch in "-_") else "-" for ch in label).strip("-") or "provider"
+    bare = "".join(ch if ch.isascii() and (ch.isalnum() or ch in "-_") else "-" for ch in label)
+    return bare.strip("-") or "provider"
 
 
 def import_promptfoo(path: Path, *, out: Path, slice_key: str | None = None) -> ImportResult:
