@@ -133,12 +133,18 @@ def _file_prompts(config: _Config, relative: str, where: str) -> list[_Prompt]:
     text = config.read_text(relative, where)
     if relative.endswith(".json"):
         try:
-            messages = _chat(decode(text), f"{config.path.parent / relative}")
+            messages = _json_chat(config, decode(text), relative, where)
         except JsonError as exc:
-            problem = exc.describe()
-            raise ConfigError(f"{config.path.parent / relative}:{exc.line or 1}: invalid JSON: {problem}") from None
-        if messages is None:
-            raise ConfigError(f"{where}: {relative} holds no chat messages")
+            if "{%" not in text and "{{" not in text:
+                problem = exc.describe()
+                raise ConfigError(f"{config.path.parent / relative}:{exc.line or 1}: invalid JSON: {problem}") from None
+            messages = None  # a template that is JSON once rendered: promptfoo renders first, then parses
+            config.notes.append(
+                f"{where}: {relative} is JSON only once rendered: imported as a text prompt (promptfoo sends "
+                "the rendered text to a chat model as the messages it parses to)"
+            )
+        if messages is None:  # promptfoo's processJsonFile: the file's text is the prompt
+            return [_Prompt(relative, text=text)]
         return [_Prompt(relative, messages=messages)]
     if not relative.endswith((".txt", ".md", ".j2", ".njk", ".prompt")):
         raise ConfigError(f"{where}: prompt file {relative}: only .txt, .md, .j2 and .json prompts are imported")
@@ -158,6 +164,53 @@ def _file_prompts(config: _Config, relative: str, where: str) -> list[_Prompt]:
     return [_Prompt(f"{full}: {p}", text=p) for p in parts]
 
 
+def _json_chat(config: _Config, value: Any, relative: str, where: str) -> list[dict[str, str]] | None:
+    """Return the chat messages a JSON prompt file holds; None (noted) when they are not plain
+    ``{role, content}`` strings, which promptfoo hands to the provider as they are written."""
+    try:
+        return _chat(value, str(config.root / relative))
+    except ConfigError:
+        config.notes.append(
+            f"{where}: {relative} is not a list of {{role, content}} strings: imported as a text prompt "
+            "(promptfoo hands the file's JSON to the provider as written)"
+        )
+        return None
+
+
+def _csv_prompts(config: _Config, relative: str, where: str, label: Any, ident: Any) -> list[_Prompt]:
+    """Read a CSV prompt file as promptfoo's ``processCsvPrompts`` does: a ``prompt`` column (and an
+    optional ``label``), or, when the file has no comma, one prompt a line (a ``prompt`` header skipped)."""
+    text = config.read_text(relative, where)
+    if "," in text:
+        rows = read_csv(text.encode("utf-8"), str(config.root / relative))
+        found = [(r.get("prompt", "").strip(), r.get("label", "").strip()) for _, r in rows]
+        found = [(raw, label) for raw, label in found if raw]
+    else:
+        lines = [line for line in text.splitlines() if line.strip()]
+        found = [(line, "") for line in lines[1 if lines and lines[0].strip().lower() == "prompt" else 0 :]]
+    if not found:
+        raise ConfigError(f"{where}: {relative} holds no prompts (a 'prompt' column, or one prompt a line)")
+    out: list[_Prompt] = []
+    several = len(found) > 1
+    for index, (raw, own) in enumerate(found):  # promptfoo's buildCsvRowLabel and buildCsvPrompts
+        prompt = _string_prompt(raw, where)
+        base = f"{label}: {raw}" if label and several else str(label) if label else f"Prompt {index + 1} - {raw}"
+        prompt.label = own or base
+        if isinstance(ident, str):
+            prompt.ident = f"{ident}:{index + 1}" if several else ident
+        out.append(prompt)
+    return out
+
+
+def _string_prompt(item: str, where: str) -> _Prompt:
+    """Make a prompt of a string: chat messages when it is a JSON list of them, a template otherwise."""
+    try:
+        messages = _chat(decode(item), where)
+    except JsonError:
+        messages = None
+    return _Prompt(item, messages=messages, text=None if messages else item)
+
+
 def _prompts(config: _Config) -> list[_Prompt]:
     raw = config.data.get("prompts")
     items = raw if isinstance(raw, list) else [raw] if raw is not None else ["{{prompt}}"]  # promptfoo's default
@@ -174,14 +227,13 @@ def _prompts(config: _Config) -> list[_Prompt]:
             label, ident, item = item.get("label"), item.get("id"), item.get("raw", item.get("id"))
         if not isinstance(item, str):
             raise ConfigError(f"{where}: a prompt is a string, file://PATH or {{raw|id, label}}")
+        if item.startswith("file://") and item.endswith(".csv"):  # labelled and named row by row
+            out.extend(_csv_prompts(config, item[len("file://") :], where, label, ident))
+            continue
         if item.startswith("file://"):
             found = _file_prompts(config, item[len("file://") :], where)
         else:
-            try:
-                messages = _chat(decode(item), where)
-            except JsonError:
-                messages = None
-            found = [_Prompt(item, messages=messages, text=None if messages else item)]
+            found = [_string_prompt(item, where)]
         for prompt in found:
             prompt.ident = ident if isinstance(ident, str) else None
             if label and item.startswith("file://") and item.endswith(_TEXT_PROMPT):
@@ -416,7 +468,9 @@ def promptfoo_suite(path: Path, *, slice_key: str | None = None) -> ImportedSuit
 
 
 def _slug(label: str) -> str:
-    return "".join(ch if ch.isalnum() or ch in "-_." else "-" for ch in label).strip("-") or "provider"
+    """Make a provider's label a variant name: a bare TOML key (a dot would nest the table)."""
+    bare = "".join(ch if ch.isascii() and (ch.isalnum() or ch in "-_") else "-" for ch in label)
+    return bare.strip("-") or "provider"
 
 
 def import_promptfoo(path: Path, *, out: Path, slice_key: str | None = None) -> ImportResult:

@@ -1,0 +1,88 @@
+"""promptfoo's prompt sources, as the importer reads them: CSV prompt files and JSON prompt files that
+are templates (JSON only once rendered)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pytest_promptsuite.importers.promptfoo.convert import promptfoo_suite
+
+
+def _config(tmp_path: Path, text: str, files: dict[str, str]) -> Path:
+    for name, content in files.items():
+        (tmp_path / name).write_text(content, encoding="utf-8")
+    config = tmp_path / "promptfooconfig.yaml"
+    config.write_text(text, encoding="utf-8")
+    return config
+
+
+def test_a_csv_prompt_file_is_one_prompt_a_row_with_its_label(tmp_path: Path) -> None:
+    config = _config(
+        tmp_path,
+        "prompts: [file://prompts.csv]\n"
+        "providers:\n  - echo\n  - {id: echo, label: eli5-only, prompts: [ELI5]}\n"
+        "tests: [{vars: {topic: cats}}]\n",
+        {
+            "prompts.csv": 'prompt,label\n"Tell me about {{topic}}",Basic\n'
+            '"Explain {{topic}}, simply",ELI5\n'
+            '"[{""role"":""user"",""content"":""About {{topic}}""}]",\n'
+        },
+    )
+    imported = promptfoo_suite(config)
+    variants = sorted(k for k in imported.config if k.startswith("variants."))
+    assert variants == ["variants.p1-echo", "variants.p2-echo", "variants.p2-eli5-only", "variants.p3-echo"]
+    assert imported.files["prompts/prompt-1.txt"] == "Tell me about {{topic}}"
+    assert imported.files["prompts/prompt-2.txt"] == "Explain {{topic}}, simply"
+    assert "About {{topic}}" in imported.files["prompts.yml"]  # a JSON chat row is chat messages
+
+
+def test_a_csv_prompt_file_without_commas_is_one_prompt_a_line(tmp_path: Path) -> None:
+    config = _config(
+        tmp_path,
+        "prompts: [file://prompts.csv]\nproviders: [echo]\ntests: [{vars: {topic: cats}}]\n",
+        {"prompts.csv": "prompt\nTell me about {{topic}}\n\nA poem on {{topic}}\n"},
+    )
+    imported = promptfoo_suite(config)
+    assert [imported.files[f"prompts/prompt-{i}.txt"] for i in (1, 2)] == [
+        "Tell me about {{topic}}",
+        "A poem on {{topic}}",
+    ]
+    assert "prompts/prompt-3.txt" not in imported.files
+
+
+def test_a_json_prompt_file_that_is_a_template_is_a_text_prompt_and_noted(tmp_path: Path) -> None:
+    template = '[\n  {"role": "system", "content": "{{ system }}"},\n'
+    template += '  {% for m in past %}{"role": "user"},{% endfor %}\n'
+    template += '  {"role": "user", "content": "{{ question }}"}\n]\n'
+    config = _config(
+        tmp_path,
+        "prompts: [file://prompt.json]\nproviders: [echo]\ntests: [{vars: {question: hi}}]\n",
+        {"prompt.json": template},
+    )
+    imported = promptfoo_suite(config)
+    assert imported.files["prompts/prompt-1.txt"] == template  # promptfoo renders it, then echo returns it
+    assert any("prompt.json is JSON only once rendered: imported as a text prompt" in n for n in imported.notes)
+
+
+def test_a_json_prompt_file_of_content_parts_is_a_text_prompt_and_noted(tmp_path: Path) -> None:
+    text = '[{"role": "user", "content": [{"modality": "text", "value": "{{content}}"}]}]\n'
+    config = _config(
+        tmp_path,
+        "prompts: [file://prompt.json]\nproviders: [echo]\ntests: [{vars: {content: hey}}]\n",
+        {"prompt.json": text},
+    )
+    imported = promptfoo_suite(config)
+    assert imported.files["prompts/prompt-1.txt"] == text  # echo returns the file's JSON, rendered
+    assert any("prompt.json is not a list of {role, content} strings: imported as a text" in n for n in imported.notes)
+
+
+def test_a_provider_label_with_a_dot_or_accent_is_a_bare_variant_name(tmp_path: Path) -> None:
+    config = _config(
+        tmp_path,
+        "prompts: ['Tweet about {{topic}}']\n"
+        "providers:\n  - {id: echo, label: Claude Opus 4.5 (profile)}\n  - {id: echo, label: Modèle 3.7}\n"
+        "tests: [{vars: {topic: cats}}]\n",
+        {},
+    )
+    variants = sorted(k for k in promptfoo_suite(config).config if k.startswith("variants."))
+    assert variants == ["variants.p1-Claude-Opus-4-5--profile", "variants.p1-Mod-le-3-7"]  # a dot nests a TOML table
