@@ -107,10 +107,11 @@ class TemplateConfig(ConfigTable):
     nemo_config: str | None = key(
         None, "A NeMo Guardrails config folder: its prompts, instructions and models; NeMo semantics."
     )
-    semantics: Literal["promptsuite", "nemo", "promptfoo"] | None = key(
+    semantics: Literal["promptsuite", "nemo", "promptfoo", "opencompass"] | None = key(
         None,
-        "Whose rules render the prompt: promptsuite's; NeMo Guardrails' (a task prompt); or promptfoo's "
-        "(a template file: Nunjucks, an undefined variable renders empty).",
+        "Whose rules render the prompt: promptsuite's; NeMo Guardrails' (a task prompt); promptfoo's "
+        "(a template file: Nunjucks, an undefined variable renders empty); or OpenCompass's (an infer_cfg: "
+        "a {name} the row lacks is left as written).",
     )
     prompt_model: str | None = key(
         None, "The model name that selects a NeMo prompt (openai/gpt-4o), apart from the one that runs."

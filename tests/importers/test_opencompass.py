@@ -105,6 +105,15 @@ def test_subsets_and_prompt_files_give_one_suite_each(tmp_path: Path) -> None:
     assert "input" in (out / "task-task_a" / "CASES.md").read_text(encoding="utf-8")
 
 
+def test_braces_that_are_no_column_stay_as_written(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """OpenCompass replaces each column's ``{column}`` and leaves any other ``{name}`` (LaTeX) as text."""
+    status, out = _import(tmp_path, DEMO / "demo_latex_gen.py", "--data", str(FIXTURES / "data" / "latex.jsonl"))
+    assert status == 0
+    assert 'semantics = "opencompass"' in (out / "latex" / "promptsuite.toml").read_text(encoding="utf-8")
+    shown = _render(out / "latex", capsys)
+    assert shown[0]["prompt"] == "Example: $\\frac{a}{b}$ with {b} nonzero.\nProblem: 1+1?\nSolution:"
+
+
 def test_mdl_retriever_and_the_chat_template_model_are_reported(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

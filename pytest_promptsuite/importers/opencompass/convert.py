@@ -164,6 +164,7 @@ def dataset_suite(dataset: Mapping[str, Any], model: ModelImport | None, data: D
     template["retriever"] = _retriever(infer.get("retriever"), notes)
     output_column = reader.get("output_column") if isinstance(reader, Mapping) else None
     template["output_column"] = str(output_column or "answer")
+    template["semantics"] = "opencompass"  # a {name} that is no column stays as written, as OpenCompass leaves it
     mode, params = _inferencer(infer.get("inferencer"), notes)
     if mode == "ppl":
         template["inferencer"] = "ppl"
