@@ -114,6 +114,27 @@ def test_braces_that_are_no_column_stay_as_written(tmp_path: Path, capsys: pytes
     assert shown[0]["prompt"] == "Example: $\\frac{a}{b}$ with {b} nonzero.\nProblem: 1+1?\nSolution:"
 
 
+def test_chat_inferencer_with_an_ice_template_alone_sends_the_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """OpenCompass's ChatInferencer renders no in-context example: the input column is the user's turn."""
+    status, out = _import(tmp_path, DEMO / "demo_chat_gen.py", "--data", str(FIXTURES / "data" / "latex.jsonl"))
+    assert status == 0
+    assert "ice_template: not carried over (ChatInferencer" in capsys.readouterr().out
+    config = parse_toml((out / "chat" / "promptsuite.toml").read_bytes(), "promptsuite.toml")[0]
+    assert "ice_template" not in config["template"] and config["template"]["infer_mode"] == "last"
+    assert [line["prompt"] for line in _render(out / "chat", capsys)] == ["1+1?"]
+
+
+def test_a_reader_cfg_that_is_no_dict_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    status, out = _import(tmp_path, DEMO / "demo_reader_tuple.py")
+    assert status == 1 and not out.exists()
+    assert (
+        f"{DEMO / 'demo_reader_tuple.py'}:8: dataset tuple: reader_cfg is a tuple, not dict(input_columns=..., "
+        "output_column=...) (the comma after the dict makes it a tuple)"
+    ) in capsys.readouterr().err
+
+
 def test_mdl_retriever_and_the_chat_template_model_are_reported(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
