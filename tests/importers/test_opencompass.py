@@ -31,6 +31,10 @@ def _render(suite: Path, capsys: pytest.CaptureFixture[str]) -> list[dict[str, A
     return [json.loads(line) for line in capsys.readouterr().out.splitlines()]
 
 
+def _template_of(suite: Path) -> Any:
+    return parse_toml((suite / "promptsuite.toml").read_bytes(), "promptsuite.toml")[0]["template"]
+
+
 def test_gen_config_with_model_and_data(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     data = FIXTURES / "data" / "demo.jsonl"
     status, out = _import(
@@ -124,6 +128,27 @@ def test_chat_inferencer_with_an_ice_template_alone_sends_the_input(
     config = parse_toml((out / "chat" / "promptsuite.toml").read_bytes(), "promptsuite.toml")[0]
     assert "ice_template" not in config["template"] and config["template"]["infer_mode"] == "last"
     assert [line["prompt"] for line in _render(out / "chat", capsys)] == ["1+1?"]
+
+
+def test_a_dialogue_column_is_the_chat_of_a_multi_turn_case(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """OpenCompass's ChatInferencer with a ``dialogue`` input column sends that chat, a turn at a time."""
+    status, out = _import(tmp_path, DEMO / "demo_dialogue_chat.py", "--data", str(FIXTURES / "data" / "dialogue.jsonl"))
+    assert status == 0
+    case = json.loads((out / "mt" / "cases.jsonl").read_text(encoding="utf-8"))
+    assert (case["input"], case["answer"], case["vars"]) == (["Hi?", "Bye?"], ["Hello.", ""], {"capability": "chat"})
+    assert _template_of(out / "mt") == {
+        "retriever": {"type": "ZeroRetriever"},
+        "output_column": "judge",
+        "semantics": "opencompass",
+        "infer_mode": "every_with_gt",
+    }
+    (shown,) = _render(out / "mt", capsys)
+    assert shown["requests"] == [
+        [{"role": "user", "content": "Hi?"}],
+        [{"role": "user", "content": "Hi?"}, {"role": "assistant", "content": "Hello."}, {"role": "user", "content": "Bye?"}],
+    ]
 
 
 def test_a_reader_cfg_that_is_no_dict_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -183,6 +183,10 @@ def dataset_suite(dataset: Mapping[str, Any], model: ModelImport | None, data: D
         notes.append("ice_template: not carried over (ChatInferencer sends the input column as it is)")
     elif not template:
         raise ConfigError(f"dataset {name}: infer_cfg has neither prompt_template nor ice_template")
+    chat_column = "dialogue" if chat and "dialogue" in (reader.get("input_columns") or ()) else None
+    if chat_column is not None:  # ChatInferencer sends the dialogue column itself, a turn at a time
+        notes.append("the dialogue column is each case's turns (ChatInferencer); the templates are not used")
+        template.clear()
     template["retriever"] = _retriever(infer.get("retriever"), notes)
     output_column = reader.get("output_column") if isinstance(reader, Mapping) else None
     template["output_column"] = str(output_column or "answer")
@@ -201,7 +205,7 @@ def dataset_suite(dataset: Mapping[str, Any], model: ModelImport | None, data: D
         model_table["endpoint"] = "completions"  # scored as one string: /v1/completions with logprobs
     if params:
         model_table["params"] = {**model_table.get("params", {}), **params}
-    files, suite_table, data_notes = case_files(name, template, reader, data)
+    files, suite_table, data_notes = case_files(name, template, reader, data, chat=chat_column)
     notes.extend(data_notes)
     config = {"suite": suite_table, "model": model_table, "template": template}
     header = (

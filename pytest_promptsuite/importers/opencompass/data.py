@@ -183,10 +183,34 @@ def _schema(name: str, columns: Sequence[str], output: str, labels: Sequence[str
     return "\n".join(lines) + "\n"
 
 
+def _turns(case: dict[str, Any], chat: str, output: str, where: str) -> dict[str, Any]:
+    """Make a case multi-turn from its ``chat`` column (OpenAI messages, as ChatInferencer reads it): the
+    user messages its input, the assistant messages its answers."""
+    variables = dict(case.get("vars") or {})
+    messages = variables.pop(chat, None)
+    variables.pop(output, None)
+    if isinstance(messages, str):  # the example case's placeholder
+        messages = [{"role": "user", "content": messages}]
+    if not isinstance(messages, list) or not all(isinstance(m, Mapping) and "role" in m for m in messages):
+        raise ConfigError(f"{where}: the column {chat!r} is not a list of messages ({{role, content}})")
+    said = [(str(m["role"]), m.get("content", "")) for m in messages]
+    case["input"] = [text if isinstance(text, str) else str(text) for role, text in said if role == "user"]
+    answers = [text if isinstance(text, str) else str(text) for role, text in said if role == "assistant"]
+    case.pop("answer", None)  # the output column is the evaluator's; the chat's own answers are the turns'
+    if answers:
+        case["answer"] = answers
+    if variables:
+        case["vars"] = variables
+    else:
+        case.pop("vars", None)
+    return case
+
+
 def case_files(
-    name: str, template: Mapping[str, Any], reader: Any, data: DataRows | None
+    name: str, template: Mapping[str, Any], reader: Any, data: DataRows | None, *, chat: str | None = None
 ) -> tuple[dict[str, str], dict[str, Any], list[str]]:
-    """Build the suite's ``cases.jsonl`` (and ``train.jsonl``, ``CASES.md``), its ``[suite]`` table and notes."""
+    """Build the suite's ``cases.jsonl`` (and ``train.jsonl``, ``CASES.md``), its ``[suite]`` table and notes;
+    with ``chat``, that column's messages are each case's turns."""
     reader = reader if isinstance(reader, Mapping) else {}
     given = reader.get("input_columns") or []
     if isinstance(given, str):  # OpenCompass takes one column name as a list of one
@@ -202,7 +226,15 @@ def case_files(
     else:
         cases = [_case(name, 1, _example_row(columns, output, labels, None), columns, output, labels, name)]
         notes.append("cases.jsonl holds one example case with placeholders (--data FILE maps your rows)")
+    if chat is not None:
+        places = [where for where, _ in data.test] if data is not None and data.test is not None else [name]
+        cases = [_turns(case, chat, output, where) for case, where in zip(cases, places, strict=True)]
     files = {"cases.jsonl": jsonl(cases), "CASES.md": _schema(name, columns, output, labels, data is None)}
+    if chat is not None:
+        files["CASES.md"] += (
+            f"\nChatInferencer reads the `{chat}` column as the chat: its user messages are the case's `input`\n"
+            "(a list of turns), its assistant messages the `answer` list.\n"
+        )
     suite: dict[str, Any] = {"cases": ["cases.jsonl"]}
     needed = _examples_needed(template.get("retriever") or {})
     if needed or "ice_template" in template:
