@@ -130,9 +130,7 @@ def test_chat_inferencer_with_an_ice_template_alone_sends_the_input(
     assert [line["prompt"] for line in _render(out / "chat", capsys)] == ["1+1?"]
 
 
-def test_a_dialogue_column_is_the_chat_of_a_multi_turn_case(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_a_dialogue_column_is_the_chat_of_a_multi_turn_case(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """OpenCompass's ChatInferencer with a ``dialogue`` input column sends that chat, a turn at a time."""
     status, out = _import(tmp_path, DEMO / "demo_dialogue_chat.py", "--data", str(FIXTURES / "data" / "dialogue.jsonl"))
     assert status == 0
@@ -147,7 +145,11 @@ def test_a_dialogue_column_is_the_chat_of_a_multi_turn_case(
     (shown,) = _render(out / "mt", capsys)
     assert shown["requests"] == [
         [{"role": "user", "content": "Hi?"}],
-        [{"role": "user", "content": "Hi?"}, {"role": "assistant", "content": "Hello."}, {"role": "user", "content": "Bye?"}],
+        [
+            {"role": "user", "content": "Hi?"},
+            {"role": "assistant", "content": "Hello."},
+            {"role": "user", "content": "Bye?"},
+        ],
     ]
 
 

@@ -31,7 +31,9 @@ def _imported(config: str, model: str | None, out: Path) -> list[Path]:
     extra = ["--model", str(CORPUS / "configs" / model)] if model else []
     printed = io.StringIO()
     with redirect_stdout(printed), redirect_stderr(printed):
-        status = main(["import", "opencompass", str(CORPUS / "configs" / "datasets" / config), "--out", str(out), *extra])
+        status = main(
+            ["import", "opencompass", str(CORPUS / "configs" / "datasets" / config), "--out", str(out), *extra]
+        )
     assert status == 0, printed.getvalue()
     return sorted(p for p in out.iterdir() if (p / "promptsuite.toml").is_file())
 
