@@ -153,6 +153,30 @@ def test_a_dialogue_column_is_the_chat_of_a_multi_turn_case(tmp_path: Path, caps
     ]
 
 
+def test_a_raw_prompt_of_an_expanded_column_sends_its_messages(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """OpenCompass's ``RawPromptTemplate(messages=[{'expand_column': COLUMN}])`` sends the column's messages."""
+    status, out = _import(tmp_path, DEMO / "demo_expand_gen.py", "--data", str(FIXTURES / "data" / "expand.jsonl"))
+    assert status == 0
+    assert _template_of(out / "expand")["infer_mode"] == "last"
+    (shown,) = _render(out / "expand", capsys)
+    assert shown["requests"] == [
+        [
+            {"role": "user", "content": "Hi?"},
+            {"role": "assistant", "content": "Hello."},
+            {"role": "user", "content": "Bye?"},
+        ]
+    ]
+    rows = tmp_path / "system.jsonl"
+    rows.write_text('{"dialogue": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi?"}]}\n')
+    status, out = _import(tmp_path, DEMO / "demo_expand_gen.py", "--data", str(rows), out="again")
+    assert status == 1 and not out.exists()
+    assert f"{rows}:1: the column 'dialogue' has the roles system, user; a chat imported as turns" in (
+        capsys.readouterr().err
+    )
+
+
 def test_a_reader_cfg_that_is_no_dict_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     status, out = _import(tmp_path, DEMO / "demo_reader_tuple.py")
     assert status == 1 and not out.exists()

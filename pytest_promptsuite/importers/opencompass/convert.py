@@ -149,6 +149,18 @@ def _evaluator_note(dataset: Mapping[str, Any], mode: str, notes: list[str]) -> 
             notes.append(f"eval_cfg.{key}: {_type_name(eval_cfg[key])} not carried over")
 
 
+def _expanded_column(spec: Any) -> str | None:
+    """Return the column a ``RawPromptTemplate`` of nothing but ``[{'expand_column': COLUMN}]`` sends."""
+    if not isinstance(spec, Mapping) or _type_name(spec) != "RawPromptTemplate":
+        return None
+    messages = spec.get("messages")
+    if isinstance(messages, list) and len(messages) == 1 and isinstance(messages[0], Mapping):
+        column = messages[0].get("expand_column")
+        if set(messages[0]) == {"expand_column"} and isinstance(column, str):
+            return column
+    return None
+
+
 def _reader(reader: Any, name: str) -> Mapping[str, Any]:
     """Return a dataset's ``reader_cfg``; anything but a dict is refused, as OpenCompass refuses it."""
     if reader is None:
@@ -171,8 +183,9 @@ def dataset_suite(dataset: Mapping[str, Any], model: ModelImport | None, data: D
         raise ConfigError(f"dataset {name}: no infer_cfg")
     reader = _reader(dataset.get("reader_cfg"), name)
     template: dict[str, Any] = {}
+    expanded = _expanded_column(infer.get("prompt_template"))
     for key in ("prompt_template", "ice_template"):
-        table = _template(infer.get(key), key, notes)
+        table = _template(infer.get(key), key, notes) if expanded is None else None
         if table is not None:
             template[key] = table
     chat = _type_name(infer.get("inferencer")) == "ChatInferencer"
@@ -181,12 +194,19 @@ def dataset_suite(dataset: Mapping[str, Any], model: ModelImport | None, data: D
         # the input column as the user's turn, and the ice_template is never rendered
         del template["ice_template"]
         notes.append("ice_template: not carried over (ChatInferencer sends the input column as it is)")
-    elif not template:
+    elif not template and expanded is None:
         raise ConfigError(f"dataset {name}: infer_cfg has neither prompt_template nor ice_template")
     chat_column = "dialogue" if chat and "dialogue" in (reader.get("input_columns") or ()) else None
     if chat_column is not None:  # ChatInferencer sends the dialogue column itself, a turn at a time
         notes.append("the dialogue column is each case's turns (ChatInferencer); the templates are not used")
         template.clear()
+    elif expanded is not None:  # the column's messages are the request, as they are
+        chat_column = expanded
+        notes.append(
+            f"prompt_template: RawPromptTemplate sends the {expanded!r} column's messages: each case's turns, "
+            "the last one asked"
+        )
+        template["infer_mode"] = "last"
     template["retriever"] = _retriever(infer.get("retriever"), notes)
     output_column = reader.get("output_column") if isinstance(reader, Mapping) else None
     template["output_column"] = str(output_column or "answer")

@@ -194,6 +194,12 @@ def _turns(case: dict[str, Any], chat: str, output: str, where: str) -> dict[str
     if not isinstance(messages, list) or not all(isinstance(m, Mapping) and "role" in m for m in messages):
         raise ConfigError(f"{where}: the column {chat!r} is not a list of messages ({{role, content}})")
     said = [(str(m["role"]), m.get("content", "")) for m in messages]
+    roles = [role for role, _ in said]
+    if any(role != ("user", "assistant")[i % 2] for i, role in enumerate(roles)):
+        raise ConfigError(
+            f"{where}: the column {chat!r} has the roles {', '.join(roles)}; a chat imported as turns is user and "
+            "assistant messages in turn, starting with the user"
+        )
     case["input"] = [text if isinstance(text, str) else str(text) for role, text in said if role == "user"]
     answers = [text if isinstance(text, str) else str(text) for role, text in said if role == "assistant"]
     case.pop("answer", None)  # the output column is the evaluator's; the chat's own answers are the turns'
