@@ -85,13 +85,17 @@ def _kinds(table: dict[str, Any]) -> tuple[str, str, str]:
     return mode, shots, form
 
 
-def _run(configs: Path, relative: str, scratch: Path) -> tuple[str, list[tuple[str, str, str]], int, int, str]:
-    """Import one config and render its suites: verdict, kinds, suites, suites rendered, first failure."""
-    out = scratch / relative.replace("/", "__")
+def _run(
+    configs: Path, relative: str, scratch: Path, model: Path | None = None
+) -> tuple[str, list[tuple[str, str, str]], int, int, str]:
+    """Import one config (with ``model``) and render its suites: verdict, kinds, suites, suites rendered,
+    first failure."""
+    out = scratch / (relative.replace("/", "__") + ("__model" if model else ""))
     quiet = io.StringIO()
+    extra = ["--model", str(model)] if model else []
     with contextlib.redirect_stdout(quiet), contextlib.redirect_stderr(quiet):
         try:
-            status = main(["import", "opencompass", str(configs / "datasets" / relative), "--out", str(out)])
+            status = main(["import", "opencompass", str(configs / "datasets" / relative), "--out", str(out), *extra])
         except Exception as exc:  # a crash of ours: counted as such, the sweep goes on
             status, quiet = 1, io.StringIO(f"crash: {type(exc).__name__}: {exc}")
     if status != 0:
@@ -129,6 +133,13 @@ def main_(argv: list[str] | None = None) -> int:
     parser.add_argument("--configs", type=Path, default=_default_configs(), help="OpenCompass's configs folder")
     parser.add_argument("--all", action="store_true", help="every dataset config of the folder, not the list")
     parser.add_argument("--why", action="store_true", help="print each config's first failure and the causes")
+    parser.add_argument(
+        "--model",
+        type=Path,
+        help="a model config whose meta template has a SYSTEM role in its round (e.g. models/hf_internlm/"
+        "hf_internlm2_chat_7b_with_system.py): configs with SYSTEM turns in a round (agent configs), which "
+        "OpenCompass renders only with such a model, are imported again with it",
+    )
     args = parser.parse_args(argv)
     if args.configs is None or not (args.configs / "datasets").is_dir():
         print(
@@ -142,12 +153,16 @@ def main_(argv: list[str] | None = None) -> int:
     listed = sorted(str(p.relative_to(datasets)) for p in datasets.rglob("*.py")) if args.all else CONFIGS
     totals: dict[str, int] = {}
     causes: dict[str, int] = {}
-    imported = suites_total = rendered_total = whole = 0
+    imported = suites_total = rendered_total = whole = with_model = 0
     with tempfile.TemporaryDirectory() as scratch:
         for relative in listed:
             verdict, kinds, suites, rendered, why = _run(args.configs, relative, Path(scratch))
+            if args.model and "is not in the meta template's round" in why:
+                verdict, kinds, suites, rendered, why = _run(args.configs, relative, Path(scratch), args.model)
+                verdict += " (--model)" if verdict == "ok" else ""
+                with_model += 1
             imported += verdict != "import failed"
-            whole += verdict == "ok"
+            whole += verdict.startswith("ok")
             suites_total, rendered_total = suites_total + suites, rendered_total + rendered
             modes = sorted({k for kind in kinds for k in kind})
             print(f"{relative:55} {verdict:14} {rendered:3}/{suites:<3} suites rendered  {' '.join(modes)}")
@@ -160,6 +175,7 @@ def main_(argv: list[str] | None = None) -> int:
     print(
         f"\n{len(listed)} configs: {imported} imported with no edits, {whole} rendered whole; "
         f"{suites_total} suites written, {rendered_total} rendered ({time.perf_counter() - start:.1f} s)"
+        + (f"; {with_model} imported again with --model" if with_model else "")
     )
     for cause, count in sorted(causes.items(), key=lambda item: -item[1]):
         print(f"{count:5}  {cause}")
