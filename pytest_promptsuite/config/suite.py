@@ -152,8 +152,13 @@ class TemplateConfig(ConfigTable):
         updates = override.set_keys()
         kinds = {kind for kind in TemplateKind if any(k in updates for k in kind.keys)}
         dropped = {k: None for kind in TemplateKind if kinds and kind not in kinds for k in kind.keys}
+        if _SEMANTICS_KIND.get(self.semantics or "") in kinds:  # an imported suite's rules hold for its variants
+            dropped.pop("semantics", None)
         return dataclasses.replace(self, **{**dropped, **updates})
 
+
+#: The kind of prompt each ``semantics`` applies to (``nemo``: task prompts, the kind it is listed with).
+_SEMANTICS_KIND = {"promptfoo": TemplateKind.FILE, "opencompass": TemplateKind.INFER_CFG}
 
 #: The fields of ``[template]`` itself (a variant's table adds ``model``).
 _TEMPLATE_FIELDS = tuple(f.name for f in dataclasses.fields(TemplateConfig))

@@ -118,6 +118,16 @@ def test_braces_that_are_no_column_stay_as_written(tmp_path: Path, capsys: pytes
     assert shown[0]["prompt"] == "Example: $\\frac{a}{b}$ with {b} nonzero.\nProblem: 1+1?\nSolution:"
 
 
+def test_a_variant_of_an_imported_suite_keeps_opencompass_rules(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status, out = _import(tmp_path, DEMO / "demo_latex_gen.py", "--data", str(FIXTURES / "data" / "latex.jsonl"))
+    assert status == 0
+    with (out / "latex" / "promptsuite.toml").open("a", encoding="utf-8") as config:
+        config.write('\n[variants.v1]\nprompt_template = { template = "V: $\\\\frac{a}{b}$ {problem}" }\n')
+    assert [line["prompt"] for line in _render(out / "latex", capsys)] == ["V: $\\frac{a}{b}$ 1+1?"]
+
+
 def test_chat_inferencer_with_an_ice_template_alone_sends_the_input(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
