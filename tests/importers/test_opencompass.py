@@ -128,6 +128,20 @@ def test_a_variant_of_an_imported_suite_keeps_opencompass_rules(
     assert [line["prompt"] for line in _render(out / "latex", capsys)] == ["V: $\\frac{a}{b}$ 1+1?"]
 
 
+def test_a_column_the_template_reads_is_carried_though_no_input_column(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """OpenCompass fills a template from the whole row, not its input columns alone."""
+    status, out = _import(tmp_path, DEMO / "demo_other_column_ppl.py", "--data", str(FIXTURES / "data" / "other.jsonl"))
+    assert status == 0
+    case = json.loads((out / "other" / "cases.jsonl").read_text(encoding="utf-8"))
+    assert sorted(case["vars"]) == ["label", "opt1", "opt2", "prompt", "pronoun"]
+    (shown,) = _render(out / "other", capsys)
+    assert (
+        shown["labels"]["0"] == "The cat sat on the mat because it was tired. Q: what does 'it' refer to? A: the cat."
+    )
+
+
 def test_chat_inferencer_with_an_ice_template_alone_sends_the_input(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

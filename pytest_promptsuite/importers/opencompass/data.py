@@ -13,6 +13,7 @@ from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.formats.csvio import read_csv
 from pytest_promptsuite.formats.jsonl import read_jsonl
 from pytest_promptsuite.importers.output import jsonl
+from pytest_promptsuite.prompts.fields import value_reads
 from pytest_promptsuite.prompts.opencompass.template import DIALOGUE_KEYS
 from pytest_promptsuite.safety.limits import IMPORT_EXAMPLES
 
@@ -93,6 +94,12 @@ def labels_of(template: Mapping[str, Any]) -> list[str]:
     return []
 
 
+def _reads(template: Mapping[str, Any]) -> list[str]:
+    """Return the ``{name}`` fields the prompt and ICE templates of a suite's template read."""
+    values = [t.get("template") for t in (template.get(k) for k in ("prompt_template", "ice_template")) if t]
+    return list(dict.fromkeys(read.name for read in value_reads(values)))
+
+
 def _count(value: Any, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ConfigError(f"infer_cfg.retriever: {what} is {value!r}; it is a whole number, 0 or more")
@@ -119,11 +126,14 @@ def _case(
     output: str,
     labels: Sequence[str],
     where: str,
+    read: Sequence[str] = (),
 ) -> dict[str, Any]:
     missing = [c for c in columns if c not in row]
     if missing:
         raise ConfigError(f"{where}: no column {missing[0]!r} (the reader's input_columns: {', '.join(columns)})")
     variables = {c: row[c] for c in columns if c != "input"}
+    # OpenCompass fills a template from the whole row: a column the templates read is carried too
+    variables.update({c: row[c] for c in read if c in row and c not in variables and c not in ("input", output)})
     first = row.get("input", row[columns[0]] if columns else "")
     case: dict[str, Any] = {
         "case_id": f"{name}-{index}",
@@ -228,7 +238,10 @@ def case_files(
     labels = labels_of(template)
     notes: list[str] = []
     if data is not None and data.test is not None:
-        cases = [_case(name, i, row, columns, output, labels, where) for i, (where, row) in enumerate(data.test, 1)]
+        read = _reads(template)
+        cases = [
+            _case(name, i, row, columns, output, labels, where, read) for i, (where, row) in enumerate(data.test, 1)
+        ]
     else:
         cases = [_case(name, 1, _example_row(columns, output, labels, None), columns, output, labels, name)]
         notes.append("cases.jsonl holds one example case with placeholders (--data FILE maps your rows)")
