@@ -7,6 +7,8 @@
 the list below is imported with ``promptsuite import opencompass`` (no model, no data: one example
 case per suite) and every suite it writes is rendered with ``promptsuite render``; the script
 prints one line per config and the counts (gen / ppl, few-shot / zero-shot, string / dialogue).
+``--all`` does the same for every dataset config of the folder (about 1,500; ``--why`` prints the
+first failure of each config, and the failures counted by their message with names and paths cut).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import contextlib
 import importlib.util
 import io
 import json
+import re
 import sys
 import tempfile
 import time
@@ -82,29 +85,61 @@ def _kinds(table: dict[str, Any]) -> tuple[str, str, str]:
     return mode, shots, form
 
 
-def _run(configs: Path, relative: str, scratch: Path) -> tuple[str, list[tuple[str, str, str]], int, int]:
-    out = scratch / relative.replace("/", "__")
+def _run(
+    configs: Path, relative: str, scratch: Path, model: Path | None = None
+) -> tuple[str, list[tuple[str, str, str]], int, int, str]:
+    """Import one config (with ``model``) and render its suites: verdict, kinds, suites, suites rendered,
+    first failure."""
+    out = scratch / (relative.replace("/", "__") + ("__model" if model else ""))
     quiet = io.StringIO()
+    extra = ["--model", str(model)] if model else []
     with contextlib.redirect_stdout(quiet), contextlib.redirect_stderr(quiet):
-        status = main(["import", "opencompass", str(configs / "datasets" / relative), "--out", str(out)])
+        try:
+            status = main(["import", "opencompass", str(configs / "datasets" / relative), "--out", str(out), *extra])
+        except Exception as exc:  # a crash of ours: counted as such, the sweep goes on
+            status, quiet = 1, io.StringIO(f"crash: {type(exc).__name__}: {exc}")
     if status != 0:
-        return f"import failed: {quiet.getvalue().strip().splitlines()[-1]}", [], 0, 0
+        why = (quiet.getvalue().strip().splitlines() or ["?"])[-1]
+        return "import failed", [], 0, 0, why
     suites = sorted(p for p in out.iterdir() if (p / "promptsuite.toml").is_file())
-    kinds, rendered = [], 0
+    kinds, rendered, why = [], 0, ""
     for suite in suites:
         kinds.append(_kinds(parse_toml((suite / "promptsuite.toml").read_bytes(), "promptsuite.toml")[0]))
-        shown = io.StringIO()
-        with contextlib.redirect_stdout(shown), contextlib.redirect_stderr(io.StringIO()):
-            status = main(["render", "--prompt-suite", str(suite)])
-        lines = [json.loads(line) for line in shown.getvalue().splitlines()]
-        rendered += status == 0 and all(line["error"] is None for line in lines)
-    return "ok" if rendered == len(suites) else "render failed", kinds, len(suites), rendered
+        shown, errors = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(shown), contextlib.redirect_stderr(errors):
+            try:
+                status = main(["render", "--prompt-suite", str(suite)])
+            except Exception as exc:
+                status, errors = 1, io.StringIO(f"crash: {type(exc).__name__}: {exc}")
+        lines = [json.loads(line) for line in shown.getvalue().splitlines() if line.startswith("{")]
+        failed = [line["error"] for line in lines if line.get("error") is not None]
+        ok = status == 0 and not failed
+        rendered += ok
+        if not ok and not why:
+            why = str(failed[0]) if failed else (errors.getvalue().strip().splitlines() or ["?"])[0]
+    return ("ok" if rendered == len(suites) else "render failed"), kinds, len(suites), rendered, why
+
+
+def _cause(why: str) -> str:
+    """Cut a failure's message to its cause: paths, quoted names and numbers taken out."""
+    why = re.sub(r"\S*/\S*", "PATH", why)
+    why = re.sub(r"'[^']*'|\"[^\"]*\"", "'X'", why)
+    return re.sub(r"\d+", "N", why)[:150]
 
 
 def main_(argv: list[str] | None = None) -> int:
     """Import and render every config of :data:`CONFIGS`; print the counts."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--configs", type=Path, default=_default_configs(), help="OpenCompass's configs folder")
+    parser.add_argument("--all", action="store_true", help="every dataset config of the folder, not the list")
+    parser.add_argument("--why", action="store_true", help="print each config's first failure and the causes")
+    parser.add_argument(
+        "--model",
+        type=Path,
+        help="a model config whose meta template has a SYSTEM role in its round (e.g. models/hf_internlm/"
+        "hf_internlm2_chat_7b_with_system.py): configs with SYSTEM turns in a round (agent configs), which "
+        "OpenCompass renders only with such a model, are imported again with it",
+    )
     args = parser.parse_args(argv)
     if args.configs is None or not (args.configs / "datasets").is_dir():
         print(
@@ -114,26 +149,41 @@ def main_(argv: list[str] | None = None) -> int:
         )
         return 2
     start = time.perf_counter()
+    datasets = args.configs / "datasets"
+    listed = sorted(str(p.relative_to(datasets)) for p in datasets.rglob("*.py")) if args.all else CONFIGS
     totals: dict[str, int] = {}
-    imported = suites_total = rendered_total = 0
+    causes: dict[str, int] = {}
+    imported = suites_total = rendered_total = whole = with_model = 0
     with tempfile.TemporaryDirectory() as scratch:
-        for relative in CONFIGS:
-            verdict, kinds, suites, rendered = _run(args.configs, relative, Path(scratch))
-            imported += not verdict.startswith("import failed")
+        for relative in listed:
+            verdict, kinds, suites, rendered, why = _run(args.configs, relative, Path(scratch))
+            if args.model and "is not in the meta template's round" in why:
+                verdict, kinds, suites, rendered, why = _run(args.configs, relative, Path(scratch), args.model)
+                verdict += " (--model)" if verdict == "ok" else ""
+                with_model += 1
+            imported += verdict != "import failed"
+            whole += verdict.startswith("ok")
             suites_total, rendered_total = suites_total + suites, rendered_total + rendered
             modes = sorted({k for kind in kinds for k in kind})
             print(f"{relative:55} {verdict:14} {rendered:3}/{suites:<3} suites rendered  {' '.join(modes)}")
+            if why and args.why:
+                print(f"    {why[:300]}")
+                cause = f"{verdict}: {_cause(why)}"
+                causes[cause] = causes.get(cause, 0) + 1
             for key in {k for kind in kinds for k in kind}:
                 totals[key] = totals.get(key, 0) + 1
     print(
-        f"\n{len(CONFIGS)} configs: {imported} imported with no edits, {suites_total} suites written, "
-        f"{rendered_total} rendered ({time.perf_counter() - start:.1f} s)"
+        f"\n{len(listed)} configs: {imported} imported with no edits, {whole} rendered whole; "
+        f"{suites_total} suites written, {rendered_total} rendered ({time.perf_counter() - start:.1f} s)"
+        + (f"; {with_model} imported again with --model" if with_model else "")
     )
+    for cause, count in sorted(causes.items(), key=lambda item: -item[1]):
+        print(f"{count:5}  {cause}")
     print(
         "configs by kind: "
         + ", ".join(f"{k} {totals.get(k, 0)}" for k in ("gen", "ppl", "few-shot", "zero-shot", "string", "dialogue"))
     )
-    return 0 if imported == len(CONFIGS) and rendered_total == suites_total else 1
+    return 0 if imported == len(listed) and rendered_total == suites_total else 1
 
 
 if __name__ == "__main__":

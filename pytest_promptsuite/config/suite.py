@@ -107,10 +107,11 @@ class TemplateConfig(ConfigTable):
     nemo_config: str | None = key(
         None, "A NeMo Guardrails config folder: its prompts, instructions and models; NeMo semantics."
     )
-    semantics: Literal["promptsuite", "nemo", "promptfoo"] | None = key(
+    semantics: Literal["promptsuite", "nemo", "promptfoo", "opencompass"] | None = key(
         None,
-        "Whose rules render the prompt: promptsuite's; NeMo Guardrails' (a task prompt); or promptfoo's "
-        "(a template file: Nunjucks, an undefined variable renders empty).",
+        "Whose rules render the prompt: promptsuite's; NeMo Guardrails' (a task prompt); promptfoo's "
+        "(a template file: Nunjucks, an undefined variable renders empty); or OpenCompass's (an infer_cfg: "
+        "a {name} the row lacks is left as written).",
     )
     prompt_model: str | None = key(
         None, "The model name that selects a NeMo prompt (openai/gpt-4o), apart from the one that runs."
@@ -151,8 +152,13 @@ class TemplateConfig(ConfigTable):
         updates = override.set_keys()
         kinds = {kind for kind in TemplateKind if any(k in updates for k in kind.keys)}
         dropped = {k: None for kind in TemplateKind if kinds and kind not in kinds for k in kind.keys}
+        if _SEMANTICS_KIND.get(self.semantics or "") in kinds:  # an imported suite's rules hold for its variants
+            dropped.pop("semantics", None)
         return dataclasses.replace(self, **{**dropped, **updates})
 
+
+#: The kind of prompt each ``semantics`` applies to (``nemo``: task prompts, the kind it is listed with).
+_SEMANTICS_KIND = {"promptfoo": TemplateKind.FILE, "opencompass": TemplateKind.INFER_CFG}
 
 #: The fields of ``[template]`` itself (a variant's table adds ``model``).
 _TEMPLATE_FIELDS = tuple(f.name for f in dataclasses.fields(TemplateConfig))

@@ -214,6 +214,8 @@ def prompt_source(
     for key in ("mode", "nemo_config", "semantics", "prompt_model"):
         if key == "semantics" and table.semantics == "promptfoo" and table.kind() is TemplateKind.FILE:
             continue  # promptfoo's rules for a template file (string_template)
+        if key == "semantics" and table.semantics == "opencompass" and table.kind() is TemplateKind.INFER_CFG:
+            continue  # OpenCompass's rules for an infer_cfg (InferSetup)
         if getattr(table, key) is not None:
             raise ConfigError(f"{where(key)}: template.{key} applies to task prompts; add task_prompts and task")
     string = string_template(config, table, make=make_renderer, make_filter=make_filter, variant=variant)

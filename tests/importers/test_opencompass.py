@@ -31,6 +31,10 @@ def _render(suite: Path, capsys: pytest.CaptureFixture[str]) -> list[dict[str, A
     return [json.loads(line) for line in capsys.readouterr().out.splitlines()]
 
 
+def _template_of(suite: Path) -> Any:
+    return parse_toml((suite / "promptsuite.toml").read_bytes(), "promptsuite.toml")[0]["template"]
+
+
 def test_gen_config_with_model_and_data(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     data = FIXTURES / "data" / "demo.jsonl"
     status, out = _import(
@@ -103,6 +107,107 @@ def test_subsets_and_prompt_files_give_one_suite_each(tmp_path: Path) -> None:
     assert status == 0
     assert sorted(p.name for p in out.iterdir()) == ["task-task_a", "task-task_b"]
     assert "input" in (out / "task-task_a" / "CASES.md").read_text(encoding="utf-8")
+
+
+def test_braces_that_are_no_column_stay_as_written(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """OpenCompass replaces each column's ``{column}`` and leaves any other ``{name}`` (LaTeX) as text."""
+    status, out = _import(tmp_path, DEMO / "demo_latex_gen.py", "--data", str(FIXTURES / "data" / "latex.jsonl"))
+    assert status == 0
+    assert 'semantics = "opencompass"' in (out / "latex" / "promptsuite.toml").read_text(encoding="utf-8")
+    shown = _render(out / "latex", capsys)
+    assert shown[0]["prompt"] == "Example: $\\frac{a}{b}$ with {b} nonzero.\nProblem: 1+1?\nSolution:"
+
+
+def test_a_variant_of_an_imported_suite_keeps_opencompass_rules(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status, out = _import(tmp_path, DEMO / "demo_latex_gen.py", "--data", str(FIXTURES / "data" / "latex.jsonl"))
+    assert status == 0
+    with (out / "latex" / "promptsuite.toml").open("a", encoding="utf-8") as config:
+        config.write('\n[variants.v1]\nprompt_template = { template = "V: $\\\\frac{a}{b}$ {problem}" }\n')
+    assert [line["prompt"] for line in _render(out / "latex", capsys)] == ["V: $\\frac{a}{b}$ 1+1?"]
+
+
+def test_a_column_the_template_reads_is_carried_though_no_input_column(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """OpenCompass fills a template from the whole row, not its input columns alone."""
+    status, out = _import(tmp_path, DEMO / "demo_other_column_ppl.py", "--data", str(FIXTURES / "data" / "other.jsonl"))
+    assert status == 0
+    case = json.loads((out / "other" / "cases.jsonl").read_text(encoding="utf-8"))
+    assert sorted(case["vars"]) == ["label", "opt1", "opt2", "prompt", "pronoun"]
+    (shown,) = _render(out / "other", capsys)
+    assert (
+        shown["labels"]["0"] == "The cat sat on the mat because it was tired. Q: what does 'it' refer to? A: the cat."
+    )
+
+
+def test_chat_inferencer_with_an_ice_template_alone_sends_the_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """OpenCompass's ChatInferencer renders no in-context example: the input column is the user's turn."""
+    status, out = _import(tmp_path, DEMO / "demo_chat_gen.py", "--data", str(FIXTURES / "data" / "latex.jsonl"))
+    assert status == 0
+    assert "ice_template: not carried over (ChatInferencer" in capsys.readouterr().out
+    config = parse_toml((out / "chat" / "promptsuite.toml").read_bytes(), "promptsuite.toml")[0]
+    assert "ice_template" not in config["template"] and config["template"]["infer_mode"] == "last"
+    assert [line["prompt"] for line in _render(out / "chat", capsys)] == ["1+1?"]
+
+
+def test_a_dialogue_column_is_the_chat_of_a_multi_turn_case(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """OpenCompass's ChatInferencer with a ``dialogue`` input column sends that chat, a turn at a time."""
+    status, out = _import(tmp_path, DEMO / "demo_dialogue_chat.py", "--data", str(FIXTURES / "data" / "dialogue.jsonl"))
+    assert status == 0
+    case = json.loads((out / "mt" / "cases.jsonl").read_text(encoding="utf-8"))
+    assert (case["input"], case["answer"], case["vars"]) == (["Hi?", "Bye?"], ["Hello.", ""], {"capability": "chat"})
+    assert _template_of(out / "mt") == {
+        "retriever": {"type": "ZeroRetriever"},
+        "output_column": "judge",
+        "semantics": "opencompass",
+        "infer_mode": "every_with_gt",
+    }
+    (shown,) = _render(out / "mt", capsys)
+    assert shown["requests"] == [
+        [{"role": "user", "content": "Hi?"}],
+        [
+            {"role": "user", "content": "Hi?"},
+            {"role": "assistant", "content": "Hello."},
+            {"role": "user", "content": "Bye?"},
+        ],
+    ]
+
+
+def test_a_raw_prompt_of_an_expanded_column_sends_its_messages(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """OpenCompass's ``RawPromptTemplate(messages=[{'expand_column': COLUMN}])`` sends the column's messages."""
+    status, out = _import(tmp_path, DEMO / "demo_expand_gen.py", "--data", str(FIXTURES / "data" / "expand.jsonl"))
+    assert status == 0
+    assert _template_of(out / "expand")["infer_mode"] == "last"
+    (shown,) = _render(out / "expand", capsys)
+    assert shown["requests"] == [
+        [
+            {"role": "user", "content": "Hi?"},
+            {"role": "assistant", "content": "Hello."},
+            {"role": "user", "content": "Bye?"},
+        ]
+    ]
+    rows = tmp_path / "system.jsonl"
+    rows.write_text('{"dialogue": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi?"}]}\n')
+    status, out = _import(tmp_path, DEMO / "demo_expand_gen.py", "--data", str(rows), out="again")
+    assert status == 1 and not out.exists()
+    assert f"{rows}:1: the column 'dialogue' has the roles system, user; a chat imported as turns" in (
+        capsys.readouterr().err
+    )
+
+
+def test_a_reader_cfg_that_is_no_dict_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    status, out = _import(tmp_path, DEMO / "demo_reader_tuple.py")
+    assert status == 1 and not out.exists()
+    assert (
+        f"{DEMO / 'demo_reader_tuple.py'}:8: dataset tuple: reader_cfg is a tuple, not dict(input_columns=..., "
+        "output_column=...) (the comma after the dict makes it a tuple)"
+    ) in capsys.readouterr().err
 
 
 def test_mdl_retriever_and_the_chat_template_model_are_reported(

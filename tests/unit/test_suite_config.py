@@ -159,7 +159,7 @@ def test_a_variant_model_past_every_bound_names_each_key(tmp_path: Path) -> None
         ("[variants.v2]\ninferencer = 'ppl2'\n", "variants.v2.inferencer: Input should be 'gen' or 'ppl'"),
         (
             "[variants.v2]\nsemantics = 1\n",
-            "variants.v2.semantics: Input should be 'promptsuite', 'nemo' or 'promptfoo'",
+            "variants.v2.semantics: Input should be 'promptsuite', 'nemo', 'promptfoo' or 'opencompass'",
         ),
         (
             "[variants.v2]\nprompt_template = 5\n",

@@ -18,6 +18,7 @@ from pytest_promptsuite.importers.opencompass.model_config import import_model
 from pytest_promptsuite.importers.output import ImportedSuite
 from pytest_promptsuite.importers.output import ImportResult
 from pytest_promptsuite.importers.output import write_import
+from pytest_promptsuite.prompts.opencompass.multiturn import INFER_MODES
 from pytest_promptsuite.prompts.opencompass.retrievers import RETRIEVERS
 
 
@@ -125,6 +126,8 @@ def _inferencer(spec: Any, notes: list[str]) -> tuple[str, dict[str, Any]]:
             params[_PARAMS[key]] = plain(value, f"infer_cfg.inferencer.{key}")
         elif key == "generation_kwargs" and isinstance(value, Mapping):
             params.update(plain(value, "infer_cfg.inferencer.generation_kwargs"))
+        elif key == "infer_mode" and kind == "ChatInferencer" and value in INFER_MODES:
+            continue  # [template] infer_mode (dataset_suite)
         elif key not in ("batch_size", "save_every", "fix_id_list"):
             notes.append(f"inferencer: {key} not carried over")
     if kind == "PPLInferencer":
@@ -146,6 +149,31 @@ def _evaluator_note(dataset: Mapping[str, Any], mode: str, notes: list[str]) -> 
             notes.append(f"eval_cfg.{key}: {_type_name(eval_cfg[key])} not carried over")
 
 
+def _expanded_column(spec: Any) -> str | None:
+    """Return the column a ``RawPromptTemplate`` of nothing but ``[{'expand_column': COLUMN}]`` sends."""
+    if not isinstance(spec, Mapping) or _type_name(spec) != "RawPromptTemplate":
+        return None
+    messages = spec.get("messages")
+    if isinstance(messages, list) and len(messages) == 1 and isinstance(messages[0], Mapping):
+        column = messages[0].get("expand_column")
+        if set(messages[0]) == {"expand_column"} and isinstance(column, str):
+            return column
+    return None
+
+
+def _reader(reader: Any, name: str) -> Mapping[str, Any]:
+    """Return a dataset's ``reader_cfg``; anything but a dict is refused, as OpenCompass refuses it."""
+    if reader is None:
+        return {}
+    if not isinstance(reader, Mapping):
+        comma = isinstance(reader, tuple) and len(reader) == 1 and isinstance(reader[0], Mapping)
+        raise ConfigError(
+            f"dataset {name}: reader_cfg is a {type(reader).__name__}, not dict(input_columns=..., output_column=...)"
+            + (" (the comma after the dict makes it a tuple)" if comma else "")
+        )
+    return reader
+
+
 def dataset_suite(dataset: Mapping[str, Any], model: ModelImport | None, data: DataRows | None) -> ImportedSuite:
     """Build one dataset of a config as a suite (its cases from ``data``, else one example case)."""
     name = str(dataset.get("abbr") or _type_name(dataset) or "dataset")
@@ -153,20 +181,41 @@ def dataset_suite(dataset: Mapping[str, Any], model: ModelImport | None, data: D
     infer = dataset.get("infer_cfg")
     if not isinstance(infer, Mapping):
         raise ConfigError(f"dataset {name}: no infer_cfg")
-    reader = dataset.get("reader_cfg") or {}
+    reader = _reader(dataset.get("reader_cfg"), name)
     template: dict[str, Any] = {}
+    expanded = _expanded_column(infer.get("prompt_template"))
     for key in ("prompt_template", "ice_template"):
-        table = _template(infer.get(key), key, notes)
+        table = _template(infer.get(key), key, notes) if expanded is None else None
         if table is not None:
             template[key] = table
-    if not template:
+    chat = _type_name(infer.get("inferencer")) == "ChatInferencer"
+    if chat and "prompt_template" not in template and template:
+        # OpenCompass's ChatInferencer makes no in-context examples: with no prompt_template it sends
+        # the input column as the user's turn, and the ice_template is never rendered
+        del template["ice_template"]
+        notes.append("ice_template: not carried over (ChatInferencer sends the input column as it is)")
+    elif not template and expanded is None:
         raise ConfigError(f"dataset {name}: infer_cfg has neither prompt_template nor ice_template")
+    chat_column = "dialogue" if chat and "dialogue" in (reader.get("input_columns") or ()) else None
+    if chat_column is not None:  # ChatInferencer sends the dialogue column itself, a turn at a time
+        notes.append("the dialogue column is each case's turns (ChatInferencer); the templates are not used")
+        template.clear()
+    elif expanded is not None:  # the column's messages are the request, as they are
+        chat_column = expanded
+        notes.append(
+            f"prompt_template: RawPromptTemplate sends the {expanded!r} column's messages: each case's turns, "
+            "the last one asked"
+        )
+        template["infer_mode"] = "last"
     template["retriever"] = _retriever(infer.get("retriever"), notes)
     output_column = reader.get("output_column") if isinstance(reader, Mapping) else None
     template["output_column"] = str(output_column or "answer")
+    template["semantics"] = "opencompass"  # a {name} that is no column stays as written, as OpenCompass leaves it
     mode, params = _inferencer(infer.get("inferencer"), notes)
     if mode == "ppl":
         template["inferencer"] = "ppl"
+    if chat and _settings(infer.get("inferencer"), "inferencer").get("infer_mode") in INFER_MODES:
+        template["infer_mode"] = _settings(infer.get("inferencer"), "inferencer")["infer_mode"]
     _evaluator_note(dataset, mode, notes)
     model_table: dict[str, Any] = {"spec": "fake"}
     if model is not None:
@@ -176,7 +225,7 @@ def dataset_suite(dataset: Mapping[str, Any], model: ModelImport | None, data: D
         model_table["endpoint"] = "completions"  # scored as one string: /v1/completions with logprobs
     if params:
         model_table["params"] = {**model_table.get("params", {}), **params}
-    files, suite_table, data_notes = case_files(name, template, reader, data)
+    files, suite_table, data_notes = case_files(name, template, reader, data, chat=chat_column)
     notes.extend(data_notes)
     config = {"suite": suite_table, "model": model_table, "template": template}
     header = (

@@ -13,6 +13,7 @@ from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.formats.csvio import read_csv
 from pytest_promptsuite.formats.jsonl import read_jsonl
 from pytest_promptsuite.importers.output import jsonl
+from pytest_promptsuite.prompts.fields import value_reads
 from pytest_promptsuite.prompts.opencompass.template import DIALOGUE_KEYS
 from pytest_promptsuite.safety.limits import IMPORT_EXAMPLES
 
@@ -93,6 +94,12 @@ def labels_of(template: Mapping[str, Any]) -> list[str]:
     return []
 
 
+def _reads(template: Mapping[str, Any]) -> list[str]:
+    """Return the ``{name}`` fields the prompt and ICE templates of a suite's template read."""
+    values = [t.get("template") for t in (template.get(k) for k in ("prompt_template", "ice_template")) if t]
+    return list(dict.fromkeys(read.name for read in value_reads(values)))
+
+
 def _count(value: Any, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ConfigError(f"infer_cfg.retriever: {what} is {value!r}; it is a whole number, 0 or more")
@@ -119,11 +126,14 @@ def _case(
     output: str,
     labels: Sequence[str],
     where: str,
+    read: Sequence[str] = (),
 ) -> dict[str, Any]:
     missing = [c for c in columns if c not in row]
     if missing:
         raise ConfigError(f"{where}: no column {missing[0]!r} (the reader's input_columns: {', '.join(columns)})")
     variables = {c: row[c] for c in columns if c != "input"}
+    # OpenCompass fills a template from the whole row: a column the templates read is carried too
+    variables.update({c: row[c] for c in read if c in row and c not in variables and c not in ("input", output)})
     first = row.get("input", row[columns[0]] if columns else "")
     case: dict[str, Any] = {
         "case_id": f"{name}-{index}",
@@ -183,10 +193,40 @@ def _schema(name: str, columns: Sequence[str], output: str, labels: Sequence[str
     return "\n".join(lines) + "\n"
 
 
+def _turns(case: dict[str, Any], chat: str, output: str, where: str) -> dict[str, Any]:
+    """Make a case multi-turn from its ``chat`` column (OpenAI messages, as ChatInferencer reads it): the
+    user messages its input, the assistant messages its answers."""
+    variables = dict(case.get("vars") or {})
+    messages = variables.pop(chat, None)
+    variables.pop(output, None)
+    if isinstance(messages, str):  # the example case's placeholder
+        messages = [{"role": "user", "content": messages}]
+    if not isinstance(messages, list) or not all(isinstance(m, Mapping) and "role" in m for m in messages):
+        raise ConfigError(f"{where}: the column {chat!r} is not a list of messages ({{role, content}})")
+    said = [(str(m["role"]), m.get("content", "")) for m in messages]
+    roles = [role for role, _ in said]
+    if any(role != ("user", "assistant")[i % 2] for i, role in enumerate(roles)):
+        raise ConfigError(
+            f"{where}: the column {chat!r} has the roles {', '.join(roles)}; a chat imported as turns is user and "
+            "assistant messages in turn, starting with the user"
+        )
+    case["input"] = [text if isinstance(text, str) else str(text) for role, text in said if role == "user"]
+    answers = [text if isinstance(text, str) else str(text) for role, text in said if role == "assistant"]
+    case.pop("answer", None)  # the output column is the evaluator's; the chat's own answers are the turns'
+    if answers:
+        case["answer"] = answers
+    if variables:
+        case["vars"] = variables
+    else:
+        case.pop("vars", None)
+    return case
+
+
 def case_files(
-    name: str, template: Mapping[str, Any], reader: Any, data: DataRows | None
+    name: str, template: Mapping[str, Any], reader: Any, data: DataRows | None, *, chat: str | None = None
 ) -> tuple[dict[str, str], dict[str, Any], list[str]]:
-    """Build the suite's ``cases.jsonl`` (and ``train.jsonl``, ``CASES.md``), its ``[suite]`` table and notes."""
+    """Build the suite's ``cases.jsonl`` (and ``train.jsonl``, ``CASES.md``), its ``[suite]`` table and notes;
+    with ``chat``, that column's messages are each case's turns."""
     reader = reader if isinstance(reader, Mapping) else {}
     given = reader.get("input_columns") or []
     if isinstance(given, str):  # OpenCompass takes one column name as a list of one
@@ -198,11 +238,22 @@ def case_files(
     labels = labels_of(template)
     notes: list[str] = []
     if data is not None and data.test is not None:
-        cases = [_case(name, i, row, columns, output, labels, where) for i, (where, row) in enumerate(data.test, 1)]
+        read = _reads(template)
+        cases = [
+            _case(name, i, row, columns, output, labels, where, read) for i, (where, row) in enumerate(data.test, 1)
+        ]
     else:
         cases = [_case(name, 1, _example_row(columns, output, labels, None), columns, output, labels, name)]
         notes.append("cases.jsonl holds one example case with placeholders (--data FILE maps your rows)")
+    if chat is not None:
+        places = [where for where, _ in data.test] if data is not None and data.test is not None else [name]
+        cases = [_turns(case, chat, output, where) for case, where in zip(cases, places, strict=True)]
     files = {"cases.jsonl": jsonl(cases), "CASES.md": _schema(name, columns, output, labels, data is None)}
+    if chat is not None:
+        files["CASES.md"] += (
+            f"\nChatInferencer reads the `{chat}` column as the chat: its user messages are the case's `input`\n"
+            "(a list of turns), its assistant messages the `answer` list.\n"
+        )
     suite: dict[str, Any] = {"cases": ["cases.jsonl"]}
     needed = _examples_needed(template.get("retriever") or {})
     if needed or "ice_template" in template:

@@ -63,6 +63,8 @@ def _refuse_other_kinds(table: Mapping[str, Any]) -> None:
         if kind is TemplateKind.INFER_CFG:
             continue
         for key in kind.keys:
+            if key == "semantics" and table.get(key) == "opencompass":
+                continue
             if table.get(key) is not None:
                 raise TemplateError(f"[template] {key} is not handled by the infer_cfg templates; give prompt_template")
 
@@ -107,6 +109,9 @@ class InferSetup:
         self.output_column = table.get("output_column") or "answer"
         self.infer_mode = table.get("infer_mode") or "every"
         self.optional: tuple[str, ...] = tuple(table.get("optional") or ())
+        #: OpenCompass's rules: each column of the row replaces its ``{column}``, any other ``{name}``
+        #: is text (LaTeX's ``\frac{a}{b}``), so no field is missing.
+        self.opencompass = table.get("semantics") == "opencompass"
         self.ppl = table.get("inferencer") == "ppl"
         self.train = train
         #: No template and no meta template: a string input is sent as it is.
@@ -141,7 +146,8 @@ class InferSetup:
         prompt = self.prompt_template or self.ice_template  # an ice_template alone is the prompt too
 
         def reads(key: str, template: Any, cases: str) -> TemplateReads:
-            return TemplateReads(f"template.{key}", tuple(template.fields()), *where(key), cases=cases)
+            found = None if self.opencompass else tuple(template.fields())
+            return TemplateReads(f"template.{key}", found, *where(key), cases=cases)
 
         found = [reads(prompt_key, prompt, "single"), reads("multiturn_template", self.multiturn, "multi")]
         if self.plain:
