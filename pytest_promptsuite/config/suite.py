@@ -112,6 +112,11 @@ class TemplateConfig(ConfigTable):
         "Whose rules render the prompt: promptsuite's; NeMo Guardrails' (a task prompt); or promptfoo's "
         "(a template file: Nunjucks, an undefined variable renders empty).",
     )
+    nunjucks_filters: dict[str, str] | None = key(
+        None,
+        'promptfoo\'s nunjucksFilters (semantics = "promptfoo"): a filter name to the JavaScript file that '
+        "exports it, run in Node.js.",
+    )
     prompt_model: str | None = key(
         None, "The model name that selects a NeMo prompt (openai/gpt-4o), apart from the one that runs."
     )

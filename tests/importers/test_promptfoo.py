@@ -118,6 +118,28 @@ def test_a_transform_without_node_names_it_and_its_test(
     )
 
 
+@pytest.mark.skipif(shutil.which("node") is None, reason="needs Node.js")
+def test_nunjucks_filters_render_as_promptfoo_renders_them(tmp_path: Path, suite: Suite) -> None:
+    (tmp_path / "filters").mkdir()
+    (tmp_path / "filters" / "allcaps.js").write_text("module.exports = (s) => String(s).toUpperCase();\n")
+    (tmp_path / "filters" / "wrap.js").write_text("module.exports = (s, a, b) => a + s + b;\n")
+    (tmp_path / "filters" / "double.js").write_text("module.exports = { default: (n) => Number(n) * 2 };\n")
+    config = tmp_path / "promptfooconfig.yaml"
+    config.write_text(
+        'prompts: [\'{{ x | allcaps }} and {{ x | wrap("[", "]") }} {{ n | double }}\']\n'
+        "providers: [echo]\n"
+        "nunjucksFilters: {allcaps: ./filters/allcaps.js, wrap: filters/wrap.js, double: filters/double.js}\n"
+        "tests:\n"
+        "  - vars: {x: hi, n: 2}\n    assert: [{type: equals, value: 'HI and [hi] 4'}]\n"
+        "  - vars: {x: yo, n: 5}\n    assert: [{type: contains, value: 'YO and [yo] 10'}]\n",
+        encoding="utf-8",
+    )
+    status, imported = _import(tmp_path, config)
+    assert status == 0
+    rows = run_imported(suite, imported)  # promptfoo 0.123.1 on echo: 'HI and [hi] 4', 'YO and [yo] 10', both pass
+    assert [(r["output"], r["outcome"]) for r in rows] == [("HI and [hi] 4", "passed"), ("YO and [yo] 10", "passed")]
+
+
 def test_what_is_written(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     status, suite = _import(tmp_path, FULL / "promptfooconfig.yaml", "--slice-key", "area")
     assert status == 0
