@@ -23,6 +23,7 @@ BUILTIN_TYPES = {
     "char-count": "structure.CharCount.make",
     "finish-reason": "structure.make_finish_reason",
     "is-valid-openai-tools-call": "tools.make_valid_tools_call",
+    "is-valid-openai-function-call": "tools.make_valid_function_call",
     "tool-call-f1": "tools.make_tool_call_f1",
     "trajectory:tool-used": "tools.make_tool_used",
     "trajectory:tool-sequence": "tools.make_tool_sequence",

@@ -140,6 +140,26 @@ def test_nunjucks_filters_render_as_promptfoo_renders_them(tmp_path: Path, suite
     assert [(r["output"], r["outcome"]) for r in rows] == [("HI and [hi] 4", "passed"), ("YO and [yo] 10", "passed")]
 
 
+def test_function_and_tools_call_checks_fail_on_echo_as_in_promptfoo(tmp_path: Path, suite: Suite) -> None:
+    config = tmp_path / "promptfooconfig.yaml"
+    config.write_text(
+        "prompts: ['Call lookup_order for {{ id }}']\nproviders: [echo]\ntests:\n"
+        "  - vars: {id: A1}\n    assert: [{type: is-valid-openai-function-call}]\n"
+        "  - vars: {id: A1}\n    assert: [{type: is-valid-openai-tools-call}]\n"
+        "  - vars: {id: A1}\n    assert: [{type: not-is-valid-openai-function-call}]\n",  # promptfoo ignores not-
+        encoding="utf-8",
+    )
+    status, imported = _import(tmp_path, config)
+    assert status == 0
+    rows = run_imported(suite, imported)  # promptfoo 0.123.1 on echo: all three fail (no call to check)
+    assert [(r["outcome"], r["checks"][0]["name"]) for r in rows] == [
+        ("failed", "is-valid-openai-function-call"),
+        ("failed", "is-valid-openai-tools-call"),
+        ("failed", "is-valid-openai-function-call"),
+    ]
+    assert all("was not carried over" not in r["checks"][0]["message"] for r in rows)
+
+
 def test_what_is_written(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     status, suite = _import(tmp_path, FULL / "promptfooconfig.yaml", "--slice-key", "area")
     assert status == 0

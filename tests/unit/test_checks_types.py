@@ -291,6 +291,36 @@ CASES: list[tuple[str, dict[str, Any], Any, bool, str]] = [
         "step 2: delete_account is not a defined tool (defined: issue_refund, lookup_order)",
     ),
     ("not-tools-call", {"type": "not-is-valid-openai-tools-call"}, "plain", True, "found no tool calls"),
+    # promptfoo's is-valid-openai-function-call: the output {name, arguments} (or {function_call}), or the calls
+    (
+        "function-call",
+        {"type": "is-valid-openai-function-call", "value": [{"name": "lookup_order", "parameters": ORDER}]},
+        '{"function_call": {"name": "lookup_order", "arguments": "{\\"order_id\\": \\"A1\\"}"}}',
+        True,
+        'lookup_order({"order_id": "A1"})',
+    ),
+    (
+        "function-call-schema",
+        {"type": "is-valid-openai-function-call", "value": [{"name": "lookup_order", "parameters": ORDER}]},
+        '{"name": "lookup_order", "arguments": "{\\"order_id\\": 5}"}',
+        False,
+        "lookup_order: arguments do not fit its parameters: $.order_id: 5 is not of type 'string'",
+    ),
+    (
+        "function-call-unknown",
+        {"type": "is-valid-openai-function-call", "value": [{"name": "lookup_order"}]},
+        '{"name": "drop_tables", "arguments": "{}"}',
+        False,
+        "called 'drop_tables', but there is no function with that name",
+    ),
+    ("function-call-text", {"type": "is-valid-openai-function-call"}, "Say hi", False, "no function call: 'Say hi'"),
+    (
+        "function-call-tools",  # without value: the tools the request offered
+        {"type": "is-valid-openai-function-call"},
+        Response("", tool_calls=(ToolCall("c", "issue_refund", {"order_id": 7}),)),
+        False,
+        "issue_refund: arguments do not fit its parameters",
+    ),
     ("f1", {"type": "tool-call-f1", "value": ["lookup_order"]}, TWO_STEPS, True, "F1 1.000"),
     (
         "f1-bad",

@@ -24,7 +24,8 @@ from pytest_promptsuite.safety.limits import IMPORT_CASES_BYTES
 #: promptfoo's assert types that are ours under the same name.
 _SHARED = frozenset(
     "equals contains icontains contains-any contains-all icontains-any icontains-all starts-with regex is-json "
-    "contains-json is-xml levenshtein latency cost llm-rubric is-refusal word-count rouge-n".split()
+    "contains-json is-xml levenshtein latency cost llm-rubric is-refusal word-count rouge-n is-valid-openai-tools-call "
+    "is-valid-openai-function-call".split()
 )
 _VAR = re.compile(r"\{\{\s*(\w+)\s*\}\}")
 
@@ -133,6 +134,8 @@ _VERDICT_OPTIONS = ("transformVars",)
 _CARRIED_OPTIONS = frozenset(
     {"disableDefaultAsserts", "disableVarExpansion", "prefix", "suffix", "transform", "postprocess"}
 )
+#: The shared types that check the model's call against its functions or tools, ignoring ``value``.
+_CALL_CHECKS = frozenset({"is-valid-openai-tools-call", "is-valid-openai-function-call"})
 #: The shared types that read the call, not its output: a transform changes nothing for them.
 _CALL_TYPES = frozenset({"latency", "cost"})
 #: The shared types that need more than the output (a judge): not carried over after a transform.
@@ -185,6 +188,9 @@ def map_assert(
     if base in ("equals", "contains", "icontains", "starts-with") and isinstance(value, (int, float)):
         value = str(value)  # promptfoo compares String(value)
     out["type"] = kind
+    if base in _CALL_CHECKS:  # against the provider's functions or tools; promptfoo's handler ignores not-
+        out["type"] = base
+        return out
     if value is not None:
         out["value"] = value
     threshold = raw.get("threshold")
