@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import time
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -142,11 +143,24 @@ class FakeModel:
         """Answer as :meth:`generate_sync` does, for callers that await."""
         return self.generate_sync(request)
 
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """Embed each text offline as its words counted into 256 buckets (lower-cased, by CRC-32): texts
+        that share words are similar, so ``similar:cosine`` runs deterministically without a service."""
+        vectors = []
+        for text in texts:
+            vector = [0.0] * _BUCKETS
+            for word in _WORD.findall(text.lower()):
+                vector[zlib.crc32(word.encode("utf-8")) % _BUCKETS] += 1.0
+            vectors.append(vector)
+        return vectors
+
     def score_sync(self, request: ModelRequest) -> LabelScore:
         """Score the prompt for the ppl mode, fixed by its tokens' text (:func:`.scoring.fake_score`)."""
         return fake_score(score_text(request.prompt))
 
 
+_BUCKETS = 256
+_WORD = re.compile(r"\w+")
 _RULE_KEYS = frozenset({"match", "reply", "tool_calls", "on_tool"})
 
 

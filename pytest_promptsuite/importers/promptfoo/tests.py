@@ -183,6 +183,8 @@ def map_assert(
         if "threshold" in raw:
             out["threshold"] = raw["threshold"]
         return out
+    if base in _SIMILAR:
+        return _similar(out, base, negated, value, raw.get("threshold"))
     if base not in _SHARED:
         return _not_carried(kind, "", code, where, unsupported)
     if base in ("equals", "contains", "icontains", "starts-with") and isinstance(value, (int, float)):
@@ -199,6 +201,20 @@ def map_assert(
     elif threshold is not None and base in _THRESHOLDED:
         out["threshold"] = threshold
     return out  # a threshold on any other type is one promptfoo ignores too
+
+
+#: promptfoo's embedding similarity types and ours (its ``similar`` is cosine; our ``similar`` is a string ratio).
+_SIMILAR = {"similar": "similar:cosine", **{t: t for t in ("similar:cosine", "similar:dot", "similar:euclidean")}}
+
+
+def _similar(out: dict[str, Any], base: str, negated: bool, value: Any, threshold: Any) -> dict[str, Any]:
+    """Map a promptfoo ``similar`` assert to our embedding check (it runs on ``[models.embedding]``)."""
+    out["type"] = ("not-" if negated else "") + _SIMILAR[base]
+    if value is not None:
+        out["value"] = value
+    if threshold is not None:
+        out["threshold"] = threshold
+    return out
 
 
 def _with_transforms(
