@@ -76,6 +76,7 @@ class AssertModule:
                     raise ConfigError(f"{where}: {transform} lies outside the config's folder")
                 if path not in self.files:
                     self.files.append(path)
+                transform = f"file://{path}{written[cut:] if cut > 1 else ''}"  # as copied beside the module
             steps.append(f"Transform({transform!r}, {where!r}, _HERE)")
         self.functions.append(
             f"def {name}(output, case):\n"
