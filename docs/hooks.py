@@ -219,6 +219,13 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "llm-rubric": {"type": "llm-rubric", "value": "Polite and mentions the refund", "threshold": 0.7},
     "python": {"type": "python", "value": "myapp.checks:polite", "threshold": 0.5},
     "is-valid-openai-tools-call": {"type": "is-valid-openai-tools-call"},
+    "similar:cosine": {"type": "similar:cosine", "value": "Your refund has been issued", "threshold": 0.8},
+    "similar:dot": {"type": "similar:dot", "value": "Your refund has been issued", "threshold": 0.8},
+    "similar:euclidean": {"type": "similar:euclidean", "value": "Your refund has been issued", "threshold": 0.5},
+    "is-valid-openai-function-call": {
+        "type": "is-valid-openai-function-call",
+        "value": [{"name": "lookup_order", "parameters": {"type": "object", "required": ["order_id"]}}],
+    },
     "tool-call-f1": {"type": "tool-call-f1", "value": ["lookup_order"], "threshold": 0.8},
     "trajectory:tool-used": {"type": "not-trajectory:tool-used", "value": "issue_refund"},
     "trajectory:tool-sequence": {

@@ -12,6 +12,7 @@ import sys
 from abc import ABC
 from abc import abstractmethod
 from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import field
 from pathlib import Path
@@ -35,6 +36,8 @@ from pytest_promptsuite.safety.scrub import scrub_cut
 
 #: Sends a prompt to the judge model and returns its reply text (raises ``ModelError``).
 Judge = Callable[[str], str]
+#: Embeds texts with the suite's embedding model: one vector per text (raises ``ModelError``).
+Embed = Callable[[Sequence[str]], Sequence[Sequence[float]]]
 
 _UNREAD = object()
 
@@ -76,6 +79,8 @@ class CheckContext:
     trajectory: tuple[Step, ...] = ()
     #: The tools the requests offered (``is-valid-openai-tools-call`` checks calls against them).
     tools: ToolSet | None = None
+    #: Embeds texts with ``[models.embedding]`` (the ``similar:cosine`` checks); None without one.
+    embed: Embed | None = None
     _json: Any = field(default=_UNREAD, repr=False)
     _json_error: str | None = field(default=None, repr=False)
 

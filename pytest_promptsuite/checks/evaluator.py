@@ -8,6 +8,7 @@ from typing import Union
 
 from pytest_promptsuite.cases.prompt_case import PromptCase
 from pytest_promptsuite.checks.base import CheckContext
+from pytest_promptsuite.checks.base import Embed
 from pytest_promptsuite.checks.base import Judge
 from pytest_promptsuite.checks.compile import CheckSet
 from pytest_promptsuite.checks.compile import CompiledCheck
@@ -39,6 +40,7 @@ class Evaluator:
     Args:
         make: makes a check from an entry (the ``pytest_promptsuite_make_check`` hook).
         judge: sends a prompt to the judge model (``llm-rubric``); ``judge_name`` is recorded.
+        embed: embeds texts with the embedding model (``similar:cosine``).
         review_fails: ``[review] outcome = "failed"``: a review mark fails the case.
         transform: rewrites the output before the checks (``pytest_promptsuite_transform_output``).
     """
@@ -52,8 +54,10 @@ class Evaluator:
         judge_name: str | None = None,
         review_fails: bool = False,
         transform: Transform | None = None,
+        embed: Embed | None = None,
     ) -> None:
         self.make = make
+        self.embed = embed
         self.suite = suite
         self.judge = judge
         self.judge_name = judge_name
@@ -101,6 +105,7 @@ class Evaluator:
             prices=prices,
             trajectory=trajectory,
             tools=tools,
+            embed=self.embed,
         )
         return _Run(ctx, checks, self.review_fails).results()
 

@@ -4,6 +4,7 @@ ones (``tool-call-f1``), and did the run's trajectory use, order and argue them 
 from __future__ import annotations
 
 import fnmatch
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -84,6 +85,63 @@ class ValidToolsCall(_ToolCheck):
                 if problem is not None:
                     return Verdict(False, expected, f"{where}: arguments do not fit its parameters: {problem}")
         return Verdict(True, expected, f"{len(calls)} valid call{'s' if len(calls) != 1 else ''}: {_shown(calls)}")
+
+
+class ValidFunctionCall(Check):
+    """``is-valid-openai-function-call``: the model's function call (its tool calls, else the output as
+    OpenAI's ``{name, arguments}`` or ``{function_call: ...}``) names one of ``functions`` (else of the
+    tools the request offered), its arguments JSON valid against that function's ``parameters``."""
+
+    layer = Layer.STRUCTURE
+
+    def __init__(self, functions: list[dict[str, Any]] | None) -> None:
+        self.functions = functions
+
+    def evaluate(self, value: Any, ctx: CheckContext) -> Verdict:
+        expected = "a function call that names a defined function, with arguments valid against its schema"
+        calls = [
+            (call.name, json.dumps(call.arguments) if call.valid_json else str(call.arguments_text))
+            for _, call in _numbered(ctx)
+        ]
+        if not calls:
+            read = _output_call(value)
+            if read is None:
+                return Verdict(False, expected, f"no function call: {shorten(value)}")
+            calls = [read]
+        schemas: dict[str, Any] | None = None
+        if self.functions is not None:
+            schemas = {str(f.get("name")): f.get("parameters") for f in self.functions}
+        elif ctx.tools is not None:
+            schemas = {name: ctx.tools.parameters_of(name) for name in ctx.tools.names}
+        if schemas is None:
+            return Verdict(False, expected, "no functions to check the call against (give them as 'value')")
+        for name, arguments in calls:
+            if name not in schemas:
+                return Verdict(False, expected, f"called {name!r}, but there is no function with that name")
+            try:
+                parsed = json.loads(arguments)
+            except ValueError:
+                return Verdict(False, expected, f"{name}: arguments are not JSON: {shorten(arguments)}")
+            schema = schemas[name]
+            if schema is not None:
+                problem = schema_mismatch(schema_validator(schema, "is-valid-openai-function-call"), parsed)
+                if problem is not None:
+                    return Verdict(False, expected, f"{name}: arguments do not fit its parameters: {problem}")
+        return Verdict(True, expected, ", ".join(f"{name}({_cut(arguments)})" for name, arguments in calls))
+
+
+def _output_call(value: Any) -> tuple[str, str] | None:
+    """Read the output as OpenAI's function call, ``{name, arguments}`` (arguments a JSON string), as
+    promptfoo's ``validateFunctionCall`` does; None when it is not one."""
+    try:
+        data = json.loads(value) if isinstance(value, str) else value
+    except ValueError:
+        return None
+    if isinstance(data, dict) and "function_call" in data:
+        data = data["function_call"]
+    if isinstance(data, dict) and isinstance(data.get("name"), str) and isinstance(data.get("arguments"), str):
+        return data["name"], data["arguments"]
+    return None
 
 
 class ToolCallF1(_ToolCheck):
@@ -258,6 +316,23 @@ def _table(p: Params, allowed: set[str], what: str) -> dict[str, Any]:
 def make_valid_tools_call(p: Params) -> Check:
     """Make ``is-valid-openai-tools-call``: every call names a defined tool, its arguments valid JSON for it."""
     return ValidToolsCall()
+
+
+def make_valid_function_call(p: Params) -> Check:
+    """Make ``is-valid-openai-function-call``: ``value`` the functions (OpenAI's ``{name, parameters}``),
+    else the tools the request offered."""
+    functions = p.raw("value", what="a list of functions ({name, parameters})")
+    if functions is not None and (
+        not isinstance(functions, list)
+        or not all(isinstance(f, dict) and isinstance(f.get("name"), str) for f in functions)
+    ):
+        raise CheckError(
+            f"'value' of {p.name!r} must be a list of functions ({{name, parameters}}), got {describe_type(functions)}"
+        )
+    for f in functions or ():
+        if f.get("parameters") is not None:
+            schema_validator(f["parameters"], p.name)  # a bad schema is an error at collection
+    return ValidFunctionCall(functions)
 
 
 def make_tool_call_f1(p: Params) -> Check:

@@ -113,6 +113,11 @@ class TemplateConfig(ConfigTable):
         "(a template file: Nunjucks, an undefined variable renders empty); or OpenCompass's (an infer_cfg: "
         "a {name} the row lacks is left as written).",
     )
+    nunjucks_filters: dict[str, str] | None = key(
+        None,
+        'promptfoo\'s nunjucksFilters (semantics = "promptfoo"): a filter name to the JavaScript file that '
+        "exports it, run in Node.js.",
+    )
     prompt_model: str | None = key(
         None, "The model name that selects a NeMo prompt (openai/gpt-4o), apart from the one that runs."
     )

@@ -43,8 +43,8 @@ class ModelRequest:
 
 @dataclass(frozen=True)
 class Response:
-    """What a model answered. ``latency_ms`` is None for a cache hit and for the fake model;
-    ``cost_usd`` is a cost the model reports itself (echo: 0), else None (priced from ``usage``)."""
+    """What a model answered. ``latency_ms`` is None for a cache hit and for the fake model; ``cost_usd``
+    is a cost the model reports itself (echo and fake: 0), else None (priced from ``usage``)."""
 
     text: str
     finish_reason: str | None = None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -119,31 +120,45 @@ class FakeModel:
         return None
 
     def generate_sync(self, request: ModelRequest) -> Response:
-        """Answer :meth:`reply_to` at once (with the rule's tool calls, their ids ``call_<step>_<i>``);
-        a rule that outruns its time budget is a ModelError."""
+        """Answer :meth:`reply_to` at once (with the rule's tool calls, their ids ``call_<step>_<i>``) at cost
+        0, as echo reports it; no latency, so its reports are the same run to run. A rule that outruns its
+        time budget is a ModelError."""
         try:
             rule = self.rule_for(request)
             text = self._answer(request, rule)
         except BudgetExceeded as exc:
             raise ModelError(str(exc)) from exc
         if rule is None or not rule.tool_calls:
-            return Response(text=text, finish_reason="stop")
+            return Response(text=text, finish_reason="stop", cost_usd=0.0)
         prompt = request.prompt
         step = 0 if isinstance(prompt, str) else sum(1 for m in prompt if m.get("role") == "assistant")
         calls = tuple(
             ToolCall(f"call_{step}_{i}", name, arguments) for i, (name, arguments) in enumerate(rule.tool_calls)
         )
-        return Response(text=text, finish_reason="tool_calls", tool_calls=calls)
+        return Response(text=text, finish_reason="tool_calls", tool_calls=calls, cost_usd=0.0)
 
     async def generate(self, request: ModelRequest) -> Response:
         """Answer as :meth:`generate_sync` does, for callers that await."""
         return self.generate_sync(request)
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """Embed each text offline as its words counted into 256 buckets (lower-cased, by CRC-32): texts
+        that share words are similar, so ``similar:cosine`` runs deterministically without a service."""
+        vectors = []
+        for text in texts:
+            vector = [0.0] * _BUCKETS
+            for word in _WORD.findall(text.lower()):
+                vector[zlib.crc32(word.encode("utf-8")) % _BUCKETS] += 1.0
+            vectors.append(vector)
+        return vectors
 
     def score_sync(self, request: ModelRequest) -> LabelScore:
         """Score the prompt for the ppl mode, fixed by its tokens' text (:func:`.scoring.fake_score`)."""
         return fake_score(score_text(request.prompt))
 
 
+_BUCKETS = 256
+_WORD = re.compile(r"\w+")
 _RULE_KEYS = frozenset({"match", "reply", "tool_calls", "on_tool"})
 
 

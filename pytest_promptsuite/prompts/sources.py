@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from pytest_promptsuite.config.suite import TemplateConfig
     from pytest_promptsuite.nemo.render import NemoPrompt
     from pytest_promptsuite.prompts.core import Prompt
+    from pytest_promptsuite.prompts.files.node import NodeFilters
     from pytest_promptsuite.prompts.task_prompts import TaskPrompt
 
 
@@ -113,7 +114,7 @@ def string_template(
         text, name, origin = table.template, "template", (config.path, line_of_key(config.lines, key) or 0)
     try:
         if table.semantics == "promptfoo":
-            renderer = _promptfoo_renderer(table, make_filter)
+            renderer = _promptfoo_renderer(table, make_filter, _node_filters(config, table, variant))
         else:
             renderer = get_renderer(table.renderer, make=make, make_filter=make_filter)
     except ConfigError as exc:
@@ -121,13 +122,35 @@ def string_template(
     return StringTemplate(text, renderer, name, origin=origin, key=key)
 
 
-def _promptfoo_renderer(table: TemplateConfig, make_filter: MakeFilter) -> Renderer:
+def _promptfoo_renderer(table: TemplateConfig, make_filter: MakeFilter, node: NodeFilters | None) -> Renderer:
     """Make the renderer of a template file under ``semantics = "promptfoo"`` (Nunjucks' rules)."""
     if table.renderer not in (None, "jinja"):
         raise ConfigError(f"semantics = 'promptfoo' renders with Nunjucks' rules; drop renderer = {table.renderer!r}")
     from pytest_promptsuite.prompts.files.promptfoo import PromptfooRenderer
 
-    return PromptfooRenderer(make_filter)
+    return PromptfooRenderer(make_filter, node)
+
+
+#: The Node.js filter processes by their files: the variants of a suite share one.
+_NODE_FILTERS: dict[tuple[tuple[str, Path], ...], NodeFilters] = {}
+
+
+def _node_filters(config: SuiteConfig, table: TemplateConfig, variant: str | None) -> NodeFilters | None:
+    """Return the ``[template] nunjucks_filters`` of a promptfoo template, each file resolved in the suite."""
+    if not table.nunjucks_filters:
+        return None
+    from pytest_promptsuite.prompts.files.node import NodeFilters
+
+    key = config.template_key(variant, "nunjucks_filters")
+    files = tuple(
+        sorted(
+            (name, config.resolve(path.removeprefix("file://"), key=key))
+            for name, path in table.nunjucks_filters.items()
+        )
+    )
+    if files not in _NODE_FILTERS:
+        _NODE_FILTERS[files] = NodeFilters(dict(files))
+    return _NODE_FILTERS[files]
 
 
 @dataclass(frozen=True)
@@ -218,5 +241,7 @@ def prompt_source(
             continue  # OpenCompass's rules for an infer_cfg (InferSetup)
         if getattr(table, key) is not None:
             raise ConfigError(f"{where(key)}: template.{key} applies to task prompts; add task_prompts and task")
+    if table.nunjucks_filters and not (table.semantics == "promptfoo" and table.kind() is TemplateKind.FILE):
+        raise ConfigError(f"{where('nunjucks_filters')}: template.nunjucks_filters applies to semantics = 'promptfoo'")
     string = string_template(config, table, make=make_renderer, make_filter=make_filter, variant=variant)
     return PromptSource(string=string, optional=optional) if string is not None else None

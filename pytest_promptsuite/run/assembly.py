@@ -9,8 +9,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 from typing import Any
+from typing import cast
 
 from pytest_promptsuite.checks.base import CheckScope
+from pytest_promptsuite.checks.base import Embed
 from pytest_promptsuite.checks.compile import SuiteChecks
 from pytest_promptsuite.checks.compile import compile_suite_checks
 from pytest_promptsuite.checks.evaluator import Evaluator
@@ -235,11 +237,25 @@ class Assembler:
 
         return ModelJudge(model, self.runner, choice.settings.params), choice.settings.spec
 
+    def _embedding(self, suite: SuiteConfig) -> Embed | None:
+        """Make the embedding model of ``similar:cosine`` checks (``[models.embedding]``), if any: a model
+        whose ``embed(texts)`` returns one vector per text."""
+        settings = suite.models.get("embedding")
+        if settings is None:
+            return None
+        where = f"{suite.where('models.embedding.spec')}: models.embedding.spec = {settings.spec!r}"
+        embed = getattr(self.make_model(settings, suite.root, where), "embed", None)
+        if not callable(embed):
+            raise ConfigError(f"{where} does not embed texts (a model with an embed(texts) method)")
+        return cast("Embed", embed)
+
     def evaluator(self, suite: SuiteConfig) -> Evaluator:
-        """Make the checks side of a suite: its ``[[checks]]``, judge, review policy and output transform."""
+        """Make the checks side of a suite: its ``[[checks]]``, judge, embedding model, review policy and
+        output transform."""
         hook = self.hook
         judge, judge_name = self._judge(suite)
         return Evaluator(
+            embed=self._embedding(suite),
             make=hook.pytest_promptsuite_make_check,
             suite=self.suite_checks(suite),
             judge=judge,

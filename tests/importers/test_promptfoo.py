@@ -7,6 +7,7 @@ import json
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -56,6 +57,107 @@ def test_promptfoo_itself_agrees_on_every_verdict(tmp_path: Path, suite: Suite) 
     assert status == 0
     ours = _our_verdicts(suite, imported)
     assert len(theirs) == 30 and {k: ours.get(k) for k in theirs} == theirs
+
+
+TRANSFORMS = Path(__file__).parent / "fixtures" / "promptfoo" / "transforms"
+
+
+def _verdicts_and_asserts(rows: list[dict[str, Any]]) -> dict[int, tuple[bool, list[bool]]]:
+    return {
+        int(r["case_id"].removeprefix("test-")) - 1: (r["outcome"] == "passed", [c["passed"] for c in r["checks"]])
+        for r in rows
+    }
+
+
+def test_transforms_give_promptfoos_recorded_verdicts(tmp_path: Path, suite: Suite) -> None:
+    # defaultTest's transform, a test's own over it, an assert's on top (JavaScript inline and file://,
+    # Python file://), an object from a transform reaching a javascript assert and contains as JSON
+    status, imported = _import(tmp_path, TRANSFORMS / "promptfooconfig.yaml")
+    assert status == 0
+    recorded = json.loads((TRANSFORMS / "promptfoo-verdicts.json").read_text(encoding="utf-8"))["verdicts"]
+    ours = _verdicts_and_asserts(run_imported(suite, imported))
+    assert len(ours) == len(recorded) == 5
+    for verdict in recorded:  # promptfoo's per-assert verdicts where it has them (an error has none)
+        passed, asserts = ours[verdict["test"]]
+        assert (passed, verdict["asserts"] or asserts) == (verdict["pass"], asserts), verdict
+    thrown = suite.rows()[4]["checks"][1]["message"]
+    assert (
+        f"transform output.nope.deeper ({TRANSFORMS / 'promptfooconfig.yaml'}:27: assert[1]): the JavaScript raised"
+        in (thrown)
+    )
+    assert "Cannot read properties of undefined" in thrown
+
+
+@pytest.mark.skipif(promptfoo_command() is None, reason="promptfoo is not installed: the recorded verdicts cover it")
+def test_promptfoo_itself_agrees_on_the_transforms(tmp_path: Path, suite: Suite) -> None:
+    results = run_promptfoo(TRANSFORMS / "promptfooconfig.yaml", tmp_path)
+    theirs = {r["testIdx"]: r["success"] for r in results}
+    status, imported = _import(tmp_path, TRANSFORMS / "promptfooconfig.yaml")
+    assert status == 0
+    assert {k: v[0] for k, v in _verdicts_and_asserts(run_imported(suite, imported)).items()} == theirs
+
+
+def test_a_transform_without_node_names_it_and_its_test(
+    tmp_path: Path, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "promptfooconfig.yaml"
+    config.write_text(
+        "prompts: ['Say {{ x }}']\nproviders: [echo]\ntests:\n  - vars: {x: hi}\n"
+        "    options: {transform: output.toUpperCase()}\n    assert: [{type: contains, value: HI}]\n",
+        encoding="utf-8",
+    )
+    status, suite = _import(tmp_path, config)
+    assert status == 0
+    shutil.copytree(suite, pytester.path / "suite")
+    monkeypatch.setenv("PATH", str(Path(sys.executable).parent))
+    result = pytester.runpytest("--prompt-suite", "suite", "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    assert (
+        f"transform output.toUpperCase() ({config}:4: assert[0]): needs Node.js, and 'node' is not on PATH"
+        in result.stdout.str()
+    )
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="needs Node.js")
+def test_nunjucks_filters_render_as_promptfoo_renders_them(tmp_path: Path, suite: Suite) -> None:
+    (tmp_path / "filters").mkdir()
+    (tmp_path / "filters" / "allcaps.js").write_text("module.exports = (s) => String(s).toUpperCase();\n")
+    (tmp_path / "filters" / "wrap.js").write_text("module.exports = (s, a, b) => a + s + b;\n")
+    (tmp_path / "filters" / "double.js").write_text("module.exports = { default: (n) => Number(n) * 2 };\n")
+    config = tmp_path / "promptfooconfig.yaml"
+    config.write_text(
+        'prompts: [\'{{ x | allcaps }} and {{ x | wrap("[", "]") }} {{ n | double }}\']\n'
+        "providers: [echo]\n"
+        "nunjucksFilters: {allcaps: ./filters/allcaps.js, wrap: filters/wrap.js, double: filters/double.js}\n"
+        "tests:\n"
+        "  - vars: {x: hi, n: 2}\n    assert: [{type: equals, value: 'HI and [hi] 4'}]\n"
+        "  - vars: {x: yo, n: 5}\n    assert: [{type: contains, value: 'YO and [yo] 10'}]\n",
+        encoding="utf-8",
+    )
+    status, imported = _import(tmp_path, config)
+    assert status == 0
+    rows = run_imported(suite, imported)  # promptfoo 0.123.1 on echo: 'HI and [hi] 4', 'YO and [yo] 10', both pass
+    assert [(r["output"], r["outcome"]) for r in rows] == [("HI and [hi] 4", "passed"), ("YO and [yo] 10", "passed")]
+
+
+def test_function_and_tools_call_checks_fail_on_echo_as_in_promptfoo(tmp_path: Path, suite: Suite) -> None:
+    config = tmp_path / "promptfooconfig.yaml"
+    config.write_text(
+        "prompts: ['Call lookup_order for {{ id }}']\nproviders: [echo]\ntests:\n"
+        "  - vars: {id: A1}\n    assert: [{type: is-valid-openai-function-call}]\n"
+        "  - vars: {id: A1}\n    assert: [{type: is-valid-openai-tools-call}]\n"
+        "  - vars: {id: A1}\n    assert: [{type: not-is-valid-openai-function-call}]\n",  # promptfoo ignores not-
+        encoding="utf-8",
+    )
+    status, imported = _import(tmp_path, config)
+    assert status == 0
+    rows = run_imported(suite, imported)  # promptfoo 0.123.1 on echo: all three fail (no call to check)
+    assert [(r["outcome"], r["checks"][0]["name"]) for r in rows] == [
+        ("failed", "is-valid-openai-function-call"),
+        ("failed", "is-valid-openai-tools-call"),
+        ("failed", "is-valid-openai-function-call"),
+    ]
+    assert all("was not carried over" not in r["checks"][0]["message"] for r in rows)
 
 
 def test_what_is_written(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -192,10 +294,10 @@ def test_an_uncarried_assert_never_turns_into_a_passing_case(
         "    assert: [{type: factuality, value: hi}]\n"
         "  - vars: {x: hi}\n"  # the carried one passes, the dropped one decides
         "    assert: [{type: contains, value: hi}, {type: g-eval, value: hi}]\n"
-        "  - vars: {x: hi}\n"  # an assert whose transform is not carried
-        "    assert: [{type: contains, value: HI, transform: output.toUpperCase()}]\n"
+        "  - vars: {x: hi}\n"  # an assert whose contextTransform is not carried
+        "    assert: [{type: contains, value: hi, contextTransform: output.toUpperCase()}]\n"
         "  - vars: {x: hi}\n"  # a test option that changes what every assert sees
-        "    options: {transform: output.toUpperCase(), provider: openai:gpt-4o}\n"
+        "    options: {transformVars: '({x: 1})', provider: openai:gpt-4o}\n"
         "    assert: [{type: contains, value: Say}]\n"
         "  - vars: {x: hi}\n"  # carried in full: it passes
         "    assert: [{type: contains, value: hi}]\n",
@@ -206,8 +308,8 @@ def test_an_uncarried_assert_never_turns_into_a_passing_case(
     assert status == 0
     assert f"not carried over: {config}:4: assert[0]: factuality" in printed
     assert f"not carried over: {config}:6: assert[1]: g-eval" in printed
-    assert f"not carried over: {config}:8: assert[0]: contains (its transform)" in printed
-    assert f"not carried over: {config}:10: options: test options (transform)" in printed
+    assert f"not carried over: {config}:8: assert[0]: contains (its contextTransform)" in printed
+    assert f"not carried over: {config}:10: options: test options (transformVars)" in printed
     assert f"not carried over: {config}:10: options (provider)" in printed
     outcomes = {k: v for k, v in sorted(_our_verdicts(suite, imported).items())}
     assert outcomes == {(0, 0): False, (1, 0): False, (2, 0): False, (3, 0): False, (4, 0): True}

@@ -62,3 +62,32 @@ def test_review_queue_in_the_report(suite: Suite) -> None:
     summary_md = (suite.path / "report" / "summary.md").read_text(encoding="utf-8")
     assert "### Review queue (for a human; see review.jsonl) (2)" in summary_md
     assert "- r-1 \\[s\\]: legal wording" in summary_md  # markdown-escaped brackets
+
+
+def test_similar_cosine_embeds_with_models_embedding(suite: Suite) -> None:
+    """``[models.embedding]`` gives ``similar:cosine`` its embeddings (the fake model's word counts here;
+    a plugin's model with ``embed``); without one the check fails saying how to add one."""
+    similar = [{"type": "similar:cosine", "value": "your refund was issued"}]
+    suite.cases(
+        [
+            {"case_id": "close", "input": "Your refund was issued today", "slice": "s", "assert": similar},
+            {"case_id": "far", "input": "The weather is nice", "slice": "s", "assert": similar},
+        ]
+    )
+    suite.config({"models.embedding": {"spec": "fake"}})
+    suite.run("--prompt-report", "report")
+    rows = suite.by_id()
+    assert (rows["close"]["outcome"], rows["far"]["outcome"]) == ("passed", "failed")
+    assert "similarity 0.89" in rows["close"]["checks"][0]["message"]
+    suite.config({"suite": {"cases": ["cases.jsonl"]}})
+    suite.run("--prompt-report", "bare")
+    message = suite.by_id("bare")["close"]["checks"][0]["message"]
+    assert "no embedding model: add [models.embedding] to the suite config" in message
+
+
+def test_an_embedding_model_that_cannot_embed_is_a_usage_error(suite: Suite, loopback: LoopbackServer) -> None:
+    suite.cases([{"case_id": "a", "input": "x", "slice": "s", "assert": [{"type": "similar:cosine", "value": "x"}]}])
+    suite.config({"models.embedding": {"spec": "openai:emb", "base_url": loopback.base_url}})
+    result = suite.run()
+    assert result.ret != 0
+    assert "models.embedding.spec = 'openai:emb' does not embed texts" in result.stdout.str() + result.stderr.str()

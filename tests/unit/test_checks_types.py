@@ -291,6 +291,36 @@ CASES: list[tuple[str, dict[str, Any], Any, bool, str]] = [
         "step 2: delete_account is not a defined tool (defined: issue_refund, lookup_order)",
     ),
     ("not-tools-call", {"type": "not-is-valid-openai-tools-call"}, "plain", True, "found no tool calls"),
+    # promptfoo's is-valid-openai-function-call: the output {name, arguments} (or {function_call}), or the calls
+    (
+        "function-call",
+        {"type": "is-valid-openai-function-call", "value": [{"name": "lookup_order", "parameters": ORDER}]},
+        '{"function_call": {"name": "lookup_order", "arguments": "{\\"order_id\\": \\"A1\\"}"}}',
+        True,
+        'lookup_order({"order_id": "A1"})',
+    ),
+    (
+        "function-call-schema",
+        {"type": "is-valid-openai-function-call", "value": [{"name": "lookup_order", "parameters": ORDER}]},
+        '{"name": "lookup_order", "arguments": "{\\"order_id\\": 5}"}',
+        False,
+        "lookup_order: arguments do not fit its parameters: $.order_id: 5 is not of type 'string'",
+    ),
+    (
+        "function-call-unknown",
+        {"type": "is-valid-openai-function-call", "value": [{"name": "lookup_order"}]},
+        '{"name": "drop_tables", "arguments": "{}"}',
+        False,
+        "called 'drop_tables', but there is no function with that name",
+    ),
+    ("function-call-text", {"type": "is-valid-openai-function-call"}, "Say hi", False, "no function call: 'Say hi'"),
+    (
+        "function-call-tools",  # without value: the tools the request offered
+        {"type": "is-valid-openai-function-call"},
+        Response("", tool_calls=(ToolCall("c", "issue_refund", {"order_id": 7}),)),
+        False,
+        "issue_refund: arguments do not fit its parameters",
+    ),
     ("f1", {"type": "tool-call-f1", "value": ["lookup_order"]}, TWO_STEPS, True, "F1 1.000"),
     (
         "f1-bad",
@@ -420,7 +450,7 @@ def test_builtin_type(entry: dict[str, Any], output: Any, passes: bool, words: s
 def test_every_builtin_type_has_a_passing_and_a_failing_case() -> None:
     tested = {(c[1]["type"].removeprefix("not-"), c[3] != c[1]["type"].startswith("not-")) for c in CASES}
     for name in BUILTIN_TYPES:
-        if name in ("human-review", "llm-rubric"):  # never fails / tested with a judge below
+        if name in ("human-review", "llm-rubric") or name.startswith("similar:"):  # never fails / with a model below
             continue
         assert (name, True) in tested and (name, False) in tested, name
 
@@ -569,6 +599,19 @@ MALFORMED: list[tuple[str, dict[str, Any], str]] = [
     ("llm-rubric", {"type": "llm-rubric", "value": " "}, "is empty: write the rubric"),
     ("llm-rubric-threshold", {"type": "llm-rubric", "value": "ok", "threshold": 2}, "a score from 0 to 1"),
     ("tools-call", {"type": "is-valid-openai-tools-call", "value": 1}, "unknown field 'value'"),
+    (
+        "function-call",
+        {"type": "is-valid-openai-function-call", "value": {"name": "f"}},
+        "must be a list of functions ({name, parameters}), got an object",
+    ),
+    (
+        "function-call-schema",
+        {"type": "is-valid-openai-function-call", "value": [{"name": "f", "parameters": {"type": 5}}]},
+        "is not a valid JSON Schema",
+    ),
+    ("similar-cosine", {"type": "similar:cosine"}, "'similar:cosine' needs 'value'"),
+    ("similar-dot", {"type": "similar:dot", "value": [1, {}]}, "'value[1]' of 'similar:dot' must be a string"),
+    ("similar-euclidean", {"type": "similar:euclidean", "value": "a", "threshold": "x"}, "must be a number"),
     ("f1", {"type": "tool-call-f1", "value": []}, "'value' of 'tool-call-f1' must be a list of tool names"),
     ("f1-threshold", {"type": "tool-call-f1", "value": "a", "threshold": 2}, "must be a score from 0 to 1"),
     ("used", {"type": "trajectory:tool-used", "value": {"name": "a", "min": -1}}, "'min' of 'trajectory:tool-used'"),
@@ -625,3 +668,28 @@ def test_malformed_spec_is_a_check_error_naming_the_case_and_entry(entry: dict[s
 def test_every_builtin_type_has_a_malformed_case() -> None:
     covered = {m[1].get("type", "").removeprefix("not-") for m in MALFORMED}
     assert set(BUILTIN_TYPES) <= covered, set(BUILTIN_TYPES) - covered
+
+
+@pytest.mark.parametrize(
+    ("entry", "output", "passes", "words"),
+    [
+        ({"type": "similar:cosine", "value": "refund issued today"}, "Your refund was issued today", True, "0.77"),
+        ({"type": "similar:cosine", "value": ["no", "refund issued"], "threshold": 0.9}, "refund issued", True, "1.00"),
+        ({"type": "similar:cosine", "value": "refund issued"}, "the weather is nice", False, "similarity 0.00"),
+        ({"type": "not-similar:cosine", "value": "refund issued"}, "the weather is nice", True, "0.00"),
+        ({"type": "similar:dot", "value": "a b", "threshold": 2}, "a b c", True, "similarity 2.00"),
+        ({"type": "similar:euclidean", "value": "a b", "threshold": 0.75}, "a b c", False, "distance 1.00"),
+        ({"type": "similar:euclidean", "value": "a b", "threshold": 1}, "a b c", True, "distance 1.00"),
+    ],
+)
+def test_similar_by_embeddings_as_promptfoo(entry: dict[str, Any], output: str, passes: bool, words: str) -> None:
+    # promptfoo's similar (= similar:cosine), default threshold 0.75; here on the fake model's word embedding
+    from pytest_promptsuite.models.fake import FakeModel
+
+    result = result_of(entry, output, embed=FakeModel().embed)
+    assert (result.passed, words in result.message) == (passes, True), result.message
+
+
+def test_similar_without_an_embedding_model_says_how_to_add_one() -> None:
+    result = result_of({"type": "similar:cosine", "value": "refund"}, "refund")
+    assert not result.passed and "no embedding model: add [models.embedding] to the suite config" in result.message

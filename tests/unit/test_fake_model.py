@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,9 @@ import pytest
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.errors import ModelError
 from pytest_promptsuite.models.base import ModelRequest
+from pytest_promptsuite.models.base import Response
 from pytest_promptsuite.models.fake import FakeModel
+from pytest_promptsuite.models.fake import FakeRule
 from pytest_promptsuite.models.registry import make_model
 
 
@@ -37,7 +40,17 @@ def test_echo_last_user_message() -> None:
 
 def test_async_generate_matches_sync() -> None:
     response = asyncio.run(FakeModel().generate(ModelRequest("x")))
-    assert response.text == "x" and response.latency_ms is None
+    assert response == Response(text="x", finish_reason="stop", cost_usd=0.0)
+
+
+def test_reports_cost_zero_as_echo_does_and_no_latency() -> None:
+    # promptfoo's providers report a cost for every call: a cost assert runs on fake; no measured latency,
+    # so that the fake model's reports are the same run to run (serial and under xdist, byte for byte)
+    for response in (
+        FakeModel().generate_sync(ModelRequest("x")),
+        FakeModel([FakeRule(re.compile("x"), "", (("lookup", {}),))]).generate_sync(ModelRequest("x")),
+    ):
+        assert (response.cost_usd, response.latency_ms) == (0.0, None)
 
 
 def test_rules_first_match_wins_then_default(tmp_path: Path) -> None:

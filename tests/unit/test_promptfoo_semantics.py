@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from pytest_promptsuite.errors import TemplateError
+from pytest_promptsuite.prompts.files.node import NodeFilters
 from pytest_promptsuite.prompts.files.promptfoo import PromptfooRenderer
 from pytest_promptsuite.prompts.files.promptfoo import resolve_vars
 
@@ -38,3 +42,31 @@ def test_vars_compose_as_promptfoos_resolve_variables() -> None:
     # each pass fills the first {{ name }} of each var; a name not defined stays as written
     row = {"a": "{{b}} and {{c}}", "b": "B{{c}}", "c": "C", "d": "{{ missing }}"}
     assert resolve_vars(row) == {"a": "BC and C", "b": "BC", "c": "C", "d": "{{ missing }}"}
+
+
+def _filters(tmp_path: Path) -> NodeFilters:
+    (tmp_path / "allcaps.js").write_text("module.exports = (s) => String(s).toUpperCase();\n", encoding="utf-8")
+    (tmp_path / "wrap.js").write_text("module.exports = { default: (s, a, b) => a + s + b };\n", encoding="utf-8")
+    (tmp_path / "boom.js").write_text("module.exports = () => { throw new Error('no way'); };\n", encoding="utf-8")
+    return NodeFilters({name: tmp_path / f"{name}.js" for name in ("allcaps", "wrap", "boom")})
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="needs Node.js")
+def test_nunjucks_filters_run_in_one_node_process(tmp_path: Path) -> None:
+    filters = _filters(tmp_path)
+    renderer = PromptfooRenderer(None, filters)
+    try:
+        template = "{{ x | allcaps }} {{ x | wrap('[', ']') }} {{ x | upper }}"
+        assert [renderer.render(template, {"x": x}) for x in ("hi", "yo")] == ["HI [hi] HI", "YO [yo] YO"]
+        first = filters._process
+        assert renderer.render("{{ n | allcaps }}", {"n": 2}) == "2" and filters._process is first  # one process
+        with pytest.raises(TemplateError, match=r"nunjucksFilters 'boom' \(boom.js\) raised: no way"):
+            renderer.render("{{ x | boom }}", {"x": "a"})
+    finally:
+        filters.close()
+
+
+def test_a_nunjucks_filter_without_node_names_the_filter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(TemplateError, match=r"nunjucksFilters 'allcaps' \(allcaps.js\) is JavaScript and needs Node"):
+        PromptfooRenderer(None, _filters(tmp_path)).fields("{{ x | allcaps }}")

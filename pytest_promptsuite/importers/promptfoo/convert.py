@@ -35,7 +35,9 @@ _KEYS = frozenset(
     "outputs".split()
 )
 #: The config's keys that are carried over; every other key present is listed in the import report.
-_CARRIED = frozenset("description prompts providers targets tests defaultTest assertionTemplates".split())
+_CARRIED = frozenset(
+    "description prompts providers targets tests defaultTest assertionTemplates nunjucksFilters".split()
+)
 _TEXT_PROMPT = (".txt",)  # split on lines of '---'; .md, .j2 and other text files are one prompt each
 _CHAT_ROLES = {"system": "system", "user": "user", "assistant": "assistant"}
 
@@ -398,6 +400,29 @@ def _prompt_table(prompt: _Prompt, index: int, files: dict[str, str], tasks: lis
     return {"template_file": name, "semantics": "promptfoo"}  # Nunjucks' rules, as promptfoo renders it
 
 
+def _nunjucks_filters(config: _Config, tables: list[dict[str, Any]], files: dict[str, str]) -> None:
+    """Carry ``nunjucksFilters`` (name -> JavaScript file) onto every promptfoo template, the files
+    copied beside the prompts; they run in Node.js as promptfoo runs them."""
+    raw = config.data.get("nunjucksFilters")
+    if not raw:
+        return
+    where = config.where("nunjucksFilters")
+    if not isinstance(raw, dict) or not all(isinstance(v, str) for v in raw.values()):
+        raise ConfigError(f"{where}: nunjucksFilters maps a filter name to a JavaScript file")
+    filters: dict[str, str] = {}
+    for name, written in raw.items():
+        relative = inside(written.removeprefix("file://"))
+        if relative is None:
+            raise ConfigError(f"{where}: nunjucksFilters {name}: {written} lies outside the config's folder")
+        if relative in files or relative == "promptsuite.toml":
+            raise ConfigError(f"{where}: nunjucksFilters {name}: a filter's file may not be named {relative}")
+        files[relative] = config.read_text(relative, where)
+        filters[str(name)] = relative
+    for table in tables:
+        if table.get("semantics") == "promptfoo":
+            table["nunjucks_filters"] = filters
+
+
 def promptfoo_suite(path: Path, *, slice_key: str | None = None) -> ImportedSuite:
     """Build the suite of a promptfoo config in memory (nothing written)."""
     config = _Config(path)
@@ -437,6 +462,7 @@ def promptfoo_suite(path: Path, *, slice_key: str | None = None) -> ImportedSuit
             else:
                 config.notes.append(f"not carried over: the tests' prefix and suffix on the chat prompt {prompt.label}")
     tables = [_prompt_table(p, i + 1, files, tasks) for i, p in enumerate(prompts)]
+    _nunjucks_filters(config, tables, files)
     pairs = [
         (i, table, label, model)
         for label, model, allowed in providers  # promptfoo's order: each provider, then its prompts

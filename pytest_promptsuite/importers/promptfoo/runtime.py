@@ -4,30 +4,45 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import shutil
 import subprocess
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pytest_promptsuite.cases.prompt_case import PromptCase
+from pytest_promptsuite.checks.base import Check
+from pytest_promptsuite.checks.base import CheckContext
+from pytest_promptsuite.checks.base import json_text
 from pytest_promptsuite.checks.outcome import CheckResult
+from pytest_promptsuite.checks.registry import make_builtin_check
 from pytest_promptsuite.errors import CheckError
 
 
-#: The Node.js side: read {output, context, code | file + fn} on stdin, print the result as JSON.
+#: The Node.js side: read {output, context, code | file + fn, param, transform} on stdin, print the result as
+#: JSON (a transform's as {value, text}: text is promptfoo's coerceString, JSON.stringify of a non-string).
 _NODE_HARNESS = r"""
 const data = JSON.parse(require('fs').readFileSync(0, 'utf8'));
 (async () => {
   let result;
   if (data.file) {
     const mod = require(data.file);
-    const fn = data.fn ? mod[data.fn] : (typeof mod === 'function' ? mod : mod.default);
+    const own = data.fn && typeof mod[data.fn] === 'function' ? mod[data.fn] : undefined;
+    const fn = data.fn && !data.transform ? mod[data.fn] : own || (typeof mod === 'function' ? mod : mod.default);
     if (typeof fn !== 'function') throw new Error(`${data.file} exports no function ${data.fn || ''}`);
     result = await fn(data.output, data.context);
   } else {
     const body = data.code.includes('\n') ? data.code : `return ${data.code}`;
-    result = await new Function('output', 'context', body)(data.output, data.context);
+    const shim = { ...process, mainModule: { require } };
+    result = await new Function(data.param || 'output', 'context', 'process', body)(data.output, data.context, shim);
   }
-  process.stdout.write(JSON.stringify(result === undefined ? null : result));
+  if (data.transform) {
+    const text = result == null ? null : typeof result === 'string' ? result : JSON.stringify(result);
+    process.stdout.write(JSON.stringify({ value: result === undefined ? null : result, text }));
+  } else {
+    process.stdout.write(JSON.stringify(result === undefined ? null : result));
+  }
 })().catch((e) => { process.stderr.write(String(e && e.stack || e)); process.exit(3); });
 """
 _TIMEOUT_S = 30
@@ -56,23 +71,11 @@ def _verdict(name: str, result: Any, threshold: float | None) -> CheckResult | b
     raise CheckError(f"{name}: returned {result!r}; return a bool, a number or {{pass, score, reason}}")
 
 
-def javascript(
-    code: str | None,
-    output: str,
-    case: PromptCase,
-    *,
-    file: str | None = None,
-    fn: str | None = None,
-    threshold: float | None = None,
-    name: str = "javascript",
-) -> CheckResult | bool | float:
-    """Run a promptfoo ``javascript`` assert in Node.js (``file`` is relative to the suite)."""
+def _node(payload: dict[str, Any], name: str) -> Any:
+    """Run the harness on ``payload`` in Node.js; return what it printed, parsed."""
     node = shutil.which("node")
     if node is None:
         raise CheckError(f"{name}: needs Node.js, and 'node' is not on PATH (install Node.js to run it)")
-    payload: dict[str, Any] = {"output": output, "context": _context(case), "code": code or ""}
-    if file is not None:  # an absolute path (the generated module passes one)
-        payload["file"], payload["fn"] = file, fn
     try:
         done = subprocess.run(
             [node, "-e", _NODE_HARNESS],
@@ -87,12 +90,30 @@ def javascript(
     if done.returncode != 0:
         first = done.stderr.strip().splitlines()[0] if done.stderr.strip() else f"exit status {done.returncode}"
         raise CheckError(f"{name}: the JavaScript raised: {first}")
-    return _verdict(name, json.loads(done.stdout or "null"), threshold)
+    return json.loads(done.stdout or "null")
+
+
+def javascript(
+    code: str | None,
+    output: Any,
+    case: PromptCase,
+    *,
+    file: str | None = None,
+    fn: str | None = None,
+    threshold: float | None = None,
+    name: str = "javascript",
+) -> CheckResult | bool | float:
+    """Run a promptfoo ``javascript`` assert in Node.js (``file`` is relative to the suite); ``output``
+    is the text, or what a transform made of it (an object reaches the code as an object)."""
+    payload: dict[str, Any] = {"output": output, "context": _context(case), "code": code or ""}
+    if file is not None:  # an absolute path (the generated module passes one)
+        payload["file"], payload["fn"] = file, fn
+    return _verdict(name, _node(payload, name), threshold)
 
 
 def python_assert(
     code: str | None,
-    output: str,
+    output: Any,
     case: PromptCase,
     *,
     file: str | None = None,
@@ -128,3 +149,123 @@ def not_carried(what: str, where: str) -> CheckResult:
     """Fail a case for an assert or option of its promptfoo test that the import did not carry over."""
     message = f"{where}: promptfoo's {what} was not carried over by the import, so this case cannot pass"
     return CheckResult("metric", "not carried over", False, message)
+
+
+@dataclass(frozen=True)
+class Transform:
+    """One promptfoo transform: inline JavaScript (an expression, or a body when it spans lines), or a
+    ``file://`` function (``.js``: ``module.exports`` or the named export; ``.py``: ``get_transform`` or
+    the named function), with where it is written for messages."""
+
+    code: str
+    where: str
+    #: The folder a ``file://`` transform's file lies in (the generated module's).
+    base: Path | None = None
+
+    def label(self) -> str:
+        """Name the transform in a message: its file, or its code cut to one line."""
+        if self.code.startswith("file://"):
+            return self.code
+        line = " ".join(self.code.split())
+        return line if len(line) <= 60 else f"{line[:59]}…"
+
+    def apply(self, value: Any, context: dict[str, Any], *, param: str = "output") -> tuple[Any, str]:
+        """Return what the transform makes of ``value``, and its text as promptfoo's checks read it (a
+        non-string as ``JSON.stringify`` writes it); CheckError naming it when it fails or returns nothing."""
+        name = f"transform {self.label()} ({self.where})"
+        key = (self.code, param, json.dumps([value, context], sort_keys=True, default=str))
+        if key in _DONE:
+            return _DONE[key]
+        payload = {"output": value, "context": context, "transform": True}
+        if self.code.startswith("file://"):
+            written, fn = _file_and_function(self.code[len("file://") :])
+            path = (self.base or Path.cwd()) / written
+            if written.endswith(".py"):
+                result = _python_function(path, fn or "get_transform", name)(value, context)
+                text = None if result is None else json_text(result)
+            elif _JS_FILES.search(written):
+                found = _node({**payload, "file": str(path), "fn": fn}, name)
+                result, text = found["value"], found["text"]
+            else:
+                raise CheckError(f"{name}: promptfoo runs .js and .py transforms, not {written}")
+        else:
+            found = _node({**payload, "code": self.code, "param": param}, name)
+            result, text = found["value"], found["text"]
+        if result is None or text is None:
+            raise CheckError(f"{name}: the transform returned no value")
+        if len(_DONE) >= _DONE_SIZE:
+            _DONE.pop(next(iter(_DONE)))
+        _DONE[key] = (result, text)
+        return result, text
+
+
+#: The transforms already run, by (code, input): every assert of a case reads the test's transform once.
+_DONE: dict[tuple[str, str, str], tuple[Any, str]] = {}
+_DONE_SIZE = 256
+_JS_FILES = re.compile(r"\.(?:js|cjs|mjs)$", re.IGNORECASE)
+_MODULES: dict[Path, Any] = {}
+
+
+def _file_and_function(written: str) -> tuple[str, str | None]:
+    """Split ``path:function`` at its last colon, as promptfoo's ``parseFilePathAndFunctionName`` does."""
+    cut = written.rfind(":")
+    return (written[:cut], written[cut + 1 :] or None) if cut > 1 else (written, None)
+
+
+def _python_function(path: Path, fn: str, name: str) -> Any:
+    """Load ``fn`` of the Python file at ``path`` (each file once)."""
+    module = _MODULES.get(path)
+    if module is None:
+        spec = importlib.util.spec_from_file_location(f"promptfoo_transform_{len(_MODULES)}", path)
+        if spec is None or spec.loader is None or not path.is_file():
+            raise CheckError(f"{name}: no Python file {path}")
+        module = importlib.util.module_from_spec(spec)
+        try:
+            spec.loader.exec_module(module)
+        except (Exception, SystemExit) as exc:
+            raise CheckError(f"{name}: importing {path} failed: {exc!r}") from None
+        _MODULES[path] = module
+    function = getattr(module, fn, None)
+    if not callable(function):
+        raise CheckError(f"{name}: {path.name} has no function {fn}")
+    return function
+
+
+def transformed(
+    output: str, case: PromptCase, entry: dict[str, Any], *, transforms: tuple[Transform, ...], base: Path
+) -> CheckResult:
+    """Run one imported assert on the output as promptfoo gives it to the assert: the test's transform
+    first, then the assert's own; a code assert gets the value (an object stays an object), every other
+    type its text (promptfoo's ``coerceString``)."""
+    context = {"vars": dict(case.vars), "prompt": {}}
+    value: Any = output
+    text = output
+    try:
+        for step in transforms:
+            value, text = step.apply(value, context)
+    except CheckError as exc:
+        return CheckResult("metric", str(entry.get("type")), False, str(exc))
+    check, negated, name = _compiled(entry, base)
+    read = value if name == "python" else text
+    verdict = check.evaluate(read, CheckContext(case=case, output=text))
+    passed = verdict.passed != negated
+    message = f"{'not ' if negated else ''}{verdict.expected}: {verdict.found}".strip(": ")
+    return CheckResult("metric", str(entry.get("type")), passed, f"after the transform, {message}", score=verdict.score)
+
+
+_CHECKS: dict[str, tuple[Check, bool, str]] = {}
+
+
+def _compiled(entry: dict[str, Any], base: Path) -> tuple[Check, bool, str]:
+    """Make our check of an imported assert entry once: (check, negated, its type without ``not-``)."""
+    key = json.dumps(entry, sort_keys=True)
+    if key not in _CHECKS:
+        kind = str(entry["type"])
+        negated = kind.startswith("not-")
+        name = kind[4:] if negated else kind
+        params = {k: v for k, v in entry.items() if k != "type"}
+        check = make_builtin_check(name, params, base_dir=base)
+        if check is None:
+            raise CheckError(f"no check type {name!r}")
+        _CHECKS[key] = (check.negated() if negated else check, negated, name)
+    return _CHECKS[key]

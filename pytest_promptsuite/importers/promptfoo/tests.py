@@ -24,7 +24,8 @@ from pytest_promptsuite.safety.limits import IMPORT_CASES_BYTES
 #: promptfoo's assert types that are ours under the same name.
 _SHARED = frozenset(
     "equals contains icontains contains-any contains-all icontains-any icontains-all starts-with regex is-json "
-    "contains-json is-xml levenshtein latency cost llm-rubric is-refusal word-count rouge-n".split()
+    "contains-json is-xml levenshtein latency cost llm-rubric is-refusal word-count rouge-n is-valid-openai-tools-call "
+    "is-valid-openai-function-call".split()
 )
 _VAR = re.compile(r"\{\{\s*(\w+)\s*\}\}")
 
@@ -59,6 +60,30 @@ class AssertModule:
         )
         return f"file://promptfoo_asserts.py:{name}"
 
+    def transformed(self, entry: dict[str, Any], transforms: list[Any], where: str) -> str:
+        """Add a function running the assert ``entry`` (ours) on the output after ``transforms`` (the
+        test's, then the assert's: code or ``file://``); return the ``python`` check value naming it."""
+        name = f"transformed_{len(self.functions) + 1}"
+        steps = []
+        for transform in transforms:
+            if not isinstance(transform, str) or not transform.strip():
+                raise ConfigError(f"{where}: a transform is JavaScript code or file://PATH[:function]")
+            if transform.startswith("file://"):
+                written = transform[len("file://") :]
+                cut = written.rfind(":")
+                path = inside(written[:cut] if cut > 1 else written)
+                if path is None:
+                    raise ConfigError(f"{where}: {transform} lies outside the config's folder")
+                if path not in self.files:
+                    self.files.append(path)
+                transform = f"file://{path}{written[cut:] if cut > 1 else ''}"  # as copied beside the module
+            steps.append(f"Transform({transform!r}, {where!r}, _HERE)")
+        self.functions.append(
+            f"def {name}(output, case):\n"
+            f"    return transformed(output, case, {entry!r}, transforms=({', '.join(steps)},), base=_HERE)\n"
+        )
+        return f"file://promptfoo_asserts.py:{name}"
+
     def uncarried(self, what: str, where: str) -> str:
         """Add a function that fails the case for an assert (or test option) not carried over, so a
         case never passes on the checks that remain; return the ``python`` check value naming it."""
@@ -73,7 +98,9 @@ class AssertModule:
             "from pathlib import Path\n\n"
             "from pytest_promptsuite.importers.promptfoo.runtime import javascript\n"
             "from pytest_promptsuite.importers.promptfoo.runtime import not_carried\n"
-            "from pytest_promptsuite.importers.promptfoo.runtime import python_assert\n\n\n"
+            "from pytest_promptsuite.importers.promptfoo.runtime import Transform\n"
+            "from pytest_promptsuite.importers.promptfoo.runtime import python_assert\n"
+            "from pytest_promptsuite.importers.promptfoo.runtime import transformed\n\n\n"
             "_HERE = Path(__file__).resolve().parent\n\n\n"
         )
         return head + "\n\n".join(self.functions)
@@ -103,9 +130,17 @@ _THRESHOLDED = frozenset({"latency", "cost", "llm-rubric", "rouge-n"})
 #: A test's keys that are carried over.
 _TEST_KEYS = frozenset({"description", "vars", "assert", "metadata", "threshold", "options", "providerOutput"})
 #: A test's options that change every assert's verdict: a case with one fails as not carried over.
-_VERDICT_OPTIONS = ("transform", "transformVars", "postprocess")
+_VERDICT_OPTIONS = ("transformVars",)
 #: A test's options that are carried over.
-_CARRIED_OPTIONS = frozenset({"disableDefaultAsserts", "disableVarExpansion", "prefix", "suffix"})
+_CARRIED_OPTIONS = frozenset(
+    {"disableDefaultAsserts", "disableVarExpansion", "prefix", "suffix", "transform", "postprocess"}
+)
+#: The shared types that check the model's call against its functions or tools, ignoring ``value``.
+_CALL_CHECKS = frozenset({"is-valid-openai-tools-call", "is-valid-openai-function-call"})
+#: The shared types that read the call, not its output: a transform changes nothing for them.
+_CALL_TYPES = frozenset({"latency", "cost"})
+#: The shared types that need more than the output (a judge): not carried over after a transform.
+_JUDGED_TYPES = frozenset({"llm-rubric"})
 
 
 def _not_carried(kind: str, why: str, code: AssertModule, where: str, unsupported: list[str]) -> dict[str, Any]:
@@ -149,11 +184,16 @@ def map_assert(
         if "threshold" in raw:
             out["threshold"] = raw["threshold"]
         return out
+    if base in _SIMILAR:
+        return _similar(out, base, negated, value, raw.get("threshold"))
     if base not in _SHARED:
         return _not_carried(kind, "", code, where, unsupported)
     if base in ("equals", "contains", "icontains", "starts-with") and isinstance(value, (int, float)):
         value = str(value)  # promptfoo compares String(value)
     out["type"] = kind
+    if base in _CALL_CHECKS:  # against the provider's functions or tools; promptfoo's handler ignores not-
+        out["type"] = base
+        return out
     if value is not None:
         out["value"] = value
     threshold = raw.get("threshold")
@@ -162,6 +202,53 @@ def map_assert(
     elif threshold is not None and base in _THRESHOLDED:
         out["threshold"] = threshold
     return out  # a threshold on any other type is one promptfoo ignores too
+
+
+#: promptfoo's embedding similarity types and ours (its ``similar`` is cosine; our ``similar`` is a string ratio).
+_SIMILAR = {"similar": "similar:cosine", **{t: t for t in ("similar:cosine", "similar:dot", "similar:euclidean")}}
+
+
+def _similar(out: dict[str, Any], base: str, negated: bool, value: Any, threshold: Any) -> dict[str, Any]:
+    """Map a promptfoo ``similar`` assert to our embedding check (it runs on ``[models.embedding]``)."""
+    out["type"] = ("not-" if negated else "") + _SIMILAR[base]
+    if value is not None:
+        out["value"] = value
+    if threshold is not None:
+        out["threshold"] = threshold
+    return out
+
+
+def _with_transforms(
+    raw: Any, variables: Mapping[str, Any], code: AssertModule, where: str, unsupported: list[str], test: Any
+) -> dict[str, Any]:
+    """Map one assert as :func:`map_assert` does, run on the output after the test's transform
+    (``test``) and the assert's own ``transform``, in promptfoo's order; without either, as it is."""
+    own = raw.get("transform") if isinstance(raw, Mapping) else None
+    if not test and own is None:
+        return map_assert(raw, variables, code, where, unsupported)
+    kind = str(raw.get("type"))
+    base = kind.removeprefix("not-")
+    plain = {k: v for k, v in raw.items() if k != "transform"}
+    if base in _CALL_TYPES:
+        return map_assert(plain, variables, code, where, unsupported)
+    if base == "assert-set":
+        if own is not None:
+            return _not_carried(kind, "its transform", code, where, unsupported)
+        inner = [
+            _with_transforms(a, variables, code, f"{where}.assert[{i}]", unsupported, test)
+            for i, a in enumerate(_list(raw.get("assert"), "assert", where))
+        ]
+        out = {k: raw[k] for k in ("weight", "threshold") if k in raw}
+        return {**out, "type": "assert-set", "assert": inner}
+    if base in _JUDGED_TYPES:
+        return _not_carried(kind, "after a transform", code, where, unsupported)
+    entry = map_assert(plain, variables, code, where, unsupported)
+    if entry["type"] == "python" and entry["value"].rpartition(":")[2].startswith("not_carried_"):
+        return entry
+    weight = entry.pop("weight", None)
+    transforms = [t for t in (test, own) if t is not None]
+    out = {"type": "python", "value": code.transformed(entry, transforms, where)}
+    return out if weight is None else {**out, "weight": weight}
 
 
 def csv_test(row: Mapping[str, str], where: str, index: int) -> dict[str, Any]:
@@ -477,7 +564,11 @@ def _case(
 ) -> dict[str, Any]:
     options = {**default["options"], **test["options"]}
     asserts = [*([] if test["options"].get("disableDefaultAsserts") is True else default["assert"]), *test["assert"]]
-    mapped = [map_assert(a, variables, code, f"{where}: assert[{i}]", unsupported) for i, a in enumerate(asserts)]
+    transform = options.get("transform") or options.get("postprocess")  # promptfoo's test transform
+    mapped = [
+        _with_transforms(a, variables, code, f"{where}: assert[{i}]", unsupported, transform)
+        for i, a in enumerate(asserts)
+    ]
     if "providerOutput" in test:
         mapped.append(_not_carried("providerOutput", "", code, where, unsupported))
     changing = [k for k in _VERDICT_OPTIONS if k in options]

@@ -7,12 +7,15 @@ import json
 import math
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from typing import Any
 
 from pytest_promptsuite.errors import TemplateError
 from pytest_promptsuite.prompts.fields import FieldRead
 from pytest_promptsuite.prompts.fields import jinja_reads
+from pytest_promptsuite.prompts.files.filters import MakeFilter
+from pytest_promptsuite.prompts.files.node import NodeFilters
 from pytest_promptsuite.prompts.files.renderers import JinjaRenderer
 
 
@@ -93,20 +96,33 @@ def promptfoo_environment() -> SandboxedEnvironment:
     return env
 
 
+@dataclass
 class PromptfooRenderer(JinjaRenderer):
     """Renders a ``template_file`` under promptfoo's semantics: vars composed first, then the template
-    in :func:`promptfoo_environment`; every field it reads may be missing (it renders empty)."""
+    in :func:`promptfoo_environment`; every field it reads may be missing (it renders empty). The
+    config's ``nunjucksFilters`` (``node_filters``) run in Node.js."""
+
+    node_filters: NodeFilters | None = None
 
     def _environment(self) -> SandboxedEnvironment:
         return promptfoo_environment()
 
     def _filter(self, name: str) -> Any:
+        if self.node_filters is not None and name in self.node_filters.files:
+            return self.node_filters.filter(name)
         return None if name in ("dump", "load") else super()._filter(name)
+
+    def with_filters(self, make_filter: MakeFilter) -> JinjaRenderer:
+        """Return this renderer if it has a filter lookup already, else a new one using ``make_filter``."""
+        return self if self.make_filter is not None else type(self)(make_filter, self.node_filters)
 
     def render(self, template: str, row: Mapping[str, Any]) -> str:
         """Render ``template`` with the row's vars, composed, as its context."""
         return super().render(template, resolve_vars(row))
 
     def fields(self, template: str) -> list[FieldRead]:
-        """Return the variables ``template`` reads, each one a case may lack (Nunjucks renders it empty)."""
+        """Return the variables ``template`` reads, each one a case may lack (Nunjucks renders it empty),
+        compiling it first: a syntax error, an unknown filter or a JavaScript filter without Node.js is a
+        TemplateError at collection."""
+        self._compiled(template)
         return [FieldRead(r.name, r.line, True) for r in jinja_reads(self._env, template)]

@@ -1,0 +1,74 @@
+"""promptfoo's ``similar:cosine``, ``similar:dot`` and ``similar:euclidean``: the output's embedding against
+``value``'s, from the suite's ``[models.embedding]`` (a model with an ``embed`` method)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from pytest_promptsuite.checks.base import Check
+from pytest_promptsuite.checks.base import CheckContext
+from pytest_promptsuite.checks.base import Params
+from pytest_promptsuite.checks.base import Verdict
+from pytest_promptsuite.checks.base import json_text
+from pytest_promptsuite.checks.base import shorten
+from pytest_promptsuite.errors import ModelError
+
+
+#: promptfoo compares with this slack (``Number.EPSILON``).
+_EPSILON = 2.220446049250313e-16
+
+
+def _score(metric: str, a: Sequence[float], b: Sequence[float]) -> float:
+    """Return the similarity (cosine, dot) or the distance (euclidean) of two vectors, as promptfoo's."""
+    if len(a) != len(b):
+        raise ValueError(f"the embeddings differ in length ({len(a)} and {len(b)})")
+    if metric == "euclidean":
+        return math.sqrt(sum((x - y) ** 2 for x, y in zip(a, b, strict=True)))
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
+    if metric == "dot":
+        return dot
+    norms = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
+    return dot / norms if norms else 0.0
+
+
+class EmbeddingSimilar(Check):
+    """``similar:METRIC``: the output's embedding is within ``threshold`` (default 0.75) of one of ``value``:
+    a similarity at least it (cosine, dot), or a distance at most it (euclidean)."""
+
+    def __init__(self, metric: str, expected: list[str], threshold: float) -> None:
+        self.metric = metric
+        self.expected = expected
+        self.threshold = threshold
+
+    def evaluate(self, value: Any, ctx: CheckContext) -> Verdict:
+        distance = self.metric == "euclidean"
+        target = shorten(self.expected[0]) if len(self.expected) == 1 else f"one of {len(self.expected)} texts"
+        expected = f"{'distance <=' if distance else 'similarity >='} {self.threshold:g} ({self.metric}) to {target}"
+        if ctx.embed is None:
+            return Verdict(
+                False,
+                expected,
+                "no embedding model: add [models.embedding] to the suite config, a model that embeds texts "
+                "(a plugin's, through pytest_promptsuite_make_model; spec = 'fake' embeds words offline)",
+            )
+        text = json_text(value)
+        try:
+            vectors = ctx.embed([text, *self.expected])
+            scores = [_score(self.metric, vectors[0], v) for v in vectors[1:]]
+        except (ModelError, ValueError, IndexError, TypeError) as exc:
+            return Verdict(False, expected, f"the embedding model failed: {exc}")
+        best = min(scores) if distance else max(scores)
+        passed = best <= self.threshold + _EPSILON if distance else best >= self.threshold - _EPSILON
+        score = 1 / (1 + best) if distance else best
+        return Verdict(passed, expected, f"{'distance' if distance else 'similarity'} {best:.2f}", score=score)
+
+
+def make_similar(p: Params) -> Check:
+    """Make ``similar:cosine``, ``similar:dot`` or ``similar:euclidean``: ``value`` a text or a list of
+    texts, ``threshold`` (default 0.75)."""
+    expected = p.strings("value", required=True)
+    threshold = p.number("threshold", what="a number")
+    assert expected is not None
+    return EmbeddingSimilar(p.name.partition(":")[2], expected, 0.75 if threshold is None else threshold)
