@@ -6,7 +6,6 @@ import importlib.util
 import json
 import re
 import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,32 +17,43 @@ from pytest_promptsuite.checks.base import json_text
 from pytest_promptsuite.checks.outcome import CheckResult
 from pytest_promptsuite.checks.registry import make_builtin_check
 from pytest_promptsuite.errors import CheckError
+from pytest_promptsuite.prompts.files.node import NodeProcess
 
 
-#: The Node.js side: read {output, context, code | file + fn, param, transform} on stdin, print the result as
-#: JSON (a transform's as {value, text}: text is promptfoo's coerceString, JSON.stringify of a non-string).
+#: The Node.js side, one process for the run: each line of stdin is {output, context, code | file + fn, param,
+#: transform}; each answer a line {value} (a transform's value is {value, text}: text is promptfoo's coerceString,
+#: JSON.stringify of a non-string) or {error}. What the code logs goes to stderr, so it cannot garble an answer.
 _NODE_HARNESS = r"""
-const data = JSON.parse(require('fs').readFileSync(0, 'utf8'));
-(async () => {
-  let result;
-  if (data.file) {
-    const mod = require(data.file);
-    const own = data.fn && typeof mod[data.fn] === 'function' ? mod[data.fn] : undefined;
-    const fn = data.fn && !data.transform ? mod[data.fn] : own || (typeof mod === 'function' ? mod : mod.default);
-    if (typeof fn !== 'function') throw new Error(`${data.file} exports no function ${data.fn || ''}`);
-    result = await fn(data.output, data.context);
-  } else {
-    const body = data.code.includes('\n') ? data.code : `return ${data.code}`;
-    const shim = { ...process, mainModule: { require } };
-    result = await new Function(data.param || 'output', 'context', 'process', body)(data.output, data.context, shim);
+const answer = (obj) => process.stdout.write(JSON.stringify(obj) + '\n');
+console.log = console.info = console.debug = (...args) => process.stderr.write(args.join(' ') + '\n');
+const lines = require('readline').createInterface({ input: process.stdin });
+let queue = Promise.resolve();
+lines.on('line', (line) => { queue = queue.then(() => run(JSON.parse(line))); });
+async function run(data) {
+  try {
+    let result;
+    if (data.file) {
+      const mod = require(data.file);
+      const own = data.fn && typeof mod[data.fn] === 'function' ? mod[data.fn] : undefined;
+      const fn = data.fn && !data.transform ? mod[data.fn] : own || (typeof mod === 'function' ? mod : mod.default);
+      if (typeof fn !== 'function') throw new Error(`${data.file} exports no function ${data.fn || ''}`);
+      result = await fn(data.output, data.context);
+    } else {
+      const body = data.code.includes('\n') ? data.code : `return ${data.code}`;
+      const shim = { ...process, mainModule: { require } };
+      result = await new Function(data.param || 'output', 'context', 'process', body)(data.output, data.context, shim);
+    }
+    const value = result === undefined ? null : result;
+    if (data.transform) {
+      const text = result == null ? null : typeof result === 'string' ? result : JSON.stringify(result);
+      answer({ value: { value, text } });
+    } else {
+      answer({ value });
+    }
+  } catch (e) {
+    answer({ error: String((e && e.stack) || e) });
   }
-  if (data.transform) {
-    const text = result == null ? null : typeof result === 'string' ? result : JSON.stringify(result);
-    process.stdout.write(JSON.stringify({ value: result === undefined ? null : result, text }));
-  } else {
-    process.stdout.write(JSON.stringify(result === undefined ? null : result));
-  }
-})().catch((e) => { process.stderr.write(String(e && e.stack || e)); process.exit(3); });
+}
 """
 _TIMEOUT_S = 30
 
@@ -71,26 +81,25 @@ def _verdict(name: str, result: Any, threshold: float | None) -> CheckResult | b
     raise CheckError(f"{name}: returned {result!r}; return a bool, a number or {{pass, score, reason}}")
 
 
-def _node(payload: dict[str, Any], name: str) -> Any:
-    """Run the harness on ``payload`` in Node.js; return what it printed, parsed."""
-    node = shutil.which("node")
-    if node is None:
+_NODE = NodeProcess(_NODE_HARNESS)
+
+
+def _need_node(name: str) -> None:
+    if shutil.which("node") is None:
         raise CheckError(f"{name}: needs Node.js, and 'node' is not on PATH (install Node.js to run it)")
-    try:
-        done = subprocess.run(
-            [node, "-e", _NODE_HARNESS],
-            input=json.dumps(payload),
-            capture_output=True,
-            text=True,
-            timeout=_TIMEOUT_S,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        raise CheckError(f"{name}: Node.js took more than {_TIMEOUT_S} s") from None
-    if done.returncode != 0:
-        first = done.stderr.strip().splitlines()[0] if done.stderr.strip() else f"exit status {done.returncode}"
-        raise CheckError(f"{name}: the JavaScript raised: {first}")
-    return json.loads(done.stdout or "null")
+
+
+def _node(payload: dict[str, Any], name: str) -> Any:
+    """Run ``payload`` in the run's Node.js process (started at the first call, a round trip after that);
+    return its value."""
+    _need_node(name)
+    answer = _NODE.request(payload, timeout_s=_TIMEOUT_S)
+    if answer is None:
+        raise CheckError(f"{name}: Node.js gave no answer within {_TIMEOUT_S} s or ended: {_NODE.why()}")
+    if "error" in answer:
+        lines = str(answer["error"]).strip().splitlines()
+        raise CheckError(f"{name}: the JavaScript raised: {lines[0] if lines else 'an error'}")
+    return answer["value"]
 
 
 def javascript(
@@ -173,6 +182,9 @@ class Transform:
         """Return what the transform makes of ``value``, and its text as promptfoo's checks read it (a
         non-string as ``JSON.stringify`` writes it); CheckError naming it when it fails or returns nothing."""
         name = f"transform {self.label()} ({self.where})"
+        file = self.code.startswith("file://")
+        if not file or _JS_FILES.search(_file_and_function(self.code[len("file://") :])[0]):
+            _need_node(name)  # before the memo: a JavaScript transform without Node fails, whatever ran before
         key = (self.code, param, json.dumps([value, context], sort_keys=True, default=str))
         if key in _DONE:
             return _DONE[key]
