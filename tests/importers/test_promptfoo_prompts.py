@@ -86,3 +86,39 @@ def test_a_provider_label_with_a_dot_or_accent_is_a_bare_variant_name(tmp_path: 
     )
     variants = sorted(k for k in promptfoo_suite(config).config if k.startswith("variants."))
     assert variants == ["variants.p1-Claude-Opus-4-5--profile", "variants.p1-Mod-le-3-7"]  # a dot nests a TOML table
+
+
+def test_a_prompts_own_config_goes_over_its_providers_settings(tmp_path: Path) -> None:
+    """promptfoo merges a prompt's ``config`` over the provider's: the variant of that prompt sends its settings
+    (``response_format`` as written, not checked); the other prompt keeps the provider's; a setting we cannot
+    carry is listed."""
+    config = _config(
+        tmp_path,
+        "prompts:\n"
+        "  - {raw: 'Describe {{x}} as JSON', label: json, config: {temperature: 0.2, "
+        "response_format: {type: json_object}, frequency_penalty: 1}}\n"
+        "  - 'Describe {{x}}'\n"
+        "providers: [{id: 'openai:gpt-4o-mini', config: {temperature: 0, max_tokens: 64}}]\n"
+        "tests: [{vars: {x: cats}}]\n",
+        {},
+    )
+    imported = promptfoo_suite(config)
+    assert imported.config["model"]["params"] == {"temperature": 0, "max_tokens": 64}
+    assert imported.config["variants.p1"]["model"]["params"] == {
+        "temperature": 0.2,
+        "max_tokens": 64,
+        "response_format": {"type": "json_object"},
+    }
+    assert "model" not in imported.config["variants.p2"]
+    assert "prompt json: config not carried over: frequency_penalty" in imported.notes
+    assert not any("prompt keys not carried over" in note for note in imported.notes)
+
+
+def test_one_prompt_with_its_config_and_one_provider_is_the_suites_model(tmp_path: Path) -> None:
+    config = _config(
+        tmp_path,
+        "prompts: [{raw: 'Say {{x}}', config: {seed: 7}}]\n"
+        "providers: [{id: 'openai:gpt-4o-mini'}]\ntests: [{vars: {x: hi}}]\n",
+        {},
+    )
+    assert promptfoo_suite(config).config["model"]["params"] == {"seed": 7}

@@ -50,6 +50,8 @@ class _Prompt:
     text: str | None = None
     messages: list[dict[str, str]] | None = None
     ident: str | None = None
+    #: The prompt's own ``config``: merged over its providers' settings, as promptfoo merges it.
+    config: dict[str, Any] | None = None
 
     def allowed(self, refs: Any) -> bool:
         """Tell whether a ``prompts:`` filter (labels, ids, ``prefix*``) lets this prompt run, as
@@ -221,11 +223,14 @@ def _prompts(config: _Config) -> list[_Prompt]:
     out: list[_Prompt] = []
     for i, item in enumerate(items):
         where = config.where("prompts", i)
-        label = ident = None
+        label = ident = settings = None
         if isinstance(item, dict):
-            extra = sorted(set(map(str, item)) - {"label", "raw", "id"})
+            extra = sorted(set(map(str, item)) - {"label", "raw", "id", "config"})
             if extra:
                 config.notes.append(f"{where}: prompt keys not carried over: {', '.join(extra)}")
+            settings = item.get("config")
+            if settings is not None and not isinstance(settings, dict):
+                raise ConfigError(f"{where}: a prompt's config is a mapping of provider settings")
             label, ident, item = item.get("label"), item.get("id"), item.get("raw", item.get("id"))
         if not isinstance(item, str):
             raise ConfigError(f"{where}: a prompt is a string, file://PATH or {{raw|id, label}}")
@@ -238,6 +243,7 @@ def _prompts(config: _Config) -> list[_Prompt]:
             found = [_string_prompt(item, where)]
         for prompt in found:
             prompt.ident = ident if isinstance(ident, str) else None
+            prompt.config = settings or None
             if label and item.startswith("file://") and item.endswith(_TEXT_PROMPT):
                 prompt.label = f"{label}: {prompt.label}"
             elif label:
@@ -275,7 +281,7 @@ def _provider(config: _Config, raw: Any, where: str) -> tuple[str, dict[str, Any
         kind, name = (parts[1], ":".join(parts[2:])) if typed else ("chat", ":".join(parts[1:]))
         endpoint = "completions" if kind == "completion" else "chat"
         table: dict[str, Any] = {"spec": f"openai:{name}", "endpoint": endpoint}
-        params = {k: v for k, v in settings.items() if k in ("temperature", "max_tokens", "top_p", "seed", "stop")}
+        params = {k: v for k, v in settings.items() if k in _PARAMS}
         if params:
             table["params"] = params
         if isinstance(settings.get("apiBaseUrl"), str):
@@ -286,6 +292,24 @@ def _provider(config: _Config, raw: Any, where: str) -> tuple[str, dict[str, Any
         return label, table, allowed
     config.notes.append(f"{where}: provider {ident} is not supported (supported: echo, openai:...)")
     return None
+
+
+#: The provider settings carried over as request params of an ``openai:`` model.
+_PARAMS = ("temperature", "max_tokens", "top_p", "seed", "stop")
+#: Also carried from a prompt's own ``config``: sent as written, as promptfoo sends it (not checked).
+_PROMPT_PARAMS = (*_PARAMS, "response_format")
+
+
+def _with_prompt_config(config: _Config, model: dict[str, Any], prompt: _Prompt) -> dict[str, Any]:
+    """Return a provider's ``[model]`` table with ``prompt``'s own ``config`` over its params (promptfoo merges
+    the prompt's config over the provider's); what cannot be carried is listed. ``echo`` reads none of it."""
+    if not prompt.config or not str(model.get("spec", "")).startswith("openai:"):
+        return model
+    carried = {k: v for k, v in prompt.config.items() if k in _PROMPT_PARAMS}
+    dropped = sorted(set(map(str, prompt.config)) - set(carried))
+    if dropped:
+        config.notes.append(f"prompt {prompt.label}: config not carried over: {', '.join(dropped)}")
+    return {**model, "params": {**model.get("params", {}), **carried}} if carried else model
 
 
 def _providers(config: _Config) -> list[tuple[str, dict[str, Any], Any]]:
@@ -475,11 +499,14 @@ def promptfoo_suite(path: Path, *, slice_key: str | None = None) -> ImportedSuit
     suite_config: dict[str, dict[str, Any]] = {"suite": {"cases": ["cases.jsonl"]}, "model": pairs[0][3]}
     if len(tables) * len(providers) == 1:
         suite_config["template"] = tables[0]
+        suite_config["model"] = _with_prompt_config(config, pairs[0][3], prompts[0])
     else:
         suite_config["template"] = dict(pairs[0][1])
         for i, table, label, model in pairs:
             name = f"p{i + 1}" if len(providers) == 1 else f"p{i + 1}-{_slug(label)}"
-            suite_config[f"variants.{name}"] = {**table, **({"model": model} if len(providers) > 1 else {})}
+            own = _with_prompt_config(config, model, prompts[i])  # the provider's table, the prompt's config over it
+            mine = len(providers) > 1 or own is not model
+            suite_config[f"variants.{name}"] = {**table, **({"model": own} if mine else {})}
     if tasks:
         files["prompts.yml"] = encode({"prompts": tasks}, indent=2) + "\n"  # JSON is YAML
     if code.functions:
