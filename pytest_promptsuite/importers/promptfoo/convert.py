@@ -36,7 +36,7 @@ _KEYS = frozenset(
 )
 #: The config's keys that are carried over; every other key present is listed in the import report.
 _CARRIED = frozenset(
-    "description prompts providers targets tests defaultTest assertionTemplates nunjucksFilters".split()
+    "description prompts providers targets tests scenarios defaultTest assertionTemplates nunjucksFilters".split()
 )
 _TEXT_PROMPT = (".txt",)  # split on lines of '---'; .md, .j2 and other text files are one prompt each
 _CHAT_ROLES = {"system": "system", "user": "user", "assistant": "assistant"}
@@ -339,9 +339,49 @@ def _tests(config: _Config) -> list[TestSource]:
             tests.append(TestSource(item, where))
         else:
             raise ConfigError(f"{where}: a test is a mapping (vars, assert) or file://tests.csv|yaml|json|jsonl")
+    tests.extend(_scenario_tests(config))
     if not tests:
         raise ConfigError(f"{config.where('tests')}: the config has no tests")
     return tests
+
+
+def _scenario_tests(config: _Config) -> list[TestSource]:
+    """Make the tests of ``scenarios`` as promptfoo's ``buildTestsFromSuite`` does: each scenario's ``config``
+    entry with each of its ``tests``, the entry's vars, options and metadata under the test's, its asserts
+    before the test's (``defaultTest`` is merged in later, as for every test)."""
+    raw = config.data.get("scenarios")
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise ConfigError(f"{config.where('scenarios')}: scenarios is a list of {{config, tests}}")
+    made: list[TestSource] = []
+    for i, scenario in enumerate(raw):
+        where = config.where("scenarios", i)
+        if not isinstance(scenario, dict):
+            raise ConfigError(f"{where}: a scenario is {{config: [...], tests: [...]}}")
+        entries, tests = scenario.get("config"), scenario.get("tests")
+        if tests is None:  # promptfoo's schema refuses it (with a warning) and runs nothing of it
+            config.notes.append(f"{where}: a scenario without tests makes no test (promptfoo's schema refuses it)")
+            continue
+        if not isinstance(entries, list) or not isinstance(tests, list):
+            raise ConfigError(f"{where}: a scenario is {{config: [...], tests: [...]}}")
+        for j, data in enumerate(entries):
+            for k, test in enumerate(tests):
+                if not isinstance(data, dict) or not isinstance(test, dict):
+                    raise ConfigError(f"{where}: a scenario's config entries and tests are mappings")
+                merged = {
+                    **data,
+                    **test,
+                    "vars": {**(data.get("vars") or {}), **(test.get("vars") or {})},
+                    "options": {**(data.get("options") or {}), **(test.get("options") or {})},
+                    "assert": [*(data.get("assert") or []), *(test.get("assert") or [])],
+                }
+                metadata = {**(data.get("metadata") or {}), **(test.get("metadata") or {})}
+                if metadata:
+                    merged["metadata"] = metadata
+                at = ("tests", k) if test else ("config", j)  # the test's line, or its config entry's
+                made.append(TestSource(merged, config.where("scenarios", i, *at)))
+    return made
 
 
 def _glob(config: _Config, written: str, where: str) -> list[str]:
