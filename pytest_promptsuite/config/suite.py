@@ -155,7 +155,9 @@ class TemplateConfig(ConfigTable):
     def for_variant(self, override: TemplateConfig) -> TemplateConfig:
         """Lay ``override``'s keys over this table, dropping this table's keys of the kinds it does not set."""
         updates = override.set_keys()
-        kinds = {kind for kind in TemplateKind if any(k in updates for k in kind.keys)}
+        # the kinds the override chooses (a key that only modifies, as ``semantics``, chooses none of its own)
+        kinds = {kind for kind in TemplateKind if any(k in updates for k in kind.choosing_keys)}
+        kinds = kinds or {kind for kind in TemplateKind if any(k in updates for k in kind.keys)}
         dropped = {k: None for kind in TemplateKind if kinds and kind not in kinds for k in kind.keys}
         if _SEMANTICS_KIND.get(self.semantics or "") in kinds:  # an imported suite's rules hold for its variants
             dropped.pop("semantics", None)

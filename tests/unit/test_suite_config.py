@@ -194,3 +194,17 @@ def test_an_override_keeps_the_keys_it_does_not_set(tmp_path: Path) -> None:
     config = load_config(path)
     assert config.model_for("v2") == ModelConfig(spec="echo", timeout_s=30.0, max_retries=100)
     assert dict(config.gate) == {"alpha": 0.1}
+
+
+def test_a_template_file_variant_of_a_task_prompt_suite_drops_the_task_prompt(tmp_path: Path) -> None:
+    """A variant that chooses a template file (with ``semantics = "promptfoo"``, a key that only modifies) over a
+    ``[template]`` that is a task prompt is a template file: the task prompt's keys go (an imported promptfoo
+    config of a chat prompt and a text prompt)."""
+    (tmp_path / "promptsuite.toml").write_text(
+        '[template]\ntask_prompts = "prompts.yml"\ntask = "prompt-1"\nsemantics = "promptsuite"\n'
+        '[variants.p2]\ntemplate_file = "p2.txt"\nsemantics = "promptfoo"\n',
+        encoding="utf-8",
+    )
+    table = load_config(tmp_path / "promptsuite.toml").template_for("p2")
+    assert (table.template_file, table.semantics) == ("p2.txt", "promptfoo")
+    assert (table.task_prompts, table.task) == (None, None)

@@ -150,9 +150,26 @@ def _file_prompts(config: _Config, relative: str, where: str) -> list[_Prompt]:
         if messages is None:  # promptfoo's processJsonFile: the file's text is the prompt
             return [_Prompt(relative, text=text)]
         return [_Prompt(relative, messages=messages)]
-    if not relative.endswith((".txt", ".md", ".j2", ".njk", ".prompt")):
-        raise ConfigError(f"{where}: prompt file {relative}: only .txt, .md, .j2 and .json prompts are imported")
     full = str(config.root / relative)
+    if relative.endswith((".yaml", ".yml")):  # promptfoo's processYamlFile: the file's value as JSON is the prompt
+        try:
+            value = load_yaml(text, full, core=True)[0]
+            raw = encode(value, compact=True, scrub=False)  # JSON.stringify's spelling
+        except ConfigError:
+            raw = text  # not YAML: its text, as promptfoo falls back
+        prompt = _string_prompt(raw, where)
+        prompt.label = f"{full}: {raw[:80]}"
+        return [prompt]
+    if relative.endswith(".jsonl"):  # promptfoo's processJsonlFile: a prompt a line, labelled by it when several
+        lines = [line for line in text.splitlines() if line]
+        made = [_string_prompt(line, where) for line in lines]
+        for prompt, line in zip(made, lines, strict=True):
+            prompt.label = f"{full}: {line}" if len(lines) > 1 else full
+        return made
+    if not relative.endswith((".txt", ".md", ".j2", ".njk", ".prompt")):
+        raise ConfigError(
+            f"{where}: prompt file {relative}: only .txt, .md, .j2, .json, .jsonl, .yaml and .csv prompts are imported"
+        )
     if not relative.endswith(_TEXT_PROMPT):  # promptfoo's processJinjaFile, processMarkdownFile: the whole file
         return [_Prompt(f"{full}: {text[:50]}...", text=text)]
     parts: list[str] = []
@@ -246,6 +263,8 @@ def _prompts(config: _Config) -> list[_Prompt]:
             prompt.config = settings or None
             if label and item.startswith("file://") and item.endswith(_TEXT_PROMPT):
                 prompt.label = f"{label}: {prompt.label}"
+            elif label and item.endswith(".jsonl") and len(found) > 1:  # promptfoo: `${label}: ${json}`
+                prompt.label = f"{label}: {prompt.label.split(': ', 1)[1]}"
             elif label:
                 prompt.label = str(label)
         out.extend(found)
