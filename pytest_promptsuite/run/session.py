@@ -302,11 +302,15 @@ class PromptSession:
         """Plan to start model calls ahead of the items about to run.
 
         ``items`` in order (a serial run), or what ``upcoming`` says the worker's queue holds (pytest-xdist);
-        ``start(item)`` starts one item's call. ``stop_early`` (``-x``, ``--maxfail``): at most one window ahead.
+        ``start(item)`` starts one item's call. ``stop_early`` (``-x``, ``--maxfail``, ``--prompt-sequential``): at
+        most one window of twice the concurrency bound ahead (the bound full and as many waiting), so that the calls
+        made for cases that will not run once the run stops are at most that many.
         """
         window = self.runner.prefetch_window()
         if not window:
             return
+        if stop_early:
+            window = max(1, window // 2)
         self._prefetcher = Prefetcher(
             start,
             window=window,
