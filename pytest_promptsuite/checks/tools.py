@@ -77,13 +77,9 @@ class ValidToolsCall(_ToolCheck):
             if tools is None or call.name not in tools.names:
                 known = ", ".join(sorted(tools.names)) if tools is not None and tools.names else "none"
                 return Verdict(False, expected, f"{where} is not a defined tool (defined: {known})")
-            if not call.valid_json:
-                return Verdict(False, expected, f"{where}: arguments are not JSON: {shorten(call.arguments_text)}")
-            schema = tools.parameters_of(call.name)
-            if schema is not None:
-                problem = schema_mismatch(schema_validator(schema, "is-valid-openai-tools-call"), call.arguments)
-                if problem is not None:
-                    return Verdict(False, expected, f"{where}: arguments do not fit its parameters: {problem}")
+            problem = _arguments_problem(call, tools.parameters_of(call.name), "is-valid-openai-tools-call")
+            if problem is not None:
+                return Verdict(False, expected, f"{where}: {problem}")
         return Verdict(True, expected, f"{len(calls)} valid call{'s' if len(calls) != 1 else ''}: {_shown(calls)}")
 
 
@@ -99,15 +95,9 @@ class ValidFunctionCall(Check):
 
     def evaluate(self, value: Any, ctx: CheckContext) -> Verdict:
         expected = "a function call that names a defined function, with arguments valid against its schema"
-        calls = [
-            (call.name, json.dumps(call.arguments) if call.valid_json else str(call.arguments_text))
-            for _, call in _numbered(ctx)
-        ]
+        calls = [call for _, call in _numbered(ctx)] or [c for c in (_output_call(value),) if c is not None]
         if not calls:
-            read = _output_call(value)
-            if read is None:
-                return Verdict(False, expected, f"no function call: {shorten(value)}")
-            calls = [read]
+            return Verdict(False, expected, f"no function call: {shorten(value)}")
         schemas: dict[str, Any] | None = None
         if self.functions is not None:
             schemas = {str(f.get("name")): f.get("parameters") for f in self.functions}
@@ -115,22 +105,26 @@ class ValidFunctionCall(Check):
             schemas = {name: ctx.tools.parameters_of(name) for name in ctx.tools.names}
         if schemas is None:
             return Verdict(False, expected, "no functions to check the call against (give them as 'value')")
-        for name, arguments in calls:
-            if name not in schemas:
-                return Verdict(False, expected, f"called {name!r}, but there is no function with that name")
-            try:
-                parsed = json.loads(arguments)
-            except ValueError:
-                return Verdict(False, expected, f"{name}: arguments are not JSON: {shorten(arguments)}")
-            schema = schemas[name]
-            if schema is not None:
-                problem = schema_mismatch(schema_validator(schema, "is-valid-openai-function-call"), parsed)
-                if problem is not None:
-                    return Verdict(False, expected, f"{name}: arguments do not fit its parameters: {problem}")
-        return Verdict(True, expected, ", ".join(f"{name}({_cut(arguments)})" for name, arguments in calls))
+        for call in calls:
+            if call.name not in schemas:
+                return Verdict(False, expected, f"called {call.name!r}, but there is no function with that name")
+            problem = _arguments_problem(call, schemas[call.name], "is-valid-openai-function-call")
+            if problem is not None:
+                return Verdict(False, expected, f"{call.name}: {problem}")
+        return Verdict(True, expected, ", ".join(_cut(call.display()) for call in calls))
 
 
-def _output_call(value: Any) -> tuple[str, str] | None:
+def _arguments_problem(call: ToolCall, schema: Any, check: str) -> str | None:
+    """Say what is wrong with a call's arguments against its function's ``parameters`` schema (None: nothing)."""
+    if not call.valid_json:
+        return f"arguments are not JSON: {shorten(call.arguments_text)}"
+    if schema is None:
+        return None
+    problem = schema_mismatch(schema_validator(schema, check), call.arguments)
+    return None if problem is None else f"arguments do not fit its parameters: {problem}"
+
+
+def _output_call(value: Any) -> ToolCall | None:
     """Read the output as OpenAI's function call, ``{name, arguments}`` (arguments a JSON string), as
     promptfoo's ``validateFunctionCall`` does; None when it is not one."""
     try:
@@ -139,9 +133,12 @@ def _output_call(value: Any) -> tuple[str, str] | None:
         return None
     if isinstance(data, dict) and "function_call" in data:
         data = data["function_call"]
-    if isinstance(data, dict) and isinstance(data.get("name"), str) and isinstance(data.get("arguments"), str):
-        return data["name"], data["arguments"]
-    return None
+    if not (isinstance(data, dict) and isinstance(data.get("name"), str) and isinstance(data.get("arguments"), str)):
+        return None
+    try:  # not ToolCall.with_arguments: promptfoo's JSON.parse refuses empty arguments
+        return ToolCall("output", data["name"], json.loads(data["arguments"]))
+    except ValueError:
+        return ToolCall("output", data["name"], arguments_text=data["arguments"])
 
 
 class ToolCallF1(_ToolCheck):
