@@ -122,3 +122,15 @@ def test_one_prompt_with_its_config_and_one_provider_is_the_suites_model(tmp_pat
         {},
     )
     assert promptfoo_suite(config).config["model"]["params"] == {"seed": 7}
+
+
+def test_a_csv_prompt_files_config_goes_to_each_of_its_rows(tmp_path: Path) -> None:
+    """promptfoo spreads a prompt's keys over each CSV row's prompt: every row's variant sends its ``config``."""
+    config = _config(
+        tmp_path,
+        "prompts: [{id: 'file://prompts.csv', config: {temperature: 0.3}}]\n"
+        "providers: [{id: 'openai:gpt-4o-mini'}]\ntests: [{vars: {topic: cats}}]\n",
+        {"prompts.csv": 'prompt\n"Tell me about {{topic}}"\n"Explain {{topic}}"\n'},
+    )
+    imported = promptfoo_suite(config)
+    assert [imported.config[f"variants.p{i}"]["model"]["params"] for i in (1, 2)] == [{"temperature": 0.3}] * 2

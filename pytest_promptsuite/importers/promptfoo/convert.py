@@ -160,12 +160,6 @@ def _file_prompts(config: _Config, relative: str, where: str) -> list[_Prompt]:
         prompt = _string_prompt(raw, where)
         prompt.label = f"{full}: {raw[:80]}"
         return [prompt]
-    if relative.endswith(".jsonl"):  # promptfoo's processJsonlFile: a prompt a line, labelled by it when several
-        lines = [line for line in text.splitlines() if line]
-        made = [_string_prompt(line, where) for line in lines]
-        for prompt, line in zip(made, lines, strict=True):
-            prompt.label = f"{full}: {line}" if len(lines) > 1 else full
-        return made
     if not relative.endswith((".txt", ".md", ".j2", ".njk", ".prompt")):
         raise ConfigError(
             f"{where}: prompt file {relative}: only .txt, .md, .j2, .json, .jsonl, .yaml and .csv prompts are imported"
@@ -223,6 +217,17 @@ def _csv_prompts(config: _Config, relative: str, where: str, label: Any, ident: 
     return out
 
 
+def _jsonl_prompts(config: _Config, relative: str, where: str, label: Any) -> list[_Prompt]:
+    """Read a JSONL prompt file as promptfoo's ``processJsonlFile`` does: a prompt a line, labelled
+    ``LABEL: LINE`` (or ``PATH: LINE``) when there are several, else ``LABEL`` (or ``PATH``)."""
+    lines = [line for line in config.read_text(relative, where).splitlines() if line]
+    named = str(label) if label else str(config.root / relative)
+    made = [_string_prompt(line, where) for line in lines]
+    for prompt, line in zip(made, lines, strict=True):
+        prompt.label = f"{named}: {line}" if len(lines) > 1 else named
+    return made
+
+
 def _string_prompt(item: str, where: str) -> _Prompt:
     """Make a prompt of a string: chat messages when it is a JSON list of them, a template otherwise."""
     try:
@@ -252,9 +257,15 @@ def _prompts(config: _Config) -> list[_Prompt]:
         if not isinstance(item, str):
             raise ConfigError(f"{where}: a prompt is a string, file://PATH or {{raw|id, label}}")
         if item.startswith("file://") and item.endswith(".csv"):  # labelled and named row by row
-            out.extend(_csv_prompts(config, item[len("file://") :], where, label, ident))
+            made = _csv_prompts(config, item[len("file://") :], where, label, ident)
+            for prompt in made:
+                prompt.config = settings or None  # promptfoo spreads the prompt's keys over each row's
+            out.extend(made)
             continue
-        if item.startswith("file://"):
+        if item.startswith("file://") and item.endswith(".jsonl"):
+            found = _jsonl_prompts(config, item[len("file://") :], where, label)
+            label = None  # labelled line by line as promptfoo labels them
+        elif item.startswith("file://"):
             found = _file_prompts(config, item[len("file://") :], where)
         else:
             found = [_string_prompt(item, where)]
@@ -263,8 +274,6 @@ def _prompts(config: _Config) -> list[_Prompt]:
             prompt.config = settings or None
             if label and item.startswith("file://") and item.endswith(_TEXT_PROMPT):
                 prompt.label = f"{label}: {prompt.label}"
-            elif label and item.endswith(".jsonl") and len(found) > 1:  # promptfoo: `${label}: ${json}`
-                prompt.label = f"{label}: {prompt.label.split(': ', 1)[1]}"
             elif label:
                 prompt.label = str(label)
         out.extend(found)
@@ -384,10 +393,10 @@ def _scenario_tests(config: _Config) -> list[TestSource]:
             continue
         if not isinstance(entries, list) or not isinstance(tests, list):
             raise ConfigError(f"{where}: a scenario is {{config: [...], tests: [...]}}")
+        if not all(isinstance(item, dict) for item in (*entries, *tests)):
+            raise ConfigError(f"{where}: a scenario's config entries and tests are mappings")
         for j, data in enumerate(entries):
             for k, test in enumerate(tests):
-                if not isinstance(data, dict) or not isinstance(test, dict):
-                    raise ConfigError(f"{where}: a scenario's config entries and tests are mappings")
                 merged = {
                     **data,
                     **test,
