@@ -228,7 +228,7 @@ class Assembler:
         made = self.make_model(choice.settings, choice.root, choice.where)
         model = self.runner.attach(
             made,
-            concurrency=max(1, -(-choice.concurrency // self.workers)),
+            concurrency=self._share(choice),
             stores=self.stores,
             prefetched=False,
             adaptive=choice.adaptive,
@@ -264,6 +264,10 @@ class Assembler:
             transform=_transform(hook.pytest_promptsuite_transform_output),
         )
 
+    def _share(self, choice: ModelChoice) -> int:
+        """Return this process's share of a model's bound on calls in flight (pytest-xdist workers split it)."""
+        return max(1, -(-choice.concurrency // self.workers))
+
     def _attached(self, choice: ModelChoice) -> Model:
         """Make a model and attach it to the runner, its concurrency bound shared by pytest-xdist workers."""
         settings = choice.settings
@@ -278,7 +282,7 @@ class Assembler:
             self.hints.append(hint)
         return self.runner.attach(
             model,
-            concurrency=max(1, -(-choice.concurrency // self.workers)),
+            concurrency=self._share(choice),
             stores=self.stores,
             batch=choice.batch,
             budget_usd=settings.budget_usd,
