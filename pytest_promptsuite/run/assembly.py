@@ -227,11 +227,7 @@ class Assembler:
         # the judge's answers are cached and replayed like the model's
         made = self.make_model(choice.settings, choice.root, choice.where)
         model = self.runner.attach(
-            made,
-            concurrency=self._share(choice),
-            stores=self.stores,
-            prefetched=False,
-            adaptive=choice.adaptive,
+            made, concurrency=self._share(choice), stores=self.stores, prefetched=False, adaptive=choice.adaptive
         )
         from pytest_promptsuite.checks.metric import ModelJudge  # the judge's layer: loaded when a suite has a judge
 

@@ -48,7 +48,8 @@ def _filters(tmp_path: Path) -> NodeFilters:
     (tmp_path / "allcaps.js").write_text("module.exports = (s) => String(s).toUpperCase();\n", encoding="utf-8")
     (tmp_path / "wrap.js").write_text("module.exports = { default: (s, a, b) => a + s + b };\n", encoding="utf-8")
     (tmp_path / "boom.js").write_text("module.exports = () => { throw new Error('no way'); };\n", encoding="utf-8")
-    return NodeFilters({name: tmp_path / f"{name}.js" for name in ("allcaps", "wrap", "boom")})
+    (tmp_path / "chatty.js").write_text("module.exports = (s) => { console.log('seen', s); return s + '!'; };\n")
+    return NodeFilters({name: tmp_path / f"{name}.js" for name in ("allcaps", "wrap", "boom", "chatty")})
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="needs Node.js")
@@ -61,6 +62,7 @@ def test_nunjucks_filters_run_in_one_node_process(tmp_path: Path) -> None:
         first = filters.pid
         assert first is not None
         assert renderer.render("{{ n | allcaps }}", {"n": 2}) == "2" and filters.pid == first  # one process
+        assert renderer.render("{{ x | chatty }}", {"x": "hi"}) == "hi!"  # what it logs is not its answer
         with pytest.raises(TemplateError, match=r"nunjucksFilters 'boom' \(boom.js\) raised: no way"):
             renderer.render("{{ x | boom }}", {"x": "a"})
     finally:

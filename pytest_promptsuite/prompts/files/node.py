@@ -20,8 +20,9 @@ from pytest_promptsuite.errors import TemplateError
 
 
 #: Load each filter file (``module.exports`` or its ``default``), then answer ``{name, args}`` lines
-#: with ``{value}`` or ``{error}`` lines.
+#: with ``{value}`` or ``{error}`` lines; what a filter logs goes to stderr, so it cannot garble an answer.
 _HARNESS = r"""
+console.log = console.info = console.debug = (...args) => process.stderr.write(args.join(' ') + '\n');
 const files = JSON.parse(process.argv[1]);
 const filters = {};
 for (const [name, file] of Object.entries(files)) {
