@@ -97,20 +97,29 @@ def test_promptfoo_itself_agrees_on_the_transforms(tmp_path: Path, suite: Suite)
     assert {k: v[0] for k, v in _verdicts_and_asserts(run_imported(suite, imported)).items()} == theirs
 
 
-def test_a_transform_without_node_names_it_and_its_test(
-    tmp_path: Path, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _run_without_node(
+    tmp_path: Path, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tests: str
+) -> tuple[Path, pytest.RunResult]:
+    """Import a one-test config on echo (``tests``: its YAML after ``tests:``), then run it with no Node.js on PATH."""
     config = tmp_path / "promptfooconfig.yaml"
-    config.write_text(
-        "prompts: ['Say {{ x }}']\nproviders: [echo]\ntests:\n  - vars: {x: hi}\n"
-        "    options: {transform: output.toUpperCase()}\n    assert: [{type: contains, value: HI}]\n",
-        encoding="utf-8",
-    )
+    config.write_text("prompts: ['Say {{ x }}']\nproviders: [echo]\ntests:\n" + tests, encoding="utf-8")
     status, suite = _import(tmp_path, config)
     assert status == 0
     shutil.copytree(suite, pytester.path / "suite")
     monkeypatch.setenv("PATH", str(Path(sys.executable).parent))
-    result = pytester.runpytest("--prompt-suite", "suite", "-p", "no:cacheprovider")
+    return config, pytester.runpytest("--prompt-suite", "suite", "-p", "no:cacheprovider")
+
+
+def test_a_transform_without_node_names_it_and_its_test(
+    tmp_path: Path, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config, result = _run_without_node(
+        tmp_path,
+        pytester,
+        monkeypatch,
+        "  - vars: {x: hi}\n    options: {transform: output.toUpperCase()}\n"
+        "    assert: [{type: contains, value: HI}]\n",
+    )
     result.assert_outcomes(failed=1)
     assert (
         f"transform output.toUpperCase() ({config}:4: assert[0]): needs Node.js, and 'node' is not on PATH"
@@ -214,17 +223,12 @@ def test_providers_and_what_cannot_be_carried_over(tmp_path: Path, capsys: pytes
 def test_javascript_without_node_names_the_check(
     tmp_path: Path, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    config = tmp_path / "promptfooconfig.yaml"
-    config.write_text(
-        "prompts: ['Say {{ x }}']\nproviders: [echo]\ntests:\n  - vars: {x: hi}\n    assert:\n"
-        "      - type: javascript\n        value: output.length > 0\n",
-        encoding="utf-8",
+    config, result = _run_without_node(
+        tmp_path,
+        pytester,
+        monkeypatch,
+        "  - vars: {x: hi}\n    assert:\n      - type: javascript\n        value: output.length > 0\n",
     )
-    status, suite = _import(tmp_path, config)
-    assert status == 0
-    shutil.copytree(suite, pytester.path / "suite")
-    monkeypatch.setenv("PATH", str(Path(sys.executable).parent))
-    result = pytester.runpytest("--prompt-suite", "suite", "-p", "no:cacheprovider")
     result.assert_outcomes(failed=1)
     assert f"javascript assert ({config}:4: assert[0]): needs Node.js, and 'node' is not on PATH" in result.stdout.str()
 
