@@ -45,7 +45,7 @@ def confine(root: Path, relative: str | Path) -> Path | None:
 
 
 class TemplateKind(Enum):
-    """The three kinds of prompt a ``[template]`` table (after a variant's overrides) can make."""
+    """The four kinds of prompt a ``[template]`` table (after a variant's overrides) can make."""
 
     INFER_CFG = "infer_cfg"
     """An OpenCompass ``infer_cfg`` (``prompt_template`` / ``ice_template``), also the default."""
@@ -53,6 +53,8 @@ class TemplateKind(Enum):
     """A NeMo Guardrails task prompt (``task_prompts`` + ``task``)."""
     FILE = "file"
     """A template file or inline ``template`` string with its ``renderer``."""
+    FUNCTION = "function"
+    """A promptfoo prompt function (``prompt_function``), called when each case renders."""
 
     @property
     def choosing_keys(self) -> tuple[str, ...]:
@@ -70,6 +72,7 @@ _CHOOSING: dict[TemplateKind, tuple[str, ...]] = {
     TemplateKind.INFER_CFG: ("prompt_template", "ice_template", "multiturn_template"),
     TemplateKind.TASK_PROMPTS: ("task_prompts", "task"),
     TemplateKind.FILE: ("template_file", "template"),
+    TemplateKind.FUNCTION: ("prompt_function",),
 }
 #: The keys that only modify their kind. A variant that sets any key of a kind (choosing or
 #: modifying) drops the ``[template]`` keys of the other kinds. ``output_column`` is of no kind.
@@ -77,6 +80,7 @@ _MODIFYING: dict[TemplateKind, tuple[str, ...]] = {
     TemplateKind.INFER_CFG: ("retriever", "infer_mode", "inferencer"),
     TemplateKind.TASK_PROMPTS: ("mode", "nemo_config", "semantics", "prompt_model"),
     TemplateKind.FILE: ("renderer",),
+    TemplateKind.FUNCTION: ("prompt_context",),
 }
 
 
@@ -118,6 +122,17 @@ class TemplateConfig(ConfigTable):
         'promptfoo\'s nunjucksFilters (semantics = "promptfoo"): a filter name to the JavaScript file that '
         "exports it, run in Node.js.",
     )
+    prompt_function: str | None = key(
+        None,
+        'A promptfoo prompt function (semantics = "promptfoo"), called as each case renders: FILE.js (its export), '
+        "FILE.js:NAME, FILE.py:NAME (or Class.method), or FILE.py alone (a script that prints the prompt). Its "
+        "string is rendered with Nunjucks' rules; its chat messages are sent as messages.",
+    )
+    prompt_context: dict[str, Any] | None = key(
+        None,
+        "What a prompt_function is given besides the case's vars: {provider = {id, label}, config}, as promptfoo "
+        "gives them.",
+    )
     prompt_model: str | None = key(
         None, "The model name that selects a NeMo prompt (openai/gpt-4o), apart from the one that runs."
     )
@@ -144,7 +159,7 @@ class TemplateConfig(ConfigTable):
         if len(chosen) > 1:
             raise ConfigError(
                 f"{path}: [template] takes exactly one of: an infer_cfg (prompt_template), a task "
-                "prompt (task_prompts + task) or a template file (template_file or template)"
+                "prompt (task_prompts + task), a template file (template_file or template) or a prompt_function"
             )
         return chosen[0] if chosen else TemplateKind.INFER_CFG
 
@@ -159,13 +174,13 @@ class TemplateConfig(ConfigTable):
         kinds = {kind for kind in TemplateKind if any(k in updates for k in kind.choosing_keys)}
         kinds = kinds or {kind for kind in TemplateKind if any(k in updates for k in kind.keys)}
         dropped = {k: None for kind in TemplateKind if kinds and kind not in kinds for k in kind.keys}
-        if _SEMANTICS_KIND.get(self.semantics or "") in kinds:  # an imported suite's rules hold for its variants
+        if _SEMANTICS_KINDS.get(self.semantics or "", set()) & kinds:  # an imported suite's rules hold for its variants
             dropped.pop("semantics", None)
         return dataclasses.replace(self, **{**dropped, **updates})
 
 
-#: The kind of prompt each ``semantics`` applies to (``nemo``: task prompts, the kind it is listed with).
-_SEMANTICS_KIND = {"promptfoo": TemplateKind.FILE, "opencompass": TemplateKind.INFER_CFG}
+#: The kinds of prompt each ``semantics`` applies to (``nemo``: task prompts, the kind it is listed with).
+_SEMANTICS_KINDS = {"promptfoo": {TemplateKind.FILE, TemplateKind.FUNCTION}, "opencompass": {TemplateKind.INFER_CFG}}
 
 #: The fields of ``[template]`` itself (a variant's table adds ``model``).
 _TEMPLATE_FIELDS = tuple(f.name for f in dataclasses.fields(TemplateConfig))

@@ -204,6 +204,12 @@ class CasePrompts:
             return {}
         return {"stop": list(stop)} if stop else {}
 
+    def made_by_code(self, *, variant: str | None = None) -> bool:
+        """Tell whether the variant's prompt is made by code as each case runs (a promptfoo prompt function):
+        collection does not render it, so the code runs once per case and a failure is the case's error."""
+        source = self.sources.get(variant)
+        return source is not None and source.function is not None
+
     def parse_output(self, text: str, *, variant: str | None = None) -> str:
         """Return the output the checks see: ``text`` through a task prompt's ``output_parser``."""
         source = self.sources.get(variant)

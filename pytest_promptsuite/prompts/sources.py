@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from pytest_promptsuite.cases.prompt_case import PromptCase
     from pytest_promptsuite.config.suite import SuiteConfig
     from pytest_promptsuite.config.suite import TemplateConfig
+    from pytest_promptsuite.importers.promptfoo.runtime import PromptFunction
     from pytest_promptsuite.nemo.render import NemoPrompt
     from pytest_promptsuite.prompts.core import Prompt
     from pytest_promptsuite.prompts.files.node import NodeFilters
@@ -155,11 +156,12 @@ def _node_filters(config: SuiteConfig, table: TemplateConfig, variant: str | Non
 
 @dataclass(frozen=True)
 class PromptSource:
-    """What each case sends when its ``[template]`` table is a task prompt or a string template
-    (one of the two is set)."""
+    """What each case sends when its ``[template]`` table is a task prompt, a string template or a
+    promptfoo prompt function (one of the three is set)."""
 
     task_prompt: TaskPrompt | NemoPrompt | None = None
     string: StringTemplate | None = None
+    function: PromptFunction | None = None
     #: ``[template] optional``: fields a case may leave out; they render empty.
     optional: frozenset[str] = frozenset()
     #: Names this source provides itself (a NeMo context's variables): never missing from a row.
@@ -169,12 +171,16 @@ class PromptSource:
         """Return what this source's template reads, for the static check."""
         if self.string is not None:
             return [replace(self.string.fields(), provides=self.provides)]
+        if self.function is not None:  # what code reads is known once it runs
+            return [TemplateReads("template.prompt_function", None, self.function.path, 1)]
         assert self.task_prompt is not None
         return [self.task_prompt.template_reads(self.provides)]
 
     def prompt(self, case: PromptCase) -> Prompt:
         """Render the prompt of ``case``: a string, or messages; TemplateError naming the prompt or
         file and the variable when it does not render."""
+        if self.function is not None:
+            return self.function.prompt(case)
         row = case_row(case)
         for name in self.optional:
             row.setdefault(name, "")
@@ -234,6 +240,9 @@ def prompt_source(
         except ConfigError as exc:
             raise ConfigError(f"{where('task')}: {exc}") from exc
         return PromptSource(task_prompt=chosen, optional=optional)
+    if table.kind(path=config.path) is TemplateKind.FUNCTION:
+        function = _prompt_function(config, table, make_filter, variant)
+        return PromptSource(function=function, optional=optional)
     for key in ("mode", "nemo_config", "semantics", "prompt_model"):
         if key == "semantics" and table.semantics == "promptfoo" and table.kind() is TemplateKind.FILE:
             continue  # promptfoo's rules for a template file (string_template)
@@ -245,3 +254,35 @@ def prompt_source(
         raise ConfigError(f"{where('nunjucks_filters')}: template.nunjucks_filters applies to semantics = 'promptfoo'")
     string = string_template(config, table, make=make_renderer, make_filter=make_filter, variant=variant)
     return PromptSource(string=string, optional=optional) if string is not None else None
+
+
+def _prompt_function(
+    config: SuiteConfig, table: TemplateConfig, make_filter: MakeFilter, variant: str | None
+) -> PromptFunction:
+    """Make the ``[template] prompt_function`` of a promptfoo suite: its file (inside the suite's folder)
+    and function, and the renderer of what it returns."""
+    key = config.template_key(variant, "prompt_function")
+    written = table.prompt_function
+    assert written is not None
+    if table.semantics != "promptfoo":
+        raise ConfigError(f'{config.where(key)}: {key} is promptfoo\'s: add semantics = "promptfoo"')
+    for other in ("mode", "nemo_config", "prompt_model", "renderer"):
+        if getattr(table, other) is not None:
+            raise ConfigError(f"{config.where(config.template_key(variant, other))}: {other} does not apply to {key}")
+    from pytest_promptsuite.importers.promptfoo.runtime import PromptFunction
+
+    cut = written.rfind(":")  # FILE:NAME at the last colon, as promptfoo splits it
+    file, function = (written[:cut], written[cut + 1 :] or None) if cut > 1 else (written, None)
+    if not file.lower().endswith((".js", ".cjs", ".mjs", ".py")):
+        raise ConfigError(
+            f"{config.where(key)}: {key} = {written!r}: a prompt function is FILE.js, FILE.cjs, FILE.mjs or FILE.py"
+            " (optionally :NAME)"
+        )
+    path = config.resolve(file, key=key)
+    if not path.is_file():
+        raise ConfigError(f"{config.where(key)}: {key} = {written!r}: no such file {path}")
+    try:
+        renderer = _promptfoo_renderer(table, make_filter, _node_filters(config, table, variant))
+    except ConfigError as exc:
+        raise ConfigError(f"{config.where(key)}: {exc}") from exc
+    return PromptFunction(path, function, written, renderer, dict(table.prompt_context or {}))

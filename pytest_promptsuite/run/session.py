@@ -191,10 +191,11 @@ class PromptSession:
     ) -> None:
         """Render each planned case's requests known before a model answers (once, whatever the repeats):
         such a failure is the suite's, not the model's, so it stops collection (CaseFileError) with
-        ``path:line: case: error``, the cases failing alike in one message."""
+        ``path:line: case: error``, the cases failing alike in one message. A prompt made by code (a promptfoo
+        prompt function) is left to the run: it runs once per case, and a failure is that case's error."""
         failed: dict[str, list[PlannedCase]] = {}
         for item in planned:
-            if item.key.repeat == 0:
+            if item.key.repeat == 0 and not prompts.made_by_code(variant=item.key.variant):
                 try:
                     prompts.known_requests(cases[item.key.case_id], variant=item.key.variant)
                 except PromptSuiteError as exc:

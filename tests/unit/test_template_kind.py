@@ -20,8 +20,8 @@ from pytest_promptsuite.prompts.compile import CasePrompts
 
 
 MIXTURE = (
-    "[template] takes exactly one of: an infer_cfg (prompt_template), a task prompt (task_prompts + task) "
-    "or a template file (template_file or template)"
+    "[template] takes exactly one of: an infer_cfg (prompt_template), a task prompt (task_prompts + task), "
+    "a template file (template_file or template) or a prompt_function"
 )
 
 

@@ -52,6 +52,10 @@ class _Prompt:
     ident: str | None = None
     #: The prompt's own ``config``: merged over its providers' settings, as promptfoo merges it.
     config: dict[str, Any] | None = None
+    #: A prompt function: ``FILE.js``, ``FILE.js:NAME``, ``FILE.py[:NAME]`` (inside the config's folder).
+    function: str | None = None
+    #: The prompt function's file (relative, text), copied into the suite.
+    source: tuple[str, str] | None = None
 
     def allowed(self, refs: Any) -> bool:
         """Tell whether a ``prompts:`` filter (labels, ids, ``prefix*``) lets this prompt run, as
@@ -237,9 +241,45 @@ def _string_prompt(item: str, where: str) -> _Prompt:
     return _Prompt(item, messages=messages, text=None if messages else item)
 
 
-def _prompts(config: _Config) -> list[_Prompt]:
+#: The files promptfoo runs as prompt functions; TypeScript (.ts, .cts, .mts) needs a loader Node.js 20 lacks.
+_FUNCTION_FILES = (".js", ".cjs", ".mjs", ".py")
+_TYPESCRIPT = (".ts", ".cts", ".mts")
+
+
+def _function_prompt(config: _Config, written: str, where: str) -> _Prompt:
+    """Make a prompt function of ``file://FILE[:NAME]``, labelled as promptfoo's ``processJsFile`` and
+    ``processPythonFile`` label it; it runs when each case renders (``[template] prompt_function``)."""
+    cut = written.rfind(":")  # promptfoo's parsePathOrGlob: FILE:NAME at the last colon
+    relative, name = (written[:cut], written[cut + 1 :] or None) if cut > 1 else (written, None)
+    normal = inside(relative)
+    if normal is None:
+        raise ConfigError(f"{where}: file://{relative} lies outside the config's folder")
+    if normal in _RESERVED:
+        raise ConfigError(f"{where}: file://{relative}: a prompt function's file may not be named {normal}")
+    text = config.read_text(normal, where)  # read now: a missing file is an import error
+    full = str(config.root / normal)
+    if name is not None:
+        label = f"{full}:{name}"
+    else:
+        label = f"{full}: {text}" if normal.endswith(".py") else full
+    return _Prompt(label, function=f"{normal}:{name}" if name else normal, source=(normal, text))
+
+
+#: The files an imported suite is made of: a file the config names may not take their place.
+_RESERVED = frozenset({"promptsuite.toml", "cases.jsonl", "prompts.yml", "promptfoo_asserts.py"})
+
+
+def _prompt_items(config: _Config) -> list[Any]:
+    """Return the config's prompts as a list, as promptfoo's ``normalizeInput`` reads them: a string, a
+    list, or a mapping of each prompt to its label (``{file://a.txt: Label A}``)."""
     raw = config.data.get("prompts")
-    items = raw if isinstance(raw, list) else [raw] if raw is not None else ["{{prompt}}"]  # promptfoo's default
+    if isinstance(raw, dict) and raw:
+        return [{"raw": str(prompt), "label": label} for prompt, label in raw.items()]
+    return raw if isinstance(raw, list) else [raw] if raw is not None else ["{{prompt}}"]  # promptfoo's default
+
+
+def _prompts(config: _Config) -> list[_Prompt]:
+    items = _prompt_items(config)
     if not items:
         raise ConfigError(f"{config.where('prompts')}: the config has no prompts")
     out: list[_Prompt] = []
@@ -265,6 +305,13 @@ def _prompts(config: _Config) -> list[_Prompt]:
         if item.startswith("file://") and item.endswith(".jsonl"):
             found = _jsonl_prompts(config, item[len("file://") :], where, label)
             label = None  # labelled line by line as promptfoo labels them
+        elif item.startswith("file://") and _is_code(item, _TYPESCRIPT):
+            raise ConfigError(
+                f"{where}: {item}: TypeScript prompt functions are not imported (promptfoo loads them with a "
+                "TypeScript loader); write it as .js, .mjs or .py"
+            )
+        elif item.startswith("file://") and _is_code(item, _FUNCTION_FILES):
+            found = [_function_prompt(config, item[len("file://") :], where)]
         elif item.startswith("file://"):
             found = _file_prompts(config, item[len("file://") :], where)
         else:
@@ -280,9 +327,15 @@ def _prompts(config: _Config) -> list[_Prompt]:
     return out
 
 
-def _provider(config: _Config, raw: Any, where: str) -> tuple[str, dict[str, Any], Any] | None:
-    """Convert a provider to (label, ``[model]`` keys, its ``prompts:`` filter); None (listed) when we
-    have no such model."""
+def _is_code(written: str, kinds: tuple[str, ...]) -> bool:
+    """Tell whether ``FILE[:NAME]`` names a file of code of one of ``kinds`` (its extensions)."""
+    cut = written.rfind(":")
+    return any(part.lower().endswith(kinds) for part in (written, written[:cut] if cut > 1 else written))
+
+
+def _provider(config: _Config, raw: Any, where: str) -> tuple[str, dict[str, Any], Any, dict[str, str]] | None:
+    """Convert a provider to (label, ``[model]`` keys, its ``prompts:`` filter, the ``{id, label}`` a prompt
+    function is given); None (listed) when we have no such model."""
     options: dict[str, Any] = {}
     if isinstance(raw, dict) and "id" not in raw and len(raw) == 1:  # {"openai:gpt-4o": {config: ...}}
         ((ident, inner),) = raw.items()
@@ -301,8 +354,9 @@ def _provider(config: _Config, raw: Any, where: str) -> tuple[str, dict[str, Any
     if extra:
         config.notes.append(f"{where}: provider {ident} keys not carried over: {', '.join(extra)}")
     allowed = options.get("prompts")
+    who = {"id": ident, "label": str(options.get("label") or "")}  # loadApiProvider's label: "" when none
     if ident == "echo":
-        return label, {"spec": "echo"}, allowed
+        return label, {"spec": "echo"}, allowed, who
     if ident.startswith("openai:"):
         parts = ident.split(":")
         typed = parts[1] in ("chat", "completion") and len(parts) > 2
@@ -317,7 +371,7 @@ def _provider(config: _Config, raw: Any, where: str) -> tuple[str, dict[str, Any
         dropped = sorted(set(settings) - set(params) - {"apiBaseUrl"})
         if dropped:
             config.notes.append(f"{where}: provider {ident} settings not carried over: {', '.join(dropped)}")
-        return label, table, allowed
+        return label, table, allowed, who
     config.notes.append(f"{where}: provider {ident} is not supported (supported: echo, openai:...)")
     return None
 
@@ -340,7 +394,7 @@ def _with_prompt_config(config: _Config, model: dict[str, Any], prompt: _Prompt)
     return {**model, "params": {**model.get("params", {}), **carried}} if carried else model
 
 
-def _providers(config: _Config) -> list[tuple[str, dict[str, Any], Any]]:
+def _providers(config: _Config) -> list[tuple[str, dict[str, Any], Any, dict[str, str]]]:
     key = "targets" if "targets" in config.data else "providers"  # promptfoo's alias
     if "targets" in config.data and "providers" in config.data:
         raise ConfigError(f"{config.where('targets')}: a config has targets or providers, not both")
@@ -349,7 +403,7 @@ def _providers(config: _Config) -> list[tuple[str, dict[str, Any], Any]]:
     found = [p for i, item in enumerate(items) if (p := _provider(config, item, config.where(key, i)))]
     if not found:
         config.notes.append("no supported provider: the suite uses the echo model")
-        found = [("echo", {"spec": "echo"}, None)]
+        found = [("echo", {"spec": "echo"}, None, {"id": "echo", "label": ""})]
     return found
 
 
@@ -482,6 +536,10 @@ def dereference(value: Any, root: Any, where: str, depth: int = 0) -> Any:
 
 
 def _prompt_table(prompt: _Prompt, index: int, files: dict[str, str], tasks: list[dict[str, Any]]) -> dict[str, Any]:
+    if prompt.function is not None:  # the file copied as it is named; it runs as each case renders
+        assert prompt.source is not None
+        files[prompt.source[0]] = prompt.source[1]
+        return {"prompt_function": prompt.function, "semantics": "promptfoo"}
     if prompt.messages is not None:
         task = f"prompt-{index}"
         messages = [{"type": m["role"], "content": m["content"]} for m in prompt.messages]
@@ -490,6 +548,14 @@ def _prompt_table(prompt: _Prompt, index: int, files: dict[str, str], tasks: lis
     name = f"prompts/prompt-{index}.txt"
     files[name] = prompt.text or ""
     return {"template_file": name, "semantics": "promptfoo"}  # Nunjucks' rules, as promptfoo renders it
+
+
+def _with_provider(table: dict[str, Any], prompt: _Prompt, who: dict[str, str]) -> dict[str, Any]:
+    """Give a prompt function's table what promptfoo gives the function besides the vars: its provider's
+    ``{id, label}`` and the prompt's ``config``."""
+    if "prompt_function" not in table:
+        return table
+    return {**table, "prompt_context": {"provider": who, "config": prompt.config or {}}}
 
 
 def _nunjucks_filters(config: _Config, tables: list[dict[str, Any]], files: dict[str, str]) -> None:
@@ -551,13 +617,13 @@ def promptfoo_suite(path: Path, *, slice_key: str | None = None) -> ImportedSuit
         for prompt in prompts:
             if prompt.text is not None:
                 prompt.text = "{{ promptfoo_prefix }}" + prompt.text + "{{ promptfoo_suffix }}"
-            else:
+            elif prompt.function is None:  # promptfoo puts a function's answer in place of the prefixed text
                 config.notes.append(f"not carried over: the tests' prefix and suffix on the chat prompt {prompt.label}")
     tables = [_prompt_table(p, i + 1, files, tasks) for i, p in enumerate(prompts)]
     _nunjucks_filters(config, tables, files)
     pairs = [
-        (i, table, label, model)
-        for label, model, allowed in providers  # promptfoo's order: each provider, then its prompts
+        (i, _with_provider(table, prompts[i], who), label, model)
+        for label, model, allowed, who in providers  # promptfoo's order: each provider, then its prompts
         for i, table in enumerate(tables)
         if prompts[i].allowed(allowed)
     ]
@@ -566,7 +632,7 @@ def promptfoo_suite(path: Path, *, slice_key: str | None = None) -> ImportedSuit
     pairs.sort(key=lambda pair: pair[0])
     suite_config: dict[str, dict[str, Any]] = {"suite": {"cases": ["cases.jsonl"]}, "model": pairs[0][3]}
     if len(tables) * len(providers) == 1:
-        suite_config["template"] = tables[0]
+        suite_config["template"] = pairs[0][1]
         suite_config["model"] = _with_prompt_config(config, pairs[0][3], prompts[0])
     else:
         suite_config["template"] = dict(pairs[0][1])

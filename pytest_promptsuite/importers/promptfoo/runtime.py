@@ -1,11 +1,16 @@
-"""What an imported promptfoo suite runs for its ``javascript`` and ``python`` asserts, as promptfoo runs them."""
+"""What an imported promptfoo suite runs for its ``javascript`` and ``python`` asserts, transforms and prompt
+functions, as promptfoo runs them."""
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
+import inspect
 import json
 import re
 import shutil
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,12 +22,14 @@ from pytest_promptsuite.checks.base import json_text
 from pytest_promptsuite.checks.outcome import CheckResult
 from pytest_promptsuite.checks.registry import make_builtin_check
 from pytest_promptsuite.errors import CheckError
+from pytest_promptsuite.errors import TemplateError
 from pytest_promptsuite.prompts.files.node import NodeProcess
 
 
 #: The Node.js side, one process for the run: each line of stdin is {output, context, code | file + fn, param,
-#: transform}; each answer a line {value} (a transform's value is {value, text}: text is promptfoo's coerceString,
-#: JSON.stringify of a non-string) or {error}. What the code logs goes to stderr, so it cannot garble an answer.
+#: transform} (or {prompt, file, fn, context} for a prompt function); each answer a line {value} (a transform's
+#: value is {value, text}: text is promptfoo's coerceString, JSON.stringify of a non-string) or {error}. What the
+#: code logs goes to stderr, so it cannot garble an answer.
 _NODE_HARNESS = r"""
 const answer = (obj) => process.stdout.write(JSON.stringify(obj) + '\n');
 console.log = console.info = console.debug = (...args) => process.stderr.write(args.join(' ') + '\n');
@@ -32,7 +39,13 @@ lines.on('line', (line) => { queue = queue.then(() => run(JSON.parse(line))); })
 async function run(data) {
   try {
     let result;
-    if (data.file) {
+    if (data.prompt) {  // a prompt function, loaded as promptfoo's importModule loads it (ESM import first)
+      const imported = await import(require('url').pathToFileURL(data.file).href);
+      const mod = (imported.default && imported.default.default) || imported.default || imported;
+      const fn = data.fn ? mod[data.fn] : mod;
+      if (typeof fn !== 'function') throw new Error(`exports no function ${data.fn || '(module.exports or default)'}`);
+      result = await fn(data.context);
+    } else if (data.file) {
       const mod = require(data.file);
       const own = data.fn && typeof mod[data.fn] === 'function' ? mod[data.fn] : undefined;
       const fn = data.fn && !data.transform ? mod[data.fn] : own || (typeof mod === 'function' ? mod : mod.default);
@@ -281,3 +294,127 @@ def _compiled(entry: dict[str, Any], base: Path) -> tuple[Check, bool, str]:
             raise CheckError(f"no check type {name!r}")
         _CHECKS[key] = (check.negated() if negated else check, negated, name)
     return _CHECKS[key]
+
+
+#: The vars the importer adds for a test's prefix and suffix: promptfoo never hands them to a prompt function.
+_AFFIX_VARS = ("promptfoo_prefix", "promptfoo_suffix")
+
+
+@dataclass(frozen=True)
+class PromptFunction:
+    """A promptfoo prompt function (``[template] prompt_function``), called when each case renders as promptfoo's
+    ``renderPrompt`` calls it: JavaScript in the run's Node.js process, a ``.py`` function in this process, a
+    ``.py`` file alone run as a script; what it returns is then rendered by ``renderer`` (Nunjucks' rules)."""
+
+    path: Path
+    function: str | None
+    #: The setting as written (``prompts/prompt.js:fn``), for messages.
+    written: str
+    renderer: Any
+    #: ``{provider: {id, label}, config}``, given to the function with the case's vars.
+    context: dict[str, Any]
+
+    def prompt(self, case: PromptCase) -> str | list[dict[str, Any]]:
+        """Return what the case sends: chat messages when the function's answer is JSON of them (promptfoo
+        sends those as messages), else its text; TemplateError naming the file and the case when it fails."""
+        where = f"prompt_function {self.written} (case {case.case_id})"
+        variables = {k: v for k, v in case.vars.items() if k not in _AFFIX_VARS}
+        answer = self._call({**self.context, "vars": variables}, where)
+        if isinstance(answer, str):
+            text = answer
+        elif isinstance(answer, dict) and "prompt" in answer:  # {prompt, config}
+            inner = answer["prompt"]
+            text = inner if isinstance(inner, str) else json_text(inner)
+        elif isinstance(answer, (dict, list)):
+            text = json_text(answer)
+        else:
+            raise TemplateError(
+                f"{where}: returned {_js_type(answer)}; a prompt function returns a string, chat messages "
+                "or {prompt, config}"
+            )
+        try:
+            value = json.loads(text, parse_constant=_not_json)  # then the vars in each of its strings, as promptfoo
+        except ValueError:
+            return self._render(text, variables, where)
+        rendered = self._render_strings(value, variables, where)
+        if isinstance(rendered, list) and rendered and all(isinstance(m, dict) and "role" in m for m in rendered):
+            return rendered
+        return json.dumps(rendered, ensure_ascii=False, indent=2)  # JSON.stringify(value, null, 2)
+
+    def _render(self, text: str, variables: dict[str, Any], where: str) -> str:
+        if "{" not in text:  # no tag: Nunjucks gives it back as it is (and nothing is compiled per case)
+            return text
+        try:
+            return str(self.renderer.render(text, variables))
+        except TemplateError as exc:
+            raise TemplateError(f"{where}: rendering its answer: {exc}") from None
+
+    def _render_strings(self, value: Any, variables: dict[str, Any], where: str) -> Any:
+        if isinstance(value, str):
+            return self._render(value, variables, where)
+        if isinstance(value, list):
+            return [self._render_strings(v, variables, where) for v in value]
+        if isinstance(value, dict):
+            return {k: self._render_strings(v, variables, where) for k, v in value.items()}
+        return value
+
+    def _call(self, context: dict[str, Any], where: str) -> Any:
+        if self.path.suffix.lower() != ".py":
+            if shutil.which("node") is None:
+                raise TemplateError(f"{where}: is JavaScript and needs Node.js; 'node' is not on PATH")
+            payload = {"prompt": True, "file": str(self.path), "fn": self.function, "context": context}
+            answer = _NODE.request(payload, timeout_s=_TIMEOUT_S)
+            if answer is None:
+                raise TemplateError(f"{where}: Node.js gave no answer within {_TIMEOUT_S} s or ended: {_NODE.why()}")
+            if "error" in answer:
+                lines = str(answer["error"]).strip().splitlines()
+                raise TemplateError(f"{where}: the JavaScript raised: {lines[0] if lines else 'an error'}")
+            return answer["value"]
+        if self.function is None:
+            return _python_script(self.path, context, where)
+        head, _, method = self.function.partition(".")  # Class.method, as promptfoo's wrapper reads it
+        try:
+            function = _python_function(self.path, head, where)
+        except CheckError as exc:
+            raise TemplateError(str(exc)) from None
+        if method:
+            function = getattr(function, method, None)
+            if not callable(function):
+                raise TemplateError(f"{where}: {self.path.name} has no function {self.function}")
+        try:
+            result = function(context)
+            return asyncio.run(result) if inspect.iscoroutine(result) else result
+        except (Exception, SystemExit) as exc:
+            raise TemplateError(f"{where}: the function raised {type(exc).__name__}: {exc}") from None
+
+
+def _not_json(constant: str) -> Any:
+    raise ValueError(f"{constant} is not JSON")  # JSON.parse refuses NaN and Infinity
+
+
+def _js_type(value: Any) -> str:
+    """Name a JSON value's type as JavaScript's ``typeof`` does (null: "nothing")."""
+    if value is None:
+        return "nothing"
+    return "a boolean" if isinstance(value, bool) else "a number"
+
+
+def _python_script(path: Path, context: dict[str, Any], where: str) -> str:
+    """Run a ``.py`` prompt file as a script with the context's JSON as its argument, as promptfoo runs one named
+    without a function; what it prints (its last newline cut) is the prompt."""
+    try:
+        done = subprocess.run(
+            [sys.executable, str(path), json.dumps(context, ensure_ascii=False)],
+            capture_output=True,
+            text=True,
+            encoding="utf-8",
+            timeout=_TIMEOUT_S,
+            cwd=path.parent,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        raise TemplateError(f"{where}: the script gave no prompt within {_TIMEOUT_S} s") from None
+    if done.returncode != 0:
+        lines = [line for line in done.stderr.strip().splitlines() if line.strip()]
+        raise TemplateError(f"{where}: the script exited with {done.returncode}: {lines[-1] if lines else 'no output'}")
+    return "\n".join(done.stdout.splitlines())
