@@ -361,7 +361,7 @@ class PromptFunction:
     def _call(self, context: dict[str, Any], where: str) -> Any:
         if self.path.suffix.lower() != ".py":
             if shutil.which("node") is None:
-                raise TemplateError(f"{where}: is JavaScript and needs Node.js; 'node' is not on PATH")
+                raise TemplateError(f"{where}: needs Node.js, and 'node' is not on PATH (install Node.js to run it)")
             payload = {"prompt": True, "file": str(self.path), "fn": self.function, "context": context}
             answer = _NODE.request(payload, timeout_s=_TIMEOUT_S)
             if answer is None:
