@@ -39,6 +39,8 @@ MIXTURE = (
         ({"template": "x"}, TemplateKind.FILE),
         ({"mode": "compact"}, TemplateKind.INFER_CFG),  # only choosing keys choose
         ({"renderer": "jinja"}, TemplateKind.INFER_CFG),
+        ({"prompt_function": "p.js", "semantics": "promptfoo"}, TemplateKind.FUNCTION),
+        ({"prompt_context": {"config": {}}}, TemplateKind.INFER_CFG),
     ],
 )
 def test_kind(keys: dict[str, object], kind: TemplateKind) -> None:
@@ -51,6 +53,7 @@ def test_kind(keys: dict[str, object], kind: TemplateKind) -> None:
         {"task_prompts": "p.yml", "template": "x"},
         {"task": "a", "prompt_template": "{input}"},
         {"template_file": "t.txt", "multiturn_template": {"template": {"round": []}}},
+        {"template": "x", "prompt_function": "p.js"},
     ],
 )
 def test_a_mixture_is_a_config_error_naming_the_config(keys: dict[str, object]) -> None:
@@ -70,6 +73,7 @@ def test_keys_of_each_kind() -> None:
         "prompt_model",
     )
     assert TemplateKind.FILE.keys == ("template_file", "template", "renderer")
+    assert TemplateKind.FUNCTION.keys == ("prompt_function", "prompt_context")
     assert TemplateKind.INFER_CFG.keys == (
         "prompt_template",
         "ice_template",
@@ -121,3 +125,14 @@ def test_the_infer_cfg_engine_refuses_keys_of_other_kinds() -> None:
     for key, value in (("task", "a"), ("mode", "compact"), ("template", "x"), ("renderer", "jinja")):
         with pytest.raises(TemplateError, match=f"^\\[template\\] {key} is not handled by the infer_cfg templates"):
             CasePrompts({key: value}).prompt(case)
+
+
+def test_a_prompt_function_variant_drops_the_template_file_and_keeps_promptfoos_semantics(tmp_path: Path) -> None:
+    config = _suite(
+        tmp_path,
+        '[template]\ntemplate_file = "t.txt"\nsemantics = "promptfoo"\n'
+        '[variants.fn]\nprompt_function = "p.js:make"\nprompt_context = { config = {} }\n',
+    )
+    fn = config.template_for("fn")
+    assert (fn.template_file, fn.prompt_function, fn.semantics) == (None, "p.js:make", "promptfoo")
+    assert fn.kind() is TemplateKind.FUNCTION
