@@ -45,7 +45,8 @@ def _config(tmp_path: Path, text: str, files: dict[str, str]) -> Path:
 def test_a_prompt_function_is_copied_and_named_with_what_promptfoo_gives_it(tmp_path: Path) -> None:
     config = _config(
         tmp_path,
-        "prompts:\n  - file://code/chat.js\n  - {id: 'file://code/prompts.py:ask', config: {seed: 3}}\n"
+        "prompts:\n  - file://code/chat.js\n  - {id: 'file://code/prompts.py:ask', label: ask, "
+        "config: {seed: 3, max_tokens: 9, apiKey: sk-not-in-the-suite-1234}}\n"
         "providers: [echo, {id: echo, label: other}]\ntests: [{vars: {q: why}}]\n",
         {"code/chat.js": CHAT_JS, "code/prompts.py": PY_PROMPTS},
     )
@@ -60,8 +61,10 @@ def test_a_prompt_function_is_copied_and_named_with_what_promptfoo_gives_it(tmp_
     assert imported.config["variants.p2-other"]["prompt_function"] == "code/prompts.py:ask"
     assert imported.config["variants.p2-other"]["prompt_context"] == {
         "provider": {"id": "echo", "label": "other"},
-        "config": {"seed": 3},
+        "config": {"seed": 3, "max_tokens": 9},
     }
+    assert "prompt ask: config not given to the function: apiKey" in imported.notes
+    assert "sk-not-in-the-suite" not in repr(imported.config) + repr(imported.files)
 
 
 @needs_node

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import glob
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -550,12 +551,21 @@ def _prompt_table(prompt: _Prompt, index: int, files: dict[str, str], tasks: lis
     return {"template_file": name, "semantics": "promptfoo"}  # Nunjucks' rules, as promptfoo renders it
 
 
-def _with_provider(table: dict[str, Any], prompt: _Prompt, who: dict[str, str]) -> dict[str, Any]:
+def _with_provider(config: _Config, table: dict[str, Any], prompt: _Prompt, who: dict[str, str]) -> dict[str, Any]:
     """Give a prompt function's table what promptfoo gives the function besides the vars: its provider's
-    ``{id, label}`` and the prompt's ``config``."""
+    ``{id, label}`` and the prompt's ``config`` (a key that may hold a secret left out, and listed: the
+    suite is a file)."""
     if "prompt_function" not in table:
         return table
-    return {**table, "prompt_context": {"provider": who, "config": prompt.config or {}}}
+    settings = {k: v for k, v in (prompt.config or {}).items() if not _SECRET_KEY.search(str(k))}
+    dropped = sorted(set(map(str, prompt.config or {})) - set(map(str, settings)))
+    if dropped:
+        config.notes.append(f"prompt {prompt.label}: config not given to the function: {', '.join(dropped)}")
+    return {**table, "prompt_context": {"provider": who, "config": settings}}
+
+
+#: The settings never written into a suite: an API key, a token, a secret, a password.
+_SECRET_KEY = re.compile(r"api[-_]?key|(?:access|auth|bearer|api)[-_]?token|secret|passw", re.IGNORECASE)
 
 
 def _nunjucks_filters(config: _Config, tables: list[dict[str, Any]], files: dict[str, str]) -> None:
@@ -622,7 +632,7 @@ def promptfoo_suite(path: Path, *, slice_key: str | None = None) -> ImportedSuit
     tables = [_prompt_table(p, i + 1, files, tasks) for i, p in enumerate(prompts)]
     _nunjucks_filters(config, tables, files)
     pairs = [
-        (i, _with_provider(table, prompts[i], who), label, model)
+        (i, _with_provider(config, table, prompts[i], who), label, model)
         for label, model, allowed, who in providers  # promptfoo's order: each provider, then its prompts
         for i, table in enumerate(tables)
         if prompts[i].allowed(allowed)
