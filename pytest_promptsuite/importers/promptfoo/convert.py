@@ -346,7 +346,15 @@ def _providers(config: _Config) -> list[tuple[str, dict[str, Any], Any]]:
         raise ConfigError(f"{config.where('targets')}: a config has targets or providers, not both")
     raw = config.data.get(key)
     items = raw if isinstance(raw, list) else [raw] if raw is not None else []
-    found = [p for i, item in enumerate(items) if (p := _provider(config, item, config.where(key, i)))]
+    seen: set[str] = set()
+    found = []
+    for i, item in enumerate(items):
+        written = encode(item, compact=True, scrub=False)
+        if written in seen:  # promptfoo runs a provider written twice alike once (its providerDedupeKey)
+            continue
+        seen.add(written)
+        if made := _provider(config, item, config.where(key, i)):
+            found.append(made)
     if not found:
         config.notes.append("no supported provider: the suite uses the echo model")
         found = [("echo", {"spec": "echo"}, None)]
@@ -553,6 +561,12 @@ def promptfoo_suite(path: Path, *, slice_key: str | None = None) -> ImportedSuit
                 prompt.text = "{{ promptfoo_prefix }}" + prompt.text + "{{ promptfoo_suffix }}"
             else:
                 config.notes.append(f"not carried over: the tests' prefix and suffix on the chat prompt {prompt.label}")
+    if cases.transform_vars:
+        config.notes.extend(
+            f"not carried over: the tests' transformVars on the chat prompt {p.label} (it renders the vars as written)"
+            for p in prompts
+            if p.messages is not None
+        )
     tables = [_prompt_table(p, i + 1, files, tasks) for i, p in enumerate(prompts)]
     _nunjucks_filters(config, tables, files)
     pairs = [
@@ -570,8 +584,14 @@ def promptfoo_suite(path: Path, *, slice_key: str | None = None) -> ImportedSuit
         suite_config["model"] = _with_prompt_config(config, pairs[0][3], prompts[0])
     else:
         suite_config["template"] = dict(pairs[0][1])
+        taken: set[str] = set()
         for i, table, label, model in pairs:
             name = f"p{i + 1}" if len(providers) == 1 else f"p{i + 1}-{_slug(label)}"
+            first, n = name, 1
+            while name in taken:  # two labels alike once made bare keys ('a:b', 'a/b') stay two variants
+                n += 1
+                name = f"{first}-{n}"
+            taken.add(name)
             own = _with_prompt_config(config, model, prompts[i])  # the provider's table, the prompt's config over it
             mine = len(providers) > 1 or own is not model
             suite_config[f"variants.{name}"] = {**table, **({"model": own} if mine else {})}
