@@ -16,6 +16,7 @@ from tests.importers.promptfoo_run import import_config
 from tests.importers.promptfoo_run import promptfoo_command
 from tests.importers.promptfoo_run import run_imported
 from tests.importers.promptfoo_run import run_promptfoo
+from tests.loopback import LoopbackServer
 from tests.suite import Suite
 
 
@@ -170,6 +171,58 @@ def test_transform_vars_on_array_vars_runs_on_each_combination_and_says_so(
     assert f"not carried over: {config}:4: transformVars runs on each of the 2 combinations" in printed
     rows = run_imported(suite, imported)  # promptfoo: once, on ['a', 'b'] (y = 'a,b1'); here once per value
     assert [(r["output"], r["outcome"]) for r in rows] == [("Say aa1", "passed"), ("Say bb1", "passed")]
+
+
+def test_an_openai_providers_tools_reach_the_request_and_the_checks(
+    tmp_path: Path, suite: Suite, loopback: LoopbackServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # promptfoo's is-valid-openai-tools-call reads the provider's tools: so do ours, offered with the request
+    (tmp_path / "tools.yaml").write_text(
+        "- type: function\n  function:\n    name: lookup_order\n"
+        "    parameters: {type: object, properties: {order_id: {type: string}}, required: [order_id]}\n",
+        encoding="utf-8",
+    )
+    config = tmp_path / "promptfooconfig.yaml"
+    config.write_text(
+        "prompts: ['Where is order {{ id }}?']\n"
+        f"providers:\n  - id: openai:chat:loop-model\n    config: {{apiBaseUrl: '{loopback.base_url}', "
+        "tools: file://tools.yaml, tool_choice: auto, response_format: {type: text}}\n"
+        "tests:\n"
+        "  - vars: {id: A1234}\n    assert: [{type: is-valid-openai-tools-call}]\n"
+        "  - vars: {id: BROKEN}\n    assert: [{type: is-valid-openai-tools-call}]\n",
+        encoding="utf-8",
+    )
+    loopback.reset(
+        tool_script=[
+            ("A1234", [{"name": "lookup_order", "arguments": {"order_id": "A1234"}}]),
+            ("BROKEN", [{"name": "lookup_order", "arguments": {"id": 7}}]),
+        ]
+    )
+    status, imported = _import(tmp_path, config)
+    assert status == 0
+    assert "not carried over" not in capsys.readouterr().out
+    rows = run_imported(suite, imported)
+    assert [r["outcome"] for r in rows] == ["passed", "failed"]
+    assert "arguments do not fit its parameters" in rows[1]["checks"][0]["message"]
+    body = loopback.stats.log[0]["body"]
+    assert body["tools"][0]["function"]["name"] == "lookup_order"
+    assert (body["tool_choice"], body["response_format"]) == ("auto", {"type": "text"})
+
+
+def test_an_openai_providers_legacy_functions_are_offered_as_tools(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "promptfooconfig.yaml"
+    config.write_text(
+        "prompts: ['Hi']\nproviders:\n  - id: openai:gpt-4o-mini\n"
+        "    config: {functions: [{name: f, parameters: {type: object}}]}\ntests: [{vars: {}}]\n",
+        encoding="utf-8",
+    )
+    status, imported = _import(tmp_path, config)
+    assert status == 0
+    template = parse_toml((imported / "promptsuite.toml").read_bytes(), "promptsuite.toml")[0]["template"]
+    assert template["tools"] == [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
+    assert f"{config}:3: the provider's functions are offered as tools" in capsys.readouterr().out
 
 
 def _run_without_node(

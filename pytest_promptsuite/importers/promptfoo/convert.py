@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import glob
 from dataclasses import dataclass
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
@@ -280,9 +281,19 @@ def _prompts(config: _Config) -> list[_Prompt]:
     return out
 
 
-def _provider(config: _Config, raw: Any, where: str) -> tuple[str, dict[str, Any], Any] | None:
-    """Convert a provider to (label, ``[model]`` keys, its ``prompts:`` filter); None (listed) when we
-    have no such model."""
+@dataclass
+class _Provider:
+    """A provider as the suite runs it: its label, ``[model]`` keys, ``prompts:`` filter, and the
+    ``[template]`` keys of its variants (the tools it offers)."""
+
+    label: str
+    model: dict[str, Any]
+    allowed: Any = None
+    template: dict[str, Any] = field(default_factory=dict)
+
+
+def _provider(config: _Config, raw: Any, where: str) -> _Provider | None:
+    """Convert a provider; None (listed) when we have no such model."""
     options: dict[str, Any] = {}
     if isinstance(raw, dict) and "id" not in raw and len(raw) == 1:  # {"openai:gpt-4o": {config: ...}}
         ((ident, inner),) = raw.items()
@@ -302,7 +313,7 @@ def _provider(config: _Config, raw: Any, where: str) -> tuple[str, dict[str, Any
         config.notes.append(f"{where}: provider {ident} keys not carried over: {', '.join(extra)}")
     allowed = options.get("prompts")
     if ident == "echo":
-        return label, {"spec": "echo"}, allowed
+        return _Provider(label, {"spec": "echo"}, allowed)
     if ident.startswith("openai:"):
         parts = ident.split(":")
         typed = parts[1] in ("chat", "completion") and len(parts) > 2
@@ -314,18 +325,43 @@ def _provider(config: _Config, raw: Any, where: str) -> tuple[str, dict[str, Any
             table["params"] = params
         if isinstance(settings.get("apiBaseUrl"), str):
             table["base_url"] = settings["apiBaseUrl"]
-        dropped = sorted(set(settings) - set(params) - {"apiBaseUrl"})
+        template = _tools(config, settings, where)
+        dropped = sorted(set(settings) - set(params) - {"apiBaseUrl", "tools", "functions", "tool_choice"})
         if dropped:
             config.notes.append(f"{where}: provider {ident} settings not carried over: {', '.join(dropped)}")
-        return label, table, allowed
+        return _Provider(label, table, allowed, template)
     config.notes.append(f"{where}: provider {ident} is not supported (supported: echo, openai:...)")
     return None
 
 
-#: The provider settings carried over as request params of an ``openai:`` model.
-_PARAMS = ("temperature", "max_tokens", "top_p", "seed", "stop")
-#: Also carried from a prompt's own ``config``: sent as written, as promptfoo sends it (not checked).
-_PROMPT_PARAMS = (*_PARAMS, "response_format")
+#: The provider (or prompt) settings carried over as request params of an ``openai:`` model;
+#: ``response_format`` sent as written, as promptfoo sends it (not checked).
+_PARAMS = ("temperature", "max_tokens", "top_p", "seed", "stop", "response_format")
+
+
+def _tools(config: _Config, settings: dict[str, Any], where: str) -> dict[str, Any]:
+    """Return the ``[template]`` keys of an OpenAI provider's ``tools`` (a list, or a ``file://`` JSON or
+    YAML file, as promptfoo loads it), its legacy ``functions`` (offered as function tools) and
+    ``tool_choice``: the checks of tool calls read them, as promptfoo's read the provider's."""
+    keys: dict[str, Any] = {}
+    tools: list[Any] = []
+    for key in ("tools", "functions"):
+        value = settings.get(key)
+        if isinstance(value, str) and value.startswith("file://"):
+            relative = value[len("file://") :]
+            value = load_yaml(config.read_text(relative, where), str(config.root / relative), core=True)[0]
+        if value is None:
+            continue
+        if not isinstance(value, list) or not all(isinstance(t, dict) for t in value):
+            raise ConfigError(f"{where}: the provider's {key} is a list of {key} (objects)")
+        tools.extend(value if key == "tools" else [{"type": "function", "function": f} for f in value])
+    if tools:
+        keys["tools"] = tools
+    if settings.get("functions") is not None:
+        config.notes.append(f"{where}: the provider's functions are offered as tools (OpenAI's tools API)")
+    if settings.get("tool_choice") is not None:
+        keys["tool_choice"] = settings["tool_choice"]
+    return keys
 
 
 def _with_prompt_config(config: _Config, model: dict[str, Any], prompt: _Prompt) -> dict[str, Any]:
@@ -333,14 +369,14 @@ def _with_prompt_config(config: _Config, model: dict[str, Any], prompt: _Prompt)
     the prompt's config over the provider's); what cannot be carried is listed. ``echo`` reads none of it."""
     if not prompt.config or not str(model.get("spec", "")).startswith("openai:"):
         return model
-    carried = {k: v for k, v in prompt.config.items() if k in _PROMPT_PARAMS}
+    carried = {k: v for k, v in prompt.config.items() if k in _PARAMS}
     dropped = sorted(set(map(str, prompt.config)) - set(carried))
     if dropped:
         config.notes.append(f"prompt {prompt.label}: config not carried over: {', '.join(dropped)}")
     return {**model, "params": {**model.get("params", {}), **carried}} if carried else model
 
 
-def _providers(config: _Config) -> list[tuple[str, dict[str, Any], Any]]:
+def _providers(config: _Config) -> list[_Provider]:
     key = "targets" if "targets" in config.data else "providers"  # promptfoo's alias
     if "targets" in config.data and "providers" in config.data:
         raise ConfigError(f"{config.where('targets')}: a config has targets or providers, not both")
@@ -357,7 +393,7 @@ def _providers(config: _Config) -> list[tuple[str, dict[str, Any], Any]]:
             found.append(made)
     if not found:
         config.notes.append("no supported provider: the suite uses the echo model")
-        found = [("echo", {"spec": "echo"}, None)]
+        found = [_Provider("echo", {"spec": "echo"})]
     return found
 
 
@@ -570,17 +606,17 @@ def promptfoo_suite(path: Path, *, slice_key: str | None = None) -> ImportedSuit
     tables = [_prompt_table(p, i + 1, files, tasks) for i, p in enumerate(prompts)]
     _nunjucks_filters(config, tables, files)
     pairs = [
-        (i, table, label, model)
-        for label, model, allowed in providers  # promptfoo's order: each provider, then its prompts
+        (i, {**table, **provider.template}, provider.label, provider.model)
+        for provider in providers  # promptfoo's order: each provider, then its prompts
         for i, table in enumerate(tables)
-        if prompts[i].allowed(allowed)
+        if prompts[i].allowed(provider.allowed)
     ]
     if not pairs:
         raise ConfigError(f"{config.where('providers')}: the providers' prompts: filters leave no prompt to run")
     pairs.sort(key=lambda pair: pair[0])
     suite_config: dict[str, dict[str, Any]] = {"suite": {"cases": ["cases.jsonl"]}, "model": pairs[0][3]}
     if len(tables) * len(providers) == 1:
-        suite_config["template"] = tables[0]
+        suite_config["template"] = pairs[0][1]
         suite_config["model"] = _with_prompt_config(config, pairs[0][3], prompts[0])
     else:
         suite_config["template"] = dict(pairs[0][1])
