@@ -115,7 +115,7 @@ def string_template(
         text, name, origin = table.template, "template", (config.path, line_of_key(config.lines, key) or 0)
     try:
         if table.semantics == "promptfoo":
-            renderer = _promptfoo_renderer(table, make_filter, _node_filters(config, table, variant))
+            renderer = _promptfoo_renderer(table, make_filter, _node_filters(config, table, variant), config.root)
         else:
             renderer = get_renderer(table.renderer, make=make, make_filter=make_filter)
     except ConfigError as exc:
@@ -123,13 +123,16 @@ def string_template(
     return StringTemplate(text, renderer, name, origin=origin, key=key)
 
 
-def _promptfoo_renderer(table: TemplateConfig, make_filter: MakeFilter, node: NodeFilters | None) -> Renderer:
-    """Make the renderer of a template file under ``semantics = "promptfoo"`` (Nunjucks' rules)."""
+def _promptfoo_renderer(
+    table: TemplateConfig, make_filter: MakeFilter, node: NodeFilters | None, base: Path
+) -> Renderer:
+    """Make the renderer of a template file under ``semantics = "promptfoo"`` (Nunjucks' rules) in the
+    suite's folder ``base``."""
     if table.renderer not in (None, "jinja"):
         raise ConfigError(f"semantics = 'promptfoo' renders with Nunjucks' rules; drop renderer = {table.renderer!r}")
     from pytest_promptsuite.prompts.files.promptfoo import PromptfooRenderer
 
-    return PromptfooRenderer(make_filter, node)
+    return PromptfooRenderer(make_filter, node, base)
 
 
 #: The Node.js filter processes by their files: the variants of a suite share one.
@@ -282,7 +285,7 @@ def _prompt_function(
     if not path.is_file():
         raise ConfigError(f"{config.where(key)}: {key} = {written!r}: no such file {path}")
     try:
-        renderer = _promptfoo_renderer(table, make_filter, _node_filters(config, table, variant))
+        renderer = _promptfoo_renderer(table, make_filter, _node_filters(config, table, variant), config.root)
     except ConfigError as exc:
         raise ConfigError(f"{config.where(key)}: {exc}") from exc
-    return PromptFunction(path, function, written, renderer, dict(table.prompt_context or {}))
+    return PromptFunction(path, function, written, renderer, dict(table.prompt_context or {}), config.root)

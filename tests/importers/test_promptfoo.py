@@ -16,6 +16,7 @@ from tests.importers.promptfoo_run import import_config
 from tests.importers.promptfoo_run import promptfoo_command
 from tests.importers.promptfoo_run import run_imported
 from tests.importers.promptfoo_run import run_promptfoo
+from tests.loopback import LoopbackServer
 from tests.suite import Suite
 
 
@@ -97,6 +98,133 @@ def test_promptfoo_itself_agrees_on_the_transforms(tmp_path: Path, suite: Suite)
     assert {k: v[0] for k, v in _verdicts_and_asserts(run_imported(suite, imported)).items()} == theirs
 
 
+TRANSFORM_VARS = Path(__file__).parent / "fixtures" / "promptfoo" / "transform-vars"
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="needs Node.js")
+def test_transform_vars_give_promptfoos_recorded_verdicts(tmp_path: Path, suite: Suite) -> None:
+    # defaultTest's inline transformVars, a test's file:// one over it (JavaScript, Python), the vars it
+    # makes read by the prompt, by an assert's value and by a javascript assert's context, a composed var
+    status, imported = _import(tmp_path, TRANSFORM_VARS / "promptfooconfig.yaml")
+    assert status == 0
+    recorded = json.loads((TRANSFORM_VARS / "promptfoo-verdicts.json").read_text(encoding="utf-8"))["verdicts"]
+    rows = run_imported(suite, imported)
+    ours = {k: (passed, sorted(asserts)) for k, (passed, asserts) in _verdicts_and_asserts(rows).items()}
+    assert len(ours) == len(recorded) == 4
+    assert {v["test"]: (v["pass"], sorted(v["asserts"])) for v in recorded} == ours
+    assert [r["output"] for r in rows] == ["Hello ADA!", "Hello grace?", "Hello linus (5)", "Hello KEN!"]
+
+
+@pytest.mark.skipif(promptfoo_command() is None, reason="promptfoo is not installed: the recorded verdicts cover it")
+def test_promptfoo_itself_agrees_on_transform_vars(tmp_path: Path, suite: Suite) -> None:
+    results = run_promptfoo(TRANSFORM_VARS / "promptfooconfig.yaml", tmp_path)
+    theirs = {r["testIdx"]: r["success"] for r in results}
+    status, imported = _import(tmp_path, TRANSFORM_VARS / "promptfooconfig.yaml")
+    assert status == 0
+    assert {k: v[0] for k, v in _verdicts_and_asserts(run_imported(suite, imported)).items()} == theirs
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="needs Node.js")
+def test_a_failing_transform_vars_stops_collection_naming_its_case_and_transform(
+    tmp_path: Path, pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a transform that throws or returns no object: promptfoo stops the eval; we stop collection, every case named
+    config = tmp_path / "promptfooconfig.yaml"
+    config.write_text(
+        "prompts: ['Say {{ x }}']\nproviders: [echo]\ntests:\n"
+        "  - vars: {x: hi}\n    options: {transformVars: vars.nope.deeper}\n    assert: [{type: contains, value: hi}]\n"
+        "  - vars: {x: hi}\n    options: {transformVars: '[1, 2]'}\n    assert: [{type: contains, value: hi}]\n"
+        "  - vars: {x: hi}\n    assert: [{type: contains, value: hi}]\n",
+        encoding="utf-8",
+    )
+    status, imported = _import(tmp_path, config)
+    assert status == 0
+    shutil.copytree(imported, pytester.path / "suite")
+    result = pytester.runpytest("--prompt-suite", "suite", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    out = result.stdout.str()
+    assert (
+        f"suite/cases.jsonl:1: test-1: prompts/prompt-1.txt: transformVars: transform vars.nope.deeper "
+        f"({config}:4: options.transformVars): the JavaScript raised: TypeError: Cannot read properties of undefined"
+    ) in out
+    assert (
+        f"suite/cases.jsonl:2: test-2: prompts/prompt-1.txt: transformVars: transform [1, 2] "
+        f"({config}:7: options.transformVars) returned list, not an object of vars"
+    ) in out
+    assert "cases.jsonl:3" not in out
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="needs Node.js")
+def test_transform_vars_on_array_vars_runs_on_each_combination_and_says_so(
+    tmp_path: Path, suite: Suite, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "promptfooconfig.yaml"
+    config.write_text(
+        "prompts: ['Say {{ x }}{{ y }}']\nproviders: [echo]\ntests:\n"
+        "  - vars: {x: [a, b]}\n    options: {transformVars: '({y: vars.x + 1})'}\n"
+        "    assert: [{type: contains, value: '{{ y }}'}]\n",
+        encoding="utf-8",
+    )
+    status, imported = _import(tmp_path, config)
+    assert status == 0
+    printed = capsys.readouterr().out
+    assert f"not carried over: {config}:4: transformVars runs on each of the 2 combinations" in printed
+    rows = run_imported(suite, imported)  # promptfoo: once, on ['a', 'b'] (y = 'a,b1'); here once per value
+    assert [(r["output"], r["outcome"]) for r in rows] == [("Say aa1", "passed"), ("Say bb1", "passed")]
+
+
+def test_an_openai_providers_tools_reach_the_request_and_the_checks(
+    tmp_path: Path, suite: Suite, loopback: LoopbackServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # promptfoo's is-valid-openai-tools-call reads the provider's tools: so do ours, offered with the request
+    (tmp_path / "tools.yaml").write_text(
+        "- type: function\n  function:\n    name: lookup_order\n"
+        "    parameters: {type: object, properties: {order_id: {type: string}}, required: [order_id]}\n",
+        encoding="utf-8",
+    )
+    config = tmp_path / "promptfooconfig.yaml"
+    config.write_text(
+        "prompts: ['Where is order {{ id }}?']\n"
+        f"providers:\n  - id: openai:chat:loop-model\n    config: {{apiBaseUrl: '{loopback.base_url}', "
+        "tools: file://tools.yaml, tool_choice: auto, response_format: {type: text}}\n"
+        "tests:\n"
+        "  - vars: {id: A1234}\n    assert: [{type: is-valid-openai-tools-call}]\n"
+        "  - vars: {id: BROKEN}\n    assert: [{type: is-valid-openai-tools-call}]\n",
+        encoding="utf-8",
+    )
+    loopback.reset(
+        tool_script=[
+            ("A1234", [{"name": "lookup_order", "arguments": {"order_id": "A1234"}}]),
+            ("BROKEN", [{"name": "lookup_order", "arguments": {"id": 7}}]),
+        ]
+    )
+    status, imported = _import(tmp_path, config)
+    assert status == 0
+    assert "not carried over" not in capsys.readouterr().out
+    rows = run_imported(suite, imported)
+    assert [r["outcome"] for r in rows] == ["passed", "failed"]
+    assert "arguments do not fit its parameters" in rows[1]["checks"][0]["message"]
+    body = loopback.stats.log[0]["body"]
+    assert body["tools"][0]["function"]["name"] == "lookup_order"
+    assert (body["tool_choice"], body["response_format"]) == ("auto", {"type": "text"})
+
+
+def test_an_openai_providers_legacy_functions_are_offered_as_tools(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "promptfooconfig.yaml"
+    config.write_text(
+        "prompts: ['Hi']\nproviders:\n  - id: openai:gpt-4o-mini\n"
+        "    config: {functions: [{name: f, parameters: {type: object}}]}\ntests: [{vars: {}}]\n",
+        encoding="utf-8",
+    )
+    status, imported = _import(tmp_path, config)
+    assert status == 0
+    template = parse_toml((imported / "promptsuite.toml").read_bytes(), "promptsuite.toml")[0]["template"]
+    assert template["tools"] == [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
+    assert f"{config}:3: the provider's functions are offered as tools" in capsys.readouterr().out
+
+
 def _run_without_node(
     tmp_path: Path, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tests: str
 ) -> tuple[Path, pytest.RunResult]:
@@ -125,6 +253,37 @@ def test_a_transform_without_node_names_it_and_its_test(
         f"transform output.toUpperCase() ({config}:4: assert[0]): needs Node.js, and 'node' is not on PATH"
         in result.stdout.str()
     )
+
+
+def test_transform_vars_on_a_chat_prompt_is_listed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "promptfooconfig.yaml"
+    config.write_text(
+        'prompts: [\'[{"role": "user", "content": "Say {{ x }}"}]\', \'Say {{ x }}\']\nproviders: [echo]\n'
+        "tests:\n  - vars: {x: hi}\n    options: {transformVars: '({x: 1})'}\n",
+        encoding="utf-8",
+    )
+    status, _ = _import(tmp_path, config)
+    printed = capsys.readouterr().out
+    assert status == 0
+    assert "not carried over: the tests' transformVars on the chat prompt [{" in printed
+    assert printed.count("transformVars on the chat prompt") == 1
+
+
+def test_a_javascript_transform_vars_without_node_stops_collection_naming_it(
+    tmp_path: Path, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config, result = _run_without_node(
+        tmp_path,
+        pytester,
+        monkeypatch,
+        "  - vars: {x: hi}\n    options: {transformVars: '({x: vars.x + 1})'}\n"
+        "    assert: [{type: contains, value: hi1}]\n",
+    )
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    assert (
+        f"suite/cases.jsonl:1: test-1: prompts/prompt-1.txt: transformVars: transform ({{x: vars.x + 1}}) "
+        f"({config}:4: options.transformVars): needs Node.js, and 'node' is not on PATH"
+    ) in result.stdout.str()
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="needs Node.js")
@@ -300,7 +459,7 @@ def test_an_uncarried_assert_never_turns_into_a_passing_case(
         "    assert: [{type: contains, value: hi}, {type: g-eval, value: hi}]\n"
         "  - vars: {x: hi}\n"  # an assert whose contextTransform is not carried
         "    assert: [{type: contains, value: hi, contextTransform: output.toUpperCase()}]\n"
-        "  - vars: {x: hi}\n"  # a test option that changes what every assert sees
+        "  - vars: {x: hi}\n"  # transformVars is carried ('Say 1' passes, as in promptfoo); provider is listed
         "    options: {transformVars: '({x: 1})', provider: openai:gpt-4o}\n"
         "    assert: [{type: contains, value: Say}]\n"
         "  - vars: {x: hi}\n"  # carried in full: it passes
@@ -313,9 +472,8 @@ def test_an_uncarried_assert_never_turns_into_a_passing_case(
     assert f"not carried over: {config}:4: assert[0]: factuality" in printed
     assert f"not carried over: {config}:6: assert[1]: g-eval" in printed
     assert f"not carried over: {config}:8: assert[0]: contains (its contextTransform)" in printed
-    assert f"not carried over: {config}:10: options: test options (transformVars)" in printed
     assert f"not carried over: {config}:10: options (provider)" in printed
     outcomes = {k: v for k, v in sorted(_our_verdicts(suite, imported).items())}
-    assert outcomes == {(0, 0): False, (1, 0): False, (2, 0): False, (3, 0): False, (4, 0): True}
+    assert outcomes == {(0, 0): False, (1, 0): False, (2, 0): False, (3, 0): True, (4, 0): True}
     failed = [row for row in suite.rows() if row["outcome"] != "passed"]
     assert all(any("was not carried over by the import" in c["message"] for c in row["checks"]) for row in failed)

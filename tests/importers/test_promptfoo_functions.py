@@ -227,3 +227,26 @@ def test_a_hand_written_python_prompt_function_gets_its_context(suite: Suite) ->
     )
     suite.run("--prompt-report", "report").assert_outcomes(passed=1)
     assert suite.rows()[0]["prompt"] == "why mine"
+
+
+@needs_node
+def test_a_prompt_function_gets_the_vars_transform_vars_made(tmp_path: Path, suite: Suite) -> None:
+    config = _config(
+        tmp_path,
+        "prompts: [file://fn.js, 'file://fn.py:make']\nproviders: [echo]\n"
+        "defaultTest:\n  options:\n    transformVars: '({ ...vars, name: vars.name.toUpperCase() })'\n"
+        "tests:\n  - vars: {name: ada}\n  - vars: {name: grace, extra: '{{name}}!'}\n",
+        {
+            "fn.js": 'module.exports = ({ vars }) => `Hello ${vars.name} ${vars.extra || ""} {{ extra }}`;\n',
+            "fn.py": "def make(context):\n    v = context[\"vars\"]\n    return f\"Hi {v['name']} {v.get('extra')} {{{{ extra }}}}\"\n",
+        },
+    )
+    status, imported = import_config(tmp_path, config)
+    assert status == 0
+    outputs = {(row["variant"], row["case_id"]): row["output"] for row in run_imported(suite, imported)}
+    assert outputs == {  # what promptfoo 0.123.1 answers on echo
+        ("p1", "test-1"): "Hello ADA  ",
+        ("p1", "test-2"): "Hello GRACE GRACE! GRACE!",
+        ("p2", "test-1"): "Hi ADA None ",
+        ("p2", "test-2"): "Hi GRACE GRACE! GRACE!",
+    }

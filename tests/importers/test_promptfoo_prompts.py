@@ -88,6 +88,19 @@ def test_a_provider_label_with_a_dot_or_accent_is_a_bare_variant_name(tmp_path: 
     assert variants == ["variants.p1-Claude-Opus-4-5--profile", "variants.p1-Mod-le-3-7"]  # a dot nests a TOML table
 
 
+def test_labels_alike_once_bare_stay_two_variants(tmp_path: Path) -> None:
+    config = _config(
+        tmp_path,
+        "prompts: ['Tweet about {{topic}}']\n"
+        "providers:\n  - {id: echo, label: 'a:b'}\n  - {id: echo, label: 'a/b'}\n  - echo\n  - echo\n"
+        "  - {id: echo, label: 'a/b'}\n  - {id: echo}\n"
+        "tests: [{vars: {topic: cats}}]\n",
+        {},
+    )  # promptfoo 0.123.1 runs 4: a provider written twice alike runs once ('echo' and {id: echo} are two)
+    variants = sorted(k for k in promptfoo_suite(config).config if k.startswith("variants."))
+    assert variants == ["variants.p1-a-b", "variants.p1-a-b-2", "variants.p1-echo", "variants.p1-echo-2"]
+
+
 def test_a_prompts_own_config_goes_over_its_providers_settings(tmp_path: Path) -> None:
     """promptfoo merges a prompt's ``config`` over the provider's: the variant of that prompt sends its settings
     (``response_format`` as written, not checked); the other prompt keeps the provider's; a setting we cannot

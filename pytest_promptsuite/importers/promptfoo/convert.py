@@ -7,6 +7,7 @@ import copy
 import glob
 import re
 from dataclasses import dataclass
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
@@ -334,9 +335,21 @@ def _is_code(written: str, kinds: tuple[str, ...]) -> bool:
     return any(part.lower().endswith(kinds) for part in (written, written[:cut] if cut > 1 else written))
 
 
-def _provider(config: _Config, raw: Any, where: str) -> tuple[str, dict[str, Any], Any, dict[str, str]] | None:
-    """Convert a provider to (label, ``[model]`` keys, its ``prompts:`` filter, the ``{id, label}`` a prompt
-    function is given); None (listed) when we have no such model."""
+@dataclass
+class _Provider:
+    """A provider as the suite runs it: its label, ``[model]`` keys, ``prompts:`` filter, the
+    ``[template]`` keys of its variants (the tools it offers), and the ``{id, label}`` a prompt
+    function is given."""
+
+    label: str
+    model: dict[str, Any]
+    allowed: Any = None
+    template: dict[str, Any] = field(default_factory=dict)
+    who: dict[str, str] = field(default_factory=lambda: {"id": "echo", "label": ""})
+
+
+def _provider(config: _Config, raw: Any, where: str) -> _Provider | None:
+    """Convert a provider; None (listed) when we have no such model."""
     options: dict[str, Any] = {}
     if isinstance(raw, dict) and "id" not in raw and len(raw) == 1:  # {"openai:gpt-4o": {config: ...}}
         ((ident, inner),) = raw.items()
@@ -357,7 +370,7 @@ def _provider(config: _Config, raw: Any, where: str) -> tuple[str, dict[str, Any
     allowed = options.get("prompts")
     who = {"id": ident, "label": str(options.get("label") or "")}  # loadApiProvider's label: "" when none
     if ident == "echo":
-        return label, {"spec": "echo"}, allowed, who
+        return _Provider(label, {"spec": "echo"}, allowed, who=who)
     if ident.startswith("openai:"):
         parts = ident.split(":")
         typed = parts[1] in ("chat", "completion") and len(parts) > 2
@@ -369,18 +382,43 @@ def _provider(config: _Config, raw: Any, where: str) -> tuple[str, dict[str, Any
             table["params"] = params
         if isinstance(settings.get("apiBaseUrl"), str):
             table["base_url"] = settings["apiBaseUrl"]
-        dropped = sorted(set(settings) - set(params) - {"apiBaseUrl"})
+        template = _tools(config, settings, where)
+        dropped = sorted(set(settings) - set(params) - {"apiBaseUrl", "tools", "functions", "tool_choice"})
         if dropped:
             config.notes.append(f"{where}: provider {ident} settings not carried over: {', '.join(dropped)}")
-        return label, table, allowed, who
+        return _Provider(label, table, allowed, template, who)
     config.notes.append(f"{where}: provider {ident} is not supported (supported: echo, openai:...)")
     return None
 
 
-#: The provider settings carried over as request params of an ``openai:`` model.
-_PARAMS = ("temperature", "max_tokens", "top_p", "seed", "stop")
-#: Also carried from a prompt's own ``config``: sent as written, as promptfoo sends it (not checked).
-_PROMPT_PARAMS = (*_PARAMS, "response_format")
+#: The provider (or prompt) settings carried over as request params of an ``openai:`` model;
+#: ``response_format`` sent as written, as promptfoo sends it (not checked).
+_PARAMS = ("temperature", "max_tokens", "top_p", "seed", "stop", "response_format")
+
+
+def _tools(config: _Config, settings: dict[str, Any], where: str) -> dict[str, Any]:
+    """Return the ``[template]`` keys of an OpenAI provider's ``tools`` (a list, or a ``file://`` JSON or
+    YAML file, as promptfoo loads it), its legacy ``functions`` (offered as function tools) and
+    ``tool_choice``: the checks of tool calls read them, as promptfoo's read the provider's."""
+    keys: dict[str, Any] = {}
+    tools: list[Any] = []
+    for key in ("tools", "functions"):
+        value = settings.get(key)
+        if isinstance(value, str) and value.startswith("file://"):
+            relative = value[len("file://") :]
+            value = load_yaml(config.read_text(relative, where), str(config.root / relative), core=True)[0]
+        if value is None:
+            continue
+        if not isinstance(value, list) or not all(isinstance(t, dict) for t in value):
+            raise ConfigError(f"{where}: the provider's {key} is a list of {key} (objects)")
+        tools.extend(value if key == "tools" else [{"type": "function", "function": f} for f in value])
+    if tools:
+        keys["tools"] = tools
+    if settings.get("functions") is not None:
+        config.notes.append(f"{where}: the provider's functions are offered as tools (OpenAI's tools API)")
+    if settings.get("tool_choice") is not None:
+        keys["tool_choice"] = settings["tool_choice"]
+    return keys
 
 
 def _with_prompt_config(config: _Config, model: dict[str, Any], prompt: _Prompt) -> dict[str, Any]:
@@ -388,23 +426,31 @@ def _with_prompt_config(config: _Config, model: dict[str, Any], prompt: _Prompt)
     the prompt's config over the provider's); what cannot be carried is listed. ``echo`` reads none of it."""
     if not prompt.config or not str(model.get("spec", "")).startswith("openai:"):
         return model
-    carried = {k: v for k, v in prompt.config.items() if k in _PROMPT_PARAMS}
+    carried = {k: v for k, v in prompt.config.items() if k in _PARAMS}
     dropped = sorted(set(map(str, prompt.config)) - set(carried))
     if dropped:
         config.notes.append(f"prompt {prompt.label}: config not carried over: {', '.join(dropped)}")
     return {**model, "params": {**model.get("params", {}), **carried}} if carried else model
 
 
-def _providers(config: _Config) -> list[tuple[str, dict[str, Any], Any, dict[str, str]]]:
+def _providers(config: _Config) -> list[_Provider]:
     key = "targets" if "targets" in config.data else "providers"  # promptfoo's alias
     if "targets" in config.data and "providers" in config.data:
         raise ConfigError(f"{config.where('targets')}: a config has targets or providers, not both")
     raw = config.data.get(key)
     items = raw if isinstance(raw, list) else [raw] if raw is not None else []
-    found = [p for i, item in enumerate(items) if (p := _provider(config, item, config.where(key, i)))]
+    seen: set[str] = set()
+    found = []
+    for i, item in enumerate(items):
+        written = encode(item, compact=True, scrub=False)
+        if written in seen:  # promptfoo runs a provider written twice alike once (its providerDedupeKey)
+            continue
+        seen.add(written)
+        if made := _provider(config, item, config.where(key, i)):
+            found.append(made)
     if not found:
         config.notes.append("no supported provider: the suite uses the echo model")
-        found = [("echo", {"spec": "echo"}, None, {"id": "echo", "label": ""})]
+        found = [_Provider("echo", {"spec": "echo"})]  # promptfoo's echo: id "echo", label ""
     return found
 
 
@@ -629,13 +675,24 @@ def promptfoo_suite(path: Path, *, slice_key: str | None = None) -> ImportedSuit
                 prompt.text = "{{ promptfoo_prefix }}" + prompt.text + "{{ promptfoo_suffix }}"
             elif prompt.function is None:  # promptfoo puts a function's answer in place of the prefixed text
                 config.notes.append(f"not carried over: the tests' prefix and suffix on the chat prompt {prompt.label}")
+    if cases.transform_vars:
+        config.notes.extend(
+            f"not carried over: the tests' transformVars on the chat prompt {p.label} (it renders the vars as written)"
+            for p in prompts
+            if p.messages is not None
+        )
     tables = [_prompt_table(p, i + 1, files, tasks) for i, p in enumerate(prompts)]
     _nunjucks_filters(config, tables, files)
     pairs = [
-        (i, _with_provider(config, table, prompts[i], who), label, model)
-        for label, model, allowed, who in providers  # promptfoo's order: each provider, then its prompts
+        (
+            i,
+            _with_provider(config, {**table, **provider.template}, prompts[i], provider.who),
+            provider.label,
+            provider.model,
+        )
+        for provider in providers  # promptfoo's order: each provider, then its prompts
         for i, table in enumerate(tables)
-        if prompts[i].allowed(allowed)
+        if prompts[i].allowed(provider.allowed)
     ]
     if not pairs:
         raise ConfigError(f"{config.where('providers')}: the providers' prompts: filters leave no prompt to run")
@@ -646,8 +703,14 @@ def promptfoo_suite(path: Path, *, slice_key: str | None = None) -> ImportedSuit
         suite_config["model"] = _with_prompt_config(config, pairs[0][3], prompts[0])
     else:
         suite_config["template"] = dict(pairs[0][1])
+        taken: set[str] = set()
         for i, table, label, model in pairs:
             name = f"p{i + 1}" if len(providers) == 1 else f"p{i + 1}-{_slug(label)}"
+            first, n = name, 1
+            while name in taken:  # two labels alike once made bare keys ('a:b', 'a/b') stay two variants
+                n += 1
+                name = f"{first}-{n}"
+            taken.add(name)
             own = _with_prompt_config(config, model, prompts[i])  # the provider's table, the prompt's config over it
             mine = len(providers) > 1 or own is not model
             suite_config[f"variants.{name}"] = {**table, **({"model": own} if mine else {})}

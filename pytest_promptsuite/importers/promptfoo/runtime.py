@@ -11,6 +11,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,8 +23,12 @@ from pytest_promptsuite.checks.base import json_text
 from pytest_promptsuite.checks.outcome import CheckResult
 from pytest_promptsuite.checks.registry import make_builtin_check
 from pytest_promptsuite.errors import CheckError
+from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.errors import TemplateError
+from pytest_promptsuite.importers.promptfoo.tests import fill
 from pytest_promptsuite.prompts.files.node import NodeProcess
+from pytest_promptsuite.prompts.files.promptfoo import TRANSFORM_VARS
+from pytest_promptsuite.prompts.files.promptfoo import resolve_vars
 
 
 #: The Node.js side, one process for the run: each line of stdin is {output, context, code | file + fn, param,
@@ -71,9 +76,44 @@ async function run(data) {
 _TIMEOUT_S = 30
 
 
-def _context(case: PromptCase) -> dict[str, Any]:
-    variables = dict(case.vars)
+def _context(case: PromptCase, base: Path | None) -> dict[str, Any]:
+    """Give a code assert the test's vars (made by its ``transformVars`` when it has one) as promptfoo does."""
+    variables = test_vars(case, base)
     return {"vars": variables, "test": {"description": case.metadata.get("description"), "vars": variables}}
+
+
+#: The vars the import adds to a case for promptfoo's test options; never the test's own.
+_OPTION_VARS = frozenset({TRANSFORM_VARS, "promptfoo_prefix", "promptfoo_suffix"})
+
+
+def test_vars(case: PromptCase, base: Path | None) -> dict[str, Any]:
+    """Return a case's vars as promptfoo's asserts see them: made by its ``transformVars`` when it has one,
+    then composed (``'hi {{ name }}'`` filled), as promptfoo's render leaves them."""
+    if TRANSFORM_VARS in case.vars:
+        return resolve_vars(transform_vars(case.vars, base))
+    return resolve_vars({k: v for k, v in case.vars.items() if k not in _OPTION_VARS})
+
+
+def transform_vars(row: Mapping[str, Any], base: Path | None) -> dict[str, Any]:
+    """Run the test's ``transformVars`` (``row[TRANSFORM_VARS]``) on its vars, as promptfoo runs it before
+    the prompt renders: the vars merged with the object it returns. The prompt and the asserts of a case
+    get the same answer (run once). TemplateError naming the transform and where it is written."""
+    spec = row[TRANSFORM_VARS]
+    if not isinstance(spec, Mapping) or not isinstance(spec.get("code"), str):
+        raise TemplateError(f"the case var {TRANSFORM_VARS} is {{code, vars, uuid, where}} (written by the import)")
+    names = spec["vars"] if isinstance(spec.get("vars"), list) else list(row)
+    variables = {k: row[k] for k in names if k in row and k not in _OPTION_VARS}
+    step = Transform(spec["code"], str(spec.get("where") or "transformVars"), base)
+    try:
+        value, _ = step.apply(variables, {"prompt": {}, "uuid": spec.get("uuid")}, param="vars")
+    except CheckError as exc:
+        raise TemplateError(f"transformVars: {exc}") from None
+    if not isinstance(value, dict):
+        raise TemplateError(
+            f"transformVars: transform {step.label()} ({step.where}) returned {type(value).__name__}, "
+            "not an object of vars"
+        )
+    return {**variables, **value}
 
 
 def _verdict(name: str, result: Any, threshold: float | None) -> CheckResult | bool | float:
@@ -124,10 +164,16 @@ def javascript(
     fn: str | None = None,
     threshold: float | None = None,
     name: str = "javascript",
+    base: Path | None = None,
+    fill_vars: bool = False,
 ) -> CheckResult | bool | float:
     """Run a promptfoo ``javascript`` assert in Node.js (``file`` is relative to the suite); ``output``
-    is the text, or what a transform made of it (an object reaches the code as an object)."""
-    payload: dict[str, Any] = {"output": output, "context": _context(case), "code": code or ""}
+    is the text, or what a transform made of it (an object reaches the code as an object). ``fill_vars``:
+    the code's ``{{ var }}`` are filled from the vars the test's ``transformVars`` made."""
+    context = _context(case, base)
+    if fill_vars:
+        code = fill(code, context["vars"], name)
+    payload: dict[str, Any] = {"output": output, "context": context, "code": code or ""}
     if file is not None:  # an absolute path (the generated module passes one)
         payload["file"], payload["fn"] = file, fn
     return _verdict(name, _node(payload, name), threshold)
@@ -142,10 +188,14 @@ def python_assert(
     fn: str | None = None,
     threshold: float | None = None,
     name: str = "python",
+    base: Path | None = None,
+    fill_vars: bool = False,
 ) -> CheckResult | bool | float:
     """Run a promptfoo ``python`` assert: an inline expression (a function body when it spans
     lines) or ``get_assert(output, context)`` of a file (``fn`` names another function)."""
-    context = _context(case)
+    context = _context(case, base)
+    if fill_vars:
+        code = fill(code, context["vars"], name)
     if file is not None:
         spec = importlib.util.spec_from_file_location(f"promptfoo_assert_{abs(hash(file))}", file)
         if spec is None or spec.loader is None:
@@ -257,25 +307,36 @@ def _python_function(path: Path, fn: str, name: str) -> Any:
 
 
 def transformed(
-    output: str, case: PromptCase, entry: dict[str, Any], *, transforms: tuple[Transform, ...], base: Path
+    output: str,
+    case: PromptCase,
+    entry: dict[str, Any],
+    *,
+    transforms: tuple[Transform, ...],
+    base: Path,
+    fill_vars: bool = False,
 ) -> CheckResult:
     """Run one imported assert on the output as promptfoo gives it to the assert: the test's transform
     first, then the assert's own; a code assert gets the value (an object stays an object), every other
-    type its text (promptfoo's ``coerceString``)."""
-    context = {"vars": dict(case.vars), "prompt": {}}
+    type its text (promptfoo's ``coerceString``). ``fill_vars``: the value's ``{{ var }}`` are filled from
+    the vars the test's ``transformVars`` made."""
     value: Any = output
     text = output
     try:
+        context = {"vars": test_vars(case, base), "prompt": {}}
+        if fill_vars:
+            entry = {**entry, "value": fill(entry.get("value"), context["vars"], str(case.metadata.get("promptfoo")))}
         for step in transforms:
             value, text = step.apply(value, context)
-    except CheckError as exc:
+    except (CheckError, TemplateError, ConfigError) as exc:
         return CheckResult("metric", str(entry.get("type")), False, str(exc))
     check, negated, name = _compiled(entry, base)
     read = value if name == "python" else text
     verdict = check.evaluate(read, CheckContext(case=case, output=text))
     passed = verdict.passed != negated
     message = f"{'not ' if negated else ''}{verdict.expected}: {verdict.found}".strip(": ")
-    return CheckResult("metric", str(entry.get("type")), passed, f"after the transform, {message}", score=verdict.score)
+    if transforms:
+        message = f"after the transform, {message}"
+    return CheckResult("metric", str(entry.get("type")), passed, message, score=verdict.score)
 
 
 _CHECKS: dict[str, tuple[Check, bool, str]] = {}
@@ -296,10 +357,6 @@ def _compiled(entry: dict[str, Any], base: Path) -> tuple[Check, bool, str]:
     return _CHECKS[key]
 
 
-#: The vars the importer adds for a test's prefix and suffix: promptfoo never hands them to a prompt function.
-_AFFIX_VARS = ("promptfoo_prefix", "promptfoo_suffix")
-
-
 @dataclass(frozen=True)
 class PromptFunction:
     """A promptfoo prompt function (``[template] prompt_function``), called when each case renders as promptfoo's
@@ -313,12 +370,17 @@ class PromptFunction:
     renderer: Any
     #: ``{provider: {id, label}, config}``, given to the function with the case's vars.
     context: dict[str, Any]
+    #: The suite's folder (a ``file://`` transformVars is found in it).
+    base: Path | None = None
 
     def prompt(self, case: PromptCase) -> str | list[dict[str, Any]]:
         """Return what the case sends: chat messages when the function's answer is JSON of them (promptfoo
         sends those as messages), else its text; TemplateError naming the file and the case when it fails."""
         where = f"prompt_function {self.written} (case {case.case_id})"
-        variables = {k: v for k, v in case.vars.items() if k not in _AFFIX_VARS}
+        if TRANSFORM_VARS in case.vars:  # promptfoo calls the function with the vars transformVars made
+            variables = transform_vars(case.vars, self.base)
+        else:
+            variables = {k: v for k, v in case.vars.items() if k not in _OPTION_VARS}
         answer = self._call({**self.context, "vars": variables}, where)
         if isinstance(answer, str):
             text = answer

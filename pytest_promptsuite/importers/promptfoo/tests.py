@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
+import uuid
 from collections.abc import Callable
 from collections.abc import Iterator
 from collections.abc import Mapping
@@ -17,6 +18,9 @@ from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.formats.jsonio import decode
 from pytest_promptsuite.importers.output import inside
 from pytest_promptsuite.importers.output import jsonl
+from pytest_promptsuite.prompts.files.promptfoo import TRANSFORM_VARS
+from pytest_promptsuite.prompts.files.promptfoo import js_string
+from pytest_promptsuite.prompts.files.promptfoo import resolve_vars
 from pytest_promptsuite.safety.limits import IMPORT_CASES
 from pytest_promptsuite.safety.limits import IMPORT_CASES_BYTES
 
@@ -38,8 +42,9 @@ class AssertModule:
     #: The ``file://`` files the asserts name (relative to the config), copied beside the module.
     files: list[str] = field(default_factory=list)
 
-    def add(self, kind: str, value: Any, threshold: float | None, where: str) -> str:
-        """Add a function running one code assert; return the ``python`` check value naming it."""
+    def add(self, kind: str, value: Any, threshold: float | None, where: str, *, fill_vars: bool = False) -> str:
+        """Add a function running one code assert (its inline code's ``{{ var }}`` filled at run time when
+        ``fill_vars``); return the ``python`` check value naming it."""
         name = f"{kind.replace('-', '_')}_{len(self.functions) + 1}"
         runner = "javascript" if kind == "javascript" else "python_assert"
         if not isinstance(value, str) or not value.strip():
@@ -53,36 +58,41 @@ class AssertModule:
                 self.files.append(path)
             call = f"None, output, case, file=str(_HERE / {path!r}), fn={fn or None!r}"
         else:
-            call = f"{value!r}, output, case"
+            call = f"{value!r}, output, case" + (", fill_vars=True" if fill_vars else "")
         self.functions.append(
             f"def {name}(output, case):\n"
-            f"    return {runner}({call}, threshold={threshold!r}, name={f'{kind} assert ({where})'!r})\n"
+            f"    return {runner}({call}, threshold={threshold!r}, name={f'{kind} assert ({where})'!r}, base=_HERE)\n"
         )
         return f"file://promptfoo_asserts.py:{name}"
 
-    def transformed(self, entry: dict[str, Any], transforms: list[Any], where: str) -> str:
+    def transformed(self, entry: dict[str, Any], transforms: list[Any], where: str, *, fill_vars: bool = False) -> str:
         """Add a function running the assert ``entry`` (ours) on the output after ``transforms`` (the
-        test's, then the assert's: code or ``file://``); return the ``python`` check value naming it."""
+        test's, then the assert's: code or ``file://``), its value's ``{{ var }}`` filled at run time when
+        ``fill_vars``; return the ``python`` check value naming it."""
         name = f"transformed_{len(self.functions) + 1}"
-        steps = []
-        for transform in transforms:
-            if not isinstance(transform, str) or not transform.strip():
-                raise ConfigError(f"{where}: a transform is JavaScript code or file://PATH[:function]")
-            if transform.startswith("file://"):
-                written = transform[len("file://") :]
-                cut = written.rfind(":")
-                path = inside(written[:cut] if cut > 1 else written)
-                if path is None:
-                    raise ConfigError(f"{where}: {transform} lies outside the config's folder")
-                if path not in self.files:
-                    self.files.append(path)
-                transform = f"file://{path}{written[cut:] if cut > 1 else ''}"  # as copied beside the module
-            steps.append(f"Transform({transform!r}, {where!r}, _HERE)")
+        steps = [f"Transform({self.transform(t, where)!r}, {where!r}, _HERE)" for t in transforms]
         self.functions.append(
             f"def {name}(output, case):\n"
-            f"    return transformed(output, case, {entry!r}, transforms=({', '.join(steps)},), base=_HERE)\n"
+            f"    return transformed(output, case, {entry!r}, transforms=({', '.join(steps)}{',' if steps else ''}), "
+            f"base=_HERE{', fill_vars=True' if fill_vars else ''})\n"
         )
         return f"file://promptfoo_asserts.py:{name}"
+
+    def transform(self, transform: Any, where: str) -> str:
+        """Return a transform (JavaScript code, or ``file://PATH[:function]``) as the imported suite runs it:
+        its file inside the config's folder, copied beside the module."""
+        if not isinstance(transform, str) or not transform.strip():
+            raise ConfigError(f"{where}: a transform is JavaScript code or file://PATH[:function]")
+        if not transform.startswith("file://"):
+            return transform
+        written = transform[len("file://") :]
+        cut = written.rfind(":")
+        path = inside(written[:cut] if cut > 1 else written)
+        if path is None:
+            raise ConfigError(f"{where}: {transform} lies outside the config's folder")
+        if path not in self.files:
+            self.files.append(path)
+        return f"file://{path}{written[cut:] if cut > 1 else ''}"
 
     def uncarried(self, what: str, where: str) -> str:
         """Add a function that fails the case for an assert (or test option) not carried over, so a
@@ -106,18 +116,21 @@ class AssertModule:
         return head + "\n\n".join(self.functions)
 
 
-def _fill(value: Any, variables: Mapping[str, Any], where: str) -> Any:
-    """Fill ``{{ name }}`` in an assert's value from the test's vars (as promptfoo renders it); its
-    length is computed first, and past :data:`IMPORT_CASES_BYTES` it is refused, not built."""
+def fill(value: Any, variables: Mapping[str, Any], where: str) -> Any:
+    """Fill ``{{ name }}`` in an assert's value from the test's vars, composed first (as promptfoo renders
+    it after the prompt); its length is computed first, and past :data:`IMPORT_CASES_BYTES` it is refused."""
     if isinstance(value, str):
         found = list(_VAR.finditer(value))
-        texts = {name: str(variables[name]) for name in {m.group(1) for m in found} if name in variables}
+        if not found:
+            return value
+        variables = resolve_vars(variables)
+        texts = {name: js_string(variables[name]) for name in {m.group(1) for m in found} if name in variables}
         size = len(value) + sum(len(texts[m.group(1)]) - len(m.group(0)) for m in found if m.group(1) in texts)
         if size > IMPORT_CASES_BYTES.value:
             raise ConfigError(f"{where}: the value filled from the vars is longer than {IMPORT_CASES_BYTES}")
         return _VAR.sub(lambda m: texts.get(m.group(1), m.group(0)), value)
     if isinstance(value, list):
-        return [_fill(v, variables, where) for v in value]
+        return [fill(v, variables, where) for v in value]
     return value
 
 
@@ -129,11 +142,9 @@ _VERDICT_KEYS = ("transform", "contextTransform")
 _THRESHOLDED = frozenset({"latency", "cost", "llm-rubric", "rouge-n"})
 #: A test's keys that are carried over.
 _TEST_KEYS = frozenset({"description", "vars", "assert", "metadata", "threshold", "options", "providerOutput"})
-#: A test's options that change every assert's verdict: a case with one fails as not carried over.
-_VERDICT_OPTIONS = ("transformVars",)
 #: A test's options that are carried over.
 _CARRIED_OPTIONS = frozenset(
-    {"disableDefaultAsserts", "disableVarExpansion", "prefix", "suffix", "transform", "postprocess"}
+    {"disableDefaultAsserts", "disableVarExpansion", "prefix", "suffix", "transform", "postprocess", "transformVars"}
 )
 #: The shared types that check the model's call against its functions or tools, ignoring ``value``.
 _CALL_CHECKS = frozenset({"is-valid-openai-tools-call", "is-valid-openai-function-call"})
@@ -151,7 +162,13 @@ def _not_carried(kind: str, why: str, code: AssertModule, where: str, unsupporte
 
 
 def map_assert(
-    raw: Any, variables: Mapping[str, Any], code: AssertModule, where: str, unsupported: list[str]
+    raw: Any,
+    variables: Mapping[str, Any],
+    code: AssertModule,
+    where: str,
+    unsupported: list[str],
+    *,
+    fill_vars: bool = False,
 ) -> dict[str, Any]:
     """Map one promptfoo assert to ours; one that is not carried over is listed in ``unsupported``
     and becomes a check that fails the case, never a case that passes without it."""
@@ -166,14 +183,14 @@ def map_assert(
     extra = sorted(set(map(str, raw)) - _ASSERT_KEYS)
     if extra:
         unsupported.append(f"{where}: {kind} keys {', '.join(extra)}")
-    value = _fill(raw.get("value"), variables, where)
+    value = fill(raw.get("value"), variables, where)
     out: dict[str, Any] = {}
     if "weight" in raw:
         out["weight"] = raw["weight"]
     if base in ("javascript", "python"):
         if negated:
             return _not_carried(kind, "a negated code assert", code, where, unsupported)
-        out.update(type="python", value=code.add(base, value, raw.get("threshold"), where))
+        out.update(type="python", value=code.add(base, value, raw.get("threshold"), where, fill_vars=fill_vars))
         return out
     if base == "assert-set":
         inner = [
@@ -219,12 +236,21 @@ def _similar(out: dict[str, Any], base: str, negated: bool, value: Any, threshol
 
 
 def _with_transforms(
-    raw: Any, variables: Mapping[str, Any], code: AssertModule, where: str, unsupported: list[str], test: Any
+    raw: Any,
+    variables: Mapping[str, Any],
+    code: AssertModule,
+    where: str,
+    unsupported: list[str],
+    test: Any,
+    deferred: bool = False,
 ) -> dict[str, Any]:
     """Map one assert as :func:`map_assert` does, run on the output after the test's transform
-    (``test``) and the assert's own ``transform``, in promptfoo's order; without either, as it is."""
+    (``test``) and the assert's own ``transform``, in promptfoo's order; without either, as it is.
+    ``deferred``: the test's ``transformVars`` makes its vars at run time, so a ``{{ var }}`` in the
+    assert's value is filled then."""
     own = raw.get("transform") if isinstance(raw, Mapping) else None
-    if not test and own is None:
+    late = deferred and isinstance(raw, Mapping) and _reads_vars(raw.get("value"))
+    if not test and own is None and not late:
         return map_assert(raw, variables, code, where, unsupported)
     kind = str(raw.get("type"))
     base = kind.removeprefix("not-")
@@ -235,20 +261,30 @@ def _with_transforms(
         if own is not None:
             return _not_carried(kind, "its transform", code, where, unsupported)
         inner = [
-            _with_transforms(a, variables, code, f"{where}.assert[{i}]", unsupported, test)
+            _with_transforms(a, variables, code, f"{where}.assert[{i}]", unsupported, test, deferred)
             for i, a in enumerate(_list(raw.get("assert"), "assert", where))
         ]
         out = {k: raw[k] for k in ("weight", "threshold") if k in raw}
         return {**out, "type": "assert-set", "assert": inner}
     if base in _JUDGED_TYPES:
         return _not_carried(kind, "after a transform", code, where, unsupported)
-    entry = map_assert(plain, variables, code, where, unsupported)
+    filled_code = late and base in ("javascript", "python")  # its code is filled where it runs
+    entry = map_assert(plain, {} if late else variables, code, where, unsupported, fill_vars=filled_code)
     if entry["type"] == "python" and entry["value"].rpartition(":")[2].startswith("not_carried_"):
         return entry
-    weight = entry.pop("weight", None)
     transforms = [t for t in (test, own) if t is not None]
-    out = {"type": "python", "value": code.transformed(entry, transforms, where)}
+    if not transforms and filled_code:
+        return entry
+    weight = entry.pop("weight", None)
+    out = {"type": "python", "value": code.transformed(entry, transforms, where, fill_vars=late and not filled_code)}
     return out if weight is None else {**out, "weight": weight}
+
+
+def _reads_vars(value: Any) -> bool:
+    """Tell whether an assert's value names a var (``{{ name }}``), in a string or a list of them."""
+    if isinstance(value, str):
+        return _VAR.search(value) is not None
+    return isinstance(value, list) and any(_reads_vars(v) for v in value)
 
 
 def csv_test(row: Mapping[str, str], where: str, index: int) -> dict[str, Any]:
@@ -504,14 +540,22 @@ def cases_of(
     size, number = 0, 0
     files: dict[str, str] = {}
     affixed: list[str] = []
+    transformed = False
     for test, where in checked:
         unknown = sorted(set(test) - _TEST_KEYS)
         if unknown:
             unsupported.append(f"{where}: test keys {', '.join(unknown)}")
         options = {**default["options"], **test["options"]}  # merged as promptfoo merges them
-        listed = sorted(set(map(str, options)) - set(_VERDICT_OPTIONS) - _CARRIED_OPTIONS)
+        listed = sorted(set(map(str, options)) - _CARRIED_OPTIONS)
         if listed:
             unsupported.append(f"{where}: options ({', '.join(listed)})")
+        transform_vars = test["options"].get("transformVars") or default["options"].get("transformVars")
+        spread = _combinations({**default["vars"], **test["vars"]}, options)
+        if transform_vars and spread > 1:
+            unsupported.append(
+                f"{where}: transformVars runs on each of the {spread} combinations of the array vars "
+                "(promptfoo runs it once, on the arrays, before they expand)"
+            )
         for variables in _expand({**default["vars"], **test["vars"]}, options):
             for key, value in list(variables.items()):
                 if isinstance(value, str) and value.startswith("file://"):
@@ -521,6 +565,14 @@ def cases_of(
                     variables[key] = files[relative]
                 elif isinstance(value, str):
                     variables[key] = value[:-1] if value.endswith("\n") else value  # as promptfoo does
+            if transform_vars:  # run before the prompt renders, as promptfoo runs it (a uuid per test)
+                transformed = True
+                variables[TRANSFORM_VARS] = {
+                    "code": code.transform(transform_vars, f"{where}: options.transformVars"),
+                    "vars": list(variables),
+                    "uuid": str(uuid.uuid5(uuid.NAMESPACE_URL, f"promptfoo:{where}:{number}")),
+                    "where": f"{where}: options.transformVars",
+                }
             affixes = {k: test["options"].get(k) or default["options"].get(k) or "" for k in ("prefix", "suffix")}
             if any(affixes.values()) or affixed:
                 affixed.append(where)
@@ -533,7 +585,7 @@ def cases_of(
             lines.append(line)
     if affixed:  # the first cases (before a prefix was seen) get empty ones too
         lines = [_with_affixes(line) for line in lines]
-    return Cases("".join(lines), bool(affixed))
+    return Cases("".join(lines), bool(affixed), transformed)
 
 
 def _with_affixes(line: str) -> str:
@@ -550,6 +602,8 @@ class Cases:
 
     text: str
     affixed: bool
+    #: Whether a test's ``transformVars`` makes its vars when the prompt renders.
+    transform_vars: bool = False
 
 
 def _case(
@@ -565,15 +619,13 @@ def _case(
     options = {**default["options"], **test["options"]}
     asserts = [*([] if test["options"].get("disableDefaultAsserts") is True else default["assert"]), *test["assert"]]
     transform = options.get("transform") or options.get("postprocess")  # promptfoo's test transform
+    deferred = TRANSFORM_VARS in variables  # the vars an assert's value reads are known at run time
     mapped = [
-        _with_transforms(a, variables, code, f"{where}: assert[{i}]", unsupported, transform)
+        _with_transforms(a, variables, code, f"{where}: assert[{i}]", unsupported, transform, deferred)
         for i, a in enumerate(asserts)
     ]
     if "providerOutput" in test:
         mapped.append(_not_carried("providerOutput", "", code, where, unsupported))
-    changing = [k for k in _VERDICT_OPTIONS if k in options]
-    if changing:  # the output every assert sees is not the one promptfoo's would see
-        mapped.append(_not_carried("test options", ", ".join(changing), code, f"{where}: options", unsupported))
     metadata = {**default["metadata"], **test["metadata"]}
     description = test.get("description")
     case: dict[str, Any] = {

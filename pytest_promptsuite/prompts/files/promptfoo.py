@@ -8,6 +8,7 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 from typing import Any
 
@@ -24,6 +25,9 @@ if TYPE_CHECKING:
 
 #: A var that names another (``'tweet about {{topic}}'``), as promptfoo's ``resolveVariables`` finds it.
 _PLACEHOLDER = re.compile(r"\{\{\s*(\w+)\s*\}\}")
+#: The case var that carries a test's ``transformVars`` (written by the import): ``{code, vars, uuid, where}``,
+#: ``vars`` naming the test's own vars (the ones the transform is given).
+TRANSFORM_VARS = "promptfoo_transform_vars"
 
 
 def js_string(value: Any) -> str:
@@ -103,6 +107,8 @@ class PromptfooRenderer(JinjaRenderer):
     config's ``nunjucksFilters`` (``node_filters``) run in Node.js."""
 
     node_filters: NodeFilters | None = None
+    #: The suite's folder: a ``file://`` ``transformVars`` lies in it.
+    base: Path | None = None
 
     def _environment(self) -> SandboxedEnvironment:
         return promptfoo_environment()
@@ -114,10 +120,15 @@ class PromptfooRenderer(JinjaRenderer):
 
     def with_filters(self, make_filter: MakeFilter) -> JinjaRenderer:
         """Return this renderer if it has a filter lookup already, else a new one using ``make_filter``."""
-        return self if self.make_filter is not None else type(self)(make_filter, self.node_filters)
+        return self if self.make_filter is not None else type(self)(make_filter, self.node_filters, self.base)
 
     def render(self, template: str, row: Mapping[str, Any]) -> str:
-        """Render ``template`` with the row's vars, composed, as its context."""
+        """Render ``template`` with the row's vars, made by the test's ``transformVars`` when it has one,
+        then composed, as its context."""
+        if TRANSFORM_VARS in row:
+            from pytest_promptsuite.importers.promptfoo.runtime import transform_vars
+
+            row = {**row, **transform_vars(row, self.base)}
         return super().render(template, resolve_vars(row))
 
     def fields(self, template: str) -> list[FieldRead]:
@@ -125,4 +136,5 @@ class PromptfooRenderer(JinjaRenderer):
         compiling it first: a syntax error, an unknown filter or a JavaScript filter without Node.js is a
         TemplateError at collection."""
         self._compiled(template)
-        return [FieldRead(r.name, r.line, True) for r in jinja_reads(self._env, template)]
+        reads = [FieldRead(r.name, r.line, True) for r in jinja_reads(self._env, template)]
+        return [*reads, FieldRead(TRANSFORM_VARS, 0, True)]  # render runs a test's transformVars
