@@ -114,7 +114,8 @@ class TemplateConfig(ConfigTable):
     semantics: Literal["promptsuite", "nemo", "promptfoo", "opencompass"] | None = key(
         None,
         "Whose rules render the prompt: promptsuite's; NeMo Guardrails' (a task prompt); promptfoo's "
-        "(a template file: Nunjucks, an undefined variable renders empty); or OpenCompass's (an infer_cfg: "
+        "(a template file, or a task prompt's messages: Nunjucks, an undefined variable renders empty); or "
+        "OpenCompass's (an infer_cfg: "
         "a {name} the row lacks is left as written).",
     )
     nunjucks_filters: dict[str, str] | None = key(

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from pytest_promptsuite.nemo.render import NemoPrompt
     from pytest_promptsuite.prompts.core import Prompt
     from pytest_promptsuite.prompts.files.node import NodeFilters
+    from pytest_promptsuite.prompts.files.promptfoo import PromptfooChat
     from pytest_promptsuite.prompts.task_prompts import TaskPrompt
 
 
@@ -130,9 +131,39 @@ def _promptfoo_renderer(
     suite's folder ``base``."""
     if table.renderer not in (None, "jinja"):
         raise ConfigError(f"semantics = 'promptfoo' renders with Nunjucks' rules; drop renderer = {table.renderer!r}")
+    from pytest_promptsuite.importers.promptfoo.runtime import transform_vars
     from pytest_promptsuite.prompts.files.promptfoo import PromptfooRenderer
 
-    return PromptfooRenderer(make_filter, node, base)
+    return PromptfooRenderer(make_filter, node, base, transform_vars)
+
+
+def _promptfoo_chat(
+    config: SuiteConfig, table: TemplateConfig, make_filter: MakeFilter, variant: str | None
+) -> PromptfooChat:
+    """Make a promptfoo chat prompt: the messages of ``task`` in ``task_prompts``, rendered under promptfoo's rules."""
+    from pytest_promptsuite.prompts.files.promptfoo import PromptfooChat
+    from pytest_promptsuite.prompts.files.promptfoo import PromptfooRenderer
+    from pytest_promptsuite.prompts.prompts_yml import check_message
+    from pytest_promptsuite.prompts.prompts_yml import prompt_entries
+    from pytest_promptsuite.prompts.prompts_yml import read_prompts
+
+    key = config.template_key(variant, "task_prompts")
+    if table.task_prompts is None or table.task is None:
+        missing = "task_prompts" if table.task_prompts is None else "task"
+        raise ConfigError(f"{config.where(key)}: [template] uses task prompts but has no {missing!r}")
+    entries = prompt_entries(read_prompts(config.resolve(table.task_prompts, key=key), root=config.root))
+    entry = next((e for e in entries if e.task == table.task), None)
+    if entry is None or "messages" not in entry.raw:
+        raise ConfigError(f"{config.where(key)}: {table.task_prompts} has no messages for task {table.task!r}")
+    messages = []
+    for i, message in enumerate(entry.raw["messages"]):
+        role = check_message(message, f"{entry.where}: messages[{i}]")
+        if role is None:
+            raise ConfigError(f"{entry.where}: messages[{i}]: a promptfoo chat message is {{type, content}}")
+        messages.append((role, str(message["content"])))
+    renderer = _promptfoo_renderer(table, make_filter, _node_filters(config, table, variant), config.root)
+    assert isinstance(renderer, PromptfooRenderer)
+    return PromptfooChat(tuple(messages), renderer, entry.where, table.task)
 
 
 #: The Node.js filter processes by their files: the variants of a suite share one.
@@ -162,7 +193,7 @@ class PromptSource:
     """What each case sends when its ``[template]`` table is a task prompt, a string template or a
     promptfoo prompt function (one of the three is set)."""
 
-    task_prompt: TaskPrompt | NemoPrompt | None = None
+    task_prompt: TaskPrompt | NemoPrompt | PromptfooChat | None = None
     string: StringTemplate | None = None
     function: PromptFunction | None = None
     #: ``[template] optional``: fields a case may leave out; they render empty.
@@ -224,6 +255,8 @@ def prompt_source(
     if table.kind(path=config.path) is TemplateKind.TASK_PROMPTS:
         from pytest_promptsuite.prompts.task_prompts import load_task_prompts  # YAML and Jinja2 load here
 
+        if table.semantics == "promptfoo":
+            return PromptSource(task_prompt=_promptfoo_chat(config, table, make_filter, variant), optional=optional)
         if (table.nemo_config is not None or table.semantics == "nemo") and table.task is not None:
             from pytest_promptsuite.nemo.render import nemo_prompt
 

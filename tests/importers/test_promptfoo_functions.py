@@ -238,7 +238,8 @@ def test_a_prompt_function_gets_the_vars_transform_vars_made(tmp_path: Path, sui
         "tests:\n  - vars: {name: ada}\n  - vars: {name: grace, extra: '{{name}}!'}\n",
         {
             "fn.js": 'module.exports = ({ vars }) => `Hello ${vars.name} ${vars.extra || ""} {{ extra }}`;\n',
-            "fn.py": "def make(context):\n    v = context[\"vars\"]\n    return f\"Hi {v['name']} {v.get('extra')} {{{{ extra }}}}\"\n",
+            "fn.py": "def make(context):\n    v = context['vars']\n"
+            "    return 'Hi ' + v['name'] + ' ' + str(v.get('extra')) + ' {{ extra }}'\n",
         },
     )
     status, imported = import_config(tmp_path, config)

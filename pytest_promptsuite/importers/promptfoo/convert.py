@@ -591,7 +591,7 @@ def _prompt_table(prompt: _Prompt, index: int, files: dict[str, str], tasks: lis
         task = f"prompt-{index}"
         messages = [{"type": m["role"], "content": m["content"]} for m in prompt.messages]
         tasks.append({"task": task, "messages": messages})
-        return {"task_prompts": "prompts.yml", "task": task, "semantics": "promptsuite"}
+        return {"task_prompts": "prompts.yml", "task": task, "semantics": "promptfoo"}  # promptfoo renders each message
     name = f"prompts/prompt-{index}.txt"
     files[name] = prompt.text or ""
     return {"template_file": name, "semantics": "promptfoo"}  # Nunjucks' rules, as promptfoo renders it
@@ -675,12 +675,6 @@ def promptfoo_suite(path: Path, *, slice_key: str | None = None) -> ImportedSuit
                 prompt.text = "{{ promptfoo_prefix }}" + prompt.text + "{{ promptfoo_suffix }}"
             elif prompt.function is None:  # promptfoo puts a function's answer in place of the prefixed text
                 config.notes.append(f"not carried over: the tests' prefix and suffix on the chat prompt {prompt.label}")
-    if cases.transform_vars:
-        config.notes.extend(
-            f"not carried over: the tests' transformVars on the chat prompt {p.label} (it renders the vars as written)"
-            for p in prompts
-            if p.messages is not None
-        )
     tables = [_prompt_table(p, i + 1, files, tasks) for i, p in enumerate(prompts)]
     _nunjucks_filters(config, tables, files)
     pairs = [

@@ -540,7 +540,6 @@ def cases_of(
     size, number = 0, 0
     files: dict[str, str] = {}
     affixed: list[str] = []
-    transformed = False
     for test, where in checked:
         unknown = sorted(set(test) - _TEST_KEYS)
         if unknown:
@@ -566,7 +565,6 @@ def cases_of(
                 elif isinstance(value, str):
                     variables[key] = value[:-1] if value.endswith("\n") else value  # as promptfoo does
             if transform_vars:  # run before the prompt renders, as promptfoo runs it (a uuid per test)
-                transformed = True
                 variables[TRANSFORM_VARS] = {
                     "code": code.transform(transform_vars, f"{where}: options.transformVars"),
                     "vars": list(variables),
@@ -585,7 +583,7 @@ def cases_of(
             lines.append(line)
     if affixed:  # the first cases (before a prefix was seen) get empty ones too
         lines = [_with_affixes(line) for line in lines]
-    return Cases("".join(lines), bool(affixed), transformed)
+    return Cases("".join(lines), bool(affixed))
 
 
 def _with_affixes(line: str) -> str:
@@ -602,8 +600,6 @@ class Cases:
 
     text: str
     affixed: bool
-    #: Whether a test's ``transformVars`` makes its vars when the prompt renders.
-    transform_vars: bool = False
 
 
 def _case(

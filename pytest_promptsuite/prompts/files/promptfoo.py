@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,7 +14,9 @@ from typing import TYPE_CHECKING
 from typing import Any
 
 from pytest_promptsuite.errors import TemplateError
+from pytest_promptsuite.models.base import Message
 from pytest_promptsuite.prompts.fields import FieldRead
+from pytest_promptsuite.prompts.fields import TemplateReads
 from pytest_promptsuite.prompts.fields import jinja_reads
 from pytest_promptsuite.prompts.files.filters import MakeFilter
 from pytest_promptsuite.prompts.files.node import NodeFilters
@@ -109,6 +112,8 @@ class PromptfooRenderer(JinjaRenderer):
     node_filters: NodeFilters | None = None
     #: The suite's folder: a ``file://`` ``transformVars`` lies in it.
     base: Path | None = None
+    #: What runs a test's ``transformVars`` (``row``, ``base``) -> vars (the import's runtime).
+    vars_transform: Callable[[Mapping[str, Any], Path | None], dict[str, Any]] | None = None
 
     def _environment(self) -> SandboxedEnvironment:
         return promptfoo_environment()
@@ -120,15 +125,15 @@ class PromptfooRenderer(JinjaRenderer):
 
     def with_filters(self, make_filter: MakeFilter) -> JinjaRenderer:
         """Return this renderer if it has a filter lookup already, else a new one using ``make_filter``."""
-        return self if self.make_filter is not None else type(self)(make_filter, self.node_filters, self.base)
+        if self.make_filter is not None:
+            return self
+        return type(self)(make_filter, self.node_filters, self.base, self.vars_transform)
 
     def render(self, template: str, row: Mapping[str, Any]) -> str:
         """Render ``template`` with the row's vars, made by the test's ``transformVars`` when it has one,
         then composed, as its context."""
-        if TRANSFORM_VARS in row:
-            from pytest_promptsuite.importers.promptfoo.runtime import transform_vars
-
-            row = {**row, **transform_vars(row, self.base)}
+        if TRANSFORM_VARS in row and self.vars_transform is not None:
+            row = {**row, **self.vars_transform(row, self.base)}
         return super().render(template, resolve_vars(row))
 
     def fields(self, template: str) -> list[FieldRead]:
@@ -137,4 +142,53 @@ class PromptfooRenderer(JinjaRenderer):
         TemplateError at collection."""
         self._compiled(template)
         reads = [FieldRead(r.name, r.line, True) for r in jinja_reads(self._env, template)]
-        return [*reads, FieldRead(TRANSFORM_VARS, 0, True)]  # render runs a test's transformVars
+        return [*reads, FieldRead(TRANSFORM_VARS, 0, True)] if self.vars_transform is not None else reads
+
+
+@dataclass(frozen=True)
+class PromptfooChat:
+    """A promptfoo chat prompt (``[template] task_prompts`` + ``task`` under ``semantics = "promptfoo"``):
+    each message's content rendered by :class:`PromptfooRenderer`, as promptfoo renders each string of a
+    JSON prompt; a message that renders empty is kept, as promptfoo keeps it."""
+
+    messages: tuple[tuple[str, str], ...]
+    renderer: PromptfooRenderer
+    #: ``prompts.yml:LINE``, where the task's prompt is written.
+    where: str
+    task: str
+
+    @property
+    def name(self) -> str:
+        """This prompt's name in errors: ``prompts.yml:3 (task 'prompt-1')``."""
+        return f"{self.where} (task {self.task!r})"
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """Request params the prompt sets: none."""
+        return {}
+
+    def template_reads(self, provides: frozenset[str] = frozenset()) -> TemplateReads:
+        """Return the variables the messages read (each one a case may lack: it renders empty)."""
+        reads: list[FieldRead] = []
+        for i, (_, source) in enumerate(self.messages):
+            try:
+                reads.extend(self.renderer.fields(source))
+            except TemplateError as exc:
+                raise TemplateError(f"{self.name} messages[{i}]: {exc}") from None
+        file, _, line = self.where.rpartition(":")
+        path, number = (Path(file), int(line)) if line.isdigit() else (None, 0)
+        return TemplateReads(self.name, tuple(reads), path, number, provides=provides)
+
+    def render(self, row: Mapping[str, Any], *, max_length: int | None = None) -> list[Message]:
+        """Render every message for ``row`` (``max_length`` is not promptfoo's: ignored)."""
+        messages: list[Message] = []
+        for i, (role, source) in enumerate(self.messages):
+            try:
+                messages.append({"role": role, "content": self.renderer.render(source, row)})
+            except TemplateError as exc:
+                raise TemplateError(f"{self.name} messages[{i}]: {exc}") from None
+        return messages
+
+    def parse_output(self, text: str) -> str:
+        """Return the output as it is."""
+        return text
