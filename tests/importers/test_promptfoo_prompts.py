@@ -6,6 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from pytest_promptsuite.importers.promptfoo.convert import promptfoo_suite
+from tests.importers.promptfoo_run import import_config
+from tests.importers.promptfoo_run import run_imported
+from tests.suite import Suite
 
 
 def _config(tmp_path: Path, text: str, files: dict[str, str]) -> Path:
@@ -86,6 +89,25 @@ def test_a_provider_label_with_a_dot_or_accent_is_a_bare_variant_name(tmp_path: 
     )
     variants = sorted(k for k in promptfoo_suite(config).config if k.startswith("variants."))
     assert variants == ["variants.p1-Claude-Opus-4-5--profile", "variants.p1-Mod-le-3-7"]  # a dot nests a TOML table
+
+
+def test_a_prompt_glob_makes_a_prompt_per_file_in_sorted_order(tmp_path: Path, suite: Suite) -> None:
+    (tmp_path / "prompts").mkdir()
+    for name in ("b", "a"):
+        (tmp_path / "prompts" / f"{name}.txt").write_text(f"{name.upper()} {{{{ x }}}}\n", encoding="utf-8")
+    config = _config(
+        tmp_path,
+        "prompts: ['file://prompts/*.txt']\nproviders: [echo]\n"
+        "tests:\n  - vars: {x: hi}\n    assert: [{type: contains, value: hi}]\n",
+        {},
+    )
+    status, imported = import_config(tmp_path, config)
+    assert status == 0
+    rows = run_imported(suite, imported)  # promptfoo 0.123.1: 'A hi' and 'B hi', both pass (in the file system's order)
+    assert [(r["variant"], r["output"], r["outcome"]) for r in rows] == [
+        ("p1", "A hi", "passed"),
+        ("p2", "B hi", "passed"),
+    ]
 
 
 def test_labels_alike_once_bare_stay_two_variants(tmp_path: Path) -> None:

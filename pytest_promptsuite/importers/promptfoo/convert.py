@@ -298,35 +298,61 @@ def _prompts(config: _Config) -> list[_Prompt]:
             label, ident, item = item.get("label"), item.get("id"), item.get("raw", item.get("id"))
         if not isinstance(item, str):
             raise ConfigError(f"{where}: a prompt is a string, file://PATH or {{raw|id, label}}")
-        if item.startswith("file://") and item.endswith(".csv"):  # labelled and named row by row
-            made = _csv_prompts(config, item[len("file://") :], where, label, ident)
-            for prompt in made:
-                prompt.config = settings or None  # promptfoo spreads the prompt's keys over each row's
-            out.extend(made)
-            continue
-        if item.startswith("file://") and item.endswith(".jsonl"):
-            found = _jsonl_prompts(config, item[len("file://") :], where, label)
-            label = None  # labelled line by line as promptfoo labels them
-        elif item.startswith("file://") and _is_code(item, _TYPESCRIPT):
-            raise ConfigError(
-                f"{where}: {item}: TypeScript prompt functions are not imported (promptfoo loads them with a "
-                "TypeScript loader); write it as .js, .mjs or .py"
-            )
-        elif item.startswith("file://") and _is_code(item, _FUNCTION_FILES):
-            found = [_function_prompt(config, item[len("file://") :], where)]
-        elif item.startswith("file://"):
-            found = _file_prompts(config, item[len("file://") :], where)
-        else:
-            found = [_string_prompt(item, where)]
-        for prompt in found:
-            prompt.ident = ident if isinstance(ident, str) else None
-            prompt.config = settings or None
-            if label and item.startswith("file://") and item.endswith(_TEXT_PROMPT):
-                prompt.label = f"{label}: {prompt.label}"
-            elif label:
-                prompt.label = str(label)
-        out.extend(found)
+        for one in _prompt_glob(config, item, where):
+            out.extend(_one_prompt(config, one, where, label, ident, settings))
     return out
+
+
+def _prompt_glob(config: _Config, item: str, where: str) -> list[str]:
+    """Expand a ``file://`` prompt whose path is a glob (``file://prompts/*.txt``) into one item per file
+    inside the config's folder, in sorted order (promptfoo's follows the file system's); others as written."""
+    if not item.startswith("file://"):
+        return [item]
+    written = item[len("file://") :]
+    cut = written.rfind(":")
+    path, function = (written[:cut], written[cut:]) if cut > 1 else (written, "")
+    if not any(ch in path for ch in "*?[{"):
+        return [item]
+    normal = inside(path)
+    if normal is None:
+        raise ConfigError(f"{where}: {item} lies outside the config's folder")
+    found = sorted(glob.glob(normal, root_dir=config.root, recursive=True))
+    if not found:
+        raise ConfigError(f"{where}: {item}: no prompt file matches")
+    return [f"file://{match}{function}" for match in found]
+
+
+def _one_prompt(
+    config: _Config, item: str, where: str, label: Any, ident: Any, settings: dict[str, Any] | None
+) -> list[_Prompt]:
+    """Read one prompt item (a string, or one ``file://`` file), labelled as promptfoo labels it."""
+    if item.startswith("file://") and item.endswith(".csv"):  # labelled and named row by row
+        made = _csv_prompts(config, item[len("file://") :], where, label, ident)
+        for prompt in made:
+            prompt.config = settings or None  # promptfoo spreads the prompt's keys over each row's
+        return made
+    if item.startswith("file://") and item.endswith(".jsonl"):
+        found = _jsonl_prompts(config, item[len("file://") :], where, label)
+        label = None  # labelled line by line as promptfoo labels them
+    elif item.startswith("file://") and _is_code(item, _TYPESCRIPT):
+        raise ConfigError(
+            f"{where}: {item}: TypeScript prompt functions are not imported (promptfoo loads them with a "
+            "TypeScript loader); write it as .js, .mjs or .py"
+        )
+    elif item.startswith("file://") and _is_code(item, _FUNCTION_FILES):
+        found = [_function_prompt(config, item[len("file://") :], where)]
+    elif item.startswith("file://"):
+        found = _file_prompts(config, item[len("file://") :], where)
+    else:
+        found = [_string_prompt(item, where)]
+    for prompt in found:
+        prompt.ident = ident if isinstance(ident, str) else None
+        prompt.config = settings or None
+        if label and item.startswith("file://") and item.endswith(_TEXT_PROMPT):
+            prompt.label = f"{label}: {prompt.label}"
+        elif label:
+            prompt.label = str(label)
+    return found
 
 
 def _is_code(written: str, kinds: tuple[str, ...]) -> bool:
