@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.importers.promptfoo.convert import promptfoo_suite
 from tests.importers.promptfoo_run import import_config
 from tests.importers.promptfoo_run import run_imported
@@ -108,6 +111,33 @@ def test_a_prompt_glob_makes_a_prompt_per_file_in_sorted_order(tmp_path: Path, s
         ("p1", "A hi", "passed"),
         ("p2", "B hi", "passed"),
     ]
+
+
+def test_providers_in_a_file_are_read_as_promptfoo_reads_them(tmp_path: Path, suite: Suite) -> None:
+    config = _config(
+        tmp_path,
+        "prompts: ['Hello {{ x }}']\nproviders: [file://providers.yaml, echo]\n"
+        "tests: [{vars: {x: hi}, assert: [{type: contains, value: hi}]}]\n",
+        {"providers.yaml": "- {id: echo, label: a}\n- {id: echo, label: b}\n"},
+    )
+    status, imported = import_config(tmp_path, config)
+    assert status == 0
+    rows = run_imported(suite, imported)  # promptfoo 0.123.1: three rows (a, b, echo), each passed
+    assert [(r["variant"], r["outcome"]) for r in rows] == [
+        ("p1-a", "passed"),
+        ("p1-b", "passed"),
+        ("p1-echo", "passed"),
+    ]
+    (tmp_path / "prompts.yaml").write_text("- file://a.txt\n- {id: custom, raw: 'Hi {{ x }}'}\n", encoding="utf-8")
+    (tmp_path / "modular.yaml").write_text(
+        "prompts: file://prompts.yaml\nproviders: [echo]\ntests: [{vars: {x: hi}}]\n", encoding="utf-8"
+    )
+    made = promptfoo_suite(tmp_path / "modular.yaml")  # promptfoo 0.123.1 reads it as one YAML prompt too
+    assert made.files["prompts/prompt-1.txt"] == '["file://a.txt",{"id":"custom","raw":"Hi {{ x }}"}]'
+    assert any("prompts.yaml is not a list of {role, content} messages: imported as a text" in n for n in made.notes)
+    (tmp_path / "providers.yaml").write_text("- {label: no id}\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"providers.yaml: each provider in providers.yaml is a mapping with an 'id'"):
+        promptfoo_suite(config)
 
 
 def test_labels_alike_once_bare_stay_two_variants(tmp_path: Path) -> None:

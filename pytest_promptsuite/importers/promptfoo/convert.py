@@ -163,7 +163,14 @@ def _file_prompts(config: _Config, relative: str, where: str) -> list[_Prompt]:
             raw = encode(value, compact=True, scrub=False)  # JSON.stringify's spelling
         except ConfigError:
             raw = text  # not YAML: its text, as promptfoo falls back
-        prompt = _string_prompt(raw, where)
+        try:
+            prompt = _string_prompt(raw, where)
+        except ConfigError:  # a list, but not of {role, content}: promptfoo sends the JSON as written
+            config.notes.append(
+                f"{where}: {relative} is not a list of {{role, content}} messages: imported as a text prompt "
+                "(its value as JSON, as promptfoo sends it)"
+            )
+            prompt = _Prompt(raw, text=raw)
         prompt.label = f"{full}: {raw[:80]}"
         return [prompt]
     if not relative.endswith((".txt", ".md", ".j2", ".njk", ".prompt")):
@@ -472,12 +479,28 @@ def _providers(config: _Config) -> list[_Provider]:
         if written in seen:  # promptfoo runs a provider written twice alike once (its providerDedupeKey)
             continue
         seen.add(written)
-        if made := _provider(config, item, config.where(key, i)):
-            found.append(made)
+        where = config.where(key, i) if isinstance(raw, list) else config.where(key)
+        for one in _provider_file(config, item, where):
+            if made := _provider(config, one, where):
+                found.append(made)
     if not found:
         config.notes.append("no supported provider: the suite uses the echo model")
         found = [_Provider("echo", {"spec": "echo"})]  # promptfoo's echo: id "echo", label ""
     return found
+
+
+def _provider_file(config: _Config, item: Any, where: str) -> list[Any]:
+    """Read the providers of a ``file://x.yaml`` (``.yml``, ``.json``) reference as promptfoo's
+    ``loadProvidersFromFile`` does: one provider, or a list of them, each with an ``id``; any other item as it is."""
+    if not (isinstance(item, str) and item.startswith("file://") and item.endswith((".yaml", ".yml", ".json"))):
+        return [item]
+    relative = item[len("file://") :]
+    value = load_yaml(config.read_text(relative, where), str(config.root / relative), core=True)[0]
+    providers = value if isinstance(value, list) else [value]
+    for provider in providers:
+        if not isinstance(provider, dict) or not isinstance(provider.get("id"), str):
+            raise ConfigError(f"{config.root / relative}: each provider in {relative} is a mapping with an 'id'")
+    return providers
 
 
 def _tests(config: _Config) -> list[TestSource]:
