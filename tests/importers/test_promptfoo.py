@@ -419,6 +419,11 @@ def test_javascript_without_node_names_the_check(
             {"p.json": '[\n{"role": "user",}\n]'},
             "p.json:2: invalid JSON",
         ),
+        (  # promptfoo 0.123.1 reads a folder as one empty test
+            "prompts: [a]\ntests: file://cases/\n",
+            {"cases/a.yaml": "- vars: {}\n"},
+            ":2: file://cases is a folder: name its files with a glob",
+        ),
     ],
 )
 def test_bad_input_is_path_line_and_writes_nothing(
@@ -428,6 +433,7 @@ def test_bad_input_is_path_line_and_writes_nothing(
     folder.mkdir()
     (tmp_path / "secret.txt").write_text("sk-secret", encoding="utf-8")
     for name, content in files.items():
+        (folder / name).parent.mkdir(exist_ok=True)
         (folder / name).write_text(content, encoding="utf-8")
     config = folder / "promptfooconfig.yaml"
     config.write_text(text, encoding="utf-8")

@@ -110,6 +110,8 @@ class _Config:
         target = confine(self.root, normal) if normal is not None else None
         if target is None:
             raise ConfigError(f"{where or self.path}: file://{relative} lies outside the config's folder")
+        if target.is_dir():
+            raise ConfigError(f"{where or self.path}: file://{relative} is a folder: name its files with a glob")
         if not target.is_file():
             raise ConfigError(f"{where or self.path}: file://{relative}: no such file")
         return target
