@@ -27,6 +27,13 @@ def promptfoo_command() -> list[str] | None:
 
 def run_promptfoo(config: Path, tmp_path: Path) -> list[dict[str, Any]]:
     """Run ``promptfoo eval`` on a copy of ``config``'s folder; return its result rows."""
+    rows: list[dict[str, Any]] = promptfoo_results(config, tmp_path)["results"]
+    return rows
+
+
+def promptfoo_results(config: Path, tmp_path: Path) -> dict[str, Any]:
+    """Run ``promptfoo eval`` on a copy of ``config``'s folder; return its out.json's ``results``
+    (``prompts``: each provider's prompts; ``results``: a row per test and prompt)."""
     command = promptfoo_command()
     assert command is not None
     work = tmp_path / "promptfoo"
@@ -46,8 +53,43 @@ def run_promptfoo(config: Path, tmp_path: Path) -> list[dict[str, Any]]:
         timeout=600,
         check=False,
     )
-    results: list[dict[str, Any]] = json.loads((work / "out.json").read_text(encoding="utf-8"))["results"]["results"]
+    results: dict[str, Any] = json.loads((work / "out.json").read_text(encoding="utf-8"))["results"]
     return results
+
+
+def recorded(results: dict[str, Any]) -> dict[str, Any]:
+    """Make promptfoo's results what a corpus folder records: its providers (their label, or id when
+    they have none) and number of prompts, and a row per result: the test's and the config prompt's
+    number (from 1), the provider, the verdict and the output.
+
+    promptfoo's ``promptIdx`` counts each provider's prompts in turn; a provider that runs every prompt
+    (the widest) gives the config's order, in which a filtered provider's prompts are found by id."""
+    prompts = results["prompts"]
+    by_provider: dict[str, list[str]] = {}
+    for prompt in prompts:
+        by_provider.setdefault(prompt["provider"], []).append(prompt["id"])
+    blocks = sum(1 for i, prompt in enumerate(prompts) if i == 0 or prompts[i - 1]["provider"] != prompt["provider"])
+    assert blocks == len(by_provider), "two providers share a label: their rows cannot be told apart"
+    widest = max(by_provider.values(), key=len)
+    place = []
+    for prompt in prompts:
+        k = sum(1 for earlier in prompts[: len(place)] if earlier["provider"] == prompt["provider"])
+        if len(by_provider[prompt["provider"]]) == len(widest):
+            place.append(k + 1)
+        else:
+            assert widest.count(prompt["id"]) == 1, f"prompt {prompt['label']!r}: its place in the config is unclear"
+            place.append(widest.index(prompt["id"]) + 1)
+    rows = [
+        {
+            "test": row["testIdx"] + 1,
+            "prompt": place[row["promptIdx"]],
+            "provider": row["provider"]["label"] or row["provider"]["id"],
+            "pass": row["success"],
+            "output": (row.get("response") or {}).get("output"),
+        }
+        for row in results["results"]
+    ]
+    return {"providers": list(by_provider), "prompts": len(widest), "rows": rows}
 
 
 def import_config(tmp_path: Path, config: Path, *extra: str) -> tuple[int, Path]:
@@ -61,3 +103,28 @@ def run_imported(suite: Suite, imported: Path) -> list[dict[str, Any]]:
     shutil.copytree(imported, suite.path / "suite")
     suite.run("--prompt-report", "report", "-p", "no:cacheprovider", paths=["suite"])
     return suite.rows()
+
+
+def record(folder: Path, tmp_path: Path) -> None:
+    """Write ``folder``'s ``promptfoo-rows.json``: what promptfoo gives on its config, a line per row."""
+    made = recorded(promptfoo_results(folder / "promptfooconfig.yaml", tmp_path))
+    head = json.dumps({"recorded_with": RECORDED_WITH, "providers": made["providers"], "prompts": made["prompts"]})
+    rows = ",\n".join(" " + json.dumps(row, ensure_ascii=False) for row in made["rows"])
+    text = head[:-1] + ', "rows": [\n' + rows + "\n]}\n"
+    (folder / "promptfoo-rows.json").write_text(text, encoding="utf-8")
+
+
+#: How the corpus rows were recorded.
+RECORDED_WITH = (
+    "promptfoo 0.123.1 (npm), Node.js v20.20.2 (node dist/src/main.js: its entrypoint asks for Node 22), "
+    "provider echo: promptfoo eval -c promptfooconfig.yaml -o out.json --no-cache"
+)
+
+
+if __name__ == "__main__":  # python -m tests.importers.promptfoo_run FOLDER...: record the folders' rows
+    import tempfile
+
+    for name in sys.argv[1:]:
+        with tempfile.TemporaryDirectory() as tmp:
+            record(Path(name), Path(tmp))
+            print(f"recorded {name}")

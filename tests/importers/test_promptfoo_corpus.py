@@ -1,40 +1,85 @@
 """The promptfoo corpus: each config under ``fixtures/promptfoo/corpus``, imported and run on echo, gives
-the counts of rows and passed rows that promptfoo 0.123.1 itself gave (recorded in ``promptfoo-counts.json``)."""
+row for row the verdicts and outputs promptfoo 0.123.1 itself gave (recorded in ``promptfoo-rows.json``)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from pytest_promptsuite.importers.promptfoo.convert import _slug
 from tests.importers.promptfoo_run import import_config
 from tests.importers.promptfoo_run import promptfoo_command
+from tests.importers.promptfoo_run import promptfoo_results
+from tests.importers.promptfoo_run import recorded
 from tests.importers.promptfoo_run import run_imported
-from tests.importers.promptfoo_run import run_promptfoo
 from tests.suite import Suite
 
 
 CORPUS = Path(__file__).parent / "fixtures" / "promptfoo" / "corpus"
-CONFIGS = sorted(p.parent.name for p in CORPUS.glob("*/promptfoo-counts.json"))
+CONFIGS = sorted(p.parent.name for p in CORPUS.glob("*/promptfoo-rows.json"))
+
+#: Rows where ours knowingly differ from promptfoo's, by (folder, test, prompt, provider): what promptfoo
+#: gives that we do not copy, and why. Every entry must still differ as written.
+EXCEPTIONS: dict[tuple[str, int, int, str], str] = {
+    # A feature we lack: promptfoo's `_conversation` var, the earlier turns of the tests that share a
+    # metadata.conversationId (run in order), renders empty here, so a thread's later turns differ.
+    **{
+        (folder, test, 1, "echo"): "_conversation (promptfoo's multi-turn history) is not imported"
+        for folder in ("config-multi-turn", "multiple-turn-conversation")
+        for test in (2, 3, 5, 7)
+    },
+    # A feature we lack: a code assert's context has no `prompt` (the rendered prompt) nor `config` (the
+    # assert's own config), so these asserts raise KeyError('prompt') here and fail.
+    **{
+        ("python-assert-external", test, 1, "echo"): "context.prompt and context.config are not given"
+        for test in (1, 2, 3, 4, 5)
+    },
+    # promptfoo's quirk: when a test's transform raises, its row keeps no output (an error row); ours
+    # keeps the model's answer (the row fails in both).
+    ("json-output", 2, 1, "echo"): "promptfoo records no output when the transform raises",
+    # promptfoo's quirk: its row's output is what options.transform made of the answer; ours keeps the
+    # model's answer and the transform feeds the checks (the verdict is the same).
+    ("transform-file", 1, 1, "echo"): "promptfoo records the transformed output",
+}
 
 
-def _counts(rows: list[bool]) -> dict[str, int]:
-    return {"rows": len(rows), "passed": sum(rows)}
+def _recorded(name: str) -> dict[str, Any]:
+    recorded: dict[str, Any] = json.loads((CORPUS / name / "promptfoo-rows.json").read_text(encoding="utf-8"))
+    return recorded
+
+
+def _variant(kept: dict[str, Any], prompt: int, provider: str) -> str | None:
+    """Name the variant the importer makes of a prompt x provider pair (none for the only pair)."""
+    if kept["prompts"] * len(kept["providers"]) == 1:
+        return None
+    return f"p{prompt}" if len(kept["providers"]) == 1 else f"p{prompt}-{_slug(provider)}"
 
 
 @pytest.mark.parametrize("name", CONFIGS)
-def test_the_imported_config_gives_promptfoos_counts(name: str, tmp_path: Path, suite: Suite) -> None:
-    recorded = json.loads((CORPUS / name / "promptfoo-counts.json").read_text(encoding="utf-8"))
+def test_the_imported_config_gives_promptfoos_rows(name: str, tmp_path: Path, suite: Suite) -> None:
+    kept = _recorded(name)
     status, imported = import_config(tmp_path, CORPUS / name / "promptfooconfig.yaml")
     assert status == 0
-    ours = _counts([row["outcome"] == "passed" for row in run_imported(suite, imported)])
-    assert ours == {"rows": recorded["rows"], "passed": recorded["passed"]}
+    ours = {(row["case_id"], row["variant"]): row for row in run_imported(suite, imported)}
+    theirs = {(f"test-{r['test']}", _variant(kept, r["prompt"], r["provider"])): r for r in kept["rows"]}
+    assert sorted(ours, key=str) == sorted(theirs, key=str)
+    differ = {}
+    for key, row in theirs.items():
+        mine = ours[key]
+        got = {"pass": mine["outcome"] == "passed", "output": mine["output"]}
+        if got != {"pass": row["pass"], "output": row["output"]}:
+            differ[(name, row["test"], row["prompt"], row["provider"])] = (got, row)
+    expected = {key: why for key, why in EXCEPTIONS.items() if key[0] == name}
+    assert {key: differ[key] for key in differ if key not in expected} == {}
+    assert sorted(expected) == sorted(key for key in differ if key in expected), "an exception no longer holds"
 
 
-@pytest.mark.skipif(promptfoo_command() is None, reason="promptfoo is not installed: the recorded counts stand")
+@pytest.mark.skipif(promptfoo_command() is None, reason="promptfoo is not installed: the recorded rows stand")
 @pytest.mark.parametrize("name", CONFIGS)
-def test_promptfoo_itself_gives_the_recorded_counts(name: str, tmp_path: Path) -> None:
-    recorded = json.loads((CORPUS / name / "promptfoo-counts.json").read_text(encoding="utf-8"))
-    theirs = _counts([r["success"] for r in run_promptfoo(CORPUS / name / "promptfooconfig.yaml", tmp_path)])
-    assert theirs == {"rows": recorded["rows"], "passed": recorded["passed"]}
+def test_promptfoo_itself_gives_the_recorded_rows(name: str, tmp_path: Path) -> None:
+    kept = _recorded(name)
+    theirs = recorded(promptfoo_results(CORPUS / name / "promptfooconfig.yaml", tmp_path))
+    assert theirs == {key: kept[key] for key in ("providers", "prompts", "rows")}

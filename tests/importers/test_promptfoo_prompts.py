@@ -78,8 +78,37 @@ def test_a_json_prompt_file_of_content_parts_is_a_text_prompt_and_noted(tmp_path
         {"prompt.json": text},
     )
     imported = promptfoo_suite(config)
-    assert imported.files["prompts/prompt-1.txt"] == text  # echo returns the file's JSON, rendered
+    assert "{{content}}" in imported.files["prompts/prompt-1.txt"]
     assert any("prompt.json is not a list of {role, content} strings: imported as a text" in n for n in imported.notes)
+
+
+def test_a_prompt_that_is_json_renders_each_string_and_is_written_back_as_promptfoo_writes_it(
+    tmp_path: Path, suite: Suite
+) -> None:
+    # promptfoo 0.123.1's echo answers, recorded: its renderPrompt parses a prompt that is JSON, renders
+    # each string (not the keys), and writes it back with JSON.stringify(value, null, 2); with a prefix
+    # the text is no longer JSON and renders as text (a JSON file's text being its compact JSON).
+    config = _config(
+        tmp_path,
+        'prompts: [file://prompt.json, \'{"ask": "{{content}}", "n": 2}\']\nproviders: [echo]\ntests:\n'
+        '  - vars: {content: "say \\"hi\\"\\nthen go", k: key}\n'
+        '  - {vars: {content: plain}, options: {prefix: "P: "}}\n',
+        {
+            "prompt.json": '[{"role": "user", "content": [{"modality": "text", "value": "{{content}}"}]}, '
+            '{"n": 1.0, "{{k}}": "plain"}]\n'
+        },
+    )
+    status, imported = import_config(tmp_path, config)
+    assert status == 0
+    outputs = {(row["case_id"], row["variant"]): row["output"] for row in run_imported(suite, imported)}
+    assert outputs == {
+        ("test-1", "p1"): '[\n  {\n    "role": "user",\n    "content": [\n      {\n        "modality": "text",\n'
+        '        "value": "say \\"hi\\"\\nthen go"\n      }\n    ]\n  },\n'
+        '  {\n    "n": 1,\n    "{{k}}": "plain"\n  }\n]',
+        ("test-1", "p2"): '{\n  "ask": "say \\"hi\\"\\nthen go",\n  "n": 2\n}',
+        ("test-2", "p1"): 'P: [{"role":"user","content":[{"modality":"text","value":"plain"}]},{"n":1,"":"plain"}]',
+        ("test-2", "p2"): 'P: {"ask": "plain", "n": 2}',
+    }
 
 
 def test_a_provider_label_with_a_dot_or_accent_is_a_bare_variant_name(tmp_path: Path) -> None:

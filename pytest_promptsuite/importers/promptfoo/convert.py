@@ -155,14 +155,17 @@ def _file_prompts(config: _Config, relative: str, where: str) -> list[_Prompt]:
                 f"{where}: {relative} is JSON only once rendered: imported as a text prompt (promptfoo sends "
                 "the rendered text to a chat model as the messages it parses to)"
             )
-        if messages is None:  # promptfoo's processJsonFile: the file's text is the prompt
-            return [_Prompt(relative, text=text)]
+        if messages is None:  # promptfoo's processJsonFile: the file's JSON (or text, if it is none) is the prompt
+            try:
+                return [_Prompt(relative, text=_stringify(decode(text)))]
+            except JsonError:
+                return [_Prompt(relative, text=text)]
         return [_Prompt(relative, messages=messages)]
     full = str(config.root / relative)
     if relative.endswith((".yaml", ".yml")):  # promptfoo's processYamlFile: the file's value as JSON is the prompt
         try:
             value = load_yaml(text, full, core=True)[0]
-            raw = encode(value, compact=True, scrub=False)  # JSON.stringify's spelling
+            raw = _stringify(value)
         except ConfigError:
             raw = text  # not YAML: its text, as promptfoo falls back
         try:
@@ -192,6 +195,60 @@ def _file_prompts(config: _Config, relative: str, where: str) -> list[_Prompt]:
         else:
             buffer.append(line)
     return [_Prompt(f"{full}: {p}", text=p) for p in parts]
+
+
+def _json_template(raw: str) -> str | None:
+    """Return the template of a text prompt that parses as JSON (None when it does not): promptfoo's
+    ``renderPrompt`` renders each string in it and writes the value back as ``JSON.stringify(value, null, 2)``,
+    so a var's quotes and line ends arrive escaped."""
+    try:
+        value = decode(raw)
+    except JsonError:
+        return None
+    leaves: list[str] = []
+
+    def mark(item: Any) -> Any:
+        if isinstance(item, str) and any(m in item for m in ("{{", "{%", "{#")):
+            leaves.append(item)
+            return f"{_LEAF}{len(leaves) - 1}{_LEAF}"
+        if isinstance(item, list):
+            return [mark(x) for x in item]
+        if isinstance(item, dict):
+            return {key: mark(x) for key, x in item.items()}
+        return item
+
+    if _LEAF in raw:
+        return None  # never seen; the text is then rendered as it is
+    written = _stringify(mark(value), indent=2)
+    parts = re.split(f'"{_LEAF}(\\d+){_LEAF}"', written)  # the structure, then a leaf's number, in turn
+    template = []
+    for i, part in enumerate(parts):
+        if i % 2:  # a string promptfoo renders: rendered, then written as a JSON string
+            template.append("{% filter dump %}" + leaves[int(part)] + "{% endfilter %}")
+        elif any(m in part for m in ("{{", "{%", "{#")):  # a key: promptfoo renders the values only
+            template.append("{% raw %}" + part + "{% endraw %}")
+        else:
+            template.append(part)
+    return "".join(template)
+
+
+def _stringify(value: Any, indent: int | None = None) -> str:
+    """Write ``value`` as JavaScript's ``JSON.stringify(value, null, indent)`` does: ``1`` for 1.0."""
+
+    def numbers(item: Any) -> Any:
+        if isinstance(item, float) and item.is_integer() and abs(item) < 1e21:
+            return int(item)
+        if isinstance(item, list):
+            return [numbers(x) for x in item]
+        if isinstance(item, dict):
+            return {key: numbers(x) for key, x in item.items()}
+        return item
+
+    return encode(numbers(value), indent=indent, compact=indent is None, scrub=False)
+
+
+#: Marks a string of a JSON prompt that holds template syntax, while the value is written back.
+_LEAF = "@@promptfoo-leaf@@"
 
 
 def _json_chat(config: _Config, value: Any, relative: str, where: str) -> list[dict[str, str]] | None:
@@ -720,8 +777,14 @@ def promptfoo_suite(path: Path, *, slice_key: str | None = None) -> ImportedSuit
     )
     files: dict[str, str] = {"cases.jsonl": cases.text}
     tasks: list[dict[str, Any]] = []
-    if cases.affixed:  # promptfoo puts a test's prefix and suffix around the prompt's text
-        for prompt in prompts:
+    for prompt in prompts:
+        made = None if prompt.text is None else _json_template(prompt.text)
+        if made is not None and cases.affixed:  # JSON only when the test adds no prefix or suffix
+            around = "{{ promptfoo_prefix }}" + prompt.text + "{{ promptfoo_suffix }}"  # type: ignore[operator]
+            prompt.text = f"{{% if promptfoo_prefix or promptfoo_suffix %}}{around}{{% else %}}{made}{{% endif %}}"
+        elif made is not None:
+            prompt.text = made
+        elif cases.affixed:  # promptfoo puts a test's prefix and suffix around the prompt's text
             if prompt.text is not None:
                 prompt.text = "{{ promptfoo_prefix }}" + prompt.text + "{{ promptfoo_suffix }}"
             elif prompt.function is None:  # promptfoo puts a function's answer in place of the prefixed text
