@@ -28,6 +28,7 @@ from pytest_promptsuite.errors import describe_type
 from pytest_promptsuite.errors import did_you_mean
 from pytest_promptsuite.formats.jsonio import JsonError
 from pytest_promptsuite.formats.jsonio import decode
+from pytest_promptsuite.models.base import Prompt
 from pytest_promptsuite.models.base import Response
 from pytest_promptsuite.models.tool_calls import Step
 from pytest_promptsuite.prompts.tools import ToolSet
@@ -81,6 +82,8 @@ class CheckContext:
     tools: ToolSet | None = None
     #: Embeds texts with ``[models.embedding]`` (the ``similar:cosine`` checks); None without one.
     embed: Embed | None = None
+    #: The prompt the case sent (a string or chat messages); None for a bare output.
+    prompt: Prompt | None = None
     _json: Any = field(default=_UNREAD, repr=False)
     _json_error: str | None = field(default=None, repr=False)
 

@@ -22,6 +22,7 @@ from pytest_promptsuite.checks.outcome import Layer
 from pytest_promptsuite.checks.outcome import Outcome
 from pytest_promptsuite.checks.registry import make_builtin_check
 from pytest_promptsuite.config.suite import Prices
+from pytest_promptsuite.models.base import Prompt
 from pytest_promptsuite.models.base import Response
 from pytest_promptsuite.models.tool_calls import Step
 from pytest_promptsuite.prompts.tools import ToolSet
@@ -77,6 +78,7 @@ class Evaluator:
         prices: Prices | None = None,
         trajectory: tuple[Step, ...] = (),
         tools: ToolSet | None = None,
+        prompt: Prompt | None = None,
     ) -> tuple[CheckResult, ...]:
         """Return every check result for a response (or a bare output): ``must_include`` and
         ``must_not_include`` first, then by layer, then the assert-sets and the case threshold."""
@@ -106,6 +108,7 @@ class Evaluator:
             trajectory=trajectory,
             tools=tools,
             embed=self.embed,
+            prompt=prompt,
         )
         return _Run(ctx, checks, self.review_fails).results()
 

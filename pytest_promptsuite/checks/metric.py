@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 from typing import Any
 
@@ -211,7 +212,8 @@ class ModelJudge:
 
 
 class PythonCheck(Check):
-    """``python``: your function ``(output, case) -> bool | float | CheckResult``. A float is a
+    """``python``: your function ``(output, case) -> bool | float | CheckResult``, or ``(output, case,
+    context)`` to read the :class:`CheckContext` too (the prompt sent, the response). A float is a
     score: it passes at >= ``threshold``, or above 0 without one."""
 
     layer = Layer.METRIC
@@ -220,11 +222,12 @@ class PythonCheck(Check):
         self.function = function
         self.spec = spec
         self.threshold = threshold
+        self.takes_context = _positional_count(function) >= 3
 
     def evaluate(self, value: Any, ctx: CheckContext) -> Verdict:
         expected = f"{self.spec} accepts the output"
         try:
-            result = self.function(value, ctx.case)
+            result = self.function(value, ctx.case, ctx) if self.takes_context else self.function(value, ctx.case)
         except (Exception, SystemExit) as exc:  # the user's function broke: a failure that says how
             return Verdict(False, expected, f"the function raised {exc!r}")
         if isinstance(result, CheckResult):
@@ -238,6 +241,16 @@ class PythonCheck(Check):
             bound = f">= {self.threshold:g}" if self.threshold is not None else "> 0"
             return Verdict(ok, f"{self.spec} scores {bound}", f"score {result:g}", score=float(result))
         return Verdict(False, expected, f"a {type(result).__name__} (return a bool, a float or a CheckResult)")
+
+
+def _positional_count(function: Any) -> int:
+    """Count the parameters ``function`` names for positional arguments (``*args`` not counted; unknown: 2)."""
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):
+        return 2
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return sum(p.kind in positional for p in parameters)
 
 
 def make_latency(p: Params) -> Check:

@@ -229,7 +229,7 @@ class CasePipeline:
             return CaseResult(outcome=Outcome.ERROR, error=error, replies=tuple(replies), **base)
         if isinstance(case.input, list):
             base["replies"] = (*replies, response.text)
-        checks = self._checks(case, response, planned.checks, key.variant, steps)
+        checks = self._checks(case, response, planned.checks, key.variant, steps, base["prompt"])
         return CaseResult(
             outcome=outcome_of(case, checks, error=None),
             output=response.text,
@@ -339,11 +339,16 @@ class CasePipeline:
         compiled: CompiledChecks,
         variant: str | None,
         steps: Sequence[Step] = (),
+        prompt: Prompt | None = None,
     ) -> tuple[CheckResult, ...]:
         """Run the case's checks on the output parser's reading of the reply (raw output kept in results).
         A reply the parser cannot read fails the structure layer."""
         prices = self.prices.get(variant or "", self.prices.get(""))
-        tools: dict[str, Any] = {"trajectory": tuple(steps), "tools": self.prompts.tool_set(case, variant=variant)}
+        tools: dict[str, Any] = {
+            "trajectory": tuple(steps),
+            "tools": self.prompts.tool_set(case, variant=variant),
+            "prompt": prompt,
+        }
         try:
             parsed = self.prompts.parse_output(response.text, variant=variant)
         except Exception as exc:  # OutputParserError, or whatever a plugin's parser raised

@@ -31,12 +31,6 @@ EXCEPTIONS: dict[tuple[str, int, int, str], str] = {
         for folder in ("config-multi-turn", "multiple-turn-conversation")
         for test in (2, 3, 5, 7)
     },
-    # A feature we lack: a code assert's context has no `prompt` (the rendered prompt) nor `config` (the
-    # assert's own config), so these asserts raise KeyError('prompt') here and fail.
-    **{
-        ("python-assert-external", test, 1, "echo"): "context.prompt and context.config are not given"
-        for test in (1, 2, 3, 4, 5)
-    },
     # promptfoo's quirk: when a test's transform raises, its row keeps no output (an error row); ours
     # keeps the model's answer (the row fails in both).
     ("json-output", 2, 1, "echo"): "promptfoo records no output when the transform raises",

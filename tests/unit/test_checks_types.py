@@ -693,3 +693,15 @@ def test_similar_by_embeddings_as_promptfoo(entry: dict[str, Any], output: str, 
 def test_similar_without_an_embedding_model_says_how_to_add_one() -> None:
     result = result_of({"type": "similar:cosine", "value": "refund"}, "refund")
     assert not result.passed and "no embedding model: add [models.embedding] to the suite config" in result.message
+
+
+def test_a_python_function_with_a_third_parameter_gets_the_check_context(tmp_path: Path) -> None:
+    (tmp_path / "sent.py").write_text(
+        "def asked(output, case, context):\n    return context.prompt[-1]['content'] == output\n", encoding="utf-8"
+    )
+    case = PromptCase(case_id="c", input="i", slice="s", assert_=[{"type": "python", "value": "file://sent.py:asked"}])
+    compiled = compile_case(case, base_dir=tmp_path)
+    prompt = [{"role": "user", "content": "hi"}]
+    [same] = Evaluator().evaluate(case, "hi", compiled, prompt=prompt)
+    [other] = Evaluator().evaluate(case, "no", compiled, prompt=prompt)
+    assert same.passed and not other.passed

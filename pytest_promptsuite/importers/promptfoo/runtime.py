@@ -76,10 +76,23 @@ async function run(data) {
 _TIMEOUT_S = 30
 
 
-def _context(case: PromptCase, base: Path | None) -> dict[str, Any]:
-    """Give a code assert the test's vars (made by its ``transformVars`` when it has one) as promptfoo does."""
+def _context(
+    case: PromptCase, base: Path | None, sent: CheckContext | None = None, config: Any = None
+) -> dict[str, Any]:
+    """Give a code assert what promptfoo's context holds: the prompt sent (its text; chat messages as the
+    JSON echo answers), the test's vars (made by its ``transformVars`` when it has one), and the assert's
+    own ``config``."""
     variables = test_vars(case, base)
-    return {"vars": variables, "test": {"description": case.metadata.get("description"), "vars": variables}}
+    context: dict[str, Any] = {
+        "vars": variables,
+        "test": {"description": case.metadata.get("description"), "vars": variables},
+    }
+    if sent is not None and sent.prompt is not None:
+        prompt = sent.prompt
+        context["prompt"] = prompt if isinstance(prompt, str) else json.dumps(prompt, ensure_ascii=False, indent=2)
+    if config is not None:
+        context["config"] = config
+    return context
 
 
 #: The vars the import adds to a case for promptfoo's test options; never the test's own.
@@ -166,11 +179,13 @@ def javascript(
     name: str = "javascript",
     base: Path | None = None,
     fill_vars: bool = False,
+    sent: CheckContext | None = None,
+    config: Any = None,
 ) -> CheckResult | bool | float:
     """Run a promptfoo ``javascript`` assert in Node.js (``file`` is relative to the suite); ``output``
     is the text, or what a transform made of it (an object reaches the code as an object). ``fill_vars``:
     the code's ``{{ var }}`` are filled from the vars the test's ``transformVars`` made."""
-    context = _context(case, base)
+    context = _context(case, base, sent, config)
     if fill_vars:
         code = fill(code, context["vars"], name)
     payload: dict[str, Any] = {"output": output, "context": context, "code": code or ""}
@@ -190,10 +205,12 @@ def python_assert(
     name: str = "python",
     base: Path | None = None,
     fill_vars: bool = False,
+    sent: CheckContext | None = None,
+    config: Any = None,
 ) -> CheckResult | bool | float:
     """Run a promptfoo ``python`` assert: an inline expression (a function body when it spans
     lines) or ``get_assert(output, context)`` of a file (``fn`` names another function)."""
-    context = _context(case, base)
+    context = _context(case, base, sent, config)
     if fill_vars:
         code = fill(code, context["vars"], name)
     if file is not None:
@@ -314,6 +331,7 @@ def transformed(
     transforms: tuple[Transform, ...],
     base: Path,
     fill_vars: bool = False,
+    sent: CheckContext | None = None,
 ) -> CheckResult:
     """Run one imported assert on the output as promptfoo gives it to the assert: the test's transform
     first, then the assert's own; a code assert gets the value (an object stays an object), every other
@@ -331,7 +349,7 @@ def transformed(
         return CheckResult("metric", str(entry.get("type")), False, str(exc))
     check, negated, name = _compiled(entry, base)
     read = value if name == "python" else text
-    verdict = check.evaluate(read, CheckContext(case=case, output=text))
+    verdict = check.evaluate(read, CheckContext(case=case, output=text, prompt=None if sent is None else sent.prompt))
     passed = verdict.passed != negated
     message = f"{'not ' if negated else ''}{verdict.expected}: {verdict.found}".strip(": ")
     if transforms:

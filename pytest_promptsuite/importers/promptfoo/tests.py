@@ -42,9 +42,11 @@ class AssertModule:
     #: The ``file://`` files the asserts name (relative to the config), copied beside the module.
     files: list[str] = field(default_factory=list)
 
-    def add(self, kind: str, value: Any, threshold: float | None, where: str, *, fill_vars: bool = False) -> str:
+    def add(
+        self, kind: str, value: Any, threshold: float | None, where: str, *, fill_vars: bool = False, config: Any = None
+    ) -> str:
         """Add a function running one code assert (its inline code's ``{{ var }}`` filled at run time when
-        ``fill_vars``); return the ``python`` check value naming it."""
+        ``fill_vars``; the assert's ``config`` in its context); return the ``python`` check value naming it."""
         name = f"{kind.replace('-', '_')}_{len(self.functions) + 1}"
         runner = "javascript" if kind == "javascript" else "python_assert"
         if not isinstance(value, str) or not value.strip():
@@ -59,9 +61,12 @@ class AssertModule:
             call = f"None, output, case, file=str(_HERE / {path!r}), fn={fn or None!r}"
         else:
             call = f"{value!r}, output, case" + (", fill_vars=True" if fill_vars else "")
+        if config is not None:
+            call += f", config={config!r}"
         self.functions.append(
-            f"def {name}(output, case):\n"
-            f"    return {runner}({call}, threshold={threshold!r}, name={f'{kind} assert ({where})'!r}, base=_HERE)\n"
+            f"def {name}(output, case, context=None):\n"
+            f"    return {runner}({call}, threshold={threshold!r}, name={f'{kind} assert ({where})'!r}, base=_HERE, "
+            "sent=context)\n"
         )
         return f"file://promptfoo_asserts.py:{name}"
 
@@ -72,8 +77,9 @@ class AssertModule:
         name = f"transformed_{len(self.functions) + 1}"
         steps = [f"Transform({self.transform(t, where)!r}, {where!r}, _HERE)" for t in transforms]
         self.functions.append(
-            f"def {name}(output, case):\n"
-            f"    return transformed(output, case, {entry!r}, transforms=({', '.join(steps)}{',' if steps else ''}), "
+            f"def {name}(output, case, context=None):\n"
+            f"    return transformed(output, case, {entry!r}, sent=context, "
+            f"transforms=({', '.join(steps)}{',' if steps else ''}), "
             f"base=_HERE{', fill_vars=True' if fill_vars else ''})\n"
         )
         return f"file://promptfoo_asserts.py:{name}"
@@ -180,7 +186,7 @@ def map_assert(
     changing = [k for k in _VERDICT_KEYS if k in raw]
     if changing:
         return _not_carried(kind, f"its {', '.join(changing)}", code, where, unsupported)
-    extra = sorted(set(map(str, raw)) - _ASSERT_KEYS)
+    extra = sorted(set(map(str, raw)) - _ASSERT_KEYS - ({"config"} if base in ("javascript", "python") else set()))
     if extra:
         unsupported.append(f"{where}: {kind} keys {', '.join(extra)}")
     value = fill(raw.get("value"), variables, where)
@@ -190,7 +196,10 @@ def map_assert(
     if base in ("javascript", "python"):
         if negated:
             return _not_carried(kind, "a negated code assert", code, where, unsupported)
-        out.update(type="python", value=code.add(base, value, raw.get("threshold"), where, fill_vars=fill_vars))
+        out.update(
+            type="python",
+            value=code.add(base, value, raw.get("threshold"), where, fill_vars=fill_vars, config=raw.get("config")),
+        )
         return out
     if base == "assert-set":
         inner = [
