@@ -63,6 +63,17 @@ def test_a_500_is_retried_and_the_answer_cached(suite: Suite, loopback: Loopback
     assert suite.by_id("again")["a"]["checks"][0]["message"] == suite.by_id()["a"]["checks"][0]["message"]
 
 
+def test_embeddings_are_recorded_and_replayed(suite: Suite, loopback: LoopbackServer) -> None:
+    """A cassette keeps the embeddings as it keeps answers: the replay checks them offline, the same way."""
+    suite.cases([{"case_id": "a", "input": "your refund was issued today", "slice": "s", "assert": _similar()}])
+    suite.config(_embedding(loopback))
+    suite.run("--prompt-record", "cassette.jsonl", "--prompt-report", "rec").assert_outcomes(passed=1)
+    assert loopback.stats.requests == 1
+    suite.run("--prompt-replay", "cassette.jsonl", "--prompt-report", "replay").assert_outcomes(passed=1)
+    assert loopback.stats.requests == 1
+    assert suite.by_id("replay")["a"]["checks"] == suite.by_id("rec")["a"]["checks"]
+
+
 def test_a_401_names_the_model_and_the_case_without_the_key(
     suite: Suite, loopback: LoopbackServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
