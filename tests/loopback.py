@@ -2,7 +2,9 @@
 
 It answers ``POST /v1/chat/completions`` and ``POST /v1/completions`` with the echo of the prompt
 (the last user message, or the whole completion prompt), like the fake model, so checks behave
-the same against it. Knobs (:class:`Knobs`, changeable while it runs):
+the same against it, and ``POST /v1/embeddings`` with a vector per input text (``vectors``, else its
+words counted into 16 buckets; the texts joined by newlines are the prompt its scripts read).
+Knobs (:class:`Knobs`, changeable while it runs):
 
 - ``latency_s``: every answer waits this long (``asyncio.sleep``).
 - ``fail_rate`` / ``fail_statuses``: a seeded share of attempts is answered with one of those
@@ -115,6 +117,8 @@ class Knobs:
     #: (ids ``call_<n>`` counted over the server's life; arguments given as a string are sent verbatim), a
     #: string as the text.
     tool_script: list[tuple[str, list[dict[str, Any]] | str]] = field(default_factory=list)
+    #: The embedding of each text given here (``/v1/embeddings``); any other text's is its word counts.
+    vectors: dict[str, list[float]] = field(default_factory=dict)
 
 
 @dataclass
@@ -132,6 +136,9 @@ class Stats:
 
 
 def _prompt_of(body: dict[str, Any]) -> str:
+    if "input" in body:  # /v1/embeddings
+        texts = body["input"]
+        return "\n".join(map(str, texts)) if isinstance(texts, list) else str(texts)
     if "messages" in body:
         users = [m.get("content", "") for m in body["messages"] if m.get("role") == "user"]
         return str(users[-1]) if users else ""
@@ -169,6 +176,7 @@ class _App:
             routes=[
                 Route("/v1/chat/completions", self.chat, methods=["POST"]),
                 Route("/v1/completions", self.completions, methods=["POST"]),
+                Route("/v1/embeddings", self.embeddings, methods=["POST"]),
                 Route("/stats", self.stats_view, methods=["GET"]),
                 *self.batch.routes(),  # the Batch API (tests/loopback_batch.py)
             ]
@@ -212,6 +220,9 @@ class _App:
 
     async def completions(self, request: Request) -> Response:
         return await self._answer(request, chat=False)
+
+    async def embeddings(self, request: Request) -> Response:
+        return await self._answer(request, chat=False)  # its body's "input" makes it an embeddings answer
 
     async def _answer(self, request: Request, *, chat: bool) -> Response:
         knobs, stats = self.knobs, self.stats
@@ -261,6 +272,8 @@ class _App:
         if step is None:
             status = _drawn_failure(knobs, prompt, attempt)
             step = str(status) if status is not None else "ok"
+        if step == "ok" and "input" in body:
+            return JSONResponse(_embeddings_data(knobs, body))
         if step == "ok" and not chat and body.get("echo") and body.get("logprobs") is not None:
             return JSONResponse(_echo_logprobs(prompt, body))
         if step == "ok" and chat and knobs.tool_script:
@@ -386,6 +399,23 @@ def _completion_data(text: str, body: dict[str, Any], *, chat: bool) -> dict[str
         return {"id": "c", "object": "chat.completion", "model": model, "choices": [choice], "usage": usage}
     choice = {"index": 0, "text": text, "finish_reason": "length"}
     return {"id": "c", "object": "text_completion", "model": model, "choices": [choice], "usage": usage}
+
+
+def _embeddings_data(knobs: Knobs, body: dict[str, Any]) -> dict[str, Any]:
+    """The ``/v1/embeddings`` answer: each input text's vector (:attr:`Knobs.vectors`, else its words counted
+    into 16 buckets by sha256), in reverse order with their ``index`` (a client must sort them), and the usage."""
+    texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+    data = []
+    for index, text in enumerate(map(str, texts)):
+        vector = knobs.vectors.get(text)
+        if vector is None:
+            vector = [0.0] * 16
+            for word in re.findall(r"\w+", text.lower()):
+                vector[hashlib.sha256(word.encode()).digest()[0] % 16] += 1.0
+        data.append({"object": "embedding", "index": index, "embedding": vector})
+    tokens = sum(len(str(text).split()) for text in texts)
+    usage = {"prompt_tokens": tokens, "total_tokens": tokens}
+    return {"object": "list", "data": data[::-1], "model": body.get("model", ""), "usage": usage}
 
 
 def _echo_logprobs(prompt: str, body: dict[str, Any]) -> dict[str, Any]:

@@ -1,10 +1,12 @@
 """promptfoo's ``similar:cosine``, ``similar:dot`` and ``similar:euclidean``: the output's embedding against
-``value``'s, from the suite's ``[models.embedding]`` (a model with an ``embed`` method)."""
+``value``'s, from the suite's ``[models.embedding]`` (a model with an ``embed`` method, or an endpoint's
+``/embeddings``)."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 from typing import Any
 
 from pytest_promptsuite.checks.base import Check
@@ -14,6 +16,14 @@ from pytest_promptsuite.checks.base import Verdict
 from pytest_promptsuite.checks.base import json_text
 from pytest_promptsuite.checks.base import shorten
 from pytest_promptsuite.errors import ModelError
+from pytest_promptsuite.formats.jsonio import decode
+from pytest_promptsuite.models.base import ModelRequest
+from pytest_promptsuite.models.base import Response
+
+
+if TYPE_CHECKING:
+    from pytest_promptsuite.models.base import Model
+    from pytest_promptsuite.models.runner import ModelRunner
 
 
 #: promptfoo compares with this slack (``Number.EPSILON``).
@@ -31,6 +41,36 @@ def _score(metric: str, a: Sequence[float], b: Sequence[float]) -> float:
         return dot
     norms = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
     return dot / norms if norms else 0.0
+
+
+class ModelEmbedder:
+    """An embedding callable over an endpoint model (``openai:MODEL``'s ``/embeddings``): the texts of one call
+    go in one request, through the run's runner, so the response cache, cassettes and budget cover them."""
+
+    def __init__(self, model: Model, runner: ModelRunner, spec: str, params: dict[str, Any] | None = None) -> None:
+        self.model = model
+        self.runner = runner
+        self.spec = spec
+        self.params = dict(params or {})
+
+    def __call__(self, texts: Sequence[str]) -> list[list[float]]:
+        return self.ask(texts)[0]
+
+    def ask(self, texts: Sequence[str], case_id: str = "") -> tuple[list[list[float]], Response]:
+        """Embed ``texts`` for case ``case_id``: one vector per text, and the response (its token usage too).
+        A failure is a ModelError that names the model and the case."""
+        messages = [{"role": "user", "content": text} for text in texts]
+        where = f"{self.spec}" + (f" on case {case_id}" if case_id else "")
+        request = ModelRequest(prompt=messages, params=self.params, case_id=case_id)
+        try:
+            response = self.runner.call(self.model, request)
+        except ModelError as exc:
+            raise ModelError(f"{where}: {exc}") from exc
+        vectors = decode(response.text)
+        if not isinstance(vectors, list) or len(vectors) != len(texts):
+            count = len(vectors) if isinstance(vectors, list) else 0
+            raise ModelError(f"{where}: {count} embeddings for {len(texts)} texts")
+        return vectors, response
 
 
 class EmbeddingSimilar(Check):
@@ -53,16 +93,24 @@ class EmbeddingSimilar(Check):
                 "no embedding model: add [models.embedding] to the suite config, a model that embeds texts "
                 "(a plugin's, through pytest_promptsuite_make_model; spec = 'fake' embeds words offline)",
             )
-        text = json_text(value)
+        texts = [json_text(value), *self.expected]
+        details = None
+        vectors: Sequence[Sequence[float]]
         try:
-            vectors = ctx.embed([text, *self.expected])
+            if isinstance(ctx.embed, ModelEmbedder):  # its tokens are recorded beside the check
+                vectors, response = ctx.embed.ask(texts, ctx.case.case_id)
+                if response.usage is not None:
+                    details = {"embedding_usage": response.usage.to_dict()}
+            else:
+                vectors = ctx.embed(texts)
             scores = [_score(self.metric, vectors[0], v) for v in vectors[1:]]
         except (ModelError, ValueError, IndexError, TypeError) as exc:
-            return Verdict(False, expected, f"the embedding model failed: {exc}")
+            return Verdict(False, expected, f"the embedding model failed: {exc}", details=details)
         best = min(scores) if distance else max(scores)
         passed = best <= self.threshold + _EPSILON if distance else best >= self.threshold - _EPSILON
         score = 1 / (1 + best) if distance else best
-        return Verdict(passed, expected, f"{'distance' if distance else 'similarity'} {best:.2f}", score=score)
+        found = f"{'distance' if distance else 'similarity'} {best:.2f}"
+        return Verdict(passed, expected, found, score=score, details=details)
 
 
 def make_similar(p: Params) -> Check:

@@ -44,7 +44,7 @@ class Latency(Check):
         if response.cached:
             return Verdict.skipped("no latency: the response came from the cache (run without the cache to measure it)")
         if response.latency_ms is None:
-            return Verdict.skipped("no latency: the model did not measure one (the fake model never does)")
+            return Verdict.skipped("no latency: the model did not measure one")
         return Verdict(
             response.latency_ms <= self.threshold,
             f"latency <= {self.threshold:g} ms",

@@ -43,8 +43,9 @@ class ModelRequest:
 
 @dataclass(frozen=True)
 class Response:
-    """What a model answered. ``latency_ms`` is None for a cache hit and for the fake model; ``cost_usd``
-    is a cost the model reports itself (echo and fake: 0), else None (priced from ``usage``)."""
+    """What a model answered. ``latency_ms`` is the call's wall time (None for a cache hit, or a model that
+    measures none); ``cost_usd`` is a cost the model reports itself (echo and fake: 0), else None (priced from
+    ``usage``)."""
 
     text: str
     finish_reason: str | None = None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -121,21 +122,23 @@ class FakeModel:
 
     def generate_sync(self, request: ModelRequest) -> Response:
         """Answer :meth:`reply_to` at once (with the rule's tool calls, their ids ``call_<step>_<i>``) at cost
-        0, as echo reports it; no latency, so its reports are the same run to run. A rule that outruns its
-        time budget is a ModelError."""
+        0 and the time it took, as echo reports them. A rule that outruns its time budget is a ModelError."""
+        start = time.perf_counter()
         try:
             rule = self.rule_for(request)
             text = self._answer(request, rule)
         except BudgetExceeded as exc:
             raise ModelError(str(exc)) from exc
         if rule is None or not rule.tool_calls:
-            return Response(text=text, finish_reason="stop", cost_usd=0.0)
+            latency_ms = round((time.perf_counter() - start) * 1e6) / 1e3  # round(x, 3) takes 4 times as long
+            return Response(text=text, finish_reason="stop", latency_ms=latency_ms, cost_usd=0.0)
         prompt = request.prompt
         step = 0 if isinstance(prompt, str) else sum(1 for m in prompt if m.get("role") == "assistant")
         calls = tuple(
             ToolCall(f"call_{step}_{i}", name, arguments) for i, (name, arguments) in enumerate(rule.tool_calls)
         )
-        return Response(text=text, finish_reason="tool_calls", tool_calls=calls, cost_usd=0.0)
+        latency_ms = round((time.perf_counter() - start) * 1e6) / 1e3  # round(x, 3) takes 4 times as long
+        return Response(text=text, finish_reason="tool_calls", tool_calls=calls, latency_ms=latency_ms, cost_usd=0.0)
 
     async def generate(self, request: ModelRequest) -> Response:
         """Answer as :meth:`generate_sync` does, for callers that await."""

@@ -1,5 +1,6 @@
 """The ``openai:MODEL`` client for any OpenAI-compatible endpoint (vLLM, Ollama, llama.cpp, LiteLLM, OpenAI):
-one ``httpx.AsyncClient`` per model, retries, and every failure an EndpointError in the endpoint's own words."""
+chat, completions and embeddings, one ``httpx.AsyncClient`` per model, retries, and every failure an EndpointError
+in the endpoint's own words."""
 
 from __future__ import annotations
 
@@ -47,6 +48,8 @@ from pytest_promptsuite.safety.scrub import secret_parameters
 DEFAULT_BASE_URL = OPENAI_BASE_URL
 #: Body keys the client sets itself; a config ``params`` entry may not replace them.
 RESERVED_PARAMS = frozenset({"model", "messages", "prompt", "stream"})
+#: The endpoints a model may call: a text prompt's (``chat`` or ``completions``), or ``embeddings``.
+ENDPOINTS = ("chat", "completions", "embeddings")
 #: Statuses after which every further call would fail the same way.
 FATAL_STATUSES = frozenset({401, 404})
 _ERROR_TEXT_LIMIT = 500
@@ -88,7 +91,7 @@ class OpenAIModel:
         seed: int | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        if endpoint not in ("chat", "completions"):
+        if endpoint not in ENDPOINTS:
             raise ConfigError(f"endpoint must be 'chat' or 'completions', not {endpoint!r}")
         self.spec = spec or f"openai:{name}"
         self.name = name
@@ -128,6 +131,23 @@ class OpenAIModel:
     def cache_identity(self) -> dict[str, Any]:
         """Return what, besides the request, decides the answer: the cache key's model part."""
         return {"model": self.spec, "base_url": self.public_base_url, "endpoint": self.endpoint}
+
+    def embeddings(self, params: Mapping[str, Any] | None = None) -> OpenAIModel:
+        """Return this model as its endpoint's ``/embeddings`` (same key, base URL, timeout and retries), each
+        request's texts sent in one call; ``params`` (``dimensions``, ...) are checked now, not at the first call."""
+        model = OpenAIModel(
+            self.name,
+            base_url=self.base_url,
+            api_key=self._api_key,
+            api_key_env=self.api_key_env,
+            endpoint="embeddings",
+            timeout_s=self.timeout_s,
+            retry=self.retry,
+            spec=self.spec,
+            transport=self._transport,
+        )
+        model._route(ModelRequest("", params=dict(params or {})))
+        return model
 
     def limit_connections(self, limit: int) -> None:
         """Keep at most ``limit`` connections open: the runner's bound on this model's calls."""
@@ -195,10 +215,14 @@ class OpenAIModel:
         if not isinstance(extra, Mapping):
             raise ConfigError("params.extra_body must be a table of extra request fields")
         params.update(extra)
-        reserved = sorted(RESERVED_PARAMS & set(params))
+        embeddings = self.endpoint == "embeddings"
+        reserved = sorted((RESERVED_PARAMS | {"input"} if embeddings else RESERVED_PARAMS) & set(params))
         if reserved:
             raise ConfigError(f"params may not set {reserved[0]!r}: the client sets it from the spec and the prompt")
         prompt = request.prompt
+        if embeddings:  # the texts: a string prompt, or each message's content
+            texts = [prompt] if isinstance(prompt, str) else [str(m.get("content") or "") for m in prompt]
+            return "/embeddings", {"model": self.name, "input": texts, **params}
         if isinstance(prompt, str) and self.endpoint == "completions":
             return "/completions", {"model": self.name, "prompt": prompt, **params}
         messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else prompt
@@ -399,6 +423,8 @@ class OpenAIModel:
             return self._malformed(content, where, what)
 
         data = self._decode(content, where)
+        if self.endpoint == "embeddings":
+            return _embeddings(data, malformed, latency_ms)
         choices = data.get("choices") if isinstance(data, dict) else None
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
             raise malformed("no choices[0]")
@@ -429,6 +455,26 @@ class OpenAIModel:
         clients, self._clients = self._clients, []
         for client in clients:
             await client.aclose()
+
+
+def _embeddings(data: Any, malformed: Callable[[str], EndpointError], latency_ms: float) -> Response:
+    """Return an ``/embeddings`` answer as a response whose text is the vectors, in input order, as a JSON list
+    (what the response cache and cassettes keep); ``usage`` has its prompt and total tokens."""
+    items = data.get("data") if isinstance(data, dict) else None
+    if not isinstance(items, list) or not items:
+        raise malformed("no data[] of embeddings")
+    vectors: list[tuple[int, list[float]]] = []
+    for position, item in enumerate(items):
+        vector = item.get("embedding") if isinstance(item, dict) else None
+        if not isinstance(vector, list) or not all(
+            isinstance(x, (int, float)) and not isinstance(x, bool) for x in vector
+        ):
+            raise malformed(f"data[{position}] has no embedding list of numbers")
+        index = item.get("index", position)
+        vectors.append((index if isinstance(index, int) else position, vector))
+    vectors.sort(key=lambda pair: pair[0])
+    text = encode([vector for _, vector in vectors], compact=True, scrub=False)
+    return Response(text=text, usage=_usage(data.get("usage")), latency_ms=round(latency_ms, 3))
 
 
 def _usage(raw: Any) -> Usage | None:

@@ -20,6 +20,7 @@ from pytest_promptsuite.checks.evaluator import Transform
 from pytest_promptsuite.config.model_table import ModelConfig
 from pytest_promptsuite.config.options import RunOptions
 from pytest_promptsuite.config.settings import ModelChoice
+from pytest_promptsuite.config.settings import concurrency_of
 from pytest_promptsuite.config.settings import judge_choice
 from pytest_promptsuite.config.settings import model_choice
 from pytest_promptsuite.config.suite import SuiteConfig
@@ -235,15 +236,31 @@ class Assembler:
 
     def _embedding(self, suite: SuiteConfig) -> Embed | None:
         """Make the embedding model of ``similar:cosine`` checks (``[models.embedding]``), if any: a model
-        whose ``embed(texts)`` returns one vector per text."""
+        whose ``embed(texts)`` returns one vector per text, or an endpoint model's ``/embeddings``, whose calls
+        are cached, recorded and bounded as the judge's are."""
         settings = suite.models.get("embedding")
         if settings is None:
             return None
         where = f"{suite.where('models.embedding.spec')}: models.embedding.spec = {settings.spec!r}"
-        embed = getattr(self.make_model(settings, suite.root, where), "embed", None)
-        if not callable(embed):
-            raise ConfigError(f"{where} does not embed texts (a model with an embed(texts) method)")
-        return cast("Embed", embed)
+        made = self.make_model(settings, suite.root, where)
+        embed = getattr(made, "embed", None)
+        if callable(embed):
+            return cast("Embed", embed)
+        endpoint = getattr(made, "embeddings", None)
+        if not callable(endpoint):
+            raise ConfigError(f"{where} does not embed texts (a model with an embed(texts) method, or openai:MODEL)")
+        try:
+            embeddings: Model = endpoint(settings.params)
+        except PromptSuiteError as exc:
+            raise ConfigError(f"{where}: {exc}") from exc
+        concurrency, adaptive = concurrency_of(settings.concurrency, settings)  # its own table's, as the judge's
+        choice = ModelChoice(settings, suite.root, where, concurrency, batch=False, adaptive=adaptive)
+        model = self.runner.attach(
+            embeddings, concurrency=self._share(choice), stores=self.stores, prefetched=False, adaptive=adaptive
+        )
+        from pytest_promptsuite.checks.embedding import ModelEmbedder
+
+        return ModelEmbedder(model, self.runner, settings.spec, settings.params)
 
     def evaluator(self, suite: SuiteConfig) -> Evaluator:
         """Make the checks side of a suite: its ``[[checks]]``, judge, embedding model, review policy and

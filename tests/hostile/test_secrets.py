@@ -129,6 +129,29 @@ def test_a_key_in_the_base_url_query_is_sent_but_shown_and_stored_nowhere(
     assert assert_secret_nowhere(suite.path, result, secret=query_key, written_by_user=("promptsuite.toml",)) >= 5
 
 
+def test_the_embedding_models_key_is_sent_but_stored_nowhere(suite: Suite, loopback: LoopbackServer) -> None:
+    """``[models.embedding]`` on the loopback server: answered (cached, recorded, logged), then refused with a
+    401 that repeats the key it was sent; the key reaches no report, cache, cassette, log or terminal line."""
+    loopback.knobs.api_key = SECRET
+    suite.config({"models.embedding": {"spec": "openai:emb", "base_url": loopback.base_url, "timeout_s": 2}})
+    similar = [{"type": "similar:cosine", "value": "hello there"}]
+    texts = {"a": "hello there", "b": "hello there friend"}
+    suite.cases([case(name, text, **{"assert": similar}) for name, text in texts.items()])
+    result = suite.run(*EVERYWHERE, "--log-level", "DEBUG")
+    assert_clean(result)
+    result.assert_outcomes(passed=2)
+    assert {e["authorization"] for e in loopback.stats.log} == {f"Bearer {SECRET}"}
+    assert list((suite.path / ".promptsuite_cache").rglob("*.json"))  # the embeddings were cached
+
+    loopback.reset(api_key="another-key")
+    result = suite.run(*EVERYWHERE, "--prompt-no-cache", "--log-level", "DEBUG")
+    assert_clean(result)
+    assert loopback.stats.log[0]["authorization"] == f"Bearer {SECRET}"
+    message = suite.by_id()["a"]["checks"][0]["message"]
+    assert "openai:emb on case a: HTTP 401 from " in message and "Incorrect API key provided: ***" in message
+    assert assert_secret_nowhere(suite.path, result) >= 5
+
+
 @pytest.mark.parametrize("where", ["config", "option", "environment"])
 def test_user_and_password_in_the_base_url_are_refused_without_showing_them(
     suite: Suite, monkeypatch: pytest.MonkeyPatch, where: str

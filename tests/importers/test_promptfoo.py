@@ -493,3 +493,44 @@ def test_an_uncarried_assert_never_turns_into_a_passing_case(
     assert outcomes == {(0, 0): False, (1, 0): False, (2, 0): False, (3, 0): True, (4, 0): True}
     failed = [row for row in suite.rows() if row["outcome"] != "passed"]
     assert all(any("was not carried over by the import" in c["message"] for c in row["checks"]) for row in failed)
+
+
+def test_the_tests_embedding_provider_becomes_models_embedding(
+    tmp_path: Path, suite: Suite, loopback: LoopbackServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``defaultTest.options.provider.embedding`` (promptfoo's ``openai:embedding:MODEL`` with its
+    ``apiBaseUrl``) is the suite's ``[models.embedding]``: the imported ``similar`` runs on it; the text
+    grader beside it, and a test's other embedding model, are listed as not carried over."""
+    loopback.knobs.vectors = {"Say refund": [1.0, 0.0], "refund": [1.0, 0.1], "weather": [0.0, 1.0]}
+    config = tmp_path / "promptfooconfig.yaml"
+    config.write_text(
+        "prompts: ['Say {{ x }}']\n"
+        "providers: [echo]\n"
+        "defaultTest:\n"
+        "  options:\n"
+        "    provider:\n"
+        "      text: openai:gpt-4o-mini\n"
+        f"      embedding: {{id: 'openai:embedding:emb-model', config: {{apiBaseUrl: '{loopback.base_url}'}}}}\n"
+        "tests:\n"
+        "  - vars: {x: refund}\n"
+        "    assert: [{type: similar, value: refund, threshold: 0.9}]\n"
+        "  - vars: {x: refund}\n"
+        "    assert: [{type: similar, value: weather, threshold: 0.9}]\n"
+        "  - vars: {x: refund}\n"
+        "    options: {provider: 'openai:embeddings:other-model'}\n"
+        "    assert: [{type: contains, value: refund}]\n",
+        encoding="utf-8",
+    )
+    status, imported = _import(tmp_path, config)
+    printed = capsys.readouterr().out
+    assert status == 0
+    written = parse_toml((imported / "promptsuite.toml").read_bytes(), "promptsuite.toml")[0]
+    table = written["models"]["embedding"]
+    assert table == {"spec": "openai:emb-model", "base_url": loopback.base_url}
+    assert f"not carried over: {config}:9: options (provider.text)" in printed
+    assert f"not carried over: {config}:13: options (provider (another embedding model than the first test's))" in (
+        printed
+    )
+    assert _our_verdicts(suite, imported) == {(0, 0): True, (1, 0): False, (2, 0): True}
+    assert {(e["path"], e["body"]["model"]) for e in loopback.stats.log} == {("/v1/embeddings", "emb-model")}
+    assert len(loopback.stats.log) == 2

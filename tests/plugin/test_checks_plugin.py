@@ -4,6 +4,7 @@ review marks, and the json_extract example suite."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -70,6 +71,27 @@ def test_failure_report_has_one_line_per_failed_check(suite: Suite, plugin_args:
     ]
     assert {"layer", "name", "passed", "message"} <= set(checks[0])
     assert rows["ok-1"]["outcome"] == "passed"
+
+
+def test_a_latency_check_runs_on_the_fake_model(suite: Suite) -> None:
+    """The fake model measures its answer's wall time, as echo does: ``latency`` checks on it run (a
+    ``not-latency`` within a minute fails, it is not skipped) and the reports show the time in ms."""
+    suite.cases(
+        [
+            {"case_id": "fast", "input": "hi", "slice": "s", "assert": [{"type": "latency", "threshold": 60000}]},
+            {"case_id": "slow", "input": "hi", "slice": "s", "assert": [{"type": "not-latency", "threshold": 60000}]},
+        ]
+    )
+    result = suite.run("--prompt-report", "report")
+    result.assert_outcomes(passed=1, failed=1)
+    rows = suite.by_id()
+    for name, passed in (("fast", True), ("slow", False)):
+        [check] = rows[name]["checks"]
+        assert (check["passed"], check["skipped"]) == (passed, False), check
+        assert check["details"] == {"latency_ms": rows[name]["latency_ms"]} and 0 <= rows[name]["latency_ms"] < 60000
+    assert re.search(r"^totals: .*, p95 latency \d+ ms$", result.stdout.str(), re.MULTILINE)
+    markdown = (suite.path / "report" / "summary.md").read_text(encoding="utf-8")
+    assert re.search(r"\| \d+ ms \| \d+ ms \|", markdown)
 
 
 def test_unknown_check_type_is_a_collection_error(suite: Suite) -> None:

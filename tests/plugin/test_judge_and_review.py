@@ -85,9 +85,10 @@ def test_similar_cosine_embeds_with_models_embedding(suite: Suite) -> None:
     assert "no embedding model: add [models.embedding] to the suite config" in message
 
 
-def test_an_embedding_model_that_cannot_embed_is_a_usage_error(suite: Suite, loopback: LoopbackServer) -> None:
+def test_an_embedding_model_that_cannot_embed_is_a_usage_error(suite: Suite) -> None:
+    """``echo`` has no ``embed`` and no endpoint (an ``openai:`` model has: test_embedding_endpoint.py)."""
     suite.cases([{"case_id": "a", "input": "x", "slice": "s", "assert": [{"type": "similar:cosine", "value": "x"}]}])
-    suite.config({"models.embedding": {"spec": "openai:emb", "base_url": loopback.base_url}})
+    suite.config({"models.embedding": {"spec": "echo"}})
     result = suite.run()
     assert result.ret != 0
-    assert "models.embedding.spec = 'openai:emb' does not embed texts" in result.stdout.str() + result.stderr.str()
+    assert "models.embedding.spec = 'echo' does not embed texts" in result.stdout.str() + result.stderr.str()

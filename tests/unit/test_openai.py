@@ -95,6 +95,38 @@ def test_completions_endpoint_for_string_prompts(loopback: LoopbackServer, runne
     assert loopback.stats.log[0]["body"] == {"model": "loop-model", "prompt": "<|im_start|>user\nhi<|im_end|>\n"}
 
 
+def test_the_embeddings_endpoint_sends_the_texts_in_one_call(loopback: LoopbackServer, runner: ModelRunner) -> None:
+    """Each message's content is one input text; the vectors come back in input order (the server lists them
+    reversed, with their index), as the response's text, a JSON list, with the usage."""
+    loopback.knobs.vectors = {"one": [1.0, 2.0], "two": [3.5, -4.0]}
+    model = _model(loopback, api_key="sk-test-123").embeddings({"dimensions": 2})
+    texts = [{"role": "user", "content": "one"}, {"role": "user", "content": "two"}]
+    response = runner.call(model, ModelRequest(texts, params={"dimensions": 2}))
+
+    assert response.text == "[[1.0,2.0],[3.5,-4.0]]"
+    assert response.usage is not None and (response.usage.prompt_tokens, response.usage.total_tokens) == (2, 2)
+    assert response.latency_ms is not None and response.latency_ms > 0
+    [sent] = loopback.stats.log
+    assert sent["path"] == "/v1/embeddings"
+    assert sent["body"] == {"model": "loop-model", "input": ["one", "two"], "dimensions": 2}
+    assert sent["authorization"] == "Bearer sk-test-123"
+    assert model.cache_identity()["endpoint"] == "embeddings"
+    with pytest.raises(ConfigError, match="params may not set 'input'"):
+        _model(loopback).embeddings({"input": ["x"]})
+
+
+@pytest.mark.parametrize(
+    ("step", "what"), [("nochoices", "no data[] of embeddings"), ("ok", "data[0] has no embedding list of numbers")]
+)
+def test_a_malformed_embeddings_answer_is_a_clear_error(
+    loopback: LoopbackServer, runner: ModelRunner, step: str, what: str
+) -> None:
+    loopback.knobs.vectors = {f"x [[{step}]]": ["not", "numbers"]}  # type: ignore[list-item]
+    model = _model(loopback, retry=RetryPolicy(max_retries=0)).embeddings()
+    error = _fails(runner, model, f"x [[{step}]]")
+    assert f"malformed response from {loopback.base_url}/embeddings: {what}" in str(error)
+
+
 def test_params_may_not_replace_what_the_client_sets(loopback: LoopbackServer, runner: ModelRunner) -> None:
     with pytest.raises(ConfigError, match="params may not set 'messages'"):
         runner.call(_model(loopback), ModelRequest("x", params={"messages": []}))

@@ -822,6 +822,8 @@ def promptfoo_suite(path: Path, *, slice_key: str | None = None) -> ImportedSuit
             own = _with_prompt_config(config, model, prompts[i])  # the provider's table, the prompt's config over it
             mine = len(providers) > 1 or own is not model
             suite_config[f"variants.{name}"] = {**table, **({"model": own} if mine else {})}
+    if cases.embedding is not None:  # the tests' options.provider: the similar checks' embeddings
+        suite_config["models.embedding"] = cases.embedding
     if tasks:
         files["prompts.yml"] = encode({"prompts": tasks}, indent=2) + "\n"  # JSON is YAML
     if code.functions:

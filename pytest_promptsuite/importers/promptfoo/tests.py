@@ -23,6 +23,7 @@ from pytest_promptsuite.prompts.files.promptfoo import js_string
 from pytest_promptsuite.prompts.files.promptfoo import resolve_vars
 from pytest_promptsuite.safety.limits import IMPORT_CASES
 from pytest_promptsuite.safety.limits import IMPORT_CASES_BYTES
+from pytest_promptsuite.safety.scrub import register
 
 
 #: promptfoo's assert types that are ours under the same name.
@@ -242,6 +243,36 @@ def _similar(out: dict[str, Any], base: str, negated: bool, value: Any, threshol
     if threshold is not None:
         out["threshold"] = threshold
     return out
+
+
+#: promptfoo's ids of an OpenAI embedding model: ``openai:embedding:MODEL`` (or ``embeddings``).
+_EMBEDDING_ID = re.compile(r"openai:embeddings?:(.+)")
+
+
+def embedding_table(provider: Any) -> tuple[dict[str, Any] | None, list[str]]:
+    """Return the ``[models.embedding]`` table of a test's ``options.provider`` (promptfoo's grading provider:
+    ``openai:embedding:MODEL``, ``{id, config}``, or ``{embedding: ...}`` beside the text grader's), None when
+    it names no OpenAI embedding model, and what of it is not carried over."""
+    inner, left = provider, []
+    if isinstance(provider, dict) and "id" not in provider:  # {embedding: ..., text: ...}: a provider per kind
+        inner = provider.get("embedding")
+        left = [f"provider.{kind}" for kind in sorted(map(str, provider)) if kind != "embedding"]
+    ident = inner.get("id") if isinstance(inner, dict) else inner
+    match = _EMBEDDING_ID.fullmatch(ident) if isinstance(ident, str) else None
+    if match is None:
+        return None, ["provider"]
+    table: dict[str, Any] = {"spec": f"openai:{match.group(1)}"}
+    settings = inner.get("config") if isinstance(inner, dict) else None
+    settings = settings if isinstance(settings, dict) else {}
+    if isinstance(settings.get("apiKey"), str):  # never carried over, and scrubbed wherever it shows
+        register(settings["apiKey"])
+    if isinstance(settings.get("apiBaseUrl"), str):
+        table["base_url"] = settings["apiBaseUrl"]
+    where = "provider" if inner is provider else "provider.embedding"
+    left += [f"{where}.config.{key}" for key in sorted(map(str, settings)) if key != "apiBaseUrl"]
+    if isinstance(inner, dict):
+        left += [f"{where}.{key}" for key in sorted(map(str, inner)) if key not in ("id", "config")]
+    return table, left
 
 
 def _with_transforms(
@@ -549,12 +580,19 @@ def cases_of(
     size, number = 0, 0
     files: dict[str, str] = {}
     affixed: list[str] = []
+    embedding: dict[str, Any] | None = None
     for test, where in checked:
         unknown = sorted(set(test) - _TEST_KEYS)
         if unknown:
             unsupported.append(f"{where}: test keys {', '.join(unknown)}")
         options = {**default["options"], **test["options"]}  # merged as promptfoo merges them
-        listed = sorted(set(map(str, options)) - _CARRIED_OPTIONS)
+        listed = sorted(set(map(str, options)) - _CARRIED_OPTIONS - {"provider"})
+        if "provider" in options:  # its embedding model is the suite's [models.embedding] (the first test's)
+            table, left = embedding_table(options["provider"])
+            embedding = embedding or table
+            if table is not None and table != embedding:
+                left = ["provider (another embedding model than the first test's)"]
+            listed += left
         if listed:
             unsupported.append(f"{where}: options ({', '.join(listed)})")
         transform_vars = test["options"].get("transformVars") or default["options"].get("transformVars")
@@ -592,7 +630,7 @@ def cases_of(
             lines.append(line)
     if affixed:  # the first cases (before a prefix was seen) get empty ones too
         lines = [_with_affixes(line) for line in lines]
-    return Cases("".join(lines), bool(affixed))
+    return Cases("".join(lines), bool(affixed), embedding)
 
 
 def _with_affixes(line: str) -> str:
@@ -604,11 +642,12 @@ def _with_affixes(line: str) -> str:
 
 @dataclass
 class Cases:
-    """The text of ``cases.jsonl``, and whether a test's ``prefix``/``suffix`` options wrap the prompts
-    (as the ``promptfoo_prefix``/``promptfoo_suffix`` vars)."""
+    """The text of ``cases.jsonl``, whether a test's ``prefix``/``suffix`` options wrap the prompts
+    (as the ``promptfoo_prefix``/``promptfoo_suffix`` vars), and the tests' embedding model (``[models.embedding]``)."""
 
     text: str
     affixed: bool
+    embedding: dict[str, Any] | None = None
 
 
 def _case(
