@@ -150,21 +150,21 @@ def _verdict(name: str, result: Any, threshold: float | None) -> CheckResult | b
 _NODE = NodeProcess(_NODE_HARNESS)
 
 
-def _need_node(name: str) -> None:
+def _need_node(name: str, error: type[Exception] = CheckError) -> None:
     if shutil.which("node") is None:
-        raise CheckError(f"{name}: needs Node.js, and 'node' is not on PATH (install Node.js to run it)")
+        raise error(f"{name}: needs Node.js, and 'node' is not on PATH (install Node.js to run it)")
 
 
-def _node(payload: dict[str, Any], name: str) -> Any:
+def _node(payload: dict[str, Any], name: str, error: type[Exception] = CheckError) -> Any:
     """Run ``payload`` in the run's Node.js process (started at the first call, a round trip after that);
-    return its value."""
-    _need_node(name)
+    return its value. ``error`` (a check's failure, or a prompt's) names ``name`` when it cannot."""
+    _need_node(name, error)
     answer = _NODE.request(payload, timeout_s=_TIMEOUT_S)
     if answer is None:
-        raise CheckError(f"{name}: Node.js gave no answer within {_TIMEOUT_S} s or ended: {_NODE.why()}")
+        raise error(f"{name}: Node.js gave no answer within {_TIMEOUT_S} s or ended: {_NODE.why()}")
     if "error" in answer:
         lines = str(answer["error"]).strip().splitlines()
-        raise CheckError(f"{name}: the JavaScript raised: {lines[0] if lines else 'an error'}")
+        raise error(f"{name}: the JavaScript raised: {lines[0] if lines else 'an error'}")
     return answer["value"]
 
 
@@ -440,16 +440,8 @@ class PromptFunction:
 
     def _call(self, context: dict[str, Any], where: str) -> Any:
         if self.path.suffix.lower() != ".py":
-            if shutil.which("node") is None:
-                raise TemplateError(f"{where}: needs Node.js, and 'node' is not on PATH (install Node.js to run it)")
             payload = {"prompt": True, "file": str(self.path), "fn": self.function, "context": context}
-            answer = _NODE.request(payload, timeout_s=_TIMEOUT_S)
-            if answer is None:
-                raise TemplateError(f"{where}: Node.js gave no answer within {_TIMEOUT_S} s or ended: {_NODE.why()}")
-            if "error" in answer:
-                lines = str(answer["error"]).strip().splitlines()
-                raise TemplateError(f"{where}: the JavaScript raised: {lines[0] if lines else 'an error'}")
-            return answer["value"]
+            return _node(payload, where, TemplateError)
         if self.function is None:
             return _python_script(self.path, context, where)
         head, _, method = self.function.partition(".")  # Class.method, as promptfoo's wrapper reads it
