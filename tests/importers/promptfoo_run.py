@@ -128,3 +128,13 @@ if __name__ == "__main__":  # python -m tests.importers.promptfoo_run FOLDER...:
         with tempfile.TemporaryDirectory() as tmp:
             record(Path(name), Path(tmp))
             print(f"recorded {name}")
+
+
+def write_config(tmp_path: Path, text: str, files: dict[str, str]) -> Path:
+    """Write a promptfoo config (``text``) and the files it names (relative path -> text) into ``tmp_path``."""
+    for name, content in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(content, encoding="utf-8")
+    config = tmp_path / "promptfooconfig.yaml"
+    config.write_text(text, encoding="utf-8")
+    return config

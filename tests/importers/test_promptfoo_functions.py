@@ -15,6 +15,7 @@ from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.importers.promptfoo.convert import promptfoo_suite
 from tests.importers.promptfoo_run import import_config
 from tests.importers.promptfoo_run import run_imported
+from tests.importers.promptfoo_run import write_config
 from tests.suite import Suite
 
 
@@ -33,17 +34,8 @@ PY_PROMPTS = (
 )
 
 
-def _config(tmp_path: Path, text: str, files: dict[str, str]) -> Path:
-    for name, content in files.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(content, encoding="utf-8")
-    config = tmp_path / "promptfooconfig.yaml"
-    config.write_text(text, encoding="utf-8")
-    return config
-
-
 def test_a_prompt_function_is_copied_and_named_with_what_promptfoo_gives_it(tmp_path: Path) -> None:
-    config = _config(
+    config = write_config(
         tmp_path,
         "prompts:\n  - file://code/chat.js\n  - {id: 'file://code/prompts.py:ask', label: ask, "
         "config: {seed: 3, max_tokens: 9, apiKey: sk-not-in-the-suite-1234}}\n"
@@ -69,7 +61,7 @@ def test_a_prompt_function_is_copied_and_named_with_what_promptfoo_gives_it(tmp_
 
 @needs_node
 def test_a_functions_messages_are_sent_as_messages_and_its_text_as_text(tmp_path: Path, suite: Suite) -> None:
-    config = _config(
+    config = write_config(
         tmp_path,
         "prompts: [file://chat.js, 'file://prompts.py:ask', file://prompts.py]\n"
         "providers: [echo]\ntests: [{vars: {q: why}}]\n",
@@ -94,7 +86,7 @@ def test_a_failing_prompt_function_is_its_cases_error_naming_the_file_and_the_ca
         "module.exports.number = () => 42;\nmodule.exports.fine = ({ vars }) => `Say ${vars.q}`;\n"
     )
     python = "def raises(context):\n    raise ValueError('not from Python')\n"
-    config = _config(
+    config = write_config(
         tmp_path,
         "prompts: ['file://code.js:raises', 'file://code.js:number', 'file://code.js:missing', "
         "'file://code.py:raises', 'file://code.py:missing', 'file://code.js:fine']\n"
@@ -128,7 +120,7 @@ def test_a_failing_prompt_function_is_its_cases_error_naming_the_file_and_the_ca
 def test_a_javascript_prompt_function_without_node_names_the_file_and_the_case(
     tmp_path: Path, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    config = _config(
+    config = write_config(
         tmp_path,
         "prompts: [file://chat.js, 'file://prompts.py:ask']\nproviders: [echo]\ntests: [{vars: {q: why}}]\n",
         {"chat.js": CHAT_JS, "prompts.py": PY_PROMPTS},
@@ -158,7 +150,7 @@ def test_a_javascript_prompt_function_without_node_names_the_file_and_the_case(
 def test_a_prompt_function_that_cannot_be_carried_is_an_import_error(
     tmp_path: Path, prompt: str, files: dict[str, str], message: str
 ) -> None:
-    config = _config(tmp_path, f"prompts: [{prompt}]\nproviders: [echo]\ntests: [{{vars: {{}}}}]\n", files)
+    config = write_config(tmp_path, f"prompts: [{prompt}]\nproviders: [echo]\ntests: [{{vars: {{}}}}]\n", files)
     with pytest.raises(ConfigError, match="^" + str(config).replace("\\", "\\\\") + ".*" + _escaped(message)):
         promptfoo_suite(config)
 
@@ -168,7 +160,7 @@ def _escaped(text: str) -> str:
 
 
 def test_a_prompt_map_labels_each_prompt_and_its_labels_filter_the_providers(tmp_path: Path) -> None:
-    config = _config(
+    config = write_config(
         tmp_path,
         "prompts:\n  file://a.txt: Label A\n  'Say {{x}}': B\n  file://fn.js: Fn\n  'Unused {{x}}': D\n"
         "providers: [{id: echo, prompts: [B, 'Label A*', Fn]}]\ntests: [{vars: {x: hi}}]\n",
@@ -231,7 +223,7 @@ def test_a_hand_written_python_prompt_function_gets_its_context(suite: Suite) ->
 
 @needs_node
 def test_a_prompt_function_gets_the_vars_transform_vars_made(tmp_path: Path, suite: Suite) -> None:
-    config = _config(
+    config = write_config(
         tmp_path,
         "prompts: [file://fn.js, 'file://fn.py:make']\nproviders: [echo]\n"
         "defaultTest:\n  options:\n    transformVars: '({ ...vars, name: vars.name.toUpperCase() })'\n"

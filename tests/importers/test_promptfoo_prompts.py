@@ -11,19 +11,12 @@ from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.importers.promptfoo.convert import promptfoo_suite
 from tests.importers.promptfoo_run import import_config
 from tests.importers.promptfoo_run import run_imported
+from tests.importers.promptfoo_run import write_config
 from tests.suite import Suite
 
 
-def _config(tmp_path: Path, text: str, files: dict[str, str]) -> Path:
-    for name, content in files.items():
-        (tmp_path / name).write_text(content, encoding="utf-8")
-    config = tmp_path / "promptfooconfig.yaml"
-    config.write_text(text, encoding="utf-8")
-    return config
-
-
 def test_a_csv_prompt_file_is_one_prompt_a_row_with_its_label(tmp_path: Path) -> None:
-    config = _config(
+    config = write_config(
         tmp_path,
         "prompts: [file://prompts.csv]\n"
         "providers:\n  - echo\n  - {id: echo, label: eli5-only, prompts: [ELI5]}\n"
@@ -43,7 +36,7 @@ def test_a_csv_prompt_file_is_one_prompt_a_row_with_its_label(tmp_path: Path) ->
 
 
 def test_a_csv_prompt_file_without_commas_is_one_prompt_a_line(tmp_path: Path) -> None:
-    config = _config(
+    config = write_config(
         tmp_path,
         "prompts: [file://prompts.csv]\nproviders: [echo]\ntests: [{vars: {topic: cats}}]\n",
         {"prompts.csv": "prompt\nTell me about {{topic}}\n\nA poem on {{topic}}\n"},
@@ -60,7 +53,7 @@ def test_a_json_prompt_file_that_is_a_template_is_a_text_prompt_and_noted(tmp_pa
     template = '[\n  {"role": "system", "content": "{{ system }}"},\n'
     template += '  {% for m in past %}{"role": "user"},{% endfor %}\n'
     template += '  {"role": "user", "content": "{{ question }}"}\n]\n'
-    config = _config(
+    config = write_config(
         tmp_path,
         "prompts: [file://prompt.json]\nproviders: [echo]\ntests: [{vars: {question: hi}}]\n",
         {"prompt.json": template},
@@ -72,7 +65,7 @@ def test_a_json_prompt_file_that_is_a_template_is_a_text_prompt_and_noted(tmp_pa
 
 def test_a_json_prompt_file_of_content_parts_is_a_text_prompt_and_noted(tmp_path: Path) -> None:
     text = '[{"role": "user", "content": [{"modality": "text", "value": "{{content}}"}]}]\n'
-    config = _config(
+    config = write_config(
         tmp_path,
         "prompts: [file://prompt.json]\nproviders: [echo]\ntests: [{vars: {content: hey}}]\n",
         {"prompt.json": text},
@@ -88,7 +81,7 @@ def test_a_prompt_that_is_json_renders_each_string_and_is_written_back_as_prompt
     # promptfoo 0.123.1's echo answers, recorded: its renderPrompt parses a prompt that is JSON, renders
     # each string (not the keys), and writes it back with JSON.stringify(value, null, 2); with a prefix
     # the text is no longer JSON and renders as text (a JSON file's text being its compact JSON).
-    config = _config(
+    config = write_config(
         tmp_path,
         'prompts: [file://prompt.json, \'{"ask": "{{content}}", "n": 2}\']\nproviders: [echo]\ntests:\n'
         '  - vars: {content: "say \\"hi\\"\\nthen go", k: key}\n'
@@ -112,7 +105,7 @@ def test_a_prompt_that_is_json_renders_each_string_and_is_written_back_as_prompt
 
 
 def test_a_provider_label_with_a_dot_or_accent_is_a_bare_variant_name(tmp_path: Path) -> None:
-    config = _config(
+    config = write_config(
         tmp_path,
         "prompts: ['Tweet about {{topic}}']\n"
         "providers:\n  - {id: echo, label: Claude Opus 4.5 (profile)}\n  - {id: echo, label: Modèle 3.7}\n"
@@ -127,7 +120,7 @@ def test_a_prompt_glob_makes_a_prompt_per_file_in_sorted_order(tmp_path: Path, s
     (tmp_path / "prompts").mkdir()
     for name in ("b", "a"):
         (tmp_path / "prompts" / f"{name}.txt").write_text(f"{name.upper()} {{{{ x }}}}\n", encoding="utf-8")
-    config = _config(
+    config = write_config(
         tmp_path,
         "prompts: ['file://prompts/*.txt']\nproviders: [echo]\n"
         "tests:\n  - vars: {x: hi}\n    assert: [{type: contains, value: hi}]\n",
@@ -143,7 +136,7 @@ def test_a_prompt_glob_makes_a_prompt_per_file_in_sorted_order(tmp_path: Path, s
 
 
 def test_providers_in_a_file_are_read_as_promptfoo_reads_them(tmp_path: Path, suite: Suite) -> None:
-    config = _config(
+    config = write_config(
         tmp_path,
         "prompts: ['Hello {{ x }}']\nproviders: [file://providers.yaml, echo]\n"
         "tests: [{vars: {x: hi}, assert: [{type: contains, value: hi}]}]\n",
@@ -170,7 +163,7 @@ def test_providers_in_a_file_are_read_as_promptfoo_reads_them(tmp_path: Path, su
 
 
 def test_labels_alike_once_bare_stay_two_variants(tmp_path: Path) -> None:
-    config = _config(
+    config = write_config(
         tmp_path,
         "prompts: ['Tweet about {{topic}}']\n"
         "providers:\n  - {id: echo, label: 'a:b'}\n  - {id: echo, label: 'a/b'}\n  - echo\n  - echo\n"
@@ -186,7 +179,7 @@ def test_a_prompts_own_config_goes_over_its_providers_settings(tmp_path: Path) -
     """promptfoo merges a prompt's ``config`` over the provider's: the variant of that prompt sends its settings
     (``response_format`` as written, not checked); the other prompt keeps the provider's; a setting we cannot
     carry is listed."""
-    config = _config(
+    config = write_config(
         tmp_path,
         "prompts:\n"
         "  - {raw: 'Describe {{x}} as JSON', label: json, config: {temperature: 0.2, "
@@ -209,7 +202,7 @@ def test_a_prompts_own_config_goes_over_its_providers_settings(tmp_path: Path) -
 
 
 def test_one_prompt_with_its_config_and_one_provider_is_the_suites_model(tmp_path: Path) -> None:
-    config = _config(
+    config = write_config(
         tmp_path,
         "prompts: [{raw: 'Say {{x}}', config: {seed: 7}}]\n"
         "providers: [{id: 'openai:gpt-4o-mini'}]\ntests: [{vars: {x: hi}}]\n",
@@ -220,7 +213,7 @@ def test_one_prompt_with_its_config_and_one_provider_is_the_suites_model(tmp_pat
 
 def test_a_csv_prompt_files_config_goes_to_each_of_its_rows(tmp_path: Path) -> None:
     """promptfoo spreads a prompt's keys over each CSV row's prompt: every row's variant sends its ``config``."""
-    config = _config(
+    config = write_config(
         tmp_path,
         "prompts: [{id: 'file://prompts.csv', config: {temperature: 0.3}}]\n"
         "providers: [{id: 'openai:gpt-4o-mini'}]\ntests: [{vars: {topic: cats}}]\n",
