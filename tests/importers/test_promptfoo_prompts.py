@@ -221,3 +221,14 @@ def test_a_csv_prompt_files_config_goes_to_each_of_its_rows(tmp_path: Path) -> N
     )
     imported = promptfoo_suite(config)
     assert [imported.config[f"variants.p{i}"]["model"]["params"] for i in (1, 2)] == [{"temperature": 0.3}] * 2
+
+
+def test_a_prompt_that_reads_conversation_is_listed(tmp_path: Path) -> None:
+    config = write_config(
+        tmp_path,
+        "prompts:\n  - '{% for turn in _conversation %}{{ turn.output }} {% endfor %}{{ q }}'\n  - 'Plain {{ q }}'\n"
+        "providers: [echo]\ntests: [{vars: {q: hi}}]\n",
+        {},
+    )
+    notes = [n for n in promptfoo_suite(config).notes if "_conversation" in n]
+    assert len(notes) == 1 and "(promptfoo's earlier turns of the thread): it renders empty" in notes[0]

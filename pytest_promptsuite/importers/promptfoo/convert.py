@@ -38,6 +38,8 @@ _KEYS = frozenset(
     "writeLatestResults nunjucksFilters metadata scenarios derivedMetrics extensions redteam tags assertionTemplates "
     "outputs".split()
 )
+#: A template that reads promptfoo's ``_conversation`` var (its multi-turn threads).
+_CONVERSATION = re.compile(r"\b_conversation\b")
 #: The config's keys that are carried over; every other key present is listed in the import report.
 _CARRIED = frozenset(
     "description prompts providers targets tests scenarios defaultTest assertionTemplates nunjucksFilters".split()
@@ -275,6 +277,13 @@ def promptfoo_suite(path: Path, *, slice_key: str | None = None) -> ImportedSuit
                 prompt.text = "{{ promptfoo_prefix }}" + prompt.text + "{{ promptfoo_suffix }}"
             elif prompt.function is None:  # promptfoo puts a function's answer in place of the prefixed text
                 config.notes.append(f"not carried over: the tests' prefix and suffix on the chat prompt {prompt.label}")
+    for prompt in prompts:  # promptfoo's multi-turn threads: each row sees the earlier rows' turns
+        written = prompt.text or " ".join(m["content"] for m in prompt.messages or ())
+        if _CONVERSATION.search(written):
+            config.notes.append(
+                f"not carried over: _conversation in the prompt {prompt.label} (promptfoo's earlier turns of the "
+                "thread): it renders empty"
+            )
     tables = [_prompt_table(p, i + 1, files, tasks) for i, p in enumerate(prompts)]
     _nunjucks_filters(config, tables, files)
     pairs = [
