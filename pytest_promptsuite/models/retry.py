@@ -11,8 +11,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 
-#: HTTP statuses worth another attempt (besides every 5xx).
+#: HTTP statuses worth another attempt (besides every 5xx but those that say the server will never do it).
 RETRYABLE_STATUSES = frozenset({408, 409, 429})
+#: 5xx statuses that no later attempt changes: 501 Not Implemented, 505 HTTP Version Not Supported.
+_PERMANENT_5XX = frozenset({501, 505})
 #: One part of OpenAI's reset durations (``6m0s``, ``1.5s``, ``20ms``).
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
 _UNIT_S = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
@@ -95,8 +97,8 @@ class RetryPolicy:
 
     @staticmethod
     def retryable_status(status: int) -> bool:
-        """Tell whether an HTTP status is worth another attempt (408, 409, 429 and 5xx)."""
-        return status in RETRYABLE_STATUSES or status >= 500
+        """Tell whether an HTTP status is worth another attempt (408, 409, 429 and 5xx but 501 and 505)."""
+        return status in RETRYABLE_STATUSES or (status >= 500 and status not in _PERMANENT_5XX)
 
     def backoff_s(self, retry: int, rng: random.Random) -> float:
         """Return a full-jitter wait (AWS architecture blog), so that retries do not arrive together."""

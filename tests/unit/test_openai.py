@@ -561,6 +561,8 @@ def test_retry_after_headers(headers: dict[str, str], expected: float | None) ->
         (401, False),
         (403, False),
         (404, False),
+        (501, False),  # llama-server without --embeddings answers /embeddings with it, every time
+        (505, False),
     ],
 )
 def test_which_statuses_are_retried(status: int, retry: bool) -> None:
