@@ -175,7 +175,8 @@ def counts_line(spec: str, counts: Mapping[str, Any]) -> str:
     """Write a model's attempts, its 429 share and its concurrency in one line of the terminal's summary."""
     attempts, refused = counts.get("attempts", 0), counts.get("refused", 0)
     share = f" ({refused / attempts:.1%})" if attempts else ""
-    line = f"calls of {spec}: {attempts:,} attempts, {refused:,} answered 429{share}, concurrency "
+    noun = "attempt" if attempts == 1 else "attempts"
+    line = f"calls of {spec}: {attempts:,} {noun}, {refused:,} answered 429{share}, concurrency "
     if counts.get("concurrency") == "auto":
         return line + f"auto, reached {counts.get('reached', 0)} of max {counts.get('max_concurrency')}"
     return line + str(counts.get("concurrency"))

@@ -232,3 +232,6 @@ def test_counts_add_up_over_the_workers_and_say_the_429_share() -> None:
     assert counts_line("openai:m", {"attempts": 0, "refused": 0, "concurrency": 8}) == (
         "calls of openai:m: 0 attempts, 0 answered 429, concurrency 8"
     )
+    assert counts_line("openai:m", {"attempts": 1, "refused": 0, "concurrency": 8}) == (
+        "calls of openai:m: 1 attempt, 0 answered 429 (0.0%), concurrency 8"
+    )
