@@ -64,8 +64,8 @@ class ModelEmbedder:
         request = ModelRequest(prompt=messages, params=self.params, case_id=case_id)
         try:
             response = self.runner.call(self.model, request)
-        except ModelError as exc:
-            raise ModelError(f"{where}: {exc}") from exc
+        except ModelError as exc:  # a store's message may name the case already: once is enough
+            raise ModelError(f"{where}: {str(exc).removeprefix(f'case {case_id}: ')}") from exc
         vectors = decode(response.text)
         if not isinstance(vectors, list) or len(vectors) != len(texts):
             count = len(vectors) if isinstance(vectors, list) else 0

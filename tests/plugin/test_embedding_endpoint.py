@@ -72,6 +72,14 @@ def test_embeddings_are_recorded_and_replayed(suite: Suite, loopback: LoopbackSe
     suite.run("--prompt-replay", "cassette.jsonl", "--prompt-report", "replay").assert_outcomes(passed=1)
     assert loopback.stats.requests == 1
     assert suite.by_id("replay")["a"]["checks"] == suite.by_id("rec")["a"]["checks"]
+    suite.cases([{"case_id": "b", "input": "not recorded", "slice": "s", "assert": _similar()}])
+    suite.run("--prompt-replay", "cassette.jsonl", "--prompt-report", "miss").assert_outcomes(failed=1)
+    [check] = suite.by_id("miss")["b"]["checks"]
+    assert (
+        "the embedding model failed: openai:emb-model on case b: no recorded response in the cassette"
+        in check["message"]
+    )
+    assert "case b: case b" not in check["message"]
 
 
 def test_a_401_names_the_model_and_the_case_without_the_key(
