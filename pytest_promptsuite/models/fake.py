@@ -130,15 +130,14 @@ class FakeModel:
         except BudgetExceeded as exc:
             raise ModelError(str(exc)) from exc
         if rule is None or not rule.tool_calls:
-            latency_ms = round((time.perf_counter() - start) * 1e6) / 1e3  # round(x, 3) takes 4 times as long
-            return Response(text=text, finish_reason="stop", latency_ms=latency_ms, cost_usd=0.0)
+            return Response(text=text, finish_reason="stop", latency_ms=_elapsed_ms(start), cost_usd=0.0)
         prompt = request.prompt
         step = 0 if isinstance(prompt, str) else sum(1 for m in prompt if m.get("role") == "assistant")
         calls = tuple(
             ToolCall(f"call_{step}_{i}", name, arguments) for i, (name, arguments) in enumerate(rule.tool_calls)
         )
-        latency_ms = round((time.perf_counter() - start) * 1e6) / 1e3  # round(x, 3) takes 4 times as long
-        return Response(text=text, finish_reason="tool_calls", tool_calls=calls, latency_ms=latency_ms, cost_usd=0.0)
+        latency = _elapsed_ms(start)
+        return Response(text=text, finish_reason="tool_calls", tool_calls=calls, latency_ms=latency, cost_usd=0.0)
 
     async def generate(self, request: ModelRequest) -> Response:
         """Answer as :meth:`generate_sync` does, for callers that await."""
@@ -158,6 +157,11 @@ class FakeModel:
     def score_sync(self, request: ModelRequest) -> LabelScore:
         """Score the prompt for the ppl mode, fixed by its tokens' text (:func:`.scoring.fake_score`)."""
         return fake_score(score_text(request.prompt))
+
+
+def _elapsed_ms(start: float) -> float:
+    """Return the milliseconds since ``start`` (``perf_counter``), to the microsecond."""
+    return round((time.perf_counter() - start) * 1e6) / 1e3
 
 
 _BUCKETS = 256

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from pytest_promptsuite.prompts.core import Prompt
     from pytest_promptsuite.prompts.files.node import NodeFilters
     from pytest_promptsuite.prompts.files.promptfoo import PromptfooChat
+    from pytest_promptsuite.prompts.files.promptfoo import PromptfooRenderer
     from pytest_promptsuite.prompts.task_prompts import TaskPrompt
 
 
@@ -114,9 +115,10 @@ def string_template(
         assert table.template is not None
         key = config.template_key(variant, "template")
         text, name, origin = table.template, "template", (config.path, line_of_key(config.lines, key) or 0)
+    renderer: Renderer
     try:
         if table.semantics == "promptfoo":
-            renderer = _promptfoo_renderer(table, make_filter, _node_filters(config, table, variant), config.root)
+            renderer = _promptfoo_renderer(config, table, make_filter, variant)
         else:
             renderer = get_renderer(table.renderer, make=make, make_filter=make_filter)
     except ConfigError as exc:
@@ -125,16 +127,16 @@ def string_template(
 
 
 def _promptfoo_renderer(
-    table: TemplateConfig, make_filter: MakeFilter, node: NodeFilters | None, base: Path
-) -> Renderer:
-    """Make the renderer of a template file under ``semantics = "promptfoo"`` (Nunjucks' rules) in the
-    suite's folder ``base``."""
+    config: SuiteConfig, table: TemplateConfig, make_filter: MakeFilter, variant: str | None
+) -> PromptfooRenderer:
+    """Make the renderer of a template (a file, a chat message, a prompt function's answer) under
+    ``semantics = "promptfoo"`` (Nunjucks' rules), with the table's ``nunjucks_filters``, in the suite's folder."""
     if table.renderer not in (None, "jinja"):
         raise ConfigError(f"semantics = 'promptfoo' renders with Nunjucks' rules; drop renderer = {table.renderer!r}")
     from pytest_promptsuite.importers.promptfoo.runtime import transform_vars
     from pytest_promptsuite.prompts.files.promptfoo import PromptfooRenderer
 
-    return PromptfooRenderer(make_filter, node, base, transform_vars)
+    return PromptfooRenderer(make_filter, _node_filters(config, table, variant), config.root, transform_vars)
 
 
 def _promptfoo_chat(
@@ -142,15 +144,12 @@ def _promptfoo_chat(
 ) -> PromptfooChat:
     """Make a promptfoo chat prompt: the messages of ``task`` in ``task_prompts``, rendered under promptfoo's rules."""
     from pytest_promptsuite.prompts.files.promptfoo import PromptfooChat
-    from pytest_promptsuite.prompts.files.promptfoo import PromptfooRenderer
     from pytest_promptsuite.prompts.prompts_yml import check_message
     from pytest_promptsuite.prompts.prompts_yml import prompt_entries
     from pytest_promptsuite.prompts.prompts_yml import read_prompts
 
     key = config.template_key(variant, "task_prompts")
-    if table.task_prompts is None or table.task is None:
-        missing = "task_prompts" if table.task_prompts is None else "task"
-        raise ConfigError(f"{config.where(key)}: [template] uses task prompts but has no {missing!r}")
+    assert table.task_prompts is not None and table.task is not None  # prompt_source checked both
     entries = prompt_entries(read_prompts(config.resolve(table.task_prompts, key=key), root=config.root))
     entry = next((e for e in entries if e.task == table.task), None)
     if entry is None or "messages" not in entry.raw:
@@ -161,9 +160,9 @@ def _promptfoo_chat(
         if role is None:
             raise ConfigError(f"{entry.where}: messages[{i}]: a promptfoo chat message is {{type, content}}")
         messages.append((role, str(message["content"])))
-    renderer = _promptfoo_renderer(table, make_filter, _node_filters(config, table, variant), config.root)
-    assert isinstance(renderer, PromptfooRenderer)
-    return PromptfooChat(tuple(messages), renderer, entry.where, table.task)
+    return PromptfooChat(
+        tuple(messages), _promptfoo_renderer(config, table, make_filter, variant), entry.where, table.task
+    )
 
 
 #: The Node.js filter processes by their files: the variants of a suite share one.
@@ -255,8 +254,6 @@ def prompt_source(
     if table.kind(path=config.path) is TemplateKind.TASK_PROMPTS:
         from pytest_promptsuite.prompts.task_prompts import load_task_prompts  # YAML and Jinja2 load here
 
-        if table.semantics == "promptfoo":
-            return PromptSource(task_prompt=_promptfoo_chat(config, table, make_filter, variant), optional=optional)
         if (table.nemo_config is not None or table.semantics == "nemo") and table.task is not None:
             from pytest_promptsuite.nemo.render import nemo_prompt
 
@@ -268,6 +265,8 @@ def prompt_source(
         key = config.template_key(variant, "task_prompts")
         if not config.resolve(table.task_prompts, key=key).exists():
             raise ConfigError(f"{config.where(key)}: {key} = {table.task_prompts!r}: no such file or folder")
+        if table.semantics == "promptfoo":
+            return PromptSource(task_prompt=_promptfoo_chat(config, table, make_filter, variant), optional=optional)
         if table.prompt_model is not None:
             model = table.prompt_model
         prompts = load_task_prompts(config, table.task_prompts, make_filter=make_filter, make_parser=make_parser)
@@ -306,9 +305,9 @@ def _prompt_function(
         if getattr(table, other) is not None:
             raise ConfigError(f"{config.where(config.template_key(variant, other))}: {other} does not apply to {key}")
     from pytest_promptsuite.importers.promptfoo.runtime import PromptFunction
+    from pytest_promptsuite.prompts.files.promptfoo import file_and_function
 
-    cut = written.rfind(":")  # FILE:NAME at the last colon, as promptfoo splits it
-    file, function = (written[:cut], written[cut + 1 :] or None) if cut > 1 else (written, None)
+    file, function = file_and_function(written)
     if not file.lower().endswith((".js", ".cjs", ".mjs", ".py")):
         raise ConfigError(
             f"{config.where(key)}: {key} = {written!r}: a prompt function is FILE.js, FILE.cjs, FILE.mjs or FILE.py"
@@ -318,7 +317,7 @@ def _prompt_function(
     if not path.is_file():
         raise ConfigError(f"{config.where(key)}: {key} = {written!r}: no such file {path}")
     try:
-        renderer = _promptfoo_renderer(table, make_filter, _node_filters(config, table, variant), config.root)
+        renderer = _promptfoo_renderer(config, table, make_filter, variant)
     except ConfigError as exc:
         raise ConfigError(f"{config.where(key)}: {exc}") from exc
     return PromptFunction(path, function, written, renderer, dict(table.prompt_context or {}), config.root)

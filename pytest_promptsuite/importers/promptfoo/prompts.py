@@ -12,10 +12,11 @@ from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.formats.csvio import read_csv
 from pytest_promptsuite.formats.jsonio import JsonError
 from pytest_promptsuite.formats.jsonio import decode
-from pytest_promptsuite.formats.jsonio import encode
 from pytest_promptsuite.formats.yamlio import load_yaml
 from pytest_promptsuite.importers.output import inside
 from pytest_promptsuite.importers.promptfoo.config_file import ConfigFile
+from pytest_promptsuite.prompts.files.promptfoo import file_and_function
+from pytest_promptsuite.prompts.files.promptfoo import js_json
 
 
 _TEXT_PROMPT = (".txt",)  # split on lines of '---'; .md, .j2 and other text files are one prompt each
@@ -82,7 +83,7 @@ def _file_prompts(config: ConfigFile, relative: str, where: str) -> list[Importe
             )
         if messages is None:  # promptfoo's processJsonFile: the file's JSON (or text, if it is none) is the prompt
             try:
-                return [ImportedPrompt(relative, text=_stringify(decode(text)))]
+                return [ImportedPrompt(relative, text=js_json(decode(text)))]
             except JsonError:
                 return [ImportedPrompt(relative, text=text)]
         return [ImportedPrompt(relative, messages=messages)]
@@ -90,7 +91,7 @@ def _file_prompts(config: ConfigFile, relative: str, where: str) -> list[Importe
     if relative.endswith((".yaml", ".yml")):  # promptfoo's processYamlFile: the file's value as JSON is the prompt
         try:
             value = load_yaml(text, full, core=True)[0]
-            raw = _stringify(value)
+            raw = js_json(value)
         except ConfigError:
             raw = text  # not YAML: its text, as promptfoo falls back
         try:
@@ -144,7 +145,7 @@ def json_template(raw: str) -> str | None:
 
     if _LEAF in raw:
         return None  # never seen; the text is then rendered as it is
-    written = _stringify(mark(value), indent=2)
+    written = js_json(mark(value), indent=2)
     parts = re.split(f'"{_LEAF}(\\d+){_LEAF}"', written)  # the structure, then a leaf's number, in turn
     template = []
     for i, part in enumerate(parts):
@@ -155,21 +156,6 @@ def json_template(raw: str) -> str | None:
         else:
             template.append(part)
     return "".join(template)
-
-
-def _stringify(value: Any, indent: int | None = None) -> str:
-    """Write ``value`` as JavaScript's ``JSON.stringify(value, null, indent)`` does: ``1`` for 1.0."""
-
-    def numbers(item: Any) -> Any:
-        if isinstance(item, float) and item.is_integer() and abs(item) < 1e21:
-            return int(item)
-        if isinstance(item, list):
-            return [numbers(x) for x in item]
-        if isinstance(item, dict):
-            return {key: numbers(x) for key, x in item.items()}
-        return item
-
-    return encode(numbers(value), indent=indent, compact=indent is None, scrub=False)
 
 
 #: Marks a string of a JSON prompt that holds template syntax, while the value is written back.
@@ -242,8 +228,7 @@ _TYPESCRIPT = (".ts", ".cts", ".mts")
 def _function_prompt(config: ConfigFile, written: str, where: str) -> ImportedPrompt:
     """Make a prompt function of ``file://FILE[:NAME]``, labelled as promptfoo's ``processJsFile`` and
     ``processPythonFile`` label it; it runs when each case renders (``[template] prompt_function``)."""
-    cut = written.rfind(":")  # promptfoo's parsePathOrGlob: FILE:NAME at the last colon
-    relative, name = (written[:cut], written[cut + 1 :] or None) if cut > 1 else (written, None)
+    relative, name = file_and_function(written)  # promptfoo's parsePathOrGlob
     normal = inside(relative)
     if normal is None:
         raise ConfigError(f"{where}: file://{relative} lies outside the config's folder")
@@ -300,9 +285,7 @@ def _prompt_glob(config: ConfigFile, item: str, where: str) -> list[str]:
     inside the config's folder, in sorted order (promptfoo's follows the file system's); others as written."""
     if not item.startswith("file://"):
         return [item]
-    written = item[len("file://") :]
-    cut = written.rfind(":")
-    path, function = (written[:cut], written[cut:]) if cut > 1 else (written, "")
+    path, function = file_and_function(item[len("file://") :])
     if not any(ch in path for ch in "*?[{"):
         return [item]
     normal = inside(path)
@@ -311,7 +294,7 @@ def _prompt_glob(config: ConfigFile, item: str, where: str) -> list[str]:
     found = sorted(glob.glob(normal, root_dir=config.root, recursive=True))
     if not found:
         raise ConfigError(f"{where}: {item}: no prompt file matches")
-    return [f"file://{match}{function}" for match in found]
+    return [f"file://{match}{f':{function}' if function else ''}" for match in found]
 
 
 def _one_prompt(
@@ -349,5 +332,4 @@ def _one_prompt(
 
 def _is_code(written: str, kinds: tuple[str, ...]) -> bool:
     """Tell whether ``FILE[:NAME]`` names a file of code of one of ``kinds`` (its extensions)."""
-    cut = written.rfind(":")
-    return any(part.lower().endswith(kinds) for part in (written, written[:cut] if cut > 1 else written))
+    return any(part.lower().endswith(kinds) for part in (written, file_and_function(written)[0]))

@@ -28,6 +28,8 @@ from pytest_promptsuite.errors import TemplateError
 from pytest_promptsuite.importers.promptfoo.tests import fill
 from pytest_promptsuite.prompts.files.node import NodeProcess
 from pytest_promptsuite.prompts.files.promptfoo import TRANSFORM_VARS
+from pytest_promptsuite.prompts.files.promptfoo import file_and_function
+from pytest_promptsuite.prompts.files.promptfoo import js_json
 from pytest_promptsuite.prompts.files.promptfoo import resolve_vars
 
 
@@ -99,12 +101,18 @@ def _context(
 _OPTION_VARS = frozenset({TRANSFORM_VARS, "promptfoo_prefix", "promptfoo_suffix"})
 
 
-def test_vars(case: PromptCase, base: Path | None) -> dict[str, Any]:
-    """Return a case's vars as promptfoo's asserts see them: made by its ``transformVars`` when it has one,
-    then composed (``'hi {{ name }}'`` filled), as promptfoo's render leaves them."""
+def _own_vars(case: PromptCase, base: Path | None) -> dict[str, Any]:
+    """Return a case's vars as promptfoo's test has them: made by its ``transformVars`` when it has one,
+    without the vars the import adds for the test's options."""
     if TRANSFORM_VARS in case.vars:
-        return resolve_vars(transform_vars(case.vars, base))
-    return resolve_vars({k: v for k, v in case.vars.items() if k not in _OPTION_VARS})
+        return transform_vars(case.vars, base)
+    return {k: v for k, v in case.vars.items() if k not in _OPTION_VARS}
+
+
+def test_vars(case: PromptCase, base: Path | None) -> dict[str, Any]:
+    """Return a case's vars as promptfoo's asserts see them: :func:`_own_vars`, composed (``'hi {{ name }}'``
+    filled), as promptfoo's render leaves them."""
+    return resolve_vars(_own_vars(case, base))
 
 
 def transform_vars(row: Mapping[str, Any], base: Path | None) -> dict[str, Any]:
@@ -213,16 +221,8 @@ def python_assert(
     context = _context(case, base, sent, config)
     if fill_vars:
         code = fill(code, context["vars"], name)
-    if file is not None:
-        spec = importlib.util.spec_from_file_location(f"promptfoo_assert_{abs(hash(file))}", file)
-        if spec is None or spec.loader is None:
-            raise CheckError(f"{name}: cannot load {file}")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        function = getattr(module, fn or "get_assert", None)
-        if not callable(function):
-            raise CheckError(f"{name}: {file} has no function {fn or 'get_assert'}")
-        return _verdict(name, function(output, context), threshold)
+    if file is not None:  # loaded once for the run, as the transforms' files are
+        return _verdict(name, _python_function(Path(file), fn or "get_assert", name)(output, context), threshold)
     assert code is not None
     if "\n" in code.strip():
         body = "\n".join("    " + line for line in code.strip("\n").splitlines())
@@ -263,14 +263,14 @@ class Transform:
         non-string as ``JSON.stringify`` writes it); CheckError naming it when it fails or returns nothing."""
         name = f"transform {self.label()} ({self.where})"
         file = self.code.startswith("file://")
-        if not file or _JS_FILES.search(_file_and_function(self.code[len("file://") :])[0]):
+        if not file or _JS_FILES.search(file_and_function(self.code[len("file://") :])[0]):
             _need_node(name)  # before the memo: a JavaScript transform without Node fails, whatever ran before
         key = (self.code, param, json.dumps([value, context], sort_keys=True, default=str))
         if key in _DONE:
             return _DONE[key]
         payload = {"output": value, "context": context, "transform": True}
         if self.code.startswith("file://"):
-            written, fn = _file_and_function(self.code[len("file://") :])
+            written, fn = file_and_function(self.code[len("file://") :])
             path = (self.base or Path.cwd()) / written
             if written.endswith(".py"):
                 result = _python_function(path, fn or "get_transform", name)(value, context)
@@ -296,12 +296,6 @@ _DONE: dict[tuple[str, str, str], tuple[Any, str]] = {}
 _DONE_SIZE = 256
 _JS_FILES = re.compile(r"\.(?:js|cjs|mjs)$", re.IGNORECASE)
 _MODULES: dict[Path, Any] = {}
-
-
-def _file_and_function(written: str) -> tuple[str, str | None]:
-    """Split ``path:function`` at its last colon, as promptfoo's ``parseFilePathAndFunctionName`` does."""
-    cut = written.rfind(":")
-    return (written[:cut], written[cut + 1 :] or None) if cut > 1 else (written, None)
 
 
 def _python_function(path: Path, fn: str, name: str) -> Any:
@@ -395,10 +389,7 @@ class PromptFunction:
         """Return what the case sends: chat messages when the function's answer is JSON of them (promptfoo
         sends those as messages), else its text; TemplateError naming the file and the case when it fails."""
         where = f"prompt_function {self.written} (case {case.case_id})"
-        if TRANSFORM_VARS in case.vars:  # promptfoo calls the function with the vars transformVars made
-            variables = transform_vars(case.vars, self.base)
-        else:
-            variables = {k: v for k, v in case.vars.items() if k not in _OPTION_VARS}
+        variables = _own_vars(case, self.base)  # promptfoo calls the function with the vars transformVars made
         answer = self._call({**self.context, "vars": variables}, where)
         if isinstance(answer, str):
             text = answer
@@ -419,7 +410,7 @@ class PromptFunction:
         rendered = self._render_strings(value, variables, where)
         if isinstance(rendered, list) and rendered and all(isinstance(m, dict) and "role" in m for m in rendered):
             return rendered
-        return json.dumps(rendered, ensure_ascii=False, indent=2)  # JSON.stringify(value, null, 2)
+        return js_json(rendered, indent=2)
 
     def _render(self, text: str, variables: dict[str, Any], where: str) -> str:
         if "{" not in text:  # no tag: Nunjucks gives it back as it is (and nothing is compiled per case)

@@ -19,6 +19,7 @@ from pytest_promptsuite.formats.jsonio import decode
 from pytest_promptsuite.importers.output import inside
 from pytest_promptsuite.importers.output import jsonl
 from pytest_promptsuite.prompts.files.promptfoo import TRANSFORM_VARS
+from pytest_promptsuite.prompts.files.promptfoo import file_and_function
 from pytest_promptsuite.prompts.files.promptfoo import js_string
 from pytest_promptsuite.prompts.files.promptfoo import resolve_vars
 from pytest_promptsuite.safety.limits import IMPORT_CASES
@@ -92,14 +93,13 @@ class AssertModule:
             raise ConfigError(f"{where}: a transform is JavaScript code or file://PATH[:function]")
         if not transform.startswith("file://"):
             return transform
-        written = transform[len("file://") :]
-        cut = written.rfind(":")
-        path = inside(written[:cut] if cut > 1 else written)
+        written, function = file_and_function(transform[len("file://") :])
+        path = inside(written)
         if path is None:
             raise ConfigError(f"{where}: {transform} lies outside the config's folder")
         if path not in self.files:
             self.files.append(path)
-        return f"file://{path}{written[cut:] if cut > 1 else ''}"
+        return f"file://{path}{f':{function}' if function else ''}"
 
     def uncarried(self, what: str, where: str) -> str:
         """Add a function that fails the case for an assert (or test option) not carried over, so a

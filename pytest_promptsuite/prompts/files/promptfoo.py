@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from typing import Any
 
 from pytest_promptsuite.errors import TemplateError
+from pytest_promptsuite.formats.jsonio import encode
 from pytest_promptsuite.models.base import Message
 from pytest_promptsuite.prompts.fields import FieldRead
 from pytest_promptsuite.prompts.fields import TemplateReads
@@ -53,11 +54,27 @@ def js_string(value: Any) -> str:
     return str(value)
 
 
-def _dump(value: Any, spaces: int | None = None) -> str:
-    """Nunjucks' ``dump``: ``JSON.stringify(value, null, spaces)``."""
-    if spaces:
-        return json.dumps(value, indent=spaces, ensure_ascii=False)
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+def file_and_function(written: str) -> tuple[str, str | None]:
+    """Split ``FILE:NAME`` at its last colon, as promptfoo's ``parseFilePathAndFunctionName`` does (a colon at
+    1, a Windows drive, splits nothing); no name gives None."""
+    cut = written.rfind(":")
+    return (written[:cut], written[cut + 1 :] or None) if cut > 1 else (written, None)
+
+
+def js_json(value: Any, indent: int | None = None) -> str:
+    """Write ``value`` as JavaScript's ``JSON.stringify(value, null, indent)`` does (``1`` for 1.0, ``null`` for
+    NaN); also Nunjucks' ``dump`` filter."""
+
+    def numbers(item: Any) -> Any:
+        if isinstance(item, float) and item.is_integer() and abs(item) < 1e21:
+            return int(item)
+        if isinstance(item, list):
+            return [numbers(x) for x in item]
+        if isinstance(item, dict):
+            return {key: numbers(x) for key, x in item.items()}
+        return item
+
+    return encode(numbers(value), indent=indent or None, compact=not indent, scrub=False)
 
 
 def _load(text: Any) -> Any:
@@ -98,7 +115,7 @@ def promptfoo_environment() -> SandboxedEnvironment:
     env = sandbox_environment()
     env.undefined = jinja2.ChainableUndefined
     env.finalize = js_string
-    env.filters["dump"] = _dump
+    env.filters["dump"] = js_json
     env.filters["load"] = _load
     return env
 
