@@ -31,12 +31,12 @@ if TYPE_CHECKING:
     from pytest_promptsuite.cases.prompt_case import PromptCase
     from pytest_promptsuite.config.suite import SuiteConfig
     from pytest_promptsuite.config.suite import TemplateConfig
-    from pytest_promptsuite.importers.promptfoo.runtime import PromptFunction
     from pytest_promptsuite.nemo.render import NemoPrompt
     from pytest_promptsuite.prompts.core import Prompt
     from pytest_promptsuite.prompts.files.node import NodeFilters
     from pytest_promptsuite.prompts.files.promptfoo import PromptfooChat
     from pytest_promptsuite.prompts.files.promptfoo import PromptfooRenderer
+    from pytest_promptsuite.prompts.files.promptfoo_code import PromptFunction
     from pytest_promptsuite.prompts.task_prompts import TaskPrompt
 
 
@@ -133,8 +133,8 @@ def _promptfoo_renderer(
     ``semantics = "promptfoo"`` (Nunjucks' rules), with the table's ``nunjucks_filters``, in the suite's folder."""
     if table.renderer not in (None, "jinja"):
         raise ConfigError(f"semantics = 'promptfoo' renders with Nunjucks' rules; drop renderer = {table.renderer!r}")
-    from pytest_promptsuite.importers.promptfoo.runtime import transform_vars
     from pytest_promptsuite.prompts.files.promptfoo import PromptfooRenderer
+    from pytest_promptsuite.prompts.files.promptfoo_code import transform_vars
 
     return PromptfooRenderer(make_filter, _node_filters(config, table, variant), config.root, transform_vars)
 
@@ -304,8 +304,8 @@ def _prompt_function(
     for other in ("mode", "nemo_config", "prompt_model", "renderer"):
         if getattr(table, other) is not None:
             raise ConfigError(f"{config.where(config.template_key(variant, other))}: {other} does not apply to {key}")
-    from pytest_promptsuite.importers.promptfoo.runtime import PromptFunction
     from pytest_promptsuite.prompts.files.promptfoo import file_and_function
+    from pytest_promptsuite.prompts.files.promptfoo_code import PromptFunction
 
     file, function = file_and_function(written)
     if not file.lower().endswith((".js", ".cjs", ".mjs", ".py")):

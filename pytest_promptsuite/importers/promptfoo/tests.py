@@ -115,9 +115,9 @@ class AssertModule:
             "from pathlib import Path\n\n"
             "from pytest_promptsuite.importers.promptfoo.runtime import javascript\n"
             "from pytest_promptsuite.importers.promptfoo.runtime import not_carried\n"
-            "from pytest_promptsuite.importers.promptfoo.runtime import Transform\n"
             "from pytest_promptsuite.importers.promptfoo.runtime import python_assert\n"
-            "from pytest_promptsuite.importers.promptfoo.runtime import transformed\n\n\n"
+            "from pytest_promptsuite.importers.promptfoo.runtime import transformed\n"
+            "from pytest_promptsuite.prompts.files.promptfoo_code import Transform\n\n\n"
             "_HERE = Path(__file__).resolve().parent\n\n\n"
         )
         return head + "\n\n".join(self.functions)
