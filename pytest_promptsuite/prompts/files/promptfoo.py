@@ -15,7 +15,7 @@ from typing import Any
 
 from pytest_promptsuite.errors import TemplateError
 from pytest_promptsuite.formats.jsonio import encode
-from pytest_promptsuite.models.base import Message
+from pytest_promptsuite.prompts.core import Message
 from pytest_promptsuite.prompts.fields import FieldRead
 from pytest_promptsuite.prompts.fields import TemplateReads
 from pytest_promptsuite.prompts.fields import jinja_reads
