@@ -161,7 +161,7 @@ async def _floor(port: int, n: int, concurrency: int, folder: Path) -> None:
 def _runner_alone(port: int, n: int, concurrency: int, folder: Path) -> None:
     """The plugin's own call path without pytest: its runner (event loop thread, bound) and its
     OpenAI client make the same calls while the main thread only waits."""
-    from pytest_promptsuite.models.base import ModelRequest
+    from pytest_promptsuite.models.model_api import ModelRequest
     from pytest_promptsuite.models.openai import OpenAIModel
     from pytest_promptsuite.models.runner import ModelRunner
 

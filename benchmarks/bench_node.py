@@ -17,7 +17,7 @@ import sys
 import time
 
 from pytest_promptsuite.cases.prompt_case import PromptCase
-from pytest_promptsuite.importers.promptfoo.runtime import javascript
+from pytest_promptsuite.dialects.promptfoo.code_asserts import javascript
 
 
 _ONE_SHOT = (

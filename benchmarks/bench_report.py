@@ -37,8 +37,8 @@ from pathlib import Path
 from pytest_promptsuite.checks.outcome import CheckResult
 from pytest_promptsuite.config.settings import ThresholdPolicy
 from pytest_promptsuite.report.writer import write_report
+from pytest_promptsuite.results.case_result import CaseResult
 from pytest_promptsuite.results.io import load_results
-from pytest_promptsuite.results.row import CaseResult
 from pytest_promptsuite.results.summary import summarize
 
 

@@ -38,8 +38,8 @@ sys.path.insert(0, str(ROOT))
 
 from pytest_promptsuite.config.settings import GateSettings  # noqa: E402
 from pytest_promptsuite.config.settings import ThresholdPolicy  # noqa: E402
+from pytest_promptsuite.results.case_result import CaseResult  # noqa: E402
 from pytest_promptsuite.results.records import RunInfo  # noqa: E402
-from pytest_promptsuite.results.row import CaseResult  # noqa: E402
 from pytest_promptsuite.results.summary import Baseline  # noqa: E402
 from pytest_promptsuite.results.summary import summarize  # noqa: E402
 

@@ -30,11 +30,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from pytest_promptsuite.config.suite import load_config  # noqa: E402
+from pytest_promptsuite.dialects.nemo.guardrails_config import library_prompts  # noqa: E402
+from pytest_promptsuite.dialects.nemo.guardrails_config import read_nemo_config  # noqa: E402
+from pytest_promptsuite.dialects.nemo.nemo_prompt import nemo_prompt  # noqa: E402
 from pytest_promptsuite.errors import PromptSuiteError  # noqa: E402
 from pytest_promptsuite.formats.jsonio import encode  # noqa: E402
-from pytest_promptsuite.nemo.config import library_prompts  # noqa: E402
-from pytest_promptsuite.nemo.config import read_nemo_config  # noqa: E402
-from pytest_promptsuite.nemo.render import nemo_prompt  # noqa: E402
 from pytest_promptsuite.prompts.prompts_yml import prompt_entries  # noqa: E402
 from pytest_promptsuite.prompts.prompts_yml import prompts_in  # noqa: E402
 from pytest_promptsuite.prompts.prompts_yml import read_yaml_file  # noqa: E402

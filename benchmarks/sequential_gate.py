@@ -7,7 +7,7 @@ each fails a slice (false alarms, drops caught) and how many of the calls the se
 The population is ``gate_power.py``'s: 70 % of cases pass with p = 0.98, 15 % with p = 0.02, 15 % are
 flaky with p uniform in 0.2-0.8; a drop of d points makes round(d * N / 0.96) steady cases fail. The
 baseline ran every case once; the candidate's cases arrive in a seeded random order and feed
-:class:`~pytest_promptsuite.results.sequential.SequentialGate` one by one, the run stopping once its
+:class:`~pytest_promptsuite.results.eprocess.SequentialGate` one by one, the run stopping once its
 verdict is settled; a run that never settles ends with the fixed test at the level left to it. The
 fixed-N gate is ``summarize`` on all N cases (what a run without ``--prompt-sequential`` decides).
 Seeded throughout: the same command prints the same table.
@@ -30,8 +30,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from pytest_promptsuite.config.settings import ThresholdPolicy  # noqa: E402
-from pytest_promptsuite.results.row import CaseResult  # noqa: E402
-from pytest_promptsuite.results.sequential import SequentialGate  # noqa: E402
+from pytest_promptsuite.results.case_result import CaseResult  # noqa: E402
+from pytest_promptsuite.results.eprocess import SequentialGate  # noqa: E402
 from pytest_promptsuite.results.stats import Stratum  # noqa: E402
 from pytest_promptsuite.results.stats import stratified_p  # noqa: E402
 from pytest_promptsuite.results.summary import Baseline  # noqa: E402

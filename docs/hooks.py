@@ -258,9 +258,9 @@ def check_types() -> tuple[CheckType, ...]:
     """Compile each built-in type's example through its factory, recording every parameter the factory reads."""
     import importlib
 
-    from pytest_promptsuite.checks.base import Params
-    from pytest_promptsuite.checks.compile import COMMON_FIELDS
-    from pytest_promptsuite.checks.registry import BUILTIN_TYPES
+    from pytest_promptsuite.checks.builtin_checks import BUILTIN_TYPES
+    from pytest_promptsuite.checks.check_api import Params
+    from pytest_promptsuite.checks.compile_checks import COMMON_FIELDS
 
     class Recording(Params):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -302,13 +302,14 @@ def check_types() -> tuple[CheckType, ...]:
 
 def checks_page() -> str:
     """List every built-in check type with its layer, parameters and an example entry."""
-    from pytest_promptsuite.checks.compile import COMMON_FIELDS
+    from pytest_promptsuite.checks.compile_checks import COMMON_FIELDS
 
     lines = [
         "# Check types",
         "",
-        "Every built-in `assert` type, generated from the check registry (`pytest_promptsuite/checks/registry.py`):",
-        "each type's parameters are the ones its factory reads. The [checks guide](../guides/checks.md) explains the",
+        "Every built-in `assert` type, generated from the check registry",
+        "(`pytest_promptsuite/checks/builtin_checks.py`): each type's parameters are the ones its factory reads. The",
+        "[checks guide](../guides/checks.md) explains the",
         "layers and how entries combine.",
         "",
         "Fields every entry may carry: " + ", ".join(f"`{f}`" for f in COMMON_FIELDS) + ". `type` is the type, or",
@@ -345,7 +346,7 @@ def checks_page() -> str:
 
 def case_page() -> str:
     """List every field of a case line, from the case line's pydantic model."""
-    from pytest_promptsuite.cases.schema import json_schema
+    from pytest_promptsuite.cases.case_schema import json_schema
 
     schema = json_schema()
     required = set(schema["required"])
@@ -353,8 +354,8 @@ def case_page() -> str:
         "# Case line fields",
         "",
         "One JSON object a line, UTF-8. Generated from `CaseLine`, the pydantic model of",
-        "`pytest_promptsuite/cases/schema.py`; the [JSON Schema](schemas.md) holds the same rules. Any other key is",
-        "an error naming its line.",
+        "`pytest_promptsuite/cases/case_schema.py`; the [JSON Schema](schemas.md) holds the same rules. Any other key",
+        "is an error naming its line.",
         "",
         "| field | required | type | meaning |",
         "|---|---|---|---|",
@@ -473,7 +474,7 @@ def row_keys() -> list[str]:
     from pytest_promptsuite.checks.outcome import Outcome
     from pytest_promptsuite.models.tool_calls import Step
     from pytest_promptsuite.models.tool_calls import ToolCall
-    from pytest_promptsuite.results.row import CaseResult
+    from pytest_promptsuite.results.case_result import CaseResult
 
     call = ToolCall("call_1", "lookup_order", {})
     row = CaseResult(
@@ -583,7 +584,7 @@ def cli_page() -> str:
 
 def schema_files() -> dict[str, str]:
     """Return the published JSON Schema files by their path in the site."""
-    from pytest_promptsuite.cases.schema import json_schema as case_schema
+    from pytest_promptsuite.cases.case_schema import json_schema as case_schema
     from pytest_promptsuite.config.suite import json_schema as config_schema
 
     return {

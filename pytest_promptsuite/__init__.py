@@ -24,14 +24,14 @@ if TYPE_CHECKING:
     from pytest_promptsuite.errors import ModelError as ModelError
     from pytest_promptsuite.errors import PromptSuiteError as PromptSuiteError
     from pytest_promptsuite.errors import TemplateError as TemplateError
-    from pytest_promptsuite.models.base import Model as Model
-    from pytest_promptsuite.models.base import ModelRequest as ModelRequest
-    from pytest_promptsuite.models.base import Response as Response
-    from pytest_promptsuite.models.base import Usage as Usage
     from pytest_promptsuite.models.fake import FakeModel as FakeModel
+    from pytest_promptsuite.models.model_api import Model as Model
+    from pytest_promptsuite.models.model_api import ModelRequest as ModelRequest
+    from pytest_promptsuite.models.model_api import Response as Response
+    from pytest_promptsuite.models.model_api import Usage as Usage
+    from pytest_promptsuite.results.case_result import CaseResult as CaseResult
     from pytest_promptsuite.results.frames import read_history as read_history
     from pytest_promptsuite.results.frames import read_results as read_results
-    from pytest_promptsuite.results.row import CaseResult as CaseResult
     from pytest_promptsuite.results.summary import Summary as Summary
     from pytest_promptsuite.results.summary import summarize as summarize
 
@@ -42,22 +42,22 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "CaseFileError": "pytest_promptsuite.errors",
     "CaseLocation": "pytest_promptsuite.cases.prompt_case",
-    "CaseResult": "pytest_promptsuite.results.row",
+    "CaseResult": "pytest_promptsuite.results.case_result",
     "CheckError": "pytest_promptsuite.errors",
     "CheckResult": "pytest_promptsuite.checks.outcome",
     "ConfigError": "pytest_promptsuite.errors",
     "EndpointError": "pytest_promptsuite.errors",
     "FakeModel": "pytest_promptsuite.models.fake",
-    "Model": "pytest_promptsuite.models.base",
+    "Model": "pytest_promptsuite.models.model_api",
     "ModelError": "pytest_promptsuite.errors",
-    "ModelRequest": "pytest_promptsuite.models.base",
+    "ModelRequest": "pytest_promptsuite.models.model_api",
     "PromptCase": "pytest_promptsuite.cases.prompt_case",
     "PromptSuiteError": "pytest_promptsuite.errors",
-    "Response": "pytest_promptsuite.models.base",
+    "Response": "pytest_promptsuite.models.model_api",
     "SuiteConfig": "pytest_promptsuite.config.suite",
     "Summary": "pytest_promptsuite.results.summary",
     "TemplateError": "pytest_promptsuite.errors",
-    "Usage": "pytest_promptsuite.models.base",
+    "Usage": "pytest_promptsuite.models.model_api",
     "load_cases": "pytest_promptsuite.cases.load",
     "load_config": "pytest_promptsuite.config.suite",
     "read_history": "pytest_promptsuite.results.frames",

@@ -23,12 +23,12 @@ if TYPE_CHECKING:
     import pytest
 
     from pytest_promptsuite.cases.prompt_case import PromptCase
-    from pytest_promptsuite.checks.base import Check
-    from pytest_promptsuite.checks.base import CheckScope
+    from pytest_promptsuite.checks.check_api import Check
+    from pytest_promptsuite.checks.check_api import CheckScope
     from pytest_promptsuite.config.suite import ModelConfig
-    from pytest_promptsuite.models.base import Model
-    from pytest_promptsuite.models.base import Response
-    from pytest_promptsuite.results.row import CaseResult
+    from pytest_promptsuite.models.model_api import Model
+    from pytest_promptsuite.models.model_api import Response
+    from pytest_promptsuite.results.case_result import CaseResult
 
 
 @hookspec(firstresult=True)
@@ -115,7 +115,7 @@ def pytest_promptsuite_make_retriever(name: str, params: dict[str, Any]) -> Any 
 
     Example, in ``conftest.py``::
 
-        from pytest_promptsuite.prompts.opencompass.retrievers import Retriever
+        from pytest_promptsuite.dialects.opencompass.retrievers import Retriever
 
         class LastK(Retriever):
             def __init__(self, k=2, **kwargs):

@@ -12,11 +12,11 @@ from typing import Protocol
 import pytest
 
 from pytest_promptsuite.cases.prompt_case import PromptCase
-from pytest_promptsuite.checks.compile import MakeCheck
+from pytest_promptsuite.checks.compile_checks import MakeCheck
 from pytest_promptsuite.checks.outcome import Outcome
 from pytest_promptsuite.errors import PromptSuiteError
 from pytest_promptsuite.report.text import failure_text
-from pytest_promptsuite.results.row import CaseResult
+from pytest_promptsuite.results.case_result import CaseResult
 from pytest_promptsuite.run.pipeline import PlannedCase
 from pytest_promptsuite.safety.scrub import printable
 

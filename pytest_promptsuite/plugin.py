@@ -129,7 +129,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     plugin = config.stash.get(session_key, None)
     if plugin is not None and plugin.session.options.sequential:
         from pytest_promptsuite.items import PromptItem
-        from pytest_promptsuite.run.sequential import run_order
+        from pytest_promptsuite.run.sequential_run import run_order
 
         ours = [item for item in items if isinstance(item, PromptItem)]
         others = [item for item in items if not isinstance(item, PromptItem)]

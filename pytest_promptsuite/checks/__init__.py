@@ -1,10 +1,10 @@
 """The checks stage: layered checks on a model's output (structure, content, review, metric)."""
 
-from pytest_promptsuite.checks.base import Check
-from pytest_promptsuite.checks.base import CheckContext
-from pytest_promptsuite.checks.base import CheckScope
-from pytest_promptsuite.checks.base import Params
-from pytest_promptsuite.checks.base import Verdict
+from pytest_promptsuite.checks.check_api import Check
+from pytest_promptsuite.checks.check_api import CheckContext
+from pytest_promptsuite.checks.check_api import CheckScope
+from pytest_promptsuite.checks.check_api import Params
+from pytest_promptsuite.checks.check_api import Verdict
 from pytest_promptsuite.checks.outcome import CheckResult
 from pytest_promptsuite.checks.outcome import Layer
 from pytest_promptsuite.checks.outcome import Outcome

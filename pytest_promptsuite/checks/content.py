@@ -7,14 +7,14 @@ from collections.abc import Iterator
 from typing import Any
 
 from pytest_promptsuite.cases.prompt_case import PromptCase
-from pytest_promptsuite.checks.base import Check
-from pytest_promptsuite.checks.base import CheckContext
-from pytest_promptsuite.checks.base import Params
-from pytest_promptsuite.checks.base import Verdict
-from pytest_promptsuite.checks.base import json_equal
-from pytest_promptsuite.checks.base import json_kind
-from pytest_promptsuite.checks.base import json_text
-from pytest_promptsuite.checks.base import shorten
+from pytest_promptsuite.checks.check_api import Check
+from pytest_promptsuite.checks.check_api import CheckContext
+from pytest_promptsuite.checks.check_api import Params
+from pytest_promptsuite.checks.check_api import Verdict
+from pytest_promptsuite.checks.check_api import json_equal
+from pytest_promptsuite.checks.check_api import json_kind
+from pytest_promptsuite.checks.check_api import json_text
+from pytest_promptsuite.checks.check_api import shorten
 from pytest_promptsuite.checks.outcome import CheckResult
 from pytest_promptsuite.checks.outcome import Layer
 from pytest_promptsuite.errors import CheckError

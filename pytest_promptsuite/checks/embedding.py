@@ -9,20 +9,20 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 from typing import Any
 
-from pytest_promptsuite.checks.base import Check
-from pytest_promptsuite.checks.base import CheckContext
-from pytest_promptsuite.checks.base import Params
-from pytest_promptsuite.checks.base import Verdict
-from pytest_promptsuite.checks.base import json_text
-from pytest_promptsuite.checks.base import shorten
+from pytest_promptsuite.checks.check_api import Check
+from pytest_promptsuite.checks.check_api import CheckContext
+from pytest_promptsuite.checks.check_api import Params
+from pytest_promptsuite.checks.check_api import Verdict
+from pytest_promptsuite.checks.check_api import json_text
+from pytest_promptsuite.checks.check_api import shorten
 from pytest_promptsuite.errors import ModelError
 from pytest_promptsuite.formats.jsonio import decode
-from pytest_promptsuite.models.base import ModelRequest
-from pytest_promptsuite.models.base import Response
+from pytest_promptsuite.models.model_api import ModelRequest
+from pytest_promptsuite.models.model_api import Response
 
 
 if TYPE_CHECKING:
-    from pytest_promptsuite.models.base import Model
+    from pytest_promptsuite.models.model_api import Model
     from pytest_promptsuite.models.runner import ModelRunner
 
 

@@ -7,25 +7,25 @@ from typing import Any
 from typing import Union
 
 from pytest_promptsuite.cases.prompt_case import PromptCase
-from pytest_promptsuite.checks.base import CheckContext
-from pytest_promptsuite.checks.base import Embed
-from pytest_promptsuite.checks.base import Judge
-from pytest_promptsuite.checks.compile import CheckSet
-from pytest_promptsuite.checks.compile import CompiledCheck
-from pytest_promptsuite.checks.compile import CompiledChecks
-from pytest_promptsuite.checks.compile import MakeCheck
-from pytest_promptsuite.checks.compile import SuiteChecks
-from pytest_promptsuite.checks.compile import compile_case
+from pytest_promptsuite.checks.builtin_checks import make_builtin_check
+from pytest_promptsuite.checks.check_api import CheckContext
+from pytest_promptsuite.checks.check_api import Embed
+from pytest_promptsuite.checks.check_api import Judge
+from pytest_promptsuite.checks.compile_checks import CheckSet
+from pytest_promptsuite.checks.compile_checks import CompiledCheck
+from pytest_promptsuite.checks.compile_checks import CompiledChecks
+from pytest_promptsuite.checks.compile_checks import MakeCheck
+from pytest_promptsuite.checks.compile_checks import SuiteChecks
+from pytest_promptsuite.checks.compile_checks import compile_case
 from pytest_promptsuite.checks.content import must_checks
 from pytest_promptsuite.checks.outcome import CheckResult
 from pytest_promptsuite.checks.outcome import Layer
 from pytest_promptsuite.checks.outcome import Outcome
-from pytest_promptsuite.checks.registry import make_builtin_check
 from pytest_promptsuite.config.suite import Prices
-from pytest_promptsuite.models.base import Prompt
-from pytest_promptsuite.models.base import Response
+from pytest_promptsuite.models.model_api import Response
 from pytest_promptsuite.models.tool_calls import Step
-from pytest_promptsuite.prompts.tools import ToolSet
+from pytest_promptsuite.prompts.core import Prompt
+from pytest_promptsuite.prompts.tool_set import ToolSet
 from pytest_promptsuite.safety.deadline import BudgetExceeded
 
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 from typing import Union
 
-from pytest_promptsuite.checks.base import json_kind
+from pytest_promptsuite.checks.check_api import json_kind
 from pytest_promptsuite.errors import CheckError
 
 

@@ -6,21 +6,21 @@ import inspect
 import math
 from typing import Any
 
-from pytest_promptsuite.checks.base import Check
-from pytest_promptsuite.checks.base import CheckContext
-from pytest_promptsuite.checks.base import Params
-from pytest_promptsuite.checks.base import Verdict
-from pytest_promptsuite.checks.base import json_text
-from pytest_promptsuite.checks.base import shorten
+from pytest_promptsuite.checks.check_api import Check
+from pytest_promptsuite.checks.check_api import CheckContext
+from pytest_promptsuite.checks.check_api import Params
+from pytest_promptsuite.checks.check_api import Verdict
+from pytest_promptsuite.checks.check_api import json_text
+from pytest_promptsuite.checks.check_api import shorten
 from pytest_promptsuite.checks.outcome import CheckResult
 from pytest_promptsuite.checks.outcome import Layer
 from pytest_promptsuite.config.suite import Prices
 from pytest_promptsuite.errors import CheckError
 from pytest_promptsuite.errors import ModelError
 from pytest_promptsuite.formats.jsonio import find_json
-from pytest_promptsuite.models.base import Model
-from pytest_promptsuite.models.base import ModelRequest
-from pytest_promptsuite.models.base import Response
+from pytest_promptsuite.models.model_api import Model
+from pytest_promptsuite.models.model_api import ModelRequest
+from pytest_promptsuite.models.model_api import Response
 from pytest_promptsuite.models.runner import ModelRunner
 from pytest_promptsuite.safety.deadline import BudgetExceeded
 from pytest_promptsuite.safety.deadline import time_budget

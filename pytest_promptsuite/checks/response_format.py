@@ -9,8 +9,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from pytest_promptsuite.checks.base import CheckScope
-from pytest_promptsuite.checks.base import json_problem
+from pytest_promptsuite.checks.check_api import CheckScope
+from pytest_promptsuite.checks.check_api import json_problem
 from pytest_promptsuite.checks.outcome import CheckResult
 from pytest_promptsuite.checks.outcome import Layer
 from pytest_promptsuite.checks.structure import schema_mismatch

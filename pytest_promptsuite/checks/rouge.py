@@ -8,12 +8,12 @@ import unicodedata
 from collections import Counter
 from typing import Any
 
-from pytest_promptsuite.checks.base import Check
-from pytest_promptsuite.checks.base import CheckContext
-from pytest_promptsuite.checks.base import Params
-from pytest_promptsuite.checks.base import Verdict
-from pytest_promptsuite.checks.base import json_text
-from pytest_promptsuite.checks.base import shorten
+from pytest_promptsuite.checks.check_api import Check
+from pytest_promptsuite.checks.check_api import CheckContext
+from pytest_promptsuite.checks.check_api import Params
+from pytest_promptsuite.checks.check_api import Verdict
+from pytest_promptsuite.checks.check_api import json_text
+from pytest_promptsuite.checks.check_api import shorten
 
 
 _QUOTES = re.compile(r"``|''|\"")

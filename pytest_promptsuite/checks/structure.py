@@ -10,19 +10,19 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic import ValidationError
 
-from pytest_promptsuite.checks.base import Check
-from pytest_promptsuite.checks.base import CheckContext
-from pytest_promptsuite.checks.base import Params
-from pytest_promptsuite.checks.base import Verdict
-from pytest_promptsuite.checks.base import json_problem
-from pytest_promptsuite.checks.base import resolve_file
-from pytest_promptsuite.checks.base import shorten
+from pytest_promptsuite.checks.check_api import Check
+from pytest_promptsuite.checks.check_api import CheckContext
+from pytest_promptsuite.checks.check_api import Params
+from pytest_promptsuite.checks.check_api import Verdict
+from pytest_promptsuite.checks.check_api import json_problem
+from pytest_promptsuite.checks.check_api import resolve_file
+from pytest_promptsuite.checks.check_api import shorten
 from pytest_promptsuite.checks.outcome import Layer
 from pytest_promptsuite.errors import CheckError
 from pytest_promptsuite.formats.jsonio import JsonError
 from pytest_promptsuite.formats.jsonio import decode
 from pytest_promptsuite.formats.jsonio import find_json
-from pytest_promptsuite.prompts.tools import schema_problem
+from pytest_promptsuite.prompts.tool_set import schema_problem
 from pytest_promptsuite.safety.deadline import BudgetExceeded
 from pytest_promptsuite.safety.deadline import time_budget
 from pytest_promptsuite.safety.limits import JSON_SEARCH_SECONDS

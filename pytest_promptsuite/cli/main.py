@@ -15,11 +15,11 @@ from pytest_promptsuite.config.discovery import SuiteIndex
 from pytest_promptsuite.config.options import BY_FLAG
 from pytest_promptsuite.config.options import OPTIONS
 from pytest_promptsuite.config.options import RunOptions
+from pytest_promptsuite.dialects.opencompass.render_request import render_request_file
 from pytest_promptsuite.errors import CaseFileError
 from pytest_promptsuite.errors import PromptSuiteError
 from pytest_promptsuite.formats.jsonio import encode
 from pytest_promptsuite.prompts.core import Prompt
-from pytest_promptsuite.prompts.render_request import render_request_file
 from pytest_promptsuite.run.pipeline import PlannedCase
 from pytest_promptsuite.run.registration import conftest_modules
 from pytest_promptsuite.run.registration import plugin_manager
@@ -196,14 +196,14 @@ def _render(args: argparse.Namespace) -> int:
 
 
 def _diff(args: argparse.Namespace) -> int:
-    from pytest_promptsuite.cli.compare import run_diff
+    from pytest_promptsuite.cli.diff_merge import run_diff
 
     limits = {"alpha": args.prompt_alpha, "max_regression": args.prompt_max_regression}
     return run_diff(Path(args.old), Path(args.new), **limits, baseline_variant=args.prompt_baseline_variant)
 
 
 def _merge(args: argparse.Namespace) -> int:
-    from pytest_promptsuite.cli.compare import run_merge
+    from pytest_promptsuite.cli.diff_merge import run_merge
 
     baseline = Path(args.prompt_baseline) if args.prompt_baseline else None
     return run_merge([Path(p) for p in args.shards], Path(args.out), baseline=baseline)
@@ -219,7 +219,7 @@ def _history(args: argparse.Namespace) -> int:
 
 
 def _import_opencompass(args: argparse.Namespace) -> int:
-    from pytest_promptsuite.importers.opencompass.convert import import_opencompass
+    from pytest_promptsuite.dialects.opencompass.import_opencompass import import_opencompass
 
     given = {"model": args.model, "data": args.data, "train": args.train, "root": args.config_root}
     paths = {key: Path(value) if value else None for key, value in given.items()}
@@ -228,7 +228,7 @@ def _import_opencompass(args: argparse.Namespace) -> int:
 
 
 def _import_promptfoo(args: argparse.Namespace) -> int:
-    from pytest_promptsuite.importers.promptfoo.convert import import_promptfoo
+    from pytest_promptsuite.dialects.promptfoo.import_promptfoo import import_promptfoo
 
     register(os.environ.get("OPENAI_API_KEY"))
     print(printable(import_promptfoo(args.config, out=args.out, slice_key=args.slice_key).report()))
@@ -239,7 +239,7 @@ def _schema(args: argparse.Namespace) -> int:
     if args.what == "config":
         from pytest_promptsuite.config.suite import json_schema
     else:
-        from pytest_promptsuite.cases.schema import json_schema
+        from pytest_promptsuite.cases.case_schema import json_schema
     print(encode(json_schema(), indent=2))
     return 0
 

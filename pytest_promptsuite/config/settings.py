@@ -15,9 +15,9 @@ from typing import Annotated
 from typing import Any
 from typing import Literal
 
-from pytest_promptsuite.config.model_table import ConfigTable
-from pytest_promptsuite.config.model_table import ModelConfig
-from pytest_promptsuite.config.model_table import key
+from pytest_promptsuite.config.tables import ConfigTable
+from pytest_promptsuite.config.tables import ModelConfig
+from pytest_promptsuite.config.tables import key
 
 
 if TYPE_CHECKING:

@@ -11,14 +11,14 @@ from pathlib import Path
 from typing import Any
 from typing import Literal
 
-from pytest_promptsuite.config.model_table import ConfigTable
-from pytest_promptsuite.config.model_table import ModelConfig as ModelConfig
-from pytest_promptsuite.config.model_table import Override
-from pytest_promptsuite.config.model_table import Prices as Prices
-from pytest_promptsuite.config.model_table import base_url_problem as base_url_problem
-from pytest_promptsuite.config.model_table import key
 from pytest_promptsuite.config.settings import GateSettings
 from pytest_promptsuite.config.settings import Thresholds
+from pytest_promptsuite.config.tables import ConfigTable
+from pytest_promptsuite.config.tables import ModelConfig as ModelConfig
+from pytest_promptsuite.config.tables import Override
+from pytest_promptsuite.config.tables import Prices as Prices
+from pytest_promptsuite.config.tables import base_url_problem as base_url_problem
+from pytest_promptsuite.config.tables import key
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.errors import did_you_mean
 from pytest_promptsuite.formats.tomlio import check_values
@@ -345,7 +345,7 @@ def load_config(path: Path | str) -> SuiteConfig:
     if table:
         lines = {k[len(table) + 1 :]: v for k, v in lines.items() if k.startswith(table + ".")}
     data, python_modules = _checks_table(data, path, lines)
-    from pytest_promptsuite.config.schema import read_tables  # pydantic: loaded with the first config
+    from pytest_promptsuite.config.config_schema import read_tables  # pydantic: loaded with the first config
 
     tables = read_tables(SuiteTables, data, path=path, prefix=table, lines=lines)
     read = {f.name: getattr(tables, f.name) for f in dataclasses.fields(tables)}
@@ -365,7 +365,7 @@ def load_config(path: Path | str) -> SuiteConfig:
 
 def json_schema() -> dict[str, Any]:
     """Return the JSON Schema (draft 2020-12) of a ``promptsuite.toml``, for editors and the docs."""
-    from pytest_promptsuite.config.schema import table_json_schema  # pydantic: loaded only when asked
+    from pytest_promptsuite.config.config_schema import table_json_schema  # pydantic: loaded only when asked
 
     return table_json_schema(SuiteTables)
 

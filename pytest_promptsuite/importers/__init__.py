@@ -1,1 +1,1 @@
-"""Importers: OpenCompass and promptfoo configs into suites (``promptsuite import``)."""
+"""The old home of the importers, kept so that suites written by earlier ``promptsuite import`` runs still run."""

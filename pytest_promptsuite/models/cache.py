@@ -22,10 +22,10 @@ from pytest_promptsuite.formats.jsonio import decode
 from pytest_promptsuite.formats.jsonio import encode
 from pytest_promptsuite.formats.jsonl import appender
 from pytest_promptsuite.formats.jsonl import read_jsonl
-from pytest_promptsuite.models.base import Model
-from pytest_promptsuite.models.base import ModelRequest
-from pytest_promptsuite.models.base import Response
-from pytest_promptsuite.models.base import Usage
+from pytest_promptsuite.models.model_api import Model
+from pytest_promptsuite.models.model_api import ModelRequest
+from pytest_promptsuite.models.model_api import Response
+from pytest_promptsuite.models.model_api import Usage
 from pytest_promptsuite.models.tool_calls import calls_from_dicts
 from pytest_promptsuite.safety.scrub import scrub
 

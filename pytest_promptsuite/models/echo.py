@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import time
 
-from pytest_promptsuite.models.base import ModelRequest
-from pytest_promptsuite.models.base import Response
+from pytest_promptsuite.models.model_api import ModelRequest
+from pytest_promptsuite.models.model_api import Response
 
 
 class EchoModel:

@@ -25,12 +25,12 @@ from pytest_promptsuite.errors import ModelError
 from pytest_promptsuite.formats.jsonio import JsonError
 from pytest_promptsuite.formats.jsonio import decode
 from pytest_promptsuite.formats.jsonio import encode
-from pytest_promptsuite.models.base import ModelRequest
-from pytest_promptsuite.models.base import Response
-from pytest_promptsuite.models.base import Usage
 from pytest_promptsuite.models.body import ACCEPT_ENCODING
 from pytest_promptsuite.models.body import read_body
 from pytest_promptsuite.models.concurrency import AdaptiveConcurrency
+from pytest_promptsuite.models.model_api import ModelRequest
+from pytest_promptsuite.models.model_api import Response
+from pytest_promptsuite.models.model_api import Usage
 from pytest_promptsuite.models.retry import RetryPolicy
 from pytest_promptsuite.models.retry import retry_after_s
 from pytest_promptsuite.models.scoring import LabelScore

@@ -18,20 +18,20 @@ from typing import TYPE_CHECKING
 from typing import Any
 from typing import TypeVar
 
-from pytest_promptsuite.config.model_table import Prices
 from pytest_promptsuite.config.settings import DEFAULT_BATCH_TIMEOUT_S
 from pytest_promptsuite.config.settings import DEFAULT_CONCURRENCY
+from pytest_promptsuite.config.tables import Prices
 from pytest_promptsuite.errors import EndpointError
 from pytest_promptsuite.errors import ModelError
-from pytest_promptsuite.models.base import Model
-from pytest_promptsuite.models.base import ModelRequest
-from pytest_promptsuite.models.base import Response
-from pytest_promptsuite.models.base import is_sync
 from pytest_promptsuite.models.batch.requests import BatchAnswers
 from pytest_promptsuite.models.cache import CachingModel
 from pytest_promptsuite.models.cache import HeldCache
 from pytest_promptsuite.models.cache import ResponseStores
 from pytest_promptsuite.models.concurrency import AdaptiveConcurrency
+from pytest_promptsuite.models.model_api import Model
+from pytest_promptsuite.models.model_api import ModelRequest
+from pytest_promptsuite.models.model_api import Response
+from pytest_promptsuite.models.model_api import is_sync
 from pytest_promptsuite.models.spend import Allowance
 from pytest_promptsuite.models.spend import BudgetedModel
 

@@ -16,10 +16,10 @@ from pytest_promptsuite.errors import ModelError
 from pytest_promptsuite.formats.jsonio import JsonError
 from pytest_promptsuite.formats.jsonio import decode
 from pytest_promptsuite.formats.jsonio import encode
-from pytest_promptsuite.models.base import Model
-from pytest_promptsuite.models.base import ModelRequest
-from pytest_promptsuite.models.base import Response
-from pytest_promptsuite.models.base import prompt_text
+from pytest_promptsuite.models.model_api import Model
+from pytest_promptsuite.models.model_api import ModelRequest
+from pytest_promptsuite.models.model_api import Response
+from pytest_promptsuite.prompts.core import prompt_text
 from pytest_promptsuite.safety.scrub import scrub_cut
 
 

@@ -7,12 +7,12 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from pytest_promptsuite.config.model_table import Prices
+from pytest_promptsuite.config.tables import Prices
 from pytest_promptsuite.errors import ModelError
-from pytest_promptsuite.models.base import Model
-from pytest_promptsuite.models.base import ModelRequest
-from pytest_promptsuite.models.base import Response
-from pytest_promptsuite.models.base import prompt_text
+from pytest_promptsuite.models.model_api import Model
+from pytest_promptsuite.models.model_api import ModelRequest
+from pytest_promptsuite.models.model_api import Response
+from pytest_promptsuite.prompts.core import prompt_text
 
 
 #: Characters per token in the estimate (OpenAI's rule of thumb for English text).

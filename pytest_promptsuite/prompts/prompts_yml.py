@@ -15,7 +15,7 @@ import yaml
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.errors import did_you_mean
 from pytest_promptsuite.formats.yamlio import load_yaml
-from pytest_promptsuite.prompts.files.filters import ROLES
+from pytest_promptsuite.prompts.files.history_filters import ROLES
 
 
 PROMPT_KEYS = ("task", "models", "mode", "content", "messages", "max_length", "output_parser", "stop", "max_tokens")

@@ -20,11 +20,11 @@ from pytest_promptsuite.prompts.core import Message
 from pytest_promptsuite.prompts.core import Prompt
 from pytest_promptsuite.prompts.fields import TemplateReads
 from pytest_promptsuite.prompts.fields import jinja_reads
-from pytest_promptsuite.prompts.files.filters import ROLES
-from pytest_promptsuite.prompts.files.filters import MakeFilter
-from pytest_promptsuite.prompts.files.filters import builtin_filter
-from pytest_promptsuite.prompts.files.filters import role_of
-from pytest_promptsuite.prompts.files.filters import split_turns
+from pytest_promptsuite.prompts.files.history_filters import ROLES
+from pytest_promptsuite.prompts.files.history_filters import MakeFilter
+from pytest_promptsuite.prompts.files.history_filters import builtin_filter
+from pytest_promptsuite.prompts.files.history_filters import role_of
+from pytest_promptsuite.prompts.files.history_filters import split_turns
 from pytest_promptsuite.prompts.files.jinja import compile_template
 from pytest_promptsuite.prompts.files.jinja import install_filters
 from pytest_promptsuite.prompts.files.jinja import render_template

@@ -22,11 +22,11 @@ from pytest_promptsuite.formats.jsonio import encode
 from pytest_promptsuite.models.tool_calls import Step
 from pytest_promptsuite.prompts.core import prompt_display
 from pytest_promptsuite.report.document import summary_document
-from pytest_promptsuite.results.compare import Reader
+from pytest_promptsuite.results.case_result import CaseResult
 from pytest_promptsuite.results.history import History
+from pytest_promptsuite.results.pairing import Reader
 from pytest_promptsuite.results.review_book import REVIEW_CHECK
 from pytest_promptsuite.results.review_book import output_sha256
-from pytest_promptsuite.results.row import CaseResult
 from pytest_promptsuite.results.summary import Summary
 from pytest_promptsuite.results.usage import UsageReport
 from pytest_promptsuite.safety.scrub import Cut

@@ -23,9 +23,9 @@ from pytest_promptsuite.report.text import totals_line
 from pytest_promptsuite.report.text import usage_cells
 from pytest_promptsuite.report.text import variant_rows
 from pytest_promptsuite.report.trends import trend_rows
+from pytest_promptsuite.results.case_result import CaseResult
 from pytest_promptsuite.results.frames import history_frame
 from pytest_promptsuite.results.history import History
-from pytest_promptsuite.results.row import CaseResult
 from pytest_promptsuite.results.summary import Summary
 from pytest_promptsuite.results.usage import UsageReport
 from pytest_promptsuite.safety.scrub import scrub_cut

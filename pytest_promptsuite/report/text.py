@@ -11,9 +11,9 @@ from pytest_promptsuite.report.evidence import regression_cell
 from pytest_promptsuite.report.evidence import regression_lines
 from pytest_promptsuite.report.reasons import plural
 from pytest_promptsuite.report.reasons import reason
+from pytest_promptsuite.results.case_result import CaseResult
 from pytest_promptsuite.results.records import VariantComparison
 from pytest_promptsuite.results.records import VariantSlice
-from pytest_promptsuite.results.row import CaseResult
 from pytest_promptsuite.results.summary import Summary
 from pytest_promptsuite.results.usage import UsageReport
 from pytest_promptsuite.results.usage import UsageStats

@@ -20,11 +20,11 @@ from pytest_promptsuite.report.document import summary_document
 from pytest_promptsuite.report.html import GridCells
 from pytest_promptsuite.report.html import write_dashboard
 from pytest_promptsuite.report.markdown import summary_markdown
-from pytest_promptsuite.results.compare import Reader
+from pytest_promptsuite.results.case_result import CaseResult
 from pytest_promptsuite.results.frames import slices_frame
 from pytest_promptsuite.results.history import History
+from pytest_promptsuite.results.pairing import Reader
 from pytest_promptsuite.results.review_book import is_mark
-from pytest_promptsuite.results.row import CaseResult
 from pytest_promptsuite.results.summary import Baseline
 from pytest_promptsuite.results.summary import Summary
 from pytest_promptsuite.results.usage import UsageReport

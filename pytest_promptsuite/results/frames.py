@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from typing import Any
 
+from pytest_promptsuite.results.case_result import CaseResult
 from pytest_promptsuite.results.history import History
 from pytest_promptsuite.results.history import load_history
 from pytest_promptsuite.results.io import load_results
-from pytest_promptsuite.results.row import CaseResult
 from pytest_promptsuite.results.summary import Summary
 
 

@@ -10,9 +10,9 @@ from typing import Union
 from pytest_promptsuite.cases.prompt_case import CaseKey
 from pytest_promptsuite.checks.outcome import Outcome
 from pytest_promptsuite.config.settings import GateSettings
+from pytest_promptsuite.results.case_result import CaseResult
 from pytest_promptsuite.results.records import Counts
 from pytest_promptsuite.results.records import RegressionTest
-from pytest_promptsuite.results.row import CaseResult
 
 
 #: Pass rates are compared with this slack so that 0.9 of 10 cases meets a 0.9 threshold.

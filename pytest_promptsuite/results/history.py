@@ -88,7 +88,7 @@ class HistoryRun:
     def from_document(cls, label: str, data: Any, where: str) -> HistoryRun:
         """Read a run from a ``summary.json``'s content, every field it uses checked (pydantic: the
         ``_Summary`` table); ConfigError naming ``where`` and each field that is not as we write it."""
-        from pytest_promptsuite.config.schema import read_tables
+        from pytest_promptsuite.config.config_schema import read_tables
 
         if not isinstance(data, dict) or not isinstance(data.get("slices"), list):
             raise ConfigError(f"{where}: not a promptsuite summary.json (no 'slices' list)")

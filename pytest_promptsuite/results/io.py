@@ -20,7 +20,7 @@ from pytest_promptsuite.formats.jsonio import decode
 from pytest_promptsuite.formats.jsonio import encode
 from pytest_promptsuite.formats.jsonl import line_problem
 from pytest_promptsuite.formats.jsonl import read_jsonl
-from pytest_promptsuite.results.row import CaseResult
+from pytest_promptsuite.results.case_result import CaseResult
 from pytest_promptsuite.safety.scrub import scrub
 
 

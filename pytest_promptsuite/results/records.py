@@ -18,7 +18,7 @@ from typing import TypeVar
 
 from pytest_promptsuite.cases.prompt_case import CaseKey
 from pytest_promptsuite.checks.outcome import Outcome
-from pytest_promptsuite.results.row import CaseResult
+from pytest_promptsuite.results.case_result import CaseResult
 from pytest_promptsuite.results.stats import wilson_interval
 
 

@@ -11,12 +11,12 @@ from dataclasses import field
 from dataclasses import replace
 
 from pytest_promptsuite.config.settings import GateSettings
-from pytest_promptsuite.results.compare import Comparison
 from pytest_promptsuite.results.gate import EPS
 from pytest_promptsuite.results.gate import GateDecision
 from pytest_promptsuite.results.gate import NoCommonCases
 from pytest_promptsuite.results.gate import RegressionRule
 from pytest_promptsuite.results.gate import check_regression
+from pytest_promptsuite.results.pairing import Comparison
 from pytest_promptsuite.results.records import RegressionTest
 from pytest_promptsuite.results.records import RegressionVerdict
 from pytest_promptsuite.results.records import RunInfo

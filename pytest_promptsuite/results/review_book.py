@@ -14,7 +14,7 @@ from pytest_promptsuite.checks.outcome import Layer
 from pytest_promptsuite.checks.outcome import Outcome
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.formats.jsonl import read_jsonl
-from pytest_promptsuite.results.row import CaseResult
+from pytest_promptsuite.results.case_result import CaseResult
 from pytest_promptsuite.safety.scrub import scrub
 
 

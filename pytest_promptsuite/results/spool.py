@@ -7,10 +7,10 @@ from collections.abc import Iterable
 from collections.abc import Iterator
 from typing import Any
 
+from pytest_promptsuite.results.case_result import CaseResult
 from pytest_promptsuite.results.io import OnRow
 from pytest_promptsuite.results.io import StoredResults
 from pytest_promptsuite.results.io import encode_row
-from pytest_promptsuite.results.row import CaseResult
 from pytest_promptsuite.results.usage import UsageTally
 from pytest_promptsuite.safety.scrub import registered
 from pytest_promptsuite.safety.scrub import scrub

@@ -14,11 +14,7 @@ from typing import Any
 from pytest_promptsuite.checks.outcome import Outcome
 from pytest_promptsuite.config.settings import GateSettings
 from pytest_promptsuite.config.settings import ThresholdPolicy
-from pytest_promptsuite.results.compare import Comparison
-from pytest_promptsuite.results.compare import Reader
-from pytest_promptsuite.results.compare import compare
-from pytest_promptsuite.results.compare import compare_variants
-from pytest_promptsuite.results.compare import read_as
+from pytest_promptsuite.results.case_result import CaseResult
 from pytest_promptsuite.results.gate import GateDecision
 from pytest_promptsuite.results.gate import GateResult
 from pytest_promptsuite.results.gate import RegressionRule
@@ -27,6 +23,11 @@ from pytest_promptsuite.results.gate import SliceRegressed
 from pytest_promptsuite.results.gate import ThresholdRule
 from pytest_promptsuite.results.gate import check_errors
 from pytest_promptsuite.results.gate import check_threshold
+from pytest_promptsuite.results.pairing import Comparison
+from pytest_promptsuite.results.pairing import Reader
+from pytest_promptsuite.results.pairing import compare
+from pytest_promptsuite.results.pairing import compare_variants
+from pytest_promptsuite.results.pairing import read_as
 from pytest_promptsuite.results.records import BaselineDiff
 from pytest_promptsuite.results.records import CaseRule
 from pytest_promptsuite.results.records import Counts
@@ -43,7 +44,6 @@ from pytest_promptsuite.results.records import per_case
 from pytest_promptsuite.results.records import tally
 from pytest_promptsuite.results.regression import Judgement
 from pytest_promptsuite.results.regression import judge
-from pytest_promptsuite.results.row import CaseResult
 from pytest_promptsuite.results.usage import UsageReport
 from pytest_promptsuite.results.usage import check_usage
 

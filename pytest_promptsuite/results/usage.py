@@ -13,11 +13,11 @@ from dataclasses import replace
 from typing import Any
 from typing import Literal
 
-from pytest_promptsuite.config.model_table import Prices
 from pytest_promptsuite.config.settings import GateSettings
+from pytest_promptsuite.config.tables import Prices
+from pytest_promptsuite.results.case_result import CaseResult
 from pytest_promptsuite.results.gate import UsageIncreased
 from pytest_promptsuite.results.records import RunInfo
-from pytest_promptsuite.results.row import CaseResult
 
 
 def percentile(values: list[float], q: float) -> float | None:
@@ -331,7 +331,7 @@ def prices_of_run(run: RunInfo | None) -> dict[str, Prices]:
     for variant, model in (run.models if run is not None else {}).items():
         raw = model.get("prices")
         if isinstance(raw, Mapping):
-            from pytest_promptsuite.config.schema import validate  # pydantic: only for a run with prices
+            from pytest_promptsuite.config.config_schema import validate  # pydantic: only for a run with prices
 
             try:
                 found[variant] = validate(Prices, raw)

@@ -11,31 +11,31 @@ from typing import TYPE_CHECKING
 from typing import Any
 from typing import cast
 
-from pytest_promptsuite.checks.base import CheckScope
-from pytest_promptsuite.checks.base import Embed
-from pytest_promptsuite.checks.compile import SuiteChecks
-from pytest_promptsuite.checks.compile import compile_suite_checks
+from pytest_promptsuite.checks.check_api import CheckScope
+from pytest_promptsuite.checks.check_api import Embed
+from pytest_promptsuite.checks.compile_checks import SuiteChecks
+from pytest_promptsuite.checks.compile_checks import compile_suite_checks
 from pytest_promptsuite.checks.evaluator import Evaluator
 from pytest_promptsuite.checks.evaluator import Transform
-from pytest_promptsuite.config.model_table import ModelConfig
 from pytest_promptsuite.config.options import RunOptions
 from pytest_promptsuite.config.settings import ModelChoice
 from pytest_promptsuite.config.settings import concurrency_of
 from pytest_promptsuite.config.settings import judge_choice
 from pytest_promptsuite.config.settings import model_choice
 from pytest_promptsuite.config.suite import SuiteConfig
+from pytest_promptsuite.config.tables import ModelConfig
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.errors import PromptSuiteError
-from pytest_promptsuite.models.base import Model
 from pytest_promptsuite.models.cache import Cassette
 from pytest_promptsuite.models.cache import ResponseCache
 from pytest_promptsuite.models.cache import ResponseStores
+from pytest_promptsuite.models.model_api import Model
 from pytest_promptsuite.models.runner import ModelRunner
-from pytest_promptsuite.prompts.compile import CasePrompts
+from pytest_promptsuite.prompts.case_prompts import CasePrompts
+from pytest_promptsuite.results.case_result import CaseResult
 from pytest_promptsuite.results.io import load_summary_json
 from pytest_promptsuite.results.io import stream_results
 from pytest_promptsuite.results.records import RunInfo
-from pytest_promptsuite.results.row import CaseResult
 from pytest_promptsuite.results.summary import Baseline
 from pytest_promptsuite.run.pipeline import CasePipeline
 from pytest_promptsuite.safety.scrub import public_url
@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from pytest_promptsuite.cases.prompt_case import PromptCase
     from pytest_promptsuite.checks.metric import ModelJudge
     from pytest_promptsuite.checks.response_format import ResponseFormat
-    from pytest_promptsuite.models.base import Response
+    from pytest_promptsuite.models.model_api import Response
     from pytest_promptsuite.results.history import History
     from pytest_promptsuite.results.review_book import ReviewBook
 

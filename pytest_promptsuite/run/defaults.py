@@ -11,12 +11,12 @@ import pluggy
 
 
 if TYPE_CHECKING:
-    from pytest_promptsuite.checks.base import Check
-    from pytest_promptsuite.checks.base import CheckScope
+    from pytest_promptsuite.checks.check_api import Check
+    from pytest_promptsuite.checks.check_api import CheckScope
     from pytest_promptsuite.config.suite import ModelConfig
-    from pytest_promptsuite.models.base import Model
+    from pytest_promptsuite.dialects.opencompass.retrievers import Retriever
+    from pytest_promptsuite.models.model_api import Model
     from pytest_promptsuite.prompts.files.renderers import Renderer
-    from pytest_promptsuite.prompts.opencompass.retrievers import Retriever
     from pytest_promptsuite.prompts.output_parsers import OutputParser
 
 
@@ -26,7 +26,7 @@ hookimpl = pluggy.HookimplMarker("pytest")
 @hookimpl(trylast=True)
 def pytest_promptsuite_make_model(config: Any, spec: str, settings: ModelConfig, root: Path) -> Model:
     """Make a built-in model (``fake``, ``fake:RULES.json``, ``openai:MODEL``); an unknown spec raises."""
-    from pytest_promptsuite.models.registry import make_model
+    from pytest_promptsuite.models.builtin_models import make_model
 
     return make_model(spec, settings=settings, root=root)
 
@@ -36,7 +36,7 @@ def pytest_promptsuite_make_check(
     name: str, params: dict[str, Any], base_dir: Path, scope: CheckScope | None
 ) -> Check | None:
     """Make a built-in check type (promptfoo's names); None for other names."""
-    from pytest_promptsuite.checks.registry import make_builtin_check
+    from pytest_promptsuite.checks.builtin_checks import make_builtin_check
 
     return make_builtin_check(name, params, base_dir=base_dir, scope=scope)
 
@@ -44,7 +44,7 @@ def pytest_promptsuite_make_check(
 @hookimpl(trylast=True)
 def pytest_promptsuite_make_retriever(name: str, params: dict[str, Any]) -> Retriever | None:
     """Make a built-in retriever (``ZeroRetriever``, ``FixKRetriever``, ...); None for other names."""
-    from pytest_promptsuite.prompts.opencompass.retrievers import builtin_retriever
+    from pytest_promptsuite.dialects.opencompass.retrievers import builtin_retriever
 
     return builtin_retriever(name, params)
 
@@ -68,6 +68,6 @@ def pytest_promptsuite_make_output_parser(name: str, params: dict[str, Any]) -> 
 @hookimpl(trylast=True)
 def pytest_promptsuite_make_jinja_filter(name: str) -> Callable[..., Any] | None:
     """Make a built-in Jinja filter (history filters, NeMo's ``indent``); None for other names."""
-    from pytest_promptsuite.prompts.files.filters import builtin_filter
+    from pytest_promptsuite.prompts.files.history_filters import builtin_filter
 
     return builtin_filter(name)

@@ -15,7 +15,7 @@ from pytest_promptsuite.cases.prompt_case import CaseKey
 from pytest_promptsuite.cases.prompt_case import CaseLocation
 from pytest_promptsuite.cases.prompt_case import CaseRef
 from pytest_promptsuite.cases.prompt_case import PromptCase
-from pytest_promptsuite.checks.compile import CompiledChecks
+from pytest_promptsuite.checks.compile_checks import CompiledChecks
 from pytest_promptsuite.checks.evaluator import Evaluator
 from pytest_promptsuite.checks.evaluator import outcome_of
 from pytest_promptsuite.checks.outcome import CheckResult
@@ -28,20 +28,20 @@ from pytest_promptsuite.errors import ModelError
 from pytest_promptsuite.errors import PromptSuiteError
 from pytest_promptsuite.errors import TemplateError
 from pytest_promptsuite.formats.jsonio import encode
-from pytest_promptsuite.models.base import Message
-from pytest_promptsuite.models.base import Model
-from pytest_promptsuite.models.base import ModelRequest
-from pytest_promptsuite.models.base import Prompt
-from pytest_promptsuite.models.base import Response
-from pytest_promptsuite.models.base import is_sync
-from pytest_promptsuite.models.base import prompt_hash
+from pytest_promptsuite.models.model_api import Model
+from pytest_promptsuite.models.model_api import ModelRequest
+from pytest_promptsuite.models.model_api import Response
+from pytest_promptsuite.models.model_api import is_sync
 from pytest_promptsuite.models.runner import ModelRunner
 from pytest_promptsuite.models.spend import NotIssued
 from pytest_promptsuite.models.tool_calls import Step
 from pytest_promptsuite.models.tool_calls import result_for
-from pytest_promptsuite.prompts.compile import CasePrompts
+from pytest_promptsuite.prompts.case_prompts import CasePrompts
+from pytest_promptsuite.prompts.core import Message
+from pytest_promptsuite.prompts.core import Prompt
+from pytest_promptsuite.prompts.core import prompt_hash
 from pytest_promptsuite.prompts.output_parsers import OutputParserError
-from pytest_promptsuite.results.row import CaseResult
+from pytest_promptsuite.results.case_result import CaseResult
 
 
 if TYPE_CHECKING:

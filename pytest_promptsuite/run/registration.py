@@ -13,8 +13,8 @@ from typing import Any
 import pluggy
 
 from pytest_promptsuite import hookspecs
+from pytest_promptsuite.dialects import nemo as nemo_plugin
 from pytest_promptsuite.errors import PromptSuiteError
-from pytest_promptsuite.nemo import plugin as nemo_plugin
 from pytest_promptsuite.run import defaults as builtins
 
 

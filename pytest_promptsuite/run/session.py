@@ -20,17 +20,17 @@ from pytest_promptsuite.cases.files import output_kind
 from pytest_promptsuite.cases.load import load_cases
 from pytest_promptsuite.cases.prompt_case import CaseKey
 from pytest_promptsuite.cases.prompt_case import PromptCase
-from pytest_promptsuite.checks.base import CheckScope
-from pytest_promptsuite.checks.compile import MakeCheck
-from pytest_promptsuite.checks.compile import compile_cases
+from pytest_promptsuite.checks.check_api import CheckScope
+from pytest_promptsuite.checks.compile_checks import MakeCheck
+from pytest_promptsuite.checks.compile_checks import compile_cases
 from pytest_promptsuite.checks.outcome import Outcome
 from pytest_promptsuite.config.discovery import SuiteIndex
 from pytest_promptsuite.config.discovery import SuiteKey
-from pytest_promptsuite.config.model_table import base_url_problem
 from pytest_promptsuite.config.options import RunOptions
 from pytest_promptsuite.config.settings import DEFAULT_BATCH_TIMEOUT_S
 from pytest_promptsuite.config.settings import gate_settings
 from pytest_promptsuite.config.settings import threshold_policy
+from pytest_promptsuite.config.tables import base_url_problem
 from pytest_promptsuite.errors import CaseFileError
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.errors import PromptSuiteError
@@ -38,19 +38,19 @@ from pytest_promptsuite.models.concurrency import add_counts
 from pytest_promptsuite.models.concurrency import counts_line
 from pytest_promptsuite.models.concurrency import with_share
 from pytest_promptsuite.models.runner import ModelRunner
-from pytest_promptsuite.prompts.compile import CasePrompts
+from pytest_promptsuite.prompts.case_prompts import CasePrompts
 from pytest_promptsuite.prompts.core import Prompt
 from pytest_promptsuite.prompts.fields import SHOWN_CASES
 from pytest_promptsuite.prompts.fields import check_fields
-from pytest_promptsuite.prompts.tools import choice_name
-from pytest_promptsuite.prompts.tools import choice_problem
-from pytest_promptsuite.prompts.tools import result_problems
-from pytest_promptsuite.prompts.tools import tool_problems
+from pytest_promptsuite.prompts.tool_set import choice_name
+from pytest_promptsuite.prompts.tool_set import choice_problem
+from pytest_promptsuite.prompts.tool_set import result_problems
+from pytest_promptsuite.prompts.tool_set import tool_problems
 from pytest_promptsuite.report.text import summary_lines
+from pytest_promptsuite.results.case_result import CaseResult
 from pytest_promptsuite.results.gate import GateResult
 from pytest_promptsuite.results.gate import RunIncomplete
 from pytest_promptsuite.results.records import RunInfo
-from pytest_promptsuite.results.row import CaseResult
 from pytest_promptsuite.results.spool import RowSpool
 from pytest_promptsuite.results.summary import Summary
 from pytest_promptsuite.results.summary import summarize
@@ -64,7 +64,7 @@ from pytest_promptsuite.run.pipeline import CasePipeline
 from pytest_promptsuite.run.pipeline import PlannedCase
 from pytest_promptsuite.run.pipeline import error_row
 from pytest_promptsuite.run.prefetch import Prefetcher
-from pytest_promptsuite.run.sequential import SequentialRun
+from pytest_promptsuite.run.sequential_run import SequentialRun
 from pytest_promptsuite.safety.scrub import public_url
 from pytest_promptsuite.safety.scrub import register
 
@@ -257,7 +257,7 @@ class PromptSession:
                 "--prompt-sequential stops calling once the comparison is settled: it needs --prompt-baseline "
                 "or [gate] compare_variants = true"
             )
-        from pytest_promptsuite.run.sequential import SequentialRun
+        from pytest_promptsuite.run.sequential_run import SequentialRun
 
         self.sequential = SequentialRun.plan(
             planned,

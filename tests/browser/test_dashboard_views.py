@@ -12,8 +12,8 @@ import pytest
 from pytest_promptsuite.checks.outcome import CheckResult
 from pytest_promptsuite.config.settings import ThresholdPolicy
 from pytest_promptsuite.report.writer import write_report
+from pytest_promptsuite.results.case_result import CaseResult
 from pytest_promptsuite.results.history import load_history
-from pytest_promptsuite.results.row import CaseResult
 from pytest_promptsuite.results.summary import summarize
 from tests.suite import Suite
 

@@ -67,9 +67,9 @@ json.dump([[f(t, n) for f in (first_turns, last_turns) for n in range(-1, 5)] fo
 
 @pytest.mark.skipif(NEMO_PYTHON is None, reason="nemoguardrails is not installed (see above)")
 def test_colang_turns_count_as_nemo_counts_them() -> None:
-    from pytest_promptsuite.nemo.filters import NEMO_FILTERS
-    from pytest_promptsuite.prompts.files.filters import first_turns
-    from pytest_promptsuite.prompts.files.filters import last_turns
+    from pytest_promptsuite.dialects.nemo.nemo_filters import NEMO_FILTERS
+    from pytest_promptsuite.prompts.files.history_filters import first_turns
+    from pytest_promptsuite.prompts.files.history_filters import last_turns
 
     assert NEMO_PYTHON is not None
     done = subprocess.run(

@@ -21,17 +21,17 @@ from typing import Any
 
 from pytest_promptsuite.cases.load import load_cases
 from pytest_promptsuite.cases.prompt_case import PromptCase
-from pytest_promptsuite.checks.base import CheckScope
-from pytest_promptsuite.checks.compile import compile_cases
+from pytest_promptsuite.checks.builtin_checks import make_builtin_check
+from pytest_promptsuite.checks.check_api import CheckScope
+from pytest_promptsuite.checks.compile_checks import compile_cases
 from pytest_promptsuite.checks.evaluator import Evaluator
-from pytest_promptsuite.checks.registry import make_builtin_check
 from pytest_promptsuite.config.suite import load_config
 from pytest_promptsuite.errors import PromptSuiteError
-from pytest_promptsuite.models.base import ModelRequest
-from pytest_promptsuite.models.base import Response
 from pytest_promptsuite.models.cache import Cassette
 from pytest_promptsuite.models.cache import ResponseCache
 from pytest_promptsuite.models.fake import FakeModel
+from pytest_promptsuite.models.model_api import ModelRequest
+from pytest_promptsuite.models.model_api import Response
 from pytest_promptsuite.models.openai import OpenAIModel
 from pytest_promptsuite.models.retry import RetryPolicy
 from pytest_promptsuite.models.runner import ModelRunner
@@ -40,8 +40,8 @@ from pytest_promptsuite.prompts.files.jinja import render_template
 from pytest_promptsuite.prompts.files.jinja import sandbox_environment
 from pytest_promptsuite.prompts.task_prompts import TaskPrompts
 from pytest_promptsuite.report.writer import write_report
+from pytest_promptsuite.results.case_result import CaseResult
 from pytest_promptsuite.results.io import load_results
-from pytest_promptsuite.results.row import CaseResult
 from pytest_promptsuite.results.summary import summarize
 from pytest_promptsuite.safety.scrub import register
 from pytest_promptsuite.safety.scrub import scrub

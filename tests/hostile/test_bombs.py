@@ -11,11 +11,11 @@ from typing import TypeVar
 import pytest
 
 from pytest_promptsuite.errors import EndpointError
-from pytest_promptsuite.models.base import ModelRequest
 from pytest_promptsuite.models.batch import job
 from pytest_promptsuite.models.batch.job import BatchJob
 from pytest_promptsuite.models.batch.job import JobResult
 from pytest_promptsuite.models.batch.requests import BatchLine
+from pytest_promptsuite.models.model_api import ModelRequest
 from pytest_promptsuite.models.openai import OpenAIModel
 from pytest_promptsuite.models.retry import RetryPolicy
 from pytest_promptsuite.models.runner import ModelRunner

@@ -17,12 +17,12 @@ from pathlib import Path
 import pytest
 
 from pytest_promptsuite.cli.main import main
+from pytest_promptsuite.dialects.opencompass import execute
+from pytest_promptsuite.dialects.opencompass.execute import run_config
+from pytest_promptsuite.dialects.promptfoo import promptfoo_tests
 from pytest_promptsuite.errors import ConfigError
-from pytest_promptsuite.importers.opencompass import execute
-from pytest_promptsuite.importers.opencompass.execute import run_config
-from pytest_promptsuite.importers.output import ImportedSuite
-from pytest_promptsuite.importers.output import write_import
-from pytest_promptsuite.importers.promptfoo import tests as promptfoo_tests
+from pytest_promptsuite.formats.imported_suite import ImportedSuite
+from pytest_promptsuite.formats.imported_suite import write_import
 from pytest_promptsuite.safety.limits import Limit
 
 

@@ -17,8 +17,8 @@ from pytest_promptsuite.cases.prompt_case import PromptCase
 from pytest_promptsuite.checks.evaluator import Evaluator
 from pytest_promptsuite.errors import ModelError
 from pytest_promptsuite.errors import TemplateError
-from pytest_promptsuite.models.base import ModelRequest
 from pytest_promptsuite.models.fake import FakeModel
+from pytest_promptsuite.models.model_api import ModelRequest
 from pytest_promptsuite.prompts.files.jinja import compile_template
 from pytest_promptsuite.prompts.files.jinja import render_template
 from pytest_promptsuite.prompts.files.jinja import sandbox_environment

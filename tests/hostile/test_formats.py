@@ -26,8 +26,8 @@ from pytest_promptsuite.formats.jsonl import appender
 from pytest_promptsuite.formats.jsonl import read_jsonl
 from pytest_promptsuite.formats.tomlio import load_toml
 from pytest_promptsuite.formats.yamlio import load_yaml
+from pytest_promptsuite.results.case_result import CaseResult
 from pytest_promptsuite.results.io import load_results
-from pytest_promptsuite.results.row import CaseResult
 from pytest_promptsuite.safety.limits import DEPTH
 from tests.hostile.support import BILLION_LAUGHS
 

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from pytest_promptsuite.dialects.opencompass.execute import Foreign
+from pytest_promptsuite.dialects.opencompass.execute import Opaque
+from pytest_promptsuite.dialects.opencompass.execute import Ref
+from pytest_promptsuite.dialects.opencompass.execute import config_root
+from pytest_promptsuite.dialects.opencompass.execute import plain
+from pytest_promptsuite.dialects.opencompass.execute import run_config
 from pytest_promptsuite.errors import ConfigError
-from pytest_promptsuite.importers.opencompass.execute import Foreign
-from pytest_promptsuite.importers.opencompass.execute import Opaque
-from pytest_promptsuite.importers.opencompass.execute import Ref
-from pytest_promptsuite.importers.opencompass.execute import config_root
-from pytest_promptsuite.importers.opencompass.execute import plain
-from pytest_promptsuite.importers.opencompass.execute import run_config
 from tests.hostile.support import SECRET
 
 

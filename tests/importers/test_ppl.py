@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from pytest_promptsuite.errors import EndpointError
-from pytest_promptsuite.models.base import ModelRequest
+from pytest_promptsuite.models.builtin_models import make_model
+from pytest_promptsuite.models.model_api import ModelRequest
 from pytest_promptsuite.models.openai import OpenAIModel
-from pytest_promptsuite.models.registry import make_model
 from pytest_promptsuite.models.runner import ModelRunner
 from pytest_promptsuite.models.scoring import LabelScore
 from pytest_promptsuite.models.scoring import ScoringModel

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from pytest_promptsuite.importers.promptfoo.convert import _slug
+from pytest_promptsuite.dialects.promptfoo.import_promptfoo import _slug
 from tests.importers.promptfoo_run import import_config
 from tests.importers.promptfoo_run import promptfoo_command
 from tests.importers.promptfoo_run import promptfoo_results

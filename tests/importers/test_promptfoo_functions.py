@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from pytest_promptsuite.dialects.promptfoo.import_promptfoo import promptfoo_suite
 from pytest_promptsuite.errors import ConfigError
-from pytest_promptsuite.importers.promptfoo.convert import promptfoo_suite
 from tests.importers.promptfoo_run import import_config
 from tests.importers.promptfoo_run import run_imported
 from tests.importers.promptfoo_run import write_config

@@ -8,8 +8,8 @@ import shutil
 import pytest
 
 from pytest_promptsuite.cases.prompt_case import PromptCase
+from pytest_promptsuite.dialects.promptfoo.code_asserts import javascript
 from pytest_promptsuite.errors import CheckError
-from pytest_promptsuite.importers.promptfoo.runtime import javascript
 
 
 pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="needs Node.js")

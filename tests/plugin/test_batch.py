@@ -327,10 +327,10 @@ def test_a_batch_error_shared_by_many_calls_is_raised_as_a_new_instance_each_tim
     own copy, so no traceback grows with the calls (and keeps their frames alive)."""
     import asyncio
 
-    from pytest_promptsuite.models.base import ModelRequest
     from pytest_promptsuite.models.batch.requests import BatchAnswers
     from pytest_promptsuite.models.batch.requests import NotSent
     from pytest_promptsuite.models.batch.requests import custom_id
+    from pytest_promptsuite.models.model_api import ModelRequest
     from pytest_promptsuite.models.openai import OpenAIModel
 
     answers = BatchAnswers(OpenAIModel("m", base_url="http://127.0.0.1:9/v1"))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_promptsuite.config.suite import Prices
-from pytest_promptsuite.models.base import ModelRequest
+from pytest_promptsuite.models.model_api import ModelRequest
 from pytest_promptsuite.models.spend import Allowance
 from pytest_promptsuite.models.spend import BudgetedModel
 from pytest_promptsuite.models.spend import BudgetExhausted

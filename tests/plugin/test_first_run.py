@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_promptsuite.config.model_table import ModelConfig
+from pytest_promptsuite.config.tables import ModelConfig
 from tests.loopback import LoopbackServer
 from tests.suite import Suite
 

@@ -230,7 +230,7 @@ def test_retriever_hook_builtin_and_override(pytester: pytest.Pytester) -> None:
 
 
 def test_the_builtin_hookimpls_answer_our_names_and_none_for_others(pytester: pytest.Pytester) -> None:
-    from pytest_promptsuite.prompts.files.filters import indent
+    from pytest_promptsuite.prompts.files.history_filters import indent
     from pytest_promptsuite.prompts.files.renderers import JinjaRenderer
 
     hook = pytester.parseconfigure().hook

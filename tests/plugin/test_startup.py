@@ -32,7 +32,8 @@ def _imported(folder: Path, *args: str, status: int = 0) -> set[str]:
 
 
 #: NeMo's default plugin, registered with the built-ins (its hooks import NeMo's stage when asked).
-NEMO_PLUGIN = {"pytest_promptsuite.nemo", "pytest_promptsuite.nemo.plugin"}
+#: The dialects' plugin modules: registered with the built-ins, each loads its dialect only when asked.
+DIALECT_PLUGINS = {"pytest_promptsuite.dialects", "pytest_promptsuite.dialects.nemo"}
 
 
 def _tops(modules: set[str]) -> set[str]:
@@ -49,7 +50,7 @@ def folder(tmp_path: Path) -> Path:
 def test_a_run_without_cases_loads_no_stage(folder: Path) -> None:
     modules = _imported(folder, "-p", "pytest_promptsuite.plugin", "test_plain.py")
     ours = {m for m in modules if m.startswith("pytest_promptsuite.")}
-    stage_names = {"cases", "checks", "results", "report", "prompts", "nemo", "models", "items"}
+    stage_names = {"cases", "checks", "results", "report", "prompts", "dialects", "models", "items"}
     stage_modules = {
         "pytest_promptsuite.config.suite",
         "pytest_promptsuite.config.discovery",
@@ -58,7 +59,7 @@ def test_a_run_without_cases_loads_no_stage(folder: Path) -> None:
         "pytest_promptsuite.run.assembly",
         "pytest_promptsuite.run.prefetch",
     }
-    stages = {m for m in ours - NEMO_PLUGIN if m.split(".")[1] in stage_names or m in stage_modules}
+    stages = {m for m in ours - DIALECT_PLUGINS if m.split(".")[1] in stage_names or m in stage_modules}
     assert stages == set()
     assert _tops(modules) & HEAVY == set()
 
@@ -78,14 +79,19 @@ def test_a_one_case_run_loads_only_what_it_uses(folder: Path) -> None:
         "pytest_promptsuite.importers",
     }
     assert modules & unused == set()
-    assert {m for m in modules if m.startswith("pytest_promptsuite.nemo")} == NEMO_PLUGIN
+    # the default template engine is OpenCompass's; the other dialects load only their plugin module
+    assert {
+        m
+        for m in modules
+        if m.startswith(("pytest_promptsuite.dialects.nemo.", "pytest_promptsuite.dialects.promptfoo."))
+    } == set()
 
 
 def test_a_config_file_is_read_by_pydantic_and_a_run_without_one_never_loads_it(folder: Path) -> None:
-    """The suite config's tables are validated by pydantic (``config/schema.py``), loaded with the
+    """The suite config's tables are validated by pydantic (``config/config_schema.py``), loaded with the
     first ``promptsuite.toml``; a run without a config imports neither, and neither run anything
     else heavy."""
-    schema = {"pydantic", "pydantic_core", "pytest_promptsuite.config.schema"}
+    schema = {"pydantic", "pydantic_core", "pytest_promptsuite.config.config_schema"}
     plain = _imported(folder, "-p", "pytest_promptsuite.plugin", "--prompt-suite", "cases.jsonl")
     assert "pytest_promptsuite.config.suite" in plain and plain & schema == set()
     (folder / "promptsuite.toml").write_text(

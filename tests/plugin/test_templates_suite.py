@@ -129,7 +129,7 @@ def test_render_command_shows_what_each_case_sends(
 
 
 RETRIEVER_CONFTEST = """
-from pytest_promptsuite.prompts.opencompass.retrievers import Retriever
+from pytest_promptsuite.dialects.opencompass.retrievers import Retriever
 
 
 class LastK(Retriever):

@@ -13,8 +13,8 @@ import pytest
 from pytest_promptsuite.config.settings import GateSettings
 from pytest_promptsuite.config.settings import ThresholdPolicy
 from pytest_promptsuite.report.text import summary_lines
+from pytest_promptsuite.results.case_result import CaseResult
 from pytest_promptsuite.results.records import RunInfo
-from pytest_promptsuite.results.row import CaseResult
 from pytest_promptsuite.results.summary import Baseline
 from pytest_promptsuite.results.summary import summarize
 from tests.simulation import population

@@ -17,10 +17,10 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
+from pytest_promptsuite.cases.case_schema import CaseLine
 from pytest_promptsuite.cases.prompt_case import LINE_FIELDS
 from pytest_promptsuite.cases.prompt_case import PromptCase
 from pytest_promptsuite.cases.prompt_case import shape_problems
-from pytest_promptsuite.cases.schema import CaseLine
 
 
 GOOD = {"case_id": "a-1", "input": "hi", "slice": "s"}

@@ -12,7 +12,8 @@ import pytest
 
 from pytest_promptsuite.cases.prompt_case import CaseLocation
 from pytest_promptsuite.cases.prompt_case import PromptCase
-from pytest_promptsuite.checks.compile import compile_suite_checks
+from pytest_promptsuite.checks.builtin_checks import make_builtin_check
+from pytest_promptsuite.checks.compile_checks import compile_suite_checks
 from pytest_promptsuite.checks.evaluator import Evaluator
 from pytest_promptsuite.checks.evaluator import evaluate
 from pytest_promptsuite.checks.evaluator import outcome_of
@@ -20,18 +21,17 @@ from pytest_promptsuite.checks.jsonpath import JsonPath
 from pytest_promptsuite.checks.jsonpath import PathMissing
 from pytest_promptsuite.checks.metric import ModelJudge
 from pytest_promptsuite.checks.outcome import CheckResult
-from pytest_promptsuite.checks.registry import make_builtin_check
-from pytest_promptsuite.config.schema import validate
+from pytest_promptsuite.config.config_schema import validate
 from pytest_promptsuite.config.suite import SuiteConfig
 from pytest_promptsuite.errors import CheckError
 from pytest_promptsuite.errors import ModelError
-from pytest_promptsuite.models.base import Response
 from pytest_promptsuite.models.fake import FakeModel
 from pytest_promptsuite.models.fake import FakeRule
+from pytest_promptsuite.models.model_api import Response
 from pytest_promptsuite.models.runner import ModelRunner
 from pytest_promptsuite.models.tool_calls import Step
 from pytest_promptsuite.models.tool_calls import ToolCall
-from pytest_promptsuite.results.row import CaseResult
+from pytest_promptsuite.results.case_result import CaseResult
 
 
 def _case(entries: list[dict[str, Any]], **kwargs: Any) -> PromptCase:

@@ -10,17 +10,17 @@ import pytest
 from pydantic import BaseModel
 
 from pytest_promptsuite.cases.prompt_case import PromptCase
-from pytest_promptsuite.checks.compile import compile_case
+from pytest_promptsuite.checks.builtin_checks import BUILTIN_TYPES
+from pytest_promptsuite.checks.compile_checks import compile_case
 from pytest_promptsuite.checks.evaluator import Evaluator
 from pytest_promptsuite.checks.outcome import CheckResult
-from pytest_promptsuite.checks.registry import BUILTIN_TYPES
 from pytest_promptsuite.config.suite import Prices
 from pytest_promptsuite.errors import CheckError
-from pytest_promptsuite.models.base import Response
-from pytest_promptsuite.models.base import Usage
+from pytest_promptsuite.models.model_api import Response
+from pytest_promptsuite.models.model_api import Usage
 from pytest_promptsuite.models.tool_calls import Step
 from pytest_promptsuite.models.tool_calls import ToolCall
-from pytest_promptsuite.prompts.tools import ToolSet
+from pytest_promptsuite.prompts.tool_set import ToolSet
 
 
 class Refund(BaseModel):

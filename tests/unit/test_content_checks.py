@@ -6,7 +6,7 @@ from pytest_promptsuite.cases.prompt_case import PromptCase
 from pytest_promptsuite.checks.content import must_checks
 from pytest_promptsuite.report.text import failure_text
 from pytest_promptsuite.report.text import trim_output
-from pytest_promptsuite.results.row import CaseResult
+from pytest_promptsuite.results.case_result import CaseResult
 
 
 def _case(**kwargs: object) -> PromptCase:

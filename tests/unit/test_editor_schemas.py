@@ -9,7 +9,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from pytest_promptsuite.cases.schema import json_schema as case_schema
+from pytest_promptsuite.cases.case_schema import json_schema as case_schema
 from pytest_promptsuite.cli.main import main
 from pytest_promptsuite.config.suite import json_schema as config_schema
 from pytest_promptsuite.config.suite import load_config

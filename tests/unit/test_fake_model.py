@@ -11,11 +11,11 @@ import pytest
 
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.errors import ModelError
-from pytest_promptsuite.models.base import ModelRequest
-from pytest_promptsuite.models.base import Response
+from pytest_promptsuite.models.builtin_models import make_model
 from pytest_promptsuite.models.fake import FakeModel
 from pytest_promptsuite.models.fake import FakeRule
-from pytest_promptsuite.models.registry import make_model
+from pytest_promptsuite.models.model_api import ModelRequest
+from pytest_promptsuite.models.model_api import Response
 
 
 def _rules(tmp_path: Path, data: object) -> Path:

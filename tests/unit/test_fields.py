@@ -13,7 +13,7 @@ from pytest_promptsuite.config.suite import load_config
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.errors import nearest
 from pytest_promptsuite.formats.tomlio import key_lines
-from pytest_promptsuite.prompts.compile import CasePrompts
+from pytest_promptsuite.prompts.case_prompts import CasePrompts
 from pytest_promptsuite.prompts.fields import FieldRead
 from pytest_promptsuite.prompts.fields import TemplateReads
 from pytest_promptsuite.prompts.fields import check_fields
@@ -24,7 +24,7 @@ from pytest_promptsuite.prompts.files.renderers import DelimiterRenderer
 from pytest_promptsuite.prompts.files.renderers import FormatRenderer
 from pytest_promptsuite.prompts.files.renderers import JinjaRenderer
 from pytest_promptsuite.prompts.files.renderers import NoneRenderer
-from pytest_promptsuite.prompts.sources import PromptSource
+from pytest_promptsuite.prompts.prompt_sources import PromptSource
 
 
 def case(case_id: str = "c", **fields: Any) -> PromptCase:
@@ -219,7 +219,7 @@ def test_an_optional_field_renders_empty_in_an_infer_cfg_template(tmp_path: Path
 
 def test_a_prompt_source_takes_extra_provided_names() -> None:
     """How NeMo's context variables plug in: a source's ``provides`` count as provided."""
-    from pytest_promptsuite.prompts.sources import StringTemplate
+    from pytest_promptsuite.prompts.prompt_sources import StringTemplate
 
     source = PromptSource(
         string=StringTemplate("{input} {relevant_chunks}", FormatRenderer(), "t"),

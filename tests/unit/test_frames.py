@@ -16,9 +16,9 @@ from pytest_promptsuite.cli.main import main as cli_main
 from pytest_promptsuite.config.settings import ThresholdPolicy
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.report.writer import write_report
+from pytest_promptsuite.results.case_result import CaseResult
 from pytest_promptsuite.results.frames import read_history
 from pytest_promptsuite.results.frames import read_results
-from pytest_promptsuite.results.row import CaseResult
 from pytest_promptsuite.results.summary import summarize
 
 

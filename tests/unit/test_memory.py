@@ -19,20 +19,20 @@ import pytest
 
 from pytest_promptsuite.cases.load import load_cases
 from pytest_promptsuite.cases.prompt_case import PromptCase
-from pytest_promptsuite.checks.compile import compile_cases
+from pytest_promptsuite.checks.builtin_checks import make_builtin_check
+from pytest_promptsuite.checks.compile_checks import compile_cases
 from pytest_promptsuite.checks.outcome import CheckResult
 from pytest_promptsuite.checks.outcome import Outcome
-from pytest_promptsuite.checks.registry import make_builtin_check
 from pytest_promptsuite.config.settings import ThresholdPolicy
 from pytest_promptsuite.errors import CaseFileError
 from pytest_promptsuite.report import html as html_module
 from pytest_promptsuite.report.html import GridCells
 from pytest_promptsuite.report.html import dashboard_html
 from pytest_promptsuite.report.html import write_dashboard
+from pytest_promptsuite.results.case_result import CaseResult
 from pytest_promptsuite.results.io import StoredResults
 from pytest_promptsuite.results.io import encode_row
 from pytest_promptsuite.results.review_book import REVIEW_CHECK
-from pytest_promptsuite.results.row import CaseResult
 from pytest_promptsuite.results.summary import summarize
 from tests.suite import Suite
 

@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 
+from pytest_promptsuite.dialects.opencompass.chat_formats import BUILTIN_META_TEMPLATES
+from pytest_promptsuite.dialects.opencompass.chat_formats import builtin_meta
+from pytest_promptsuite.dialects.opencompass.chat_formats import resolve_meta
+from pytest_promptsuite.dialects.opencompass.render_request import render_request
 from pytest_promptsuite.errors import TemplateError
-from pytest_promptsuite.prompts.opencompass.chat_formats import BUILTIN_META_TEMPLATES
-from pytest_promptsuite.prompts.opencompass.chat_formats import builtin_meta
-from pytest_promptsuite.prompts.opencompass.chat_formats import resolve_meta
-from pytest_promptsuite.prompts.render_request import render_request
 
 
 ROUND = [{"role": "HUMAN", "prompt": "{question}"}, {"role": "BOT", "prompt": "{answer}"}]

@@ -13,19 +13,19 @@ import pluggy
 import pytest
 
 from pytest_promptsuite.config.suite import load_config
+from pytest_promptsuite.dialects.nemo.colang import events_of
+from pytest_promptsuite.dialects.nemo.guardrails_config import library_folder
+from pytest_promptsuite.dialects.nemo.guardrails_config import read_nemo_config
+from pytest_promptsuite.dialects.nemo.nemo_filters import NEMO_FILTERS
+from pytest_promptsuite.dialects.nemo.nemo_parsers import NEMO_OUTPUT_PARSERS
+from pytest_promptsuite.dialects.nemo.nemo_parsers import content_safety
+from pytest_promptsuite.dialects.nemo.nemo_prompt import NEMO_CONTEXT
+from pytest_promptsuite.dialects.nemo.nemo_prompt import nemo_prompt
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.errors import TemplateError
-from pytest_promptsuite.nemo.colang import events_of
-from pytest_promptsuite.nemo.config import library_folder
-from pytest_promptsuite.nemo.config import read_nemo_config
-from pytest_promptsuite.nemo.filters import NEMO_FILTERS
-from pytest_promptsuite.nemo.output_parsers import NEMO_OUTPUT_PARSERS
-from pytest_promptsuite.nemo.output_parsers import content_safety
-from pytest_promptsuite.nemo.render import NEMO_CONTEXT
-from pytest_promptsuite.nemo.render import nemo_prompt
+from pytest_promptsuite.prompts.prompt_sources import prompt_source
 from pytest_promptsuite.prompts.prompts_yml import prompt_entries
 from pytest_promptsuite.prompts.selection import select_nemo_prompt
-from pytest_promptsuite.prompts.sources import prompt_source
 from pytest_promptsuite.run.registration import register_builtins
 from tests.fixtures.nemo.inputs import COLANG
 from tests.fixtures.nemo.inputs import EVENTS

@@ -14,13 +14,13 @@ from pytest_promptsuite.config.suite import ModelConfig
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.errors import EndpointError
 from pytest_promptsuite.models import openai
-from pytest_promptsuite.models.base import ModelRequest
-from pytest_promptsuite.models.base import Response
+from pytest_promptsuite.models.builtin_models import make_model
+from pytest_promptsuite.models.model_api import ModelRequest
+from pytest_promptsuite.models.model_api import Response
 from pytest_promptsuite.models.openai import DEFAULT_BASE_URL
 from pytest_promptsuite.models.openai import OpenAIModel
 from pytest_promptsuite.models.openai import openai_model
 from pytest_promptsuite.models.openai import public_url
-from pytest_promptsuite.models.registry import make_model
 from pytest_promptsuite.models.retry import RetryPolicy
 from pytest_promptsuite.models.retry import retry_after_s
 from pytest_promptsuite.models.runner import ModelRunner

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 import pytest
 
 from pytest_promptsuite.errors import EndpointError
-from pytest_promptsuite.models.base import ModelRequest
 from pytest_promptsuite.models.fake import FakeModel
+from pytest_promptsuite.models.model_api import ModelRequest
 from pytest_promptsuite.models.openai import OpenAIModel
 from pytest_promptsuite.models.retry import RetryPolicy
 from pytest_promptsuite.models.runner import ModelRunner

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
+from pytest_promptsuite.dialects.promptfoo.node import NodeFilters
+from pytest_promptsuite.dialects.promptfoo.nunjucks import PromptfooRenderer
+from pytest_promptsuite.dialects.promptfoo.nunjucks import resolve_vars
 from pytest_promptsuite.errors import TemplateError
-from pytest_promptsuite.prompts.files.node import NodeFilters
-from pytest_promptsuite.prompts.files.promptfoo import PromptfooRenderer
-from pytest_promptsuite.prompts.files.promptfoo import resolve_vars
 
 
 @pytest.mark.parametrize(

@@ -16,12 +16,12 @@ import pytest
 import yaml
 
 from pytest_promptsuite.cases.prompt_case import LINE_FIELDS
-from pytest_promptsuite.checks.registry import BUILTIN_TYPES
-from pytest_promptsuite.checks.registry import make_builtin_check
-from pytest_promptsuite.config.model_table import ModelConfig
-from pytest_promptsuite.config.model_table import Override
-from pytest_promptsuite.config.model_table import Prices
+from pytest_promptsuite.checks.builtin_checks import BUILTIN_TYPES
+from pytest_promptsuite.checks.builtin_checks import make_builtin_check
 from pytest_promptsuite.config.suite import SuiteTables
+from pytest_promptsuite.config.tables import ModelConfig
+from pytest_promptsuite.config.tables import Override
+from pytest_promptsuite.config.tables import Prices
 from pytest_promptsuite.errors import CheckError
 
 

@@ -20,11 +20,11 @@ from pytest_promptsuite.prompts.files.renderers import NoneRenderer
 from pytest_promptsuite.prompts.files.renderers import Renderer
 from pytest_promptsuite.prompts.files.renderers import builtin_renderer
 from pytest_promptsuite.prompts.files.renderers import get_renderer
-from pytest_promptsuite.prompts.opencompass.substitute import substitute
+from pytest_promptsuite.prompts.files.substitute import substitute
 from pytest_promptsuite.prompts.output_parsers import OutputParserError
-from pytest_promptsuite.prompts.sources import load_template_file
-from pytest_promptsuite.prompts.sources import prompt_source
-from pytest_promptsuite.prompts.sources import string_template
+from pytest_promptsuite.prompts.prompt_sources import load_template_file
+from pytest_promptsuite.prompts.prompt_sources import prompt_source
+from pytest_promptsuite.prompts.prompt_sources import string_template
 
 
 ROW = {"input": "1+1=?", "composer": "John Williams", "answer": "2", "n": 5}

@@ -15,8 +15,8 @@ import pytest
 from pytest_promptsuite.cases.shard import parse_shard
 from pytest_promptsuite.cases.shard import shard_index
 from pytest_promptsuite.checks.outcome import CheckResult
-from pytest_promptsuite.cli.compare import run_diff
-from pytest_promptsuite.cli.compare import run_merge
+from pytest_promptsuite.cli.diff_merge import run_diff
+from pytest_promptsuite.cli.diff_merge import run_merge
 from pytest_promptsuite.cli.main import main as cli_main
 from pytest_promptsuite.config.settings import GateSettings
 from pytest_promptsuite.config.settings import ThresholdPolicy
@@ -29,7 +29,7 @@ from pytest_promptsuite.report.text import summary_lines
 from pytest_promptsuite.report.writer import REPORT_FILES
 from pytest_promptsuite.report.writer import sorted_rows
 from pytest_promptsuite.report.writer import write_report
-from pytest_promptsuite.results.row import CaseResult
+from pytest_promptsuite.results.case_result import CaseResult
 from pytest_promptsuite.results.summary import summarize
 
 

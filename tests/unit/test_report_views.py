@@ -18,6 +18,7 @@ from pytest_promptsuite.report.text import summary_lines
 from pytest_promptsuite.report.text import totals_line
 from pytest_promptsuite.report.trends import history_lines
 from pytest_promptsuite.report.writer import write_report
+from pytest_promptsuite.results.case_result import CaseResult
 from pytest_promptsuite.results.frames import read_history
 from pytest_promptsuite.results.history import load_history
 from pytest_promptsuite.results.records import RunInfo
@@ -25,7 +26,6 @@ from pytest_promptsuite.results.review_book import ReviewBook
 from pytest_promptsuite.results.review_book import ReviewDecision
 from pytest_promptsuite.results.review_book import load_reviews
 from pytest_promptsuite.results.review_book import output_sha256
-from pytest_promptsuite.results.row import CaseResult
 from pytest_promptsuite.results.summary import summarize
 from pytest_promptsuite.results.usage import percentile
 from pytest_promptsuite.results.usage import usage_report

@@ -5,11 +5,11 @@ from __future__ import annotations
 from pytest_promptsuite.checks.outcome import Outcome
 from pytest_promptsuite.config.settings import ThresholdPolicy
 from pytest_promptsuite.config.settings import Thresholds
-from pytest_promptsuite.results.compare import compare
-from pytest_promptsuite.results.compare import compare_variants
+from pytest_promptsuite.results.case_result import CaseResult
+from pytest_promptsuite.results.pairing import compare
+from pytest_promptsuite.results.pairing import compare_variants
 from pytest_promptsuite.results.records import Counts
 from pytest_promptsuite.results.records import SliceFlips
-from pytest_promptsuite.results.row import CaseResult
 from pytest_promptsuite.results.stats import mcnemar_p
 
 

@@ -9,6 +9,7 @@ import pytest
 from pytest_promptsuite.cases.prompt_case import CaseKey
 from pytest_promptsuite.config.settings import GateSettings
 from pytest_promptsuite.config.settings import ThresholdPolicy
+from pytest_promptsuite.results.case_result import CaseResult
 from pytest_promptsuite.results.gate import CasesErrored
 from pytest_promptsuite.results.gate import GateResult
 from pytest_promptsuite.results.gate import RegressionRule
@@ -20,7 +21,6 @@ from pytest_promptsuite.results.gate import check_regression
 from pytest_promptsuite.results.gate import check_threshold
 from pytest_promptsuite.results.records import Counts
 from pytest_promptsuite.results.records import RegressionTest
-from pytest_promptsuite.results.row import CaseResult
 from pytest_promptsuite.results.summary import summarize
 
 

@@ -10,13 +10,13 @@ import pytest
 
 from pytest_promptsuite.checks.outcome import CheckResult
 from pytest_promptsuite.errors import ConfigError
+from pytest_promptsuite.results.case_result import CaseResult
 from pytest_promptsuite.results.io import StoredResults
 from pytest_promptsuite.results.io import encode_row
 from pytest_promptsuite.results.io import load_results
 from pytest_promptsuite.results.io import load_summary_json
 from pytest_promptsuite.results.io import stream_results
 from pytest_promptsuite.results.records import RunInfo
-from pytest_promptsuite.results.row import CaseResult
 from pytest_promptsuite.results.spool import RowSpool
 from pytest_promptsuite.results.summary import Baseline
 from pytest_promptsuite.results.summary import summarize

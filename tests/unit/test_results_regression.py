@@ -13,10 +13,10 @@ import pytest
 from pytest_promptsuite.config.settings import GateSettings
 from pytest_promptsuite.config.settings import ThresholdPolicy
 from pytest_promptsuite.report.reasons import reason
+from pytest_promptsuite.results.case_result import CaseResult
 from pytest_promptsuite.results.gate import NoCommonCases
 from pytest_promptsuite.results.gate import SliceRegressed
 from pytest_promptsuite.results.records import RunInfo
-from pytest_promptsuite.results.row import CaseResult
 from pytest_promptsuite.results.summary import Baseline
 from pytest_promptsuite.results.summary import summarize
 

@@ -15,13 +15,13 @@ from pytest_promptsuite.config.settings import ThresholdPolicy
 from pytest_promptsuite.config.settings import Thresholds
 from pytest_promptsuite.report.document import summary_document
 from pytest_promptsuite.report.reasons import reason
+from pytest_promptsuite.results.case_result import CaseResult
 from pytest_promptsuite.results.gate import RegressionRule
 from pytest_promptsuite.results.gate import SliceBelowThreshold
 from pytest_promptsuite.results.gate import SliceRegressed
 from pytest_promptsuite.results.gate import ThresholdRule
 from pytest_promptsuite.results.records import Counts
 from pytest_promptsuite.results.records import RunInfo
-from pytest_promptsuite.results.row import CaseResult
 from pytest_promptsuite.results.summary import Baseline
 from pytest_promptsuite.results.summary import summarize
 from pytest_promptsuite.results.usage import usage_report

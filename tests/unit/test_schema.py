@@ -11,13 +11,13 @@ from typing import Literal
 
 import pytest
 
-from pytest_promptsuite.config.model_table import ConfigTable
-from pytest_promptsuite.config.model_table import ModelConfig
-from pytest_promptsuite.config.model_table import Override
-from pytest_promptsuite.config.schema import read_tables
-from pytest_promptsuite.config.schema import validate
+from pytest_promptsuite.config.config_schema import read_tables
+from pytest_promptsuite.config.config_schema import validate
 from pytest_promptsuite.config.suite import SuiteConfig
 from pytest_promptsuite.config.suite import SuiteTables
+from pytest_promptsuite.config.tables import ConfigTable
+from pytest_promptsuite.config.tables import ModelConfig
+from pytest_promptsuite.config.tables import Override
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.formats.tomlio import key_lines
 from pytest_promptsuite.formats.tomlio import parse_toml

@@ -11,10 +11,10 @@ from fractions import Fraction
 
 import pytest
 
-from pytest_promptsuite.results.sequential import Quota
-from pytest_promptsuite.results.sequential import SequentialGate
-from pytest_promptsuite.results.sequential import Stream
-from pytest_promptsuite.results.sequential import stratified_order
+from pytest_promptsuite.results.eprocess import Quota
+from pytest_promptsuite.results.eprocess import SequentialGate
+from pytest_promptsuite.results.eprocess import Stream
+from pytest_promptsuite.results.eprocess import stratified_order
 from pytest_promptsuite.results.stats import Stratum
 from pytest_promptsuite.results.stats import stratified_p
 from tests.simulation import population

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_promptsuite.cli.compare import policy_from_summary
+from pytest_promptsuite.cli.diff_merge import policy_from_summary
 from pytest_promptsuite.config.options import BY_FLAG
 from pytest_promptsuite.config.options import RunOptions
 from pytest_promptsuite.config.settings import DEFAULT_CONCURRENCY
@@ -22,7 +22,7 @@ from pytest_promptsuite.config.settings import threshold_policy
 from pytest_promptsuite.config.suite import SuiteConfig
 from pytest_promptsuite.config.suite import load_config
 from pytest_promptsuite.report.document import summary_document
-from pytest_promptsuite.results.row import CaseResult
+from pytest_promptsuite.results.case_result import CaseResult
 from pytest_promptsuite.results.summary import summarize
 
 

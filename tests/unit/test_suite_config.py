@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_promptsuite.config.model_table import ModelConfig
 from pytest_promptsuite.config.suite import find_config
 from pytest_promptsuite.config.suite import load_config
 from pytest_promptsuite.config.suite import suite_targets
+from pytest_promptsuite.config.tables import ModelConfig
 from pytest_promptsuite.errors import ConfigError
 
 

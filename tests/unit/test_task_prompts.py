@@ -14,15 +14,15 @@ from pytest_promptsuite.cases.prompt_case import PromptCase
 from pytest_promptsuite.config.suite import load_config
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.errors import TemplateError
-from pytest_promptsuite.models.base import ModelRequest
 from pytest_promptsuite.models.fake import FakeModel
+from pytest_promptsuite.models.model_api import ModelRequest
 from pytest_promptsuite.prompts.output_parsers import OutputParserError
 from pytest_promptsuite.prompts.output_parsers import builtin_output_parser
 from pytest_promptsuite.prompts.output_parsers import make_output_parser
-from pytest_promptsuite.prompts.row import case_row
-from pytest_promptsuite.prompts.sources import prompt_source
+from pytest_promptsuite.prompts.prompt_sources import prompt_source
 from pytest_promptsuite.prompts.task_prompts import TaskPrompts
 from pytest_promptsuite.prompts.task_prompts import load_task_prompts
+from pytest_promptsuite.prompts.template_row import case_row
 
 
 EXAMPLE = Path(__file__).parents[2] / "example_suites" / "support_bot"

@@ -9,11 +9,16 @@ from typing import Any
 
 import pytest
 
+from pytest_promptsuite.dialects.opencompass.render_request import render_request
+from pytest_promptsuite.dialects.opencompass.retrievers import FixKRetriever
+from pytest_promptsuite.dialects.opencompass.retrievers import Retriever
+from pytest_promptsuite.dialects.opencompass.retrievers import ZeroRetriever
+from pytest_promptsuite.dialects.opencompass.retrievers import builtin_retriever
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.errors import TemplateError
-from pytest_promptsuite.prompts.files.filters import BUILTIN_FILTERS
-from pytest_promptsuite.prompts.files.filters import builtin_filter
-from pytest_promptsuite.prompts.files.filters import indent
+from pytest_promptsuite.prompts.files.history_filters import BUILTIN_FILTERS
+from pytest_promptsuite.prompts.files.history_filters import builtin_filter
+from pytest_promptsuite.prompts.files.history_filters import indent
 from pytest_promptsuite.prompts.files.renderers import BUILTIN_RENDERERS
 from pytest_promptsuite.prompts.files.renderers import DelimiterRenderer
 from pytest_promptsuite.prompts.files.renderers import FormatRenderer
@@ -21,14 +26,9 @@ from pytest_promptsuite.prompts.files.renderers import JinjaRenderer
 from pytest_promptsuite.prompts.files.renderers import NoneRenderer
 from pytest_promptsuite.prompts.files.renderers import builtin_renderer
 from pytest_promptsuite.prompts.files.renderers import get_renderer
-from pytest_promptsuite.prompts.opencompass.retrievers import FixKRetriever
-from pytest_promptsuite.prompts.opencompass.retrievers import Retriever
-from pytest_promptsuite.prompts.opencompass.retrievers import ZeroRetriever
-from pytest_promptsuite.prompts.opencompass.retrievers import builtin_retriever
 from pytest_promptsuite.prompts.output_parsers import BUILTIN_OUTPUT_PARSERS
 from pytest_promptsuite.prompts.output_parsers import builtin_output_parser
 from pytest_promptsuite.prompts.output_parsers import make_output_parser
-from pytest_promptsuite.prompts.render_request import render_request
 from pytest_promptsuite.prompts.task_prompts import TaskPrompts
 
 

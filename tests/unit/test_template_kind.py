@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 
 from pytest_promptsuite.cases.prompt_case import PromptCase
-from pytest_promptsuite.config.schema import validate
+from pytest_promptsuite.config.config_schema import validate
 from pytest_promptsuite.config.suite import SuiteConfig
 from pytest_promptsuite.config.suite import TemplateConfig
 from pytest_promptsuite.config.suite import TemplateKind
 from pytest_promptsuite.config.suite import load_config
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.errors import TemplateError
-from pytest_promptsuite.prompts.compile import CasePrompts
+from pytest_promptsuite.prompts.case_prompts import CasePrompts
 
 
 MIXTURE = (

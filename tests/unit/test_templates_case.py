@@ -12,8 +12,8 @@ from pytest_promptsuite.cases.load import load_cases
 from pytest_promptsuite.cases.prompt_case import PromptCase
 from pytest_promptsuite.config.suite import load_config
 from pytest_promptsuite.errors import TemplateError
-from pytest_promptsuite.prompts.compile import CasePrompts
-from pytest_promptsuite.prompts.row import case_row
+from pytest_promptsuite.prompts.case_prompts import CasePrompts
+from pytest_promptsuite.prompts.template_row import case_row
 
 
 def case(**fields: Any) -> PromptCase:

@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
+from pytest_promptsuite.dialects.opencompass.meta_template import MetaTemplate
+from pytest_promptsuite.dialects.opencompass.meta_template import to_openai_messages
+from pytest_promptsuite.dialects.opencompass.render_request import render_request
 from pytest_promptsuite.errors import TemplateError
-from pytest_promptsuite.prompts.opencompass.meta_template import MetaTemplate
-from pytest_promptsuite.prompts.opencompass.meta_template import to_openai_messages
-from pytest_promptsuite.prompts.render_request import render_request
 
 
 def R(section: str, pos: str) -> dict[str, str]:

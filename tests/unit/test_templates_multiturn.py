@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
+from pytest_promptsuite.dialects.opencompass.render_request import render_request
 from pytest_promptsuite.errors import TemplateError
-from pytest_promptsuite.prompts.render_request import render_request
 
 
 ROW = {"question": ["1+1=?", "2+2=?", "3+3=?"], "answer": ["2", "4", "6"]}

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
+from pytest_promptsuite.dialects.opencompass.render_request import render_request
+from pytest_promptsuite.dialects.opencompass.template import PromptTemplate
 from pytest_promptsuite.errors import TemplateError
-from pytest_promptsuite.prompts.opencompass.template import PromptTemplate
-from pytest_promptsuite.prompts.render_request import render_request
 
 
 ROW = {"anything": "blabla", "question": "1+1=?", "answer": "2"}

@@ -10,9 +10,9 @@ from hypothesis import given
 from hypothesis import settings
 from hypothesis import strategies as st
 
+from pytest_promptsuite.dialects.opencompass.render_request import render_request
 from pytest_promptsuite.errors import TemplateError
-from pytest_promptsuite.prompts.opencompass.substitute import substitute
-from pytest_promptsuite.prompts.render_request import render_request
+from pytest_promptsuite.prompts.files.substitute import substitute
 
 
 KEYS = ["question", "answer", "input", "a", "b", "label", "content", "image"]

@@ -6,13 +6,13 @@ from collections.abc import Sequence
 
 import pytest
 
+from pytest_promptsuite.dialects.opencompass.retrievers import BM25Retriever
+from pytest_promptsuite.dialects.opencompass.retrievers import FixKRetriever
+from pytest_promptsuite.dialects.opencompass.retrievers import RandomRetriever
+from pytest_promptsuite.dialects.opencompass.retrievers import TopkRetriever
+from pytest_promptsuite.dialects.opencompass.retrievers import ZeroRetriever
+from pytest_promptsuite.dialects.opencompass.retrievers import make_retriever
 from pytest_promptsuite.errors import TemplateError
-from pytest_promptsuite.prompts.opencompass.retrievers import BM25Retriever
-from pytest_promptsuite.prompts.opencompass.retrievers import FixKRetriever
-from pytest_promptsuite.prompts.opencompass.retrievers import RandomRetriever
-from pytest_promptsuite.prompts.opencompass.retrievers import TopkRetriever
-from pytest_promptsuite.prompts.opencompass.retrievers import ZeroRetriever
-from pytest_promptsuite.prompts.opencompass.retrievers import make_retriever
 
 
 def rows(n: int) -> list[dict[str, str]]:

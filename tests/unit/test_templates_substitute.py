@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from pytest_promptsuite.prompts.opencompass.substitute import substitute
+from pytest_promptsuite.prompts.files.substitute import substitute
 
 
 def test_known_placeholders_are_replaced() -> None:

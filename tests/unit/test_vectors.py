@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from pytest_promptsuite.cli.main import main
+from pytest_promptsuite.dialects.opencompass.render_request import render_request
 from pytest_promptsuite.errors import TemplateError
-from pytest_promptsuite.prompts.render_request import render_request
 
 
 VECTORS_FILE = Path(__file__).parent / "vectors" / "templates.public.jsonl"

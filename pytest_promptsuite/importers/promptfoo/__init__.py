@@ -1,1 +1,1 @@
-"""promptfoo configs into suites."""
+"""The old path of the promptfoo code asserts' runtime (see ``runtime``)."""

@@ -24,11 +24,11 @@ from pytest_promptsuite.formats.jsonio import JsonError
 from pytest_promptsuite.formats.jsonio import encode
 from pytest_promptsuite.formats.jsonio import raw_decode
 from pytest_promptsuite.formats.jsonl import read_jsonl
-from pytest_promptsuite.models.base import Model
-from pytest_promptsuite.models.base import ModelRequest
-from pytest_promptsuite.models.base import Response
 from pytest_promptsuite.models.cache import cache_key
 from pytest_promptsuite.models.cache import model_identity
+from pytest_promptsuite.models.model_api import Model
+from pytest_promptsuite.models.model_api import ModelRequest
+from pytest_promptsuite.models.model_api import Response
 from pytest_promptsuite.models.spend import NotIssued
 from pytest_promptsuite.safety.scrub import registered
 from pytest_promptsuite.safety.scrub import scrub_cut

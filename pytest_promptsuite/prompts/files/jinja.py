@@ -21,7 +21,7 @@ from jinja2.sandbox import SandboxedEnvironment
 
 from pytest_promptsuite.errors import PromptSuiteError
 from pytest_promptsuite.errors import TemplateError
-from pytest_promptsuite.prompts.files.filters import MakeFilter
+from pytest_promptsuite.prompts.files.history_filters import MakeFilter
 from pytest_promptsuite.safety.deadline import time_budget
 from pytest_promptsuite.safety.limits import RENDER_SECONDS
 from pytest_promptsuite.safety.limits import TEMPLATE_INT_DIGITS

@@ -21,10 +21,10 @@ from pytest_promptsuite.errors import nearest
 from pytest_promptsuite.prompts.fields import FieldRead
 from pytest_promptsuite.prompts.fields import jinja_reads
 from pytest_promptsuite.prompts.fields import placeholder_reads
-from pytest_promptsuite.prompts.files.filters import MakeFilter
-from pytest_promptsuite.prompts.files.filters import builtin_filter
-from pytest_promptsuite.prompts.opencompass.substitute import substitute
-from pytest_promptsuite.prompts.opencompass.substitute import value_text
+from pytest_promptsuite.prompts.files.history_filters import MakeFilter
+from pytest_promptsuite.prompts.files.history_filters import builtin_filter
+from pytest_promptsuite.prompts.files.substitute import substitute
+from pytest_promptsuite.prompts.files.substitute import value_text
 from pytest_promptsuite.prompts.pluggable import check_params
 from pytest_promptsuite.prompts.pluggable import split_spec
 from pytest_promptsuite.prompts.pluggable import unknown_part

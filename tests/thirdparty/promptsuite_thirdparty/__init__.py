@@ -10,14 +10,14 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pytest_promptsuite.checks.base import Check
-from pytest_promptsuite.checks.base import CheckContext
-from pytest_promptsuite.checks.base import Verdict
-from pytest_promptsuite.checks.outcome import Layer
+from pytest_promptsuite.checks import Check
+from pytest_promptsuite.checks import CheckContext
+from pytest_promptsuite.checks import Layer
+from pytest_promptsuite.checks import Verdict
 from pytest_promptsuite.errors import CheckError
-from pytest_promptsuite.models.base import ModelRequest
-from pytest_promptsuite.models.base import Response
-from pytest_promptsuite.models.base import prompt_text
+from pytest_promptsuite.models import ModelRequest
+from pytest_promptsuite.models import Response
+from pytest_promptsuite.prompts.core import prompt_text
 
 
 class HasOrderId(Check):

@@ -1,0 +1,345 @@
+"""``promptsuite import promptfoo``: a ``promptfooconfig.yaml`` into a suite that runs as it is.
+Every prompt x provider pair is a variant; files are read inside the config's folder only."""
+
+from __future__ import annotations
+
+import copy
+import glob
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from pytest_promptsuite.dialects.promptfoo.config_file import ConfigFile
+from pytest_promptsuite.dialects.promptfoo.prompt_forms import ImportedPrompt
+from pytest_promptsuite.dialects.promptfoo.prompt_forms import config_prompts
+from pytest_promptsuite.dialects.promptfoo.prompt_forms import json_template
+from pytest_promptsuite.dialects.promptfoo.promptfoo_tests import AssertModule
+from pytest_promptsuite.dialects.promptfoo.promptfoo_tests import TestSource
+from pytest_promptsuite.dialects.promptfoo.promptfoo_tests import cases_of
+from pytest_promptsuite.dialects.promptfoo.promptfoo_tests import csv_test
+from pytest_promptsuite.dialects.promptfoo.providers import config_providers
+from pytest_promptsuite.dialects.promptfoo.providers import with_prompt_config
+from pytest_promptsuite.errors import ConfigError
+from pytest_promptsuite.formats.csvio import read_csv
+from pytest_promptsuite.formats.imported_suite import ImportedSuite
+from pytest_promptsuite.formats.imported_suite import ImportResult
+from pytest_promptsuite.formats.imported_suite import inside
+from pytest_promptsuite.formats.imported_suite import write_import
+from pytest_promptsuite.formats.jsonio import JsonError
+from pytest_promptsuite.formats.jsonio import decode
+from pytest_promptsuite.formats.jsonio import encode
+from pytest_promptsuite.formats.yamlio import load_yaml
+
+
+_KEYS = frozenset(
+    "description prompts providers targets tests defaultTest outputPath sharing env evaluateOptions commandLineOptions "
+    "writeLatestResults nunjucksFilters metadata scenarios derivedMetrics extensions redteam tags assertionTemplates "
+    "outputs".split()
+)
+#: A template that reads promptfoo's ``_conversation`` var (its multi-turn threads).
+_CONVERSATION = re.compile(r"\b_conversation\b")
+#: The config's keys that are carried over; every other key present is listed in the import report.
+_CARRIED = frozenset(
+    "description prompts providers targets tests scenarios defaultTest assertionTemplates nunjucksFilters".split()
+)
+
+
+def _tests(config: ConfigFile) -> list[TestSource]:
+    raw = config.data.get("tests")
+    items = raw if isinstance(raw, list) else [raw] if raw is not None else []
+    tests: list[TestSource] = []
+    for i, item in enumerate(items):
+        where = config.where("tests", i) if isinstance(raw, list) else config.where("tests")
+        if isinstance(item, str):
+            tests.extend(t for path in _glob(config, item, where) for t in _test_file(config, path, where))
+        elif isinstance(item, dict) and isinstance(item.get("path"), str) and "vars" not in item:
+            tests.extend(t for path in _glob(config, item["path"], where) for t in _test_file(config, path, where))
+        elif isinstance(item, dict):
+            tests.append(TestSource(item, where))
+        else:
+            raise ConfigError(f"{where}: a test is a mapping (vars, assert) or file://tests.csv|yaml|json|jsonl")
+    tests.extend(_scenario_tests(config))
+    if not tests:
+        raise ConfigError(f"{config.where('tests')}: the config has no tests")
+    return tests
+
+
+def _scenario_tests(config: ConfigFile) -> list[TestSource]:
+    """Make the tests of ``scenarios`` as promptfoo's ``buildTestsFromSuite`` does: each scenario's ``config``
+    entry with each of its ``tests``, the entry's vars, options and metadata under the test's, its asserts
+    before the test's (``defaultTest`` is merged in later, as for every test)."""
+    raw = config.data.get("scenarios")
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise ConfigError(f"{config.where('scenarios')}: scenarios is a list of {{config, tests}}")
+    made: list[TestSource] = []
+    for i, scenario in enumerate(raw):
+        where = config.where("scenarios", i)
+        if not isinstance(scenario, dict):
+            raise ConfigError(f"{where}: a scenario is {{config: [...], tests: [...]}}")
+        entries, tests = scenario.get("config"), scenario.get("tests")
+        if tests is None:  # promptfoo's schema refuses it (with a warning) and runs nothing of it
+            config.notes.append(f"{where}: a scenario without tests makes no test (promptfoo's schema refuses it)")
+            continue
+        if not isinstance(entries, list) or not isinstance(tests, list):
+            raise ConfigError(f"{where}: a scenario is {{config: [...], tests: [...]}}")
+        if not all(isinstance(item, dict) for item in (*entries, *tests)):
+            raise ConfigError(f"{where}: a scenario's config entries and tests are mappings")
+        for j, data in enumerate(entries):
+            for k, test in enumerate(tests):
+                merged = {
+                    **data,
+                    **test,
+                    "vars": {**(data.get("vars") or {}), **(test.get("vars") or {})},
+                    "options": {**(data.get("options") or {}), **(test.get("options") or {})},
+                    "assert": [*(data.get("assert") or []), *(test.get("assert") or [])],
+                }
+                metadata = {**(data.get("metadata") or {}), **(test.get("metadata") or {})}
+                if metadata:
+                    merged["metadata"] = metadata
+                at = ("tests", k) if test else ("config", j)  # the test's line, or its config entry's
+                made.append(TestSource(merged, config.where("scenarios", i, *at)))
+    return made
+
+
+def _glob(config: ConfigFile, written: str, where: str) -> list[str]:
+    """Expand a test file's name or glob (``file://`` optional) inside the config's folder, in order."""
+    relative = written.removeprefix("file://")
+    if ":" in relative or relative.endswith((".js", ".ts", ".mjs", ".cjs", ".py")):
+        raise ConfigError(f"{where}: {written}: tests made by code (.js, .py) are not imported")
+    normal = inside(relative)
+    if normal is None:
+        raise ConfigError(f"{where}: file://{relative} lies outside the config's folder")
+    if not any(ch in normal for ch in "*?[{"):
+        return [normal]
+    found = sorted(glob.glob(normal, root_dir=config.root, recursive=True))
+    if not found:
+        raise ConfigError(f"{where}: {written}: no test file matches")
+    return found
+
+
+def _test_file(config: ConfigFile, relative: str, where: str) -> list[TestSource]:
+    """Read one test file as promptfoo's ``loadTestsFromGlob`` does, by its extension."""
+    path = config.file(relative, where)
+    if relative.endswith(".csv"):
+        rows = read_csv(path.read_bytes(), str(path))
+        return [TestSource(csv_test(row, f"{path}:{line}", i), f"{path}:{line}") for i, (line, row) in enumerate(rows)]
+    text = config.read_text(relative, where)
+    if relative.endswith(".jsonl"):
+        items, lines = [], []
+        for number, line in enumerate(text.split("\n"), start=1):
+            if line.strip():
+                try:
+                    items.append(decode(line))
+                except JsonError as exc:
+                    raise ConfigError(f"{path}:{number}: invalid JSON: {exc.describe()}") from None
+                lines.append(number)
+    elif relative.endswith((".yaml", ".yml", ".json")):
+        value, node = load_yaml(text, str(path), core=True)
+        items = value if isinstance(value, list) else [value]
+        lines = [int(n.start_mark.line) + 1 for n in node.value] if isinstance(node, yaml.SequenceNode) else [1]
+    else:
+        raise ConfigError(f"{where}: test file {relative}: only .csv, .yaml, .json and .jsonl test files are imported")
+    items = dereference(items, items, f"{path}")
+    if not all(isinstance(t, dict) for t in items):
+        raise ConfigError(f"{path}:1: a test file holds a list of tests (mappings)")
+    return [TestSource(t, f"{path}:{lines[i] if i < len(lines) else 1}") for i, t in enumerate(items)]
+
+
+def dereference(value: Any, root: Any, where: str, depth: int = 0) -> Any:
+    """Replace every ``{$ref: '#/a/b'}`` in ``value`` by what it points to in ``root`` (as promptfoo's
+    ``$RefParser.dereference`` does for the config and its test files); only references inside the file."""
+    if depth > 32:
+        raise ConfigError(f"{where}: $ref references nest deeper than 32 (a reference that contains itself?)")
+    if isinstance(value, dict):
+        ref = value.get("$ref")
+        if isinstance(ref, str):
+            if not ref.startswith("#/") and ref != "#":
+                raise ConfigError(f"{where}: $ref {ref!r}: only references inside the file (#/...) are imported")
+            target = root
+            for part in [p.replace("~1", "/").replace("~0", "~") for p in ref[2:].split("/") if p]:
+                if isinstance(target, dict) and part in target:
+                    target = target[part]
+                elif isinstance(target, list) and part.isdigit() and int(part) < len(target):
+                    target = target[int(part)]
+                else:
+                    raise ConfigError(f"{where}: $ref {ref!r} points to nothing")
+            return dereference(copy.deepcopy(target), root, where, depth + 1)
+        return {k: dereference(v, root, where, depth) for k, v in value.items()}
+    if isinstance(value, list):
+        return [dereference(v, root, where, depth) for v in value]
+    return value
+
+
+def _prompt_table(
+    prompt: ImportedPrompt, index: int, files: dict[str, str], tasks: list[dict[str, Any]]
+) -> dict[str, Any]:
+    if prompt.function is not None:  # the file copied as it is named; it runs as each case renders
+        assert prompt.source is not None
+        files[prompt.source[0]] = prompt.source[1]
+        return {"prompt_function": prompt.function, "semantics": "promptfoo"}
+    if prompt.messages is not None:
+        task = f"prompt-{index}"
+        messages = [{"type": m["role"], "content": m["content"]} for m in prompt.messages]
+        tasks.append({"task": task, "messages": messages})
+        return {"task_prompts": "prompts.yml", "task": task, "semantics": "promptfoo"}  # promptfoo renders each message
+    name = f"prompts/prompt-{index}.txt"
+    files[name] = prompt.text or ""
+    return {"template_file": name, "semantics": "promptfoo"}  # Nunjucks' rules, as promptfoo renders it
+
+
+def _with_provider(
+    config: ConfigFile, table: dict[str, Any], prompt: ImportedPrompt, who: dict[str, str]
+) -> dict[str, Any]:
+    """Give a prompt function's table what promptfoo gives the function besides the vars: its provider's
+    ``{id, label}`` and the prompt's ``config`` (a key that may hold a secret left out, and listed: the
+    suite is a file)."""
+    if "prompt_function" not in table:
+        return table
+    settings = {k: v for k, v in (prompt.config or {}).items() if not _SECRET_KEY.search(str(k))}
+    dropped = sorted(set(map(str, prompt.config or {})) - set(map(str, settings)))
+    if dropped:
+        config.notes.append(f"prompt {prompt.label}: config not given to the function: {', '.join(dropped)}")
+    return {**table, "prompt_context": {"provider": who, "config": settings}}
+
+
+#: The settings never written into a suite: an API key, a token, a secret, a password.
+_SECRET_KEY = re.compile(r"api[-_]?key|(?:access|auth|bearer|api)[-_]?token|secret|passw", re.IGNORECASE)
+
+
+def _nunjucks_filters(config: ConfigFile, tables: list[dict[str, Any]], files: dict[str, str]) -> None:
+    """Carry ``nunjucksFilters`` (name -> JavaScript file) onto every promptfoo template, the files
+    copied beside the prompts; they run in Node.js as promptfoo runs them."""
+    raw = config.data.get("nunjucksFilters")
+    if not raw:
+        return
+    where = config.where("nunjucksFilters")
+    if not isinstance(raw, dict) or not all(isinstance(v, str) for v in raw.values()):
+        raise ConfigError(f"{where}: nunjucksFilters maps a filter name to a JavaScript file")
+    filters: dict[str, str] = {}
+    for name, written in raw.items():
+        relative = inside(written.removeprefix("file://"))
+        if relative is None:
+            raise ConfigError(f"{where}: nunjucksFilters {name}: {written} lies outside the config's folder")
+        if relative in files or relative == "promptsuite.toml":
+            raise ConfigError(f"{where}: nunjucksFilters {name}: a filter's file may not be named {relative}")
+        files[relative] = config.read_text(relative, where)
+        filters[str(name)] = relative
+    for table in tables:
+        if table.get("semantics") == "promptfoo":
+            table["nunjucks_filters"] = filters
+
+
+def promptfoo_suite(path: Path, *, slice_key: str | None = None) -> ImportedSuite:
+    """Build the suite of a promptfoo config in memory (nothing written)."""
+    config = ConfigFile(path)
+    unknown = sorted(set(config.data) - _KEYS)
+    if unknown:
+        raise ConfigError(f"{config.where(unknown[0])}: unknown key {unknown[0]!r} in a promptfoo config")
+    for key in sorted(_KEYS - _CARRIED):
+        if config.data.get(key):
+            config.notes.append(f"{config.where(key)}: {key} not carried over")
+    config.data = dereference(config.data, config.data, str(path))
+    prompts, providers = config_prompts(config), config_providers(config)
+    default = config.data.get("defaultTest") or {}
+    if isinstance(default, str) and default.startswith("file://"):  # promptfoo reads it from a YAML file
+        relative = default[len("file://") :]
+        default = load_yaml(
+            config.read_text(relative, config.where("defaultTest")), str(config.root / relative), core=True
+        )[0]
+    if not isinstance(default, dict):
+        raise ConfigError(f"{config.where('defaultTest')}: defaultTest is a mapping")
+    code = AssertModule()
+    unsupported: list[str] = []
+    cases = cases_of(
+        _tests(config),
+        default,
+        read_var=lambda rel, where: config.read_text(rel, where).strip(),
+        slice_key=slice_key,
+        code=code,
+        unsupported=unsupported,
+        default_where=config.where("defaultTest"),
+    )
+    files: dict[str, str] = {"cases.jsonl": cases.text}
+    tasks: list[dict[str, Any]] = []
+    for prompt in prompts:
+        made = None if prompt.text is None else json_template(prompt.text)
+        if made is not None and cases.affixed:  # JSON only when the test adds no prefix or suffix
+            around = "{{ promptfoo_prefix }}" + prompt.text + "{{ promptfoo_suffix }}"  # type: ignore[operator]
+            prompt.text = f"{{% if promptfoo_prefix or promptfoo_suffix %}}{around}{{% else %}}{made}{{% endif %}}"
+        elif made is not None:
+            prompt.text = made
+        elif cases.affixed:  # promptfoo puts a test's prefix and suffix around the prompt's text
+            if prompt.text is not None:
+                prompt.text = "{{ promptfoo_prefix }}" + prompt.text + "{{ promptfoo_suffix }}"
+            elif prompt.function is None:  # promptfoo puts a function's answer in place of the prefixed text
+                config.notes.append(f"not carried over: the tests' prefix and suffix on the chat prompt {prompt.label}")
+    for prompt in prompts:  # promptfoo's multi-turn threads: each row sees the earlier rows' turns
+        written = prompt.text or " ".join(m["content"] for m in prompt.messages or ())
+        if _CONVERSATION.search(written):
+            config.notes.append(
+                f"not carried over: _conversation in the prompt {prompt.label} (promptfoo's earlier turns of the "
+                "thread): it renders empty"
+            )
+    tables = [_prompt_table(p, i + 1, files, tasks) for i, p in enumerate(prompts)]
+    _nunjucks_filters(config, tables, files)
+    pairs = [
+        (
+            i,
+            _with_provider(config, {**table, **provider.template}, prompts[i], provider.who),
+            provider.label,
+            provider.model,
+        )
+        for provider in providers  # promptfoo's order: each provider, then its prompts
+        for i, table in enumerate(tables)
+        if prompts[i].allowed(provider.allowed)
+    ]
+    if not pairs:
+        raise ConfigError(f"{config.where('providers')}: the providers' prompts: filters leave no prompt to run")
+    pairs.sort(key=lambda pair: pair[0])
+    suite_config: dict[str, dict[str, Any]] = {"suite": {"cases": ["cases.jsonl"]}, "model": pairs[0][3]}
+    if len(tables) * len(providers) == 1:
+        suite_config["template"] = pairs[0][1]
+        suite_config["model"] = with_prompt_config(config, pairs[0][3], prompts[0])
+    else:
+        suite_config["template"] = dict(pairs[0][1])
+        taken: set[str] = set()
+        for i, table, label, model in pairs:
+            name = f"p{i + 1}" if len(providers) == 1 else f"p{i + 1}-{_slug(label)}"
+            first, n = name, 1
+            while name in taken:  # two labels alike once made bare keys ('a:b', 'a/b') stay two variants
+                n += 1
+                name = f"{first}-{n}"
+            taken.add(name)
+            own = with_prompt_config(config, model, prompts[i])  # the provider's table, the prompt's config over it
+            mine = len(providers) > 1 or own is not model
+            suite_config[f"variants.{name}"] = {**table, **({"model": own} if mine else {})}
+    if cases.embedding is not None:  # the tests' options.provider: the similar checks' embeddings
+        suite_config["models.embedding"] = cases.embedding
+    if tasks:
+        files["prompts.yml"] = encode({"prompts": tasks}, indent=2) + "\n"  # JSON is YAML
+    if code.functions:
+        files["promptfoo_asserts.py"] = code.text()
+        for relative in code.files:  # copied beside the module; never in place of a file we write
+            if relative in files or relative == "promptsuite.toml":
+                raise ConfigError(f"{path}: file://{relative}: a code assert's file may not be named {relative}")
+            files[relative] = config.read_text(relative, str(path))
+    notes = list(dict.fromkeys([*config.notes, *(f"not carried over: {u}" for u in unsupported)]))
+    header = f"Imported by `promptsuite import promptfoo` from {path.name}."
+    return ImportedSuite(name=path.stem, config=suite_config, files=files, notes=notes, header=header)
+
+
+def _slug(label: str) -> str:
+    """Make a provider's label a variant name: a bare TOML key (a dot would nest the table)."""
+    bare = "".join(ch if ch.isascii() and (ch.isalnum() or ch in "-_") else "-" for ch in label)
+    return bare.strip("-") or "provider"
+
+
+def import_promptfoo(path: Path, *, out: Path, slice_key: str | None = None) -> ImportResult:
+    """Import the promptfoo config at ``path`` into ``out``, all or nothing."""
+    suite = promptfoo_suite(path, slice_key=slice_key)
+    write_import(out, [suite], flat=True)
+    return ImportResult(out, [suite])

@@ -1,0 +1,687 @@
+"""promptfoo ``tests`` into cases: ``defaultTest`` merged in, ``vars`` expanded, ``assert`` entries mapped
+one to one where the names are shared, CSV test files, ``metadata`` as tags, and a slice from a metadata key."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+import uuid
+from collections.abc import Callable
+from collections.abc import Iterator
+from collections.abc import Mapping
+from dataclasses import dataclass
+from dataclasses import field
+from typing import Any
+
+from pytest_promptsuite.dialects.promptfoo.nunjucks import TRANSFORM_VARS
+from pytest_promptsuite.dialects.promptfoo.nunjucks import file_and_function
+from pytest_promptsuite.dialects.promptfoo.nunjucks import js_string
+from pytest_promptsuite.dialects.promptfoo.nunjucks import resolve_vars
+from pytest_promptsuite.errors import ConfigError
+from pytest_promptsuite.formats.imported_suite import inside
+from pytest_promptsuite.formats.imported_suite import jsonl
+from pytest_promptsuite.formats.jsonio import decode
+from pytest_promptsuite.safety.limits import IMPORT_CASES
+from pytest_promptsuite.safety.limits import IMPORT_CASES_BYTES
+from pytest_promptsuite.safety.scrub import register
+
+
+#: promptfoo's assert types that are ours under the same name.
+_SHARED = frozenset(
+    "equals contains icontains contains-any contains-all icontains-any icontains-all starts-with regex is-json "
+    "contains-json is-xml levenshtein latency cost llm-rubric is-refusal word-count rouge-n is-valid-openai-tools-call "
+    "is-valid-openai-function-call".split()
+)
+_VAR = re.compile(r"\{\{\s*(\w+)\s*\}\}")
+
+
+@dataclass
+class AssertModule:
+    """The generated ``promptfoo_asserts.py``: one function per javascript or python assert."""
+
+    functions: list[str] = field(default_factory=list)
+    #: The ``file://`` files the asserts name (relative to the config), copied beside the module.
+    files: list[str] = field(default_factory=list)
+
+    def add(
+        self, kind: str, value: Any, threshold: float | None, where: str, *, fill_vars: bool = False, config: Any = None
+    ) -> str:
+        """Add a function running one code assert (its inline code's ``{{ var }}`` filled at run time when
+        ``fill_vars``; the assert's ``config`` in its context); return the ``python`` check value naming it."""
+        name = f"{kind.replace('-', '_')}_{len(self.functions) + 1}"
+        runner = "javascript" if kind == "javascript" else "python_assert"
+        if not isinstance(value, str) or not value.strip():
+            raise ConfigError(f"{where}: a {kind} assert needs its code or a file:// function as 'value'")
+        if value.startswith("file://"):
+            written, _, fn = value[len("file://") :].partition(":")
+            path = inside(written)  # copied beside the module under this name, so never outside --out
+            if path is None:
+                raise ConfigError(f"{where}: file://{written} lies outside the config's folder")
+            if path not in self.files:
+                self.files.append(path)
+            call = f"None, output, case, file=str(_HERE / {path!r}), fn={fn or None!r}"
+        else:
+            call = f"{value!r}, output, case" + (", fill_vars=True" if fill_vars else "")
+        if config is not None:
+            call += f", config={config!r}"
+        self.functions.append(
+            f"def {name}(output, case, context=None):\n"
+            f"    return {runner}({call}, threshold={threshold!r}, name={f'{kind} assert ({where})'!r}, base=_HERE, "
+            "sent=context)\n"
+        )
+        return f"file://promptfoo_asserts.py:{name}"
+
+    def transformed(self, entry: dict[str, Any], transforms: list[Any], where: str, *, fill_vars: bool = False) -> str:
+        """Add a function running the assert ``entry`` (ours) on the output after ``transforms`` (the
+        test's, then the assert's: code or ``file://``), its value's ``{{ var }}`` filled at run time when
+        ``fill_vars``; return the ``python`` check value naming it."""
+        name = f"transformed_{len(self.functions) + 1}"
+        steps = [f"Transform({self.transform(t, where)!r}, {where!r}, _HERE)" for t in transforms]
+        self.functions.append(
+            f"def {name}(output, case, context=None):\n"
+            f"    return transformed(output, case, {entry!r}, sent=context, "
+            f"transforms=({', '.join(steps)}{',' if steps else ''}), "
+            f"base=_HERE{', fill_vars=True' if fill_vars else ''})\n"
+        )
+        return f"file://promptfoo_asserts.py:{name}"
+
+    def transform(self, transform: Any, where: str) -> str:
+        """Return a transform (JavaScript code, or ``file://PATH[:function]``) as the imported suite runs it:
+        its file inside the config's folder, copied beside the module."""
+        if not isinstance(transform, str) or not transform.strip():
+            raise ConfigError(f"{where}: a transform is JavaScript code or file://PATH[:function]")
+        if not transform.startswith("file://"):
+            return transform
+        written, function = file_and_function(transform[len("file://") :])
+        path = inside(written)
+        if path is None:
+            raise ConfigError(f"{where}: {transform} lies outside the config's folder")
+        if path not in self.files:
+            self.files.append(path)
+        return f"file://{path}{f':{function}' if function else ''}"
+
+    def uncarried(self, what: str, where: str) -> str:
+        """Add a function that fails the case for an assert (or test option) not carried over, so a
+        case never passes on the checks that remain; return the ``python`` check value naming it."""
+        name = f"not_carried_{len(self.functions) + 1}"
+        self.functions.append(f"def {name}(output, case):\n    return not_carried({what!r}, {where!r})\n")
+        return f"file://promptfoo_asserts.py:{name}"
+
+    def text(self) -> str:
+        """Return the module's source."""
+        head = (
+            '"""The javascript and python asserts of an imported promptfoo config, as python checks."""\n\n'
+            "from pathlib import Path\n\n"
+            "from pytest_promptsuite.dialects.promptfoo.code_asserts import javascript\n"
+            "from pytest_promptsuite.dialects.promptfoo.code_asserts import not_carried\n"
+            "from pytest_promptsuite.dialects.promptfoo.code_asserts import python_assert\n"
+            "from pytest_promptsuite.dialects.promptfoo.code_asserts import transformed\n"
+            "from pytest_promptsuite.dialects.promptfoo.prompt_code import Transform\n\n\n"
+            "_HERE = Path(__file__).resolve().parent\n\n\n"
+        )
+        return head + "\n\n".join(self.functions)
+
+
+def fill(value: Any, variables: Mapping[str, Any], where: str) -> Any:
+    """Fill ``{{ name }}`` in an assert's value from the test's vars, composed first (as promptfoo renders
+    it after the prompt); its length is computed first, and past :data:`IMPORT_CASES_BYTES` it is refused."""
+    if isinstance(value, str):
+        found = list(_VAR.finditer(value))
+        if not found:
+            return value
+        variables = resolve_vars(variables)
+        texts = {name: js_string(variables[name]) for name in {m.group(1) for m in found} if name in variables}
+        size = len(value) + sum(len(texts[m.group(1)]) - len(m.group(0)) for m in found if m.group(1) in texts)
+        if size > IMPORT_CASES_BYTES.value:
+            raise ConfigError(f"{where}: the value filled from the vars is longer than {IMPORT_CASES_BYTES}")
+        return _VAR.sub(lambda m: texts.get(m.group(1), m.group(0)), value)
+    if isinstance(value, list):
+        return [fill(v, variables, where) for v in value]
+    return value
+
+
+#: An assert's keys that are carried over (``metric`` only names it in promptfoo's report).
+_ASSERT_KEYS = frozenset({"type", "value", "threshold", "weight", "metric", "assert"})
+#: An assert's keys that change its verdict on any model: an assert with one is not carried over.
+_VERDICT_KEYS = ("transform", "contextTransform")
+#: The shared types whose verdict reads an assert's ``threshold``.
+_THRESHOLDED = frozenset({"latency", "cost", "llm-rubric", "rouge-n"})
+#: A test's keys that are carried over.
+_TEST_KEYS = frozenset({"description", "vars", "assert", "metadata", "threshold", "options", "providerOutput"})
+#: A test's options that are carried over.
+_CARRIED_OPTIONS = frozenset(
+    {"disableDefaultAsserts", "disableVarExpansion", "prefix", "suffix", "transform", "postprocess", "transformVars"}
+)
+#: The shared types that check the model's call against its functions or tools, ignoring ``value``.
+_CALL_CHECKS = frozenset({"is-valid-openai-tools-call", "is-valid-openai-function-call"})
+#: The shared types that read the call, not its output: a transform changes nothing for them.
+_CALL_TYPES = frozenset({"latency", "cost"})
+#: The shared types that need more than the output (a judge): not carried over after a transform.
+_JUDGED_TYPES = frozenset({"llm-rubric"})
+
+
+def _not_carried(kind: str, why: str, code: AssertModule, where: str, unsupported: list[str]) -> dict[str, Any]:
+    """List an assert in ``unsupported`` and return the check that fails its case in its place."""
+    what = f"{kind} ({why})" if why else kind
+    unsupported.append(f"{where}: {what}")
+    return {"type": "python", "value": code.uncarried(what, where)}
+
+
+def map_assert(
+    raw: Any,
+    variables: Mapping[str, Any],
+    code: AssertModule,
+    where: str,
+    unsupported: list[str],
+    *,
+    fill_vars: bool = False,
+) -> dict[str, Any]:
+    """Map one promptfoo assert to ours; one that is not carried over is listed in ``unsupported``
+    and becomes a check that fails the case, never a case that passes without it."""
+    if not isinstance(raw, Mapping) or not isinstance(raw.get("type"), str):
+        raise ConfigError(f"{where}: an assert is an object with a 'type'")
+    kind: str = raw["type"]
+    negated = kind.startswith("not-")
+    base = kind[4:] if negated else kind
+    changing = [k for k in _VERDICT_KEYS if k in raw]
+    if changing:
+        return _not_carried(kind, f"its {', '.join(changing)}", code, where, unsupported)
+    extra = sorted(set(map(str, raw)) - _ASSERT_KEYS - ({"config"} if base in ("javascript", "python") else set()))
+    if extra:
+        unsupported.append(f"{where}: {kind} keys {', '.join(extra)}")
+    value = fill(raw.get("value"), variables, where)
+    out: dict[str, Any] = {}
+    if "weight" in raw:
+        out["weight"] = raw["weight"]
+    if base in ("javascript", "python"):
+        if negated:
+            return _not_carried(kind, "a negated code assert", code, where, unsupported)
+        out.update(
+            type="python",
+            value=code.add(base, value, raw.get("threshold"), where, fill_vars=fill_vars, config=raw.get("config")),
+        )
+        return out
+    if base == "assert-set":
+        inner = [
+            map_assert(a, variables, code, f"{where}.assert[{i}]", unsupported)
+            for i, a in enumerate(_list(raw.get("assert"), "assert", where))
+        ]
+        out.update(type="assert-set", **{"assert": inner})
+        if "threshold" in raw:
+            out["threshold"] = raw["threshold"]
+        return out
+    if base in _SIMILAR:
+        return _similar(out, base, negated, value, raw.get("threshold"))
+    if base not in _SHARED:
+        return _not_carried(kind, "", code, where, unsupported)
+    if base in ("equals", "contains", "icontains", "starts-with") and isinstance(value, (int, float)):
+        value = str(value)  # promptfoo compares String(value)
+    out["type"] = kind
+    if base in _CALL_CHECKS:  # against the provider's functions or tools; promptfoo's handler ignores not-
+        out["type"] = base
+        return out
+    if value is not None:
+        out["value"] = value
+    threshold = raw.get("threshold")
+    if base == "levenshtein":  # promptfoo passes at distance <= threshold (default 5): a whole number of edits
+        out["threshold"] = 5 if threshold is None else max(0, math.floor(threshold))
+    elif threshold is not None and base in _THRESHOLDED:
+        out["threshold"] = threshold
+    return out  # a threshold on any other type is one promptfoo ignores too
+
+
+#: promptfoo's embedding similarity types and ours (its ``similar`` is cosine; our ``similar`` is a string ratio).
+_SIMILAR = {"similar": "similar:cosine", **{t: t for t in ("similar:cosine", "similar:dot", "similar:euclidean")}}
+
+
+def _similar(out: dict[str, Any], base: str, negated: bool, value: Any, threshold: Any) -> dict[str, Any]:
+    """Map a promptfoo ``similar`` assert to our embedding check (it runs on ``[models.embedding]``)."""
+    out["type"] = ("not-" if negated else "") + _SIMILAR[base]
+    if value is not None:
+        out["value"] = value
+    if threshold is not None:
+        out["threshold"] = threshold
+    return out
+
+
+#: promptfoo's ids of an OpenAI embedding model: ``openai:embedding:MODEL`` (or ``embeddings``).
+_EMBEDDING_ID = re.compile(r"openai:embeddings?:(.+)")
+
+
+def embedding_table(provider: Any) -> tuple[dict[str, Any] | None, list[str]]:
+    """Return the ``[models.embedding]`` table of a test's ``options.provider`` (promptfoo's grading provider:
+    ``openai:embedding:MODEL``, ``{id, config}``, or ``{embedding: ...}`` beside the text grader's), None when
+    it names no OpenAI embedding model, and what of it is not carried over."""
+    inner, left = provider, []
+    if isinstance(provider, dict) and "id" not in provider:  # {embedding: ..., text: ...}: a provider per kind
+        inner = provider.get("embedding")
+        left = [f"provider.{kind}" for kind in sorted(map(str, provider)) if kind != "embedding"]
+    ident = inner.get("id") if isinstance(inner, dict) else inner
+    match = _EMBEDDING_ID.fullmatch(ident) if isinstance(ident, str) else None
+    if match is None:
+        return None, ["provider"]
+    table: dict[str, Any] = {"spec": f"openai:{match.group(1)}"}
+    settings = inner.get("config") if isinstance(inner, dict) else None
+    settings = settings if isinstance(settings, dict) else {}
+    if isinstance(settings.get("apiKey"), str):  # never carried over, and scrubbed wherever it shows
+        register(settings["apiKey"])
+    if isinstance(settings.get("apiBaseUrl"), str):
+        table["base_url"] = settings["apiBaseUrl"]
+    where = "provider" if inner is provider else "provider.embedding"
+    left += [f"{where}.config.{key}" for key in sorted(map(str, settings)) if key != "apiBaseUrl"]
+    if isinstance(inner, dict):
+        left += [f"{where}.{key}" for key in sorted(map(str, inner)) if key not in ("id", "config")]
+    return table, left
+
+
+def _with_transforms(
+    raw: Any,
+    variables: Mapping[str, Any],
+    code: AssertModule,
+    where: str,
+    unsupported: list[str],
+    test: Any,
+    deferred: bool = False,
+) -> dict[str, Any]:
+    """Map one assert as :func:`map_assert` does, run on the output after the test's transform
+    (``test``) and the assert's own ``transform``, in promptfoo's order; without either, as it is.
+    ``deferred``: the test's ``transformVars`` makes its vars at run time, so a ``{{ var }}`` in the
+    assert's value is filled then."""
+    own = raw.get("transform") if isinstance(raw, Mapping) else None
+    late = deferred and isinstance(raw, Mapping) and _reads_vars(raw.get("value"))
+    if not test and own is None and not late:
+        return map_assert(raw, variables, code, where, unsupported)
+    kind = str(raw.get("type"))
+    base = kind.removeprefix("not-")
+    plain = {k: v for k, v in raw.items() if k != "transform"}
+    if base in _CALL_TYPES:
+        return map_assert(plain, variables, code, where, unsupported)
+    if base == "assert-set":
+        if own is not None:
+            return _not_carried(kind, "its transform", code, where, unsupported)
+        inner = [
+            _with_transforms(a, variables, code, f"{where}.assert[{i}]", unsupported, test, deferred)
+            for i, a in enumerate(_list(raw.get("assert"), "assert", where))
+        ]
+        out = {k: raw[k] for k in ("weight", "threshold") if k in raw}
+        return {**out, "type": "assert-set", "assert": inner}
+    if base in _JUDGED_TYPES:
+        return _not_carried(kind, "after a transform", code, where, unsupported)
+    filled_code = late and base in ("javascript", "python")  # its code is filled where it runs
+    entry = map_assert(plain, {} if late else variables, code, where, unsupported, fill_vars=filled_code)
+    if entry["type"] == "python" and entry["value"].rpartition(":")[2].startswith("not_carried_"):
+        return entry
+    transforms = [t for t in (test, own) if t is not None]
+    if not transforms and filled_code:
+        return entry
+    weight = entry.pop("weight", None)
+    out = {"type": "python", "value": code.transformed(entry, transforms, where, fill_vars=late and not filled_code)}
+    return out if weight is None else {**out, "weight": weight}
+
+
+def _reads_vars(value: Any) -> bool:
+    """Tell whether an assert's value names a var (``{{ name }}``), in a string or a list of them."""
+    if isinstance(value, str):
+        return _VAR.search(value) is not None
+    return isinstance(value, list) and any(_reads_vars(v) for v in value)
+
+
+def csv_test(row: Mapping[str, str], where: str, index: int) -> dict[str, Any]:
+    """Convert row ``index`` (from 0) of a CSV test file to a promptfoo test as promptfoo's
+    ``testCaseFromCsvRow`` does: columns are vars, ``__expected*`` asserts, the other ``__`` columns
+    options, description, metric, threshold, metadata and per-assert config; an empty cell is unset."""
+    test: dict[str, Any] = {"vars": {}, "assert": [], "options": {}}
+    metadata: dict[str, Any] = {}
+    configs: dict[int, dict[str, float]] = {}
+    metric = None
+    for raw_column, text in row.items():
+        column = raw_column.strip()
+        if column.startswith("__expected"):
+            if text.strip():
+                try:
+                    test["assert"].append(assertion_from_string(text.strip()))
+                except ConfigError as exc:
+                    raise ConfigError(f"{where}: {column}: {exc}") from None
+        elif column in ("__prefix", "__suffix"):
+            test["options"][column[2:]] = text
+        elif column == "__description":
+            test["description"] = text
+        elif column == "__providerOutput":
+            test["providerOutput"] = text
+        elif column == "__metric":
+            metric = text
+        elif column == "__threshold":
+            number = _finite(text)
+            if number is not None:
+                test["threshold"] = number
+        elif column.startswith("__metadata:"):
+            key = column[len("__metadata:") :]
+            if key.endswith("[]") and text.strip():  # split on commas not escaped as \,
+                metadata[key[:-2]] = [v.strip().replace("\\,", ",") for v in re.split(r"(?<!\\),", text)]
+            elif not key.endswith("[]") and text.strip():
+                metadata[key] = text
+        elif column.startswith("__config:"):
+            index_key = _assert_config(column, text, where)
+            if index_key is not None:
+                configs.setdefault(index_key[0], {})[index_key[1]] = index_key[2]
+        else:
+            test["vars"][column] = text
+    for i, assertion in enumerate(test["assert"]):
+        if metric is not None:
+            assertion["metric"] = metric
+        for key, value in configs.get(i, {}).items():
+            assertion[key] = metadata[key] = value  # promptfoo sets both
+    if metadata:
+        test["metadata"] = metadata
+    if not test.get("description"):
+        test["description"] = f"Row #{index + 1}"
+    return test
+
+
+def _assert_config(column: str, text: str, where: str) -> tuple[int, str, float] | None:
+    """Read a ``__config:__expected[N]:threshold`` cell: (assert index, key, number)."""
+    parts = column[len("__config:") :].split(":")
+    if len(parts) != 2:
+        return None  # promptfoo warns and ignores it
+    expected, key = parts
+    found = re.fullmatch(r"__expected(\d*)", expected)
+    index = (0 if not found.group(1) else int(found.group(1)) - 1) if found else -1
+    if index < 0:
+        raise ConfigError(f"{where}: {column}: the assert is __expected or __expected<N> (N from 1)")
+    if key != "threshold":
+        raise ConfigError(f"{where}: {column}: the only config key is threshold")
+    number = _finite(text)
+    if number is None:
+        raise ConfigError(f"{where}: {column}: {text!r} is not a number")
+    return index, key, number
+
+
+_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
+
+
+def _finite(text: str | None) -> float | None:
+    """Read a cell as a finite number, None when it is empty or not one (promptfoo: unset)."""
+    trimmed = (text or "").strip()
+    if not _NUMBER.fullmatch(trimmed):
+        return None
+    number = float(trimmed)
+    return number if math.isfinite(number) else None
+
+
+#: promptfoo 0.123.1's assertion types (``BaseAssertionTypesSchema``), in its order: the grammar's TYPE.
+_TYPES = (
+    "agent-rubric answer-relevance bleu classifier contains contains-all contains-any contains-html contains-json "
+    "contains-sql contains-xml context-faithfulness context-recall context-relevance conversation-relevance cost "
+    "equals factuality finish-reason g-eval gleu guardrails icontains icontains-all icontains-any is-html is-json "
+    "is-refusal is-sql is-valid-function-call is-valid-openai-function-call is-valid-openai-tools-call is-xml "
+    "javascript latency levenshtein llm-rubric pi meteor model-graded-closedqa model-graded-factuality moderation "
+    "perplexity perplexity-score python regex rouge-n ruby similar similar:cosine similar:dot similar:euclidean "
+    "starts-with tool-call-f1 skill-used trajectory:goal-success trajectory:tool-args-match trajectory:step-count "
+    "trajectory:tool-sequence trajectory:tool-used trace-error-spans trace-span-count trace-span-duration "
+    "search-rubric webhook word-count"
+).split()
+_ASSERTION = re.compile(rf"^(not-)?({'|'.join(map(re.escape, _TYPES))})(?:\((\d+(?:\.\d+)?)\))?(?::([\s\S]*))?$")
+#: The types whose assertion string takes a threshold, ``TYPE(N)``; without one it is 0.75 (``similar``: 0.8).
+_THRESHOLD_TYPES = frozenset(
+    "answer-relevance classifier context-faithfulness context-recall context-relevance cost latency levenshtein "
+    "perplexity-score perplexity rouge-n similar starts-with".split()
+)
+_JS_FILE = re.compile(r"\.(?:js|cjs|mjs|ts|cts|mts|tsx|jsx)$", re.IGNORECASE)
+
+
+def assertion_from_string(expected: str) -> dict[str, Any]:
+    """Read an assertion string (a CSV ``__expected`` cell) as promptfoo's ``assertionFromString`` does:
+    ``^(not-)?TYPE(\\(N\\))?(:value)?$``, the legacy ``fn:``/``eval:``/``grade:`` prefixes, ``file://`` code,
+    and anything else ``equals``."""
+    code_file = expected[len("file://") :] if expected.startswith("file://") else None
+    if expected.startswith(("javascript:", "fn:", "eval:")) or (code_file and _JS_FILE.search(code_file)):
+        cut = next((len(p) for p in ("javascript:", "fn:", "eval:") if expected.startswith(p)), 0)
+        return {"type": "javascript", "value": expected[cut:].strip()}
+    if expected.startswith(("grade:", "llm-rubric:")):
+        return {"type": "llm-rubric", "value": expected[6 if expected.startswith("grade:") else 11 :]}
+    if expected.startswith("python:") or (code_file and (code_file.endswith(".py") or ".py:" in code_file)):
+        return {"type": "python", "value": expected[7:].strip()}
+    found = _ASSERTION.match(expected)
+    if found is None:
+        return {"type": "equals", "value": expected}
+    negated, kind, threshold_text, value = found.groups()
+    full = f"not-{kind}" if negated else kind
+    if kind in ("contains-all", "contains-any", "icontains-all", "icontains-any"):
+        return {"type": full, "value": _comma_values(value) if value else value}
+    if kind in ("contains-json", "is-json"):
+        return {"type": full, "value": value}
+    if kind in _THRESHOLD_TYPES:
+        threshold = _finite(threshold_text)
+        default = 0.8 if kind == "similar" else 0.75
+        return {
+            "type": full,
+            "value": value.strip() if value else value,
+            "threshold": default if threshold is None else threshold,
+        }
+    return {"type": full, "value": value.strip() if value else value}
+
+
+def _comma_values(text: str) -> list[str]:
+    """Split a ``contains-any`` value on commas as promptfoo does: a ``"quoted, field"`` keeps its commas."""
+    values: list[str] = []
+    i = 0
+    while i < len(text):
+        while i < len(text) and (text[i].isspace() or text[i] == ","):
+            i += 1
+        if i >= len(text):
+            break
+        if text[i] != '"':
+            end = text.find(",", i)
+            end = len(text) if end < 0 else end
+            values.append(text[i:end].strip())
+            i = end
+            continue
+        field, i, closed = "", i + 1, False
+        while i < len(text):
+            if text[i] == "\\" and i + 1 < len(text) and text[i + 1] in '"\\':
+                field, i = field + text[i + 1], i + 2
+            elif text[i] == '"' and i + 1 < len(text) and text[i + 1] == '"':
+                field, i = field + '"', i + 2
+            elif text[i] == '"':
+                i, closed = i + 1, True
+                break
+            else:
+                field, i = field + text[i], i + 1
+        if not closed:
+            raise ConfigError(f"unterminated quoted field in {text!r}")
+        values.append(field)
+        while i < len(text) and text[i].isspace():
+            i += 1
+    return values
+
+
+@dataclass
+class TestSource:
+    """One test as read, with where it is (``path:line``) for messages."""
+
+    test: dict[str, Any]
+    where: str
+
+
+def _expands(value: Any) -> bool:
+    """Tell whether a var expands into one case per value: an array whose first value is a string
+    (promptfoo's ``generateVarCombinations``; an array of objects or numbers is one value)."""
+    return isinstance(value, list) and bool(value) and isinstance(value[0], str)
+
+
+def _combinations(variables: Mapping[str, Any], options: Mapping[str, Any]) -> int:
+    """Count the cases a test's array vars expand to, before any is built."""
+    if options.get("disableVarExpansion"):
+        return 1
+    return math.prod(len(v) for v in variables.values() if _expands(v))
+
+
+def _expand(variables: Mapping[str, Any], options: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+    """Expand the array vars: promptfoo runs a test once per combination of their values."""
+    if options.get("disableVarExpansion"):
+        yield dict(variables)
+        return
+    keys = [k for k, v in variables.items() if _expands(v)]
+    for combo in itertools.product(*(variables[k] for k in keys)):
+        yield {**variables, **dict(zip(keys, combo, strict=True))}
+
+
+def _mapping(value: Any, key: str, where: str) -> Mapping[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{where}: {key} is a mapping of names to values")
+    return value
+
+
+def _list(value: Any, key: str, where: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ConfigError(f"{where}: {key} is a list")
+    return value
+
+
+def _checked(test: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """Check the types of a test's (or ``defaultTest``'s) keys, with ``path:line`` messages."""
+    checked = dict(test)
+    for key in ("vars", "metadata", "options"):
+        checked[key] = _mapping(test.get(key), key, where)
+    checked["assert"] = _list(test.get("assert"), "assert", where)
+    return checked
+
+
+def cases_of(
+    tests: list[TestSource],
+    default: Mapping[str, Any],
+    *,
+    read_var: Callable[[str, str], str],
+    slice_key: str | None,
+    code: AssertModule,
+    unsupported: list[str],
+    default_where: str = "defaultTest",
+) -> Cases:
+    """Convert every test to a case (``defaultTest`` merged in as promptfoo's ``prepareTestCaseForEval``
+    merges it), numbered in order: the text of ``cases.jsonl``. The number of cases is computed before
+    any is built, and it and the text's size are refused past :data:`IMPORT_CASES` and
+    :data:`IMPORT_CASES_BYTES`."""
+    default = _checked(default, default_where)
+    checked = [(_checked(source.test, source.where), source.where) for source in tests]
+    total = 0
+    for test, where in checked:
+        total += _combinations({**default["vars"], **test["vars"]}, {**default["options"], **test["options"]})
+        if total > IMPORT_CASES.value:
+            raise ConfigError(
+                f"{where}: the tests expand to more than {IMPORT_CASES} "
+                "(a test runs once per combination of its array vars' values)"
+            )
+    lines: list[str] = []
+    size, number = 0, 0
+    files: dict[str, str] = {}
+    affixed: list[str] = []
+    embedding: dict[str, Any] | None = None
+    for test, where in checked:
+        unknown = sorted(set(test) - _TEST_KEYS)
+        if unknown:
+            unsupported.append(f"{where}: test keys {', '.join(unknown)}")
+        options = {**default["options"], **test["options"]}  # merged as promptfoo merges them
+        listed = sorted(set(map(str, options)) - _CARRIED_OPTIONS - {"provider"})
+        if "provider" in options:  # its embedding model is the suite's [models.embedding] (the first test's)
+            table, left = embedding_table(options["provider"])
+            embedding = embedding or table
+            if table is not None and table != embedding:
+                left = ["provider (another embedding model than the first test's)"]
+            listed += left
+        if listed:
+            unsupported.append(f"{where}: options ({', '.join(listed)})")
+        transform_vars = test["options"].get("transformVars") or default["options"].get("transformVars")
+        spread = _combinations({**default["vars"], **test["vars"]}, options)
+        if transform_vars and spread > 1:
+            unsupported.append(
+                f"{where}: transformVars runs on each of the {spread} combinations of the array vars "
+                "(promptfoo runs it once, on the arrays, before they expand)"
+            )
+        for variables in _expand({**default["vars"], **test["vars"]}, options):
+            for key, value in list(variables.items()):
+                if isinstance(value, str) and value.startswith("file://"):
+                    relative = value[len("file://") :]
+                    if relative not in files:
+                        files[relative] = read_var(relative, where)
+                    variables[key] = files[relative]
+                elif isinstance(value, str):
+                    variables[key] = value[:-1] if value.endswith("\n") else value  # as promptfoo does
+            if transform_vars:  # run before the prompt renders, as promptfoo runs it (a uuid per test)
+                variables[TRANSFORM_VARS] = {
+                    "code": code.transform(transform_vars, f"{where}: options.transformVars"),
+                    "vars": list(variables),
+                    "uuid": str(uuid.uuid5(uuid.NAMESPACE_URL, f"promptfoo:{where}:{number}")),
+                    "where": f"{where}: options.transformVars",
+                }
+            affixes = {k: test["options"].get(k) or default["options"].get(k) or "" for k in ("prefix", "suffix")}
+            if any(affixes.values()) or affixed:
+                affixed.append(where)
+                variables.update({f"promptfoo_{k}": str(v) for k, v in affixes.items()})
+            number += 1
+            line = jsonl([_case(number, test, default, variables, where, slice_key, code, unsupported)])
+            size += len(line)
+            if size > IMPORT_CASES_BYTES.value:
+                raise ConfigError(f"{where}: the cases are larger than {IMPORT_CASES_BYTES}")
+            lines.append(line)
+    if affixed:  # the first cases (before a prefix was seen) get empty ones too
+        lines = [_with_affixes(line) for line in lines]
+    return Cases("".join(lines), bool(affixed), embedding)
+
+
+def _with_affixes(line: str) -> str:
+    """Give a case empty ``promptfoo_prefix``/``promptfoo_suffix`` vars when it has none."""
+    case = decode(line)
+    case["vars"] = {"promptfoo_prefix": "", "promptfoo_suffix": "", **case["vars"]}
+    return jsonl([case])
+
+
+@dataclass
+class Cases:
+    """The text of ``cases.jsonl``, whether a test's ``prefix``/``suffix`` options wrap the prompts
+    (as the ``promptfoo_prefix``/``promptfoo_suffix`` vars), and the tests' embedding model (``[models.embedding]``)."""
+
+    text: str
+    affixed: bool
+    embedding: dict[str, Any] | None = None
+
+
+def _case(
+    number: int,
+    test: Mapping[str, Any],
+    default: Mapping[str, Any],
+    variables: dict[str, Any],
+    where: str,
+    slice_key: str | None,
+    code: AssertModule,
+    unsupported: list[str],
+) -> dict[str, Any]:
+    options = {**default["options"], **test["options"]}
+    asserts = [*([] if test["options"].get("disableDefaultAsserts") is True else default["assert"]), *test["assert"]]
+    transform = options.get("transform") or options.get("postprocess")  # promptfoo's test transform
+    deferred = TRANSFORM_VARS in variables  # the vars an assert's value reads are known at run time
+    mapped = [
+        _with_transforms(a, variables, code, f"{where}: assert[{i}]", unsupported, transform, deferred)
+        for i, a in enumerate(asserts)
+    ]
+    if "providerOutput" in test:
+        mapped.append(_not_carried("providerOutput", "", code, where, unsupported))
+    metadata = {**default["metadata"], **test["metadata"]}
+    description = test.get("description")
+    case: dict[str, Any] = {
+        "case_id": f"test-{number}",
+        "input": str(variables.get("input") or description or f"test {number}"),
+        "slice": str(metadata.get(slice_key, "unsliced")) if slice_key else "promptfoo",
+        "vars": variables,
+        "assert": mapped,
+        "tags": [f"{k}={v}" for k, v in metadata.items()],
+        "metadata": {**({"description": description} if description else {}), **metadata, "promptfoo": where},
+    }
+    threshold = test.get("threshold", default.get("threshold"))
+    if threshold is not None:
+        case["threshold"] = threshold
+    return case

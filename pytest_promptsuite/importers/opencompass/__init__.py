@@ -1,1 +1,0 @@
-"""OpenCompass dataset and model configs into suites."""

@@ -1,0 +1,81 @@
+"""What goes into a model and what comes out: ``ModelRequest``, ``Response``, ``Usage``, ``Model``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from dataclasses import field
+from typing import Any
+from typing import Protocol
+from typing import TypeGuard
+from typing import runtime_checkable
+
+from pytest_promptsuite.models.tool_calls import ToolCall
+from pytest_promptsuite.prompts.core import Prompt
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Token counts as the endpoint reported them (None where it did not)."""
+
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    total_tokens: int | None = None
+
+    def to_dict(self) -> dict[str, int | None]:
+        """Return the counts as a results row's ``usage``."""
+        return dict(vars(self))
+
+
+@dataclass(frozen=True)
+class ModelRequest:
+    """One call: the prompt, the generation params that change output, and which repeat it is."""
+
+    prompt: Prompt
+    params: Mapping[str, Any] = field(default_factory=dict)
+    repeat: int = 0
+    #: For messages only ("case refund-001"); never part of a cache key.
+    case_id: str = ""
+
+
+@dataclass(frozen=True)
+class Response:
+    """What a model answered. ``latency_ms`` is the call's wall time (None for a cache hit, or a model that
+    measures none); ``cost_usd`` is a cost the model reports itself (echo and fake: 0), else None (priced from
+    ``usage``)."""
+
+    text: str
+    finish_reason: str | None = None
+    usage: Usage | None = None
+    latency_ms: float | None = None
+    cached: bool = False
+    cost_usd: float | None = None
+    #: The tools the model asked to call (OpenAI's ``message.tool_calls``), beside the text.
+    tool_calls: tuple[ToolCall, ...] = ()
+
+
+@runtime_checkable
+class Model(Protocol):
+    """A model: one async method; ``deterministic = True`` on the class says its answers never vary."""
+
+    #: The spec the model was made from, e.g. ``fake`` or ``openai:qwen2.5-7b``.
+    spec: str
+
+    async def generate(self, request: ModelRequest) -> Response:
+        """Answer one request or raise :class:`~pytest_promptsuite.errors.ModelError`."""
+        ...
+
+
+@runtime_checkable
+class SyncModel(Model, Protocol):
+    """A model that answers without I/O can be called inline, without the event loop."""
+
+    def generate_sync(self, request: ModelRequest) -> Response:
+        """Answer one request at once, without I/O."""
+        ...
+
+
+def is_sync(model: object) -> TypeGuard[SyncModel]:
+    """Tell whether ``model`` answers without I/O (:class:`SyncModel`), so it is called inline."""
+    # not isinstance(): a runtime-checkable Protocol inspects every member on each call (the per-case path)
+    return callable(getattr(model, "generate_sync", None))

@@ -1,1 +1,0 @@
-"""OpenCompass/AISBench prompt templates, meta templates, retrievers, multi-turn and multimodal."""
