@@ -33,12 +33,12 @@ from pytest_promptsuite.config.suite import load_config  # noqa: E402
 from pytest_promptsuite.dialects.nemo.guardrails_config import library_prompts  # noqa: E402
 from pytest_promptsuite.dialects.nemo.guardrails_config import read_nemo_config  # noqa: E402
 from pytest_promptsuite.dialects.nemo.nemo_prompt import nemo_prompt  # noqa: E402
+from pytest_promptsuite.dialects.nemo.nemo_selection import select_nemo_prompt  # noqa: E402
 from pytest_promptsuite.errors import PromptSuiteError  # noqa: E402
 from pytest_promptsuite.formats.jsonio import encode  # noqa: E402
 from pytest_promptsuite.prompts.prompts_yml import prompt_entries  # noqa: E402
 from pytest_promptsuite.prompts.prompts_yml import prompts_in  # noqa: E402
 from pytest_promptsuite.prompts.prompts_yml import read_yaml_file  # noqa: E402
-from pytest_promptsuite.prompts.selection import select_nemo_prompt  # noqa: E402
 from pytest_promptsuite.run.registration import register_builtins  # noqa: E402
 
 

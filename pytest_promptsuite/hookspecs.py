@@ -18,6 +18,7 @@ hookspec = pluggy.HookspecMarker("pytest")
 ENTRY_POINT_GROUP = "promptsuite.plugins"
 
 if TYPE_CHECKING:
+    import argparse
     from collections.abc import Callable
 
     import pytest
@@ -26,8 +27,12 @@ if TYPE_CHECKING:
     from pytest_promptsuite.checks.check_api import Check
     from pytest_promptsuite.checks.check_api import CheckScope
     from pytest_promptsuite.config.suite import ModelConfig
+    from pytest_promptsuite.config.suite import SuiteConfig
+    from pytest_promptsuite.config.suite import TemplateConfig
     from pytest_promptsuite.models.model_api import Model
     from pytest_promptsuite.models.model_api import Response
+    from pytest_promptsuite.prompts.prompt_sources import PromptMakers
+    from pytest_promptsuite.prompts.prompt_sources import PromptSource
     from pytest_promptsuite.results.case_result import CaseResult
 
 
@@ -204,4 +209,71 @@ def pytest_promptsuite_make_output_parser(name: str, params: dict[str, Any]) -> 
                 return lambda text: text.strip().splitlines()[0]
 
     .. versionadded:: 0.1
+    """
+
+
+@hookspec(firstresult=True)
+def pytest_promptsuite_make_prompt_source(
+    suite: SuiteConfig, table: TemplateConfig, variant: str | None, model: ModelConfig, makers: PromptMakers
+) -> PromptSource | None:
+    """Make what the cases of one ``[template]`` table send, or return None for a table that is not yours.
+
+    Called once per variant (``variant`` None: ``[template]`` itself) when a suite is collected; ``table``
+    is the table as the variant sees it, ``model`` the model it runs, ``makers`` the other ``make_*``
+    hooks. The built-ins answer template files and task prompts; the dialects answer OpenCompass's
+    infer_cfg tables (also a table with no template), NeMo's and promptfoo's. Raise
+    :class:`~pytest_promptsuite.errors.ConfigError` naming the key for a table you cannot make.
+
+    Example, in ``conftest.py`` (a template file ending ``.upper`` sends its text upper-cased)::
+
+        from pytest_promptsuite.prompts.prompt_sources import PromptSource
+
+        class Upper(PromptSource):
+            def __init__(self, text):
+                self.text = text
+
+            def fields(self):
+                return []
+
+            def prompt(self, case):
+                return self.text.upper()
+
+        def pytest_promptsuite_make_prompt_source(suite, table):
+            if (table.template_file or "").endswith(".upper"):
+                path = suite.resolve(table.template_file, key="template.template_file")
+                return Upper(path.read_text(encoding="utf-8"))
+
+    .. versionadded:: 0.2
+    """
+
+
+@hookspec
+def pytest_promptsuite_add_importer(importers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add a ``promptsuite import KIND`` command: a parser of ``importers`` whose ``run`` default takes the
+    parsed arguments and returns the exit status (the dialects add ``opencompass`` and ``promptfoo``).
+
+    Example, in a plugin of the ``promptsuite.plugins`` entry point group::
+
+        def _run(args):
+            print(f"would import {args.config} into {args.out}")
+            return 0
+
+        def pytest_promptsuite_add_importer(importers):
+            command = importers.add_parser("mytool", help="a mytool config")
+            command.add_argument("config")
+            command.add_argument("--out", required=True)
+            command.set_defaults(run=_run)
+
+    .. versionadded:: 0.2
+    """
+
+
+@hookspec(firstresult=True)
+def pytest_promptsuite_render_request(request: Any) -> dict[str, Any] | None:
+    """Render one ``promptsuite render --request FILE.json`` request (the file's JSON value) into the
+    object printed, or return None to let another plugin answer; raise
+    :class:`~pytest_promptsuite.errors.TemplateError` for a request that does not render. OpenCompass's
+    dialect answers the requests of the templates guide.
+
+    .. versionadded:: 0.2
     """

@@ -1,8 +1,8 @@
 """The package's shape, kept by tests: one owner per concept, data flowing one way.
 
-No import circle (imports inside functions count; ``TYPE_CHECKING`` imports do not), at most eight
-modules at the root, no two module names a letter or a plural apart, pytest imported only by the
-three glue modules, and a docstring on every public function, class and method.
+No import circle (imports inside functions count; ``TYPE_CHECKING`` imports do not), no core module importing
+a dialect, at most eight modules at the root, no two module names alike, pytest imported only by the three
+glue modules, and a docstring on every public function, class and method.
 """
 
 from __future__ import annotations
@@ -115,6 +115,36 @@ def test_no_import_circle() -> None:
     assert _cycles(_graph()) == []
 
 
+#: Where the dialects are registered (as llm registers its default plugins): the one core module that names them.
+DIALECT_REGISTRATION = "pytest_promptsuite.run.registration"
+#: The old home of the promptfoo runtime, forwarding the imports of suites written before the dialects moved.
+FORWARDS = {"pytest_promptsuite.importers.promptfoo.runtime"}
+
+
+def _dialect(name: str) -> bool:
+    return name.startswith("pytest_promptsuite.dialects.") or name == "pytest_promptsuite.dialects"
+
+
+def test_no_core_module_imports_a_dialect() -> None:
+    """The core holds what every suite uses; each dialect is a plugin of its hooks, as a third party's is."""
+    reach = [
+        f"{name} imports {target} (line {line})"
+        for name, path in MODULES.items()
+        if not _dialect(name) and name != DIALECT_REGISTRATION and name not in FORWARDS
+        for target, line in _imports(name, path)
+        if _dialect(target)
+    ]
+    assert reach == []
+
+
+def test_the_dialect_check_sees_an_import_inside_a_function(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text("def f():\n    from pytest_promptsuite.dialects.nemo import nemo_prompt\n", encoding="utf-8")
+    assert [target for target, _ in _imports("pytest_promptsuite.prompts.m", module)] == [
+        "pytest_promptsuite.dialects.nemo.nemo_prompt"
+    ]
+
+
 def test_cycle_finder_finds_a_circle() -> None:
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
@@ -141,6 +171,15 @@ def _near(a: str, b: str) -> bool:
         return True
     short, long_ = sorted((a, b), key=len)
     return len(long_) - len(short) == 1 and any(long_[:i] + long_[i + 1 :] == short for i in range(len(long_)))
+
+
+def test_no_two_modules_share_a_basename() -> None:
+    """One name, one module: ``compile.py`` in two folders makes every traceback and import ambiguous."""
+    names: dict[str, list[str]] = {}
+    for name, path in MODULES.items():
+        if path.name != "__init__.py":
+            names.setdefault(path.name, []).append(name)
+    assert {base: where for base, where in names.items() if len(where) > 1} == {}
 
 
 def test_no_two_module_names_a_letter_or_a_plural_apart() -> None:

@@ -15,9 +15,11 @@ from pytest_promptsuite.config.discovery import SuiteIndex
 from pytest_promptsuite.config.options import BY_FLAG
 from pytest_promptsuite.config.options import OPTIONS
 from pytest_promptsuite.config.options import RunOptions
-from pytest_promptsuite.dialects.opencompass.render_request import render_request_file
 from pytest_promptsuite.errors import CaseFileError
 from pytest_promptsuite.errors import PromptSuiteError
+from pytest_promptsuite.errors import TemplateError
+from pytest_promptsuite.formats.jsonio import JsonError
+from pytest_promptsuite.formats.jsonio import decode
 from pytest_promptsuite.formats.jsonio import encode
 from pytest_promptsuite.prompts.core import Prompt
 from pytest_promptsuite.run.pipeline import PlannedCase
@@ -26,7 +28,6 @@ from pytest_promptsuite.run.registration import plugin_manager
 from pytest_promptsuite.run.session import PromptSession
 from pytest_promptsuite.safety.scrub import install_log_filter
 from pytest_promptsuite.safety.scrub import printable
-from pytest_promptsuite.safety.scrub import register
 
 
 #: The options of a run that decide what collection finds; ``validate`` and ``render`` take them too.
@@ -162,9 +163,32 @@ def _tool_line(tool: Mapping[str, Any]) -> str:
     return line + (f": {function['description']}" if function.get("description") else "")
 
 
+def render_request_file(path: str, hook: Any) -> tuple[int, dict[str, Any]]:
+    """Run ``promptsuite render --request PATH`` through the render-request hook: return the exit status and
+    the JSON object to print (status 1 and ``{"error": {"type", "message"}}`` for a user error)."""
+    try:
+        with open(path, "rb") as fp:
+            request = decode(fp.read().decode("utf-8-sig"))
+    except OSError as exc:
+        error: Exception = TemplateError(f"{path}: cannot read the render request: {exc.strerror}")
+    except JsonError as exc:
+        error = TemplateError(f"{path}: the render request is not valid JSON: {exc.describe()}")
+    except ValueError as exc:  # bad UTF-8
+        error = TemplateError(f"{path}: the render request is not valid JSON: {exc}")
+    else:
+        try:
+            answer = hook.pytest_promptsuite_render_request(request=request)
+            if answer is None:
+                raise TemplateError(f"{path}: no plugin renders requests (OpenCompass's dialect is not registered)")
+            return 0, answer
+        except TemplateError as exc:
+            error = exc
+    return 1, {"error": {"type": type(error).__name__, "message": str(error)}}
+
+
 def _render(args: argparse.Namespace) -> int:
     if args.request:
-        status, answer = render_request_file(args.request)
+        status, answer = render_request_file(args.request, plugin_manager().hook)
         print(encode(answer))
         return status
     if not args.prompt_suite:
@@ -218,23 +242,6 @@ def _history(args: argparse.Namespace) -> int:
     return 0
 
 
-def _import_opencompass(args: argparse.Namespace) -> int:
-    from pytest_promptsuite.dialects.opencompass.import_opencompass import import_opencompass
-
-    given = {"model": args.model, "data": args.data, "train": args.train, "root": args.config_root}
-    paths = {key: Path(value) if value else None for key, value in given.items()}
-    print(printable(import_opencompass(args.config, out=args.out, **paths).report()))
-    return 0
-
-
-def _import_promptfoo(args: argparse.Namespace) -> int:
-    from pytest_promptsuite.dialects.promptfoo.import_promptfoo import import_promptfoo
-
-    register(os.environ.get("OPENAI_API_KEY"))
-    print(printable(import_promptfoo(args.config, out=args.out, slice_key=args.slice_key).report()))
-    return 0
-
-
 def _schema(args: argparse.Namespace) -> int:
     if args.what == "config":
         from pytest_promptsuite.config.suite import json_schema
@@ -244,30 +251,19 @@ def _schema(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_import(commands: Any) -> None:
+def _import(args: argparse.Namespace) -> int:
+    return int(args.run(args))
+
+
+def _add_import(commands: Any, hook: Any) -> None:
     command = commands.add_parser("import", help="write a suite from an OpenCompass or promptfoo config")
     kinds = command.add_subparsers(dest="kind", required=True)
-    oc = kinds.add_parser("opencompass", help="an OpenCompass dataset config (.py), run as OpenCompass runs it")
-    oc.add_argument("config", type=Path, metavar="CONFIG.py")
-    oc.add_argument("--model", metavar="MODEL.py", help="an OpenCompass model config: its meta template and settings")
-    oc.add_argument("--data", metavar="FILE", help="rows to map to cases: JSONL, CSV or a dataset folder on disk")
-    oc.add_argument("--train", metavar="FILE", help="rows for in-context examples (JSONL or CSV)")
-    oc.add_argument(
-        "--config-root",
-        metavar="DIR",
-        help="the folder base configs must lie in (default: the nearest 'configs' folder above the config, "
-        "else its folder)",
-    )
-    oc.add_argument("--out", type=Path, required=True, metavar="DIR", help="a new or empty folder")
-    oc.set_defaults(func=_import_opencompass)
-    pf = kinds.add_parser("promptfoo", help="a promptfooconfig.yaml")
-    pf.add_argument("config", type=Path, metavar="CONFIG.yaml")
-    pf.add_argument("--slice-key", metavar="KEY", help="the metadata key whose value is each case's slice")
-    pf.add_argument("--out", type=Path, required=True, metavar="DIR", help="a new or empty folder")
-    pf.set_defaults(func=_import_promptfoo)
+    hook.pytest_promptsuite_add_importer(importers=kinds)
+    command.set_defaults(func=_import)
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(hook: Any = None) -> argparse.ArgumentParser:
+    hook = hook if hook is not None else plugin_manager().hook
     parser = argparse.ArgumentParser(prog="promptsuite", description="pytest-promptsuite tools")
     commands = parser.add_subparsers(dest="command", required=True)
     validate = commands.add_parser(
@@ -308,7 +304,7 @@ def _parser() -> argparse.ArgumentParser:
     merge.add_argument("--out", required=True, metavar="DIR")
     merge.add_argument("--prompt-baseline", default=None, metavar="PATH")
     merge.set_defaults(func=_merge)
-    _add_import(commands)
+    _add_import(commands, hook)
     history = commands.add_parser(
         "history", help="each slice's pass rate (95%% CI) over earlier runs: report folders or summary.json files"
     )

@@ -276,6 +276,27 @@ class SuiteConfig(SuiteTables):
             return f"variants.{variant}.{key}"
         return f"template.{key}"
 
+    def refuse_keys_of_other_kinds(self, table: TemplateConfig, variant: str | None) -> None:
+        """Refuse, on a table that is not a task prompt, the keys of task prompts (``mode``, ``nemo_config``,
+        ``semantics``, ``prompt_model``; a ``semantics`` whose rules apply to its kind excepted),
+        ``nunjucks_filters`` outside promptfoo's template files and ``renderer`` outside template files."""
+        kind = table.kind(path=self.path)
+
+        def where(name: str) -> str:
+            return self.where(self.template_key(variant, name))
+
+        for name in ("mode", "nemo_config", "semantics", "prompt_model"):
+            if name == "semantics" and kind in _SEMANTICS_KINDS.get(table.semantics or "", set()):
+                continue
+            if getattr(table, name) is not None:
+                raise ConfigError(f"{where(name)}: template.{name} applies to task prompts; add task_prompts and task")
+        if table.nunjucks_filters and not (table.semantics == "promptfoo" and kind is TemplateKind.FILE):
+            raise ConfigError(
+                f"{where('nunjucks_filters')}: template.nunjucks_filters applies to semantics = 'promptfoo'"
+            )
+        if table.renderer is not None and kind is not TemplateKind.FILE:
+            raise ConfigError(f"{where('renderer')}: template.renderer needs a 'template_file' or 'template'")
+
     def named_models(self) -> list[tuple[str, ModelConfig]]:
         """Return each model table with its key: ``model``, then each ``models.NAME``."""
         return [("model", self.model), *((f"models.{k}", v) for k, v in self.models.items())]

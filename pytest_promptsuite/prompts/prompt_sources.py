@@ -1,15 +1,17 @@
-"""Prompt sources: what a case sends when its ``[template]`` table is a task prompt (ours or NeMo's)
-or a template file, loaded and compiled when made so that a mistake is an early ConfigError."""
+"""Prompt sources: what the cases of one ``[template]`` table send, made by the ``make_prompt_source`` hook;
+the core's own are template files and task prompts by our rules (the dialects add theirs)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from collections.abc import Mapping
+from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import field
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 from typing import Any
+from typing import Protocol
 
 from pytest_promptsuite.config.suite import TemplateKind
 from pytest_promptsuite.errors import ConfigError
@@ -29,15 +31,130 @@ from pytest_promptsuite.prompts.template_row import case_row
 
 if TYPE_CHECKING:
     from pytest_promptsuite.cases.prompt_case import PromptCase
+    from pytest_promptsuite.config.suite import ModelConfig
     from pytest_promptsuite.config.suite import SuiteConfig
     from pytest_promptsuite.config.suite import TemplateConfig
-    from pytest_promptsuite.dialects.nemo.nemo_prompt import NemoPrompt
-    from pytest_promptsuite.dialects.promptfoo.node import NodeFilters
-    from pytest_promptsuite.dialects.promptfoo.nunjucks import PromptfooChat
-    from pytest_promptsuite.dialects.promptfoo.nunjucks import PromptfooRenderer
-    from pytest_promptsuite.dialects.promptfoo.prompt_code import PromptFunction
     from pytest_promptsuite.prompts.core import Prompt
-    from pytest_promptsuite.prompts.task_prompts import TaskPrompt
+
+
+@dataclass(frozen=True)
+class PromptMakers:
+    """The ``make_*`` hooks a prompt source builds its parts with: renderers, Jinja filters, output
+    parsers and in-context example retrievers (``retriever(name=..., params=...)``; None: the built-ins)."""
+
+    renderer: MakeRenderer = builtin_renderer
+    filter: MakeFilter = builtin_filter
+    parser: MakeParser = builtin_output_parser
+    retriever: Callable[..., Any] | None = None
+
+
+#: The built-in ``make_*`` answers (a suite's run passes the hooks instead).
+BUILTIN_MAKERS = PromptMakers()
+
+
+class PromptSource:
+    """What the cases of one ``[template]`` table (a variant's) send: one prompt a case by default.
+
+    A source that sends more (the turns of a multi-turn case, one prompt per label) overrides
+    :meth:`follow_up`, :meth:`known_requests` and :meth:`label_prompts`.
+    """
+
+    #: ``[template] optional``: fields a case may leave out; they render empty.
+    optional: frozenset[str] = frozenset()
+    #: True when code makes each prompt as its case runs: collection does not render it.
+    made_by_code: bool = False
+
+    @property
+    def ppl(self) -> bool:
+        """Tell whether each case scores one prompt per label (OpenCompass's ``ppl`` inferencer)."""
+        return False
+
+    def fields(self) -> list[TemplateReads]:
+        """Return what this source's templates read, for the static check."""
+        raise NotImplementedError
+
+    def prompt(self, case: PromptCase) -> Prompt:
+        """Render the (first) prompt ``case`` sends; TemplateError naming the template and variable."""
+        raise NotImplementedError
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """Give the request params the prompt sets (a task prompt's ``stop``); they override the model's."""
+        return {}
+
+    @property
+    def default_params(self) -> dict[str, Any]:
+        """Give the request params the prompt implies (a meta template's ``stop``); the model's override them."""
+        return {}
+
+    def parse_output(self, text: str) -> str:
+        """Return the output the checks see (through an ``output_parser``, if the source has one)."""
+        return text
+
+    def label_prompts(self, case: PromptCase) -> list[tuple[str, Prompt]]:
+        """Render each label and the prompt it scores (``ppl`` sources only)."""
+        raise TemplateError(f"case {case.case_id!r}: this [template] does not score labels")
+
+    def follow_up(self, case: PromptCase, replies: Sequence[str]) -> Prompt | None:
+        """Render the next prompt of ``case`` after ``replies`` (one per request so far), or None."""
+        return None
+
+    def known_requests(self, case: PromptCase) -> list[Prompt]:
+        """Render every request of ``case`` that does not depend on a model reply."""
+        if self.ppl:
+            return [prompt for _, prompt in self.label_prompts(case)]
+        return [self.prompt(case)]
+
+    def train_rows(self) -> list[dict[str, Any]]:
+        """Return the rows the in-context examples fill from (``[suite] train``), if this source reads them."""
+        return []
+
+
+class RowTemplate(Protocol):
+    """A template that renders a case's row into a prompt (a template file, a task prompt)."""
+
+    def render(self, row: Mapping[str, Any]) -> Prompt:
+        """Render the prompt for ``row``."""
+
+    def template_reads(self, provides: frozenset[str] = frozenset()) -> TemplateReads:
+        """Return what the template reads; ``provides`` are names its renderer gives itself."""
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """Give the request params the template sets."""
+
+    def parse_output(self, text: str) -> str:
+        """Return the output the checks see."""
+
+
+@dataclass(frozen=True)
+class RowSource(PromptSource):
+    """A source that renders each case's row (:func:`case_row`) through one :class:`RowTemplate`."""
+
+    template: RowTemplate
+    optional: frozenset[str] = frozenset()
+    #: Names the template provides itself (a NeMo context's variables): never missing from a row.
+    provides: frozenset[str] = field(default_factory=frozenset)
+
+    def fields(self) -> list[TemplateReads]:
+        """Return what the template reads, for the static check."""
+        return [self.template.template_reads(self.provides)]
+
+    def prompt(self, case: PromptCase) -> Prompt:
+        """Render the prompt of ``case`` from its row, an ``optional`` field it lacks rendering empty."""
+        row = case_row(case)
+        for name in self.optional:
+            row.setdefault(name, "")
+        return self.template.render(row)
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """Give the request params the template sets (``stop``, ``max_tokens``), over the model's."""
+        return self.template.params
+
+    def parse_output(self, text: str) -> str:
+        """Return the output the checks see (through the template's ``output_parser``)."""
+        return self.template.parse_output(text)
 
 
 def load_template_file(config: SuiteConfig, relative: str, *, key: str = "template.template_file") -> str:
@@ -72,7 +189,7 @@ class StringTemplate:
         except TemplateError as exc:
             raise TemplateError(f"{self.name}: {exc}") from exc
 
-    def fields(self) -> TemplateReads:
+    def template_reads(self, provides: frozenset[str] = frozenset()) -> TemplateReads:
         """Return what the template reads, as its renderer says (None from a renderer without
         ``fields``); a syntax error or an unknown filter is a ConfigError naming the file."""
         path, line = self.origin
@@ -82,27 +199,34 @@ class StringTemplate:
         except TemplateError as exc:
             place = f"{path}:{line}" if path is not None and line else (str(path) if path else self.name)
             raise ConfigError(f"{place}: {self.key}: {exc}") from exc
-        return TemplateReads(self.key, found, path, line or (1 if path is not None else 0))
+        return TemplateReads(self.key, found, path, line or (1 if path is not None else 0), provides=provides)
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """Give the request params a template file sets: none."""
+        return {}
+
+    def parse_output(self, text: str) -> str:
+        """Return the output as it is."""
+        return text
 
 
 def string_template(
     config: SuiteConfig,
     template: TemplateConfig | None = None,
     *,
-    make: MakeRenderer = builtin_renderer,
-    make_filter: MakeFilter = builtin_filter,
+    makers: PromptMakers = BUILTIN_MAKERS,
     variant: str | None = None,
+    make_renderer: Callable[[], Renderer] | None = None,
 ) -> StringTemplate | None:
-    """Make the ``template_file`` (or inline ``template``) of a template table with its ``renderer``,
-    None for a table of another kind; ``variant`` names the table in messages."""
+    """Make the ``template_file`` (or inline ``template``) of a template table with its ``renderer`` (or the
+    one ``make_renderer`` makes: a dialect's), None for a table of another kind; ``variant`` names the table."""
     table = template if template is not None else config.template
 
     def where(key: str) -> str:
         return config.where(config.template_key(variant, key))
 
     if table.kind(path=config.path) is not TemplateKind.FILE:
-        if table.renderer is not None:
-            raise ConfigError(f"{where('renderer')}: template.renderer needs a 'template_file' or 'template'")
         return None
     if table.template_file is not None and table.template is not None:
         raise ConfigError(f"{where('template')}: [template] has both 'template_file' and 'template'; keep one")
@@ -115,209 +239,52 @@ def string_template(
         assert table.template is not None
         key = config.template_key(variant, "template")
         text, name, origin = table.template, "template", (config.path, line_of_key(config.lines, key) or 0)
-    renderer: Renderer
     try:
-        if table.semantics == "promptfoo":
-            renderer = _promptfoo_renderer(config, table, make_filter, variant)
+        if make_renderer is not None:
+            renderer = make_renderer()
         else:
-            renderer = get_renderer(table.renderer, make=make, make_filter=make_filter)
+            renderer = get_renderer(table.renderer, make=makers.renderer, make_filter=makers.filter)
     except ConfigError as exc:
         raise ConfigError(f"{where('renderer')}: {exc}") from exc
     return StringTemplate(text, renderer, name, origin=origin, key=key)
 
 
-def _promptfoo_renderer(
-    config: SuiteConfig, table: TemplateConfig, make_filter: MakeFilter, variant: str | None
-) -> PromptfooRenderer:
-    """Make the renderer of a template (a file, a chat message, a prompt function's answer) under
-    ``semantics = "promptfoo"`` (Nunjucks' rules), with the table's ``nunjucks_filters``, in the suite's folder."""
-    if table.renderer not in (None, "jinja"):
-        raise ConfigError(f"semantics = 'promptfoo' renders with Nunjucks' rules; drop renderer = {table.renderer!r}")
-    from pytest_promptsuite.dialects.promptfoo.nunjucks import PromptfooRenderer
-    from pytest_promptsuite.dialects.promptfoo.prompt_code import transform_vars
-
-    return PromptfooRenderer(make_filter, _node_filters(config, table, variant), config.root, transform_vars)
-
-
-def _promptfoo_chat(
-    config: SuiteConfig, table: TemplateConfig, make_filter: MakeFilter, variant: str | None
-) -> PromptfooChat:
-    """Make a promptfoo chat prompt: the messages of ``task`` in ``task_prompts``, rendered under promptfoo's rules."""
-    from pytest_promptsuite.dialects.promptfoo.nunjucks import PromptfooChat
-    from pytest_promptsuite.prompts.prompts_yml import check_message
-    from pytest_promptsuite.prompts.prompts_yml import prompt_entries
-    from pytest_promptsuite.prompts.prompts_yml import read_prompts
-
+def task_prompts_path(config: SuiteConfig, table: TemplateConfig, variant: str | None) -> Path:
+    """Resolve a task-prompt table's ``task_prompts`` (it must exist); ConfigError naming the key when
+    ``task_prompts`` or ``task`` is missing."""
+    if table.task_prompts is None or table.task is None:
+        missing = "task_prompts" if table.task_prompts is None else "task"
+        where = config.where(config.template_key(variant, "task_prompts"))
+        raise ConfigError(f"{where}: [template] uses task prompts but has no {missing!r}")
     key = config.template_key(variant, "task_prompts")
-    assert table.task_prompts is not None and table.task is not None  # prompt_source checked both
-    entries = prompt_entries(read_prompts(config.resolve(table.task_prompts, key=key), root=config.root))
-    entry = next((e for e in entries if e.task == table.task), None)
-    if entry is None or "messages" not in entry.raw:
-        raise ConfigError(f"{config.where(key)}: {table.task_prompts} has no messages for task {table.task!r}")
-    messages = []
-    for i, message in enumerate(entry.raw["messages"]):
-        role = check_message(message, f"{entry.where}: messages[{i}]")
-        if role is None:
-            raise ConfigError(f"{entry.where}: messages[{i}]: a promptfoo chat message is {{type, content}}")
-        messages.append((role, str(message["content"])))
-    return PromptfooChat(
-        tuple(messages), _promptfoo_renderer(config, table, make_filter, variant), entry.where, table.task
-    )
+    path = config.resolve(table.task_prompts, key=key)
+    if not path.exists():
+        raise ConfigError(f"{config.where(key)}: {key} = {table.task_prompts!r}: no such file or folder")
+    return path
 
 
-#: The Node.js filter processes by their files: the variants of a suite share one.
-_NODE_FILTERS: dict[tuple[tuple[str, Path], ...], NodeFilters] = {}
-
-
-def _node_filters(config: SuiteConfig, table: TemplateConfig, variant: str | None) -> NodeFilters | None:
-    """Return the ``[template] nunjucks_filters`` of a promptfoo template, each file resolved in the suite."""
-    if not table.nunjucks_filters:
-        return None
-    from pytest_promptsuite.dialects.promptfoo.node import NodeFilters
-
-    key = config.template_key(variant, "nunjucks_filters")
-    files = tuple(
-        sorted(
-            (name, config.resolve(path.removeprefix("file://"), key=key))
-            for name, path in table.nunjucks_filters.items()
-        )
-    )
-    if files not in _NODE_FILTERS:
-        _NODE_FILTERS[files] = NodeFilters(dict(files))
-    return _NODE_FILTERS[files]
-
-
-@dataclass(frozen=True)
-class PromptSource:
-    """What each case sends when its ``[template]`` table is a task prompt, a string template or a
-    promptfoo prompt function (one of the three is set)."""
-
-    task_prompt: TaskPrompt | NemoPrompt | PromptfooChat | None = None
-    string: StringTemplate | None = None
-    function: PromptFunction | None = None
-    #: ``[template] optional``: fields a case may leave out; they render empty.
-    optional: frozenset[str] = frozenset()
-    #: Names this source provides itself (a NeMo context's variables): never missing from a row.
-    provides: frozenset[str] = field(default_factory=frozenset)
-
-    def fields(self) -> list[TemplateReads]:
-        """Return what this source's template reads, for the static check."""
-        if self.string is not None:
-            return [replace(self.string.fields(), provides=self.provides)]
-        if self.function is not None:  # what code reads is known once it runs
-            return [TemplateReads("template.prompt_function", None, self.function.path, 1)]
-        assert self.task_prompt is not None
-        return [self.task_prompt.template_reads(self.provides)]
-
-    def prompt(self, case: PromptCase) -> Prompt:
-        """Render the prompt of ``case``: a string, or messages; TemplateError naming the prompt or
-        file and the variable when it does not render."""
-        if self.function is not None:
-            return self.function.prompt(case)
-        row = case_row(case)
-        for name in self.optional:
-            row.setdefault(name, "")
-        if self.task_prompt is not None:
-            return self.task_prompt.render(row)
-        assert self.string is not None
-        return self.string.render(row)
-
-    @property
-    def params(self) -> dict[str, Any]:
-        """Request params the task prompt sets (``stop``, ``max_tokens``), over the model's."""
-        return self.task_prompt.params if self.task_prompt is not None else {}
-
-    def parse_output(self, text: str) -> str:
-        """Return the output the checks see (through the task prompt's ``output_parser``)."""
-        return self.task_prompt.parse_output(text) if self.task_prompt is not None else text
-
-
-def prompt_source(
-    config: SuiteConfig,
-    table: TemplateConfig | None = None,
-    *,
-    model: str | None = None,
-    make_renderer: MakeRenderer = builtin_renderer,
-    make_filter: MakeFilter = builtin_filter,
-    make_parser: MakeParser = builtin_output_parser,
-    variant: str | None = None,
+def core_prompt_source(
+    suite: SuiteConfig, table: TemplateConfig, variant: str | None, model: ModelConfig, makers: PromptMakers
 ) -> PromptSource | None:
-    """Make the prompt source of a ``[template]`` table (a variant's, named by ``variant``), None
-    for an infer_cfg table; the task prompt is selected for ``prompt_model``, else ``model``.
-    Loads and compiles everything now: any mistake is a ConfigError before a case runs."""
-    table = table if table is not None else config.template
-
-    def where(key: str) -> str:
-        return config.where(config.template_key(variant, key))
-
+    """Make the source of a template file or of a task prompt by our rules (selected for
+    ``prompt_model``, else the model's spec), None for a table of another kind. Loads and compiles
+    everything now: any mistake is a ConfigError before a case runs."""
     optional = frozenset(table.optional or ())
-    if table.kind(path=config.path) is TemplateKind.TASK_PROMPTS:
-        from pytest_promptsuite.prompts.task_prompts import load_task_prompts  # YAML and Jinja2 load here
+    kind = table.kind(path=suite.path)
+    if kind is TemplateKind.TASK_PROMPTS:
+        from pytest_promptsuite.prompts.task_prompts import TaskPrompts  # YAML and Jinja2 load here
 
-        if (table.nemo_config is not None or table.semantics == "nemo") and table.task is not None:
-            from pytest_promptsuite.dialects.nemo.nemo_prompt import nemo_prompt
-
-            nemo = nemo_prompt(config, table, make_filter=make_filter, make_parser=make_parser)
-            return PromptSource(task_prompt=nemo, optional=optional, provides=nemo.provides)
-        if table.task_prompts is None or table.task is None:
-            missing = "task_prompts" if table.task_prompts is None else "task"
-            raise ConfigError(f"{where('task_prompts')}: [template] uses task prompts but has no {missing!r}")
-        key = config.template_key(variant, "task_prompts")
-        if not config.resolve(table.task_prompts, key=key).exists():
-            raise ConfigError(f"{config.where(key)}: {key} = {table.task_prompts!r}: no such file or folder")
-        if table.semantics == "promptfoo":
-            return PromptSource(task_prompt=_promptfoo_chat(config, table, make_filter, variant), optional=optional)
-        if table.prompt_model is not None:
-            model = table.prompt_model
-        prompts = load_task_prompts(config, table.task_prompts, make_filter=make_filter, make_parser=make_parser)
+        path = task_prompts_path(suite, table, variant)
+        assert table.task is not None  # task_prompts_path checked it
+        prompts = TaskPrompts.load(path, root=suite.root, make_filter=makers.filter, make_parser=makers.parser)
         try:
-            chosen = prompts.select(table.task, model, table.mode)
+            chosen = prompts.select(table.task, table.prompt_model or model.spec, table.mode)
         except ConfigError as exc:
-            raise ConfigError(f"{where('task')}: {exc}") from exc
-        return PromptSource(task_prompt=chosen, optional=optional)
-    if table.kind(path=config.path) is TemplateKind.FUNCTION:
-        function = _prompt_function(config, table, make_filter, variant)
-        return PromptSource(function=function, optional=optional)
-    for key in ("mode", "nemo_config", "semantics", "prompt_model"):
-        if key == "semantics" and table.semantics == "promptfoo" and table.kind() is TemplateKind.FILE:
-            continue  # promptfoo's rules for a template file (string_template)
-        if key == "semantics" and table.semantics == "opencompass" and table.kind() is TemplateKind.INFER_CFG:
-            continue  # OpenCompass's rules for an infer_cfg (InferSetup)
-        if getattr(table, key) is not None:
-            raise ConfigError(f"{where(key)}: template.{key} applies to task prompts; add task_prompts and task")
-    if table.nunjucks_filters and not (table.semantics == "promptfoo" and table.kind() is TemplateKind.FILE):
-        raise ConfigError(f"{where('nunjucks_filters')}: template.nunjucks_filters applies to semantics = 'promptfoo'")
-    string = string_template(config, table, make=make_renderer, make_filter=make_filter, variant=variant)
-    return PromptSource(string=string, optional=optional) if string is not None else None
-
-
-def _prompt_function(
-    config: SuiteConfig, table: TemplateConfig, make_filter: MakeFilter, variant: str | None
-) -> PromptFunction:
-    """Make the ``[template] prompt_function`` of a promptfoo suite: its file (inside the suite's folder)
-    and function, and the renderer of what it returns."""
-    key = config.template_key(variant, "prompt_function")
-    written = table.prompt_function
-    assert written is not None
-    if table.semantics != "promptfoo":
-        raise ConfigError(f'{config.where(key)}: {key} is promptfoo\'s: add semantics = "promptfoo"')
-    for other in ("mode", "nemo_config", "prompt_model", "renderer"):
-        if getattr(table, other) is not None:
-            raise ConfigError(f"{config.where(config.template_key(variant, other))}: {other} does not apply to {key}")
-    from pytest_promptsuite.dialects.promptfoo.nunjucks import file_and_function
-    from pytest_promptsuite.dialects.promptfoo.prompt_code import PromptFunction
-
-    file, function = file_and_function(written)
-    if not file.lower().endswith((".js", ".cjs", ".mjs", ".py")):
-        raise ConfigError(
-            f"{config.where(key)}: {key} = {written!r}: a prompt function is FILE.js, FILE.cjs, FILE.mjs or FILE.py"
-            " (optionally :NAME)"
-        )
-    path = config.resolve(file, key=key)
-    if not path.is_file():
-        raise ConfigError(f"{config.where(key)}: {key} = {written!r}: no such file {path}")
-    try:
-        renderer = _promptfoo_renderer(config, table, make_filter, variant)
-    except ConfigError as exc:
-        raise ConfigError(f"{config.where(key)}: {exc}") from exc
-    return PromptFunction(path, function, written, renderer, dict(table.prompt_context or {}), config.root)
+            raise ConfigError(f"{suite.where(suite.template_key(variant, 'task'))}: {exc}") from exc
+        return RowSource(chosen, optional)
+    if kind is not TemplateKind.FILE:
+        return None
+    suite.refuse_keys_of_other_kinds(table, variant)
+    string = string_template(suite, table, makers=makers, variant=variant)
+    assert string is not None  # a table of kind FILE
+    return RowSource(string, optional)

@@ -1,5 +1,5 @@
-"""Which prompt of a ``prompts.yml`` a task uses, by our rule or by NeMo Guardrails' rule: each scores
-the task's prompts and the highest wins, the last in file order among equals."""
+"""Which prompt of a ``prompts.yml`` a task uses, by our rule (NeMo's dialect adds NeMo Guardrails' rule):
+each scores the task's prompts and the highest wins, the last in file order among equals."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from pytest_promptsuite.prompts.prompts_yml import STANDARD
 from pytest_promptsuite.prompts.prompts_yml import PromptEntry
 
 
-def _best(entries: Sequence[PromptEntry], task: str, score: Callable[[PromptEntry], Any]) -> PromptEntry | None:
+def best_entry(entries: Sequence[PromptEntry], task: str, score: Callable[[PromptEntry], Any]) -> PromptEntry | None:
+    """Return the entry of ``task`` that ``score`` ranks highest (the last among equals; None scores out)."""
     best: PromptEntry | None = None
     best_score: Any = None
     for entry in entries:
@@ -25,7 +26,8 @@ def _best(entries: Sequence[PromptEntry], task: str, score: Callable[[PromptEntr
     return best
 
 
-def _no_such_task(entries: Sequence[PromptEntry], task: str, source: str) -> ConfigError:
+def no_such_task(entries: Sequence[PromptEntry], task: str, source: str) -> ConfigError:
+    """Make the error of a task no prompt is written for, with the near task names."""
     tasks = list(dict.fromkeys(e.task for e in entries))
     return ConfigError(
         f"{source}: no prompt for task {task!r}" + did_you_mean(task, tasks) + f"; tasks: {', '.join(tasks) or 'none'}"
@@ -63,52 +65,15 @@ def promptsuite_score(entry: PromptEntry, model: str | None, mode: str) -> tuple
 def select_prompt(entries: Sequence[PromptEntry], task: str, model: str | None, mode: str, source: str) -> PromptEntry:
     """Pick the entry for ``task`` on ``model`` (``openai:gpt-4o`` matches NeMo's ``openai/gpt-4o``)
     in ``mode`` by our rule; ConfigError naming ``source`` when none fits."""
-    best = _best(entries, task, lambda entry: promptsuite_score(entry, model, mode))
+    best = best_entry(entries, task, lambda entry: promptsuite_score(entry, model, mode))
     if best is not None:
         return best
     for_task = [e for e in entries if e.task == task]
     if not for_task:
-        raise _no_such_task(entries, task, source)
+        raise no_such_task(entries, task, source)
     modes = sorted({e.mode for e in for_task if _model_rank(e.models, model) is not None})
     if not modes:
         reason = f"every prompt for it lists other models than {model!r}"
     else:
         reason = f"it has no {mode!r} or 'standard' prompt (modes: {', '.join(modes)})"
     raise ConfigError(f"{source}: no prompt for task {task!r} on model {model!r}: {reason}")
-
-
-def _nemo_model_score(models: Sequence[str], model: str) -> float:
-    if not models:
-        return 0.2
-    score = 0.0
-    for entry in models:
-        if entry == model:
-            return 1.0
-        if model.startswith(entry + "/"):
-            return 0.5
-        if model.endswith("/" + entry):
-            return 0.8
-        if entry in model:
-            score = 0.4
-    return score
-
-
-def nemo_score(entry: PromptEntry, model: str, mode: str) -> float | None:
-    """Score ``entry`` as NeMo's ``get_prompt`` does for ``model`` (``engine/model``): 1 exact, 0.8
-    the model part, 0.5 the engine, 0.4 a substring, 0.2 no ``models``, else 0; halved for a
-    ``standard`` prompt in another mode; None for a prompt of another mode."""
-    score = _nemo_model_score(entry.models, model)
-    if entry.mode == mode:
-        return score
-    return score * 0.5 if entry.mode == STANDARD else None
-
-
-def select_nemo_prompt(entries: Sequence[PromptEntry], task: str, model: str, mode: str, source: str) -> PromptEntry:
-    """Pick the entry NeMo's ``get_prompt`` picks for ``task`` on ``model`` in ``mode``; ConfigError
-    naming ``source`` and the task when it has no prompt NeMo could use."""
-    best = _best(entries, task, lambda entry: nemo_score(entry, model, mode))
-    if best is not None:
-        return best
-    if any(e.task == task for e in entries):
-        raise ConfigError(f"{source}: no prompt for task {task!r} in mode {mode!r} or 'standard' (model {model!r})")
-    raise _no_such_task(entries, task, source)

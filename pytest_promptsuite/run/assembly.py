@@ -32,6 +32,7 @@ from pytest_promptsuite.models.cache import ResponseStores
 from pytest_promptsuite.models.model_api import Model
 from pytest_promptsuite.models.runner import ModelRunner
 from pytest_promptsuite.prompts.case_prompts import CasePrompts
+from pytest_promptsuite.prompts.prompt_sources import PromptMakers
 from pytest_promptsuite.results.case_result import CaseResult
 from pytest_promptsuite.results.io import load_summary_json
 from pytest_promptsuite.results.io import stream_results
@@ -195,17 +196,17 @@ class Assembler:
                 if variant.model is not None
             }
         hook = self.hook
-
-        def make_filter(name: str) -> Any:
-            return hook.pytest_promptsuite_make_jinja_filter(name=name)
-
+        makers = PromptMakers(
+            renderer=lambda name, params: hook.pytest_promptsuite_make_renderer(name=name, params=params),
+            filter=lambda name: hook.pytest_promptsuite_make_jinja_filter(name=name),
+            parser=lambda name, params: hook.pytest_promptsuite_make_output_parser(name=name, params=params),
+            retriever=hook.pytest_promptsuite_make_retriever,
+        )
         return CasePrompts.from_suite(
             suite,
+            hook.pytest_promptsuite_make_prompt_source,
             settings or self.model_choice(suite).settings,
-            make_retriever=hook.pytest_promptsuite_make_retriever,
-            make_renderer=lambda name, params: hook.pytest_promptsuite_make_renderer(name=name, params=params),
-            make_filter=make_filter,
-            make_parser=lambda name, params: hook.pytest_promptsuite_make_output_parser(name=name, params=params),
+            makers=makers,
             variant_settings=variant_settings,
         )
 

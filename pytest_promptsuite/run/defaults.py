@@ -14,10 +14,13 @@ if TYPE_CHECKING:
     from pytest_promptsuite.checks.check_api import Check
     from pytest_promptsuite.checks.check_api import CheckScope
     from pytest_promptsuite.config.suite import ModelConfig
-    from pytest_promptsuite.dialects.opencompass.retrievers import Retriever
+    from pytest_promptsuite.config.suite import SuiteConfig
+    from pytest_promptsuite.config.suite import TemplateConfig
     from pytest_promptsuite.models.model_api import Model
     from pytest_promptsuite.prompts.files.renderers import Renderer
     from pytest_promptsuite.prompts.output_parsers import OutputParser
+    from pytest_promptsuite.prompts.prompt_sources import PromptMakers
+    from pytest_promptsuite.prompts.prompt_sources import PromptSource
 
 
 hookimpl = pluggy.HookimplMarker("pytest")
@@ -42,11 +45,13 @@ def pytest_promptsuite_make_check(
 
 
 @hookimpl(trylast=True)
-def pytest_promptsuite_make_retriever(name: str, params: dict[str, Any]) -> Retriever | None:
-    """Make a built-in retriever (``ZeroRetriever``, ``FixKRetriever``, ...); None for other names."""
-    from pytest_promptsuite.dialects.opencompass.retrievers import builtin_retriever
+def pytest_promptsuite_make_prompt_source(
+    suite: SuiteConfig, table: TemplateConfig, variant: str | None, model: ModelConfig, makers: PromptMakers
+) -> PromptSource | None:
+    """Make the source of a template file or of a task prompt by our rules; None for other tables."""
+    from pytest_promptsuite.prompts.prompt_sources import core_prompt_source
 
-    return builtin_retriever(name, params)
+    return core_prompt_source(suite, table, variant, model, makers)
 
 
 @hookimpl(trylast=True)

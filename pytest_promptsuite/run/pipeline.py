@@ -105,10 +105,10 @@ class CasePipeline:
         self,
         model: Model,
         runner: ModelRunner,
+        prompts: CasePrompts,
         *,
         params: Mapping[str, Any] | None = None,
         evaluator: Evaluator | None = None,
-        prompts: CasePrompts | None = None,
         variant_models: Mapping[str, tuple[Model, Mapping[str, Any]]] | None = None,
         prices: Mapping[str, Prices | None] | None = None,
         formats: Mapping[str, ResponseFormat] | None = None,
@@ -119,7 +119,7 @@ class CasePipeline:
         #: Runs the checks: the suite's ``[[checks]]``, judge, review policy, output transform.
         self.evaluator = evaluator or Evaluator()
         #: Renders cases: the suite's ``[template]`` and the model's meta template.
-        self.prompts = prompts or CasePrompts()
+        self.prompts = prompts
         self._prepared: dict[CaseKey, _Prepared | TemplateError | CaseFileError] = {}
         self._params: dict[str | None, dict[str, Any]] = {}  # each variant's request params
         self._last: tuple[CaseRef, PromptCase] | None = None  # the case read back last

@@ -1,5 +1,5 @@
-"""Which plugins implement our hooks: the built-ins, NeMo's default plugin, installed packages and conftest
-files, for pytest's plugin manager and for the ``promptsuite`` command's own."""
+"""Which plugins implement our hooks: the built-ins, the dialects' default plugins, installed packages and
+conftest files, for pytest's plugin manager and for the ``promptsuite`` command's own."""
 
 from __future__ import annotations
 
@@ -13,16 +13,25 @@ from typing import Any
 import pluggy
 
 from pytest_promptsuite import hookspecs
-from pytest_promptsuite.dialects import nemo as nemo_plugin
+from pytest_promptsuite.dialects import nemo
+from pytest_promptsuite.dialects import opencompass
+from pytest_promptsuite.dialects import promptfoo
 from pytest_promptsuite.errors import PromptSuiteError
 from pytest_promptsuite.run import defaults as builtins
 
 
+#: The dialects' default plugins, asked in this order (pluggy calls ``trylast`` implementations in the order
+#: they were registered), then the built-ins.
+DIALECTS = {"promptsuite-nemo": nemo, "promptsuite-promptfoo": promptfoo, "promptsuite-opencompass": opencompass}
+
+
 def register_builtins(manager: pluggy.PluginManager) -> None:
-    """Add our hookspecs, the built-in implementations and NeMo's default plugin (each loads its stage when asked)."""
+    """Add our hookspecs, the built-in implementations and the dialects' default plugins (each loads its
+    stage when asked); all ``trylast``, so a conftest or an installed plugin answers first."""
     manager.add_hookspecs(hookspecs)
+    for name, plugin in DIALECTS.items():
+        manager.register(plugin, name)
     manager.register(builtins, "promptsuite-builtins")
-    manager.register(nemo_plugin, "promptsuite-nemo")
 
 
 def register_installed(manager: pluggy.PluginManager) -> None:

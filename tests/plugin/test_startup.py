@@ -31,9 +31,13 @@ def _imported(folder: Path, *args: str, status: int = 0) -> set[str]:
     return set(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
-#: NeMo's default plugin, registered with the built-ins (its hooks import NeMo's stage when asked).
 #: The dialects' plugin modules: registered with the built-ins, each loads its dialect only when asked.
-DIALECT_PLUGINS = {"pytest_promptsuite.dialects", "pytest_promptsuite.dialects.nemo"}
+DIALECT_PLUGINS = {
+    "pytest_promptsuite.dialects",
+    "pytest_promptsuite.dialects.nemo",
+    "pytest_promptsuite.dialects.opencompass",
+    "pytest_promptsuite.dialects.promptfoo",
+}
 
 
 def _tops(modules: set[str]) -> set[str]:

@@ -24,7 +24,12 @@ from pytest_promptsuite.prompts.files.renderers import DelimiterRenderer
 from pytest_promptsuite.prompts.files.renderers import FormatRenderer
 from pytest_promptsuite.prompts.files.renderers import JinjaRenderer
 from pytest_promptsuite.prompts.files.renderers import NoneRenderer
-from pytest_promptsuite.prompts.prompt_sources import PromptSource
+from pytest_promptsuite.prompts.prompt_sources import RowSource
+from pytest_promptsuite.run.registration import plugin_manager
+
+
+#: The prompt-source hook with the built-ins and the dialects, as a run has it.
+MAKE_SOURCE = plugin_manager().hook.pytest_promptsuite_make_prompt_source
 
 
 def case(case_id: str = "c", **fields: Any) -> PromptCase:
@@ -109,7 +114,7 @@ def test_a_missing_template_file_names_the_variant_line(tmp_path: Path) -> None:
     )
     (tmp_path / "a.txt").write_text("{input}", encoding="utf-8")
     with pytest.raises(ConfigError, match=r"promptsuite.toml:5: variants.v2.template_file = 'gone.txt': cannot read"):
-        CasePrompts.from_suite(load_config(path))
+        CasePrompts.from_suite(load_config(path), MAKE_SOURCE)
 
 
 # -- what each kind of prompt reads -----------------------------------------------------------------
@@ -202,7 +207,7 @@ def test_an_optional_field_a_case_leaves_out_renders_empty(tmp_path: Path, rende
         f'[template]\ntemplate_file = "p.txt"\nrenderer = {renderer}\noptional = ["city"]\n', encoding="utf-8"
     )
     (tmp_path / "p.txt").write_text(template, encoding="utf-8")
-    prompts = CasePrompts.from_suite(load_config(tmp_path / "promptsuite.toml"))
+    prompts = CasePrompts.from_suite(load_config(tmp_path / "promptsuite.toml"), MAKE_SOURCE)
     assert prompts.prompt(case()) == "[hi|]"
     assert prompts.prompt(case(vars={"city": "Oslo"})) == "[hi|Oslo]"
 
@@ -213,7 +218,7 @@ def test_an_optional_field_renders_empty_in_an_infer_cfg_template(tmp_path: Path
         'optional = ["city"]\n',
         encoding="utf-8",
     )
-    prompts = CasePrompts.from_suite(load_config(tmp_path / "promptsuite.toml"))
+    prompts = CasePrompts.from_suite(load_config(tmp_path / "promptsuite.toml"), MAKE_SOURCE)
     assert prompts.prompt(case()) == "hi/"
 
 
@@ -221,9 +226,8 @@ def test_a_prompt_source_takes_extra_provided_names() -> None:
     """How NeMo's context variables plug in: a source's ``provides`` count as provided."""
     from pytest_promptsuite.prompts.prompt_sources import StringTemplate
 
-    source = PromptSource(
-        string=StringTemplate("{input} {relevant_chunks}", FormatRenderer(), "t"),
-        provides=frozenset({"relevant_chunks"}),
+    source = RowSource(
+        StringTemplate("{input} {relevant_chunks}", FormatRenderer(), "t"), provides=frozenset({"relevant_chunks"})
     )
     [reads] = source.fields()
     assert check_fields([case()], {None: ([reads], frozenset())}, file_shown="f").problems == []
@@ -241,7 +245,7 @@ def test_an_ice_template_is_checked_against_the_train_rows(tmp_path: Path) -> No
         '{"input": "1+1", "answer": "2"}\n{"input": "2+2", "answer": "4"}\n', encoding="utf-8"
     )
     config = load_config(tmp_path / "promptsuite.toml")
-    prompts = CasePrompts.from_suite(config)
+    prompts = CasePrompts.from_suite(config, MAKE_SOURCE)
     report = check_fields([case()], {None: prompts.fields(None)}, file_shown="cases.jsonl", train=prompts.train_rows())
     assert report.problems == [
         f"{config.path}:8: template.ice_template reads the field 'anwser', which 2 of 2 train rows ([suite] train) "

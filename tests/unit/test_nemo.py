@@ -12,6 +12,9 @@ from typing import Any
 import pluggy
 import pytest
 
+from pytest_promptsuite.config.suite import ModelConfig
+from pytest_promptsuite.config.suite import SuiteConfig
+from pytest_promptsuite.config.suite import TemplateConfig
 from pytest_promptsuite.config.suite import load_config
 from pytest_promptsuite.dialects.nemo.colang import events_of
 from pytest_promptsuite.dialects.nemo.guardrails_config import library_folder
@@ -21,11 +24,12 @@ from pytest_promptsuite.dialects.nemo.nemo_parsers import NEMO_OUTPUT_PARSERS
 from pytest_promptsuite.dialects.nemo.nemo_parsers import content_safety
 from pytest_promptsuite.dialects.nemo.nemo_prompt import NEMO_CONTEXT
 from pytest_promptsuite.dialects.nemo.nemo_prompt import nemo_prompt
+from pytest_promptsuite.dialects.nemo.nemo_selection import select_nemo_prompt
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.errors import TemplateError
-from pytest_promptsuite.prompts.prompt_sources import prompt_source
+from pytest_promptsuite.prompts.prompt_sources import PromptMakers
+from pytest_promptsuite.prompts.prompt_sources import RowSource
 from pytest_promptsuite.prompts.prompts_yml import prompt_entries
-from pytest_promptsuite.prompts.selection import select_nemo_prompt
 from pytest_promptsuite.run.registration import register_builtins
 from tests.fixtures.nemo.inputs import COLANG
 from tests.fixtures.nemo.inputs import EVENTS
@@ -49,6 +53,21 @@ def make_filter(name: str) -> Any:
 
 def make_parser(name: str, params: dict[str, Any]) -> Any:
     return _MANAGER.hook.pytest_promptsuite_make_output_parser(name=name, params=params)
+
+
+def prompt_source(
+    suite: SuiteConfig, table: TemplateConfig | None = None, *, model: str = "fake", variant: str | None = None
+) -> RowSource:
+    """Make the source of a table through the hook, as a run makes it (NeMo's, or the core's)."""
+    source = _MANAGER.hook.pytest_promptsuite_make_prompt_source(
+        suite=suite,
+        table=table if table is not None else suite.template,
+        variant=variant,
+        model=ModelConfig(spec=model),
+        makers=PromptMakers(filter=make_filter, parser=make_parser),
+    )
+    assert isinstance(source, RowSource)
+    return source
 
 
 class TestFiltersAsNeMo:
@@ -209,7 +228,7 @@ class TestConfigFolder:
         assert nemo.model_for("general") == "openai/gpt-4o"
         assert nemo.model_for("self_check_input") == "nemollm/gpt-43b"
         assert [p["task"] for p, _ in nemo.prompts] == ["general", "general", "self_check_input", "broken"]
-        source = prompt_source(suite, make_filter=make_filter, make_parser=make_parser)
+        source = prompt_source(suite)
         assert source is not None and source.provides == NEMO_CONTEXT
 
     def test_the_config_model_selects_and_sample_conversation_is_colang(self, tmp_path: Path) -> None:
@@ -246,9 +265,7 @@ class TestConfigFolder:
         suite = load_config(tmp_path / "promptsuite.toml")
         provided = {}
         for variant in ("ours", "nemo"):
-            source = prompt_source(
-                suite, suite.template_for(variant), make_filter=make_filter, make_parser=make_parser, variant=variant
-            )
+            source = prompt_source(suite, suite.template_for(variant), variant=variant)
             assert source is not None
             provided[variant] = source.provides
         assert provided == {"ours": frozenset(), "nemo": NEMO_CONTEXT}
@@ -354,5 +371,4 @@ def test_prompt_model_selects_under_our_own_rules_too(tmp_path: Path) -> None:
     )
     suite = load_config(tmp_path / "promptsuite.toml")
     source = prompt_source(suite, model="fake")
-    assert source is not None and source.task_prompt is not None
-    assert source.task_prompt.render({}) == "for-gpt-4o"
+    assert source.template.render({}) == "for-gpt-4o"

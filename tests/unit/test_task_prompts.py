@@ -11,6 +11,9 @@ from typing import Any
 import pytest
 
 from pytest_promptsuite.cases.prompt_case import PromptCase
+from pytest_promptsuite.config.suite import ModelConfig
+from pytest_promptsuite.config.suite import SuiteConfig
+from pytest_promptsuite.config.suite import TemplateConfig
 from pytest_promptsuite.config.suite import load_config
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.errors import TemplateError
@@ -19,10 +22,21 @@ from pytest_promptsuite.models.model_api import ModelRequest
 from pytest_promptsuite.prompts.output_parsers import OutputParserError
 from pytest_promptsuite.prompts.output_parsers import builtin_output_parser
 from pytest_promptsuite.prompts.output_parsers import make_output_parser
-from pytest_promptsuite.prompts.prompt_sources import prompt_source
+from pytest_promptsuite.prompts.prompt_sources import BUILTIN_MAKERS
+from pytest_promptsuite.prompts.prompt_sources import PromptSource
+from pytest_promptsuite.prompts.prompt_sources import RowSource
+from pytest_promptsuite.prompts.prompt_sources import core_prompt_source
 from pytest_promptsuite.prompts.task_prompts import TaskPrompts
 from pytest_promptsuite.prompts.task_prompts import load_task_prompts
 from pytest_promptsuite.prompts.template_row import case_row
+
+
+def prompt_source(
+    config: SuiteConfig, table: TemplateConfig | None = None, *, model: str = "fake", variant: str | None = None
+) -> PromptSource | None:
+    """Make the core's source of a template file or task prompt (None for another kind of table)."""
+    table = table if table is not None else config.template
+    return core_prompt_source(config, table, variant, ModelConfig(spec=model), BUILTIN_MAKERS)
 
 
 EXAMPLE = Path(__file__).parents[2] / "example_suites" / "support_bot"
@@ -575,8 +589,8 @@ class TestSupportBotExample:
     def pass_rates(self, variant: str) -> dict[str, float]:
         config = load_config(EXAMPLE / "promptsuite.toml")
         source = prompt_source(config, config.template_for(variant), model=config.model.spec)
-        assert source is not None and source.task_prompt is not None
-        assert f"/prompts/{variant}.yml:" in source.task_prompt.where
+        assert source is not None and isinstance(source, RowSource)
+        assert f"/prompts/{variant}.yml:" in source.template.where
         model = FakeModel.from_rules_file(EXAMPLE / "rules.json")
         totals: dict[str, list[bool]] = {}
         for line in (EXAMPLE / "cases.jsonl").read_text(encoding="utf-8").splitlines():

@@ -14,9 +14,15 @@ from pytest_promptsuite.config.suite import SuiteConfig
 from pytest_promptsuite.config.suite import TemplateConfig
 from pytest_promptsuite.config.suite import TemplateKind
 from pytest_promptsuite.config.suite import load_config
+from pytest_promptsuite.dialects.opencompass.infer_cfg import InferCfgSource
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.errors import TemplateError
 from pytest_promptsuite.prompts.case_prompts import CasePrompts
+from pytest_promptsuite.run.registration import plugin_manager
+
+
+#: The prompt-source hook with the built-ins and the dialects, as a run has it.
+MAKE_SOURCE = plugin_manager().hook.pytest_promptsuite_make_prompt_source
 
 
 MIXTURE = (
@@ -92,14 +98,14 @@ def _suite(tmp_path: Path, toml: str) -> SuiteConfig:
 def test_a_mixture_loads_and_fails_when_the_prompts_are_built(tmp_path: Path) -> None:
     config = _suite(tmp_path, '[template]\ntemplate = "x {input}"\nprompt_template = "{input}"\n')
     with pytest.raises(ConfigError) as info:
-        CasePrompts.from_suite(config)
+        CasePrompts.from_suite(config, MAKE_SOURCE)
     assert str(info.value) == f"{config.path}: {MIXTURE}"
 
 
 def test_a_variants_mixture_fails_when_the_prompts_are_built(tmp_path: Path) -> None:
     config = _suite(tmp_path, '[template]\ntemplate = "x {input}"\n[variants.v2]\ntemplate = "y"\ntask = "a"\n')
     with pytest.raises(ConfigError, match="takes exactly one of"):
-        CasePrompts.from_suite(config)
+        CasePrompts.from_suite(config, MAKE_SOURCE)
 
 
 def test_a_variant_of_another_kind_drops_the_base_keys_of_the_other_kinds(tmp_path: Path) -> None:
@@ -113,7 +119,7 @@ def test_a_variant_of_another_kind_drops_the_base_keys_of_the_other_kinds(tmp_pa
     cfg = config.template_for("cfg")
     assert (cfg.task_prompts, cfg.task, cfg.mode) == (None, None, None)
     assert cfg.kind() is TemplateKind.INFER_CFG
-    prompts = CasePrompts.from_suite(config)
+    prompts = CasePrompts.from_suite(config, MAKE_SOURCE)
     case = PromptCase(case_id="c", input="hi", slice="s")
     assert prompts.prompt(case, variant="task") == "task hi"
     assert prompts.prompt(case, variant="file") == "file hi"
@@ -124,7 +130,7 @@ def test_the_infer_cfg_engine_refuses_keys_of_other_kinds() -> None:
     case = PromptCase(case_id="c", input="hi", slice="s")
     for key, value in (("task", "a"), ("mode", "compact"), ("template", "x"), ("renderer", "jinja")):
         with pytest.raises(TemplateError, match=f"^\\[template\\] {key} is not handled by the infer_cfg templates"):
-            CasePrompts({key: value}).prompt(case)
+            InferCfgSource({key: value}).prompt(case)
 
 
 def test_a_prompt_function_variant_drops_the_template_file_and_keeps_promptfoos_semantics(tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
-"""Suites use the engine: ``CasePrompts`` builds what each case sends (stage test, no pytest run)."""
+"""Suites use the engine: an infer_cfg table's source (and ``CasePrompts`` from a suite) builds what each case
+sends (stage test, no pytest run)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,11 @@ import pytest
 from pytest_promptsuite.cases.load import load_cases
 from pytest_promptsuite.cases.prompt_case import PromptCase
 from pytest_promptsuite.config.suite import load_config
+from pytest_promptsuite.dialects.opencompass.infer_cfg import InferCfgSource
 from pytest_promptsuite.errors import TemplateError
 from pytest_promptsuite.prompts.case_prompts import CasePrompts
 from pytest_promptsuite.prompts.template_row import case_row
+from pytest_promptsuite.run.registration import plugin_manager
 
 
 def case(**fields: Any) -> PromptCase:
@@ -40,31 +43,33 @@ def test_row_always_has_answer_and_history() -> None:
 
 
 def test_no_template_no_meta_sends_the_input_as_is() -> None:
-    assert CasePrompts().prompt(case(input="hello {answer}", answer="x")) == "hello {answer}"
-    assert CasePrompts(endpoint="completions").prompt(case()) == "hi"
+    assert InferCfgSource({}).prompt(case(input="hello {answer}", answer="x")) == "hello {answer}"
+    assert InferCfgSource({}, endpoint="completions").prompt(case()) == "hi"
 
 
 def test_string_template_masks_the_answer() -> None:
-    prompts = CasePrompts({"prompt_template": QA})
+    prompts = InferCfgSource({"prompt_template": QA})
     assert prompts.prompt(case(input="1+1=?", answer="2")) == "Q: 1+1=?\nA: "
 
 
 def test_chat_endpoint_defaults_to_the_standard_api_template() -> None:
-    assert CasePrompts({"prompt_template": DIALOGUE}).prompt(case(answer="no")) == [{"role": "user", "content": "hi"}]
+    assert InferCfgSource({"prompt_template": DIALOGUE}).prompt(case(answer="no")) == [
+        {"role": "user", "content": "hi"}
+    ]
 
 
 def test_plain_meta_joins_a_dialogue_into_a_string() -> None:
-    prompts = CasePrompts({"prompt_template": DIALOGUE}, meta_template="plain")
+    prompts = InferCfgSource({"prompt_template": DIALOGUE}, meta="plain")
     assert prompts.prompt(case(answer="no")) == "hi"
 
 
 def test_lm_meta_template_by_name() -> None:
-    prompts = CasePrompts({"prompt_template": DIALOGUE}, meta_template="chatml", endpoint="completions")
+    prompts = InferCfgSource({"prompt_template": DIALOGUE}, meta="chatml", endpoint="completions")
     assert prompts.prompt(case()) == "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
 
 
 def test_meta_template_without_template_wraps_the_input() -> None:
-    prompts = CasePrompts(meta_template="llama3", endpoint="completions")
+    prompts = InferCfgSource({}, meta="llama3", endpoint="completions")
     assert prompts.prompt(case()) == (
         "<|start_header_id|>user<|end_header_id|>\n\nhi<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"
     )
@@ -72,7 +77,7 @@ def test_meta_template_without_template_wraps_the_input() -> None:
 
 def test_unknown_meta_name_is_a_render_error() -> None:
     with pytest.raises(TemplateError, match="vicuna"):
-        CasePrompts(meta_template="vicuna").prompt(case())
+        InferCfgSource({}, meta="vicuna").prompt(case())
 
 
 def _train(tmp_path: Path) -> Path:
@@ -87,7 +92,7 @@ def _train(tmp_path: Path) -> Path:
 
 
 def test_train_file_gives_the_ice_rows(tmp_path: Path) -> None:
-    prompts = CasePrompts(
+    prompts = InferCfgSource(
         {
             "prompt_template": {"template": "</E>Q: {question}\nA: {answer}", "ice_token": "</E>"},
             "ice_template": {"template": "Q: {question} {hint}\nA: {answer}"},
@@ -101,7 +106,7 @@ def test_train_file_gives_the_ice_rows(tmp_path: Path) -> None:
 
 
 def test_missing_train_file_is_a_render_error(tmp_path: Path) -> None:
-    prompts = CasePrompts(
+    prompts = InferCfgSource(
         {
             "ice_template": {"template": "</E>{input}", "ice_token": "</E>"},
             "retriever": {"type": "FixKRetriever", "fix_id_list": [0]},
@@ -120,7 +125,7 @@ def test_random_retriever_gives_the_kth_draw_to_the_case_on_line_k(tmp_path: Pat
         "\n".join(json.dumps({"case_id": f"c{i}", "slice": "s", "input": f"q{i}"}) for i in range(3)), encoding="utf-8"
     )
     cases = load_cases(cases_file)
-    prompts = CasePrompts(
+    prompts = InferCfgSource(
         {
             "ice_template": {"template": "</E>{question}", "ice_token": "</E>"},
             "retriever": {"type": "RandomRetriever", "ice_num": 1, "seed": 43},
@@ -137,7 +142,7 @@ def test_random_retriever_gives_the_kth_draw_to_the_case_on_line_k(tmp_path: Pat
 
 
 def test_multiturn_every_follows_the_replies() -> None:
-    prompts = CasePrompts(endpoint="chat")
+    prompts = InferCfgSource({}, endpoint="chat")
     mt = case(input=["a", "b"], answer=["1", "2"])
     assert prompts.prompt(mt) == [{"role": "user", "content": "a"}]
     assert prompts.follow_up(mt, ["R1"]) == [
@@ -150,22 +155,31 @@ def test_multiturn_every_follows_the_replies() -> None:
 
 
 def test_multiturn_last_sends_one_request_with_ground_truth() -> None:
-    prompts = CasePrompts({"infer_mode": "last"}, meta_template="plain")
+    prompts = InferCfgSource({"infer_mode": "last"}, meta="plain")
     mt = case(input=["a", "b", "c"], answer=["1", "2"])  # missing answers are padded
     assert prompts.known_requests(mt) == ["a\n1\nb\n2\nc"]
     assert prompts.follow_up(mt, ["x"]) is None
 
 
 def test_multiturn_string_answer_is_the_final_turns() -> None:
-    prompts = CasePrompts({"infer_mode": "every_with_gt"}, meta_template="plain")
+    prompts = InferCfgSource({"infer_mode": "every_with_gt"}, meta="plain")
     mt = case(input=["a", "b"], answer="2")
     assert prompts.known_requests(mt) == ["a", "a\nb"]  # not "a\n2\nb": "2" answers "b"
 
 
-def test_variant_overrides_template_keys() -> None:
-    prompts = CasePrompts({"prompt_template": QA}, variants={"v2": {"prompt_template": {"template": "{input}?"}}})
+def _prompts(config: Path) -> CasePrompts:
+    return CasePrompts.from_suite(load_config(config), plugin_manager().hook.pytest_promptsuite_make_prompt_source)
+
+
+def test_variant_overrides_template_keys(tmp_path: Path) -> None:
+    (tmp_path / "promptsuite.toml").write_text(
+        '[template]\nprompt_template = "Q: {question}\\nA: {answer}"\n'
+        '[variants.v1]\n[variants.v2]\nprompt_template = "{input}?"\n',
+        encoding="utf-8",
+    )
+    prompts = _prompts(tmp_path / "promptsuite.toml")
     assert prompts.prompt(case(), variant="v2") == "hi?"
-    assert prompts.prompt(case(), variant=None) == "Q: hi\nA: "
+    assert prompts.prompt(case(), variant="v1") == "Q: hi\nA: "
 
 
 def test_from_suite_reads_template_model_and_train(tmp_path: Path) -> None:
@@ -189,7 +203,7 @@ template = { round = [{ role = "HUMAN", prompt = "{input}" }, { role = "BOT", pr
 """,
         encoding="utf-8",
     )
-    prompts = CasePrompts.from_suite(load_config(tmp_path / "promptsuite.toml"))
+    prompts = _prompts(tmp_path / "promptsuite.toml")
     assert prompts.prompt(case(input="1+1=?", answer="2")) == (
         "<start_of_turn>user\n2+2=?<end_of_turn>\n<start_of_turn>model\n4<end_of_turn>\n"
         "<start_of_turn>user\n1+1=?<end_of_turn>\n<start_of_turn>model\n"
@@ -198,7 +212,7 @@ template = { round = [{ role = "HUMAN", prompt = "{input}" }, { role = "BOT", pr
 
 def test_template_file_keys_are_not_silently_ignored() -> None:
     with pytest.raises(TemplateError, match="template_file"):
-        CasePrompts({"template_file": "prompts/v1.txt"}).prompt(case())
+        InferCfgSource({"template_file": "prompts/v1.txt"}).prompt(case())
 
 
 def test_multimodal_case_sends_openai_content_parts() -> None:
@@ -211,7 +225,7 @@ def test_multimodal_case_sends_openai_content_parts() -> None:
         "template": {"round": [{"role": "HUMAN", "prompt_mm": parts}, {"role": "BOT", "prompt": "{answer}"}]},
     }
     mm = case(input="<AIS_IMAGE_START>iVBOR<AIS_CONTENT_TAG><AIS_TEXT_START>What is shown?", answer="a cat")
-    assert CasePrompts({"prompt_template": template}).prompt(mm) == [
+    assert InferCfgSource({"prompt_template": template}).prompt(mm) == [
         {
             "role": "user",
             "content": [

@@ -1,5 +1,5 @@
-"""NeMo Guardrails' filters and output parsers as a default plugin: our hooks answer them under the
-names ``nemo.NAME``, which NeMo prompts ask first, so a conftest can replace one for them alone."""
+"""NeMo Guardrails semantics as a default plugin: task prompts under ``nemo_config`` or ``semantics = "nemo"``,
+and NeMo's filters and output parsers under the names ``nemo.NAME`` (which NeMo prompts ask first)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,11 @@ import pluggy
 
 
 if TYPE_CHECKING:
+    from pytest_promptsuite.config.suite import SuiteConfig
+    from pytest_promptsuite.config.suite import TemplateConfig
     from pytest_promptsuite.prompts.output_parsers import OutputParser
+    from pytest_promptsuite.prompts.prompt_sources import PromptMakers
+    from pytest_promptsuite.prompts.prompt_sources import PromptSource
 
 
 #: The prefix under which NeMo prompts ask the hooks for a filter or an output parser.
@@ -43,3 +47,18 @@ def pytest_promptsuite_make_output_parser(name: str, params: dict[str, Any]) -> 
         return None
     check_params("output parser", short, params, ())
     return NEMO_OUTPUT_PARSERS[short]
+
+
+@hookimpl(trylast=True)
+def pytest_promptsuite_make_prompt_source(
+    suite: SuiteConfig, table: TemplateConfig, makers: PromptMakers
+) -> PromptSource | None:
+    """Make the source of a task prompt under NeMo's semantics (``nemo_config`` or ``semantics = "nemo"``,
+    and a ``task``): selected by NeMo's rule, rendered in NeMo's context; None for any other table."""
+    if table.task is None or (table.nemo_config is None and table.semantics != "nemo"):
+        return None
+    from pytest_promptsuite.dialects.nemo.nemo_prompt import nemo_prompt
+    from pytest_promptsuite.prompts.prompt_sources import RowSource
+
+    nemo = nemo_prompt(suite, table, make_filter=makers.filter, make_parser=makers.parser)
+    return RowSource(nemo, frozenset(table.optional or ()), provides=nemo.provides)

@@ -14,6 +14,7 @@ from pytest_promptsuite.dialects.nemo.guardrails_config import NemoConfig
 from pytest_promptsuite.dialects.nemo.guardrails_config import library_prompts
 from pytest_promptsuite.dialects.nemo.guardrails_config import nemo_defaults
 from pytest_promptsuite.dialects.nemo.guardrails_config import read_nemo_config
+from pytest_promptsuite.dialects.nemo.nemo_selection import select_nemo_prompt
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.errors import TemplateError
 from pytest_promptsuite.prompts.core import Prompt
@@ -25,7 +26,6 @@ from pytest_promptsuite.prompts.output_parsers import OutputParser
 from pytest_promptsuite.prompts.prompts_yml import STANDARD
 from pytest_promptsuite.prompts.prompts_yml import prompt_entries
 from pytest_promptsuite.prompts.prompts_yml import read_prompts
-from pytest_promptsuite.prompts.selection import select_nemo_prompt
 from pytest_promptsuite.prompts.task_prompts import TaskPrompt
 from pytest_promptsuite.prompts.task_prompts import compile_prompt
 

@@ -1,14 +1,19 @@
-"""The infer_cfg engine of one ``[template]`` table: its prompt, ice and multi-turn templates, its
-retriever and the model's meta template, and the prompt (or each label's prompt) of a case."""
+"""The infer_cfg engine of one ``[template]`` table (OpenCompass's templates, also a table with none): its
+prompt, ice and multi-turn templates, its retriever and the model's meta template, as a prompt source."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from collections.abc import Mapping
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from pytest_promptsuite.cases.prompt_case import PromptCase
+from pytest_promptsuite.config.suite import ModelConfig
+from pytest_promptsuite.config.suite import SuiteConfig
+from pytest_promptsuite.config.suite import TemplateConfig
 from pytest_promptsuite.config.suite import TemplateKind
 from pytest_promptsuite.dialects.opencompass.chat_formats import builtin_meta
 from pytest_promptsuite.dialects.opencompass.chat_formats import resolve_meta
@@ -28,10 +33,16 @@ from pytest_promptsuite.dialects.opencompass.retrievers import RandomRetriever
 from pytest_promptsuite.dialects.opencompass.retrievers import Retriever
 from pytest_promptsuite.dialects.opencompass.retrievers import ZeroRetriever
 from pytest_promptsuite.dialects.opencompass.retrievers import builtin_retriever
+from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.errors import TemplateError
+from pytest_promptsuite.formats.tomlio import line_of_key
 from pytest_promptsuite.prompts.core import Prompt
 from pytest_promptsuite.prompts.fields import TemplateReads
+from pytest_promptsuite.prompts.fields import locate
+from pytest_promptsuite.prompts.prompt_sources import PromptMakers
+from pytest_promptsuite.prompts.prompt_sources import PromptSource
 from pytest_promptsuite.prompts.template_row import case_row
+from pytest_promptsuite.prompts.template_row import load_train_rows
 
 
 #: A case with no template: the input, or one turn per input with its answer.
@@ -225,3 +236,137 @@ class InferSetup:
                 f"case {case.case_id!r}: the multi-turn template has no {bot!r} turn, so nothing is sent"
             )
         return conv
+
+
+class InferCfgSource(PromptSource):
+    """The prompt source of an infer_cfg table: an :class:`InferSetup` built on first use (a template problem
+    is then a TemplateError naming its key's line), the ``[suite] train`` rows read once."""
+
+    def __init__(
+        self,
+        table: Mapping[str, Any],
+        *,
+        meta: Any = None,
+        endpoint: str = "chat",
+        train_file: Path | None = None,
+        make_retriever: MakeRetriever = builtin_retriever,
+        config: SuiteConfig | None = None,
+        variant: str | None = None,
+        own_model: bool = False,
+    ) -> None:
+        self.table = {k: v for k, v in table.items() if v is not None}
+        self.optional = frozenset(self.table.get("optional") or ())
+        self.meta, self.endpoint, self.train_file = meta, endpoint, train_file
+        self.make_retriever = make_retriever
+        self.config, self.variant, self.own_model = config, variant, own_model
+        self._setup: InferSetup | TemplateError | None = None
+        self._train: list[dict[str, Any]] | None = None
+
+    @classmethod
+    def from_table(
+        cls, suite: SuiteConfig, table: TemplateConfig, variant: str | None, model: ModelConfig, makers: PromptMakers
+    ) -> InferCfgSource:
+        """Make the source of ``table`` (a variant's) for ``model`` (its meta template and endpoint)."""
+        suite.refuse_keys_of_other_kinds(table, variant)
+        train = suite.resolve(suite.suite.train, key="suite.train") if suite.suite.train else None
+        own = variant is not None and variant in suite.variants and suite.variants[variant].model is not None
+        return cls(
+            dataclasses.asdict(table),
+            meta=model.meta_template,
+            endpoint=model.endpoint,
+            train_file=train,
+            make_retriever=makers.retriever or builtin_retriever,
+            config=suite,
+            variant=variant,
+            own_model=own,
+        )
+
+    def setup(self) -> InferSetup:
+        """Return the parts of the table, built once; TemplateError when they do not build."""
+        if self._setup is None:
+            try:
+                self._setup = InferSetup(
+                    self.table,
+                    meta=self.meta,
+                    endpoint=self.endpoint,
+                    train=self.train_rows,
+                    make_retriever=self.make_retriever,
+                )
+            except (TemplateError, ConfigError) as exc:
+                self._setup = TemplateError(str(exc))
+        if isinstance(self._setup, TemplateError):
+            raise TemplateError(str(self._setup))
+        return self._setup
+
+    def train_rows(self) -> list[dict[str, Any]]:
+        """Return the rows of ``[suite] train`` (read once), the in-context examples' fields."""
+        if self._train is None:
+            self._train = load_train_rows(self.train_file) if self.train_file is not None else []
+        return self._train
+
+    def fields(self) -> list[TemplateReads]:
+        """Return what the prompt, multi-turn and ICE templates read; TemplateError naming the key's line
+        for a template that does not build."""
+        config, variant = self.config, self.variant
+        try:
+            setup = self.setup()
+        except TemplateError as exc:
+            raise TemplateError(locate(config, variant, str(exc), own_model=self.own_model)) from exc
+
+        def where(key: str) -> tuple[Path | None, int]:
+            if config is None or config.path is None:
+                return None, 0
+            return config.path, line_of_key(config.lines, config.template_key(variant, key)) or 0
+
+        return setup.fields(where)
+
+    @property
+    def default_params(self) -> dict[str, Any]:
+        """Give the ``stop`` at the end of the model's turn of an LM meta template (completions endpoints)."""
+        try:
+            stop = self.setup().stop
+        except TemplateError:  # reported when the case renders
+            return {}
+        return {"stop": list(stop)} if stop else {}
+
+    @property
+    def ppl(self) -> bool:
+        """Tell whether the cases are scored per label (``inferencer = "ppl"``)."""
+        return self.setup().ppl
+
+    def prompt(self, case: PromptCase) -> Prompt:
+        """Render the (first) prompt ``case`` sends."""
+        setup = self.setup()
+        if isinstance(case.input, str):
+            return setup.single(case)
+        conv = setup.conversation(case)
+        return setup.send(conv.request(conv.request_turns()[0]))
+
+    def label_prompts(self, case: PromptCase) -> list[tuple[str, Prompt]]:
+        """Render each label and the prompt it scores (``inferencer = "ppl"``)."""
+        return self.setup().labels(case)
+
+    def follow_up(self, case: PromptCase, replies: Sequence[str]) -> Prompt | None:
+        """Render the next prompt of a multi-turn case after ``replies`` (one per request so far), or None."""
+        if isinstance(case.input, str):
+            return None
+        setup = self.setup()
+        conv = setup.conversation(case)
+        positions = conv.request_turns()
+        if len(replies) >= len(positions):
+            return None
+        return setup.send(conv.request(positions[len(replies)], replies))
+
+    def known_requests(self, case: PromptCase) -> list[Prompt]:
+        """Render every request that does not depend on a model reply (all of them but in ``every`` mode;
+        each label's prompt in the ppl mode)."""
+        setup = self.setup()
+        if setup.ppl:
+            return [prompt for _, prompt in self.label_prompts(case)]
+        if isinstance(case.input, str):
+            return [self.prompt(case)]
+        conv = setup.conversation(case)
+        positions = conv.request_turns()
+        if setup.infer_mode == "every":
+            positions = positions[:1]
+        return [setup.send(conv.request(p)) for p in positions]

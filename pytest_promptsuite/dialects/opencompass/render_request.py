@@ -19,8 +19,6 @@ from pytest_promptsuite.dialects.opencompass.retrievers import build_ice
 from pytest_promptsuite.dialects.opencompass.retrievers import builtin_retriever
 from pytest_promptsuite.dialects.opencompass.template import PromptTemplate
 from pytest_promptsuite.errors import TemplateError
-from pytest_promptsuite.formats.jsonio import JsonError
-from pytest_promptsuite.formats.jsonio import decode
 
 
 REQUEST_KEYS = tuple(
@@ -233,23 +231,3 @@ def _render_multiturn(
         elif k < len(outputs) and outputs[k] is None:
             break
     return {"requests": requests, "intermediate": intermediates, "chat": to_json(conv.chat), "retrieved": []}
-
-
-def render_request_file(path: str) -> tuple[int, dict[str, Any]]:
-    """Run ``promptsuite render --request PATH``: return the exit status and the JSON object to
-    print (status 1 and ``{"error": {"type", "message"}}`` for a user error)."""
-    try:
-        with open(path, "rb") as fp:
-            request = decode(fp.read().decode("utf-8-sig"))
-    except OSError as exc:
-        error: Exception = TemplateError(f"{path}: cannot read the render request: {exc.strerror}")
-    except JsonError as exc:
-        error = TemplateError(f"{path}: the render request is not valid JSON: {exc.describe()}")
-    except ValueError as exc:  # bad UTF-8
-        error = TemplateError(f"{path}: the render request is not valid JSON: {exc}")
-    else:
-        try:
-            return 0, render_request(request)
-        except TemplateError as exc:
-            error = exc
-    return 1, {"error": {"type": type(error).__name__, "message": str(error)}}
