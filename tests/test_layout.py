@@ -117,8 +117,8 @@ def test_no_import_circle() -> None:
 
 #: Where the dialects are registered (as llm registers its default plugins): the one core module that names them.
 DIALECT_REGISTRATION = "pytest_promptsuite.run.registration"
-#: The old home of the promptfoo runtime, forwarding the imports of suites written before the dialects moved.
-FORWARDS = {"pytest_promptsuite.importers.promptfoo.runtime"}
+#: The old homes of the promptfoo runtime, forwarding the imports of suites written before the dialects moved.
+FORWARDS = {"pytest_promptsuite.importers.promptfoo.runtime", "pytest_promptsuite.prompts.files.promptfoo_code"}
 
 
 def _dialect(name: str) -> bool:

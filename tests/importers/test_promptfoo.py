@@ -44,6 +44,39 @@ def test_the_imported_suite_gives_promptfoos_recorded_verdicts(tmp_path: Path, s
     assert sorted(set(theirs.values())) == [False, True]  # both verdicts occur
 
 
+#: The imports of ``promptfoo_asserts.py`` as ``promptsuite import promptfoo`` wrote them before the dialects
+#: moved (each form a landed version wrote); those suites run unchanged.
+OLD_HEADS = {
+    "runtime": (
+        "from pytest_promptsuite.importers.promptfoo.runtime import javascript\n"
+        "from pytest_promptsuite.importers.promptfoo.runtime import not_carried\n"
+        "from pytest_promptsuite.importers.promptfoo.runtime import python_assert\n"
+        "from pytest_promptsuite.importers.promptfoo.runtime import transformed\n"
+        "from pytest_promptsuite.importers.promptfoo.runtime import Transform\n"
+    ),
+    "runtime-and-prompt-code": (
+        "from pytest_promptsuite.importers.promptfoo.runtime import javascript\n"
+        "from pytest_promptsuite.importers.promptfoo.runtime import not_carried\n"
+        "from pytest_promptsuite.importers.promptfoo.runtime import python_assert\n"
+        "from pytest_promptsuite.importers.promptfoo.runtime import transformed\n"
+        "from pytest_promptsuite.prompts.files.promptfoo_code import Transform\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("head", OLD_HEADS)
+def test_a_suite_written_by_an_earlier_import_still_runs(tmp_path: Path, suite: Suite, head: str) -> None:
+    status, imported = _import(tmp_path, FULL / "promptfooconfig.yaml", "--slice-key", "area")
+    assert status == 0
+    module = imported / "promptfoo_asserts.py"
+    source = module.read_text(encoding="utf-8")
+    new_head = "".join(line + "\n" for line in source.splitlines() if line.startswith("from pytest_promptsuite."))
+    assert new_head and "dialects.promptfoo" in new_head
+    module.write_text(source.replace(new_head, OLD_HEADS[head]), encoding="utf-8")
+    recorded = json.loads((FULL / "promptfoo-verdicts.json").read_text(encoding="utf-8"))["verdicts"]
+    assert _our_verdicts(suite, imported) == {(v["test"], v["prompt"]): v["pass"] for v in recorded}
+
+
 @pytest.mark.skipif(
     promptfoo_command() is None,
     reason=(
