@@ -78,6 +78,26 @@ def _ref_name(ref: str) -> str:
     return ref.rsplit("/", 1)[-1]
 
 
+def _current_form(node: Any) -> Any:
+    """Return a JSON Schema as pydantic 2.10 and later write it, from the forms of older pydantic releases:
+    a ``$ref`` with sibling keys wrapped in a one-member ``allOf`` (before 2.9), a ``const`` with no
+    ``type`` (2.6) or with an ``enum`` of itself (2.7 to 2.9)."""
+    if isinstance(node, list):
+        return [_current_form(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    node = {key: _current_form(value) for key, value in node.items()}
+    wrapped = node.get("allOf")
+    if isinstance(wrapped, list) and len(wrapped) == 1 and set(wrapped[0]) == {"$ref"}:
+        node = {**{k: v for k, v in node.items() if k != "allOf"}, "$ref": wrapped[0]["$ref"]}
+    if "const" in node:
+        if node.get("enum") == [node["const"]]:
+            del node["enum"]
+        if isinstance(node["const"], str):
+            node.setdefault("type", "string")
+    return node
+
+
 def _type(prop: dict[str, Any], table: str = "table") -> str:
     """Describe a JSON Schema property's type in words a TOML writer (``table``) or a JSON writer reads."""
     if "$ref" in prop:
@@ -133,7 +153,7 @@ def config_tables() -> Iterator[tuple[str, str, list[tuple[str, str, str, str, s
     description) for each key, from the config's JSON Schema (the pydantic models)."""
     from pytest_promptsuite.config.suite import json_schema
 
-    schema = json_schema()
+    schema = _current_form(json_schema())
     defs = schema["$defs"]
 
     def rows(name: str) -> list[tuple[str, str, str, str, str]]:

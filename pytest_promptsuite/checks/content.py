@@ -18,10 +18,11 @@ from pytest_promptsuite.checks.check_api import shorten
 from pytest_promptsuite.checks.outcome import CheckResult
 from pytest_promptsuite.checks.outcome import Layer
 from pytest_promptsuite.errors import CheckError
-from pytest_promptsuite.safety.deadline import time_budget
-from pytest_promptsuite.safety.deadline import user_regex
 from pytest_promptsuite.safety.limits import REGEX_SECONDS
 from pytest_promptsuite.safety.scrub import scrub_cut
+from pytest_promptsuite.safety.user_regex import Pattern
+from pytest_promptsuite.safety.user_regex import RegexBudget
+from pytest_promptsuite.safety.user_regex import user_regex
 
 
 def must_checks(case: PromptCase, output: str) -> Iterator[CheckResult]:
@@ -120,22 +121,20 @@ class Regex(Check):
     """``regex``: a regular expression searched in the output; with ``fullmatch: true`` it must
     match the whole output and the check belongs to the structure layer."""
 
-    def __init__(self, pattern: re.Pattern[str], *, fullmatch: bool) -> None:
+    def __init__(self, pattern: Pattern, *, fullmatch: bool) -> None:
         self.pattern = pattern
         self.fullmatch = fullmatch
         self.layer = Layer.STRUCTURE if fullmatch else Layer.CONTENT
 
     def evaluate(self, value: Any, ctx: CheckContext) -> Verdict:
-        with time_budget(REGEX_SECONDS, f"regex /{shorten(self.pattern.pattern, 40)[1:-1]}/"):
-            return self._evaluate(json_text(value))
-
-    def _evaluate(self, text: str) -> Verdict:
+        budget = RegexBudget(REGEX_SECONDS, f"regex /{shorten(self.pattern.pattern, 40)[1:-1]}/")
+        text = json_text(value)
         if self.fullmatch:
             expected = f"the whole output matches /{self.pattern.pattern}/"
-            match = self.pattern.fullmatch(text)
+            match = budget.fullmatch(self.pattern, text)
             if match:
                 return Verdict(True, expected, f"a full match of {len(text)} chars")
-            partial = self.pattern.search(text)
+            partial = budget.search(self.pattern, text)
             found = (
                 f"only a partial match {shorten(partial.group(0))} at offset {partial.start()}"
                 if partial
@@ -143,7 +142,7 @@ class Regex(Check):
             )
             return Verdict(False, expected, found)
         expected = f"matches /{self.pattern.pattern}/"
-        match = self.pattern.search(text)
+        match = budget.search(self.pattern, text)
         if match:
             return Verdict(True, expected, f"{shorten(match.group(0))} at offset {match.start()}")
         return Verdict(False, expected, f"no match in {len(text)} chars")
@@ -216,7 +215,7 @@ class IsRefusal(Check):
     """``is-refusal``: the output declines the task (an empty output counts). The pattern set is
     :data:`REFUSAL_PATTERNS`; ``value`` adds regexes, ``defaults: false`` keeps only yours."""
 
-    def __init__(self, patterns: list[re.Pattern[str]]) -> None:
+    def __init__(self, patterns: list[Pattern]) -> None:
         self.patterns = patterns
 
     def evaluate(self, value: Any, ctx: CheckContext) -> Verdict:
@@ -224,8 +223,8 @@ class IsRefusal(Check):
         expected = "a refusal"
         if not text.strip():
             return Verdict(True, expected, "an empty output")
-        with time_budget(REGEX_SECONDS, "the refusal patterns"):
-            match = next((m for p in self.patterns if (m := p.search(text)) is not None), None)
+        budget = RegexBudget(REGEX_SECONDS, "the refusal patterns")
+        match = next((m for p in self.patterns if (m := budget.search(p, text)) is not None), None)
         if match is not None:
             return Verdict(True, expected, f"refusal phrase {shorten(match.group(0))} at offset {match.start()}")
         return Verdict(False, expected, f"no refusal phrase in {len(text)} chars")
@@ -290,10 +289,10 @@ def make_is_refusal(p: Params) -> Check:
     if not use_defaults and not extra:
         raise CheckError(f"{p.name!r} with 'defaults: false' needs 'value': your refusal patterns")
     sources = [*(REFUSAL_PATTERNS if use_defaults else ()), *extra]
-    return IsRefusal([re.compile(s, re.IGNORECASE) if s in REFUSAL_PATTERNS else _compile_ci(p, s) for s in sources])
+    return IsRefusal([user_regex(s, re.IGNORECASE) if s in REFUSAL_PATTERNS else _compile_ci(p, s) for s in sources])
 
 
-def _compile_ci(p: Params, source: str) -> re.Pattern[str]:
+def _compile_ci(p: Params, source: str) -> Pattern:
     try:
         return user_regex(source, re.IGNORECASE)
     except (re.error, RecursionError, OverflowError) as exc:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import xml.etree.ElementTree as ET
+from collections.abc import Iterator
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +30,7 @@ from pytest_promptsuite.safety.deadline import BudgetExceeded
 from pytest_promptsuite.safety.deadline import time_budget
 from pytest_promptsuite.safety.limits import JSON_SEARCH_SECONDS
 from pytest_promptsuite.safety.limits import REGEX_SECONDS
+from pytest_promptsuite.safety.user_regex import RegexBudget
 
 
 #: Validators by the schema's canonical JSON: a suite repeats a schema, and checking one costs ~1 ms.
@@ -102,17 +106,56 @@ def schema_validator(schema: Any, name: str) -> Any:
         if problem is not None:
             what = ":" if not isinstance(schema, dict) else " is not a valid JSON Schema:"
             raise CheckError(f"'value' of {name!r}{what} {problem}")
-        validator = _VALIDATORS[key] = jsonschema.validators.validator_for(schema)(schema)
+        validator = _VALIDATORS[key] = _bounded(jsonschema.validators.validator_for(schema))(schema)
     return validator
+
+
+#: The time budget of the validation under way in this thread, for the ``pattern`` keywords below.
+_BUDGET: ContextVar[RegexBudget | None] = ContextVar("schema_regex_budget", default=None)
+
+
+def _search(pattern: str, text: str) -> bool:
+    budget = _BUDGET.get() or RegexBudget(REGEX_SECONDS, "the schema's validation")
+    return budget.search(pattern, text) is not None
+
+
+def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[Any]:
+    """jsonschema's ``pattern`` keyword, searched as a user regex (bounded in any thread)."""
+    from jsonschema.exceptions import ValidationError
+
+    if validator.is_type(instance, "string") and not _search(pattern, instance):
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+def _pattern_properties(validator: Any, properties: dict[str, Any], instance: Any, schema: Any) -> Iterator[Any]:
+    """jsonschema's ``patternProperties`` keyword, its patterns searched as user regexes."""
+    if not validator.is_type(instance, "object"):
+        return
+    for pattern, subschema in properties.items():
+        for key, value in instance.items():
+            if _search(pattern, key):
+                yield from validator.descend(value, subschema, path=key, schema_path=pattern)
+
+
+@functools.cache
+def _bounded(validator_class: Any) -> Any:
+    """Return ``validator_class`` with the two keywords that search a regex in the data replaced by the above."""
+    import jsonschema
+
+    keywords = {"pattern": _pattern, "patternProperties": _pattern_properties}
+    return jsonschema.validators.extend(validator_class, keywords)  # type: ignore[no-untyped-call]
 
 
 def schema_mismatch(validator: Any, data: Any) -> str | None:
     """Return None if ``data`` fits the schema, else the most relevant error, where, and how many.
 
-    A schema's ``pattern`` is the suite's regex, so validation runs with the regex time budget.
+    A schema's ``pattern`` is the suite's regex, so validation runs with the regex time budget: its pattern
+    keywords through ``regex``'s timeout, and ``SIGALRM`` on the main thread for jsonschema's own ``re``
+    (``additionalProperties`` and ``unevaluatedProperties`` beside ``patternProperties``).
     """
     import jsonschema
 
+    token = _BUDGET.set(RegexBudget(REGEX_SECONDS, "the schema's validation"))
     try:
         with time_budget(REGEX_SECONDS, "the schema's validation"):
             errors = list(validator.iter_errors(data))
@@ -120,6 +163,8 @@ def schema_mismatch(validator: Any, data: Any) -> str | None:
         return f"$: {exc}"
     except Exception as exc:  # an unresolvable reference, a bad format checker: say so
         return f"$: the schema could not be applied ({type(exc).__name__}: {exc})"
+    finally:
+        _BUDGET.reset(token)
     if not errors:
         return None
     best = jsonschema.exceptions.best_match(errors)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 import typing
 from collections.abc import Iterator
 from collections.abc import Mapping
@@ -35,11 +36,22 @@ def key(default: Any, text: str, **metadata: Any) -> Any:
     return field(default=default, metadata=about)
 
 
+def _describe(schema: dict[str, Any], table: type) -> None:
+    """Give a table's JSON Schema its docstring as description (pydantic does so itself from 2.13 on)."""
+    if table.__doc__:
+        schema.setdefault("description", inspect.cleandoc(table.__doc__))
+
+
 @dataclass(frozen=True)
 class ConfigTable:
     """A table of the suite config, validated strictly by :mod:`.schema` (no string for a number, no unknown key)."""
 
-    __pydantic_config__: ClassVar[dict[str, Any]] = {"extra": "forbid", "strict": True, "allow_inf_nan": False}
+    __pydantic_config__: ClassVar[dict[str, Any]] = {
+        "extra": "forbid",
+        "strict": True,
+        "allow_inf_nan": False,
+        "json_schema_extra": _describe,
+    }
 
 
 class Override(Mapping[str, Any], Generic[T]):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import posixpath
 import shutil
@@ -16,7 +17,8 @@ from typing import Any
 from pytest_promptsuite.config.suite import confine
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.formats.jsonio import encode
-from pytest_promptsuite.formats.tomlwrite import dump_toml
+from pytest_promptsuite.formats.tomlio import check_values
+from pytest_promptsuite.formats.tomlio import parse_toml
 from pytest_promptsuite.safety.scrub import scrub
 
 
@@ -38,7 +40,31 @@ class ImportedSuite:
 
     def rendered(self) -> dict[str, str]:
         """Return every file of the suite, ``promptsuite.toml`` included, by relative path."""
-        return {"promptsuite.toml": dump_toml(self.config, header=self.header), **self.files}
+        return {"promptsuite.toml": config_toml(self.config, header=self.header), **self.files}
+
+
+def config_toml(tables: dict[str, dict[str, Any]], *, header: str = "") -> str:
+    """Write an imported suite's config ``tables`` (a dotted name nests) as TOML, with ``header`` as leading
+    comment lines, through tomli-w; a key set to None is left out. The text is parsed back and compared: a value
+    with no TOML form is a ConfigError."""
+    import tomli_w
+
+    data: dict[str, Any] = {}
+    for section, table in tables.items():
+        node = data
+        for part in section.split("."):
+            node = node.setdefault(part, {})
+        node.update({k: v for k, v in table.items() if v is not None})
+    try:
+        body = tomli_w.dumps(data)
+        parsed, _ = parse_toml(body.encode("utf-8"), "promptsuite.toml")
+    except (TypeError, ValueError) as exc:  # a value of no TOML type; a lone surrogate (no UTF-8 form)
+        raise ConfigError(f"promptsuite.toml: cannot be written as TOML: {exc}") from None
+    check_values(parsed, body, "promptsuite.toml")  # nan and inf, which tomli-w writes and no setting takes
+    if parsed != json.loads(json.dumps(data)):  # tuples as lists
+        raise ConfigError("promptsuite.toml: the TOML written does not read back as the values given")
+    comments = "".join(f"# {line}".rstrip() + "\n" for line in header.splitlines())
+    return f"{comments}\n{body}" if comments else body
 
 
 @dataclass

@@ -30,7 +30,8 @@ class JsonLine(NamedTuple):
 
 
 class _Lines:
-    """A binary file's lines for ``jsonlines.Reader``: split at ``\\n`` only, without line ends or the BOM."""
+    """A binary file's lines for ``jsonlines.Reader`` (split at ``\\n`` only, less the file's BOM), noting each
+    line's number, text and bytes, which the reader does not give back with a value."""
 
     def __init__(self, fp: IO[bytes], strict: bool) -> None:
         self._fp = fp
@@ -44,9 +45,7 @@ class _Lines:
             self.number += 1
             self.start, self.end = self.end, self.end + len(raw)
             self.text = ""
-            line = raw[:-1] if raw.endswith(b"\n") else raw
-            if line.endswith(b"\r"):
-                line = line[:-1]
+            line = raw  # its line end is JSON whitespace to the reader, and a blank line is skipped by it
             if self.start == 0 and line.startswith(codecs.BOM_UTF8):
                 line = line[len(codecs.BOM_UTF8) :]
             self.mark = "\ufeff" if line.startswith(codecs.BOM_UTF8) else "\x1e" if line.startswith(b"\x1e") else ""
@@ -55,8 +54,7 @@ class _Lines:
     def loads(self, text: str | bytes) -> Any:
         """Decode a line, with the mark the reader dropped put back: a BOM only starts the file."""
         assert isinstance(text, str)  # the reader decodes each line's bytes first
-        if self.mark:
-            text = self.mark + text
+        text = self.mark + text.removesuffix("\n").removesuffix("\r")
         self.text = text
         return decode(text, strict=self._strict)
 

@@ -6,19 +6,13 @@ import codecs
 import datetime
 import math
 import re
-import sys
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.safety.limits import DEPTH
-
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
 
 
 _TOKENS = re.compile(

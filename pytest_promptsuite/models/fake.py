@@ -23,17 +23,18 @@ from pytest_promptsuite.models.tool_calls import ToolCall
 from pytest_promptsuite.prompts.core import Message
 from pytest_promptsuite.prompts.core import prompt_text
 from pytest_promptsuite.safety.deadline import BudgetExceeded
-from pytest_promptsuite.safety.deadline import time_budget
-from pytest_promptsuite.safety.deadline import user_regex
 from pytest_promptsuite.safety.limits import REGEX_SECONDS
+from pytest_promptsuite.safety.user_regex import Pattern
+from pytest_promptsuite.safety.user_regex import RegexBudget
+from pytest_promptsuite.safety.user_regex import user_regex
 
 
 @dataclass(frozen=True)
 class FakeRule:
-    """Reply ``reply`` (and call ``tool_calls``) when ``pattern`` is found (``re.search``) in the prompt's
+    """Reply ``reply`` (and call ``tool_calls``) when ``pattern`` is found (a search) in the prompt's
     text; an ``on_tool`` rule reads only the ``tool`` messages that end the prompt (the results just sent)."""
 
-    pattern: re.Pattern[str]
+    pattern: Pattern
     reply: str
     tool_calls: tuple[tuple[str, Any], ...] = ()
     on_tool: bool = False
@@ -114,10 +115,10 @@ class FakeModel:
                     break
                 results.insert(0, message)
         text = prompt_text(results) if results else prompt_text(prompt)
-        with time_budget(REGEX_SECONDS, f"a rule of {self.spec} on case {request.case_id or '?'}"):
-            for rule in self.rules:
-                if rule.on_tool == bool(results) and rule.pattern.search(text):
-                    return rule
+        budget = RegexBudget(REGEX_SECONDS, f"a rule of {self.spec} on case {request.case_id or '?'}")
+        for rule in self.rules:
+            if rule.on_tool == bool(results) and budget.search(rule.pattern, text):
+                return rule
         return None
 
     def generate_sync(self, request: ModelRequest) -> Response:

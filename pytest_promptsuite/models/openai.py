@@ -321,7 +321,7 @@ class OpenAIModel:
             reply, content = await asyncio.wait_for(self._send(path, payload, where), self.timeout_s)
         except httpx.ConnectError as exc:
             raise _Retry(EndpointError(f"cannot connect to {where}: {self._reason(exc)}")) from exc
-        except (httpx.TimeoutException, asyncio.TimeoutError) as exc:
+        except (TimeoutError, httpx.TimeoutException) as exc:
             if pacing is not None:
                 pacing.overloaded(start)
             raise _Retry(

@@ -1,3 +1,4 @@
+// @ts-check
 (function () {
   "use strict";
   var D = JSON.parse(document.getElementById("promptsuite-data").textContent);
@@ -400,23 +401,23 @@
     });
     document.getElementById("page-info").textContent = n + " matching rows; page " + (state.page + 1) +
       " of " + pages;
-    document.getElementById("prev").disabled = state.page === 0;
-    document.getElementById("next").disabled = state.page >= pages - 1;
+    /** @type {HTMLButtonElement} */ (document.getElementById("prev")).disabled = state.page === 0;
+    /** @type {HTMLButtonElement} */ (document.getElementById("next")).disabled = state.page >= pages - 1;
     renderGrid();
   }
 
   function renderCases() {
-    var sel = document.getElementById("f-slice");
+    var sel = /** @type {HTMLSelectElement} */ (document.getElementById("f-slice"));
     sel.appendChild(el("option", { value: "", text: "all slices" }));
     S.slices.forEach(function (s) { sel.appendChild(el("option", { value: s.slice, text: s.slice })); });
-    var out = document.getElementById("f-outcome");
+    var out = /** @type {HTMLSelectElement} */ (document.getElementById("f-outcome"));
     [["attention", "failed, error or review"], ["", "all outcomes"], ["passed", "passed"], ["failed", "failed"],
       ["error", "error"], ["review", "review"], ["skipped", "skipped"]].forEach(function (p) {
       out.appendChild(el("option", { value: p[0], text: p[1] }));
     });
     sel.addEventListener("change", function () { state.slice = sel.value; filterRows(); renderPage(); });
     out.addEventListener("change", function () { state.outcome = out.value; filterRows(); renderPage(); });
-    var search = document.getElementById("f-search");
+    var search = /** @type {HTMLInputElement} */ (document.getElementById("f-search"));
     search.addEventListener("input", function () { state.search = search.value; filterRows(); renderPage(); });
     document.getElementById("prev").addEventListener("click", function () { state.page--; renderPage(); });
     document.getElementById("next").addEventListener("click", function () { state.page++; renderPage(); });
@@ -602,7 +603,8 @@
       if (!seen[k]) { seen[k] = 1; keys.push(k); }
     });
     keys.slice(0, GRID_PAGE).forEach(function (k) {
-      var cells = byCase[k], any = null;
+      var cells = byCase[k];
+      /** @type {number | null} */ var any = null;
       Object.keys(cells).forEach(function (v) { if (any === null) any = cells[v]; });
       var r0 = D.rows[any];
       var tr = el("tr", { class: "grid-row", "data-case": r0[COL.id] });

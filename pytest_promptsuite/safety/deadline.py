@@ -1,12 +1,11 @@
-"""Time budgets for the user expressions a suite runs (its regexes and templates), enforced with ``SIGALRM``."""
+"""Time budgets for what a suite runs in Python on the main thread (templates, the search for JSON in an output),
+enforced with ``SIGALRM``; user regexes carry their own (:mod:`.user_regex`)."""
 
 from __future__ import annotations
 
-import re
 import signal
 import threading
 import time
-import warnings
 from types import FrameType
 from types import TracebackType
 from typing import Any
@@ -88,10 +87,3 @@ class time_budget:  # lower case: used like a function, ``with time_budget(...)`
             signal.setitimer(signal.ITIMER_REAL, max(left, 1e-6), self.outer_interval)
         if isinstance(exc, _Expired):
             raise BudgetExceeded(f"{self.what} ran longer than {self.limit}") from None
-
-
-def user_regex(source: str, flags: int = 0) -> re.Pattern[str]:
-    """Compile a suite's regex without ``re``'s warnings (``Possible nested set``), which ``-W error`` would raise."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return re.compile(source, flags)

@@ -110,7 +110,7 @@ class BatchJob:
         self.batch_id, self.status = job["id"], str(job.get("status"))
         try:  # Ctrl-C, SIGTERM or any failure: the runner cancels this, then the job
             job = await asyncio.wait_for(self._wait(job), self.time_limit_s - (loop.time() - started))
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise EndpointError(
                 f"batch {self.batch_id} did not end within {self.time_limit_s:g} s (--prompt-batch-timeout): cancelled"
             ) from None
