@@ -43,7 +43,7 @@ from pytest_promptsuite.results.records import passes
 from pytest_promptsuite.results.records import per_case
 from pytest_promptsuite.results.records import tally
 from pytest_promptsuite.results.regression import Judgement
-from pytest_promptsuite.results.regression import judge
+from pytest_promptsuite.results.regression import decide_regressions
 from pytest_promptsuite.results.usage import UsageReport
 from pytest_promptsuite.results.usage import check_usage
 
@@ -150,7 +150,7 @@ def summarize(
     order = _variant_order(rows, variant_order)
     compared = _compare_baseline(rows, baseline, order, policy, full, rule)
     later = {v: compare_variants(rows, order[0], v, policy, full, rule) for v in order[1:]}
-    judgement = judge(
+    judgement = decide_regressions(
         baseline=compared,
         variants=later,
         settings=settings,
