@@ -270,6 +270,7 @@ class _SessionPlugin:
         summary = self.session.finish(not_run=not_run, why=self._stop_reason(session, exitstatus))
         if summary is None:
             return
+        self.session.write_report()
         if exitstatus not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
             return  # never mask an interrupt, an internal error or a usage error
         if not summary.gate.passed:
