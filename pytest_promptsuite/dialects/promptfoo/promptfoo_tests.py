@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from collections.abc import Mapping
 from dataclasses import dataclass
 from dataclasses import field
+from dataclasses import replace
 from typing import Any
 
 from pytest_promptsuite.dialects.promptfoo.nunjucks import TRANSFORM_VARS
@@ -27,12 +28,6 @@ from pytest_promptsuite.safety.limits import IMPORT_CASES_BYTES
 from pytest_promptsuite.safety.scrub import register
 
 
-#: promptfoo's assert types that are ours under the same name.
-_SHARED = frozenset(
-    "equals contains icontains contains-any contains-all icontains-any icontains-all starts-with regex is-json "
-    "contains-json is-xml levenshtein latency cost llm-rubric is-refusal word-count rouge-n is-valid-openai-tools-call "
-    "is-valid-openai-function-call".split()
-)
 _VAR = re.compile(r"\{\{\s*(\w+)\s*\}\}")
 
 
@@ -127,34 +122,34 @@ def fill(value: Any, variables: Mapping[str, Any], where: str) -> Any:
     """Fill ``{{ name }}`` in an assert's value from the test's vars, composed first (as promptfoo renders
     it after the prompt); its length is computed first, and past :data:`IMPORT_CASES_BYTES` it is refused."""
     if isinstance(value, str):
-        found = list(_VAR.finditer(value))
-        if not found:
-            return value
-        variables = resolve_vars(variables)
-        texts = {name: js_string(variables[name]) for name in {m.group(1) for m in found} if name in variables}
-        size = len(value) + sum(len(texts[m.group(1)]) - len(m.group(0)) for m in found if m.group(1) in texts)
-        if size > IMPORT_CASES_BYTES.value:
-            raise ConfigError(f"{where}: the value filled from the vars is longer than {IMPORT_CASES_BYTES}")
-        return _VAR.sub(lambda m: texts.get(m.group(1), m.group(0)), value)
+        return _fill_text(value, variables, where)
     if isinstance(value, list):
         return [fill(v, variables, where) for v in value]
     return value
+
+
+def _fill_text(value: str, variables: Mapping[str, Any], where: str) -> str:
+    found = list(_VAR.finditer(value))
+    if not found:
+        return value
+    variables = resolve_vars(variables)
+    texts = {name: js_string(variables[name]) for name in {m.group(1) for m in found} if name in variables}
+    size = len(value) + sum(len(texts[m.group(1)]) - len(m.group(0)) for m in found if m.group(1) in texts)
+    if size > IMPORT_CASES_BYTES.value:
+        raise ConfigError(f"{where}: the value filled from the vars is longer than {IMPORT_CASES_BYTES}")
+    return _VAR.sub(lambda m: texts.get(m.group(1), m.group(0)), value)
 
 
 #: An assert's keys that are carried over (``metric`` only names it in promptfoo's report).
 _ASSERT_KEYS = frozenset({"type", "value", "threshold", "weight", "metric", "assert"})
 #: An assert's keys that change its verdict on any model: an assert with one is not carried over.
 _VERDICT_KEYS = ("transform", "contextTransform")
-#: The shared types whose verdict reads an assert's ``threshold``.
-_THRESHOLDED = frozenset({"latency", "cost", "llm-rubric", "rouge-n"})
 #: A test's keys that are carried over.
 _TEST_KEYS = frozenset({"description", "vars", "assert", "metadata", "threshold", "options", "providerOutput"})
 #: A test's options that are carried over.
 _CARRIED_OPTIONS = frozenset(
     {"disableDefaultAsserts", "disableVarExpansion", "prefix", "suffix", "transform", "postprocess", "transformVars"}
 )
-#: The shared types that check the model's call against its functions or tools, ignoring ``value``.
-_CALL_CHECKS = frozenset({"is-valid-openai-tools-call", "is-valid-openai-function-call"})
 #: The shared types that read the call, not its output: a transform changes nothing for them.
 _CALL_TYPES = frozenset({"latency", "cost"})
 #: The shared types that need more than the output (a judge): not carried over after a transform.
@@ -168,6 +163,131 @@ def _not_carried(kind: str, why: str, code: AssertModule, where: str, unsupporte
     return {"type": "python", "value": code.uncarried(what, where)}
 
 
+@dataclass(frozen=True)
+class _Assert:
+    """One promptfoo assert being mapped: as written, its type, its value filled from the vars, and where
+    what it adds goes."""
+
+    raw: Mapping[str, Any]
+    kind: str
+    value: Any
+    variables: Mapping[str, Any]
+    code: AssertModule
+    where: str
+    unsupported: list[str]
+    fill_vars: bool
+
+    @property
+    def negated(self) -> bool:
+        """Tell whether the type is ``not-`` one."""
+        return self.kind.startswith("not-")
+
+    @property
+    def base(self) -> str:
+        """Return the type without its ``not-``."""
+        return self.kind[4:] if self.negated else self.kind
+
+    def not_carried(self, why: str) -> dict[str, Any]:
+        """List the assert as not carried over and return the check that fails its case in its place."""
+        return _not_carried(self.kind, why, self.code, self.where, self.unsupported)
+
+
+def _code_assert(entry: _Assert, out: dict[str, Any]) -> dict[str, Any]:
+    if entry.negated:
+        return entry.not_carried("a negated code assert")
+    threshold, config = entry.raw.get("threshold"), entry.raw.get("config")
+    out.update(
+        type="python",
+        value=entry.code.add(entry.base, entry.value, threshold, entry.where, fill_vars=entry.fill_vars, config=config),
+    )
+    return out
+
+
+def _assert_set(entry: _Assert, out: dict[str, Any]) -> dict[str, Any]:
+    inner = [
+        map_assert(a, entry.variables, entry.code, f"{entry.where}.assert[{i}]", entry.unsupported)
+        for i, a in enumerate(_list(entry.raw.get("assert"), "assert", entry.where))
+    ]
+    out.update(type="assert-set", **{"assert": inner})
+    if "threshold" in entry.raw:
+        out["threshold"] = entry.raw["threshold"]
+    return out
+
+
+#: promptfoo's embedding similarity types and ours (its ``similar`` is cosine; our ``similar`` is a string ratio).
+_SIMILAR = {"similar": "similar:cosine", **{t: t for t in ("similar:cosine", "similar:dot", "similar:euclidean")}}
+
+
+def _similar(entry: _Assert, out: dict[str, Any]) -> dict[str, Any]:
+    """Map a promptfoo ``similar`` assert to our embedding check (it runs on ``[models.embedding]``)."""
+    out["type"] = ("not-" if entry.negated else "") + _SIMILAR[entry.base]
+    if entry.value is not None:
+        out["value"] = entry.value
+    threshold = entry.raw.get("threshold")
+    if threshold is not None:
+        out["threshold"] = threshold
+    return out
+
+
+def _shared(entry: _Assert, out: dict[str, Any]) -> dict[str, Any]:
+    out["type"] = entry.kind
+    if entry.value is not None:
+        out["value"] = entry.value
+    return out  # a threshold on such a type is one promptfoo ignores too
+
+
+def _as_text(entry: _Assert, out: dict[str, Any]) -> dict[str, Any]:
+    if isinstance(entry.value, (int, float)):  # promptfoo compares String(value)
+        return _shared(replace(entry, value=str(entry.value)), out)
+    return _shared(entry, out)
+
+
+def _thresholded(entry: _Assert, out: dict[str, Any]) -> dict[str, Any]:
+    out = _shared(entry, out)
+    threshold = entry.raw.get("threshold")
+    if threshold is not None:
+        out["threshold"] = threshold
+    return out
+
+
+def _levenshtein(entry: _Assert, out: dict[str, Any]) -> dict[str, Any]:
+    out = _shared(entry, out)
+    threshold = entry.raw.get("threshold")  # promptfoo passes at distance <= threshold (default 5): whole edits
+    out["threshold"] = 5 if threshold is None else max(0, math.floor(threshold))
+    return out
+
+
+def _call_check(entry: _Assert, out: dict[str, Any]) -> dict[str, Any]:
+    out["type"] = entry.base  # against the provider's functions or tools; promptfoo's handler ignores not-
+    return out
+
+
+#: How each promptfoo assert type carried over is mapped to ours (``not-`` removed): the rest are not carried.
+ASSERT_MAPPERS: dict[str, Callable[[_Assert, dict[str, Any]], dict[str, Any]]] = {
+    "javascript": _code_assert,
+    "python": _code_assert,
+    "assert-set": _assert_set,
+    **dict.fromkeys(_SIMILAR, _similar),
+    **dict.fromkeys(("equals", "contains", "icontains", "starts-with"), _as_text),
+    **dict.fromkeys(("contains-any", "contains-all", "icontains-any", "icontains-all"), _shared),
+    **dict.fromkeys(("regex", "is-json", "contains-json", "is-xml", "is-refusal", "word-count"), _shared),
+    **dict.fromkeys(("latency", "cost", "llm-rubric", "rouge-n"), _thresholded),
+    "levenshtein": _levenshtein,
+    **dict.fromkeys(("is-valid-openai-tools-call", "is-valid-openai-function-call"), _call_check),
+}
+
+
+def _assert_kind(raw: Any, where: str) -> str:
+    if not isinstance(raw, Mapping) or not isinstance(raw.get("type"), str):
+        raise ConfigError(f"{where}: an assert is an object with a 'type'")
+    return str(raw["type"])
+
+
+def _extra_keys(raw: Mapping[str, Any], base: str) -> list[str]:
+    """Return an assert's keys that are not carried over (a code assert's ``config`` is)."""
+    return sorted(set(map(str, raw)) - _ASSERT_KEYS - ({"config"} if base in ("javascript", "python") else set()))
+
+
 def map_assert(
     raw: Any,
     variables: Mapping[str, Any],
@@ -177,72 +297,20 @@ def map_assert(
     *,
     fill_vars: bool = False,
 ) -> dict[str, Any]:
-    """Map one promptfoo assert to ours; one that is not carried over is listed in ``unsupported``
-    and becomes a check that fails the case, never a case that passes without it."""
-    if not isinstance(raw, Mapping) or not isinstance(raw.get("type"), str):
-        raise ConfigError(f"{where}: an assert is an object with a 'type'")
-    kind: str = raw["type"]
-    negated = kind.startswith("not-")
-    base = kind[4:] if negated else kind
+    """Map one promptfoo assert to ours through :data:`ASSERT_MAPPERS`; one that is not carried over is
+    listed in ``unsupported`` and becomes a check that fails the case, never a case that passes without it."""
+    kind = _assert_kind(raw, where)
     changing = [k for k in _VERDICT_KEYS if k in raw]
     if changing:
         return _not_carried(kind, f"its {', '.join(changing)}", code, where, unsupported)
-    extra = sorted(set(map(str, raw)) - _ASSERT_KEYS - ({"config"} if base in ("javascript", "python") else set()))
+    entry = _Assert(raw, kind, None, variables, code, where, unsupported, fill_vars)
+    extra = _extra_keys(raw, entry.base)
     if extra:
         unsupported.append(f"{where}: {kind} keys {', '.join(extra)}")
-    value = fill(raw.get("value"), variables, where)
-    out: dict[str, Any] = {}
-    if "weight" in raw:
-        out["weight"] = raw["weight"]
-    if base in ("javascript", "python"):
-        if negated:
-            return _not_carried(kind, "a negated code assert", code, where, unsupported)
-        out.update(
-            type="python",
-            value=code.add(base, value, raw.get("threshold"), where, fill_vars=fill_vars, config=raw.get("config")),
-        )
-        return out
-    if base == "assert-set":
-        inner = [
-            map_assert(a, variables, code, f"{where}.assert[{i}]", unsupported)
-            for i, a in enumerate(_list(raw.get("assert"), "assert", where))
-        ]
-        out.update(type="assert-set", **{"assert": inner})
-        if "threshold" in raw:
-            out["threshold"] = raw["threshold"]
-        return out
-    if base in _SIMILAR:
-        return _similar(out, base, negated, value, raw.get("threshold"))
-    if base not in _SHARED:
-        return _not_carried(kind, "", code, where, unsupported)
-    if base in ("equals", "contains", "icontains", "starts-with") and isinstance(value, (int, float)):
-        value = str(value)  # promptfoo compares String(value)
-    out["type"] = kind
-    if base in _CALL_CHECKS:  # against the provider's functions or tools; promptfoo's handler ignores not-
-        out["type"] = base
-        return out
-    if value is not None:
-        out["value"] = value
-    threshold = raw.get("threshold")
-    if base == "levenshtein":  # promptfoo passes at distance <= threshold (default 5): a whole number of edits
-        out["threshold"] = 5 if threshold is None else max(0, math.floor(threshold))
-    elif threshold is not None and base in _THRESHOLDED:
-        out["threshold"] = threshold
-    return out  # a threshold on any other type is one promptfoo ignores too
-
-
-#: promptfoo's embedding similarity types and ours (its ``similar`` is cosine; our ``similar`` is a string ratio).
-_SIMILAR = {"similar": "similar:cosine", **{t: t for t in ("similar:cosine", "similar:dot", "similar:euclidean")}}
-
-
-def _similar(out: dict[str, Any], base: str, negated: bool, value: Any, threshold: Any) -> dict[str, Any]:
-    """Map a promptfoo ``similar`` assert to our embedding check (it runs on ``[models.embedding]``)."""
-    out["type"] = ("not-" if negated else "") + _SIMILAR[base]
-    if value is not None:
-        out["value"] = value
-    if threshold is not None:
-        out["threshold"] = threshold
-    return out
+    entry = replace(entry, value=fill(raw.get("value"), variables, where))
+    out: dict[str, Any] = {"weight": raw["weight"]} if "weight" in raw else {}
+    mapper = ASSERT_MAPPERS.get(entry.base)
+    return entry.not_carried("") if mapper is None else mapper(entry, out)
 
 
 #: promptfoo's ids of an OpenAI embedding model: ``openai:embedding:MODEL`` (or ``embeddings``).
@@ -262,17 +330,22 @@ def embedding_table(provider: Any) -> tuple[dict[str, Any] | None, list[str]]:
     if match is None:
         return None, ["provider"]
     table: dict[str, Any] = {"spec": f"openai:{match.group(1)}"}
+    where = "provider" if inner is provider else "provider.embedding"
+    return table, left + _embedding_settings(inner, table, where)
+
+
+def _embedding_settings(inner: Any, table: dict[str, Any], where: str) -> list[str]:
+    """Carry an embedding provider's ``config.apiBaseUrl`` into ``table``; return what else it sets."""
     settings = inner.get("config") if isinstance(inner, dict) else None
     settings = settings if isinstance(settings, dict) else {}
     if isinstance(settings.get("apiKey"), str):  # never carried over, and scrubbed wherever it shows
         register(settings["apiKey"])
     if isinstance(settings.get("apiBaseUrl"), str):
         table["base_url"] = settings["apiBaseUrl"]
-    where = "provider" if inner is provider else "provider.embedding"
-    left += [f"{where}.config.{key}" for key in sorted(map(str, settings)) if key != "apiBaseUrl"]
+    left = [f"{where}.config.{key}" for key in sorted(map(str, settings)) if key != "apiBaseUrl"]
     if isinstance(inner, dict):
         left += [f"{where}.{key}" for key in sorted(map(str, inner)) if key not in ("id", "config")]
-    return table, left
+    return left
 
 
 def _with_transforms(
@@ -292,27 +365,73 @@ def _with_transforms(
     late = deferred and isinstance(raw, Mapping) and _reads_vars(raw.get("value"))
     if not test and own is None and not late:
         return map_assert(raw, variables, code, where, unsupported)
+    return _after_transforms(raw, variables, code, where, unsupported, test, deferred, own, late)
+
+
+def _after_transforms(
+    raw: Mapping[str, Any],
+    variables: Mapping[str, Any],
+    code: AssertModule,
+    where: str,
+    unsupported: list[str],
+    test: Any,
+    deferred: bool,
+    own: Any,
+    late: bool,
+) -> dict[str, Any]:
+    """Map one assert run after the test's transform ``test`` and its own ``own`` (either may be None), or
+    ``late`` (its value's vars filled at run time)."""
     kind = str(raw.get("type"))
     base = kind.removeprefix("not-")
     plain = {k: v for k, v in raw.items() if k != "transform"}
     if base in _CALL_TYPES:
         return map_assert(plain, variables, code, where, unsupported)
     if base == "assert-set":
-        if own is not None:
-            return _not_carried(kind, "its transform", code, where, unsupported)
-        inner = [
-            _with_transforms(a, variables, code, f"{where}.assert[{i}]", unsupported, test, deferred)
-            for i, a in enumerate(_list(raw.get("assert"), "assert", where))
-        ]
-        out = {k: raw[k] for k in ("weight", "threshold") if k in raw}
-        return {**out, "type": "assert-set", "assert": inner}
+        return _transformed_set(raw, variables, code, where, unsupported, test, deferred)
     if base in _JUDGED_TYPES:
         return _not_carried(kind, "after a transform", code, where, unsupported)
-    filled_code = late and base in ("javascript", "python")  # its code is filled where it runs
+    transforms = [t for t in (test, own) if t is not None]
+    return _transformed(plain, variables, code, where, unsupported, transforms, late)
+
+
+def _transformed_set(
+    raw: Mapping[str, Any],
+    variables: Mapping[str, Any],
+    code: AssertModule,
+    where: str,
+    unsupported: list[str],
+    test: Any,
+    deferred: bool,
+) -> dict[str, Any]:
+    """Map an ``assert-set`` after the test's transform: each of its asserts after it (its own is not carried)."""
+    if raw.get("transform") is not None:
+        return _not_carried(str(raw.get("type")), "its transform", code, where, unsupported)
+    inner = [
+        _with_transforms(a, variables, code, f"{where}.assert[{i}]", unsupported, test, deferred)
+        for i, a in enumerate(_list(raw.get("assert"), "assert", where))
+    ]
+    out = {k: raw[k] for k in ("weight", "threshold") if k in raw}
+    return {**out, "type": "assert-set", "assert": inner}
+
+
+def _transformed(
+    plain: dict[str, Any],
+    variables: Mapping[str, Any],
+    code: AssertModule,
+    where: str,
+    unsupported: list[str],
+    transforms: list[Any],
+    late: bool,
+) -> dict[str, Any]:
+    """Map an assert (without its own ``transform``) to a check of the output after ``transforms``; ``late``:
+    its value's ``{{ var }}`` are filled at run time (a code assert's where its code runs)."""
+    filled_code = late and str(plain.get("type")).removeprefix("not-") in (
+        "javascript",
+        "python",
+    )  # filled where it runs
     entry = map_assert(plain, {} if late else variables, code, where, unsupported, fill_vars=filled_code)
     if entry["type"] == "python" and entry["value"].rpartition(":")[2].startswith("not_carried_"):
         return entry
-    transforms = [t for t in (test, own) if t is not None]
     if not transforms and filled_code:
         return entry
     weight = entry.pop("weight", None)
@@ -331,52 +450,84 @@ def csv_test(row: Mapping[str, str], where: str, index: int) -> dict[str, Any]:
     """Convert row ``index`` (from 0) of a CSV test file to a promptfoo test as promptfoo's
     ``testCaseFromCsvRow`` does: columns are vars, ``__expected*`` asserts, the other ``__`` columns
     options, description, metric, threshold, metadata and per-assert config; an empty cell is unset."""
-    test: dict[str, Any] = {"vars": {}, "assert": [], "options": {}}
-    metadata: dict[str, Any] = {}
-    configs: dict[int, dict[str, float]] = {}
-    metric = None
+    read = _CsvRow(where)
     for raw_column, text in row.items():
-        column = raw_column.strip()
+        read.cell(raw_column.strip(), text)
+    return read.test_of(index)
+
+
+@dataclass
+class _CsvRow:
+    """A CSV test file's row as its cells are read: the test so far, and what applies to its asserts."""
+
+    where: str
+    test: dict[str, Any] = field(default_factory=lambda: {"vars": {}, "assert": [], "options": {}})
+    metadata: dict[str, Any] = field(default_factory=dict)
+    configs: dict[int, dict[str, float]] = field(default_factory=dict)
+    metric: str | None = None
+
+    def cell(self, column: str, text: str) -> None:
+        """Read one cell into the test."""
         if column.startswith("__expected"):
-            if text.strip():
-                try:
-                    test["assert"].append(assertion_from_string(text.strip()))
-                except ConfigError as exc:
-                    raise ConfigError(f"{where}: {column}: {exc}") from None
+            self.expected(column, text)
         elif column in ("__prefix", "__suffix"):
-            test["options"][column[2:]] = text
-        elif column == "__description":
-            test["description"] = text
-        elif column == "__providerOutput":
-            test["providerOutput"] = text
+            self.test["options"][column[2:]] = text
+        elif column in ("__description", "__providerOutput"):
+            self.test[column[2:]] = text
         elif column == "__metric":
-            metric = text
+            self.metric = text
         elif column == "__threshold":
-            number = _finite(text)
-            if number is not None:
-                test["threshold"] = number
+            self.threshold(text)
         elif column.startswith("__metadata:"):
-            key = column[len("__metadata:") :]
-            if key.endswith("[]") and text.strip():  # split on commas not escaped as \,
-                metadata[key[:-2]] = [v.strip().replace("\\,", ",") for v in re.split(r"(?<!\\),", text)]
-            elif not key.endswith("[]") and text.strip():
-                metadata[key] = text
+            self.metadata_cell(column[len("__metadata:") :], text)
         elif column.startswith("__config:"):
-            index_key = _assert_config(column, text, where)
-            if index_key is not None:
-                configs.setdefault(index_key[0], {})[index_key[1]] = index_key[2]
+            self.config(column, text)
         else:
-            test["vars"][column] = text
-    for i, assertion in enumerate(test["assert"]):
-        if metric is not None:
-            assertion["metric"] = metric
-        for key, value in configs.get(i, {}).items():
-            assertion[key] = metadata[key] = value  # promptfoo sets both
-    if metadata:
-        test["metadata"] = metadata
-    if not test.get("description"):
-        test["description"] = f"Row #{index + 1}"
-    return test
+            self.test["vars"][column] = text
+
+    def expected(self, column: str, text: str) -> None:
+        """Read an ``__expected`` cell: an assertion string."""
+        if not text.strip():
+            return
+        try:
+            self.test["assert"].append(assertion_from_string(text.strip()))
+        except ConfigError as exc:
+            raise ConfigError(f"{self.where}: {column}: {exc}") from None
+
+    def threshold(self, text: str) -> None:
+        """Read the ``__threshold`` cell."""
+        number = _finite(text)
+        if number is not None:
+            self.test["threshold"] = number
+
+    def metadata_cell(self, key: str, text: str) -> None:
+        """Read a ``__metadata:key`` cell (``key[]``: split on commas not escaped as ``\\,``)."""
+        if not text.strip():
+            return
+        if key.endswith("[]"):
+            self.metadata[key[:-2]] = [v.strip().replace("\\,", ",") for v in re.split(r"(?<!\\),", text)]
+        else:
+            self.metadata[key] = text
+
+    def config(self, column: str, text: str) -> None:
+        """Read a ``__config:__expected[N]:threshold`` cell."""
+        index_key = _assert_config(column, text, self.where)
+        if index_key is not None:
+            self.configs.setdefault(index_key[0], {})[index_key[1]] = index_key[2]
+
+    def test_of(self, index: int) -> dict[str, Any]:
+        """Return the test, the metric and per-assert config on its asserts (row ``index``, from 0)."""
+        test = self.test
+        for i, assertion in enumerate(test["assert"]):
+            if self.metric is not None:
+                assertion["metric"] = self.metric
+            for key, value in self.configs.get(i, {}).items():
+                assertion[key] = self.metadata[key] = value  # promptfoo sets both
+        if self.metadata:
+            test["metadata"] = self.metadata
+        if not test.get("description"):
+            test["description"] = f"Row #{index + 1}"
+        return test
 
 
 def _assert_config(column: str, text: str, where: str) -> tuple[int, str, float] | None:
@@ -434,32 +585,46 @@ def assertion_from_string(expected: str) -> dict[str, Any]:
     """Read an assertion string (a CSV ``__expected`` cell) as promptfoo's ``assertionFromString`` does:
     ``^(not-)?TYPE(\\(N\\))?(:value)?$``, the legacy ``fn:``/``eval:``/``grade:`` prefixes, ``file://`` code,
     and anything else ``equals``."""
-    code_file = expected[len("file://") :] if expected.startswith("file://") else None
-    if expected.startswith(("javascript:", "fn:", "eval:")) or (code_file and _JS_FILE.search(code_file)):
-        cut = next((len(p) for p in ("javascript:", "fn:", "eval:") if expected.startswith(p)), 0)
-        return {"type": "javascript", "value": expected[cut:].strip()}
-    if expected.startswith(("grade:", "llm-rubric:")):
-        return {"type": "llm-rubric", "value": expected[6 if expected.startswith("grade:") else 11 :]}
-    if expected.startswith("python:") or (code_file and (code_file.endswith(".py") or ".py:" in code_file)):
-        return {"type": "python", "value": expected[7:].strip()}
+    legacy = _legacy_assertion(expected)
+    if legacy is not None:
+        return legacy
     found = _ASSERTION.match(expected)
     if found is None:
         return {"type": "equals", "value": expected}
     negated, kind, threshold_text, value = found.groups()
-    full = f"not-{kind}" if negated else kind
+    return _typed_assertion(f"not-{kind}" if negated else kind, kind, threshold_text, value)
+
+
+def _typed_assertion(full: str, kind: str, threshold_text: str | None, value: str | None) -> dict[str, Any]:
+    """Return the assert of ``TYPE(N):value`` (``full``: with its ``not-``) as promptfoo reads it for the type."""
     if kind in ("contains-all", "contains-any", "icontains-all", "icontains-any"):
         return {"type": full, "value": _comma_values(value) if value else value}
     if kind in ("contains-json", "is-json"):
         return {"type": full, "value": value}
-    if kind in _THRESHOLD_TYPES:
-        threshold = _finite(threshold_text)
-        default = 0.8 if kind == "similar" else 0.75
-        return {
-            "type": full,
-            "value": value.strip() if value else value,
-            "threshold": default if threshold is None else threshold,
-        }
-    return {"type": full, "value": value.strip() if value else value}
+    stripped = value.strip() if value else value
+    if kind not in _THRESHOLD_TYPES:
+        return {"type": full, "value": stripped}
+    threshold = _finite(threshold_text)
+    default = 0.8 if kind == "similar" else 0.75
+    return {"type": full, "value": stripped, "threshold": default if threshold is None else threshold}
+
+
+def _legacy_assertion(expected: str) -> dict[str, Any] | None:
+    """Read the code and grader forms of an assertion string (``javascript:``, ``fn:``, ``eval:``, ``grade:``,
+    ``llm-rubric:``, ``python:``, ``file://`` code); None for the others."""
+    if expected.startswith(("grade:", "llm-rubric:")):
+        return {"type": "llm-rubric", "value": expected[6 if expected.startswith("grade:") else 11 :]}
+    return _code_assertion(expected)
+
+
+def _code_assertion(expected: str) -> dict[str, Any] | None:
+    code_file = expected[len("file://") :] if expected.startswith("file://") else None
+    if expected.startswith(("javascript:", "fn:", "eval:")) or (code_file and _JS_FILE.search(code_file)):
+        cut = next((len(p) for p in ("javascript:", "fn:", "eval:") if expected.startswith(p)), 0)
+        return {"type": "javascript", "value": expected[cut:].strip()}
+    if expected.startswith("python:") or (code_file and (code_file.endswith(".py") or ".py:" in code_file)):
+        return {"type": "python", "value": expected[7:].strip()}
+    return None
 
 
 def _comma_values(text: str) -> list[str]:
@@ -477,23 +642,27 @@ def _comma_values(text: str) -> list[str]:
             values.append(text[i:end].strip())
             i = end
             continue
-        field, i, closed = "", i + 1, False
-        while i < len(text):
-            if text[i] == "\\" and i + 1 < len(text) and text[i + 1] in '"\\':
-                field, i = field + text[i + 1], i + 2
-            elif text[i] == '"' and i + 1 < len(text) and text[i + 1] == '"':
-                field, i = field + '"', i + 2
-            elif text[i] == '"':
-                i, closed = i + 1, True
-                break
-            else:
-                field, i = field + text[i], i + 1
-        if not closed:
-            raise ConfigError(f"unterminated quoted field in {text!r}")
-        values.append(field)
+        quoted, i = _quoted_field(text, i + 1)
+        values.append(quoted)
         while i < len(text) and text[i].isspace():
             i += 1
     return values
+
+
+def _quoted_field(text: str, i: int) -> tuple[str, int]:
+    """Read a ``"quoted, field"`` from just after its opening quote (``\\"`` and ``""`` are a quote, ``\\\\``
+    a backslash); return it and where it ends."""
+    quoted = ""
+    while i < len(text):
+        if text[i] == "\\" and i + 1 < len(text) and text[i + 1] in '"\\':
+            quoted, i = quoted + text[i + 1], i + 2
+        elif text[i] == '"' and i + 1 < len(text) and text[i + 1] == '"':
+            quoted, i = quoted + '"', i + 2
+        elif text[i] == '"':
+            return quoted, i + 1
+        else:
+            quoted, i = quoted + text[i], i + 1
+    raise ConfigError(f"unterminated quoted field in {text!r}")
 
 
 @dataclass
@@ -568,6 +737,15 @@ def cases_of(
     :data:`IMPORT_CASES_BYTES`."""
     default = _checked(default, default_where)
     checked = [(_checked(source.test, source.where), source.where) for source in tests]
+    _check_count(checked, default)
+    writer = _CaseWriter(default, read_var, slice_key, code, unsupported)
+    for test, where in checked:
+        writer.add_test(test, where)
+    return writer.cases()
+
+
+def _check_count(checked: list[tuple[dict[str, Any], str]], default: Mapping[str, Any]) -> None:
+    """Refuse tests that expand to more than :data:`IMPORT_CASES` cases, before any is built."""
     total = 0
     for test, where in checked:
         total += _combinations({**default["vars"], **test["vars"]}, {**default["options"], **test["options"]})
@@ -576,61 +754,95 @@ def cases_of(
                 f"{where}: the tests expand to more than {IMPORT_CASES} "
                 "(a test runs once per combination of its array vars' values)"
             )
-    lines: list[str] = []
-    size, number = 0, 0
-    files: dict[str, str] = {}
-    affixed: list[str] = []
+
+
+@dataclass
+class _CaseWriter:
+    """The lines of ``cases.jsonl`` as the tests are converted, numbered in order, and what they share: the
+    ``file://`` vars read, whether a prefix or suffix was seen, the first test's embedding model."""
+
+    default: Mapping[str, Any]
+    read_var: Callable[[str, str], str]
+    slice_key: str | None
+    code: AssertModule
+    unsupported: list[str]
+    lines: list[str] = field(default_factory=list)
+    size: int = 0
+    number: int = 0
+    files: dict[str, str] = field(default_factory=dict)
+    affixed: list[str] = field(default_factory=list)
     embedding: dict[str, Any] | None = None
-    for test, where in checked:
-        unknown = sorted(set(test) - _TEST_KEYS)
-        if unknown:
-            unsupported.append(f"{where}: test keys {', '.join(unknown)}")
-        options = {**default["options"], **test["options"]}  # merged as promptfoo merges them
-        listed = sorted(set(map(str, options)) - _CARRIED_OPTIONS - {"provider"})
-        if "provider" in options:  # its embedding model is the suite's [models.embedding] (the first test's)
-            table, left = embedding_table(options["provider"])
-            embedding = embedding or table
-            if table is not None and table != embedding:
-                left = ["provider (another embedding model than the first test's)"]
-            listed += left
-        if listed:
-            unsupported.append(f"{where}: options ({', '.join(listed)})")
-        transform_vars = test["options"].get("transformVars") or default["options"].get("transformVars")
-        spread = _combinations({**default["vars"], **test["vars"]}, options)
+
+    def add_test(self, test: Mapping[str, Any], where: str) -> None:
+        """Add a case per combination of a test's array vars."""
+        options = {**self.default["options"], **test["options"]}  # merged as promptfoo merges them
+        self.list_unsupported(test, options, where)
+        transform_vars = test["options"].get("transformVars") or self.default["options"].get("transformVars")
+        merged = {**self.default["vars"], **test["vars"]}
+        spread = _combinations(merged, options)
         if transform_vars and spread > 1:
-            unsupported.append(
+            self.unsupported.append(
                 f"{where}: transformVars runs on each of the {spread} combinations of the array vars "
                 "(promptfoo runs it once, on the arrays, before they expand)"
             )
-        for variables in _expand({**default["vars"], **test["vars"]}, options):
-            for key, value in list(variables.items()):
-                if isinstance(value, str) and value.startswith("file://"):
-                    relative = value[len("file://") :]
-                    if relative not in files:
-                        files[relative] = read_var(relative, where)
-                    variables[key] = files[relative]
-                elif isinstance(value, str):
-                    variables[key] = value[:-1] if value.endswith("\n") else value  # as promptfoo does
-            if transform_vars:  # run before the prompt renders, as promptfoo runs it (a uuid per test)
-                variables[TRANSFORM_VARS] = {
-                    "code": code.transform(transform_vars, f"{where}: options.transformVars"),
-                    "vars": list(variables),
-                    "uuid": str(uuid.uuid5(uuid.NAMESPACE_URL, f"promptfoo:{where}:{number}")),
-                    "where": f"{where}: options.transformVars",
-                }
-            affixes = {k: test["options"].get(k) or default["options"].get(k) or "" for k in ("prefix", "suffix")}
-            if any(affixes.values()) or affixed:
-                affixed.append(where)
-                variables.update({f"promptfoo_{k}": str(v) for k, v in affixes.items()})
-            number += 1
-            line = jsonl([_case(number, test, default, variables, where, slice_key, code, unsupported)])
-            size += len(line)
-            if size > IMPORT_CASES_BYTES.value:
-                raise ConfigError(f"{where}: the cases are larger than {IMPORT_CASES_BYTES}")
-            lines.append(line)
-    if affixed:  # the first cases (before a prefix was seen) get empty ones too
-        lines = [_with_affixes(line) for line in lines]
-    return Cases("".join(lines), bool(affixed), embedding)
+        for variables in _expand(merged, options):
+            self.add_case(test, variables, where, transform_vars)
+
+    def list_unsupported(self, test: Mapping[str, Any], options: Mapping[str, Any], where: str) -> None:
+        """List a test's keys and options that are not carried over; take its embedding model."""
+        unknown = sorted(set(test) - _TEST_KEYS)
+        if unknown:
+            self.unsupported.append(f"{where}: test keys {', '.join(unknown)}")
+        listed = sorted(set(map(str, options)) - _CARRIED_OPTIONS - {"provider"})
+        if "provider" in options:  # its embedding model is the suite's [models.embedding] (the first test's)
+            table, left = embedding_table(options["provider"])
+            self.embedding = self.embedding or table
+            if table is not None and table != self.embedding:
+                left = ["provider (another embedding model than the first test's)"]
+            listed += left
+        if listed:
+            self.unsupported.append(f"{where}: options ({', '.join(listed)})")
+
+    def add_case(self, test: Mapping[str, Any], variables: dict[str, Any], where: str, transform_vars: Any) -> None:
+        """Add the case of one combination of a test's vars."""
+        self.read_files(variables, where)
+        if transform_vars:  # run before the prompt renders, as promptfoo runs it (a uuid per test)
+            variables[TRANSFORM_VARS] = {
+                "code": self.code.transform(transform_vars, f"{where}: options.transformVars"),
+                "vars": list(variables),
+                "uuid": str(uuid.uuid5(uuid.NAMESPACE_URL, f"promptfoo:{where}:{self.number}")),
+                "where": f"{where}: options.transformVars",
+            }
+        options = test["options"]
+        affixes = {k: options.get(k) or self.default["options"].get(k) or "" for k in ("prefix", "suffix")}
+        if any(affixes.values()) or self.affixed:
+            self.affixed.append(where)
+            variables.update({f"promptfoo_{k}": str(v) for k, v in affixes.items()})
+        self.number += 1
+        case = _case(self.number, test, self.default, variables, where, self.slice_key, self.code, self.unsupported)
+        line = jsonl([case])
+        self.size += len(line)
+        if self.size > IMPORT_CASES_BYTES.value:
+            raise ConfigError(f"{where}: the cases are larger than {IMPORT_CASES_BYTES}")
+        self.lines.append(line)
+
+    def read_files(self, variables: dict[str, Any], where: str) -> None:
+        """Replace each ``file://`` var by the file's text (read once), and drop a string's final newline."""
+        for key, value in list(variables.items()):
+            if isinstance(value, str) and value.startswith("file://"):
+                relative = value[len("file://") :]
+                if relative not in self.files:
+                    self.files[relative] = self.read_var(relative, where)
+                variables[key] = self.files[relative]
+            elif isinstance(value, str):
+                variables[key] = value[:-1] if value.endswith("\n") else value  # as promptfoo does
+
+    def cases(self) -> Cases:
+        """Return the text of ``cases.jsonl``, every case with the affix vars once one has them."""
+        lines = self.lines
+        if self.affixed:  # the first cases (before a prefix was seen) get empty ones too
+            lines = [_with_affixes(line) for line in lines]
+        return Cases("".join(lines), bool(self.affixed), self.embedding)
 
 
 def _with_affixes(line: str) -> str:
@@ -660,16 +872,7 @@ def _case(
     code: AssertModule,
     unsupported: list[str],
 ) -> dict[str, Any]:
-    options = {**default["options"], **test["options"]}
-    asserts = [*([] if test["options"].get("disableDefaultAsserts") is True else default["assert"]), *test["assert"]]
-    transform = options.get("transform") or options.get("postprocess")  # promptfoo's test transform
-    deferred = TRANSFORM_VARS in variables  # the vars an assert's value reads are known at run time
-    mapped = [
-        _with_transforms(a, variables, code, f"{where}: assert[{i}]", unsupported, transform, deferred)
-        for i, a in enumerate(asserts)
-    ]
-    if "providerOutput" in test:
-        mapped.append(_not_carried("providerOutput", "", code, where, unsupported))
+    mapped = _mapped_asserts(test, default, variables, where, code, unsupported)
     metadata = {**default["metadata"], **test["metadata"]}
     description = test.get("description")
     case: dict[str, Any] = {
@@ -685,3 +888,26 @@ def _case(
     if threshold is not None:
         case["threshold"] = threshold
     return case
+
+
+def _mapped_asserts(
+    test: Mapping[str, Any],
+    default: Mapping[str, Any],
+    variables: dict[str, Any],
+    where: str,
+    code: AssertModule,
+    unsupported: list[str],
+) -> list[dict[str, Any]]:
+    """Map a case's asserts: ``defaultTest``'s (unless ``disableDefaultAsserts``), then the test's, each after
+    the test's transform; a ``providerOutput`` fails the case."""
+    options = {**default["options"], **test["options"]}
+    asserts = [*([] if test["options"].get("disableDefaultAsserts") is True else default["assert"]), *test["assert"]]
+    transform = options.get("transform") or options.get("postprocess")  # promptfoo's test transform
+    deferred = TRANSFORM_VARS in variables  # the vars an assert's value reads are known at run time
+    mapped = [
+        _with_transforms(a, variables, code, f"{where}: assert[{i}]", unsupported, transform, deferred)
+        for i, a in enumerate(asserts)
+    ]
+    if "providerOutput" in test:
+        mapped.append(_not_carried("providerOutput", "", code, where, unsupported))
+    return mapped
