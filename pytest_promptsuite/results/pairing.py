@@ -159,14 +159,7 @@ def compare(
     (``[gate] case_pass``) cases pair by their verdicts over as many repeats on each side."""
     current, other = _by_case(rows), _by_case(baseline)
     paired, repeats = _pair(current, other, rule)
-    flipped = [(case, kind) for case in paired if (kind := case.kind) is not None]
-    flips_of = {name: [0, 0] for name in sorted({r.slice for r in rows})}
-    changed: list[Flip] = []
-    for wanted in ("regression", "fix"):
-        for case, kind in flipped:
-            if kind == wanted:
-                flips_of[case.slice][0 if kind == "regression" else 1] += 1
-                changed.append(_flip(case, kind, full, full_new))
+    flips_of, changed = _flips(rows, paired, full, full_new)
     base_counts = tally((r.slice, r.outcome) for r in (baseline if rule is None else per_case(baseline, rule)))
     limit, limit_source = policy.max_regression()
     diff = BaselineDiff(
@@ -182,14 +175,39 @@ def compare(
         repeats=repeats,
     )
     flips = {name: SliceFlips(b, c, mcnemar_p(b, c)) for name, (b, c) in flips_of.items()}
+    return Comparison(
+        diff=diff,
+        paired=tuple(paired),
+        flips=flips,
+        baseline_counts=base_counts,
+        repeats=repeats,
+        unpaired=_unpaired(current, other),
+    )
+
+
+def _flips(
+    rows: Sequence[CaseResult], paired: list[PairedCase], full: Reader | None, full_new: Reader | None
+) -> tuple[dict[str, list[int]], list[Flip]]:
+    """Return each slice's (regressions, fixes) and the flipped cases, regressions first."""
+    flipped = [(case, kind) for case in paired if (kind := case.kind) is not None]
+    flips_of = {name: [0, 0] for name in sorted({r.slice for r in rows})}
+    changed: list[Flip] = []
+    for wanted in ("regression", "fix"):
+        for case, kind in flipped:
+            if kind == wanted:
+                flips_of[case.slice][0 if kind == "regression" else 1] += 1
+                changed.append(_flip(case, kind, full, full_new))
+    return flips_of, changed
+
+
+def _unpaired(current: dict[CaseKey, list[CaseResult]], other: dict[CaseKey, list[CaseResult]]) -> dict[str, int]:
+    """Count, per slice, the cases only one side has."""
     unpaired: dict[str, int] = {}
     for side, others in ((current, other), (other, current)):
         for key in side.keys() - others.keys():
             name = side[key][0].slice
             unpaired[name] = unpaired.get(name, 0) + 1
-    return Comparison(
-        diff=diff, paired=tuple(paired), flips=flips, baseline_counts=base_counts, repeats=repeats, unpaired=unpaired
-    )
+    return unpaired
 
 
 def compare_variants(
