@@ -28,6 +28,14 @@ def _string(text: str) -> str:
 
 
 def _value(value: Any) -> str:
+    if isinstance(value, Mapping):
+        return "{ " + ", ".join(f"{_key(k)} = {_value(v)}" for k, v in value.items()) + " }" if value else "{}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_value(v) for v in value) + "]"
+    return _scalar(value)
+
+
+def _scalar(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
@@ -40,11 +48,18 @@ def _value(value: Any) -> str:
         if any(0xD800 <= ord(ch) <= 0xDFFF for ch in value):
             raise ConfigError(f"a string with a lone surrogate cannot be written to TOML: {value!r}")
         return _string(value)
-    if isinstance(value, Mapping):
-        return "{ " + ", ".join(f"{_key(k)} = {_value(v)}" for k, v in value.items()) + " }" if value else "{}"
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_value(v) for v in value) + "]"
     raise ConfigError(f"a {type(value).__name__} cannot be written to TOML: {value!r}")
+
+
+def _nested(data: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """Return the tables as TOML reads them back: dotted names nested, None values left out."""
+    expected: dict[str, Any] = {}
+    for section, table in data.items():
+        node = expected
+        for part in section.split("."):
+            node = node.setdefault(part, {})
+        node.update({k: v for k, v in table.items() if v is not None})
+    return expected
 
 
 def dump_toml(data: Mapping[str, Mapping[str, Any]], *, header: str = "") -> str:
@@ -60,12 +75,6 @@ def dump_toml(data: Mapping[str, Mapping[str, Any]], *, header: str = "") -> str
         lines.extend(f"{_key(k)} = {_value(v)}" for k, v in table.items() if v is not None)
     text = "\n".join(lines) + "\n"
     parsed, _ = parse_toml(text.encode("utf-8"), "promptsuite.toml")
-    expected: dict[str, Any] = {}
-    for section, table in data.items():
-        node = expected
-        for part in section.split("."):
-            node = node.setdefault(part, {})
-        node.update({k: v for k, v in table.items() if v is not None})
-    if parsed != json.loads(json.dumps(expected)):
+    if parsed != json.loads(json.dumps(_nested(data))):
         raise ConfigError("the TOML written does not read back as the values given")  # pragma: no cover
     return text
