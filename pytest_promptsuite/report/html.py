@@ -219,6 +219,14 @@ def _csp(script: str) -> str:
     )
 
 
+def _made_row(r: CaseResult, details: _Spill, size: int) -> tuple[str, int]:
+    """Return a row's grid entry and its output's hash, its detail added to ``details`` when it has one."""
+    detail = -1
+    if _needs_detail(r.outcome, r.checks[-1].name if r.checks else None):
+        detail = details.add(_json_for_script(_detail(r)))
+    return _json_for_script(_grid_row(r, detail, size)), hash(r.output)
+
+
 def _write_page(
     out: TextIO,
     rows: Sequence[CaseResult],
@@ -245,11 +253,7 @@ def _write_page(
         for i, r in enumerate(rows):
             kept = None if known is None else known.get(r)
             if kept is None:
-                r = r if full is None else full(r)
-                detail = -1
-                if _needs_detail(r.outcome, r.checks[-1].name if r.checks else None):
-                    detail = details.add(_json_for_script(_detail(r)))
-                kept = _json_for_script(_grid_row(r, detail, size)), hash(r.output)
+                kept = _made_row(r if full is None else full(r), details, size)
             out.write(("," if i else "") + kept[0])
             if by_key is not None:
                 cell = _baseline_cell(kept[1], by_key.get((r.case_id, r.variant, r.repeat)))
