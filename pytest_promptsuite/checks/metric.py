@@ -8,6 +8,7 @@ from typing import Any
 
 from pytest_promptsuite.checks.check_api import Check
 from pytest_promptsuite.checks.check_api import CheckContext
+from pytest_promptsuite.checks.check_api import Judge
 from pytest_promptsuite.checks.check_api import Params
 from pytest_promptsuite.checks.check_api import Verdict
 from pytest_promptsuite.checks.check_api import json_text
@@ -159,15 +160,8 @@ class LlmRubric(Check):
                 "no judge model: configure [models.judge] in the suite config or pass --prompt-judge SPEC",
             )
         prompt = RUBRIC_PROMPT.format(rubric=self.rubric, output=json_text(value))
-        usage: dict[str, Any] = {}
         try:
-            if isinstance(ctx.judge, ModelJudge):  # its tokens are counted apart from the tested model's
-                response = ctx.judge.ask(prompt)
-                reply = response.text
-                if response.usage is not None:
-                    usage = {"judge_usage": response.usage.to_dict()}
-            else:
-                reply = ctx.judge(prompt)
+            reply, usage = _ask(ctx.judge, prompt)
         except ModelError as exc:
             return Verdict(False, expected, f"the judge call failed: {exc}")
         except Exception as exc:  # whatever a judge model raised: this check fails, the case runs on
@@ -181,6 +175,10 @@ class LlmRubric(Check):
                 f"an unreadable judge reply ({exc}): {shorten(reply)}",
                 details={"judge": ctx.judge_name, "reply": reply, **usage},
             )
+        return self._graded(grade, expected, ctx.judge_name, usage)
+
+    def _graded(self, grade: dict[str, Any], expected: str, judge: str | None, usage: dict[str, Any]) -> Verdict:
+        """Return the verdict of the judge's grade: its pass, else its score against ``threshold``."""
         passed = grade["pass"]
         score = grade.get("score")
         score = float(score) if score is not None else (1.0 if passed else 0.0)
@@ -191,8 +189,17 @@ class LlmRubric(Check):
             expected,
             f"{'pass' if passed else 'fail'}, score {score:g}: {reason}",
             score=score,
-            details={"judge": ctx.judge_name, "verdict": passed, "score": score, "reason": reason, **usage},
+            details={"judge": judge, "verdict": passed, "score": score, "reason": reason, **usage},
         )
+
+
+def _ask(judge: Judge, prompt: str) -> tuple[str, dict[str, Any]]:
+    """Ask the judge; return its reply and, from a judge model, its token usage (counted apart from the tested
+    model's)."""
+    if not isinstance(judge, ModelJudge):
+        return judge(prompt), {}
+    response = judge.ask(prompt)
+    return response.text, {"judge_usage": response.usage.to_dict()} if response.usage is not None else {}
 
 
 class ModelJudge:
