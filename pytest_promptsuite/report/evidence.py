@@ -54,13 +54,18 @@ def test_line(test: RegressionTest) -> str:
         f"({p}); detectable drop {_points(test.detectable_drop)}"
     )
     if test.verdict == "inconclusive":
-        ways = []
-        if test.settle_cases is not None:
-            ways.append(f"about {test.settle_cases} cases")
-        if test.settle_repeats is not None:
-            ways.append(f"{test.settle_repeats} repeats per case")
-        line += "; " + (" or ".join(ways) + " would settle it" if ways else "more data would settle it")
+        line += "; " + _settle(test)
     return line
+
+
+def _settle(test: RegressionTest) -> str:
+    """Say what would settle an inconclusive test: more cases, more repeats, or more data."""
+    ways = []
+    if test.settle_cases is not None:
+        ways.append(f"about {test.settle_cases} cases")
+    if test.settle_repeats is not None:
+        ways.append(f"{test.settle_repeats} repeats per case")
+    return " or ".join(ways) + " would settle it" if ways else "more data would settle it"
 
 
 def _model_changes(summary: Summary) -> Iterator[str]:
