@@ -333,14 +333,16 @@ def _checks_table(data: dict[str, Any], path: Path, lines: dict[str, int]) -> tu
                 + "; with [checks] python_modules, write the suite checks as [[checks.rules]]"
             )
     modules = table.get("python_modules", [])
-    if not isinstance(modules, list) or not all(
-        isinstance(m, str) and m and all(part.isidentifier() for part in m.split(".")) for m in modules
-    ):
+    if not isinstance(modules, list) or not all(_is_module_name(m) for m in modules):
         raise ConfigError(
             f"{place(path, lines, 'checks.python_modules')}: checks.python_modules must be a list of module names "
             "like 'myapp.checks'"
         )
     return {**data, "checks": table.get("rules", [])}, tuple(modules)
+
+
+def _is_module_name(name: Any) -> bool:
+    return isinstance(name, str) and bool(name) and all(part.isidentifier() for part in name.split("."))
 
 
 def _check_base_urls(config: SuiteConfig, table: str) -> None:

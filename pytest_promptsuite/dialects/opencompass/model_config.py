@@ -52,11 +52,18 @@ def _params(model: Mapping[str, Any], notes: list[str]) -> dict[str, Any]:
         params["stop"] = list(stops)
     kwargs = model.get("generation_kwargs")
     if isinstance(kwargs, Mapping):
-        for key, value in kwargs.items():
-            if key in _PASSED and isinstance(value, (int, float, str)) and not isinstance(value, bool):
-                params[key] = value
-            else:
-                notes.append(f"model: generation_kwargs.{key} not carried over")
+        params.update(_generation_kwargs(kwargs, notes))
+    return params
+
+
+def _generation_kwargs(kwargs: Mapping[str, Any], notes: list[str]) -> dict[str, Any]:
+    """Return the ``generation_kwargs`` a request can send as they are; note the others."""
+    params: dict[str, Any] = {}
+    for key, value in kwargs.items():
+        if key in _PASSED and isinstance(value, (int, float, str)) and not isinstance(value, bool):
+            params[key] = value
+        else:
+            notes.append(f"model: generation_kwargs.{key} not carried over")
     return params
 
 
