@@ -43,6 +43,11 @@ def _template(spec: Any, key: str, notes: list[str]) -> dict[str, Any] | None:
         return _raw_messages(spec, key, notes)
     if kind not in ("PromptTemplate", "MultiTurnPromptTemplate", "MMPromptTemplate"):
         raise ConfigError(f"infer_cfg.{key}: the template type {kind} is not supported")
+    return _template_table(spec, kind, key, notes)
+
+
+def _template_table(spec: Mapping[str, Any], kind: str, key: str, notes: list[str]) -> dict[str, Any]:
+    """Return a ``PromptTemplate`` (or multi-turn, multimodal one) as TOML keys; label keys become strings."""
     table: dict[str, Any] = plain({k: v for k, v in spec.items() if k != "type"}, f"infer_cfg.{key}")
     if kind != "PromptTemplate":
         table["type"] = kind
