@@ -261,15 +261,20 @@ def _write_page(
         out.write('],"details":[')
         details.copy_to(out)
         out.write('],"flips":' + _json_for_script(_flips(summary)) + ',"baseline_rows":')
-        if by_key is not None:
-            out.write("[")
-            baseline_cells.copy_to(out)
-            out.write("]")
-        else:
-            out.write("null")
+        _write_baseline_rows(out, baseline_cells if by_key is not None else None)
     history_data = history.to_dict() if history is not None else None
     out.write(',"history":' + _json_for_script(history_data) + ',"grid_text":' + _json_for_script(size) + "}")
     out.write(tail.format(**fields, script=script))
+
+
+def _write_baseline_rows(out: TextIO, cells: _Spill | None) -> None:
+    """Write the baseline's grid cells as an array (null without a baseline)."""
+    if cells is None:
+        out.write("null")
+        return
+    out.write("[")
+    cells.copy_to(out)
+    out.write("]")
 
 
 def dashboard_html(

@@ -168,8 +168,8 @@ def compare(
         max_regression_source=limit_source,
         regressions=tuple(f.id for f in changed if f.kind == "regression"),
         fixes=tuple(f.id for f in changed if f.kind == "fix"),
-        new=tuple(sorted(k.name(with_repeat=False) for k in current.keys() - other.keys())),
-        removed=tuple(sorted(k.name(with_repeat=False) for k in other.keys() - current.keys())),
+        new=_only_in(current, other),
+        removed=_only_in(other, current),
         flips=tuple(changed),
         missing_slices={n: c.pass_rate for n, c in base_counts.items() if n not in flips_of},
         repeats=repeats,
@@ -183,6 +183,11 @@ def compare(
         repeats=repeats,
         unpaired=_unpaired(current, other),
     )
+
+
+def _only_in(side: dict[CaseKey, list[CaseResult]], others: dict[CaseKey, list[CaseResult]]) -> tuple[str, ...]:
+    """Return the names of the cases one side has and the other lacks, sorted."""
+    return tuple(sorted(k.name(with_repeat=False) for k in side.keys() - others.keys()))
 
 
 def _flips(
