@@ -147,22 +147,25 @@ def to_messages_v2(colang_history: Any) -> list[Message]:
     bot: list[str] = []
     for line in _text(colang_history, "to_messages_v2").split("\n"):
         if line.startswith("user action:"):
-            if bot:
-                messages.append({"type": "assistant", "content": "\n".join(bot)})
-                bot = []
+            _close(messages, bot, "assistant")
             user.append(line)
         elif line.startswith("user intent:") or line.startswith("bot"):
-            if user:
-                messages.append({"type": "user", "content": "\n".join(user)})
-                user = []
+            _close(messages, user, "user")
             bot.append(line)
         elif line.strip():
             (user if user else bot if bot else []).append(line)
     if user:
-        messages.append({"type": "user", "content": "\n".join(user)})
-    elif bot:
-        messages.append({"type": "assistant", "content": "\n".join(bot)})
+        _close(messages, user, "user")
+    else:
+        _close(messages, bot, "assistant")
     return messages
+
+
+def _close(messages: list[Message], lines: list[str], kind: str) -> None:
+    """Close the message being gathered in ``lines`` (if any) as a message of ``kind``; ``lines`` empties."""
+    if lines:
+        messages.append({"type": kind, "content": "\n".join(lines)})
+        lines.clear()
 
 
 def to_intent_messages(colang_history: Any) -> list[Message]:

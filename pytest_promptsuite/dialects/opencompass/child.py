@@ -185,12 +185,7 @@ class Runner:
             return self.base(importer, parts, level, tuple(fromlist or ()))
         if parts[0] in sys.stdlib_module_names:
             return builtins.__import__(name, globals, locals, fromlist or (), level)
-        if fromlist and "*" in fromlist:
-            raise Refused(f"from {name} import *: the names of {name} are not known here")
-        module = StandInModule(name if fromlist else parts[0])
-        if module.__name__ in ("mmengine", "mmengine.config"):
-            vars(module).update(read_base=read_base, ConfigDict=ConfigDict)
-        return module
+        return _stand_in(name, parts, fromlist)
 
     def base(self, importer: str, parts: list[str], level: int, fromlist: tuple[str, ...]) -> types.ModuleType:
         """Import a base config as a module: mmengine's path rules, run once for each config importing it."""
@@ -405,6 +400,16 @@ def _fork(request: Mapping[str, Any], server_fds: tuple[int, int]) -> tuple[byte
         os._exit(0)
     status = os.waitstatus_to_exitcode(ended[1])
     return bytes(received), status, late or status == LATE
+
+
+def _stand_in(name: str, parts: list[str], fromlist: Sequence[str] | None) -> types.ModuleType:
+    """Return the stand-in of a module that is not run here (mmengine's ``read_base`` and ``ConfigDict`` real)."""
+    if fromlist and "*" in fromlist:
+        raise Refused(f"from {name} import *: the names of {name} are not known here")
+    module = StandInModule(name if fromlist else parts[0])
+    if module.__name__ in ("mmengine", "mmengine.config"):
+        vars(module).update(read_base=read_base, ConfigDict=ConfigDict)
+    return module
 
 
 def _work(request: Mapping[str, Any], read_end: int, write_end: int, server_fds: tuple[int, int]) -> NoReturn:
