@@ -130,13 +130,16 @@ def parse_judge_reply(reply: str) -> dict[str, Any]:
         raise ValueError(str(exc)) from None
     for value in values:
         if isinstance(value, dict) and isinstance(value.get("pass"), bool):
-            score = value.get("score")
-            if score is not None and (
-                isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score)
-            ):
-                raise ValueError(f"'score' is {score!r}, not a number")
+            _check_score(value.get("score"))
             return value
     raise ValueError("no JSON object with a boolean 'pass' in the reply")
+
+
+def _check_score(score: Any) -> None:
+    if score is not None and (
+        isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score)
+    ):
+        raise ValueError(f"'score' is {score!r}, not a number")
 
 
 class LlmRubric(Check):
@@ -242,12 +245,16 @@ class PythonCheck(Check):
         if isinstance(result, bool):
             return Verdict(result, expected, "True" if result else "False")
         if isinstance(result, (int, float)):
-            if not math.isfinite(result):
-                return Verdict(False, expected, f"score {result!r}, which is not a number to compare")
-            ok = result >= self.threshold if self.threshold is not None else result > 0
-            bound = f">= {self.threshold:g}" if self.threshold is not None else "> 0"
-            return Verdict(ok, f"{self.spec} scores {bound}", f"score {result:g}", score=float(result))
+            return self._scored(result, expected)
         return Verdict(False, expected, f"a {type(result).__name__} (return a bool, a float or a CheckResult)")
+
+    def _scored(self, result: float, expected: str) -> Verdict:
+        """Return the verdict of a score: at least ``threshold``, else above 0."""
+        if not math.isfinite(result):
+            return Verdict(False, expected, f"score {result!r}, which is not a number to compare")
+        ok = result >= self.threshold if self.threshold is not None else result > 0
+        bound = f">= {self.threshold:g}" if self.threshold is not None else "> 0"
+        return Verdict(ok, f"{self.spec} scores {bound}", f"score {result:g}", score=float(result))
 
 
 def _positional_count(function: Any) -> int:
