@@ -99,12 +99,7 @@ class FakeModel:
         if not self.rules:
             return None
         prompt = request.prompt
-        results: list[Message] = []
-        if not isinstance(prompt, str):
-            for message in reversed(prompt):
-                if message.get("role") != "tool":
-                    break
-                results.insert(0, message)
+        results = [] if isinstance(prompt, str) else _tool_results(prompt)
         text = prompt_text(results) if results else prompt_text(prompt)
         with time_budget(REGEX_SECONDS, f"a rule of {self.spec} on case {request.case_id or '?'}"):
             for rule in self.rules:
@@ -149,6 +144,16 @@ class FakeModel:
     def score_sync(self, request: ModelRequest) -> LabelScore:
         """Score the prompt for the ppl mode, fixed by its tokens' text (:func:`.scoring.fake_score`)."""
         return fake_score(score_text(request.prompt))
+
+
+def _tool_results(messages: list[Message]) -> list[Message]:
+    """Return the ``tool`` messages a conversation ends in, in order."""
+    results: list[Message] = []
+    for message in reversed(messages):
+        if message.get("role") != "tool":
+            break
+        results.insert(0, message)
+    return results
 
 
 def _elapsed_ms(start: float) -> float:
