@@ -91,8 +91,6 @@ def _by_case(rows: Iterable[CaseResult]) -> dict[CaseKey, list[CaseResult]]:
 def _flip(paired: PairedCase, kind: FlipKind, full: Reader | None = None, full_new: Reader | None = None) -> Flip:
     """Show a case's flip by the first repeat that went the ``kind`` way (each side's row read back
     whole by ``full`` / ``full_new`` when it left its texts on disk)."""
-    import difflib
-
     wanted = (True, False) if kind == "regression" else (False, True)
     pairs = list(zip(paired.old_rows, paired.new_rows, strict=False))
     old, new = next(
@@ -103,11 +101,6 @@ def _flip(paired: PairedCase, kind: FlipKind, full: Reader | None = None, full_n
     if full_new is not None:
         new = full_new(new)
     old_prompt, new_prompt = prompt_display(old.prompt), prompt_display(new.prompt)
-    diff = None
-    if old_prompt is not None and new_prompt is not None and old_prompt != new_prompt:
-        diff = "\n".join(
-            difflib.unified_diff(old_prompt.splitlines(), new_prompt.splitlines(), "baseline", "current", lineterm="")
-        )
     return Flip(
         id=paired.key.name(with_repeat=False),
         slice=new.slice,
@@ -118,8 +111,19 @@ def _flip(paired: PairedCase, kind: FlipKind, full: Reader | None = None, full_n
         new_output=new.output,
         old_prompt=old_prompt,
         new_prompt=new_prompt,
-        prompt_diff=diff,
+        prompt_diff=_prompt_diff(old_prompt, new_prompt),
         checks=tuple(c.to_dict() for c in new.checks),
+    )
+
+
+def _prompt_diff(old_prompt: str | None, new_prompt: str | None) -> str | None:
+    """Return the unified diff of the baseline's prompt and the current one (None when they are the same)."""
+    import difflib
+
+    if old_prompt is None or new_prompt is None or old_prompt == new_prompt:
+        return None
+    return "\n".join(
+        difflib.unified_diff(old_prompt.splitlines(), new_prompt.splitlines(), "baseline", "current", lineterm="")
     )
 
 
