@@ -49,13 +49,7 @@ class AssertModule:
         if not isinstance(value, str) or not value.strip():
             raise ConfigError(f"{where}: a {kind} assert needs its code or a file:// function as 'value'")
         if value.startswith("file://"):
-            written, _, fn = value[len("file://") :].partition(":")
-            path = inside(written)  # copied beside the module under this name, so never outside --out
-            if path is None:
-                raise ConfigError(f"{where}: file://{written} lies outside the config's folder")
-            if path not in self.files:
-                self.files.append(path)
-            call = f"None, output, case, file=str(_HERE / {path!r}), fn={fn or None!r}"
+            call = self._file_call(value, where)
         else:
             call = f"{value!r}, output, case" + (", fill_vars=True" if fill_vars else "")
         if config is not None:
@@ -66,6 +60,16 @@ class AssertModule:
             "sent=context)\n"
         )
         return f"file://promptfoo_asserts.py:{name}"
+
+    def _file_call(self, value: str, where: str) -> str:
+        """Return the arguments that run a ``file://PATH[:fn]`` assert; its file is copied beside the module."""
+        written, _, fn = value[len("file://") :].partition(":")
+        path = inside(written)  # copied beside the module under this name, so never outside --out
+        if path is None:
+            raise ConfigError(f"{where}: file://{written} lies outside the config's folder")
+        if path not in self.files:
+            self.files.append(path)
+        return f"None, output, case, file=str(_HERE / {path!r}), fn={fn or None!r}"
 
     def transformed(self, entry: dict[str, Any], transforms: list[Any], where: str, *, fill_vars: bool = False) -> str:
         """Add a function running the assert ``entry`` (ours) on the output after ``transforms`` (the
