@@ -57,10 +57,9 @@ def batch_lines(
     groups: Groups = {}
     for model, request in calls:
         layers = attached.get(id(model))
-        if layers is None or layers.answers is None or not layers.answers.batchable:
+        if layers is None or not _batched(layers, request):
             continue
-        if layers.caching is not None and layers.caching.stored(request):
-            continue
+        assert layers.answers is not None
         line = layers.answers.line(request)
         by_url = groups.setdefault(id(model), {}).setdefault(line.url, {})
         if line.custom_id in by_url:
@@ -72,6 +71,13 @@ def batch_lines(
                 continue
         by_url[line.custom_id] = line
     return groups
+
+
+def _batched(layers: Attached, request: ModelRequest) -> bool:
+    """Tell whether a call goes into a batch: its model is in batch mode and no store answers it."""
+    if layers.answers is None or not layers.answers.batchable:
+        return False
+    return layers.caching is None or not layers.caching.stored(request)
 
 
 def answer_in_batches(
