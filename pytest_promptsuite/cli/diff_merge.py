@@ -191,11 +191,9 @@ def run_merge(
     run = _run_of(first)
     against = None
     if baseline is not None:
-        baseline_rows = _read(baseline, err)
-        if baseline_rows is None:
+        against = _read_baseline(baseline, err)
+        if against is None:
             return UNREADABLE
-        base_run = _run_of(_summary_of(baseline, err))
-        against = Baseline(baseline_rows, str(baseline), None, base_run, usage=usage_report(baseline_rows, base_run))
     run = replace(run, prompt_hash=RunInfo.prompts_hash(rows)) if run is not None else None
     settings = GateSettings.from_dict(first)
     summary = summarize(rows, policy, baseline=against, settings=settings, run=run, usage=usage_report(rows, run))
@@ -204,6 +202,15 @@ def run_merge(
         print(line, file=out)
     print(f"promptsuite report: {out_dir}", file=out)
     return 0 if summary.gate.passed else 1
+
+
+def _read_baseline(baseline: Path, err: TextIO) -> Baseline | None:
+    """Read a baseline's rows, run record and usage; None, reported, when it cannot be read."""
+    baseline_rows = _read(baseline, err)
+    if baseline_rows is None:
+        return None
+    base_run = _run_of(_summary_of(baseline, err))
+    return Baseline(baseline_rows, str(baseline), None, base_run, usage=usage_report(baseline_rows, base_run))
 
 
 def _merge_policies(policies: Sequence[ThresholdPolicy], err: TextIO) -> ThresholdPolicy:
