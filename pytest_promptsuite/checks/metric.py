@@ -22,6 +22,7 @@ from pytest_promptsuite.formats.jsonio import find_json
 from pytest_promptsuite.models.model_api import Model
 from pytest_promptsuite.models.model_api import ModelRequest
 from pytest_promptsuite.models.model_api import Response
+from pytest_promptsuite.models.model_api import Usage
 from pytest_promptsuite.models.runner import ModelRunner
 from pytest_promptsuite.safety.deadline import BudgetExceeded
 from pytest_promptsuite.safety.deadline import time_budget
@@ -94,7 +95,10 @@ class Cost(Check):
             return Verdict(reported <= self.threshold, expected, f"${reported:.6f} (reported by the model)")
         if prices is None:
             return Verdict(False, expected, "no prices: give the check 'prices' or set [model] prices")
-        usage = ctx.response.usage if ctx.response is not None else None
+        return self._priced(ctx.response.usage if ctx.response is not None else None, prices, expected)
+
+    def _priced(self, usage: Usage | None, prices: Prices, expected: str) -> Verdict:
+        """Return the verdict of the call's token usage at ``prices`` (skipped without usage)."""
         cost = None if usage is None else prices.cost(usage.prompt_tokens, usage.completion_tokens)
         if usage is None or cost is None:
             return Verdict.skipped("no token usage reported by the model, so no cost")

@@ -275,10 +275,19 @@ def lone_surrogate(text: str, value: Any) -> tuple[str, str] | None:
             found = _LONE.search(item)
             if found is not None:
                 return where, f"\\u{ord(found.group()):04x}"
-        elif isinstance(item, dict):
-            for key, inner in item.items():
-                path = f"{where}.{key}" if where else str(key)
-                todo.extend(((path, key), (path, inner)))  # a key is a string too
-        elif isinstance(item, list):
-            todo.extend((f"{where}[{i}]", inner) for i, inner in enumerate(item))
+        else:
+            todo.extend(_inside(where, item))
     return None
+
+
+def _inside(where: str, item: Any) -> list[tuple[str, Any]]:
+    """Return what an object (its keys too: a key is a string) or an array holds, each with where it is."""
+    if isinstance(item, dict):
+        inside: list[tuple[str, Any]] = []
+        for key, inner in item.items():
+            path = f"{where}.{key}" if where else str(key)
+            inside += ((path, key), (path, inner))
+        return inside
+    if isinstance(item, list):
+        return [(f"{where}[{i}]", inner) for i, inner in enumerate(item)]
+    return []
