@@ -199,6 +199,9 @@ class ToolUsed(_ToolCheck):
         listed = ", ".join(repr(n) for n in self.names)
         if self.any_of:
             return Verdict(bool(used), f"any of {listed} called", _shown(calls))
+        return self._every(calls, used, listed)
+
+    def _every(self, calls: list[tuple[int, ToolCall]], used: list[str], listed: str) -> Verdict:
         missing = [n for n in self.names if n not in used]
         shown = _shown(calls) if not missing else f"{', '.join(map(repr, missing))} not called; {_shown(calls)}"
         return Verdict(not missing, f"{listed} called", shown)

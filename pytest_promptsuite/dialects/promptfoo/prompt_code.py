@@ -117,8 +117,7 @@ def transform_vars(row: Mapping[str, Any], base: Path | None) -> dict[str, Any]:
     spec = row[TRANSFORM_VARS]
     if not isinstance(spec, Mapping) or not isinstance(spec.get("code"), str):
         raise TemplateError(f"the case var {TRANSFORM_VARS} is {{code, vars, uuid, where}} (written by the import)")
-    names = spec["vars"] if isinstance(spec.get("vars"), list) else list(row)
-    variables = {k: row[k] for k in names if k in row and k not in _OPTION_VARS}
+    variables = _test_vars(row, spec)
     step = Transform(spec["code"], str(spec.get("where") or "transformVars"), base)
     try:
         value, _ = step.apply(variables, {"prompt": {}, "uuid": spec.get("uuid")}, param="vars")
@@ -130,6 +129,12 @@ def transform_vars(row: Mapping[str, Any], base: Path | None) -> dict[str, Any]:
             "not an object of vars"
         )
     return {**variables, **value}
+
+
+def _test_vars(row: Mapping[str, Any], spec: Mapping[str, Any]) -> dict[str, Any]:
+    """Return the test's own vars (those ``transformVars`` is given), without the vars of test options."""
+    names = spec["vars"] if isinstance(spec.get("vars"), list) else list(row)
+    return {k: row[k] for k in names if k in row and k not in _OPTION_VARS}
 
 
 @dataclass(frozen=True)
