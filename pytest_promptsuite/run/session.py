@@ -21,6 +21,7 @@ from pytest_promptsuite.cases.load import load_cases
 from pytest_promptsuite.cases.prompt_case import CaseKey
 from pytest_promptsuite.cases.prompt_case import PromptCase
 from pytest_promptsuite.checks.check_api import CheckScope
+from pytest_promptsuite.checks.compile_checks import CompiledChecks
 from pytest_promptsuite.checks.compile_checks import MakeCheck
 from pytest_promptsuite.checks.compile_checks import compile_cases
 from pytest_promptsuite.checks.outcome import Outcome
@@ -165,23 +166,7 @@ class PromptSession:
         variants = self.index.variants(key, self.options.variant)
         self.check_prompts(pipeline.prompts, cases, variants, shown)
         check_tools(pipeline.prompts, cases, variants, shown)
-        repeats = self.options.repeat
-        planned = []
-        shown_path = Path(shown)
-        slices: dict[str, str] = {}  # one string per slice and one tuple per set of tags, shared
-        tag_sets: dict[tuple[str, ...], tuple[str, ...]] = {}
-        for case in cases:  # an item keeps where its case is, not the case (read back when it runs)
-            ref, checks = case.ref, compiled[case.case_id]
-            assert ref is not None, "a loaded case knows its line"
-            slice_ = slices.setdefault(case.slice, case.slice)
-            tags = tag_sets.setdefault(tuple(case.tags), tuple(case.tags))
-            for variant in variants:  # prompt versions: ids case_id[v1], case_id[v2]
-                for repeat in range(repeats):  # --prompt-repeat N: ids case_id[repeat-0..N-1]
-                    case_key = CaseKey(case.case_id, variant, repeat)
-                    name = case_key.name(with_repeat=repeats > 1)
-                    planned.append(
-                        PlannedCase(ref, case_key, name, key, checks, shown=shown_path, slice=slice_, tags=tags)
-                    )
+        planned = _planned_items(cases, compiled, variants, self.options.repeat, key, Path(shown))
         if render:
             self.check_renders(pipeline.prompts, {case.case_id: case for case in cases}, planned)
         return planned
@@ -519,6 +504,32 @@ class PromptSession:
             if self.options.report:
                 lines.append(f"promptsuite report: {self.options.report}")
             yield "promptsuite: pass rate by slice", lines
+
+
+def _planned_items(
+    cases: Sequence[PromptCase],
+    compiled: Mapping[str, CompiledChecks],
+    variants: Sequence[str | None],
+    repeats: int,
+    key: SuiteKey,
+    shown_path: Path,
+) -> list[PlannedCase]:
+    """Plan an item per case, variant (ids ``case_id[v1]``) and repeat (``case_id[repeat-0..N-1]``); an item keeps
+    where its case is, not the case (read back when it runs)."""
+    planned = []
+    slices: dict[str, str] = {}  # one string per slice and one tuple per set of tags, shared
+    tag_sets: dict[tuple[str, ...], tuple[str, ...]] = {}
+    for case in cases:
+        ref, checks = case.ref, compiled[case.case_id]
+        assert ref is not None, "a loaded case knows its line"
+        slice_ = slices.setdefault(case.slice, case.slice)
+        tags = tag_sets.setdefault(tuple(case.tags), tuple(case.tags))
+        for variant in variants:
+            for repeat in range(repeats):
+                case_key = CaseKey(case.case_id, variant, repeat)
+                name = case_key.name(with_repeat=repeats > 1)
+                planned.append(PlannedCase(ref, case_key, name, key, checks, shown=shown_path, slice=slice_, tags=tags))
+    return planned
 
 
 def _render_failure(error: str, items: Sequence[PlannedCase]) -> str:
