@@ -119,12 +119,17 @@ def regression_tests(comparands: Sequence[Comparand], settings: GateSettings, ma
     """Judge every comparison, in the order given; the ``paired`` ones are one family for the correction."""
     p_values = [stratified_p(c.strata) for c in comparands]
     family = [i for i, c in enumerate(comparands) if c.rule == "paired"]
-    adjusted: dict[int, float] = {}
-    if settings.correction == "holm" and family:
-        adjusted = dict(zip(family, holm([p_values[i] for i in family]), strict=True))
-    # the detectable drop at the level the family's smallest p-value must reach (Bonferroni's)
-    level = settings.alpha / len(family) if settings.correction == "holm" and family else settings.alpha
+    adjusted, level = _corrected(p_values, family, settings)
     return [_test(c, p_values[i], adjusted.get(i), settings, max_drop, level) for i, c in enumerate(comparands)]
+
+
+def _corrected(p_values: list[float], family: list[int], settings: GateSettings) -> tuple[dict[int, float], float]:
+    """Return the family's Holm-adjusted p-values by position, and the level the family's smallest p-value must
+    reach (Bonferroni's: what the detectable drop is computed at); none and ``alpha`` without a correction."""
+    if settings.correction != "holm" or not family:
+        return {}, settings.alpha
+    adjusted = dict(zip(family, holm([p_values[i] for i in family]), strict=True))
+    return adjusted, settings.alpha / len(family)
 
 
 @dataclass(frozen=True)

@@ -369,12 +369,13 @@ def _repeat_stats(rows: Sequence[CaseResult], rule: CaseRule | None = None) -> t
     groups: dict[tuple[str, str], list[CaseResult]] = {}
     for row in rows:
         groups.setdefault((row.case_id, row.variant or ""), []).append(row)
-    out = []
-    for case_id, variant in sorted(key for key, runs_of in groups.items() if len(runs_of) > 1):
-        runs_of = groups[case_id, variant]
-        passed, runs = passes(runs_of)
-        fraction = passed / runs if runs else None
-        verdict = None if rule is None else case_outcome(runs_of, rule) is Outcome.PASSED
-        stats = RepeatStats(case_id, variant or None, runs_of[0].slice, runs, passed, fraction, case_passed=verdict)
-        out.append(stats)
-    return tuple(out)
+    repeated = sorted(key for key, runs_of in groups.items() if len(runs_of) > 1)
+    return tuple(_repeats(case_id, variant, groups[case_id, variant], rule) for case_id, variant in repeated)
+
+
+def _repeats(case_id: str, variant: str, runs_of: list[CaseResult], rule: CaseRule | None) -> RepeatStats:
+    """Count one repeated case's runs that count and those that passed (under a ``rule``, whether it passed)."""
+    passed, runs = passes(runs_of)
+    fraction = passed / runs if runs else None
+    verdict = None if rule is None else case_outcome(runs_of, rule) is Outcome.PASSED
+    return RepeatStats(case_id, variant or None, runs_of[0].slice, runs, passed, fraction, case_passed=verdict)
