@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from pytest_promptsuite.dialects.promptfoo.promptfoo_tests import _TYPES as PROMPTFOO_TYPES
+from pytest_promptsuite.dialects.promptfoo.csv_tests import _TYPES as PROMPTFOO_TYPES
 from pytest_promptsuite.dialects.promptfoo.promptfoo_tests import ASSERT_MAPPERS
 
 

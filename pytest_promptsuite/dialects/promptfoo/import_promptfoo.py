@@ -12,13 +12,13 @@ from typing import Any
 import yaml
 
 from pytest_promptsuite.dialects.promptfoo.config_file import ConfigFile
+from pytest_promptsuite.dialects.promptfoo.csv_tests import csv_test
 from pytest_promptsuite.dialects.promptfoo.prompt_forms import ImportedPrompt
 from pytest_promptsuite.dialects.promptfoo.prompt_forms import config_prompts
 from pytest_promptsuite.dialects.promptfoo.prompt_forms import json_template
 from pytest_promptsuite.dialects.promptfoo.promptfoo_tests import AssertModule
 from pytest_promptsuite.dialects.promptfoo.promptfoo_tests import TestSource
 from pytest_promptsuite.dialects.promptfoo.promptfoo_tests import cases_of
-from pytest_promptsuite.dialects.promptfoo.promptfoo_tests import csv_test
 from pytest_promptsuite.dialects.promptfoo.providers import Provider
 from pytest_promptsuite.dialects.promptfoo.providers import config_providers
 from pytest_promptsuite.dialects.promptfoo.providers import with_prompt_config
