@@ -148,15 +148,20 @@ class _Group:
 
     def priced(self, prices: Prices | None) -> _Group:
         """Return this group with ``cost_usd`` summed over its calls at ``prices``, in call order."""
+        cost_usd = self._calls_cost(prices)
+        listed = None
+        if prices is not None and self.measured:
+            listed = prices.cost(self.prompt_tokens or 0, self.completion_tokens or 0)
+        return replace(self, cost_usd=cost_usd, list_cost=listed)
+
+    def _calls_cost(self, prices: Prices | None) -> float | None:
+        """Sum the USD of the calls billed, in call order (None when none could be priced)."""
         cost_usd = None
         for prompt, completion in self.billed:
             cost = None if prices is None else prices.cost(prompt, completion)
             if cost is not None:
                 cost_usd = (cost_usd or 0.0) + cost
-        listed = None
-        if prices is not None and self.measured:
-            listed = prices.cost(self.prompt_tokens or 0, self.completion_tokens or 0)
-        return replace(self, cost_usd=cost_usd, list_cost=listed)
+        return cost_usd
 
     def merge(self, other: _Group) -> None:
         self.rows += other.rows
