@@ -63,15 +63,7 @@ def pytest_configure(config: pytest.Config) -> None:
     register_installed(config.pluginmanager)
     workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
     worker_index = int(str(getattr(config, "workerinput", {}).get("workerid", "gw0"))[2:] or 0)
-    if options.batch_mode and getattr(config.option, "numprocesses", None):
-        raise pytest.UsageError(
-            "--prompt-batch, --prompt-batch-file and --prompt-batch-results make one batch of the run's calls in one "
-            "process: drop -n"
-        )
-    if options.sequential and getattr(config.option, "numprocesses", None):
-        raise pytest.UsageError(
-            "--prompt-sequential decides case by case, in the order it chose, in one process: drop -n"
-        )
+    _refuse_workers(options, config)
     try:
         session = PromptSession(
             options,
@@ -95,6 +87,19 @@ def pytest_configure(config: pytest.Config) -> None:
             config.args = [*config.args, *suites]
         else:
             config.args = suites
+
+
+def _refuse_workers(options: RunOptions, config: pytest.Config) -> None:
+    """Refuse ``-n`` with the options that run in one process (batch mode, ``--prompt-sequential``)."""
+    if options.batch_mode and getattr(config.option, "numprocesses", None):
+        raise pytest.UsageError(
+            "--prompt-batch, --prompt-batch-file and --prompt-batch-results make one batch of the run's calls in one "
+            "process: drop -n"
+        )
+    if options.sequential and getattr(config.option, "numprocesses", None):
+        raise pytest.UsageError(
+            "--prompt-sequential decides case by case, in the order it chose, in one process: drop -n"
+        )
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -128,15 +133,24 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     ``--prompt-sequential`` (seeded, stratified by slice; other tests first)."""
     plugin = config.stash.get(session_key, None)
     if plugin is not None and plugin.session.options.sequential:
-        from pytest_promptsuite.items import PromptItem
-        from pytest_promptsuite.run.sequential_run import run_order
-
-        ours = [item for item in items if isinstance(item, PromptItem)]
-        others = [item for item in items if not isinstance(item, PromptItem)]
-        items[:] = others + [ours[i] for i in run_order([item.planned for item in ours])]
+        _in_sequential_order(items)
     shard = plugin.session.options.shard if plugin is not None else None
-    if shard is None:
-        return
+    if shard is not None:
+        _keep_shard(config, items, shard)
+
+
+def _in_sequential_order(items: list[pytest.Item]) -> None:
+    """Put the cases in ``--prompt-sequential``'s order, after the other tests."""
+    from pytest_promptsuite.items import PromptItem
+    from pytest_promptsuite.run.sequential_run import run_order
+
+    ours = [item for item in items if isinstance(item, PromptItem)]
+    others = [item for item in items if not isinstance(item, PromptItem)]
+    items[:] = others + [ours[i] for i in run_order([item.planned for item in ours])]
+
+
+def _keep_shard(config: pytest.Config, items: list[pytest.Item], shard: Any) -> None:
+    """Deselect the cases of the other shards."""
     from pytest_promptsuite.items import PromptItem
 
     keep: list[pytest.Item] = []
@@ -188,29 +202,37 @@ class _SessionPlugin:
         if ours:  # what collection made lives to the end: the collector need not walk it again and again
             gc.freeze()
             self._frozen = True
+        self._plan(session, ours)
+        reporter: Any = self.config.pluginmanager.get_plugin("terminalreporter")
+        progress = None if reporter is None else (lambda line: reporter.write_line(printable(line)))
+        self._hints(progress)
+        try:
+            self.session.start_calls([item.planned for item in ours], progress)
+        except PromptSuiteError as exc:
+            raise pytest.UsageError(str(exc)) from exc
+
+    def _plan(self, session: pytest.Session, ours: list[Any]) -> None:
+        """Plan ``--prompt-sequential``'s comparisons and the calls started ahead of the items."""
         upcoming = None
         if self.session.is_worker:  # only this worker's own queue, never another worker's cases
             from pytest_promptsuite.run.prefetch import xdist_queue
 
             upcoming = xdist_queue(self.config.pluginmanager.get_plugins(), session.items) or (lambda n: [])
         try:
-            self.session.plan_sequential([item.planned for item in session.items if isinstance(item, PromptItem)])
+            self.session.plan_sequential([item.planned for item in ours])
         except PromptSuiteError as exc:
             raise pytest.UsageError(str(exc)) from exc
         stop_early = bool(self.config.option.maxfail) or self.session.sequential is not None  # one window ahead
         self.session.plan_prefetch(session.items, self._start, upcoming, stop_early=stop_early)
-        reporter: Any = self.config.pluginmanager.get_plugin("terminalreporter")
-        progress = None if reporter is None else (lambda line: reporter.write_line(printable(line)))
+
+    def _hints(self, progress: Any) -> None:
+        """Show the assembler's hints (a pytest-xdist worker's terminal is not shown: the controller says them last)."""
         hints = self.session.assembler.hints
-        if self.session.is_worker:  # a pytest-xdist worker's terminal is not shown: the controller says them last
+        if self.session.is_worker:
             self.session.add_warnings(hints)
         elif progress is not None:
             for hint in hints:
                 progress(f"promptsuite: {hint}")
-        try:
-            self.session.start_calls([item.planned for item in ours], progress)
-        except PromptSuiteError as exc:
-            raise pytest.UsageError(str(exc)) from exc
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> None:
@@ -270,6 +292,7 @@ class _SessionPlugin:
         summary = self.session.finish(not_run=not_run, why=self._stop_reason(session, exitstatus))
         if summary is None:
             return
+        self.session.write_report()
         if exitstatus not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
             return  # never mask an interrupt, an internal error or a usage error
         if not summary.gate.passed:

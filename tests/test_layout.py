@@ -2,7 +2,7 @@
 
 No import circle (imports inside functions count; ``TYPE_CHECKING`` imports do not), no core module importing
 a dialect, at most eight modules at the root, no two module names alike, pytest imported only by the three
-glue modules, and a docstring on every public function, class and method.
+glue modules, a docstring on every public function, class and method, and small blocks (radon's complexity).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import itertools
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -280,3 +281,44 @@ def test_function_docstrings_start_with_a_verb() -> None:
 def test_no_docstring_cites_a_spec_outside_the_repository() -> None:
     cites = [name for name, path in MODULES.items() if "SPEC §" in path.read_text(encoding="utf-8")]
     assert cites == []
+
+
+#: radon's ranks of a block too complex to keep outside the dialects (D: a cyclomatic complexity of 21 or more).
+TOO_COMPLEX = frozenset("DEF")
+#: The package's mean complexity stays under this, over every block as ``radon cc -a`` counts them.
+MAX_MEAN_COMPLEXITY = 4.0
+
+
+def _complexity_blocks() -> list[tuple[str, Any]]:
+    """Every block radon measures (functions, methods and classes), with its module."""
+    pytest.importorskip("radon")  # in the lint extra; CI installs .[test,lint]
+    from radon.complexity import cc_visit
+
+    return [(name, block) for name, path in MODULES.items() for block in cc_visit(path.read_text(encoding="utf-8"))]
+
+
+def _shown(name: str, block: Any) -> str:
+    from radon.complexity import cc_rank
+
+    return f"{name}:{block.lineno} {block.fullname} {cc_rank(block.complexity)} ({block.complexity})"
+
+
+def test_no_block_outside_the_dialects_is_ranked_d_or_worse() -> None:
+    """Split such a block along its seams (a helper per concept); the dialects may keep a few."""
+    from radon.complexity import cc_rank
+
+    blocks = _complexity_blocks()
+    core = [(name, b) for name, b in blocks if name.partition(".dialects")[1] != ".dialects"]
+    assert core, "no block measured"
+    assert [_shown(name, b) for name, b in core if cc_rank(b.complexity) in TOO_COMPLEX] == []
+
+
+def test_mean_complexity_is_under_four() -> None:
+    """The mean ``radon cc -a -s pytest_promptsuite`` prints, over functions, methods and classes."""
+    blocks = _complexity_blocks()
+    mean = sum(b.complexity for _, b in blocks) / len(blocks)
+    worst = sorted(blocks, key=lambda item: -item[1].complexity)[:10]
+    assert mean < MAX_MEAN_COMPLEXITY, (
+        f"mean complexity {mean:.3f} over {len(blocks)} blocks; the most complex: "
+        + "; ".join(_shown(name, b) for name, b in worst)
+    )

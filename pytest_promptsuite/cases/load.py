@@ -20,6 +20,23 @@ from pytest_promptsuite.formats.jsonio import lone_surrogate
 from pytest_promptsuite.formats.jsonl import read_jsonl
 
 
+def _line_problems(problem: str | None, text: str, value: Any) -> list[str]:
+    """Return what is wrong with a line: not JSON, not a case object, a lone surrogate, or the case's shape."""
+    if problem is not None:
+        return [problem]
+    if value is None:
+        return ["the line is null, not a case object"]
+    if not isinstance(value, dict):
+        return [f"a case must be a JSON object, got {describe_type(value)}"]
+    lone = lone_surrogate(text, value)
+    if lone is not None:
+        return [
+            f"{lone[0]!r} holds {lone[1]}, half of a UTF-16 surrogate pair and no character (it cannot be "
+            "sent or written as UTF-8); write the whole pair or drop it"
+        ]
+    return list(shape_problems(value))
+
+
 def _objects(path: Path, name: str, problems: list[str]) -> Iterator[tuple[CaseRef, dict[str, Any]]]:
     """Yield each well-shaped case object of a file with its place; add every other line's problems."""
     try:
@@ -28,19 +45,7 @@ def _objects(path: Path, name: str, problems: list[str]) -> Iterator[tuple[CaseR
         raise CaseFileError([f"{name}:1: cannot read the case file: {exc.strerror}"]) from exc
     for line in read_jsonl(data):
         value = line.value
-        if line.problem is not None:
-            found = [line.problem]
-        elif value is None:
-            found = ["the line is null, not a case object"]
-        elif not isinstance(value, dict):
-            found = [f"a case must be a JSON object, got {describe_type(value)}"]
-        elif (lone := lone_surrogate(line.text, value)) is not None:
-            found = [
-                f"{lone[0]!r} holds {lone[1]}, half of a UTF-16 surrogate pair and no character (it cannot be "
-                "sent or written as UTF-8); write the whole pair or drop it"
-            ]
-        else:
-            found = list(shape_problems(value))
+        found = _line_problems(line.problem, line.text, value)
         if found:
             problems.extend(f"{name}:{line.number}: {problem}" for problem in found)
             continue

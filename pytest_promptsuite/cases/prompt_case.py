@@ -201,44 +201,41 @@ def shape_problems(data: dict[str, Any]) -> Iterator[str]:
         if key not in data:
             yield f"missing required field {key!r}"
     for key in ("case_id", "slice"):
-        if key not in data:
-            continue
-        value = data[key]
-        if not isinstance(value, str):
-            yield f"{key!r} must be a string, got {describe_type(value)}"
-        elif not value.strip():
-            yield f"{key!r} is empty"
-        elif "\n" in value or "\r" in value:
-            yield f"{key!r} must be one line"
+        if key in data:
+            yield from _line_problems(key, data[key])
     if "input" in data:
-        value = data["input"]
-        if isinstance(value, str):
-            if not value.strip():
-                yield "'input' is empty"
-        elif isinstance(value, list):
-            if not value:
-                yield "'input' is an empty list (a multi-turn case needs at least one turn)"
-            for i, turn in enumerate(value):
-                if not isinstance(turn, str):
-                    yield f"'input[{i}]' must be a string, got {describe_type(turn)}"
-                elif not turn.strip():
-                    yield f"'input[{i}]' is empty (every turn needs text, as 'input' does)"
-        else:
-            yield f"'input' must be a string or a list of strings, got {describe_type(value)}"
+        yield from _input_problems(data["input"])
     yield from _optional_problems(data)
+
+
+def _line_problems(key: str, value: Any) -> Iterator[str]:
+    if not isinstance(value, str):
+        yield f"{key!r} must be a string, got {describe_type(value)}"
+    elif not value.strip():
+        yield f"{key!r} is empty"
+    elif "\n" in value or "\r" in value:
+        yield f"{key!r} must be one line"
+
+
+def _input_problems(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        if not value.strip():
+            yield "'input' is empty"
+    elif isinstance(value, list):
+        if not value:
+            yield "'input' is an empty list (a multi-turn case needs at least one turn)"
+        for i, turn in enumerate(value):
+            if not isinstance(turn, str):
+                yield f"'input[{i}]' must be a string, got {describe_type(turn)}"
+            elif not turn.strip():
+                yield f"'input[{i}]' is empty (every turn needs text, as 'input' does)"
+    else:
+        yield f"'input' must be a string or a list of strings, got {describe_type(value)}"
 
 
 def _optional_problems(data: dict[str, Any]) -> Iterator[str]:
     for key in _STRING_LISTS:
-        value = data.get(key, [])
-        if not isinstance(value, list):
-            yield f"{key!r} must be a list of strings, got {describe_type(value)}"
-            continue
-        for i, item in enumerate(value):
-            if not isinstance(item, str):
-                yield f"'{key}[{i}]' must be a string, got {describe_type(item)}"
-            elif not item:
-                yield f"'{key}[{i}]' is an empty string"
+        yield from _string_list_problems(key, data.get(key, []))
     for key in _OBJECTS:
         value = data.get(key, {})
         if not isinstance(value, dict):
@@ -246,28 +243,43 @@ def _optional_problems(data: dict[str, Any]) -> Iterator[str]:
     if "answer" in data and not isinstance(data["answer"], (str, list, type(None))):
         yield f"'answer' must be a string or a list, got {describe_type(data['answer'])}"
     if "assert" in data:
-        value = data["assert"]
-        if not isinstance(value, list):
-            yield f"'assert' must be a list of checks, got {describe_type(value)}"
-        else:
-            for i, item in enumerate(value):
-                if not isinstance(item, dict):
-                    yield f"'assert[{i}]' must be an object, got {describe_type(item)}"
+        yield from _object_list_problems("assert", data["assert"], "a list of checks")
     if "threshold" in data:
-        value = data["threshold"]
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            yield f"'threshold' must be a number from 0 to 1, got {describe_type(value)}"
-        elif not 0 <= value <= 1:
-            yield f"'threshold' must be from 0 to 1, got {value!r}"
+        yield from _threshold_problems(data["threshold"])
     if "review" in data and not isinstance(data["review"], (bool, str)):
         yield f"'review' must be true, false or a reason, got {describe_type(data['review'])}"
+    yield from _tool_problems(data)
+
+
+def _tool_problems(data: dict[str, Any]) -> Iterator[str]:
     if "tools" in data:
-        value = data["tools"]
-        if not isinstance(value, list):
-            yield f"'tools' must be a list of function tools, got {describe_type(value)}"
-        else:
-            for i, item in enumerate(value):
-                if not isinstance(item, dict):
-                    yield f"'tools[{i}]' must be an object, got {describe_type(item)}"
+        yield from _object_list_problems("tools", data["tools"], "a list of function tools")
     if "tool_choice" in data and not isinstance(data["tool_choice"], (str, dict)):
         yield f"'tool_choice' must be a string or an object, got {describe_type(data['tool_choice'])}"
+
+
+def _string_list_problems(key: str, value: Any) -> Iterator[str]:
+    if not isinstance(value, list):
+        yield f"{key!r} must be a list of strings, got {describe_type(value)}"
+        return
+    for i, item in enumerate(value):
+        if not isinstance(item, str):
+            yield f"'{key}[{i}]' must be a string, got {describe_type(item)}"
+        elif not item:
+            yield f"'{key}[{i}]' is an empty string"
+
+
+def _object_list_problems(key: str, value: Any, what: str) -> Iterator[str]:
+    if not isinstance(value, list):
+        yield f"{key!r} must be {what}, got {describe_type(value)}"
+        return
+    for i, item in enumerate(value):
+        if not isinstance(item, dict):
+            yield f"'{key}[{i}]' must be an object, got {describe_type(item)}"
+
+
+def _threshold_problems(value: Any) -> Iterator[str]:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        yield f"'threshold' must be a number from 0 to 1, got {describe_type(value)}"
+    elif not 0 <= value <= 1:
+        yield f"'threshold' must be from 0 to 1, got {value!r}"

@@ -168,6 +168,11 @@ def json_equal(a: Any, b: Any) -> bool:
         return a == b
     if type(a) is not type(b):
         return False
+    return _same_json(a, b)
+
+
+def _same_json(a: Any, b: Any) -> bool:
+    """Compare two values of one type: objects key by key, arrays item by item."""
     if isinstance(a, dict):
         return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
     if isinstance(a, list):
@@ -307,33 +312,41 @@ class Params:
         ``file://path.py:attr``, a file or module only from where :attr:`scope` allows."""
         where = f"'value' of {self.name!r}"
         if spec.startswith("file://") or ":" in spec and spec.split(":", 1)[0].endswith(".py"):
-            file_part, sep, attr = spec.rpartition(":")
-            if not sep or not attr:
-                raise CheckError(f"{where} must look like 'file://checks.py:function', got {spec!r}")
-            if self.scope is not None:
-                path = self.scope.file(file_part, self.base_dir, field="value", name=self.name)
-            else:
-                path = resolve_file(file_part, self.base_dir)
-            module = _import_file(path, where)
+            module, attr = self._file_module(spec, where)
         else:
-            if ":" in spec:
-                module_path, _, attr = spec.partition(":")
-            else:
-                module_path, _, attr = spec.rpartition(".")
-            if not module_path or not attr:
-                raise CheckError(f"{where} must be a dotted path like 'package.module:name', got {spec!r}")
-            if self.scope is not None:
-                self.scope.check_module(module_path, field="value", name=self.name)
-            try:
-                module = importlib.import_module(module_path)
-            except ImportError as exc:
-                raise CheckError(f"{where}: cannot import module {module_path!r}: {exc}") from exc
-            except (Exception, SystemExit) as exc:
-                raise CheckError(f"{where}: importing {module_path!r} failed: {exc!r}") from exc
+            module, attr = self._named_module(spec, where)
         try:
             return getattr(module, attr)
         except AttributeError:
             raise CheckError(f"{where}: {module.__name__!r} has no attribute {attr!r}") from None
+
+    def _file_module(self, spec: str, where: str) -> tuple[Any, str]:
+        """Import the file of ``file://path.py:attr`` (from where :attr:`scope` allows); return it and ``attr``."""
+        file_part, sep, attr = spec.rpartition(":")
+        if not sep or not attr:
+            raise CheckError(f"{where} must look like 'file://checks.py:function', got {spec!r}")
+        if self.scope is not None:
+            path = self.scope.file(file_part, self.base_dir, field="value", name=self.name)
+        else:
+            path = resolve_file(file_part, self.base_dir)
+        return _import_file(path, where), attr
+
+    def _named_module(self, spec: str, where: str) -> tuple[Any, str]:
+        """Import the module of ``pkg.module:attr`` or ``pkg.module.attr``; return it and ``attr``."""
+        if ":" in spec:
+            module_path, _, attr = spec.partition(":")
+        else:
+            module_path, _, attr = spec.rpartition(".")
+        if not module_path or not attr:
+            raise CheckError(f"{where} must be a dotted path like 'package.module:name', got {spec!r}")
+        if self.scope is not None:
+            self.scope.check_module(module_path, field="value", name=self.name)
+        try:
+            return importlib.import_module(module_path), attr
+        except ImportError as exc:
+            raise CheckError(f"{where}: cannot import module {module_path!r}: {exc}") from exc
+        except (Exception, SystemExit) as exc:
+            raise CheckError(f"{where}: importing {module_path!r} failed: {exc!r}") from exc
 
     def done(self) -> None:
         """Reject every field no read asked for."""

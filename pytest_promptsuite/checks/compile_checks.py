@@ -189,13 +189,7 @@ class _Compiler:
         params = {k: v for k, v in entry.items() if k not in COMMON_FIELDS}
         check = self.make(name=name, params=params, case=self.case, base_dir=self.base_dir, scope=self.scope)
         if check is None:
-            hint = nearest(name, list(BUILTIN_TYPES))
-            raise CheckError(
-                f"unknown check type {kind!r}"
-                + (f" (did you mean {('not-' if negate else '') + hint!r}?)" if hint else "")
-                + f"; known types: {_known_types()} (each also as not-TYPE), or a type a plugin adds "
-                "through pytest_promptsuite_make_check"
-            )
+            raise _unknown_type(kind, name, negate)
         if not isinstance(check, Check):
             raise CheckError(
                 f"the pytest_promptsuite_make_check hook returned {type(check).__name__} for {name!r}, "
@@ -208,6 +202,17 @@ class _Compiler:
         if path is not None and not check.reads_output:
             raise CheckError(f"'path' does not apply to {name!r}: it checks the model call, not the output")
         return CompiledCheck(kind, check, negate, weight, path, where, _metric(entry))
+
+
+def _unknown_type(kind: str, name: str, negate: bool) -> CheckError:
+    """Say that no check has the type ``kind``: the nearest built-in, every known type."""
+    hint = nearest(name, list(BUILTIN_TYPES))
+    return CheckError(
+        f"unknown check type {kind!r}"
+        + (f" (did you mean {('not-' if negate else '') + hint!r}?)" if hint else "")
+        + f"; known types: {_known_types()} (each also as not-TYPE), or a type a plugin adds "
+        "through pytest_promptsuite_make_check"
+    )
 
 
 def compile_case(

@@ -74,6 +74,10 @@ def _difference(found: str, expected: str) -> str:
     return f"{shorten(found)}, first difference at offset {at}"
 
 
+#: What :class:`Contains` expects, by mode.
+_CONTAINS = {"one": "contains", "any": "contains any of", "all": "contains all of"}
+
+
 class Contains(Check):
     """``contains`` / ``icontains`` / ``contains-any`` / ``contains-all`` / ``icontains-any`` /
     ``icontains-all``: substrings of the output (``i``: ignoring case)."""
@@ -91,17 +95,13 @@ class Contains(Check):
         case = " (ignoring case)" if self.ignore_case else ""
         found_at = [f"{n!r} at offset {at}" for n, at in where.items() if at >= 0]
         missing = [repr(n) for n, at in where.items() if at < 0]
-        if self.mode == "one":
-            expected, ok = f"contains {shown}{case}", not missing
-        elif self.mode == "any":
-            expected, ok = f"contains any of {shown}{case}", bool(found_at)
-        else:
-            expected, ok = f"contains all of {shown}{case}", not missing
+        ok = bool(found_at) if self.mode == "any" else not missing
+        return Verdict(ok, f"{_CONTAINS[self.mode]} {shown}{case}", self._found(text, found_at, missing, ok))
+
+    def _found(self, text: str, found_at: list[str], missing: list[str], ok: bool) -> str:
         if found_at and (ok or self.mode == "all"):
-            found = ", ".join(found_at) + (f"; missing {', '.join(missing)}" if missing else "")
-        else:
-            found = f"none of them in {len(text)} chars" if self.mode != "one" else f"no match in {len(text)} chars"
-        return Verdict(ok, expected, found)
+            return ", ".join(found_at) + (f"; missing {', '.join(missing)}" if missing else "")
+        return f"none of them in {len(text)} chars" if self.mode != "one" else f"no match in {len(text)} chars"
 
 
 class StartsWith(Check):

@@ -11,6 +11,7 @@ from typing import Any
 
 from pytest_promptsuite.checks.check_api import Check
 from pytest_promptsuite.checks.check_api import CheckContext
+from pytest_promptsuite.checks.check_api import Embed
 from pytest_promptsuite.checks.check_api import Params
 from pytest_promptsuite.checks.check_api import Verdict
 from pytest_promptsuite.checks.check_api import json_text
@@ -95,14 +96,8 @@ class EmbeddingSimilar(Check):
             )
         texts = [json_text(value), *self.expected]
         details = None
-        vectors: Sequence[Sequence[float]]
         try:
-            if isinstance(ctx.embed, ModelEmbedder):  # its tokens are recorded beside the check
-                vectors, response = ctx.embed.ask(texts, ctx.case.case_id)
-                if response.usage is not None:
-                    details = {"embedding_usage": response.usage.to_dict()}
-            else:
-                vectors = ctx.embed(texts)
+            vectors, details = _vectors(ctx.embed, texts, ctx.case.case_id)
             scores = [_score(self.metric, vectors[0], v) for v in vectors[1:]]
         except (ModelError, ValueError, IndexError, TypeError) as exc:
             return Verdict(False, expected, f"the embedding model failed: {exc}", details=details)
@@ -111,6 +106,15 @@ class EmbeddingSimilar(Check):
         score = 1 / (1 + best) if distance else best
         found = f"{'distance' if distance else 'similarity'} {best:.2f}"
         return Verdict(passed, expected, found, score=score, details=details)
+
+
+def _vectors(embed: Embed, texts: list[str], case_id: str) -> tuple[Sequence[Sequence[float]], dict[str, Any] | None]:
+    """Embed the texts; return the vectors and, from an embedding model, its token usage (recorded beside the
+    check)."""
+    if not isinstance(embed, ModelEmbedder):
+        return embed(texts), None
+    vectors, response = embed.ask(texts, case_id)
+    return vectors, {"embedding_usage": response.usage.to_dict()} if response.usage is not None else None
 
 
 def make_similar(p: Params) -> Check:

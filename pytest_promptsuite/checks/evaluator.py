@@ -11,6 +11,7 @@ from pytest_promptsuite.checks.builtin_checks import make_builtin_check
 from pytest_promptsuite.checks.check_api import CheckContext
 from pytest_promptsuite.checks.check_api import Embed
 from pytest_promptsuite.checks.check_api import Judge
+from pytest_promptsuite.checks.check_api import Verdict
 from pytest_promptsuite.checks.compile_checks import CheckSet
 from pytest_promptsuite.checks.compile_checks import CompiledCheck
 from pytest_promptsuite.checks.compile_checks import CompiledChecks
@@ -130,6 +131,21 @@ class _Run:
 
     def results(self) -> tuple[CheckResult, ...]:
         case = self.ctx.case
+        by_layer = self._run_leaves(self._leaves())
+        if case.review:
+            by_layer[Layer.REVIEW].append(self._case_review(case.review))
+        ordered = list(must_checks(case, self.ctx.output))
+        for layer in _ORDER:
+            ordered.extend(by_layer[layer])
+        sets, scored = self._set_results()
+        ordered += sets
+        if self.checks.threshold is not None and scored:
+            ordered.append(_share_result("threshold", "case", scored, self.checks.threshold, gating=True))
+        return tuple(ordered)
+
+    def _leaves(self) -> list[tuple[CompiledCheck, bool, str | None]]:
+        """Return every leaf check (the case's, an assert-set's members, the suite's) with whether it gates and
+        its label, in layer order."""
         thresholded = self.checks.threshold is not None
         leaves: list[tuple[CompiledCheck, bool, str | None]] = []  # (check, gating, label)
         for entries, suite in ((self.checks.entries, False), (self.checks.suite, True)):
@@ -142,6 +158,9 @@ class _Run:
                     own = suite or not thresholded or entry.layer is Layer.REVIEW
                     leaves.append((entry, entry.weight > 0 and own, label))
         leaves.sort(key=lambda item: _ORDER[item[0].layer])
+        return leaves
+
+    def _run_leaves(self, leaves: list[tuple[CompiledCheck, bool, str | None]]) -> dict[Layer, list[CheckResult]]:
         by_layer: dict[Layer, list[CheckResult]] = {layer: [] for layer in _ORDER}
         for compiled, gating, label in leaves:
             result = self._run_leaf(compiled, gating, label)
@@ -149,40 +168,32 @@ class _Run:
             by_layer[compiled.layer].append(result)
             if compiled.layer is Layer.STRUCTURE and not result.passed and not result.skipped:
                 self.structure_failure = self.structure_failure or compiled.name
-        if case.review:
-            by_layer[Layer.REVIEW].append(self._case_review(case.review))
-        ordered = list(must_checks(case, self.ctx.output))
-        for layer in _ORDER:
-            ordered.extend(by_layer[layer])
-        scored: list[tuple[float, CheckResult]] = []  # (weight, result) of the case's own entries
+        return by_layer
+
+    def _set_results(self) -> tuple[list[CheckResult], list[tuple[float, CheckResult]]]:
+        """Return the assert-sets' results, in entry order, and the (weight, result) of the case's own entries."""
+        thresholded = self.checks.threshold is not None
+        sets: list[CheckResult] = []
+        scored: list[tuple[float, CheckResult]] = []
         for entries, suite in ((self.checks.entries, False), (self.checks.suite, True)):
             for entry in entries:
                 if isinstance(entry, CheckSet):
+                    gating = entry.weight > 0 and (suite or not thresholded)
                     result = self._set_result(
-                        entry,
-                        gating=entry.weight > 0 and (suite or not thresholded),
-                        label=f"suite {entry.where}" if suite else entry.where,
+                        entry, gating=gating, label=f"suite {entry.where}" if suite else entry.where
                     )
-                    ordered.append(result)
+                    sets.append(result)
                 else:
                     result = self.leaf[id(entry)]
                 if not suite and result.layer != Layer.REVIEW.value:
                     scored.append((entry.weight, result))
-        if thresholded and scored:
-            ordered.append(_share_result("threshold", "case", scored, self.checks.threshold, gating=True))
-        return tuple(ordered)
+        return sets, scored
 
     def _run_leaf(self, compiled: CompiledCheck, gating: bool, label: str | None) -> CheckResult:
         ctx = self.ctx
         path = compiled.path
         prefix = f"{path}: " if path is not None else ""
-        details: dict[str, Any] = {}
-        if path is not None:
-            details["path"] = str(path)
-        if label:
-            details["in"] = label
-        if compiled.metric:
-            details["metric"] = compiled.metric
+        details = _details(compiled, label)
         gating = gating and compiled.weight > 0
         value: Any = ctx.output
         if path is not None:
@@ -205,6 +216,11 @@ class _Run:
             return self._result(compiled, False, message, gating, details)
         finally:
             ctx.path = None
+        return self._verdict_result(compiled, verdict, prefix, gating, details)
+
+    def _verdict_result(
+        self, compiled: CompiledCheck, verdict: Verdict, prefix: str, gating: bool, details: dict[str, Any]
+    ) -> CheckResult:
         if verdict.details:
             details.update(verdict.details)
         if verdict.skip is not None:
@@ -254,6 +270,18 @@ class _Run:
         return _share_result("assert-set", label, scored, entry.threshold, gating=gating, layer=layer)
 
 
+def _details(compiled: CompiledCheck, label: str | None) -> dict[str, Any]:
+    """Return the details every result of a leaf check carries: its path, the set or suite it is in, its metric."""
+    details: dict[str, Any] = {}
+    if compiled.path is not None:
+        details["path"] = str(compiled.path)
+    if label:
+        details["in"] = label
+    if compiled.metric:
+        details["metric"] = compiled.metric
+    return details
+
+
 def _share_result(
     name: str,
     label: str,
@@ -274,29 +302,44 @@ def _share_result(
     got = sum(w for w, r in counted if r.passed)
     share = got / total
     n_pass = sum(1 for _, r in counted if r.passed)
-    if threshold is None:
-        passed = n_pass == len(counted)
-        bound = "every weighted check passes"
-    else:
-        passed = share >= threshold - 1e-12
-        bound = f"a weighted share >= {threshold:g}"
+    passed, bound = _share_verdict(share, n_pass == len(counted), threshold)
+    found = _share_found(counted, n_pass, share)
+    return CheckResult(
+        layer.value, name, passed, f"{label}: expected {bound}; found {found}", gating=gating, score=share
+    )
+
+
+def _share_found(counted: list[tuple[float, CheckResult]], n_pass: int, share: float) -> str:
     failed = [r.name for _, r in counted if not r.passed]
     found = f"{n_pass} of {len(counted)} passed, weighted share {share:.2f}"
     if failed:
         found += f" (failed: {', '.join(failed)})"
-    return CheckResult(
-        layer.value, name, passed, f"{label}: expected {bound}; found {found}", gating=gating, score=share
-    )
+    return found
+
+
+def _share_verdict(share: float, every: bool, threshold: float | None) -> tuple[bool, str]:
+    """Return whether a group passed and the bound it is held to: ``threshold`` on the share, else ``every`` check."""
+    if threshold is None:
+        return every, "every weighted check passes"
+    return share >= threshold - 1e-12, f"a weighted share >= {threshold:g}"
 
 
 def outcome_of(case: PromptCase, checks: tuple[CheckResult, ...], *, error: str | None) -> Outcome:
     """Decide a case's outcome: error, failed, review or passed, the first that applies."""
     if error is not None:
         return Outcome.ERROR
-    if any(not c.passed and c.gating and not c.skipped for c in checks):
+    if any(_fails(c) for c in checks):
         return Outcome.FAILED
-    if case.review or any(
-        c.layer == Layer.REVIEW and c.gating and c.passed and c.details and "review" in c.details for c in checks
-    ):
+    if case.review or any(_marks_review(c) for c in checks):
         return Outcome.REVIEW
     return Outcome.PASSED
+
+
+def _fails(check: CheckResult) -> bool:
+    return not check.passed and check.gating and not check.skipped
+
+
+def _marks_review(check: CheckResult) -> bool:
+    return bool(
+        check.layer == Layer.REVIEW and check.gating and check.passed and check.details and "review" in check.details
+    )

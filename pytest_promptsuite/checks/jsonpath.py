@@ -38,22 +38,8 @@ class JsonPath:
         steps: list[Step] = []
         at = 1
         while at < len(text):
-            for pattern in (_KEY, _INDEX, _QUOTED):
-                match = pattern.match(text, at)
-                if match:
-                    break
-            else:
-                raise CheckError(
-                    f"'path' {text!r}: cannot read {text[at:]!r} at position {at + 1} (supported: .key, [0], ['key'])"
-                )
-            if pattern is _INDEX:
-                steps.append(int(match.group(1)))
-            elif pattern is _QUOTED:
-                raw = match.group(1) if match.group(1) is not None else match.group(2)
-                steps.append(re.sub(r"\\(.)", r"\1", raw))
-            else:
-                steps.append(match.group(1))
-            at = match.end()
+            step, at = _step(text, at)
+            steps.append(step)
         return cls(text, tuple(steps))
 
     def __str__(self) -> str:
@@ -65,18 +51,46 @@ class JsonPath:
         walked = "$"
         for step in self.steps:
             if isinstance(step, int):
-                if not isinstance(current, list):
-                    raise PathMissing(f"{walked} is {json_kind(current)}, not an array")
-                if not -len(current) <= step < len(current):
-                    raise PathMissing(f"{walked} has {len(current)} items, no index {step}")
-                current = current[step]
+                current = _item(current, step, walked)
                 walked += f"[{step}]"
             else:
-                if not isinstance(current, dict):
-                    raise PathMissing(f"{walked} is {json_kind(current)}, not an object")
-                if step not in current:
-                    keys = ", ".join(repr(k) for k in list(current)[:10])
-                    raise PathMissing(f"{walked} has no key {step!r} (keys: {keys or 'none'})")
-                current = current[step]
+                current = _member(current, step, walked)
                 walked += f".{step}" if _KEY.fullmatch(f".{step}") else f"[{step!r}]"
         return current
+
+
+def _step(text: str, at: int) -> tuple[Step, int]:
+    """Read the step of ``text`` at ``at`` (``.key``, ``[0]`` or ``['key']``); return it and where the next starts."""
+    for pattern in (_KEY, _INDEX, _QUOTED):
+        match = pattern.match(text, at)
+        if match:
+            break
+    else:
+        raise CheckError(
+            f"'path' {text!r}: cannot read {text[at:]!r} at position {at + 1} (supported: .key, [0], ['key'])"
+        )
+    if pattern is _INDEX:
+        return int(match.group(1)), match.end()
+    if pattern is _QUOTED:
+        raw = match.group(1) if match.group(1) is not None else match.group(2)
+        return re.sub(r"\\(.)", r"\1", raw), match.end()
+    return match.group(1), match.end()
+
+
+def _item(current: Any, step: int, walked: str) -> Any:
+    """Return item ``step`` of the array at ``walked``."""
+    if not isinstance(current, list):
+        raise PathMissing(f"{walked} is {json_kind(current)}, not an array")
+    if not -len(current) <= step < len(current):
+        raise PathMissing(f"{walked} has {len(current)} items, no index {step}")
+    return current[step]
+
+
+def _member(current: Any, step: str, walked: str) -> Any:
+    """Return the value of key ``step`` of the object at ``walked``."""
+    if not isinstance(current, dict):
+        raise PathMissing(f"{walked} is {json_kind(current)}, not an object")
+    if step not in current:
+        keys = ", ".join(repr(k) for k in list(current)[:10])
+        raise PathMissing(f"{walked} has no key {step!r} (keys: {keys or 'none'})")
+    return current[step]

@@ -8,6 +8,7 @@ from typing import Any
 
 from pytest_promptsuite.checks.check_api import Check
 from pytest_promptsuite.checks.check_api import CheckContext
+from pytest_promptsuite.checks.check_api import Judge
 from pytest_promptsuite.checks.check_api import Params
 from pytest_promptsuite.checks.check_api import Verdict
 from pytest_promptsuite.checks.check_api import json_text
@@ -21,6 +22,7 @@ from pytest_promptsuite.formats.jsonio import find_json
 from pytest_promptsuite.models.model_api import Model
 from pytest_promptsuite.models.model_api import ModelRequest
 from pytest_promptsuite.models.model_api import Response
+from pytest_promptsuite.models.model_api import Usage
 from pytest_promptsuite.models.runner import ModelRunner
 from pytest_promptsuite.safety.deadline import BudgetExceeded
 from pytest_promptsuite.safety.deadline import time_budget
@@ -93,7 +95,10 @@ class Cost(Check):
             return Verdict(reported <= self.threshold, expected, f"${reported:.6f} (reported by the model)")
         if prices is None:
             return Verdict(False, expected, "no prices: give the check 'prices' or set [model] prices")
-        usage = ctx.response.usage if ctx.response is not None else None
+        return self._priced(ctx.response.usage if ctx.response is not None else None, prices, expected)
+
+    def _priced(self, usage: Usage | None, prices: Prices, expected: str) -> Verdict:
+        """Return the verdict of the call's token usage at ``prices`` (skipped without usage)."""
         cost = None if usage is None else prices.cost(usage.prompt_tokens, usage.completion_tokens)
         if usage is None or cost is None:
             return Verdict.skipped("no token usage reported by the model, so no cost")
@@ -129,13 +134,16 @@ def parse_judge_reply(reply: str) -> dict[str, Any]:
         raise ValueError(str(exc)) from None
     for value in values:
         if isinstance(value, dict) and isinstance(value.get("pass"), bool):
-            score = value.get("score")
-            if score is not None and (
-                isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score)
-            ):
-                raise ValueError(f"'score' is {score!r}, not a number")
+            _check_score(value.get("score"))
             return value
     raise ValueError("no JSON object with a boolean 'pass' in the reply")
+
+
+def _check_score(score: Any) -> None:
+    if score is not None and (
+        isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score)
+    ):
+        raise ValueError(f"'score' is {score!r}, not a number")
 
 
 class LlmRubric(Check):
@@ -159,15 +167,8 @@ class LlmRubric(Check):
                 "no judge model: configure [models.judge] in the suite config or pass --prompt-judge SPEC",
             )
         prompt = RUBRIC_PROMPT.format(rubric=self.rubric, output=json_text(value))
-        usage: dict[str, Any] = {}
         try:
-            if isinstance(ctx.judge, ModelJudge):  # its tokens are counted apart from the tested model's
-                response = ctx.judge.ask(prompt)
-                reply = response.text
-                if response.usage is not None:
-                    usage = {"judge_usage": response.usage.to_dict()}
-            else:
-                reply = ctx.judge(prompt)
+            reply, usage = _ask(ctx.judge, prompt)
         except ModelError as exc:
             return Verdict(False, expected, f"the judge call failed: {exc}")
         except Exception as exc:  # whatever a judge model raised: this check fails, the case runs on
@@ -181,6 +182,10 @@ class LlmRubric(Check):
                 f"an unreadable judge reply ({exc}): {shorten(reply)}",
                 details={"judge": ctx.judge_name, "reply": reply, **usage},
             )
+        return self._graded(grade, expected, ctx.judge_name, usage)
+
+    def _graded(self, grade: dict[str, Any], expected: str, judge: str | None, usage: dict[str, Any]) -> Verdict:
+        """Return the verdict of the judge's grade: its pass, else its score against ``threshold``."""
         passed = grade["pass"]
         score = grade.get("score")
         score = float(score) if score is not None else (1.0 if passed else 0.0)
@@ -191,8 +196,17 @@ class LlmRubric(Check):
             expected,
             f"{'pass' if passed else 'fail'}, score {score:g}: {reason}",
             score=score,
-            details={"judge": ctx.judge_name, "verdict": passed, "score": score, "reason": reason, **usage},
+            details={"judge": judge, "verdict": passed, "score": score, "reason": reason, **usage},
         )
+
+
+def _ask(judge: Judge, prompt: str) -> tuple[str, dict[str, Any]]:
+    """Ask the judge; return its reply and, from a judge model, its token usage (counted apart from the tested
+    model's)."""
+    if not isinstance(judge, ModelJudge):
+        return judge(prompt), {}
+    response = judge.ask(prompt)
+    return response.text, {"judge_usage": response.usage.to_dict()} if response.usage is not None else {}
 
 
 class ModelJudge:
@@ -235,12 +249,16 @@ class PythonCheck(Check):
         if isinstance(result, bool):
             return Verdict(result, expected, "True" if result else "False")
         if isinstance(result, (int, float)):
-            if not math.isfinite(result):
-                return Verdict(False, expected, f"score {result!r}, which is not a number to compare")
-            ok = result >= self.threshold if self.threshold is not None else result > 0
-            bound = f">= {self.threshold:g}" if self.threshold is not None else "> 0"
-            return Verdict(ok, f"{self.spec} scores {bound}", f"score {result:g}", score=float(result))
+            return self._scored(result, expected)
         return Verdict(False, expected, f"a {type(result).__name__} (return a bool, a float or a CheckResult)")
+
+    def _scored(self, result: float, expected: str) -> Verdict:
+        """Return the verdict of a score: at least ``threshold``, else above 0."""
+        if not math.isfinite(result):
+            return Verdict(False, expected, f"score {result!r}, which is not a number to compare")
+        ok = result >= self.threshold if self.threshold is not None else result > 0
+        bound = f">= {self.threshold:g}" if self.threshold is not None else "> 0"
+        return Verdict(ok, f"{self.spec} scores {bound}", f"score {result:g}", score=float(result))
 
 
 def _positional_count(function: Any) -> int:

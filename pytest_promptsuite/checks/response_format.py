@@ -52,6 +52,18 @@ class ResponseFormat:
         return CheckResult(Layer.STRUCTURE.value, CHECK_NAME, problem is None, f"{expected}; found {found}")
 
 
+def _schema_file(value: str, suite: SuiteConfig, where: str, key: str) -> tuple[str, Any]:
+    """Read a schema file inside the suite's folder: its name (the file's stem) and its JSON."""
+    path = suite.resolve(value, key=key)
+    try:
+        schema = decode(path.read_bytes().decode("utf-8-sig"))
+    except OSError as exc:
+        raise ConfigError(f"{where}: {key} = {value!r}: cannot read the schema file: {exc.strerror}") from exc
+    except (UnicodeDecodeError, JsonError) as exc:
+        raise ConfigError(f"{where}: {key} = {value!r}: the schema file is not JSON: {exc}") from exc
+    return path.stem, schema
+
+
 def response_format(value: Any, suite: SuiteConfig, key: str) -> ResponseFormat:
     """Read ``[model] response_format`` (``key`` names where it is set): a table is the schema, a string
     ending ``.json`` a schema file inside the suite's folder, ``module:Class`` a pydantic model of a module
@@ -60,14 +72,7 @@ def response_format(value: Any, suite: SuiteConfig, key: str) -> ResponseFormat:
     if isinstance(value, dict):
         name, schema = "response", value
     elif isinstance(value, str) and value.endswith(".json"):
-        path = suite.resolve(value, key=key)
-        try:
-            schema = decode(path.read_bytes().decode("utf-8-sig"))
-        except OSError as exc:
-            raise ConfigError(f"{where}: {key} = {value!r}: cannot read the schema file: {exc.strerror}") from exc
-        except (UnicodeDecodeError, JsonError) as exc:
-            raise ConfigError(f"{where}: {key} = {value!r}: the schema file is not JSON: {exc}") from exc
-        name = path.stem
+        name, schema = _schema_file(value, suite, where, key)
     elif isinstance(value, str) and ":" in value:
         name, schema = _pydantic_schema(value, suite, where, key)
     else:

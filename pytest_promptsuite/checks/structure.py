@@ -320,16 +320,16 @@ class _Count(Check):
         unknown = set(value) - {"min", "max"}
         if unknown or not value:
             raise CheckError(f"'value' of {p.name!r} takes 'min' and/or 'max', got keys {sorted(value)}")
-        bounds = []
-        for key in ("min", "max"):
-            bound = value.get(key)
-            if bound is not None and (isinstance(bound, bool) or not isinstance(bound, int) or bound < 0):
-                raise CheckError(f"'value.{key}' of {p.name!r} must be a whole number >= 0, got {bound!r}")
-            bounds.append(bound)
-        low, high = bounds
+        low, high = (_count_bound(value.get(key), key, p.name) for key in ("min", "max"))
         if low is not None and high is not None and low > high:
             raise CheckError(f"'value' of {p.name!r}: min {low} is above max {high}")
         return cls(None, low, high)
+
+
+def _count_bound(bound: Any, key: str, name: str) -> int | None:
+    if bound is not None and (isinstance(bound, bool) or not isinstance(bound, int) or bound < 0):
+        raise CheckError(f"'value.{key}' of {name!r} must be a whole number >= 0, got {bound!r}")
+    return bound
 
 
 class WordCount(_Count):

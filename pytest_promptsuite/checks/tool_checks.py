@@ -22,6 +22,7 @@ from pytest_promptsuite.errors import describe_type
 from pytest_promptsuite.models.tool_calls import Step
 from pytest_promptsuite.models.tool_calls import ToolCall
 from pytest_promptsuite.models.tool_calls import partial_match
+from pytest_promptsuite.prompts.tool_set import ToolSet
 from pytest_promptsuite.safety.scrub import scrub_cut
 
 
@@ -71,16 +72,20 @@ class ValidToolsCall(_ToolCheck):
         calls = _numbered(ctx)
         if not calls:
             return Verdict(False, expected, "no tool calls")
-        tools = ctx.tools
         for step, call in calls:
-            where = f"step {step}: {call.name or '(no name)'}"
-            if tools is None or call.name not in tools.names:
-                known = ", ".join(sorted(tools.names)) if tools is not None and tools.names else "none"
-                return Verdict(False, expected, f"{where} is not a defined tool (defined: {known})")
-            problem = _arguments_problem(call, tools.parameters_of(call.name), "is-valid-openai-tools-call")
+            problem = _tool_call_problem(call, ctx.tools)
             if problem is not None:
-                return Verdict(False, expected, f"{where}: {problem}")
+                return Verdict(False, expected, f"step {step}: {call.name or '(no name)'}{problem}")
         return Verdict(True, expected, f"{len(calls)} valid call{'s' if len(calls) != 1 else ''}: {_shown(calls)}")
+
+
+def _tool_call_problem(call: ToolCall, tools: ToolSet | None) -> str | None:
+    """Say what is wrong with a tool call (after its name): no such tool, or arguments that do not fit."""
+    if tools is None or call.name not in tools.names:
+        known = ", ".join(sorted(tools.names)) if tools is not None and tools.names else "none"
+        return f" is not a defined tool (defined: {known})"
+    problem = _arguments_problem(call, tools.parameters_of(call.name), "is-valid-openai-tools-call")
+    return None if problem is None else f": {problem}"
 
 
 class ValidFunctionCall(Check):
@@ -98,20 +103,29 @@ class ValidFunctionCall(Check):
         calls = [call for _, call in _numbered(ctx)] or [c for c in (_output_call(value),) if c is not None]
         if not calls:
             return Verdict(False, expected, f"no function call: {shorten(value)}")
-        schemas: dict[str, Any] | None = None
-        if self.functions is not None:
-            schemas = {str(f.get("name")): f.get("parameters") for f in self.functions}
-        elif ctx.tools is not None:
-            schemas = {name: ctx.tools.parameters_of(name) for name in ctx.tools.names}
+        schemas = self._schemas(ctx)
         if schemas is None:
             return Verdict(False, expected, "no functions to check the call against (give them as 'value')")
-        for call in calls:
-            if call.name not in schemas:
-                return Verdict(False, expected, f"called {call.name!r}, but there is no function with that name")
-            problem = _arguments_problem(call, schemas[call.name], "is-valid-openai-function-call")
-            if problem is not None:
-                return Verdict(False, expected, f"{call.name}: {problem}")
+        problem = next((p for call in calls if (p := _function_call_problem(call, schemas)) is not None), None)
+        if problem is not None:
+            return Verdict(False, expected, problem)
         return Verdict(True, expected, ", ".join(_cut(call.display()) for call in calls))
+
+    def _schemas(self, ctx: CheckContext) -> dict[str, Any] | None:
+        """Return each function's ``parameters`` by name: the check's functions, else the request's tools."""
+        if self.functions is not None:
+            return {str(f.get("name")): f.get("parameters") for f in self.functions}
+        if ctx.tools is not None:
+            return {name: ctx.tools.parameters_of(name) for name in ctx.tools.names}
+        return None
+
+
+def _function_call_problem(call: ToolCall, schemas: dict[str, Any]) -> str | None:
+    """Say what is wrong with a function call: no such function, or arguments that do not fit."""
+    if call.name not in schemas:
+        return f"called {call.name!r}, but there is no function with that name"
+    problem = _arguments_problem(call, schemas[call.name], "is-valid-openai-function-call")
+    return None if problem is None else f"{call.name}: {problem}"
 
 
 def _arguments_problem(call: ToolCall, schema: Any, check: str) -> str | None:
@@ -180,19 +194,25 @@ class ToolUsed(_ToolCheck):
     def evaluate(self, value: Any, ctx: CheckContext) -> Verdict:
         calls = _numbered(ctx)
         if self.counted:
-            name = self.names[0]
-            low = 1 if self.low is None else self.low
-            found = [c for c in calls if _matches(c[1].name, name)]
-            bounds = f"at least {low}" if self.high is None else f"{low} to {self.high}"
-            passed = len(found) >= low and (self.high is None or len(found) <= self.high)
-            return Verdict(passed, f"{name!r} called {bounds} times", f"{len(found)} calls ({_shown(found)})")
+            return self._count(calls)
         used = [n for n in self.names if any(_matches(c.name, n) for _, c in calls)]
         listed = ", ".join(repr(n) for n in self.names)
         if self.any_of:
             return Verdict(bool(used), f"any of {listed} called", _shown(calls))
+        return self._every(calls, used, listed)
+
+    def _every(self, calls: list[tuple[int, ToolCall]], used: list[str], listed: str) -> Verdict:
         missing = [n for n in self.names if n not in used]
         shown = _shown(calls) if not missing else f"{', '.join(map(repr, missing))} not called; {_shown(calls)}"
         return Verdict(not missing, f"{listed} called", shown)
+
+    def _count(self, calls: list[tuple[int, ToolCall]]) -> Verdict:
+        name = self.names[0]
+        low = 1 if self.low is None else self.low
+        found = [c for c in calls if _matches(c[1].name, name)]
+        bounds = f"at least {low}" if self.high is None else f"{low} to {self.high}"
+        passed = len(found) >= low and (self.high is None or len(found) <= self.high)
+        return Verdict(passed, f"{name!r} called {bounds} times", f"{len(found)} calls ({_shown(found)})")
 
 
 class ToolSequence(_ToolCheck):
@@ -206,17 +226,7 @@ class ToolSequence(_ToolCheck):
         calls = _numbered(ctx)
         order = " -> ".join(self.steps)
         if self.exact:
-            expected = f"exactly the tool sequence {order}"
-            for i, wanted in enumerate(self.steps):
-                if i >= len(calls):
-                    return Verdict(False, expected, f"call {i + 1} ({wanted}) never made; {_shown(calls)}")
-                step, call = calls[i]
-                if not _matches(call.name, wanted):
-                    return Verdict(False, expected, f"call {i + 1} (step {step}) was {call.name}, not {wanted}")
-            if len(calls) > len(self.steps):
-                step, extra = calls[len(self.steps)]
-                return Verdict(False, expected, f"an extra call {len(self.steps) + 1} (step {step}): {extra.name}")
-            return Verdict(True, expected, _shown(calls))
+            return self._exactly(calls, f"exactly the tool sequence {order}")
         expected = f"the tool sequence {order} in order"
         at = 0
         for _, call in calls:
@@ -226,6 +236,18 @@ class ToolSequence(_ToolCheck):
             return Verdict(True, expected, _shown(calls))
         after = f" after {self.steps[at - 1]}" if at else ""
         return Verdict(False, expected, f"{self.steps[at]} never called{after}; {_shown(calls)}")
+
+    def _exactly(self, calls: list[tuple[int, ToolCall]], expected: str) -> Verdict:
+        for i, wanted in enumerate(self.steps):
+            if i >= len(calls):
+                return Verdict(False, expected, f"call {i + 1} ({wanted}) never made; {_shown(calls)}")
+            step, call = calls[i]
+            if not _matches(call.name, wanted):
+                return Verdict(False, expected, f"call {i + 1} (step {step}) was {call.name}, not {wanted}")
+        if len(calls) > len(self.steps):
+            step, extra = calls[len(self.steps)]
+            return Verdict(False, expected, f"an extra call {len(self.steps) + 1} (step {step}): {extra.name}")
+        return Verdict(True, expected, _shown(calls))
 
 
 class ToolArgsMatch(_ToolCheck):
@@ -247,20 +269,20 @@ class ToolArgsMatch(_ToolCheck):
             return Verdict(False, expected, f"{self.name} never called; {_shown(_numbered(ctx))}")
         problems = []
         for step, call in calls:
-            if not call.valid_json:
-                problems.append(f"step {step}: arguments are not JSON")
-                continue
-            if self.schema is not None:
-                problem = schema_mismatch(self.schema, call.arguments)
-                if problem is None:
-                    return Verdict(True, expected, f"step {step}: {call.display()}")
-                problems.append(f"step {step}: {problem}")
-                continue
-            fits = json_equal(call.arguments, self.args) if self.exact else partial_match(call.arguments, self.args)
-            if fits:
+            problem = self._misfit(call)
+            if problem is None:
                 return Verdict(True, expected, f"step {step}: {call.display()}")
-            problems.append(f"step {step}: {_cut(call.display())}")
+            problems.append(f"step {step}: {problem}")
         return Verdict(False, expected, "; ".join(problems))
+
+    def _misfit(self, call: ToolCall) -> str | None:
+        """Say how a call's arguments miss (None: they fit the schema, or the args)."""
+        if not call.valid_json:
+            return "arguments are not JSON"
+        if self.schema is not None:
+            return schema_mismatch(self.schema, call.arguments)
+        fits = json_equal(call.arguments, self.args) if self.exact else partial_match(call.arguments, self.args)
+        return None if fits else _cut(call.display())
 
 
 class StepCount(_ToolCheck):

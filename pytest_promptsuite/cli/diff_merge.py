@@ -24,6 +24,7 @@ from pytest_promptsuite.results.io import load_results
 from pytest_promptsuite.results.io import load_summary_json
 from pytest_promptsuite.results.records import RunInfo
 from pytest_promptsuite.results.summary import Baseline
+from pytest_promptsuite.results.summary import Summary
 from pytest_promptsuite.results.summary import summarize
 from pytest_promptsuite.results.usage import usage_report
 
@@ -98,15 +99,37 @@ def run_diff(
     if old_rows is None or new_rows is None:
         return UNREADABLE
     new_summary, old_summary = _summary_of(new, err), _summary_of(old, err)
-    policy = policy_from_summary(new_summary)
-    if max_regression is not None:
-        policy = replace(policy, max_regression_option=max_regression)
-    settings = GateSettings.from_dict(new_summary) if new_summary else GateSettings(regression="paired")
-    if alpha is not None:
-        settings = replace(settings, alpha=alpha)
+    policy, settings = _rule_of(new_summary, alpha, max_regression)
     against = Baseline(old_rows, str(old), baseline_variant, _run_of(old_summary))
     summary = summarize(new_rows, policy, baseline=against, settings=settings, run=_run_of(new_summary))
     print(f"promptsuite diff: {old} -> {new}", file=out)
+    _print_changes(summary, out)
+    failed = [d for d in summary.gate.decisions if isinstance(d, (SliceRegressed, NoCommonCases))]
+    if not failed:
+        print("promptsuite diff: no slice regressed", file=out)
+        return 0
+    print("promptsuite diff: REGRESSED", file=out)
+    for decision in failed:
+        print(f"  - {reason(decision)}", file=out)
+    return 1
+
+
+def _rule_of(
+    summary: dict[str, Any] | None, alpha: float | None, max_regression: float | None
+) -> tuple[ThresholdPolicy, GateSettings]:
+    """Return the policy and gate settings of a diff: NEW's ``summary.json``'s (``paired`` without one), the
+    options over them."""
+    policy = policy_from_summary(summary)
+    if max_regression is not None:
+        policy = replace(policy, max_regression_option=max_regression)
+    settings = GateSettings.from_dict(summary) if summary else GateSettings(regression="paired")
+    if alpha is not None:
+        settings = replace(settings, alpha=alpha)
+    return policy, settings
+
+
+def _print_changes(summary: Summary, out: TextIO) -> None:
+    """Print the slice table and verdicts, then every changed id under its kind, one a line."""
     for line in summary_lines(summary, max_ids=10**9, gate=False):
         if not line.startswith(("regressions: ", "fixes: ")):  # listed one per line below
             print(line, file=out)
@@ -117,14 +140,6 @@ def run_diff(
         print(f"{title} ({len(ids)}):", file=out)
         for case in ids:
             print(f"  {case}", file=out)
-    failed = [d for d in summary.gate.decisions if isinstance(d, (SliceRegressed, NoCommonCases))]
-    if not failed:
-        print("promptsuite diff: no slice regressed", file=out)
-        return 0
-    print("promptsuite diff: REGRESSED", file=out)
-    for decision in failed:
-        print(f"  - {reason(decision)}", file=out)
-    return 1
 
 
 def _shard_rows(shards: Sequence[Path], err: TextIO) -> tuple[list[CaseResult], list[dict[str, Any]]] | None:
@@ -176,11 +191,9 @@ def run_merge(
     run = _run_of(first)
     against = None
     if baseline is not None:
-        baseline_rows = _read(baseline, err)
-        if baseline_rows is None:
+        against = _read_baseline(baseline, err)
+        if against is None:
             return UNREADABLE
-        base_run = _run_of(_summary_of(baseline, err))
-        against = Baseline(baseline_rows, str(baseline), None, base_run, usage=usage_report(baseline_rows, base_run))
     run = replace(run, prompt_hash=RunInfo.prompts_hash(rows)) if run is not None else None
     settings = GateSettings.from_dict(first)
     summary = summarize(rows, policy, baseline=against, settings=settings, run=run, usage=usage_report(rows, run))
@@ -189,6 +202,15 @@ def run_merge(
         print(line, file=out)
     print(f"promptsuite report: {out_dir}", file=out)
     return 0 if summary.gate.passed else 1
+
+
+def _read_baseline(baseline: Path, err: TextIO) -> Baseline | None:
+    """Read a baseline's rows, run record and usage; None, reported, when it cannot be read."""
+    baseline_rows = _read(baseline, err)
+    if baseline_rows is None:
+        return None
+    base_run = _run_of(_summary_of(baseline, err))
+    return Baseline(baseline_rows, str(baseline), None, base_run, usage=usage_report(baseline_rows, base_run))
 
 
 def _merge_policies(policies: Sequence[ThresholdPolicy], err: TextIO) -> ThresholdPolicy:

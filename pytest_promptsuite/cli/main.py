@@ -59,10 +59,12 @@ class _Collected:
                 index.add_target(raw)
             except PromptSuiteError as exc:
                 self.problems.append(str(exc))
-        if self.problems:
-            return
-        files = [path for path in index.case_files() if index.wants(path)]
-        try:  # the conftests pytest would load for these files, as pytest loads them: first
+        if not self.problems:
+            self._collect([path for path in index.case_files() if index.wants(path)], cwd, render)
+
+    def _collect(self, files: list[Path], cwd: Path, render: bool) -> None:
+        """Collect the case files with the conftests pytest would load for them (loaded first, as pytest does)."""
+        try:
             hook = plugin_manager(conftest_modules(files, root=cwd)).hook
         except PromptSuiteError as exc:
             self.problems.append(str(exc))
@@ -130,30 +132,47 @@ def _show(
 ) -> str:
     """Show one case in one variant as ``render`` prints it (``form``: text or jsonl; ``labels``: the ppl mode's;
     ``tools``: the request's ``tools`` and ``tool_choice``)."""
-    case, variant = planned.case, planned.key.variant
     tools = tools or {}
     if form == "jsonl":
-        prompt = requests[0] if requests else None
-        shown: dict[str, Any] = {"case_id": case.case_id, "variant": variant, "prompt": prompt, "error": error}
-        shown.update(tools)
-        if labels:
-            shown["labels"] = dict(labels)
-        if isinstance(case.input, list) and requests:  # multi-turn: the requests known before any reply
-            shown["requests"] = requests
-        return encode(shown)
-    head = f"=== {planned.location}: {planned.name} [{case.slice}] ==="
+        return _show_jsonl(planned, requests, error, labels, tools)
+    head = f"=== {planned.location}: {planned.name} [{planned.case.slice}] ==="
     if error is not None:
         return f"{head}\nerror: {error}"
-    bodies = [_text(r) for r in requests]
-    if labels:
-        bodies = [f"--- label {label} ---\n{_text(prompt)}" for label, prompt in labels]
-    elif len(bodies) > 1:
-        bodies = [f"--- request {i + 1} of {len(bodies)} ---\n{b}" for i, b in enumerate(bodies)]
+    bodies = _bodies(requests, labels)
     if tools:
         choice = tools.get("tool_choice")
         bodies.append(f"--- tools{f' (tool_choice {encode(choice)})' if choice is not None else ''} ---")
         bodies.extend(_tool_line(tool) for tool in tools["tools"])
     return "\n".join([head, *bodies])
+
+
+def _bodies(requests: list[Prompt], labels: Sequence[tuple[str, Prompt]]) -> list[str]:
+    """Show each label's prompt (the ppl mode), else each request, headed when there are several."""
+    if labels:
+        return [f"--- label {label} ---\n{_text(prompt)}" for label, prompt in labels]
+    bodies = [_text(r) for r in requests]
+    if len(bodies) > 1:
+        return [f"--- request {i + 1} of {len(bodies)} ---\n{b}" for i, b in enumerate(bodies)]
+    return bodies
+
+
+def _show_jsonl(
+    planned: PlannedCase,
+    requests: list[Prompt],
+    error: str | None,
+    labels: Sequence[tuple[str, Prompt]],
+    tools: Mapping[str, Any],
+) -> str:
+    """Show one case in one variant as a JSON line."""
+    case = planned.case
+    prompt = requests[0] if requests else None
+    shown: dict[str, Any] = {"case_id": case.case_id, "variant": planned.key.variant, "prompt": prompt, "error": error}
+    shown.update(tools)
+    if labels:
+        shown["labels"] = dict(labels)
+    if isinstance(case.input, list) and requests:  # multi-turn: the requests known before any reply
+        shown["requests"] = requests
+    return encode(shown)
 
 
 def _tool_line(tool: Mapping[str, Any]) -> str:
@@ -200,23 +219,34 @@ def _render(args: argparse.Namespace) -> int:
         if collected.problems:
             _print_problems(collected.problems)
             return 1
-        wanted = set(args.case_id)
-        chosen = [p for p in collected.planned if p.key.repeat == 0 and (not wanted or p.key.case_id in wanted)]
-        missing = set(args.case_id) - {p.key.case_id for p in chosen}
-        if missing:
-            print(f"no case with id {', '.join(sorted(missing))}", file=sys.stderr)
+        chosen = _chosen(collected.planned, args.case_id)
+        if chosen is None:
             return 1
-        status = 0
-        for planned in chosen:
-            requests, error = collected.session.dry_render(planned)
-            status = 1 if error is not None else status
-            labels = collected.session.label_prompts(planned) if error is None else []
-            tools = collected.session.tools_of(planned)
-            shown = _show(planned, requests, error, form, labels, tools)
-            print(printable(shown) + ("\n" if form == "text" else ""))
-        return status
+        return max([_print_render(collected.session, planned, form) for planned in chosen], default=0)
     finally:
         collected.close()
+
+
+def _chosen(planned: list[PlannedCase], case_ids: Sequence[str]) -> list[PlannedCase] | None:
+    """Return the first repeat of each planned case asked for (every case when none is); None, said, when an id
+    names no case."""
+    wanted = set(case_ids)
+    chosen = [p for p in planned if p.key.repeat == 0 and (not wanted or p.key.case_id in wanted)]
+    missing = wanted - {p.key.case_id for p in chosen}
+    if missing:
+        print(f"no case with id {', '.join(sorted(missing))}", file=sys.stderr)
+        return None
+    return chosen
+
+
+def _print_render(session: PromptSession, planned: PlannedCase, form: str) -> int:
+    """Print one planned case's render; return 1 when it failed, else 0."""
+    requests, error = session.dry_render(planned)
+    labels = session.label_prompts(planned) if error is None else []
+    tools = session.tools_of(planned)
+    shown = _show(planned, requests, error, form, labels, tools)
+    print(printable(shown) + ("\n" if form == "text" else ""))
+    return 1 if error is not None else 0
 
 
 def _diff(args: argparse.Namespace) -> int:

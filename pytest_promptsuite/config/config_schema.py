@@ -83,23 +83,7 @@ def _problems(errors: Sequence[ErrorDetails], data: Mapping[str, Any]) -> list[t
     found: list[tuple[tuple[int, ...], _Loc, str, list[str]]] = []
     last_union: _Loc | None = None
     for error in errors:
-        loc: list[str | int] = []
-        order: list[int] = []  # where each part of loc is in data: what the problems are sorted by
-        tagged = False
-        value: Any = data
-        for part in error["loc"]:
-            if isinstance(value, Mapping) and part in value:
-                order.append(list(value).index(part))
-                value = value[part]
-            elif isinstance(value, list) and isinstance(part, int) and part < len(value):
-                order.append(part)
-                value = value[part]
-            elif error["type"] == "missing" and isinstance(value, Mapping):
-                order.append(len(value))
-            else:
-                tagged = True  # a union member's tag
-                continue
-            loc.append(part)
+        order, loc, tagged = _located(error, data)
         message = "Input should be a valid dictionary" if error["type"] == "dataclass_type" else error["msg"]
         if tagged and last_union == tuple(loc):
             found[-1][3].append(message)
@@ -107,16 +91,37 @@ def _problems(errors: Sequence[ErrorDetails], data: Mapping[str, Any]) -> list[t
             found.append((tuple(order), tuple(loc), error["type"], [message]))
         last_union = tuple(loc) if tagged else None
     found.sort(key=lambda problem: problem[0])
-    return [
-        (
-            loc,
-            kind,
-            said[0]
-            if len(said) == 1
-            else "Input should be " + " or ".join(dict.fromkeys(m.removeprefix("Input should be ") for m in said)),
-        )
-        for _, loc, kind, said in found
-    ]
+    return [(loc, kind, _one_message(said)) for _, loc, kind, said in found]
+
+
+def _located(error: ErrorDetails, data: Mapping[str, Any]) -> tuple[list[int], list[str | int], bool]:
+    """Return where an error is in ``data`` (each part's position, what problems are sorted by), its place
+    without a union member's tag, and whether it had one."""
+    loc: list[str | int] = []
+    order: list[int] = []
+    tagged = False
+    value: Any = data
+    for part in error["loc"]:
+        if isinstance(value, Mapping) and part in value:
+            order.append(list(value).index(part))
+            value = value[part]
+        elif isinstance(value, list) and isinstance(part, int) and part < len(value):
+            order.append(part)
+            value = value[part]
+        elif error["type"] == "missing" and isinstance(value, Mapping):
+            order.append(len(value))
+        else:
+            tagged = True  # a union member's tag
+            continue
+        loc.append(part)
+    return order, loc, tagged
+
+
+def _one_message(said: list[str]) -> str:
+    """Join the messages of a union's members into one (``Input should be a or b``)."""
+    if len(said) == 1:
+        return said[0]
+    return "Input should be " + " or ".join(dict.fromkeys(m.removeprefix("Input should be ") for m in said))
 
 
 def _keys_at(table: type[Any], loc: _Loc) -> list[str]:

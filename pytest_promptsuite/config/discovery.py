@@ -175,13 +175,17 @@ class SuiteIndex:
             return list(suite.variants)
         unknown = [name for name in wanted if name not in suite.variants]
         if unknown:
-            where = self.display(suite.path) if suite.path else "the config"
-            raise ConfigError(
-                f"--prompt-variant {unknown[0]}: {where} has no such variant"
-                + did_you_mean(unknown[0], list(suite.variants))
-                + f"; its variants: {', '.join(suite.variants)}"
-            )
+            raise self._no_variant(suite, unknown[0])
         return [name for name in wanted if name in suite.variants]
+
+    def _no_variant(self, suite: SuiteConfig, name: str) -> ConfigError:
+        """Say that a suite has no variant ``name``: the nearest, and its variants."""
+        where = self.display(suite.path) if suite.path else "the config"
+        return ConfigError(
+            f"--prompt-variant {name}: {where} has no such variant"
+            + did_you_mean(name, list(suite.variants))
+            + f"; its variants: {', '.join(suite.variants)}"
+        )
 
     def display(self, path: Path) -> str:
         """Show a path as the user would write it: relative to where the command was invoked."""

@@ -274,14 +274,8 @@ def model_choice(
     then resolves against ``invocation_dir``); the variant's own ``model`` table goes over that;
     ``--prompt-base-url`` replaces the base URL; ``--prompt-concurrency`` and ``--prompt-batch`` beat the table's.
     """
-    option, root = options.model, suite.root
-    key: str | None
-    if option is None:
-        base, key = suite.model, "model.spec"
-    elif option in suite.models:
-        base, key = suite.models[option], f"models.{option}.spec"
-    else:
-        base, key, root = dataclasses.replace(suite.model, spec=option), None, invocation_dir
+    option = options.model
+    base, key, root = _base_model(option, suite, invocation_dir)
     settings = suite.model_for(variant, base)
     if settings.spec != base.spec:
         root = suite.root  # the variant's own rules file is the config's
@@ -298,6 +292,16 @@ def model_choice(
     return ModelChoice(
         settings, root, where, concurrency, batch=options.batch_mode or settings.batch, adaptive=adaptive
     )
+
+
+def _base_model(option: str | None, suite: SuiteConfig, invocation_dir: Path) -> tuple[ModelConfig, str | None, Path]:
+    """Return the model ``--prompt-model`` chooses before any variant: ``[model]``, a ``[models.NAME]``, or
+    ``[model]`` with the option as its spec; the key of its spec (None: the option's); where its rules resolve."""
+    if option is None:
+        return suite.model, "model.spec", suite.root
+    if option in suite.models:
+        return suite.models[option], f"models.{option}.spec", suite.root
+    return dataclasses.replace(suite.model, spec=option), None, invocation_dir
 
 
 def concurrency_of(

@@ -171,13 +171,18 @@ class TemplateConfig(ConfigTable):
     def for_variant(self, override: TemplateConfig) -> TemplateConfig:
         """Lay ``override``'s keys over this table, dropping this table's keys of the kinds it does not set."""
         updates = override.set_keys()
-        # the kinds the override chooses (a key that only modifies, as ``semantics``, chooses none of its own)
-        kinds = {kind for kind in TemplateKind if any(k in updates for k in kind.choosing_keys)}
-        kinds = kinds or {kind for kind in TemplateKind if any(k in updates for k in kind.keys)}
+        kinds = _chosen_kinds(updates)
         dropped = {k: None for kind in TemplateKind if kinds and kind not in kinds for k in kind.keys}
         if _SEMANTICS_KINDS.get(self.semantics or "", set()) & kinds:  # an imported suite's rules hold for its variants
             dropped.pop("semantics", None)
         return dataclasses.replace(self, **{**dropped, **updates})
+
+
+def _chosen_kinds(updates: dict[str, Any]) -> set[TemplateKind]:
+    """Return the kinds of prompt an override's keys choose (a key that only modifies, as ``semantics``,
+    chooses none of its own: then the kinds its keys belong to)."""
+    kinds = {kind for kind in TemplateKind if any(k in updates for k in kind.choosing_keys)}
+    return kinds or {kind for kind in TemplateKind if any(k in updates for k in kind.keys)}
 
 
 #: The kinds of prompt each ``semantics`` applies to (``nemo``: task prompts, the kind it is listed with).
@@ -328,14 +333,16 @@ def _checks_table(data: dict[str, Any], path: Path, lines: dict[str, int]) -> tu
                 + "; with [checks] python_modules, write the suite checks as [[checks.rules]]"
             )
     modules = table.get("python_modules", [])
-    if not isinstance(modules, list) or not all(
-        isinstance(m, str) and m and all(part.isidentifier() for part in m.split(".")) for m in modules
-    ):
+    if not isinstance(modules, list) or not all(_is_module_name(m) for m in modules):
         raise ConfigError(
             f"{place(path, lines, 'checks.python_modules')}: checks.python_modules must be a list of module names "
             "like 'myapp.checks'"
         )
     return {**data, "checks": table.get("rules", [])}, tuple(modules)
+
+
+def _is_module_name(name: Any) -> bool:
+    return isinstance(name, str) and bool(name) and all(part.isidentifier() for part in name.split("."))
 
 
 def _check_base_urls(config: SuiteConfig, table: str) -> None:
@@ -351,16 +358,7 @@ def load_config(path: Path | str) -> SuiteConfig:
     """Parse a ``promptsuite.toml`` (or the ``[tool.promptsuite]`` table of a ``pyproject.toml``)."""
     path = Path(path)
     document, text = load_toml(path)
-    data: Any = document
-    table = ""
-    if path.name == "pyproject.toml":
-        tool = document.get("tool")
-        data = tool.get("promptsuite") if isinstance(tool, dict) else None
-        table = "tool.promptsuite"
-        if data is None:
-            raise ConfigError(f"{path}: has no [tool.promptsuite] table")
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: [{table}] must be a table")
+    data, table = _our_table(document, path)
     check_values(data, text, str(path), (table,) if table else ())
     lines = key_lines(text)
     if table:
@@ -372,16 +370,38 @@ def load_config(path: Path | str) -> SuiteConfig:
     read = {f.name: getattr(tables, f.name) for f in dataclasses.fields(tables)}
     config = SuiteConfig(**read, python_modules=python_modules, path=path.resolve(), lines=lines)
     _check_base_urls(config, table)
-    config.case_paths()  # refuse paths outside the folder now, not later
+    _check_paths(config)
+    return config
+
+
+def _our_table(document: dict[str, Any], path: Path) -> tuple[dict[str, Any], str]:
+    """Return the config's table and its name: the file's top level, or a ``pyproject.toml``'s
+    ``[tool.promptsuite]``."""
+    data: Any = document
+    table = ""
+    if path.name == "pyproject.toml":
+        tool = document.get("tool")
+        data = tool.get("promptsuite") if isinstance(tool, dict) else None
+        table = "tool.promptsuite"
+        if data is None:
+            raise ConfigError(f"{path}: has no [tool.promptsuite] table")
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: [{table}] must be a table")
+    return data, table
+
+
+def _check_paths(config: SuiteConfig) -> None:
+    """Refuse a path of the config outside its folder now, not later: case files, the train file, a fake model's
+    rules (--prompt-model may name a file anywhere)."""
+    config.case_paths()
     if config.suite.train is not None:
         config.resolve(config.suite.train, key="suite.train")
     for name, model in config.named_models():
         if model.spec.startswith("fake:") and confine(config.root, model.spec[len("fake:") :]) is None:
-            raise ConfigError(  # the fake model's rules file is a path of the config like any other
+            raise ConfigError(
                 f"{config.where(f'{name}.spec')}: {name}.spec = {model.spec!r} points outside the suite's folder "
                 f"{config.root.resolve()} (--prompt-model may name a file anywhere)"
             )
-    return config
 
 
 def json_schema() -> dict[str, Any]:

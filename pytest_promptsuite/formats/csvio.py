@@ -40,7 +40,8 @@ def read_csv(data: bytes, where: str) -> list[CsvRow]:
         csv.field_size_limit(previous)
 
 
-def _rows(reader: Any, where: str) -> list[CsvRow]:
+def _header(reader: Any, where: str) -> list[str]:
+    """Read the header row: the column names, each once."""
     header = next(reader, None)
     if not header or not any(name.strip() for name in header):
         raise ConfigError(f"{where}:1: no header row (the first row names the columns)")
@@ -48,6 +49,11 @@ def _rows(reader: Any, where: str) -> list[CsvRow]:
     for i, name in enumerate(names):
         if name in names[:i]:
             raise ConfigError(f"{where}:1: the column {name!r} appears twice in the header")
+    return names
+
+
+def _rows(reader: Any, where: str) -> list[CsvRow]:
+    names = _header(reader, where)
     rows: list[CsvRow] = []
     start = reader.line_num + 1
     for record in reader:

@@ -99,11 +99,8 @@ def _folder_name(name: str) -> str:
     return cleaned[:100]
 
 
-def write_import(out: Path, suites: Sequence[ImportedSuite], *, flat: bool = False) -> None:
-    """Write ``suites`` under ``out`` (each in its own folder, or ``out`` itself when ``flat``), all or nothing.
-    ``out`` must not exist or be an empty folder; the files are staged beside it and renamed into place."""
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise ConfigError(f"{out}: --out must be a new or empty folder (nothing was written)")
+def _contents(out: Path, suites: Sequence[ImportedSuite], flat: bool) -> dict[str, str]:
+    """Return every file of ``suites`` by its path under ``out``, scrubbed; each suite is named for its folder."""
     contents: dict[str, str] = {}
     used: set[str] = set()
     for suite in suites:
@@ -117,15 +114,29 @@ def write_import(out: Path, suites: Sequence[ImportedSuite], *, flat: bool = Fal
             if name is None:
                 raise ConfigError(f"{relative}: a path that leaves --out {out} (nothing was written)")
             contents[name] = scrub(text)
+    return contents
+
+
+def _stage(staging: Path, relative: str, text: str, out: Path) -> None:
+    """Write one file under the staging folder (links followed: nothing is written outside it)."""
+    target = staging / relative
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if confine(staging, relative) is None:
+        raise ConfigError(f"{relative}: a path that leaves --out {out} (nothing was written)")
+    target.write_text(text, encoding="utf-8", newline="\n")
+
+
+def write_import(out: Path, suites: Sequence[ImportedSuite], *, flat: bool = False) -> None:
+    """Write ``suites`` under ``out`` (each in its own folder, or ``out`` itself when ``flat``), all or nothing.
+    ``out`` must not exist or be an empty folder; the files are staged beside it and renamed into place."""
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise ConfigError(f"{out}: --out must be a new or empty folder (nothing was written)")
+    contents = _contents(out, suites, flat)
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".promptsuite-import-", dir=out.parent))
     try:
         for relative, text in contents.items():
-            target = staging / relative
-            target.parent.mkdir(parents=True, exist_ok=True)
-            if confine(staging, relative) is None:  # links followed: nothing is written outside the folder
-                raise ConfigError(f"{relative}: a path that leaves --out {out} (nothing was written)")
-            target.write_text(text, encoding="utf-8", newline="\n")
+            _stage(staging, relative, text, out)
         if out.exists():
             out.rmdir()
         os.replace(staging, out)

@@ -106,15 +106,8 @@ def _duplicate_error(text: str) -> JsonError:
     expect_key = False
     for match in _TOKENS.finditer(text):
         token = match.group()
-        if token in "{[":
-            stack.append({} if token == "{" else None)
-            expect_key = token == "{"
-        elif token in "}]":
-            if stack:
-                stack.pop()
-            expect_key = False
-        elif token in ",:":
-            expect_key = token == "," and bool(stack) and stack[-1] is not None
+        if not token.startswith('"'):  # a bracket, a comma or a colon
+            expect_key = _after(token, stack)
         elif expect_key and stack and stack[-1] is not None:
             key = json.loads(token)
             seen = stack[-1]
@@ -126,6 +119,19 @@ def _duplicate_error(text: str) -> JsonError:
             seen[key] = match.start()
             expect_key = False
     return JsonError("duplicate key in an object")
+
+
+def _after(token: str, stack: list[dict[str, int] | None]) -> bool:
+    """Follow a bracket, comma or colon (opening or closing an object or array on ``stack``); return whether a
+    key comes next."""
+    if token in "{[":
+        stack.append({} if token == "{" else None)
+        return token == "{"
+    if token in "}]":
+        if stack:
+            stack.pop()
+        return False
+    return token == "," and bool(stack) and stack[-1] is not None
 
 
 def _not_finite_error(text: str) -> JsonError:
@@ -269,10 +275,19 @@ def lone_surrogate(text: str, value: Any) -> tuple[str, str] | None:
             found = _LONE.search(item)
             if found is not None:
                 return where, f"\\u{ord(found.group()):04x}"
-        elif isinstance(item, dict):
-            for key, inner in item.items():
-                path = f"{where}.{key}" if where else str(key)
-                todo.extend(((path, key), (path, inner)))  # a key is a string too
-        elif isinstance(item, list):
-            todo.extend((f"{where}[{i}]", inner) for i, inner in enumerate(item))
+        else:
+            todo.extend(_inside(where, item))
     return None
+
+
+def _inside(where: str, item: Any) -> list[tuple[str, Any]]:
+    """Return what an object (its keys too: a key is a string) or an array holds, each with where it is."""
+    if isinstance(item, dict):
+        inside: list[tuple[str, Any]] = []
+        for key, inner in item.items():
+            path = f"{where}.{key}" if where else str(key)
+            inside += ((path, key), (path, inner))
+        return inside
+    if isinstance(item, list):
+        return [(f"{where}[{i}]", inner) for i, inner in enumerate(item)]
+    return []

@@ -312,24 +312,29 @@ class CachingModel:
         a replay miss is a ModelError. The runner looks up on the main thread: the loop never waits for a file."""
         key = cache_key(self.identity, request)
         if self.replay is not None:
-            response = self.replay.get(key)
-            if response is None and self.replay.withheld(key):
-                raise ModelError(
-                    f"case {request.case_id or '?'}: the cassette {self.replay.path} holds no answer for this "
-                    f"call: {WITHHELD}; run this case against the endpoint (without --prompt-replay)"
-                )
-            if response is None:
-                where = ", ".join(f"{k} {v}" for k, v in self.identity.items())
-                raise ModelError(
-                    f"case {request.case_id or '?'}: no recorded response in the cassette "
-                    f"{self.replay.path} ({where}, repeat {request.repeat}); the prompt, params or "
-                    "model changed since it was recorded: record it again with --prompt-record"
-                )
-            return key, response
+            return key, self._replayed(self.replay, key, request)
         response = self.cache.get(key) if self.cache is not None else None
         if response is not None and self.record is not None:
             self.record.add(key, request, self.identity, response)
         return key, response
+
+    def _replayed(self, replay: Cassette, key: str, request: ModelRequest) -> Response:
+        """Return the cassette's answer to a request; a ModelError when it holds none (withheld, or never
+        recorded: the prompt, params or model changed)."""
+        response = replay.get(key)
+        if response is None and replay.withheld(key):
+            raise ModelError(
+                f"case {request.case_id or '?'}: the cassette {replay.path} holds no answer for this "
+                f"call: {WITHHELD}; run this case against the endpoint (without --prompt-replay)"
+            )
+        if response is None:
+            where = ", ".join(f"{k} {v}" for k, v in self.identity.items())
+            raise ModelError(
+                f"case {request.case_id or '?'}: no recorded response in the cassette "
+                f"{replay.path} ({where}, repeat {request.repeat}); the prompt, params or "
+                "model changed since it was recorded: record it again with --prompt-record"
+            )
+        return response
 
     async def fetch(self, request: ModelRequest, key: str) -> Response:
         """Return the inner model's answer to a request :meth:`lookup` found nothing for, stored and recorded."""

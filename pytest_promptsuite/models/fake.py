@@ -60,15 +60,7 @@ class FakeModel:
     @classmethod
     def from_rules_file(cls, path: Path, *, spec: str | None = None) -> FakeModel:
         """Load ``{"rules": [{"match": REGEX, "reply": TEXT}, ...], "default": TEXT}``."""
-        try:
-            data = decode(path.read_bytes().decode("utf-8-sig"))
-        except OSError as exc:
-            raise ConfigError(f"{path}: cannot read the fake model's rules: {exc.strerror}") from exc
-        except UnicodeDecodeError as exc:
-            raise ConfigError(f"{path}: the fake model's rules are not UTF-8 text: {exc.reason}") from exc
-        except JsonError as exc:
-            where = f"{path}:{exc.line}" if exc.line else str(path)
-            raise ConfigError(f"{where}: the fake model's rules are not valid JSON: {exc.describe()}") from exc
+        data = _read_rules(path)
         if not isinstance(data, dict):
             raise ConfigError(f"{path}: the fake model's rules must be a JSON object")
         unknown = sorted(set(data) - {"rules", "default"})
@@ -108,12 +100,7 @@ class FakeModel:
         if not self.rules:
             return None
         prompt = request.prompt
-        results: list[Message] = []
-        if not isinstance(prompt, str):
-            for message in reversed(prompt):
-                if message.get("role") != "tool":
-                    break
-                results.insert(0, message)
+        results = [] if isinstance(prompt, str) else _tool_results(prompt)
         text = prompt_text(results) if results else prompt_text(prompt)
         budget = RegexBudget(REGEX_SECONDS, f"a rule of {self.spec} on case {request.case_id or '?'}")
         for rule in self.rules:
@@ -160,6 +147,16 @@ class FakeModel:
         return fake_score(score_text(request.prompt))
 
 
+def _tool_results(messages: list[Message]) -> list[Message]:
+    """Return the ``tool`` messages a conversation ends in, in order."""
+    results: list[Message] = []
+    for message in reversed(messages):
+        if message.get("role") != "tool":
+            break
+        results.insert(0, message)
+    return results
+
+
 def _elapsed_ms(start: float) -> float:
     """Return the milliseconds since ``start`` (``perf_counter``), to the microsecond."""
     return round((time.perf_counter() - start) * 1e6) / 1e3
@@ -170,14 +167,40 @@ _WORD = re.compile(r"\w+")
 _RULE_KEYS = frozenset({"match", "reply", "tool_calls", "on_tool"})
 
 
-def _rule(raw: Any, where: str) -> FakeRule:
-    """Read one rule: ``match``, and ``reply`` or ``tool_calls`` (both may be given), ``on_tool`` optional."""
+def _read_rules(path: Path) -> Any:
+    """Read a rules file's JSON; ConfigError naming the file (and line) when it cannot be read."""
+    try:
+        return decode(path.read_bytes().decode("utf-8-sig"))
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the fake model's rules: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: the fake model's rules are not UTF-8 text: {exc.reason}") from exc
+    except JsonError as exc:
+        where = f"{path}:{exc.line}" if exc.line else str(path)
+        raise ConfigError(f"{where}: the fake model's rules are not valid JSON: {exc.describe()}") from exc
+
+
+def _rule_call(call: Any, where: str) -> tuple[str, Any]:
+    """Read one of a rule's ``tool_calls``: its name and arguments."""
+    if not isinstance(call, dict) or not isinstance(call.get("name"), str) or not call["name"]:
+        raise ConfigError(f"{where}: a call is {{'name': TOOL, 'arguments': {{...}}}}")
+    if not set(call) <= {"name", "arguments"}:
+        raise ConfigError(f"{where}: a call has only 'name' and 'arguments'")
+    return call["name"], call.get("arguments", {})
+
+
+def _check_rule_keys(raw: Any, where: str) -> None:
     if not isinstance(raw, dict) or "match" not in raw or not set(raw) <= _RULE_KEYS:
         raise ConfigError(
             f"{where}: a rule is an object with 'match' and 'reply' (or 'tool_calls'), and optionally 'on_tool'"
         )
     if "reply" not in raw and "tool_calls" not in raw:
         raise ConfigError(f"{where}: a rule needs 'reply' or 'tool_calls'")
+
+
+def _rule(raw: Any, where: str) -> FakeRule:
+    """Read one rule: ``match``, and ``reply`` or ``tool_calls`` (both may be given), ``on_tool`` optional."""
+    _check_rule_keys(raw, where)
     reply = raw.get("reply", "")
     if not isinstance(raw["match"], str) or not isinstance(reply, str):
         raise ConfigError(f"{where}: 'match' and 'reply' must be strings")
@@ -187,13 +210,7 @@ def _rule(raw: Any, where: str) -> FakeRule:
     calls = raw.get("tool_calls", [])
     if not isinstance(calls, list):
         raise ConfigError(f"{where}: 'tool_calls' must be a list of {{'name', 'arguments'}} objects")
-    parsed: list[tuple[str, Any]] = []
-    for j, call in enumerate(calls):
-        if not isinstance(call, dict) or not isinstance(call.get("name"), str) or not call["name"]:
-            raise ConfigError(f"{where}.tool_calls[{j}]: a call is {{'name': TOOL, 'arguments': {{...}}}}")
-        if not set(call) <= {"name", "arguments"}:
-            raise ConfigError(f"{where}.tool_calls[{j}]: a call has only 'name' and 'arguments'")
-        parsed.append((call["name"], call.get("arguments", {})))
+    parsed = [_rule_call(call, f"{where}.tool_calls[{j}]") for j, call in enumerate(calls)]
     try:
         pattern = user_regex(raw["match"])
     except (re.error, RecursionError, OverflowError) as exc:

@@ -210,15 +210,8 @@ class OpenAIModel:
 
     def _route(self, request: ModelRequest) -> tuple[str, dict[str, Any]]:
         """Return the endpoint path of ``request``'s call (``/chat/completions``) and its body."""
-        params = dict(request.params)
-        extra = params.pop("extra_body", None) or {}
-        if not isinstance(extra, Mapping):
-            raise ConfigError("params.extra_body must be a table of extra request fields")
-        params.update(extra)
         embeddings = self.endpoint == "embeddings"
-        reserved = sorted((RESERVED_PARAMS | {"input"} if embeddings else RESERVED_PARAMS) & set(params))
-        if reserved:
-            raise ConfigError(f"params may not set {reserved[0]!r}: the client sets it from the spec and the prompt")
+        params = _body_params(request.params, RESERVED_PARAMS | {"input"} if embeddings else RESERVED_PARAMS)
         prompt = request.prompt
         if embeddings:  # the texts: a string prompt, or each message's content
             texts = [prompt] if isinstance(prompt, str) else [str(m.get("content") or "") for m in prompt]
@@ -296,11 +289,15 @@ class OpenAIModel:
             pause = self.retry.wait_s(retries, self._rng, wait)
             retries += 1
         assert last is not None
+        raise self._gave_up(last, made, limited, all_refused)
+
+    def _gave_up(self, last: EndpointError, made: int, limited: int, all_refused: bool) -> EndpointError:
+        """Return the error of a call that failed every attempt (fatal when every one was refused a connection)."""
         attempts = f"{made} attempt{'s' if made != 1 else ''}"
         if limited:
             cap = self.retry.max_retry_after_s
             attempts += f", {limited} of them answered 429 under concurrency auto (retried for up to {cap:g} s)"
-        raise EndpointError(f"{last} (gave up after {attempts})", status=last.status, fatal=all_refused)
+        return EndpointError(f"{last} (gave up after {attempts})", status=last.status, fatal=all_refused)
 
     async def _paced_attempt(
         self, path: str, body: dict[str, Any], where: str, parse: Callable[[Any], LabelScore] | None = None
@@ -393,15 +390,7 @@ class OpenAIModel:
         except JsonError:
             data = None
         if isinstance(data, dict):
-            error = data.get("error", data)
-            if isinstance(error, dict):
-                message = error.get("message") or error.get("detail")
-                code = error.get("code") or error.get("type")
-                code = code if isinstance(code, str) else None
-                if isinstance(message, str) and message:
-                    text = message + (f" ({code})" if code else "")
-            elif isinstance(error, str) and error:
-                text = error
+            text, code = _error_words(data.get("error", data), text)
         kept, _, after = scrub_cut(text or "(empty body)", _ERROR_TEXT_LIMIT)  # scrubbed, then cut
         return kept + "..." if after else kept, code
 
@@ -429,16 +418,7 @@ class OpenAIModel:
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
             raise malformed("no choices[0]")
         choice = choices[0]
-        calls: tuple[ToolCall, ...] = ()
-        if "message" in choice:
-            message = choice["message"]
-            text = message.get("content") if isinstance(message, dict) else None
-            if isinstance(message, dict) and isinstance(message.get("tool_calls"), list):
-                calls = tuple(ToolCall.from_openai(raw, i) for i, raw in enumerate(message["tool_calls"]))
-            if text is None and isinstance(message, dict) and ("content" in message or calls):
-                text = ""  # a tool call or a refusal: no text
-        else:
-            text = choice.get("text")
+        text, calls = _choice_text(choice)
         if not isinstance(text, str):
             raise malformed("choices[0] has no message.content or text string")
         finish = choice.get("finish_reason")
@@ -457,24 +437,69 @@ class OpenAIModel:
             await client.aclose()
 
 
+def _body_params(given: Mapping[str, Any], reserved: frozenset[str] | set[str]) -> dict[str, Any]:
+    """Return a request's params with ``extra_body``'s fields among them; none may set a ``reserved`` field."""
+    params = dict(given)
+    extra = params.pop("extra_body", None) or {}
+    if not isinstance(extra, Mapping):
+        raise ConfigError("params.extra_body must be a table of extra request fields")
+    params.update(extra)
+    taken = sorted(reserved & set(params))
+    if taken:
+        raise ConfigError(f"params may not set {taken[0]!r}: the client sets it from the spec and the prompt")
+    return params
+
+
+def _error_words(error: Any, text: str) -> tuple[str, str | None]:
+    """Return an error body's ``message`` (with its ``code``) and that code; ``text`` when it has no message."""
+    if isinstance(error, str) and error:
+        return error, None
+    if not isinstance(error, dict):
+        return text, None
+    message = error.get("message") or error.get("detail")
+    code = error.get("code") or error.get("type")
+    code = code if isinstance(code, str) else None
+    if isinstance(message, str) and message:
+        return message + (f" ({code})" if code else ""), code
+    return text, code
+
+
+def _choice_text(choice: dict[str, Any]) -> tuple[Any, tuple[ToolCall, ...]]:
+    """Return a choice's text (its ``message.content``, ``""`` beside tool calls or a refusal; else its ``text``)
+    and its tool calls."""
+    if "message" not in choice:
+        return choice.get("text"), ()
+    message = choice["message"]
+    if not isinstance(message, dict):
+        return None, ()
+    text = message.get("content")
+    calls: tuple[ToolCall, ...] = ()
+    if isinstance(message.get("tool_calls"), list):
+        calls = tuple(ToolCall.from_openai(raw, i) for i, raw in enumerate(message["tool_calls"]))
+    if text is None and ("content" in message or calls):
+        text = ""  # a tool call or a refusal: no text
+    return text, calls
+
+
 def _embeddings(data: Any, malformed: Callable[[str], EndpointError], latency_ms: float) -> Response:
     """Return an ``/embeddings`` answer as a response whose text is the vectors, in input order, as a JSON list
     (what the response cache and cassettes keep); ``usage`` has its prompt and total tokens."""
     items = data.get("data") if isinstance(data, dict) else None
     if not isinstance(items, list) or not items:
         raise malformed("no data[] of embeddings")
-    vectors: list[tuple[int, list[float]]] = []
-    for position, item in enumerate(items):
-        vector = item.get("embedding") if isinstance(item, dict) else None
-        if not isinstance(vector, list) or not all(
-            isinstance(x, (int, float)) and not isinstance(x, bool) for x in vector
-        ):
-            raise malformed(f"data[{position}] has no embedding list of numbers")
-        index = item.get("index", position)
-        vectors.append((index if isinstance(index, int) else position, vector))
+    vectors = [_vector(item, position, malformed) for position, item in enumerate(items)]
     vectors.sort(key=lambda pair: pair[0])
     text = encode([vector for _, vector in vectors], compact=True, scrub=False)
     return Response(text=text, usage=_usage(data.get("usage")), latency_ms=round(latency_ms, 3))
+
+
+def _vector(item: Any, position: int, malformed: Callable[[str], EndpointError]) -> tuple[int, list[float]]:
+    """Return an embedding item's index (its position when it has none) and vector."""
+    vector = item.get("embedding") if isinstance(item, dict) else None
+    if not isinstance(vector, list) or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in vector):
+        raise malformed(f"data[{position}] has no embedding list of numbers")
+    index = item.get("index", position)
+    return index if isinstance(index, int) else position, vector
 
 
 def _usage(raw: Any) -> Usage | None:

@@ -63,26 +63,29 @@ def ratelimit_wait_s(headers: Mapping[str, str]) -> float | None:
     ``x-ratelimit-reset-*`` time (until the whole limit is back) over ``x-ratelimit-limit-*`` when given, else the
     whole reset time.
     """
-    waits = []
-    for kind in ("requests", "tokens"):
-        remaining = headers.get(f"x-ratelimit-remaining-{kind}")
-        reset = headers.get(f"x-ratelimit-reset-{kind}")
-        if remaining is None or reset is None:
-            continue
-        try:
-            if float(remaining) > 0:
-                continue
-        except ValueError:
-            continue
-        wait = duration_s(reset)
-        if wait is None:
-            continue
-        try:
-            limit = float(headers.get(f"x-ratelimit-limit-{kind}", ""))
-        except ValueError:
-            limit = 0.0
-        waits.append(wait / limit if limit >= 1 else wait)
+    waits = [wait for kind in ("requests", "tokens") if (wait := _limit_wait(headers, kind)) is not None]
     return max(waits) if waits else None
+
+
+def _limit_wait(headers: Mapping[str, str], kind: str) -> float | None:
+    """Return the wait one limit (``requests`` or ``tokens``) asks for when none is left, else None."""
+    remaining = headers.get(f"x-ratelimit-remaining-{kind}")
+    reset = headers.get(f"x-ratelimit-reset-{kind}")
+    if remaining is None or reset is None:
+        return None
+    try:
+        if float(remaining) > 0:
+            return None
+    except ValueError:
+        return None
+    wait = duration_s(reset)
+    if wait is None:
+        return None
+    try:
+        limit = float(headers.get(f"x-ratelimit-limit-{kind}", ""))
+    except ValueError:
+        limit = 0.0
+    return wait / limit if limit >= 1 else wait
 
 
 @dataclass(frozen=True)

@@ -175,27 +175,37 @@ class ModelRunner:
         budgeted = BudgetedModel(model, self.allowance, budget_usd=budget_usd, prices=prices)
         answers = BatchAnswers(budgeted) if batch else None
         outer: Model = answers or budgeted
-        caching = None
-        if stores:
-            cache = None
-            if stores.cache is not None:  # answers stored by the main thread (flush_stores), not the loop's
-                cache = HeldCache(stores.cache.root)
-                self._held.append(cache)
-            outer = caching = CachingModel(outer, cache=cache, replay=stores.replay, record=stores.record)
+        caching = self._caching(outer, stores) if stores else None
+        if caching is not None:
+            outer = caching
         self.attached[id(outer)] = Attached(outer, caching, answers, budgeted)
         self.set_concurrency(outer, self.concurrency if concurrency is None else concurrency)
         if adaptive:
-            bound = self.adaptive[id(outer)] = AdaptiveConcurrency(self.limit(outer), workers=self.workers)
-            retry = getattr(model, "retry", None)
-            bound.max_pause_s = getattr(retry, "max_retry_after_s", bound.max_pause_s)
-            pace = getattr(model, "pace", None)
-            if callable(pace):  # it bounds its own attempts (retries too) and reports their answers
-                pace(bound)
-            else:  # the bound holds its calls, at its start (no answer moves it)
-                self._semaphores[id(outer)] = bound
+            self._adapt(model, outer)
         if prefetched:
             self._io_models[id(outer)] = outer
         return outer
+
+    def _caching(self, outer: Model, stores: ResponseStores) -> CachingModel:
+        """Put the response stores in front of ``outer`` (the cache's answers stored by the main thread,
+        ``flush_stores``, not the loop's)."""
+        cache = None
+        if stores.cache is not None:
+            cache = HeldCache(stores.cache.root)
+            self._held.append(cache)
+        return CachingModel(outer, cache=cache, replay=stores.replay, record=stores.record)
+
+    def _adapt(self, model: Model, outer: Model) -> None:
+        """Bound ``outer``'s calls adaptively: ``model`` paces its own attempts (retries too) when it can, else
+        the bound holds its calls at their start (no answer moves it)."""
+        bound = self.adaptive[id(outer)] = AdaptiveConcurrency(self.limit(outer), workers=self.workers)
+        retry = getattr(model, "retry", None)
+        bound.max_pause_s = getattr(retry, "max_retry_after_s", bound.max_pause_s)
+        pace = getattr(model, "pace", None)
+        if callable(pace):
+            pace(bound)
+        else:
+            self._semaphores[id(outer)] = bound
 
     def prefetch_window(self) -> int:
         """Return how many items ahead to start calls for: a few times the largest concurrency bound of

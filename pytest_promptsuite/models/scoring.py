@@ -69,29 +69,43 @@ def echo_logprobs(data: Any, prompt: str) -> LabelScore:
     The log-probabilities of the prompt's tokens count: the first has none, and generated tokens (past
     ``usage.prompt_tokens`` or past the prompt's text) are left out.
     """
-    choices = data.get("choices") if isinstance(data, Mapping) else None
-    logprobs = (
-        choices[0].get("logprobs")
-        if isinstance(choices, list) and choices and isinstance(choices[0], Mapping)
-        else None
-    )
+    logprobs = _logprobs(data)
     values = logprobs.get("token_logprobs") if isinstance(logprobs, Mapping) else None
     if not isinstance(values, list):
         raise EndpointError(
             "the endpoint answered without choices[0].logprobs.token_logprobs: scoring needs "
             "/v1/completions with echo and logprobs (vLLM serves them)"
         )
-    usage = data.get("usage")
-    count = usage.get("prompt_tokens") if isinstance(usage, Mapping) else None
-    offsets = logprobs.get("text_offset") if isinstance(logprobs, Mapping) else None
-    if isinstance(count, int) and 0 < count <= len(values):
-        values = values[:count]
-    elif isinstance(offsets, list) and len(offsets) == len(values):
-        values = [v for v, o in zip(values, offsets, strict=False) if isinstance(o, int) and o < len(prompt)]
-    scored = [float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
-    if not scored or not all(math.isfinite(v) for v in scored):
+    scored = _finite(_prompt_part(values, data.get("usage"), logprobs, prompt))
+    if not scored:
         raise EndpointError("the endpoint gave no finite log-probability for the prompt's tokens")
     return LabelScore(sum(scored), len(scored))
+
+
+def _logprobs(data: Any) -> Any:
+    """Return ``choices[0].logprobs`` of an answer, or None."""
+    choices = data.get("choices") if isinstance(data, Mapping) else None
+    if isinstance(choices, list) and choices and isinstance(choices[0], Mapping):
+        return choices[0].get("logprobs")
+    return None
+
+
+def _prompt_part(values: list[Any], usage: Any, logprobs: Mapping[str, Any], prompt: str) -> list[Any]:
+    """Return the log-probabilities of the prompt's tokens: the first ``usage.prompt_tokens``, else those whose
+    text offset lies inside the prompt, else all."""
+    count = usage.get("prompt_tokens") if isinstance(usage, Mapping) else None
+    offsets = logprobs.get("text_offset")
+    if isinstance(count, int) and 0 < count <= len(values):
+        return values[:count]
+    if isinstance(offsets, list) and len(offsets) == len(values):
+        return [v for v, o in zip(values, offsets, strict=False) if isinstance(o, int) and o < len(prompt)]
+    return values
+
+
+def _finite(values: list[Any]) -> list[float]:
+    """Return the numbers of ``values`` as floats, or none when one of them is not finite."""
+    scored = [float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    return scored if all(math.isfinite(v) for v in scored) else []
 
 
 def predict_label(scores: Sequence[tuple[str, LabelScore]]) -> str:

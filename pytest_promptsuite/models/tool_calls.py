@@ -152,6 +152,11 @@ def partial_match(actual: Any, expected: Any) -> bool:
             and len(actual) == len(expected)
             and all(partial_match(a, e) for a, e in zip(actual, expected, strict=True))
         )
+    return _same_value(actual, expected)
+
+
+def _same_value(actual: Any, expected: Any) -> bool:
+    """Compare two JSON scalars: numbers by value, anything else only with its own type."""
     if isinstance(expected, bool) or isinstance(actual, bool):
         return type(actual) is type(expected) and actual == expected
     if isinstance(expected, (int, float)) and isinstance(actual, (int, float)):

@@ -106,13 +106,9 @@ class CasePrompts:
         problems = tool_problems(tools, f"{where}: [template] tools")
         file = table.tools_file
         if file is not None:
-            path = config.resolve(file, key="template.tools_file")
-            try:
-                listed = decode(path.read_bytes().decode("utf-8-sig"))
-            except (OSError, UnicodeDecodeError, JsonError) as exc:
-                raise ConfigError(f"{where}: [template] tools_file {file!r} is no JSON we can read: {exc}") from exc
-            problems += tool_problems(listed, f"{path}: tools")
-            tools += listed if isinstance(listed, list) else []
+            listed, found = self._tools_file(file, where)
+            problems += found
+            tools += listed
         choice = table.tool_choice
         problem = choice_problem(choice, f"{where}: [template] tool_choice") if choice is not None else None
         if problem is not None:
@@ -121,6 +117,15 @@ class CasePrompts:
             raise ConfigError("\n".join(problems))
         steps = table.max_steps or DEFAULT_MAX_STEPS
         return ToolSet(tuple(tools), choice, steps)
+
+    def _tools_file(self, file: str, where: str) -> tuple[list[Any], list[str]]:
+        """Read ``[template] tools_file``: its tools and what is wrong with them."""
+        path = self.config.resolve(file, key="template.tools_file")
+        try:
+            listed = decode(path.read_bytes().decode("utf-8-sig"))
+        except (OSError, UnicodeDecodeError, JsonError) as exc:
+            raise ConfigError(f"{where}: [template] tools_file {file!r} is no JSON we can read: {exc}") from exc
+        return listed if isinstance(listed, list) else [], tool_problems(listed, f"{path}: tools")
 
     def tool_set(self, case: PromptCase, *, variant: str | None = None) -> ToolSet:
         """Return the tools a case's requests offer: the suite's, with the case's own added (a case's tool

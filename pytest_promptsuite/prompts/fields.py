@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -137,6 +138,13 @@ class FieldReport:
     warnings: list[str] = field(default_factory=list)
     read: set[str] | None = field(default_factory=set)
 
+    def add_reads(self, reads: Sequence[FieldRead] | None) -> None:
+        """Add a template's reads to :attr:`read` (None: the template could not say, so no field is known unread)."""
+        if reads is None:
+            self.read = None
+        elif self.read is not None:
+            self.read.update(r.name for r in reads)
+
 
 def _place(template: TemplateReads, read: FieldRead, display: Any) -> str:
     shown = display(template.path) if template.path is not None else template.name
@@ -167,24 +175,11 @@ def _one_template(
     if not applies or template.reads is None:
         return problems
     given = ALWAYS | optional | template.provides
-    seen: set[str] = set()
-    for read in template.reads:
-        if read.guarded or read.name in given or read.name in seen:
-            continue
-        seen.add(read.name)
-        missing = [c for c in applies if read.name not in c.vars]
-        if not missing:
-            continue
+    for read, missing in _missing(template.reads, applies, given):
         where = _place(template, read, display)
         which = f"{template.name} (variant {variant})" if variant is not None else template.name
         if len(missing) == len(applies):
-            hint = nearest(read.name, sorted(provided | given))
-            problems.append(
-                f"{where}: {which} reads the field {read.name!r}, which no case of {file_shown} provides"
-                + (f" (did you mean {hint!r}?)" if hint else "")
-                + f"; {len(missing)} case{'s lack' if len(missing) != 1 else ' lacks'} it. Give it in each case's "
-                '"vars", or list it in [template] optional to render it empty'
-            )
+            problems.append(_no_case_gives(f"{where}: {which}", read.name, file_shown, len(missing), provided | given))
         else:
             problems.append(
                 f"{where}: {which} reads the field {read.name!r}, which {len(missing)} of {len(applies)} cases "
@@ -192,6 +187,31 @@ def _one_template(
                 "[template] optional to render it empty"
             )
     return problems
+
+
+def _missing(
+    reads: Sequence[FieldRead], applies: Sequence[PromptCase], given: frozenset[str] | set[str]
+) -> Iterator[tuple[FieldRead, list[PromptCase]]]:
+    """Yield each field read (once, unguarded, not given by the suite) with the cases that lack it."""
+    seen: set[str] = set()
+    for read in reads:
+        if read.guarded or read.name in given or read.name in seen:
+            continue
+        seen.add(read.name)
+        missing = [c for c in applies if read.name not in c.vars]
+        if missing:
+            yield read, missing
+
+
+def _no_case_gives(which: str, name: str, file_shown: str, missing: int, known: set[str]) -> str:
+    """Say that no case of a file gives a field a template reads (``which``: where and what the template is)."""
+    hint = nearest(name, sorted(known))
+    return (
+        f"{which} reads the field {name!r}, which no case of {file_shown} provides"
+        + (f" (did you mean {hint!r}?)" if hint else "")
+        + f"; {missing} case{'s lack' if missing != 1 else ' lacks'} it. Give it in each case's "
+        '"vars", or list it in [template] optional to render it empty'
+    )
 
 
 def _train_problems(
@@ -202,16 +222,21 @@ def _train_problems(
     for read in reversed(first.values()):
         missing = [i + 1 for i, row in enumerate(train) if read.name not in row]
         if missing:
-            known = sorted({k for row in train for k in row})
-            hint = nearest(read.name, known)
-            problems.append(
-                f"{_place(template, read, display)}: {template.name} reads the field {read.name!r}, which "
-                f"{len(missing)} of {len(train)} train rows ([suite] train) lack"
-                + (f" (did you mean {hint!r}?)" if hint else "")
-                + f": rows {', '.join(map(str, missing[:SHOWN_CASES]))}"
-                + (f" and {len(missing) - SHOWN_CASES} more" if len(missing) > SHOWN_CASES else "")
-            )
+            problems.append(_train_problem(f"{_place(template, read, display)}: {template.name}", read, train, missing))
     return problems
+
+
+def _train_problem(which: str, read: FieldRead, train: Sequence[Mapping[str, Any]], missing: list[int]) -> str:
+    """Say which train rows lack a field an ICE template reads."""
+    known = sorted({k for row in train for k in row})
+    hint = nearest(read.name, known)
+    return (
+        f"{which} reads the field {read.name!r}, which "
+        f"{len(missing)} of {len(train)} train rows ([suite] train) lack"
+        + (f" (did you mean {hint!r}?)" if hint else "")
+        + f": rows {', '.join(map(str, missing[:SHOWN_CASES]))}"
+        + (f" and {len(missing) - SHOWN_CASES} more" if len(missing) > SHOWN_CASES else "")
+    )
 
 
 def check_fields(
@@ -234,16 +259,17 @@ def check_fields(
                 report.problems.extend(
                     p for p in _train_problems(template, train, optional, display) if p not in report.problems
                 )
-            if template.reads is None:
-                report.read = None
-            elif report.read is not None:
-                report.read.update(r.name for r in template.reads)
+            report.add_reads(template.reads)
     if report.read is not None:
-        for name in sorted(provided - report.read):
-            first = next(c for c in cases if name in c.vars)
-            count = sum(name in c.vars for c in cases)
-            report.warnings.append(
-                f"{file_shown}:{first.location.line}: vars field {name!r} (in {count} case{'s' if count != 1 else ''}, "
-                f"first {first.case_id}) is read by no template of the suite"
-            )
+        report.warnings += [_unread(name, cases, file_shown) for name in sorted(provided - report.read)]
     return report
+
+
+def _unread(name: str, cases: Sequence[PromptCase], file_shown: str) -> str:
+    """Warn of a ``vars`` field that no template reads: where it first is, and in how many cases."""
+    first = next(c for c in cases if name in c.vars)
+    count = sum(name in c.vars for c in cases)
+    return (
+        f"{file_shown}:{first.location.line}: vars field {name!r} (in {count} case{'s' if count != 1 else ''}, "
+        f"first {first.case_id}) is read by no template of the suite"
+    )

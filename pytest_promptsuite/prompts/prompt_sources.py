@@ -230,15 +230,7 @@ def string_template(
         return None
     if table.template_file is not None and table.template is not None:
         raise ConfigError(f"{where('template')}: [template] has both 'template_file' and 'template'; keep one")
-    origin: tuple[Path | None, int]
-    if table.template_file is not None:
-        key = config.template_key(variant, "template_file")
-        text = load_template_file(config, table.template_file, key=key)
-        name, origin = table.template_file, (config.resolve(table.template_file, key=key), 1)
-    else:
-        assert table.template is not None
-        key = config.template_key(variant, "template")
-        text, name, origin = table.template, "template", (config.path, line_of_key(config.lines, key) or 0)
+    text, name, origin, key = _template_text(config, table, variant)
     try:
         if make_renderer is not None:
             renderer = make_renderer()
@@ -247,6 +239,20 @@ def string_template(
     except ConfigError as exc:
         raise ConfigError(f"{where('renderer')}: {exc}") from exc
     return StringTemplate(text, renderer, name, origin=origin, key=key)
+
+
+def _template_text(
+    config: SuiteConfig, table: TemplateConfig, variant: str | None
+) -> tuple[str, str, tuple[Path | None, int], str]:
+    """Return a template's text, its name, where it starts (file, line) and its key: the ``template_file``'s,
+    else the inline ``template``'s."""
+    if table.template_file is not None:
+        key = config.template_key(variant, "template_file")
+        text = load_template_file(config, table.template_file, key=key)
+        return text, table.template_file, (config.resolve(table.template_file, key=key), 1), key
+    assert table.template is not None
+    key = config.template_key(variant, "template")
+    return table.template, "template", (config.path, line_of_key(config.lines, key) or 0), key
 
 
 def task_prompts_path(config: SuiteConfig, table: TemplateConfig, variant: str | None) -> Path:

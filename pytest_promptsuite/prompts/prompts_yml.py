@@ -135,6 +135,18 @@ def _is_count(value: Any) -> bool:
 
 def check_prompt(entry: Mapping[str, Any], where: str) -> None:
     """Refuse a prompt whose keys or values are wrong (ConfigError naming ``where`` and the key)."""
+    _check_names(entry, where)
+    if ("content" in entry) == ("messages" in entry):
+        raise ConfigError(f"{where}: a prompt needs exactly one of 'content' (completion) or 'messages' (chat)")
+    _check_limits(entry, where)
+    if "content" in entry and not isinstance(entry["content"], str):
+        raise ConfigError(f"{where}: 'content' must be a string")
+    if "messages" in entry and (not isinstance(entry["messages"], list) or not entry["messages"]):
+        raise ConfigError(f"{where}: 'messages' must be a non-empty list")
+
+
+def _check_names(entry: Mapping[str, Any], where: str) -> None:
+    """Refuse a prompt with an unknown key, or without its task, models or mode as names."""
     unknown = [k for k in entry if k not in PROMPT_KEYS]
     if unknown:
         raise ConfigError(f"{where}: unknown key {unknown[0]!r}" + did_you_mean(str(unknown[0]), list(PROMPT_KEYS)))
@@ -147,8 +159,10 @@ def check_prompt(entry: Mapping[str, Any], where: str) -> None:
     mode = entry.get("mode", STANDARD)
     if not isinstance(mode, str) or not mode:
         raise ConfigError(f"{where}: 'mode' must be a non-empty string")
-    if ("content" in entry) == ("messages" in entry):
-        raise ConfigError(f"{where}: a prompt needs exactly one of 'content' (completion) or 'messages' (chat)")
+
+
+def _check_limits(entry: Mapping[str, Any], where: str) -> None:
+    """Refuse a prompt whose ``max_length``, ``max_tokens`` or ``stop`` is wrong."""
     max_length = entry.get("max_length")
     if max_length is not None and (not _is_count(max_length) or max_length < 1):
         raise ConfigError(f"{where}: 'max_length' must be a positive number of characters")
@@ -157,10 +171,6 @@ def check_prompt(entry: Mapping[str, Any], where: str) -> None:
     stop = entry.get("stop")
     if stop is not None and (not isinstance(stop, list) or not all(isinstance(s, str) for s in stop)):
         raise ConfigError(f"{where}: 'stop' must be a list of strings")
-    if "content" in entry and not isinstance(entry["content"], str):
-        raise ConfigError(f"{where}: 'content' must be a string")
-    if "messages" in entry and (not isinstance(entry["messages"], list) or not entry["messages"]):
-        raise ConfigError(f"{where}: 'messages' must be a non-empty list")
 
 
 def check_message(message: Any, at: str) -> str | None:

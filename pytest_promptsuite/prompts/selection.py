@@ -42,16 +42,16 @@ def _model_rank(models: Sequence[str], model: str | None) -> int | None:
     if model is None:
         return None
     norm = model.replace(":", "/", 1)
+    ranks = [rank for entry in models if (rank := _entry_rank(entry.replace(":", "/", 1), norm)) is not None]
+    return max(ranks, default=None)
+
+
+def _entry_rank(entry: str, norm: str) -> int | None:
+    """Rank one ``models`` entry against ``provider/name``: 3 exact, 2 the name, 1 the provider, None neither."""
     provider, _, name = norm.partition("/")
-    best: int | None = None
-    for entry in models:
-        entry = entry.replace(":", "/", 1)
-        if entry == norm:
-            return 3
-        rank = 2 if name and entry == name else 1 if entry == provider else None
-        if rank is not None and (best is None or rank > best):
-            best = rank
-    return best
+    if entry == norm:
+        return 3
+    return 2 if name and entry == name else 1 if entry == provider else None
 
 
 def promptsuite_score(entry: PromptEntry, model: str | None, mode: str) -> tuple[int, int] | None:

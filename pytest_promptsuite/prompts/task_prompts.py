@@ -125,9 +125,7 @@ class TaskPrompt:
         turns = split_turns(history) if isinstance(history, (list, tuple)) else []
         droppable = len(turns) - 1 if turns and role_of(turns[-1][0]) == "user" else len(turns)
         for k in range(1, droppable + 1):
-            kept_system = [m for turn in turns[:k] for m in turn if role_of(m) == "system"]
-            shorter = kept_system + [m for turn in turns[k:] for m in turn]
-            prompt = self.render_once({**row, "history": shorter})
+            prompt = self.render_once({**row, "history": _without_oldest(turns, k)})
             if prompt_length(prompt) <= budget:
                 return prompt
         dropped = f" even with the {droppable} oldest turn(s) of history dropped" if droppable else ""
@@ -140,6 +138,12 @@ class TaskPrompt:
     def parse_output(self, text: str) -> str:
         """Return the output as the checks should see it: through ``output_parser``, else as is."""
         return self.output_parser(text) if self.output_parser is not None else text
+
+
+def _without_oldest(turns: list[list[Any]], k: int) -> list[Any]:
+    """Return a history without its ``k`` oldest turns, their system messages kept."""
+    kept_system = [m for turn in turns[:k] for m in turn if role_of(m) == "system"]
+    return kept_system + [m for turn in turns[k:] for m in turn]
 
 
 def prompt_length(prompt: Prompt) -> int:

@@ -59,24 +59,24 @@ def tool_problems(tools: Any, where: str) -> list[str]:
     problems: list[str] = []
     seen: set[str] = set()
     for i, tool in enumerate(tools):
-        at = f"{where}[{i}]"
-        function = tool.get("function") if isinstance(tool, Mapping) else None
-        if not isinstance(tool, Mapping) or tool.get("type") != "function" or not isinstance(function, Mapping):
-            problems.append(f'{at} must be {{"type": "function", "function": {{"name": ..., "parameters": ...}}}}')
-            continue
-        name = function.get("name")
-        if not isinstance(name, str) or not name:
-            problems.append(f"{at}.function.name must be a non-empty string")
-            continue
-        if name in seen:
-            problems.append(f"{at}: the tool {name!r} is defined twice")
-        seen.add(name)
-        parameters = function.get("parameters")
-        if parameters is None:
-            continue
-        problem = schema_problem(parameters)
-        if problem is not None:
-            problems.append(f"{at} ({name}): 'parameters' is not a valid JSON Schema: {problem}")
+        problems += _tool_problems(tool, f"{where}[{i}]", seen)
+    return problems
+
+
+def _tool_problems(tool: Any, at: str, seen: set[str]) -> list[str]:
+    """Return what is wrong with one function tool (``seen``: the names defined before it, its own added)."""
+    function = tool.get("function") if isinstance(tool, Mapping) else None
+    if not isinstance(tool, Mapping) or tool.get("type") != "function" or not isinstance(function, Mapping):
+        return [f'{at} must be {{"type": "function", "function": {{"name": ..., "parameters": ...}}}}']
+    name = function.get("name")
+    if not isinstance(name, str) or not name:
+        return [f"{at}.function.name must be a non-empty string"]
+    problems = [f"{at}: the tool {name!r} is defined twice"] if name in seen else []
+    seen.add(name)
+    parameters = function.get("parameters")
+    problem = None if parameters is None else schema_problem(parameters)
+    if problem is not None:
+        problems.append(f"{at} ({name}): 'parameters' is not a valid JSON Schema: {problem}")
     return problems
 
 
@@ -104,12 +104,17 @@ def result_problems(results: Any, names: Sequence[str] | frozenset[str] | None, 
             known = ", ".join(sorted(names)) or "none"
             problems.append(f"{where} names the tool {name!r}, which is not defined (defined: {known})")
         if isinstance(given, list):
-            for i, entry in enumerate(given):
-                if not isinstance(entry, Mapping) or "output" not in entry or set(entry) - {"arguments", "output"}:
-                    problems.append(f'{where}.{name}[{i}] must be {{"arguments": {{...}}, "output": ...}}')
-                elif "arguments" in entry and not isinstance(entry["arguments"], Mapping):
-                    problems.append(f"{where}.{name}[{i}].arguments must be an object")
+            problems += [p for i, entry in enumerate(given) if (p := _entry_problem(entry, f"{where}.{name}[{i}]"))]
     return problems
+
+
+def _entry_problem(entry: Any, at: str) -> str | None:
+    """Say what is wrong with one entry of a tool's list of results (``{arguments, output}``)."""
+    if not isinstance(entry, Mapping) or "output" not in entry or set(entry) - {"arguments", "output"}:
+        return f'{at} must be {{"arguments": {{...}}, "output": ...}}'
+    if "arguments" in entry and not isinstance(entry["arguments"], Mapping):
+        return f"{at}.arguments must be an object"
+    return None
 
 
 def choice_name(tool_choice: Any) -> str | None:

@@ -29,16 +29,22 @@ def rule_line(summary: Summary) -> str:
     """Say which rule drops were judged by, and how many paired comparisons the correction spans."""
     settings = summary.settings
     rules = sorted({t.rule for t in summary.tests})
-    family = sum(1 for t in summary.tests if t.rule == "paired")
     rule = f"regression rule: {settings.regression}"
     if settings.regression == "auto" and rules:
         why = "both runs deterministic" if rules == ["delta"] else "runs that may vary"
         rule += f", here {' and '.join(rules)} ({why})"
     parts = [rule]
     if "paired" in rules:
-        correction = f"Holm over {plural(family, 'comparison')}" if settings.correction == "holm" else "no correction"
-        parts.append(f"one-sided exact test at alpha {settings.alpha:g}, {correction}")
+        parts.append(_paired_test(summary))
     return "; ".join(parts)
+
+
+def _paired_test(summary: Summary) -> str:
+    """Say how the paired comparisons are tested: the one-sided exact test, its level and its correction."""
+    settings = summary.settings
+    family = sum(1 for t in summary.tests if t.rule == "paired")
+    correction = f"Holm over {plural(family, 'comparison')}" if settings.correction == "holm" else "no correction"
+    return f"one-sided exact test at alpha {settings.alpha:g}, {correction}"
 
 
 def test_line(test: RegressionTest) -> str:
@@ -54,13 +60,18 @@ def test_line(test: RegressionTest) -> str:
         f"({p}); detectable drop {_points(test.detectable_drop)}"
     )
     if test.verdict == "inconclusive":
-        ways = []
-        if test.settle_cases is not None:
-            ways.append(f"about {test.settle_cases} cases")
-        if test.settle_repeats is not None:
-            ways.append(f"{test.settle_repeats} repeats per case")
-        line += "; " + (" or ".join(ways) + " would settle it" if ways else "more data would settle it")
+        line += "; " + _settle(test)
     return line
+
+
+def _settle(test: RegressionTest) -> str:
+    """Say what would settle an inconclusive test: more cases, more repeats, or more data."""
+    ways = []
+    if test.settle_cases is not None:
+        ways.append(f"about {test.settle_cases} cases")
+    if test.settle_repeats is not None:
+        ways.append(f"{test.settle_repeats} repeats per case")
+    return " or ".join(ways) + " would settle it" if ways else "more data would settle it"
 
 
 def _model_changes(summary: Summary) -> Iterator[str]:

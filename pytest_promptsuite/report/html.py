@@ -219,6 +219,14 @@ def _csp(script: str) -> str:
     )
 
 
+def _made_row(r: CaseResult, details: _Spill, size: int) -> tuple[str, int]:
+    """Return a row's grid entry and its output's hash, its detail added to ``details`` when it has one."""
+    detail = -1
+    if _needs_detail(r.outcome, r.checks[-1].name if r.checks else None):
+        detail = details.add(_json_for_script(_detail(r)))
+    return _json_for_script(_grid_row(r, detail, size)), hash(r.output)
+
+
 def _write_page(
     out: TextIO,
     rows: Sequence[CaseResult],
@@ -245,11 +253,7 @@ def _write_page(
         for i, r in enumerate(rows):
             kept = None if known is None else known.get(r)
             if kept is None:
-                r = r if full is None else full(r)
-                detail = -1
-                if _needs_detail(r.outcome, r.checks[-1].name if r.checks else None):
-                    detail = details.add(_json_for_script(_detail(r)))
-                kept = _json_for_script(_grid_row(r, detail, size)), hash(r.output)
+                kept = _made_row(r if full is None else full(r), details, size)
             out.write(("," if i else "") + kept[0])
             if by_key is not None:
                 cell = _baseline_cell(kept[1], by_key.get((r.case_id, r.variant, r.repeat)))
@@ -257,15 +261,20 @@ def _write_page(
         out.write('],"details":[')
         details.copy_to(out)
         out.write('],"flips":' + _json_for_script(_flips(summary)) + ',"baseline_rows":')
-        if by_key is not None:
-            out.write("[")
-            baseline_cells.copy_to(out)
-            out.write("]")
-        else:
-            out.write("null")
+        _write_baseline_rows(out, baseline_cells if by_key is not None else None)
     history_data = history.to_dict() if history is not None else None
     out.write(',"history":' + _json_for_script(history_data) + ',"grid_text":' + _json_for_script(size) + "}")
     out.write(tail.format(**fields, script=script))
+
+
+def _write_baseline_rows(out: TextIO, cells: _Spill | None) -> None:
+    """Write the baseline's grid cells as an array (null without a baseline)."""
+    if cells is None:
+        out.write("null")
+        return
+    out.write("[")
+    cells.copy_to(out)
+    out.write("]")
 
 
 def dashboard_html(

@@ -231,15 +231,19 @@ def _drops(summary: Summary) -> list[str]:
     return ["### Is this drop real?", "", *[f"- {md_escape(line)}" for line in lines], ""]
 
 
+def _by_variant(summary: Summary) -> list[str]:
+    """Tabulate each variant's cases, passes and pass rate."""
+    md = ["### By variant", "", "| variant | cases | passed | pass rate |", "|---|---:|---:|---:|"]
+    for v in summary.variants:
+        c = v.counts
+        md.append(f"| {md_escape(v.name)} | {c.cases} | {c.passed} | {pct(c.pass_rate)} |")
+    md.append("")
+    return md
+
+
 def _variants(summary: Summary) -> list[str]:
     """Tabulate the pass rate per variant, and the prompt variants side by side with their flips."""
-    md = []
-    if summary.variants:
-        md += ["### By variant", "", "| variant | cases | passed | pass rate |", "|---|---:|---:|---:|"]
-        for v in summary.variants:
-            c = v.counts
-            md.append(f"| {md_escape(v.name)} | {c.cases} | {c.passed} | {pct(c.pass_rate)} |")
-        md.append("")
+    md = _by_variant(summary) if summary.variants else []
     compared = summary.compared_variants
     if compared is None:
         return md

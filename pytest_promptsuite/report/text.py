@@ -7,11 +7,13 @@ from collections.abc import Callable
 from collections.abc import Iterator
 from collections.abc import Sequence
 
+from pytest_promptsuite.checks.outcome import CheckResult
 from pytest_promptsuite.report.evidence import regression_cell
 from pytest_promptsuite.report.evidence import regression_lines
 from pytest_promptsuite.report.reasons import plural
 from pytest_promptsuite.report.reasons import reason
 from pytest_promptsuite.results.case_result import CaseResult
+from pytest_promptsuite.results.records import SliceStats
 from pytest_promptsuite.results.records import VariantComparison
 from pytest_promptsuite.results.records import VariantSlice
 from pytest_promptsuite.results.summary import Summary
@@ -78,14 +80,25 @@ def slice_rows(summary: Summary) -> tuple[list[str], list[list[str]]]:
         row = [s.slice, *map(str, (c.cases, c.passed, c.failed, c.error, c.review)), pct(c.pass_rate), ci]
         row.append(f"{s.threshold:.0%} ({s.threshold_source})")
         if baseline:
-            test = s.test
-            shown_p = None if test is None else (test.p_adjusted if test.p_adjusted is not None else test.p_regression)
-            detectable = "-" if test is None or test.detectable_drop is None else f"{test.detectable_drop * 100:.1f}"
-            row += [pct(s.baseline_pass_rate), _signed_points(s.delta), f"-{s.regressions or 0}/+{s.fixes or 0}"]
-            row += [_p(s.p_value), _p(shown_p), regression_cell(test), detectable]
+            row += _baseline_cells(s)
         row.append(s.gate.upper())
         rows.append(row)
     return header, rows
+
+
+def _baseline_cells(s: SliceStats) -> list[str]:
+    test = s.test
+    shown_p = None if test is None else (test.p_adjusted if test.p_adjusted is not None else test.p_regression)
+    detectable = "-" if test is None or test.detectable_drop is None else f"{test.detectable_drop * 100:.1f}"
+    return [
+        pct(s.baseline_pass_rate),
+        _signed_points(s.delta),
+        f"-{s.regressions or 0}/+{s.fixes or 0}",
+        _p(s.p_value),
+        _p(shown_p),
+        regression_cell(test),
+        detectable,
+    ]
 
 
 def money(value: float | None) -> str:
@@ -194,6 +207,15 @@ def summary_lines(
         yield totals_line(usage)
         if (line := per_case_line(usage)) is not None:
             yield line
+    yield from _group_lines(summary, max_ids)
+    yield from _baseline_lines(summary, max_ids)
+    yield from regression_lines(summary)
+    if gate:
+        yield from _gate_lines(summary)
+
+
+def _group_lines(summary: Summary, max_ids: int) -> Iterator[str]:
+    """Yield the lines by variant, flaky case, case rule and sequential test."""
     if summary.variants:
         yield "by variant: " + ", ".join(
             f"{v.name} {pct(v.counts.pass_rate)} ({v.counts.passed}/{v.counts.counted})" for v in summary.variants
@@ -209,24 +231,30 @@ def summary_lines(
         yield line
     if (line := sequential_line(summary)) is not None:
         yield line
+
+
+def _baseline_lines(summary: Summary, max_ids: int) -> Iterator[str]:
+    """Yield the baseline diff by id, with a baseline."""
     diff = summary.baseline
-    if diff is not None:
-        yield (
-            f"against {diff.source}: {len(diff.regressions)} regressions, {len(diff.fixes)} fixes, "
-            f"{len(diff.new)} new, {len(diff.removed)} removed; allowed drop "
-            f"{diff.max_regression * 100:.1f} points ({diff.max_regression_source})"
-        )
-        if diff.regressions:
-            yield "regressions: " + _id_list(list(diff.regressions), max_ids)
-        if diff.fixes:
-            yield "fixes: " + _id_list(list(diff.fixes), max_ids)
-        for name, rate in sorted(diff.missing_slices.items()):
-            yield f"slice {name!r} of the baseline ({pct(rate)}) has no case in this run"
-    yield from regression_lines(summary)
-    if not gate:
+    if diff is None:
         return
+    yield (
+        f"against {diff.source}: {len(diff.regressions)} regressions, {len(diff.fixes)} fixes, "
+        f"{len(diff.new)} new, {len(diff.removed)} removed; allowed drop "
+        f"{diff.max_regression * 100:.1f} points ({diff.max_regression_source})"
+    )
+    if diff.regressions:
+        yield "regressions: " + _id_list(list(diff.regressions), max_ids)
+    if diff.fixes:
+        yield "fixes: " + _id_list(list(diff.fixes), max_ids)
+    for name, rate in sorted(diff.missing_slices.items()):
+        yield f"slice {name!r} of the baseline ({pct(rate)}) has no case in this run"
+
+
+def _gate_lines(summary: Summary) -> Iterator[str]:
+    """Yield the gate's result and, when it failed, each reason."""
     if summary.gate.passed:
-        failed = t.failed
+        failed = summary.totals.failed
         tolerated = f" ({plural(failed, 'failed case')} within tolerance)" if failed else ""
         yield f"promptsuite gate: PASSED{tolerated}"
     else:
@@ -301,21 +329,28 @@ def _focus(result: CaseResult) -> int | None:
     return None
 
 
-def failure_text(result: CaseResult) -> str:
-    """Write a failing case's pytest report: where, which checks, and the output."""
-    failed = result.failed_checks
-    what = f"error: {result.error}" if result.error is not None else f"failed {plural(len(failed), 'check')}"
+def _which(result: CaseResult) -> str:
+    """Name a row: its case id, and its variant and repeat when it has them."""
     which = result.case_id
     if result.variant is not None:
         which += f" [variant {result.variant}]"
     if result.repeat:
         which += f" [repeat {result.repeat}]"
-    lines = [f"{result.location or ''}: {which} [slice {result.slice}] {what}"]
-    shown_checks = failed + [c for c in result.checks if c.skipped]  # skipped ones say why
-    if shown_checks:
-        name_width = max(len(c.name) for c in shown_checks)
-        for check in shown_checks:
-            lines.append(f"  {check.layer:<9} {check.name:<{name_width}}  {check.message}")
+    return which
+
+
+def _check_lines(checks: list[CheckResult]) -> list[str]:
+    """Write a line per check: its layer, its name (the names aligned) and its message."""
+    name_width = max((len(c.name) for c in checks), default=0)
+    return [f"  {check.layer:<9} {check.name:<{name_width}}  {check.message}" for check in checks]
+
+
+def failure_text(result: CaseResult) -> str:
+    """Write a failing case's pytest report: where, which checks, and the output."""
+    failed = result.failed_checks
+    what = f"error: {result.error}" if result.error is not None else f"failed {plural(len(failed), 'check')}"
+    lines = [f"{result.location or ''}: {_which(result)} [slice {result.slice}] {what}"]
+    lines += _check_lines(failed + [c for c in result.checks if c.skipped])  # skipped ones say why
     if result.output is not None:
         shown = trim_output(result.output, _focus(result))
         lines.append(f"output ({len(result.output)} chars):")

@@ -70,6 +70,10 @@ def history_lines(history: pd.DataFrame, *, last: int = TEXT_RUNS) -> Iterator[s
         yield "  ".join(cell + " " * (w - display_width(cell)) for cell, w in zip(row, widths, strict=True)).rstrip()
     runs = _shown(history, last)
     yield "gate: " + "  ".join(
-        f"{label} {'PASSED' if passed is True else 'FAILED' if passed is False else '?'}"
+        f"{label} {_gate_word(passed)}"
         for label, passed in zip(runs["label"], runs["run_passed"].tolist(), strict=True)
     )
+
+
+def _gate_word(passed: bool | None) -> str:
+    return "PASSED" if passed is True else "FAILED" if passed is False else "?"

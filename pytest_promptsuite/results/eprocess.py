@@ -205,7 +205,11 @@ class SequentialGate:
         keys = [k for k, s in self.streams.items() if not s.exact]
         adjusted = holm([self.streams[k].p_value for k in keys])
         found = {k for k, p in zip(keys, adjusted, strict=True) if p <= self.sequential_alpha}
-        return found | {k for k, s in self.streams.items() if s.exact and s.certain(self.max_drop) == "regressed"}
+        return found | self._certainly_regressed()
+
+    def _certainly_regressed(self) -> set[tuple[str, str | None, str]]:
+        """Return the exact comparisons (``delta``) whose drop is certain already."""
+        return {k for k, s in self.streams.items() if s.exact and s.certain(self.max_drop) == "regressed"}
 
     def verdicts(self) -> dict[tuple[str, str | None, str], Settled | None]:
         """Return each comparison's settled verdict, or None while open."""

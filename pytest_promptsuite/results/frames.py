@@ -4,7 +4,10 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from collections.abc import Iterable
+from functools import partial
+from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING
 from typing import Any
@@ -51,6 +54,45 @@ def _tokens(usage: dict[str, Any] | None, name: str) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def _outcome(row: CaseResult) -> str:
+    return row.outcome.value
+
+
+def _checks(row: CaseResult) -> list[dict[str, Any]]:
+    return [c.to_dict() for c in row.checks]
+
+
+def _token(name: str, row: CaseResult) -> int | None:
+    return _tokens(row.usage, name)
+
+
+def _location(row: CaseResult) -> str | None:
+    return None if row.location is None else str(row.location)
+
+
+#: The columns of :func:`read_results` before the check columns: (name, its value in a row, its dtype; None:
+#: pandas infers it).
+_COLUMNS: tuple[tuple[str, Callable[[CaseResult], Any], str | None], ...] = (
+    ("case_id", attrgetter("case_id"), None),
+    ("slice", attrgetter("slice"), None),
+    ("variant", attrgetter("variant"), None),
+    ("repeat", attrgetter("repeat"), "int64"),
+    ("outcome", _outcome, None),
+    ("output", attrgetter("output"), None),
+    ("checks", _checks, None),
+    ("error", attrgetter("error"), None),
+    ("prompt", attrgetter("prompt"), None),
+    ("prompt_hash", attrgetter("prompt_hash"), None),
+    ("latency_ms", attrgetter("latency_ms"), "float64"),
+    *((name, partial(_token, name), "Int64") for name in _TOKENS),
+    ("location", _location, None),
+    ("tags", attrgetter("tags"), None),
+    ("metadata", attrgetter("metadata"), None),
+    ("replies", attrgetter("replies"), None),
+    ("cached", attrgetter("cached"), "bool"),
+)
+
+
 def read_results(path: StrPath) -> pd.DataFrame:
     """Read a ``results.jsonl`` (or a report folder's) into a DataFrame: a row per case, variant and
     repeat, and a ``check:NAME`` column per check name; ConfigError if unreadable."""
@@ -58,23 +100,8 @@ def read_results(path: StrPath) -> pd.DataFrame:
 
     rows = load_results(Path(path))
     fields: dict[str, Any] = {
-        "case_id": [r.case_id for r in rows],
-        "slice": [r.slice for r in rows],
-        "variant": [r.variant for r in rows],
-        "repeat": pd.Series([r.repeat for r in rows], dtype="int64"),
-        "outcome": [r.outcome.value for r in rows],
-        "output": [r.output for r in rows],
-        "checks": [[c.to_dict() for c in r.checks] for r in rows],
-        "error": [r.error for r in rows],
-        "prompt": [r.prompt for r in rows],
-        "prompt_hash": [r.prompt_hash for r in rows],
-        "latency_ms": pd.Series([r.latency_ms for r in rows], dtype="float64"),
-        **{name: pd.Series([_tokens(r.usage, name) for r in rows], dtype="Int64") for name in _TOKENS},
-        "location": [None if r.location is None else str(r.location) for r in rows],
-        "tags": [r.tags for r in rows],
-        "metadata": [r.metadata for r in rows],
-        "replies": [r.replies for r in rows],
-        "cached": pd.Series([r.cached for r in rows], dtype="bool"),
+        name: [get(r) for r in rows] if dtype is None else pd.Series([get(r) for r in rows], dtype=dtype)
+        for name, get, dtype in _COLUMNS
     }
     frame = pd.DataFrame(fields)
     joined: pd.DataFrame = pd.concat([frame, pd.DataFrame([_states(r) for r in rows], index=frame.index)], axis=1)

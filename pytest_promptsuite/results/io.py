@@ -160,12 +160,16 @@ class StoredResults:
             elif scrubbed:
                 start, stop = span
             else:
-                data = self._block(*span)
-                text = data.decode("utf-8")
-                clean = scrub(text)  # the very object when nothing was scrubbed
-                yield data if clean is text else clean.encode("utf-8")
+                yield self._scrubbed(span)
         if start >= 0:
             yield self._block(start, stop)
+
+    def _scrubbed(self, span: tuple[int, int]) -> bytes:
+        """Return the file's bytes of ``span``, scrubbed again (the same bytes when nothing was scrubbed)."""
+        data = self._block(*span)
+        text = data.decode("utf-8")
+        clean = scrub(text)  # the very object when nothing was scrubbed
+        return data if clean is text else clean.encode("utf-8")
 
     def _span(self, row: CaseResult) -> tuple[int, int] | None:
         index = self._index.get((row.case_id, row.variant, row.repeat))

@@ -91,8 +91,6 @@ def _by_case(rows: Iterable[CaseResult]) -> dict[CaseKey, list[CaseResult]]:
 def _flip(paired: PairedCase, kind: FlipKind, full: Reader | None = None, full_new: Reader | None = None) -> Flip:
     """Show a case's flip by the first repeat that went the ``kind`` way (each side's row read back
     whole by ``full`` / ``full_new`` when it left its texts on disk)."""
-    import difflib
-
     wanted = (True, False) if kind == "regression" else (False, True)
     pairs = list(zip(paired.old_rows, paired.new_rows, strict=False))
     old, new = next(
@@ -103,11 +101,6 @@ def _flip(paired: PairedCase, kind: FlipKind, full: Reader | None = None, full_n
     if full_new is not None:
         new = full_new(new)
     old_prompt, new_prompt = prompt_display(old.prompt), prompt_display(new.prompt)
-    diff = None
-    if old_prompt is not None and new_prompt is not None and old_prompt != new_prompt:
-        diff = "\n".join(
-            difflib.unified_diff(old_prompt.splitlines(), new_prompt.splitlines(), "baseline", "current", lineterm="")
-        )
     return Flip(
         id=paired.key.name(with_repeat=False),
         slice=new.slice,
@@ -118,8 +111,19 @@ def _flip(paired: PairedCase, kind: FlipKind, full: Reader | None = None, full_n
         new_output=new.output,
         old_prompt=old_prompt,
         new_prompt=new_prompt,
-        prompt_diff=diff,
+        prompt_diff=_prompt_diff(old_prompt, new_prompt),
         checks=tuple(c.to_dict() for c in new.checks),
+    )
+
+
+def _prompt_diff(old_prompt: str | None, new_prompt: str | None) -> str | None:
+    """Return the unified diff of the baseline's prompt and the current one (None when they are the same)."""
+    import difflib
+
+    if old_prompt is None or new_prompt is None or old_prompt == new_prompt:
+        return None
+    return "\n".join(
+        difflib.unified_diff(old_prompt.splitlines(), new_prompt.splitlines(), "baseline", "current", lineterm="")
     )
 
 
@@ -159,14 +163,7 @@ def compare(
     (``[gate] case_pass``) cases pair by their verdicts over as many repeats on each side."""
     current, other = _by_case(rows), _by_case(baseline)
     paired, repeats = _pair(current, other, rule)
-    flipped = [(case, kind) for case in paired if (kind := case.kind) is not None]
-    flips_of = {name: [0, 0] for name in sorted({r.slice for r in rows})}
-    changed: list[Flip] = []
-    for wanted in ("regression", "fix"):
-        for case, kind in flipped:
-            if kind == wanted:
-                flips_of[case.slice][0 if kind == "regression" else 1] += 1
-                changed.append(_flip(case, kind, full, full_new))
+    flips_of, changed = _flips(rows, paired, full, full_new)
     base_counts = tally((r.slice, r.outcome) for r in (baseline if rule is None else per_case(baseline, rule)))
     limit, limit_source = policy.max_regression()
     diff = BaselineDiff(
@@ -175,21 +172,51 @@ def compare(
         max_regression_source=limit_source,
         regressions=tuple(f.id for f in changed if f.kind == "regression"),
         fixes=tuple(f.id for f in changed if f.kind == "fix"),
-        new=tuple(sorted(k.name(with_repeat=False) for k in current.keys() - other.keys())),
-        removed=tuple(sorted(k.name(with_repeat=False) for k in other.keys() - current.keys())),
+        new=_only_in(current, other),
+        removed=_only_in(other, current),
         flips=tuple(changed),
         missing_slices={n: c.pass_rate for n, c in base_counts.items() if n not in flips_of},
         repeats=repeats,
     )
     flips = {name: SliceFlips(b, c, mcnemar_p(b, c)) for name, (b, c) in flips_of.items()}
+    return Comparison(
+        diff=diff,
+        paired=tuple(paired),
+        flips=flips,
+        baseline_counts=base_counts,
+        repeats=repeats,
+        unpaired=_unpaired(current, other),
+    )
+
+
+def _only_in(side: dict[CaseKey, list[CaseResult]], others: dict[CaseKey, list[CaseResult]]) -> tuple[str, ...]:
+    """Return the names of the cases one side has and the other lacks, sorted."""
+    return tuple(sorted(k.name(with_repeat=False) for k in side.keys() - others.keys()))
+
+
+def _flips(
+    rows: Sequence[CaseResult], paired: list[PairedCase], full: Reader | None, full_new: Reader | None
+) -> tuple[dict[str, list[int]], list[Flip]]:
+    """Return each slice's (regressions, fixes) and the flipped cases, regressions first."""
+    flipped = [(case, kind) for case in paired if (kind := case.kind) is not None]
+    flips_of = {name: [0, 0] for name in sorted({r.slice for r in rows})}
+    changed: list[Flip] = []
+    for wanted in ("regression", "fix"):
+        for case, kind in flipped:
+            if kind == wanted:
+                flips_of[case.slice][0 if kind == "regression" else 1] += 1
+                changed.append(_flip(case, kind, full, full_new))
+    return flips_of, changed
+
+
+def _unpaired(current: dict[CaseKey, list[CaseResult]], other: dict[CaseKey, list[CaseResult]]) -> dict[str, int]:
+    """Count, per slice, the cases only one side has."""
     unpaired: dict[str, int] = {}
     for side, others in ((current, other), (other, current)):
         for key in side.keys() - others.keys():
             name = side[key][0].slice
             unpaired[name] = unpaired.get(name, 0) + 1
-    return Comparison(
-        diff=diff, paired=tuple(paired), flips=flips, baseline_counts=base_counts, repeats=repeats, unpaired=unpaired
-    )
+    return unpaired
 
 
 def compare_variants(

@@ -56,6 +56,29 @@ def _delta_detectable(comparand: Comparand, max_drop: float) -> float | None:
     return (math.floor(max_drop * runs + 1e-9) + 1) / runs
 
 
+_Settle = tuple[int | None, int | None]
+
+
+def _delta_verdict(comparand: Comparand, beyond: bool, max_drop: float) -> tuple[float | None, RegressionVerdict]:
+    """Return, under ``delta``, the detectable drop and the verdict: a drop beyond the allowed one regressed."""
+    return _delta_detectable(comparand, max_drop), "regressed" if beyond else "no evidence of a drop"
+
+
+def _paired_verdict(
+    strata: tuple[Stratum, ...], drop: float | None, significant: bool, level: float
+) -> tuple[float | None, RegressionVerdict, _Settle]:
+    """Return, under ``paired``, the detectable drop, the verdict and, when inconclusive, what would settle it
+    (``drop`` is only given when it is beyond the allowed one)."""
+    detectable = detectable_drop(strata, level)
+    if drop is None:
+        return detectable, "no evidence of a drop", (None, None)
+    if significant:
+        return detectable, "regressed", (None, None)
+    if detectable is None or drop < detectable - EPS:
+        return detectable, "inconclusive", settling_size(strata, level, drop)
+    return detectable, "no evidence of a drop", (None, None)
+
+
 def _test(
     comparand: Comparand, p: float, p_adjusted: float | None, settings: GateSettings, max_drop: float, level: float
 ) -> RegressionTest:
@@ -64,20 +87,12 @@ def _test(
     drop = None if old is None or new is None else old - new
     beyond = drop is not None and drop > max_drop + EPS
     strata = comparand.strata
-    settle: tuple[int | None, int | None] = (None, None)
-    verdict: RegressionVerdict = "no evidence of a drop"
+    settle: _Settle = (None, None)
     if comparand.rule == "delta":
-        detectable = _delta_detectable(comparand, max_drop)
-        if beyond:
-            verdict = "regressed"
+        detectable, verdict = _delta_verdict(comparand, beyond, max_drop)
     else:
-        detectable = detectable_drop(strata, level)
         significant = (p_adjusted if p_adjusted is not None else p) <= settings.alpha
-        if beyond and significant:
-            verdict = "regressed"
-        elif beyond and drop is not None and (detectable is None or drop < detectable - EPS):
-            verdict = "inconclusive"
-            settle = settling_size(strata, level, drop)
+        detectable, verdict, settle = _paired_verdict(strata, drop if beyond else None, significant, level)
     repeats = max((min(s.k_old, s.k_new) for s in strata), default=0)
     return RegressionTest(
         slice=comparand.slice,
@@ -104,12 +119,17 @@ def regression_tests(comparands: Sequence[Comparand], settings: GateSettings, ma
     """Judge every comparison, in the order given; the ``paired`` ones are one family for the correction."""
     p_values = [stratified_p(c.strata) for c in comparands]
     family = [i for i, c in enumerate(comparands) if c.rule == "paired"]
-    adjusted: dict[int, float] = {}
-    if settings.correction == "holm" and family:
-        adjusted = dict(zip(family, holm([p_values[i] for i in family]), strict=True))
-    # the detectable drop at the level the family's smallest p-value must reach (Bonferroni's)
-    level = settings.alpha / len(family) if settings.correction == "holm" and family else settings.alpha
+    adjusted, level = _corrected(p_values, family, settings)
     return [_test(c, p_values[i], adjusted.get(i), settings, max_drop, level) for i, c in enumerate(comparands)]
+
+
+def _corrected(p_values: list[float], family: list[int], settings: GateSettings) -> tuple[dict[int, float], float]:
+    """Return the family's Holm-adjusted p-values by position, and the level the family's smallest p-value must
+    reach (Bonferroni's: what the detectable drop is computed at); none and ``alpha`` without a correction."""
+    if settings.correction != "holm" or not family:
+        return {}, settings.alpha
+    adjusted = dict(zip(family, holm([p_values[i] for i in family]), strict=True))
+    return adjusted, settings.alpha / len(family)
 
 
 @dataclass(frozen=True)
@@ -162,7 +182,98 @@ def _pooled(
     return replace(pooled, verdict=worst.verdict, settle_cases=worst.settle_cases, settle_repeats=worst.settle_repeats)
 
 
-def judge(
+def pair_rows(
+    baseline: Comparison | None,
+    variants: Mapping[str, Comparison | None],
+    settings: GateSettings,
+    run: RunInfo | None = None,
+    baseline_run: RunInfo | None = None,
+) -> list[Comparand]:
+    """Return the compared (slice, variant)s of a run: against its baseline, then, with ``compare_variants``,
+    each later variant's against the first, each under the rule its runs allow."""
+    current = run.deterministic if run is not None else False
+    other = baseline_run.deterministic if baseline_run is not None else current
+    comparands: list[Comparand] = []
+    if baseline is not None:
+        comparands += _units(baseline, "baseline", settings.rule_for(current and other))
+    if settings.compare_variants:
+        for name, comparison in variants.items():
+            if comparison is not None:
+                comparands += _units(comparison, comparison.diff.source, settings.rule_for(current), name)
+    return comparands
+
+
+def _unpaired(
+    baseline: Comparison | None, variants: Mapping[str, Comparison | None], settings: GateSettings
+) -> list[GateDecision]:
+    """Return the failures of the comparisons with no case in common: the baseline's, then each variant's."""
+    decisions: list[GateDecision] = []
+    if baseline is not None and not baseline.paired:
+        decisions.append(NoCommonCases("baseline", baseline.diff.source))
+    if settings.compare_variants:
+        first = next((c.diff.source for c in variants.values() if c is not None), "")
+        decisions += [
+            NoCommonCases(f"first {first}", f"variant {v}")
+            for v, c in variants.items()
+            if c is not None and not c.paired
+        ]
+    return decisions
+
+
+@dataclass(frozen=True)
+class _Runs:
+    """What a regression failure names beside its test: the two runs and the baseline's variant."""
+
+    run: RunInfo | None
+    baseline_run: RunInfo | None
+    baseline_variant: str | None
+
+    def models(self, test: RegressionTest) -> tuple[str, str] | None:
+        """Return the change of model between the baseline's run and this one for a baseline test."""
+        if test.against != "baseline" or self.run is None or self.baseline_run is None:
+            return None
+        return RunInfo.model_change(
+            self.baseline_run.model(self.baseline_variant or test.variant), self.run.model(test.variant)
+        )
+
+
+def _failure(
+    test: RegressionTest, comparison: Comparison, settings: GateSettings, rule: RegressionRule, runs: _Runs, family: int
+) -> GateDecision | None:
+    """Return the gate's failure for one regression test; None when it did not regress."""
+    against_baseline = test.against == "baseline"
+    return check_regression(
+        test,
+        replace(rule, kind=test.rule, alpha=settings.alpha, correction=settings.correction),
+        _ids(comparison, test.slice, None if not against_baseline else test.variant),
+        p_value=mcnemar_p(test.regressions, test.fixes),
+        models=runs.models(test),
+        family=max(1, family),
+        unpaired=comparison.unpaired.get(test.slice, 0),
+    )
+
+
+def _regressed(
+    tests: Sequence[RegressionTest],
+    baseline: Comparison | None,
+    variants: Mapping[str, Comparison | None],
+    settings: GateSettings,
+    rule: RegressionRule,
+    runs: _Runs,
+    family: int,
+) -> list[GateDecision]:
+    """Return the gate's failure of every regression test that regressed, in test order."""
+    decisions: list[GateDecision] = []
+    for test in tests:
+        comparison = baseline if test.against == "baseline" else variants.get(test.variant or "")
+        assert comparison is not None
+        found = _failure(test, comparison, settings, rule, runs, family)
+        if found is not None:
+            decisions.append(found)
+    return decisions
+
+
+def decide_regressions(
     *,
     baseline: Comparison | None,
     variants: Mapping[str, Comparison | None],
@@ -172,47 +283,15 @@ def judge(
     baseline_run: RunInfo | None = None,
     baseline_variant: str | None = None,
 ) -> Judgement:
-    """Judge the run against its baseline and, with ``compare_variants``, each later variant
-    (``variants``: variant -> its comparison with the first) against the first, under one family."""
-    current = run.deterministic if run is not None else False
-    other = baseline_run.deterministic if baseline_run is not None else current
-    comparands: list[Comparand] = []
-    if baseline is not None:
-        comparands += _units(baseline, "baseline", settings.rule_for(current and other))
-    first = next((c.diff.source for c in variants.values() if c is not None), "")
-    if settings.compare_variants:
-        for name, comparison in variants.items():
-            if comparison is not None:
-                comparands += _units(comparison, comparison.diff.source, settings.rule_for(current), name)
+    """Decide the run's regressions against its baseline and, with ``compare_variants``, each later variant's
+    (``variants``: variant -> its comparison with the first) against the first: pair, test as one family, decide."""
+    comparands = pair_rows(baseline, variants, settings, run, baseline_run)
     tests = regression_tests(comparands, settings, rule.max_drop)
     family = sum(1 for c in comparands if c.rule == "paired")
-    decisions: list[GateDecision] = []
-    if baseline is not None and not baseline.paired:
-        decisions.append(NoCommonCases("baseline", baseline.diff.source))
-    if settings.compare_variants:
-        decisions += [
-            NoCommonCases(f"first {first}", f"variant {v}")
-            for v, c in variants.items()
-            if c is not None and not c.paired
-        ]
-    for test in tests:
-        against_baseline = test.against == "baseline"
-        comparison = baseline if against_baseline else variants.get(test.variant or "")
-        assert comparison is not None
-        models = None
-        if against_baseline and run is not None and baseline_run is not None:
-            models = RunInfo.model_change(baseline_run.model(baseline_variant or test.variant), run.model(test.variant))
-        found = check_regression(
-            test,
-            replace(rule, kind=test.rule, alpha=settings.alpha, correction=settings.correction),
-            _ids(comparison, test.slice, None if not against_baseline else test.variant),
-            p_value=mcnemar_p(test.regressions, test.fixes),
-            models=models,
-            family=max(1, family),
-            unpaired=comparison.unpaired.get(test.slice, 0),
-        )
-        if found is not None:
-            decisions.append(found)
+    runs = _Runs(run, baseline_run, baseline_variant)
+    decisions = _unpaired(baseline, variants, settings) + _regressed(
+        tests, baseline, variants, settings, rule, runs, family
+    )
     return Judgement(
         tests=tuple(tests),
         by_slice=_slice_rows(tests, baseline, settings, rule.max_drop),

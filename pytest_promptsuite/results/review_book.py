@@ -81,8 +81,7 @@ class ReviewBook:
     def apply(self, row: CaseResult) -> CaseResult:
         """Return ``row`` with its review decided (``passed`` or ``failed``, the decision among its checks)
         when a review mark is its only reason not to pass; any other failure stands."""
-        failing = [c for c in row.checks if not c.passed and c.gating and not c.skipped]
-        if not any(is_mark(c) for c in row.checks) or not all(is_mark(c) for c in failing):
+        if not _only_review(row):
             return row
         decision = self.find(row)
         if decision is None:
@@ -91,28 +90,42 @@ class ReviewBook:
         return dataclasses.replace(row, outcome=outcome, checks=(*row.checks, decision.check()))
 
 
+def _only_review(row: CaseResult) -> bool:
+    """Tell whether a review mark is all that keeps ``row`` from passing."""
+    failing = [c for c in row.checks if not c.passed and c.gating and not c.skipped]
+    return any(is_mark(c) for c in row.checks) and all(is_mark(c) for c in failing)
+
+
 def _decision(value: Any, where: str) -> ReviewDecision:
     if not isinstance(value, dict):
         raise ValueError("a decision is a JSON object")
     unknown = sorted(set(value) - _KEYS)
     if unknown:
         raise ValueError(f"unknown key {unknown[0]!r} (known: {', '.join(sorted(_KEYS))})")
+    _check_required(value)
+    digest = value["output_sha256"].lower()
+    if len(digest) != 64 or any(ch not in "0123456789abcdef" for ch in digest):
+        raise ValueError("'output_sha256' must be 64 hex digits (the SHA-256 of the output text)")
+    _check_optional(value)
+    texts = {key: value.get(key) or "" for key in ("reviewer", "comment", "decided_at")}
+    return ReviewDecision(value["case_id"], digest, value["decision"], value.get("variant"), **texts, where=where)
+
+
+def _check_required(value: dict[str, Any]) -> None:
     for key in ("case_id", "output_sha256", "decision"):
         if not isinstance(value.get(key), str) or not value[key]:
             raise ValueError(f"{key!r} must be a non-empty string")
     if value["decision"] not in _DECISIONS:
         raise ValueError(f"'decision' must be 'pass' or 'fail', got {value['decision']!r}")
-    digest = value["output_sha256"].lower()
-    if len(digest) != 64 or any(ch not in "0123456789abcdef" for ch in digest):
-        raise ValueError("'output_sha256' must be 64 hex digits (the SHA-256 of the output text)")
+
+
+def _check_optional(value: dict[str, Any]) -> None:
     for key in ("variant", "slice", "reviewer", "comment", "decided_at"):
         if value.get(key) is not None and not isinstance(value[key], str):
             raise ValueError(f"{key!r} must be a string")
     repeat = value.get("repeat")
     if repeat is not None and (not isinstance(repeat, int) or isinstance(repeat, bool) or repeat < 0):
         raise ValueError(f"'repeat' must be a whole number from 0, got {repeat!r}")
-    texts = {key: value.get(key) or "" for key in ("reviewer", "comment", "decided_at")}
-    return ReviewDecision(value["case_id"], digest, value["decision"], value.get("variant"), **texts, where=where)
 
 
 def load_reviews(path: Path, *, display: str | None = None) -> ReviewBook:

@@ -100,6 +100,11 @@ def stratified_p(strata: Sequence[Stratum]) -> float:
     if all(s.k_old == s.k_new == 1 for s in informative):  # one run each: McNemar on the flips
         b = sum(1 for s in informative if s.old > s.new)
         return mcnemar_p_greater(b, len(informative) - b)
+    return _convolved_p(informative)
+
+
+def _convolved_p(informative: list[Stratum]) -> float:
+    """Return ``P(sum new <= observed)`` under the convolution of each stratum's hypergeometric."""
     import numpy as np
 
     offset = 0

@@ -43,7 +43,7 @@ from pytest_promptsuite.results.records import passes
 from pytest_promptsuite.results.records import per_case
 from pytest_promptsuite.results.records import tally
 from pytest_promptsuite.results.regression import Judgement
-from pytest_promptsuite.results.regression import judge
+from pytest_promptsuite.results.regression import decide_regressions
 from pytest_promptsuite.results.usage import UsageReport
 from pytest_promptsuite.results.usage import check_usage
 
@@ -142,34 +142,21 @@ def summarize(
     max_tokens_increase`` and ``max_cost_increase``.
     """
     policy, settings = policy or ThresholdPolicy(), settings or GateSettings()
-    if baseline is not None and not isinstance(baseline, Baseline):
-        baseline = Baseline(list(baseline), baseline_source)
+    baseline = _as_baseline(baseline, baseline_source)
     rows = list(rows)
-    rule = settings.case_passes if settings.case_pass is not None else None
-    counted = rows if rule is None else per_case(rows, rule)  # under [gate] case_pass a case counts once
+    rule, counted = _counted(rows, settings)
     order = _variant_order(rows, variant_order)
     compared = _compare_baseline(rows, baseline, order, policy, full, rule)
     later = {v: compare_variants(rows, order[0], v, policy, full, rule) for v in order[1:]}
-    judgement = judge(
-        baseline=compared,
-        variants=later,
-        settings=settings,
-        rule=RegressionRule(*policy.max_regression()),
-        run=run,
-        baseline_run=baseline.run if baseline is not None else None,
-        baseline_variant=baseline.variant if baseline is not None else None,
-    )
+    judgement = _decide(compared, later, settings, policy, run, baseline)
     versions = _compare_variants(counted, order, policy, later, judgement) if order else None
     slices, decisions = _slices(tally((r.slice, r.outcome) for r in counted), policy, versions, compared, judgement)
-    errored = check_errors(rows)
     totals = sum((s.counts for s in slices), Counts())
     base_usage = baseline.usage if baseline is not None else None
-    increased = check_usage(usage, base_usage, settings) if usage is not None and base_usage is not None else []
-    ordered = _in_slice_order(decisions, judgement.decisions)
     return Summary(
         totals=totals,
         slices=tuple(slices),
-        gate=GateResult.of([*ordered, *increased, *([errored] if errored else [])]),
+        gate=_gate(rows, decisions, judgement, usage, base_usage, settings),
         tags=_tag_stats(counted),
         variants=_variant_stats(counted),
         repeats=_repeat_stats(rows, rule),
@@ -182,6 +169,53 @@ def summarize(
         baseline_run=baseline.run if baseline is not None else None,
         usage=None if usage is None else usage.against(base_usage),
     )
+
+
+def _as_baseline(baseline: Sequence[CaseResult] | Baseline | None, source: str) -> Baseline | None:
+    if baseline is not None and not isinstance(baseline, Baseline):
+        return Baseline(list(baseline), source)
+    return baseline
+
+
+def _counted(rows: list[CaseResult], settings: GateSettings) -> tuple[CaseRule | None, list[CaseResult]]:
+    """Return ``[gate] case_pass``'s rule and the rows that count: under it a case counts once."""
+    rule = settings.case_passes if settings.case_pass is not None else None
+    return rule, rows if rule is None else per_case(rows, rule)
+
+
+def _decide(
+    compared: Comparison | None,
+    later: dict[str, Comparison | None],
+    settings: GateSettings,
+    policy: ThresholdPolicy,
+    run: RunInfo | None,
+    baseline: Baseline | None,
+) -> Judgement:
+    """Decide the regressions against the baseline and, with ``compare_variants``, the first variant."""
+    return decide_regressions(
+        baseline=compared,
+        variants=later,
+        settings=settings,
+        rule=RegressionRule(*policy.max_regression()),
+        run=run,
+        baseline_run=baseline.run if baseline is not None else None,
+        baseline_variant=baseline.variant if baseline is not None else None,
+    )
+
+
+def _gate(
+    rows: Sequence[CaseResult],
+    thresholds: list[GateDecision],
+    judgement: Judgement,
+    usage: UsageReport | None,
+    base_usage: UsageReport | None,
+    settings: GateSettings,
+) -> GateResult:
+    """Return the gate: the slices' failures in slice order, the usage increases, the errored cases."""
+    errored = check_errors(rows)
+    increased = check_usage(usage, base_usage, settings) if usage is not None and base_usage is not None else []
+    ordered = _in_slice_order(thresholds, judgement.decisions)
+    return GateResult.of([*ordered, *increased, *([errored] if errored else [])])
 
 
 def _in_slice_order(thresholds: list[GateDecision], judged: Sequence[GateDecision]) -> list[GateDecision]:
@@ -237,13 +271,7 @@ def _slices(
     regressed = {d.slice for d in judgement.decisions if isinstance(d, SliceRegressed)}
     for name, c in counts.items():
         rule = ThresholdRule(*policy.threshold(name))
-        if versions is not None:  # each prompt version must meet the slice's threshold
-            found = [
-                check_threshold(name, vs.counts, rule, variant=vs.variant) for vs in versions.slices if vs.slice == name
-            ]
-        else:
-            found = [check_threshold(name, c, rule)]
-        failed: list[GateDecision] = [d for d in found if d is not None]
+        failed = _below_threshold(name, c, rule, versions)
         stats = SliceStats(
             slice=name,
             counts=c,
@@ -256,6 +284,19 @@ def _slices(
         slices.append(stats)
         decisions += failed
     return slices, decisions
+
+
+def _below_threshold(
+    name: str, counts: Counts, rule: ThresholdRule, versions: VariantComparison | None
+) -> list[GateDecision]:
+    """Return a slice's threshold failures: its own, or each prompt version's (each must meet it)."""
+    if versions is not None:
+        found = [
+            check_threshold(name, vs.counts, rule, variant=vs.variant) for vs in versions.slices if vs.slice == name
+        ]
+    else:
+        found = [check_threshold(name, counts, rule)]
+    return [d for d in found if d is not None]
 
 
 def _against_baseline(stats: SliceStats, compared: Comparison, test: RegressionTest | None) -> SliceStats:
@@ -328,12 +369,13 @@ def _repeat_stats(rows: Sequence[CaseResult], rule: CaseRule | None = None) -> t
     groups: dict[tuple[str, str], list[CaseResult]] = {}
     for row in rows:
         groups.setdefault((row.case_id, row.variant or ""), []).append(row)
-    out = []
-    for case_id, variant in sorted(key for key, runs_of in groups.items() if len(runs_of) > 1):
-        runs_of = groups[case_id, variant]
-        passed, runs = passes(runs_of)
-        fraction = passed / runs if runs else None
-        verdict = None if rule is None else case_outcome(runs_of, rule) is Outcome.PASSED
-        stats = RepeatStats(case_id, variant or None, runs_of[0].slice, runs, passed, fraction, case_passed=verdict)
-        out.append(stats)
-    return tuple(out)
+    repeated = sorted(key for key, runs_of in groups.items() if len(runs_of) > 1)
+    return tuple(_repeats(case_id, variant, groups[case_id, variant], rule) for case_id, variant in repeated)
+
+
+def _repeats(case_id: str, variant: str, runs_of: list[CaseResult], rule: CaseRule | None) -> RepeatStats:
+    """Count one repeated case's runs that count and those that passed (under a ``rule``, whether it passed)."""
+    passed, runs = passes(runs_of)
+    fraction = passed / runs if runs else None
+    verdict = None if rule is None else case_outcome(runs_of, rule) is Outcome.PASSED
+    return RepeatStats(case_id, variant or None, runs_of[0].slice, runs, passed, fraction, case_passed=verdict)

@@ -93,6 +93,11 @@ class UsageStats:
         )
 
 
+def _plus(total: int | None, value: Any) -> int | None:
+    """Add a token count to a total (None until one is counted); anything but a count leaves it."""
+    return (total or 0) + value if isinstance(value, int) else total
+
+
 @dataclass
 class _Group:
     rows: int = 0
@@ -127,33 +132,36 @@ class _Group:
         if latency is not None:
             self.latencies.append(latency)
         if type(usage) is dict and usage:
-            prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
-            if isinstance(prompt, int):
-                self.prompt_tokens = (self.prompt_tokens or 0) + prompt
-            if isinstance(completion, int):
-                self.completion_tokens = (self.completion_tokens or 0) + completion
-            if isinstance(prompt, int) or isinstance(completion, int):
-                self.measured += 1
-            if not cached:
-                self.billed.append((prompt, completion))
+            self._add_usage(usage, cached)
         for judge in judged:  # an llm-rubric's judge calls
-            prompt, completion = judge.get("prompt_tokens"), judge.get("completion_tokens")
-            if isinstance(prompt, int):
-                self.judge_prompt_tokens = (self.judge_prompt_tokens or 0) + prompt
-            if isinstance(completion, int):
-                self.judge_completion_tokens = (self.judge_completion_tokens or 0) + completion
+            self.judge_prompt_tokens = _plus(self.judge_prompt_tokens, judge.get("prompt_tokens"))
+            self.judge_completion_tokens = _plus(self.judge_completion_tokens, judge.get("completion_tokens"))
+
+    def _add_usage(self, usage: Mapping[str, Any], cached: bool) -> None:
+        prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
+        self.prompt_tokens = _plus(self.prompt_tokens, prompt)
+        self.completion_tokens = _plus(self.completion_tokens, completion)
+        if isinstance(prompt, int) or isinstance(completion, int):
+            self.measured += 1
+        if not cached:
+            self.billed.append((prompt, completion))
 
     def priced(self, prices: Prices | None) -> _Group:
         """Return this group with ``cost_usd`` summed over its calls at ``prices``, in call order."""
+        cost_usd = self._calls_cost(prices)
+        listed = None
+        if prices is not None and self.measured:
+            listed = prices.cost(self.prompt_tokens or 0, self.completion_tokens or 0)
+        return replace(self, cost_usd=cost_usd, list_cost=listed)
+
+    def _calls_cost(self, prices: Prices | None) -> float | None:
+        """Sum the USD of the calls billed, in call order (None when none could be priced)."""
         cost_usd = None
         for prompt, completion in self.billed:
             cost = None if prices is None else prices.cost(prompt, completion)
             if cost is not None:
                 cost_usd = (cost_usd or 0.0) + cost
-        listed = None
-        if prices is not None and self.measured:
-            listed = prices.cost(self.prompt_tokens or 0, self.completion_tokens or 0)
-        return replace(self, cost_usd=cost_usd, list_cost=listed)
+        return cost_usd
 
     def merge(self, other: _Group) -> None:
         self.rows += other.rows
@@ -311,17 +319,23 @@ def check_usage(current: UsageReport, baseline: UsageReport, settings: GateSetti
         return []
     theirs = {s.name: s for s in baseline.slices}
     pairs = [(s.name, s, theirs.get(s.name)) for s in current.slices] + [("total", current.total, baseline.total)]
+    return [
+        found for scope, mine, other in pairs if other is not None for found in _increases(scope, mine, other, limits)
+    ]
+
+
+def _increases(
+    scope: str, mine: UsageStats, other: UsageStats, limits: list[tuple[Literal["tokens", "cost"], float | None]]
+) -> list[UsageIncreased]:
+    """Return one scope's increases of tokens and cost per case beyond their limits."""
     found = []
-    for scope, mine, other in pairs:
-        if other is None:
+    for measure, limit in limits:
+        now = mine.tokens_per_case if measure == "tokens" else mine.cost_per_case
+        before = other.tokens_per_case if measure == "tokens" else other.cost_per_case
+        if limit is None or now is None or before is None:
             continue
-        for measure, limit in limits:
-            now = mine.tokens_per_case if measure == "tokens" else mine.cost_per_case
-            before = other.tokens_per_case if measure == "tokens" else other.cost_per_case
-            if limit is None or now is None or before is None:
-                continue
-            if now > before * (1 + limit) + 1e-12:
-                found.append(UsageIncreased(scope, measure, before, now, limit))
+        if now > before * (1 + limit) + 1e-12:
+            found.append(UsageIncreased(scope, measure, before, now, limit))
     return found
 
 

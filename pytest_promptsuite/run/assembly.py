@@ -58,15 +58,18 @@ def open_stores(options: RunOptions, *, invocation_dir: Path, rootpath: Path, is
         raise ConfigError("--prompt-record and --prompt-replay exclude each other")
     cache = None
     if not options.no_cache and not options.replay:
-        folder = invocation_dir / options.cache if options.cache else rootpath / ".promptsuite_cache"
-        cache = ResponseCache(folder)
+        cache = ResponseCache(invocation_dir / options.cache if options.cache else rootpath / ".promptsuite_cache")
     replay = Cassette(invocation_dir / options.replay, "replay") if options.replay else None
-    record = None
-    if options.record:
-        record = Cassette(invocation_dir / options.record, "record")
-        if not is_worker:
-            record.start()
+    record = _recording(invocation_dir / options.record, is_worker) if options.record else None
     return ResponseStores(cache=cache, replay=replay, record=record)
+
+
+def _recording(path: Path, is_worker: bool) -> Cassette:
+    """Open the ``--prompt-record`` cassette; only the controller starts the recording."""
+    record = Cassette(path, "record")
+    if not is_worker:
+        record.start()
+    return record
 
 
 def open_baseline(options: RunOptions) -> Baseline | None:

@@ -209,16 +209,8 @@ class CasePipeline:
             return CaseResult(outcome=Outcome.ERROR, error=f"render: {prepared}", **base)
         base["prompt"], base["prompt_hash"] = prepared.prompt, prepared.prompt_hash
         replies: list[str] = []
-        model = self.model_for(key.variant)[0]
         try:
-            response = self.runner.call(model, prepared.request, key=key)
-            # a multi-turn case: each reply may feed the next request; the checks see the last reply
-            while (follow := self.prompts.follow_up(case, [*replies, response.text], variant=key.variant)) is not None:
-                replies.append(response.text)
-                base["prompt"], base["prompt_hash"] = follow, self._hash(case, follow, key.variant)
-                response = self.runner.call(model, self._request(case, follow, key))
-            request = prepared.request if not replies else self._request(case, base["prompt"], key)
-            response, steps, stop = self._tool_steps(case, model, request, response, key, base)
+            response, steps, stop = self._converse(case, prepared, key, base, replies)
         except ModelError as exc:  # a call deliberately not issued (budget, batch file): skipped
             outcome = Outcome.SKIPPED if isinstance(exc, NotIssued) else Outcome.ERROR
             return CaseResult(outcome=outcome, error=str(exc), replies=tuple(replies), **base)
@@ -229,7 +221,33 @@ class CasePipeline:
             return CaseResult(outcome=Outcome.ERROR, error=error, replies=tuple(replies), **base)
         if isinstance(case.input, list):
             base["replies"] = (*replies, response.text)
-        checks = self._checks(case, response, planned.checks, key.variant, steps, base["prompt"])
+        return self._row(case, response, planned, steps, stop, base)
+
+    def _converse(
+        self, case: PromptCase, prepared: _Prepared, key: CaseKey, base: dict[str, Any], replies: list[str]
+    ) -> tuple[Response, list[Step], str | None]:
+        """Call the model with the prepared request, then each turn of a multi-turn case (each reply may feed the
+        next request; the checks see the last reply, the earlier ones go to ``replies``), then the tool loop."""
+        model = self.model_for(key.variant)[0]
+        response = self.runner.call(model, prepared.request, key=key)
+        while (follow := self.prompts.follow_up(case, [*replies, response.text], variant=key.variant)) is not None:
+            replies.append(response.text)
+            base["prompt"], base["prompt_hash"] = follow, self._hash(case, follow, key.variant)
+            response = self.runner.call(model, self._request(case, follow, key))
+        request = prepared.request if not replies else self._request(case, base["prompt"], key)
+        return self._tool_steps(case, model, request, response, key, base)
+
+    def _row(
+        self,
+        case: PromptCase,
+        response: Response,
+        planned: PlannedCase,
+        steps: list[Step],
+        stop: str | None,
+        base: dict[str, Any],
+    ) -> CaseResult:
+        """Check the last response and return the case's row."""
+        checks = self._checks(case, response, planned.checks, planned.key.variant, steps, base["prompt"])
         return CaseResult(
             outcome=outcome_of(case, checks, error=None),
             output=response.text,
@@ -261,31 +279,13 @@ class CasePipeline:
         prompt = request.prompt
         messages: list[Message] = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else list(prompt)
         while True:
-            calls = response.tool_calls
-            if not calls:
+            if not response.tool_calls:
                 steps.append(Step(response.text))
                 return response, steps, None
-            results = [result_for(case.tool_results, call) for call in calls]
-            missing = next((call for call, result in zip(calls, results, strict=True) if result is None), None)
-            if missing is not None:
-                steps.append(Step(response.text, calls))
-                return (
-                    response,
-                    steps,
-                    (
-                        f"step {len(steps)} called {missing.display()}, for which the case gives no tool_results: "
-                        "the run stopped there"
-                    ),
-                )
-            given = tuple(result for result in results if result is not None)
-            steps.append(Step(response.text, calls, given))
-            if len(steps) >= tools.max_steps:
-                return response, steps, f"max_steps ({tools.max_steps}) reached while the model still called tools"
-            messages = [
-                *messages,
-                {"role": "assistant", "content": response.text or None, "tool_calls": [c.to_openai() for c in calls]},
-                *({"role": "tool", "tool_call_id": c.id, "content": r} for c, r in zip(calls, given, strict=True)),
-            ]
+            given, stop = _tool_step(case, response, steps, tools.max_steps)
+            if stop is not None:
+                return response, steps, stop
+            messages = _with_results(messages, response, given)
             base["prompt"], base["prompt_hash"] = messages, self._hash(case, messages, key.variant)
             response = self.runner.call(model, self._request(case, messages, key))
 
@@ -385,3 +385,34 @@ def error_row(planned: PlannedCase, error: str) -> CaseResult:
     except PromptSuiteError:  # the case file changed since collection
         case = None
     return CaseResult(outcome=Outcome.ERROR, error=error, **_base(planned, case))
+
+
+def _tool_step(
+    case: PromptCase, response: Response, steps: list[Step], max_steps: int
+) -> tuple[tuple[str, ...], str | None]:
+    """Record a step that called tools; return the case's results of its calls, or why the loop stops there (a
+    call the case gives no result for, or ``max_steps`` reached)."""
+    calls = response.tool_calls
+    results = [result_for(case.tool_results, call) for call in calls]
+    missing = next((call for call, result in zip(calls, results, strict=True) if result is None), None)
+    if missing is not None:
+        steps.append(Step(response.text, calls))
+        return (), (
+            f"step {len(steps)} called {missing.display()}, for which the case gives no tool_results: "
+            "the run stopped there"
+        )
+    given = tuple(result for result in results if result is not None)
+    steps.append(Step(response.text, calls, given))
+    if len(steps) >= max_steps:
+        return given, f"max_steps ({max_steps}) reached while the model still called tools"
+    return given, None
+
+
+def _with_results(messages: list[Message], response: Response, given: tuple[str, ...]) -> list[Message]:
+    """Return the conversation with the assistant's tool calls and a ``tool`` message per result."""
+    calls = response.tool_calls
+    return [
+        *messages,
+        {"role": "assistant", "content": response.text or None, "tool_calls": [c.to_openai() for c in calls]},
+        *({"role": "tool", "tool_call_id": c.id, "content": r} for c, r in zip(calls, given, strict=True)),
+    ]

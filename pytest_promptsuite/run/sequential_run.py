@@ -60,6 +60,74 @@ def _fraction(rows: Sequence[CaseResult], settings: GateSettings) -> float | Non
     return passed / counted
 
 
+def _baseline_runs(baseline: Baseline | None) -> tuple[dict[tuple[str, str | None], list[CaseResult]], int]:
+    """Return the baseline's rows by (case, variant) in repeat order (only its ``--prompt-baseline-variant``
+    rows when given), and the most repeats a case has (1 without a baseline)."""
+    old: dict[tuple[str, str | None], list[CaseResult]] = {}
+    k_old = 1
+    if baseline is None:
+        return old, k_old
+    for row in baseline.rows:
+        if baseline.variant is None or row.variant == baseline.variant:
+            old.setdefault((row.case_id, row.variant), []).append(row)
+    for runs in old.values():
+        runs.sort(key=lambda r: r.repeat)
+        k_old = max(k_old, len(runs))
+    return old, k_old
+
+
+@dataclass
+class _Tally:
+    """What a sequential run counts of its planned items: the rows of each case, the units of each (slice,
+    variant) quota, and the cases each comparison pairs."""
+
+    settings: GateSettings
+    first: str | None
+    old: dict[tuple[str, str | None], list[CaseResult]]
+    baseline_variant: str | None
+    expected: dict[str, int] = field(default_factory=dict)
+    units: dict[tuple[str, str | None], int] = field(default_factory=dict)
+    paired: dict[tuple[str, str | None, str], int] = field(default_factory=dict)
+    seen: set[tuple[str, str | None]] = field(default_factory=set)
+
+    def add(self, one: PlannedCase) -> None:
+        """Count one planned item (under ``case_pass`` a case's repeats are one unit)."""
+        case_id, variant = one.key.case_id, one.key.variant
+        self.expected[case_id] = self.expected.get(case_id, 0) + 1
+        quota = (one.slice, variant)
+        if self.settings.case_pass is None or (case_id, variant) not in self.seen:
+            self.units[quota] = self.units.get(quota, 0) + 1
+        if (case_id, variant) in self.seen:
+            return
+        self.seen.add((case_id, variant))
+        if (case_id, self.baseline_variant or variant) in self.old:
+            self._pair((one.slice, variant, "baseline"))
+        if self.first is not None and variant not in (None, self.first):
+            self._pair((one.slice, variant, f"variant {self.first}"))
+
+    def _pair(self, key: tuple[str, str | None, str]) -> None:
+        self.paired[key] = self.paired.get(key, 0) + 1
+
+    def plan(self, gate: SequentialGate, policy: ThresholdPolicy, deterministic: bool, other: bool) -> None:
+        """Plan the gate's comparisons (``delta`` when both sides are deterministic: this run, ``other`` the
+        baseline's) and thresholds from the counts."""
+        for (slice_name, variant, against), count in sorted(
+            self.paired.items(), key=lambda p: (p[0][0], p[0][1] or "")
+        ):
+            both = deterministic and (other if against == "baseline" else True)
+            gate.compare(slice_name, variant, against, count, exact=self.settings.rule_for(both) == "delta")
+        for (slice_name, variant), count in self.units.items():
+            gate.threshold(slice_name, variant, policy.threshold(slice_name)[0], count)
+        gate.planned = len(self.expected)
+
+
+def _first_variant(planned: Sequence[PlannedCase], variant_order: Sequence[str], settings: GateSettings) -> str | None:
+    """Return, with ``compare_variants`` and several variants planned, the first one (the others compare with it)."""
+    present = {one.key.variant for one in planned}
+    order = [v for v in variant_order if v in present]
+    return order[0] if settings.compare_variants and len(order) > 1 else None
+
+
 @dataclass
 class SequentialRun:
     """The sequential side of a run: what it compares, the rows of each case until it is whole, and why
@@ -94,45 +162,14 @@ class SequentialRun:
         """Plan the comparisons and thresholds of the cases ``planned`` (in run order); ``deterministic``:
         this run's models answer the same every time (the ``delta`` rule then judges what they compare)."""
         gate = SequentialGate(alpha=settings.alpha, max_drop=policy.max_regression()[0])
-        old: dict[tuple[str, str | None], list[CaseResult]] = {}
-        k_old = 1
-        if baseline is not None:
-            for row in baseline.rows:
-                if baseline.variant is None or row.variant == baseline.variant:
-                    old.setdefault((row.case_id, row.variant), []).append(row)
-            for runs in old.values():
-                runs.sort(key=lambda r: r.repeat)
-                k_old = max(k_old, len(runs))
-        present = {one.key.variant for one in planned}
-        order = [v for v in variant_order if v in present]
-        first = order[0] if settings.compare_variants and len(order) > 1 else None
-        expected: dict[str, int] = {}
-        units: dict[tuple[str, str | None], int] = {}
-        paired: dict[tuple[str, str | None, str], int] = {}
-        seen: set[tuple[str, str | None]] = set()
+        old, k_old = _baseline_runs(baseline)
+        first = _first_variant(planned, variant_order, settings)
+        tally = _Tally(settings, first, old, baseline.variant if baseline is not None else None)
         for one in planned:
-            case_id, variant = one.key.case_id, one.key.variant
-            expected[case_id] = expected.get(case_id, 0) + 1
-            quota = (one.slice, variant)
-            if settings.case_pass is None or (case_id, variant) not in seen:
-                units[quota] = units.get(quota, 0) + 1
-            if (case_id, variant) in seen:
-                continue
-            seen.add((case_id, variant))
-            if baseline is not None and (case_id, baseline.variant or variant) in old:
-                key = (one.slice, variant, "baseline")
-                paired[key] = paired.get(key, 0) + 1
-            if first is not None and variant not in (None, first):
-                key = (one.slice, variant, f"variant {first}")
-                paired[key] = paired.get(key, 0) + 1
+            tally.add(one)
         other = baseline.run.deterministic if baseline is not None and baseline.run is not None else deterministic
-        for (slice_name, variant, against), count in sorted(paired.items(), key=lambda p: (p[0][0], p[0][1] or "")):
-            both = deterministic and (other if against == "baseline" else True)
-            gate.compare(slice_name, variant, against, count, exact=settings.rule_for(both) == "delta")
-        for (slice_name, variant), count in units.items():
-            gate.threshold(slice_name, variant, policy.threshold(slice_name)[0], count)
-        gate.planned = len(expected)
-        return cls(gate, settings, expected, old, k_old, first, baseline.variant if baseline is not None else None)
+        tally.plan(gate, policy, deterministic, other)
+        return cls(gate, settings, tally.expected, old, k_old, first, tally.baseline_variant)
 
     def add(self, row: CaseResult) -> bool:
         """Take one row; once its case is whole feed the gate. Return whether calls should stop now."""
@@ -153,33 +190,41 @@ class SequentialRun:
         by_variant: dict[str | None, list[CaseResult]] = {}
         for row in sorted(rows, key=lambda r: r.repeat):
             by_variant.setdefault(row.variant, []).append(row)
-        settings, gate = self.settings, self.gate
         for variant, runs in by_variant.items():
-            slice_name = runs[0].slice
-            if settings.case_pass is not None:
-                outcomes = [case_outcome(runs, settings.case_passes)]
-            else:
-                outcomes = [r.outcome for r in runs]
-            for outcome in outcomes:
-                counted = outcome not in (Outcome.REVIEW, Outcome.SKIPPED)
-                gate.add_unit(slice_name, variant, outcome is Outcome.PASSED if counted else None)
-            key = (slice_name, variant, "baseline")
-            theirs = self.baseline.get((runs[0].case_id, self.baseline_variant or variant))
-            if key in gate.streams and theirs is not None:
-                used = min(self.baseline_repeats, len(runs))
-                before, now = _fraction(theirs[:used], settings), _fraction(runs[:used], settings)
-                if before is not None and now is not None:
-                    gate.add_drop(slice_name, variant, "baseline", before - now)
+            self._feed_units(variant, runs)
+            self._feed_baseline_drop(variant, runs)
         if self.first is not None and self.first in by_variant:
-            base = by_variant[self.first]
-            for variant, runs in by_variant.items():
-                key = (runs[0].slice, variant, f"variant {self.first}")
-                if variant == self.first or key not in gate.streams:
-                    continue
-                used = min(len(base), len(runs))
-                before, now = _fraction(base[:used], settings), _fraction(runs[:used], settings)
-                if before is not None and now is not None:
-                    gate.add_drop(*key, before - now)
+            self._feed_variant_drops(by_variant, by_variant[self.first])
+
+    def _feed_units(self, variant: str | None, runs: list[CaseResult]) -> None:
+        settings = self.settings
+        if settings.case_pass is not None:
+            outcomes = [case_outcome(runs, settings.case_passes)]
+        else:
+            outcomes = [r.outcome for r in runs]
+        for outcome in outcomes:
+            counted = outcome not in (Outcome.REVIEW, Outcome.SKIPPED)
+            self.gate.add_unit(runs[0].slice, variant, outcome is Outcome.PASSED if counted else None)
+
+    def _feed_baseline_drop(self, variant: str | None, runs: list[CaseResult]) -> None:
+        key = (runs[0].slice, variant, "baseline")
+        theirs = self.baseline.get((runs[0].case_id, self.baseline_variant or variant))
+        if key not in self.gate.streams or theirs is None:
+            return
+        used = min(self.baseline_repeats, len(runs))
+        before, now = _fraction(theirs[:used], self.settings), _fraction(runs[:used], self.settings)
+        if before is not None and now is not None:
+            self.gate.add_drop(runs[0].slice, variant, "baseline", before - now)
+
+    def _feed_variant_drops(self, by_variant: dict[str | None, list[CaseResult]], base: list[CaseResult]) -> None:
+        for variant, runs in by_variant.items():
+            key = (runs[0].slice, variant, f"variant {self.first}")
+            if variant == self.first or key not in self.gate.streams:
+                continue
+            used = min(len(base), len(runs))
+            before, now = _fraction(base[:used], self.settings), _fraction(runs[:used], self.settings)
+            if before is not None and now is not None:
+                self.gate.add_drop(*key, before - now)
 
     def skipped(self, row: CaseResult) -> bool:
         """Tell whether ``row`` is a case skipped because the verdict was settled."""
@@ -190,20 +235,22 @@ class SequentialRun:
         and missed thresholds in place of the fixed gate's (tests at a stopping time chosen by the data
         would not keep their level); for a whole run the fixed gate's (at the level left) and any
         regression the sequential test settled. Each slice's gate column follows."""
-        settled = self._settled()
-        if self.stopped is not None:
-            kept = [d for d in summary.gate.decisions if not isinstance(d, (SliceBelowThreshold, SliceRegressed))]
-            decisions: list[GateDecision] = [*settled, *self._missed(), *kept]
-        else:
-            fixed = {(d.slice, d.variant) for d in summary.gate.decisions if isinstance(d, SliceRegressed)}
-            extra = [d for d in settled if (d.slice, d.variant) not in fixed]
-            decisions = [*summary.gate.decisions, *extra]
+        decisions = self._decisions(summary.gate.decisions)
         failing = {
             d.slice for d in decisions if isinstance(d, (SliceBelowThreshold, SliceRegressed, SettledRegression))
         }
         slices = tuple(replace(s, gate="fail" if s.slice in failing else "pass") for s in summary.slices)
         record = {**self.gate.to_dict(), "calls_saved": calls_saved, "stopped": self.stopped}
         return replace(summary, gate=GateResult.of(decisions), slices=slices, sequential=record)
+
+    def _decisions(self, fixed_gate: Sequence[GateDecision]) -> list[GateDecision]:
+        settled = self._settled()
+        if self.stopped is not None:
+            kept = [d for d in fixed_gate if not isinstance(d, (SliceBelowThreshold, SliceRegressed))]
+            return [*settled, *self._missed(), *kept]
+        fixed = {(d.slice, d.variant) for d in fixed_gate if isinstance(d, SliceRegressed)}
+        extra = [d for d in settled if (d.slice, d.variant) not in fixed]
+        return [*fixed_gate, *extra]
 
     def _settled(self) -> list[SettledRegression]:
         gate = self.gate

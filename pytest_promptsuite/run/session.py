@@ -21,6 +21,7 @@ from pytest_promptsuite.cases.load import load_cases
 from pytest_promptsuite.cases.prompt_case import CaseKey
 from pytest_promptsuite.cases.prompt_case import PromptCase
 from pytest_promptsuite.checks.check_api import CheckScope
+from pytest_promptsuite.checks.compile_checks import CompiledChecks
 from pytest_promptsuite.checks.compile_checks import MakeCheck
 from pytest_promptsuite.checks.compile_checks import compile_cases
 from pytest_promptsuite.checks.outcome import Outcome
@@ -165,23 +166,7 @@ class PromptSession:
         variants = self.index.variants(key, self.options.variant)
         self.check_prompts(pipeline.prompts, cases, variants, shown)
         check_tools(pipeline.prompts, cases, variants, shown)
-        repeats = self.options.repeat
-        planned = []
-        shown_path = Path(shown)
-        slices: dict[str, str] = {}  # one string per slice and one tuple per set of tags, shared
-        tag_sets: dict[tuple[str, ...], tuple[str, ...]] = {}
-        for case in cases:  # an item keeps where its case is, not the case (read back when it runs)
-            ref, checks = case.ref, compiled[case.case_id]
-            assert ref is not None, "a loaded case knows its line"
-            slice_ = slices.setdefault(case.slice, case.slice)
-            tags = tag_sets.setdefault(tuple(case.tags), tuple(case.tags))
-            for variant in variants:  # prompt versions: ids case_id[v1], case_id[v2]
-                for repeat in range(repeats):  # --prompt-repeat N: ids case_id[repeat-0..N-1]
-                    case_key = CaseKey(case.case_id, variant, repeat)
-                    name = case_key.name(with_repeat=repeats > 1)
-                    planned.append(
-                        PlannedCase(ref, case_key, name, key, checks, shown=shown_path, slice=slice_, tags=tags)
-                    )
+        planned = _planned_items(cases, compiled, variants, self.options.repeat, key, Path(shown))
         if render:
             self.check_renders(pipeline.prompts, {case.case_id: case for case in cases}, planned)
         return planned
@@ -328,15 +313,18 @@ class PromptSession:
         """Start the calls once collection is final: in batch mode every call of ``planned`` through one batch,
         before the first case runs; then the prefetcher's first window."""
         if any(a.answers is not None for a in self.runner.attached.values()) and not self.is_worker:
-            calls = [call for one in planned if (call := self._pipelines[one.suite].first_call(one)) is not None]
-            out = None if self.options.batch_file is None else self.invocation_dir / self.options.batch_file
-            limit = self.options.batch_timeout or DEFAULT_BATCH_TIMEOUT_S
-            results = self.options.batch_results
-            sent = self.runner.batch(calls, write_to=out, results=results, progress=progress, time_limit_s=limit)
-            if self.options.batch_file and progress is not None:
-                progress(f"batch: {sent:,} requests written to {self.options.batch_file}")
+            self._start_batch(planned, progress)
         if self._prefetcher is not None:
             self._prefetcher.start()
+
+    def _start_batch(self, planned: Sequence[PlannedCase], progress: Callable[[str], None] | None) -> None:
+        calls = [call for one in planned if (call := self._pipelines[one.suite].first_call(one)) is not None]
+        out = None if self.options.batch_file is None else self.invocation_dir / self.options.batch_file
+        limit = self.options.batch_timeout or DEFAULT_BATCH_TIMEOUT_S
+        results = self.options.batch_results
+        sent = self.runner.batch(calls, write_to=out, results=results, progress=progress, time_limit_s=limit)
+        if self.options.batch_file and progress is not None:
+            progress(f"batch: {sent:,} requests written to {self.options.batch_file}")
 
     def prefetch(self, planned: PlannedCase) -> None:
         """Render a case's request and start its call now."""
@@ -431,7 +419,7 @@ class PromptSession:
         )
 
     def finish(self, *, not_run: int = 0, why: str | None = None) -> Summary | None:
-        """Aggregate the rows, write the report files (controller only) and return the summary.
+        """Aggregate the rows into the summary and its gates (controller only) and return it.
 
         None on a worker, or when nothing ran (a shard reports even then, for ``merge``). ``not_run`` collected
         cases never reported a row (the run stopped, ``why``): the gate then fails, so no report file says PASSED.
@@ -442,9 +430,17 @@ class PromptSession:
         if self.is_worker or not (self.rows or self.options.shard):
             return None
         self._know_every_suite()
-        incomplete = None
+        incomplete = self._incomplete(not_run, why)
+        self.summary = self._summarize()
+        if incomplete is not None:
+            gate = GateResult.of([*self.summary.gate.decisions, incomplete])
+            self.summary = dataclasses.replace(self.summary, gate=gate)
+        self.usage = self.summary.usage
+        return self.summary
+
+    def _incomplete(self, not_run: int, why: str | None) -> RunIncomplete | None:
+        """Return why the run is incomplete: cases that reported no row, or skipped since the budget ran out."""
         sequential = self.sequential
-        settled = [] if sequential is None else [row for row in self.rows if sequential.skipped(row)]
         skipped = [
             row
             for row in self.rows
@@ -452,14 +448,20 @@ class PromptSession:
         ]
         if skipped and not self.options.batch_file:  # the budget ran out: calls were not issued
             not_run, why = not_run + len(skipped), why or skipped[0].error
-        if not_run:
-            reason = why or "some cases reported no result"
-            incomplete = RunIncomplete(why=reason, ran=len(self.rows) - len(skipped), not_run=not_run)
+        if not not_run:
+            return None
+        reason = why or "some cases reported no result"
+        return RunIncomplete(why=reason, ran=len(self.rows) - len(skipped), not_run=not_run)
+
+    def _summarize(self) -> Summary:
+        """Summarize the rows under the run's settings, with ``--prompt-sequential``'s verdicts when given."""
+        sequential = self.sequential
+        settled = [] if sequential is None else [row for row in self.rows if sequential.skipped(row)]
         run = self.run_info()
         settings = gate_settings(self.options, self.index.configs())
         if sequential is not None and sequential.stopped is None:
             settings = sequential.final_settings()  # every case ran: the fixed test, at the level left to it
-        self.summary = summarize(
+        summary = summarize(
             self.rows,
             threshold_policy(self.options, self.index.configs()),
             baseline=self.baseline,
@@ -470,26 +472,26 @@ class PromptSession:
             usage=self._rows.usage.report(prices_of_run(run)),  # counted as rows were spooled
         )
         if sequential is not None:
-            self.summary = sequential.judge(self.summary, calls_saved=len(settled))
-        if incomplete is not None:
-            gate = GateResult.of([*self.summary.gate.decisions, incomplete])
-            self.summary = dataclasses.replace(self.summary, gate=gate)
-        self.usage = self.summary.usage
-        if self.options.report:
-            from pytest_promptsuite.report.writer import write_report
+            summary = sequential.judge(summary, calls_saved=len(settled))
+        return summary
 
-            write_report(
-                self.invocation_dir / self.options.report,
-                self.rows,
-                self.summary,
-                full=self.full,
-                usage=self.usage,
-                history=self.history,
-                baseline=self.baseline,
-                lines=self._rows.lines,
-                cells=self._cells,
-            )
-        return self.summary
+    def write_report(self) -> None:
+        """Write the report files of the summary :meth:`finish` made, with ``--prompt-report`` (else nothing)."""
+        if not self.options.report or self.summary is None:
+            return
+        from pytest_promptsuite.report.writer import write_report
+
+        write_report(
+            self.invocation_dir / self.options.report,
+            self.rows,
+            self.summary,
+            full=self.full,
+            usage=self.usage,
+            history=self.history,
+            baseline=self.baseline,
+            lines=self._rows.lines,
+            cells=self._cells,
+        )
 
     def terminal_sections(self) -> Iterator[tuple[str, list[str]]]:
         """Yield the terminal summary's sections: (title, lines) pairs."""
@@ -502,6 +504,32 @@ class PromptSession:
             if self.options.report:
                 lines.append(f"promptsuite report: {self.options.report}")
             yield "promptsuite: pass rate by slice", lines
+
+
+def _planned_items(
+    cases: Sequence[PromptCase],
+    compiled: Mapping[str, CompiledChecks],
+    variants: Sequence[str | None],
+    repeats: int,
+    key: SuiteKey,
+    shown_path: Path,
+) -> list[PlannedCase]:
+    """Plan an item per case, variant (ids ``case_id[v1]``) and repeat (``case_id[repeat-0..N-1]``); an item keeps
+    where its case is, not the case (read back when it runs)."""
+    planned = []
+    slices: dict[str, str] = {}  # one string per slice and one tuple per set of tags, shared
+    tag_sets: dict[tuple[str, ...], tuple[str, ...]] = {}
+    for case in cases:
+        ref, checks = case.ref, compiled[case.case_id]
+        assert ref is not None, "a loaded case knows its line"
+        slice_ = slices.setdefault(case.slice, case.slice)
+        tags = tag_sets.setdefault(tuple(case.tags), tuple(case.tags))
+        for variant in variants:
+            for repeat in range(repeats):
+                case_key = CaseKey(case.case_id, variant, repeat)
+                name = case_key.name(with_repeat=repeats > 1)
+                planned.append(PlannedCase(ref, case_key, name, key, checks, shown=shown_path, slice=slice_, tags=tags))
+    return planned
 
 
 def _render_failure(error: str, items: Sequence[PlannedCase]) -> str:
@@ -528,16 +556,26 @@ def check_tools(prompts: CasePrompts, cases: Sequence[PromptCase], variants: Seq
     for case in cases:
         if not (case.tools or case.tool_choice is not None or case.tool_results):
             continue
-        found = tool_problems(case.tools, "'tools'") if case.tools else []
-        if case.tool_choice is not None:
-            found += [p for p in [choice_problem(case.tool_choice, "'tool_choice'")] if p is not None]
-        for variant in variants if not found else ():
-            tools = prompts.tool_set(case, variant=variant)
-            forced = choice_name(tools.tool_choice)
-            if forced and forced not in tools.names:
-                found.append(f"'tool_choice' names the tool {forced!r}, which is not defined")
-            found += result_problems(case.tool_results, tools.names, "'tool_results'")
+        found = _own_tool_problems(case) or _named_tool_problems(prompts, case, variants)
         where = f"{shown}:{case.location.line}: case {case.case_id!r}"
         problems += [f"{where}: {p}" for p in dict.fromkeys(found)]
     if problems:
         raise CaseFileError(problems)
+
+
+def _own_tool_problems(case: PromptCase) -> list[str]:
+    found = tool_problems(case.tools, "'tools'") if case.tools else []
+    if case.tool_choice is not None:
+        found += [p for p in [choice_problem(case.tool_choice, "'tool_choice'")] if p is not None]
+    return found
+
+
+def _named_tool_problems(prompts: CasePrompts, case: PromptCase, variants: Sequence[str | None]) -> list[str]:
+    found: list[str] = []
+    for variant in variants:
+        tools = prompts.tool_set(case, variant=variant)
+        forced = choice_name(tools.tool_choice)
+        if forced and forced not in tools.names:
+            found.append(f"'tool_choice' names the tool {forced!r}, which is not defined")
+        found += result_problems(case.tool_results, tools.names, "'tool_results'")
+    return found

@@ -75,6 +75,10 @@ def _may_hold_credentials(text: str) -> bool:
     if text.isascii():
         lower = text.lower()
         return "bearer" in lower or "authorization" in lower or ("=" in text and any(m in lower for m in _QUERY_MARKS))
+    return _unicode_may_hold(text)
+
+
+def _unicode_may_hold(text: str) -> bool:
     if any(c in text for c in _FOLDS_TO_ASCII):
         return True
     # ASCII case folding only (every letter the pattern matches is ASCII now): bytes.lower is

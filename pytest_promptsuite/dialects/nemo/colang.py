@@ -70,6 +70,11 @@ def _line_of(events: Sequence[Event], idx: int, last_bot_intent: int, include_te
         return note + f"bot {event['intent']}\n"
     if kind == "StartUtteranceBotAction" and include_texts:
         return f'  "{event["script"]}"\n'
+    return _action_line(event, kind)
+
+
+def _action_line(event: Event, kind: str) -> str:
+    """Write the line of an action a flow ran (not a system action's), or of its result."""
     if kind == "StartInternalSystemAction" and not event.get("is_system_action"):
         return f"execute {event['action_name']}\n"
     if kind == "InternalSystemActionFinished" and not event.get("is_system_action"):

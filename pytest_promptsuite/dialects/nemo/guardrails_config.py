@@ -155,6 +155,12 @@ def _join(joined: dict[str, Any], data: Any, node: Any, file: Path) -> None:
     for key in _LAST_WINS:
         if key in data:
             joined[key] = data[key]
+    _check_settings(data, node, file)
+
+
+def _check_settings(data: dict[str, Any], node: Any, file: Path) -> None:
+    """Refuse a file whose ``sample_conversation`` or ``prompting_mode`` is no string, or whose
+    ``lowest_temperature`` is no number."""
     for key in ("sample_conversation", "prompting_mode"):
         if key in data and not isinstance(data[key], str):
             raise ConfigError(f"{file}{_line(node, key)}: {key!r} must be a string")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import textwrap
 from collections.abc import Callable
+from collections.abc import Mapping
 from typing import Any
 
 from pytest_promptsuite.dialects.nemo.colang import check_events
@@ -57,18 +58,24 @@ def co_v2(events: Any) -> str:
     for event in check_events(events, "co_v2") if events else ():
         if event.get("uid") is not None and event["uid"] in seen:
             continue
-        kind = event["type"]
-        if kind == "UtteranceUserActionFinished":
-            history += f'  user said "{event["final_transcript"]}"\n'
-        elif kind == "StartUtteranceBotAction":
-            history += f'  bot say "{event["script"]}"\n'
-        elif kind == "StartTool":
-            args = "".join(f' ${k}="{v}"' for k, v in event.items() if k not in _CO_V2_KEYS)
-            history += f"  await {event['flow_name']}{args}\n"
-        elif kind.endswith("ActionFinished") and event.get("action_name") not in _CO_V2_SKIPPED | {None, ""}:
-            history += f"  # {event.get('return_value')!s}\n"
+        history += _co_v2_line(event)
         seen.add(event.get("uid"))
     return history
+
+
+def _co_v2_line(event: Mapping[str, Any]) -> str:
+    """Write one event as its Colang 2 line (none for the events the history leaves out)."""
+    kind = event["type"]
+    if kind == "UtteranceUserActionFinished":
+        return f'  user said "{event["final_transcript"]}"\n'
+    if kind == "StartUtteranceBotAction":
+        return f'  bot say "{event["script"]}"\n'
+    if kind == "StartTool":
+        args = "".join(f' ${k}="{v}"' for k, v in event.items() if k not in _CO_V2_KEYS)
+        return f"  await {event['flow_name']}{args}\n"
+    if kind.endswith("ActionFinished") and event.get("action_name") not in _CO_V2_SKIPPED | {None, ""}:
+        return f"  # {event.get('return_value')!s}\n"
+    return ""
 
 
 def _bot_line(line: str, after_user: bool) -> str:
@@ -90,6 +97,15 @@ def _previous_line(lines: list[str], i: int) -> str:
     return lines[i]
 
 
+def _bot_text(lines: list[str], i: int, skip_comments: bool) -> str:
+    """Return line ``i`` as a line of a bot message (``skip_comments``: a comment after a user line stays one)."""
+    line = lines[i]
+    if not skip_comments:
+        return _bot_line(line, i > 0 and lines[i - 1].startswith('user "'))
+    after_user = i > 0 and _previous_line(lines, i).startswith('user "')
+    return line if after_user and line.strip().startswith("#") else _bot_line(line, after_user)
+
+
 def _colang_messages(text: str, *, skip_comments: bool) -> list[Message]:
     """Split Colang text by NeMo's ``to_messages`` heuristic: ``user "x"`` lines are user messages, the lines after
     them (intents, bot lines) assistant messages; a blank line closes a bot message."""
@@ -104,11 +120,7 @@ def _colang_messages(text: str, *, skip_comments: bool) -> list[Message]:
             if line.strip():
                 messages.append({"type": "user", "content": line[6:-1]})
             continue
-        if skip_comments:
-            after_user = i > 0 and _previous_line(lines, i).startswith('user "')
-            bot.append(line if after_user and line.strip().startswith("#") else _bot_line(line, after_user))
-        else:
-            bot.append(_bot_line(line, i > 0 and lines[i - 1].startswith('user "')))
+        bot.append(_bot_text(lines, i, skip_comments))
     if bot:
         messages.append({"type": "bot", "content": "\n".join(bot)})
     return messages
@@ -135,22 +147,25 @@ def to_messages_v2(colang_history: Any) -> list[Message]:
     bot: list[str] = []
     for line in _text(colang_history, "to_messages_v2").split("\n"):
         if line.startswith("user action:"):
-            if bot:
-                messages.append({"type": "assistant", "content": "\n".join(bot)})
-                bot = []
+            _close(messages, bot, "assistant")
             user.append(line)
         elif line.startswith("user intent:") or line.startswith("bot"):
-            if user:
-                messages.append({"type": "user", "content": "\n".join(user)})
-                user = []
+            _close(messages, user, "user")
             bot.append(line)
         elif line.strip():
             (user if user else bot if bot else []).append(line)
     if user:
-        messages.append({"type": "user", "content": "\n".join(user)})
-    elif bot:
-        messages.append({"type": "assistant", "content": "\n".join(bot)})
+        _close(messages, user, "user")
+    else:
+        _close(messages, bot, "assistant")
     return messages
+
+
+def _close(messages: list[Message], lines: list[str], kind: str) -> None:
+    """Close the message being gathered in ``lines`` (if any) as a message of ``kind``; ``lines`` empties."""
+    if lines:
+        messages.append({"type": kind, "content": "\n".join(lines)})
+        lines.clear()
 
 
 def to_intent_messages(colang_history: Any) -> list[Message]:

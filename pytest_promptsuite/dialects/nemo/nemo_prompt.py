@@ -24,6 +24,7 @@ from pytest_promptsuite.prompts.files.jinja import sandbox_environment
 from pytest_promptsuite.prompts.output_parsers import MakeParser
 from pytest_promptsuite.prompts.output_parsers import OutputParser
 from pytest_promptsuite.prompts.prompts_yml import STANDARD
+from pytest_promptsuite.prompts.prompts_yml import PromptEntry
 from pytest_promptsuite.prompts.prompts_yml import prompt_entries
 from pytest_promptsuite.prompts.prompts_yml import read_prompts
 from pytest_promptsuite.prompts.task_prompts import TaskPrompt
@@ -111,6 +112,27 @@ class NemoPrompt:
             events = events[1:]
 
 
+def _selected(config: SuiteConfig, table: TemplateConfig, nemo: NemoConfig) -> PromptEntry:
+    """Select the task's prompt by NeMo's rule among NeMo's library, the config's and ``task_prompts``'."""
+    assert table.task is not None
+    library = library_prompts()
+    raw = list(library) + list(nemo.prompts)
+    if table.task_prompts is not None:
+        raw += read_prompts(config.resolve(table.task_prompts, key="template.task_prompts"), root=config.root)
+    model = table.prompt_model or nemo.model_for(table.task)
+    mode = table.mode or nemo.prompting_mode or STANDARD
+    source = f"{config.path}: [template] task {table.task!r} (NeMo semantics)"
+    try:
+        return select_nemo_prompt(prompt_entries(raw), table.task, model, mode, source)
+    except ConfigError as exc:
+        if library:
+            raise
+        raise ConfigError(
+            f"{exc} (NeMo's built-in prompts come from an installed nemoguardrails package; "
+            "none is installed, so only the config's prompts count)"
+        ) from exc
+
+
 def _nemo_config(config: SuiteConfig, table: TemplateConfig) -> NemoConfig:
     if table.nemo_config is None:
         return NemoConfig(folder=None, defaults=nemo_defaults())
@@ -133,22 +155,7 @@ def nemo_prompt(
             "drop semantics = 'promptsuite' (or nemo_config)"
         )
     nemo = _nemo_config(config, table)
-    library = library_prompts()
-    raw = list(library) + list(nemo.prompts)
-    if table.task_prompts is not None:
-        raw += read_prompts(config.resolve(table.task_prompts, key="template.task_prompts"), root=config.root)
-    model = table.prompt_model or nemo.model_for(table.task)
-    mode = table.mode or nemo.prompting_mode or STANDARD
-    source = f"{config.path}: [template] task {table.task!r} (NeMo semantics)"
-    try:
-        entry = select_nemo_prompt(prompt_entries(raw), table.task, model, mode, source)
-    except ConfigError as exc:
-        if library:
-            raise
-        raise ConfigError(
-            f"{exc} (NeMo's built-in prompts come from an installed nemoguardrails package; "
-            "none is installed, so only the config's prompts count)"
-        ) from exc
+    entry = _selected(config, table, nemo)
     env = sandbox_environment()
     env.keep_trailing_newline = False  # NeMo's Jinja environment drops a template's final newline
 

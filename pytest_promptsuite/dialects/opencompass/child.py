@@ -19,6 +19,7 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from collections.abc import Sequence
 from typing import Any
+from typing import NoReturn
 
 
 #: id of each dict a config built -> (the dict, "path:line"); the dict keeps its id unique.
@@ -184,16 +185,25 @@ class Runner:
             return self.base(importer, parts, level, tuple(fromlist or ()))
         if parts[0] in sys.stdlib_module_names:
             return builtins.__import__(name, globals, locals, fromlist or (), level)
-        if fromlist and "*" in fromlist:
-            raise Refused(f"from {name} import *: the names of {name} are not known here")
-        module = StandInModule(name if fromlist else parts[0])
-        if module.__name__ in ("mmengine", "mmengine.config"):
-            vars(module).update(read_base=read_base, ConfigDict=ConfigDict)
-        return module
+        return _stand_in(name, parts, fromlist)
 
     def base(self, importer: str, parts: list[str], level: int, fromlist: tuple[str, ...]) -> types.ModuleType:
         """Import a base config as a module: mmengine's path rules, run once for each config importing it."""
         module_name = ".".join(parts)
+        target = self._base_file(importer, parts, level, module_name)
+        key = (importer, "." * level + module_name)  # mmengine's key: the module as the import names it
+        if key not in self.bases:
+            module = self.bases[key] = types.ModuleType(module_name)
+            if target not in self.running:  # a config importing itself sees nothing, not a loop
+                names = {k: _config_dicts(v) for k, v in self.execute(target).items() if not k.startswith("__")}
+                vars(module).update(names, __all__=list(names))  # mmengine's import * takes _private names
+        for alias in fromlist:
+            if alias != "*" and not hasattr(self.bases[key], alias):
+                raise Refused(f"{os.path.basename(target)} defines no {alias!r}")
+        return self.bases[key]
+
+    def _base_file(self, importer: str, parts: list[str], level: int, module_name: str) -> str:
+        """Return the file of a base config, by mmengine's path rules, inside the root."""
         folder = self.root
         if level:
             folder = os.path.dirname(importer)
@@ -207,16 +217,7 @@ class Runner:
         target = os.path.realpath(os.path.join(folder, relative))
         if os.path.commonpath([self.root, target]) != self.root or not os.path.isfile(target):
             raise Refused(f"{module_name or '.'}: no config file {relative} inside {self.root}")
-        key = (importer, "." * level + module_name)  # mmengine's key: the module as the import names it
-        if key not in self.bases:
-            module = self.bases[key] = types.ModuleType(module_name)
-            if target not in self.running:  # a config importing itself sees nothing, not a loop
-                names = {k: _config_dicts(v) for k, v in self.execute(target).items() if not k.startswith("__")}
-                vars(module).update(names, __all__=list(names))  # mmengine's import * takes _private names
-        for alias in fromlist:
-            if alias != "*" and not hasattr(self.bases[key], alias):
-                raise Refused(f"{os.path.basename(target)} defines no {alias!r}")
-        return self.bases[key]
+        return target
 
     def execute(self, path: str) -> dict[str, Any]:
         """Run one config file; its globals afterwards."""
@@ -268,6 +269,9 @@ class Runner:
             return value
         if isinstance(value, StandIn):
             return {"$opaque": value._name} if value._called else {"$ref": [value._module, value._name]}
+        return self._encode_container(value, depth)
+
+    def _encode_container(self, value: Any, depth: int) -> Any:
         if isinstance(value, dict):
             pairs = [[self.encode(k, depth + 1), self.encode(v, depth + 1)] for k, v in value.items()]
             tag = TAGS.get(id(value))
@@ -361,15 +365,7 @@ def _fork(request: Mapping[str, Any], server_fds: tuple[int, int]) -> tuple[byte
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:
-        worker = os.getpid()
-        for fd in (read_end, *server_fds):
-            os.close(fd)
-        os.setsid()
-        data = answer(request)
-        if os.getpid() == worker:  # not a copy the config forked
-            with os.fdopen(write_end, "wb") as out:
-                out.write(data)
-        os._exit(0)
+        _work(request, read_end, write_end, server_fds)
     os.close(write_end)
     received, deadline, late, ended = bytearray(), time.monotonic() + float(request["seconds"]) + 2, False, (0, 0)
     gone = False  # the importer: its end of the server's stdin closed
@@ -391,11 +387,7 @@ def _fork(request: Mapping[str, Any], server_fds: tuple[int, int]) -> tuple[byte
             else:  # nothing to read: done if the worker ended (a copy it forked may hold the pipe)
                 ended = os.waitpid(pid, os.WNOHANG)
                 if ended[0]:  # what it wrote between the select and its end is still in the pipe
-                    while len(received) <= request["result_bytes"] and select.select([read_end], [], [], 0)[0]:
-                        block = os.read(read_end, 65536)
-                        if not block:
-                            break
-                        received.extend(block)
+                    _read_rest(read_end, received, request["result_bytes"])
                     break
     finally:
         os.close(read_end)
@@ -408,6 +400,38 @@ def _fork(request: Mapping[str, Any], server_fds: tuple[int, int]) -> tuple[byte
         os._exit(0)
     status = os.waitstatus_to_exitcode(ended[1])
     return bytes(received), status, late or status == LATE
+
+
+def _stand_in(name: str, parts: list[str], fromlist: Sequence[str] | None) -> types.ModuleType:
+    """Return the stand-in of a module that is not run here (mmengine's ``read_base`` and ``ConfigDict`` real)."""
+    if fromlist and "*" in fromlist:
+        raise Refused(f"from {name} import *: the names of {name} are not known here")
+    module = StandInModule(name if fromlist else parts[0])
+    if module.__name__ in ("mmengine", "mmengine.config"):
+        vars(module).update(read_base=read_base, ConfigDict=ConfigDict)
+    return module
+
+
+def _work(request: Mapping[str, Any], read_end: int, write_end: int, server_fds: tuple[int, int]) -> NoReturn:
+    """Be the forked worker: answer the request into the pipe, then end."""
+    worker = os.getpid()
+    for fd in (read_end, *server_fds):
+        os.close(fd)
+    os.setsid()
+    data = answer(request)
+    if os.getpid() == worker:  # not a copy the config forked
+        with os.fdopen(write_end, "wb") as out:
+            out.write(data)
+    os._exit(0)
+
+
+def _read_rest(read_end: int, received: bytearray, limit: int) -> None:
+    """Read what is left in the pipe of a worker that ended, up to ``limit`` + 1 bytes."""
+    while len(received) <= limit and select.select([read_end], [], [], 0)[0]:
+        block = os.read(read_end, 65536)
+        if not block:
+            break
+        received.extend(block)
 
 
 def serve() -> None:

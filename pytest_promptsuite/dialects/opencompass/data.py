@@ -69,19 +69,22 @@ class DataRows:
         test_rows: list[Row] | None = None
         train_rows = _read_file(train) if train is not None else None
         if data is not None and data.is_dir():
-            for test_split in ("test", "validation", "val", "dev"):
-                found = _folder_split(data, test_split)
-                if found is not None:
-                    test_rows = _read_file(found)
-                    break
-            else:
-                raise ConfigError(f"{data}: no test split (test/validation/val/dev .jsonl or .csv) in the folder")
+            test_rows = _read_file(_test_split(data))
             if train_rows is None:
                 found = _folder_split(data, "train") or _folder_split(data, "dev")
                 train_rows = _read_file(found) if found is not None else None
         elif data is not None:
             test_rows = _read_file(data)
         return cls(data, test_rows, train_rows)
+
+
+def _test_split(folder: Path) -> Path:
+    """Find the test split of a dataset folder: ``test``, else ``validation``, ``val`` or ``dev``."""
+    for test_split in ("test", "validation", "val", "dev"):
+        found = _folder_split(folder, test_split)
+        if found is not None:
+            return found
+    raise ConfigError(f"{folder}: no test split (test/validation/val/dev .jsonl or .csv) in the folder")
 
 
 def labels_of(template: Mapping[str, Any]) -> list[str]:
@@ -131,29 +134,43 @@ def _case(
     missing = [c for c in columns if c not in row]
     if missing:
         raise ConfigError(f"{where}: no column {missing[0]!r} (the reader's input_columns: {', '.join(columns)})")
-    variables = {c: row[c] for c in columns if c != "input"}
-    # OpenCompass fills a template from the whole row: a column the templates read is carried too
-    variables.update({c: row[c] for c in read if c in row and c not in variables and c not in ("input", output)})
+    variables = _case_vars(row, columns, output, read)
     first = row.get("input", row[columns[0]] if columns else "")
     case: dict[str, Any] = {
         "case_id": f"{name}-{index}",
         "input": first if isinstance(first, str) else str(first),
         "slice": name,
     }
+    answer = _answer(row, output, labels, where)
+    if answer is not None:
+        case["answer"] = answer
+        if output != "answer":
+            variables[output] = answer
+    if variables:
+        case["vars"] = variables
+    return case
+
+
+def _case_vars(row: Mapping[str, Any], columns: Sequence[str], output: str, read: Sequence[str]) -> dict[str, Any]:
+    """Return a case's vars: its input columns but ``input``, and the other columns the templates read
+    (OpenCompass fills a template from the whole row)."""
+    variables = {c: row[c] for c in columns if c != "input"}
+    variables.update({c: row[c] for c in read if c in row and c not in variables and c not in ("input", output)})
+    return variables
+
+
+def _answer(row: Mapping[str, Any], output: str, labels: Sequence[str], where: str) -> str | None:
+    """Return a row's output column as its case's answer (one of ``labels``, which then needs one); None without."""
     if output in row and row[output] is not None:
         answer = row[output] if isinstance(row[output], str) else str(row[output])
         if labels and answer not in labels:
             raise ConfigError(
                 f"{where}: the answer {answer!r} is not a label of the template (labels: {', '.join(labels)})"
             )
-        case["answer"] = answer
-        if output != "answer":
-            variables[output] = answer
-    elif labels:
+        return answer
+    if labels:
         raise ConfigError(f"{where}: no column {output!r} (the output column: a ppl case needs its label)")
-    if variables:
-        case["vars"] = variables
-    return case
+    return None
 
 
 def _example_row(columns: Sequence[str], output: str, labels: Sequence[str], i: int | None) -> dict[str, Any]:
@@ -193,23 +210,33 @@ def _schema(name: str, columns: Sequence[str], output: str, labels: Sequence[str
     return "\n".join(lines) + "\n"
 
 
+def _cases(
+    name: str,
+    template: Mapping[str, Any],
+    data: DataRows | None,
+    columns: Sequence[str],
+    output: str,
+    labels: Sequence[str],
+    notes: list[str],
+) -> list[dict[str, Any]]:
+    """Return a case per ``--data`` row, else one example case with placeholders."""
+    if data is not None and data.test is not None:
+        read = _reads(template)
+        return [
+            _case(name, i, row, columns, output, labels, where, read) for i, (where, row) in enumerate(data.test, 1)
+        ]
+    example = _case(name, 1, _example_row(columns, output, labels, None), columns, output, labels, name)
+    notes.append("cases.jsonl holds one example case with placeholders (--data FILE maps your rows)")
+    return [example]
+
+
 def _turns(case: dict[str, Any], chat: str, output: str, where: str) -> dict[str, Any]:
     """Make a case multi-turn from its ``chat`` column (OpenAI messages, as ChatInferencer reads it): the
     user messages its input, the assistant messages its answers."""
     variables = dict(case.get("vars") or {})
     messages = variables.pop(chat, None)
     variables.pop(output, None)
-    if isinstance(messages, str):  # the example case's placeholder
-        messages = [{"role": "user", "content": messages}]
-    if not isinstance(messages, list) or not all(isinstance(m, Mapping) and "role" in m for m in messages):
-        raise ConfigError(f"{where}: the column {chat!r} is not a list of messages ({{role, content}})")
-    said = [(str(m["role"]), m.get("content", "")) for m in messages]
-    roles = [role for role, _ in said]
-    if any(role != ("user", "assistant")[i % 2] for i, role in enumerate(roles)):
-        raise ConfigError(
-            f"{where}: the column {chat!r} has the roles {', '.join(roles)}; a chat imported as turns is user and "
-            "assistant messages in turn, starting with the user"
-        )
+    said = _said(messages, chat, where)
     case["input"] = [text if isinstance(text, str) else str(text) for role, text in said if role == "user"]
     answers = [text if isinstance(text, str) else str(text) for role, text in said if role == "assistant"]
     case.pop("answer", None)  # the output column is the evaluator's; the chat's own answers are the turns'
@@ -222,29 +249,32 @@ def _turns(case: dict[str, Any], chat: str, output: str, where: str) -> dict[str
     return case
 
 
+def _said(messages: Any, chat: str, where: str) -> list[tuple[str, Any]]:
+    """Return the (role, content) of a chat column's messages: user and assistant in turn, the user first."""
+    if isinstance(messages, str):  # the example case's placeholder
+        messages = [{"role": "user", "content": messages}]
+    if not isinstance(messages, list) or not all(isinstance(m, Mapping) and "role" in m for m in messages):
+        raise ConfigError(f"{where}: the column {chat!r} is not a list of messages ({{role, content}})")
+    said = [(str(m["role"]), m.get("content", "")) for m in messages]
+    roles = [role for role, _ in said]
+    if any(role != ("user", "assistant")[i % 2] for i, role in enumerate(roles)):
+        raise ConfigError(
+            f"{where}: the column {chat!r} has the roles {', '.join(roles)}; a chat imported as turns is user and "
+            "assistant messages in turn, starting with the user"
+        )
+    return said
+
+
 def case_files(
     name: str, template: Mapping[str, Any], reader: Any, data: DataRows | None, *, chat: str | None = None
 ) -> tuple[dict[str, str], dict[str, Any], list[str]]:
     """Build the suite's ``cases.jsonl`` (and ``train.jsonl``, ``CASES.md``), its ``[suite]`` table and notes;
     with ``chat``, that column's messages are each case's turns."""
-    reader = reader if isinstance(reader, Mapping) else {}
-    given = reader.get("input_columns") or []
-    if isinstance(given, str):  # OpenCompass takes one column name as a list of one
-        given = [given]
-    if not isinstance(given, (list, tuple)):
-        raise ConfigError(f"reader_cfg.input_columns is {given!r}; it is a list of column names")
-    columns = [str(c) for c in given]
+    columns = _input_columns(reader if isinstance(reader, Mapping) else {})
     output = str(template.get("output_column") or "answer")
     labels = labels_of(template)
     notes: list[str] = []
-    if data is not None and data.test is not None:
-        read = _reads(template)
-        cases = [
-            _case(name, i, row, columns, output, labels, where, read) for i, (where, row) in enumerate(data.test, 1)
-        ]
-    else:
-        cases = [_case(name, 1, _example_row(columns, output, labels, None), columns, output, labels, name)]
-        notes.append("cases.jsonl holds one example case with placeholders (--data FILE maps your rows)")
+    cases = _cases(name, template, data, columns, output, labels, notes)
     if chat is not None:
         places = [where for where, _ in data.test] if data is not None and data.test is not None else [name]
         cases = [_turns(case, chat, output, where) for case, where in zip(cases, places, strict=True)]
@@ -257,16 +287,32 @@ def case_files(
     suite: dict[str, Any] = {"cases": ["cases.jsonl"]}
     needed = _examples_needed(template.get("retriever") or {})
     if needed or "ice_template" in template:
-        if data is not None and data.train is not None:
-            train = [row for _, row in data.train]
-        else:
-            if needed > IMPORT_EXAMPLES.value:  # counted before a row is built
-                raise ConfigError(
-                    f"infer_cfg.retriever: {needed:,} in-context examples would be written as placeholders, "
-                    f"past {IMPORT_EXAMPLES} (give the real examples with --train FILE)"
-                )
-            train = [_example_row(columns, output, labels, i) for i in range(max(needed, 1))]
-            notes.append(f"train.jsonl holds {len(train)} placeholder examples (--train FILE gives the real ones)")
-        files["train.jsonl"] = jsonl(train)
+        files["train.jsonl"] = jsonl(_train_rows(data, needed, columns, output, labels, notes))
         suite["train"] = "train.jsonl"
     return files, suite, notes
+
+
+def _input_columns(reader: Mapping[str, Any]) -> list[str]:
+    """Return the reader's ``input_columns`` (one name is a list of one, as OpenCompass takes it)."""
+    given = reader.get("input_columns") or []
+    if isinstance(given, str):  # OpenCompass takes one column name as a list of one
+        given = [given]
+    if not isinstance(given, (list, tuple)):
+        raise ConfigError(f"reader_cfg.input_columns is {given!r}; it is a list of column names")
+    return [str(c) for c in given]
+
+
+def _train_rows(
+    data: DataRows | None, needed: int, columns: Sequence[str], output: str, labels: Sequence[str], notes: list[str]
+) -> list[Any]:
+    """Return the rows of ``train.jsonl``: ``--train``'s, else ``needed`` placeholder examples (at least one)."""
+    if data is not None and data.train is not None:
+        return [row for _, row in data.train]
+    if needed > IMPORT_EXAMPLES.value:  # counted before a row is built
+        raise ConfigError(
+            f"infer_cfg.retriever: {needed:,} in-context examples would be written as placeholders, "
+            f"past {IMPORT_EXAMPLES} (give the real examples with --train FILE)"
+        )
+    train = [_example_row(columns, output, labels, i) for i in range(max(needed, 1))]
+    notes.append(f"train.jsonl holds {len(train)} placeholder examples (--train FILE gives the real ones)")
+    return train

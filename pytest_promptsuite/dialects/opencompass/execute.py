@@ -240,7 +240,22 @@ def run_config(
     if confine(tree, resolved) is None:
         raise ConfigError(f"{path}: the config is not inside its config tree {tree}")
     limit = CONFIG_SECONDS if seconds is None else Limit(CONFIG_SECONDS.name, seconds, CONFIG_SECONDS.unit)
-    request = {
+    request = _request(resolved, tree, limit)
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="promptsuite-config-", ignore_cleanup_errors=True) as cwd:
+        answer, status, late = _ask({**request, "cwd": cwd}, limit.value)
+    if len(answer) > CONFIG_RESULT.value:
+        raise ConfigError(f"{path}: the config's names are larger than {CONFIG_RESULT}")
+    names = _names(path, answer, where, late) if answer else None
+    if names is not None:
+        return names
+    killed = status == -signal.SIGKILL and time.monotonic() - started >= limit.value
+    raise _ended(resolved, status, late or killed, str(limit))
+
+
+def _request(resolved: Path, tree: Path, limit: Limit) -> dict[str, Any]:
+    """Return the request the config process answers: the config, its tree and every limit."""
+    return {
         "path": str(resolved),
         "root": str(tree),
         "seconds": limit.value,
@@ -252,27 +267,25 @@ def run_config(
         "result_bytes": CONFIG_RESULT.value,
         "result_limit": str(CONFIG_RESULT),
     }
-    started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="promptsuite-config-", ignore_cleanup_errors=True) as cwd:
-        answer, status, late = _ask({**request, "cwd": cwd}, limit.value)
-    if len(answer) > CONFIG_RESULT.value:
-        raise ConfigError(f"{path}: the config's names are larger than {CONFIG_RESULT}")
-    if answer:
-        try:
-            reply = json.loads(answer, object_hook=_decode(where if where is not None else {}))
-        except (ValueError, KeyError, TypeError, RecursionError):
-            reply = None
-        if not _nesting(reply, int(DEPTH.value) + 2):  # {"names": {name: value}}
-            raise ConfigError(f"{path}: the config's names are nested deeper than {DEPTH}")
-        if isinstance(reply, dict) and isinstance(reply.get("error"), str):
-            raise ConfigError(reply["error"])
-        if isinstance(reply, dict) and isinstance(reply.get("names"), dict):
-            names: dict[str, Any] = reply["names"]
-            return names
-        if not late:
-            raise ConfigError(f"{path}: the config's process sent something that is not its names")
-    killed = status == -signal.SIGKILL and time.monotonic() - started >= limit.value
-    raise _ended(resolved, status, late or killed, str(limit))
+
+
+def _names(path: Path, answer: bytes, where: dict[int, str] | None, late: bool) -> dict[str, Any] | None:
+    """Read the config process's answer: the config's names, or its error raised; None when a late worker
+    sent something else."""
+    try:
+        reply = json.loads(answer, object_hook=_decode(where if where is not None else {}))
+    except (ValueError, KeyError, TypeError, RecursionError):
+        reply = None
+    if not _nesting(reply, int(DEPTH.value) + 2):  # {"names": {name: value}}
+        raise ConfigError(f"{path}: the config's names are nested deeper than {DEPTH}")
+    if isinstance(reply, dict) and isinstance(reply.get("error"), str):
+        raise ConfigError(reply["error"])
+    if isinstance(reply, dict) and isinstance(reply.get("names"), dict):
+        names: dict[str, Any] = reply["names"]
+        return names
+    if not late:
+        raise ConfigError(f"{path}: the config's process sent something that is not its names")
+    return None
 
 
 def plain(value: Any, where: str) -> Any:
@@ -287,6 +300,10 @@ def plain(value: Any, where: str) -> Any:
         return [plain(v, f"{where}[{i}]") for i, v in enumerate(value)]
     if isinstance(value, (set, frozenset)):
         return sorted(plain(v, where) for v in value)
+    return _plain_scalar(value, where)
+
+
+def _plain_scalar(value: Any, where: str) -> Any:
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     kind = value.kind if isinstance(value, Foreign) else type(value).__name__

@@ -43,6 +43,11 @@ def _template(spec: Any, key: str, notes: list[str]) -> dict[str, Any] | None:
         return _raw_messages(spec, key, notes)
     if kind not in ("PromptTemplate", "MultiTurnPromptTemplate", "MMPromptTemplate"):
         raise ConfigError(f"infer_cfg.{key}: the template type {kind} is not supported")
+    return _template_table(spec, kind, key, notes)
+
+
+def _template_table(spec: Mapping[str, Any], kind: str, key: str, notes: list[str]) -> dict[str, Any]:
+    """Return a ``PromptTemplate`` (or multi-turn, multimodal one) as TOML keys; label keys become strings."""
     table: dict[str, Any] = plain({k: v for k, v in spec.items() if k != "type"}, f"infer_cfg.{key}")
     if kind != "PromptTemplate":
         table["type"] = kind
@@ -63,6 +68,21 @@ def _raw_messages(spec: Mapping[str, Any], key: str, notes: list[str]) -> dict[s
     messages = plain(spec.get("messages") or [], f"infer_cfg.{key}.messages")
     if not isinstance(messages, list):
         raise ConfigError(f"infer_cfg.{key}.messages: expected a list of messages")
+    begin, turns = _raw_turns(messages, key)
+    if not turns or turns[-1]["role"] != "BOT":
+        turns.append({"role": "BOT", "prompt": ""})
+    template: dict[str, Any] = {"round": turns}
+    if begin:
+        template["begin"] = begin
+    notes.append(f"{key}: RawPromptTemplate messages imported as a dialogue template")
+    table: dict[str, Any] = {"template": template}
+    if any(isinstance(m, str) for m in messages):
+        table["ice_token"] = spec.get("ice_token", "</E>")
+    return table
+
+
+def _raw_turns(messages: list[Any], key: str) -> tuple[list[Any], list[dict[str, Any]]]:
+    """Return a ``RawPromptTemplate``'s ``begin`` (the ICE token and system messages before any turn) and turns."""
     begin: list[Any] = []
     turns: list[dict[str, Any]] = []
     for i, message in enumerate(messages):
@@ -79,16 +99,7 @@ def _raw_messages(spec: Mapping[str, Any], key: str, notes: list[str]) -> dict[s
                 f"infer_cfg.{key}.messages[{i}]: {message!r} is not supported "
                 "(expand_column, or an ICE token after a turn)"
             )
-    if not turns or turns[-1]["role"] != "BOT":
-        turns.append({"role": "BOT", "prompt": ""})
-    template: dict[str, Any] = {"round": turns}
-    if begin:
-        template["begin"] = begin
-    notes.append(f"{key}: RawPromptTemplate messages imported as a dialogue template")
-    table: dict[str, Any] = {"template": template}
-    if any(isinstance(m, str) for m in messages):
-        table["ice_token"] = spec.get("ice_token", "</E>")
-    return table
+    return begin, turns
 
 
 def _settings(spec: Any, key: str) -> Mapping[str, Any]:
@@ -122,19 +133,24 @@ def _inferencer(spec: Any, notes: list[str]) -> tuple[str, dict[str, Any]]:
     settings = _settings(spec, "inferencer")
     params: dict[str, Any] = {}
     for key, value in settings.items():
-        if key in _PARAMS and value is not None:
-            params[_PARAMS[key]] = plain(value, f"infer_cfg.inferencer.{key}")
-        elif key == "generation_kwargs" and isinstance(value, Mapping):
-            params.update(plain(value, "infer_cfg.inferencer.generation_kwargs"))
-        elif key == "infer_mode" and kind == "ChatInferencer" and value in INFER_MODES:
-            continue  # [template] infer_mode (dataset_suite)
-        elif key not in ("batch_size", "save_every", "fix_id_list"):
-            notes.append(f"inferencer: {key} not carried over")
+        _inferencer_setting(kind, key, value, params, notes)
     if kind == "PPLInferencer":
         return "ppl", {}
     if kind not in _GEN:
         notes.append(f"inferencer: {kind} is not supported; the suite generates (as GenInferencer)")
     return "gen", params
+
+
+def _inferencer_setting(kind: str, key: str, value: Any, params: dict[str, Any], notes: list[str]) -> None:
+    """Carry one inferencer setting into the model ``params``, or note that it is not carried over."""
+    if key in _PARAMS and value is not None:
+        params[_PARAMS[key]] = plain(value, f"infer_cfg.inferencer.{key}")
+    elif key == "generation_kwargs" and isinstance(value, Mapping):
+        params.update(plain(value, "infer_cfg.inferencer.generation_kwargs"))
+    elif key == "infer_mode" and kind == "ChatInferencer" and value in INFER_MODES:
+        return  # [template] infer_mode (dataset_suite)
+    elif key not in ("batch_size", "save_every", "fix_id_list"):
+        notes.append(f"inferencer: {key} not carried over")
 
 
 def _evaluator_note(dataset: Mapping[str, Any], mode: str, notes: list[str]) -> None:
@@ -182,13 +198,41 @@ def dataset_suite(dataset: Mapping[str, Any], model: ModelImport | None, data: D
     if not isinstance(infer, Mapping):
         raise ConfigError(f"dataset {name}: no infer_cfg")
     reader = _reader(dataset.get("reader_cfg"), name)
-    template: dict[str, Any] = {}
     expanded = _expanded_column(infer.get("prompt_template"))
+    chat = _type_name(infer.get("inferencer")) == "ChatInferencer"
+    template = _templates(infer, name, expanded, chat, notes)
+    chat_column = _chat_column(template, reader, expanded, chat, notes)
+    template["retriever"] = _retriever(infer.get("retriever"), notes)
+    output_column = reader.get("output_column") if isinstance(reader, Mapping) else None
+    template["output_column"] = str(output_column or "answer")
+    template["semantics"] = "opencompass"  # a {name} that is no column stays as written, as OpenCompass leaves it
+    mode, params = _inferencer(infer.get("inferencer"), notes)
+    if mode == "ppl":
+        template["inferencer"] = "ppl"
+    if chat and _settings(infer.get("inferencer"), "inferencer").get("infer_mode") in INFER_MODES:
+        template["infer_mode"] = _settings(infer.get("inferencer"), "inferencer")["infer_mode"]
+    _evaluator_note(dataset, mode, notes)
+    model_table = _model_table(model, mode, params, notes)
+    files, suite_table, data_notes = case_files(name, template, reader, data, chat=chat_column)
+    notes.extend(data_notes)
+    config = {"suite": suite_table, "model": model_table, "template": template}
+    header = (
+        f"Imported by `promptsuite import opencompass` from dataset {name}.\n"
+        "See CASES.md for the columns each case carries."
+    )
+    return ImportedSuite(name=name, config=config, files=files, notes=notes, header=header)
+
+
+def _templates(
+    infer: Mapping[str, Any], name: str, expanded: str | None, chat: bool, notes: list[str]
+) -> dict[str, Any]:
+    """Return the ``[template]`` keys of a dataset's ``prompt_template`` and ``ice_template`` (none when the
+    prompt template sends a column's messages, ``expanded``)."""
+    template: dict[str, Any] = {}
     for key in ("prompt_template", "ice_template"):
         table = _template(infer.get(key), key, notes) if expanded is None else None
         if table is not None:
             template[key] = table
-    chat = _type_name(infer.get("inferencer")) == "ChatInferencer"
     if chat and "prompt_template" not in template and template:
         # OpenCompass's ChatInferencer makes no in-context examples: with no prompt_template it sends
         # the input column as the user's turn, and the ice_template is never rendered
@@ -196,6 +240,14 @@ def dataset_suite(dataset: Mapping[str, Any], model: ModelImport | None, data: D
         notes.append("ice_template: not carried over (ChatInferencer sends the input column as it is)")
     elif not template and expanded is None:
         raise ConfigError(f"dataset {name}: infer_cfg has neither prompt_template nor ice_template")
+    return template
+
+
+def _chat_column(
+    template: dict[str, Any], reader: Mapping[str, Any], expanded: str | None, chat: bool, notes: list[str]
+) -> str | None:
+    """Return the column whose messages are each case's turns (ChatInferencer's ``dialogue``, or the column a
+    ``RawPromptTemplate`` expands), the templates changed to match; None when the templates make the request."""
     chat_column = "dialogue" if chat and "dialogue" in (reader.get("input_columns") or ()) else None
     if chat_column is not None:  # ChatInferencer sends the dialogue column itself, a turn at a time
         notes.append("the dialogue column is each case's turns (ChatInferencer); the templates are not used")
@@ -207,16 +259,12 @@ def dataset_suite(dataset: Mapping[str, Any], model: ModelImport | None, data: D
             "the last one asked"
         )
         template["infer_mode"] = "last"
-    template["retriever"] = _retriever(infer.get("retriever"), notes)
-    output_column = reader.get("output_column") if isinstance(reader, Mapping) else None
-    template["output_column"] = str(output_column or "answer")
-    template["semantics"] = "opencompass"  # a {name} that is no column stays as written, as OpenCompass leaves it
-    mode, params = _inferencer(infer.get("inferencer"), notes)
-    if mode == "ppl":
-        template["inferencer"] = "ppl"
-    if chat and _settings(infer.get("inferencer"), "inferencer").get("infer_mode") in INFER_MODES:
-        template["infer_mode"] = _settings(infer.get("inferencer"), "inferencer")["infer_mode"]
-    _evaluator_note(dataset, mode, notes)
+    return chat_column
+
+
+def _model_table(model: ModelImport | None, mode: str, params: dict[str, Any], notes: list[str]) -> dict[str, Any]:
+    """Return the suite's ``[model]``: the model config's (else the fake model), scored on ``/v1/completions``
+    in the ppl mode, with the inferencer's params."""
     model_table: dict[str, Any] = {"spec": "fake"}
     if model is not None:
         model_table.update(model.table)
@@ -225,14 +273,7 @@ def dataset_suite(dataset: Mapping[str, Any], model: ModelImport | None, data: D
         model_table["endpoint"] = "completions"  # scored as one string: /v1/completions with logprobs
     if params:
         model_table["params"] = {**model_table.get("params", {}), **params}
-    files, suite_table, data_notes = case_files(name, template, reader, data, chat=chat_column)
-    notes.extend(data_notes)
-    config = {"suite": suite_table, "model": model_table, "template": template}
-    header = (
-        f"Imported by `promptsuite import opencompass` from dataset {name}.\n"
-        "See CASES.md for the columns each case carries."
-    )
-    return ImportedSuite(name=name, config=config, files=files, notes=notes, header=header)
+    return model_table
 
 
 def _datasets(names: Mapping[str, Any], path: Path) -> list[Mapping[str, Any]]:

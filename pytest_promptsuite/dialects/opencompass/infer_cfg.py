@@ -90,6 +90,23 @@ def _template(table: Mapping[str, Any], key: str) -> Any:
     return make_template(spec, key=f"template.{key}")
 
 
+def _multiturn(table: Mapping[str, Any], prompt_template: Any) -> MultiTurnPromptTemplate:
+    """Return the multi-turn template: ``multiturn_template``, else a multi-turn prompt template, else the default."""
+    multiturn = _template(table, "multiturn_template")
+    if multiturn is None and isinstance(prompt_template, MultiTurnPromptTemplate):
+        return prompt_template
+    if multiturn is None:
+        return MultiTurnPromptTemplate(DEFAULT_MULTITURN, name="default multi-turn template")
+    return multiturn  # type: ignore[no-any-return]
+
+
+def _turn_end(meta: MetaTemplate) -> list[str]:
+    """Return where the model's turn ends in an LM meta template (its generating role's ``end``), as stop."""
+    role = meta.roles.get(meta.generate_role or "", {})
+    end = role.get("end")
+    return [end.strip()] if isinstance(end, str) and end.strip() else []
+
+
 class InferSetup:
     """The parts built from one (merged) ``[template]`` table; built once, on first use."""
 
@@ -107,12 +124,7 @@ class InferSetup:
         self.configured = any(table.get(k) is not None for k in ("prompt_template", "ice_template"))
         self.prompt_template: Any = _template(table, "prompt_template")
         self.ice_template: Any = _template(table, "ice_template")
-        multiturn = _template(table, "multiturn_template")
-        if multiturn is None and isinstance(self.prompt_template, MultiTurnPromptTemplate):
-            multiturn = self.prompt_template
-        if multiturn is None:
-            multiturn = MultiTurnPromptTemplate(DEFAULT_MULTITURN, name="default multi-turn template")
-        self.multiturn: MultiTurnPromptTemplate = multiturn
+        self.multiturn: MultiTurnPromptTemplate = _multiturn(table, self.prompt_template)
         if not self.configured:
             self.prompt_template = make_template({"template": DEFAULT_TEMPLATE}, key="default template")
         spec = table.get("retriever") or {"type": "ZeroRetriever"}
@@ -143,10 +155,7 @@ class InferSetup:
         #: sequence a completions endpoint needs, or it writes the next turns itself.
         self.stop: list[str] = []
         if endpoint == "completions" and isinstance(self.parser, LMTemplateParser) and self.meta is not None:
-            role = self.meta.roles.get(self.meta.generate_role or "", {})
-            end = role.get("end")
-            if isinstance(end, str) and end.strip():
-                self.stop = [end.strip()]
+            self.stop = _turn_end(self.meta)
 
     def fields(self, where: Callable[[str], tuple[Path | None, int]]) -> list[TemplateReads]:
         """Return what the prompt, multi-turn and ICE templates read; ``where(key)`` gives the file

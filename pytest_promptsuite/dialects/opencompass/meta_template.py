@@ -33,14 +33,7 @@ class MetaTemplate:
             raise TemplateError(f"{key}: a meta template needs 'round' (an array of roles)")
         self.round: list[Any] = self._roles(spec["round"], f"{key}.round")
         self.reserved: list[Any] = self._roles(spec.get("reserved_roles", []), f"{key}.reserved_roles")
-        self.roles: dict[str, dict[str, Any]] = {}
-        for item in self.round + self.reserved:
-            if isinstance(item, str):
-                continue
-            name = item["role"]
-            if name in self.roles:
-                raise TemplateError(f"{key}: role {name!r} is defined twice")
-            self.roles[name] = dict(item)
+        self.roles = self._by_name(self.round + self.reserved)
         self.round_roles = [r["role"] for r in self.round if not isinstance(r, str)]
         self.begin: Any = spec.get("begin", "")
         self.end: Any = spec.get("end", "")
@@ -49,24 +42,22 @@ class MetaTemplate:
         #: The first role of ``round`` with ``generate: true`` (None without one).
         self.generate_role: str | None = gen[0] if gen else None
 
+    def _by_name(self, items: list[Any]) -> dict[str, dict[str, Any]]:
+        """Return each role's config by name (a role defined twice is refused)."""
+        roles: dict[str, dict[str, Any]] = {}
+        for item in items:
+            if isinstance(item, str):
+                continue
+            name = item["role"]
+            if name in roles:
+                raise TemplateError(f"{self.key}: role {name!r} is defined twice")
+            roles[name] = dict(item)
+        return roles
+
     def _roles(self, value: Any, where: str) -> list[Any]:
         if not isinstance(value, list):
             raise TemplateError(f"{where} must be an array of roles, got {type(value).__name__}")
-        out: list[Any] = []
-        for i, item in enumerate(value):
-            if isinstance(item, str):
-                out.append(item)
-                continue
-            if not isinstance(item, Mapping) or not isinstance(item.get("role"), str):
-                raise TemplateError(f"{where}[{i}]: a role must be an object with a 'role' string")
-            for part in ("begin", "end"):
-                if part in item and not isinstance(item[part], str):
-                    raise TemplateError(
-                        f"{where}[{i}]: role {item['role']!r}: {part!r} must be a string "
-                        f"(token ids are not supported), got {item[part]!r}"
-                    )
-            out.append(dict(item))
-        return out
+        return [item if isinstance(item, str) else _role(item, f"{where}[{i}]") for i, item in enumerate(value)]
 
     def resolve(self, item: Mapping[str, Any], *, round_only: bool) -> str:
         """Return the meta role an item speaks as: its ``role``, else its ``fallback_role``."""
@@ -89,6 +80,19 @@ class MetaTemplate:
         for name, item in updates.items():
             roles[name].update(item)
         return roles
+
+
+def _role(item: Any, where: str) -> dict[str, Any]:
+    """Check one role of a meta template: an object with a ``role`` string, its ``begin`` and ``end`` strings."""
+    if not isinstance(item, Mapping) or not isinstance(item.get("role"), str):
+        raise TemplateError(f"{where}: a role must be an object with a 'role' string")
+    for part in ("begin", "end"):
+        if part in item and not isinstance(item[part], str):
+            raise TemplateError(
+                f"{where}: role {item['role']!r}: {part!r} must be a string "
+                f"(token ids are not supported), got {item[part]!r}"
+            )
+    return dict(item)
 
 
 def _text(value: Any, role: str, part: str) -> str:
@@ -117,6 +121,16 @@ def join_no_meta(prompt: list[Any]) -> str:
             raise TemplateError(f"prompt item {item!r} is neither a string nor an object")
         sep = "\n"
     return out
+
+
+def _close(item: Mapping[str, Any], name: str, stack: list[tuple[str, int]]) -> int:
+    """Close the open section ``name`` at an end marker; return where its items start."""
+    if not stack:
+        raise TemplateError(f"section marker {dict(item)!r} closes a section that is not open")
+    open_name, start = stack.pop()
+    if open_name != name:
+        raise TemplateError(f"section marker {dict(item)!r} closes section {name!r} but {open_name!r} is open")
+    return start
 
 
 class _Walker:
@@ -163,39 +177,42 @@ class _Walker:
             if isinstance(item, str):
                 self.on_string(item)
             elif isinstance(item, Mapping) and "section" in item and "role" not in item:
-                if not is_marker(item):
-                    raise TemplateError(f"bad section marker {dict(item)!r}: it takes exactly 'section' and 'pos'")
-                name, pos = item["section"], item["pos"]
-                if pos == "begin":
-                    if name not in SECTIONS:
-                        raise TemplateError(f"unknown section {name!r} (sections: {', '.join(SECTIONS)})")
-                    stack.append((name, i + 1))
-                elif pos == "end":
-                    if not stack:
-                        raise TemplateError(f"section marker {dict(item)!r} closes a section that is not open")
-                    open_name, start = stack.pop()
-                    if open_name != name:
-                        raise TemplateError(
-                            f"section marker {dict(item)!r} closes section {name!r} but {open_name!r} is open"
-                        )
-                    if name in ("round", "ice"):
-                        self._close_rounds(prompt[start:i], name, mode)
-                else:
-                    raise TemplateError(f"section marker {dict(item)!r}: 'pos' must be 'begin' or 'end'")
+                self._on_marker(item, i, stack, prompt, mode)
             elif isinstance(item, Mapping):
-                if not stack:
-                    raise TemplateError(
-                        f"role item {dict(item)!r} is outside any section: a PromptList given to a meta "
-                        "template needs section markers"
-                    )
-                if stack[-1][0] in ("begin", "end"):
-                    name = self._meta.resolve(item, round_only=False)
-                    self.on_single(name, item)
-                # round / ice items are rendered when their section closes
+                self._on_item(item, stack)
             else:
                 raise TemplateError(f"prompt item {item!r} is neither a string nor an object")
         if stack:
             raise TemplateError(f"section {stack[-1][0]!r} is opened but never closed")
+
+    def _on_marker(
+        self, item: Mapping[str, Any], i: int, stack: list[tuple[str, int]], prompt: list[Any], mode: str
+    ) -> None:
+        """Open or close a section at marker ``i``; a closed ``round`` / ``ice`` section emits its rounds."""
+        if not is_marker(item):
+            raise TemplateError(f"bad section marker {dict(item)!r}: it takes exactly 'section' and 'pos'")
+        name, pos = item["section"], item["pos"]
+        if pos == "begin":
+            if name not in SECTIONS:
+                raise TemplateError(f"unknown section {name!r} (sections: {', '.join(SECTIONS)})")
+            stack.append((name, i + 1))
+        elif pos == "end":
+            start = _close(item, name, stack)
+            if name in ("round", "ice"):
+                self._close_rounds(prompt[start:i], name, mode)
+        else:
+            raise TemplateError(f"section marker {dict(item)!r}: 'pos' must be 'begin' or 'end'")
+
+    def _on_item(self, item: Mapping[str, Any], stack: list[tuple[str, int]]) -> None:
+        """Emit a role item of a ``begin`` / ``end`` section (round / ice items are emitted when it closes)."""
+        if not stack:
+            raise TemplateError(
+                f"role item {dict(item)!r} is outside any section: a PromptList given to a meta "
+                "template needs section markers"
+            )
+        if stack[-1][0] in ("begin", "end"):
+            name = self._meta.resolve(item, round_only=False)
+            self.on_single(name, item)
 
     def _close_rounds(self, dialogue: list[Any], name: str, mode: str) -> None:
         """Emit the rounds of a closed ``round`` / ``ice`` section, up to the model's turn in gen mode."""
@@ -298,28 +315,10 @@ class APITemplateParser(_Walker):
         if isinstance(prompt, str):
             return prompt
         if self.meta is None:
-            text = join_no_meta(prompt)
-            if text:
-                return text
-            parts: list[Any] = []
-            for item in prompt:
-                if isinstance(item, Mapping) and not is_marker(item) and isinstance(item.get("prompt_mm"), list):
-                    parts.extend(item["prompt_mm"])
-            return parts
+            return _without_meta(prompt)
         self.messages: list[dict[str, Any]] = []
         self.walk(list(prompt), mode)
-        merged: list[dict[str, Any]] = []
-        for msg in self.messages:
-            if merged and merged[-1]["role"] == msg["role"]:
-                prev = merged[-1]
-                if not isinstance(prev["prompt"], str) or not isinstance(msg["prompt"], str):
-                    raise TemplateError(
-                        f"two consecutive {msg['role']!r} messages cannot be merged because one of them "
-                        "is a list of content parts (multimodal)"
-                    )
-                prev["prompt"] = prev["prompt"] + "\n" + msg["prompt"]
-            else:
-                merged.append(dict(msg))
+        merged = _merged(self.messages)
         if not merged:
             raise TemplateError("the conversation is empty: the template produced no message to send")
         out: list[Any] = list(merged)
@@ -365,6 +364,35 @@ class APITemplateParser(_Walker):
             self.messages.append(self._message(cfg, name))
 
 
+def _without_meta(prompt: list[Any]) -> Any:
+    """Return a prompt without a meta template: its joined text, else its items' content parts."""
+    text = join_no_meta(prompt)
+    if text:
+        return text
+    parts: list[Any] = []
+    for item in prompt:
+        if isinstance(item, Mapping) and not is_marker(item) and isinstance(item.get("prompt_mm"), list):
+            parts.extend(item["prompt_mm"])
+    return parts
+
+
+def _merged(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Merge consecutive messages of one role, their texts joined by a line end."""
+    merged: list[dict[str, Any]] = []
+    for msg in messages:
+        if merged and merged[-1]["role"] == msg["role"]:
+            prev = merged[-1]
+            if not isinstance(prev["prompt"], str) or not isinstance(msg["prompt"], str):
+                raise TemplateError(
+                    f"two consecutive {msg['role']!r} messages cannot be merged because one of them "
+                    "is a list of content parts (multimodal)"
+                )
+            prev["prompt"] = prev["prompt"] + "\n" + msg["prompt"]
+        else:
+            merged.append(dict(msg))
+    return merged
+
+
 def make_meta(spec: Any, *, key: str = "meta_template") -> MetaTemplate | None:
     """Make a MetaTemplate, or None for ``null`` / ``{}`` (no meta template)."""
     if spec is None or (isinstance(spec, Mapping) and not spec):
@@ -390,16 +418,17 @@ def to_openai_messages(prompt: Any) -> Any:
         return prompt
     if all(isinstance(p, Mapping) and "type" in p and "role" not in p for p in prompt):
         return [{"role": "user", "content": list(prompt)}]  # content parts, no meta template
-    out: list[dict[str, Any]] = []
-    for item in prompt:
-        if isinstance(item, Mapping) and "prompt" in item and "role" in item:
-            role = str(item["role"])
-            out.append({"role": ROLE_MAP.get(role, role), "content": item["prompt"]})
-        elif isinstance(item, Mapping) and "content" in item:
-            role = str(item.get("role", "system"))
-            out.append({"role": ROLE_MAP.get(role, role), "content": item["content"]})
-        elif isinstance(item, str):
-            out.append({"role": "system", "content": item})
-        else:
-            raise TemplateError(f"cannot send {item!r} as a chat message")
-    return out
+    return [_chat_message(item) for item in prompt]
+
+
+def _chat_message(item: Any) -> dict[str, Any]:
+    """Return one item of API-parser output as an OpenAI message."""
+    if isinstance(item, Mapping) and "prompt" in item and "role" in item:
+        role = str(item["role"])
+        return {"role": ROLE_MAP.get(role, role), "content": item["prompt"]}
+    if isinstance(item, Mapping) and "content" in item:
+        role = str(item.get("role", "system"))
+        return {"role": ROLE_MAP.get(role, role), "content": item["content"]}
+    if isinstance(item, str):
+        return {"role": "system", "content": item}
+    raise TemplateError(f"cannot send {item!r} as a chat message")

@@ -52,11 +52,18 @@ def _params(model: Mapping[str, Any], notes: list[str]) -> dict[str, Any]:
         params["stop"] = list(stops)
     kwargs = model.get("generation_kwargs")
     if isinstance(kwargs, Mapping):
-        for key, value in kwargs.items():
-            if key in _PASSED and isinstance(value, (int, float, str)) and not isinstance(value, bool):
-                params[key] = value
-            else:
-                notes.append(f"model: generation_kwargs.{key} not carried over")
+        params.update(_generation_kwargs(kwargs, notes))
+    return params
+
+
+def _generation_kwargs(kwargs: Mapping[str, Any], notes: list[str]) -> dict[str, Any]:
+    """Return the ``generation_kwargs`` a request can send as they are; note the others."""
+    params: dict[str, Any] = {}
+    for key, value in kwargs.items():
+        if key in _PASSED and isinstance(value, (int, float, str)) and not isinstance(value, bool):
+            params[key] = value
+        else:
+            notes.append(f"model: generation_kwargs.{key} not carried over")
     return params
 
 
@@ -65,13 +72,7 @@ def _meta(model: Mapping[str, Any], where: str, notes: list[str]) -> dict[str, A
     kind_name = kind.name if isinstance(kind, Ref) else str(kind or "")
     meta = model.get("meta_template")
     if isinstance(meta, Mapping):
-        table = plain(meta, f"{where}: meta_template")
-        rounds = table.get("round", [])
-        if not isinstance(rounds, list):
-            raise ConfigError(f"{where}: meta_template.round: expected a list of roles")
-        roles = [r for r in rounds if isinstance(r, Mapping)]
-        api = bool(roles) and all("api_role" in r for r in roles)
-        return {"meta_template": table, "endpoint": "chat" if api else "completions"}
+        return _written_meta(meta, where)
     if "withchattemplate" in kind_name.lower():
         name = _chat_format(model)
         if name is None:
@@ -84,6 +85,17 @@ def _meta(model: Mapping[str, Any], where: str, notes: list[str]) -> dict[str, A
         return {"meta_template": name, "endpoint": "completions"}
     notes.append(f"model: {kind_name or 'the model'} has no meta_template; prompts are sent as rendered")
     return {}
+
+
+def _written_meta(meta: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """Return a model's own ``meta_template``, sent to the chat endpoint when every role has an ``api_role``."""
+    table = plain(meta, f"{where}: meta_template")
+    rounds = table.get("round", [])
+    if not isinstance(rounds, list):
+        raise ConfigError(f"{where}: meta_template.round: expected a list of roles")
+    roles = [r for r in rounds if isinstance(r, Mapping)]
+    api = bool(roles) and all("api_role" in r for r in roles)
+    return {"meta_template": table, "endpoint": "chat" if api else "completions"}
 
 
 def import_model(path: Path, *, root: Path | None = None) -> ModelImport:

@@ -56,6 +56,17 @@ class Conversation:
         return PromptList([*self.left, *turns, *self.right])
 
 
+def _check_turns(row: Mapping[str, Any]) -> None:
+    """Refuse a multi-turn row without its ``question`` and ``answer`` arrays."""
+    for field in ("question", "answer"):
+        if field not in row:
+            raise TemplateError(f"a multi-turn row needs the field {field!r} (an array of turns)")
+        if not isinstance(row[field], list):
+            raise TemplateError(
+                f"field {field!r} of a multi-turn row must be an array of turns, got {type(row[field]).__name__}"
+            )
+
+
 class MultiTurnPromptTemplate:
     """A dialogue template whose ``round`` is repeated once per (question, answer) turn; every row
     field fills each turn, and the row's scalar fields fill ``begin`` and ``end``."""
@@ -86,13 +97,7 @@ class MultiTurnPromptTemplate:
         """Fill the conversation of ``row`` (``question`` and ``answer`` lists) in ``infer_mode``."""
         if infer_mode not in INFER_MODES:
             raise TemplateError(f"infer_mode {infer_mode!r} is not one of {', '.join(INFER_MODES)}")
-        for field in ("question", "answer"):
-            if field not in row:
-                raise TemplateError(f"a multi-turn row needs the field {field!r} (an array of turns)")
-            if not isinstance(row[field], list):
-                raise TemplateError(
-                    f"field {field!r} of a multi-turn row must be an array of turns, got {type(row[field]).__name__}"
-                )
+        _check_turns(row)
         scalars = {k: v for k, v in row.items() if not isinstance(v, list)}
         start, stop = self._round_begin, self._round_end
         left = fill(PromptList(self.encoded[: start + 1]), scalars)

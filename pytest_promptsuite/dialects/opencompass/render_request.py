@@ -57,6 +57,11 @@ def _check(request: Any) -> dict[str, Any]:
         clash = [k for k in _NOT_WITH_LIST if k in req]
         if clash:
             raise TemplateError(f"request key {clash[0]!r} cannot be combined with 'prompt_list'")
+    _check_values(req)
+    return req
+
+
+def _check_values(req: dict[str, Any]) -> None:
     mode = req.get("mode", "gen")
     if mode not in ("gen", "ppl"):
         raise TemplateError(f"mode must be 'gen' or 'ppl', got {mode!r}")
@@ -72,7 +77,6 @@ def _check(request: Any) -> dict[str, Any]:
         raise TemplateError("gen_field_replace_token must be a string")
     if not isinstance(req.get("ice_examples", []), list):
         raise TemplateError("ice_examples must be an array of objects")
-    return req
 
 
 def _retriever(spec: Any, make: MakeRetriever) -> Retriever:
@@ -105,9 +109,7 @@ def render_request(request: Any, *, make_retriever: MakeRetriever = builtin_retr
     parser = req.get("parser")
     meta = make_meta(req.get("meta_template"))
     if "prompt_list" in req:
-        intermediate = prompt_list_from_json(req["prompt_list"])
-        prompt = parse(intermediate, parser=parser, meta=meta, mode=mode)
-        return {"prompt": to_json(prompt), "intermediate": to_json(intermediate), "retrieved": []}
+        return _rendered(prompt_list_from_json(req["prompt_list"]), parser, meta, mode)
 
     pt_spec = req.get("prompt_template")
     prompt_template = make_template(pt_spec, key="prompt_template") if pt_spec is not None else None
@@ -115,9 +117,6 @@ def render_request(request: Any, *, make_retriever: MakeRetriever = builtin_retr
         if key in req and not isinstance(prompt_template, MultiTurnPromptTemplate):
             raise TemplateError(f"request key {key!r} needs prompt_template.type 'MultiTurnPromptTemplate'")
     example = _example(req)
-    output_column = req.get("output_column")
-    replace = req.get("gen_field_replace_token", "")
-
     if isinstance(prompt_template, MultiTurnPromptTemplate):
         if mode == "ppl":
             raise TemplateError("a MultiTurnPromptTemplate renders in gen mode only (mode 'ppl' given)")
@@ -125,10 +124,30 @@ def render_request(request: Any, *, make_retriever: MakeRetriever = builtin_retr
     if isinstance(prompt_template, MMPromptTemplate):
         if mode == "ppl":
             raise TemplateError("an MMPromptTemplate renders in gen mode only (mode 'ppl' given)")
+        output_column, replace = req.get("output_column"), req.get("gen_field_replace_token", "")
         intermediate = prompt_template.gen_prompt(example, output_column=output_column, replace_token=replace)
-        prompt = parse(intermediate, parser=parser, meta=meta, mode=mode)
-        return {"prompt": to_json(prompt), "intermediate": to_json(intermediate), "retrieved": []}
+        return _rendered(intermediate, parser, meta, mode)
+    return _render_with_examples(req, prompt_template, example, meta, parser, make_retriever)
 
+
+def _rendered(intermediate: Any, parser: str | None, meta: Any, mode: str) -> dict[str, Any]:
+    """Return the response of a rendered intermediate: the prompt its parser makes, and the intermediate."""
+    prompt = parse(intermediate, parser=parser, meta=meta, mode=mode)
+    return {"prompt": to_json(prompt), "intermediate": to_json(intermediate), "retrieved": []}
+
+
+def _render_with_examples(
+    req: dict[str, Any],
+    prompt_template: PromptTemplate | None,
+    example: Mapping[str, Any],
+    meta: Any,
+    parser: str | None,
+    make_retriever: MakeRetriever,
+) -> dict[str, Any]:
+    """Render a prompt template with the in-context examples its retriever picks from ``ice_examples``."""
+    mode = req.get("mode", "gen")
+    output_column = req.get("output_column")
+    replace = req.get("gen_field_replace_token", "")
     it_spec = req.get("ice_template")
     ice_template = None
     if it_spec is not None:
@@ -220,14 +239,21 @@ def _render_multiturn(
         requests.append(to_json(parse(intermediate, parser=parser, meta=meta, mode="gen")))
         if k == len(positions) - 1:
             break
-        if infer_mode == "every":
-            if k >= len(outputs):
-                raise TemplateError(
-                    f"model_outputs has {len(outputs)} replies but request {k + 2} needs the reply to request {k + 1}"
-                )
-            if outputs[k] is None:
-                break
-            replies.append(outputs[k])
-        elif k < len(outputs) and outputs[k] is None:
+        stop, reply = _turn_reply(outputs, k, infer_mode)
+        if stop:
             break
+        if reply is not None:
+            replies.append(reply)
     return {"requests": requests, "intermediate": intermediates, "chat": to_json(conv.chat), "retrieved": []}
+
+
+def _turn_reply(outputs: list[str | None], k: int, infer_mode: str) -> tuple[bool, str | None]:
+    """Return whether the conversation stops after request ``k + 1`` (its model output is null) and, in the
+    ``every`` mode, the reply that feeds the next request."""
+    if infer_mode != "every":
+        return k < len(outputs) and outputs[k] is None, None
+    if k >= len(outputs):
+        raise TemplateError(
+            f"model_outputs has {len(outputs)} replies but request {k + 2} needs the reply to request {k + 1}"
+        )
+    return outputs[k] is None, outputs[k]

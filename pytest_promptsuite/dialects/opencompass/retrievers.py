@@ -292,15 +292,19 @@ def make_retriever(spec: Any, *, key: str = "retriever", allowed: Sequence[str] 
     if not isinstance(kind, str) or kind not in names:
         raise TemplateError(f"{key}.type: unknown retriever {kind!r} (known: {', '.join(names)})")
     cls, keys = RETRIEVERS[kind]
+    _check_keys(spec, kind, keys, key)
+    kwargs = {k: v for k, v in spec.items() if k != "type"}
+    if kind == "TopkRetriever" and kwargs.get("embedding") is not None:
+        kwargs["embedding"] = import_embedding(kwargs["embedding"], key=f"{key}.embedding")
+    return cls(**kwargs)
+
+
+def _check_keys(spec: Mapping[str, Any], kind: str, keys: frozenset[str], key: str) -> None:
     unknown = [k for k in spec if k != "type" and k not in keys]
     if unknown:
         raise TemplateError(f"{key}: unknown key {unknown[0]!r} for {kind} (it takes: {', '.join(sorted(keys))})")
     if kind == "FixKRetriever" and "fix_id_list" not in spec:
         raise TemplateError(f"{key}: FixKRetriever needs 'fix_id_list'")
-    kwargs = {k: v for k, v in spec.items() if k != "type"}
-    if kind == "TopkRetriever" and kwargs.get("embedding") is not None:
-        kwargs["embedding"] = import_embedding(kwargs["embedding"], key=f"{key}.embedding")
-    return cls(**kwargs)
 
 
 def builtin_retriever(name: Any, params: Mapping[str, Any]) -> Retriever | None:
@@ -337,23 +341,31 @@ def build_ice(
         raise TemplateError("the retriever chose in-context examples but there is no ice_template")
     if output_column is None:
         raise TemplateError("in-context examples need output_column (the answer field that labels each example)")
-    items: list[Intermediate] = []
-    for i in indices:
-        row = train[i]
-        if not isinstance(row, Mapping):
-            raise TemplateError(f"ice_examples[{i}] must be an object, got {type(row).__name__}")
-        if output_column not in row:
-            raise TemplateError(f"ice_examples[{i}] has no field {output_column!r} (the output_column)")
-        items.append(ice_template.ice_item(row, row[output_column]))
+    items = [_ice_item(ice_template, train, i, output_column) for i in indices]
     if ice_template.is_dialogue or isinstance(items[0], list):
-        out = PromptList()
-        for item in items:
-            if isinstance(item, list):
-                out.extend(item)
-            elif item:
-                out.append(item)
-            if separator:  # OpenCompass: ``ice + ice_separator`` for each example, then the eos
-                out.append(separator)
-        out.append(eos)
-        return out
+        return _ice_list(items, separator, eos)
     return separator.join(str(x) for x in items) + eos
+
+
+def _ice_item(ice_template: PromptTemplate, train: Sequence[Row], i: int, output_column: str) -> Intermediate:
+    """Render train row ``i`` as an in-context example, labelled by its ``output_column``."""
+    row = train[i]
+    if not isinstance(row, Mapping):
+        raise TemplateError(f"ice_examples[{i}] must be an object, got {type(row).__name__}")
+    if output_column not in row:
+        raise TemplateError(f"ice_examples[{i}] has no field {output_column!r} (the output_column)")
+    return ice_template.ice_item(row, row[output_column])
+
+
+def _ice_list(items: list[Intermediate], separator: str, eos: str) -> PromptList:
+    """Join dialogue examples into one PromptList: ``ice + ice_separator`` for each (as OpenCompass), then eos."""
+    out = PromptList()
+    for item in items:
+        if isinstance(item, list):
+            out.extend(item)
+        elif item:
+            out.append(item)
+        if separator:
+            out.append(separator)
+    out.append(eos)
+    return out

@@ -89,39 +89,74 @@ def fill(
 ) -> Intermediate:
     """Fill ``template`` with ``row`` and insert ``ice`` verbatim at each ``ice_token``."""
     if isinstance(template, str):
-        if ice_token and ice is not None and ice_token in template and not isinstance(ice, str):
-            raise TemplateError(
-                f"cannot insert a dialogue ICE at ice_token {ice_token!r} of a string template; "
-                "use a string ice_template or put the ice_token in a dialogue's begin"
-            )
-        return _fill_text(template, row, ice_token, ice if isinstance(ice, str) else None)
+        return _fill_string(template, row, ice_token, ice)
+    text_ice = ice if isinstance(ice, str) else None
     out = PromptList()
     for item in template:
-        if isinstance(item, str):
-            if ice_token and ice is not None and not isinstance(ice, str):
-                # a dialogue ICE: split every string item (an empty one disappears, as in the reference)
-                pieces = item.split(ice_token)
-                for i, piece in enumerate(pieces):
-                    if piece:
-                        out.append(substitute(piece, row))
-                    if i < len(pieces) - 1:
-                        out.extend(dict(x) if isinstance(x, dict) else x for x in ice)
-            else:
-                out.append(_fill_text(item, row, ice_token, ice if isinstance(ice, str) else None))
+        if isinstance(item, str) and ice_token and ice is not None and not isinstance(ice, str):
+            _splice_ice(out, item, row, ice_token, ice)
+        elif isinstance(item, str):
+            out.append(_fill_text(item, row, ice_token, text_ice))
         elif is_marker(item):
             out.append(dict(item))
         else:
-            new = dict(item)
-            prompt = item.get("prompt")
-            if isinstance(prompt, str):
-                if ice_token and ice is not None and ice_token in prompt and not isinstance(ice, str):
-                    raise TemplateError(
-                        f"role {item.get('role')!r}: cannot insert a dialogue ICE at ice_token "
-                        f"{ice_token!r} inside a 'prompt'; put the ice_token in a raw string of begin"
-                    )
-                new["prompt"] = _fill_text(prompt, row, ice_token, ice if isinstance(ice, str) else None)
-            out.append(new)
+            out.append(_fill_role(item, row, ice_token, ice))
     return out
+
+
+def _fill_string(template: str, row: Mapping[str, Any], ice_token: str | None, ice: Intermediate | None) -> str:
+    if ice_token and ice is not None and ice_token in template and not isinstance(ice, str):
+        raise TemplateError(
+            f"cannot insert a dialogue ICE at ice_token {ice_token!r} of a string template; "
+            "use a string ice_template or put the ice_token in a dialogue's begin"
+        )
+    return _fill_text(template, row, ice_token, ice if isinstance(ice, str) else None)
+
+
+def _splice_ice(out: PromptList, item: str, row: Mapping[str, Any], ice_token: str, ice: PromptList) -> None:
+    """Fill a string item, a dialogue ICE inserted at each ``ice_token`` (an empty piece disappears, as in the
+    reference)."""
+    pieces = item.split(ice_token)
+    for i, piece in enumerate(pieces):
+        if piece:
+            out.append(substitute(piece, row))
+        if i < len(pieces) - 1:
+            out.extend(dict(x) if isinstance(x, dict) else x for x in ice)
+
+
+def _fill_role(
+    item: dict[str, Any], row: Mapping[str, Any], ice_token: str | None, ice: Intermediate | None
+) -> dict[str, Any]:
+    """Fill a role item's ``prompt`` (a dialogue ICE cannot go inside one)."""
+    new = dict(item)
+    prompt = item.get("prompt")
+    if isinstance(prompt, str):
+        if ice_token and ice is not None and ice_token in prompt and not isinstance(ice, str):
+            raise TemplateError(
+                f"role {item.get('role')!r}: cannot insert a dialogue ICE at ice_token "
+                f"{ice_token!r} inside a 'prompt'; put the ice_token in a raw string of begin"
+            )
+        new["prompt"] = _fill_text(prompt, row, ice_token, ice if isinstance(ice, str) else None)
+    return new
+
+
+def _check_token(token: Any, where: str) -> None:
+    if token is not None and not isinstance(token, str):
+        raise TemplateError(f"{where} must be a string or null, got {token!r}")
+    if token == "":
+        raise TemplateError(f"{where} must not be empty")
+
+
+def _check_entry(key: Any, value: Any, name: str, ice_token: str | None) -> None:
+    """Refuse a dialogue's or label map's entry whose key is no string or whose value no template."""
+    if not isinstance(key, str):
+        raise TemplateError(f"{name}: key {key!r} must be a string")
+    if not isinstance(value, (str, list, dict)):
+        raise TemplateError(
+            f"{name}[{key!r}]: expected a string, array or object, got {type(value).__name__} {value!r}"
+        )
+    if isinstance(value, str) and ice_token and ice_token not in value:
+        raise TemplateError(f"{name}[{key!r}]: ice_token {ice_token!r} is not in {value!r}")
 
 
 class PromptTemplate:
@@ -138,10 +173,7 @@ class PromptTemplate:
                 f"{name}: a template must be a string or an object, got {type(template).__name__} {template!r}"
             )
         for key, token in (("ice_token", ice_token), ("sep_token", sep_token)):
-            if token is not None and not isinstance(token, str):
-                raise TemplateError(f"{name}.{key} must be a string or null, got {token!r}")
-            if token == "":
-                raise TemplateError(f"{name}.{key} must not be empty")
+            _check_token(token, f"{name}.{key}")
         self.template: TemplateValue = template
         self.ice_token: str | None = ice_token
         self.sep_token: str | None = sep_token
@@ -154,14 +186,7 @@ class PromptTemplate:
         if self.kind == "dialogue":
             _check_dialogue(template, name)
         for key, value in template.items():
-            if not isinstance(key, str):
-                raise TemplateError(f"{name}: key {key!r} must be a string")
-            if not isinstance(value, (str, list, dict)):
-                raise TemplateError(
-                    f"{name}[{key!r}]: expected a string, array or object, got {type(value).__name__} {value!r}"
-                )
-            if isinstance(value, str) and ice_token and ice_token not in value:
-                raise TemplateError(f"{name}[{key!r}]: ice_token {ice_token!r} is not in {value!r}")
+            _check_entry(key, value, name, ice_token)
 
     def fields(self) -> list[FieldRead]:
         """Return the ``{name}`` fields this template's texts read (every label's, for a label map)."""

@@ -44,19 +44,24 @@ def _context(
 def _verdict(name: str, result: Any, threshold: float | None) -> CheckResult | bool | float:
     """Read an assert's result as promptfoo does: a bool, a score, or ``{pass, score, reason}``."""
     if isinstance(result, dict):
-        score = result.get("score")
-        passed = result.get("pass")
-        if passed is None and isinstance(score, (int, float)):
-            passed = score >= threshold if threshold is not None else score > 0
-        reason = str(result.get("reason") or ("passed" if passed else "failed"))
-        return CheckResult(
-            "metric", name, bool(passed), reason, score=float(score) if isinstance(score, (int, float)) else None
-        )
+        return _grading(name, result, threshold)
     if isinstance(result, bool):
         return result
     if isinstance(result, (int, float)):
         return float(result)
     raise CheckError(f"{name}: returned {result!r}; return a bool, a number or {{pass, score, reason}}")
+
+
+def _grading(name: str, result: dict[str, Any], threshold: float | None) -> CheckResult:
+    """Read a ``{pass, score, reason}`` result: without ``pass``, the score against ``threshold`` (else above 0)."""
+    score = result.get("score")
+    passed = result.get("pass")
+    if passed is None and isinstance(score, (int, float)):
+        passed = score >= threshold if threshold is not None else score > 0
+    reason = str(result.get("reason") or ("passed" if passed else "failed"))
+    return CheckResult(
+        "metric", name, bool(passed), reason, score=float(score) if isinstance(score, (int, float)) else None
+    )
 
 
 def javascript(

@@ -12,13 +12,14 @@ from typing import Any
 import yaml
 
 from pytest_promptsuite.dialects.promptfoo.config_file import ConfigFile
+from pytest_promptsuite.dialects.promptfoo.csv_tests import csv_test
 from pytest_promptsuite.dialects.promptfoo.prompt_forms import ImportedPrompt
 from pytest_promptsuite.dialects.promptfoo.prompt_forms import config_prompts
 from pytest_promptsuite.dialects.promptfoo.prompt_forms import json_template
 from pytest_promptsuite.dialects.promptfoo.promptfoo_tests import AssertModule
 from pytest_promptsuite.dialects.promptfoo.promptfoo_tests import TestSource
 from pytest_promptsuite.dialects.promptfoo.promptfoo_tests import cases_of
-from pytest_promptsuite.dialects.promptfoo.promptfoo_tests import csv_test
+from pytest_promptsuite.dialects.promptfoo.providers import Provider
 from pytest_promptsuite.dialects.promptfoo.providers import config_providers
 from pytest_promptsuite.dialects.promptfoo.providers import with_prompt_config
 from pytest_promptsuite.errors import ConfigError
@@ -52,18 +53,22 @@ def _tests(config: ConfigFile) -> list[TestSource]:
     tests: list[TestSource] = []
     for i, item in enumerate(items):
         where = config.where("tests", i) if isinstance(raw, list) else config.where("tests")
-        if isinstance(item, str):
-            tests.extend(t for path in _glob(config, item, where) for t in _test_file(config, path, where))
-        elif isinstance(item, dict) and isinstance(item.get("path"), str) and "vars" not in item:
-            tests.extend(t for path in _glob(config, item["path"], where) for t in _test_file(config, path, where))
-        elif isinstance(item, dict):
-            tests.append(TestSource(item, where))
-        else:
-            raise ConfigError(f"{where}: a test is a mapping (vars, assert) or file://tests.csv|yaml|json|jsonl")
+        tests.extend(_tests_of(config, item, where))
     tests.extend(_scenario_tests(config))
     if not tests:
         raise ConfigError(f"{config.where('tests')}: the config has no tests")
     return tests
+
+
+def _tests_of(config: ConfigFile, item: Any, where: str) -> list[TestSource]:
+    """Return the tests of one ``tests`` entry: a test, or a test file's name or glob (or ``{path: ...}``)."""
+    if isinstance(item, str):
+        return [t for path in _glob(config, item, where) for t in _test_file(config, path, where)]
+    if isinstance(item, dict) and isinstance(item.get("path"), str) and "vars" not in item:
+        return [t for path in _glob(config, item["path"], where) for t in _test_file(config, path, where)]
+    if isinstance(item, dict):
+        return [TestSource(item, where)]
+    raise ConfigError(f"{where}: a test is a mapping (vars, assert) or file://tests.csv|yaml|json|jsonl")
 
 
 def _scenario_tests(config: ConfigFile) -> list[TestSource]:
@@ -75,34 +80,44 @@ def _scenario_tests(config: ConfigFile) -> list[TestSource]:
         return []
     if not isinstance(raw, list):
         raise ConfigError(f"{config.where('scenarios')}: scenarios is a list of {{config, tests}}")
+    return [made for i, scenario in enumerate(raw) for made in _scenario(config, i, scenario)]
+
+
+def _scenario(config: ConfigFile, i: int, scenario: Any) -> list[TestSource]:
+    """Return the tests of scenario ``i``: each of its ``config`` entries with each of its ``tests``."""
+    where = config.where("scenarios", i)
+    if not isinstance(scenario, dict):
+        raise ConfigError(f"{where}: a scenario is {{config: [...], tests: [...]}}")
+    entries, tests = scenario.get("config"), scenario.get("tests")
+    if tests is None:  # promptfoo's schema refuses it (with a warning) and runs nothing of it
+        config.notes.append(f"{where}: a scenario without tests makes no test (promptfoo's schema refuses it)")
+        return []
+    if not isinstance(entries, list) or not isinstance(tests, list):
+        raise ConfigError(f"{where}: a scenario is {{config: [...], tests: [...]}}")
+    if not all(isinstance(item, dict) for item in (*entries, *tests)):
+        raise ConfigError(f"{where}: a scenario's config entries and tests are mappings")
     made: list[TestSource] = []
-    for i, scenario in enumerate(raw):
-        where = config.where("scenarios", i)
-        if not isinstance(scenario, dict):
-            raise ConfigError(f"{where}: a scenario is {{config: [...], tests: [...]}}")
-        entries, tests = scenario.get("config"), scenario.get("tests")
-        if tests is None:  # promptfoo's schema refuses it (with a warning) and runs nothing of it
-            config.notes.append(f"{where}: a scenario without tests makes no test (promptfoo's schema refuses it)")
-            continue
-        if not isinstance(entries, list) or not isinstance(tests, list):
-            raise ConfigError(f"{where}: a scenario is {{config: [...], tests: [...]}}")
-        if not all(isinstance(item, dict) for item in (*entries, *tests)):
-            raise ConfigError(f"{where}: a scenario's config entries and tests are mappings")
-        for j, data in enumerate(entries):
-            for k, test in enumerate(tests):
-                merged = {
-                    **data,
-                    **test,
-                    "vars": {**(data.get("vars") or {}), **(test.get("vars") or {})},
-                    "options": {**(data.get("options") or {}), **(test.get("options") or {})},
-                    "assert": [*(data.get("assert") or []), *(test.get("assert") or [])],
-                }
-                metadata = {**(data.get("metadata") or {}), **(test.get("metadata") or {})}
-                if metadata:
-                    merged["metadata"] = metadata
-                at = ("tests", k) if test else ("config", j)  # the test's line, or its config entry's
-                made.append(TestSource(merged, config.where("scenarios", i, *at)))
+    for j, data in enumerate(entries):
+        for k, test in enumerate(tests):
+            at = ("tests", k) if test else ("config", j)  # the test's line, or its config entry's
+            made.append(TestSource(_under(data, test), config.where("scenarios", i, *at)))
     return made
+
+
+def _under(data: dict[str, Any], test: dict[str, Any]) -> dict[str, Any]:
+    """Merge a scenario's config entry under one of its tests: vars, options and metadata under the test's,
+    its asserts before the test's."""
+    merged = {
+        **data,
+        **test,
+        "vars": {**(data.get("vars") or {}), **(test.get("vars") or {})},
+        "options": {**(data.get("options") or {}), **(test.get("options") or {})},
+        "assert": [*(data.get("assert") or []), *(test.get("assert") or [])],
+    }
+    metadata = {**(data.get("metadata") or {}), **(test.get("metadata") or {})}
+    if metadata:
+        merged["metadata"] = metadata
+    return merged
 
 
 def _glob(config: ConfigFile, written: str, where: str) -> list[str]:
@@ -129,24 +144,36 @@ def _test_file(config: ConfigFile, relative: str, where: str) -> list[TestSource
         return [TestSource(csv_test(row, f"{path}:{line}", i), f"{path}:{line}") for i, (line, row) in enumerate(rows)]
     text = config.read_text(relative, where)
     if relative.endswith(".jsonl"):
-        items, lines = [], []
-        for number, line in enumerate(text.split("\n"), start=1):
-            if line.strip():
-                try:
-                    items.append(decode(line))
-                except JsonError as exc:
-                    raise ConfigError(f"{path}:{number}: invalid JSON: {exc.describe()}") from None
-                lines.append(number)
+        items, lines = _jsonl_tests(text, path)
     elif relative.endswith((".yaml", ".yml", ".json")):
-        value, node = load_yaml(text, str(path), core=True)
-        items = value if isinstance(value, list) else [value]
-        lines = [int(n.start_mark.line) + 1 for n in node.value] if isinstance(node, yaml.SequenceNode) else [1]
+        items, lines = _yaml_tests(text, path)
     else:
         raise ConfigError(f"{where}: test file {relative}: only .csv, .yaml, .json and .jsonl test files are imported")
     items = dereference(items, items, f"{path}")
     if not all(isinstance(t, dict) for t in items):
         raise ConfigError(f"{path}:1: a test file holds a list of tests (mappings)")
     return [TestSource(t, f"{path}:{lines[i] if i < len(lines) else 1}") for i, t in enumerate(items)]
+
+
+def _jsonl_tests(text: str, path: Path) -> tuple[list[Any], list[int]]:
+    """Read a JSONL test file: its tests and their lines (blank lines skipped)."""
+    items, lines = [], []
+    for number, line in enumerate(text.split("\n"), start=1):
+        if line.strip():
+            try:
+                items.append(decode(line))
+            except JsonError as exc:
+                raise ConfigError(f"{path}:{number}: invalid JSON: {exc.describe()}") from None
+            lines.append(number)
+    return items, lines
+
+
+def _yaml_tests(text: str, path: Path) -> tuple[list[Any], list[int]]:
+    """Read a YAML or JSON test file: its tests (one, or a list) and their lines."""
+    value, node = load_yaml(text, str(path), core=True)
+    items = value if isinstance(value, list) else [value]
+    lines = [int(n.start_mark.line) + 1 for n in node.value] if isinstance(node, yaml.SequenceNode) else [1]
+    return items, lines
 
 
 def dereference(value: Any, root: Any, where: str, depth: int = 0) -> Any:
@@ -157,21 +184,26 @@ def dereference(value: Any, root: Any, where: str, depth: int = 0) -> Any:
     if isinstance(value, dict):
         ref = value.get("$ref")
         if isinstance(ref, str):
-            if not ref.startswith("#/") and ref != "#":
-                raise ConfigError(f"{where}: $ref {ref!r}: only references inside the file (#/...) are imported")
-            target = root
-            for part in [p.replace("~1", "/").replace("~0", "~") for p in ref[2:].split("/") if p]:
-                if isinstance(target, dict) and part in target:
-                    target = target[part]
-                elif isinstance(target, list) and part.isdigit() and int(part) < len(target):
-                    target = target[int(part)]
-                else:
-                    raise ConfigError(f"{where}: $ref {ref!r} points to nothing")
-            return dereference(copy.deepcopy(target), root, where, depth + 1)
+            return dereference(copy.deepcopy(_pointed(ref, root, where)), root, where, depth + 1)
         return {k: dereference(v, root, where, depth) for k, v in value.items()}
     if isinstance(value, list):
         return [dereference(v, root, where, depth) for v in value]
     return value
+
+
+def _pointed(ref: str, root: Any, where: str) -> Any:
+    """Return what a ``$ref`` (a JSON pointer inside the file, ``#/a/b``) points to in ``root``."""
+    if not ref.startswith("#/") and ref != "#":
+        raise ConfigError(f"{where}: $ref {ref!r}: only references inside the file (#/...) are imported")
+    target = root
+    for part in [p.replace("~1", "/").replace("~0", "~") for p in ref[2:].split("/") if p]:
+        if isinstance(target, dict) and part in target:
+            target = target[part]
+        elif isinstance(target, list) and part.isdigit() and int(part) < len(target):
+            target = target[int(part)]
+        else:
+            raise ConfigError(f"{where}: $ref {ref!r} points to nothing")
+    return target
 
 
 def _prompt_table(
@@ -219,39 +251,30 @@ def _nunjucks_filters(config: ConfigFile, tables: list[dict[str, Any]], files: d
     where = config.where("nunjucksFilters")
     if not isinstance(raw, dict) or not all(isinstance(v, str) for v in raw.values()):
         raise ConfigError(f"{where}: nunjucksFilters maps a filter name to a JavaScript file")
-    filters: dict[str, str] = {}
-    for name, written in raw.items():
-        relative = inside(written.removeprefix("file://"))
-        if relative is None:
-            raise ConfigError(f"{where}: nunjucksFilters {name}: {written} lies outside the config's folder")
-        if relative in files or relative == "promptsuite.toml":
-            raise ConfigError(f"{where}: nunjucksFilters {name}: a filter's file may not be named {relative}")
-        files[relative] = config.read_text(relative, where)
-        filters[str(name)] = relative
+    filters = {str(name): _filter_file(config, name, written, where, files) for name, written in raw.items()}
     for table in tables:
         if table.get("semantics") == "promptfoo":
             table["nunjucks_filters"] = filters
 
 
+def _filter_file(config: ConfigFile, name: Any, written: str, where: str, files: dict[str, str]) -> str:
+    """Copy a Nunjucks filter's JavaScript file beside the prompts; return its name there."""
+    relative = inside(written.removeprefix("file://"))
+    if relative is None:
+        raise ConfigError(f"{where}: nunjucksFilters {name}: {written} lies outside the config's folder")
+    if relative in files or relative == "promptsuite.toml":
+        raise ConfigError(f"{where}: nunjucksFilters {name}: a filter's file may not be named {relative}")
+    files[relative] = config.read_text(relative, where)
+    return relative
+
+
 def promptfoo_suite(path: Path, *, slice_key: str | None = None) -> ImportedSuite:
     """Build the suite of a promptfoo config in memory (nothing written)."""
     config = ConfigFile(path)
-    unknown = sorted(set(config.data) - _KEYS)
-    if unknown:
-        raise ConfigError(f"{config.where(unknown[0])}: unknown key {unknown[0]!r} in a promptfoo config")
-    for key in sorted(_KEYS - _CARRIED):
-        if config.data.get(key):
-            config.notes.append(f"{config.where(key)}: {key} not carried over")
+    _check_keys(config)
     config.data = dereference(config.data, config.data, str(path))
     prompts, providers = config_prompts(config), config_providers(config)
-    default = config.data.get("defaultTest") or {}
-    if isinstance(default, str) and default.startswith("file://"):  # promptfoo reads it from a YAML file
-        relative = default[len("file://") :]
-        default = load_yaml(
-            config.read_text(relative, config.where("defaultTest")), str(config.root / relative), core=True
-        )[0]
-    if not isinstance(default, dict):
-        raise ConfigError(f"{config.where('defaultTest')}: defaultTest is a mapping")
+    default = _default_test(config)
     code = AssertModule()
     unsupported: list[str] = []
     cases = cases_of(
@@ -266,17 +289,62 @@ def promptfoo_suite(path: Path, *, slice_key: str | None = None) -> ImportedSuit
     files: dict[str, str] = {"cases.jsonl": cases.text}
     tasks: list[dict[str, Any]] = []
     for prompt in prompts:
-        made = None if prompt.text is None else json_template(prompt.text)
-        if made is not None and cases.affixed:  # JSON only when the test adds no prefix or suffix
-            around = "{{ promptfoo_prefix }}" + prompt.text + "{{ promptfoo_suffix }}"  # type: ignore[operator]
-            prompt.text = f"{{% if promptfoo_prefix or promptfoo_suffix %}}{around}{{% else %}}{made}{{% endif %}}"
-        elif made is not None:
-            prompt.text = made
-        elif cases.affixed:  # promptfoo puts a test's prefix and suffix around the prompt's text
-            if prompt.text is not None:
-                prompt.text = "{{ promptfoo_prefix }}" + prompt.text + "{{ promptfoo_suffix }}"
-            elif prompt.function is None:  # promptfoo puts a function's answer in place of the prefixed text
-                config.notes.append(f"not carried over: the tests' prefix and suffix on the chat prompt {prompt.label}")
+        _affix(config, prompt, cases.affixed)
+    _conversation_notes(config, prompts)
+    tables = [_prompt_table(p, i + 1, files, tasks) for i, p in enumerate(prompts)]
+    _nunjucks_filters(config, tables, files)
+    suite_config = _suite_config(config, prompts, providers, tables)
+    if cases.embedding is not None:  # the tests' options.provider: the similar checks' embeddings
+        suite_config["models.embedding"] = cases.embedding
+    if tasks:
+        files["prompts.yml"] = encode({"prompts": tasks}, indent=2) + "\n"  # JSON is YAML
+    if code.functions:
+        _add_code_files(config, code, files)
+    notes = list(dict.fromkeys([*config.notes, *(f"not carried over: {u}" for u in unsupported)]))
+    header = f"Imported by `promptsuite import promptfoo` from {path.name}."
+    return ImportedSuite(name=path.stem, config=suite_config, files=files, notes=notes, header=header)
+
+
+def _check_keys(config: ConfigFile) -> None:
+    """Refuse a key promptfoo does not have; note each present one that is not carried over."""
+    unknown = sorted(set(config.data) - _KEYS)
+    if unknown:
+        raise ConfigError(f"{config.where(unknown[0])}: unknown key {unknown[0]!r} in a promptfoo config")
+    for key in sorted(_KEYS - _CARRIED):
+        if config.data.get(key):
+            config.notes.append(f"{config.where(key)}: {key} not carried over")
+
+
+def _default_test(config: ConfigFile) -> dict[str, Any]:
+    """Return ``defaultTest``, inline or read from its ``file://`` YAML file as promptfoo reads it."""
+    default = config.data.get("defaultTest") or {}
+    if isinstance(default, str) and default.startswith("file://"):  # promptfoo reads it from a YAML file
+        relative = default[len("file://") :]
+        default = load_yaml(
+            config.read_text(relative, config.where("defaultTest")), str(config.root / relative), core=True
+        )[0]
+    if not isinstance(default, dict):
+        raise ConfigError(f"{config.where('defaultTest')}: defaultTest is a mapping")
+    return default
+
+
+def _affix(config: ConfigFile, prompt: ImportedPrompt, affixed: bool) -> None:
+    """Make a JSON prompt its template, and put the tests' prefix and suffix around a prompt's text (``affixed``)."""
+    made = None if prompt.text is None else json_template(prompt.text)
+    if made is not None and affixed:  # JSON only when the test adds no prefix or suffix
+        around = "{{ promptfoo_prefix }}" + prompt.text + "{{ promptfoo_suffix }}"  # type: ignore[operator]
+        prompt.text = f"{{% if promptfoo_prefix or promptfoo_suffix %}}{around}{{% else %}}{made}{{% endif %}}"
+    elif made is not None:
+        prompt.text = made
+    elif affixed:  # promptfoo puts a test's prefix and suffix around the prompt's text
+        if prompt.text is not None:
+            prompt.text = "{{ promptfoo_prefix }}" + prompt.text + "{{ promptfoo_suffix }}"
+        elif prompt.function is None:  # promptfoo puts a function's answer in place of the prefixed text
+            config.notes.append(f"not carried over: the tests' prefix and suffix on the chat prompt {prompt.label}")
+
+
+def _conversation_notes(config: ConfigFile, prompts: list[ImportedPrompt]) -> None:
+    """Note each prompt that reads ``_conversation`` (promptfoo's multi-turn threads): it renders empty."""
     for prompt in prompts:  # promptfoo's multi-turn threads: each row sees the earlier rows' turns
         written = prompt.text or " ".join(m["content"] for m in prompt.messages or ())
         if _CONVERSATION.search(written):
@@ -284,8 +352,36 @@ def promptfoo_suite(path: Path, *, slice_key: str | None = None) -> ImportedSuit
                 f"not carried over: _conversation in the prompt {prompt.label} (promptfoo's earlier turns of the "
                 "thread): it renders empty"
             )
-    tables = [_prompt_table(p, i + 1, files, tasks) for i, p in enumerate(prompts)]
-    _nunjucks_filters(config, tables, files)
+
+
+_Pair = tuple[int, dict[str, Any], str, dict[str, Any]]
+
+
+def _suite_config(
+    config: ConfigFile, prompts: list[ImportedPrompt], providers: list[Provider], tables: list[dict[str, Any]]
+) -> dict[str, dict[str, Any]]:
+    """Return the suite's config: its template and model, or a variant per prompt x provider pair to run."""
+    pairs = _pairs(config, prompts, providers, tables)
+    suite_config: dict[str, dict[str, Any]] = {"suite": {"cases": ["cases.jsonl"]}, "model": pairs[0][3]}
+    if len(tables) * len(providers) == 1:
+        suite_config["template"] = pairs[0][1]
+        suite_config["model"] = with_prompt_config(config, pairs[0][3], prompts[0])
+        return suite_config
+    suite_config["template"] = dict(pairs[0][1])
+    taken: set[str] = set()
+    for i, table, label, model in pairs:
+        name = _variant_name(f"p{i + 1}" if len(providers) == 1 else f"p{i + 1}-{_slug(label)}", taken)
+        own = with_prompt_config(config, model, prompts[i])  # the provider's table, the prompt's config over it
+        mine = len(providers) > 1 or own is not model
+        suite_config[f"variants.{name}"] = {**table, **({"model": own} if mine else {})}
+    return suite_config
+
+
+def _pairs(
+    config: ConfigFile, prompts: list[ImportedPrompt], providers: list[Provider], tables: list[dict[str, Any]]
+) -> list[_Pair]:
+    """Return each prompt x provider pair the providers' ``prompts:`` filters let run, by prompt:
+    (prompt index, template table, provider label, model table)."""
     pairs = [
         (
             i,
@@ -300,36 +396,28 @@ def promptfoo_suite(path: Path, *, slice_key: str | None = None) -> ImportedSuit
     if not pairs:
         raise ConfigError(f"{config.where('providers')}: the providers' prompts: filters leave no prompt to run")
     pairs.sort(key=lambda pair: pair[0])
-    suite_config: dict[str, dict[str, Any]] = {"suite": {"cases": ["cases.jsonl"]}, "model": pairs[0][3]}
-    if len(tables) * len(providers) == 1:
-        suite_config["template"] = pairs[0][1]
-        suite_config["model"] = with_prompt_config(config, pairs[0][3], prompts[0])
-    else:
-        suite_config["template"] = dict(pairs[0][1])
-        taken: set[str] = set()
-        for i, table, label, model in pairs:
-            name = f"p{i + 1}" if len(providers) == 1 else f"p{i + 1}-{_slug(label)}"
-            first, n = name, 1
-            while name in taken:  # two labels alike once made bare keys ('a:b', 'a/b') stay two variants
-                n += 1
-                name = f"{first}-{n}"
-            taken.add(name)
-            own = with_prompt_config(config, model, prompts[i])  # the provider's table, the prompt's config over it
-            mine = len(providers) > 1 or own is not model
-            suite_config[f"variants.{name}"] = {**table, **({"model": own} if mine else {})}
-    if cases.embedding is not None:  # the tests' options.provider: the similar checks' embeddings
-        suite_config["models.embedding"] = cases.embedding
-    if tasks:
-        files["prompts.yml"] = encode({"prompts": tasks}, indent=2) + "\n"  # JSON is YAML
-    if code.functions:
-        files["promptfoo_asserts.py"] = code.text()
-        for relative in code.files:  # copied beside the module; never in place of a file we write
-            if relative in files or relative == "promptsuite.toml":
-                raise ConfigError(f"{path}: file://{relative}: a code assert's file may not be named {relative}")
-            files[relative] = config.read_text(relative, str(path))
-    notes = list(dict.fromkeys([*config.notes, *(f"not carried over: {u}" for u in unsupported)]))
-    header = f"Imported by `promptsuite import promptfoo` from {path.name}."
-    return ImportedSuite(name=path.stem, config=suite_config, files=files, notes=notes, header=header)
+    return pairs
+
+
+def _variant_name(name: str, taken: set[str]) -> str:
+    """Return ``name``, or ``name-N`` when it is taken (two labels alike once made bare keys, 'a:b' and 'a/b',
+    stay two variants); the name returned is taken."""
+    first, n = name, 1
+    while name in taken:
+        n += 1
+        name = f"{first}-{n}"
+    taken.add(name)
+    return name
+
+
+def _add_code_files(config: ConfigFile, code: AssertModule, files: dict[str, str]) -> None:
+    """Add ``promptfoo_asserts.py`` and the files its asserts name, copied beside it."""
+    path = config.path
+    files["promptfoo_asserts.py"] = code.text()
+    for relative in code.files:  # copied beside the module; never in place of a file we write
+        if relative in files or relative == "promptsuite.toml":
+            raise ConfigError(f"{path}: file://{relative}: a code assert's file may not be named {relative}")
+        files[relative] = config.read_text(relative, str(path))
 
 
 def _slug(label: str) -> str:

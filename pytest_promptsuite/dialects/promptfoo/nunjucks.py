@@ -42,16 +42,21 @@ def js_string(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float):
-        if math.isnan(value):
-            return "NaN"
-        if math.isinf(value):
-            return "Infinity" if value > 0 else "-Infinity"
-        return str(int(value)) if value.is_integer() and abs(value) < 1e21 else repr(value)
+        return _js_number(value)
     if isinstance(value, (list, tuple)):
         return ",".join("" if v is None else js_string(v) for v in value)
     if isinstance(value, Mapping):
         return "[object Object]"
     return str(value)
+
+
+def _js_number(value: float) -> str:
+    """Return a float as JavaScript's ``String`` writes it: ``NaN``, ``Infinity``, ``1`` for 1.0."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    return str(int(value)) if value.is_integer() and abs(value) < 1e21 else repr(value)
 
 
 def file_and_function(written: str) -> tuple[str, str | None]:

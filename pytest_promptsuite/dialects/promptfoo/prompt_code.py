@@ -117,8 +117,7 @@ def transform_vars(row: Mapping[str, Any], base: Path | None) -> dict[str, Any]:
     spec = row[TRANSFORM_VARS]
     if not isinstance(spec, Mapping) or not isinstance(spec.get("code"), str):
         raise TemplateError(f"the case var {TRANSFORM_VARS} is {{code, vars, uuid, where}} (written by the import)")
-    names = spec["vars"] if isinstance(spec.get("vars"), list) else list(row)
-    variables = {k: row[k] for k in names if k in row and k not in _OPTION_VARS}
+    variables = _test_vars(row, spec)
     step = Transform(spec["code"], str(spec.get("where") or "transformVars"), base)
     try:
         value, _ = step.apply(variables, {"prompt": {}, "uuid": spec.get("uuid")}, param="vars")
@@ -130,6 +129,12 @@ def transform_vars(row: Mapping[str, Any], base: Path | None) -> dict[str, Any]:
             "not an object of vars"
         )
     return {**variables, **value}
+
+
+def _test_vars(row: Mapping[str, Any], spec: Mapping[str, Any]) -> dict[str, Any]:
+    """Return the test's own vars (those ``transformVars`` is given), without the vars of test options."""
+    names = spec["vars"] if isinstance(spec.get("vars"), list) else list(row)
+    return {k: row[k] for k in names if k in row and k not in _OPTION_VARS}
 
 
 @dataclass(frozen=True)
@@ -162,16 +167,7 @@ class Transform:
             return _DONE[key]
         payload = {"output": value, "context": context, "transform": True}
         if self.code.startswith("file://"):
-            written, fn = file_and_function(self.code[len("file://") :])
-            path = (self.base or Path.cwd()) / written
-            if written.endswith(".py"):
-                result = python_function(path, fn or "get_transform", name)(value, context)
-                text = None if result is None else _text(result)
-            elif _JS_FILES.search(written):
-                found = node_call({**payload, "file": str(path), "fn": fn}, name)
-                result, text = found["value"], found["text"]
-            else:
-                raise CheckError(f"{name}: promptfoo runs .js and .py transforms, not {written}")
+            result, text = self._run_file(payload, name)
         else:
             found = node_call({**payload, "code": self.code, "param": param}, name)
             result, text = found["value"], found["text"]
@@ -182,12 +178,38 @@ class Transform:
         _DONE[key] = (result, text)
         return result, text
 
+    def _run_file(self, payload: dict[str, Any], name: str) -> tuple[Any, str | None]:
+        """Run a ``file://`` transform (``.py`` here, JavaScript in Node.js): its value and text."""
+        written, fn = file_and_function(self.code[len("file://") :])
+        path = (self.base or Path.cwd()) / written
+        if written.endswith(".py"):
+            result = python_function(path, fn or "get_transform", name)(payload["output"], payload["context"])
+            return result, None if result is None else _text(result)
+        if _JS_FILES.search(written):
+            found = node_call({**payload, "file": str(path), "fn": fn}, name)
+            return found["value"], found["text"]
+        raise CheckError(f"{name}: promptfoo runs .js and .py transforms, not {written}")
+
 
 #: The transforms already run, by (code, input): every assert of a case reads the test's transform once.
 _DONE: dict[tuple[str, str, str], tuple[Any, str]] = {}
 _DONE_SIZE = 256
 _JS_FILES = re.compile(r"\.(?:js|cjs|mjs)$", re.IGNORECASE)
 _MODULES: dict[Path, Any] = {}
+
+
+def _answer_text(answer: Any, where: str) -> str:
+    """Return the text of a prompt function's answer: a string, chat messages or ``{prompt, config}``."""
+    if isinstance(answer, str):
+        return answer
+    if isinstance(answer, dict) and "prompt" in answer:  # {prompt, config}
+        inner = answer["prompt"]
+        return inner if isinstance(inner, str) else _text(inner)
+    if isinstance(answer, (dict, list)):
+        return _text(answer)
+    raise TemplateError(
+        f"{where}: returned {_js_type(answer)}; a prompt function returns a string, chat messages or {{prompt, config}}"
+    )
 
 
 def python_function(path: Path, fn: str, name: str) -> Any:
@@ -230,19 +252,7 @@ class PromptFunction:
         sends those as messages), else its text; TemplateError naming the file and the case when it fails."""
         where = f"prompt_function {self.written} (case {case.case_id})"
         variables = own_vars(case, self.base)  # promptfoo calls the function with the vars transformVars made
-        answer = self._call({**self.context, "vars": variables}, where)
-        if isinstance(answer, str):
-            text = answer
-        elif isinstance(answer, dict) and "prompt" in answer:  # {prompt, config}
-            inner = answer["prompt"]
-            text = inner if isinstance(inner, str) else _text(inner)
-        elif isinstance(answer, (dict, list)):
-            text = _text(answer)
-        else:
-            raise TemplateError(
-                f"{where}: returned {_js_type(answer)}; a prompt function returns a string, chat messages "
-                "or {prompt, config}"
-            )
+        text = _answer_text(self._call({**self.context, "vars": variables}, where), where)
         try:
             value = json.loads(text, parse_constant=_not_json)  # then the vars in each of its strings, as promptfoo
         except ValueError:

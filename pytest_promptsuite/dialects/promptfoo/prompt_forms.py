@@ -44,13 +44,13 @@ class ImportedPrompt:
         if not isinstance(refs, list):
             return True
         names = [n for n in (self.label, self.ident) if n]
-        return any(
-            isinstance(ref, str)
-            and any(
-                n == ref or (ref.endswith("*") and n.startswith(ref[:-1])) or n.startswith(f"{ref}:") for n in names
-            )
-            for ref in refs
-        )
+        return any(isinstance(ref, str) and any(_names(ref, n) for n in names) for ref in refs)
+
+
+def _names(ref: str, name: str) -> bool:
+    """Tell whether a ``prompts:`` filter entry names a prompt's label or id: as it is, ``prefix*``, or
+    ``ref:...``."""
+    return name == ref or (ref.endswith("*") and name.startswith(ref[:-1])) or name.startswith(f"{ref}:")
 
 
 def _chat(value: Any, where: str) -> list[dict[str, str]] | None:
@@ -70,48 +70,62 @@ def _chat(value: Any, where: str) -> list[dict[str, str]] | None:
 def _file_prompts(config: ConfigFile, relative: str, where: str) -> list[ImportedPrompt]:
     text = config.read_text(relative, where)
     if relative.endswith(".json"):
-        try:
-            messages = _json_chat(config, decode(text), relative, where)
-        except JsonError as exc:
-            if "{%" not in text and "{{" not in text:
-                problem = exc.describe()
-                raise ConfigError(f"{config.path.parent / relative}:{exc.line or 1}: invalid JSON: {problem}") from None
-            messages = None  # a template that is JSON once rendered: promptfoo renders first, then parses
-            config.notes.append(
-                f"{where}: {relative} is JSON only once rendered: imported as a text prompt (promptfoo sends "
-                "the rendered text to a chat model as the messages it parses to)"
-            )
-        if messages is None:  # promptfoo's processJsonFile: the file's JSON (or text, if it is none) is the prompt
-            try:
-                return [ImportedPrompt(relative, text=js_json(decode(text)))]
-            except JsonError:
-                return [ImportedPrompt(relative, text=text)]
-        return [ImportedPrompt(relative, messages=messages)]
+        return _json_file_prompts(config, relative, where, text)
     full = str(config.root / relative)
     if relative.endswith((".yaml", ".yml")):  # promptfoo's processYamlFile: the file's value as JSON is the prompt
-        try:
-            value = load_yaml(text, full, core=True)[0]
-            raw = js_json(value)
-        except ConfigError:
-            raw = text  # not YAML: its text, as promptfoo falls back
-        try:
-            prompt = _string_prompt(raw, where)
-        except ConfigError:  # a list, but not of {role, content}: promptfoo sends the JSON as written
-            config.notes.append(
-                f"{where}: {relative} is not a list of {{role, content}} messages: imported as a text prompt "
-                "(its value as JSON, as promptfoo sends it)"
-            )
-            prompt = ImportedPrompt(raw, text=raw)
-        prompt.label = f"{full}: {raw[:80]}"
-        return [prompt]
+        return _yaml_file_prompts(config, relative, where, text)
     if not relative.endswith((".txt", ".md", ".j2", ".njk", ".prompt")):
         raise ConfigError(
             f"{where}: prompt file {relative}: only .txt, .md, .j2, .json, .jsonl, .yaml and .csv prompts are imported"
         )
     if not relative.endswith(_TEXT_PROMPT):  # promptfoo's processJinjaFile, processMarkdownFile: the whole file
         return [ImportedPrompt(f"{full}: {text[:50]}...", text=text)]
+    return [ImportedPrompt(f"{full}: {p}", text=p) for p in _text_parts(text)]
+
+
+def _json_file_prompts(config: ConfigFile, relative: str, where: str, text: str) -> list[ImportedPrompt]:
+    try:
+        messages = _json_chat(config, decode(text), relative, where)
+    except JsonError as exc:
+        if "{%" not in text and "{{" not in text:
+            problem = exc.describe()
+            raise ConfigError(f"{config.path.parent / relative}:{exc.line or 1}: invalid JSON: {problem}") from None
+        messages = None  # a template that is JSON once rendered: promptfoo renders first, then parses
+        config.notes.append(
+            f"{where}: {relative} is JSON only once rendered: imported as a text prompt (promptfoo sends "
+            "the rendered text to a chat model as the messages it parses to)"
+        )
+    if messages is not None:
+        return [ImportedPrompt(relative, messages=messages)]
+    try:  # promptfoo's processJsonFile: the file's JSON (or text, if it is none) is the prompt
+        return [ImportedPrompt(relative, text=js_json(decode(text)))]
+    except JsonError:
+        return [ImportedPrompt(relative, text=text)]
+
+
+def _yaml_file_prompts(config: ConfigFile, relative: str, where: str, text: str) -> list[ImportedPrompt]:
+    full = str(config.root / relative)
+    try:
+        value = load_yaml(text, full, core=True)[0]
+        raw = js_json(value)
+    except ConfigError:
+        raw = text  # not YAML: its text, as promptfoo falls back
+    try:
+        prompt = _string_prompt(raw, where)
+    except ConfigError:  # a list, but not of {role, content}: promptfoo sends the JSON as written
+        config.notes.append(
+            f"{where}: {relative} is not a list of {{role, content}} messages: imported as a text prompt "
+            "(its value as JSON, as promptfoo sends it)"
+        )
+        prompt = ImportedPrompt(raw, text=raw)
+    prompt.label = f"{full}: {raw[:80]}"
+    return [prompt]
+
+
+def _text_parts(text: str) -> list[str]:
+    """Split a text prompt file as promptfoo does: on lines of ``---``, each part trimmed, empty ones dropped."""
     parts: list[str] = []
-    buffer: list[str] = []  # promptfoo splits on lines of '---', then trims each part
+    buffer: list[str] = []
     lines = text.splitlines()
     for line in [*lines, "---"]:
         if line.strip() == "---":
@@ -120,7 +134,7 @@ def _file_prompts(config: ConfigFile, relative: str, where: str) -> list[Importe
             buffer = []
         else:
             buffer.append(line)
-    return [ImportedPrompt(f"{full}: {p}", text=p) for p in parts]
+    return parts
 
 
 def json_template(raw: str) -> str | None:
@@ -178,14 +192,7 @@ def _json_chat(config: ConfigFile, value: Any, relative: str, where: str) -> lis
 def _csv_prompts(config: ConfigFile, relative: str, where: str, label: Any, ident: Any) -> list[ImportedPrompt]:
     """Read a CSV prompt file as promptfoo's ``processCsvPrompts`` does: a ``prompt`` column (and an
     optional ``label``), or, when the file has no comma, one prompt a line (a ``prompt`` header skipped)."""
-    text = config.read_text(relative, where)
-    if "," in text:
-        rows = read_csv(text.encode("utf-8"), str(config.root / relative))
-        found = [(r.get("prompt", "").strip(), r.get("label", "").strip()) for _, r in rows]
-        found = [(raw, label) for raw, label in found if raw]
-    else:
-        lines = [line for line in text.splitlines() if line.strip()]
-        found = [(line, "") for line in lines[1 if lines and lines[0].strip().lower() == "prompt" else 0 :]]
+    found = _csv_rows(config.read_text(relative, where), str(config.root / relative))
     if not found:
         raise ConfigError(f"{where}: {relative} holds no prompts (a 'prompt' column, or one prompt a line)")
     out: list[ImportedPrompt] = []
@@ -198,6 +205,17 @@ def _csv_prompts(config: ConfigFile, relative: str, where: str, label: Any, iden
             prompt.ident = f"{ident}:{index + 1}" if several else ident
         out.append(prompt)
     return out
+
+
+def _csv_rows(text: str, path: str) -> list[tuple[str, str]]:
+    """Return a CSV prompt file's (prompt, label) rows: its ``prompt`` and ``label`` columns, or one prompt a
+    line when it has no comma (a ``prompt`` header skipped)."""
+    if "," in text:
+        rows = read_csv(text.encode("utf-8"), path)
+        found = [(r.get("prompt", "").strip(), r.get("label", "").strip()) for _, r in rows]
+        return [(raw, label) for raw, label in found if raw]
+    lines = [line for line in text.splitlines() if line.strip()]
+    return [(line, "") for line in lines[1 if lines and lines[0].strip().lower() == "prompt" else 0 :]]
 
 
 def _jsonl_prompts(config: ConfigFile, relative: str, where: str, label: Any) -> list[ImportedPrompt]:
@@ -307,27 +325,36 @@ def _one_prompt(
             prompt.config = settings or None  # promptfoo spreads the prompt's keys over each row's
         return made
     if item.startswith("file://") and item.endswith(".jsonl"):
-        found = _jsonl_prompts(config, item[len("file://") :], where, label)
-        label = None  # labelled line by line as promptfoo labels them
-    elif item.startswith("file://") and _is_code(item, _TYPESCRIPT):
+        found, label = _jsonl_prompts(config, item[len("file://") :], where, label), None  # labelled line by line
+    else:
+        found = _prompts_of(config, item, where)
+    for prompt in found:
+        _name(prompt, item, label, ident, settings)
+    return found
+
+
+def _name(prompt: ImportedPrompt, item: str, label: Any, ident: Any, settings: dict[str, Any] | None) -> None:
+    """Give a prompt read from ``item`` the id, config and label written for it, as promptfoo labels it."""
+    prompt.ident = ident if isinstance(ident, str) else None
+    prompt.config = settings or None
+    if label and item.startswith("file://") and item.endswith(_TEXT_PROMPT):
+        prompt.label = f"{label}: {prompt.label}"
+    elif label:
+        prompt.label = str(label)
+
+
+def _prompts_of(config: ConfigFile, item: str, where: str) -> list[ImportedPrompt]:
+    """Read a prompt item other than a CSV or JSONL file: a prompt function, a prompt file or a string."""
+    if item.startswith("file://") and _is_code(item, _TYPESCRIPT):
         raise ConfigError(
             f"{where}: {item}: TypeScript prompt functions are not imported (promptfoo loads them with a "
             "TypeScript loader); write it as .js, .mjs or .py"
         )
-    elif item.startswith("file://") and _is_code(item, _FUNCTION_FILES):
-        found = [_function_prompt(config, item[len("file://") :], where)]
-    elif item.startswith("file://"):
-        found = _file_prompts(config, item[len("file://") :], where)
-    else:
-        found = [_string_prompt(item, where)]
-    for prompt in found:
-        prompt.ident = ident if isinstance(ident, str) else None
-        prompt.config = settings or None
-        if label and item.startswith("file://") and item.endswith(_TEXT_PROMPT):
-            prompt.label = f"{label}: {prompt.label}"
-        elif label:
-            prompt.label = str(label)
-    return found
+    if item.startswith("file://") and _is_code(item, _FUNCTION_FILES):
+        return [_function_prompt(config, item[len("file://") :], where)]
+    if item.startswith("file://"):
+        return _file_prompts(config, item[len("file://") :], where)
+    return [_string_prompt(item, where)]
 
 
 def _is_code(written: str, kinds: tuple[str, ...]) -> bool:

@@ -1,5 +1,5 @@
 """promptfoo ``tests`` into cases: ``defaultTest`` merged in, ``vars`` expanded, ``assert`` entries mapped
-one to one where the names are shared, CSV test files, ``metadata`` as tags, and a slice from a metadata key."""
+one to one where the names are shared (a table of mappers), ``metadata`` as tags, and a slice from a metadata key."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from collections.abc import Mapping
 from dataclasses import dataclass
 from dataclasses import field
+from dataclasses import replace
 from typing import Any
 
 from pytest_promptsuite.dialects.promptfoo.nunjucks import TRANSFORM_VARS
@@ -27,12 +28,6 @@ from pytest_promptsuite.safety.limits import IMPORT_CASES_BYTES
 from pytest_promptsuite.safety.scrub import register
 
 
-#: promptfoo's assert types that are ours under the same name.
-_SHARED = frozenset(
-    "equals contains icontains contains-any contains-all icontains-any icontains-all starts-with regex is-json "
-    "contains-json is-xml levenshtein latency cost llm-rubric is-refusal word-count rouge-n is-valid-openai-tools-call "
-    "is-valid-openai-function-call".split()
-)
 _VAR = re.compile(r"\{\{\s*(\w+)\s*\}\}")
 
 
@@ -54,13 +49,7 @@ class AssertModule:
         if not isinstance(value, str) or not value.strip():
             raise ConfigError(f"{where}: a {kind} assert needs its code or a file:// function as 'value'")
         if value.startswith("file://"):
-            written, _, fn = value[len("file://") :].partition(":")
-            path = inside(written)  # copied beside the module under this name, so never outside --out
-            if path is None:
-                raise ConfigError(f"{where}: file://{written} lies outside the config's folder")
-            if path not in self.files:
-                self.files.append(path)
-            call = f"None, output, case, file=str(_HERE / {path!r}), fn={fn or None!r}"
+            call = self._file_call(value, where)
         else:
             call = f"{value!r}, output, case" + (", fill_vars=True" if fill_vars else "")
         if config is not None:
@@ -71,6 +60,16 @@ class AssertModule:
             "sent=context)\n"
         )
         return f"file://promptfoo_asserts.py:{name}"
+
+    def _file_call(self, value: str, where: str) -> str:
+        """Return the arguments that run a ``file://PATH[:fn]`` assert; its file is copied beside the module."""
+        written, _, fn = value[len("file://") :].partition(":")
+        path = inside(written)  # copied beside the module under this name, so never outside --out
+        if path is None:
+            raise ConfigError(f"{where}: file://{written} lies outside the config's folder")
+        if path not in self.files:
+            self.files.append(path)
+        return f"None, output, case, file=str(_HERE / {path!r}), fn={fn or None!r}"
 
     def transformed(self, entry: dict[str, Any], transforms: list[Any], where: str, *, fill_vars: bool = False) -> str:
         """Add a function running the assert ``entry`` (ours) on the output after ``transforms`` (the
@@ -127,34 +126,34 @@ def fill(value: Any, variables: Mapping[str, Any], where: str) -> Any:
     """Fill ``{{ name }}`` in an assert's value from the test's vars, composed first (as promptfoo renders
     it after the prompt); its length is computed first, and past :data:`IMPORT_CASES_BYTES` it is refused."""
     if isinstance(value, str):
-        found = list(_VAR.finditer(value))
-        if not found:
-            return value
-        variables = resolve_vars(variables)
-        texts = {name: js_string(variables[name]) for name in {m.group(1) for m in found} if name in variables}
-        size = len(value) + sum(len(texts[m.group(1)]) - len(m.group(0)) for m in found if m.group(1) in texts)
-        if size > IMPORT_CASES_BYTES.value:
-            raise ConfigError(f"{where}: the value filled from the vars is longer than {IMPORT_CASES_BYTES}")
-        return _VAR.sub(lambda m: texts.get(m.group(1), m.group(0)), value)
+        return _fill_text(value, variables, where)
     if isinstance(value, list):
         return [fill(v, variables, where) for v in value]
     return value
+
+
+def _fill_text(value: str, variables: Mapping[str, Any], where: str) -> str:
+    found = list(_VAR.finditer(value))
+    if not found:
+        return value
+    variables = resolve_vars(variables)
+    texts = {name: js_string(variables[name]) for name in {m.group(1) for m in found} if name in variables}
+    size = len(value) + sum(len(texts[m.group(1)]) - len(m.group(0)) for m in found if m.group(1) in texts)
+    if size > IMPORT_CASES_BYTES.value:
+        raise ConfigError(f"{where}: the value filled from the vars is longer than {IMPORT_CASES_BYTES}")
+    return _VAR.sub(lambda m: texts.get(m.group(1), m.group(0)), value)
 
 
 #: An assert's keys that are carried over (``metric`` only names it in promptfoo's report).
 _ASSERT_KEYS = frozenset({"type", "value", "threshold", "weight", "metric", "assert"})
 #: An assert's keys that change its verdict on any model: an assert with one is not carried over.
 _VERDICT_KEYS = ("transform", "contextTransform")
-#: The shared types whose verdict reads an assert's ``threshold``.
-_THRESHOLDED = frozenset({"latency", "cost", "llm-rubric", "rouge-n"})
 #: A test's keys that are carried over.
 _TEST_KEYS = frozenset({"description", "vars", "assert", "metadata", "threshold", "options", "providerOutput"})
 #: A test's options that are carried over.
 _CARRIED_OPTIONS = frozenset(
     {"disableDefaultAsserts", "disableVarExpansion", "prefix", "suffix", "transform", "postprocess", "transformVars"}
 )
-#: The shared types that check the model's call against its functions or tools, ignoring ``value``.
-_CALL_CHECKS = frozenset({"is-valid-openai-tools-call", "is-valid-openai-function-call"})
 #: The shared types that read the call, not its output: a transform changes nothing for them.
 _CALL_TYPES = frozenset({"latency", "cost"})
 #: The shared types that need more than the output (a judge): not carried over after a transform.
@@ -168,6 +167,131 @@ def _not_carried(kind: str, why: str, code: AssertModule, where: str, unsupporte
     return {"type": "python", "value": code.uncarried(what, where)}
 
 
+@dataclass(frozen=True)
+class _Assert:
+    """One promptfoo assert being mapped: as written, its type, its value filled from the vars, and where
+    what it adds goes."""
+
+    raw: Mapping[str, Any]
+    kind: str
+    value: Any
+    variables: Mapping[str, Any]
+    code: AssertModule
+    where: str
+    unsupported: list[str]
+    fill_vars: bool
+
+    @property
+    def negated(self) -> bool:
+        """Tell whether the type is ``not-`` one."""
+        return self.kind.startswith("not-")
+
+    @property
+    def base(self) -> str:
+        """Return the type without its ``not-``."""
+        return self.kind[4:] if self.negated else self.kind
+
+    def not_carried(self, why: str) -> dict[str, Any]:
+        """List the assert as not carried over and return the check that fails its case in its place."""
+        return _not_carried(self.kind, why, self.code, self.where, self.unsupported)
+
+
+def _code_assert(entry: _Assert, out: dict[str, Any]) -> dict[str, Any]:
+    if entry.negated:
+        return entry.not_carried("a negated code assert")
+    threshold, config = entry.raw.get("threshold"), entry.raw.get("config")
+    out.update(
+        type="python",
+        value=entry.code.add(entry.base, entry.value, threshold, entry.where, fill_vars=entry.fill_vars, config=config),
+    )
+    return out
+
+
+def _assert_set(entry: _Assert, out: dict[str, Any]) -> dict[str, Any]:
+    inner = [
+        map_assert(a, entry.variables, entry.code, f"{entry.where}.assert[{i}]", entry.unsupported)
+        for i, a in enumerate(_list(entry.raw.get("assert"), "assert", entry.where))
+    ]
+    out.update(type="assert-set", **{"assert": inner})
+    if "threshold" in entry.raw:
+        out["threshold"] = entry.raw["threshold"]
+    return out
+
+
+#: promptfoo's embedding similarity types and ours (its ``similar`` is cosine; our ``similar`` is a string ratio).
+_SIMILAR = {"similar": "similar:cosine", **{t: t for t in ("similar:cosine", "similar:dot", "similar:euclidean")}}
+
+
+def _similar(entry: _Assert, out: dict[str, Any]) -> dict[str, Any]:
+    """Map a promptfoo ``similar`` assert to our embedding check (it runs on ``[models.embedding]``)."""
+    out["type"] = ("not-" if entry.negated else "") + _SIMILAR[entry.base]
+    if entry.value is not None:
+        out["value"] = entry.value
+    threshold = entry.raw.get("threshold")
+    if threshold is not None:
+        out["threshold"] = threshold
+    return out
+
+
+def _shared(entry: _Assert, out: dict[str, Any]) -> dict[str, Any]:
+    out["type"] = entry.kind
+    if entry.value is not None:
+        out["value"] = entry.value
+    return out  # a threshold on such a type is one promptfoo ignores too
+
+
+def _as_text(entry: _Assert, out: dict[str, Any]) -> dict[str, Any]:
+    if isinstance(entry.value, (int, float)):  # promptfoo compares String(value)
+        return _shared(replace(entry, value=str(entry.value)), out)
+    return _shared(entry, out)
+
+
+def _thresholded(entry: _Assert, out: dict[str, Any]) -> dict[str, Any]:
+    out = _shared(entry, out)
+    threshold = entry.raw.get("threshold")
+    if threshold is not None:
+        out["threshold"] = threshold
+    return out
+
+
+def _levenshtein(entry: _Assert, out: dict[str, Any]) -> dict[str, Any]:
+    out = _shared(entry, out)
+    threshold = entry.raw.get("threshold")  # promptfoo passes at distance <= threshold (default 5): whole edits
+    out["threshold"] = 5 if threshold is None else max(0, math.floor(threshold))
+    return out
+
+
+def _call_check(entry: _Assert, out: dict[str, Any]) -> dict[str, Any]:
+    out["type"] = entry.base  # against the provider's functions or tools; promptfoo's handler ignores not-
+    return out
+
+
+#: How each promptfoo assert type carried over is mapped to ours (``not-`` removed): the rest are not carried.
+ASSERT_MAPPERS: dict[str, Callable[[_Assert, dict[str, Any]], dict[str, Any]]] = {
+    "javascript": _code_assert,
+    "python": _code_assert,
+    "assert-set": _assert_set,
+    **dict.fromkeys(_SIMILAR, _similar),
+    **dict.fromkeys(("equals", "contains", "icontains", "starts-with"), _as_text),
+    **dict.fromkeys(("contains-any", "contains-all", "icontains-any", "icontains-all"), _shared),
+    **dict.fromkeys(("regex", "is-json", "contains-json", "is-xml", "is-refusal", "word-count"), _shared),
+    **dict.fromkeys(("latency", "cost", "llm-rubric", "rouge-n"), _thresholded),
+    "levenshtein": _levenshtein,
+    **dict.fromkeys(("is-valid-openai-tools-call", "is-valid-openai-function-call"), _call_check),
+}
+
+
+def _assert_kind(raw: Any, where: str) -> str:
+    if not isinstance(raw, Mapping) or not isinstance(raw.get("type"), str):
+        raise ConfigError(f"{where}: an assert is an object with a 'type'")
+    return str(raw["type"])
+
+
+def _extra_keys(raw: Mapping[str, Any], base: str) -> list[str]:
+    """Return an assert's keys that are not carried over (a code assert's ``config`` is)."""
+    return sorted(set(map(str, raw)) - _ASSERT_KEYS - ({"config"} if base in ("javascript", "python") else set()))
+
+
 def map_assert(
     raw: Any,
     variables: Mapping[str, Any],
@@ -177,72 +301,20 @@ def map_assert(
     *,
     fill_vars: bool = False,
 ) -> dict[str, Any]:
-    """Map one promptfoo assert to ours; one that is not carried over is listed in ``unsupported``
-    and becomes a check that fails the case, never a case that passes without it."""
-    if not isinstance(raw, Mapping) or not isinstance(raw.get("type"), str):
-        raise ConfigError(f"{where}: an assert is an object with a 'type'")
-    kind: str = raw["type"]
-    negated = kind.startswith("not-")
-    base = kind[4:] if negated else kind
+    """Map one promptfoo assert to ours through :data:`ASSERT_MAPPERS`; one that is not carried over is
+    listed in ``unsupported`` and becomes a check that fails the case, never a case that passes without it."""
+    kind = _assert_kind(raw, where)
     changing = [k for k in _VERDICT_KEYS if k in raw]
     if changing:
         return _not_carried(kind, f"its {', '.join(changing)}", code, where, unsupported)
-    extra = sorted(set(map(str, raw)) - _ASSERT_KEYS - ({"config"} if base in ("javascript", "python") else set()))
+    entry = _Assert(raw, kind, None, variables, code, where, unsupported, fill_vars)
+    extra = _extra_keys(raw, entry.base)
     if extra:
         unsupported.append(f"{where}: {kind} keys {', '.join(extra)}")
-    value = fill(raw.get("value"), variables, where)
-    out: dict[str, Any] = {}
-    if "weight" in raw:
-        out["weight"] = raw["weight"]
-    if base in ("javascript", "python"):
-        if negated:
-            return _not_carried(kind, "a negated code assert", code, where, unsupported)
-        out.update(
-            type="python",
-            value=code.add(base, value, raw.get("threshold"), where, fill_vars=fill_vars, config=raw.get("config")),
-        )
-        return out
-    if base == "assert-set":
-        inner = [
-            map_assert(a, variables, code, f"{where}.assert[{i}]", unsupported)
-            for i, a in enumerate(_list(raw.get("assert"), "assert", where))
-        ]
-        out.update(type="assert-set", **{"assert": inner})
-        if "threshold" in raw:
-            out["threshold"] = raw["threshold"]
-        return out
-    if base in _SIMILAR:
-        return _similar(out, base, negated, value, raw.get("threshold"))
-    if base not in _SHARED:
-        return _not_carried(kind, "", code, where, unsupported)
-    if base in ("equals", "contains", "icontains", "starts-with") and isinstance(value, (int, float)):
-        value = str(value)  # promptfoo compares String(value)
-    out["type"] = kind
-    if base in _CALL_CHECKS:  # against the provider's functions or tools; promptfoo's handler ignores not-
-        out["type"] = base
-        return out
-    if value is not None:
-        out["value"] = value
-    threshold = raw.get("threshold")
-    if base == "levenshtein":  # promptfoo passes at distance <= threshold (default 5): a whole number of edits
-        out["threshold"] = 5 if threshold is None else max(0, math.floor(threshold))
-    elif threshold is not None and base in _THRESHOLDED:
-        out["threshold"] = threshold
-    return out  # a threshold on any other type is one promptfoo ignores too
-
-
-#: promptfoo's embedding similarity types and ours (its ``similar`` is cosine; our ``similar`` is a string ratio).
-_SIMILAR = {"similar": "similar:cosine", **{t: t for t in ("similar:cosine", "similar:dot", "similar:euclidean")}}
-
-
-def _similar(out: dict[str, Any], base: str, negated: bool, value: Any, threshold: Any) -> dict[str, Any]:
-    """Map a promptfoo ``similar`` assert to our embedding check (it runs on ``[models.embedding]``)."""
-    out["type"] = ("not-" if negated else "") + _SIMILAR[base]
-    if value is not None:
-        out["value"] = value
-    if threshold is not None:
-        out["threshold"] = threshold
-    return out
+    entry = replace(entry, value=fill(raw.get("value"), variables, where))
+    out: dict[str, Any] = {"weight": raw["weight"]} if "weight" in raw else {}
+    mapper = ASSERT_MAPPERS.get(entry.base)
+    return entry.not_carried("") if mapper is None else mapper(entry, out)
 
 
 #: promptfoo's ids of an OpenAI embedding model: ``openai:embedding:MODEL`` (or ``embeddings``).
@@ -262,17 +334,22 @@ def embedding_table(provider: Any) -> tuple[dict[str, Any] | None, list[str]]:
     if match is None:
         return None, ["provider"]
     table: dict[str, Any] = {"spec": f"openai:{match.group(1)}"}
+    where = "provider" if inner is provider else "provider.embedding"
+    return table, left + _embedding_settings(inner, table, where)
+
+
+def _embedding_settings(inner: Any, table: dict[str, Any], where: str) -> list[str]:
+    """Carry an embedding provider's ``config.apiBaseUrl`` into ``table``; return what else it sets."""
     settings = inner.get("config") if isinstance(inner, dict) else None
     settings = settings if isinstance(settings, dict) else {}
     if isinstance(settings.get("apiKey"), str):  # never carried over, and scrubbed wherever it shows
         register(settings["apiKey"])
     if isinstance(settings.get("apiBaseUrl"), str):
         table["base_url"] = settings["apiBaseUrl"]
-    where = "provider" if inner is provider else "provider.embedding"
-    left += [f"{where}.config.{key}" for key in sorted(map(str, settings)) if key != "apiBaseUrl"]
+    left = [f"{where}.config.{key}" for key in sorted(map(str, settings)) if key != "apiBaseUrl"]
     if isinstance(inner, dict):
         left += [f"{where}.{key}" for key in sorted(map(str, inner)) if key not in ("id", "config")]
-    return table, left
+    return left
 
 
 def _with_transforms(
@@ -292,27 +369,73 @@ def _with_transforms(
     late = deferred and isinstance(raw, Mapping) and _reads_vars(raw.get("value"))
     if not test and own is None and not late:
         return map_assert(raw, variables, code, where, unsupported)
+    return _after_transforms(raw, variables, code, where, unsupported, test, deferred, own, late)
+
+
+def _after_transforms(
+    raw: Mapping[str, Any],
+    variables: Mapping[str, Any],
+    code: AssertModule,
+    where: str,
+    unsupported: list[str],
+    test: Any,
+    deferred: bool,
+    own: Any,
+    late: bool,
+) -> dict[str, Any]:
+    """Map one assert run after the test's transform ``test`` and its own ``own`` (either may be None), or
+    ``late`` (its value's vars filled at run time)."""
     kind = str(raw.get("type"))
     base = kind.removeprefix("not-")
     plain = {k: v for k, v in raw.items() if k != "transform"}
     if base in _CALL_TYPES:
         return map_assert(plain, variables, code, where, unsupported)
     if base == "assert-set":
-        if own is not None:
-            return _not_carried(kind, "its transform", code, where, unsupported)
-        inner = [
-            _with_transforms(a, variables, code, f"{where}.assert[{i}]", unsupported, test, deferred)
-            for i, a in enumerate(_list(raw.get("assert"), "assert", where))
-        ]
-        out = {k: raw[k] for k in ("weight", "threshold") if k in raw}
-        return {**out, "type": "assert-set", "assert": inner}
+        return _transformed_set(raw, variables, code, where, unsupported, test, deferred)
     if base in _JUDGED_TYPES:
         return _not_carried(kind, "after a transform", code, where, unsupported)
-    filled_code = late and base in ("javascript", "python")  # its code is filled where it runs
+    transforms = [t for t in (test, own) if t is not None]
+    return _transformed(plain, variables, code, where, unsupported, transforms, late)
+
+
+def _transformed_set(
+    raw: Mapping[str, Any],
+    variables: Mapping[str, Any],
+    code: AssertModule,
+    where: str,
+    unsupported: list[str],
+    test: Any,
+    deferred: bool,
+) -> dict[str, Any]:
+    """Map an ``assert-set`` after the test's transform: each of its asserts after it (its own is not carried)."""
+    if raw.get("transform") is not None:
+        return _not_carried(str(raw.get("type")), "its transform", code, where, unsupported)
+    inner = [
+        _with_transforms(a, variables, code, f"{where}.assert[{i}]", unsupported, test, deferred)
+        for i, a in enumerate(_list(raw.get("assert"), "assert", where))
+    ]
+    out = {k: raw[k] for k in ("weight", "threshold") if k in raw}
+    return {**out, "type": "assert-set", "assert": inner}
+
+
+def _transformed(
+    plain: dict[str, Any],
+    variables: Mapping[str, Any],
+    code: AssertModule,
+    where: str,
+    unsupported: list[str],
+    transforms: list[Any],
+    late: bool,
+) -> dict[str, Any]:
+    """Map an assert (without its own ``transform``) to a check of the output after ``transforms``; ``late``:
+    its value's ``{{ var }}`` are filled at run time (a code assert's where its code runs)."""
+    filled_code = late and str(plain.get("type")).removeprefix("not-") in (
+        "javascript",
+        "python",
+    )  # filled where it runs
     entry = map_assert(plain, {} if late else variables, code, where, unsupported, fill_vars=filled_code)
     if entry["type"] == "python" and entry["value"].rpartition(":")[2].startswith("not_carried_"):
         return entry
-    transforms = [t for t in (test, own) if t is not None]
     if not transforms and filled_code:
         return entry
     weight = entry.pop("weight", None)
@@ -325,175 +448,6 @@ def _reads_vars(value: Any) -> bool:
     if isinstance(value, str):
         return _VAR.search(value) is not None
     return isinstance(value, list) and any(_reads_vars(v) for v in value)
-
-
-def csv_test(row: Mapping[str, str], where: str, index: int) -> dict[str, Any]:
-    """Convert row ``index`` (from 0) of a CSV test file to a promptfoo test as promptfoo's
-    ``testCaseFromCsvRow`` does: columns are vars, ``__expected*`` asserts, the other ``__`` columns
-    options, description, metric, threshold, metadata and per-assert config; an empty cell is unset."""
-    test: dict[str, Any] = {"vars": {}, "assert": [], "options": {}}
-    metadata: dict[str, Any] = {}
-    configs: dict[int, dict[str, float]] = {}
-    metric = None
-    for raw_column, text in row.items():
-        column = raw_column.strip()
-        if column.startswith("__expected"):
-            if text.strip():
-                try:
-                    test["assert"].append(assertion_from_string(text.strip()))
-                except ConfigError as exc:
-                    raise ConfigError(f"{where}: {column}: {exc}") from None
-        elif column in ("__prefix", "__suffix"):
-            test["options"][column[2:]] = text
-        elif column == "__description":
-            test["description"] = text
-        elif column == "__providerOutput":
-            test["providerOutput"] = text
-        elif column == "__metric":
-            metric = text
-        elif column == "__threshold":
-            number = _finite(text)
-            if number is not None:
-                test["threshold"] = number
-        elif column.startswith("__metadata:"):
-            key = column[len("__metadata:") :]
-            if key.endswith("[]") and text.strip():  # split on commas not escaped as \,
-                metadata[key[:-2]] = [v.strip().replace("\\,", ",") for v in re.split(r"(?<!\\),", text)]
-            elif not key.endswith("[]") and text.strip():
-                metadata[key] = text
-        elif column.startswith("__config:"):
-            index_key = _assert_config(column, text, where)
-            if index_key is not None:
-                configs.setdefault(index_key[0], {})[index_key[1]] = index_key[2]
-        else:
-            test["vars"][column] = text
-    for i, assertion in enumerate(test["assert"]):
-        if metric is not None:
-            assertion["metric"] = metric
-        for key, value in configs.get(i, {}).items():
-            assertion[key] = metadata[key] = value  # promptfoo sets both
-    if metadata:
-        test["metadata"] = metadata
-    if not test.get("description"):
-        test["description"] = f"Row #{index + 1}"
-    return test
-
-
-def _assert_config(column: str, text: str, where: str) -> tuple[int, str, float] | None:
-    """Read a ``__config:__expected[N]:threshold`` cell: (assert index, key, number)."""
-    parts = column[len("__config:") :].split(":")
-    if len(parts) != 2:
-        return None  # promptfoo warns and ignores it
-    expected, key = parts
-    found = re.fullmatch(r"__expected(\d*)", expected)
-    index = (0 if not found.group(1) else int(found.group(1)) - 1) if found else -1
-    if index < 0:
-        raise ConfigError(f"{where}: {column}: the assert is __expected or __expected<N> (N from 1)")
-    if key != "threshold":
-        raise ConfigError(f"{where}: {column}: the only config key is threshold")
-    number = _finite(text)
-    if number is None:
-        raise ConfigError(f"{where}: {column}: {text!r} is not a number")
-    return index, key, number
-
-
-_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
-
-
-def _finite(text: str | None) -> float | None:
-    """Read a cell as a finite number, None when it is empty or not one (promptfoo: unset)."""
-    trimmed = (text or "").strip()
-    if not _NUMBER.fullmatch(trimmed):
-        return None
-    number = float(trimmed)
-    return number if math.isfinite(number) else None
-
-
-#: promptfoo 0.123.1's assertion types (``BaseAssertionTypesSchema``), in its order: the grammar's TYPE.
-_TYPES = (
-    "agent-rubric answer-relevance bleu classifier contains contains-all contains-any contains-html contains-json "
-    "contains-sql contains-xml context-faithfulness context-recall context-relevance conversation-relevance cost "
-    "equals factuality finish-reason g-eval gleu guardrails icontains icontains-all icontains-any is-html is-json "
-    "is-refusal is-sql is-valid-function-call is-valid-openai-function-call is-valid-openai-tools-call is-xml "
-    "javascript latency levenshtein llm-rubric pi meteor model-graded-closedqa model-graded-factuality moderation "
-    "perplexity perplexity-score python regex rouge-n ruby similar similar:cosine similar:dot similar:euclidean "
-    "starts-with tool-call-f1 skill-used trajectory:goal-success trajectory:tool-args-match trajectory:step-count "
-    "trajectory:tool-sequence trajectory:tool-used trace-error-spans trace-span-count trace-span-duration "
-    "search-rubric webhook word-count"
-).split()
-_ASSERTION = re.compile(rf"^(not-)?({'|'.join(map(re.escape, _TYPES))})(?:\((\d+(?:\.\d+)?)\))?(?::([\s\S]*))?$")
-#: The types whose assertion string takes a threshold, ``TYPE(N)``; without one it is 0.75 (``similar``: 0.8).
-_THRESHOLD_TYPES = frozenset(
-    "answer-relevance classifier context-faithfulness context-recall context-relevance cost latency levenshtein "
-    "perplexity-score perplexity rouge-n similar starts-with".split()
-)
-_JS_FILE = re.compile(r"\.(?:js|cjs|mjs|ts|cts|mts|tsx|jsx)$", re.IGNORECASE)
-
-
-def assertion_from_string(expected: str) -> dict[str, Any]:
-    """Read an assertion string (a CSV ``__expected`` cell) as promptfoo's ``assertionFromString`` does:
-    ``^(not-)?TYPE(\\(N\\))?(:value)?$``, the legacy ``fn:``/``eval:``/``grade:`` prefixes, ``file://`` code,
-    and anything else ``equals``."""
-    code_file = expected[len("file://") :] if expected.startswith("file://") else None
-    if expected.startswith(("javascript:", "fn:", "eval:")) or (code_file and _JS_FILE.search(code_file)):
-        cut = next((len(p) for p in ("javascript:", "fn:", "eval:") if expected.startswith(p)), 0)
-        return {"type": "javascript", "value": expected[cut:].strip()}
-    if expected.startswith(("grade:", "llm-rubric:")):
-        return {"type": "llm-rubric", "value": expected[6 if expected.startswith("grade:") else 11 :]}
-    if expected.startswith("python:") or (code_file and (code_file.endswith(".py") or ".py:" in code_file)):
-        return {"type": "python", "value": expected[7:].strip()}
-    found = _ASSERTION.match(expected)
-    if found is None:
-        return {"type": "equals", "value": expected}
-    negated, kind, threshold_text, value = found.groups()
-    full = f"not-{kind}" if negated else kind
-    if kind in ("contains-all", "contains-any", "icontains-all", "icontains-any"):
-        return {"type": full, "value": _comma_values(value) if value else value}
-    if kind in ("contains-json", "is-json"):
-        return {"type": full, "value": value}
-    if kind in _THRESHOLD_TYPES:
-        threshold = _finite(threshold_text)
-        default = 0.8 if kind == "similar" else 0.75
-        return {
-            "type": full,
-            "value": value.strip() if value else value,
-            "threshold": default if threshold is None else threshold,
-        }
-    return {"type": full, "value": value.strip() if value else value}
-
-
-def _comma_values(text: str) -> list[str]:
-    """Split a ``contains-any`` value on commas as promptfoo does: a ``"quoted, field"`` keeps its commas."""
-    values: list[str] = []
-    i = 0
-    while i < len(text):
-        while i < len(text) and (text[i].isspace() or text[i] == ","):
-            i += 1
-        if i >= len(text):
-            break
-        if text[i] != '"':
-            end = text.find(",", i)
-            end = len(text) if end < 0 else end
-            values.append(text[i:end].strip())
-            i = end
-            continue
-        field, i, closed = "", i + 1, False
-        while i < len(text):
-            if text[i] == "\\" and i + 1 < len(text) and text[i + 1] in '"\\':
-                field, i = field + text[i + 1], i + 2
-            elif text[i] == '"' and i + 1 < len(text) and text[i + 1] == '"':
-                field, i = field + '"', i + 2
-            elif text[i] == '"':
-                i, closed = i + 1, True
-                break
-            else:
-                field, i = field + text[i], i + 1
-        if not closed:
-            raise ConfigError(f"unterminated quoted field in {text!r}")
-        values.append(field)
-        while i < len(text) and text[i].isspace():
-            i += 1
-    return values
 
 
 @dataclass
@@ -568,6 +522,15 @@ def cases_of(
     :data:`IMPORT_CASES_BYTES`."""
     default = _checked(default, default_where)
     checked = [(_checked(source.test, source.where), source.where) for source in tests]
+    _check_count(checked, default)
+    writer = _CaseWriter(default, read_var, slice_key, code, unsupported)
+    for test, where in checked:
+        writer.add_test(test, where)
+    return writer.cases()
+
+
+def _check_count(checked: list[tuple[dict[str, Any], str]], default: Mapping[str, Any]) -> None:
+    """Refuse tests that expand to more than :data:`IMPORT_CASES` cases, before any is built."""
     total = 0
     for test, where in checked:
         total += _combinations({**default["vars"], **test["vars"]}, {**default["options"], **test["options"]})
@@ -576,61 +539,95 @@ def cases_of(
                 f"{where}: the tests expand to more than {IMPORT_CASES} "
                 "(a test runs once per combination of its array vars' values)"
             )
-    lines: list[str] = []
-    size, number = 0, 0
-    files: dict[str, str] = {}
-    affixed: list[str] = []
+
+
+@dataclass
+class _CaseWriter:
+    """The lines of ``cases.jsonl`` as the tests are converted, numbered in order, and what they share: the
+    ``file://`` vars read, whether a prefix or suffix was seen, the first test's embedding model."""
+
+    default: Mapping[str, Any]
+    read_var: Callable[[str, str], str]
+    slice_key: str | None
+    code: AssertModule
+    unsupported: list[str]
+    lines: list[str] = field(default_factory=list)
+    size: int = 0
+    number: int = 0
+    files: dict[str, str] = field(default_factory=dict)
+    affixed: list[str] = field(default_factory=list)
     embedding: dict[str, Any] | None = None
-    for test, where in checked:
-        unknown = sorted(set(test) - _TEST_KEYS)
-        if unknown:
-            unsupported.append(f"{where}: test keys {', '.join(unknown)}")
-        options = {**default["options"], **test["options"]}  # merged as promptfoo merges them
-        listed = sorted(set(map(str, options)) - _CARRIED_OPTIONS - {"provider"})
-        if "provider" in options:  # its embedding model is the suite's [models.embedding] (the first test's)
-            table, left = embedding_table(options["provider"])
-            embedding = embedding or table
-            if table is not None and table != embedding:
-                left = ["provider (another embedding model than the first test's)"]
-            listed += left
-        if listed:
-            unsupported.append(f"{where}: options ({', '.join(listed)})")
-        transform_vars = test["options"].get("transformVars") or default["options"].get("transformVars")
-        spread = _combinations({**default["vars"], **test["vars"]}, options)
+
+    def add_test(self, test: Mapping[str, Any], where: str) -> None:
+        """Add a case per combination of a test's array vars."""
+        options = {**self.default["options"], **test["options"]}  # merged as promptfoo merges them
+        self.list_unsupported(test, options, where)
+        transform_vars = test["options"].get("transformVars") or self.default["options"].get("transformVars")
+        merged = {**self.default["vars"], **test["vars"]}
+        spread = _combinations(merged, options)
         if transform_vars and spread > 1:
-            unsupported.append(
+            self.unsupported.append(
                 f"{where}: transformVars runs on each of the {spread} combinations of the array vars "
                 "(promptfoo runs it once, on the arrays, before they expand)"
             )
-        for variables in _expand({**default["vars"], **test["vars"]}, options):
-            for key, value in list(variables.items()):
-                if isinstance(value, str) and value.startswith("file://"):
-                    relative = value[len("file://") :]
-                    if relative not in files:
-                        files[relative] = read_var(relative, where)
-                    variables[key] = files[relative]
-                elif isinstance(value, str):
-                    variables[key] = value[:-1] if value.endswith("\n") else value  # as promptfoo does
-            if transform_vars:  # run before the prompt renders, as promptfoo runs it (a uuid per test)
-                variables[TRANSFORM_VARS] = {
-                    "code": code.transform(transform_vars, f"{where}: options.transformVars"),
-                    "vars": list(variables),
-                    "uuid": str(uuid.uuid5(uuid.NAMESPACE_URL, f"promptfoo:{where}:{number}")),
-                    "where": f"{where}: options.transformVars",
-                }
-            affixes = {k: test["options"].get(k) or default["options"].get(k) or "" for k in ("prefix", "suffix")}
-            if any(affixes.values()) or affixed:
-                affixed.append(where)
-                variables.update({f"promptfoo_{k}": str(v) for k, v in affixes.items()})
-            number += 1
-            line = jsonl([_case(number, test, default, variables, where, slice_key, code, unsupported)])
-            size += len(line)
-            if size > IMPORT_CASES_BYTES.value:
-                raise ConfigError(f"{where}: the cases are larger than {IMPORT_CASES_BYTES}")
-            lines.append(line)
-    if affixed:  # the first cases (before a prefix was seen) get empty ones too
-        lines = [_with_affixes(line) for line in lines]
-    return Cases("".join(lines), bool(affixed), embedding)
+        for variables in _expand(merged, options):
+            self.add_case(test, variables, where, transform_vars)
+
+    def list_unsupported(self, test: Mapping[str, Any], options: Mapping[str, Any], where: str) -> None:
+        """List a test's keys and options that are not carried over; take its embedding model."""
+        unknown = sorted(set(test) - _TEST_KEYS)
+        if unknown:
+            self.unsupported.append(f"{where}: test keys {', '.join(unknown)}")
+        listed = sorted(set(map(str, options)) - _CARRIED_OPTIONS - {"provider"})
+        if "provider" in options:  # its embedding model is the suite's [models.embedding] (the first test's)
+            table, left = embedding_table(options["provider"])
+            self.embedding = self.embedding or table
+            if table is not None and table != self.embedding:
+                left = ["provider (another embedding model than the first test's)"]
+            listed += left
+        if listed:
+            self.unsupported.append(f"{where}: options ({', '.join(listed)})")
+
+    def add_case(self, test: Mapping[str, Any], variables: dict[str, Any], where: str, transform_vars: Any) -> None:
+        """Add the case of one combination of a test's vars."""
+        self.read_files(variables, where)
+        if transform_vars:  # run before the prompt renders, as promptfoo runs it (a uuid per test)
+            variables[TRANSFORM_VARS] = {
+                "code": self.code.transform(transform_vars, f"{where}: options.transformVars"),
+                "vars": list(variables),
+                "uuid": str(uuid.uuid5(uuid.NAMESPACE_URL, f"promptfoo:{where}:{self.number}")),
+                "where": f"{where}: options.transformVars",
+            }
+        options = test["options"]
+        affixes = {k: options.get(k) or self.default["options"].get(k) or "" for k in ("prefix", "suffix")}
+        if any(affixes.values()) or self.affixed:
+            self.affixed.append(where)
+            variables.update({f"promptfoo_{k}": str(v) for k, v in affixes.items()})
+        self.number += 1
+        case = _case(self.number, test, self.default, variables, where, self.slice_key, self.code, self.unsupported)
+        line = jsonl([case])
+        self.size += len(line)
+        if self.size > IMPORT_CASES_BYTES.value:
+            raise ConfigError(f"{where}: the cases are larger than {IMPORT_CASES_BYTES}")
+        self.lines.append(line)
+
+    def read_files(self, variables: dict[str, Any], where: str) -> None:
+        """Replace each ``file://`` var by the file's text (read once), and drop a string's final newline."""
+        for key, value in list(variables.items()):
+            if isinstance(value, str) and value.startswith("file://"):
+                relative = value[len("file://") :]
+                if relative not in self.files:
+                    self.files[relative] = self.read_var(relative, where)
+                variables[key] = self.files[relative]
+            elif isinstance(value, str):
+                variables[key] = value[:-1] if value.endswith("\n") else value  # as promptfoo does
+
+    def cases(self) -> Cases:
+        """Return the text of ``cases.jsonl``, every case with the affix vars once one has them."""
+        lines = self.lines
+        if self.affixed:  # the first cases (before a prefix was seen) get empty ones too
+            lines = [_with_affixes(line) for line in lines]
+        return Cases("".join(lines), bool(self.affixed), self.embedding)
 
 
 def _with_affixes(line: str) -> str:
@@ -660,16 +657,7 @@ def _case(
     code: AssertModule,
     unsupported: list[str],
 ) -> dict[str, Any]:
-    options = {**default["options"], **test["options"]}
-    asserts = [*([] if test["options"].get("disableDefaultAsserts") is True else default["assert"]), *test["assert"]]
-    transform = options.get("transform") or options.get("postprocess")  # promptfoo's test transform
-    deferred = TRANSFORM_VARS in variables  # the vars an assert's value reads are known at run time
-    mapped = [
-        _with_transforms(a, variables, code, f"{where}: assert[{i}]", unsupported, transform, deferred)
-        for i, a in enumerate(asserts)
-    ]
-    if "providerOutput" in test:
-        mapped.append(_not_carried("providerOutput", "", code, where, unsupported))
+    mapped = _mapped_asserts(test, default, variables, where, code, unsupported)
     metadata = {**default["metadata"], **test["metadata"]}
     description = test.get("description")
     case: dict[str, Any] = {
@@ -685,3 +673,26 @@ def _case(
     if threshold is not None:
         case["threshold"] = threshold
     return case
+
+
+def _mapped_asserts(
+    test: Mapping[str, Any],
+    default: Mapping[str, Any],
+    variables: dict[str, Any],
+    where: str,
+    code: AssertModule,
+    unsupported: list[str],
+) -> list[dict[str, Any]]:
+    """Map a case's asserts: ``defaultTest``'s (unless ``disableDefaultAsserts``), then the test's, each after
+    the test's transform; a ``providerOutput`` fails the case."""
+    options = {**default["options"], **test["options"]}
+    asserts = [*([] if test["options"].get("disableDefaultAsserts") is True else default["assert"]), *test["assert"]]
+    transform = options.get("transform") or options.get("postprocess")  # promptfoo's test transform
+    deferred = TRANSFORM_VARS in variables  # the vars an assert's value reads are known at run time
+    mapped = [
+        _with_transforms(a, variables, code, f"{where}: assert[{i}]", unsupported, transform, deferred)
+        for i, a in enumerate(asserts)
+    ]
+    if "providerOutput" in test:
+        mapped.append(_not_carried("providerOutput", "", code, where, unsupported))
+    return mapped

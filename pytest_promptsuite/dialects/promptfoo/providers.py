@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from dataclasses import field
 from typing import Any
@@ -28,8 +29,8 @@ class Provider:
     who: dict[str, str] = field(default_factory=lambda: {"id": "echo", "label": ""})
 
 
-def _provider(config: ConfigFile, raw: Any, where: str) -> Provider | None:
-    """Convert a provider; None (listed) when we have no such model."""
+def _ident(raw: Any, where: str) -> tuple[str, dict[str, Any]]:
+    """Return a provider's id and its options: an id string, ``{id, label, config}`` or ``{ID: {config}}``."""
     options: dict[str, Any] = {}
     if isinstance(raw, dict) and "id" not in raw and len(raw) == 1:  # {"openai:gpt-4o": {config: ...}}
         ((ident, inner),) = raw.items()
@@ -40,6 +41,12 @@ def _provider(config: ConfigFile, raw: Any, where: str) -> Provider | None:
         ident = raw
     if not isinstance(ident, str):
         raise ConfigError(f"{where}: a provider is an id string or {{id, label, config}}")
+    return ident, options
+
+
+def _provider(config: ConfigFile, raw: Any, where: str) -> Provider | None:
+    """Convert a provider; None (listed) when we have no such model."""
+    ident, options = _ident(raw, where)
     label = str(options.get("label") or ident)
     settings: dict[str, Any] = options["config"] if isinstance(options.get("config"), dict) else {}
     if isinstance(settings.get("apiKey"), str):  # never carried over, and scrubbed wherever it shows
@@ -52,23 +59,28 @@ def _provider(config: ConfigFile, raw: Any, where: str) -> Provider | None:
     if ident == "echo":
         return Provider(label, {"spec": "echo"}, allowed, who=who)
     if ident.startswith("openai:"):
-        parts = ident.split(":")
-        typed = parts[1] in ("chat", "completion") and len(parts) > 2
-        kind, name = (parts[1], ":".join(parts[2:])) if typed else ("chat", ":".join(parts[1:]))
-        endpoint = "completions" if kind == "completion" else "chat"
-        table: dict[str, Any] = {"spec": f"openai:{name}", "endpoint": endpoint}
-        params = {k: v for k, v in settings.items() if k in _PARAMS}
-        if params:
-            table["params"] = params
-        if isinstance(settings.get("apiBaseUrl"), str):
-            table["base_url"] = settings["apiBaseUrl"]
-        template = _tools(config, settings, where)
-        dropped = sorted(set(settings) - set(params) - {"apiBaseUrl", "tools", "functions", "tool_choice"})
+        table, template = _openai_table(ident, settings), _tools(config, settings, where)
+        dropped = sorted(set(settings) - set(_PARAMS) - {"apiBaseUrl", "tools", "functions", "tool_choice"})
         if dropped:
             config.notes.append(f"{where}: provider {ident} settings not carried over: {', '.join(dropped)}")
         return Provider(label, table, allowed, template, who)
     config.notes.append(f"{where}: provider {ident} is not supported (supported: echo, openai:...)")
     return None
+
+
+def _openai_table(ident: str, settings: dict[str, Any]) -> dict[str, Any]:
+    """Return the ``[model]`` table of an ``openai:`` provider (``openai:[chat:|completion:]MODEL``)."""
+    parts = ident.split(":")
+    typed = parts[1] in ("chat", "completion") and len(parts) > 2
+    kind, name = (parts[1], ":".join(parts[2:])) if typed else ("chat", ":".join(parts[1:]))
+    endpoint = "completions" if kind == "completion" else "chat"
+    table: dict[str, Any] = {"spec": f"openai:{name}", "endpoint": endpoint}
+    params = {k: v for k, v in settings.items() if k in _PARAMS}
+    if params:
+        table["params"] = params
+    if isinstance(settings.get("apiBaseUrl"), str):
+        table["base_url"] = settings["apiBaseUrl"]
+    return table
 
 
 #: The provider (or prompt) settings carried over as request params of an ``openai:`` model;
@@ -81,17 +93,7 @@ def _tools(config: ConfigFile, settings: dict[str, Any], where: str) -> dict[str
     YAML file, as promptfoo loads it), its legacy ``functions`` (offered as function tools) and
     ``tool_choice``: the checks of tool calls read them, as promptfoo's read the provider's."""
     keys: dict[str, Any] = {}
-    tools: list[Any] = []
-    for key in ("tools", "functions"):
-        value = settings.get(key)
-        if isinstance(value, str) and value.startswith("file://"):
-            relative = value[len("file://") :]
-            value = load_yaml(config.read_text(relative, where), str(config.root / relative), core=True)[0]
-        if value is None:
-            continue
-        if not isinstance(value, list) or not all(isinstance(t, dict) for t in value):
-            raise ConfigError(f"{where}: the provider's {key} is a list of {key} (objects)")
-        tools.extend(value if key == "tools" else [{"type": "function", "function": f} for f in value])
+    tools = [tool for key in ("tools", "functions") for tool in _tool_list(config, settings, key, where)]
     if tools:
         keys["tools"] = tools
     if settings.get("functions") is not None:
@@ -99,6 +101,19 @@ def _tools(config: ConfigFile, settings: dict[str, Any], where: str) -> dict[str
     if settings.get("tool_choice") is not None:
         keys["tool_choice"] = settings["tool_choice"]
     return keys
+
+
+def _tool_list(config: ConfigFile, settings: dict[str, Any], key: str, where: str) -> list[Any]:
+    """Return a provider's ``tools`` (or ``functions``, as function tools): a list, or a ``file://`` file's."""
+    value = settings.get(key)
+    if isinstance(value, str) and value.startswith("file://"):
+        relative = value[len("file://") :]
+        value = load_yaml(config.read_text(relative, where), str(config.root / relative), core=True)[0]
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(t, dict) for t in value):
+        raise ConfigError(f"{where}: the provider's {key} is a list of {key} (objects)")
+    return value if key == "tools" else [{"type": "function", "function": f} for f in value]
 
 
 def with_prompt_config(config: ConfigFile, model: dict[str, Any], prompt: ImportedPrompt) -> dict[str, Any]:
@@ -121,21 +136,25 @@ def config_providers(config: ConfigFile) -> list[Provider]:
         raise ConfigError(f"{config.where('targets')}: a config has targets or providers, not both")
     raw = config.data.get(key)
     items = raw if isinstance(raw, list) else [raw] if raw is not None else []
-    seen: set[str] = set()
     found = []
-    for i, item in enumerate(items):
-        written = encode(item, compact=True, scrub=False)
-        if written in seen:  # promptfoo runs a provider written twice alike once (its providerDedupeKey)
-            continue
-        seen.add(written)
+    for i, item in _written_once(items):
         where = config.where(key, i) if isinstance(raw, list) else config.where(key)
-        for one in _provider_file(config, item, where):
-            if made := _provider(config, one, where):
-                found.append(made)
+        found += [made for one in _provider_file(config, item, where) if (made := _provider(config, one, where))]
     if not found:
         config.notes.append("no supported provider: the suite uses the echo model")
         found = [Provider("echo", {"spec": "echo"})]  # promptfoo's echo: id "echo", label ""
     return found
+
+
+def _written_once(items: list[Any]) -> Iterator[tuple[int, Any]]:
+    """Yield each item with its index, one written twice alike once: promptfoo runs such a provider once
+    (its providerDedupeKey)."""
+    seen: set[str] = set()
+    for i, item in enumerate(items):
+        written = encode(item, compact=True, scrub=False)
+        if written not in seen:
+            seen.add(written)
+            yield i, item
 
 
 def _provider_file(config: ConfigFile, item: Any, where: str) -> list[Any]:

@@ -24,6 +24,7 @@ from pytest_promptsuite.errors import EndpointError
 from pytest_promptsuite.errors import ModelError
 from pytest_promptsuite.models.batch.requests import BatchAnswers
 from pytest_promptsuite.models.batch.requests import BatchLine
+from pytest_promptsuite.models.batch.requests import BatchOutputs
 from pytest_promptsuite.models.batch.requests import NotSent
 from pytest_promptsuite.models.batch.requests import answers_from
 from pytest_promptsuite.models.batch.requests import read_outputs
@@ -56,10 +57,9 @@ def batch_lines(
     groups: Groups = {}
     for model, request in calls:
         layers = attached.get(id(model))
-        if layers is None or layers.answers is None or not layers.answers.batchable:
+        if layers is None or not _batched(layers, request):
             continue
-        if layers.caching is not None and layers.caching.stored(request):
-            continue
+        assert layers.answers is not None
         line = layers.answers.line(request)
         by_url = groups.setdefault(id(model), {}).setdefault(line.url, {})
         if line.custom_id in by_url:
@@ -71,6 +71,13 @@ def batch_lines(
                 continue
         by_url[line.custom_id] = line
     return groups
+
+
+def _batched(layers: Attached, request: ModelRequest) -> bool:
+    """Tell whether a call goes into a batch: its model is in batch mode and no store answers it."""
+    if layers.answers is None or not layers.answers.batchable:
+        return False
+    return layers.caching is None or not layers.caching.stored(request)
 
 
 def answer_in_batches(
@@ -90,21 +97,8 @@ def answer_in_batches(
     groups = batch_lines(attached, allowance, calls, send=write_to is None and results is None)
     every = [line for by_url in groups.values() for lines in by_url.values() for line in lines.values()]
     if write_to is not None:
-        refused = write_requests(write_to, every)
-        note = NotSent(f"written to {write_to} (--prompt-batch-file), not sent")
-        for ident, by_url in groups.items():
-            answers = attached[ident].answers
-            assert answers is not None
-            answers.answers.update({cid: refused.get(cid, note) for lines in by_url.values() for cid in lines})
-        return len(every) - len(refused)
-    outputs = None
-    if results is not None:
-        try:
-            outputs = read_outputs(results.read_bytes(), str(results))
-        except OSError as exc:
-            raise ConfigError(f"--prompt-batch-results {results}: cannot read ({exc.strerror or exc})") from exc
-        if outputs.unreadable:
-            raise ConfigError(outputs.unreadable[0])
+        return len(every) - _write_file(attached, groups, every, write_to)
+    outputs = None if results is None else _read_results(results)
     for ident, by_url in groups.items():
         layers = attached[ident]
         answers = layers.answers
@@ -117,6 +111,29 @@ def answer_in_batches(
                 found = _run_job(model, answers, todo, url, submit, progress, time_limit_s)
             answers.answers.update(found)
     return len(every)
+
+
+def _write_file(attached: Mapping[int, Attached], groups: Groups, every: list[BatchLine], write_to: Path) -> int:
+    """Write every request to ``write_to`` (``--prompt-batch-file``), each call answered "not sent"; return how
+    many were refused."""
+    refused = write_requests(write_to, every)
+    note = NotSent(f"written to {write_to} (--prompt-batch-file), not sent")
+    for ident, by_url in groups.items():
+        answers = attached[ident].answers
+        assert answers is not None
+        answers.answers.update({cid: refused.get(cid, note) for lines in by_url.values() for cid in lines})
+    return len(refused)
+
+
+def _read_results(results: Path) -> BatchOutputs:
+    """Read a batch results file (``--prompt-batch-results``); ConfigError when it cannot be read."""
+    try:
+        outputs = read_outputs(results.read_bytes(), str(results))
+    except OSError as exc:
+        raise ConfigError(f"--prompt-batch-results {results}: cannot read ({exc.strerror or exc})") from exc
+    if outputs.unreadable:
+        raise ConfigError(outputs.unreadable[0])
+    return outputs
 
 
 def _run_job(

@@ -210,32 +210,36 @@ def answers_from(
     if outputs.unnamed:
         more = f" (and {len(outputs.unnamed) - 1:,} more)" if len(outputs.unnamed) > 1 else ""
         missing = f"{missing}; or its line could not be read: {outputs.unnamed[0]}{more}"
-    found: dict[str, Response | ModelError] = {}
-    for ident in wanted:
-        raw = outputs.lines.get(ident)
-        places = outputs.places.get(ident, [])
-        if len(places) > 1:
-            times = "twice" if len(places) == 2 else f"{len(places)} times"
-            found[ident] = EndpointError(f"{ident} answered {times} in {_listed(places)}")
-            continue
-        if raw is None:
-            problem = outputs.named.get(ident)
-            found[ident] = EndpointError(
-                f"no answer for {ident}{f': {problem}' if problem else f' in {where}: {missing}'}"
-            )
-            continue
-        error = raw.get("error")
-        response = raw.get("response")
-        try:
-            if isinstance(response, dict):
-                found[ident] = answers.answer(response, where)
-            else:
-                message = error.get("message") if isinstance(error, dict) else error
-                code = error.get("code") if isinstance(error, dict) else None
-                found[ident] = EndpointError(f"{where}: {code + ': ' if code else ''}{message or 'failed'}")
-        except ModelError as exc:
-            found[ident] = exc
-    return found
+    return {ident: _answer_of(answers, ident, outputs, where, missing) for ident in wanted}
+
+
+def _answer_of(
+    answers: BatchAnswers, ident: str, outputs: BatchOutputs, where: str, missing: str
+) -> Response | ModelError:
+    """Return one ``custom_id``'s answer, or the error that says why it has none."""
+    raw = outputs.lines.get(ident)
+    places = outputs.places.get(ident, [])
+    if len(places) > 1:
+        times = "twice" if len(places) == 2 else f"{len(places)} times"
+        return EndpointError(f"{ident} answered {times} in {_listed(places)}")
+    if raw is None:
+        problem = outputs.named.get(ident)
+        return EndpointError(f"no answer for {ident}{f': {problem}' if problem else f' in {where}: {missing}'}")
+    try:
+        return _line_answer(answers, raw, where)
+    except ModelError as exc:
+        return exc
+
+
+def _line_answer(answers: BatchAnswers, raw: dict[str, Any], where: str) -> Response | ModelError:
+    """Return an output line's answer: its ``response``, else its ``error``."""
+    error = raw.get("error")
+    response = raw.get("response")
+    if isinstance(response, dict):
+        return answers.answer(response, where)
+    message = error.get("message") if isinstance(error, dict) else error
+    code = error.get("code") if isinstance(error, dict) else None
+    return EndpointError(f"{where}: {code + ': ' if code else ''}{message or 'failed'}")
 
 
 def _listed(items: list[str]) -> str:

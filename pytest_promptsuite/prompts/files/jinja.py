@@ -57,25 +57,47 @@ def _check_printf(template: str) -> None:
                 raise _refuse(f"the format {match.group()!r} asks for a field that wide", TEMPLATE_OUTPUT)
 
 
-def _check_binop(operator: str, left: Any, right: Any) -> None:
+def _check_power(left: Any, right: Any) -> None:
     ints = isinstance(left, int) and isinstance(right, int)
-    if operator == "**" and ints and right > 0 and _digits(left) * right > TEMPLATE_INT_DIGITS.value:
+    if ints and right > 0 and _digits(left) * right > TEMPLATE_INT_DIGITS.value:
         digits = int(_digits(left) * right)
         raise _refuse(f"{left} ** {right} would have about {digits:,} digits", TEMPLATE_INT_DIGITS)
-    if operator == "*":
-        if ints and _digits(left) + _digits(right) > TEMPLATE_INT_DIGITS.value:
-            raise _refuse("the product would have too many digits", TEMPLATE_INT_DIGITS)
-        for seq, times in ((left, right), (right, left)):
-            size = _size(seq)
-            if size is not None and isinstance(times, int) and size * times > TEMPLATE_OUTPUT.value:
-                raise _refuse(f"'*' would make {size * times:,} characters or items", TEMPLATE_OUTPUT)
-    if operator == "+":
-        sizes = (_size(left), _size(right))
-        total = sum(s for s in sizes if s is not None)
-        if None not in sizes and total > TEMPLATE_OUTPUT.value:
-            raise _refuse(f"'+' would make {total:,} characters or items", TEMPLATE_OUTPUT)
-    if operator == "%" and isinstance(left, str):
+
+
+def _check_times(left: Any, right: Any) -> None:
+    if isinstance(left, int) and isinstance(right, int) and _digits(left) + _digits(right) > TEMPLATE_INT_DIGITS.value:
+        raise _refuse("the product would have too many digits", TEMPLATE_INT_DIGITS)
+    for seq, times in ((left, right), (right, left)):
+        size = _size(seq)
+        if size is not None and isinstance(times, int) and size * times > TEMPLATE_OUTPUT.value:
+            raise _refuse(f"'*' would make {size * times:,} characters or items", TEMPLATE_OUTPUT)
+
+
+def _check_plus(left: Any, right: Any) -> None:
+    sizes = (_size(left), _size(right))
+    total = sum(s for s in sizes if s is not None)
+    if None not in sizes and total > TEMPLATE_OUTPUT.value:
+        raise _refuse(f"'+' would make {total:,} characters or items", TEMPLATE_OUTPUT)
+
+
+def _check_modulo(left: Any, right: Any) -> None:
+    if isinstance(left, str):
         _check_printf(left)
+
+
+#: The check of each operator the sandbox intercepts, before it computes.
+_BINOP_CHECKS: dict[str, Callable[[Any, Any], None]] = {
+    "**": _check_power,
+    "*": _check_times,
+    "+": _check_plus,
+    "%": _check_modulo,
+}
+
+
+def _check_binop(operator: str, left: Any, right: Any) -> None:
+    check = _BINOP_CHECKS.get(operator)
+    if check is not None:
+        check(left, right)
 
 
 def _range(*args: int) -> range:
