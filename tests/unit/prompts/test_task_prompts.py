@@ -39,7 +39,7 @@ def prompt_source(
     return core_prompt_source(config, table, variant, ModelConfig(spec=model), BUILTIN_MAKERS)
 
 
-EXAMPLE = Path(__file__).parents[2] / "example_suites" / "support_bot"
+EXAMPLE = Path(__file__).parents[3] / "example_suites" / "support_bot"
 
 
 def write(tmp_path: Path, text: str, name: str = "prompts.yml") -> Path:
