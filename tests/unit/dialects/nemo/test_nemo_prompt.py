@@ -41,7 +41,7 @@ from tests.fixtures.nemo.inputs import V2
 
 
 EXPECTED = json.loads(
-    (Path(__file__).parents[1] / "fixtures" / "nemo" / "expected-0.10.1.json").read_text(encoding="utf-8")
+    (Path(__file__).parents[3] / "fixtures" / "nemo" / "expected-0.10.1.json").read_text(encoding="utf-8")
 )
 _MANAGER = pluggy.PluginManager("pytest")
 register_builtins(_MANAGER)  # the built-ins and NeMo's default plugin, as pytest and the CLI register them
