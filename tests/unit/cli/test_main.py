@@ -40,7 +40,7 @@ def test_validate_reports_every_problem(tmp_path: Path, capsys: pytest.CaptureFi
 
 
 def test_validate_example_suite(capsys: pytest.CaptureFixture[str]) -> None:
-    example = Path(__file__).parents[1] / "example_suites" / "customer_support"
+    example = Path(__file__).parents[3] / "example_suites" / "customer_support"
     assert main(["validate", str(example)]) == 0
     assert capsys.readouterr().out.startswith("ok: 35 cases in 5 slices")
 
