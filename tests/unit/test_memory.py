@@ -7,13 +7,8 @@ per-case memory back unnoticed.
 
 from __future__ import annotations
 
-import dataclasses
 import gc
-import weakref
-from collections.abc import Iterator
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -21,78 +16,8 @@ from pytest_promptsuite.cases.load import load_cases
 from pytest_promptsuite.cases.prompt_case import PromptCase
 from pytest_promptsuite.checks.builtin_checks import make_builtin_check
 from pytest_promptsuite.checks.compile_checks import compile_cases
-from pytest_promptsuite.checks.outcome import CheckResult
-from pytest_promptsuite.checks.outcome import Outcome
-from pytest_promptsuite.config.settings import ThresholdPolicy
 from pytest_promptsuite.errors import CaseFileError
-from pytest_promptsuite.report import html as html_module
-from pytest_promptsuite.report.html import GridCells
-from pytest_promptsuite.report.html import dashboard_html
-from pytest_promptsuite.report.html import write_dashboard
-from pytest_promptsuite.results.case_result import CaseResult
-from pytest_promptsuite.results.io import StoredResults
-from pytest_promptsuite.results.io import encode_row
-from pytest_promptsuite.results.review_book import REVIEW_CHECK
-from pytest_promptsuite.results.summary import summarize
 from tests.suite import Suite
-
-
-def _row(i: int, outcome: str = "passed", output: str | None = None) -> CaseResult:
-    return CaseResult(
-        case_id=f"c-{i:04d}",
-        slice="s" if i % 2 else "t",
-        outcome=outcome,  # type: ignore[arg-type]
-        location=f"cases.jsonl:{i + 1}",
-        output=output or f"output {i} " * 20,
-        prompt=f"prompt {i}",
-    )
-
-
-class _ReadBackOnce(Sequence[CaseResult]):
-    """Rows made fresh at each access (as a spool reads them back), counting how many are alive."""
-
-    def __init__(self, n: int, failing_every: int = 5, output: str | None = None) -> None:
-        self.n, self.failing_every, self.output = n, failing_every, output
-        self.alive = 0
-        self.most_alive = 0
-
-    def _died(self) -> None:
-        self.alive -= 1
-
-    def __len__(self) -> int:
-        return self.n
-
-    def __getitem__(self, index: Any) -> Any:
-        raise AssertionError("the dashboard reads rows in order, never by index")
-
-    def __iter__(self) -> Iterator[CaseResult]:
-        for i in range(self.n):
-            row = _row(i, "failed" if i % self.failing_every == 0 else "passed", self.output)
-            weakref.finalize(row, self._died)
-            self.alive += 1
-            self.most_alive = max(self.most_alive, self.alive)
-            yield row
-            del row
-
-
-def test_dashboard_is_written_one_row_at_a_time(tmp_path: Path) -> None:
-    rows, baseline = _ReadBackOnce(300), _ReadBackOnce(300, failing_every=3, output="old")
-    summary = summarize(list(_ReadBackOnce(300)), ThresholdPolicy(option=0.5))
-    write_dashboard(tmp_path / "dashboard.html", rows, summary, baseline=baseline)
-    assert rows.most_alive <= 2
-    assert baseline.most_alive <= 2  # the baseline's outputs are not kept either: their hash and preview are
-    assert rows.alive == baseline.alive == 0
-
-
-def test_dashboard_spilled_to_a_file_is_the_same_page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    rows = [_row(i, "failed" if i % 4 == 0 else "passed") for i in range(200)]
-    baseline = [_row(i, "passed", output="old" if i % 3 else None) for i in range(150)]
-    summary = summarize(rows, ThresholdPolicy(option=0.5))
-    in_memory = dashboard_html(rows, summary, baseline=baseline)
-    monkeypatch.setattr(html_module, "_SPILL_BYTES", 64)  # details and cells go through files
-    written = write_dashboard(tmp_path / "dashboard.html", rows, summary, baseline=baseline)
-    assert written.read_text(encoding="utf-8") == in_memory
-    assert '"baseline_rows":[' in in_memory and '"details":[{' in in_memory
 
 
 CASES = "\ufeff" + "\r\n".join(
@@ -175,37 +100,6 @@ def test_a_case_file_edited_during_the_run_ends_that_case_as_an_error(suite: Sui
         ("a", "passed", "cases.jsonl:1"),
         ("b", "error", "cases.jsonl:2"),
     ]
-
-
-def test_a_dashboard_from_cells_made_as_rows_were_spooled_is_the_page_read_back(tmp_path: Path) -> None:
-    decided = CheckResult("review", REVIEW_CHECK, True, "approved by ana")
-    rows = [_row(i, "failed" if i % 4 == 0 else "passed") for i in range(200)]
-    rows[5] = dataclasses.replace(rows[5], checks=(decided,))  # a decided review keeps its details
-    rows[6] = dataclasses.replace(rows[6], output=None, prompt=[{"role": "user", "content": "question <6>"}])
-    rows[7] = dataclasses.replace(rows[7], outcome=Outcome.REVIEW)
-    baseline = [_row(i, "passed", output="old" if i % 3 else None) for i in range(150)]
-    summary = summarize(rows, ThresholdPolicy(option=0.5))
-    page = dashboard_html(rows, summary, baseline=baseline)
-    for cells in (GridCells(len(rows)), GridCells(100 * len(rows))):  # the second: cut for another size
-        spool = StoredResults.spool(cells.add)
-        for r in rows:
-            line, value = encode_row(r)
-            spool.append(line, None if value is None else (r, value))
-        read_back: list[str] = []
-
-        def full(r: CaseResult, spool: StoredResults = spool, read_back: list[str] = read_back) -> CaseResult:
-            read_back.append(r.case_id)
-            return spool.full(r)
-
-        written = write_dashboard(
-            tmp_path / "dashboard.html", spool.rows, summary, baseline=baseline, full=full, cells=cells
-        )
-        assert written.read_text(encoding="utf-8") == page
-        if cells.size == html_module.grid_text(len(rows)):  # only the rows shown in detail are read back
-            assert read_back == [r.case_id for r in rows if r.outcome is not Outcome.PASSED or r.checks]
-        else:
-            assert read_back == [r.case_id for r in rows]
-        spool.close()
 
 
 def test_cases_read_back_in_file_order_share_one_read(tmp_path: Path) -> None:

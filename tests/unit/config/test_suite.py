@@ -208,3 +208,21 @@ def test_a_template_file_variant_of_a_task_prompt_suite_drops_the_task_prompt(tm
     table = load_config(tmp_path / "promptsuite.toml").template_for("p2")
     assert (table.template_file, table.semantics) == ("p2.txt", "promptfoo")
     assert (table.task_prompts, table.task) == (None, None)
+
+
+def test_model_prices_are_config_keys_a_variant_may_override(tmp_path: Path) -> None:
+    path = tmp_path / "promptsuite.toml"
+    path.write_text(
+        '[model]\nspec = "fake"\nprices = { prompt = 0.15, completion = 0.6 }\n'
+        '[variants.big]\ntemplate = "{input}"\nmodel = { spec = "fake", prices = { prompt = 2.5, completion = 10 } }\n'
+        '[variants.small]\ntemplate = "{input}"\n',
+        encoding="utf-8",
+    )
+    config = load_config(path)
+    assert config.model.cost(1_000_000, 0) == pytest.approx(0.15)
+    assert config.model_for("big").cost(1000, 1000) == pytest.approx((2500 + 10000) / 1e6)
+    assert config.model_for("small").prices == config.model.prices
+    assert config.model.cost(None, 10) is None
+    path.write_text("[model]\nprices = { prompt = -1, completion = 0.6 }\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="prices"):
+        load_config(path)

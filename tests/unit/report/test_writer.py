@@ -1,31 +1,13 @@
-"""Stage tests for ``report``: the files of ``--prompt-report``, the terminal lines, diff and merge."""
+"""Stage tests for ``report.writer``: the files of ``--prompt-report`` (``slices.csv`` too), rows in case-file order."""
 
 from __future__ import annotations
 
-import base64
 import csv
-import hashlib
-import io
 import json
-import re
 from pathlib import Path
 
-import pytest
-
-from pytest_promptsuite.cases.shard import parse_shard
-from pytest_promptsuite.cases.shard import shard_index
 from pytest_promptsuite.checks.outcome import CheckResult
-from pytest_promptsuite.cli.diff_merge import run_diff
-from pytest_promptsuite.cli.diff_merge import run_merge
-from pytest_promptsuite.cli.main import main as cli_main
-from pytest_promptsuite.config.settings import GateSettings
 from pytest_promptsuite.config.settings import ThresholdPolicy
-from pytest_promptsuite.config.settings import Thresholds
-from pytest_promptsuite.report.document import summary_document
-from pytest_promptsuite.report.html import dashboard_html
-from pytest_promptsuite.report.markdown import md_escape
-from pytest_promptsuite.report.markdown import summary_markdown
-from pytest_promptsuite.report.text import summary_lines
 from pytest_promptsuite.report.writer import REPORT_FILES
 from pytest_promptsuite.report.writer import sorted_rows
 from pytest_promptsuite.report.writer import write_report
@@ -107,208 +89,41 @@ def test_rows_are_written_in_case_file_order() -> None:
     assert [(r.case_id, r.repeat) for r in sorted_rows(rows)] == [("c", 0), ("c", 1), ("a", 0), ("b", 0)]
 
 
-def test_summary_lines_end_with_the_verdict_and_list_regressions_by_id() -> None:
-    summary = summarize(
-        _rows(),
-        ThresholdPolicy(option=0.5),
-        baseline=_baseline(),
-        baseline_source="base",
-        settings=GateSettings(regression="delta"),
-    )
-    lines = list(summary_lines(summary))
-    assert lines[0].split() == [
-        "slice",
-        "cases",
-        "passed",
-        "failed",
-        "error",
-        "review",
-        "pass",
-        "rate",
-        "95%",
-        "CI",
-        "threshold",
-        "baseline",
-        "delta",
-        "(pts)",
-        "flips",
-        "-/+",
-        "p",
-        "p",
-        "drop",
-        "verdict",
-        "detectable",
-        "(pts)",
-        "gate",
-    ]
-    assert lines[2].split()[:7] == ["客服", "2", "1", "1", "0", "0", "50.0%"]
-    assert lines[2].split()[-8:] == ["100.0%", "-50.0", "-1/+0", "1", "0.5", "REGRESSED", "50.0", "FAIL"]
-    assert "regressions: xss-1" in lines
-    # slice a|b shares no case with the baseline (gone-1 was removed, err-1 and rev-1 are new): no
-    # drop is claimed there; its threshold still fails it
-    assert lines[lines.index("promptsuite gate: FAILED") :] == [
-        "promptsuite gate: FAILED",
-        "  - slice 'a|b': pass rate 0.0% (0/1) is below its threshold 50.0% (option)",
-        "  - slice '客服': pass rate dropped 50.0 points against the baseline (100.0% -> 50.0%), "
-        "more than the allowed 0.0 points (default); McNemar p = 1; regressions: xss-1",
-        "  - 1 case ended in an error (the model call or the rendering failed): err-1; errors always fail the run",
-    ]
-    ok = summarize([row("a", "s", "passed"), row("b", "s", "failed")], ThresholdPolicy(option=0.5))
-    assert list(summary_lines(ok))[-1] == "promptsuite gate: PASSED (1 failed case within tolerance)"
-
-
-def test_summary_md_puts_the_verdict_first_and_escapes_user_text() -> None:
-    summary = summarize(_rows(), ThresholdPolicy(option=0.5), baseline=_baseline(), baseline_source="base")
-    md = summary_markdown(summary)
-    lines = md.splitlines()
-    assert lines[0] == "## \u274c promptsuite gate: FAILED"
-    assert "| slice | cases | passed | failed | error | review |" in md
-    assert "| a\\|b | 2 | 0 | 0 | 1 | 1 |" in md  # the pipe of a slice name is escaped
-    assert "### Regressions (passed, now not) (1)" in md and "- xss-1" in md
-    # the only markup is our own collapsed sections; user text stays escaped
-    ours = md.replace("<details><summary>", "").replace("</summary>", "").replace("</details>", "")
-    assert "<" not in ours.replace("&lt;", "")
-    assert "http" not in md and "](" not in md
-
-
-@pytest.mark.parametrize(
-    ("text", "shown"),
-    [
-        ("1. first", "1\\. first"),  # would start an ordered list
-        ("- item", "\\- item"),
-        ("# title", "\\# title"),
-        ("50.0% ok", "50.0% ok"),
-        ("a|b_c*d`e", "a\\|b\\_c\\*d\\`e"),
-        ("[x](javascript:alert(1))", "\\[x\\](javascript:alert(1))"),
-        ("<img src=x onerror=y>", "&lt;img src=x onerror=y&gt;"),
-        ("at https://evil.example, www.evil.example", "at https\\://evil.example, www\\.evil.example"),
-        ("two\nlines", "two lines"),
-    ],
-)
-def test_markdown_escaping_keeps_user_text_literal(text: str, shown: str) -> None:
-    assert md_escape(text) == shown
-
-
-def _embedded(page: str) -> dict:
-    match = re.search(r'<script type="application/json" id="promptsuite-data">(.*?)</script>', page, re.S)
-    assert match is not None
-    return json.loads(match.group(1))
-
-
-def test_dashboard_is_self_contained_and_keeps_markup_inert() -> None:
-    rows = _rows()
-    summary = summarize(rows, ThresholdPolicy(option=0.5), baseline=_baseline(), baseline_source="base")
-    page = dashboard_html(rows, summary)
-    assert not re.search(r"""(src|href)\s*=\s*["']?\s*(https?:)?//""", page, re.I)
-    assert "@import" not in page and "url(" not in page
-    # the only raw "<script" tags are the page's own two; model text never closes the data element
-    assert page.count("<script") == 2 and page.count("</script>") == 2
-    assert "onerror" not in page.split('id="promptsuite-data">')[0]
-    data = _embedded(page)
-    outputs = {r[0]: data["details"][r[5]] for r in data["rows"] if r[5] >= 0}
-    assert outputs["xss-1"]["output"] == SCRIPT  # round-trips exactly, as text
-    assert outputs["xss-1"]["prompt"] == f"[user] {IMG}"
-    assert outputs["err-1"]["error"] == "HTTP 500: </script><script>alert(1)</script>"
-    assert [f["id"] for f in data["flips"]] == ["xss-1"]
-    assert data["flips"][0]["prompt_diff"].splitlines()[-1] == f"+[user] {IMG}"
-    assert data["summary"] == json.loads(json.dumps(summary_document(summary)))
-
-
-def test_dashboard_csp_allows_only_its_own_script() -> None:
-    rows = _rows()
-    page = dashboard_html(rows, summarize(rows))
-    script = page.rsplit("<script>", 1)[1].split("</script>", 1)[0]
-    digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
-    csp = re.search(r'http-equiv="Content-Security-Policy" content="([^"]*)"', page)
-    assert csp is not None
-    assert "default-src 'none'" in csp.group(1)
-    assert f"script-src 'sha256-{digest}'" in csp.group(1)
-
-
-def test_dashboard_trims_long_texts_but_results_keep_them(tmp_path: Path) -> None:
-    long = "x" * 10_000
-    rows = [row("big", "s", "failed", output=long)]
-    write_report(tmp_path, rows, summarize(rows))
-    data = _embedded((tmp_path / "dashboard.html").read_text("utf-8"))
-    assert data["details"][0]["output"].startswith("x" * 4000 + "\n[... 6000 more chars")
-    assert json.loads((tmp_path / "results.jsonl").read_text("utf-8"))["output"] == long
-
-
 # -- shards, merge and diff ------------------------------------------------------------------------
 
 
-def test_shard_parsing_and_stability() -> None:
-    assert str(parse_shard("2/4")) == "2/4"
-    for bad in ("0/2", "3/2", "2", "a/b", "1/0", "1/2/3"):
-        with pytest.raises(ValueError, match="write 2/4"):
-            parse_shard(bad)
-    ids = [f"case-{i}" for i in range(200)]
-    before = {i: shard_index(i, 4) for i in ids}
-    assert {i: shard_index(i, 4) for i in [*ids, "new-1", "new-2"] if i in before} == before
-    assert set(before.values()) == {0, 1, 2, 3}
-    assert shard_index("case-0", 4) == int(hashlib.sha256(b"case-0").hexdigest()[:16], 16) % 4
+def _row(case_id: str, slice_: str, outcome: str, line: int) -> CaseResult:
+    return CaseResult(case_id=case_id, slice=slice_, outcome=outcome, location=f"cases.jsonl:{line}")
 
 
-def test_merge_of_shards_equals_the_unsharded_report(tmp_path: Path) -> None:
-    rows = [row(f"c{i}", f"s{i % 3}", "passed" if i % 5 else "failed", i + 1, output=str(i)) for i in range(60)]
-    policy = ThresholdPolicy(Thresholds(slices={"s1": 0.5}), option=0.7, max_regression_option=0.1)
-    baseline = [row(f"c{i}", f"s{i % 3}", "passed", i + 1) for i in range(0, 70, 2)]
-    base_dir = tmp_path / "base"
-    write_report(base_dir, baseline, summarize(baseline))
-    whole = summarize(rows, policy, baseline=baseline, baseline_source=str(base_dir))
-    write_report(tmp_path / "whole", rows, whole, baseline=baseline)  # as a run with --prompt-baseline does
-    shard_dirs = []
-    for k in range(3):
-        part = [r for r in rows if shard_index(r.case_id, 3) == k]
-        write_report(tmp_path / f"shard{k}", part, summarize(part, policy))
-        shard_dirs.append(tmp_path / f"shard{k}")
-    out = io.StringIO()
-    status = run_merge(shard_dirs, tmp_path / "merged", baseline=base_dir, out=out)
-    assert status == (0 if whole.gate.passed else 1)
-    for name in ("summary.json", "slices.csv", "results.jsonl", "summary.md", "dashboard.html"):
-        assert (tmp_path / "merged" / name).read_text("utf-8") == (tmp_path / "whole" / name).read_text("utf-8"), name
-    assert out.getvalue().splitlines()[-1] == f"promptsuite report: {tmp_path / 'merged'}"
+#: ``slices.csv`` as the csv module wrote it before (commit a8b1053) for :func:`_slice_rows`: CRLF
+#: line ends, Python's float reprs, empty cells for null, quoted only where a name needs it.
+SLICES_CSV = (
+    "slice,cases,passed,failed,error,review,skipped,pass_rate,ci_low,ci_high,threshold,threshold_source,"
+    "baseline_pass_rate,delta,regressions,fixes,p_value,p_regression,verdict,detectable_drop,gate\r\n"
+    '"a,b",3,1,1,0,1,0,0.5,0.09453120573423074,0.9054687942657693,0.6,option,0.6666666666666666,'
+    "-0.16666666666666663,0,0,1.0,1.0,no evidence of a drop,,fail\r\n"
+    "all-review,1,0,0,0,1,0,,,,0.6,option,,,0,0,1.0,,,,pass\r\n"
+    '"line\nbreak",3,1,1,0,1,0,0.5,0.09453120573423074,0.9054687942657693,0.6,option,0.6666666666666666,'
+    "-0.16666666666666663,0,0,1.0,1.0,no evidence of a drop,,fail\r\n"
+    '"say ""hi""",3,1,1,0,1,0,0.5,0.09453120573423074,0.9054687942657693,0.6,option,0.6666666666666666,'
+    "-0.16666666666666663,1,0,1.0,0.5,inconclusive,,fail\r\n"
+    "客服,3,1,1,0,1,0,0.5,0.09453120573423074,0.9054687942657693,0.6,option,0.6666666666666666,"
+    "-0.16666666666666663,1,1,1.0,0.75,no evidence of a drop,,fail\r\n"
+    "提示词注入,3,1,1,0,1,0,0.5,0.09453120573423074,0.9054687942657693,0.6,option,0.6666666666666666,"
+    "-0.16666666666666663,1,1,1.0,0.75,no evidence of a drop,,fail\r\n"
+)
 
 
-def test_merge_refuses_overlapping_shards_and_unreadable_input(tmp_path: Path) -> None:
-    rows = [row("a", "s", "passed")]
-    write_report(tmp_path / "one", rows, summarize(rows))
-    write_report(tmp_path / "two", rows, summarize(rows))
-    err = io.StringIO()
-    assert run_merge([tmp_path / "one", tmp_path / "two"], tmp_path / "m", err=err) == 2
-    expected = f"{tmp_path / 'two'}: case 'a' (variant None, repeat 0) is also in {tmp_path / 'one'}"
-    assert expected in err.getvalue()
-    assert run_merge([tmp_path / "nope"], tmp_path / "m", err=io.StringIO()) == 2
-    assert not (tmp_path / "m").exists()
-
-
-def test_diff_prints_deltas_p_values_and_ids(tmp_path: Path) -> None:
-    old = [row(f"c{i}", "s", "passed", i + 1) for i in range(10)] + [row("gone", "s", "failed", 20)]
-    new = [row(f"c{i}", "s", "failed" if i < 6 else "passed", i + 1) for i in range(10)]
-    new.append(row("fresh", "t", "passed", 30))
-    write_report(tmp_path / "old", old, summarize(old))
-    (tmp_path / "new.jsonl").write_text("".join(r.to_json() + "\n" for r in new), "utf-8")
-    out = io.StringIO()
-    # a bare results.jsonl: the paired rule; 6 regressions and no fixes are significant, so exit 1
-    assert run_diff(tmp_path / "old", tmp_path / "new.jsonl", out=out) == 1
-    text = out.getvalue().splitlines()
-    slice_s = next(line for line in text if line.startswith("s "))
-    # baseline 10/11, now 4/10; 6 regressions and no fixes: p = 2 / 2**6, one-sided 1 / 2**6
-    assert slice_s.split()[-8:] == ["90.9%", "-50.9", "-6/+0", "0.0312", "0.0156", "REGRESSED", "50.0", "FAIL"]
-    assert text[text.index("regressions (6):") + 1 : text.index("fixes (0):")] == [f"  c{i}" for i in range(6)]
-    assert text[text.index("new (1):") + 1] == "  fresh"
-    assert text[text.index("removed (1):") + 1] == "  gone"
-    assert text[text.index("promptsuite diff: REGRESSED") + 1].startswith(
-        "  - slice 's': pass rate dropped 60.0 points against the baseline over the 10 cases in both runs"
-    )
-
-
-def test_diff_exits_2_on_unreadable_input(tmp_path: Path) -> None:
-    (tmp_path / "bad.jsonl").write_text("{oops\n", "utf-8")
-    (tmp_path / "ok.jsonl").write_text(row("a", "s", "passed").to_json() + "\n", "utf-8")
-    err = io.StringIO()
-    assert run_diff(tmp_path / "bad.jsonl", tmp_path / "ok.jsonl", out=io.StringIO(), err=err) == 2
-    assert "bad.jsonl:1: not a results.jsonl row" in err.getvalue()
-    assert run_diff(tmp_path / "ok.jsonl", tmp_path / "missing", out=io.StringIO(), err=err) == 2
-    assert cli_main(["diff", str(tmp_path / "ok.jsonl"), str(tmp_path / "bad.jsonl")]) == 2
-    assert cli_main(["diff", str(tmp_path / "ok.jsonl"), str(tmp_path / "ok.jsonl")]) == 0
+def test_slices_csv_is_written_as_before(tmp_path: Path) -> None:
+    rows, baseline = [], []
+    for s, name in enumerate(["客服", "a,b", 'say "hi"', "提示词注入", "line\nbreak"]):
+        for i in range(3):
+            rows.append(_row(f"{s}-{i}", name, ("passed", "failed", "review")[(s + i) % 3], 3 * s + i + 1))
+            baseline.append(_row(f"{s}-{i}", name, "passed" if i else "failed", 3 * s + i + 1))
+    rows.append(_row("r", "all-review", "review", 99))
+    summary = summarize(rows, ThresholdPolicy(option=0.6), baseline=baseline, baseline_source="base")
+    write_report(tmp_path / "rep", rows, summary)
+    assert (tmp_path / "rep" / "slices.csv").read_bytes() == SLICES_CSV.encode("utf-8")
+    write_report(tmp_path / "none", [], summarize([], ThresholdPolicy()))
+    assert (tmp_path / "none" / "slices.csv").read_bytes() == b"slice\r\n"

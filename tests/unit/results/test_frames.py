@@ -1,5 +1,5 @@
 """Results as DataFrames: ``read_results``'s columns and check columns, ``read_history``'s rows, and
-the files made from them (``slices.csv``, ``promptsuite history``), byte for byte as before."""
+``promptsuite history`` made from them, byte for byte as before."""
 
 from __future__ import annotations
 
@@ -13,13 +13,10 @@ import pytest
 import pytest_promptsuite
 from pytest_promptsuite.checks.outcome import CheckResult
 from pytest_promptsuite.cli.main import main as cli_main
-from pytest_promptsuite.config.settings import ThresholdPolicy
 from pytest_promptsuite.errors import ConfigError
-from pytest_promptsuite.report.writer import write_report
 from pytest_promptsuite.results.case_result import CaseResult
 from pytest_promptsuite.results.frames import read_history
 from pytest_promptsuite.results.frames import read_results
-from pytest_promptsuite.results.summary import summarize
 
 
 FIELDS = (
@@ -322,40 +319,3 @@ def test_history_refuses_a_rate_that_is_no_number(history: Path) -> None:
     (history / "run-99.json").write_text(json.dumps({"slices": [_slice("s", 1, 1, "100%", 0.2, 1.0)]}), "utf-8")
     with pytest.raises(ConfigError, match=r"run-99\.json: slices\[0\]\.pass_rate: Input should be a valid number"):
         read_history(history)
-
-
-def _row(case_id: str, slice_: str, outcome: str, line: int) -> CaseResult:
-    return CaseResult(case_id=case_id, slice=slice_, outcome=outcome, location=f"cases.jsonl:{line}")
-
-
-#: ``slices.csv`` as the csv module wrote it before (commit a8b1053) for :func:`_slice_rows`: CRLF
-#: line ends, Python's float reprs, empty cells for null, quoted only where a name needs it.
-SLICES_CSV = (
-    "slice,cases,passed,failed,error,review,skipped,pass_rate,ci_low,ci_high,threshold,threshold_source,"
-    "baseline_pass_rate,delta,regressions,fixes,p_value,p_regression,verdict,detectable_drop,gate\r\n"
-    '"a,b",3,1,1,0,1,0,0.5,0.09453120573423074,0.9054687942657693,0.6,option,0.6666666666666666,'
-    "-0.16666666666666663,0,0,1.0,1.0,no evidence of a drop,,fail\r\n"
-    "all-review,1,0,0,0,1,0,,,,0.6,option,,,0,0,1.0,,,,pass\r\n"
-    '"line\nbreak",3,1,1,0,1,0,0.5,0.09453120573423074,0.9054687942657693,0.6,option,0.6666666666666666,'
-    "-0.16666666666666663,0,0,1.0,1.0,no evidence of a drop,,fail\r\n"
-    '"say ""hi""",3,1,1,0,1,0,0.5,0.09453120573423074,0.9054687942657693,0.6,option,0.6666666666666666,'
-    "-0.16666666666666663,1,0,1.0,0.5,inconclusive,,fail\r\n"
-    "客服,3,1,1,0,1,0,0.5,0.09453120573423074,0.9054687942657693,0.6,option,0.6666666666666666,"
-    "-0.16666666666666663,1,1,1.0,0.75,no evidence of a drop,,fail\r\n"
-    "提示词注入,3,1,1,0,1,0,0.5,0.09453120573423074,0.9054687942657693,0.6,option,0.6666666666666666,"
-    "-0.16666666666666663,1,1,1.0,0.75,no evidence of a drop,,fail\r\n"
-)
-
-
-def test_slices_csv_is_written_as_before(tmp_path: Path) -> None:
-    rows, baseline = [], []
-    for s, name in enumerate(["客服", "a,b", 'say "hi"', "提示词注入", "line\nbreak"]):
-        for i in range(3):
-            rows.append(_row(f"{s}-{i}", name, ("passed", "failed", "review")[(s + i) % 3], 3 * s + i + 1))
-            baseline.append(_row(f"{s}-{i}", name, "passed" if i else "failed", 3 * s + i + 1))
-    rows.append(_row("r", "all-review", "review", 99))
-    summary = summarize(rows, ThresholdPolicy(option=0.6), baseline=baseline, baseline_source="base")
-    write_report(tmp_path / "rep", rows, summary)
-    assert (tmp_path / "rep" / "slices.csv").read_bytes() == SLICES_CSV.encode("utf-8")
-    write_report(tmp_path / "none", [], summarize([], ThresholdPolicy()))
-    assert (tmp_path / "none" / "slices.csv").read_bytes() == b"slice\r\n"

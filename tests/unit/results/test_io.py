@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import uuid
 from pathlib import Path
 
 import pytest
@@ -16,15 +15,8 @@ from pytest_promptsuite.results.io import encode_row
 from pytest_promptsuite.results.io import load_results
 from pytest_promptsuite.results.io import load_summary_json
 from pytest_promptsuite.results.io import stream_results
-from pytest_promptsuite.results.records import RunInfo
-from pytest_promptsuite.results.spool import RowSpool
 from pytest_promptsuite.results.summary import Baseline
 from pytest_promptsuite.results.summary import summarize
-from pytest_promptsuite.results.usage import UsageTally
-from pytest_promptsuite.results.usage import prices_of_run
-from pytest_promptsuite.results.usage import usage_report
-from pytest_promptsuite.safety.scrub import REDACTED
-from pytest_promptsuite.safety.scrub import register
 
 
 def row(case_id: str, slice_: str, outcome: str, **kw: object) -> CaseResult:
@@ -153,41 +145,3 @@ def test_a_row_encoded_once_is_spooled_as_if_its_line_were_read_back() -> None:
     assert list(given.lines([stranger])) == [(stranger.to_json() + "\n").encode()]
     parsed.close()
     given.close()
-
-
-def test_usage_counted_from_spooled_lines_is_usage_of_the_rows() -> None:
-    tally = UsageTally()
-    for r in SPOOLED:
-        tally.add_line(json.loads(r.to_json()))
-    run = RunInfo(
-        version="x",
-        models={
-            "v1": {"spec": "s", "prices": {"prompt": 1.0, "completion": 2.0}},
-            "": {"spec": "s", "prices": {"prompt": 3.0, "completion": 5.0}},
-        },
-    )
-    assert tally.report(prices_of_run(run)) == usage_report(load_rows(SPOOLED), run)
-    assert tally.report() == usage_report(load_rows(SPOOLED))
-    assert tally.report(prices_of_run(run)).total.cost_usd == pytest.approx((10 + 2 * 3) / 1e6)
-
-
-def load_rows(rows: list[CaseResult]) -> list[CaseResult]:
-    return [CaseResult.from_json(r.to_json()) for r in rows]
-
-
-def test_a_row_spool_copies_its_lines_unless_a_secret_may_have_slipped_in() -> None:
-    late, known = f"late-secret-{uuid.uuid4().hex}", f"known-secret-{uuid.uuid4().hex}"
-    rows = [row(f"r{i}", "s", "passed", output=f"answer {i} {late if i == 1 else ''}") for i in range(3)]
-    spool = RowSpool()
-    assert [spool.add(spool.encode(r)) for r in rows] == spool.rows
-    assert b"".join(spool.lines(spool.rows)).decode() == "".join(r.to_json() + "\n" for r in rows)
-    register(late)  # registered after its row was spooled: the copy is scrubbed again
-    text = b"".join(spool.lines(spool.rows)).decode()
-    assert late not in text and REDACTED in b"".join(spool.lines(spool.rows[1:2])).decode()
-    register(known)
-    worker = RowSpool()  # a worker's line scrubbed without a secret this process knows
-    worker.add(spool.encode(rows[0]))
-    worker.add(json.dumps(row("w", "s", "passed", output=known).to_dict()))
-    assert known not in b"".join(worker.lines(worker.rows)).decode()
-    spool.close()
-    worker.close()
