@@ -1,15 +1,14 @@
-"""Stage tests for the case loader: every bad input gives its ``path:line:`` message."""
+"""Stage tests for ``cases.load``: every bad input gives its ``path:line:`` message; a case read back later
+is the case loaded (items keep where a case is, not the case)."""
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import pytest
 
 from pytest_promptsuite.cases.load import load_cases
 from pytest_promptsuite.cases.prompt_case import CaseLocation
-from pytest_promptsuite.cases.prompt_case import PromptCase
 from pytest_promptsuite.errors import CaseFileError
 
 
@@ -72,24 +71,6 @@ def test_line_separators_inside_a_string_are_text(tmp_path: Path) -> None:
 def test_crlf_line_endings(tmp_path: Path) -> None:
     cases = load_cases(_write(tmp_path, GOOD + "\r\n" + GOOD.replace("a-1", "a-2") + "\r\n"))
     assert len(cases) == 2
-
-
-def test_case_is_frozen() -> None:
-    case = PromptCase(case_id="x", input="y", slice="z")
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        case.case_id = "other"  # type: ignore[misc]
-
-
-def test_a_case_built_in_code_is_checked_as_a_line_is() -> None:
-    with pytest.raises(ValueError, match=r"<memory>:0: 'slice' is empty; 'must_include\[0\]' must be a string"):
-        PromptCase(case_id="x", input="y", slice=" ", must_include=[3])  # type: ignore[list-item]
-    with pytest.raises(ValueError, match="unknown key 'must_inlcude' .did you mean 'must_include'"):
-        PromptCase.from_dict({"case_id": "x", "input": "y", "slice": "z", "must_inlcude": ["a"]})
-    line = {"case_id": "x", "input": "y", "slice": "z", "assert": [{"type": "is-json"}], "threshold": 1}
-    case = PromptCase.from_dict(line)
-    assert case.assert_ == [{"type": "is-json"}] and case.threshold == 1.0 and isinstance(case.threshold, float)
-    assert case.to_dict()["assert"] == [{"type": "is-json"}] and "answer" not in case.to_dict()
-    assert PromptCase(**{k: v for k, v in case.__dict__.items() if not k.startswith("_")}) == case
 
 
 @pytest.mark.parametrize(
@@ -252,3 +233,57 @@ def test_duplicate_across_files_names_both(tmp_path: Path) -> None:
 
 def test_missing_file(tmp_path: Path) -> None:
     assert _problems(tmp_path / "nope.jsonl") == ["nope.jsonl:1: cannot read the case file: No such file or directory"]
+
+
+CASES = "\ufeff" + "\r\n".join(
+    [
+        '{"case_id": "a-1", "input": "hello", "slice": "s", "must_include": ["hello"], "metadata": {"k": [1, 2]}}',
+        "",
+        '{"case_id": "a-2", "input": ["one", "two"], "slice": "t", "tags": ["x"], "vars": {"city": "巴黎"}}',
+        '{"case_id": "a-3", "input": "q", "slice": "s", "assert": [{"type": "contains", "value": "q"}]}',
+        '{"case_id": "a-4", "input": "last line, no newline", "slice": "s"}',
+    ]
+)
+
+
+def test_a_case_read_back_is_the_case_loaded(tmp_path: Path) -> None:
+    path = tmp_path / "cases.jsonl"
+    path.write_bytes(CASES.encode("utf-8"))  # a BOM, CRLF line ends, a blank line, no final newline
+    loaded = load_cases(path)
+    for case in loaded:
+        assert case.ref is not None
+        again = case.ref.read()
+        assert again == case and again.location == case.location and again.ref is case.ref
+    assert [c.ref.line for c in loaded if c.ref] == [1, 3, 4, 5]
+
+
+def test_a_case_file_changed_after_collection_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "cases.jsonl"
+    path.write_bytes(CASES.encode("utf-8"))
+    ref = load_cases(path)[1].ref
+    assert ref is not None
+    path.write_bytes(CASES.replace("巴黎", "伦敦").encode("utf-8"))  # same length in bytes
+    with pytest.raises(CaseFileError, match=r"^shown\.jsonl:3: the case file changed after it was collected"):
+        ref.read("shown.jsonl")
+    path.unlink()
+    with pytest.raises(CaseFileError, match=r"^shown\.jsonl:3: cannot read the case file"):
+        ref.read("shown.jsonl")
+
+
+def test_cases_read_back_in_file_order_share_one_read(tmp_path: Path) -> None:
+    """Items run in file order: reading one case back reads a block that serves the cases after
+    it (still checked against their CRC-32), so the file is opened once for them all."""
+    path = tmp_path / "cases.jsonl"
+    path.write_bytes(CASES.encode("utf-8"))
+    loaded = load_cases(path)
+    refs = [case.ref for case in loaded if case.ref is not None]
+    assert refs[0].read() == loaded[0]
+    path.unlink()  # the block read with the first case holds the rest
+    assert [ref.read() for ref in refs[1:]] == loaded[1:]
+    path.write_bytes(CASES.encode("utf-8"))
+    again = load_cases(path)  # loaded again: its own block, never the earlier load's
+    path.write_bytes(CASES.replace("巴黎", "伦敦").encode("utf-8"))
+    assert again[0].ref is not None and again[0].ref.read() == again[0]
+    with pytest.raises(CaseFileError, match="changed after it was collected"):
+        assert again[1].ref is not None
+        again[1].ref.read()

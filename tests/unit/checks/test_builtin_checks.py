@@ -1,9 +1,7 @@
-"""Stage tests for every built-in check type: pass, fail, ``not-``, and a malformed spec."""
+"""Stage tests for ``checks.builtin_checks``: every built-in check type passes, fails and inverts (``not-``)."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,11 +9,9 @@ from pydantic import BaseModel
 
 from pytest_promptsuite.cases.prompt_case import PromptCase
 from pytest_promptsuite.checks.builtin_checks import BUILTIN_TYPES
-from pytest_promptsuite.checks.compile_checks import compile_case
 from pytest_promptsuite.checks.evaluator import Evaluator
 from pytest_promptsuite.checks.outcome import CheckResult
 from pytest_promptsuite.config.suite import Prices
-from pytest_promptsuite.errors import CheckError
 from pytest_promptsuite.models.model_api import Response
 from pytest_promptsuite.models.model_api import Usage
 from pytest_promptsuite.models.tool_calls import Step
@@ -508,200 +504,6 @@ def test_cost_without_prices_of_its_own_reads_the_models_prices() -> None:
     assert mine.passed and "$0.001000" in mine.message
 
 
-def test_schema_file_is_relative_to_the_case_file(tmp_path: Path) -> None:
-    (tmp_path / "schemas").mkdir()
-    (tmp_path / "schemas" / "refund.json").write_text(json.dumps(SCHEMA), encoding="utf-8")
-    case = PromptCase(
-        case_id="c", input="i", slice="s", assert_=[{"type": "is-json", "value": "file://schemas/refund.json"}]
-    )
-    compiled = compile_case(case, base_dir=tmp_path)
-    [ok] = Evaluator().evaluate(case, REFUND, compiled)
-    [bad] = Evaluator().evaluate(case, '{"order": 1}', compiled)
-    assert ok.passed and not bad.passed
-    assert "'amount' is a required property" in bad.message
-
-
-def test_python_check_from_a_file_beside_the_case(tmp_path: Path) -> None:
-    (tmp_path / "my_checks.py").write_text(
-        "from pytest_promptsuite.checks import CheckResult\n"
-        "def polite(output, case):\n"
-        "    return CheckResult('metric', 'python', 'please' in output, f'{case.case_id}: polite?')\n",
-        encoding="utf-8",
-    )
-    case = PromptCase(
-        case_id="c7", input="i", slice="s", assert_=[{"type": "python", "value": "file://my_checks.py:polite"}]
-    )
-    compiled = compile_case(case, base_dir=tmp_path)
-    [result] = Evaluator().evaluate(case, "no", compiled)
-    assert not result.passed
-    assert result.message == "expected file://my_checks.py:polite accepts the output; found c7: polite?"
-
-
 def test_python_function_that_raises_fails_with_the_error() -> None:
     result = result_of({"type": "python", "value": "json:loads"}, "not json")
     assert not result.passed and "the function raised" in result.message
-
-
-MALFORMED: list[tuple[str, dict[str, Any], str]] = [
-    (
-        "is-json-schema",
-        {"type": "is-json", "value": {"type": "nope"}},
-        "'value' of 'is-json' is not a valid JSON Schema",
-    ),
-    ("is-json-file", {"type": "is-json", "value": "missing.json"}, "cannot read the schema file"),
-    ("contains-json-schema", {"type": "contains-json", "value": 3}, "must be a JSON Schema object or a schema file"),
-    ("pydantic-import", {"type": "pydantic", "value": "no_such_module:X"}, "cannot import module 'no_such_module'"),
-    ("pydantic-class", {"type": "pydantic", "value": f"{__name__}:is_short"}, "is not a pydantic model class"),
-    ("is-xml", {"type": "is-xml", "value": {"elements": ["a"]}}, "takes only 'requiredElements'"),
-    ("word-count", {"type": "word-count", "value": {"min": 5, "max": 2}}, "min 5 is above max 2"),
-    ("word-count-missing", {"type": "word-count"}, "'word-count' needs 'value'"),
-    ("char-count", {"type": "char-count", "value": "ten"}, "must be a whole number or {min, max}"),
-    ("finish-reason", {"type": "finish-reason", "value": 1}, "'value' of 'finish-reason' must be a finish reason"),
-    ("equals", {"type": "equals"}, "'equals' needs 'value'"),
-    ("contains", {"type": "contains", "value": ["a"]}, "'value' of 'contains' must be a string, got a list"),
-    ("contains-empty", {"type": "contains", "value": ""}, "is an empty string"),
-    ("icontains", {"type": "icontains", "valeu": "a"}, "'icontains' needs 'value'"),
-    ("contains-any", {"type": "contains-any", "value": []}, "must be a non-empty list of strings"),
-    ("contains-all", {"type": "contains-all", "value": [{"a": 1}]}, "'value[0]' of 'contains-all' must be a string"),
-    ("icontains-any", {"type": "icontains-any", "value": None}, "'icontains-any' needs 'value'"),
-    ("icontains-all", {"type": "icontains-all", "value": 3, "x": 1}, "must be a non-empty list of strings"),
-    ("starts-with", {"type": "starts-with", "value": True}, "must be a string, got a boolean"),
-    ("regex", {"type": "regex", "value": "("}, "'value' of 'regex' is not a valid regex '('"),
-    (
-        "regex-fullmatch",
-        {"type": "regex", "value": "a", "fullmatch": "yes"},
-        "'fullmatch' of 'regex' must be true or false",
-    ),
-    ("levenshtein", {"type": "levenshtein", "value": "a", "threshold": 1.5}, "must be a whole number of edits"),
-    (
-        "similar",
-        {"type": "similar", "value": "a", "threshold": 75},
-        "'threshold' of 'similar' must be a ratio from 0 to 1",
-    ),
-    (
-        "rouge-n",
-        {"type": "rouge-n", "value": "a", "threshold": 75},
-        "'threshold' of 'rouge-n' must be a score from 0 to 1",
-    ),
-    ("is-refusal", {"type": "is-refusal", "value": ["("]}, "is not a valid regex"),
-    ("is-refusal-defaults", {"type": "is-refusal", "defaults": False}, "needs 'value': your refusal patterns"),
-    ("human-review", {"type": "human-review"}, "'human-review' needs 'value'"),
-    (
-        "not-human-review",
-        {"type": "not-human-review", "value": "x"},
-        "'not-human-review': 'human-review' has no not- form",
-    ),
-    ("latency", {"type": "latency", "threshold": -1}, "'threshold' of 'latency' must be a bound in milliseconds"),
-    ("latency-path", {"type": "latency", "threshold": 1, "path": "$.a"}, "'path' does not apply to 'latency'"),
-    ("tokens", {"type": "tokens", "threshold": 5, "field": "output"}, "must be 'total', 'prompt' or 'completion'"),
-    ("cost", {"type": "cost", "prices": {"prompt": 1, "completion": 1}}, "'cost' needs 'threshold'"),
-    ("cost-prices", {"type": "cost", "threshold": 1, "prices": {"prompt": 1}}, "'prices' of 'cost' must be"),
-    ("llm-rubric", {"type": "llm-rubric", "value": " "}, "is empty: write the rubric"),
-    ("llm-rubric-threshold", {"type": "llm-rubric", "value": "ok", "threshold": 2}, "a score from 0 to 1"),
-    ("tools-call", {"type": "is-valid-openai-tools-call", "value": 1}, "unknown field 'value'"),
-    (
-        "function-call",
-        {"type": "is-valid-openai-function-call", "value": {"name": "f"}},
-        "must be a list of functions ({name, parameters}), got an object",
-    ),
-    (
-        "function-call-schema",
-        {"type": "is-valid-openai-function-call", "value": [{"name": "f", "parameters": {"type": 5}}]},
-        "is not a valid JSON Schema",
-    ),
-    ("similar-cosine", {"type": "similar:cosine"}, "'similar:cosine' needs 'value'"),
-    ("similar-dot", {"type": "similar:dot", "value": [1, {}]}, "'value[1]' of 'similar:dot' must be a string"),
-    ("similar-euclidean", {"type": "similar:euclidean", "value": "a", "threshold": "x"}, "must be a number"),
-    ("f1", {"type": "tool-call-f1", "value": []}, "'value' of 'tool-call-f1' must be a list of tool names"),
-    ("f1-threshold", {"type": "tool-call-f1", "value": "a", "threshold": 2}, "must be a score from 0 to 1"),
-    ("used", {"type": "trajectory:tool-used", "value": {"name": "a", "min": -1}}, "'min' of 'trajectory:tool-used'"),
-    ("used-key", {"type": "trajectory:tool-used", "value": {"nam": "a"}}, "unknown key 'nam'"),
-    ("sequence", {"type": "trajectory:tool-sequence", "value": {"steps": ["a"], "mode": "strict"}}, "'in_order'"),
-    ("args", {"type": "trajectory:tool-args-match", "value": {"name": "a"}}, "exactly one of 'args' and 'schema'"),
-    (
-        "args-schema",
-        {"type": "trajectory:tool-args-match", "value": {"name": "a", "schema": {"type": 5}}},
-        "is not a valid JSON Schema",
-    ),
-    ("steps-path", {"type": "trajectory:step-count", "value": 1, "path": "$.a"}, "'path' does not apply"),
-    ("steps", {"type": "trajectory:step-count", "value": {}}, "needs 'min' or 'max'"),
-    ("python", {"type": "python", "value": "json:nope"}, "'json' has no attribute 'nope'"),
-    ("python-not-callable", {"type": "python", "value": "json:__name__"}, "is not callable"),
-    (
-        "unknown-field",
-        {"type": "contains", "value": "a", "vlaue": "b"},
-        "unknown field 'vlaue' for 'contains' (did you mean 'value'?)",
-    ),
-    ("weight", {"type": "contains", "value": "a", "weight": -1}, "'weight' must be a number >= 0"),
-    ("path", {"type": "equals", "value": 1, "path": "a.b"}, "'path' must be a JSONPath starting with '$'"),
-    ("path-syntax", {"type": "equals", "value": 1, "path": "$.a[x]"}, "cannot read '[x]' at position 4"),
-    ("unknown-type", {"type": "contians", "value": "a"}, "unknown check type 'contians' (did you mean 'contains'?)"),
-    ("no-type", {"value": "a"}, "missing 'type' (known types: is-json,"),
-    ("assert-set-empty", {"type": "assert-set", "assert": []}, "must be a non-empty list of checks"),
-    (
-        "assert-set-nested",
-        {"type": "assert-set", "assert": [{"type": "assert-set", "assert": [{"type": "is-json"}]}]},
-        "assert[1].assert[0]: an assert-set cannot hold another assert-set",
-    ),
-    (
-        "assert-set-field",
-        {"type": "assert-set", "assert": [{"type": "is-json"}], "treshold": 1},
-        "unknown field 'treshold' for 'assert-set' (did you mean 'threshold'?)",
-    ),
-    (
-        "assert-set-threshold",
-        {"type": "assert-set", "assert": [{"type": "is-json"}], "threshold": 5},
-        "'threshold' must be a share from 0 to 1",
-    ),
-]
-
-
-@pytest.mark.parametrize(("entry", "words"), [m[1:] for m in MALFORMED], ids=[m[0] for m in MALFORMED])
-def test_malformed_spec_is_a_check_error_naming_the_case_and_entry(entry: dict[str, Any], words: str) -> None:
-    case = PromptCase(case_id="bad-1", input="i", slice="s", assert_=[{"type": "is-json"}, entry])
-    with pytest.raises(CheckError) as info:
-        compile_case(case, display="cases.jsonl")
-    assert str(info.value).startswith("cases.jsonl:0: case 'bad-1': assert[1]")
-    assert words in str(info.value)
-
-
-def test_every_builtin_type_has_a_malformed_case() -> None:
-    covered = {m[1].get("type", "").removeprefix("not-") for m in MALFORMED}
-    assert set(BUILTIN_TYPES) <= covered, set(BUILTIN_TYPES) - covered
-
-
-@pytest.mark.parametrize(
-    ("entry", "output", "passes", "words"),
-    [
-        ({"type": "similar:cosine", "value": "refund issued today"}, "Your refund was issued today", True, "0.77"),
-        ({"type": "similar:cosine", "value": ["no", "refund issued"], "threshold": 0.9}, "refund issued", True, "1.00"),
-        ({"type": "similar:cosine", "value": "refund issued"}, "the weather is nice", False, "similarity 0.00"),
-        ({"type": "not-similar:cosine", "value": "refund issued"}, "the weather is nice", True, "0.00"),
-        ({"type": "similar:dot", "value": "a b", "threshold": 2}, "a b c", True, "similarity 2.00"),
-        ({"type": "similar:euclidean", "value": "a b", "threshold": 0.75}, "a b c", False, "distance 1.00"),
-        ({"type": "similar:euclidean", "value": "a b", "threshold": 1}, "a b c", True, "distance 1.00"),
-    ],
-)
-def test_similar_by_embeddings_as_promptfoo(entry: dict[str, Any], output: str, passes: bool, words: str) -> None:
-    # promptfoo's similar (= similar:cosine), default threshold 0.75; here on the fake model's word embedding
-    from pytest_promptsuite.models.fake import FakeModel
-
-    result = result_of(entry, output, embed=FakeModel().embed)
-    assert (result.passed, words in result.message) == (passes, True), result.message
-
-
-def test_similar_without_an_embedding_model_says_how_to_add_one() -> None:
-    result = result_of({"type": "similar:cosine", "value": "refund"}, "refund")
-    assert not result.passed and "no embedding model: add [models.embedding] to the suite config" in result.message
-
-
-def test_a_python_function_with_a_third_parameter_gets_the_check_context(tmp_path: Path) -> None:
-    (tmp_path / "sent.py").write_text(
-        "def asked(output, case, context):\n    return context.prompt[-1]['content'] == output\n", encoding="utf-8"
-    )
-    case = PromptCase(case_id="c", input="i", slice="s", assert_=[{"type": "python", "value": "file://sent.py:asked"}])
-    compiled = compile_case(case, base_dir=tmp_path)
-    prompt = [{"role": "user", "content": "hi"}]
-    [same] = Evaluator().evaluate(case, "hi", compiled, prompt=prompt)
-    [other] = Evaluator().evaluate(case, "no", compiled, prompt=prompt)
-    assert same.passed and not other.passed
