@@ -6,10 +6,13 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from pytest_promptsuite.cases.case_schema import json_schema as case_schema
 from pytest_promptsuite.cli.main import main
+from pytest_promptsuite.config.suite import json_schema as config_schema
 
 
 def _suite(tmp_path: Path, text: str) -> Path:
@@ -75,3 +78,9 @@ def test_the_command_never_imports_pytest(tmp_path: Path) -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path)
     assert done.stdout.splitlines()[-1] == "0 False False"
+
+
+@pytest.mark.parametrize(("what", "made"), [("config", config_schema), ("case", case_schema)])
+def test_the_command_prints_the_schema(what: str, made: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["schema", what]) == 0
+    assert json.loads(capsys.readouterr().out) == made()

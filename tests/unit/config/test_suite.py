@@ -1,16 +1,26 @@
-"""Stage tests for the suite config: unknown keys, paths outside the folder, discovery."""
+"""Stage tests for ``config.suite``: the suite config's tables and kinds, unknown keys and their lines, paths
+outside the folder, discovery, variants, and the JSON Schema editors read (every example config validates)."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+import jsonschema
 import pytest
 
+from pytest_promptsuite.cases.case_schema import json_schema as case_schema
+from pytest_promptsuite.config.config_schema import validate
+from pytest_promptsuite.config.suite import ModelConfig
+from pytest_promptsuite.config.suite import SuiteConfig
+from pytest_promptsuite.config.suite import TemplateConfig
+from pytest_promptsuite.config.suite import TemplateKind
 from pytest_promptsuite.config.suite import find_config
+from pytest_promptsuite.config.suite import json_schema as config_schema
 from pytest_promptsuite.config.suite import load_config
 from pytest_promptsuite.config.suite import suite_targets
-from pytest_promptsuite.config.tables import ModelConfig
 from pytest_promptsuite.errors import ConfigError
+from pytest_promptsuite.formats.tomlio import load_toml
 
 
 def test_contract_example_parses(tmp_path: Path) -> None:
@@ -226,3 +236,211 @@ def test_model_prices_are_config_keys_a_variant_may_override(tmp_path: Path) -> 
     path.write_text("[model]\nprices = { prompt = -1, completion = 0.6 }\n", encoding="utf-8")
     with pytest.raises(ConfigError, match="prices"):
         load_config(path)
+
+
+MIXTURE = (
+    "[template] takes exactly one of: an infer_cfg (prompt_template), a task prompt (task_prompts + task), "
+    "a template file (template_file or template) or a prompt_function"
+)
+
+
+def _suite(tmp_path: Path, toml: str) -> SuiteConfig:
+    (tmp_path / "promptsuite.toml").write_text(toml, encoding="utf-8")
+    return load_config(tmp_path / "promptsuite.toml")
+
+
+@pytest.mark.parametrize(
+    ("keys", "kind"),
+    [
+        ({}, TemplateKind.INFER_CFG),
+        ({"retriever": {"type": "ZeroRetriever"}, "output_column": "a"}, TemplateKind.INFER_CFG),
+        ({"prompt_template": "{input}"}, TemplateKind.INFER_CFG),
+        ({"ice_template": "{input}"}, TemplateKind.INFER_CFG),
+        ({"multiturn_template": {"template": {"round": []}}}, TemplateKind.INFER_CFG),
+        ({"task_prompts": "p.yml", "task": "a", "mode": "m"}, TemplateKind.TASK_PROMPTS),
+        ({"task": "a"}, TemplateKind.TASK_PROMPTS),
+        ({"template_file": "t.txt", "renderer": "jinja"}, TemplateKind.FILE),
+        ({"template": "x"}, TemplateKind.FILE),
+        ({"mode": "compact"}, TemplateKind.INFER_CFG),  # only choosing keys choose
+        ({"renderer": "jinja"}, TemplateKind.INFER_CFG),
+        ({"prompt_function": "p.js", "semantics": "promptfoo"}, TemplateKind.FUNCTION),
+        ({"prompt_context": {"config": {}}}, TemplateKind.INFER_CFG),
+    ],
+)
+def test_kind(keys: dict[str, object], kind: TemplateKind) -> None:
+    assert validate(TemplateConfig, keys).kind() is kind
+
+
+@pytest.mark.parametrize(
+    "keys",
+    [
+        {"task_prompts": "p.yml", "template": "x"},
+        {"task": "a", "prompt_template": "{input}"},
+        {"template_file": "t.txt", "multiturn_template": {"template": {"round": []}}},
+        {"template": "x", "prompt_function": "p.js"},
+    ],
+)
+def test_a_mixture_is_a_config_error_naming_the_config(keys: dict[str, object]) -> None:
+    with pytest.raises(ConfigError) as info:
+        validate(TemplateConfig, keys).kind(path=Path("suite/promptsuite.toml"))
+    assert str(info.value) == f"{Path('suite/promptsuite.toml')}: {MIXTURE}"
+
+
+def test_keys_of_each_kind() -> None:
+    assert TemplateKind.TASK_PROMPTS.choosing_keys == ("task_prompts", "task")
+    assert TemplateKind.TASK_PROMPTS.keys == (
+        "task_prompts",
+        "task",
+        "mode",
+        "nemo_config",
+        "semantics",
+        "prompt_model",
+    )
+    assert TemplateKind.FILE.keys == ("template_file", "template", "renderer")
+    assert TemplateKind.FUNCTION.keys == ("prompt_function", "prompt_context")
+    assert TemplateKind.INFER_CFG.keys == (
+        "prompt_template",
+        "ice_template",
+        "multiturn_template",
+        "retriever",
+        "infer_mode",
+        "inferencer",
+    )
+
+
+def test_a_prompt_function_variant_drops_the_template_file_and_keeps_promptfoos_semantics(tmp_path: Path) -> None:
+    config = _suite(
+        tmp_path,
+        '[template]\ntemplate_file = "t.txt"\nsemantics = "promptfoo"\n'
+        '[variants.fn]\nprompt_function = "p.js:make"\nprompt_context = { config = {} }\n',
+    )
+    fn = config.template_for("fn")
+    assert (fn.template_file, fn.prompt_function, fn.semantics) == (None, "p.js:make", "promptfoo")
+    assert fn.kind() is TemplateKind.FUNCTION
+
+
+EXAMPLES = Path(__file__).parents[3] / "example_suites"
+CONFIGS = sorted(EXAMPLES.rglob("*.toml"))
+
+
+TRAIN = {
+    config.resolve(config.suite.train, key="suite.train")
+    for config in map(load_config, CONFIGS)
+    if config.suite.train is not None
+}
+CASE_FILES = sorted(path for path in EXAMPLES.rglob("*.jsonl") if path.resolve() not in TRAIN)
+
+
+def _errors(schema: dict[str, Any], value: Any) -> list[str]:
+    validator = jsonschema.Draft202012Validator(schema, format_checker=jsonschema.FormatChecker())
+    return [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(value)]
+
+
+def test_the_schemas_are_valid_draft_2020_12() -> None:
+    for schema in (config_schema(), case_schema()):
+        assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+        jsonschema.Draft202012Validator.check_schema(schema)
+
+
+def test_the_examples_are_there() -> None:
+    assert len(CONFIGS) >= 7 and len(CASE_FILES) >= 7
+    assert TRAIN  # the few-shot suite's train rows are no case lines
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=lambda p: str(p.relative_to(EXAMPLES)))
+def test_every_example_config_validates(path: Path) -> None:
+    document, _ = load_toml(path)
+    assert _errors(config_schema(), document) == []
+
+
+@pytest.mark.parametrize(
+    ("document", "key"),
+    [
+        ({"model": {"spec": "fake", "timout_s": 5}}, "timout_s"),
+        ({"sutie": {"cases": ["cases.jsonl"]}}, "sutie"),
+        ({"variants": {"v2": {"template": "T", "model": {"spce": "fake"}}}}, "spce"),
+        ({"checks": {"python_modules": ["m"], "rule": []}}, "rule"),
+        ({"checks": [{"slice": "*", "assert": [], "slise": "x"}]}, "slise"),
+    ],
+)
+def test_a_misspelled_config_key_fails(document: dict[str, Any], key: str) -> None:
+    errors = _errors(config_schema(), document)
+    assert errors and any(key in error for error in errors), errors
+
+
+def test_the_checks_table_with_python_modules_validates() -> None:
+    document = {"checks": {"python_modules": ["myapp.checks"], "rules": [{"slice": "*", "assert": []}]}}
+    assert _errors(config_schema(), document) == []
+    assert _errors(config_schema(), {"checks": {"python_modules": ["not a module"]}})
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "[suite]\ncases = []\n\n[thresholds]\ndefualt = 0.8\n",
+            ":5: unknown key 'thresholds.defualt' (did you mean 'default'?)",
+        ),
+        ('[model]\nspec = "fake"\ntimeout_s = "slow"\n', ":3: model.timeout_s: Input should be a valid number"),
+        ('[suite]\n\ncases = ["../x.jsonl"]\n', ":3: suite.cases = '../x.jsonl' points outside"),
+        ('[model]\nspec = "fake:../rules.json"\n', ":2: model.spec = 'fake:../rules.json' points outside"),
+        ('[model]\nspec = "fake"\n[gate]\nalpha = 2\n', ":4: gate.alpha: Input should be less than 1"),
+    ],
+    ids=["unknown-key", "wrong-type", "path-outside", "rules-outside", "range"],
+)
+def test_config_errors_name_their_line(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "promptsuite.toml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert str(info.value).startswith(str(path) + message)
+
+
+def test_pyproject_table_errors_name_the_line_in_pyproject(tmp_path: Path) -> None:
+    path = tmp_path / "pyproject.toml"
+    path.write_text('[project]\nname = "x"\n\n[tool.promptsuite.thresholds]\ndefualt = 0.5\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"pyproject.toml:5: unknown key 'tool.promptsuite.thresholds.defualt'"):
+        load_config(path)
+
+
+def suite(tmp_path: Path, toml: str) -> SuiteConfig:
+    folder = tmp_path / "suite"
+    folder.mkdir(exist_ok=True)
+    (folder / "promptsuite.toml").write_text(toml, encoding="utf-8")
+    return load_config(folder / "promptsuite.toml")
+
+
+VARIANTS = """
+[template]
+task_prompts = "prompts/v1.yml"
+task = "answer"
+mode = "standard"
+[variants.v1]
+task_prompts = "prompts/v1.yml"
+[variants.v2]
+task_prompts = "prompts/v2.yml"
+[variants.compact]
+mode = "compact"
+[variants.file]
+template_file = "prompts/plain.txt"
+renderer = "none"
+"""
+
+
+class TestVariants:
+    def test_variant_overrides_template_keys(self, tmp_path: Path) -> None:
+        config = suite(tmp_path, VARIANTS)
+        v2 = config.template_for("v2")
+        assert (v2.task_prompts, v2.task, v2.mode) == ("prompts/v2.yml", "answer", "standard")
+        compact = config.template_for("compact")
+        assert (compact.task_prompts, compact.task, compact.mode) == ("prompts/v1.yml", "answer", "compact")
+        assert config.template_for(None) == config.template
+
+    def test_variant_of_another_kind_drops_the_default_prompt(self, tmp_path: Path) -> None:
+        file = suite(tmp_path, VARIANTS).template_for("file")
+        assert (file.task_prompts, file.task, file.mode) == (None, None, None)
+        assert (file.template_file, file.renderer) == ("prompts/plain.txt", "none")
+
+    def test_unknown_variant(self, tmp_path: Path) -> None:
+        with pytest.raises(ConfigError, match="no variant 'v3'.*; variants: v1, v2, compact, file"):
+            suite(tmp_path, VARIANTS).template_for("v3")

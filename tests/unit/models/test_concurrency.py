@@ -1,5 +1,4 @@
-"""The adaptive bound (``concurrency = "auto"``) fed events directly, on a clock the test moves, and the
-rate-limit headers it obeys."""
+"""The adaptive bound (``concurrency = "auto"``) fed events directly, on a clock the test moves."""
 
 from __future__ import annotations
 
@@ -12,8 +11,6 @@ from pytest_promptsuite.models.concurrency import AdaptiveConcurrency
 from pytest_promptsuite.models.concurrency import add_counts
 from pytest_promptsuite.models.concurrency import counts_line
 from pytest_promptsuite.models.concurrency import with_share
-from pytest_promptsuite.models.retry import duration_s
-from pytest_promptsuite.models.retry import ratelimit_wait_s
 
 
 class Clock:
@@ -141,36 +138,6 @@ def test_pytest_xdist_workers_each_take_their_share() -> None:
         {"x-ratelimit-limit-requests": "20", "x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "1s"},
     )
     assert limit.spacing == pytest.approx(0.1)  # one more request in 50 ms, for two workers
-
-
-@pytest.mark.parametrize(
-    ("raw", "seconds"),
-    [("20ms", 0.02), ("1s", 1.0), ("1.5s", 1.5), ("6m0s", 360.0), ("1h2m3s", 3723.0), ("2", 2.0), ("0.25", 0.25)],
-)
-def test_openai_reset_durations(raw: str, seconds: float) -> None:
-    assert duration_s(raw) == pytest.approx(seconds)
-
-
-@pytest.mark.parametrize("raw", ["", "soon", "5 s", "1x", "-", "ms"])
-def test_a_reset_that_is_no_duration(raw: str) -> None:
-    assert duration_s(raw) is None
-
-
-def test_the_rate_limit_headers_wait() -> None:
-    assert ratelimit_wait_s({}) is None
-    assert ratelimit_wait_s({"x-ratelimit-remaining-requests": "3", "x-ratelimit-reset-requests": "1s"}) is None
-    # no limit given: the whole reset time
-    assert ratelimit_wait_s({"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "2s"}) == 2.0
-    tokens = {
-        "x-ratelimit-remaining-requests": "9",
-        "x-ratelimit-reset-requests": "1s",
-        "x-ratelimit-limit-tokens": "10000",
-        "x-ratelimit-remaining-tokens": "0",
-        "x-ratelimit-reset-tokens": "6m0s",
-    }
-    assert ratelimit_wait_s(tokens) == pytest.approx(0.036)
-    assert ratelimit_wait_s({"x-ratelimit-remaining-requests": "many", "x-ratelimit-reset-requests": "1s"}) is None
-    assert ratelimit_wait_s({"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "later"}) is None
 
 
 def test_calls_wait_for_a_slot_in_order_and_a_cancelled_one_gives_its_slot_back() -> None:

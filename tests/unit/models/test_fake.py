@@ -10,8 +10,6 @@ from pathlib import Path
 import pytest
 
 from pytest_promptsuite.errors import ConfigError
-from pytest_promptsuite.errors import ModelError
-from pytest_promptsuite.models.builtin_models import make_model
 from pytest_promptsuite.models.fake import FakeModel
 from pytest_promptsuite.models.fake import FakeRule
 from pytest_promptsuite.models.model_api import ModelRequest
@@ -89,14 +87,3 @@ def test_bad_rules_file(tmp_path: Path, data: object, message: str) -> None:
         FakeModel.from_rules_file(path)
     assert str(excinfo.value).startswith(str(path))
     assert message in str(excinfo.value)
-
-
-def test_make_model_resolves_rules_against_root(tmp_path: Path) -> None:
-    _rules(tmp_path, {"default": "hi"})
-    model = make_model("fake:rules.json", root=tmp_path)
-    assert asyncio.run(model.generate(ModelRequest("x"))).text == "hi"
-
-
-def test_unknown_spec() -> None:
-    with pytest.raises(ModelError, match="unknown model spec 'nope:x'"):
-        make_model("nope:x")

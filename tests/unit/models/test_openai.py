@@ -1,9 +1,8 @@
 """The OpenAI-compatible client against the loopback server: both endpoints, every fault, retries,
-and what its one httpx client does with the HTTP a server answers with."""
+and what its one httpx client does with the HTTP a server answers with (the retry policy: ``test_retry``)."""
 
 from __future__ import annotations
 
-import random
 import ssl
 import time
 
@@ -22,7 +21,6 @@ from pytest_promptsuite.models.openai import OpenAIModel
 from pytest_promptsuite.models.openai import openai_model
 from pytest_promptsuite.models.openai import public_url
 from pytest_promptsuite.models.retry import RetryPolicy
-from pytest_promptsuite.models.retry import retry_after_s
 from pytest_promptsuite.models.runner import ModelRunner
 from pytest_promptsuite.safety.limits import Limit
 from tests.loopback import LoopbackServer
@@ -521,52 +519,6 @@ def test_credentials_in_a_url_are_never_shown() -> None:
 
 
 # -- the retry policy -------------------------------------------------------------------------
-
-
-def test_full_jitter_stays_within_the_exponential_envelope() -> None:
-    policy = RetryPolicy(base_s=0.5, cap_s=4.0)
-    rng = random.Random(1)
-    for retry, ceiling in [(0, 0.5), (1, 1.0), (2, 2.0), (3, 4.0), (6, 4.0)]:
-        waits = [policy.backoff_s(retry, rng) for _ in range(200)]
-        assert all(0 <= w <= ceiling for w in waits)
-        assert max(waits) > ceiling * 0.8  # jitter spreads over the whole range
-    assert policy.wait_s(0, rng, 2.5) == 2.5  # the server's wish wins
-
-
-@pytest.mark.parametrize(
-    ("headers", "expected"),
-    [
-        ({"retry-after-ms": "250"}, 0.25),
-        ({"retry-after-ms": "250", "retry-after": "9"}, 0.25),
-        ({"retry-after": "2"}, 2.0),
-        ({"retry-after": "Wed, 21 Oct 2015 07:28:10 GMT"}, 10.0),
-        ({"retry-after": "soon"}, None),
-        ({}, None),
-    ],
-)
-def test_retry_after_headers(headers: dict[str, str], expected: float | None) -> None:
-    now = 1445412480.0  # 07:28:00 of that day
-    assert retry_after_s(headers, now=now) == expected
-
-
-@pytest.mark.parametrize(
-    ("status", "retry"),
-    [
-        (408, True),
-        (409, True),
-        (429, True),
-        (500, True),
-        (503, True),
-        (400, False),
-        (401, False),
-        (403, False),
-        (404, False),
-        (501, False),  # llama-server without --embeddings answers /embeddings with it, every time
-        (505, False),
-    ],
-)
-def test_which_statuses_are_retried(status: int, retry: bool) -> None:
-    assert RetryPolicy.retryable_status(status) is retry
 
 
 def test_calls_in_flight_past_eight_are_spread_over_clients_of_eight(

@@ -1,4 +1,5 @@
-"""The static prompt check (``templates/fields.py``), the lines of config keys and did-you-mean."""
+"""Stage tests for ``prompts.fields``: the static prompt check (which fields each template reads, and the cases
+that lack one)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,6 @@ import pytest
 
 from pytest_promptsuite.cases.prompt_case import PromptCase
 from pytest_promptsuite.config.suite import load_config
-from pytest_promptsuite.errors import ConfigError
-from pytest_promptsuite.errors import nearest
-from pytest_promptsuite.formats.tomlio import key_lines
 from pytest_promptsuite.prompts.case_prompts import CasePrompts
 from pytest_promptsuite.prompts.fields import FieldRead
 from pytest_promptsuite.prompts.fields import TemplateReads
@@ -34,87 +32,6 @@ MAKE_SOURCE = plugin_manager().hook.pytest_promptsuite_make_prompt_source
 
 def case(case_id: str = "c", **fields: Any) -> PromptCase:
     return PromptCase.from_dict({"case_id": case_id, "slice": "s", "input": "hi", **fields})
-
-
-# -- did you mean ----------------------------------------------------------------------------------
-
-
-def test_nearest_ranks_by_edit_distance_over_the_whole_name() -> None:
-    assert nearest("must_inlcude", ["must_not_include", "must_include"]) == "must_include"
-    assert nearest("traveler_tier", ["input", "traveller_tier", "tier"]) == "traveller_tier"
-    # difflib's ratio prefers the long shared run 'include'; the whole name is one edit from 'inlcude'
-    assert nearest("inlcude", ["must_include", "include", "exclude"]) == "include"
-    # whole-name distance: 'contains-json' is 3 edits from 'contains-some', 'contains-any' 4
-    assert nearest("contains-some", ["contains-any", "contains-json"]) == "contains-json"
-
-
-def test_nearest_prefers_the_same_prefix_among_equally_close_names() -> None:
-    assert nearest("abcx", ["zbcx", "abcy"]) == "abcy"
-    assert nearest("tier", ["tiers", "xtier"]) == "tiers"
-
-
-def test_nearest_refuses_what_is_no_likely_typo() -> None:
-    assert nearest("ab", ["cd"]) is None
-    assert nearest("threshold", ["input", "answer"]) is None
-    assert nearest("same", ["same"]) is None  # a name that exists is no typo of itself
-    assert nearest("alfa", ["alpha"]) == "alpha"
-
-
-# -- config lines -----------------------------------------------------------------------------------
-
-
-def test_key_lines_keep_the_line_of_every_key() -> None:
-    text = (
-        '[suite]\ncases = ["c.jsonl"]\n# note\n[model]\nparams = { temperature = 0, seed = 1 }\n'
-        'notes = """\nfake = 1\n"""\n[[checks]]\nslice = "*"\n[[checks]]\nslice = "a"\n'
-        '[variants."v 1"]\ntemplate_file = "x"\n'
-    )
-    lines = key_lines(text)
-    assert lines["suite.cases"] == 2
-    assert lines["model.params.seed"] == 5
-    assert lines["model.notes"] == 6 and "model.fake" not in lines  # inside a multi-line string
-    assert (lines["checks[0].slice"], lines["checks[1].slice"]) == (10, 12)
-    assert lines["variants.v 1.template_file"] == 14
-
-
-@pytest.mark.parametrize(
-    ("text", "message"),
-    [
-        (
-            "[suite]\ncases = []\n\n[thresholds]\ndefualt = 0.8\n",
-            ":5: unknown key 'thresholds.defualt' (did you mean 'default'?)",
-        ),
-        ('[model]\nspec = "fake"\ntimeout_s = "slow"\n', ":3: model.timeout_s: Input should be a valid number"),
-        ('[suite]\n\ncases = ["../x.jsonl"]\n', ":3: suite.cases = '../x.jsonl' points outside"),
-        ('[model]\nspec = "fake:../rules.json"\n', ":2: model.spec = 'fake:../rules.json' points outside"),
-        ('[model]\nspec = "fake"\n[gate]\nalpha = 2\n', ":4: gate.alpha: Input should be less than 1"),
-    ],
-    ids=["unknown-key", "wrong-type", "path-outside", "rules-outside", "range"],
-)
-def test_config_errors_name_their_line(tmp_path: Path, text: str, message: str) -> None:
-    path = tmp_path / "promptsuite.toml"
-    path.write_text(text, encoding="utf-8")
-    with pytest.raises(ConfigError) as info:
-        load_config(path)
-    assert str(info.value).startswith(str(path) + message)
-
-
-def test_pyproject_table_errors_name_the_line_in_pyproject(tmp_path: Path) -> None:
-    path = tmp_path / "pyproject.toml"
-    path.write_text('[project]\nname = "x"\n\n[tool.promptsuite.thresholds]\ndefualt = 0.5\n', encoding="utf-8")
-    with pytest.raises(ConfigError, match=r"pyproject.toml:5: unknown key 'tool.promptsuite.thresholds.defualt'"):
-        load_config(path)
-
-
-def test_a_missing_template_file_names_the_variant_line(tmp_path: Path) -> None:
-    path = tmp_path / "promptsuite.toml"
-    path.write_text(
-        '[template]\ntemplate_file = "a.txt"\n[variants.v1]\n[variants.v2]\ntemplate_file = "gone.txt"\n',
-        encoding="utf-8",
-    )
-    (tmp_path / "a.txt").write_text("{input}", encoding="utf-8")
-    with pytest.raises(ConfigError, match=r"promptsuite.toml:5: variants.v2.template_file = 'gone.txt': cannot read"):
-        CasePrompts.from_suite(load_config(path), MAKE_SOURCE)
 
 
 # -- what each kind of prompt reads -----------------------------------------------------------------

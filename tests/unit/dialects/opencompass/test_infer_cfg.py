@@ -234,3 +234,10 @@ def test_multimodal_case_sends_openai_content_parts() -> None:
             ],
         }
     ]
+
+
+def test_the_infer_cfg_engine_refuses_keys_of_other_kinds() -> None:
+    case = PromptCase(case_id="c", input="hi", slice="s")
+    for key, value in (("task", "a"), ("mode", "compact"), ("template", "x"), ("renderer", "jinja")):
+        with pytest.raises(TemplateError, match=f"^\\[template\\] {key} is not handled by the infer_cfg templates"):
+            InferCfgSource({key: value}).prompt(case)

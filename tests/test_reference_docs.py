@@ -25,7 +25,7 @@ from pytest_promptsuite.config.tables import Prices
 from pytest_promptsuite.errors import CheckError
 
 
-ROOT = Path(__file__).parents[2]
+ROOT = Path(__file__).parents[1]
 
 
 @pytest.fixture(scope="module")
