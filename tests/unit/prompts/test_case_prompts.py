@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -70,3 +72,61 @@ def test_a_missing_template_file_names_the_variant_line(tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text("{input}", encoding="utf-8")
     with pytest.raises(ConfigError, match=r"promptsuite.toml:5: variants.v2.template_file = 'gone.txt': cannot read"):
         CasePrompts.from_suite(load_config(path), MAKE_SOURCE)
+
+
+def case(**fields: Any) -> PromptCase:
+    return PromptCase.from_dict({"case_id": "c", "slice": "s", "input": "hi", **fields})
+
+
+def _train(tmp_path: Path) -> Path:
+    path = tmp_path / "train.jsonl"
+    rows = [
+        {"input": "2+2=?", "answer": "4"},
+        {"input": "3+3=?", "vars": {"hint": "h"}, "answer": "6"},
+        {"question": "5+5=?", "answer": "10"},
+    ]
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n\n", encoding="utf-8")
+    return path
+
+
+def _prompts(config: Path) -> CasePrompts:
+    return CasePrompts.from_suite(load_config(config), plugin_manager().hook.pytest_promptsuite_make_prompt_source)
+
+
+def test_variant_overrides_template_keys(tmp_path: Path) -> None:
+    (tmp_path / "promptsuite.toml").write_text(
+        '[template]\nprompt_template = "Q: {question}\\nA: {answer}"\n'
+        '[variants.v1]\n[variants.v2]\nprompt_template = "{input}?"\n',
+        encoding="utf-8",
+    )
+    prompts = _prompts(tmp_path / "promptsuite.toml")
+    assert prompts.prompt(case(), variant="v2") == "hi?"
+    assert prompts.prompt(case(), variant="v1") == "Q: hi\nA: "
+
+
+def test_from_suite_reads_template_model_and_train(tmp_path: Path) -> None:
+    _train(tmp_path)
+    (tmp_path / "promptsuite.toml").write_text(
+        """
+[suite]
+train = "train.jsonl"
+[model]
+endpoint = "completions"
+meta_template = "gemma"
+[template]
+retriever = { type = "FixKRetriever", fix_id_list = [0] }
+[template.prompt_template]
+ice_token = "</E>"
+[template.prompt_template.template]
+begin = "</E>"
+round = [{ role = "HUMAN", prompt = "{input}" }, { role = "BOT", prompt = "{answer}" }]
+[template.ice_template]
+template = { round = [{ role = "HUMAN", prompt = "{input}" }, { role = "BOT", prompt = "{answer}" }] }
+""",
+        encoding="utf-8",
+    )
+    prompts = _prompts(tmp_path / "promptsuite.toml")
+    assert prompts.prompt(case(input="1+1=?", answer="2")) == (
+        "<start_of_turn>user\n2+2=?<end_of_turn>\n<start_of_turn>model\n4<end_of_turn>\n"
+        "<start_of_turn>user\n1+1=?<end_of_turn>\n<start_of_turn>model\n"
+    )

@@ -1,5 +1,5 @@
-"""Stage tests for task prompts (NeMo Guardrails' prompts.yml): loading, selection, rendering in
-the sandbox, filters, max_length truncation and output parsers."""
+"""Stage tests for ``prompts.task_prompts`` (NeMo Guardrails' prompts.yml layout): loading, selection,
+rendering in the sandbox, max_length truncation, and the support_bot example."""
 
 from __future__ import annotations
 
@@ -19,16 +19,12 @@ from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.errors import TemplateError
 from pytest_promptsuite.models.fake import FakeModel
 from pytest_promptsuite.models.model_api import ModelRequest
-from pytest_promptsuite.prompts.output_parsers import OutputParserError
-from pytest_promptsuite.prompts.output_parsers import builtin_output_parser
-from pytest_promptsuite.prompts.output_parsers import make_output_parser
 from pytest_promptsuite.prompts.prompt_sources import BUILTIN_MAKERS
 from pytest_promptsuite.prompts.prompt_sources import PromptSource
 from pytest_promptsuite.prompts.prompt_sources import RowSource
 from pytest_promptsuite.prompts.prompt_sources import core_prompt_source
 from pytest_promptsuite.prompts.task_prompts import TaskPrompts
 from pytest_promptsuite.prompts.task_prompts import load_task_prompts
-from pytest_promptsuite.prompts.template_row import case_row
 
 
 def prompt_source(
@@ -328,99 +324,6 @@ HISTORY = [
     {"role": "bot", "content": "a2"},
     {"role": "user", "content": "u3"},
 ]
-COLANG = 'user "hi"\n  express greeting\nbot express greeting\n  "Hello!"\nuser "bye"\n  express goodbye'
-COLANG_2 = 'user action: user said "hi"\nbot intent: bot express greeting\n\nuser action: user said "bye"\n'
-
-
-class TestFilters:
-    def render(self, tmp_path: Path, expression: str, row: dict[str, Any]) -> str:
-        prompts = load(tmp_path, f'prompts:\n  - task: a\n    content: "{expression}"\n')
-        return str(prompts.select("a").render(row))
-
-    @pytest.mark.parametrize(
-        ("expression", "expected"),
-        [
-            ("{{ history | first_turns(1) | user_assistant_sequence }}", "User: u1\nAssistant: a1"),
-            ("{{ history | first_turns(2) | length }}", "4"),
-            ("{{ history | first_turns(0) | length }}", "0"),
-            ("{{ history | last_turns(1) | user_assistant_sequence }}", "User: u3"),
-            ("{{ history | last_turns(2) | user_assistant_sequence }}", "User: u2\nAssistant: a2\nUser: u3"),
-            ("{{ history | last_turns(9) | length }}", "5"),
-            ("{{ history | user_assistant_sequence }}", "User: u1\nAssistant: a1\nUser: u2\nAssistant: a2\nUser: u3"),
-            ("{{ history | to_messages | map(attribute='role') | join(',') }}", "user,assistant,user,assistant,user"),
-            (
-                "{{ history | user_assistant_sequence | indent(2) }}",
-                "  User: u1\n  Assistant: a1\n  User: u2\n  Assistant: a2\n  User: u3",
-            ),
-            ("{{ history | last_turns(1) | user_assistant_sequence | indent }}", "    User: u3"),
-        ],
-        ids=[
-            "first-1",
-            "first-2",
-            "first-0",
-            "last-1",
-            "last-2",
-            "last-more-than-all",
-            "sequence",
-            "to-messages",
-            "indent-2",
-            "indent-default",
-        ],
-    )
-    def test_on_a_history(self, tmp_path: Path, expression: str, expected: str) -> None:
-        assert self.render(tmp_path, expression, {"history": HISTORY}) == expected
-
-    @pytest.mark.parametrize(
-        ("expression", "expected"),
-        [
-            ("{{ c | first_turns(1) }}", 'user "hi"\n  express greeting\nbot express greeting\n  "Hello!"'),
-            ("{{ c | last_turns(1) }}", 'user "bye"\n  express goodbye'),
-        ],
-        ids=["first", "last"],
-    )
-    def test_on_colang_text_like_nemo(self, tmp_path: Path, expression: str, expected: str) -> None:
-        assert self.render(tmp_path, expression, {"c": COLANG}) == expected
-
-    @pytest.mark.parametrize(
-        ("expression", "expected"),
-        [
-            ("{{ c | first_turns(0) }}", ""),
-            ("{{ c | first_turns(1) }}", 'user action: user said "hi"\nbot intent: bot express greeting\n'),
-            ("{{ c | last_turns(1) }}", 'user action: user said "bye"\n'),
-            ("{{ m | first_turns(1) }}", 'user "a"\n  x'),
-            ("{{ m | last_turns(2) }}", 'user action: user said "b"\nbot y\nuser "c"\n  z'),
-        ],
-        ids=["first-0", "first", "last", "mixed-first", "mixed-last"],
-    )
-    def test_a_colang_2_user_action_starts_a_turn_as_in_nemo(
-        self, tmp_path: Path, expression: str, expected: str
-    ) -> None:
-        """NeMo's ``first_turns`` / ``last_turns`` (nemoguardrails 0.10.1) count ``user action: `` lines."""
-        row = {"c": COLANG_2, "m": 'user "a"\n  x\nuser action: user said "b"\nbot y\nuser "c"\n  z'}
-        assert self.render(tmp_path, expression, row) == expected
-
-    def test_indent_keeps_blank_lines_unindented(self, tmp_path: Path) -> None:
-        assert self.render(tmp_path, "{{ t | indent(3) }}", {"t": "a\n\nb"}) == "   a\n\n   b"
-
-    def test_history_filter_on_a_string_field_is_a_clear_error(self, tmp_path: Path) -> None:
-        with pytest.raises(TemplateError, match="filter 'to_messages' expects a history: a list of"):
-            self.render(tmp_path, "{{ input | to_messages }}", {"input": "hi"})
-
-    def test_registered_filter_wins_over_builtin(self, tmp_path: Path) -> None:
-        asked: list[str] = []
-
-        def make_filter(name: str) -> Any:
-            asked.append(name)
-            if name == "shout":
-                return lambda value: str(value).upper() + "!"
-            if name == "indent":
-                return lambda value, n=4: f"<{n}>{value}"
-            return None
-
-        text = "prompts:\n  - task: a\n    content: '{{ input | shout }} {{ input | indent(2) }}'\n"
-        prompts = load(tmp_path, text, make_filter=make_filter)
-        assert prompts.select("a").render({"input": "hi"}) == "HI! <2>hi"
-        assert sorted(asked) == ["indent", "shout"]
 
 
 class TestTruncation:
@@ -492,95 +395,6 @@ class TestTruncation:
         prompts = load(tmp_path, "prompts:\n  - task: a\n    content: '{{ input }}'\n    max_length: 3\n")
         with pytest.raises(TemplateError, match="over max_length 3 and it has no history turns to drop"):
             prompts.select("a").render({"input": "four"})
-
-
-class TestOutputParsers:
-    @pytest.mark.parametrize(
-        ("spec", "text", "expected"),
-        [
-            ({"type": "strip_prefix", "prefix": "Answer:"}, "  Answer:  42 \n", "42"),
-            ({"type": "strip_prefix", "prefix": "Answer:"}, "No prefix here ", "No prefix here "),
-            ("bot_message", "Bot message: Hello there", "Hello there"),
-            ("user_intent", "User intent: ask refund", "ask refund"),
-            ("bot_intent", "Bot intent: greet", "greet"),
-            ("json", '{"a": 1}', '{"a": 1}'),
-            ("json", 'Here is your JSON:\n{"a": [1, 2]} hope it helps', '{"a": [1, 2]}'),
-            ("json", 'Sure!\n```json\n{"ok": true}\n```\n', '{"ok": true}'),
-            ("json", "The list: [1, 2, 3].", "[1, 2, 3]"),
-        ],
-        ids=[
-            "strip",
-            "strip-absent",
-            "bot-message",
-            "user-intent",
-            "bot-intent",
-            "json-plain",
-            "json-after-prose",
-            "json-fenced",
-            "json-array",
-        ],
-    )
-    def test_builtin(self, spec: Any, text: str, expected: str) -> None:
-        assert make_output_parser(spec)(text) == expected
-
-    def test_json_without_json_fails_clearly(self) -> None:
-        message = "output parser 'json': no JSON value in the output 'no json {here'"
-        with pytest.raises(OutputParserError, match=message):
-            make_output_parser("json")("no json {here")
-
-    def test_registered_parser_wins(self) -> None:
-        def make(name: str, params: dict[str, Any]) -> Any:  # a conftest's hook, then the built-in one
-            if name == "first_line":
-                return lambda text: text.splitlines()[0]
-            if name == "json":
-                return lambda text: "mine"
-            return builtin_output_parser(name, params)
-
-        assert make_output_parser("first_line", make=make)("a\nb") == "a"
-        assert make_output_parser("json", make=make)("{}") == "mine"
-        assert make_output_parser("bot_message", make=make)("Bot message: x") == "x"
-
-    def test_unknown_key_of_a_parser(self) -> None:
-        message = r"output parser 'json': unknown key 'strict' \(it takes none\)"
-        with pytest.raises(ConfigError, match=message):
-            make_output_parser({"type": "json", "strict": True})
-
-    def test_prompt_carries_its_parser(self, tmp_path: Path) -> None:
-        prompts = load(
-            tmp_path,
-            """\
-            prompts:
-              - task: a
-                content: x
-                output_parser: {type: strip_prefix, prefix: "Bot:"}
-              - task: b
-                content: x
-            """,
-        )
-        assert prompts.select("a").parse_output("Bot: hi") == "hi"
-        assert prompts.select("b").parse_output("Bot: hi") == "Bot: hi"
-
-
-class TestTaskRow:
-    def test_single_turn(self) -> None:
-        case = PromptCase(case_id="c", input="hi", slice="s", vars={"name": "Ada"}, answer="x")
-        row = case_row(case)
-        assert row["input"] == "hi" and row["name"] == "Ada" and row["answer"] == "x"
-        assert row["history"] == [{"role": "user", "content": "hi"}]
-
-    def test_multi_turn_interleaves_answers(self) -> None:
-        case = PromptCase(case_id="c", input=["q1", "q2", "q3"], slice="s", answer=["a1", "a2", "a3"])
-        assert case_row(case)["history"] == [
-            {"role": "user", "content": "q1"},
-            {"role": "assistant", "content": "a1"},
-            {"role": "user", "content": "q2"},
-            {"role": "assistant", "content": "a2"},
-            {"role": "user", "content": "q3"},
-        ]
-
-    def test_multi_turn_without_answers(self) -> None:
-        case = PromptCase(case_id="c", input=["q1", "q2"], slice="s")
-        assert [m["role"] for m in case_row(case)["history"]] == ["user", "user"]
 
 
 class TestSupportBotExample:

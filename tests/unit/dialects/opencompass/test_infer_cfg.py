@@ -1,5 +1,5 @@
-"""Suites use the engine: an infer_cfg table's source (and ``CasePrompts`` from a suite) builds what each case
-sends (stage test, no pytest run)."""
+"""The infer_cfg engine of a ``[template]`` table: what each case sends, from the prompt, ice and multi-turn
+templates, the retriever and the model's meta template (stage test, no pytest run)."""
 
 from __future__ import annotations
 
@@ -11,12 +11,8 @@ import pytest
 
 from pytest_promptsuite.cases.load import load_cases
 from pytest_promptsuite.cases.prompt_case import PromptCase
-from pytest_promptsuite.config.suite import load_config
 from pytest_promptsuite.dialects.opencompass.infer_cfg import InferCfgSource
 from pytest_promptsuite.errors import TemplateError
-from pytest_promptsuite.prompts.case_prompts import CasePrompts
-from pytest_promptsuite.prompts.template_row import case_row
-from pytest_promptsuite.run.registration import plugin_manager
 
 
 def case(**fields: Any) -> PromptCase:
@@ -25,21 +21,6 @@ def case(**fields: Any) -> PromptCase:
 
 QA = {"template": "Q: {question}\nA: {answer}"}
 DIALOGUE = {"template": {"round": [{"role": "HUMAN", "prompt": "{input}"}, {"role": "BOT", "prompt": "{answer}"}]}}
-
-
-def test_row_has_input_question_vars_and_answer() -> None:
-    assert case_row(case(vars={"unit": "km", "question": "override"}, answer="4")) == {
-        "input": "hi",
-        "question": "override",
-        "unit": "km",
-        "answer": "4",
-        "history": [{"role": "user", "content": "hi"}],
-    }
-
-
-def test_row_always_has_answer_and_history() -> None:
-    row = case_row(case())
-    assert (row["answer"], row["history"]) == ("", [{"role": "user", "content": "hi"}])
 
 
 def test_no_template_no_meta_sends_the_input_as_is() -> None:
@@ -165,49 +146,6 @@ def test_multiturn_string_answer_is_the_final_turns() -> None:
     prompts = InferCfgSource({"infer_mode": "every_with_gt"}, meta="plain")
     mt = case(input=["a", "b"], answer="2")
     assert prompts.known_requests(mt) == ["a", "a\nb"]  # not "a\n2\nb": "2" answers "b"
-
-
-def _prompts(config: Path) -> CasePrompts:
-    return CasePrompts.from_suite(load_config(config), plugin_manager().hook.pytest_promptsuite_make_prompt_source)
-
-
-def test_variant_overrides_template_keys(tmp_path: Path) -> None:
-    (tmp_path / "promptsuite.toml").write_text(
-        '[template]\nprompt_template = "Q: {question}\\nA: {answer}"\n'
-        '[variants.v1]\n[variants.v2]\nprompt_template = "{input}?"\n',
-        encoding="utf-8",
-    )
-    prompts = _prompts(tmp_path / "promptsuite.toml")
-    assert prompts.prompt(case(), variant="v2") == "hi?"
-    assert prompts.prompt(case(), variant="v1") == "Q: hi\nA: "
-
-
-def test_from_suite_reads_template_model_and_train(tmp_path: Path) -> None:
-    _train(tmp_path)
-    (tmp_path / "promptsuite.toml").write_text(
-        """
-[suite]
-train = "train.jsonl"
-[model]
-endpoint = "completions"
-meta_template = "gemma"
-[template]
-retriever = { type = "FixKRetriever", fix_id_list = [0] }
-[template.prompt_template]
-ice_token = "</E>"
-[template.prompt_template.template]
-begin = "</E>"
-round = [{ role = "HUMAN", prompt = "{input}" }, { role = "BOT", prompt = "{answer}" }]
-[template.ice_template]
-template = { round = [{ role = "HUMAN", prompt = "{input}" }, { role = "BOT", prompt = "{answer}" }] }
-""",
-        encoding="utf-8",
-    )
-    prompts = _prompts(tmp_path / "promptsuite.toml")
-    assert prompts.prompt(case(input="1+1=?", answer="2")) == (
-        "<start_of_turn>user\n2+2=?<end_of_turn>\n<start_of_turn>model\n4<end_of_turn>\n"
-        "<start_of_turn>user\n1+1=?<end_of_turn>\n<start_of_turn>model\n"
-    )
 
 
 def test_template_file_keys_are_not_silently_ignored() -> None:

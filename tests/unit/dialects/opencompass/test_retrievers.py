@@ -1,16 +1,21 @@
-"""SPEC §6.1 retrievers: Zero, FixK, Random (reference indices, D10), BM25 and Topk."""
+"""SPEC §6.1 retrievers: Zero, FixK, Random (reference indices, D10), BM25 and Topk, and the retriever a spec
+names."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import pytest
 
+from pytest_promptsuite.dialects.opencompass.render_request import render_request
 from pytest_promptsuite.dialects.opencompass.retrievers import BM25Retriever
 from pytest_promptsuite.dialects.opencompass.retrievers import FixKRetriever
 from pytest_promptsuite.dialects.opencompass.retrievers import RandomRetriever
+from pytest_promptsuite.dialects.opencompass.retrievers import Retriever
 from pytest_promptsuite.dialects.opencompass.retrievers import TopkRetriever
 from pytest_promptsuite.dialects.opencompass.retrievers import ZeroRetriever
+from pytest_promptsuite.dialects.opencompass.retrievers import builtin_retriever
 from pytest_promptsuite.dialects.opencompass.retrievers import make_retriever
 from pytest_promptsuite.errors import TemplateError
 
@@ -143,3 +148,42 @@ def test_topk_embedding_by_import_path() -> None:
     assert retriever.retrieve([{"q": "x"}, {"q": "x" * 50}], [{"q": "x" * 60}]) == [[1]]
     with pytest.raises(TemplateError, match="embedding"):
         make_retriever({"type": "TopkRetriever", "embedding": "no_such_module_xyz:f"})
+
+
+class TestBuiltinRetriever:
+    def test_names(self) -> None:
+        assert isinstance(builtin_retriever("ZeroRetriever", {}), ZeroRetriever)
+        fixk = builtin_retriever("FixKRetriever", {"fix_id_list": [1]})
+        assert isinstance(fixk, FixKRetriever)
+        assert builtin_retriever("LastKRetriever", {}) is None
+        assert builtin_retriever(["not", "a", "name"], {}) is None
+
+    def test_bad_params_are_template_errors(self) -> None:
+        with pytest.raises(TemplateError, match="retriever: FixKRetriever needs 'fix_id_list'"):
+            builtin_retriever("FixKRetriever", {})
+        with pytest.raises(TemplateError, match="retriever: unknown key 'k' for ZeroRetriever"):
+            builtin_retriever("ZeroRetriever", {"k": 1})
+
+    def test_render_request_asks_the_lookup_it_is_given(self) -> None:
+        class Last(Retriever):
+            def retrieve(self, train: Any, tests: Any, *, output_column: str | None = None) -> list[list[int]]:
+                return [[len(train) - 1] for _ in tests]
+
+        asked: list[tuple[str, dict[str, Any]]] = []
+
+        def make(*, name: str, params: dict[str, Any]) -> Retriever | None:
+            asked.append((name, params))
+            return Last() if name == "FixKRetriever" else None
+
+        request = {
+            "prompt_template": {"template": "</E>Q: {q}", "ice_token": "</E>"},
+            "ice_template": {"template": "{q}={a} "},
+            "retriever": {"type": "FixKRetriever", "fix_id_list": [0]},
+            "ice_examples": [{"q": "1", "a": "one"}, {"q": "2", "a": "two"}],
+            "example": {"q": "3"},
+            "output_column": "a",
+        }
+        assert render_request(request, make_retriever=make)["retrieved"] == [1]
+        assert asked == [("FixKRetriever", {"fix_id_list": [0]})]
+        with pytest.raises(TemplateError, match=r"retriever.type: unknown retriever 'ZeroRetriever' \(known: "):
+            render_request({**request, "retriever": None}, make_retriever=make)

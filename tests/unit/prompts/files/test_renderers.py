@@ -9,6 +9,8 @@ import pytest
 
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.errors import TemplateError
+from pytest_promptsuite.prompts.files.history_filters import builtin_filter
+from pytest_promptsuite.prompts.files.renderers import BUILTIN_RENDERERS
 from pytest_promptsuite.prompts.files.renderers import DelimiterRenderer
 from pytest_promptsuite.prompts.files.renderers import FormatRenderer
 from pytest_promptsuite.prompts.files.renderers import JinjaRenderer
@@ -176,3 +178,49 @@ class TestGetRenderer:
     def test_hook_result_without_render(self) -> None:
         with pytest.raises(ConfigError, match="has no render\\(template, row\\) method"):
             get_renderer("odd", make=lambda name, params: object())
+
+
+def _nothing(name: str, params: dict[str, Any]) -> None:
+    return None
+
+
+class TestBuiltinRenderer:
+    def test_names(self) -> None:
+        assert BUILTIN_RENDERERS == ("format", "delimiters", "jinja", "none")
+        assert isinstance(builtin_renderer("format", {}), FormatRenderer)
+        assert isinstance(builtin_renderer("none", {}), NoneRenderer)
+        assert builtin_renderer("delimiters", {"start": "<", "end": ">"}) == DelimiterRenderer("<", ">")
+        assert builtin_renderer("dollar", {}) is None
+
+    def test_bad_params_are_config_errors(self) -> None:
+        with pytest.raises(ConfigError, match=r"renderer 'format': unknown key 'x' \(it takes none\)"):
+            builtin_renderer("format", {"x": 1})
+        with pytest.raises(ConfigError, match="renderer 'delimiters' needs 'start' and 'end'"):
+            builtin_renderer("delimiters", {"start": "<"})
+
+    def test_jinja_takes_the_filter_lookup_it_is_given(self) -> None:
+        def stars(name: str) -> Any:
+            return (lambda v: f"*{v}*") if name == "stars" else None
+
+        made = builtin_renderer("jinja", {})
+        assert isinstance(made, JinjaRenderer) and made.make_filter is None
+        renderer = made.with_filters(stars)
+        assert isinstance(renderer, JinjaRenderer) and renderer.make_filter is stars
+        assert renderer.render("{{ input | stars }}", {"input": "x"}) == "*x*"
+        assert renderer.with_filters(builtin_filter) is renderer  # a bound renderer keeps its lookup
+
+    def test_an_unbound_jinja_renderer_is_given_the_suites_filters(self) -> None:
+        def lookup(name: str) -> Any:
+            return (lambda v: "mine") if name == "shout" else builtin_filter(name)
+
+        def make(name: str, params: dict[str, Any]) -> Any:  # the hook
+            return builtin_renderer(name, params)
+
+        renderer = get_renderer("jinja", make=make, make_filter=lookup)
+        assert isinstance(renderer, JinjaRenderer) and renderer.make_filter is lookup
+        assert renderer.render("{{ input | shout }} {{ input | indent(2) }}", {"input": "x"}) == "mine   x"
+
+    def test_a_lookup_that_makes_nothing_is_an_unknown_renderer(self) -> None:
+        message = r"unknown renderer 'format'; built-in: format, delimiters, jinja, none, or add one"
+        with pytest.raises(ConfigError, match=message):
+            get_renderer("format", make=_nothing)
