@@ -1,4 +1,4 @@
-"""Shared fixtures: ``suite`` writes, runs and reads a suite; ``plugin_args`` runs it three ways."""
+"""Shared fixtures: ``suite`` writes, runs and reads a suite; ``plugin_args`` runs it serial and under xdist."""
 
 from __future__ import annotations
 
@@ -23,9 +23,12 @@ if TYPE_CHECKING:
 # pytest loads this conftest whenever it runs from the repository root, as the Quick start does
 
 
-@pytest.fixture(params=[[], ["-n", "0"], ["-n", "2"]], ids=["serial", "xdist_zero", "xdist_two"])
+@pytest.fixture(params=[[], ["-n", "2"]], ids=["serial", "xdist_two"])
 def plugin_args(request: pytest.FixtureRequest) -> list[str]:
-    """Extra pytest arguments for the three ways a suite can run (syrupy's ``plugin_args``)."""
+    """Extra pytest arguments for a run in one process and one over two pytest-xdist workers (syrupy's
+    ``plugin_args``), for the tests whose behaviour xdist changes. Not ``-n 0``: with pytest-xdist installed, a
+    run without ``-n`` is that run (no workers, ``dist`` "no"; the plugin reads ``numprocesses`` 0 and None
+    alike); ``test_runs_without_xdist`` runs with xdist left out."""
     return list(request.param)
 
 

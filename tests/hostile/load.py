@@ -25,6 +25,7 @@ from typing import Any
 
 from tests.loopback import WEIRD
 from tests.loopback import LoopbackServer
+from tests.suite import UNUSED_PLUGINS
 
 
 #: The faults a script draws from, and those the client retries.
@@ -161,6 +162,7 @@ def run_load(
         "cases.jsonl",
         "-p",
         "no:randomly",
+        *UNUSED_PLUGINS,
         "-p",
         "no:cacheprovider",
         "--prompt-concurrency",

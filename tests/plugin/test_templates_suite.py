@@ -10,9 +10,9 @@ from pytest_promptsuite.cli.main import main
 from tests.suite import Suite
 
 
-def test_fewshot_math_example_passes_its_gate(suite: Suite, plugin_args: list[str]) -> None:
+def test_fewshot_math_example_passes_its_gate(suite: Suite) -> None:
     suite.pytester.copy_example("fewshot_math")
-    result = suite.run("--prompt-report", "report", *plugin_args, paths=["."])
+    result = suite.run("--prompt-report", "report", paths=["."])
     result.assert_outcomes(passed=6)
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines(["*arithmetic*4*4*PASS*", "*multi-turn*2*2*PASS*", "promptsuite gate: PASSED"])
