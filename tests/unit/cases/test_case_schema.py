@@ -12,7 +12,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pytest
 from hypothesis import HealthCheck
 from hypothesis import example
@@ -26,7 +25,9 @@ from pytest_promptsuite.cases.case_schema import json_schema as case_schema
 from pytest_promptsuite.cases.prompt_case import LINE_FIELDS
 from pytest_promptsuite.cases.prompt_case import PromptCase
 from pytest_promptsuite.cases.prompt_case import shape_problems
-from pytest_promptsuite.config.suite import load_config
+from tests.unit.examples import CASE_FILES
+from tests.unit.examples import EXAMPLES
+from tests.unit.examples import schema_errors
 
 
 GOOD = {"case_id": "a-1", "input": "hi", "slice": "s"}
@@ -213,33 +214,16 @@ def test_a_case_the_schema_validates_is_the_case_the_loader_builds() -> None:
     assert model.model_dump(by_alias=True, exclude_none=True) == PromptCase.from_dict(line).to_dict()
 
 
-EXAMPLES = Path(__file__).parents[3] / "example_suites"
-CONFIGS = sorted(EXAMPLES.rglob("*.toml"))
-
-
-TRAIN = {
-    config.resolve(config.suite.train, key="suite.train")
-    for config in map(load_config, CONFIGS)
-    if config.suite.train is not None
-}
-CASE_FILES = sorted(path for path in EXAMPLES.rglob("*.jsonl") if path.resolve() not in TRAIN)
-
-
-def _errors(schema: dict[str, Any], value: Any) -> list[str]:
-    validator = jsonschema.Draft202012Validator(schema, format_checker=jsonschema.FormatChecker())
-    return [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(value)]
-
-
 @pytest.mark.parametrize("path", CASE_FILES, ids=lambda p: str(p.relative_to(EXAMPLES)))
 def test_every_example_case_line_validates(path: Path) -> None:
     lines = [line for line in path.read_text(encoding="utf-8-sig").splitlines() if line.strip()]
     assert lines
     for number, line in enumerate(lines, 1):
-        assert _errors(case_schema(), json.loads(line)) == [], f"{path.name}:{number}"
+        assert schema_errors(case_schema(), json.loads(line)) == [], f"{path.name}:{number}"
 
 
 def test_a_misspelled_case_key_fails() -> None:
     line = {"case_id": "a", "input": "hi", "slice": "s", "must_inlcude": ["x"]}
-    (error,) = _errors(case_schema(), line)
+    (error,) = schema_errors(case_schema(), line)
     assert "must_inlcude" in error
-    assert _errors(case_schema(), {"case_id": "a", "input": "hi"}) == [": 'slice' is a required property"]
+    assert schema_errors(case_schema(), {"case_id": "a", "input": "hi"}) == [": 'slice' is a required property"]

@@ -12,12 +12,8 @@ from pytest_promptsuite.cli.main import main as cli_main
 from pytest_promptsuite.config.settings import ThresholdPolicy
 from pytest_promptsuite.config.settings import Thresholds
 from pytest_promptsuite.report.writer import write_report
-from pytest_promptsuite.results.case_result import CaseResult
 from pytest_promptsuite.results.summary import summarize
-
-
-def row(case_id: str, slice_: str, outcome: str, line: int = 1, **kw: object) -> CaseResult:
-    return CaseResult(case_id=case_id, slice=slice_, outcome=outcome, location=f"cases.jsonl:{line}", **kw)  # type: ignore[arg-type]
+from tests.unit.report.support import row
 
 
 def test_merge_of_shards_equals_the_unsharded_report(tmp_path: Path) -> None:

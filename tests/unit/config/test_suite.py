@@ -21,6 +21,11 @@ from pytest_promptsuite.config.suite import load_config
 from pytest_promptsuite.config.suite import suite_targets
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.formats.tomlio import load_toml
+from tests.unit.examples import CASE_FILES
+from tests.unit.examples import CONFIGS
+from tests.unit.examples import EXAMPLES
+from tests.unit.examples import TRAIN
+from tests.unit.examples import schema_errors
 
 
 def test_contract_example_parses(tmp_path: Path) -> None:
@@ -319,23 +324,6 @@ def test_a_prompt_function_variant_drops_the_template_file_and_keeps_promptfoos_
     assert fn.kind() is TemplateKind.FUNCTION
 
 
-EXAMPLES = Path(__file__).parents[3] / "example_suites"
-CONFIGS = sorted(EXAMPLES.rglob("*.toml"))
-
-
-TRAIN = {
-    config.resolve(config.suite.train, key="suite.train")
-    for config in map(load_config, CONFIGS)
-    if config.suite.train is not None
-}
-CASE_FILES = sorted(path for path in EXAMPLES.rglob("*.jsonl") if path.resolve() not in TRAIN)
-
-
-def _errors(schema: dict[str, Any], value: Any) -> list[str]:
-    validator = jsonschema.Draft202012Validator(schema, format_checker=jsonschema.FormatChecker())
-    return [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(value)]
-
-
 def test_the_schemas_are_valid_draft_2020_12() -> None:
     for schema in (config_schema(), case_schema()):
         assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
@@ -350,7 +338,7 @@ def test_the_examples_are_there() -> None:
 @pytest.mark.parametrize("path", CONFIGS, ids=lambda p: str(p.relative_to(EXAMPLES)))
 def test_every_example_config_validates(path: Path) -> None:
     document, _ = load_toml(path)
-    assert _errors(config_schema(), document) == []
+    assert schema_errors(config_schema(), document) == []
 
 
 @pytest.mark.parametrize(
@@ -364,14 +352,14 @@ def test_every_example_config_validates(path: Path) -> None:
     ],
 )
 def test_a_misspelled_config_key_fails(document: dict[str, Any], key: str) -> None:
-    errors = _errors(config_schema(), document)
+    errors = schema_errors(config_schema(), document)
     assert errors and any(key in error for error in errors), errors
 
 
 def test_the_checks_table_with_python_modules_validates() -> None:
     document = {"checks": {"python_modules": ["myapp.checks"], "rules": [{"slice": "*", "assert": []}]}}
-    assert _errors(config_schema(), document) == []
-    assert _errors(config_schema(), {"checks": {"python_modules": ["not a module"]}})
+    assert schema_errors(config_schema(), document) == []
+    assert schema_errors(config_schema(), {"checks": {"python_modules": ["not a module"]}})
 
 
 @pytest.mark.parametrize(

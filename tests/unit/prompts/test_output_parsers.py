@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -13,18 +12,7 @@ from pytest_promptsuite.prompts.output_parsers import BUILTIN_OUTPUT_PARSERS
 from pytest_promptsuite.prompts.output_parsers import OutputParserError
 from pytest_promptsuite.prompts.output_parsers import builtin_output_parser
 from pytest_promptsuite.prompts.output_parsers import make_output_parser
-from pytest_promptsuite.prompts.task_prompts import TaskPrompts
-
-
-def write(tmp_path: Path, text: str, name: str = "prompts.yml") -> Path:
-    path = tmp_path / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(textwrap.dedent(text), encoding="utf-8")
-    return path
-
-
-def load(tmp_path: Path, text: str, **kwargs: Any) -> TaskPrompts:
-    return TaskPrompts.load(write(tmp_path, text), **kwargs)
+from tests.unit.prompts.support import load
 
 
 class TestOutputParsers:

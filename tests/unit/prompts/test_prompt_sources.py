@@ -7,26 +7,14 @@ from pathlib import Path
 import pytest
 
 from pytest_promptsuite.cases.prompt_case import PromptCase
-from pytest_promptsuite.config.suite import ModelConfig
 from pytest_promptsuite.config.suite import SuiteConfig
-from pytest_promptsuite.config.suite import TemplateConfig
 from pytest_promptsuite.config.suite import load_config
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.errors import TemplateError
 from pytest_promptsuite.prompts.output_parsers import OutputParserError
-from pytest_promptsuite.prompts.prompt_sources import BUILTIN_MAKERS
-from pytest_promptsuite.prompts.prompt_sources import PromptSource
-from pytest_promptsuite.prompts.prompt_sources import core_prompt_source
 from pytest_promptsuite.prompts.prompt_sources import load_template_file
 from pytest_promptsuite.prompts.prompt_sources import string_template
-
-
-def prompt_source(
-    config: SuiteConfig, table: TemplateConfig | None = None, *, model: str = "fake", variant: str | None = None
-) -> PromptSource | None:
-    """Make the core's source of a template file or task prompt (None for another kind of table)."""
-    table = table if table is not None else config.template
-    return core_prompt_source(config, table, variant, ModelConfig(spec=model), BUILTIN_MAKERS)
+from tests.unit.prompts.support import prompt_source
 
 
 ROW = {"input": "1+1=?", "composer": "John Williams", "answer": "2", "n": 5}

@@ -4,49 +4,26 @@ rendering in the sandbox, max_length truncation, and the support_bot example."""
 from __future__ import annotations
 
 import json
-import textwrap
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from pytest_promptsuite.cases.prompt_case import PromptCase
-from pytest_promptsuite.config.suite import ModelConfig
-from pytest_promptsuite.config.suite import SuiteConfig
-from pytest_promptsuite.config.suite import TemplateConfig
 from pytest_promptsuite.config.suite import load_config
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.errors import TemplateError
 from pytest_promptsuite.models.fake import FakeModel
 from pytest_promptsuite.models.model_api import ModelRequest
-from pytest_promptsuite.prompts.prompt_sources import BUILTIN_MAKERS
-from pytest_promptsuite.prompts.prompt_sources import PromptSource
 from pytest_promptsuite.prompts.prompt_sources import RowSource
-from pytest_promptsuite.prompts.prompt_sources import core_prompt_source
 from pytest_promptsuite.prompts.task_prompts import TaskPrompts
 from pytest_promptsuite.prompts.task_prompts import load_task_prompts
-
-
-def prompt_source(
-    config: SuiteConfig, table: TemplateConfig | None = None, *, model: str = "fake", variant: str | None = None
-) -> PromptSource | None:
-    """Make the core's source of a template file or task prompt (None for another kind of table)."""
-    table = table if table is not None else config.template
-    return core_prompt_source(config, table, variant, ModelConfig(spec=model), BUILTIN_MAKERS)
+from tests.unit.prompts.support import HISTORY
+from tests.unit.prompts.support import load
+from tests.unit.prompts.support import prompt_source
+from tests.unit.prompts.support import write
 
 
 EXAMPLE = Path(__file__).parents[3] / "example_suites" / "support_bot"
-
-
-def write(tmp_path: Path, text: str, name: str = "prompts.yml") -> Path:
-    path = tmp_path / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(textwrap.dedent(text), encoding="utf-8")
-    return path
-
-
-def load(tmp_path: Path, text: str, **kwargs: Any) -> TaskPrompts:
-    return TaskPrompts.load(write(tmp_path, text), **kwargs)
 
 
 SELECTION = """\
@@ -315,15 +292,6 @@ class TestRendering:
     def test_stop_and_max_tokens_become_params(self, tmp_path: Path) -> None:
         prompts = load(tmp_path, 'prompts:\n  - task: a\n    content: x\n    stop: ["\\nUser:"]\n    max_tokens: 50\n')
         assert prompts.select("a").params == {"stop": ["\nUser:"], "max_tokens": 50}
-
-
-HISTORY = [
-    {"role": "user", "content": "u1"},
-    {"role": "assistant", "content": "a1"},
-    {"role": "user", "content": "u2"},
-    {"role": "bot", "content": "a2"},
-    {"role": "user", "content": "u3"},
-]
 
 
 class TestTruncation:

@@ -29,32 +29,11 @@ from pytest_promptsuite.results.io import StoredResults
 from pytest_promptsuite.results.io import encode_row
 from pytest_promptsuite.results.review_book import REVIEW_CHECK
 from pytest_promptsuite.results.summary import summarize
-
-
-SCRIPT = "<script>document.title='pwned'</script>"
-IMG = "<img src=x onerror=\"document.body.dataset.pwned='1'\">"
-
-
-def row(case_id: str, slice_: str, outcome: str, line: int = 1, **kw: object) -> CaseResult:
-    return CaseResult(case_id=case_id, slice=slice_, outcome=outcome, location=f"cases.jsonl:{line}", **kw)  # type: ignore[arg-type]
-
-
-def _rows() -> list[CaseResult]:
-    fail = CheckResult("content", "must_not_include", False, "forbidden text '<script>' at offset 0")
-    return [
-        row("ok-1", "客服", "passed", 1, output="fine", prompt="hello"),
-        row("xss-1", "客服", "failed", 2, output=SCRIPT, prompt=[{"role": "user", "content": IMG}], checks=(fail,)),
-        row("rev-1", "a|b", "review", 3, output="look at me"),
-        row("err-1", "a|b", "error", 4, error="HTTP 500: </script><script>alert(1)</script>"),
-    ]
-
-
-def _baseline() -> list[CaseResult]:
-    return [
-        row("ok-1", "客服", "passed", 1, output="fine"),
-        row("xss-1", "客服", "passed", 2, output="was fine", prompt=[{"role": "user", "content": "old"}]),
-        row("gone-1", "a|b", "passed", 5),
-    ]
+from tests.unit.report.support import IMG
+from tests.unit.report.support import SCRIPT
+from tests.unit.report.support import baseline_rows
+from tests.unit.report.support import markup_rows
+from tests.unit.report.support import row
 
 
 def _embedded(page: str) -> dict:
@@ -64,8 +43,8 @@ def _embedded(page: str) -> dict:
 
 
 def test_dashboard_is_self_contained_and_keeps_markup_inert() -> None:
-    rows = _rows()
-    summary = summarize(rows, ThresholdPolicy(option=0.5), baseline=_baseline(), baseline_source="base")
+    rows = markup_rows()
+    summary = summarize(rows, ThresholdPolicy(option=0.5), baseline=baseline_rows(), baseline_source="base")
     page = dashboard_html(rows, summary)
     assert not re.search(r"""(src|href)\s*=\s*["']?\s*(https?:)?//""", page, re.I)
     assert "@import" not in page and "url(" not in page
@@ -83,7 +62,7 @@ def test_dashboard_is_self_contained_and_keeps_markup_inert() -> None:
 
 
 def test_dashboard_csp_allows_only_its_own_script() -> None:
-    rows = _rows()
+    rows = markup_rows()
     page = dashboard_html(rows, summarize(rows))
     script = page.rsplit("<script>", 1)[1].split("</script>", 1)[0]
     digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()

@@ -13,6 +13,8 @@ from pytest_promptsuite.report.markdown import summary_markdown
 from pytest_promptsuite.report.writer import write_report
 from pytest_promptsuite.results.case_result import CaseResult
 from pytest_promptsuite.results.summary import summarize
+from tests.unit.report.support import baseline_rows
+from tests.unit.report.support import markup_rows
 
 
 FAIL = CheckResult("content", "must_include", False, "missing required text 'refund'")
@@ -41,34 +43,8 @@ def test_summary_md_lists_failing_and_regressed_cases_collapsed_below_the_verdic
     assert "totals: 2 calls" in md
 
 
-SCRIPT = "<script>document.title='pwned'</script>"
-IMG = "<img src=x onerror=\"document.body.dataset.pwned='1'\">"
-
-
-def row(case_id: str, slice_: str, outcome: str, line: int = 1, **kw: object) -> CaseResult:
-    return CaseResult(case_id=case_id, slice=slice_, outcome=outcome, location=f"cases.jsonl:{line}", **kw)  # type: ignore[arg-type]
-
-
-def _rows() -> list[CaseResult]:
-    fail = CheckResult("content", "must_not_include", False, "forbidden text '<script>' at offset 0")
-    return [
-        row("ok-1", "客服", "passed", 1, output="fine", prompt="hello"),
-        row("xss-1", "客服", "failed", 2, output=SCRIPT, prompt=[{"role": "user", "content": IMG}], checks=(fail,)),
-        row("rev-1", "a|b", "review", 3, output="look at me"),
-        row("err-1", "a|b", "error", 4, error="HTTP 500: </script><script>alert(1)</script>"),
-    ]
-
-
-def _baseline() -> list[CaseResult]:
-    return [
-        row("ok-1", "客服", "passed", 1, output="fine"),
-        row("xss-1", "客服", "passed", 2, output="was fine", prompt=[{"role": "user", "content": "old"}]),
-        row("gone-1", "a|b", "passed", 5),
-    ]
-
-
 def test_summary_md_puts_the_verdict_first_and_escapes_user_text() -> None:
-    summary = summarize(_rows(), ThresholdPolicy(option=0.5), baseline=_baseline(), baseline_source="base")
+    summary = summarize(markup_rows(), ThresholdPolicy(option=0.5), baseline=baseline_rows(), baseline_source="base")
     md = summary_markdown(summary)
     lines = md.splitlines()
     assert lines[0] == "## \u274c promptsuite gate: FAILED"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pytest_promptsuite.cases.prompt_case import PromptCase
 from pytest_promptsuite.checks.content import must_checks
-from pytest_promptsuite.checks.outcome import CheckResult
 from pytest_promptsuite.config.settings import GateSettings
 from pytest_promptsuite.config.settings import ThresholdPolicy
 from pytest_promptsuite.report.text import failure_text
@@ -13,6 +12,9 @@ from pytest_promptsuite.report.text import trim_output
 from pytest_promptsuite.results.case_result import CaseResult
 from pytest_promptsuite.results.summary import summarize
 from pytest_promptsuite.results.usage import usage_report
+from tests.unit.report.support import baseline_rows
+from tests.unit.report.support import markup_rows
+from tests.unit.report.support import row
 
 
 def _row(case_id: str, outcome: str = "passed", **kw: object) -> CaseResult:
@@ -28,37 +30,11 @@ def test_the_terminal_prints_the_totals_line_after_the_slice_totals() -> None:
     assert lines[at + 1].startswith("totals: 1 call, 0 cache hits, tokens not reported")
 
 
-SCRIPT = "<script>document.title='pwned'</script>"
-IMG = "<img src=x onerror=\"document.body.dataset.pwned='1'\">"
-
-
-def row(case_id: str, slice_: str, outcome: str, line: int = 1, **kw: object) -> CaseResult:
-    return CaseResult(case_id=case_id, slice=slice_, outcome=outcome, location=f"cases.jsonl:{line}", **kw)  # type: ignore[arg-type]
-
-
-def _rows() -> list[CaseResult]:
-    fail = CheckResult("content", "must_not_include", False, "forbidden text '<script>' at offset 0")
-    return [
-        row("ok-1", "客服", "passed", 1, output="fine", prompt="hello"),
-        row("xss-1", "客服", "failed", 2, output=SCRIPT, prompt=[{"role": "user", "content": IMG}], checks=(fail,)),
-        row("rev-1", "a|b", "review", 3, output="look at me"),
-        row("err-1", "a|b", "error", 4, error="HTTP 500: </script><script>alert(1)</script>"),
-    ]
-
-
-def _baseline() -> list[CaseResult]:
-    return [
-        row("ok-1", "客服", "passed", 1, output="fine"),
-        row("xss-1", "客服", "passed", 2, output="was fine", prompt=[{"role": "user", "content": "old"}]),
-        row("gone-1", "a|b", "passed", 5),
-    ]
-
-
 def test_summary_lines_end_with_the_verdict_and_list_regressions_by_id() -> None:
     summary = summarize(
-        _rows(),
+        markup_rows(),
         ThresholdPolicy(option=0.5),
-        baseline=_baseline(),
+        baseline=baseline_rows(),
         baseline_source="base",
         settings=GateSettings(regression="delta"),
     )

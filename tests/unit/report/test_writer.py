@@ -6,44 +6,21 @@ import csv
 import json
 from pathlib import Path
 
-from pytest_promptsuite.checks.outcome import CheckResult
 from pytest_promptsuite.config.settings import ThresholdPolicy
 from pytest_promptsuite.report.writer import REPORT_FILES
 from pytest_promptsuite.report.writer import sorted_rows
 from pytest_promptsuite.report.writer import write_report
 from pytest_promptsuite.results.case_result import CaseResult
 from pytest_promptsuite.results.summary import summarize
-
-
-SCRIPT = "<script>document.title='pwned'</script>"
-IMG = "<img src=x onerror=\"document.body.dataset.pwned='1'\">"
-
-
-def row(case_id: str, slice_: str, outcome: str, line: int = 1, **kw: object) -> CaseResult:
-    return CaseResult(case_id=case_id, slice=slice_, outcome=outcome, location=f"cases.jsonl:{line}", **kw)  # type: ignore[arg-type]
-
-
-def _rows() -> list[CaseResult]:
-    fail = CheckResult("content", "must_not_include", False, "forbidden text '<script>' at offset 0")
-    return [
-        row("ok-1", "客服", "passed", 1, output="fine", prompt="hello"),
-        row("xss-1", "客服", "failed", 2, output=SCRIPT, prompt=[{"role": "user", "content": IMG}], checks=(fail,)),
-        row("rev-1", "a|b", "review", 3, output="look at me"),
-        row("err-1", "a|b", "error", 4, error="HTTP 500: </script><script>alert(1)</script>"),
-    ]
-
-
-def _baseline() -> list[CaseResult]:
-    return [
-        row("ok-1", "客服", "passed", 1, output="fine"),
-        row("xss-1", "客服", "passed", 2, output="was fine", prompt=[{"role": "user", "content": "old"}]),
-        row("gone-1", "a|b", "passed", 5),
-    ]
+from tests.unit.report.support import SCRIPT
+from tests.unit.report.support import baseline_rows
+from tests.unit.report.support import markup_rows
+from tests.unit.report.support import row
 
 
 def test_write_report_writes_every_contract_file(tmp_path: Path) -> None:
-    rows = _rows()
-    summary = summarize(rows, ThresholdPolicy(option=0.5), baseline=_baseline(), baseline_source="base")
+    rows = markup_rows()
+    summary = summarize(rows, ThresholdPolicy(option=0.5), baseline=baseline_rows(), baseline_source="base")
     paths = write_report(tmp_path / "rep", rows, summary)
     assert [p.name for p in paths] == list(REPORT_FILES)
     data = json.loads((tmp_path / "rep" / "summary.json").read_text("utf-8"))

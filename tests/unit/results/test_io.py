@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from pytest_promptsuite.checks.outcome import CheckResult
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.results.case_result import CaseResult
 from pytest_promptsuite.results.io import StoredResults
@@ -17,10 +16,8 @@ from pytest_promptsuite.results.io import load_summary_json
 from pytest_promptsuite.results.io import stream_results
 from pytest_promptsuite.results.summary import Baseline
 from pytest_promptsuite.results.summary import summarize
-
-
-def row(case_id: str, slice_: str, outcome: str, **kw: object) -> CaseResult:
-    return CaseResult(case_id=case_id, slice=slice_, outcome=outcome, **kw)  # type: ignore[arg-type]
+from tests.unit.results.support import SPOOLED
+from tests.unit.results.support import row
 
 
 def test_load_results_from_a_file_or_a_report_folder(tmp_path: Path) -> None:
@@ -85,36 +82,6 @@ def test_a_flip_against_a_stored_baseline_shows_the_baseline_output(tmp_path: Pa
     (flip,) = summary.baseline.flips
     assert (flip.id, flip.old_output, flip.new_output) == ("a", "old answer", "new answer")
     assert flip.old_prompt == "old prompt"
-
-
-SPOOLED = [
-    row(
-        "a",
-        "退款",
-        "passed",
-        output="out a\u2028x",
-        prompt="prompt a",
-        variant="v1",
-        location="cases.jsonl:1",
-        latency_ms=12.5,
-        usage={"prompt_tokens": 10, "completion_tokens": 3, "total_tokens": 13},
-        tags=("t",),
-    ),
-    row(
-        "b",
-        "s",
-        "failed",
-        output="out b",
-        prompt=[{"role": "user", "content": "hi"}],
-        repeat=1,
-        checks=(CheckResult("content", "must_include", False, "missing required text 'x'"),),
-        cached=True,
-        usage={"prompt_tokens": 4, "completion_tokens": 1, "total_tokens": 5},
-        metadata={"k": [1, 2]},
-    ),
-    row("c", "s", "error", error="HTTP 401 with Authorization: Bearer sk0123456789abcdef", location="cases.jsonl:3"),
-    row("d", "s", "passed", output="last", replies=("first", "last"), latency_ms=float("nan")),
-]
 
 
 def test_a_row_encoded_once_is_spooled_as_if_its_line_were_read_back() -> None:

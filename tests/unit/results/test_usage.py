@@ -6,7 +6,6 @@ import json
 
 import pytest
 
-from pytest_promptsuite.checks.outcome import CheckResult
 from pytest_promptsuite.report.text import totals_line
 from pytest_promptsuite.results.case_result import CaseResult
 from pytest_promptsuite.results.records import RunInfo
@@ -14,6 +13,7 @@ from pytest_promptsuite.results.usage import UsageTally
 from pytest_promptsuite.results.usage import percentile
 from pytest_promptsuite.results.usage import prices_of_run
 from pytest_promptsuite.results.usage import usage_report
+from tests.unit.results.support import SPOOLED
 
 
 def _row(case_id: str, outcome: str = "passed", **kw: object) -> CaseResult:
@@ -54,40 +54,6 @@ def test_usage_counts_calls_hits_tokens_cost_and_latency_per_slice_and_variant()
     unpriced = usage_report(rows)
     assert "cost unknown (no [model] prices)" in totals_line(unpriced)
     assert "p95 latency not measured" in totals_line(usage_report([_row("x")]))
-
-
-def row(case_id: str, slice_: str, outcome: str, **kw: object) -> CaseResult:
-    return CaseResult(case_id=case_id, slice=slice_, outcome=outcome, **kw)  # type: ignore[arg-type]
-
-
-SPOOLED = [
-    row(
-        "a",
-        "退款",
-        "passed",
-        output="out a\u2028x",
-        prompt="prompt a",
-        variant="v1",
-        location="cases.jsonl:1",
-        latency_ms=12.5,
-        usage={"prompt_tokens": 10, "completion_tokens": 3, "total_tokens": 13},
-        tags=("t",),
-    ),
-    row(
-        "b",
-        "s",
-        "failed",
-        output="out b",
-        prompt=[{"role": "user", "content": "hi"}],
-        repeat=1,
-        checks=(CheckResult("content", "must_include", False, "missing required text 'x'"),),
-        cached=True,
-        usage={"prompt_tokens": 4, "completion_tokens": 1, "total_tokens": 5},
-        metadata={"k": [1, 2]},
-    ),
-    row("c", "s", "error", error="HTTP 401 with Authorization: Bearer sk0123456789abcdef", location="cases.jsonl:3"),
-    row("d", "s", "passed", output="last", replies=("first", "last"), latency_ms=float("nan")),
-]
 
 
 def load_rows(rows: list[CaseResult]) -> list[CaseResult]:

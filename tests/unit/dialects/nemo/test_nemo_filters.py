@@ -3,32 +3,17 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-from typing import Any
-
-import pluggy
 import pytest
 
 from pytest_promptsuite.dialects.nemo.nemo_filters import NEMO_FILTERS
 from pytest_promptsuite.errors import TemplateError
-from pytest_promptsuite.run.registration import register_builtins
 from tests.fixtures.nemo.inputs import COLANG
 from tests.fixtures.nemo.inputs import EVENTS
 from tests.fixtures.nemo.inputs import ON_COLANG
 from tests.fixtures.nemo.inputs import ON_EVENTS
 from tests.fixtures.nemo.inputs import V2
-
-
-EXPECTED = json.loads(
-    (Path(__file__).parents[3] / "fixtures" / "nemo" / "expected-0.10.1.json").read_text(encoding="utf-8")
-)
-_MANAGER = pluggy.PluginManager("pytest")
-register_builtins(_MANAGER)  # the built-ins and NeMo's default plugin, as pytest and the CLI register them
-
-
-def make_filter(name: str) -> Any:
-    return _MANAGER.hook.pytest_promptsuite_make_jinja_filter(name=name)
+from tests.unit.dialects.nemo.support import EXPECTED
+from tests.unit.dialects.nemo.support import make_filter
 
 
 class TestFiltersAsNeMo:

@@ -4,29 +4,16 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
-from typing import Any
 
-import pluggy
 import pytest
 
 from pytest_promptsuite.dialects.nemo.nemo_parsers import NEMO_OUTPUT_PARSERS
 from pytest_promptsuite.dialects.nemo.nemo_parsers import content_safety
 from pytest_promptsuite.errors import ConfigError
-from pytest_promptsuite.run.registration import register_builtins
 from tests.fixtures.nemo.inputs import PARSER_INPUTS
 from tests.fixtures.nemo.inputs import SAFETY_ANSWERS
-
-
-EXPECTED = json.loads(
-    (Path(__file__).parents[3] / "fixtures" / "nemo" / "expected-0.10.1.json").read_text(encoding="utf-8")
-)
-_MANAGER = pluggy.PluginManager("pytest")
-register_builtins(_MANAGER)  # the built-ins and NeMo's default plugin, as pytest and the CLI register them
-
-
-def make_parser(name: str, params: dict[str, Any]) -> Any:
-    return _MANAGER.hook.pytest_promptsuite_make_output_parser(name=name, params=params)
+from tests.unit.dialects.nemo.support import EXPECTED
+from tests.unit.dialects.nemo.support import make_parser
 
 
 class TestOutputParsersAsNeMo:

@@ -4,112 +4,33 @@ selects them, rendering (context, final newline, max_length) and the per-prompt 
 from __future__ import annotations
 
 import json
-import textwrap
 from pathlib import Path
 from typing import Any
 
-import pluggy
 import pytest
 
-from pytest_promptsuite.config.suite import ModelConfig
-from pytest_promptsuite.config.suite import SuiteConfig
-from pytest_promptsuite.config.suite import TemplateConfig
 from pytest_promptsuite.config.suite import load_config
 from pytest_promptsuite.dialects.nemo.guardrails_config import read_nemo_config
 from pytest_promptsuite.dialects.nemo.nemo_prompt import NEMO_CONTEXT
 from pytest_promptsuite.dialects.nemo.nemo_prompt import nemo_prompt
 from pytest_promptsuite.errors import ConfigError
-from pytest_promptsuite.prompts.prompt_sources import PromptMakers
-from pytest_promptsuite.prompts.prompt_sources import RowSource
-from pytest_promptsuite.run.registration import register_builtins
-
-
-_MANAGER = pluggy.PluginManager("pytest")
-register_builtins(_MANAGER)  # the built-ins and NeMo's default plugin, as pytest and the CLI register them
-
-
-def make_filter(name: str) -> Any:
-    return _MANAGER.hook.pytest_promptsuite_make_jinja_filter(name=name)
-
-
-def make_parser(name: str, params: dict[str, Any]) -> Any:
-    return _MANAGER.hook.pytest_promptsuite_make_output_parser(name=name, params=params)
-
-
-def prompt_source(
-    suite: SuiteConfig, table: TemplateConfig | None = None, *, model: str = "fake", variant: str | None = None
-) -> RowSource:
-    """Make the source of a table through the hook, as a run makes it (NeMo's, or the core's)."""
-    source = _MANAGER.hook.pytest_promptsuite_make_prompt_source(
-        suite=suite,
-        table=table if table is not None else suite.template,
-        variant=variant,
-        model=ModelConfig(spec=model),
-        makers=PromptMakers(filter=make_filter, parser=make_parser),
-    )
-    assert isinstance(source, RowSource)
-    return source
-
-
-def _suite(tmp_path: Path, config: str, prompts: str, toml: str) -> Any:
-    folder = tmp_path / "config"
-    folder.mkdir()
-    (folder / "config.yml").write_text(textwrap.dedent(config), encoding="utf-8")
-    (folder / "prompts.yml").write_text(textwrap.dedent(prompts), encoding="utf-8")
-    (tmp_path / "promptsuite.toml").write_text(textwrap.dedent(toml), encoding="utf-8")
-    return load_config(tmp_path / "promptsuite.toml")
-
-
-CONFIG = """\
-models:
-  - {type: main, engine: openai, model: gpt-4o}
-  - {type: self_check_input, engine: nemollm, model: gpt-43b}
-instructions:
-  - {type: other, content: not this}
-  - {type: general, content: "Be brief."}
-sample_conversation: |
-  user "Hi"
-    express greeting
-  bot express greeting
-    "Hello!"
-prompting_mode: compact
-lowest_temperature: 0.1
-"""
-PROMPTS = """\
-prompts:
-  - task: general
-    mode: compact
-    content: |
-      {{ general_instructions }}
-      {{ history | user_assistant_sequence }}
-  - task: general
-    mode: compact
-    models: [openai]
-    messages:
-      - type: system
-        content: "{{ general_instructions }}"
-      - "{{ sample_conversation | to_messages }}"
-      - type: user
-        content: "{{ user_input }}"
-    stop: ["\\nUser:"]
-  - task: self_check_input
-    content: 'Q: {{ user_input }}'
-    output_parser: is_content_safe
-    models: [nemollm]
-  - task: broken
-    content: "{{ history | no_such_filter }}"
-"""
+from tests.unit.dialects.nemo.support import CONFIG
+from tests.unit.dialects.nemo.support import PROMPTS
+from tests.unit.dialects.nemo.support import config_folder
+from tests.unit.dialects.nemo.support import make_filter
+from tests.unit.dialects.nemo.support import make_parser
+from tests.unit.dialects.nemo.support import prompt_source
 
 
 def _render(tmp_path: Path, toml: str, row: dict[str, Any]) -> Any:
-    suite = _suite(tmp_path, CONFIG, PROMPTS, toml)
+    suite = config_folder(tmp_path, CONFIG, PROMPTS, toml)
     prompt = nemo_prompt(suite, suite.template, make_filter=make_filter, make_parser=make_parser)
     return prompt, prompt.render({"history": [{"role": "user", "content": "Hi"}], "input": "Hi", **row})
 
 
 class TestConfigFolder:
     def test_reads_what_nemo_reads(self, tmp_path: Path) -> None:
-        suite = _suite(tmp_path, CONFIG, PROMPTS, '[template]\nnemo_config = "config"\ntask = "general"\n')
+        suite = config_folder(tmp_path, CONFIG, PROMPTS, '[template]\nnemo_config = "config"\ntask = "general"\n')
         nemo = read_nemo_config(tmp_path / "config")
         assert nemo.general_instructions == "Be brief."
         assert nemo.sample.startswith('user "Hi"\n')
@@ -161,7 +82,7 @@ class TestConfigFolder:
 
     def test_retrieved_variables_are_empty_unless_the_case_gives_them(self, tmp_path: Path) -> None:
         prompts = "prompts:\n  - task: t\n    content: '[{{ examples }}|{{ relevant_chunks }}]'\n"
-        suite = _suite(tmp_path, "models: []\n", prompts, '[template]\nnemo_config = "config"\ntask = "t"\n')
+        suite = config_folder(tmp_path, "models: []\n", prompts, '[template]\nnemo_config = "config"\ntask = "t"\n')
         prompt = nemo_prompt(suite, suite.template, make_filter=make_filter, make_parser=make_parser)
         assert prompt.render({"input": "x"}) == "[|]"
         assert prompt.render({"input": "x", "examples": "e"}) == "[e|]"
@@ -172,7 +93,7 @@ class TestConfigFolder:
         assert rendered == "Mine.\nUser: Hi"
 
     def test_an_unselected_prompt_blocks_nothing_a_selected_one_names_file_line_construct(self, tmp_path: Path) -> None:
-        suite = _suite(tmp_path, CONFIG, PROMPTS, '[template]\nnemo_config = "config"\ntask = "broken"\n')
+        suite = config_folder(tmp_path, CONFIG, PROMPTS, '[template]\nnemo_config = "config"\ntask = "broken"\n')
         with pytest.raises(ConfigError) as info:
             nemo_prompt(suite, suite.template, make_filter=make_filter, make_parser=make_parser)
         assert f"{tmp_path / 'config' / 'prompts.yml'}:21 (task 'broken'" in str(info.value)
@@ -180,7 +101,7 @@ class TestConfigFolder:
 
     def test_max_length_drops_the_oldest_events(self, tmp_path: Path) -> None:
         prompts = "prompts:\n  - task: t\n    max_length: 30\n    content: '{{ history | user_assistant_sequence }}'\n"
-        suite = _suite(tmp_path, "models: []\n", prompts, '[template]\nnemo_config = "config"\ntask = "t"\n')
+        suite = config_folder(tmp_path, "models: []\n", prompts, '[template]\nnemo_config = "config"\ntask = "t"\n')
         prompt = nemo_prompt(suite, suite.template, make_filter=make_filter, make_parser=make_parser)
         history = [
             {"role": "user", "content": "first question"},

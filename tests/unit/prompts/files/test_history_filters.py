@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -14,26 +13,10 @@ from pytest_promptsuite.prompts.files.history_filters import BUILTIN_FILTERS
 from pytest_promptsuite.prompts.files.history_filters import builtin_filter
 from pytest_promptsuite.prompts.files.history_filters import indent
 from pytest_promptsuite.prompts.task_prompts import TaskPrompts
+from tests.unit.prompts.support import HISTORY
+from tests.unit.prompts.support import load
 
 
-def write(tmp_path: Path, text: str, name: str = "prompts.yml") -> Path:
-    path = tmp_path / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(textwrap.dedent(text), encoding="utf-8")
-    return path
-
-
-def load(tmp_path: Path, text: str, **kwargs: Any) -> TaskPrompts:
-    return TaskPrompts.load(write(tmp_path, text), **kwargs)
-
-
-HISTORY = [
-    {"role": "user", "content": "u1"},
-    {"role": "assistant", "content": "a1"},
-    {"role": "user", "content": "u2"},
-    {"role": "bot", "content": "a2"},
-    {"role": "user", "content": "u3"},
-]
 COLANG = 'user "hi"\n  express greeting\nbot express greeting\n  "Hello!"\nuser "bye"\n  express goodbye'
 COLANG_2 = 'user action: user said "hi"\nbot intent: bot express greeting\n\nuser action: user said "bye"\n'
 
