@@ -105,3 +105,40 @@ def test_chat_endpoint_gets_openai_messages(tmp_path: Path) -> None:
         {"role": "system", "content": "Be brief."},
         {"role": "user", "content": "How far? (km)"},
     ]
+
+
+def test_a_python_check_that_takes_a_context_reads_the_prompt_sent(tmp_path: Path) -> None:
+    (tmp_path / "promptsuite.toml").write_text(
+        '[suite]\ncases = ["cases.jsonl"]\n[template]\ntemplate = "Ask: {{ input }}"\nrenderer = "jinja"\n',
+        encoding="utf-8",
+    )
+    (tmp_path / "sent.py").write_text(
+        "def asked(output, case, context):\n    return context.prompt == 'Ask: ' + case.input\n"
+        "def two(output, case):\n    return True\n",
+        encoding="utf-8",
+    )
+    check = [{"type": "python", "value": "file://sent.py:asked"}, {"type": "python", "value": "file://sent.py:two"}]
+    case = {"case_id": "a", "input": "where?", "slice": "s", "assert": check}
+    (tmp_path / "cases.jsonl").write_text(json.dumps(case) + "\n", encoding="utf-8")
+    with collect(tmp_path, "--prompt-suite", ".") as run:
+        [row] = run.run()
+    assert row.outcome == Outcome.PASSED
+    assert [c.passed for c in row.checks] == [True, True]
+
+
+def test_variants_of_a_template_file(tmp_path: Path) -> None:
+    """Variants that each point at a template file with the delimiters renderer."""
+    (tmp_path / "prompts").mkdir()
+    (tmp_path / "prompts" / "v1.txt").write_text('Answer as JSON {"q": "<input>"}', encoding="utf-8")
+    (tmp_path / "prompts" / "v2.txt").write_text('Say hi. {"q": "<input>"}', encoding="utf-8")
+    (tmp_path / "promptsuite.toml").write_text(
+        '[template]\nrenderer = { type = "delimiters", start = "<", end = ">" }\n'
+        '[variants.v1]\ntemplate_file = "prompts/v1.txt"\n[variants.v2]\ntemplate_file = "prompts/v2.txt"\n',
+        encoding="utf-8",
+    )
+    case = {"case_id": "a", "input": "x", "slice": "s", "must_include": ["JSON"]}
+    (tmp_path / "cases.jsonl").write_text(json.dumps(case) + "\n", encoding="utf-8")
+    with collect(tmp_path, "--prompt-suite", "cases.jsonl") as run:
+        rows = run.run()
+    assert sorted((row.variant, row.outcome) for row in rows) == [("v1", Outcome.PASSED), ("v2", Outcome.FAILED)]
+    assert {row.variant: row.prompt for row in rows} == {"v1": 'Answer as JSON {"q": "x"}', "v2": 'Say hi. {"q": "x"}'}
