@@ -1,6 +1,6 @@
 """The reference pages, generated from the code at build time (a mkdocs hook), so they cannot drift from it.
 
-Each ``*_page`` function returns one page's Markdown; tests/unit/test_reference_docs.py compares them with the
+Each ``*_page`` function returns one page's Markdown; tests/test_reference_docs.py compares them with the
 code. mkdocs is imported only by :func:`on_files`: the page functions run without it.
 """
 

@@ -16,6 +16,28 @@ import pytest
 
 Row = dict[str, Any]
 
+#: Eight cases in three slices on the fake (echo) model: "ok" all pass, "facts" 3 of 4 pass, "injection" 1 of 2.
+THREE_SLICES: list[dict[str, Any]] = [
+    {"case_id": "ok-1", "input": "hello", "slice": "ok", "must_include": ["hello"]},
+    {"case_id": "ok-2", "input": "world", "slice": "ok", "must_include": ["world"]},
+    {"case_id": "facts-1", "input": "未提供", "slice": "facts", "must_include": ["未提供"]},
+    {"case_id": "facts-2", "input": "未提供 A", "slice": "facts", "must_include": ["A"]},
+    {"case_id": "facts-3", "input": "未提供 B", "slice": "facts", "must_include": ["B"]},
+    {
+        "case_id": "facts-4",
+        "input": "nothing",
+        "slice": "facts",
+        "must_include": ["未提供", "X"],
+        "must_not_include": ["nothing", "no"],
+    },
+    {"case_id": "inject-1", "input": "refuse", "slice": "injection", "must_not_include": ["sk-"]},
+    {"case_id": "inject-2", "input": "sk-123", "slice": "injection", "must_not_include": ["sk-"], "tags": ["leak"]},
+]
+
+#: The installed pytest plugins no suite run uses, left out of each run: every process a run starts (each
+#: ``-n 2`` worker, a subprocess) would import them first, Hypothesis alone about 0.8 s of CPU.
+UNUSED_PLUGINS = ("-p", "no:hypothesispytest", "-p", "no:anyio")
+
 
 @dataclass
 class Suite:
@@ -57,7 +79,7 @@ class Suite:
     def run(self, *args: str, paths: Sequence[str] = ("cases.jsonl",)) -> pytest.RunResult:
         """Run pytest with ``--prompt-suite`` for each of ``paths``, in the file's order, and ``args``."""
         suites = [arg for path in paths for arg in ("--prompt-suite", path)]
-        return self.pytester.runpytest(*suites, "-p", "no:randomly", *args)
+        return self.pytester.runpytest(*suites, "-p", "no:randomly", *UNUSED_PLUGINS, *args)
 
     def rows(self, report: str | Path = "report", name: str = "results.jsonl") -> list[Row]:
         """Read the rows of a report's ``results.jsonl`` (or ``name``), each a line ended by ``\\n`` only."""

@@ -17,6 +17,7 @@ from tests.hostile.support import endpoint
 from tests.hostile.support import output
 from tests.loopback import WEIRD
 from tests.loopback import LoopbackServer
+from tests.suite import UNUSED_PLUGINS
 from tests.suite import Suite
 
 
@@ -187,7 +188,7 @@ def test_an_interrupted_run_never_says_passed(suite: Suite) -> None:
     suite.pytester.makeconftest(INTERRUPT_AFTER_TWO)
     _many(suite)
     result = suite.pytester.runpytest_subprocess(
-        "--prompt-suite", "cases.jsonl", "--prompt-report", "report", "-p", "no:randomly"
+        "--prompt-suite", "cases.jsonl", "--prompt-report", "report", "-p", "no:randomly", *UNUSED_PLUGINS
     )  # its own process: Ctrl-C stays there
 
     assert result.ret == pytest.ExitCode.INTERRUPTED

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from tests.loopback import LoopbackServer
+from tests.suite import UNUSED_PLUGINS
 from tests.suite import Suite
 
 
@@ -201,6 +202,7 @@ def test_ctrl_c_and_sigterm_cancel_the_batch(suite: Suite, loopback: LoopbackSer
             "cases.jsonl",
             "-p",
             "no:randomly",
+            *UNUSED_PLUGINS,
             "--prompt-batch",
             "--prompt-no-cache",
         ],

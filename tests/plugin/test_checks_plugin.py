@@ -269,17 +269,3 @@ def test_promptsuite_validate_reports_bad_checks(tmp_path: Path, capsys: pytest.
         f"'word-count' must be a whole number or {{min, max}}, got 'many'" in err
     )
     assert "1 problem found" in err
-
-
-def test_a_python_check_that_takes_a_context_reads_the_prompt_sent(suite: Suite) -> None:
-    suite.config('[suite]\ncases = ["cases.jsonl"]\n[template]\ntemplate = "Ask: {{ input }}"\nrenderer = "jinja"\n')
-    suite.write(
-        "sent.py",
-        "def asked(output, case, context):\n    return context.prompt == 'Ask: ' + case.input\n"
-        "def two(output, case):\n    return True\n",
-    )
-    check = [{"type": "python", "value": "file://sent.py:asked"}, {"type": "python", "value": "file://sent.py:two"}]
-    suite.cases([{"case_id": "a", "input": "where?", "slice": "s", "assert": check}])
-    result = suite.run("--prompt-report", "report")
-    result.assert_outcomes(passed=1)
-    assert [c["passed"] for c in suite.rows()[0]["checks"]] == [True, True]

@@ -37,21 +37,19 @@ def test_auto_concurrency_finds_the_rate_limit_with_no_case_lost(
     )
 
 
-def test_a_429_under_auto_concurrency_uses_up_no_retry(
-    suite: Suite, loopback: LoopbackServer, plugin_args: list[str]
-) -> None:
+def test_a_429_under_auto_concurrency_uses_up_no_retry(suite: Suite, loopback: LoopbackServer) -> None:
     """Under ``auto`` a 429 is the endpoint pacing the run: retried after its ``retry-after-ms`` without counting
     against ``max_retries`` (a fixed bound with ``max_retries = 0`` ends the refused cases as errors)."""
     suite.prompts([f"case {i}" for i in range(60)])
     loopback.reset(rate_rps=50, burst=2, latency_s=0.02)
     suite.config({"model": loopback.model(concurrency=8, max_retries=0, params={"max_tokens": 8})})
-    fixed = suite.run(*plugin_args)
+    fixed = suite.run()
     assert loopback.stats.statuses.get(429, 0) > 0
     assert fixed.parseoutcomes().get("failed", 0) > 0  # the refused cases: errors, their one attempt spent
     fixed.stdout.fnmatch_lines(["*HTTP 429 from*(gave up after 1 attempt)*"])
 
     loopback.reset(rate_rps=50, burst=2, latency_s=0.02)
     suite.config({"model": loopback.model(concurrency="auto", max_retries=0, params={"max_tokens": 8})})
-    auto = suite.run(*plugin_args)
+    auto = suite.run()
     assert loopback.stats.statuses.get(429, 0) > 0  # refused, as the fixed bound was
     auto.assert_outcomes(passed=60)

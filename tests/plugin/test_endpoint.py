@@ -16,6 +16,7 @@ import pytest
 
 from tests.hostile.support import assert_secret_nowhere
 from tests.loopback import LoopbackServer
+from tests.suite import UNUSED_PLUGINS
 from tests.suite import Suite
 
 
@@ -325,6 +326,7 @@ def test_ctrl_c_cancels_calls_and_keeps_finished_results(suite: Suite, loopback:
             "cases.jsonl",
             "-p",
             "no:randomly",
+            *UNUSED_PLUGINS,
             "--prompt-concurrency",
             "1",
             "--prompt-report",

@@ -2,31 +2,11 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
+from tests.suite import THREE_SLICES as CASES
 from tests.suite import Suite
 from tests.suite import timeless
-
-
-# Three slices: "ok" all pass, "facts" 3 of 4 pass, "injection" 1 of 2 pass.
-CASES = [
-    {"case_id": "ok-1", "input": "hello", "slice": "ok", "must_include": ["hello"]},
-    {"case_id": "ok-2", "input": "world", "slice": "ok", "must_include": ["world"]},
-    {"case_id": "facts-1", "input": "未提供", "slice": "facts", "must_include": ["未提供"]},
-    {"case_id": "facts-2", "input": "未提供 A", "slice": "facts", "must_include": ["A"]},
-    {"case_id": "facts-3", "input": "未提供 B", "slice": "facts", "must_include": ["B"]},
-    {
-        "case_id": "facts-4",
-        "input": "nothing",
-        "slice": "facts",
-        "must_include": ["未提供", "X"],
-        "must_not_include": ["nothing", "no"],
-    },
-    {"case_id": "inject-1", "input": "refuse", "slice": "injection", "must_not_include": ["sk-"]},
-    {"case_id": "inject-2", "input": "sk-123", "slice": "injection", "must_not_include": ["sk-"], "tags": ["leak"]},
-]
 
 
 def test_outcomes_table_and_exit_status(suite: Suite, plugin_args: list[str]) -> None:
@@ -110,61 +90,12 @@ def test_failing_ordinary_test_is_never_masked(suite: Suite) -> None:
     assert result.ret == pytest.ExitCode.TESTS_FAILED
 
 
-def test_fake_rules_from_the_config(suite: Suite) -> None:
-    suite.cases([{"case_id": "a", "input": "退款", "slice": "s", "must_include": ["未提供"]}])
-    suite.write("rules.json", json.dumps({"rules": [{"match": "退款", "reply": "现有资料未提供"}]}, ensure_ascii=False))
-    suite.config({"model": {"spec": "fake:rules.json"}})
-    suite.run().assert_outcomes(passed=1)
-    # --prompt-model replaces the spec: the echo does not contain the fact
-    suite.run("--prompt-model", "fake").assert_outcomes(failed=1)
-
-
 def test_bad_model_spec_fails_collection(suite: Suite) -> None:
     suite.cases([{"case_id": "a", "input": "x", "slice": "s"}])
     result = suite.run("--prompt-model", "nope:x")
     assert result.ret == pytest.ExitCode.INTERRUPTED
     result.stdout.fnmatch_lines(["*unknown model spec 'nope:x'*"])
     result.stdout.no_fnmatch_line("*Traceback*")
-
-
-def test_report_rows_have_the_contract_fields(suite: Suite) -> None:
-    suite.cases(CASES)
-    suite.run("--prompt-report", "report")
-    rows = suite.by_id()
-    assert len(rows) == 8
-    row = rows["inject-2"]
-    for key in (
-        "case_id",
-        "slice",
-        "variant",
-        "repeat",
-        "outcome",
-        "output",
-        "checks",
-        "error",
-        "prompt",
-        "prompt_hash",
-        "latency_ms",
-        "usage",
-    ):
-        assert key in row
-    assert row["outcome"] == "failed"
-    assert row["output"] == row["prompt"] == "sk-123"
-    [check] = row["checks"]
-    assert {k: check[k] for k in ("layer", "name", "passed", "message")} == {
-        "layer": "content",
-        "name": "must_not_include",
-        "passed": False,
-        "message": "found forbidden text 'sk-' at offset 0",
-    }
-    assert row["tags"] == ["leak"]
-    assert len(row["prompt_hash"]) == 12
-    assert {p.name for p in (suite.path / "report").iterdir()} >= {
-        "results.jsonl",
-        "summary.json",
-        "slices.csv",
-        "summary.md",
-    }
 
 
 def test_xdist_gives_the_same_summary_as_serial(suite: Suite) -> None:

@@ -10,61 +10,12 @@ from pytest_promptsuite.cli.main import main
 from tests.suite import Suite
 
 
-def test_fewshot_math_example_passes_its_gate(suite: Suite, plugin_args: list[str]) -> None:
+def test_fewshot_math_example_passes_its_gate(suite: Suite) -> None:
     suite.pytester.copy_example("fewshot_math")
-    result = suite.run("--prompt-report", "report", *plugin_args, paths=["."])
+    result = suite.run("--prompt-report", "report", paths=["."])
     result.assert_outcomes(passed=6)
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines(["*arithmetic*4*4*PASS*", "*multi-turn*2*2*PASS*", "promptsuite gate: PASSED"])
-
-
-def test_results_record_the_exact_prompt_and_every_reply(suite: Suite) -> None:
-    suite.pytester.copy_example("fewshot_math")
-    suite.run("--prompt-report", "report", paths=["."]).assert_outcomes(passed=6)
-    rows = suite.by_id()
-    assert rows["add-001"]["prompt"] == (
-        "<|im_start|>system\nSolve the following questions. Answer with the number only.<|im_end|>\n"
-        "<|im_start|>user\n2+2=?<|im_end|>\n<|im_start|>assistant\n4<|im_end|>\n"
-        "<|im_start|>user\n3*5=?<|im_end|>\n<|im_start|>assistant\n15<|im_end|>\n"
-        "<|im_start|>user\n12+30=?<|im_end|>\n<|im_start|>assistant\n"
-    )
-    assert len(rows["add-001"]["prompt_hash"]) == 12
-    assert "replies" not in rows["add-001"]
-    square = rows["mt-square"]
-    assert square["replies"] == ["3", "9", "10"]
-    assert square["output"] == "10"
-    # the last request carries the model's own earlier replies
-    assert square["prompt"].endswith(
-        "assistant\n3<|im_end|>\n<|im_start|>user\nSquare that.<|im_end|>\n"
-        "<|im_start|>assistant\n9<|im_end|>\n<|im_start|>user\nAdd one.<|im_end|>\n"
-        "<|im_start|>assistant\n"
-    )
-
-
-def test_a_wrong_first_reply_feeds_the_next_turn(suite: Suite) -> None:
-    suite.pytester.copy_example("fewshot_math")
-    rules = json.loads((suite.path / "rules.json").read_text(encoding="utf-8"))
-    for rule in rules["rules"]:
-        if rule["reply"] == "7":
-            rule["reply"] = "8"  # the second request now shows 8, which no rule expects
-    (suite.path / "rules.json").write_text(json.dumps(rules), encoding="utf-8")
-    result = suite.run("--prompt-report", "report", paths=["."])
-    result.assert_outcomes(passed=5, failed=1)
-    assert suite.by_id()["mt-double"]["replies"] == ["8", "I don't know."]
-
-
-def test_changing_the_shots_changes_the_prompt_hash(suite: Suite) -> None:
-    suite.pytester.copy_example("fewshot_math")
-    suite.run("--prompt-report", "before", paths=["."])
-    config = suite.path / "promptsuite.toml"
-    config.write_text(
-        config.read_text(encoding="utf-8").replace("fix_id_list = [0, 1]", "fix_id_list = [2, 3]"), encoding="utf-8"
-    )
-    suite.run("--prompt-report", "after", paths=["."])
-    before, after = suite.by_id("before"), suite.by_id("after")
-    assert before["add-001"]["prompt_hash"] != after["add-001"]["prompt_hash"]
-    assert before["mt-double"]["prompt_hash"] == after["mt-double"]["prompt_hash"]
-    assert after["add-001"]["outcome"] == "failed"  # the rule expects the original shots
 
 
 CHAT_CONFIG = """\
@@ -75,29 +26,6 @@ spec = "fake"
 begin = [{ role = "SYSTEM", prompt = "Be brief." }]
 round = [{ role = "HUMAN", prompt = "{input} ({unit})" }, { role = "BOT", prompt = "{answer}" }]
 """
-
-
-def test_chat_endpoint_gets_openai_messages(suite: Suite) -> None:
-    suite.config(CHAT_CONFIG)
-    suite.cases(
-        [
-            {
-                "case_id": "c1",
-                "input": "How far?",
-                "slice": "s",
-                "vars": {"unit": "km"},
-                "answer": "SECRET",
-                "must_include": ["How far? (km)"],
-                "must_not_include": ["SECRET"],
-            }
-        ]
-    )
-    result = suite.run("--prompt-report", "report", paths=["."])
-    result.assert_outcomes(passed=1)
-    assert suite.by_id()["c1"]["prompt"] == [
-        {"role": "system", "content": "Be brief."},
-        {"role": "user", "content": "How far? (km)"},
-    ]
 
 
 def test_a_role_the_meta_template_lacks_stops_collection_naming_it(suite: Suite) -> None:

@@ -89,24 +89,6 @@ def test_unknown_variant_fails_collection(pytester: pytest.Pytester) -> None:
     result.stdout.no_fnmatch_line("*Traceback*")
 
 
-def test_variants_of_a_template_file(suite: Suite) -> None:
-    """Variants that each point at a template file with the delimiters renderer."""
-    suite.write("prompts/v1.txt", 'Answer as JSON {"q": "<input>"}')
-    suite.write("prompts/v2.txt", 'Say hi. {"q": "<input>"}')
-    suite.config(
-        {
-            "template": {"renderer": {"type": "delimiters", "start": "<", "end": ">"}},
-            "variants.v1": {"template_file": "prompts/v1.txt"},
-            "variants.v2": {"template_file": "prompts/v2.txt"},
-        }
-    )
-    suite.cases([{"case_id": "a", "input": "x", "slice": "s", "must_include": ["JSON"]}])
-    result = suite.run("--prompt-report", "report")
-    result.assert_outcomes(passed=1, failed=1)
-    prompts = {r["variant"]: r["prompt"] for r in suite.rows()}
-    assert prompts == {"v1": 'Answer as JSON {"q": "x"}', "v2": 'Say hi. {"q": "x"}'}
-
-
 def test_render_shows_each_variant(support_bot: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["render", "--prompt-suite", str(support_bot), "--case-id", "inject-001"]) == 0
     shown = [json.loads(line) for line in capsys.readouterr().out.splitlines()]

@@ -1,0 +1,207 @@
+"""The ``promptsuite`` command, called through ``main`` (no pytest inside it): validate, render, schema.
+
+``render --format text`` shows each prompt as it will be sent, messages under their roles, no escapes;
+checked against the expected text of the example suites in ``tests/unit/cli/test_main/`` (regenerate with
+``promptsuite render --prompt-suite example_suites/NAME --format text > tests/unit/cli/test_main/NAME.txt``
+when a change is meant)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_promptsuite.cases.case_schema import json_schema as case_schema
+from pytest_promptsuite.cli.main import main
+from pytest_promptsuite.config.suite import json_schema as config_schema
+
+
+def _suite(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "cases.jsonl"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_validate_ok(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _suite(
+        tmp_path, '{"case_id": "a", "input": "x", "slice": "s"}\n{"case_id": "b", "input": "y", "slice": "t"}\n'
+    )
+    assert main(["validate", str(path)]) == 0
+    assert capsys.readouterr().out == "ok: 2 cases in 2 slices (s, t)\n"
+
+
+def test_validate_reports_every_problem(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _suite(
+        tmp_path, '{"case_id": "a", "input": "x"}\n{"case_id": "a", "input": "x", "slice": "s", "tagz": []}\n'
+    )
+    assert main(["validate", str(path)]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err == [
+        f"{path}:1: missing required field 'slice'",
+        f"{path}:2: unknown key 'tagz' (did you mean 'tags'?)",
+        "2 problems found",
+    ]
+
+
+def test_validate_example_suite(capsys: pytest.CaptureFixture[str]) -> None:
+    example = Path(__file__).parents[3] / "example_suites" / "customer_support"
+    assert main(["validate", str(example)]) == 0
+    assert capsys.readouterr().out.startswith("ok: 35 cases in 5 slices")
+
+
+def test_validate_missing_path(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate", "nope.jsonl"]) == 1
+    assert "nope.jsonl: no such file or folder" in capsys.readouterr().err
+
+
+def test_render_shows_each_case_prompt(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _suite(
+        tmp_path, '{"case_id": "a", "input": "x", "slice": "s"}\n{"case_id": "b", "input": "y", "slice": "s"}\n'
+    )
+    assert main(["render", "--prompt-suite", str(path), "--case-id", "b"]) == 0
+    [line] = capsys.readouterr().out.splitlines()
+    assert json.loads(line)["case_id"] == "b"
+
+
+def test_render_unknown_case_id(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _suite(tmp_path, '{"case_id": "a", "input": "x", "slice": "s"}\n')
+    assert main(["render", "--prompt-suite", str(path), "--case-id", "zz"]) == 1
+    assert "no case with id zz" in capsys.readouterr().err
+
+
+def test_the_command_never_imports_pytest(tmp_path: Path) -> None:
+    """``promptsuite`` loads our hooks (built-ins and installed plugins) through pluggy alone."""
+    path = _suite(tmp_path, '{"case_id": "a", "input": "x", "slice": "s", "assert": [{"type": "is-json"}]}\n')
+    code = (
+        "import sys; from pytest_promptsuite.cli.main import main; "
+        f"status = main(['validate', {str(path)!r}]); "
+        "print(status, 'pytest' in sys.modules, '_pytest' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path)
+    assert done.stdout.splitlines()[-1] == "0 False False"
+
+
+@pytest.mark.parametrize(("what", "made"), [("config", config_schema), ("case", case_schema)])
+def test_the_command_prints_the_schema(what: str, made: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["schema", what]) == 0
+    assert json.loads(capsys.readouterr().out) == made()
+
+
+def test_cli_request_not_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    request = tmp_path / "request.json"
+    request.write_text("{not json", encoding="utf-8")
+    assert main(["render", "--request", str(request)]) == 1
+    answer = json.loads(capsys.readouterr().out)
+    assert answer["error"]["type"] == "TemplateError"
+    assert "not valid JSON" in answer["error"]["message"]
+
+
+def test_cli_request_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["render", "--request", str(tmp_path / "nope.json")]) == 1
+    answer = json.loads(capsys.readouterr().out)
+    assert "nope.json" in answer["error"]["message"]
+
+
+ROOT = Path(__file__).parents[3]
+EXPECTED = Path(__file__).with_suffix("")
+
+
+def _template_suite(folder: Path, template: str, cases: str) -> None:
+    (folder / "promptsuite.toml").write_text(template, encoding="utf-8")
+    (folder / "cases.jsonl").write_text(cases, encoding="utf-8")
+
+
+@pytest.mark.parametrize("suite", sorted(p.stem for p in EXPECTED.glob("*.txt")))
+def test_render_text_of_the_example_suites(
+    suite: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(ROOT)
+    assert main(["render", "--prompt-suite", f"example_suites/{suite}", "--format", "text"]) == 0
+    assert capsys.readouterr().out == (EXPECTED / f"{suite}.txt").read_text(encoding="utf-8")
+
+
+def test_the_expected_texts_cover_every_example_suite() -> None:
+    suites = {p.name for p in (ROOT / "example_suites").iterdir() if (p / "promptsuite.toml").is_file()}
+    assert suites == {p.stem for p in EXPECTED.glob("*.txt")}
+
+
+def test_render_jsonl_is_one_object_a_line_with_case_variant_prompt_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    _template_suite(
+        tmp_path,
+        '[template]\ntemplate = "Say: {input}"\n[variants.a]\n[variants.b]\ntemplate = "B {input}"\n',
+        '{"case_id": "c", "input": "hi\\nthere", "slice": "s"}\n',
+    )
+    assert main(["render", "--prompt-suite", ".", "--format", "jsonl"]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert rows == [
+        {"case_id": "c", "variant": "a", "prompt": "Say: hi\nthere", "error": None},
+        {"case_id": "c", "variant": "b", "prompt": "B hi\nthere", "error": None},
+    ]
+
+
+def test_render_text_shows_newlines_and_roles_without_escapes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "prompts.yml").write_text(
+        "prompts:\n  - task: t\n    messages:\n      - type: system\n        content: 'Be brief.'\n"
+        "      - type: user\n        content: '{{ input }}'\n",
+        encoding="utf-8",
+    )
+    _template_suite(
+        tmp_path,
+        '[template]\ntask_prompts = "prompts.yml"\ntask = "t"\n',
+        '{"case_id": "c", "input": "line one\\nline \\"two\\"", "slice": "s"}\n',
+    )
+    assert main(["render", "--prompt-suite", "."]) == 0  # not a terminal: JSON lines by default
+    assert json.loads(capsys.readouterr().out)["prompt"][1]["content"] == 'line one\nline "two"'
+    assert main(["render", "--prompt-suite", ".", "--format", "text"]) == 0
+    assert capsys.readouterr().out == (
+        '=== cases.jsonl:1: c [s] ===\n[system]\nBe brief.\n[user]\nline one\nline "two"\n\n'
+    )
+
+
+def test_render_exits_1_when_a_case_fails_to_render(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failure that only shows when the case renders (here a sandbox limit) is that case's
+    error: render prints it and exits 1; the other cases still render."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "p.j2").write_text("{% for i in range(n) %}x{% endfor %}", encoding="utf-8")
+    _template_suite(
+        tmp_path,
+        '[template]\ntemplate_file = "p.j2"\nrenderer = "jinja"\n',
+        '{"case_id": "ok", "input": "hi", "slice": "s", "vars": {"n": 2}}\n'
+        '{"case_id": "huge", "input": "hi", "slice": "s", "vars": {"n": 100000000000}}\n',
+    )
+    assert main(["render", "--prompt-suite", ".", "--format", "jsonl"]) == 1
+    rows = {r["case_id"]: r for r in map(json.loads, capsys.readouterr().out.splitlines())}
+    assert rows["ok"]["prompt"] == "xx" and rows["ok"]["error"] is None
+    assert rows["huge"]["prompt"] is None and "sandbox" in rows["huge"]["error"]
+
+
+def test_render_uses_the_conftest_filters_pytest_uses(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "conftest.py").write_text(
+        "def pytest_promptsuite_make_jinja_filter(name):\n"
+        "    if name == 'shout':\n        return lambda value: str(value).upper() + '!'\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "p.j2").write_text("{{ input | shout }}", encoding="utf-8")
+    _template_suite(
+        tmp_path,
+        '[template]\ntemplate_file = "p.j2"\nrenderer = "jinja"\n',
+        '{"case_id": "c", "input": "hi", "slice": "s"}\n',
+    )
+    assert main(["render", "--prompt-suite", ".", "--format", "jsonl"]) == 0
+    assert json.loads(capsys.readouterr().out)["prompt"] == "HI!"
+    assert main(["validate", "."]) == 0

@@ -1,0 +1,76 @@
+"""Stage tests for ``results.usage``: calls, cache hits, tokens, cost and latency per slice and variant."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pytest_promptsuite.report.text import totals_line
+from pytest_promptsuite.results.case_result import CaseResult
+from pytest_promptsuite.results.records import RunInfo
+from pytest_promptsuite.results.usage import UsageTally
+from pytest_promptsuite.results.usage import percentile
+from pytest_promptsuite.results.usage import prices_of_run
+from pytest_promptsuite.results.usage import usage_report
+from tests.unit.results.support import SPOOLED
+
+
+def _row(case_id: str, outcome: str = "passed", **kw: object) -> CaseResult:
+    base: dict[str, object] = {"slice": "s", "location": "cases.jsonl:1", "output": f"out {case_id}"}
+    base.update(kw)
+    return CaseResult(case_id=case_id, outcome=outcome, **base)  # type: ignore[arg-type]
+
+
+def test_percentile_interpolates_like_numpy() -> None:
+    assert percentile([], 50) is None
+    assert percentile([10.0], 95) == 10.0
+    assert percentile([1.0, 2.0, 3.0, 4.0], 50) == 2.5
+    assert percentile([float(v) for v in range(1, 101)], 95) == pytest.approx(95.05)
+
+
+def test_usage_counts_calls_hits_tokens_cost_and_latency_per_slice_and_variant() -> None:
+    usage = {"prompt_tokens": 1000, "completion_tokens": 500, "total_tokens": 1500}
+    rows = [
+        _row("a", variant="v1", latency_ms=100.0, usage=usage),
+        _row("b", variant="v1", latency_ms=300.0, usage=usage, slice="t"),
+        _row("c", variant="v2", cached=True, usage=usage),  # a hit: no call, no cost, no latency
+        _row("d", "error", variant="v2", output=None, error="HTTP 500"),
+    ]
+    run = RunInfo(
+        version="x", models={"v1": {"spec": "s", "prices": {"prompt": 1.0, "completion": 2.0}}, "v2": {"spec": "s"}}
+    )
+    report = usage_report(rows, run)
+    total = report.total
+    assert (total.rows, total.calls, total.cache_hits) == (4, 2, 1)
+    assert (total.prompt_tokens, total.completion_tokens, total.tokens) == (3000, 1500, 4500)
+    assert total.cost_usd == pytest.approx(2 * (1000 * 1.0 + 500 * 2.0) / 1e6)
+    assert (total.latency_p50_ms, total.latency_p95_ms) == (200.0, 290.0)
+    assert [(s.name, s.calls) for s in report.slices] == [("s", 1), ("t", 1)]
+    assert [(v.name, v.cost_usd) for v in report.variants] == [("v1", total.cost_usd), ("v2", None)]
+    assert totals_line(report) == (
+        "totals: 2 calls, 1 cache hit, 4,500 tokens (3,000 prompt + 1,500 completion), cost $0.004, p95 latency 290 ms"
+    )
+    unpriced = usage_report(rows)
+    assert "cost unknown (no [model] prices)" in totals_line(unpriced)
+    assert "p95 latency not measured" in totals_line(usage_report([_row("x")]))
+
+
+def load_rows(rows: list[CaseResult]) -> list[CaseResult]:
+    return [CaseResult.from_json(r.to_json()) for r in rows]
+
+
+def test_usage_counted_from_spooled_lines_is_usage_of_the_rows() -> None:
+    tally = UsageTally()
+    for r in SPOOLED:
+        tally.add_line(json.loads(r.to_json()))
+    run = RunInfo(
+        version="x",
+        models={
+            "v1": {"spec": "s", "prices": {"prompt": 1.0, "completion": 2.0}},
+            "": {"spec": "s", "prices": {"prompt": 3.0, "completion": 5.0}},
+        },
+    )
+    assert tally.report(prices_of_run(run)) == usage_report(load_rows(SPOOLED), run)
+    assert tally.report() == usage_report(load_rows(SPOOLED))
+    assert tally.report(prices_of_run(run)).total.cost_usd == pytest.approx((10 + 2 * 3) / 1e6)
