@@ -36,7 +36,7 @@ EVIL = r"^(a|aa)+$"  # backtracks for hours on VICTIM in re and in regex alike
 VICTIM = "a" * 64 + "!"
 #: How long a child may take (its budgets are 2 s): far past the budget, far short of the hours unbounded.
 WAIT_S = 60
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _check_message(entry: dict[str, object], output: str) -> str:
