@@ -46,8 +46,12 @@ class Collected:
         return rows
 
     def finish(self) -> Summary | None:
-        """Aggregate the rows, write the report files (``--prompt-report``) and return the summary."""
-        return self.session.finish()
+        """Aggregate the rows, write the report files (``--prompt-report``) and return the summary, as the
+        plugin's ``pytest_sessionfinish`` does."""
+        summary = self.session.finish()
+        if summary is not None:
+            self.session.write_report()
+        return summary
 
     def __enter__(self) -> Collected:
         return self

@@ -96,7 +96,7 @@ def child(name: str) -> None:
 
 
 def _off_the_main_thread(name: str) -> str:
-    code = f"from tests.unit.test_regex_timeout import child; child({name!r})"
+    code = f"from tests.unit.safety.test_user_regex import child; child({name!r})"
     try:
         done = subprocess.run(
             [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=WAIT_S, check=False
