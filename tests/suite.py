@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 from collections.abc import Iterable
 from collections.abc import Mapping
 from collections.abc import Sequence
@@ -141,3 +142,9 @@ def timeless(value: Any) -> Any:
 def timeless_bytes(data: bytes) -> bytes:
     """Return a report file's bytes with each measured latency as ``measured``, as :func:`timeless` does."""
     return _MEASURED.sub(lambda m: (m["key"] or m["said"]) + b"measured" + (b"" if m["key"] else b" ms"), data)
+
+
+def default_sigint() -> None:
+    """Give a child process Ctrl-C's default action (``preexec_fn``): a shell's background job, and so a CI
+    step run that way, starts with SIGINT ignored, and a child would inherit that and never stop."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

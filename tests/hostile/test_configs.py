@@ -24,6 +24,7 @@ from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.formats.imported_suite import ImportedSuite
 from pytest_promptsuite.formats.imported_suite import write_import
 from pytest_promptsuite.safety.limits import Limit
+from tests.suite import default_sigint
 
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="the limits need a POSIX system")
@@ -326,7 +327,7 @@ def test_ctrl_c_ends_an_import_with_a_line(tmp_path: Path) -> None:
     )
     out = tmp_path / "out"
     command = [sys.executable, "-m", "pytest_promptsuite", "import", "opencompass", str(path), "--out", str(out)]
-    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint)
     try:
         deadline = time.monotonic() + 30
         while not (marker.exists() and marker.read_text(encoding="utf-8")) and time.monotonic() < deadline:

@@ -18,6 +18,7 @@ import pytest
 from tests.loopback import LoopbackServer
 from tests.suite import UNUSED_PLUGINS
 from tests.suite import Suite
+from tests.suite import default_sigint
 
 
 def test_batch_mode_sends_one_job_and_gives_the_results_of_direct_calls(suite: Suite, loopback: LoopbackServer) -> None:
@@ -209,6 +210,7 @@ def test_ctrl_c_and_sigterm_cancel_the_batch(suite: Suite, loopback: LoopbackSer
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         stdin=subprocess.DEVNULL,
+        preexec_fn=default_sigint,
     )
     try:
         loopback.wait_for(lambda: loopback.batch.stats.created == 1)

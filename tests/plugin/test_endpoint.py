@@ -18,6 +18,7 @@ from tests.hostile.support import assert_secret_nowhere
 from tests.loopback import LoopbackServer
 from tests.suite import UNUSED_PLUGINS
 from tests.suite import Suite
+from tests.suite import default_sigint
 
 
 SECRET = "sk-test-NEVER-WRITE-ME-7a3f9c"
@@ -335,6 +336,7 @@ def test_ctrl_c_cancels_calls_and_keeps_finished_results(suite: Suite, loopback:
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         stdin=subprocess.DEVNULL,
+        preexec_fn=default_sigint,
     )
     try:
         loopback.wait_for(lambda: any("four" in str(e["body"]) for e in loopback.stats.log))
