@@ -35,6 +35,22 @@ def _package_loaded() -> None:
     for module in pkgutil.walk_packages(pytest_promptsuite.__path__, "pytest_promptsuite."):
         if not module.name.endswith(("__main__", ".child")):  # python -m, and the config runner's own process
             importlib.import_module(module.name)
+    for name in HYPOTHESIS_AT_SUMMARY:
+        importlib.import_module(name)
+
+
+#: What Hypothesis's pytest plugin imports at the end of every run (its terminal summary and report hooks).
+#: Its plugin marks ``hypothesis`` for assertion rewriting, so each pytester run that imported these anew
+#: rewrote about 220 modules again (5 s a run where bytecode is not written, as under PYTHONDONTWRITEBYTECODE).
+HYPOTHESIS_AT_SUMMARY = (
+    "hypothesis",
+    "hypothesis.internal.conjecture.providers",
+    "hypothesis.internal.escalation",
+    "hypothesis.internal.healthcheck",
+    "hypothesis.internal.observability",
+    "hypothesis.reporting",
+    "hypothesis.statistics",
+)
 
 
 @pytest.fixture(params=[[], ["-n", "2"]], ids=["serial", "xdist_two"])
