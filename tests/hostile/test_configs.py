@@ -609,3 +609,33 @@ def test_the_command_runs_itself_again_with_only_the_variables_it_needs(monkeypa
     assert argv == [sys.executable, "-m", "pytest_promptsuite", "import", "opencompass", "cfg.py", "--out", "o"]
     assert path == sys.executable and "OPENAI_API_KEY" not in env
     assert env["LC_ALL"] == "C.UTF-8" and env["PATH"] == os.environ["PATH"]
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/fdinfo"), reason="reads /proc")
+def test_a_worker_pid_a_config_writes_into_the_replies_is_never_ended(tmp_path: Path) -> None:
+    # The config opens its server's reply pipe through /proc and writes a whole answer, then a worker line
+    # naming another process: the next import must not take that process for its worker (and kill it).
+    victim = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    forging = (
+        "import os\nppid = os.getppid()\nfor fd in os.listdir(f'/proc/{ppid}/fd'):\n"
+        "    with open(f'/proc/{ppid}/fdinfo/{fd}') as info:\n"
+        "        flags = int(info.read().split('flags:')[1].split()[0], 8)\n"
+        "    if os.readlink(f'/proc/{ppid}/fd/{fd}').startswith('pipe:') and flags & 3 == 1:\n"
+        '        answer = b\'{"names": {"x": 1}}\'\n'
+        '        frame = b\'{"size": %d, "status": 0, "late": false}\\n\' % len(answer) + answer\n'
+        f"        line = b'{{\"worker\": {victim.pid}}}\\n'\n"
+        "        os.write(os.open(f'/proc/{ppid}/fd/{fd}', os.O_WRONLY), frame + line)\n"
+        "x = 2\n"
+    )
+    try:
+        run_config(_config(tmp_path, forging))
+        try:
+            names = run_config(_config(tmp_path, "y = 1\n"))
+        except ConfigError:
+            names = {}
+        assert victim.poll() is None, "the process the config named was killed"
+        assert names in ({}, {"y": 1})
+        assert run_config(_config(tmp_path, "z = 1\n")) == {"z": 1}
+    finally:
+        victim.kill()
+        victim.wait()

@@ -150,16 +150,22 @@ def _pidfd(pid: int) -> int | None:
         return None
 
 
+def _stat(pid: int | str) -> list[bytes] | None:
+    """Return the fields of ``/proc/PID/stat`` after the command's name (state, ppid, pgrp, session, ...);
+    None when there is no such process, or no /proc."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
 def _session(leader: int) -> list[int]:
     """Return the processes of ``leader``'s session that have not ended (zombies left out), as /proc lists them."""
     members = []
     for name in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{name}/stat", "rb") as stat:
-                state, _, _, session = stat.read().rsplit(b")", 1)[1].split()[:4]
-        except (OSError, ValueError):  # ended meanwhile
-            continue
-        if int(session) == leader and state not in b"ZX":
+        fields = _stat(name)
+        if fields is not None and int(fields[3]) == leader and fields[0] not in b"ZX":
             members.append(int(name))
     return members
 
@@ -267,7 +273,7 @@ class _Server:
         try:
             header = json.loads(replies.readline(4096))
             if "worker" in header:  # a forked worker waits for our go
-                self.worker = _Worker(int(header["worker"]))
+                self.worker = self._hold(int(header["worker"]))
                 self.process.stdin.write(b"go\n")
                 self.process.stdin.flush()
                 header = json.loads(replies.readline(4096))
@@ -277,6 +283,14 @@ class _Server:
                 got.extend([data, int(header["status"]), bool(header["late"])])
         except (OSError, ValueError, KeyError, TypeError):
             pass
+
+    def _hold(self, pid: int) -> _Worker:
+        """Take hold of the worker the server says it forked: its child (where /proc tells), never a process
+        named by a line a config wrote into the server's replies."""
+        fields = _stat(pid)
+        if fields is not None and int(fields[1]) != self.process.pid:
+            raise ValueError(f"process {pid} is not the server's")
+        return _Worker(pid)
 
     def end_worker(self) -> None:
         """End the last worker and its session, if anything of it is left."""
