@@ -606,9 +606,12 @@ def test_the_command_runs_itself_again_with_only_the_variables_it_needs(monkeypa
     with pytest.raises(SystemExit):
         main(sys.argv[1:])
     [(path, argv, env)] = calls
-    assert argv == [sys.executable, "-m", "pytest_promptsuite", "import", "opencompass", "cfg.py", "--out", "o"]
+    assert argv[:3] == [sys.executable, "-X", "promptsuite-without-keys"]
+    assert argv[3:] == ["-m", "pytest_promptsuite", "import", "opencompass", "cfg.py", "--out", "o"]
     assert path == sys.executable and "OPENAI_API_KEY" not in env
     assert env["LC_ALL"] == "C.UTF-8" and env["PATH"] == os.environ["PATH"]
+    monkeypatch.setitem(sys._xoptions, "promptsuite-without-keys", True)  # run again: never a third time
+    assert main(sys.argv[1:]) == 1 and len(calls) == 1
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/fdinfo"), reason="reads /proc")

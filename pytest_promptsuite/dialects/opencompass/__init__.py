@@ -55,6 +55,10 @@ def pytest_promptsuite_render_request(request: Any) -> dict[str, Any]:
     return render_request(request)
 
 
+#: The ``-X`` option that marks the command run again without the key variables.
+_RUN_AGAIN = "promptsuite-without-keys"
+
+
 def _is_the_command() -> bool:
     """Tell whether this process is the ``promptsuite import opencompass`` command, so its ``sys.argv`` is
     the import's own (not a program that called ``main([...])``)."""
@@ -70,10 +74,12 @@ def _without_keys() -> None:
     from pytest_promptsuite.dialects.opencompass.execute import kept_environment
 
     kept = kept_environment(os.environ)
-    if len(kept) < len(os.environ) and os.name == "posix" and sys.executable and _is_the_command():
+    again = _RUN_AGAIN in sys._xoptions  # never a third time, whatever startup adds to the environment
+    if len(kept) < len(os.environ) and not again and os.name == "posix" and sys.executable and _is_the_command():
         sys.stdout.flush()
         sys.stderr.flush()
-        os.execve(sys.executable, [sys.executable, "-m", "pytest_promptsuite", *sys.argv[1:]], kept)
+        command = [sys.executable, "-X", _RUN_AGAIN, "-m", "pytest_promptsuite", *sys.argv[1:]]
+        os.execve(sys.executable, command, kept)
 
 
 def _import(args: argparse.Namespace) -> int:
