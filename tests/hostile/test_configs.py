@@ -181,7 +181,7 @@ def test_a_fifo_read_is_stopped_at_the_limit(tmp_path: Path) -> None:
 
 def test_a_worker_outlives_neither_its_server_nor_its_limit(tmp_path: Path) -> None:
     # The config kills the process that serves it, then swallows every stop while it sleeps: with no
-    # server left to kill it, the worker ends itself at its limit.
+    # server left to kill it, the importer ends it (else it would end itself at its limit).
     marker = tmp_path / "pid"
     path = _config(
         tmp_path,
@@ -468,3 +468,177 @@ def test_test_keys_of_the_wrong_type_are_path_line_errors(
     config = _promptfoo(tmp_path / "cfg", f"prompts: ['hi']\nproviders: [echo]\ntests:\n  - {test}\n")
     assert main(["import", "promptfoo", str(config), "--out", str(tmp_path / "out")]) == 1
     assert f"{config}:4: {message}" in capsys.readouterr().err
+
+
+def _alive_in_session(leader: int) -> list[int]:
+    """Return the processes of the session ``leader`` led that still run (neither gone nor zombies), from /proc."""
+    alive = []
+    for name in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{name}/stat", encoding="utf-8") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except (FileNotFoundError, ProcessLookupError):  # ended meanwhile
+            continue
+        if fields[3] == str(leader) and fields[0] not in "ZX":
+            alive.append(int(name))
+    return alive
+
+
+#: What the worker does before it kills its server, having ignored every signal a limit sends, and after.
+RUNAWAY = {
+    "sleeps": ("", "while True:\n    time.sleep(100)\n"),
+    "computes": ("", "while True:\n    pass\n"),
+    # as root (a user's fork fails: no processes): a copy that sleeps, in the worker's session
+    "forks": ("if os.fork() == 0:\n    while True:\n        time.sleep(100)\n", "while True:\n    time.sleep(100)\n"),
+}
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/stat"), reason="reads /proc")
+@pytest.mark.parametrize("runaway", list(RUNAWAY))
+def test_a_worker_that_ignores_its_limits_and_kills_its_server_ends_before_the_import_returns(
+    tmp_path: Path, runaway: str
+) -> None:
+    # The time limit's signals are ignored and its timer cancelled, then the server that would have ended the
+    # worker is killed: the importer itself ends the worker (and what it forked) before run_config returns.
+    marker = tmp_path / "pid"
+    before, after = RUNAWAY[runaway]
+    path = _config(
+        tmp_path,
+        "import os, signal, time\n"
+        "for s in (signal.SIGALRM, signal.SIGXCPU, signal.SIGTERM, signal.SIGINT, signal.SIGHUP):\n"
+        "    signal.signal(s, signal.SIG_IGN)\n"
+        f"signal.setitimer(signal.ITIMER_REAL, 0)\n{before}open({str(marker)!r}, 'w').write(str(os.getpid()))\n"
+        f"os.kill(os.getppid(), 9)\n{after}",
+    )
+    try:
+        run_config(path, seconds=60)
+    except ConfigError as exc:
+        assert "the config's process was ended by SIGKILL" in str(exc) or "BlockingIOError" in str(exc), exc
+    worker = int(marker.read_text(encoding="utf-8")) if marker.exists() else 0
+    alive = _alive_in_session(worker) if worker else []  # at once: no wait, the import has returned
+    for pid in alive:
+        os.kill(pid, signal.SIGKILL)
+    assert alive == [], "the config's processes still run after the import returned"
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/stat"), reason="reads /proc")
+def test_without_pidfds_the_worker_is_ended_by_its_session_id(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # No pidfd_open (an older kernel, another POSIX system): the worker's session is killed by its id, not
+    # waited for.
+    monkeypatch.delattr(os, "pidfd_open")
+    marker = tmp_path / "pid"
+    path = _config(
+        tmp_path,
+        f"import os, signal, time\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\n"
+        f"open({str(marker)!r}, 'w').write(str(os.getpid()))\nos.kill(os.getppid(), 9)\n" + RUNAWAY["sleeps"][1],
+    )
+    with pytest.raises(ConfigError, match="the config's process was ended by SIGKILL"):
+        run_config(path, seconds=60)
+    worker = int(marker.read_text(encoding="utf-8"))
+    try:
+        assert _wait_ended(worker, 5), "the worker still runs"
+    finally:
+        if not _ended(worker):
+            os.kill(worker, signal.SIGKILL)
+
+
+def test_the_worker_cannot_outlive_a_hard_cpu_limit(tmp_path: Path) -> None:
+    # If the importer itself is killed, a worker that computes is still ended: RLIMIT_CPU's hard limit is a
+    # SIGKILL that no handler catches, a few seconds past the time limit.
+    path = _config(tmp_path, "import resource\nx = resource.getrlimit(resource.RLIMIT_CPU)\n")
+    soft, hard = run_config(path, seconds=3)["x"]
+    assert soft == 5 and hard == 6
+
+
+#: A config that reads the environment of every process it can (its ancestors' first), and writes down whose
+#: holds one of ``KEYS``' values, and which it could read.
+PEEKING = """\
+import json, os
+keys = KEYS
+def parent(pid):
+    with open(f'/proc/{pid}/stat') as stat:
+        return int(stat.read().rsplit(')', 1)[1].split()[1])
+ancestors, pid = [], os.getpid()
+while pid > 1:
+    ancestors.append(pid)
+    pid = parent(pid)
+read, holding = [], []
+for name in [str(p) for p in ancestors] + [n for n in os.listdir('/proc') if n.isdigit()]:
+    try:
+        with open(f'/proc/{name}/environ', 'rb') as file:
+            environ = file.read()
+    except OSError:
+        continue
+    read.append(int(name))
+    holding += [int(name)] * any(key.encode() in environ for key in keys)
+with open(REPORT, 'w') as file:
+    json.dump({'ancestors': ancestors, 'read': read, 'holding': sorted(set(holding))}, file)
+"""
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/environ"), reason="reads /proc")
+def test_no_process_of_the_import_holds_a_key_its_config_can_read(tmp_path: Path) -> None:
+    keys = {name: f"sk-{name.lower()}-{os.urandom(8).hex()}" for name in ("OPENAI_API_KEY", "ACME_SERVICE_TOKEN")}
+    report = tmp_path / "report.json"
+    text = PEEKING.replace("KEYS", repr(list(keys.values()))).replace("REPORT", repr(str(report)))
+    path = _config(tmp_path, text + DATASETS)
+    command = [sys.executable, "-m", "pytest_promptsuite", "import", "opencompass", str(path), "--out", "out"]
+    process = subprocess.run(command, cwd=tmp_path, env={**os.environ, **keys}, capture_output=True, timeout=60)
+    assert process.returncode == 0, process.stderr
+    seen = json.loads(report.read_text(encoding="utf-8"))
+    importer = seen["ancestors"][2]  # the worker, the server, the import
+    assert importer in seen["read"] and os.getpid() in seen["ancestors"]
+    assert seen["holding"] == [], f"processes holding a key: {seen['holding']}"
+
+
+def test_the_command_runs_itself_again_with_only_the_variables_it_needs(monkeypatch: pytest.MonkeyPatch) -> None:
+    # What the test above sees done by exec, seen from inside: the command's own arguments, and no key.
+    calls: list[tuple[str, list[str], dict[str, str]]] = []
+
+    def execve(path: str, argv: list[str], env: dict[str, str]) -> None:
+        calls.append((path, argv, env))
+        raise SystemExit(0)
+
+    monkeypatch.setattr(os, "execve", execve)
+    monkeypatch.setattr(sys, "argv", ["/venv/bin/promptsuite", "import", "opencompass", "cfg.py", "--out", "o"])
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-in-the-environment-0001")
+    monkeypatch.setenv("LC_ALL", "C.UTF-8")
+    with pytest.raises(SystemExit):
+        main(sys.argv[1:])
+    [(path, argv, env)] = calls
+    assert argv[:3] == [sys.executable, "-X", "promptsuite-without-keys"]
+    assert argv[3:] == ["-m", "pytest_promptsuite", "import", "opencompass", "cfg.py", "--out", "o"]
+    assert path == sys.executable and "OPENAI_API_KEY" not in env
+    assert env["LC_ALL"] == "C.UTF-8" and env["PATH"] == os.environ["PATH"]
+    monkeypatch.setitem(sys._xoptions, "promptsuite-without-keys", True)  # run again: never a third time
+    assert main(sys.argv[1:]) == 1 and len(calls) == 1
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/fdinfo"), reason="reads /proc")
+def test_a_worker_pid_a_config_writes_into_the_replies_is_never_ended(tmp_path: Path) -> None:
+    # The config opens its server's reply pipe through /proc and writes a whole answer, then a worker line
+    # naming another process: the next import must not take that process for its worker (and kill it).
+    victim = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    forging = (
+        "import os\nppid = os.getppid()\nfor fd in os.listdir(f'/proc/{ppid}/fd'):\n"
+        "    with open(f'/proc/{ppid}/fdinfo/{fd}') as info:\n"
+        "        flags = int(info.read().split('flags:')[1].split()[0], 8)\n"
+        "    if os.readlink(f'/proc/{ppid}/fd/{fd}').startswith('pipe:') and flags & 3 == 1:\n"
+        '        answer = b\'{"names": {"x": 1}}\'\n'
+        '        frame = b\'{"size": %d, "status": 0, "late": false}\\n\' % len(answer) + answer\n'
+        f"        line = b'{{\"worker\": {victim.pid}}}\\n'\n"
+        "        os.write(os.open(f'/proc/{ppid}/fd/{fd}', os.O_WRONLY), frame + line)\n"
+        "x = 2\n"
+    )
+    try:
+        run_config(_config(tmp_path, forging))
+        try:
+            names = run_config(_config(tmp_path, "y = 1\n"))
+        except ConfigError:
+            names = {}
+        assert victim.poll() is None, "the process the config named was killed"
+        assert names in ({}, {"y": 1})
+        assert run_config(_config(tmp_path, "z = 1\n")) == {"z": 1}
+    finally:
+        victim.kill()
+        victim.wait()

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_promptsuite.dialects.opencompass import execute
 from pytest_promptsuite.dialects.opencompass.execute import Foreign
 from pytest_promptsuite.dialects.opencompass.execute import Opaque
 from pytest_promptsuite.dialects.opencompass.execute import Ref
@@ -194,3 +195,10 @@ def test_the_time_limit_names_the_line(tmp_path: Path) -> None:
     path = _config(tmp_path, "x = 0\nfor i in range(999999):\n    for j in range(999999):\n        x += 1\n")
     with pytest.raises(ConfigError, match=r"cfg.py:\d+: evaluation stopped at the config evaluation time limit"):
         run_config(path, seconds=0.2)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/stat"), reason="reads /proc")
+def test_a_process_is_read_from_proc_or_is_none() -> None:
+    assert execute._stat(os.getpid())[1] == str(os.getppid()).encode()  # type: ignore[index]
+    assert execute._stat(0) is None  # no such process
+    assert os.getpid() in execute._session(os.getsid(0))  # this process runs in its session

@@ -4,6 +4,8 @@ templates, retrievers, render requests and ``promptsuite import opencompass``, e
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 from typing import Any
@@ -53,8 +55,37 @@ def pytest_promptsuite_render_request(request: Any) -> dict[str, Any]:
     return render_request(request)
 
 
+#: The ``-X`` option that marks the command run again without the key variables.
+_RUN_AGAIN = "promptsuite-without-keys"
+
+
+def _is_the_command() -> bool:
+    """Tell whether this process is the ``promptsuite import opencompass`` command, so its ``sys.argv`` is
+    the import's own (not a program that called ``main([...])``)."""
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    started = getattr(spec, "name", None) == "pytest_promptsuite.__main__" or Path(sys.argv[0]).name == "promptsuite"
+    return started and sys.argv[1:3] == ["import", "opencompass"]
+
+
+def _without_keys() -> None:
+    """Run this command again with only the variables it needs (POSIX), before any config runs: the config's
+    code can read its importer's environment (``/proc/PID/environ``), and after exec it holds none of the
+    old one. A call from Python is left as it is (see the security page)."""
+    from pytest_promptsuite.dialects.opencompass.execute import kept_environment
+
+    kept = kept_environment(os.environ)
+    again = _RUN_AGAIN in sys._xoptions  # never a third time, whatever startup adds to the environment
+    if len(kept) < len(os.environ) and not again and os.name == "posix" and sys.executable and _is_the_command():
+        sys.stdout.flush()
+        sys.stderr.flush()
+        command = [sys.executable, "-X", _RUN_AGAIN, "-m", "pytest_promptsuite", *sys.argv[1:]]
+        os.execve(sys.executable, command, kept)
+
+
 def _import(args: argparse.Namespace) -> int:
     from pytest_promptsuite.dialects.opencompass.import_opencompass import import_opencompass
+
+    _without_keys()
     from pytest_promptsuite.safety.scrub import printable
 
     given = {"model": args.model, "data": args.data, "train": args.train, "root": args.config_root}

@@ -19,6 +19,7 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from collections.abc import Sequence
 from typing import Any
+from typing import BinaryIO
 from typing import NoReturn
 
 
@@ -359,47 +360,78 @@ def answer(request: Mapping[str, Any]) -> bytes:
     return reply.encode("utf-8")
 
 
-def _fork(request: Mapping[str, Any], server_fds: tuple[int, int]) -> tuple[bytes, int, bool]:
+def _fork(request: Mapping[str, Any], requests: BinaryIO, replies: BinaryIO) -> tuple[bytes, int, bool]:
     """Run one request in a fork: its answer (at most the result limit + 1 bytes), exit status, lateness.
-    Input on the server's stdin meanwhile (its end: the importer was interrupted) ends the worker and the server."""
+    The config's code starts once the importer holds the worker (:func:`_introduce`); input on the server's
+    stdin meanwhile (its end: the importer was interrupted) ends the worker and the server."""
     read_end, write_end = os.pipe()
+    go_read, go_write = os.pipe()
     pid = os.fork()
     if pid == 0:
-        _work(request, read_end, write_end, server_fds)
+        _work(request, (write_end, go_read), (read_end, go_write, requests.fileno(), replies.fileno()))
     os.close(write_end)
-    received, deadline, late, ended = bytearray(), time.monotonic() + float(request["seconds"]) + 2, False, (0, 0)
-    gone = False  # the importer: its end of the server's stdin closed
+    os.close(go_read)
+    received, late, ended, gone = bytearray(), False, (0, 0), True
     try:
-        while len(received) <= request["result_bytes"]:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                late = True
-                break
-            ready = select.select([read_end, server_fds[0]], [], [], min(remaining, 0.1))[0]
-            if server_fds[0] in ready:  # the importer is gone: so are we, the worker first (below)
-                gone = True
-                break
-            if ready:
-                block = os.read(read_end, 65536)
-                if not block:
-                    break
-                received.extend(block)
-            else:  # nothing to read: done if the worker ended (a copy it forked may hold the pipe)
-                ended = os.waitpid(pid, os.WNOHANG)
-                if ended[0]:  # what it wrote between the select and its end is still in the pipe
-                    _read_rest(read_end, received, request["result_bytes"])
-                    break
+        if _introduce(pid, go_write, requests, replies):
+            received, late, ended, gone = _receive(pid, read_end, request, requests.fileno())
     finally:
         os.close(read_end)
-        for kill in (os.killpg,) if ended[0] else (os.killpg, os.kill):  # the session, the worker if unreaped
-            with contextlib.suppress(OSError):
-                kill(pid, signal.SIGKILL)
-    if not ended[0]:
-        ended = os.waitpid(pid, 0)
-    if gone:
+        ended = _end(pid, ended)
+    if gone:  # the importer is gone: so are we, the worker first (above)
         os._exit(0)
     status = os.waitstatus_to_exitcode(ended[1])
     return bytes(received), status, late or status == LATE
+
+
+def _introduce(pid: int, go: int, requests: BinaryIO, replies: BinaryIO) -> bool:
+    """Tell the importer the worker's pid, and let the worker start once the importer holds it (its ``go``
+    line), so the worker is the importer's to end even if the config kills this server; False when the
+    importer is gone instead."""
+    try:
+        replies.write(json.dumps({"worker": pid}).encode() + b"\n")
+        replies.flush()
+        held = requests.readline() == b"go\n"
+        if held:
+            os.write(go, b"g")
+        return held
+    except OSError:
+        return False
+    finally:
+        os.close(go)
+
+
+def _receive(
+    pid: int, read_end: int, request: Mapping[str, Any], stdin: int
+) -> tuple[bytearray, bool, tuple[int, int], bool]:
+    """Read the worker's answer until it ends, its time is up or the importer is gone (input on ``stdin``):
+    the answer, lateness, the worker's wait status once it ended, and whether the importer is gone."""
+    received, deadline = bytearray(), time.monotonic() + float(request["seconds"]) + 2
+    while len(received) <= request["result_bytes"]:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return received, True, (0, 0), False
+        ready = select.select([read_end, stdin], [], [], min(remaining, 0.1))[0]
+        if stdin in ready:
+            return received, False, (0, 0), True
+        block = os.read(read_end, 65536) if ready else None
+        if block == b"":
+            break
+        received.extend(block or b"")
+        ended = (0, 0) if ready else os.waitpid(pid, os.WNOHANG)
+        if ended[0]:  # nothing to read and the worker ended (a copy it forked may hold the pipe): what it
+            _read_rest(read_end, received, request["result_bytes"])  # wrote before its end is still there
+            return received, False, ended, False
+    return received, False, (0, 0), False
+
+
+def _end(pid: int, ended: tuple[int, int]) -> tuple[int, int]:
+    """Kill the worker's session, and the worker if it is not reaped yet (once: a reaped pid may be reused);
+    return its wait status."""
+    for kill in (os.killpg,) if ended[0] else (os.killpg, os.kill):
+        with contextlib.suppress(OSError):
+            kill(pid, signal.SIGKILL)
+    return ended if ended[0] else os.waitpid(pid, 0)
 
 
 def _stand_in(name: str, parts: list[str], fromlist: Sequence[str] | None) -> types.ModuleType:
@@ -412,12 +444,17 @@ def _stand_in(name: str, parts: list[str], fromlist: Sequence[str] | None) -> ty
     return module
 
 
-def _work(request: Mapping[str, Any], read_end: int, write_end: int, server_fds: tuple[int, int]) -> NoReturn:
-    """Be the forked worker: answer the request into the pipe, then end."""
+def _work(request: Mapping[str, Any], mine: tuple[int, int], others: tuple[int, ...]) -> NoReturn:
+    """Be the forked worker: lead a session of its own, wait for the server's go (the importer holds this
+    process then), answer the request into the pipe, then end."""
     worker = os.getpid()
-    for fd in (read_end, *server_fds):
+    for fd in others:
         os.close(fd)
     os.setsid()
+    write_end, go = mine
+    if os.read(go, 1) != b"g":  # the server ended before the importer held this worker: nothing runs
+        os._exit(0)
+    os.close(go)
     data = answer(request)
     if os.getpid() == worker:  # not a copy the config forked
         with os.fdopen(write_end, "wb") as out:
@@ -445,7 +482,7 @@ def serve() -> None:
     for line in requests:
         request = json.loads(line)
         if forks:
-            data, status, late = _fork(request, (requests.fileno(), replies.fileno()))
+            data, status, late = _fork(request, requests, replies)
         else:  # one config per process: the parent starts another for the next
             data, status, late = answer(request), 0, False
         replies.write(json.dumps({"size": len(data), "status": status, "late": late}).encode() + b"\n" + data)

@@ -7,6 +7,7 @@ import atexit
 import contextlib
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -32,6 +33,21 @@ from pytest_promptsuite.safety.limits import Limit
 _GRACE_SECONDS = 5.0
 #: How long the server may take to end its worker and exit once its stdin is closed.
 _CLOSE_SECONDS = 2.0
+
+
+#: The variables ``promptsuite import opencompass`` keeps when it runs itself again before a config runs:
+#: what Python, the locale, temporary files and coverage read. Every other one (an API key) is left behind.
+KEPT_VARIABLES = frozenset(
+    {"PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "TEMP", "TMP", "TERM", "COLUMNS"}
+    | {"NO_COLOR", "VIRTUAL_ENV", "SYSTEMROOT"}
+)
+#: The prefixes of further variables it keeps (``LC_ALL``, ``PYTHONPATH``, ``COVERAGE_PROCESS_START``).
+KEPT_PREFIXES = ("LC_", "PYTHON", "COVERAGE_", "COV_CORE_")
+
+
+def kept_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """Return the variables of ``environ`` an import keeps (:data:`KEPT_VARIABLES`, :data:`KEPT_PREFIXES`)."""
+    return {name: value for name, value in environ.items() if name in KEPT_VARIABLES or name.startswith(KEPT_PREFIXES)}
 
 
 @dataclass(frozen=True)
@@ -125,11 +141,100 @@ def _nesting(value: Any, limit: int) -> bool:
     return True
 
 
+def _pidfd(pid: int) -> int | None:
+    """Open a handle on process ``pid`` that no later process given its pid is taken for (Linux 5.3 and
+    later); None where there is none."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
+
+
+def _stat(pid: int | str) -> list[bytes] | None:
+    """Return the fields of ``/proc/PID/stat`` after the command's name (state, ppid, pgrp, session, ...);
+    None when there is no such process, or no /proc."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
+def _session(leader: int) -> list[int]:
+    """Return the processes of ``leader``'s session that have not ended (zombies left out), as /proc lists them."""
+    members = []
+    for name in filter(str.isdigit, os.listdir("/proc")):
+        fields = _stat(name)
+        if fields is not None and int(fields[3]) == leader and fields[0] not in b"ZX":
+            members.append(int(name))
+    return members
+
+
+def _kill(handle: int) -> bool:
+    """Send SIGKILL to the process behind a pidfd; False when it was reaped already."""
+    try:
+        signal.pidfd_send_signal(handle, signal.SIGKILL)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _wait(handles: list[int], deadline: float) -> None:
+    """Wait until each pidfd's process has ended (its pidfd turns readable), or until ``deadline``."""
+    while handles and (left := deadline - time.monotonic()) > 0:
+        ready = select.select(handles, [], [], left)[0]
+        handles = [handle for handle in handles if handle not in ready]
+
+
+class _Worker:
+    """The process that runs one config, held by the importer from before the config's code starts: it
+    leads a session of its own, and the importer ends that session itself, even when the config killed
+    the server that forked it."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.handle = _pidfd(pid)
+
+    def end(self) -> None:
+        """Kill the worker and every process of its session, and wait (at most :data:`_CLOSE_SECONDS`) until
+        none runs; a worker the server has reaped already left nothing (the server ended its session)."""
+        if self.handle is None:
+            return self._end_by_pid()
+        try:
+            if _kill(self.handle):
+                self._end_session(time.monotonic() + _CLOSE_SECONDS)
+        finally:
+            os.close(self.handle)
+
+    def _end_session(self, deadline: float) -> None:
+        """Kill what the session holds until it holds nothing that runs (a copy may fork until it is killed)."""
+        assert self.handle is not None
+        handles = [self.handle]
+        while time.monotonic() < deadline:
+            members = [handle for handle in map(_pidfd, _session(self.pid)) if handle is not None]
+            for handle in members:
+                _kill(handle)
+            _wait(handles + members, deadline)
+            for handle in members:
+                os.close(handle)
+            if not members:
+                return
+
+    def _end_by_pid(self) -> None:
+        """Kill the worker's session by its id, where no pidfd holds the worker: only while a session with
+        that id still exists (not waited for)."""
+        with contextlib.suppress(OSError):
+            if os.getsid(self.pid) == self.pid:
+                os.killpg(self.pid, signal.SIGKILL)
+
+
 class _Server:
     """The process that runs configs (:mod:`.child`): started once, with an empty environment, and
-    asked for one config at a time; it forks a fresh worker with its own limits for each."""
+    asked for one config at a time; it forks a fresh worker with its own limits for each, and tells
+    the importer the worker's pid before the config's code starts (:class:`_Worker`)."""
 
     def __init__(self) -> None:
+        self.worker: _Worker | None = None
         self.process = subprocess.Popen(
             [sys.executable, "-I", "-S", "-X", "utf8", str(child.__file__)],
             cwd=tempfile.gettempdir(),
@@ -142,21 +247,9 @@ class _Server:
 
     def ask(self, request: dict[str, Any], seconds: float) -> tuple[bytes, int, bool] | None:
         """Send ``request``: the worker's answer, exit status and lateness, or None when the server failed."""
-        assert self.process.stdin is not None and self.process.stdout is not None
-        replies = self.process.stdout
+        assert self.process.stdin is not None
         got: list[Any] = []
-
-        def read() -> None:
-            try:
-                header = json.loads(replies.readline(4096))
-                size = int(header["size"])
-                data = replies.read(size) if 0 <= size <= CONFIG_RESULT.value + 1 else b""
-                if len(data) == size:
-                    got.extend([data, int(header["status"]), bool(header["late"])])
-            except (OSError, ValueError, KeyError, TypeError):
-                pass  # got stays empty: the server failed
-
-        reader = threading.Thread(target=read, daemon=True)
+        reader = threading.Thread(target=self._read, args=(got,), daemon=True)
         try:
             self.process.stdin.write(json.dumps(request).encode("utf-8") + b"\n")
             self.process.stdin.flush()
@@ -172,9 +265,43 @@ class _Server:
             return None
         return got[0], got[1], got[2]
 
+    def _read(self, got: list[Any]) -> None:
+        """Read the server's answer into ``got`` (data, status, lateness), taking hold of the worker on the
+        way; ``got`` stays empty when the server fails."""
+        assert self.process.stdin is not None and self.process.stdout is not None
+        replies = self.process.stdout
+        try:
+            header = json.loads(replies.readline(4096))
+            if "worker" in header:  # a forked worker waits for our go
+                self.worker = self._hold(int(header["worker"]))
+                self.process.stdin.write(b"go\n")
+                self.process.stdin.flush()
+                header = json.loads(replies.readline(4096))
+            size = int(header["size"])
+            data = replies.read(size) if 0 <= size <= CONFIG_RESULT.value + 1 else b""
+            if len(data) == size:
+                got.extend([data, int(header["status"]), bool(header["late"])])
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+
+    def _hold(self, pid: int) -> _Worker:
+        """Take hold of the worker the server says it forked: its child (where /proc tells), never a process
+        named by a line a config wrote into the server's replies."""
+        fields = _stat(pid)
+        if fields is not None and int(fields[1]) != self.process.pid:
+            raise ValueError(f"process {pid} is not the server's")
+        return _Worker(pid)
+
+    def end_worker(self) -> None:
+        """End the last worker and its session, if anything of it is left."""
+        worker, self.worker = self.worker, None
+        if worker is not None:
+            worker.end()
+
     def close(self) -> None:
         """End the server and the worker it runs: closing its stdin has it kill the worker and exit;
-        one that does not is killed (once: a waited-for pid may be reused)."""
+        one that does not is killed (once: a waited-for pid may be reused); then whatever is left of
+        the worker (a config may have killed the server) is ended here."""
         for stream in (self.process.stdin, self.process.stdout):
             if stream is not None:
                 with contextlib.suppress(OSError):
@@ -188,6 +315,7 @@ class _Server:
                 except (OSError, AttributeError):
                     self.process.kill()
                 self.process.wait()
+        self.end_worker()
 
 
 _server: _Server | None = None
@@ -214,6 +342,7 @@ def _ask(request: dict[str, Any], seconds: float) -> tuple[bytes, int, bool]:
             status = _server.process.returncode
             _server = None
             return b"", status, False
+        _server.end_worker()  # reaped by the server, normally: then this only closes our handle
         return reply
 
 
