@@ -104,7 +104,7 @@ class Knobs:
     fail_rate: float = 0.0
     fail_statuses: tuple[int, ...] = (429, 500)
     retry_after: str | None = None
-    retry_after_ms: int | None = None
+    retry_after_ms: int | str | None = None
     seed: int = 0
     api_key: str | None = None
     hang_s: float = 5.0

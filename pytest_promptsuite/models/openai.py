@@ -31,6 +31,7 @@ from pytest_promptsuite.models.concurrency import AdaptiveConcurrency
 from pytest_promptsuite.models.model_api import ModelRequest
 from pytest_promptsuite.models.model_api import Response
 from pytest_promptsuite.models.model_api import Usage
+from pytest_promptsuite.models.retry import CallRetries
 from pytest_promptsuite.models.retry import RetryPolicy
 from pytest_promptsuite.models.retry import retry_after_s
 from pytest_promptsuite.models.scoring import LabelScore
@@ -261,42 +262,26 @@ class OpenAIModel:
     async def _generate(
         self, path: str, body: dict[str, Any], where: str, parse: Callable[[Any], LabelScore] | None = None
     ) -> Response:
-        last: EndpointError | None = None
-        all_refused = True
         send = self._attempt if self.pacing is None else self._paced_attempt  # a fixed bound: nothing new per attempt
-        retries = made = limited = 0
-        waited_limited = 0.0  # on 429s under auto concurrency: the endpoint's pacing, not max_retries
-        pause: float | None = None
+        tries = CallRetries(self.retry, self._rng, paced=self.pacing is not None)
+        refused = made = 0  # attempts refused a connection, attempts made
         while True:
-            if pause is not None:
-                self.retries += 1
-                await asyncio.sleep(pause)
             self.attempts += 1
             made += 1
             try:
                 return await send(path, body, where, parse)
             except _Retry as retry:
-                last, wait = retry.error, retry.retry_after
-                if not isinstance(retry.__cause__, httpx.ConnectError):
-                    all_refused = False
-            if self.pacing is not None and last.status == 429 and waited_limited < self.retry.max_retry_after_s:
-                pause = wait if wait is not None else self.retry.backoff_s(min(limited, 8), self._rng)
-                waited_limited += pause
-                limited += 1
-                continue
-            if retries >= self.retry.max_retries:
-                break
-            pause = self.retry.wait_s(retries, self._rng, wait)
-            retries += 1
-        assert last is not None
-        raise self._gave_up(last, made, limited, all_refused)
+                last = retry.error
+                refused += isinstance(retry.__cause__, httpx.ConnectError)
+                pause = tries.pause_s(last.status, retry.retry_after)
+            if pause is None:
+                raise self._gave_up(last, made, tries, all_refused=refused == made)
+            self.retries += 1
+            await asyncio.sleep(pause)
 
-    def _gave_up(self, last: EndpointError, made: int, limited: int, all_refused: bool) -> EndpointError:
+    def _gave_up(self, last: EndpointError, made: int, tries: CallRetries, *, all_refused: bool) -> EndpointError:
         """Return the error of a call that failed every attempt (fatal when every one was refused a connection)."""
-        attempts = f"{made} attempt{'s' if made != 1 else ''}"
-        if limited:
-            cap = self.retry.max_retry_after_s
-            attempts += f", {limited} of them answered 429 under concurrency auto (retried for up to {cap:g} s)"
+        attempts = f"{made} attempt{'s' if made != 1 else ''}{tries.describe_limited()}"
         return EndpointError(f"{last} (gave up after {attempts})", status=last.status, fatal=all_refused)
 
     async def _paced_attempt(

@@ -40,6 +40,9 @@ TEMPLATE_RANGE = Limit("template range", 10_000, "numbers")
 TEMPLATE_INT_DIGITS = Limit("template number", 1_000, "digits")
 #: The largest response body an endpoint may send for one call.
 RESPONSE_BYTES = Limit("response size", 32 * 1024 * 1024, "bytes")
+#: How many times one call refused with 429 under ``concurrency = "auto"`` is retried outside ``max_retries``
+#: (besides the 60 s those retries may wait in all): past either, a 429 counts as any other retry.
+RATE_LIMITED_RETRIES = Limit("429 retry", 50, "retries")
 #: The largest output or error file of a Batch job we download (decoded): 50,000 answers of ~20 KB.
 BATCH_FILE_BYTES = Limit("batch file size", 1024 * 1024 * 1024, "bytes")
 #: How long running one imported Python config (OpenCompass) may take, its base configs included.
