@@ -118,6 +118,8 @@ class OpenAIModel:
         self.attempts = 0
         self.retries = 0
         self.refused = 0
+        #: Answers whose ``usage`` held a value that is no token count (taken as not reported; the summary says so).
+        self.unreadable_usage = 0
         #: The adaptive bound whose answers and pauses every attempt takes (``concurrency = "auto"``), or None.
         self.pacing: AdaptiveConcurrency | None = None
 
@@ -324,7 +326,9 @@ class OpenAIModel:
             raise self._status_error(reply, content, where)
         if parse is not None:  # a score (the ppl mode): the logprobs, not the text
             return Response(text=parse(self._decode(content, where)).to_text(), latency_ms=round(latency_ms, 3))
-        return self._parse(content, where, latency_ms)
+        response = self._parse(content, where, latency_ms)
+        self.unreadable_usage += bool(response.usage and response.usage.unreadable)
+        return response
 
     async def _send(self, path: str, payload: bytes, where: str) -> tuple[httpx.Response, bytes]:
         """POST ``payload`` and read the answer, at most :data:`RESPONSE_BYTES` of it, decoded or not."""
@@ -488,14 +492,10 @@ def _vector(item: Any, position: int, malformed: Callable[[str], EndpointError])
 
 
 def _usage(raw: Any) -> Usage | None:
+    """Return an answer's ``usage`` (whatever is no token count in it taken as not reported: :class:`Usage`)."""
     if not isinstance(raw, dict):
         return None
-
-    def count(name: str) -> int | None:
-        value = raw.get(name)
-        return value if isinstance(value, int) else None
-
-    return Usage(count("prompt_tokens"), count("completion_tokens"), count("total_tokens"))
+    return Usage(raw.get("prompt_tokens"), raw.get("completion_tokens"), raw.get("total_tokens"))
 
 
 def _no_cookies() -> http.cookiejar.CookieJar:

@@ -43,6 +43,9 @@ RESPONSE_BYTES = Limit("response size", 32 * 1024 * 1024, "bytes")
 #: How many times one call refused with 429 under ``concurrency = "auto"`` is retried outside ``max_retries``
 #: (besides the 60 s those retries may wait in all): past either, a 429 counts as any other retry.
 RATE_LIMITED_RETRIES = Limit("429 retry", 50, "retries")
+#: The largest token count an endpoint's ``usage`` may report for one call; a larger one (or one that is not a
+#: non-negative integer) is taken as not reported, never priced nor credited to a budget.
+USAGE_TOKENS = Limit("token count", 1_000_000_000, "tokens")
 #: The largest output or error file of a Batch job we download (decoded): 50,000 answers of ~20 KB.
 BATCH_FILE_BYTES = Limit("batch file size", 1024 * 1024 * 1024, "bytes")
 #: How long running one imported Python config (OpenCompass) may take, its base configs included.
