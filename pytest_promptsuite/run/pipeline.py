@@ -42,10 +42,21 @@ from pytest_promptsuite.prompts.core import Prompt
 from pytest_promptsuite.prompts.core import prompt_hash
 from pytest_promptsuite.prompts.output_parsers import OutputParserError
 from pytest_promptsuite.results.case_result import CaseResult
+from pytest_promptsuite.safety.limits import TOOL_CALLS
+from pytest_promptsuite.safety.limits import TOOL_REQUEST
 
 
 if TYPE_CHECKING:
     from pytest_promptsuite.checks.response_format import ResponseFormat
+
+
+class ToolLoopLimit(ModelError):
+    """A tool loop went past a limit (:data:`.TOOL_CALLS`, :data:`.TOOL_REQUEST`): the case ends as ``error``
+    naming it, with ``steps``, the trajectory made so far."""
+
+    def __init__(self, message: str, steps: Sequence[Step]) -> None:
+        super().__init__(message)
+        self.steps = tuple(steps)
 
 
 class PlannedCase:
@@ -211,6 +222,8 @@ class CasePipeline:
         replies: list[str] = []
         try:
             response, steps, stop = self._converse(case, prepared, key, base, replies)
+        except ToolLoopLimit as exc:  # past a limit of the tool loop: the steps made so far kept
+            return CaseResult(outcome=Outcome.ERROR, error=str(exc), trajectory=exc.steps, **base)
         except ModelError as exc:  # a call deliberately not issued (budget, batch file): skipped
             outcome = Outcome.SKIPPED if isinstance(exc, NotIssued) else Outcome.ERROR
             return CaseResult(outcome=outcome, error=str(exc), replies=tuple(replies), **base)
@@ -273,6 +286,7 @@ class CasePipeline:
         """Loop model -> tool calls -> ``tool`` messages with the case's ``tool_results`` -> model, up to
         ``max_steps`` model calls; return the last response, every step, and why the loop stopped early."""
         steps: list[Step] = []
+        _within_call_limit(response, steps)
         if not response.tool_calls or not case.tool_results:
             return response, [Step(response.text, response.tool_calls)], None
         tools = self.prompts.tool_set(case, variant=key.variant)
@@ -286,8 +300,10 @@ class CasePipeline:
             if stop is not None:
                 return response, steps, stop
             messages = _with_results(messages, response, given)
+            _within_request_limit(messages, steps)
             base["prompt"], base["prompt_hash"] = messages, self._hash(case, messages, key.variant)
             response = self.runner.call(model, self._request(case, messages, key))
+            _within_call_limit(response, steps)
 
     def _ppl(self, variant: str | None) -> bool:
         try:
@@ -416,3 +432,25 @@ def _with_results(messages: list[Message], response: Response, given: tuple[str,
         {"role": "assistant", "content": response.text or None, "tool_calls": [c.to_openai() for c in calls]},
         *({"role": "tool", "tool_call_id": c.id, "content": r} for c, r in zip(calls, given, strict=True)),
     ]
+
+
+def _within_call_limit(response: Response, steps: list[Step]) -> None:
+    """Raise :class:`ToolLoopLimit` when ``response`` calls more tools than :data:`.TOOL_CALLS` allows."""
+    count = len(response.tool_calls)
+    if count > TOOL_CALLS.value:
+        raise ToolLoopLimit(
+            f"step {len(steps) + 1}: the answer called {count:,} tools, past {TOOL_CALLS}: "
+            "none was answered and the case ends here",
+            steps,
+        )
+
+
+def _within_request_limit(messages: list[Message], steps: list[Step]) -> None:
+    """Raise :class:`ToolLoopLimit` when the tool loop's next request would be larger than :data:`.TOOL_REQUEST`."""
+    size = len(encode(messages, compact=True, scrub=False))
+    if size > TOOL_REQUEST.value:
+        raise ToolLoopLimit(
+            f"step {len(steps)}: the next request, with the tool results, would be {size:,} characters, past "
+            f"{TOOL_REQUEST}: it was not sent and the case ends here",
+            steps,
+        )
