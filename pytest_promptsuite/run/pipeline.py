@@ -50,6 +50,12 @@ if TYPE_CHECKING:
     from pytest_promptsuite.checks.response_format import ResponseFormat
 
 
+#: The ``finish_reason`` of an answer the endpoint cut at ``max_tokens``.
+CUT = "length"
+#: What a failed check of a cut answer adds to its message.
+CUT_NOTE = " (the answer was cut at max_tokens: finish_reason 'length'; raise max_tokens if it needs more)"
+
+
 class ToolLoopLimit(ModelError):
     """A tool loop went past a limit (:data:`.TOOL_CALLS`, :data:`.TOOL_REQUEST`): the case ends as ``error``
     naming it, with ``steps``, the trajectory made so far."""
@@ -261,6 +267,8 @@ class CasePipeline:
     ) -> CaseResult:
         """Check the last response and return the case's row."""
         checks = self._checks(case, response, planned.checks, planned.key.variant, steps, base["prompt"])
+        if response.finish_reason == CUT:
+            checks = tuple(_said_cut(check) for check in checks)
         return CaseResult(
             outcome=outcome_of(case, checks, error=None),
             output=response.text,
@@ -271,6 +279,7 @@ class CasePipeline:
             tool_calls=response.tool_calls,
             trajectory=tuple(steps) if len(steps) > 1 or any(s.calls for s in steps) else (),
             tool_stop=stop,
+            finish_reason=response.finish_reason,
             **base,
         )
 
@@ -454,3 +463,10 @@ def _within_request_limit(messages: list[Message], steps: list[Step]) -> None:
             f"{TOOL_REQUEST}: it was not sent and the case ends here",
             steps,
         )
+
+
+def _said_cut(check: CheckResult) -> CheckResult:
+    """Return a failed check of an answer cut at ``max_tokens`` with a message that says so (others as they are)."""
+    if check.passed or check.skipped:
+        return check
+    return dataclasses.replace(check, message=check.message + CUT_NOTE)

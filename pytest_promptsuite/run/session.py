@@ -47,6 +47,7 @@ from pytest_promptsuite.prompts.tool_set import choice_name
 from pytest_promptsuite.prompts.tool_set import choice_problem
 from pytest_promptsuite.prompts.tool_set import result_problems
 from pytest_promptsuite.prompts.tool_set import tool_problems
+from pytest_promptsuite.report.text import cut_line
 from pytest_promptsuite.report.text import summary_lines
 from pytest_promptsuite.results.case_result import CaseResult
 from pytest_promptsuite.results.gate import GateResult
@@ -500,7 +501,8 @@ class PromptSession:
         if self.summary is not None:
             lines = list(summary_lines(self.summary, usage=self.usage))
             at = next((i + 1 for i, line in enumerate(lines) if line.startswith("totals: ")), len(lines))
-            lines[at:at] = [counts_line(spec, counts) for spec, counts in self.call_counts().items()]
+            cut = [line] if (line := cut_line(self.rows)) is not None else []
+            lines[at:at] = [*cut, *(counts_line(spec, counts) for spec, counts in self.call_counts().items())]
             if self.options.report:
                 lines.append(f"promptsuite report: {self.options.report}")
             yield "promptsuite: pass rate by slice", lines
