@@ -420,7 +420,8 @@ ROW_FIELDS = {
     "when they were not JSON; absent when it called none.",
     "trajectory": "A run with tools: every model step's `text`, `tool_calls` and the `tool_results` sent back; absent "
     "when no tool was called.",
-    "tool_stop": "Why a run with `tool_results` stopped early (a call with no result given, `max_steps` reached); "
+    "tool_stop": "Why a run with `tool_results` stopped early (a call with no result given, `max_steps` reached), "
+    'or that `tool_choice = "required"` was sent and the answer called no tool; '
     "absent otherwise.",
     "format_version": "The row format's version (a row without it is version 1).",
 }

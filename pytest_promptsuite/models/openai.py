@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import http.cookiejar
+import ipaddress
 import os
 import random
 import ssl
@@ -130,6 +131,17 @@ class OpenAIModel:
     def public_base_url(self) -> str:
         """The base URL without credentials, as messages and cache keys show it."""
         return public_url(self.base_url)
+
+    def key_hint(self) -> str | None:
+        """Say that the calls to a hosted endpoint will go without an API key (``api_key_env`` is not set); None when
+        there is a key or the endpoint is local (a loopback, private or dotless host: llama.cpp, vLLM, Ollama)."""
+        if self._api_key is not None or not _hosted(httpx.URL(self._path).host):
+            return None
+        return (
+            f"{self.spec}: ${self.api_key_env} is not set, so the calls to {self.public_base_url} go without an API "
+            f"key (a hosted endpoint answers 401): export {self.api_key_env}, or set [model] api_key_env to the "
+            "variable that holds the key"
+        )
 
     def cache_identity(self) -> dict[str, Any]:
         """Return what, besides the request, decides the answer: the cache key's model part."""
@@ -496,6 +508,20 @@ def _usage(raw: Any) -> Usage | None:
     if not isinstance(raw, dict):
         return None
     return Usage(raw.get("prompt_tokens"), raw.get("completion_tokens"), raw.get("total_tokens"))
+
+
+def _hosted(host: str) -> bool:
+    """Tell whether ``host`` looks hosted: a name with a dot (not ``*.localhost``, ``*.local``, ``*.internal``) or a
+    public address."""
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return "." in host and not host.endswith(_LOCAL_SUFFIXES)
+    return address.is_global
+
+
+#: The suffixes of host names that are never a hosted API's.
+_LOCAL_SUFFIXES = (".localhost", ".local", ".internal", ".lan", ".home.arpa")
 
 
 def _no_cookies() -> http.cookiejar.CookieJar:

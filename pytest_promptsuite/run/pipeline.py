@@ -52,6 +52,8 @@ if TYPE_CHECKING:
 
 #: The ``finish_reason`` of an answer the endpoint cut at ``max_tokens``.
 CUT = "length"
+#: The ``tool_stop`` of a case sent ``tool_choice = "required"`` whose answer called no tool.
+REQUIRED_IGNORED = 'tool_choice "required" was sent and the answer called no tool: the endpoint ignored it'
 #: What a failed check of a cut answer adds to its message.
 CUT_NOTE = " (the answer was cut at max_tokens: finish_reason 'length'; raise max_tokens if it needs more)"
 
@@ -296,9 +298,11 @@ class CasePipeline:
         ``max_steps`` model calls; return the last response, every step, and why the loop stopped early."""
         steps: list[Step] = []
         _within_call_limit(response, steps)
+        tools = self.prompts.tool_set(case, variant=key.variant)
+        if not response.tool_calls and tools.tool_choice == "required" and tools.tools:
+            return response, [Step(response.text)], REQUIRED_IGNORED
         if not response.tool_calls or not case.tool_results:
             return response, [Step(response.text, response.tool_calls)], None
-        tools = self.prompts.tool_set(case, variant=key.variant)
         prompt = request.prompt
         messages: list[Message] = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else list(prompt)
         while True:
@@ -470,3 +474,17 @@ def _said_cut(check: CheckResult) -> CheckResult:
     if check.passed or check.skipped:
         return check
     return dataclasses.replace(check, message=check.message + CUT_NOTE)
+
+
+def required_ignored_hint(rows: Sequence[CaseResult]) -> str | None:
+    """Say, once for the run, that ``tool_choice = "required"`` was sent and no answer called a tool (the endpoint
+    ignores it); None when no case was sent it, or some answer called a tool."""
+    ignored = sum(row.tool_stop == REQUIRED_IGNORED for row in rows)
+    if not ignored or any(row.tool_calls or any(step.calls for step in row.trajectory) for row in rows):
+        return None
+    cases = "1 case" if ignored == 1 else f"{ignored:,} cases"
+    return (
+        f'hint: tool_choice "required" was sent with {cases} and no answer called a tool: the endpoint ignores '
+        "tool_choice or cannot call tools (llama.cpp's server needs --jinja; Ollama needs a model with tool "
+        "support), so the tool checks see no calls (a not-trajectory:tool-used check is skipped)"
+    )
