@@ -98,6 +98,7 @@ def test_the_rate_limit_headers_wait() -> None:
         {"retry-after-ms": "0"},
         {"retry-after-ms": "-250"},
         {"retry-after-ms": "nan"},
+        {"retry-after-ms": "soon"},
     ],
 )
 def test_a_wait_that_is_no_wait_is_no_wish_of_the_server(headers: dict[str, str]) -> None:
