@@ -57,6 +57,8 @@ FATAL_STATUSES = frozenset({401, 404})
 _ERROR_TEXT_LIMIT = 500
 #: How much of a body that is no answer a message quotes.
 _SNIPPET_CHARS = 200
+#: The most of an answer's ``finish_reason`` a row keeps (``stop``, ``length``, ``content_filter``: a word).
+_FINISH_CHARS = 40
 #: A call's body is JSON we encode ourselves (lone surrogates escaped), sent as bytes.
 _JSON = {"Content-Type": "application/json"}
 
@@ -134,9 +136,10 @@ class OpenAIModel:
 
     def key_hint(self) -> str | None:
         """Say that the calls to a hosted endpoint will go without an API key (``api_key_env`` is not set); None when
-        there is a key or the endpoint is local (a loopback, private or dotless host: llama.cpp, vLLM, Ollama)."""
-        if self._api_key is not None or not _hosted(httpx.URL(self._path).host):
-            return None
+        there is a key (or credentials in the URL) or the endpoint is local (a loopback, private or dotless host)."""
+        url = httpx.URL(self.base_url)
+        if self._api_key is not None or url.userinfo or secret_parameters(self.base_url) or not _hosted(url.host):
+            return None  # a key, credentials in the URL (a proxy's), or a local server
         return (
             f"{self.spec}: ${self.api_key_env} is not set, so the calls to {self.public_base_url} go without an API "
             f"key (a hosted endpoint answers 401): export {self.api_key_env}, or set [model] api_key_env to the "
@@ -425,7 +428,7 @@ class OpenAIModel:
         finish = choice.get("finish_reason")
         return Response(
             text=text,
-            finish_reason=finish if isinstance(finish, str) else None,
+            finish_reason=finish[:_FINISH_CHARS] if isinstance(finish, str) else None,  # a word, not a text
             usage=_usage(data.get("usage")),
             latency_ms=round(latency_ms, 3),
             tool_calls=calls,

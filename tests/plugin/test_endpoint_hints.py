@@ -29,6 +29,8 @@ NOT_USED = {"type": "not-trajectory:tool-used", "value": ["issue_refund"]}
         ("http://10.0.0.5:8000/v1", False),
         ("http://vllm:8000/v1", False),  # a compose service
         ("http://gpu-box.local:8000/v1", False),
+        ("https://proxy.example.com/v1?key=abc123secretvalue", False),  # a key in the URL
+        ("https://user:pw@proxy.example.com/v1", False),
     ],
 )
 def test_a_hosted_endpoint_without_a_key_is_said(base_url: str, hosted: bool) -> None:

@@ -42,3 +42,12 @@ def test_an_answer_that_stopped_says_so_and_no_totals_line(suite: Suite, loopbac
 
     assert [row["finish_reason"] for row in suite.rows()] == ["stop", "stop"]
     assert "cut at max_tokens" not in result.stdout.str()
+
+
+def test_a_finish_reason_that_is_a_text_is_kept_as_a_word(suite: Suite, loopback: LoopbackServer) -> None:
+    loopback.reset(finish_reason="length" + "x" * 100_000)
+    suite.prompts(["hello"])
+    suite.config({"model": loopback.model(params={"max_tokens": 8})})
+    suite.run("--prompt-report", "report", "--prompt-no-cache")
+
+    assert suite.rows()[0]["finish_reason"] == "length" + "x" * 34
