@@ -407,6 +407,10 @@ ROW_FIELDS = {
     "prompt_hash": "A hash of the prompt (and of every label's prompt in the ppl mode).",
     "latency_ms": "The call's time in ms; null on a cache hit.",
     "usage": "The endpoint's token counts (`prompt_tokens`, `completion_tokens`, `total_tokens`), or null.",
+    "finish_reason": "Why the model stopped, as the endpoint said: `stop`, `length` (the answer was cut at "
+    "`max_tokens`; the terminal names such answers after the totals, the dashboard marks them ✂, and their failed "
+    "checks say so), "
+    "`tool_calls`, or null; on every row with an answer (`output`), absent otherwise.",
     "location": "`path:line` of the case.",
     "tags": "The case's tags.",
     "metadata": "The case's metadata, untouched.",
@@ -416,7 +420,8 @@ ROW_FIELDS = {
     "when they were not JSON; absent when it called none.",
     "trajectory": "A run with tools: every model step's `text`, `tool_calls` and the `tool_results` sent back; absent "
     "when no tool was called.",
-    "tool_stop": "Why a run with `tool_results` stopped early (a call with no result given, `max_steps` reached); "
+    "tool_stop": "Why a run with `tool_results` stopped early (a call with no result given, `max_steps` reached), "
+    'or that `tool_choice = "required"` was sent and the answer called no tool; '
     "absent otherwise.",
     "format_version": "The row format's version (a row without it is version 1).",
 }
@@ -498,7 +503,14 @@ def row_keys() -> list[str]:
 
     call = ToolCall("call_1", "lookup_order", {})
     row = CaseResult(
-        "c", "s", Outcome.PASSED, replies=("a",), cached=True, tool_calls=(call,), trajectory=(Step("", (call,)),)
+        "c",
+        "s",
+        Outcome.PASSED,
+        output="a",
+        replies=("a",),
+        cached=True,
+        tool_calls=(call,),
+        trajectory=(Step("", (call,)),),
     )
     return list(dataclasses.replace(row, tool_stop="stopped").to_dict())
 

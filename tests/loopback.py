@@ -38,6 +38,7 @@ Knobs (:class:`Knobs`, changeable while it runs):
   ending ``\\n\\r\\n``) and ``obsfold`` (a header folded onto a second line).
 - Steps that say what the prompt says: ``sayerror`` (a 400 whose error message is the prompt
   before its script) and ``saytext`` (a 200 whose body is that text, not JSON).
+- ``usage`` / ``finish_reason``: what every echoed answer reports instead of its word counts and ``stop``.
 - ``tool_script``: answers with ``tool_calls`` (or text) chosen by the last message's content, so a
   multi-step run (model, tool results, model) can be scripted; see :class:`Knobs`.
 - Seeded answers for gate simulations: a prompt containing ``<<pass 0.3>>`` is echoed on a share
@@ -104,7 +105,7 @@ class Knobs:
     fail_rate: float = 0.0
     fail_statuses: tuple[int, ...] = (429, 500)
     retry_after: str | None = None
-    retry_after_ms: int | None = None
+    retry_after_ms: int | str | None = None
     seed: int = 0
     api_key: str | None = None
     hang_s: float = 5.0
@@ -117,6 +118,10 @@ class Knobs:
     #: (ids ``call_<n>`` counted over the server's life; arguments given as a string are sent verbatim), a
     #: string as the text.
     tool_script: list[tuple[str, list[dict[str, Any]] | str]] = field(default_factory=list)
+    #: The ``usage`` of every echoed answer instead of its word counts (a hostile endpoint's), and its
+    #: ``finish_reason`` instead of ``stop`` (chat) or ``length`` (completions): ``length`` for an answer cut.
+    usage: Any = None
+    finish_reason: str | None = None
     #: The embedding of each text given here (``/v1/embeddings``); any other text's is its word counts.
     vectors: dict[str, list[float]] = field(default_factory=dict)
 
@@ -281,7 +286,7 @@ class _App:
             if scripted is not None:
                 return JSONResponse(scripted)
         if step == "ok":
-            return _completion(prompt, body, chat=chat)
+            return JSONResponse(_dressed(_completion_data(prompt, body, chat=chat), knobs))
         if step == "empty":
             return _completion("", body, chat=chat)
         if step == "drop":
@@ -399,6 +404,15 @@ def _completion_data(text: str, body: dict[str, Any], *, chat: bool) -> dict[str
         return {"id": "c", "object": "chat.completion", "model": model, "choices": [choice], "usage": usage}
     choice = {"index": 0, "text": text, "finish_reason": "length"}
     return {"id": "c", "object": "text_completion", "model": model, "choices": [choice], "usage": usage}
+
+
+def _dressed(data: dict[str, Any], knobs: Knobs) -> dict[str, Any]:
+    """Return an answer with the ``usage`` and ``finish_reason`` the knobs set (as it is without them)."""
+    if knobs.usage is not None:
+        data["usage"] = knobs.usage
+    if knobs.finish_reason is not None:
+        data["choices"][0]["finish_reason"] = knobs.finish_reason
+    return data
 
 
 def _embeddings_data(knobs: Knobs, body: dict[str, Any]) -> dict[str, Any]:

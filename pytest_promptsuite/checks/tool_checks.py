@@ -198,6 +198,9 @@ class ToolUsed(_ToolCheck):
         used = [n for n in self.names if any(_matches(c.name, n) for _, c in calls)]
         listed = ", ".join(repr(n) for n in self.names)
         if self.any_of:
+            vacuous = None if calls else _no_call_possible(ctx.tools)
+            if vacuous is not None:  # ``not-``: a pass would say nothing
+                return Verdict.skipped(f"{vacuous}, so not calling {listed} shows nothing")
             return Verdict(bool(used), f"any of {listed} called", _shown(calls))
         return self._every(calls, used, listed)
 
@@ -213,6 +216,19 @@ class ToolUsed(_ToolCheck):
         bounds = f"at least {low}" if self.high is None else f"{low} to {self.high}"
         passed = len(found) >= low and (self.high is None or len(found) <= self.high)
         return Verdict(passed, f"{name!r} called {bounds} times", f"{len(found)} calls ({_shown(found)})")
+
+
+def _no_call_possible(tools: ToolSet | None) -> str | None:
+    """Say why a run that called no tool could not have called one (no tool offered, or ``tool_choice =
+    "required"`` ignored by the endpoint); None when the model chose not to."""
+    if tools is None or not tools.tools:
+        return "no tool was offered to the model (no tools in the case or its [template])"
+    if tools.tool_choice == "required":
+        return (
+            'tool_choice "required" was sent and the model called no tool: the endpoint ignored it (llama.cpp\'s '
+            "server needs --jinja; a model without tool support never calls)"
+        )
+    return None
 
 
 class ToolSequence(_ToolCheck):

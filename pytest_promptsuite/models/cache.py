@@ -87,7 +87,11 @@ def _response_from(raw: Mapping[str, Any]) -> Response:
     usage = raw.get("usage")
     if not isinstance(raw["text"], str):
         raise TypeError("its 'text' is not a string")
-    usage = Usage(**usage) if isinstance(usage, dict) else None
+    usage = (
+        Usage(usage.get("prompt_tokens"), usage.get("completion_tokens"), usage.get("total_tokens"))
+        if isinstance(usage, dict)
+        else None
+    )
     calls = calls_from_dicts(raw["tool_calls"]) if "tool_calls" in raw else ()
     return Response(raw["text"], raw.get("finish_reason"), usage, latency_ms=None, cached=True, tool_calls=calls)
 

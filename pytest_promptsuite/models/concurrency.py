@@ -12,6 +12,7 @@ from typing import Any
 
 from pytest_promptsuite.models.retry import ratelimit_wait_s
 from pytest_promptsuite.models.retry import retry_after_s
+from pytest_promptsuite.safety.limits import USAGE_TOKENS
 
 
 if TYPE_CHECKING:
@@ -178,5 +179,18 @@ def counts_line(spec: str, counts: Mapping[str, Any]) -> str:
     noun = "attempt" if attempts == 1 else "attempts"
     line = f"calls of {spec}: {attempts:,} {noun}, {refused:,} answered 429{share}, concurrency "
     if counts.get("concurrency") == "auto":
-        return line + f"auto, reached {counts.get('reached', 0)} of max {counts.get('max_concurrency')}"
-    return line + str(counts.get("concurrency"))
+        line += f"auto, reached {counts.get('reached', 0)} of max {counts.get('max_concurrency')}"
+    else:
+        line += str(counts.get("concurrency"))
+    return line + _unreadable_usage(counts.get("unreadable_usage", 0))
+
+
+def _unreadable_usage(answers: int) -> str:
+    """Say how many answers reported a ``usage`` that is no token count, once for the run ("" when none did)."""
+    if not answers:
+        return ""
+    noun = "answer" if answers == 1 else "answers"
+    return (
+        f"; {answers:,} {noun} reported token usage that is no count (a bool, a negative, a fraction or past "
+        f"{USAGE_TOKENS.value:,}): taken as not reported, so not priced nor counted against budget_usd"
+    )

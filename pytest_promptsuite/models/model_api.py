@@ -12,19 +12,44 @@ from typing import runtime_checkable
 
 from pytest_promptsuite.models.tool_calls import ToolCall
 from pytest_promptsuite.prompts.core import Prompt
+from pytest_promptsuite.safety.limits import USAGE_TOKENS
 
 
 @dataclass(frozen=True)
 class Usage:
-    """Token counts as the endpoint reported them (None where it did not)."""
+    """Token counts as the endpoint reported them (None where it did not).
+
+    Only a count is kept: a non-negative integer up to :data:`~.limits.USAGE_TOKENS`. Anything else (a bool, a
+    negative, a fraction, a huge number, a string) is taken as not reported, and ``unreadable`` names its fields.
+    """
 
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     total_tokens: int | None = None
+    #: The fields given a value that is no token count (dropped to None); never part of a row.
+    unreadable: tuple[str, ...] = field(default=(), compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        dropped = tuple(name for name in _COUNTS if not _is_count(getattr(self, name)))
+        for name in dropped:
+            object.__setattr__(self, name, None)
+        if dropped:
+            object.__setattr__(self, "unreadable", (*self.unreadable, *dropped))
 
     def to_dict(self) -> dict[str, int | None]:
         """Return the counts as a results row's ``usage``."""
-        return dict(vars(self))
+        return {name: getattr(self, name) for name in _COUNTS}
+
+
+#: The token counts of :class:`Usage`.
+_COUNTS = ("prompt_tokens", "completion_tokens", "total_tokens")
+
+
+def _is_count(value: object) -> bool:
+    """Tell whether ``value`` is None or a token count (an ``int``, not a bool, from 0 to the limit)."""
+    if value is None:
+        return True
+    return type(value) is int and 0 <= value <= USAGE_TOKENS.value
 
 
 @dataclass(frozen=True)

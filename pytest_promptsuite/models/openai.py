@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import http.cookiejar
+import ipaddress
 import os
 import random
 import ssl
@@ -31,6 +32,7 @@ from pytest_promptsuite.models.concurrency import AdaptiveConcurrency
 from pytest_promptsuite.models.model_api import ModelRequest
 from pytest_promptsuite.models.model_api import Response
 from pytest_promptsuite.models.model_api import Usage
+from pytest_promptsuite.models.retry import CallRetries
 from pytest_promptsuite.models.retry import RetryPolicy
 from pytest_promptsuite.models.retry import retry_after_s
 from pytest_promptsuite.models.scoring import LabelScore
@@ -55,6 +57,8 @@ FATAL_STATUSES = frozenset({401, 404})
 _ERROR_TEXT_LIMIT = 500
 #: How much of a body that is no answer a message quotes.
 _SNIPPET_CHARS = 200
+#: The most of an answer's ``finish_reason`` a row keeps (``stop``, ``length``, ``content_filter``: a word).
+_FINISH_CHARS = 40
 #: A call's body is JSON we encode ourselves (lone surrogates escaped), sent as bytes.
 _JSON = {"Content-Type": "application/json"}
 
@@ -117,6 +121,8 @@ class OpenAIModel:
         self.attempts = 0
         self.retries = 0
         self.refused = 0
+        #: Answers whose ``usage`` held a value that is no token count (taken as not reported; the summary says so).
+        self.unreadable_usage = 0
         #: The adaptive bound whose answers and pauses every attempt takes (``concurrency = "auto"``), or None.
         self.pacing: AdaptiveConcurrency | None = None
 
@@ -127,6 +133,18 @@ class OpenAIModel:
     def public_base_url(self) -> str:
         """The base URL without credentials, as messages and cache keys show it."""
         return public_url(self.base_url)
+
+    def key_hint(self) -> str | None:
+        """Say that the calls to a hosted endpoint will go without an API key (``api_key_env`` is not set); None when
+        there is a key (or credentials in the URL) or the endpoint is local (a loopback, private or dotless host)."""
+        url = httpx.URL(self.base_url)
+        if self._api_key is not None or url.userinfo or secret_parameters(self.base_url) or not _hosted(url.host):
+            return None  # a key, credentials in the URL (a proxy's), or a local server
+        return (
+            f"{self.spec}: ${self.api_key_env} is not set, so the calls to {self.public_base_url} go without an API "
+            f"key (a hosted endpoint answers 401): export {self.api_key_env}, or set [model] api_key_env to the "
+            "variable that holds the key"
+        )
 
     def cache_identity(self) -> dict[str, Any]:
         """Return what, besides the request, decides the answer: the cache key's model part."""
@@ -261,42 +279,26 @@ class OpenAIModel:
     async def _generate(
         self, path: str, body: dict[str, Any], where: str, parse: Callable[[Any], LabelScore] | None = None
     ) -> Response:
-        last: EndpointError | None = None
-        all_refused = True
         send = self._attempt if self.pacing is None else self._paced_attempt  # a fixed bound: nothing new per attempt
-        retries = made = limited = 0
-        waited_limited = 0.0  # on 429s under auto concurrency: the endpoint's pacing, not max_retries
-        pause: float | None = None
+        tries = CallRetries(self.retry, self._rng, paced=self.pacing is not None)
+        refused = made = 0  # attempts refused a connection, attempts made
         while True:
-            if pause is not None:
-                self.retries += 1
-                await asyncio.sleep(pause)
             self.attempts += 1
             made += 1
             try:
                 return await send(path, body, where, parse)
             except _Retry as retry:
-                last, wait = retry.error, retry.retry_after
-                if not isinstance(retry.__cause__, httpx.ConnectError):
-                    all_refused = False
-            if self.pacing is not None and last.status == 429 and waited_limited < self.retry.max_retry_after_s:
-                pause = wait if wait is not None else self.retry.backoff_s(min(limited, 8), self._rng)
-                waited_limited += pause
-                limited += 1
-                continue
-            if retries >= self.retry.max_retries:
-                break
-            pause = self.retry.wait_s(retries, self._rng, wait)
-            retries += 1
-        assert last is not None
-        raise self._gave_up(last, made, limited, all_refused)
+                last = retry.error
+                refused += isinstance(retry.__cause__, httpx.ConnectError)
+                pause = tries.pause_s(last.status, retry.retry_after)
+            if pause is None:
+                raise self._gave_up(last, made, tries, all_refused=refused == made)
+            self.retries += 1
+            await asyncio.sleep(pause)
 
-    def _gave_up(self, last: EndpointError, made: int, limited: int, all_refused: bool) -> EndpointError:
+    def _gave_up(self, last: EndpointError, made: int, tries: CallRetries, *, all_refused: bool) -> EndpointError:
         """Return the error of a call that failed every attempt (fatal when every one was refused a connection)."""
-        attempts = f"{made} attempt{'s' if made != 1 else ''}"
-        if limited:
-            cap = self.retry.max_retry_after_s
-            attempts += f", {limited} of them answered 429 under concurrency auto (retried for up to {cap:g} s)"
+        attempts = f"{made} attempt{'s' if made != 1 else ''}{tries.describe_limited()}"
         return EndpointError(f"{last} (gave up after {attempts})", status=last.status, fatal=all_refused)
 
     async def _paced_attempt(
@@ -339,7 +341,9 @@ class OpenAIModel:
             raise self._status_error(reply, content, where)
         if parse is not None:  # a score (the ppl mode): the logprobs, not the text
             return Response(text=parse(self._decode(content, where)).to_text(), latency_ms=round(latency_ms, 3))
-        return self._parse(content, where, latency_ms)
+        response = self._parse(content, where, latency_ms)
+        self.unreadable_usage += bool(response.usage and response.usage.unreadable)
+        return response
 
     async def _send(self, path: str, payload: bytes, where: str) -> tuple[httpx.Response, bytes]:
         """POST ``payload`` and read the answer, at most :data:`RESPONSE_BYTES` of it, decoded or not."""
@@ -424,7 +428,7 @@ class OpenAIModel:
         finish = choice.get("finish_reason")
         return Response(
             text=text,
-            finish_reason=finish if isinstance(finish, str) else None,
+            finish_reason=finish[:_FINISH_CHARS] if isinstance(finish, str) else None,  # a word, not a text
             usage=_usage(data.get("usage")),
             latency_ms=round(latency_ms, 3),
             tool_calls=calls,
@@ -503,14 +507,24 @@ def _vector(item: Any, position: int, malformed: Callable[[str], EndpointError])
 
 
 def _usage(raw: Any) -> Usage | None:
+    """Return an answer's ``usage`` (whatever is no token count in it taken as not reported: :class:`Usage`)."""
     if not isinstance(raw, dict):
         return None
+    return Usage(raw.get("prompt_tokens"), raw.get("completion_tokens"), raw.get("total_tokens"))
 
-    def count(name: str) -> int | None:
-        value = raw.get(name)
-        return value if isinstance(value, int) else None
 
-    return Usage(count("prompt_tokens"), count("completion_tokens"), count("total_tokens"))
+def _hosted(host: str) -> bool:
+    """Tell whether ``host`` looks hosted: a name with a dot (not ``*.localhost``, ``*.local``, ``*.internal``) or a
+    public address."""
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return "." in host and not host.endswith(_LOCAL_SUFFIXES)
+    return address.is_global
+
+
+#: The suffixes of host names that are never a hosted API's.
+_LOCAL_SUFFIXES = (".localhost", ".local", ".internal", ".lan", ".home.arpa")
 
 
 def _no_cookies() -> http.cookiejar.CookieJar:

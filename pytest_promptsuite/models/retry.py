@@ -9,6 +9,9 @@ import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from dataclasses import field
+
+from pytest_promptsuite.safety.limits import RATE_LIMITED_RETRIES
 
 
 #: HTTP statuses worth another attempt (besides every 5xx but those that say the server will never do it).
@@ -21,25 +24,41 @@ _UNIT_S = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
 
 
 def retry_after_s(headers: Mapping[str, str], *, now: float | None = None) -> float | None:
-    """Return the wait a server asked for: ``retry-after-ms``, else ``Retry-After`` (seconds or a date)."""
-    raw_ms = headers.get("retry-after-ms")
-    if raw_ms is not None:
-        try:
-            return max(0.0, float(raw_ms) / 1000)
-        except ValueError:
-            pass
-    raw = headers.get("retry-after")
+    """Return the wait a server asked for: ``retry-after-ms``, else ``Retry-After`` (seconds or a date).
+
+    A wait that is no wait (zero, negative, a date past, NaN, unreadable) is None: the backoff it would replace
+    applies, so that a hostile ``Retry-After: 0`` never makes a retry loop with no pause.
+    """
+    return _positive(_header_ms(headers.get("retry-after-ms"))) or _positive(
+        _header_s(headers.get("retry-after"), time.time() if now is None else now)
+    )
+
+
+def _positive(wait: float | None) -> float | None:
+    """Return ``wait`` when it is a real wait (more than 0 s, finite or not), else None."""
+    return wait if wait is not None and wait > 0 else None
+
+
+def _header_ms(raw: str | None) -> float | None:
+    """Return a ``retry-after-ms`` header's seconds, None when absent or unreadable."""
+    try:
+        return float(raw) / 1000 if raw is not None else None
+    except ValueError:
+        return None
+
+
+def _header_s(raw: str | None, now: float) -> float | None:
+    """Return a ``Retry-After`` header's seconds (a number or an HTTP date), None when absent or unreadable."""
     if raw is None:
         return None
     try:
-        return max(0.0, float(raw))
+        return float(raw)
     except ValueError:
         pass
     try:
-        when = email.utils.parsedate_to_datetime(raw)
+        return email.utils.parsedate_to_datetime(raw).timestamp() - now
     except (TypeError, ValueError):
         return None
-    return max(0.0, when.timestamp() - (time.time() if now is None else now))
 
 
 def duration_s(raw: str) -> float | None:
@@ -112,3 +131,47 @@ class RetryPolicy:
         if retry_after is not None:
             return retry_after
         return self.backoff_s(retry, rng)
+
+
+@dataclass
+class CallRetries:
+    """One call's retries so far under ``policy``: the waits before each, and when none is left.
+
+    ``paced`` (``concurrency = "auto"``): a 429 is the endpoint pacing the run, retried without counting against
+    ``max_retries`` until the 429s have waited ``max_retry_after_s`` in all or :data:`RATE_LIMITED_RETRIES` were
+    made; from then on they count as other retries do.
+    """
+
+    policy: RetryPolicy
+    rng: random.Random
+    paced: bool = False
+    #: Retries counted against ``max_retries``, and 429s retried outside it (``paced``), with their waits.
+    retries: int = 0
+    limited: int = 0
+    waited_limited: float = field(default=0.0)
+
+    def pause_s(self, status: int | None, retry_after: float | None) -> float | None:
+        """Return the wait before the next attempt after one that failed with ``status``, None when none is left."""
+        if self.paced and status == 429 and self._may_pace():
+            pause = retry_after if retry_after is not None else self.policy.backoff_s(min(self.limited, 8), self.rng)
+            self.waited_limited += pause
+            self.limited += 1
+            return pause
+        if self.retries >= self.policy.max_retries:
+            return None
+        self.retries += 1
+        return self.policy.wait_s(self.retries - 1, self.rng, retry_after)
+
+    def _may_pace(self) -> bool:
+        """Tell whether a 429 may still be retried outside ``max_retries`` (within both bounds)."""
+        return self.waited_limited < self.policy.max_retry_after_s and self.limited < RATE_LIMITED_RETRIES.value
+
+    def describe_limited(self) -> str:
+        """Return what the 429s of a call that gave up met, for its error ("" when none was paced)."""
+        if not self.limited:
+            return ""
+        cap = self.policy.max_retry_after_s
+        return (
+            f", {self.limited} of them answered 429 under concurrency auto (retried for up to {cap:g} s "
+            f"or {RATE_LIMITED_RETRIES.value} retries)"
+        )

@@ -245,6 +245,7 @@ class ModelRunner:
             entry = counts.setdefault(spec, {"attempts": 0, "refused": 0})
             entry["attempts"] += attempts
             entry["refused"] += getattr(inner, "refused", 0)
+            entry["unreadable_usage"] = entry.get("unreadable_usage", 0) + getattr(inner, "unreadable_usage", 0)
             if bound is None:
                 entry["concurrency"] = self.limit(layers.outer)
             else:

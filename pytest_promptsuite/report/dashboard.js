@@ -322,7 +322,9 @@
 
   // -- cases -------------------------------------------------------------------------------------
   var state = { slice: "", outcome: "attention", search: "", page: 0, matches: [] };
-  var COL = { id: 0, slice: 1, variant: 2, repeat: 3, outcome: 4, detail: 5, input: 6, output: 7, failed: 8 };
+  // "cut": 1 when the endpoint cut the answer at max_tokens (finish_reason "length"), absent otherwise
+  var COL = { id: 0, slice: 1, variant: 2, repeat: 3, outcome: 4, detail: 5, input: 6, output: 7, failed: 8, cut: 9 };
+  var CUT_NOTE = "the answer was cut at max_tokens (finish_reason \"length\")";
   var BASE = D.baseline_rows;
 
   // a row needing attention has its prompt and output in its details; a passed row their start
@@ -366,6 +368,7 @@
         checksTable(d.checks),
         d.tool_calls ? el("div", null, [el("h4", { text: "tool calls" }), pre(d.tool_calls)]) : null,
         d.tool_stop ? el("p", { class: "error", text: "tool run stopped: " + d.tool_stop }) : null,
+        d.finish_reason === "length" ? el("p", { class: "cut", text: CUT_NOTE }) : null,
         el("div", { class: "side-by-side" }, [
           el("div", null, [el("h4", { text: "prompt" }), pre(d.prompt)]),
           el("div", null, [el("h4", { text: "output" }), pre(d.output, "output")])
@@ -385,7 +388,8 @@
         el("td", { text: r[COL.id] }), el("td", { text: r[COL.slice] }),
         el("td", { text: r[COL.variant] === null ? "" : r[COL.variant] }),
         el("td", { class: "num", text: String(r[COL.repeat]) }),
-        el("td", { class: "outcome", text: r[COL.outcome] }),
+        el("td", { class: "outcome" }, [r[COL.outcome], r[COL.cut] === 1 ?
+          el("span", { class: "cut", title: CUT_NOTE, text: " \u2702 cut" }) : null]),
         el("td", { class: "muted", text: r[COL.detail] >= 0 ? "details \u25be" : "" })
       ]);
       var open = null;

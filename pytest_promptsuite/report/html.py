@@ -99,6 +99,8 @@ def _detail(r: CaseResult) -> dict[str, Any]:
         detail["tool_calls"] = _trim("\n".join(calls))
     if r.tool_stop:
         detail["tool_stop"] = r.tool_stop
+    if r.finish_reason == "length":
+        detail["finish_reason"] = r.finish_reason
     return detail
 
 
@@ -137,8 +139,13 @@ def _needs_detail(outcome: Outcome, last_check: str | None) -> bool:
 def _grid_row(r: CaseResult, detail: int, size: int) -> list[Any]:
     """Return a row of the outputs grid; a row with details (``detail`` >= 0) leaves its texts there."""
     if detail >= 0:
-        return [r.case_id, r.slice, r.variant, r.repeat, r.outcome.value, detail, "", "", _failed_names(r)]
+        return [r.case_id, r.slice, r.variant, r.repeat, r.outcome.value, detail, "", "", _failed_names(r), *_cut(r)]
     return _plain_row(r, r.output, r.prompt, size)
+
+
+def _cut(r: CaseResult) -> list[int]:
+    """Return the grid row's last cell, ``[1]``, when the endpoint cut the answer at ``max_tokens``, else none."""
+    return [1] if r.finish_reason == "length" else []
 
 
 def _plain_row(
@@ -148,7 +155,7 @@ def _plain_row(
     :func:`.cut` for texts scrubbed already)."""
     start = "" if output is None else shorten(output, size).text
     inputs = _input_of(prompt, size // 2, shorten)
-    return [r.case_id, r.slice, r.variant, r.repeat, r.outcome.value, -1, inputs, start, ""]
+    return [r.case_id, r.slice, r.variant, r.repeat, r.outcome.value, -1, inputs, start, "", *_cut(r)]
 
 
 class GridCells:

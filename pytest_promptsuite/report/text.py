@@ -168,6 +168,16 @@ def totals_line(usage: UsageReport) -> str:
     return f"totals: {plural(t.calls, 'call')}, {plural(t.cache_hits, 'cache hit')}, {tokens}, {cost}, {latency}"
 
 
+def cut_line(rows: Sequence[CaseResult], max_ids: int = 20) -> str | None:
+    """Write how many answers the endpoint cut at ``max_tokens`` (``finish_reason`` "length"), naming them; None
+    when none was."""
+    repeated = any(row.repeat for row in rows)
+    cut = [row.key.name(with_repeat=repeated) for row in rows if row.finish_reason == "length"]
+    if not cut:
+        return None
+    return f'{plural(len(cut), "answer")} cut at max_tokens (finish_reason "length"): {_id_list(cut, max_ids)}'
+
+
 def case_pass_line(summary: Summary, max_ids: int = 20) -> str | None:
     """Say, under ``[gate] case_pass``, what the rule is and which cases missed it (k of n repeats)."""
     rule = summary.settings.case_pass

@@ -54,6 +54,8 @@ class CaseResult:
     trajectory: tuple[Step, ...] = ()
     #: Why a run with tool_results stopped before the model answered without calls (None: it did not).
     tool_stop: str | None = None
+    #: Why the model stopped (``stop``, ``length`` for an answer cut at ``max_tokens``, ``tool_calls``), as it said.
+    finish_reason: str | None = None
 
     def __post_init__(self) -> None:
         outcome: object = self.outcome
@@ -88,6 +90,7 @@ class CaseResult:
             "prompt_hash": self.prompt_hash,
             "latency_ms": self.latency_ms,
             "usage": self.usage,
+            **({"finish_reason": self.finish_reason} if self.output is not None else {}),
             "location": "" if self.location is None else str(self.location),
             "tags": list(self.tags),
             "metadata": self.metadata,
@@ -133,13 +136,18 @@ class CaseResult:
             get("metadata") or {},
             () if replies == () else tuple(replies),
             get("cached") is True,
-            *(_tools_of(row) if "tool_calls" in row or "trajectory" in row or "tool_stop" in row else ()),
+            *(_tools_of(row) if "tool_calls" in row or "trajectory" in row or "tool_stop" in row else _NO_TOOLS),
+            _text_or_none(get("finish_reason")),
         )
 
     @classmethod
     def from_json(cls, text: str) -> CaseResult:
         """Read a row from one line of JSON (ValueError when it is not JSON)."""
         return cls.from_dict(decode(text, strict=False))
+
+
+#: The tool fields of a row that has none.
+_NO_TOOLS: tuple[tuple[ToolCall, ...], tuple[Step, ...], str | None] = ((), (), None)
 
 
 def _tools_of(row: dict[str, Any]) -> tuple[tuple[ToolCall, ...], tuple[Step, ...], str | None]:
@@ -154,3 +162,8 @@ def _tools_of(row: dict[str, Any]) -> tuple[tuple[ToolCall, ...], tuple[Step, ..
         raise ValueError(str(exc)) from None
     stop = row.get("tool_stop")
     return calls, trajectory, stop if isinstance(stop, str) else None
+
+
+def _text_or_none(value: Any) -> str | None:
+    """Return ``value`` when it is a string, else None (a row edited by hand)."""
+    return value if isinstance(value, str) else None

@@ -294,9 +294,10 @@ class Assembler:
                 "{prompt = USD per 1M tokens, completion = USD per 1M tokens}"
             )
         model = self.make_model(settings, choice.root, choice.where)
-        hint = None if self.options.replay or self.options.batch_results else settings.length_hint()
-        if hint is not None and hint not in self.hints:
-            self.hints.append(hint)
+        if not (self.options.replay or self.options.batch_results):  # calls will be made: say what they lack
+            for hint in (settings.length_hint(), _key_hint(model)):
+                if hint is not None and hint not in self.hints:
+                    self.hints.append(hint)
         return self.runner.attach(
             model,
             concurrency=self._share(choice),
@@ -364,3 +365,9 @@ def _transform(caller: Any) -> Transform:
         return result
 
     return transform
+
+
+def _key_hint(model: Model) -> str | None:
+    """Return what a model says its calls lack (an API key for a hosted endpoint), if it says anything."""
+    hint = getattr(model, "key_hint", None)
+    return hint() if callable(hint) else None

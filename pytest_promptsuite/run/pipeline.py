@@ -42,10 +42,29 @@ from pytest_promptsuite.prompts.core import Prompt
 from pytest_promptsuite.prompts.core import prompt_hash
 from pytest_promptsuite.prompts.output_parsers import OutputParserError
 from pytest_promptsuite.results.case_result import CaseResult
+from pytest_promptsuite.safety.limits import TOOL_CALLS
+from pytest_promptsuite.safety.limits import TOOL_REQUEST
 
 
 if TYPE_CHECKING:
     from pytest_promptsuite.checks.response_format import ResponseFormat
+
+
+#: The ``finish_reason`` of an answer the endpoint cut at ``max_tokens``.
+CUT = "length"
+#: The ``tool_stop`` of a case sent ``tool_choice = "required"`` whose answer called no tool.
+REQUIRED_IGNORED = 'tool_choice "required" was sent and the answer called no tool: the endpoint ignored it'
+#: What a failed check of a cut answer adds to its message.
+CUT_NOTE = " (the answer was cut at max_tokens: finish_reason 'length'; raise max_tokens if it needs more)"
+
+
+class ToolLoopLimit(ModelError):
+    """A tool loop went past a limit (:data:`.TOOL_CALLS`, :data:`.TOOL_REQUEST`): the case ends as ``error``
+    naming it, with ``steps``, the trajectory made so far."""
+
+    def __init__(self, message: str, steps: Sequence[Step]) -> None:
+        super().__init__(message)
+        self.steps = tuple(steps)
 
 
 class PlannedCase:
@@ -211,6 +230,8 @@ class CasePipeline:
         replies: list[str] = []
         try:
             response, steps, stop = self._converse(case, prepared, key, base, replies)
+        except ToolLoopLimit as exc:  # past a limit of the tool loop: the steps made so far kept
+            return CaseResult(outcome=Outcome.ERROR, error=str(exc), trajectory=exc.steps, **base)
         except ModelError as exc:  # a call deliberately not issued (budget, batch file): skipped
             outcome = Outcome.SKIPPED if isinstance(exc, NotIssued) else Outcome.ERROR
             return CaseResult(outcome=outcome, error=str(exc), replies=tuple(replies), **base)
@@ -248,6 +269,8 @@ class CasePipeline:
     ) -> CaseResult:
         """Check the last response and return the case's row."""
         checks = self._checks(case, response, planned.checks, planned.key.variant, steps, base["prompt"])
+        if response.finish_reason == CUT:
+            checks = tuple(_said_cut(check) for check in checks)
         return CaseResult(
             outcome=outcome_of(case, checks, error=None),
             output=response.text,
@@ -258,6 +281,7 @@ class CasePipeline:
             tool_calls=response.tool_calls,
             trajectory=tuple(steps) if len(steps) > 1 or any(s.calls for s in steps) else (),
             tool_stop=stop,
+            finish_reason=response.finish_reason,
             **base,
         )
 
@@ -273,9 +297,12 @@ class CasePipeline:
         """Loop model -> tool calls -> ``tool`` messages with the case's ``tool_results`` -> model, up to
         ``max_steps`` model calls; return the last response, every step, and why the loop stopped early."""
         steps: list[Step] = []
+        _within_call_limit(response, steps)
+        tools = self.prompts.tool_set(case, variant=key.variant)
+        if not response.tool_calls and tools.tool_choice == "required" and tools.tools:
+            return response, [Step(response.text)], REQUIRED_IGNORED
         if not response.tool_calls or not case.tool_results:
             return response, [Step(response.text, response.tool_calls)], None
-        tools = self.prompts.tool_set(case, variant=key.variant)
         prompt = request.prompt
         messages: list[Message] = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else list(prompt)
         while True:
@@ -286,8 +313,10 @@ class CasePipeline:
             if stop is not None:
                 return response, steps, stop
             messages = _with_results(messages, response, given)
+            _within_request_limit(messages, steps)
             base["prompt"], base["prompt_hash"] = messages, self._hash(case, messages, key.variant)
             response = self.runner.call(model, self._request(case, messages, key))
+            _within_call_limit(response, steps)
 
     def _ppl(self, variant: str | None) -> bool:
         try:
@@ -416,3 +445,46 @@ def _with_results(messages: list[Message], response: Response, given: tuple[str,
         {"role": "assistant", "content": response.text or None, "tool_calls": [c.to_openai() for c in calls]},
         *({"role": "tool", "tool_call_id": c.id, "content": r} for c, r in zip(calls, given, strict=True)),
     ]
+
+
+def _within_call_limit(response: Response, steps: list[Step]) -> None:
+    """Raise :class:`ToolLoopLimit` when ``response`` calls more tools than :data:`.TOOL_CALLS` allows."""
+    count = len(response.tool_calls)
+    if count > TOOL_CALLS.value:
+        raise ToolLoopLimit(
+            f"step {len(steps) + 1}: the answer called {count:,} tools, past {TOOL_CALLS}: "
+            "none was answered and the case ends here",
+            steps,
+        )
+
+
+def _within_request_limit(messages: list[Message], steps: list[Step]) -> None:
+    """Raise :class:`ToolLoopLimit` when the tool loop's next request would be larger than :data:`.TOOL_REQUEST`."""
+    size = len(encode(messages, compact=True, scrub=False))
+    if size > TOOL_REQUEST.value:
+        raise ToolLoopLimit(
+            f"step {len(steps)}: the next request, with the tool results, would be {size:,} characters, past "
+            f"{TOOL_REQUEST}: it was not sent and the case ends here",
+            steps,
+        )
+
+
+def _said_cut(check: CheckResult) -> CheckResult:
+    """Return a failed check of an answer cut at ``max_tokens`` with a message that says so (others as they are)."""
+    if check.passed or check.skipped:
+        return check
+    return dataclasses.replace(check, message=check.message + CUT_NOTE)
+
+
+def required_ignored_hint(rows: Sequence[CaseResult]) -> str | None:
+    """Say, once for the run, that ``tool_choice = "required"`` was sent and no answer called a tool (the endpoint
+    ignores it); None when no case was sent it, or some answer called a tool."""
+    ignored = sum(row.tool_stop == REQUIRED_IGNORED for row in rows)
+    if not ignored or any(row.tool_calls or any(step.calls for step in row.trajectory) for row in rows):
+        return None
+    cases = "1 case" if ignored == 1 else f"{ignored:,} cases"
+    return (
+        f'hint: tool_choice "required" was sent with {cases} and no answer called a tool: the endpoint ignores '
+        "tool_choice or cannot call tools (llama.cpp's server needs --jinja; Ollama needs a model with tool "
+        "support), so the tool checks see no calls (a not-trajectory:tool-used check is skipped)"
+    )

@@ -47,6 +47,7 @@ from pytest_promptsuite.prompts.tool_set import choice_name
 from pytest_promptsuite.prompts.tool_set import choice_problem
 from pytest_promptsuite.prompts.tool_set import result_problems
 from pytest_promptsuite.prompts.tool_set import tool_problems
+from pytest_promptsuite.report.text import cut_line
 from pytest_promptsuite.report.text import summary_lines
 from pytest_promptsuite.results.case_result import CaseResult
 from pytest_promptsuite.results.gate import GateResult
@@ -64,6 +65,7 @@ from pytest_promptsuite.run.assembly import open_stores
 from pytest_promptsuite.run.pipeline import CasePipeline
 from pytest_promptsuite.run.pipeline import PlannedCase
 from pytest_promptsuite.run.pipeline import error_row
+from pytest_promptsuite.run.pipeline import required_ignored_hint
 from pytest_promptsuite.run.prefetch import Prefetcher
 from pytest_promptsuite.run.sequential_run import SequentialRun
 from pytest_promptsuite.safety.scrub import public_url
@@ -500,7 +502,9 @@ class PromptSession:
         if self.summary is not None:
             lines = list(summary_lines(self.summary, usage=self.usage))
             at = next((i + 1 for i, line in enumerate(lines) if line.startswith("totals: ")), len(lines))
-            lines[at:at] = [counts_line(spec, counts) for spec, counts in self.call_counts().items()]
+            rows = self.rows
+            cut = [line for line in (cut_line(rows), required_ignored_hint(rows)) if line is not None]
+            lines[at:at] = [*cut, *(counts_line(spec, counts) for spec, counts in self.call_counts().items())]
             if self.options.report:
                 lines.append(f"promptsuite report: {self.options.report}")
             yield "promptsuite: pass rate by slice", lines

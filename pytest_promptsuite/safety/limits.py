@@ -40,6 +40,17 @@ TEMPLATE_RANGE = Limit("template range", 10_000, "numbers")
 TEMPLATE_INT_DIGITS = Limit("template number", 1_000, "digits")
 #: The largest response body an endpoint may send for one call.
 RESPONSE_BYTES = Limit("response size", 32 * 1024 * 1024, "bytes")
+#: How many times one call refused with 429 under ``concurrency = "auto"`` is retried outside ``max_retries``
+#: (besides the 60 s those retries may wait in all): past either, a 429 counts as any other retry.
+RATE_LIMITED_RETRIES = Limit("429 retry", 50, "retries")
+#: The largest token count an endpoint's ``usage`` may report for one call; a larger one (or one that is not a
+#: non-negative integer) is taken as not reported, never priced nor credited to a budget.
+USAGE_TOKENS = Limit("token count", 1_000_000_000, "tokens")
+#: How many tools one answer may call. An answer of ~400 KB can hold 5,000 calls, each answered with the case's
+#: tool result in the next request: past the limit the case ends as ``error`` and no next request is made.
+TOOL_CALLS = Limit("tool calls per answer", 128, "calls")
+#: The largest request a tool loop may build (the conversation, the calls and their results, as JSON).
+TOOL_REQUEST = Limit("tool loop request", 8_000_000, "characters")
 #: The largest output or error file of a Batch job we download (decoded): 50,000 answers of ~20 KB.
 BATCH_FILE_BYTES = Limit("batch file size", 1024 * 1024 * 1024, "bytes")
 #: How long running one imported Python config (OpenCompass) may take, its base configs included.

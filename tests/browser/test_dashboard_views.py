@@ -229,3 +229,23 @@ def test_a_review_decision_made_in_the_page_is_applied_by_a_later_run(suite: Sui
     rows = suite.by_id("rep3")
     assert rows["legal-1"]["outcome"] == "review" and rows["legal-2"]["outcome"] == "failed"
     assert third.ret == 1  # legal-2's failure now counts against the slice's threshold
+
+
+def test_an_answer_cut_at_max_tokens_is_marked_in_the_table_and_its_details(tmp_path: Path, browser: Browser) -> None:
+    fail = CheckResult("content", "must_include", False, "missing required text 'receipt'")
+    rows = [
+        CaseResult("cut-fail", "s", "failed", checks=(fail,), output="the refund takes", finish_reason="length"),
+        CaseResult("cut-pass", "s", "passed", output="yes", finish_reason="length"),
+        CaseResult("whole", "s", "passed", output="yes", finish_reason="stop"),
+    ]
+    write_report(tmp_path / "rep", rows, summarize(rows, ThresholdPolicy(option=0.0)))
+    browser.open((tmp_path / "rep" / "dashboard.html").as_uri())
+    browser.evaluate("""(() => { const o = document.getElementById('f-outcome'); o.value = '';
+      o.dispatchEvent(new Event('change')); })()""")
+    marked = browser.evaluate(
+        "[...document.querySelectorAll('#case-rows tr.case')].filter(t => t.querySelector('span.cut'))"
+        ".map(t => t.cells[0].textContent)"
+    )
+    assert marked == ["cut-fail", "cut-pass"]
+    notes = browser.evaluate("[...document.querySelectorAll('#case-rows tr.detail-row p.cut')].map(p => p.textContent)")
+    assert notes == ['the answer was cut at max_tokens (finish_reason "length")']  # the failed row's details

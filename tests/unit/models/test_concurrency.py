@@ -202,3 +202,12 @@ def test_counts_add_up_over_the_workers_and_say_the_429_share() -> None:
     assert counts_line("openai:m", {"attempts": 1, "refused": 0, "concurrency": 8}) == (
         "calls of openai:m: 1 attempt, 0 answered 429 (0.0%), concurrency 8"
     )
+
+
+def test_the_counts_line_says_once_how_many_answers_reported_usage_that_is_no_count() -> None:
+    counts = {"attempts": 3, "refused": 0, "concurrency": 8, "unreadable_usage": 1}
+    assert counts_line("openai:m", counts) == (
+        "calls of openai:m: 3 attempts, 0 answered 429 (0.0%), concurrency 8; 1 answer reported token usage that is "
+        "no count (a bool, a negative, a fraction or past 1,000,000,000): taken as not reported, so not priced nor "
+        "counted against budget_usd"
+    )

@@ -86,3 +86,25 @@ def test_the_rate_limit_headers_wait() -> None:
     assert ratelimit_wait_s(tokens) == pytest.approx(0.036)
     assert ratelimit_wait_s({"x-ratelimit-remaining-requests": "many", "x-ratelimit-reset-requests": "1s"}) is None
     assert ratelimit_wait_s({"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "later"}) is None
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"retry-after": "0"},
+        {"retry-after": "-3"},
+        {"retry-after": "NaN"},
+        {"retry-after": "Wed, 21 Oct 2015 07:27:00 GMT"},  # a minute past
+        {"retry-after-ms": "0"},
+        {"retry-after-ms": "-250"},
+        {"retry-after-ms": "nan"},
+        {"retry-after-ms": "soon"},
+    ],
+)
+def test_a_wait_that_is_no_wait_is_no_wish_of_the_server(headers: dict[str, str]) -> None:
+    """Zero, negative, past or NaN: None, so the backoff it would replace applies (never a retry with no pause)."""
+    assert retry_after_s(headers, now=1445412480.0) is None
+
+
+def test_an_unreadable_retry_after_ms_falls_back_to_retry_after() -> None:
+    assert retry_after_s({"retry-after-ms": "0", "retry-after": "2"}) == 2.0

@@ -168,3 +168,16 @@ def test_a_dashboard_from_cells_made_as_rows_were_spooled_is_the_page_read_back(
         else:
             assert read_back == [r.case_id for r in rows]
         spool.close()
+
+
+def test_a_row_cut_at_max_tokens_is_marked_in_the_grid_and_its_details() -> None:
+    fail = CheckResult("content", "must_include", False, "missing required text 'receipt'")
+    rows = [
+        CaseResult("cut-fail", "s", Outcome.FAILED, checks=(fail,), output="the refund", finish_reason="length"),
+        CaseResult("cut-pass", "s", Outcome.PASSED, output="yes", finish_reason="length"),
+        CaseResult("whole", "s", Outcome.PASSED, output="yes", finish_reason="stop"),
+    ]
+    data = _embedded(dashboard_html(rows, summarize(rows, ThresholdPolicy(option=0.0))))
+    assert [len(r) for r in data["rows"]] == [10, 10, 9]  # the mark: a 10th cell, 1
+    assert [r[9] for r in data["rows"][:2]] == [1, 1]
+    assert [d.get("finish_reason") for d in data["details"]] == ["length"]

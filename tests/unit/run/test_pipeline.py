@@ -8,6 +8,10 @@ import shutil
 from pathlib import Path
 
 from pytest_promptsuite.checks.outcome import Outcome
+from pytest_promptsuite.models.tool_calls import ToolCall
+from pytest_promptsuite.results.case_result import CaseResult
+from pytest_promptsuite.run.pipeline import REQUIRED_IGNORED
+from pytest_promptsuite.run.pipeline import required_ignored_hint
 from tests.session import collect
 
 
@@ -142,3 +146,12 @@ def test_variants_of_a_template_file(tmp_path: Path) -> None:
         rows = run.run()
     assert sorted((row.variant, row.outcome) for row in rows) == [("v1", Outcome.PASSED), ("v2", Outcome.FAILED)]
     assert {row.variant: row.prompt for row in rows} == {"v1": 'Answer as JSON {"q": "x"}', "v2": 'Say hi. {"q": "x"}'}
+
+
+def test_the_required_hint_is_said_only_when_no_answer_of_the_run_called_a_tool() -> None:
+    ignored = CaseResult("a", "s", Outcome.PASSED, output="x", tool_stop=REQUIRED_IGNORED)
+    called = CaseResult("b", "s", Outcome.PASSED, output="", tool_calls=(ToolCall("call_1", "lookup", {}),))
+    hint = required_ignored_hint([ignored])
+    assert hint is not None and hint.startswith('hint: tool_choice "required" was sent with 1 case and no answer')
+    assert required_ignored_hint([ignored, called]) is None  # the endpoint honours it: the row says the rest
+    assert required_ignored_hint([called]) is None
