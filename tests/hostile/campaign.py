@@ -1,6 +1,6 @@
 """A seeded attack campaign: for each class of attack, many attempts, each classified as a clear
-error, accepted, a traceback (any exception that is not ours), a hang (longer than
-:data:`HANG_SECONDS`), a lost result or a leaked secret. ``tests/hostile/test_campaign.py`` runs
+error, accepted, a traceback (any exception that is not ours), a hang (see :func:`hung`), a lost
+result or a leaked secret. ``tests/hostile/test_campaign.py`` runs
 it small and asserts the zeros; ``benchmarks/bench_hostile.py`` runs it large and prints the table.
 
 Each attack goes through the same stage functions the plugin uses (the loaders, the evaluator,
@@ -48,7 +48,11 @@ from pytest_promptsuite.safety.scrub import scrub
 from tests.loopback import LoopbackServer
 
 
+#: An attempt that spends more CPU than this (every thread of the process) hung: a busy loop a limit missed.
 HANG_SECONDS = 15.0
+#: An attempt that waits longer than this by the wall clock hung too (a wait no limit ended). Ten times the
+#: CPU bound: a loaded machine stretches an attempt's wall time, never its CPU time.
+HANG_WALL_SECONDS = 10 * HANG_SECONDS
 KEY = "sk-campaign-NEVER-WRITE-ME-4b7e1f09"
 COLUMNS = ("tried", "clear error", "accepted", "traceback", "hang", "lost", "leak")
 
@@ -80,18 +84,26 @@ def run_class(name: str, attempts: Iterator[Attempt]) -> Tally:
     tally = Tally(name)
     for attempt in attempts:
         tally.tried += 1
-        start = time.monotonic()
+        start = (time.process_time(), time.monotonic())
         try:
             verdict = attempt()
         except PromptSuiteError as exc:
             verdict = "clear" if str(exc).strip() else "traceback"
         except Exception:  # not ours: what a user would have seen as a traceback
             verdict = "traceback"
-        if time.monotonic() - start > HANG_SECONDS:
+        if hung(start):
             tally.hang += 1
         field = "accepted" if verdict == "ok" else verdict
         setattr(tally, field, getattr(tally, field) + 1)
     return tally
+
+
+def hung(start: tuple[float, float]) -> bool:
+    """Tell whether an attempt begun at ``start`` (process CPU time, monotonic time) hung: more CPU than
+    :data:`HANG_SECONDS` or more wall time than :data:`HANG_WALL_SECONDS`. Not wall time alone: on a loaded
+    machine an attempt that a limit ends on time still takes longer by the clock."""
+    cpu, wall = start
+    return time.process_time() - cpu > HANG_SECONDS or time.monotonic() - wall > HANG_WALL_SECONDS
 
 
 # -- mutations --------------------------------------------------------------------------------
