@@ -194,9 +194,10 @@ def sequential_line(summary: Summary) -> str | None:
     )
     if not early:
         return f"sequential: not settled before the last case; every case ran, {fixed}"
-    settled = record["stopped"] or "settled before the last case"
-    if len(record["slices"]) > 1:
-        settled += " (" + ", ".join(_settled_group(g) for g in early) + ")"
+    groups = ", ".join(_settled_group(g) for g in early)
+    settled = record["stopped"] or f"settled before their last case: {groups}"
+    if record["stopped"] and len(record["slices"]) > 1:
+        settled += f" ({groups})"
     line = f"sequential: {settled}; {plural(record['calls_saved'], 'call')} saved (those cases skipped)"
     if record.get("started_unused"):
         line += f", {record['started_unused']} more started ahead and not used (made, so not counted as saved)"

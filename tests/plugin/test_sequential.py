@@ -86,6 +86,40 @@ def test_a_drop_is_settled_early_and_the_rest_is_skipped(suite: Suite, loopback:
 
 
 @pytest.mark.slow
+def test_a_slice_that_settled_stops_calling_while_the_others_go_on(suite: Suite, loopback: LoopbackServer) -> None:
+    """Three slices of 100, a 29-point drop in s0 only: s0 stops calling once its regression is settled, the
+    unchanged slices go on until theirs is; each slice's calls saved are in ``summary.json`` and the terminal."""
+    rng = random.Random(36)
+    p = population(300, rng)
+    _baseline(suite, loopback, p, slices=3)
+    q = list(p)
+    for i in [i for i, v in enumerate(p) if v == 0.98 and i % 3 == 0][:30]:
+        q[i] = 0.02
+    _write(suite, q, slices=3)
+    loopback.reset(seed=5)
+    result = suite.run(
+        "--prompt-no-cache", "--prompt-report", "report", "--prompt-baseline", "base", "--prompt-sequential"
+    )
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    summary, rows = suite.summary(), suite.rows()
+    record = summary["sequential"]
+    _calls(loopback, record, rows)
+    groups = {g["slice"]: g for g in record["slices"]}
+    stopped = [g for g in groups.values() if g["settled_after"] is not None]
+    assert stopped and all(g["skipped"] == 100 - g["ran"] > 0 for g in stopped)
+    assert max(g["ran"] for g in groups.values()) > min(g["ran"] for g in stopped)  # others went on after it stopped
+    for g in stopped:
+        reason = f"slice '{g['slice']}': verdict settled after {g['settled_after']} of 100 cases"
+        assert {r["error"] for r in rows if r["outcome"] == "skipped" and r["slice"] == g["slice"]} == {reason}
+    verdicts = {c["slice"]: c["verdict"] for c in record["comparisons"]}
+    assert verdicts["s0"] == "regressed" and "regressed" not in (verdicts["s1"], verdicts["s2"])
+    reasons = summary["gate"]["reasons"]
+    assert [r for r in reasons if "regressed" in r] == [r for r in reasons if r.startswith("slice 's0'")] != []
+    lines = [f"{g['slice']} after {g['settled_after']} of 100: {g['calls_saved']} saved" for g in stopped]
+    result.stdout.fnmatch_lines([f"*sequential: settled before their last case: {', '.join(lines)}; *"])
+
+
+@pytest.mark.slow
 def test_no_change_passes_and_stops_once_no_drop_is_settled(suite: Suite, loopback: LoopbackServer) -> None:
     """(This seed's draws settle after some 60 % of the cases; the benchmark measures how often and when.)"""
     rng = random.Random(30)

@@ -17,7 +17,9 @@ from pytest_promptsuite.results.eprocess import Stream
 from pytest_promptsuite.results.eprocess import stratified_order
 from pytest_promptsuite.results.stats import Stratum
 from pytest_promptsuite.results.stats import stratified_p
+from tests.simulation import drop_steady
 from tests.simulation import population
+from tests.simulation import sequential_suite
 
 
 def test_the_first_bets_by_hand() -> None:
@@ -130,3 +132,36 @@ def test_seeded_simulation_of_false_alarms_power_and_calls() -> None:
     big = [_run(1000, 104, rng) for _ in range(60)]
     assert sum(failed for failed, _ in big) / len(big) >= 0.95
     assert sum(ran for _, ran in big) / (1000 * len(big)) <= 0.5
+
+
+def _suite_pairs(pairs: int, slices: int, n: int, drop_cases: int, seed: int) -> tuple[float, float, float]:
+    """Run ``pairs`` pairs of a suite of ``slices`` slices of ``n`` cases (a drop of ``drop_cases`` steady
+    cases in the first slice only); return (share failing any slice, share failing the first, calls made)."""
+    rng = random.Random(seed)
+    any_failed = first_failed = ran = 0
+    for _ in range(pairs):
+        olds, news = [], []
+        for s in range(slices):
+            p = population(n, rng)
+            q = drop_steady(p, drop_cases) if s == 0 else p
+            olds.append([rng.random() < v for v in p])
+            news.append([rng.random() < v for v in q])
+        failed, cases = sequential_suite(olds, news, rng.getrandbits(32))
+        any_failed += any(failed)
+        first_failed += failed[0]
+        ran += cases
+    return any_failed / pairs, first_failed / pairs, ran / (pairs * slices * n)
+
+
+@pytest.mark.slow
+def test_seeded_simulation_of_a_suite_whose_slices_stop_one_by_one() -> None:
+    """Three slices of 200, each stopping once its own verdict is settled (2,000 pairs a cell): with no change
+    false alarms over the three stay within alpha (2 standard errors: 6 %); a drop of 12.5 points in one slice
+    (about the design's detectable drop for three comparisons of 200) is caught >= 90 %; and both save calls,
+    the unchanged slices stopping while the dropped one goes on."""
+    alarms, _, calls_no_change = _suite_pairs(2000, 3, 200, 0, seed=20261207)
+    assert alarms <= 0.06
+    assert calls_no_change <= 0.7
+    _, caught, calls_drop = _suite_pairs(2000, 3, 200, 26, seed=20261208)  # 26 x 0.96 / 200 = 12.5 points
+    assert caught >= 0.90
+    assert calls_drop <= 0.75
