@@ -299,6 +299,12 @@ class SequentialGate:
             q.verdict is not None for q in self.quotas.values()
         )
 
+    def _cases_skipped(self) -> int:
+        """Count the cases that stopped (slice, variant)s did not run (of the order, without groups planned)."""
+        if not self.group_planned:
+            return self.planned - self.arrived if self.settled_after is not None else 0
+        return sum(self.group_planned[group] - ran for group, ran in self.stopped.items())
+
     def to_dict(self) -> dict[str, Any]:
         """Return ``summary.json``'s ``sequential``."""
         verdicts = self.verdicts()
@@ -306,7 +312,7 @@ class SequentialGate:
             "cases": self.planned,
             "ran": self.arrived,
             "settled_after": self.settled_after,
-            "calls_saved_cases": self.planned - self.arrived if self.settled_after is not None else 0,
+            "calls_saved_cases": self._cases_skipped(),
             "groups": [
                 {
                     "slice": g[0],

@@ -165,3 +165,29 @@ def test_seeded_simulation_of_a_suite_whose_slices_stop_one_by_one() -> None:
     _, caught, calls_drop = _suite_pairs(2000, 3, 200, 26, seed=20261208)  # 26 x 0.96 / 200 = 12.5 points
     assert caught >= 0.90
     assert calls_drop <= 0.75
+
+
+def test_a_slice_and_variant_stops_once_every_verdict_its_cases_feed_is_settled() -> None:
+    """Variant v1's cases feed its own comparison with the baseline and v2's comparison with v1: v1 stops
+    only once both are settled (and its threshold); a stopped comparison takes no more cases."""
+    gate = SequentialGate(alpha=0.05, max_drop=0.0, planned=4)
+    gate.compare("s", "v1", "baseline", 4, exact=True)
+    gate.compare("s", "v2", "variant v1", 4, exact=True, fed_by=[("s", "v1")])
+    for variant in ("v1", "v2"):
+        gate.threshold("s", variant, 0.0, 4)
+        gate.plan_group(("s", variant), 4)
+    stopped = []
+    for step in range(3):
+        gate.add_drop("s", "v1", "baseline", -1.0 if step < 2 else 0.0)  # two fixes: no drop over 4, certain
+        gate.add_drop("s", "v2", "variant v1", 1.0)  # regressed once 3 of 4 dropped
+        gate.group_done(("s", "v1"))
+        gate.group_done(("s", "v2"))
+        gate.case_done()
+        stopped.append(gate.settle_groups())
+    assert stopped == [[], [], [("s", "v1"), ("s", "v2")]]  # v1's own verdict was settled after 2: not enough
+    assert gate.stopped == {("s", "v1"): 3, ("s", "v2"): 3} and gate.settled_after == 3
+    assert gate.to_dict()["calls_saved_cases"] == 2  # one case of each variant
+    before = gate.streams[("s", "v1", "baseline")].n
+    gate.add_drop("s", "v1", "baseline", 1.0)
+    assert gate.streams[("s", "v1", "baseline")].n == before
+    assert [g["settled_after"] for g in gate.to_dict()["groups"]] == [3, 3]
