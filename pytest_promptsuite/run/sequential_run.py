@@ -192,8 +192,9 @@ class SequentialRun:
         slice_name = self.slice_of.get(key.case_id)
         return None if slice_name is None else self.reasons.get((slice_name, key.variant))
 
-    def skips_call(self, key: object) -> bool:
-        """Tell whether the call started for ``key`` (a :class:`CaseKey`) will not be used."""
+    def skips_call(self, what: object) -> bool:
+        """Tell whether the call of ``what`` (a :class:`CaseKey`, or a planned case) will not be used."""
+        key = getattr(what, "key", what)
         return isinstance(key, CaseKey) and self.skip_reason(key) is not None
 
     def add(self, row: CaseResult) -> list[Group]:

@@ -259,6 +259,8 @@ class PromptSession:
         sequential = self.sequential
         if sequential is not None and sequential.add(row):
             sequential.note_unused(self.runner.release(sequential.skips_call))
+            if self._prefetcher is not None:
+                self._prefetcher.leave_out(lambda item: sequential.skips_call(getattr(item, "planned", None)))
             if sequential.stopped is not None:
                 self.cancel_pending()
 
