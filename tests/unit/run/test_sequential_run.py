@@ -151,3 +151,49 @@ def test_the_baseline_is_paired_as_the_fixed_comparison_pairs_it() -> None:
     fixed = summarize(now, policy, baseline=baseline, settings=settings)
     assert fixed.gate.passed  # the last baseline rows failed too: no drop
     assert run.judge(fixed).gate.passed
+
+
+def test_a_stopped_slice_is_judged_by_its_settled_verdicts_the_others_by_the_fixed_gate() -> None:
+    """Slice a (threshold 100 %, every case passed in the baseline) fails three of its four cases: its
+    regression and its missed threshold are certain, so it stops; b runs on. The gate carries a's settled
+    verdicts in place of the fixed gate's over the cases that ran."""
+    from pytest_promptsuite.cases.prompt_case import CaseKey
+    from pytest_promptsuite.results.gate import SettledRegression
+    from pytest_promptsuite.results.gate import SliceBelowThreshold
+    from pytest_promptsuite.run.pipeline import PlannedCase
+
+    def row(case_id: str, outcome: str, error: str | None = None) -> CaseResult:
+        return CaseResult(case_id=case_id, slice=case_id[0], outcome=outcome, error=error)  # type: ignore[arg-type]
+
+    ids = ["a0", "b0", "a1", "b1", "a2", "b2", "a3", "b3", "b4", "b5"]
+    baseline = Baseline([row(c, "passed") for c in ids], "base")
+    planned = [
+        PlannedCase(None, CaseKey(c), c, None, None, shown=Path("cases.jsonl"), slice=c[0], tags=())  # type: ignore[arg-type]
+        for c in ids
+    ]
+    settings, policy = GateSettings(regression="delta"), ThresholdPolicy(option=1.0)
+    run = SequentialRun.plan(
+        planned, baseline=baseline, settings=settings, policy=policy, variant_order=(), deterministic=True
+    )
+    rows = []
+    for one in planned:
+        reason = run.skip_reason(one.key)
+        rows.append(
+            row(one.key.case_id, "skipped", reason)
+            if reason
+            else row(one.key.case_id, "passed" if one.slice == "b" else "failed")
+        )
+        run.add(rows[-1])
+    assert [r.case_id for r in rows if r.outcome == "skipped"] == ["a3"]
+    assert rows[6].error == "slice 'a': verdict settled after 3 of 4 cases"
+    judged = run.judge(summarize(rows, policy, baseline=baseline, settings=run.final_settings()))
+    decisions = judged.gate.decisions
+    assert [type(d).__name__ for d in decisions] == ["SettledRegression", "SliceBelowThreshold"]
+    regressed, below = decisions
+    assert isinstance(regressed, SettledRegression) and (regressed.slice, regressed.cases) == ("a", 3)
+    assert isinstance(below, SliceBelowThreshold) and (below.slice, below.rule.source, below.counted) == (
+        "a",
+        "settled",
+        3,
+    )
+    assert [s.gate for s in judged.slices] == ["fail", "pass"]
