@@ -8,6 +8,7 @@ import contextlib
 import dataclasses
 import functools
 import threading
+import weakref
 from collections.abc import Callable
 from collections.abc import Coroutine
 from collections.abc import Hashable
@@ -111,6 +112,8 @@ class ModelRunner:
         self._unusable: dict[int, EndpointError] = {}
         self._prefetched: dict[_PrefetchKey, tuple[ModelRequest, concurrent.futures.Future[Response]]]
         self._prefetched = {}
+        #: The calls that passed the bound (sent to the endpoint), whatever became of them.
+        self._sent: weakref.WeakSet[concurrent.futures.Future[Response]] = weakref.WeakSet()
         self._batch: list[_Pending] | None = None
         self._submitted = 0  # written by the main thread only
         self._finished = 0  # written by the loop thread only
@@ -214,7 +217,9 @@ class ModelRunner:
             return 0
         return 4 * max(self.limit(model) for model in self._io_models.values())
 
-    async def _bounded(self, model: Model, call: _Call) -> Response:
+    async def _bounded(
+        self, model: Model, call: _Call, future: concurrent.futures.Future[Response] | None = None
+    ) -> Response:
         ident = id(model)
         semaphore = self._semaphores.get(ident)
         if semaphore is None:
@@ -222,6 +227,8 @@ class ModelRunner:
         self._check_usable(ident)
         async with semaphore:
             self._check_usable(ident)
+            if future is not None:
+                self._sent.add(future)  # on its way to the endpoint: made, even if cancelled now
             try:
                 return await call()
             except EndpointError as exc:
@@ -319,7 +326,7 @@ class ModelRunner:
             if future.cancelled():
                 self._finished += 1
                 continue
-            task = loop.create_task(self._bounded(model, call))
+            task = loop.create_task(self._bounded(model, call, future))
             task.add_done_callback(functools.partial(self._settle, future))
             future.add_done_callback(functools.partial(_cancel_task, loop, task))
 
@@ -398,6 +405,17 @@ class ModelRunner:
             time_limit_s=time_limit_s,
             submit=lambda coro: _threadsafe(coro, self._ensure_loop()),
         )
+
+    def release(self, unused: Callable[[Hashable], bool]) -> list[Hashable]:
+        """Cancel the prefetched calls whose key is ``unused`` (cases that will not run); return the keys of
+        those that had reached the endpoint already (made, and paid for)."""
+        reached = []
+        for slot in [slot for slot in self._prefetched if unused(slot[1])]:
+            _, future = self._prefetched.pop(slot)
+            future.cancel()
+            if future in self._sent:
+                reached.append(slot[1])
+        return reached
 
     def cancel_pending(self) -> int:
         """Cancel every prefetched call nobody collected (``-x``, Ctrl-C, end of run)."""

@@ -5,7 +5,9 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Callable
 from collections.abc import Iterator
+from collections.abc import Mapping
 from collections.abc import Sequence
+from typing import Any
 
 from pytest_promptsuite.checks.outcome import CheckResult
 from pytest_promptsuite.report.evidence import regression_cell
@@ -191,16 +193,31 @@ def case_pass_line(summary: Summary, max_ids: int = 20) -> str | None:
 
 
 def sequential_line(summary: Summary) -> str | None:
-    """Say what ``--prompt-sequential`` did: when the verdict settled and how many calls that saved."""
+    """Say what ``--prompt-sequential`` did: when each slice's verdict settled and how many calls that saved."""
     record = summary.sequential
     if record is None:
         return None
-    if record.get("stopped"):
-        return f"sequential: {record['stopped']}; {plural(record['calls_saved'], 'call')} saved (those cases skipped)"
-    return (
-        f"sequential: not settled before the last case; every case ran, judged by the fixed test at alpha "
-        f"{record['final_alpha']:g} (the sequential test spent {record['sequential_alpha']:g})"
+    early = [g for g in record.get("slices", ()) if g["settled_after"] is not None]
+    fixed = (
+        f"judged by the fixed test at alpha {record['final_alpha']:g} "
+        f"(the sequential test spent {record['sequential_alpha']:g})"
     )
+    if not early:
+        return f"sequential: not settled before the last case; every case ran, {fixed}"
+    groups = ", ".join(_settled_group(g) for g in early)
+    settled = record["stopped"] or f"settled before their last case: {groups}"
+    if record["stopped"] and len(record["slices"]) > 1:
+        settled += f" ({groups})"
+    line = f"sequential: {settled}; {plural(record['calls_saved'], 'call')} saved (those cases skipped)"
+    if record.get("started_unused"):
+        line += f", {record['started_unused']} more started ahead and not used (made, so not counted as saved)"
+    return line if record["stopped"] else f"{line}; the rest ran every case, {fixed}"
+
+
+def _settled_group(group: Mapping[str, Any]) -> str:
+    """Say when one (slice, variant) stopped calling and how many of its calls that saved."""
+    where = group["slice"] + ("" if group["variant"] is None else f" [{group['variant']}]")
+    return f"{where} after {group['settled_after']} of {group['cases']}: {group['calls_saved']} saved"
 
 
 def summary_lines(

@@ -1,5 +1,5 @@
 """The sequential gate (``--prompt-sequential``): each compared slice's verdict settled case by case by
-betting e-processes, so a run can stop calling once every verdict is known."""
+betting e-processes, so a run stops calling a slice (or variant) once its verdicts are known."""
 
 from __future__ import annotations
 
@@ -25,6 +25,10 @@ _MAX_BET = 0.75
 
 Settled = Literal["regressed", "no drop of the detectable size"]
 ThresholdVerdict = Literal["met", "missed"]
+#: A compared (slice, variant, against): one stream.
+StreamKey = tuple[str, "str | None", str]
+#: A (slice, variant): the cases that stop together once every verdict they feed is settled.
+Group = tuple[str, "str | None"]
 
 
 def _z(level: float) -> float:
@@ -162,6 +166,13 @@ class SequentialGate:
     arrived: int = 0
     #: Set once every verdict is settled: after this many cases.
     settled_after: int | None = None
+    #: Each (slice, variant) and the comparisons its cases feed (its own, and those compared with it).
+    needs: dict[Group, set[StreamKey]] = field(default_factory=dict)
+    #: Each (slice, variant)'s cases: planned, and arrived so far.
+    group_planned: dict[Group, int] = field(default_factory=dict)
+    group_arrived: dict[Group, int] = field(default_factory=dict)
+    #: Each settled (slice, variant), after how many of its cases: no more of them need a call.
+    stopped: dict[Group, int] = field(default_factory=dict)
 
     @property
     def sequential_alpha(self) -> float:
@@ -173,13 +184,65 @@ class SequentialGate:
         """The level left to the fixed test, when every case ran."""
         return self.alpha - self.sequential_alpha
 
-    def compare(self, slice_name: str, variant: str | None, against: str, planned: int, *, exact: bool = False) -> None:
-        """Plan a comparison of ``planned`` paired cases (``exact``: by the drop alone, the ``delta`` rule)."""
-        self.streams[(slice_name, variant, against)] = Stream(slice_name, variant, against, planned, exact=exact)
+    def compare(
+        self,
+        slice_name: str,
+        variant: str | None,
+        against: str,
+        planned: int,
+        *,
+        exact: bool = False,
+        fed_by: Sequence[Group] = (),
+    ) -> None:
+        """Plan a comparison of ``planned`` paired cases (``exact``: by the drop alone, the ``delta`` rule),
+        fed by the (slice, variant)'s cases and those of ``fed_by`` (the variant it is compared with)."""
+        key = (slice_name, variant, against)
+        self.streams[key] = Stream(slice_name, variant, against, planned, exact=exact)
+        for group in [(slice_name, variant), *fed_by]:
+            self.needs.setdefault(group, set()).add(key)
 
     def threshold(self, slice_name: str, variant: str | None, threshold: float, planned: int) -> None:
         """Plan a threshold over ``planned`` counted units."""
         self.quotas[(slice_name, variant)] = Quota(slice_name, variant, threshold, planned)
+        self.needs.setdefault((slice_name, variant), set())
+
+    def plan_group(self, group: Group, cases: int) -> None:
+        """Plan ``cases`` cases of a (slice, variant)."""
+        self.group_planned[group] = cases
+        self.needs.setdefault(group, set())
+
+    def group_done(self, group: Group) -> None:
+        """Count one case of a (slice, variant) as arrived."""
+        self.group_arrived[group] = self.group_arrived.get(group, 0) + 1
+
+    def settle_groups(self) -> list[Group]:
+        """Stop the (slice, variant)s whose every verdict is now known and whose cases are not all in;
+        return them. A stopped group's comparisons take no more cases."""
+        verdicts = self.verdicts()
+        fresh = [
+            group
+            for group, keys in self.needs.items()
+            if group not in self.stopped and self._group_open(group) and self._group_settled(group, keys, verdicts)
+        ]
+        for group in fresh:
+            self.stopped[group] = self.group_arrived.get(group, 0)
+        if fresh and self.settled_after is None and not any(self._runs_on(g) for g in self.group_planned):
+            self.settled_after = self.arrived  # the last to settle had cases left: the whole run stops
+        return fresh
+
+    def _runs_on(self, group: Group) -> bool:
+        return group not in self.stopped and self._group_open(group)
+
+    def _group_open(self, group: Group) -> bool:
+        return self.group_arrived.get(group, 0) < self.group_planned.get(group, 0)
+
+    def _group_settled(self, group: Group, keys: set[StreamKey], verdicts: Mapping[StreamKey, Settled | None]) -> bool:
+        quota = self.quotas.get(group)
+        return all(verdicts[key] is not None for key in keys) and (quota is None or quota.verdict is not None)
+
+    def is_stopped(self, stream: StreamKey) -> bool:
+        """Tell whether a comparison takes no more cases: a (slice, variant) feeding it stopped."""
+        return any(stream in self.needs.get(group, ()) for group in self.stopped)
 
     def detectable(self, stream: Stream) -> float:
         """Return the drop this design catches with 90 % power at the comparison's planned size: at
@@ -190,8 +253,11 @@ class SequentialGate:
         return z * math.sqrt(stream.noise() / max(1, stream.planned))
 
     def add_drop(self, slice_name: str, variant: str | None, against: str, x: float) -> None:
-        """Take one paired case's drop for a comparison."""
-        stream = self.streams[(slice_name, variant, against)]
+        """Take one paired case's drop for a comparison (none once it stopped: its verdict is kept)."""
+        key = (slice_name, variant, against)
+        if self.is_stopped(key):
+            return
+        stream = self.streams[key]
         stream.add(x, self.max_drop, self.detectable(stream))
 
     def add_unit(self, slice_name: str, variant: str | None, passed: bool | None) -> None:
@@ -220,9 +286,10 @@ class SequentialGate:
         }
 
     def case_done(self) -> bool:
-        """Count one case of the order as arrived; return whether every verdict is now settled."""
+        """Count one case of the order as arrived; return whether every verdict is now settled (with groups
+        planned, :meth:`settle_groups` says when: once the last open one stops)."""
         self.arrived += 1
-        if self.settled_after is None and self.is_settled() and self.arrived < self.planned:
+        if self.settled_after is None and not self.group_planned and self.is_settled() and self.arrived < self.planned:
             self.settled_after = self.arrived
         return self.settled_after is not None
 
@@ -232,6 +299,12 @@ class SequentialGate:
             q.verdict is not None for q in self.quotas.values()
         )
 
+    def _cases_skipped(self) -> int:
+        """Count the cases that stopped (slice, variant)s did not run (of the order, without groups planned)."""
+        if not self.group_planned:
+            return self.planned - self.arrived if self.settled_after is not None else 0
+        return sum(self.group_planned[group] - ran for group, ran in self.stopped.items())
+
     def to_dict(self) -> dict[str, Any]:
         """Return ``summary.json``'s ``sequential``."""
         verdicts = self.verdicts()
@@ -239,7 +312,17 @@ class SequentialGate:
             "cases": self.planned,
             "ran": self.arrived,
             "settled_after": self.settled_after,
-            "calls_saved_cases": self.planned - self.arrived if self.settled_after is not None else 0,
+            "calls_saved_cases": self._cases_skipped(),
+            "groups": [
+                {
+                    "slice": g[0],
+                    "variant": g[1],
+                    "cases": n,
+                    "ran": self.group_arrived.get(g, 0),
+                    "settled_after": self.stopped.get(g),
+                }
+                for g, n in self.group_planned.items()
+            ],
             "sequential_alpha": self.sequential_alpha,
             "final_alpha": self.final_alpha,
             "futility_error": FUTILITY_ERROR,

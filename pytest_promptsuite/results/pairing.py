@@ -235,3 +235,8 @@ def compare_variants(
         return None
     full_old, full_new = read_as(full, first), read_as(full, later)
     return compare(new, old, f"variant {first}", policy, full=full_old, full_new=full_new, rule=rule)
+
+
+def runs_by_case(rows: Iterable[CaseResult]) -> dict[CaseKey, list[CaseResult]]:
+    """Return ``rows`` by (case, variant) in repeat order, as every comparison pairs them."""
+    return _by_case(rows)

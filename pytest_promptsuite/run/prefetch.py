@@ -46,6 +46,7 @@ class Prefetcher:
         self._cursor = 0
         self._queue: Upcoming | None = None
         self._started: set[int] = set()
+        self._left: set[int] = set()  # items left out of the order: they start nothing
 
     def plan(self, items: Sequence[Any]) -> None:
         """Plan a serial run: the items run in this order."""
@@ -53,6 +54,17 @@ class Prefetcher:
         self._position = {id(item): i for i, item in enumerate(self._order)}
         self._cursor = 0
         self._queue = None
+
+    def leave_out(self, unwanted: Callable[[Any], bool]) -> None:
+        """Take the items that will make no call (a settled slice's) out of a serial run's order, so that the
+        window ahead counts the others only; such an item still runs, and starts nothing."""
+        if self._queue is not None:
+            return
+        kept = [item for item in self._order if not unwanted(item)]
+        self._cursor = sum(1 for item in self._order[: self._cursor] if not unwanted(item))
+        self._left.update(id(item) for item in self._order if unwanted(item))
+        self._order = kept
+        self._position = {id(item): i for i, item in enumerate(kept)}
 
     def follow(self, upcoming: Upcoming) -> None:
         """Follow a pytest-xdist worker's queue: the items ahead are whatever it holds right now."""
@@ -78,6 +90,8 @@ class Prefetcher:
             self._advance_queue(item, nextitem)
             return
         position = self._position.get(id(item))
+        if id(item) in self._left:
+            return
         if position is None:  # not planned (a plugin reordered after collection): just this one
             self._start_chunk([item])
             return

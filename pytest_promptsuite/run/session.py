@@ -256,16 +256,23 @@ class PromptSession:
         )
 
     def after_row(self, row: CaseResult) -> None:
-        """Feed a row to the sequential gate; once the verdict is settled, stop the calls started ahead."""
-        if self.sequential is not None and self.sequential.add(row):
-            self.cancel_pending()
+        """Feed a row to the sequential gate; once a slice's verdict is settled, stop the calls started ahead
+        for its cases (those that reached the endpoint count as made), and every call once all are settled."""
+        sequential = self.sequential
+        if sequential is not None and sequential.add(row):
+            sequential.note_unused(self.runner.release(sequential.skips_call))
+            if self._prefetcher is not None:
+                self._prefetcher.leave_out(lambda item: sequential.skips_call(getattr(item, "planned", None)))
+            if sequential.stopped is not None:
+                self.cancel_pending()
 
     def run(self, planned: PlannedCase) -> CaseResult:
         """Run one planned case (its failures are its row's outcome, never a raise).
         Once an endpoint is unusable, the calls started for later cases are cancelled; once the sequential
         gate's verdict is settled, no case makes a call: it ends ``skipped``."""
-        if self.sequential is not None and self.sequential.stopped is not None:
-            return dataclasses.replace(error_row(planned, self.sequential.stopped), outcome=Outcome.SKIPPED)
+        settled = None if self.sequential is None else self.sequential.skip_reason(planned.key)
+        if settled is not None:
+            return dataclasses.replace(error_row(planned, settled), outcome=Outcome.SKIPPED)
         try:
             result = self._pipelines[planned.suite].run(planned)
         except Exception as exc:  # a bug (ours or a plugin's) still ends the case with its row
@@ -329,8 +336,9 @@ class PromptSession:
             progress(f"batch: {sent:,} requests written to {self.options.batch_file}")
 
     def prefetch(self, planned: PlannedCase) -> None:
-        """Render a case's request and start its call now."""
-        self._pipelines[planned.suite].prefetch(planned)
+        """Render a case's request and start its call now (not for a slice whose verdict is settled)."""
+        if self.sequential is None or self.sequential.skip_reason(planned.key) is None:
+            self._pipelines[planned.suite].prefetch(planned)
 
     def advance(self, item: Any, nextitem: Any | None) -> None:
         """Keep the calls of the items after ``item`` started, as it is about to run."""
@@ -458,11 +466,10 @@ class PromptSession:
     def _summarize(self) -> Summary:
         """Summarize the rows under the run's settings, with ``--prompt-sequential``'s verdicts when given."""
         sequential = self.sequential
-        settled = [] if sequential is None else [row for row in self.rows if sequential.skipped(row)]
         run = self.run_info()
         settings = gate_settings(self.options, self.index.configs())
-        if sequential is not None and sequential.stopped is None:
-            settings = sequential.final_settings()  # every case ran: the fixed test, at the level left to it
+        if sequential is not None:  # the fixed test, for what ran every case, at the level left to it
+            settings = sequential.final_settings()
         summary = summarize(
             self.rows,
             threshold_policy(self.options, self.index.configs()),
@@ -474,7 +481,7 @@ class PromptSession:
             usage=self._rows.usage.report(prices_of_run(run)),  # counted as rows were spooled
         )
         if sequential is not None:
-            summary = sequential.judge(summary, calls_saved=len(settled))
+            summary = sequential.judge(summary)
         return summary
 
     def write_report(self) -> None:

@@ -5,6 +5,7 @@ reason, and the summary says how many calls were saved."""
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import pytest
 
@@ -34,8 +35,21 @@ def _baseline(suite: Suite, loopback: LoopbackServer, p: list[float], slices: in
     assert suite.run("--prompt-no-cache", "--prompt-report", "base").ret == pytest.ExitCode.OK
 
 
+def _calls(loopback: LoopbackServer, record: dict[str, Any], rows: list[dict[str, Any]]) -> None:
+    """Check the calls a sequential run accounts for: each slice's skipped cases are its calls saved plus those
+    started ahead that reached the endpoint anyway, and every call the server saw is counted as made."""
+    for group in record["slices"]:
+        ran = sum(r["slice"] == group["slice"] and r["outcome"] != "skipped" for r in rows)
+        assert (group["ran"], group["skipped"]) == (ran, group["cases"] - ran)
+        assert group["calls_saved"] + group["started_unused"] == group["skipped"]
+    assert record["calls_saved"] == sum(g["calls_saved"] for g in record["slices"])
+    assert record["started_unused"] == sum(g["started_unused"] for g in record["slices"])
+    assert loopback.stats.requests <= len(rows) - record["calls_saved"]
+
+
 @pytest.mark.slow
 def test_a_drop_is_settled_early_and_the_rest_is_skipped(suite: Suite, loopback: LoopbackServer) -> None:
+    """Both slices drop by 24 points: each stops calling once its own verdict is settled, the run once both are."""
     rng = random.Random(28)
     p = population(400, rng)
     _baseline(suite, loopback, p, slices=2)
@@ -50,22 +64,59 @@ def test_a_drop_is_settled_early_and_the_rest_is_skipped(suite: Suite, loopback:
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     summary = suite.summary()
     record = summary["sequential"]
-    ran, saved = record["settled_after"], record["calls_saved"]
-    assert ran is not None and ran < 400 and saved == 400 - ran
-    assert loopback.stats.requests <= ran + 2 * 8  # at most a window of calls started ahead
     rows = suite.rows()
-    skipped = [r for r in rows if r["outcome"] == "skipped"]
-    assert len(skipped) == saved and {r["error"] for r in skipped} == {f"verdict settled after {ran} of 400 cases"}
+    ran, saved = record["settled_after"], record["calls_saved"]
+    ran_rows = [r for r in rows if r["outcome"] != "skipped"]
+    assert ran is not None and ran == len(ran_rows) < 400
+    _calls(loopback, record, rows)
+    assert loopback.stats.requests <= ran + 2 * 8  # at most a window of calls started ahead
+    first, last = sorted(record["slices"], key=lambda g: g["settled_after"])
+    assert first["settled_after"] < first["cases"] and last["settled_after"] < last["cases"]
+    stop = f"verdict settled after {ran} of 400 cases"
+    early = f"slice '{first['slice']}': verdict settled after {first['settled_after']} of 200 cases"
+    by_slice = {s: {r["error"] for r in rows if r["outcome"] == "skipped" and r["slice"] == s} for s in ("s0", "s1")}
+    assert by_slice[first["slice"]] in ({early}, {stop}) and by_slice[last["slice"]] == {stop}
     assert all(c["verdict"] == "regressed" for c in record["comparisons"])
+    gate_reasons = summary["gate"]["reasons"]
+    assert len(gate_reasons) == 2 and all("settled by the sequential test after" in r for r in gate_reasons)
+    assert not any("stopped before every case ran" in r for r in gate_reasons)
+    # the order: seeded, stratified, not the file's
+    assert [r["case_id"] for r in ran_rows] != [f"c{i:03d}" for i in range(ran)]
+    result.stdout.fnmatch_lines([f"*sequential: verdict settled after {ran} of 400 cases (*); {saved} calls saved*"])
+
+
+@pytest.mark.slow
+def test_a_slice_that_settled_stops_calling_while_the_others_go_on(suite: Suite, loopback: LoopbackServer) -> None:
+    """Three slices of 100, a 29-point drop in s0 only: s0 stops calling once its regression is settled, the
+    unchanged slices go on until theirs is; each slice's calls saved are in ``summary.json`` and the terminal."""
+    rng = random.Random(36)
+    p = population(300, rng)
+    _baseline(suite, loopback, p, slices=3)
+    q = list(p)
+    for i in [i for i, v in enumerate(p) if v == 0.98 and i % 3 == 0][:30]:
+        q[i] = 0.02
+    _write(suite, q, slices=3)
+    loopback.reset(seed=5)
+    result = suite.run(
+        "--prompt-no-cache", "--prompt-report", "report", "--prompt-baseline", "base", "--prompt-sequential"
+    )
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    summary, rows = suite.summary(), suite.rows()
+    record = summary["sequential"]
+    _calls(loopback, record, rows)
+    groups = {g["slice"]: g for g in record["slices"]}
+    stopped = [g for g in groups.values() if g["settled_after"] is not None]
+    assert stopped and all(g["skipped"] == 100 - g["ran"] > 0 for g in stopped)
+    assert max(g["ran"] for g in groups.values()) > min(g["ran"] for g in stopped)  # others went on after it stopped
+    for g in stopped:
+        reason = f"slice '{g['slice']}': verdict settled after {g['settled_after']} of 100 cases"
+        assert {r["error"] for r in rows if r["outcome"] == "skipped" and r["slice"] == g["slice"]} == {reason}
+    verdicts = {c["slice"]: c["verdict"] for c in record["comparisons"]}
+    assert verdicts["s0"] == "regressed" and "regressed" not in (verdicts["s1"], verdicts["s2"])
     reasons = summary["gate"]["reasons"]
-    assert len(reasons) == 2 and all("settled by the sequential test after" in r for r in reasons)
-    assert not any("stopped before every case ran" in r for r in reasons)
-    # the order: seeded, stratified (both slices keep pace), not the file's
-    ran_ids = [r["case_id"] for r in rows if r["outcome"] != "skipped"]
-    assert ran_ids != [f"c{i:03d}" for i in range(ran)]
-    per_slice = [sum(1 for r in rows if r["slice"] == s and r["outcome"] != "skipped") for s in ("s0", "s1")]
-    assert abs(per_slice[0] - per_slice[1]) <= 1
-    result.stdout.fnmatch_lines([f"*sequential: verdict settled after {ran} of 400 cases; {saved} calls saved*"])
+    assert [r for r in reasons if "regressed" in r] == [r for r in reasons if r.startswith("slice 's0'")] != []
+    lines = [f"{g['slice']} after {g['settled_after']} of 100: {g['calls_saved']} saved" for g in stopped]
+    result.stdout.fnmatch_lines([f"*sequential: settled before their last case: {', '.join(lines)}; *"])
 
 
 @pytest.mark.slow

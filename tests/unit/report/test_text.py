@@ -113,3 +113,32 @@ def test_trim_output_keeps_short_output_whole() -> None:
     assert trim_output("short") == "short"
     trimmed = trim_output("x" * 100 + "HERE" + "y" * 100, focus=100, limit=30)
     assert "HERE" in trimmed and trimmed.startswith("[... ") and trimmed.endswith(" chars]")
+
+
+def test_the_sequential_line_says_what_each_slice_saved() -> None:
+    from dataclasses import replace
+
+    from pytest_promptsuite.report.text import sequential_line
+
+    summary = summarize([row("a", "s0", "passed")], ThresholdPolicy(option=0.0))
+    assert sequential_line(summary) is None
+    record = {"final_alpha": 0.04, "sequential_alpha": 0.01, "stopped": None, "calls_saved": 0, "started_unused": 0}
+    groups = [
+        {"slice": "s0", "variant": None, "cases": 10, "settled_after": None, "calls_saved": 0},
+        {"slice": "s1", "variant": "v2", "cases": 10, "settled_after": 4, "calls_saved": 5},
+    ]
+    assert sequential_line(replace(summary, sequential={**record, "slices": groups[:1]})) == (
+        "sequential: not settled before the last case; every case ran, judged by the fixed test at alpha 0.04 "
+        "(the sequential test spent 0.01)"
+    )
+    partly = {**record, "slices": groups, "calls_saved": 5, "started_unused": 1}
+    assert sequential_line(replace(summary, sequential=partly)) == (
+        "sequential: settled before their last case: s1 [v2] after 4 of 10: 5 saved; 5 calls saved (those cases "
+        "skipped), 1 more started ahead and not used (made, so not counted as saved); the rest ran every case, "
+        "judged by the fixed test at alpha 0.04 (the sequential test spent 0.01)"
+    )
+    stopped = {**partly, "stopped": "verdict settled after 8 of 20 cases", "started_unused": 0}
+    assert sequential_line(replace(summary, sequential=stopped)) == (
+        "sequential: verdict settled after 8 of 20 cases (s1 [v2] after 4 of 10: 5 saved); 5 calls saved "
+        "(those cases skipped)"
+    )

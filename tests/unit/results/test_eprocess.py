@@ -17,7 +17,9 @@ from pytest_promptsuite.results.eprocess import Stream
 from pytest_promptsuite.results.eprocess import stratified_order
 from pytest_promptsuite.results.stats import Stratum
 from pytest_promptsuite.results.stats import stratified_p
+from tests.simulation import drop_steady
 from tests.simulation import population
+from tests.simulation import sequential_suite
 
 
 def test_the_first_bets_by_hand() -> None:
@@ -130,3 +132,62 @@ def test_seeded_simulation_of_false_alarms_power_and_calls() -> None:
     big = [_run(1000, 104, rng) for _ in range(60)]
     assert sum(failed for failed, _ in big) / len(big) >= 0.95
     assert sum(ran for _, ran in big) / (1000 * len(big)) <= 0.5
+
+
+def _suite_pairs(pairs: int, slices: int, n: int, drop_cases: int, seed: int) -> tuple[float, float, float]:
+    """Run ``pairs`` pairs of a suite of ``slices`` slices of ``n`` cases (a drop of ``drop_cases`` steady
+    cases in the first slice only); return (share failing any slice, share failing the first, calls made)."""
+    rng = random.Random(seed)
+    any_failed = first_failed = ran = 0
+    for _ in range(pairs):
+        olds, news = [], []
+        for s in range(slices):
+            p = population(n, rng)
+            q = drop_steady(p, drop_cases) if s == 0 else p
+            olds.append([rng.random() < v for v in p])
+            news.append([rng.random() < v for v in q])
+        failed, cases = sequential_suite(olds, news, rng.getrandbits(32))
+        any_failed += any(failed)
+        first_failed += failed[0]
+        ran += cases
+    return any_failed / pairs, first_failed / pairs, ran / (pairs * slices * n)
+
+
+@pytest.mark.slow
+def test_seeded_simulation_of_a_suite_whose_slices_stop_one_by_one() -> None:
+    """Three slices of 200, each stopping once its own verdict is settled (2,000 pairs a cell): with no change
+    false alarms over the three stay within alpha (2 standard errors: 6 %); a drop of 12.5 points in one slice
+    (about the design's detectable drop for three comparisons of 200) is caught >= 90 %; and both save calls,
+    the unchanged slices stopping while the dropped one goes on."""
+    alarms, _, calls_no_change = _suite_pairs(2000, 3, 200, 0, seed=20261207)
+    assert alarms <= 0.06
+    assert calls_no_change <= 0.7
+    _, caught, calls_drop = _suite_pairs(2000, 3, 200, 26, seed=20261208)  # 26 x 0.96 / 200 = 12.5 points
+    assert caught >= 0.90
+    assert calls_drop <= 0.75
+
+
+def test_a_slice_and_variant_stops_once_every_verdict_its_cases_feed_is_settled() -> None:
+    """Variant v1's cases feed its own comparison with the baseline and v2's comparison with v1: v1 stops
+    only once both are settled (and its threshold); a stopped comparison takes no more cases."""
+    gate = SequentialGate(alpha=0.05, max_drop=0.0, planned=4)
+    gate.compare("s", "v1", "baseline", 4, exact=True)
+    gate.compare("s", "v2", "variant v1", 4, exact=True, fed_by=[("s", "v1")])
+    for variant in ("v1", "v2"):
+        gate.threshold("s", variant, 0.0, 4)
+        gate.plan_group(("s", variant), 4)
+    stopped = []
+    for step in range(3):
+        gate.add_drop("s", "v1", "baseline", -1.0 if step < 2 else 0.0)  # two fixes: no drop over 4, certain
+        gate.add_drop("s", "v2", "variant v1", 1.0)  # regressed once 3 of 4 dropped
+        gate.group_done(("s", "v1"))
+        gate.group_done(("s", "v2"))
+        gate.case_done()
+        stopped.append(gate.settle_groups())
+    assert stopped == [[], [], [("s", "v1"), ("s", "v2")]]  # v1's own verdict was settled after 2: not enough
+    assert gate.stopped == {("s", "v1"): 3, ("s", "v2"): 3} and gate.settled_after == 3
+    assert gate.to_dict()["calls_saved_cases"] == 2  # one case of each variant
+    before = gate.streams[("s", "v1", "baseline")].n
+    gate.add_drop("s", "v1", "baseline", 1.0)
+    assert gate.streams[("s", "v1", "baseline")].n == before
+    assert [g["settled_after"] for g in gate.to_dict()["groups"]] == [3, 3]

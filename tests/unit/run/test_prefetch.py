@@ -82,3 +82,20 @@ def test_the_prefetcher_follows_a_worker_queue() -> None:
     del queue[:2]
     prefetcher.advance("b", "c")
     assert started == ["a", "b", "c", "d", "e", "f"]
+
+
+def test_items_left_out_start_nothing_and_the_window_counts_the_others() -> None:
+    """A settled slice's items (here the odd ones) are left out: the window ahead is four calls still."""
+    started: list[int] = []
+    prefetcher = Prefetcher(started.append, window=4, ahead=1)
+    prefetcher.plan(list(range(20)))
+    prefetcher.advance(0, 1)
+    assert started == [0, 1, 2, 3]
+    prefetcher.leave_out(lambda item: item % 2 == 1)
+    prefetcher.advance(1, 2)  # left out: it starts nothing
+    assert started == [0, 1, 2, 3]
+    prefetcher.advance(2, 3)
+    assert started == [0, 1, 2, 3, 4, 6, 8]  # the window: 2, 4, 6, 8
+    for item in range(3, 20):
+        prefetcher.advance(item, None)
+    assert started == [0, 1, 2, 3, *range(4, 20, 2)]
