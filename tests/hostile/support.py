@@ -34,8 +34,9 @@ def case(case_id: str, text: str = "hello", **fields: Any) -> dict[str, Any]:
 
 
 def endpoint(base_url: str, **fields: Any) -> dict[str, dict[str, Any]]:
-    """A config whose model is the loopback server at ``base_url`` (a short timeout), ``fields`` added."""
-    return {"model": {"spec": "openai:loop", "base_url": base_url, "timeout_s": 2, **fields}}
+    """A config whose model is the loopback server at ``base_url``, ``fields`` added. Its timeout is long: the
+    tests that count requests must not see a retry because a loaded machine answered a call late."""
+    return {"model": {"spec": "openai:loop", "base_url": base_url, "timeout_s": 60, **fields}}
 
 
 def output(result: pytest.RunResult) -> str:
