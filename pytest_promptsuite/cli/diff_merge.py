@@ -66,6 +66,11 @@ def _read(path: Path, err: TextIO) -> tuple[list[CaseResult], dict[str, Any] | N
         return None
 
 
+def _streams(out: TextIO | None, err: TextIO | None) -> tuple[TextIO, TextIO]:
+    """Return ``out`` and ``err``, stdout and stderr where not given (as they are when the command runs)."""
+    return out or sys.stdout, err or sys.stderr
+
+
 def _run_of(summary: dict[str, Any] | None) -> RunInfo | None:
     run = summary.get("run") if summary else None
     return RunInfo.from_dict(run) if isinstance(run, dict) else None
@@ -87,7 +92,7 @@ def run_diff(
     read. The rule's settings come from NEW's ``summary.json`` unless given (``paired`` for a bare
     ``results.jsonl``); slice thresholds only fill the table. ``out`` and ``err``: stdout and stderr.
     """
-    out, err = out or sys.stdout, err or sys.stderr
+    out, err = _streams(out, err)
     old_set, new_set = _read(old, err), _read(new, err)
     if old_set is None or new_set is None:
         return UNREADABLE
@@ -172,19 +177,15 @@ def run_merge(
     Exit 0 when its gate holds, 1 when it fails, 2 when a shard or the baseline cannot be read or two shards
     ran the same case. ``out`` and ``err``: stdout and stderr.
     """
-    out, err = out or sys.stdout, err or sys.stderr
+    out, err = _streams(out, err)
     found = _shard_rows(shards, err)
-    if found is None:
+    against = None if baseline is None else _read_baseline(baseline, err)
+    if found is None or (baseline is not None and against is None):
         return UNREADABLE
     rows, summaries = found
     policy = _merge_policies([policy_from_summary(s) for s in summaries], err)
     first = summaries[0] if summaries else {}
     run = _run_of(first)
-    against = None
-    if baseline is not None:
-        against = _read_baseline(baseline, err)
-        if against is None:
-            return UNREADABLE
     run = replace(run, prompt_hash=RunInfo.prompts_hash(rows)) if run is not None else None
     settings = GateSettings.from_dict(first)
     summary = summarize(rows, policy, baseline=against, settings=settings, run=run, usage=usage_report(rows, run))

@@ -101,7 +101,7 @@ def _incomplete(d: RunIncomplete) -> str:
 
 
 def _usage_increased(d: UsageIncreased) -> str:
-    where = "in total" if d.scope == "total" else f"slice {d.scope!r}"
+    where = "in total" if d.scope == "total" and d.variant is None else _where(d.scope, d.variant)
     if d.measure == "tokens":
         figures, key = f"{d.baseline:,.1f} -> {d.current:,.1f} tokens", "max_tokens_increase"
     else:

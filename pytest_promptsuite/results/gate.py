@@ -123,6 +123,8 @@ class UsageIncreased:
     current: float
     #: The allowed increase, a share of the baseline (0.2: 20 %).
     limit: float
+    #: The prompt variant of a run with variants (None: the slice or total of a run without).
+    variant: str | None = None
 
     @property
     def increase(self) -> float | None:
