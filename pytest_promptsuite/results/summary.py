@@ -212,7 +212,7 @@ def _gate(
     settings: GateSettings,
 ) -> GateResult:
     """Return the gate: the slices' failures in slice order, the usage increases, the errored cases."""
-    errored = check_errors(rows)
+    errored = check_errors(rows, settings.case_passes if settings.case_pass is not None else None)
     increased = []
     if usage is not None and baseline is not None and baseline.usage is not None:
         increased = check_usage(usage, baseline.usage, settings, baseline.variant)
