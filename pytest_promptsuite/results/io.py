@@ -343,14 +343,22 @@ def load_summary_json(path: Path) -> dict[str, Any] | None:
     file = (path if path.is_dir() else path.parent) / "summary.json"
     if not file.is_file():
         return None
+    data = read_summary(file)
+    if not isinstance(data, dict):
+        raise ConfigError(f"{file}: not a promptsuite summary (expected a JSON object)")
+    return data
+
+
+def read_summary(file: Path) -> Any:
+    """Read a ``summary.json`` (a baseline's, a shard's, an earlier run's): its content, with the ``run`` and
+    ``policy`` of an object checked; ConfigError naming the file (and field) when it cannot be read."""
     try:
         data = decode(file.read_bytes().decode("utf-8"), strict=False)
     except (OSError, ValueError) as exc:
         raise ConfigError(f"{file}: cannot read the summary ({exc})") from exc
-    if not isinstance(data, dict):
-        raise ConfigError(f"{file}: not a promptsuite summary (expected a JSON object)")
-    _check_table(file, data, "run", _StoredRun)
-    _check_table(file, data, "policy", _StoredPolicy)
+    if isinstance(data, dict):
+        _check_table(file, data, "run", _StoredRun)
+        _check_table(file, data, "policy", _StoredPolicy)
     return data
 
 

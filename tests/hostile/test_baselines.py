@@ -140,3 +140,20 @@ def test_every_field_of_a_baseline_we_write_passes_the_check(suite: Suite, capsy
     base = str(suite.path / "base")
     assert main(["diff", base, base]) == 0
     assert main(["merge", base, "--out", str(suite.path / "merged"), "--prompt-baseline", base]) == 0
+
+
+def test_history_reads_its_summaries_through_the_same_reader(
+    suite: Suite, loopback: LoopbackServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An earlier run's summary.json whose ``run`` is not as we write it is refused as a baseline's is."""
+    _, summary = _baseline(suite)
+    change, said = BAD_SUMMARIES["params-string"]
+    suite.write("history/run-1/summary.json", json.dumps({**summary, **change}))
+    suite.config(endpoint(loopback.base_url))
+    result = suite.run("--prompt-history", "history", "--prompt-report", "report")
+    message = f"history/run-1/summary.json: {said}"
+    assert result.ret == pytest.ExitCode.USAGE_ERROR and message in output(result), output(result)
+    assert loopback.stats.requests == 0 and not (suite.path / "report").exists()
+    capsys.readouterr()
+    assert main(["history", str(suite.path / "history")]) == 1
+    assert f"{suite.path}/{message}" in capsys.readouterr().err
