@@ -186,9 +186,14 @@ def _checked(file: Path, number: int, problem: str | None, value: Any) -> Any:
     missing = next((name for name in _REQUIRED if name not in value), None)
     if missing is not None:
         raise ConfigError(f"{file}:{number}: not a results.jsonl row (missing field {missing!r})")
-    from pytest_promptsuite.config.config_schema import read_tables
+    from pytest_promptsuite.config.config_schema import validate
 
-    read_tables(_StoredRow, value, path=Path(f"{file}:{number}"), prefix="", lines={})
+    try:
+        validate(_StoredRow, value)
+    except ValueError:  # pydantic's ValidationError: said again with the file, the line and each field
+        from pytest_promptsuite.config.config_schema import read_tables
+
+        read_tables(_StoredRow, value, path=Path(f"{file}:{number}"), prefix="", lines={})
     return value
 
 
