@@ -242,8 +242,6 @@ def summary_lines(
     header, rows = slice_rows(summary)
     right = {1, 2, 3, 4, 5, 6} | ({9, 10, 12, 13, 15} if summary.baseline is not None else set())
     yield from _table(header, rows, right=right)
-    if summary.compared_variants is not None:
-        yield "each slice's first row pools its prompt variants; the gate judges each variant's row apart"
     t = summary.totals
     yield f"total: {t.cases} cases, {t.passed} passed, {t.failed} failed, {t.error} error, {t.review} review"
     if usage is not None:
@@ -259,6 +257,8 @@ def summary_lines(
 
 def _group_lines(summary: Summary, max_ids: int) -> Iterator[str]:
     """Yield the lines by variant, flaky case, case rule and sequential test."""
+    if summary.compared_variants is not None:
+        yield "the slice table: each slice's first row pools its prompt variants; the gate judges each variant's row"
     if summary.variants:
         yield "by variant: " + ", ".join(
             f"{v.name} {pct(v.counts.pass_rate)} ({v.counts.passed}/{v.counts.counted})" for v in summary.variants
