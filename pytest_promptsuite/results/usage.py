@@ -102,7 +102,18 @@ class UsageStats:
 
 def _plus(total: int | None, value: Any) -> int | None:
     """Add a token count to a total (None until one is counted); anything but a count leaves it."""
-    return (total or 0) + value if isinstance(value, int) else total
+    return (total or 0) + value if _is_count(value) else total
+
+
+def _token(value: Any) -> int | None:
+    """Return a token count read back, or None for one that is not a count."""
+    return value if _is_count(value) else None
+
+
+def _is_count(value: Any) -> bool:
+    """Tell whether a token count read back is one: an integer, not negative (a bool or ``-5`` in a hand-edited
+    baseline counts as not reported)."""
+    return type(value) is int and value >= 0
 
 
 @dataclass
@@ -145,10 +156,10 @@ class _Group:
             self.judge_completion_tokens = _plus(self.judge_completion_tokens, judge.get("completion_tokens"))
 
     def _add_usage(self, usage: Mapping[str, Any], cached: bool) -> None:
-        prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
+        prompt, completion = _token(usage.get("prompt_tokens")), _token(usage.get("completion_tokens"))
         self.prompt_tokens = _plus(self.prompt_tokens, prompt)
         self.completion_tokens = _plus(self.completion_tokens, completion)
-        if isinstance(prompt, int) or isinstance(completion, int):
+        if prompt is not None or completion is not None:
             self.measured += 1
         if not cached:
             self.billed.append((prompt, completion))
@@ -259,7 +270,7 @@ class UsageTally:
         """Keep a row's token counts for pairing, when it measured any."""
         if type(usage) is dict:
             prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
-            if isinstance(prompt, int) or isinstance(completion, int):
+            if _is_count(prompt) or _is_count(completion):
                 self._rows[key] = (slice_name, _count(prompt), _count(completion))
 
     def _group(self, slice_name: str, variant: str | None) -> _Group:
@@ -338,7 +349,7 @@ class UsageTally:
 
 def _count(value: Any) -> int:
     """Return a token count as a number (0 for one not reported)."""
-    return value if isinstance(value, int) else 0
+    return value if _is_count(value) else 0
 
 
 def _judged(details: list[Any]) -> Sequence[Mapping[str, Any]]:

@@ -96,3 +96,12 @@ def test_the_token_gate_pairs_by_case_variant_and_repeat_and_by_the_baseline_var
     assert check_usage(current, baseline, GateSettings()) == []  # no limit: nothing compared
     assert current.against(baseline, "v1").total.baseline_tokens_per_case == 15.0
     assert current.against(usage_report([])).total.baseline_tokens_per_case is None  # nothing in common
+
+
+def test_a_hand_edited_count_that_is_no_count_is_not_reported() -> None:
+    """A bool or a negative count (a baseline edited by hand) is neither summed, priced nor paired."""
+    odd = [_row(c, usage={"prompt_tokens": v, "completion_tokens": v}) for c, v in (("a", True), ("b", -1000))]
+    run = RunInfo("1", {"": {"spec": "fake", "prices": {"prompt": 1.0, "completion": 1.0}}})
+    report = usage_report([*odd, _used("c", None, 0, 4)], run)
+    assert (report.total.prompt_tokens, report.total.measured, report.total.cost_usd) == (4, 1, 4e-6)
+    assert sorted(report.rows) == [("c", None, 0)]
