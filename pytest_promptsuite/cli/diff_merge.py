@@ -53,24 +53,22 @@ def policy_from_summary(data: dict[str, Any] | None) -> ThresholdPolicy:
     return ThresholdPolicy(Thresholds(default=config_default, slices=slices), option=option)
 
 
-def _read(path: Path, err: TextIO) -> list[CaseResult] | None:
+def _read(path: Path, err: TextIO) -> tuple[list[CaseResult], dict[str, Any] | None] | None:
+    """Read a result set's rows and the ``summary.json`` beside them (None when it has none); None, said on
+    ``err``, when either cannot be read or a field is not as we write it."""
     if not path.exists():
         print(f"{path}: no such file or folder", file=err)
         return None
     try:
-        return load_results(path)
+        return load_results(path), load_summary_json(path)
     except PromptSuiteError as exc:
         print(str(exc), file=err)
         return None
 
 
-def _summary_of(path: Path, err: TextIO) -> dict[str, Any] | None:
-    """Read the ``summary.json`` beside a result set, or None (a bad one is reported and ignored)."""
-    try:
-        return load_summary_json(path)
-    except PromptSuiteError as exc:
-        print(f"{exc}; ignoring it", file=err)
-        return None
+def _streams(out: TextIO | None, err: TextIO | None) -> tuple[TextIO, TextIO]:
+    """Return ``out`` and ``err``, stdout and stderr where not given (as they are when the command runs)."""
+    return out or sys.stdout, err or sys.stderr
 
 
 def _run_of(summary: dict[str, Any] | None) -> RunInfo | None:
@@ -85,20 +83,20 @@ def run_diff(
     alpha: float | None = None,
     max_regression: float | None = None,
     baseline_variant: str | None = None,
-    out: TextIO = sys.stdout,
-    err: TextIO = sys.stderr,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
 ) -> int:
     """Compare NEW with OLD under the regression rule; print the slice table, verdicts and every changed id.
 
     Exit 1 when a slice regressed (or nothing could be compared), 0 otherwise, 2 when a result set cannot be
     read. The rule's settings come from NEW's ``summary.json`` unless given (``paired`` for a bare
-    ``results.jsonl``); slice thresholds only fill the table.
+    ``results.jsonl``); slice thresholds only fill the table. ``out`` and ``err``: stdout and stderr.
     """
-    old_rows = _read(old, err)
-    new_rows = _read(new, err)
-    if old_rows is None or new_rows is None:
+    out, err = _streams(out, err)
+    old_set, new_set = _read(old, err), _read(new, err)
+    if old_set is None or new_set is None:
         return UNREADABLE
-    new_summary, old_summary = _summary_of(new, err), _summary_of(old, err)
+    (old_rows, old_summary), (new_rows, new_summary) = old_set, new_set
     policy, settings = _rule_of(new_summary, alpha, max_regression)
     against = Baseline(old_rows, str(old), baseline_variant, _run_of(old_summary))
     summary = summarize(new_rows, policy, baseline=against, settings=settings, run=_run_of(new_summary))
@@ -148,9 +146,10 @@ def _shard_rows(shards: Sequence[Path], err: TextIO) -> tuple[list[CaseResult], 
     summaries: list[dict[str, Any]] = []
     owner: dict[CaseKey, Path] = {}
     for shard in shards:
-        shard_rows = _read(shard, err)
-        if shard_rows is None:
+        found = _read(shard, err)
+        if found is None:
             return None
+        shard_rows, shard_summary = found
         for row in shard_rows:
             if row.key in owner:
                 print(
@@ -161,11 +160,7 @@ def _shard_rows(shards: Sequence[Path], err: TextIO) -> tuple[list[CaseResult], 
                 return None
             owner[row.key] = shard
         rows.extend(shard_rows)
-        try:
-            summaries.append(load_summary_json(shard) or {})
-        except PromptSuiteError as exc:
-            print(str(exc), file=err)
-            return None
+        summaries.append(shard_summary or {})
     return rows, summaries
 
 
@@ -174,26 +169,23 @@ def run_merge(
     out_dir: Path,
     *,
     baseline: Path | None = None,
-    out: TextIO = sys.stdout,
-    err: TextIO = sys.stderr,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
 ) -> int:
     """Merge shard reports into one report in ``out_dir``, with the shards' thresholds, settings and run record.
 
     Exit 0 when its gate holds, 1 when it fails, 2 when a shard or the baseline cannot be read or two shards
-    ran the same case.
+    ran the same case. ``out`` and ``err``: stdout and stderr.
     """
+    out, err = _streams(out, err)
     found = _shard_rows(shards, err)
-    if found is None:
+    against = None if baseline is None else _read_baseline(baseline, err)
+    if found is None or (baseline is not None and against is None):
         return UNREADABLE
     rows, summaries = found
     policy = _merge_policies([policy_from_summary(s) for s in summaries], err)
     first = summaries[0] if summaries else {}
     run = _run_of(first)
-    against = None
-    if baseline is not None:
-        against = _read_baseline(baseline, err)
-        if against is None:
-            return UNREADABLE
     run = replace(run, prompt_hash=RunInfo.prompts_hash(rows)) if run is not None else None
     settings = GateSettings.from_dict(first)
     summary = summarize(rows, policy, baseline=against, settings=settings, run=run, usage=usage_report(rows, run))
@@ -206,10 +198,11 @@ def run_merge(
 
 def _read_baseline(baseline: Path, err: TextIO) -> Baseline | None:
     """Read a baseline's rows, run record and usage; None, reported, when it cannot be read."""
-    baseline_rows = _read(baseline, err)
-    if baseline_rows is None:
+    found = _read(baseline, err)
+    if found is None:
         return None
-    base_run = _run_of(_summary_of(baseline, err))
+    baseline_rows, summary = found
+    base_run = _run_of(summary)
     return Baseline(baseline_rows, str(baseline), None, base_run, usage=usage_report(baseline_rows, base_run))
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from pytest_promptsuite.cases.prompt_case import CaseKey
 from pytest_promptsuite.results.gate import CasesErrored
 from pytest_promptsuite.results.gate import GateDecision
 from pytest_promptsuite.results.gate import NoCommonCases
@@ -86,11 +87,39 @@ def _no_common_cases(d: NoCommonCases) -> str:
 
 
 def _errored(d: CasesErrored) -> str:
-    ids = [key.case_id for key in d.cases]
+    errored, passed = d.by_case()
+    named = _case_names([*errored, *passed])
+    said = [_erred_cases(errored, named)] if errored else []
+    if passed:
+        runs = sum(len(r) for r in passed.values())
+        said.append(
+            f"{plural(len(passed), 'case')} passed under [gate] case_pass although {plural(runs, 'run')} ended "
+            f"in an error: {_ids(_with_repeats(passed, named))}"
+        )
+    return "; ".join(said) + "; errors always fail the run"
+
+
+def _erred_cases(errored: dict[CaseKey, list[int]], named: dict[CaseKey, str]) -> str:
+    runs = sum(len(r) for r in errored.values())
+    over = f" in {plural(runs, 'run')}" if runs > len(errored) else ""
     return (
-        f"{plural(d.count, 'case')} ended in an error (the model call or the rendering failed): "
-        f"{_ids(ids)}; errors always fail the run"
+        f"{plural(len(errored), 'case')} ended in an error{over} (the model call or the rendering failed): "
+        f"{_ids(_with_repeats(errored, named))}"
     )
+
+
+def _case_names(cases: Sequence[CaseKey]) -> dict[CaseKey, str]:
+    """Name each case by its id, and by its id and variant where one id errs in more than one variant."""
+    ids = [key.case_id for key in cases]
+    return {key: key.name(with_repeat=False) if ids.count(key.case_id) > 1 else key.case_id for key in cases}
+
+
+def _with_repeats(cases: dict[CaseKey, list[int]], named: dict[CaseKey, str]) -> list[str]:
+    """Name each case once, with the repeats that erred where more than one did."""
+    return [
+        named[key] if len(repeats) == 1 else f"{named[key]} (repeats {', '.join(map(str, repeats))})"
+        for key, repeats in cases.items()
+    ]
 
 
 def _incomplete(d: RunIncomplete) -> str:
@@ -101,7 +130,7 @@ def _incomplete(d: RunIncomplete) -> str:
 
 
 def _usage_increased(d: UsageIncreased) -> str:
-    where = "in total" if d.scope == "total" else f"slice {d.scope!r}"
+    where = "in total" if d.scope == "total" and d.variant is None else _where(d.scope, d.variant)
     if d.measure == "tokens":
         figures, key = f"{d.baseline:,.1f} -> {d.current:,.1f} tokens", "max_tokens_increase"
     else:

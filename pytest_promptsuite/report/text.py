@@ -15,6 +15,8 @@ from pytest_promptsuite.report.evidence import regression_lines
 from pytest_promptsuite.report.reasons import plural
 from pytest_promptsuite.report.reasons import reason
 from pytest_promptsuite.results.case_result import CaseResult
+from pytest_promptsuite.results.records import Counts
+from pytest_promptsuite.results.records import RegressionTest
 from pytest_promptsuite.results.records import SliceStats
 from pytest_promptsuite.results.records import VariantComparison
 from pytest_promptsuite.results.records import VariantSlice
@@ -76,16 +78,55 @@ def slice_rows(summary: Summary) -> tuple[list[str], list[list[str]]]:
     header.append("gate")
     rows = []
     for s in summary.slices:
-        c = s.counts
-        interval = c.interval
-        ci = "-" if interval is None else f"{interval[0]:.0%}-{interval[1]:.0%}"
-        row = [s.slice, *map(str, (c.cases, c.passed, c.failed, c.error, c.review)), pct(c.pass_rate), ci]
-        row.append(f"{s.threshold:.0%} ({s.threshold_source})")
+        row = [s.slice, *_count_cells(s.counts), f"{s.threshold:.0%} ({s.threshold_source})"]
         if baseline:
             row += _baseline_cells(s)
         row.append(s.gate.upper())
         rows.append(row)
+        rows += _variant_slice_rows(summary, s.slice, baseline)
     return header, rows
+
+
+def _count_cells(c: Counts) -> list[str]:
+    """Return a group's outcome counts, pass rate and 95 % interval as cells."""
+    interval = c.interval
+    ci = "-" if interval is None else f"{interval[0]:.0%}-{interval[1]:.0%}"
+    return [*map(str, (c.cases, c.passed, c.failed, c.error, c.review)), pct(c.pass_rate), ci]
+
+
+def _variant_slice_rows(summary: Summary, name: str, baseline: bool) -> list[list[str]]:
+    """Return, in a run with prompt variants, a row per variant of slice ``name`` under its pooled row: each
+    variant is gated on its own (threshold, and against the baseline's rows of that variant)."""
+    compared = summary.compared_variants
+    if compared is None:
+        return []
+    tests = {(t.slice, t.variant): t for t in summary.tests if t.against == "baseline"}
+    rows = []
+    for vs in (v for v in compared.slices if v.slice == name):
+        row = [f"  {name} [{vs.variant}]", *_count_cells(vs.counts), f"{vs.threshold:.0%}"]
+        if baseline:
+            row += _test_cells(tests.get((name, vs.variant)))
+        rows.append([*row, vs.gate.upper()])
+    return rows
+
+
+def _test_cells(test: RegressionTest | None) -> list[str]:
+    """Return the baseline columns of one (slice, variant) from its regression test (no McNemar p of its own)."""
+    if test is None:
+        return ["-"] * 7
+    shown_p = test.p_adjusted if test.p_adjusted is not None else test.p_regression
+    detectable = "-" if test.detectable_drop is None else f"{test.detectable_drop * 100:.1f}"
+    delta = None if test.drop is None else 0.0 - test.drop  # no "-0.0"
+    flips = f"-{test.regressions}/+{test.fixes}"
+    return [
+        pct(test.baseline_pass_rate),
+        _signed_points(delta),
+        flips,
+        "-",
+        _p(shown_p),
+        regression_cell(test),
+        detectable,
+    ]
 
 
 def _baseline_cells(s: SliceStats) -> list[str]:
@@ -243,6 +284,8 @@ def summary_lines(
 
 def _group_lines(summary: Summary, max_ids: int) -> Iterator[str]:
     """Yield the lines by variant, flaky case, case rule and sequential test."""
+    if summary.compared_variants is not None:
+        yield "the slice table: each slice's first row pools its prompt variants; the gate judges each variant's row"
     if summary.variants:
         yield "by variant: " + ", ".join(
             f"{v.name} {pct(v.counts.pass_rate)} ({v.counts.passed}/{v.counts.counted})" for v in summary.variants

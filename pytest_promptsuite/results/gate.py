@@ -11,8 +11,10 @@ from pytest_promptsuite.cases.prompt_case import CaseKey
 from pytest_promptsuite.checks.outcome import Outcome
 from pytest_promptsuite.config.settings import GateSettings
 from pytest_promptsuite.results.case_result import CaseResult
+from pytest_promptsuite.results.records import CaseRule
 from pytest_promptsuite.results.records import Counts
 from pytest_promptsuite.results.records import RegressionTest
+from pytest_promptsuite.results.records import case_outcome
 
 
 #: Pass rates are compared with this slack so that 0.9 of 10 cases meets a 0.9 threshold.
@@ -102,12 +104,26 @@ class NoCommonCases:
 class CasesErrored:
     """Cases that ended in an error (the model call or the rendering failed): errors always fail."""
 
+    #: Every run (case, variant, repeat) that ended in an error, in row order.
     cases: tuple[CaseKey, ...]
+    #: Under ``[gate] case_pass``: the errored runs of cases that passed over their repeats all the same.
+    passed: tuple[CaseKey, ...] = ()
 
     @property
     def count(self) -> int:
-        """How many rows ended in an error."""
-        return len(self.cases)
+        """How many cases (each case and variant once, as the slice table counts them) ended in an error."""
+        return len(self.by_case()[0])
+
+    def by_case(self) -> tuple[dict[CaseKey, list[int]], dict[CaseKey, list[int]]]:
+        """Return the errored repeats of each case (and variant) that ended in an error, and of each that
+        passed under ``case_pass`` all the same, in row order."""
+        held = set(self.passed)
+        errored: dict[CaseKey, list[int]] = {}
+        passed: dict[CaseKey, list[int]] = {}
+        for key in self.cases:
+            side = passed if key in held else errored
+            side.setdefault(CaseKey(key.case_id, key.variant), []).append(key.repeat)
+        return errored, passed
 
 
 @dataclass(frozen=True)
@@ -123,6 +139,8 @@ class UsageIncreased:
     current: float
     #: The allowed increase, a share of the baseline (0.2: 20 %).
     limit: float
+    #: The prompt variant of a run with variants (None: the slice or total of a run without).
+    variant: str | None = None
 
     @property
     def increase(self) -> float | None:
@@ -216,10 +234,25 @@ def check_regression(
     )
 
 
-def check_errors(rows: Iterable[CaseResult]) -> CasesErrored | None:
-    """Return the rows that ended in an error, in row order; None when there is none."""
+def check_errors(rows: Iterable[CaseResult], rule: CaseRule | None = None) -> CasesErrored | None:
+    """Return the rows that ended in an error, in row order (under a ``case_pass`` ``rule``, those of cases
+    that passed over their repeats apart); None when there is none."""
+    rows = list(rows)
     erred = tuple(r.key for r in rows if r.outcome is Outcome.ERROR)
-    return CasesErrored(cases=erred) if erred else None
+    if not erred:
+        return None
+    return CasesErrored(cases=erred, passed=_held(rows, erred, rule) if rule is not None else ())
+
+
+def _held(rows: list[CaseResult], erred: tuple[CaseKey, ...], rule: CaseRule) -> tuple[CaseKey, ...]:
+    """Return the errored runs of the cases whose repeats pass ``rule`` all the same."""
+    cases = {(key.case_id, key.variant) for key in erred}
+    runs: dict[tuple[str, str | None], list[CaseResult]] = {}
+    for row in rows:
+        if (row.case_id, row.variant) in cases:
+            runs.setdefault((row.case_id, row.variant), []).append(row)
+    held = {case for case, of in runs.items() if case_outcome(of, rule) is Outcome.PASSED}
+    return tuple(key for key in erred if (key.case_id, key.variant) in held)
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from typing import ClassVar
 from typing import Literal
 
 from pytest_promptsuite.errors import ConfigError
-from pytest_promptsuite.formats.jsonio import decode
+from pytest_promptsuite.results.io import read_summary
 from pytest_promptsuite.results.summary import Summary
 
 
@@ -165,11 +165,7 @@ def load_history(folders: Iterable[Path], *, limit: int | None = HISTORY_RUNS) -
             raise ConfigError(f"{folder}: no such file or folder")
         files = _summary_files(folder)
         for file in files:
-            try:
-                data = decode(file.read_bytes().decode("utf-8"), strict=False)
-            except (OSError, ValueError) as exc:
-                raise ConfigError(f"{file}: cannot read this summary.json ({exc})") from exc
-            runs.append(HistoryRun.from_document(_label(file, folder), data, str(file)))
+            runs.append(HistoryRun.from_document(_label(file, folder), read_summary(file), str(file)))
     if limit is None:
         return History(tuple(runs))
     return History(tuple(runs[-limit:]) if limit else ())

@@ -10,16 +10,23 @@ from array import array
 from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Iterator
+from dataclasses import dataclass
+from dataclasses import field
 from pathlib import Path
 from typing import IO
+from typing import Annotated
 from typing import Any
+from typing import ClassVar
+from typing import Literal
 
+from pytest_promptsuite.config.settings import Share
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.formats.jsonio import JsonError
 from pytest_promptsuite.formats.jsonio import decode
 from pytest_promptsuite.formats.jsonio import encode
 from pytest_promptsuite.formats.jsonl import line_problem
 from pytest_promptsuite.formats.jsonl import read_jsonl
+from pytest_promptsuite.results.case_result import RESULT_FORMAT_VERSION
 from pytest_promptsuite.results.case_result import CaseResult
 from pytest_promptsuite.safety.scrub import scrub
 
@@ -30,6 +37,92 @@ _KEPT = tuple(f.name for f in dataclasses.fields(CaseResult) if f.name not in _O
 _BLOCK_BYTES = 1 << 20
 #: Told of each row a spool keeps, with everything its line holds.
 OnRow = Callable[[CaseResult, dict[str, Any]], None]
+#: How the fields of a stored row (or a summary's ``run``) are checked: strictly (no string for a number,
+#: no true for 1), keys this version does not read ignored (a row's ``tool_calls`` are read on their own).
+_STRICT: dict[str, Any] = {"extra": "ignore", "strict": True}
+_NAME = {"min_length": 1}
+_COUNT = {"ge": 0, "le": 2**63 - 1}
+_REQUIRED = ("case_id", "slice", "outcome")
+
+
+@dataclass(frozen=True)
+class _StoredCheck:
+    """An entry of a row's ``checks``, every field as a run writes it (no other key)."""
+
+    __pydantic_config__: ClassVar[dict[str, Any]] = {**_STRICT, "extra": "forbid"}
+    layer: str
+    name: str
+    passed: bool
+    message: str
+    gating: bool = True
+    skipped: bool = False
+    score: float | None = None
+    details: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class _StoredRow:
+    """A ``results.jsonl`` row (a baseline's, a shard's, a report's), each field a reader uses as we write it."""
+
+    __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
+    case_id: str = field(metadata=_NAME)
+    slice: str = field(metadata=_NAME)
+    outcome: Literal["passed", "failed", "error", "review", "skipped"]
+    variant: str | None = field(default=None, metadata=_NAME)
+    repeat: int = field(default=0, metadata=_COUNT)
+    output: str | None = None
+    checks: list[_StoredCheck] = field(default_factory=list)
+    error: str | None = None
+    prompt: Any = None
+    prompt_hash: str | None = None
+    #: Counted where they are read (usage.py): a value not as we write it counts as not reported.
+    latency_ms: Any = None
+    usage: Any = None
+    location: str | None = None
+    tags: list[str] = field(default_factory=list)
+    metadata: dict[str, Any] | None = None
+    replies: list[str] = field(default_factory=list)
+    cached: bool = False
+    format_version: int = 1
+
+
+@dataclass(frozen=True)
+class _StoredModel:
+    """A model of a summary's ``run.models``, each field a reader uses as we write it."""
+
+    __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
+    spec: str | None = None
+    base_url: str | None = None
+    params: dict[str, Any] | None = None
+    deterministic: bool = False
+    prices: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class _StoredRun:
+    """A ``summary.json``'s ``run``: what that run used."""
+
+    __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
+    promptsuite_version: str | None = None
+    models: dict[str, _StoredModel] = field(default_factory=dict)
+    suite_hash: str | None = None
+    prompt_hash: str | None = None
+
+
+_SHARE = {"ge": 0, "le": 1}
+
+
+@dataclass(frozen=True)
+class _StoredPolicy:
+    """A ``summary.json``'s ``policy``: the thresholds ``diff`` and ``merge`` reuse."""
+
+    __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
+    slices: dict[str, Annotated[float, Share]] = field(default_factory=dict)
+    option: float | None = field(default=None, metadata=_SHARE)
+    config_default: float | None = field(default=None, metadata=_SHARE)
+    builtin: float = field(default=1.0, metadata=_SHARE)
+    max_regression_option: float | None = field(default=None, metadata=_SHARE)
+    max_regression_config: float | None = field(default=None, metadata=_SHARE)
 
 
 def encode_row(row: CaseResult) -> tuple[str, dict[str, Any] | None]:
@@ -56,8 +149,14 @@ def load_results(path: Path) -> list[CaseResult]:
     """Read the rows of a ``results.jsonl``, or of the one in a report folder; ConfigError naming the file
     (and line) when it is missing or a row is not one."""
     file, fp = _open(path)
+    seen: dict[tuple[str, str | None, int], int] = {}
     with fp:
-        return [_row(file, line.number, line.problem, line.value) for line in read_jsonl(fp, strict=False)]
+        rows = []
+        for line in read_jsonl(fp, strict=False):
+            row = _row(file, line.number, line.problem, _checked(file, line.number, line.problem, line.value))
+            _once(file, line.number, row, seen)
+            rows.append(row)
+        return rows
 
 
 def stream_results(path: Path, on_row: OnRow | None = None) -> StoredResults:
@@ -65,10 +164,48 @@ def stream_results(path: Path, on_row: OnRow | None = None) -> StoredResults:
     :func:`load_results`. ``on_row`` is told of each row with its line's whole value."""
     file, fp = _open(path)
     stored = StoredResults(file, on_row=on_row)
+    seen: dict[tuple[str, str | None, int], int] = {}
     with fp:
         for line in read_jsonl(fp, strict=False):
-            stored.keep(line.start, line.end, line.number, line.problem, line.value)
+            value = _checked(file, line.number, line.problem, line.value)
+            _once(file, line.number, stored.keep(line.start, line.end, line.number, line.problem, value), seen)
     return stored
+
+
+def _checked(file: Path, number: int, problem: str | None, value: Any) -> Any:
+    """Return a line's value once every field a reader uses is as we write it (pydantic: ``_StoredRow``);
+    ConfigError ``file:line: field: ...`` naming each that is not. A row of a newer format is left to
+    :meth:`CaseResult.from_dict`, which says to upgrade."""
+    if problem is not None:
+        raise ConfigError(f"{file}:{number}: not a results.jsonl row ({problem})")
+    if not isinstance(value, dict):
+        raise ConfigError(f"{file}:{number}: not a results.jsonl row (expected a JSON object)")
+    version = value.get("format_version")
+    if isinstance(version, int) and version > RESULT_FORMAT_VERSION:
+        return value
+    missing = next((name for name in _REQUIRED if name not in value), None)
+    if missing is not None:
+        raise ConfigError(f"{file}:{number}: not a results.jsonl row (missing field {missing!r})")
+    from pytest_promptsuite.config.config_schema import validate
+
+    try:
+        validate(_StoredRow, value)
+    except ValueError:  # pydantic's ValidationError: said again with the file, the line and each field
+        from pytest_promptsuite.config.config_schema import read_tables
+
+        read_tables(_StoredRow, value, path=Path(f"{file}:{number}"), prefix="", lines={})
+    return value
+
+
+def _once(file: Path, number: int, row: CaseResult, seen: dict[tuple[str, str | None, int], int]) -> None:
+    """Note the line of ``row``'s (case, variant, repeat); ConfigError naming both lines when it was seen."""
+    key = (row.case_id, row.variant, row.repeat)
+    first = seen.setdefault(key, number)
+    if first != number:
+        raise ConfigError(
+            f"{file}:{number}: case {row.case_id!r} (variant {row.variant}, repeat {row.repeat}) is also on line "
+            f"{first}: a result set holds each case, variant and repeat once (was a shard appended twice?)"
+        )
 
 
 class StoredResults:
@@ -211,10 +348,36 @@ def load_summary_json(path: Path) -> dict[str, Any] | None:
     file = (path if path.is_dir() else path.parent) / "summary.json"
     if not file.is_file():
         return None
+    data = read_summary(file)
+    if not isinstance(data, dict):
+        raise ConfigError(f"{file}: not a promptsuite summary (expected a JSON object)")
+    return data
+
+
+def read_summary(file: Path) -> Any:
+    """Read a ``summary.json`` (a baseline's, a shard's, an earlier run's): its content, with the ``run`` and
+    ``policy`` of an object checked; ConfigError naming the file (and field) when it cannot be read."""
     try:
         data = decode(file.read_bytes().decode("utf-8"), strict=False)
     except (OSError, ValueError) as exc:
         raise ConfigError(f"{file}: cannot read the summary ({exc})") from exc
-    if not isinstance(data, dict):
-        raise ConfigError(f"{file}: not a promptsuite summary (expected a JSON object)")
+    if isinstance(data, dict):
+        _check_table(file, data, "run", _StoredRun)
+        _check_table(file, data, "policy", _StoredPolicy)
     return data
+
+
+def _check_table(file: Path, data: dict[str, Any], name: str, table: type) -> None:
+    """Check the fields of a summary's ``run`` (or ``policy``) that a reader uses (pydantic); ConfigError
+    ``file: run.field: ...`` naming each that is not as we write it (the run without variants' model is
+    ``run.models[""]``)."""
+    from pytest_promptsuite.config.config_schema import read_tables
+
+    if data.get(name) is None:  # a run that recorded none
+        return
+    if not isinstance(data[name], dict):
+        raise ConfigError(f"{file}: {name}: Input should be a valid dictionary")
+    try:
+        read_tables(table, data[name], path=file, prefix=name, lines={})
+    except ConfigError as exc:
+        raise ConfigError(str(exc).replace("run.models..", 'run.models[""].')) from None

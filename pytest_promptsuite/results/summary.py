@@ -156,7 +156,7 @@ def summarize(
     return Summary(
         totals=totals,
         slices=tuple(slices),
-        gate=_gate(rows, decisions, judgement, usage, base_usage, settings),
+        gate=_gate(rows, decisions, judgement, usage, baseline, settings),
         tags=_tag_stats(counted),
         variants=_variant_stats(counted),
         repeats=_repeat_stats(rows, rule),
@@ -167,7 +167,7 @@ def summarize(
         tests=judgement.tests,
         run=run,
         baseline_run=baseline.run if baseline is not None else None,
-        usage=None if usage is None else usage.against(base_usage),
+        usage=None if usage is None else usage.against(base_usage, baseline.variant if baseline else None),
     )
 
 
@@ -208,12 +208,14 @@ def _gate(
     thresholds: list[GateDecision],
     judgement: Judgement,
     usage: UsageReport | None,
-    base_usage: UsageReport | None,
+    baseline: Baseline | None,
     settings: GateSettings,
 ) -> GateResult:
     """Return the gate: the slices' failures in slice order, the usage increases, the errored cases."""
-    errored = check_errors(rows)
-    increased = check_usage(usage, base_usage, settings) if usage is not None and base_usage is not None else []
+    errored = check_errors(rows, settings.case_passes if settings.case_pass is not None else None)
+    increased = []
+    if usage is not None and baseline is not None and baseline.usage is not None:
+        increased = check_usage(usage, baseline.usage, settings, baseline.variant)
     ordered = _in_slice_order(thresholds, judgement.decisions)
     return GateResult.of([*ordered, *increased, *([errored] if errored else [])])
 

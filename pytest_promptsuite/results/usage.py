@@ -12,12 +12,19 @@ from dataclasses import field
 from dataclasses import replace
 from typing import Any
 from typing import Literal
+from typing import Union
 
 from pytest_promptsuite.config.settings import GateSettings
 from pytest_promptsuite.config.tables import Prices
 from pytest_promptsuite.results.case_result import CaseResult
 from pytest_promptsuite.results.gate import UsageIncreased
 from pytest_promptsuite.results.records import RunInfo
+
+
+#: Which row: its case, variant and repeat.
+RowKey = tuple[str, Union[str, None], int]
+#: A measured row's figures: its slice, the tested model's tokens, and their USD (None without prices).
+RowUsage = tuple[str, int, Union[float, None]]
 
 
 def percentile(values: list[float], q: float) -> float | None:
@@ -95,7 +102,18 @@ class UsageStats:
 
 def _plus(total: int | None, value: Any) -> int | None:
     """Add a token count to a total (None until one is counted); anything but a count leaves it."""
-    return (total or 0) + value if isinstance(value, int) else total
+    return (total or 0) + value if _is_count(value) else total
+
+
+def _token(value: Any) -> int | None:
+    """Return a token count read back, or None for one that is not a count."""
+    return value if _is_count(value) else None
+
+
+def _is_count(value: Any) -> bool:
+    """Tell whether a token count read back is one: an integer, not negative (a bool or ``-5`` in a hand-edited
+    baseline counts as not reported)."""
+    return type(value) is int and value >= 0
 
 
 @dataclass
@@ -138,10 +156,10 @@ class _Group:
             self.judge_completion_tokens = _plus(self.judge_completion_tokens, judge.get("completion_tokens"))
 
     def _add_usage(self, usage: Mapping[str, Any], cached: bool) -> None:
-        prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
+        prompt, completion = _token(usage.get("prompt_tokens")), _token(usage.get("completion_tokens"))
         self.prompt_tokens = _plus(self.prompt_tokens, prompt)
         self.completion_tokens = _plus(self.completion_tokens, completion)
-        if isinstance(prompt, int) or isinstance(completion, int):
+        if prompt is not None or completion is not None:
             self.measured += 1
         if not cached:
             self.billed.append((prompt, completion))
@@ -213,16 +231,20 @@ class UsageReport:
     variants: tuple[UsageStats, ...] = ()
     #: Whether any model of the run had ``[model] prices`` (else cost is unknown, not zero).
     priced: bool = False
+    #: Each measured row's figures by (case, variant, repeat): what a baseline's are paired with.
+    rows: Mapping[RowKey, RowUsage] = field(default_factory=dict)
 
-    def against(self, baseline: UsageReport | None) -> UsageReport:
-        """Return the report with the baseline's per-case figures beside each slice's and the total's."""
+    def against(self, baseline: UsageReport | None, variant: str | None = None) -> UsageReport:
+        """Return the report with the baseline's per-case figures beside each slice's and the total's, over
+        the rows both runs measured (``variant``: the baseline's rows of that variant stand for every one)."""
         if baseline is None:
             return self
-        theirs = {s.name: s for s in baseline.slices}
+        pairs = pair_rows(self, baseline, variant)
+        theirs = {name: _theirs(name, [p for p in pairs if p[0][0] == name]) for name in {s.name for s in self.slices}}
         return replace(
             self,
-            total=self.total.against(baseline.total),
-            slices=tuple(s.against(theirs.get(s.name)) for s in self.slices),
+            total=self.total.against(_theirs("total", pairs)),
+            slices=tuple(s.against(theirs[s.name]) for s in self.slices),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -241,6 +263,15 @@ class UsageTally:
 
     def __init__(self) -> None:
         self._groups: dict[tuple[str, str | None], _Group] = {}
+        #: Each measured row's slice and (prompt, completion) tokens, by (case, variant, repeat).
+        self._rows: dict[RowKey, tuple[str, int, int]] = {}
+
+    def _note(self, key: RowKey, slice_name: str, usage: Any) -> None:
+        """Keep a row's token counts for pairing, when it measured any."""
+        if type(usage) is dict:
+            prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
+            if _is_count(prompt) or _is_count(completion):
+                self._rows[key] = (slice_name, _count(prompt), _count(completion))
 
     def _group(self, slice_name: str, variant: str | None) -> _Group:
         group = self._groups.get((slice_name, variant))
@@ -251,12 +282,14 @@ class UsageTally:
     def add(self, row: CaseResult) -> None:
         """Count one row."""
         group = self._group(row.slice, row.variant)
+        self._note((row.case_id, row.variant, row.repeat), row.slice, row.usage)
         judged = _judged([c.details for c in row.checks if c.details]) if row.checks else ()
         group.add(row.output is not None, len(row.replies) or 1, row.cached, row.latency_ms, row.usage, judged)
 
     def add_line(self, row: Mapping[str, Any]) -> None:
         """Count one row as its ``results.jsonl`` line holds it (as this package wrote it)."""
         group = self._group(row["slice"], row.get("variant"))
+        self._note((row["case_id"], row.get("variant"), row.get("repeat", 0)), row["slice"], row.get("usage"))
         answered, calls = row.get("output") is not None, len(row.get("replies") or ()) or 1
         judged: Sequence[Mapping[str, Any]] = ()
         for check in row.get("checks") or ():  # an llm-rubric's judge calls, in its details
@@ -271,6 +304,8 @@ class UsageTally:
         replies, usage, latency, checks = row.get("replies"), row.get("usage"), row.get("latency_ms"), row.get("checks")
         self.add_line(
             {
+                "case_id": row["case_id"],
+                "repeat": row.get("repeat", 0),
                 "slice": row["slice"],
                 "variant": row.get("variant"),
                 "output": row.get("output"),
@@ -300,7 +335,21 @@ class UsageTally:
             tuple(g.stats(name) for name, g in sorted(slices.items())),
             tuple(g.stats(name) for name, g in variants.items()),
             priced=bool(prices),
+            rows=self._priced_rows(prices),
         )
+
+    def _priced_rows(self, prices: Mapping[str, Prices]) -> dict[RowKey, RowUsage]:
+        """Return each measured row's slice, tokens and USD at its variant's ``prices``."""
+        found: dict[RowKey, RowUsage] = {}
+        for key, (slice_name, prompt, completion) in self._rows.items():
+            price = prices.get(key[1] or "") or prices.get("")
+            found[key] = (slice_name, prompt + completion, None if price is None else price.cost(prompt, completion))
+        return found
+
+
+def _count(value: Any) -> int:
+    """Return a token count as a number (0 for one not reported)."""
+    return value if _is_count(value) else 0
 
 
 def _judged(details: list[Any]) -> Sequence[Mapping[str, Any]]:
@@ -308,34 +357,78 @@ def _judged(details: list[Any]) -> Sequence[Mapping[str, Any]]:
     return [usage for detail in details if type(detail) is dict and type(usage := detail.get("judge_usage")) is dict]
 
 
-def check_usage(current: UsageReport, baseline: UsageReport, settings: GateSettings) -> list[UsageIncreased]:
+#: A pair of measured rows, grouped by the current row's (slice, variant): (group, ours, theirs).
+Pair = tuple[tuple[str, Union[str, None]], RowUsage, RowUsage]
+
+
+def pair_rows(current: UsageReport, baseline: UsageReport, variant: str | None = None) -> list[Pair]:
+    """Pair each measured row of ``current`` with the baseline's of the same case, variant and repeat
+    (with ``variant``, the baseline's rows of that variant stand for every variant), in key order."""
+    found: list[Pair] = []
+    for key in sorted(current.rows, key=lambda k: (k[0], k[1] or "", k[2])):
+        theirs = baseline.rows.get((key[0], variant or key[1], key[2]))
+        if theirs is not None:
+            ours = current.rows[key]
+            found.append(((ours[0], key[1]), ours, theirs))
+    return found
+
+
+def _per_case(pairs: Sequence[Pair]) -> tuple[tuple[float, float], tuple[float, float] | None]:
+    """Return (ours, theirs) tokens per paired row, and USD per row over the pairs priced on both sides."""
+    tokens = (sum(p[1][1] for p in pairs) / len(pairs), sum(p[2][1] for p in pairs) / len(pairs))
+    priced = [(ours[2], theirs[2]) for _, ours, theirs in pairs if ours[2] is not None and theirs[2] is not None]
+    if not priced:
+        return tokens, None
+    return tokens, (sum(a for a, _ in priced) / len(priced), sum(b for _, b in priced) / len(priced))
+
+
+def _theirs(name: str, pairs: Sequence[Pair]) -> UsageStats | None:
+    """Return the baseline's per-case figures over ``pairs`` as a group's stats (None without a pair)."""
+    if not pairs:
+        return None
+    (_, tokens), cost = _per_case(pairs)
+    return UsageStats(
+        name, 0, 0, 0, None, None, None, None, None, tokens_per_case=tokens, cost_per_case=cost and cost[1]
+    )
+
+
+def check_usage(
+    current: UsageReport, baseline: UsageReport, settings: GateSettings, variant: str | None = None
+) -> list[UsageIncreased]:
     """Return the increases of tokens or cost per case against the baseline beyond ``[gate]
-    max_tokens_increase`` / ``max_cost_increase``: per slice (in name order), then in total."""
+    max_tokens_increase`` / ``max_cost_increase``, each over the rows both runs measured, paired by case,
+    variant and repeat (``variant``: the baseline's rows of that variant stand for every one): per slice
+    and variant (in name order), then in total."""
     limits: list[tuple[Literal["tokens", "cost"], float | None]] = [
         ("tokens", settings.max_tokens_increase),
         ("cost", settings.max_cost_increase),
     ]
     if all(limit is None for _, limit in limits):
         return []
-    theirs = {s.name: s for s in baseline.slices}
-    pairs = [(s.name, s, theirs.get(s.name)) for s in current.slices] + [("total", current.total, baseline.total)]
-    return [
-        found for scope, mine, other in pairs if other is not None for found in _increases(scope, mine, other, limits)
-    ]
+    pairs = pair_rows(current, baseline, variant)
+    groups: dict[tuple[str, str | None], list[Pair]] = {}
+    for pair in pairs:
+        groups.setdefault(pair[0], []).append(pair)
+    scopes = [(name, group) for name, group in sorted(groups.items(), key=lambda g: (g[0][0], g[0][1] or ""))]
+    scopes += [(("total", None), pairs)] if pairs else []
+    return [found for (name, of), group in scopes for found in _increases(name, of, _per_case(group), limits)]
 
 
 def _increases(
-    scope: str, mine: UsageStats, other: UsageStats, limits: list[tuple[Literal["tokens", "cost"], float | None]]
+    scope: str,
+    variant: str | None,
+    figures: tuple[tuple[float, float], tuple[float, float] | None],
+    limits: list[tuple[Literal["tokens", "cost"], float | None]],
 ) -> list[UsageIncreased]:
     """Return one scope's increases of tokens and cost per case beyond their limits."""
     found = []
     for measure, limit in limits:
-        now = mine.tokens_per_case if measure == "tokens" else mine.cost_per_case
-        before = other.tokens_per_case if measure == "tokens" else other.cost_per_case
-        if limit is None or now is None or before is None:
+        pair = figures[0] if measure == "tokens" else figures[1]
+        if limit is None or pair is None:
             continue
+        now, before = pair
         if now > before * (1 + limit) + 1e-12:
-            found.append(UsageIncreased(scope, measure, before, now, limit))
+            found.append(UsageIncreased(scope, measure, before, now, limit, variant=variant))
     return found
 
 

@@ -148,3 +148,38 @@ def test_a_baseline_with_odd_usage_fields_counts_them_as_absent(suite: Suite, lo
     result = suite.run("--prompt-no-cache", "--prompt-report", "report", "--prompt-baseline", "base")
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
     assert suite.summary()["usage"]["total"]["baseline_tokens_per_case"] is None
+
+
+def _variant_config(suite: Suite, loopback: LoopbackServer, **gate: Any) -> None:
+    """Variant v1 sends the input, v2 the input three times (three times the tokens)."""
+    tables: dict[str, Any] = {
+        "model": loopback.model(prices=PRICES),
+        "variants": {"v1": {"prompt_template": "{input}"}, "v2": {"prompt_template": "{input} {input} {input}"}},
+    }
+    if gate:
+        tables["gate"] = gate
+    suite.config(tables)
+
+
+def test_tokens_and_cost_pair_by_case_variant_and_repeat(suite: Suite, loopback: LoopbackServer) -> None:
+    """A baseline of two variants and two repeats; the same v2 run again (a change of 0 %) passes limits of
+    5 %, against v2's own rows (not the mean of v1 and v2), over every repeat."""
+    _cases(suite)
+    _variant_config(suite, loopback)
+    suite.run("--prompt-no-cache", "--prompt-repeat", "2", "--prompt-report", "base").assert_outcomes(passed=16)
+    _variant_config(suite, loopback, max_tokens_increase=0.05, max_cost_increase=0.05)
+    args = ("--prompt-no-cache", "--prompt-repeat", "2", "--prompt-baseline", "base", "--prompt-report", "report")
+    result = suite.run(*args, "--prompt-variant", "v2")
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    total = suite.summary()["usage"]["total"]
+    assert (total["tokens_per_case"], total["baseline_tokens_per_case"]) == (12.0, 12.0)  # 6 + 6 words, both runs
+    assert [s["baseline_tokens_per_case"] for s in suite.summary()["usage"]["slices"]] == [12.0, 12.0]
+
+    _variant_config(suite, loopback, max_tokens_increase=0.05)
+    suite.write("cases.jsonl", suite.path.joinpath("cases.jsonl").read_text().replace('"one two"', '"one two x"'))
+    result = suite.run(*args, "--prompt-variant", "v2")  # a1 sends 3 words thrice: 9 + 9 tokens, not 6 + 6
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert suite.summary()["gate"]["reasons"][0] == (
+        "slice 'a' [variant v2]: tokens per case rose by 25% against the baseline (12.0 -> 15.0 tokens per "
+        "case), more than [gate] max_tokens_increase = 0.05 allows"
+    )

@@ -30,6 +30,29 @@ def test_the_terminal_prints_the_totals_line_after_the_slice_totals() -> None:
     assert lines[at + 1].startswith("totals: 1 call, 0 cache hits, tokens not reported")
 
 
+def test_with_variants_the_slice_table_shows_the_rows_the_gate_judged() -> None:
+    """The pooled row of a slice is followed by a row per variant: its own rate, interval, threshold, test
+    against the baseline's rows of that variant, and gate (v2 fails its threshold while the pool does not)."""
+    ids = [f"c{i}" for i in range(4)]
+    rows = [row(c, "s", "passed", variant="v1") for c in ids]
+    rows += [row(c, "s", "passed" if c == "c0" else "failed", variant="v2") for c in ids]
+    base = [row(c, "s", "passed", variant=v) for c in ids for v in ("v1", "v2")]
+    summary = summarize(rows, ThresholdPolicy(option=0.5), baseline=base, settings=GateSettings(regression="delta"))
+    lines = list(summary_lines(summary))
+    at = next(i for i, line in enumerate(lines) if line.startswith("s "))
+    assert [line.split() for line in lines[at : at + 3]] == [
+        ["s", "8", "5", "3", "0", "0", "62.5%", "31%-86%", "50%", "(option)", "100.0%", "-37.5", "-3/+0", "0.25"]
+        + ["0.125", "REGRESSED", "12.5", "FAIL"],
+        ["s", "[v1]", "4", "4", "0", "0", "0", "100.0%", "51%-100%", "50%", "100.0%", "+0.0", "-0/+0", "-", "1"]
+        + ["no", "drop", "25.0", "PASS"],
+        ["s", "[v2]", "4", "1", "3", "0", "0", "25.0%", "5%-70%", "50%", "100.0%", "-75.0", "-3/+0", "-", "0.125"]
+        + ["REGRESSED", "25.0", "FAIL"],
+    ]
+    assert (
+        "the slice table: each slice's first row pools its prompt variants; the gate judges each variant's row" in lines
+    )
+
+
 def test_summary_lines_end_with_the_verdict_and_list_regressions_by_id() -> None:
     summary = summarize(
         markup_rows(),

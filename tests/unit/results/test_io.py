@@ -40,6 +40,17 @@ def test_load_results_names_the_file_and_line_of_a_bad_row(tmp_path: Path) -> No
         load_results(tmp_path / "missing.jsonl")
 
 
+def test_a_row_that_is_no_object_or_of_a_newer_format_is_named(tmp_path: Path) -> None:
+    bad = tmp_path / "results.jsonl"
+    bad.write_text('["a", "s", "passed"]\n', "utf-8")
+    for read in (load_results, stream_results):
+        with pytest.raises(ConfigError, match=r"results\.jsonl:1: not a results\.jsonl row \(expected a JSON object\)"):
+            read(bad)
+    bad.write_text(json.dumps({"case_id": 7, "slice": "s", "outcome": "passed", "format_version": 99}) + "\n", "utf-8")
+    with pytest.raises(ConfigError, match="format_version 99 is newer than this pytest-promptsuite reads"):
+        stream_results(bad)  # said before any field of the newer format
+
+
 def test_load_summary_json_beside_the_results_or_none(tmp_path: Path) -> None:
     assert load_summary_json(tmp_path) is None
     (tmp_path / "summary.json").write_text('{"format_version": 2}', "utf-8")

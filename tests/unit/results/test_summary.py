@@ -416,6 +416,37 @@ def test_an_erred_repeat_fails_the_case_unless_the_rule_holds_and_always_fails_t
     assert not summary.gate.passed  # errors always fail
 
 
+def _erred(case_id: str, *repeats: int, runs: int = 3, variant: str | None = None) -> list[CaseResult]:
+    """``runs`` rows of a case, those of ``repeats`` ending in an error, the others passing."""
+    return [
+        CaseResult(case_id, "s", "error" if r in repeats else "passed", variant=variant, repeat=r, error="HTTP 500")
+        for r in range(runs)
+    ]
+
+
+def test_the_error_gate_counts_cases_as_the_slice_table_does_and_names_repeats_apart() -> None:
+    """Under ``--prompt-repeat 3`` and ``case_pass``: a case is named once with its erred repeats, and one that
+    passed under ``case_pass`` is told apart (errors still fail the run)."""
+    rows = _erred("a", 0, 1, 2) + _erred("b", 0, 2) + _erred("ok", 4, runs=5) + _erred("fine")
+    summary = summarize(rows, NO_THRESHOLD, settings=GateSettings(case_pass=0.8))
+    assert summary.totals.error == 2  # a and b; ok passed 4 of 5
+    assert [reason(d) for d in summary.gate.decisions] == [
+        "2 cases ended in an error in 5 runs (the model call or the rendering failed): a (repeats 0, 1, 2), "
+        "b (repeats 0, 2); 1 case passed under [gate] case_pass although 1 run ended in an error: ok; "
+        "errors always fail the run"
+    ]
+    rows = _erred("a", 1, variant="v1") + _erred("a", 1, 2, variant="v2") + _erred("b", 1, variant="v1")
+    (errored,) = summarize(rows, NO_THRESHOLD).gate.decisions  # no rule: each run counts, a case named once
+    assert reason(errored) == (
+        "3 cases ended in an error in 4 runs (the model call or the rendering failed): a[v1], a[v2] (repeats 1, 2), "
+        "b; errors always fail the run"
+    )
+    (held,) = summarize(_erred("ok", 4, runs=5), NO_THRESHOLD, settings=GateSettings(case_pass=0.8)).gate.decisions
+    assert reason(held) == (
+        "1 case passed under [gate] case_pass although 1 run ended in an error: ok; errors always fail the run"
+    )
+
+
 def test_the_report_shows_k_of_n_and_the_rule() -> None:
     rows = repeats("c4", 4, 5) + repeats("c3", 3, 5)
     summary = summarize(rows, NO_THRESHOLD, settings=GateSettings(case_pass=0.8))

@@ -6,10 +6,12 @@ import json
 
 import pytest
 
+from pytest_promptsuite.config.settings import GateSettings
 from pytest_promptsuite.report.text import totals_line
 from pytest_promptsuite.results.case_result import CaseResult
 from pytest_promptsuite.results.records import RunInfo
 from pytest_promptsuite.results.usage import UsageTally
+from pytest_promptsuite.results.usage import check_usage
 from pytest_promptsuite.results.usage import percentile
 from pytest_promptsuite.results.usage import prices_of_run
 from pytest_promptsuite.results.usage import usage_report
@@ -74,3 +76,32 @@ def test_usage_counted_from_spooled_lines_is_usage_of_the_rows() -> None:
     assert tally.report(prices_of_run(run)) == usage_report(load_rows(SPOOLED), run)
     assert tally.report() == usage_report(load_rows(SPOOLED))
     assert tally.report(prices_of_run(run)).total.cost_usd == pytest.approx((10 + 2 * 3) / 1e6)
+
+
+def _used(case_id: str, variant: str | None, repeat: int, tokens: int) -> CaseResult:
+    return _row(case_id, variant=variant, repeat=repeat, usage={"prompt_tokens": tokens, "completion_tokens": 0})
+
+
+def test_the_token_gate_pairs_by_case_variant_and_repeat_and_by_the_baseline_variant() -> None:
+    """Without prices only tokens compare; with ``--prompt-baseline-variant`` that variant's rows stand for
+    every variant; a row in one run only is left out."""
+    baseline = usage_report([_used("a", "v1", r, 10 * (r + 1)) for r in range(2)] + [_used("a", "v2", 0, 99)])
+    current = usage_report([_used("a", "v2", r, 10 * (r + 1)) for r in range(3)])  # repeat 2: not in the baseline
+    settings = GateSettings(max_tokens_increase=0.0, max_cost_increase=0.0)
+    assert check_usage(current, baseline, settings, "v1") == []  # (10 + 20) / 2 both sides
+    assert [(d.scope, d.variant, d.baseline, d.current) for d in check_usage(baseline, current, settings, "v2")] == [
+        ("s", "v2", 10.0, 99.0),  # v1's repeats 0 and 1 are v2's: no rise
+        ("total", None, 40 / 3, 129 / 3),
+    ]
+    assert check_usage(current, baseline, GateSettings()) == []  # no limit: nothing compared
+    assert current.against(baseline, "v1").total.baseline_tokens_per_case == 15.0
+    assert current.against(usage_report([])).total.baseline_tokens_per_case is None  # nothing in common
+
+
+def test_a_hand_edited_count_that_is_no_count_is_not_reported() -> None:
+    """A bool or a negative count (a baseline edited by hand) is neither summed, priced nor paired."""
+    odd = [_row(c, usage={"prompt_tokens": v, "completion_tokens": v}) for c, v in (("a", True), ("b", -1000))]
+    run = RunInfo("1", {"": {"spec": "fake", "prices": {"prompt": 1.0, "completion": 1.0}}})
+    report = usage_report([*odd, _used("c", None, 0, 4)], run)
+    assert (report.total.prompt_tokens, report.total.measured, report.total.cost_usd) == (4, 1, 4e-6)
+    assert sorted(report.rows) == [("c", None, 0)]
