@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import fnmatch
 from collections.abc import Callable
+from collections.abc import Collection
 from dataclasses import dataclass
 from dataclasses import field
 from enum import Enum
@@ -302,6 +304,19 @@ class SuiteConfig(SuiteTables):
         if table.renderer is not None and kind is not TemplateKind.FILE:
             raise ConfigError(f"{where('renderer')}: template.renderer needs a 'template_file' or 'template'")
 
+    def slice_problems(self, slices: Collection[str]) -> list[str]:
+        """Return a ``path:line`` problem for each slice the config names (a threshold, a suite check's
+        ``slice``) that no case of ``slices`` matches, with the nearest slice."""
+        named = [(f"thresholds.slices.{name}", "[thresholds.slices]", name) for name in self.thresholds.slices]
+        named += [(f"checks[{i}].slice", "[[checks]] slice =", check.slice) for i, check in enumerate(self.checks)]
+        return [self._no_slice(at, label, name, slices) for at, label, name in named if not _matches(name, slices)]
+
+    def _no_slice(self, at: str, label: str, name: str, slices: Collection[str]) -> str:
+        """Say that the slice ``name`` of ``label`` (set at ``at``) matches no slice of the cases."""
+        known = ", ".join(sorted(slices)) or "none"
+        hint = did_you_mean(name, slices)
+        return f"{self.where(at)}: {label} {name!r} matches no case's slice{hint}; the slices: {known}"
+
     def named_models(self) -> list[tuple[str, ModelConfig]]:
         """Return each model table with its key: ``model``, then each ``models.NAME``."""
         return [("model", self.model), *((f"models.{k}", v) for k, v in self.models.items())]
@@ -311,6 +326,11 @@ class SuiteConfig(SuiteTables):
         base = base if base is not None else self.model
         override = self.variants[variant].model if variant is not None and variant in self.variants else None
         return base if override is None else override.over(base)
+
+
+def _matches(pattern: str, slices: Collection[str]) -> bool:
+    """Tell whether a slice name or glob (``*`` for every case) matches one of ``slices``."""
+    return pattern in slices or any(fnmatch.fnmatchcase(name, pattern) for name in slices)
 
 
 _CHECKS_TABLE = ("python_modules", "rules")

@@ -205,3 +205,16 @@ def test_render_uses_the_conftest_filters_pytest_uses(
     assert main(["render", "--prompt-suite", ".", "--format", "jsonl"]) == 0
     assert json.loads(capsys.readouterr().out)["prompt"] == "HI!"
     assert main(["validate", "."]) == 0
+
+
+def test_validate_names_a_misspelled_threshold_slice(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _suite(
+        tmp_path, '{"case_id": "a", "input": "x", "slice": "injection"}\n{"case_id": "b", "input": "y", "slice": "t"}\n'
+    )
+    (tmp_path / "promptsuite.toml").write_text("[thresholds.slices]\nt = 0.9\ninjecton = 1.0\n", encoding="utf-8")
+    assert main(["validate", str(tmp_path)]) == 1
+    assert capsys.readouterr().err.splitlines() == [
+        f"{tmp_path / 'promptsuite.toml'}:3: [thresholds.slices] 'injecton' matches no case's slice "
+        "(did you mean 'injection'?); the slices: injection, t",
+        "1 problem found",
+    ]
