@@ -73,7 +73,7 @@ class TemplateKind(Enum):
 _CHOOSING: dict[TemplateKind, tuple[str, ...]] = {
     TemplateKind.INFER_CFG: ("prompt_template", "ice_template", "multiturn_template"),
     TemplateKind.TASK_PROMPTS: ("task_prompts", "task"),
-    TemplateKind.FILE: ("template_file", "template"),
+    TemplateKind.FILE: ("template_file", "template", "system", "system_file"),
     TemplateKind.FUNCTION: ("prompt_function",),
 }
 #: The keys that only modify their kind. A variant that sets any key of a kind (choosing or
@@ -107,6 +107,12 @@ class TemplateConfig(ConfigTable):
     renderer: dict[str, Any] | str | None = key(
         None, "What renders template or template_file: a renderer's name, or a table with its type."
     )
+    system: str | None = key(
+        None,
+        "A system message sent first, as written (not rendered); the user message is the rendered template or "
+        "template_file, else the case's input. One of system and system_file.",
+    )
+    system_file: str | None = key(None, "A UTF-8 file holding the system message, as system (one of the two).")
     infer_mode: str | None = key(None, "Which turns of a multi-turn template are asked: every, every_with_gt or last.")
     multiturn_template: dict[str, Any] | None = key(None, "An OpenCompass multi-turn prompt template.")
     optional: list[str] | None = key(None, "Fields a case may leave out: they render empty.")
@@ -317,6 +323,25 @@ class SuiteConfig(SuiteTables):
         hint = did_you_mean(name, slices)
         return f"{self.where(at)}: {label} {name!r} matches no case's slice{hint}; the slices: {known}"
 
+    def refuse_misplaced_system(self, variant: str | None) -> None:
+        """Refuse ``system`` with ``system_file``, or beside a prompt that writes its own messages (an infer_cfg,
+        a task prompt, a prompt function, an imported template's ``semantics``), naming the key's line."""
+        table = self.template_for(variant)
+        names = [name for name in ("system", "system_file") if getattr(table, name) is not None]
+        if not names:
+            return
+        where = self.where(self.template_key(variant, names[0]))
+        if len(names) == 2:
+            raise ConfigError(f"{where}: [template] has both 'system' and 'system_file'; keep one")
+        other = [k for kind in TemplateKind if kind is not TemplateKind.FILE for k in kind.choosing_keys]
+        clash = [k for k in (*other, "semantics") if getattr(table, k) is not None]
+        if clash:
+            raise ConfigError(
+                f"{where}: template.{names[0]} goes with a template, a template_file or no template (the input as "
+                f"the user message), not with {clash[0]!r}, whose prompt writes its own messages"
+                + _SYSTEM_HINTS.get(clash[0], "")
+            )
+
     def named_models(self) -> list[tuple[str, ModelConfig]]:
         """Return each model table with its key: ``model``, then each ``models.NAME``."""
         return [("model", self.model), *((f"models.{k}", v) for k, v in self.models.items())]
@@ -326,6 +351,15 @@ class SuiteConfig(SuiteTables):
         base = base if base is not None else self.model
         override = self.variants[variant].model if variant is not None and variant in self.variants else None
         return base if override is None else override.over(base)
+
+
+#: How a prompt of another kind says its system message.
+_SYSTEM_HINTS = {
+    "prompt_template": " (an infer_cfg's system message is a round entry with role = 'SYSTEM', or its meta "
+    "template's begin)",
+    "task_prompts": " (a task prompt's messages are in its prompts.yml)",
+    "task": " (a task prompt's messages are in its prompts.yml)",
+}
 
 
 def _matches(pattern: str, slices: Collection[str]) -> bool:
@@ -391,6 +425,8 @@ def load_config(path: Path | str) -> SuiteConfig:
     config = SuiteConfig(**read, python_modules=python_modules, path=path.resolve(), lines=lines)
     _check_base_urls(config, table)
     _check_paths(config)
+    for variant in [None, *config.variants]:
+        config.refuse_misplaced_system(variant)
     return config
 
 
