@@ -21,6 +21,7 @@ from pytest_promptsuite.config.tables import Override
 from pytest_promptsuite.config.tables import Prices as Prices
 from pytest_promptsuite.config.tables import base_url_problem as base_url_problem
 from pytest_promptsuite.config.tables import key
+from pytest_promptsuite.config.tables import param_problem
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.errors import did_you_mean
 from pytest_promptsuite.formats.tomlio import check_values
@@ -408,6 +409,20 @@ def _check_base_urls(config: SuiteConfig, table: str) -> None:
             raise ConfigError(f"{config.where(f'{name}.base_url')}: {dotted}.base_url = {url!r} {problem}")
 
 
+def _check_params(config: SuiteConfig, table: str) -> None:
+    """Refuse a ``params`` key of a model (a variant's too) that :func:`param_problem` finds a likely typo."""
+    tables = [(name, model.params) for name, model in config.named_models()]
+    tables += [
+        (f"variants.{name}.model", v.model.get("params") or {}) for name, v in config.variants.items() if v.model
+    ]
+    for name, params in tables:
+        for param in params:
+            problem = param_problem(param)
+            if problem:
+                dotted = f"{table}.{name}" if table else name
+                raise ConfigError(f"{config.where(f'{name}.params.{param}')}: {dotted}.params.{param} {problem}")
+
+
 def load_config(path: Path | str) -> SuiteConfig:
     """Parse a ``promptsuite.toml`` (or the ``[tool.promptsuite]`` table of a ``pyproject.toml``)."""
     path = Path(path)
@@ -424,6 +439,7 @@ def load_config(path: Path | str) -> SuiteConfig:
     read = {f.name: getattr(tables, f.name) for f in dataclasses.fields(tables)}
     config = SuiteConfig(**read, python_modules=python_modules, path=path.resolve(), lines=lines)
     _check_base_urls(config, table)
+    _check_params(config, table)
     _check_paths(config)
     for variant in [None, *config.variants]:
         config.refuse_misplaced_system(variant)

@@ -469,3 +469,27 @@ def test_a_system_message_where_it_makes_no_sense_is_refused_with_its_line(
     with pytest.raises(ConfigError) as info:
         load_config(path)
     assert str(info.value) == f"{path}{message}"
+
+
+def test_a_model_param_that_is_a_near_miss_of_a_known_one_is_refused_with_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "promptsuite.toml"
+    path.write_text('[model]\nspec = "fake"\nparams = { max_token = 48 }\n', encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert str(info.value) == (
+        f"{path}:3: model.params.max_token is no request parameter a server knows (did you mean 'max_tokens'?): "
+        "a server ignores or refuses an unknown one"
+    )
+    path.write_text("[variants.v2.model]\nparams = { temprature = 0 }\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r":2: variants.v2.model.params.temprature .*did you mean 'temperature'"):
+        load_config(path)
+
+
+def test_model_params_stay_free_form_past_near_misses(tmp_path: Path) -> None:
+    """A server's own parameters (vLLM's, llama.cpp's, Ollama's) and names far from any known one are sent."""
+    path = tmp_path / "promptsuite.toml"
+    path.write_text(
+        "[model]\nparams = { max_tokens = 8, top_k = 40, min_p = 0.05, repeat_penalty = 1.1, my_server_flag = 1 }\n",
+        encoding="utf-8",
+    )
+    assert load_config(path).model.params["my_server_flag"] == 1
