@@ -245,7 +245,7 @@ def _chosen(planned: list[PlannedCase], case_ids: Sequence[str]) -> list[Planned
 def _no_case(case_id: str, ids: Sequence[str]) -> str:
     """Say that no case has ``case_id``: the likely typo it is of, else the nearest ids."""
     hint = did_you_mean(case_id, ids)
-    if hint or not ids:
+    if hint:
         return f"no case with id {case_id!r}{hint}"
     from rapidfuzz import fuzz  # only on this error path
     from rapidfuzz import process

@@ -161,7 +161,7 @@ class SuiteIndex:
         """Return every case file (resolved) of the suite of ``key``: under its ``[suite] cases``, else its folder."""
         if key not in self._files:
             suite = self._configs[key]
-            targets = suite.case_paths() or ([suite.root] if suite.path is not None else [])
+            targets = suite.case_paths() or [suite.root]
             found = (path.resolve() for target in targets for path in iter_case_files(target, exclude=self._excluded))
             self._files[key] = set(found)
         return self._files[key]
