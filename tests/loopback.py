@@ -135,6 +135,10 @@ class Stats:
 
     in_flight: int = 0
     max_in_flight: int = 0
+    #: Requests between their arrival and their answer's making: unlike ``in_flight`` (the whole exchange),
+    #: a client cannot send its next call before one of these ends, so ``max_answering`` never exceeds its bound.
+    answering: int = 0
+    max_answering: int = 0
     requests: int = 0
     disconnected: int = 0
     statuses: dict[int, int] = field(default_factory=dict)
@@ -233,6 +237,15 @@ class _App:
         return await self._answer(request, chat=False)  # its body's "input" makes it an embeddings answer
 
     async def _answer(self, request: Request, *, chat: bool) -> Response:
+        stats = self.stats
+        stats.answering += 1
+        stats.max_answering = max(stats.max_answering, stats.answering)
+        try:
+            return await self._answer_counted(request, chat=chat)
+        finally:
+            stats.answering -= 1
+
+    async def _answer_counted(self, request: Request, *, chat: bool) -> Response:
         knobs, stats = self.knobs, self.stats
         body = await request.json()
         prompt = _prompt_of(body)

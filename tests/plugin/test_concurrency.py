@@ -31,7 +31,7 @@ def test_auto_concurrency_finds_the_rate_limit_with_no_case_lost(
     assert calls["refused_share"] == round(refused / loopback.stats.requests, 4)
     assert calls["concurrency"] == "auto" and calls["max_concurrency"] == 32
     assert 1 < calls["reached"] <= 32
-    assert loopback.stats.max_in_flight <= 32
+    assert loopback.stats.max_answering <= 32
     share = f"{refused / loopback.stats.requests:.1%}"
     result.stdout.fnmatch_lines(
         [

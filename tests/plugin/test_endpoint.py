@@ -86,7 +86,7 @@ def test_calls_run_concurrently_while_pytest_runs_items_one_by_one(
     result = suite.run(*(["--prompt-concurrency", option] if option else []))
 
     result.assert_outcomes(passed=3 * expected)
-    assert loopback.stats.max_in_flight == expected
+    assert loopback.stats.max_answering == expected
 
 
 def test_seeded_faults_leave_every_case_accounted_for(suite: Suite, loopback: LoopbackServer) -> None:
@@ -365,7 +365,7 @@ def test_xdist_workers_share_the_concurrency_bound(suite: Suite, loopback: Loopb
     result = suite.run("-n", "2", "--prompt-concurrency", "8")
 
     result.assert_outcomes(passed=48)
-    assert loopback.stats.max_in_flight == 8  # 4 per worker
+    assert loopback.stats.max_answering == 8  # 4 per worker
     assert loopback.stats.requests == 48
 
 
