@@ -16,6 +16,11 @@ Knobs (:class:`Knobs`, changeable while it runs):
   OpenAI does: ``retry-after-ms`` (when the next request is allowed; none past ``max_concurrent``) and
   ``x-ratelimit-limit-requests`` / ``-remaining-requests`` / ``-reset-requests`` (``20ms``), the last three on
   every answer while ``rate_rps`` is set.
+- ``refuse_from`` / ``refuse_count``: the requests numbered ``refuse_from + 1`` to ``refuse_from + refuse_count``
+  (retries counted) are answered 429 with ``retry-after-ms: 20``, whatever the clock: a limit a client meets at
+  any speed.
+- ``hold_until``: no answer is sent before the server has received this many requests (at most 60 s): the
+  calls a client keeps in flight are all in flight at once, at any speed.
 - ``api_key``: when set, a request without ``Authorization: Bearer <api_key>`` gets a 401 whose
   text repeats the key it was sent (as some proxies do), to prove the client scrubs it.
 - Scripted faults per prompt: a prompt containing ``[[500,429]]`` gets a 500 on its first attempt,
@@ -113,6 +118,9 @@ class Knobs:
     rate_rps: float = 0.0
     burst: int = 1
     max_concurrent: int = 0
+    refuse_from: int = 0
+    refuse_count: int = 0
+    hold_until: int = 0
     #: Scripted tool use (chat, streaming off): the first ``(regex, answer)`` whose regex is found in the
     #: last message's content answers; a list of ``{"name", "arguments"}`` is sent as ``message.tool_calls``
     #: (ids ``call_<n>`` counted over the server's life; arguments given as a string are sent verbatim), a
@@ -132,6 +140,10 @@ class Stats:
 
     in_flight: int = 0
     max_in_flight: int = 0
+    #: Requests between their arrival and their answer's making: unlike ``in_flight`` (the whole exchange),
+    #: a client cannot send its next call before one of these ends, so ``max_answering`` never exceeds its bound.
+    answering: int = 0
+    max_answering: int = 0
     requests: int = 0
     disconnected: int = 0
     statuses: dict[int, int] = field(default_factory=dict)
@@ -230,6 +242,15 @@ class _App:
         return await self._answer(request, chat=False)  # its body's "input" makes it an embeddings answer
 
     async def _answer(self, request: Request, *, chat: bool) -> Response:
+        stats = self.stats
+        stats.answering += 1
+        stats.max_answering = max(stats.max_answering, stats.answering)
+        try:
+            return await self._answer_counted(request, chat=chat)
+        finally:
+            stats.answering -= 1
+
+    async def _answer_counted(self, request: Request, *, chat: bool) -> Response:
         knobs, stats = self.knobs, self.stats
         body = await request.json()
         prompt = _prompt_of(body)
@@ -248,10 +269,11 @@ class _App:
             "time": time.monotonic(),
         }
         stats.log.append(entry)
-        limited = self._bucket.take(stats.in_flight) if knobs.rate_rps or knobs.max_concurrent else None
+        limited = self._limited(knobs, stats)
         if isinstance(limited, Response):
             response: Response = limited
         else:
+            await _held(knobs, stats)
             if knobs.latency_s:
                 await asyncio.sleep(knobs.latency_s)
             response = self._respond(knobs, request, prompt, attempt, chat=chat, body=body)
@@ -263,6 +285,12 @@ class _App:
         if isinstance(response, _Hang):
             await asyncio.sleep(knobs.hang_s)
         return response
+
+    def _limited(self, knobs: Knobs, stats: Stats) -> Response | dict[str, str] | None:
+        """Refuse a request whose number ``refuse_*`` names, else take it through the bucket (None: no limit)."""
+        if knobs.refuse_from < stats.requests <= knobs.refuse_from + knobs.refuse_count:
+            return _error(429, "Rate limit reached for requests", "rate_limit_exceeded", {"retry-after-ms": "20"})
+        return self._bucket.take(stats.in_flight) if knobs.rate_rps or knobs.max_concurrent else None
 
     def _respond(
         self, knobs: Knobs, request: Request, prompt: str, attempt: int, *, chat: bool, body: dict[str, Any]
@@ -338,6 +366,14 @@ class _App:
                 data["choices"][0]["finish_reason"] = "tool_calls"
             return data
         return None
+
+
+async def _held(knobs: Knobs, stats: Stats) -> None:
+    """Wait until the server has received ``hold_until`` requests (60 s at most: a client that never sends
+    them fails its test on what it counts, not by hanging)."""
+    deadline = time.monotonic() + 60
+    while stats.requests < knobs.hold_until and time.monotonic() < deadline:
+        await asyncio.sleep(0.005)
 
 
 class _Bucket:

@@ -18,6 +18,7 @@ from pytest_promptsuite.config.options import RunOptions
 from pytest_promptsuite.errors import CaseFileError
 from pytest_promptsuite.errors import PromptSuiteError
 from pytest_promptsuite.errors import TemplateError
+from pytest_promptsuite.errors import did_you_mean
 from pytest_promptsuite.formats.jsonio import JsonError
 from pytest_promptsuite.formats.jsonio import decode
 from pytest_promptsuite.formats.jsonio import encode
@@ -234,9 +235,23 @@ def _chosen(planned: list[PlannedCase], case_ids: Sequence[str]) -> list[Planned
     chosen = [p for p in planned if p.key.repeat == 0 and (not wanted or p.key.case_id in wanted)]
     missing = wanted - {p.key.case_id for p in chosen}
     if missing:
-        print(f"no case with id {', '.join(sorted(missing))}", file=sys.stderr)
+        ids = list(dict.fromkeys(p.key.case_id for p in planned))
+        for case_id in sorted(missing):
+            print(printable(_no_case(case_id, ids)), file=sys.stderr)
         return None
     return chosen
+
+
+def _no_case(case_id: str, ids: Sequence[str]) -> str:
+    """Say that no case has ``case_id``: the likely typo it is of, else the nearest ids."""
+    hint = did_you_mean(case_id, ids)
+    if hint:
+        return f"no case with id {case_id!r}{hint}"
+    from rapidfuzz import fuzz  # only on this error path
+    from rapidfuzz import process
+
+    near = [found for found, _, _ in process.extract(case_id, ids, scorer=fuzz.ratio, limit=3)]
+    return f"no case with id {case_id!r}; the nearest of the {len(ids)} ids: {', '.join(near)}"
 
 
 def _print_render(session: PromptSession, planned: PlannedCase, form: str) -> int:

@@ -4,6 +4,7 @@ suite runs in, and how paths are shown (one index for the plugin, ``validate`` a
 from __future__ import annotations
 
 import os
+from collections.abc import Collection
 from collections.abc import Iterator
 from collections.abc import Sequence
 from pathlib import Path
@@ -45,6 +46,8 @@ class SuiteIndex:
         #: Files under a target that are not case files (a suite's train rows).
         self._excluded: set[Path] = set()
         self._shown: dict[Path, str] = {}
+        #: Each suite's case files (:meth:`suite_files`), found once.
+        self._files: dict[SuiteKey, set[Path]] = {}
         self._explicit: SuiteKey = None
         if config:
             self._explicit = self._load(Path(config)).path  # shown in messages as given
@@ -153,6 +156,22 @@ class SuiteIndex:
             else:
                 self._configs.setdefault(None, SuiteConfig())
         return key, self._configs[key]
+
+    def suite_files(self, key: SuiteKey) -> set[Path]:
+        """Return every case file (resolved) of the suite of ``key``: under its ``[suite] cases``, else its folder."""
+        if key not in self._files:
+            suite = self._configs[key]
+            targets = suite.case_paths() or [suite.root]
+            found = (path.resolve() for target in targets for path in iter_case_files(target, exclude=self._excluded))
+            self._files[key] = set(found)
+        return self._files[key]
+
+    def slice_problems(self, key: SuiteKey, slices: Collection[str], collected: set[Path]) -> list[str]:
+        """Return a problem for each slice the config of ``key`` names that no case has (``slices``), once every
+        case file of the suite is ``collected`` (a part of a suite cannot tell; no config names none)."""
+        if key is None or not self.suite_files(key) <= collected:
+            return []
+        return self._configs[key].slice_problems(slices)
 
     def configs(self) -> list[SuiteConfig]:
         """Return every config loaded so far, in the order they were first needed."""

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import fnmatch
 from collections.abc import Callable
+from collections.abc import Collection
 from dataclasses import dataclass
 from dataclasses import field
 from enum import Enum
@@ -19,6 +21,7 @@ from pytest_promptsuite.config.tables import Override
 from pytest_promptsuite.config.tables import Prices as Prices
 from pytest_promptsuite.config.tables import base_url_problem as base_url_problem
 from pytest_promptsuite.config.tables import key
+from pytest_promptsuite.config.tables import param_problem
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.errors import did_you_mean
 from pytest_promptsuite.formats.tomlio import check_values
@@ -71,7 +74,7 @@ class TemplateKind(Enum):
 _CHOOSING: dict[TemplateKind, tuple[str, ...]] = {
     TemplateKind.INFER_CFG: ("prompt_template", "ice_template", "multiturn_template"),
     TemplateKind.TASK_PROMPTS: ("task_prompts", "task"),
-    TemplateKind.FILE: ("template_file", "template"),
+    TemplateKind.FILE: ("template_file", "template", "system", "system_file"),
     TemplateKind.FUNCTION: ("prompt_function",),
 }
 #: The keys that only modify their kind. A variant that sets any key of a kind (choosing or
@@ -105,6 +108,12 @@ class TemplateConfig(ConfigTable):
     renderer: dict[str, Any] | str | None = key(
         None, "What renders template or template_file: a renderer's name, or a table with its type."
     )
+    system: str | None = key(
+        None,
+        "A system message sent first, as written (not rendered); the user message is the rendered template or "
+        "template_file, else the case's input. One of system and system_file.",
+    )
+    system_file: str | None = key(None, "A UTF-8 file holding the system message, as system (one of the two).")
     infer_mode: str | None = key(None, "Which turns of a multi-turn template are asked: every, every_with_gt or last.")
     multiturn_template: dict[str, Any] | None = key(None, "An OpenCompass multi-turn prompt template.")
     optional: list[str] | None = key(None, "Fields a case may leave out: they render empty.")
@@ -302,6 +311,38 @@ class SuiteConfig(SuiteTables):
         if table.renderer is not None and kind is not TemplateKind.FILE:
             raise ConfigError(f"{where('renderer')}: template.renderer needs a 'template_file' or 'template'")
 
+    def slice_problems(self, slices: Collection[str]) -> list[str]:
+        """Return a ``path:line`` problem for each slice the config names (a threshold, a suite check's
+        ``slice``) that no case of ``slices`` matches, with the nearest slice."""
+        named = [(f"thresholds.slices.{name}", "[thresholds.slices]", name) for name in self.thresholds.slices]
+        named += [(f"checks[{i}].slice", "[[checks]] slice =", check.slice) for i, check in enumerate(self.checks)]
+        return [self._no_slice(at, label, name, slices) for at, label, name in named if not _matches(name, slices)]
+
+    def _no_slice(self, at: str, label: str, name: str, slices: Collection[str]) -> str:
+        """Say that the slice ``name`` of ``label`` (set at ``at``) matches no slice of the cases."""
+        known = ", ".join(sorted(slices)) or "none"
+        hint = did_you_mean(name, slices)
+        return f"{self.where(at)}: {label} {name!r} matches no case's slice{hint}; the slices: {known}"
+
+    def refuse_misplaced_system(self, variant: str | None) -> None:
+        """Refuse ``system`` with ``system_file``, or beside a prompt that writes its own messages (an infer_cfg,
+        a task prompt, a prompt function, an imported template's ``semantics``), naming the key's line."""
+        table = self.template_for(variant)
+        names = [name for name in ("system", "system_file") if getattr(table, name) is not None]
+        if not names:
+            return
+        where = self.where(self.template_key(variant, names[0]))
+        if len(names) == 2:
+            raise ConfigError(f"{where}: [template] has both 'system' and 'system_file'; keep one")
+        other = [k for kind in TemplateKind if kind is not TemplateKind.FILE for k in kind.choosing_keys]
+        clash = [k for k in (*other, "semantics") if getattr(table, k) is not None]
+        if clash:
+            raise ConfigError(
+                f"{where}: template.{names[0]} goes with a template, a template_file or no template (the input as "
+                f"the user message), not with {clash[0]!r}, whose prompt writes its own messages"
+                + _SYSTEM_HINTS.get(clash[0], "")
+            )
+
     def named_models(self) -> list[tuple[str, ModelConfig]]:
         """Return each model table with its key: ``model``, then each ``models.NAME``."""
         return [("model", self.model), *((f"models.{k}", v) for k, v in self.models.items())]
@@ -311,6 +352,20 @@ class SuiteConfig(SuiteTables):
         base = base if base is not None else self.model
         override = self.variants[variant].model if variant is not None and variant in self.variants else None
         return base if override is None else override.over(base)
+
+
+#: How a prompt of another kind says its system message.
+_SYSTEM_HINTS = {
+    "prompt_template": " (an infer_cfg's system message is a round entry with role = 'SYSTEM', or its meta "
+    "template's begin)",
+    "task_prompts": " (a task prompt's messages are in its prompts.yml)",
+    "task": " (a task prompt's messages are in its prompts.yml)",
+}
+
+
+def _matches(pattern: str, slices: Collection[str]) -> bool:
+    """Tell whether a slice name or glob (``*`` for every case) matches one of ``slices``."""
+    return pattern in slices or any(fnmatch.fnmatchcase(name, pattern) for name in slices)
 
 
 _CHECKS_TABLE = ("python_modules", "rules")
@@ -354,6 +409,20 @@ def _check_base_urls(config: SuiteConfig, table: str) -> None:
             raise ConfigError(f"{config.where(f'{name}.base_url')}: {dotted}.base_url = {url!r} {problem}")
 
 
+def _check_params(config: SuiteConfig, table: str) -> None:
+    """Refuse a ``params`` key of a model (a variant's too) that :func:`param_problem` finds a likely typo."""
+    tables = [(name, model.params) for name, model in config.named_models()]
+    tables += [
+        (f"variants.{name}.model", v.model.get("params") or {}) for name, v in config.variants.items() if v.model
+    ]
+    for name, params in tables:
+        for param in params:
+            problem = param_problem(param)
+            if problem:
+                dotted = f"{table}.{name}" if table else name
+                raise ConfigError(f"{config.where(f'{name}.params.{param}')}: {dotted}.params.{param} {problem}")
+
+
 def load_config(path: Path | str) -> SuiteConfig:
     """Parse a ``promptsuite.toml`` (or the ``[tool.promptsuite]`` table of a ``pyproject.toml``)."""
     path = Path(path)
@@ -370,7 +439,10 @@ def load_config(path: Path | str) -> SuiteConfig:
     read = {f.name: getattr(tables, f.name) for f in dataclasses.fields(tables)}
     config = SuiteConfig(**read, python_modules=python_modules, path=path.resolve(), lines=lines)
     _check_base_urls(config, table)
+    _check_params(config, table)
     _check_paths(config)
+    for variant in [None, *config.variants]:
+        config.refuse_misplaced_system(variant)
     return config
 
 

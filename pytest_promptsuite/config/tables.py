@@ -19,6 +19,8 @@ from typing import Literal
 from typing import TypeVar
 from urllib.parse import urlsplit
 
+from pytest_promptsuite.errors import did_you_mean
+
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -181,6 +183,30 @@ class ModelConfig(ConfigTable):
             f"{self.spec} ({self.endpoint}) runs with {missing}: a local server may generate until its context "
             f"is full, minutes a call, then time out; bound the answers in [{table}]: {example}"
         )
+
+
+#: The request parameters servers know: OpenAI's chat and completions ones, and the common ones of vLLM,
+#: llama.cpp, Ollama and OpenRouter. ``params`` stay free-form; only a near miss of one of these is refused.
+KNOWN_PARAMS = frozenset(
+    """model messages prompt temperature top_p n stream stream_options stop max_tokens max_completion_tokens
+    presence_penalty frequency_penalty logit_bias logprobs top_logprobs user seed response_format tools
+    tool_choice parallel_tool_calls reasoning_effort service_tier store metadata modalities audio prediction
+    web_search_options verbosity prompt_cache_key safety_identifier echo best_of suffix top_k top_a min_p
+    repetition_penalty repeat_penalty repeat_last_n typical_p min_tokens n_predict num_predict num_ctx
+    mirostat mirostat_tau mirostat_eta tfs_z cache_prompt grammar json_schema guided_json guided_regex
+    guided_choice guided_grammar chat_template_kwargs skip_special_tokens ignore_eos stop_token_ids
+    include_stop_str_in_output length_penalty use_beam_search keep_alive think enable_thinking dry_multiplier
+    xtc_probability samplers n_probs min_keep penalize_nl dynatemp_range top_n_sigma provider transforms
+    reasoning""".split()
+)
+
+
+def param_problem(name: str) -> str | None:
+    """Say that a ``params`` key is a likely typo of a request parameter servers know, else return None."""
+    hint = "" if name in KNOWN_PARAMS else did_you_mean(name, sorted(KNOWN_PARAMS))
+    if not hint:
+        return None
+    return f"is no request parameter a server knows{hint}: a server ignores or refuses an unknown one"
 
 
 def base_url_problem(url: str) -> str | None:

@@ -17,6 +17,7 @@ from pytest_promptsuite.config.suite import TemplateKind
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.errors import TemplateError
 from pytest_promptsuite.formats.tomlio import line_of_key
+from pytest_promptsuite.prompts.fields import FieldRead
 from pytest_promptsuite.prompts.fields import TemplateReads
 from pytest_promptsuite.prompts.files.history_filters import MakeFilter
 from pytest_promptsuite.prompts.files.history_filters import builtin_filter
@@ -211,6 +212,61 @@ class StringTemplate:
         return text
 
 
+@dataclass(frozen=True)
+class SystemTemplate:
+    """A system message, as written, then the user's: ``user`` rendered, else the case's input (a
+    multi-turn input: its turns). ``key`` and ``origin`` say where the system message is set."""
+
+    system: str
+    user: StringTemplate | None
+    key: str = "template.system"
+    origin: tuple[Path | None, int] = (None, 0)
+
+    def render(self, row: Mapping[str, Any]) -> Prompt:
+        """Render the messages for ``row``: the system message, then the user's."""
+        return [{"role": "system", "content": self.system}, *self._user_messages(row)]
+
+    def _user_messages(self, row: Mapping[str, Any]) -> list[dict[str, Any]]:
+        if self.user is not None:
+            return [{"role": "user", "content": self.user.render(row)}]
+        return list(row["history"])  # the input's turns (one user message for a single input)
+
+    def template_reads(self, provides: frozenset[str] = frozenset()) -> TemplateReads:
+        """Return what the user message reads: the template's fields, else the input."""
+        if self.user is not None:
+            return self.user.template_reads(provides)
+        return TemplateReads(self.key, (FieldRead("input"),), *self.origin, provides=provides)
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """Give the request params a system message sets: none."""
+        return {}
+
+    def parse_output(self, text: str) -> str:
+        """Return the output as it is."""
+        return text
+
+
+def system_template(
+    config: SuiteConfig, table: TemplateConfig, variant: str | None, user: StringTemplate | None
+) -> SystemTemplate | None:
+    """Make the system message of a table (``system``, or the file ``system_file`` names) before ``user``, None
+    when it has none; ``renderer`` with no template to render is a ConfigError."""
+    if table.system is None and table.system_file is None:
+        return None
+    if user is None and table.renderer is not None:
+        where = config.where(config.template_key(variant, "renderer"))
+        raise ConfigError(
+            f"{where}: template.renderer needs a 'template_file' or 'template' (system is sent as written)"
+        )
+    if table.system_file is not None:
+        key = config.template_key(variant, "system_file")
+        text = load_template_file(config, table.system_file, key=key)
+        return SystemTemplate(text, user, key, (config.resolve(table.system_file, key=key), 1))
+    key = config.template_key(variant, "system")
+    return SystemTemplate(table.system or "", user, key, (config.path, line_of_key(config.lines, key) or 0))
+
+
 def string_template(
     config: SuiteConfig,
     template: TemplateConfig | None = None,
@@ -291,6 +347,9 @@ def core_prompt_source(
     if kind is not TemplateKind.FILE:
         return None
     suite.refuse_keys_of_other_kinds(table, variant)
-    string = string_template(suite, table, makers=makers, variant=variant)
-    assert string is not None  # a table of kind FILE
-    return RowSource(string, optional)
+    has_template = table.template is not None or table.template_file is not None
+    string = string_template(suite, table, makers=makers, variant=variant) if has_template else None
+    system = system_template(suite, table, variant, string)
+    template = system if system is not None else string
+    assert template is not None  # a table of kind FILE: a template, or a system message
+    return RowSource(template, optional)

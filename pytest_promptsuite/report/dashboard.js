@@ -174,29 +174,41 @@
   }
 
   // -- tables ------------------------------------------------------------------------------------
+  // with a baseline, verdict and gate stay beside the counts; the comparison's figures get a table of their own
   function renderSlices() {
     var hasBase = S.baseline !== null;
-    var header = ["slice", "cases", "passed", "failed", "error", "review", "pass rate", "95% CI",
-      "threshold", "source"];
-    if (hasBase) header = header.concat(["baseline", "delta (pts)", "regressions", "fixes", "p (McNemar)",
-      "p (drop)", "verdict", "detectable drop"]);
+    var header = ["slice", "cases", "passed", "failed", "error", "review", "pass rate", "95% CI", "threshold"];
+    if (hasBase) header.push("verdict");
     header.push("gate");
     var rows = S.slices.map(function (s) {
       var r = [s.slice, String(s.cases), String(s.passed), String(s.failed), String(s.error),
         String(s.review), pct(s.pass_rate), s.ci_low === null ? "-" : pct(s.ci_low) + " - " + pct(s.ci_high),
-        pct(s.threshold), s.threshold_source];
-      if (hasBase) r = r.concat([pct(s.baseline_pass_rate), pts(s.delta), String(s.regressions),
-        String(s.fixes), pval(s.p_value), pval(s.p_regression), s.verdict || "-",
-        s.detectable_drop === null || s.detectable_drop === undefined ? "-" : pct(s.detectable_drop)]);
+        pct(s.threshold) + " (" + s.threshold_source + ")"];
+      if (hasBase) r.push(s.verdict || "-");
       r.push(s.gate.toUpperCase());
       return r;
     });
-    var t = table(header, rows, [1, 2, 3, 4, 5, 6, 8, 10, 11, 12, 13, 14, 15, 17]);
+    var t = table(header, rows, [1, 2, 3, 4, 5, 6]);
     t.id = "slice-table";
     Array.prototype.forEach.call(t.tBodies[0].rows, function (tr, i) {
       tr.className = S.slices[i].gate === "pass" ? "gate-pass" : "gate-fail";
+      if (hasBase) tr.cells[header.length - 2].className = "verdict";  // may wrap: the gate stays in view
     });
-    document.getElementById("slices").appendChild(t);
+    var box = document.getElementById("slices");
+    box.appendChild(t);
+    if (hasBase) box.appendChild(baselineSliceTable());
+  }
+
+  function baselineSliceTable() {
+    var rows = S.slices.map(function (s) {
+      return [s.slice, pct(s.baseline_pass_rate), pts(s.delta), String(s.regressions), String(s.fixes),
+        pval(s.p_value), pval(s.p_regression),
+        s.detectable_drop === null || s.detectable_drop === undefined ? "-" : pct(s.detectable_drop)];
+    });
+    var t = table(["slice", "baseline", "delta (pts)", "regressions", "fixes", "p (McNemar)", "p (drop)",
+      "detectable drop"], rows, [1, 2, 3, 4, 5, 6, 7]);
+    t.id = "slice-baseline-table";
+    return el("div", null, [el("h4", { text: "against the baseline" }), t]);
   }
 
   function groupTable(title, groups) {
@@ -378,6 +390,24 @@
     return el("tr", { class: "detail-row" }, [cell]);
   }
 
+  // the first failing check of a row with details ("name: message"), else its error, shown without a click
+  function firstFailure(r) {
+    var d = r[COL.detail] >= 0 ? D.details[r[COL.detail]] : null;
+    if (!d) return "";
+    if (d.error) return "error: " + d.error;
+    var failed = (d.checks || []).filter(function (c) { return !c.passed && !c.skipped; });
+    return failed.length ? failed[0].name + ": " + failed[0].message : "";
+  }
+  function firstFailureCell(r) {
+    if (r[COL.detail] < 0) return el("td", { class: "muted", text: "" });
+    var text = firstFailure(r);
+    if (text.length > 200) text = text.slice(0, 199) + "\u2026";
+    return el("td", { class: "first-failure" }, [
+      text ? el("span", { class: "failed-check", text: text }) : null,
+      el("span", { class: "muted", text: (text ? "  " : "") + "details \u25be" })
+    ]);
+  }
+
   function renderPage() {
     var body = clear(document.getElementById("case-rows"));
     var n = state.matches.length, pages = Math.max(1, Math.ceil(n / PAGE));
@@ -390,7 +420,7 @@
         el("td", { class: "num", text: String(r[COL.repeat]) }),
         el("td", { class: "outcome" }, [r[COL.outcome], r[COL.cut] === 1 ?
           el("span", { class: "cut", title: CUT_NOTE, text: " \u2702 cut" }) : null]),
-        el("td", { class: "muted", text: r[COL.detail] >= 0 ? "details \u25be" : "" })
+        firstFailureCell(r)
       ]);
       var open = null;
       function toggle() {

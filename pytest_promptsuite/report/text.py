@@ -261,14 +261,37 @@ def _settled_group(group: Mapping[str, Any]) -> str:
     return f"{where} after {group['settled_after']} of {group['cases']}: {group['calls_saved']} saved"
 
 
+#: With a baseline, the slice table's columns in the first table (its verdict and gate beside the counts)
+#: and in the second (the comparison's detail), so that each fits 120 columns.
+_MAIN_COLUMNS = (0, 1, 2, 3, 4, 5, 6, 7, 8, 14, 16)
+_DETAIL_COLUMNS = (0, 9, 10, 11, 12, 13, 15)
+
+
+def slice_tables(summary: Summary) -> Iterator[str]:
+    """Yield the slice table; with a baseline, the verdict and gate in it and the comparison's figures in a
+    second table under ``against the baseline:``."""
+    header, rows = slice_rows(summary)
+    if summary.baseline is None:
+        yield from _table(header, rows, right={1, 2, 3, 4, 5, 6})
+        return
+    yield from _table(*_columns(header, rows, _MAIN_COLUMNS), right={1, 2, 3, 4, 5, 6})
+    yield "against the baseline:"
+    yield from _table(*_columns(header, rows, _DETAIL_COLUMNS), right={1, 2, 4, 5, 6})
+
+
+def _columns(
+    header: Sequence[str], rows: Sequence[Sequence[str]], keep: Sequence[int]
+) -> tuple[list[str], list[list[str]]]:
+    """Return the ``keep`` columns of a table."""
+    return [header[i] for i in keep], [[row[i] for i in keep] for row in rows]
+
+
 def summary_lines(
     summary: Summary, *, max_ids: int = 20, gate: bool = True, usage: UsageReport | None = None
 ) -> Iterator[str]:
     """Yield the slice table, the totals, variants, flaky cases, the baseline diff by id, the regression
     tests and, with ``gate``, the gate's result last."""
-    header, rows = slice_rows(summary)
-    right = {1, 2, 3, 4, 5, 6} | ({9, 10, 12, 13, 15} if summary.baseline is not None else set())
-    yield from _table(header, rows, right=right)
+    yield from slice_tables(summary)
     t = summary.totals
     yield f"total: {t.cases} cases, {t.passed} passed, {t.failed} failed, {t.error} error, {t.review} review"
     if usage is not None:

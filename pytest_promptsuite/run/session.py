@@ -148,6 +148,9 @@ class PromptSession:
         #: ``--prompt-sequential``: the comparisons fed as cases finish, and why calls stopped.
         self.sequential: SequentialRun | None = None
         self._worker_counts: dict[str, dict[str, Any]] = {}
+        #: Each suite's slices and case files collected so far (:meth:`check_slice_names`).
+        self._slices: dict[SuiteKey, set[str]] = {}
+        self._collected: dict[SuiteKey, set[Path]] = {}
 
     def collect_file(self, path: Path, make_check: MakeCheck, *, render: bool = True) -> list[PlannedCase]:
         """Plan every item of a case file: each case in each variant and repeat, with its checks.
@@ -163,6 +166,7 @@ class PromptSession:
         if kind is not None:  # named on the command line: a report or cassette is no case file
             raise CaseFileError([f"{shown}:1: this is {kind}, not a case file"])
         cases = load_cases(path, seen=self.seen, display=shown)
+        self.check_slice_names(key, path, (case.slice for case in cases))
         scope = CheckScope(self.index.folder_of(path), suite.python_modules)
         compiled = compile_cases(cases, make_check, suite=pipeline.evaluator.suite, display=shown, scope=scope)
         variants = self.index.variants(key, self.options.variant)
@@ -172,6 +176,15 @@ class PromptSession:
         if render:
             self.check_renders(pipeline.prompts, {case.case_id: case for case in cases}, planned)
         return planned
+
+    def check_slice_names(self, key: SuiteKey, path: Path, slices: Iterable[str]) -> None:
+        """Take a case file's slices; once every case file of its suite is here, refuse (CaseFileError) a slice
+        its config names that no case has."""
+        self._slices.setdefault(key, set()).update(slices)
+        self._collected.setdefault(key, set()).add(path.resolve())
+        problems = self.index.slice_problems(key, self._slices[key], self._collected[key])
+        if problems:
+            raise CaseFileError(problems)
 
     def check_renders(
         self, prompts: CasePrompts, cases: Mapping[str, PromptCase], planned: Sequence[PlannedCase]

@@ -249,3 +249,33 @@ def test_an_answer_cut_at_max_tokens_is_marked_in_the_table_and_its_details(tmp_
     assert marked == ["cut-fail", "cut-pass"]
     notes = browser.evaluate("[...document.querySelectorAll('#case-rows tr.detail-row p.cut')].map(p => p.textContent)")
     assert notes == ['the answer was cut at max_tokens (finish_reason "length")']  # the failed row's details
+
+
+def test_verdict_and_gate_show_without_a_sideways_scroll_and_a_failed_case_its_first_failing_check(
+    tmp_path: Path, browser: Browser
+) -> None:
+    page = _variant_report(tmp_path / "rep")
+    browser.open(page.as_uri(), width=1024)
+    headers = browser.evaluate("[...document.querySelectorAll('#slice-table th')].map(t => t.textContent)")
+    assert headers[-2:] == ["verdict", "gate"]
+    # the slice table's box does not scroll: its last column is in view
+    assert browser.evaluate(
+        "(() => { const b = document.getElementById('slices').firstElementChild.parentNode;"
+        " const t = document.getElementById('slice-table'); return t.scrollWidth <= b.clientWidth; })()"
+    )
+    assert browser.evaluate("[...document.querySelectorAll('#slice-baseline-table th')].map(t => t.textContent)") == [
+        "slice",
+        "baseline",
+        "delta (pts)",
+        "regressions",
+        "fixes",
+        "p (McNemar)",
+        "p (drop)",
+        "detectable drop",
+    ]
+    # the failed case's row says which check failed and why, before any click
+    shown = browser.evaluate(
+        "[...document.querySelectorAll('#case-rows tr.case')].map(t => t.cells[0].textContent + ' | '"
+        " + t.cells[5].querySelector('.failed-check').textContent)"
+    )
+    assert shown == ["missing-0 | must_include: missing required text 'not provided'"]

@@ -6,6 +6,7 @@ import pytest
 
 from pytest_promptsuite.items import PromptFile
 from pytest_promptsuite.items import PromptItem
+from tests.suite import THREE_SLICES
 from tests.suite import Suite
 
 
@@ -166,3 +167,47 @@ def test_collection_is_frozen_while_the_cases_run_and_given_back_after(suite: Su
     frozen = [int(n) for n in (suite.path / "frozen.txt").read_text().split()]
     assert len(frozen) == 2 and all(n > before for n in frozen)
     assert gc.get_freeze_count() == before
+
+
+#: A suite config whose threshold and suite check name slices with a letter wrong, and one glob that matches none.
+MISSPELLED_SLICES = """\
+[thresholds]
+default = 0.5
+
+[thresholds.slices]
+injecton = 1.0
+ok = 1.0
+
+[[checks]]
+slice = "fact*"
+assert = [{ type = "icontains", value = "x" }]
+
+[[checks]]
+slice = "bogus-*"
+assert = [{ type = "icontains", value = "x" }]
+"""
+
+
+def test_a_slice_the_config_names_that_no_case_has_stops_collection(suite: Suite) -> None:
+    suite.cases(THREE_SLICES)
+    suite.config(MISSPELLED_SLICES)
+    for args in ((), ("--collect-only",), ("-n", "2")):
+        result = suite.run(*args, paths=(".",))
+        assert result.ret in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.TESTS_FAILED), args  # -n 2: xdist's 1
+        result.stdout.fnmatch_lines(
+            [
+                "*promptsuite.toml:5: [[]thresholds.slices] 'injecton' matches no case's slice "
+                "(did you mean 'injection'?); the slices: facts, injection, ok",
+                "*promptsuite.toml:13: [[][[]checks]] slice = 'bogus-[*]' matches no case's slice; the slices: *",
+            ]
+        )
+        assert "passed" not in result.stdout.str() and "1 error" in result.stdout.str()
+
+
+def test_a_part_of_a_suite_does_not_judge_the_slices_of_the_rest(suite: Suite) -> None:
+    suite.cases(THREE_SLICES[:2], name="cases/ok.jsonl")
+    suite.cases(THREE_SLICES[2:], name="cases/rest.jsonl")
+    suite.config("[thresholds.slices]\ninjection = 1.0\n")
+    assert suite.run("--collect-only", paths=("cases/ok.jsonl",)).ret == pytest.ExitCode.OK
+    result = suite.run(paths=(".",))
+    result.stdout.fnmatch_lines(["injection *100% (config slice)*"])

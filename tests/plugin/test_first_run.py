@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import re
+import shutil
+from pathlib import Path
+
 import pytest
 
 from pytest_promptsuite.config.tables import ModelConfig
@@ -81,3 +85,25 @@ def test_a_meta_template_gives_the_stop_so_only_max_tokens_is_asked_for() -> Non
     assert chatml is not None and "runs with no max_tokens:" in chatml and "stop" not in chatml
     assert ModelConfig(spec="openai:m", endpoint="completions", params={"max_tokens": 9}).length_hint() is None
     assert ModelConfig(spec="fake").length_hint() is None
+
+
+#: The pages that show the example suite's slice table as the quick start prints it.
+QUICK_START_PAGES = ("README.md", "docs/getting-started/first-suite.md")
+
+
+def _slice_table(lines: list[str]) -> list[str]:
+    """Return the slice table: from its title line to the gate's line, the p95 latency's figure left out (the
+    fake model's wall time: 0 ms, or 1 on a loaded machine)."""
+    start = next(i for i, line in enumerate(lines) if "promptsuite: pass rate by slice" in line)
+    end = next(i for i, line in enumerate(lines) if line.startswith("promptsuite gate:") and i > start)
+    return [re.sub(r"p95 latency \d+ ms", "p95 latency N ms", line) for line in lines[start : end + 1]]
+
+
+@pytest.mark.parametrize("page", QUICK_START_PAGES)
+def test_the_quick_start_pages_show_the_slice_table_a_run_prints(suite: Suite, page: str) -> None:
+    root = Path(__file__).resolve().parents[2]
+    shutil.copytree(root / "example_suites" / "customer_support", suite.path / "customer_support")
+    result = suite.run(paths=("customer_support",))
+    assert result.ret == pytest.ExitCode.OK
+    shown = _slice_table((root / page).read_text(encoding="utf-8").splitlines())
+    assert shown == _slice_table(result.outlines)

@@ -109,10 +109,13 @@ def test_baseline_regressions_fail_the_gate_unless_allowed(suite: Suite) -> None
     assert result.ret == 1
     result.stdout.fnmatch_lines(
         [
-            "slice * baseline * delta (pts) * flips -/+ * p * p drop * verdict * detectable (pts) * gate",
-            "refund * 4 * 2 * 2 * 0 * 0 * 50.0% * 15%-85% * 0% (option) "
-            "* 100.0% * -50.0 * -2/+0 * 0.5 * 0.25 * REGRESSED * 33.3 * FAIL",
-            "注入 * 100.0% * +0.0 * -0/+0 * 1 * 1 * no drop * 50.0 * PASS",
+            "slice * cases * passed * failed * error * review * pass rate * 95% CI * threshold * verdict * gate",
+            "refund * 4 * 2 * 2 * 0 * 0 * 50.0% * 15%-85% * 0% (option) * REGRESSED * FAIL",
+            "注入 * 100.0% * no drop * PASS",
+            "against the baseline:",
+            "slice * baseline * delta (pts) * flips -/+ * p * p drop * detectable (pts)",
+            "refund * 100.0% * -50.0 * -2/+0 * 0.5 * 0.25 * 33.3",
+            "注入 * 100.0% * +0.0 * -0/+0 * 1 * 1 * 50.0",
             "total: 6 cases, 4 passed, 2 failed, 0 error, 0 review",
             "totals: 6 calls, 0 cache hits, tokens not reported, cost unknown (no [[]model] prices), "
             "p95 latency * ms",  # fnmatch: [[] is a "[", * the fake model's measured milliseconds
@@ -151,7 +154,13 @@ def test_config_max_regression_applies_and_says_so(suite: Suite) -> None:
     result = suite.run("--prompt-baseline", "base")
     assert result.ret == 0
     result.stdout.fnmatch_lines(
-        ["refund * 50% (config default) * 100.0% * -33.3 * -1/+0 * 1 * PASS", "*allowed drop 40.0 points (config)"]
+        [
+            "refund * 50% (config default) * PASS",
+            "against the baseline:",
+            "*",
+            "refund * 100.0% * -33.3 * -1/+0 * 1 *",
+            "*allowed drop 40.0 points (config)",
+        ]
     )
     stricter = suite.run("--prompt-baseline", "base", "--prompt-max-regression", "0.1")
     assert stricter.ret == 1

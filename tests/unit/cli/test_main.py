@@ -70,7 +70,17 @@ def test_render_shows_each_case_prompt(tmp_path: Path, capsys: pytest.CaptureFix
 def test_render_unknown_case_id(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = _suite(tmp_path, '{"case_id": "a", "input": "x", "slice": "s"}\n')
     assert main(["render", "--prompt-suite", str(path), "--case-id", "zz"]) == 1
-    assert "no case with id zz" in capsys.readouterr().err
+    assert capsys.readouterr().err == "no case with id 'zz'; the nearest of the 1 ids: a\n"
+
+
+def test_render_unknown_case_id_names_the_near_ids(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    lines = [f'{{"case_id": "{i}", "input": "x", "slice": "s"}}\n' for i in ("missing-001", "order-001", "order-002")]
+    path = _suite(tmp_path, "".join(lines))
+    assert main(["render", "--prompt-suite", str(path), "--case-id", "refund-001", "--case-id", "order-01"]) == 1
+    assert capsys.readouterr().err.splitlines(keepends=True) == [
+        "no case with id 'order-01' (did you mean 'order-001'?)\n",
+        "no case with id 'refund-001'; the nearest of the 3 ids: order-001, order-002, missing-001\n",
+    ]
 
 
 def test_the_command_never_imports_pytest(tmp_path: Path) -> None:
@@ -205,3 +215,16 @@ def test_render_uses_the_conftest_filters_pytest_uses(
     assert main(["render", "--prompt-suite", ".", "--format", "jsonl"]) == 0
     assert json.loads(capsys.readouterr().out)["prompt"] == "HI!"
     assert main(["validate", "."]) == 0
+
+
+def test_validate_names_a_misspelled_threshold_slice(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _suite(
+        tmp_path, '{"case_id": "a", "input": "x", "slice": "injection"}\n{"case_id": "b", "input": "y", "slice": "t"}\n'
+    )
+    (tmp_path / "promptsuite.toml").write_text("[thresholds.slices]\nt = 0.9\ninjecton = 1.0\n", encoding="utf-8")
+    assert main(["validate", str(tmp_path)]) == 1
+    assert capsys.readouterr().err.splitlines() == [
+        f"{tmp_path / 'promptsuite.toml'}:3: [thresholds.slices] 'injecton' matches no case's slice "
+        "(did you mean 'injection'?); the slices: injection, t",
+        "1 problem found",
+    ]

@@ -301,7 +301,7 @@ def test_keys_of_each_kind() -> None:
         "semantics",
         "prompt_model",
     )
-    assert TemplateKind.FILE.keys == ("template_file", "template", "renderer")
+    assert TemplateKind.FILE.keys == ("template_file", "template", "system", "system_file", "renderer")
     assert TemplateKind.FUNCTION.keys == ("prompt_function", "prompt_context")
     assert TemplateKind.INFER_CFG.keys == (
         "prompt_template",
@@ -432,3 +432,64 @@ class TestVariants:
     def test_unknown_variant(self, tmp_path: Path) -> None:
         with pytest.raises(ConfigError, match="no variant 'v3'.*; variants: v1, v2, compact, file"):
             suite(tmp_path, VARIANTS).template_for("v3")
+
+
+@pytest.mark.parametrize(
+    ("toml", "message"),
+    [
+        (
+            '[template]\nsystem = "S"\nsystem_file = "s.txt"\n',
+            ":2: [template] has both 'system' and 'system_file'; keep one",
+        ),
+        (
+            '[template]\nprompt_template = "{input}"\nsystem = "S"\n',
+            ":3: template.system goes with a template, a template_file or no template (the input as the user "
+            "message), not with 'prompt_template', whose prompt writes its own messages (an infer_cfg's system "
+            "message is a round entry with role = 'SYSTEM', or its meta template's begin)",
+        ),
+        (
+            '[template]\ntask_prompts = "p.yml"\ntask = "general"\n\n[variants.v2]\nsystem_file = "s.txt"\n'
+            'task = "general"\n',
+            ":6: template.system_file goes with a template, a template_file or no template (the input as the user "
+            "message), not with 'task_prompts', whose prompt writes its own messages (a task prompt's messages "
+            "are in its prompts.yml)",
+        ),
+        (
+            '[template]\ntemplate = "{input}"\nsemantics = "promptfoo"\nsystem = "S"\n',
+            ":4: template.system goes with a template, a template_file or no template (the input as the user "
+            "message), not with 'semantics', whose prompt writes its own messages",
+        ),
+    ],
+)
+def test_a_system_message_where_it_makes_no_sense_is_refused_with_its_line(
+    tmp_path: Path, toml: str, message: str
+) -> None:
+    path = tmp_path / "promptsuite.toml"
+    path.write_text(toml, encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert str(info.value) == f"{path}{message}"
+
+
+def test_a_model_param_that_is_a_near_miss_of_a_known_one_is_refused_with_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "promptsuite.toml"
+    path.write_text('[model]\nspec = "fake"\nparams = { max_token = 48 }\n', encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert str(info.value) == (
+        f"{path}:3: model.params.max_token is no request parameter a server knows (did you mean 'max_tokens'?): "
+        "a server ignores or refuses an unknown one"
+    )
+    path.write_text("[variants.v2.model]\nparams = { temprature = 0 }\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r":2: variants.v2.model.params.temprature .*did you mean 'temperature'"):
+        load_config(path)
+
+
+def test_model_params_stay_free_form_past_near_misses(tmp_path: Path) -> None:
+    """A server's own parameters (vLLM's, llama.cpp's, Ollama's) and names far from any known one are sent."""
+    path = tmp_path / "promptsuite.toml"
+    path.write_text(
+        "[model]\nparams = { max_tokens = 8, top_k = 40, min_p = 0.05, repeat_penalty = 1.1, my_server_flag = 1 }\n",
+        encoding="utf-8",
+    )
+    assert load_config(path).model.params["my_server_flag"] == 1

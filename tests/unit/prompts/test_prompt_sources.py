@@ -158,3 +158,53 @@ class TestPromptSource:
         (tmp_path / "suite" / "prompts.yml").write_text(PROMPTS_YML, encoding="utf-8")
         source = prompt_source(config, config.template_for("plain"))
         assert source is not None and source.prompt(self.CASE) == "plain 1+1=?"
+
+
+class TestSystemMessage:
+    """``[template] system`` / ``system_file``: a system message before the template's text, or the input."""
+
+    CASE = PromptCase(case_id="r1", input="I want a refund", slice="s")
+
+    def test_a_multi_line_system_message_then_the_input_with_no_escape(self, tmp_path: Path) -> None:
+        config = suite(
+            tmp_path, '[template]\nsystem = """\nYou are Acme\'s support assistant.\nBe brief: {no field}.\n"""\n'
+        )
+        source = prompt_source(config)
+        assert source is not None
+        assert source.prompt(self.CASE) == [
+            {"role": "system", "content": "You are Acme's support assistant.\nBe brief: {no field}.\n"},
+            {"role": "user", "content": "I want a refund"},
+        ]
+        [reads] = source.fields()
+        assert (reads.name, [r.name for r in reads.reads or ()], reads.line) == ("template.system", ["input"], 2)
+
+    def test_a_system_file_then_the_rendered_template(self, tmp_path: Path) -> None:
+        config = suite(tmp_path, '[template]\nsystem_file = "system.txt"\ntemplate = "Customer: {input}"\n')
+        (tmp_path / "suite" / "system.txt").write_text("Be brief.\nNever promise a refund.\n", encoding="utf-8")
+        source = prompt_source(config)
+        assert source is not None
+        assert source.prompt(self.CASE) == [
+            {"role": "system", "content": "Be brief.\nNever promise a refund.\n"},
+            {"role": "user", "content": "Customer: I want a refund"},
+        ]
+
+    def test_a_multi_turn_input_follows_the_system_message_turn_by_turn(self, tmp_path: Path) -> None:
+        source = prompt_source(suite(tmp_path, '[template]\nsystem = "S"\n'))
+        assert source is not None
+        case = PromptCase(case_id="m", input=["hi", "refund?"], answer=["hello"], slice="s")
+        assert source.prompt(case) == [
+            {"role": "system", "content": "S"},
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": "hello"},
+            {"role": "user", "content": "refund?"},
+        ]
+
+    def test_a_renderer_with_nothing_to_render_is_refused(self, tmp_path: Path) -> None:
+        config = suite(tmp_path, '[template]\nsystem = "S"\nrenderer = "jinja"\n')
+        with pytest.raises(ConfigError, match=r"promptsuite.toml:3: template.renderer needs a 'template_file' or"):
+            prompt_source(config)
+
+    def test_a_missing_system_file_names_its_line(self, tmp_path: Path) -> None:
+        config = suite(tmp_path, '[template]\n\nsystem_file = "nope.txt"\n')
+        with pytest.raises(ConfigError, match=r"promptsuite.toml:3: template.system_file = 'nope.txt': cannot read"):
+            prompt_source(config)
