@@ -26,17 +26,14 @@ from pytest_promptsuite.errors import CheckError
 from pytest_promptsuite.errors import TemplateError
 
 
-#: The Node.js side, one process for the run: each line of stdin is {output, context, code | file + fn, param,
-#: transform} (or {prompt, file, fn, context} for a prompt function); each answer a line {value} (a transform's
-#: value is {value, text}: text is promptfoo's coerceString, JSON.stringify of a non-string) or {error}. What the
-#: code logs goes to stderr, so it cannot garble an answer.
+#: The Node.js side, one process for the run: each request is {output, context, code | file + fn, param,
+#: transform} (or {prompt, file, fn, context} for a prompt function); each answer {value} (a transform's value is
+#: {value, text}: text is promptfoo's coerceString, JSON.stringify of a non-string) or {error}. They travel as
+#: node.FRAMING says, so nothing the code writes or logs can garble or forge an answer.
 _NODE_HARNESS = r"""
-const answer = (obj) => process.stdout.write(JSON.stringify(obj) + '\n');
-console.log = console.info = console.debug = (...args) => process.stderr.write(args.join(' ') + '\n');
-const lines = require('readline').createInterface({ input: process.stdin });
 let queue = Promise.resolve();
-lines.on('line', (line) => { queue = queue.then(() => run(JSON.parse(line))); });
-async function run(data) {
+requests((id, data) => { queue = queue.then(() => run(id, data)); });
+async function run(id, data) {
   try {
     let result;
     if (data.prompt) {  // a prompt function, loaded as promptfoo's importModule loads it (ESM import first)
@@ -59,12 +56,12 @@ async function run(data) {
     const value = result === undefined ? null : result;
     if (data.transform) {
       const text = result == null ? null : typeof result === 'string' ? result : JSON.stringify(result);
-      answer({ value: { value, text } });
+      answer(id, { value: { value, text } });
     } else {
-      answer({ value });
+      answer(id, { value });
     }
   } catch (e) {
-    answer({ error: String((e && e.stack) || e) });
+    answer(id, { error: String((e && e.stack) || e) });
   }
 }
 """
