@@ -4,7 +4,6 @@ Every prompt x provider pair is a variant; files are read inside the config's fo
 from __future__ import annotations
 
 import copy
-import glob
 import re
 from pathlib import Path
 from typing import Any
@@ -12,6 +11,8 @@ from typing import Any
 import yaml
 
 from pytest_promptsuite.dialects.promptfoo.config_file import ConfigFile
+from pytest_promptsuite.dialects.promptfoo.config_glob import expand
+from pytest_promptsuite.dialects.promptfoo.config_glob import is_glob
 from pytest_promptsuite.dialects.promptfoo.csv_tests import csv_test
 from pytest_promptsuite.dialects.promptfoo.prompt_forms import ImportedPrompt
 from pytest_promptsuite.dialects.promptfoo.prompt_forms import config_prompts
@@ -128,9 +129,9 @@ def _glob(config: ConfigFile, written: str, where: str) -> list[str]:
     normal = inside(relative)
     if normal is None:
         raise ConfigError(f"{where}: file://{relative} lies outside the config's folder")
-    if not any(ch in normal for ch in "*?[{"):
+    if not is_glob(normal):
         return [normal]
-    found = sorted(glob.glob(normal, root_dir=config.root, recursive=True))
+    found = expand(config.root, normal, where)
     if not found:
         raise ConfigError(f"{where}: {written}: no test file matches")
     return found

@@ -3,12 +3,13 @@ functions, maps of prompts to labels, and globs."""
 
 from __future__ import annotations
 
-import glob
 import re
 from dataclasses import dataclass
 from typing import Any
 
 from pytest_promptsuite.dialects.promptfoo.config_file import ConfigFile
+from pytest_promptsuite.dialects.promptfoo.config_glob import expand
+from pytest_promptsuite.dialects.promptfoo.config_glob import is_glob
 from pytest_promptsuite.dialects.promptfoo.nunjucks import file_and_function
 from pytest_promptsuite.dialects.promptfoo.nunjucks import js_json
 from pytest_promptsuite.errors import ConfigError
@@ -304,12 +305,12 @@ def _prompt_glob(config: ConfigFile, item: str, where: str) -> list[str]:
     if not item.startswith("file://"):
         return [item]
     path, function = file_and_function(item[len("file://") :])
-    if not any(ch in path for ch in "*?[{"):
+    if not is_glob(path):
         return [item]
     normal = inside(path)
     if normal is None:
         raise ConfigError(f"{where}: {item} lies outside the config's folder")
-    found = sorted(glob.glob(normal, root_dir=config.root, recursive=True))
+    found = expand(config.root, normal, where)
     if not found:
         raise ConfigError(f"{where}: {item}: no prompt file matches")
     return [f"file://{match}{f':{function}' if function else ''}" for match in found]
