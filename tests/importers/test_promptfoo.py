@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from pytest_promptsuite.checks.check_api import NO_JUDGE
+from pytest_promptsuite.cli.main import main
 from pytest_promptsuite.formats.tomlio import parse_toml
 from tests.importers.promptfoo_run import import_config
 from tests.importers.promptfoo_run import promptfoo_command
@@ -256,6 +258,29 @@ def test_an_openai_providers_legacy_functions_are_offered_as_tools(
     template = parse_toml((imported / "promptsuite.toml").read_bytes(), "promptsuite.toml")[0]["template"]
     assert template["tools"] == [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
     assert f"{config}:3: the provider's functions are offered as tools" in capsys.readouterr().out
+
+
+def test_a_rubric_without_a_judge_is_reported_by_the_import_and_stops_validate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "promptfooconfig.yaml"
+    config.write_text(
+        "prompts: ['Say {{ q }}']\nproviders: [echo]\ntests:\n"
+        "  - vars: {q: hi}\n    assert: [{type: llm-rubric, value: is polite}]\n"
+        "  - vars: {q: there}\n    assert: [{type: contains, value: there}]\n"
+        "  - vars: {q: x}\n    assert: [{type: assert-set, assert: [{type: not-llm-rubric, value: rude}]}]\n",
+        encoding="utf-8",
+    )
+    status, imported = _import(tmp_path, config)
+    assert status == 0
+    assert (
+        "llm-rubric in 2 cases needs a judge: add [models.judge] to promptsuite.toml or pass --prompt-judge SPEC"
+    ) in capsys.readouterr().out
+    assert main(["validate", str(imported)]) == 1
+    errors = capsys.readouterr().err.splitlines()
+    assert errors[0].endswith("cases.jsonl:1: case 'test-1': assert[0] (llm-rubric): " + NO_JUDGE), errors
+    assert errors[1].endswith("cases.jsonl:3: case 'test-3': assert[0].assert[0] (not-llm-rubric): " + NO_JUDGE)
+    assert main(["validate", "--prompt-judge", "fake", str(imported)]) == 0
 
 
 def _run_without_node(

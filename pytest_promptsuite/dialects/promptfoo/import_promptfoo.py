@@ -301,9 +301,27 @@ def promptfoo_suite(path: Path, *, slice_key: str | None = None) -> ImportedSuit
         files["prompts.yml"] = encode({"prompts": tasks}, indent=2) + "\n"  # JSON is YAML
     if code.functions:
         _add_code_files(config, code, files)
+    _judge_note(config, cases.text)
     notes = list(dict.fromkeys([*config.notes, *(f"not carried over: {u}" for u in unsupported)]))
     header = f"Imported by `promptsuite import promptfoo` from {path.name}."
     return ImportedSuite(name=path.stem, config=suite_config, files=files, notes=notes, header=header)
+
+
+#: An ``llm-rubric`` check (or its ``not-`` form) in a case line the import wrote.
+_RUBRIC = re.compile(r'"type": "(?:not-)?llm-rubric"')
+
+
+def _judge_note(config: ConfigFile, cases: str) -> None:
+    """Say that the suite's ``llm-rubric`` checks need a judge: promptfoo grades with its own default grader (or
+    ``options.provider``), which the import does not choose, and without one collection stops."""
+    count = sum(1 for line in cases.splitlines() if _RUBRIC.search(line))
+    if count:
+        config.notes.append(
+            f"llm-rubric in {count} case{'s' if count != 1 else ''} needs a judge: add [models.judge] to "
+            "promptsuite.toml or pass --prompt-judge SPEC (promptfoo grades with its default grader or "
+            "options.provider, which the import does not choose); until then collection stops with "
+            "'no judge model'"
+        )
 
 
 def _check_keys(config: ConfigFile) -> None:
