@@ -283,6 +283,25 @@ def test_a_rubric_without_a_judge_is_reported_by_the_import_and_stops_validate(
     assert main(["validate", "--prompt-judge", "fake", str(imported)]) == 0
 
 
+def test_a_test_without_an_input_var_renders_input_empty_as_promptfoo_does(tmp_path: Path, suite: Suite) -> None:
+    config = tmp_path / "promptfooconfig.yaml"
+    config.write_text(
+        "prompts: ['Q: [{{ input }}] [{{ question }}] {{ x }}']\nproviders: [echo]\ntests:\n"
+        "  - {description: a greeting, vars: {x: hi}}\n"
+        "  - {description: given, vars: {x: yo, input: it}}\n"
+        "  - vars: {x: z, input: 0}\n",
+        encoding="utf-8",
+    )
+    status, imported = _import(tmp_path, config)
+    assert status == 0
+    rows = run_imported(suite, imported)  # Nunjucks renders a var no test sets as ""; promptfoo has no input else
+    assert [(r["case_id"], r["output"]) for r in rows] == [
+        ("test-1", "Q: [] [] hi"),
+        ("test-2", "Q: [it] [] yo"),
+        ("test-3", "Q: [0] [] z"),
+    ]
+
+
 def _run_without_node(
     tmp_path: Path, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tests: str
 ) -> tuple[Path, pytest.RunResult]:

@@ -286,6 +286,7 @@ def promptfoo_suite(path: Path, *, slice_key: str | None = None) -> ImportedSuit
         code=code,
         unsupported=unsupported,
         default_where=config.where("defaultTest"),
+        unset=_unset_fields(prompts),
     )
     files: dict[str, str] = {"cases.jsonl": cases.text}
     tasks: list[dict[str, Any]] = []
@@ -305,6 +306,18 @@ def promptfoo_suite(path: Path, *, slice_key: str | None = None) -> ImportedSuit
     notes = list(dict.fromkeys([*config.notes, *(f"not carried over: {u}" for u in unsupported)]))
     header = f"Imported by `promptsuite import promptfoo` from {path.name}."
     return ImportedSuite(name=path.stem, config=suite_config, files=files, notes=notes, header=header)
+
+
+#: A Nunjucks tag reading a field every row of ours has (``input``, ``question``), which promptfoo renders
+#: empty when no var sets it.
+_ROW_FIELD = re.compile(r"{[{%][^}]*?\b(input|question)\b")
+
+
+def _unset_fields(prompts: list[ImportedPrompt]) -> frozenset[str]:
+    """Return the row fields of ours the text and chat prompts read: each case without such a var gets it
+    empty, as promptfoo renders it (not the case's description)."""
+    texts = [p.text or "" for p in prompts] + [m["content"] for p in prompts for m in p.messages or ()]
+    return frozenset(match.group(1) for text in texts for match in _ROW_FIELD.finditer(text))
 
 
 #: An ``llm-rubric`` check (or its ``not-`` form) in a case line the import wrote.
