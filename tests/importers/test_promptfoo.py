@@ -302,6 +302,51 @@ def test_a_test_without_an_input_var_renders_input_empty_as_promptfoo_does(tmp_p
     ]
 
 
+def test_promptfoos_max_concurrency_bounds_every_model_of_the_suite(
+    tmp_path: Path, suite: Suite, loopback: LoopbackServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "promptfooconfig.yaml"
+    provider = f"{{id: 'openai:chat:m', config: {{apiBaseUrl: '{loopback.base_url}'}}, label: LABEL}}"
+    config.write_text(
+        "prompts: ['Say {{ x }}']\n"
+        f"providers: [{provider.replace('LABEL', 'a')}, {provider.replace('LABEL', 'b')}]\n"
+        "evaluateOptions: {maxConcurrency: 2, repeat: 1}\n"
+        "tests:\n"
+        + "".join(f"  - {{vars: {{x: '{i}'}}, assert: [{{type: contains, value: '{i}'}}]}}\n" for i in range(6)),
+        encoding="utf-8",
+    )
+    status, imported = _import(tmp_path, config)
+    assert status == 0
+    printed = capsys.readouterr().out
+    assert "concurrency = 2, from evaluateOptions.maxConcurrency" in printed
+    assert f"{config}:3: evaluateOptions not carried over: repeat" in printed
+    written = parse_toml((imported / "promptsuite.toml").read_bytes(), "promptsuite.toml")[0]
+    assert [written["variants"][name]["model"]["concurrency"] for name in ("p1-a", "p1-b")] == [2, 2]
+    loopback.reset(latency_s=0.05, max_concurrent=4)  # a 4-slot server: a fifth call in flight gets a 429
+    rows = run_imported(suite, imported)
+    assert [r["outcome"] for r in rows] == ["passed"] * 12
+    assert loopback.stats.max_in_flight <= 4  # two providers, each bounded at 2: never past the slots
+
+
+def test_without_max_concurrency_the_import_says_what_the_suite_uses(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "promptfooconfig.yaml"
+    config.write_text("prompts: ['Hi']\nproviders: [echo]\ntests: [{vars: {}}]\n", encoding="utf-8")
+    status, imported = _import(tmp_path, config)
+    assert status == 0
+    assert (
+        "concurrency: ours, 8 calls in flight (auto for an https:// OpenAI endpoint); the config sets no "
+        "evaluateOptions.maxConcurrency, so promptfoo runs 4: set [model] concurrency = 4 to match it"
+    ) in capsys.readouterr().out
+    assert "concurrency" not in parse_toml((imported / "promptsuite.toml").read_bytes(), "promptsuite.toml")[0]["model"]
+    config.write_text(
+        "prompts: ['Hi']\nproviders: [echo]\nevaluateOptions:\n  maxConcurrency: many\ntests: [{vars: {}}]\n"
+    )
+    assert _import(tmp_path / "again", config)[0] == 1
+    assert f"{config}:4: maxConcurrency is a whole number of calls, at least 1, not 'many'" in capsys.readouterr().err
+
+
 def _run_without_node(
     tmp_path: Path, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tests: str
 ) -> tuple[Path, pytest.RunResult]:

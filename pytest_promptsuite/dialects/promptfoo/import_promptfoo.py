@@ -10,6 +10,7 @@ from typing import Any
 
 import yaml
 
+from pytest_promptsuite.config.settings import DEFAULT_CONCURRENCY
 from pytest_promptsuite.dialects.promptfoo.config_file import ConfigFile
 from pytest_promptsuite.dialects.promptfoo.config_glob import expand
 from pytest_promptsuite.dialects.promptfoo.config_glob import is_glob
@@ -44,8 +45,11 @@ _KEYS = frozenset(
 _CONVERSATION = re.compile(r"\b_conversation\b")
 #: The config's keys that are carried over; every other key present is listed in the import report.
 _CARRIED = frozenset(
-    "description prompts providers targets tests scenarios defaultTest assertionTemplates nunjucksFilters".split()
+    "description prompts providers targets tests scenarios defaultTest assertionTemplates nunjucksFilters "
+    "evaluateOptions".split()
 )
+#: promptfoo's calls in flight when ``evaluateOptions.maxConcurrency`` is not set.
+PROMPTFOO_CONCURRENCY = 4
 
 
 def _tests(config: ConfigFile) -> list[TestSource]:
@@ -296,6 +300,7 @@ def promptfoo_suite(path: Path, *, slice_key: str | None = None) -> ImportedSuit
     tables = [_prompt_table(p, i + 1, files, tasks) for i, p in enumerate(prompts)]
     _nunjucks_filters(config, tables, files)
     suite_config = _suite_config(config, prompts, providers, tables)
+    _with_concurrency(suite_config, _concurrency(config))
     if cases.embedding is not None:  # the tests' options.provider: the similar checks' embeddings
         suite_config["models.embedding"] = cases.embedding
     if tasks:
@@ -335,6 +340,39 @@ def _judge_note(config: ConfigFile, cases: str) -> None:
             "options.provider, which the import does not choose); until then collection stops with "
             "'no judge model'"
         )
+
+
+def _concurrency(config: ConfigFile) -> int | None:
+    """Return ``evaluateOptions.maxConcurrency`` (promptfoo's calls in flight), None when it is not set; the
+    report says which bound the suite runs with, and lists the other ``evaluateOptions`` as not carried over."""
+    options = config.data.get("evaluateOptions") or {}
+    where = config.where("evaluateOptions")
+    if not isinstance(options, dict):
+        raise ConfigError(f"{where}: evaluateOptions is a mapping (maxConcurrency, repeat, ...)")
+    left = sorted(set(map(str, options)) - {"maxConcurrency"})
+    if left:
+        config.notes.append(f"{where}: evaluateOptions not carried over: {', '.join(left)}")
+    value = options.get("maxConcurrency")
+    if value is None:
+        config.notes.append(
+            f"concurrency: ours, {DEFAULT_CONCURRENCY} calls in flight (auto for an https:// OpenAI endpoint); the "
+            f"config sets no evaluateOptions.maxConcurrency, so promptfoo runs {PROMPTFOO_CONCURRENCY}: set [model] "
+            f"concurrency = {PROMPTFOO_CONCURRENCY} to match it"
+        )
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        where = config.where("evaluateOptions", "maxConcurrency")
+        raise ConfigError(f"{where}: maxConcurrency is a whole number of calls, at least 1, not {value!r}")
+    config.notes.append(f"concurrency = {value}, from evaluateOptions.maxConcurrency")
+    return value
+
+
+def _with_concurrency(suite_config: dict[str, dict[str, Any]], concurrency: int | None) -> None:
+    """Give the suite's model table, and each variant's own, promptfoo's bound on calls in flight (if set)."""
+    for key, table in suite_config.items():
+        model = table if key == "model" else table.get("model") if key.startswith("variants.") else None
+        if isinstance(model, dict) and concurrency is not None:
+            model.setdefault("concurrency", concurrency)
 
 
 def _check_keys(config: ConfigFile) -> None:
