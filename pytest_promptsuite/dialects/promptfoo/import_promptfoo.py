@@ -438,9 +438,8 @@ def _suite_config(
         suite_config["model"] = with_prompt_config(config, pairs[0][3], prompts[0])
         return suite_config
     suite_config["template"] = dict(pairs[0][1])
-    taken: set[str] = set()
-    for i, table, label, model in pairs:
-        name = _variant_name(f"p{i + 1}" if len(providers) == 1 else f"p{i + 1}-{_slug(label)}", taken)
+    names = variant_names([(prompts[i], i, label) for i, _, label, _ in pairs], several=len(providers) > 1)
+    for (i, table, _, model), name in zip(pairs, names, strict=True):
         own = with_prompt_config(config, model, prompts[i])  # the provider's table, the prompt's config over it
         mine = len(providers) > 1 or own is not model
         suite_config[f"variants.{name}"] = {**table, **({"model": own} if mine else {})}
@@ -469,6 +468,20 @@ def _pairs(
     return pairs
 
 
+def variant_names(pairs: list[tuple[ImportedPrompt, int, str]], *, several: bool) -> list[str]:
+    """Name the variant of each (prompt, its index, provider label) pair, in order: :func:`pair_name`, a name
+    taken twice made ``NAME-2``, ``NAME-3``..."""
+    taken: set[str] = set()
+    return [_variant_name(pair_name(prompt, i, label, several=several), taken) for prompt, i, label in pairs]
+
+
+def pair_name(prompt: ImportedPrompt, index: int, provider: str, *, several: bool) -> str:
+    """Name the variant of a prompt x provider pair: the prompt's label as the config wrote it (else ``p`` and
+    its number), then the provider's label when the config has several providers; bare TOML keys."""
+    own = _slug(prompt.named, f"p{index + 1}") if prompt.named else f"p{index + 1}"
+    return f"{own}-{_slug(provider)}" if several else own
+
+
 def _variant_name(name: str, taken: set[str]) -> str:
     """Return ``name``, or ``name-N`` when it is taken (two labels alike once made bare keys, 'a:b' and 'a/b',
     stay two variants); the name returned is taken."""
@@ -490,10 +503,10 @@ def _add_code_files(config: ConfigFile, code: AssertModule, files: dict[str, str
         files[relative] = config.read_text(relative, str(path))
 
 
-def _slug(label: str) -> str:
-    """Make a provider's label a variant name: a bare TOML key (a dot would nest the table)."""
+def _slug(label: str, empty: str = "provider") -> str:
+    """Make a label a variant name: a bare TOML key (a dot would nest the table); ``empty`` when nothing is left."""
     bare = "".join(ch if ch.isascii() and (ch.isalnum() or ch in "-_") else "-" for ch in label)
-    return bare.strip("-") or "provider"
+    return bare.strip("-") or empty
 
 
 def import_promptfoo(path: Path, *, out: Path, slice_key: str | None = None) -> ImportResult:

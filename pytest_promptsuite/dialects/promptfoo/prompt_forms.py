@@ -38,6 +38,8 @@ class ImportedPrompt:
     function: str | None = None
     #: The prompt function's file (relative, text), copied into the suite.
     source: tuple[str, str] | None = None
+    #: The label the config wrote for it (``{raw, label}``, a map's value, a CSV ``label`` cell): its variant's name.
+    named: str | None = None
 
     def allowed(self, refs: Any) -> bool:
         """Tell whether a ``prompts:`` filter (labels, ids, ``prefix*``) lets this prompt run, as
@@ -202,6 +204,7 @@ def _csv_prompts(config: ConfigFile, relative: str, where: str, label: Any, iden
         prompt = _string_prompt(raw, where)
         base = f"{label}: {raw}" if label and several else str(label) if label else f"Prompt {index + 1} - {raw}"
         prompt.label = own or base
+        prompt.named = own or (str(label) if label else None)
         if isinstance(ident, str):
             prompt.ident = f"{ident}:{index + 1}" if several else ident
         out.append(prompt)
@@ -227,6 +230,7 @@ def _jsonl_prompts(config: ConfigFile, relative: str, where: str, label: Any) ->
     made = [_string_prompt(line, where) for line in lines]
     for prompt, line in zip(made, lines, strict=True):
         prompt.label = f"{named}: {line}" if len(lines) > 1 else named
+        prompt.named = str(label) if label else None
     return made
 
 
@@ -338,6 +342,7 @@ def _name(prompt: ImportedPrompt, item: str, label: Any, ident: Any, settings: d
     """Give a prompt read from ``item`` the id, config and label written for it, as promptfoo labels it."""
     prompt.ident = ident if isinstance(ident, str) else None
     prompt.config = settings or None
+    prompt.named = str(label) if label else prompt.named
     if label and item.startswith("file://") and item.endswith(_TEXT_PROMPT):
         prompt.label = f"{label}: {prompt.label}"
     elif label:
