@@ -81,6 +81,7 @@ def test_a_glob_lists_no_folder_outside_the_config_folder(tmp_path: Path, listin
     (tmp_path / "cfg" / "out").symlink_to(outside)
     (tmp_path / "cfg" / "sub" / "out").symlink_to(outside)
     (tmp_path / "cfg" / "sub" / "root").symlink_to("/")
+    (tmp_path / "cfg" / "loop").symlink_to("loop")  # a link to itself: no folder to list
     assert _questions(config) == ["mine"]
     assert listings.folders
     assert all(folder.is_relative_to((tmp_path / "cfg").resolve()) for folder in listings.folders), listings.folders

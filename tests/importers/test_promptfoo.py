@@ -345,6 +345,9 @@ def test_without_max_concurrency_the_import_says_what_the_suite_uses(
     )
     assert _import(tmp_path / "again", config)[0] == 1
     assert f"{config}:4: maxConcurrency is a whole number of calls, at least 1, not 'many'" in capsys.readouterr().err
+    config.write_text("prompts: ['Hi']\nproviders: [echo]\nevaluateOptions: [4]\ntests: [{vars: {}}]\n")
+    assert _import(tmp_path / "third", config)[0] == 1
+    assert f"{config}:3: evaluateOptions is a mapping (maxConcurrency, repeat, ...)" in capsys.readouterr().err
 
 
 def _run_without_node(

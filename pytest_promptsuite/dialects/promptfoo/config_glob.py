@@ -111,6 +111,15 @@ class _Walk:
             if not path.resolve().is_relative_to(self.root) or not path.is_dir():
                 return []
             with os.scandir(path) as entries:
-                return [(e.name, e.is_dir(), e.is_symlink()) for e in entries]
+                return [_entry(e) for e in entries]
         except (OSError, RuntimeError):  # unreadable, or a loop of links
             return []
+
+
+def _entry(entry: os.DirEntry[str]) -> _Entry:
+    """Describe a listed entry; one whose links loop or lead nowhere is no folder (its folder still lists)."""
+    try:
+        is_folder = entry.is_dir()
+    except OSError:
+        is_folder = False
+    return entry.name, is_folder, entry.is_symlink()
