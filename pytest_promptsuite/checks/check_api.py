@@ -35,6 +35,9 @@ from pytest_promptsuite.prompts.tool_set import ToolSet
 from pytest_promptsuite.safety.scrub import scrub_cut
 
 
+#: What a check graded by a judge says when the suite has none (at collection, and at run time).
+NO_JUDGE = "no judge model: configure [models.judge] in the suite config or pass --prompt-judge SPEC"
+
 #: Sends a prompt to the judge model and returns its reply text (raises ``ModelError``).
 Judge = Callable[[str], str]
 #: Embeds texts with the suite's embedding model: one vector per text (raises ``ModelError``).
@@ -109,6 +112,8 @@ class Check(ABC):
     negatable: ClassVar[bool] = True
     #: False for checks of the response rather than its text (latency, tokens): ``path`` does not apply.
     reads_output: ClassVar[bool] = True
+    #: True for checks a judge model grades (``llm-rubric``): a suite with one and no judge stops at collection.
+    needs_judge: ClassVar[bool] = False
 
     def negated(self) -> Check:
         """Return the check a ``not-`` entry runs before its verdict is flipped: this one, for most types

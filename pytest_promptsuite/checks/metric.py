@@ -6,6 +6,7 @@ import inspect
 import math
 from typing import Any
 
+from pytest_promptsuite.checks.check_api import NO_JUDGE
 from pytest_promptsuite.checks.check_api import Check
 from pytest_promptsuite.checks.check_api import CheckContext
 from pytest_promptsuite.checks.check_api import Judge
@@ -151,6 +152,7 @@ class LlmRubric(Check):
     and reason are recorded); with ``threshold`` the score must reach it."""
 
     layer = Layer.METRIC
+    needs_judge = True
 
     def __init__(self, rubric: str, threshold: float | None) -> None:
         self.rubric = rubric
@@ -161,11 +163,7 @@ class LlmRubric(Check):
             f" with score >= {self.threshold:g}" if self.threshold is not None else ""
         )
         if ctx.judge is None:
-            return Verdict(
-                False,
-                expected,
-                "no judge model: configure [models.judge] in the suite config or pass --prompt-judge SPEC",
-            )
+            return Verdict(False, expected, NO_JUDGE)
         prompt = RUBRIC_PROMPT.format(rubric=self.rubric, output=json_text(value))
         try:
             reply, usage = _ask(ctx.judge, prompt)

@@ -6,13 +6,17 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from collections.abc import Mapping
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 from typing import Any
 from typing import cast
 
+from pytest_promptsuite.checks.check_api import NO_JUDGE
 from pytest_promptsuite.checks.check_api import CheckScope
 from pytest_promptsuite.checks.check_api import Embed
+from pytest_promptsuite.checks.compile_checks import CheckSet
+from pytest_promptsuite.checks.compile_checks import CompiledChecks
 from pytest_promptsuite.checks.compile_checks import SuiteChecks
 from pytest_promptsuite.checks.compile_checks import compile_suite_checks
 from pytest_promptsuite.checks.evaluator import Evaluator
@@ -24,6 +28,7 @@ from pytest_promptsuite.config.settings import judge_choice
 from pytest_promptsuite.config.settings import model_choice
 from pytest_promptsuite.config.suite import SuiteConfig
 from pytest_promptsuite.config.tables import ModelConfig
+from pytest_promptsuite.errors import CheckError
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.errors import PromptSuiteError
 from pytest_promptsuite.models.cache import Cassette
@@ -110,6 +115,32 @@ def open_reviews_and_history(options: RunOptions, *, is_worker: bool) -> tuple[R
 
         history = load_history([options.history])
     return reviews, history
+
+
+def require_judge(
+    compiled: Mapping[str, CompiledChecks], cases: Sequence[PromptCase], evaluator: Evaluator, shown: str
+) -> None:
+    """Stop collection (CheckError, a ``path:line`` per case) when a check a judge grades (``llm-rubric``) has
+    no judge to ask: before any call, with the message each such check would end with."""
+    if evaluator.judge is not None:
+        return
+    problems = [
+        f"{shown}:{case.location.line}: case {case.case_id!r}: {where}: {NO_JUDGE}"
+        for case in cases
+        for where in _judged(compiled[case.case_id])
+    ]
+    if problems:
+        raise CheckError("\n".join(dict.fromkeys(problems)))
+
+
+def _judged(checks: CompiledChecks) -> list[str]:
+    """Return where each check a judge grades is written among a case's checks (its own and the suite's)."""
+    members = [
+        member
+        for entry in (*checks.entries, *checks.suite)
+        for member in (entry.members if isinstance(entry, CheckSet) else (entry,))
+    ]
+    return [f"{member.where} ({member.name})" for member in members if member.check.needs_judge]
 
 
 class Assembler:

@@ -62,6 +62,7 @@ from pytest_promptsuite.run.assembly import Assembler
 from pytest_promptsuite.run.assembly import open_baseline
 from pytest_promptsuite.run.assembly import open_reviews_and_history
 from pytest_promptsuite.run.assembly import open_stores
+from pytest_promptsuite.run.assembly import require_judge
 from pytest_promptsuite.run.pipeline import CasePipeline
 from pytest_promptsuite.run.pipeline import PlannedCase
 from pytest_promptsuite.run.pipeline import error_row
@@ -169,6 +170,7 @@ class PromptSession:
         self.check_slice_names(key, path, (case.slice for case in cases))
         scope = CheckScope(self.index.folder_of(path), suite.python_modules)
         compiled = compile_cases(cases, make_check, suite=pipeline.evaluator.suite, display=shown, scope=scope)
+        require_judge(compiled, cases, pipeline.evaluator, shown)
         variants = self.index.variants(key, self.options.variant)
         self.check_prompts(pipeline.prompts, cases, variants, shown)
         check_tools(pipeline.prompts, cases, variants, shown)

@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from pytest_promptsuite.checks.check_api import NO_JUDGE
+from pytest_promptsuite.cli.main import main
 from pytest_promptsuite.formats.tomlio import parse_toml
 from tests.importers.promptfoo_run import import_config
 from tests.importers.promptfoo_run import promptfoo_command
@@ -256,6 +258,96 @@ def test_an_openai_providers_legacy_functions_are_offered_as_tools(
     template = parse_toml((imported / "promptsuite.toml").read_bytes(), "promptsuite.toml")[0]["template"]
     assert template["tools"] == [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
     assert f"{config}:3: the provider's functions are offered as tools" in capsys.readouterr().out
+
+
+def test_a_rubric_without_a_judge_is_reported_by_the_import_and_stops_validate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "promptfooconfig.yaml"
+    config.write_text(
+        "prompts: ['Say {{ q }}']\nproviders: [echo]\ntests:\n"
+        "  - vars: {q: hi}\n    assert: [{type: llm-rubric, value: is polite}]\n"
+        "  - vars: {q: there}\n    assert: [{type: contains, value: there}]\n"
+        "  - vars: {q: x}\n    assert: [{type: assert-set, assert: [{type: not-llm-rubric, value: rude}]}]\n",
+        encoding="utf-8",
+    )
+    status, imported = _import(tmp_path, config)
+    assert status == 0
+    assert (
+        "llm-rubric in 2 cases needs a judge: add [models.judge] to promptsuite.toml or pass --prompt-judge SPEC"
+    ) in capsys.readouterr().out
+    assert main(["validate", str(imported)]) == 1
+    errors = capsys.readouterr().err.splitlines()
+    assert errors[0].endswith("cases.jsonl:1: case 'test-1': assert[0] (llm-rubric): " + NO_JUDGE), errors
+    assert errors[1].endswith("cases.jsonl:3: case 'test-3': assert[0].assert[0] (not-llm-rubric): " + NO_JUDGE)
+    assert main(["validate", "--prompt-judge", "fake", str(imported)]) == 0
+
+
+def test_a_test_without_an_input_var_renders_input_empty_as_promptfoo_does(tmp_path: Path, suite: Suite) -> None:
+    config = tmp_path / "promptfooconfig.yaml"
+    config.write_text(
+        "prompts: ['Q: [{{ input }}] [{{ question }}] {{ x }}']\nproviders: [echo]\ntests:\n"
+        "  - {description: a greeting, vars: {x: hi}}\n"
+        "  - {description: given, vars: {x: yo, input: it}}\n"
+        "  - vars: {x: z, input: 0}\n",
+        encoding="utf-8",
+    )
+    status, imported = _import(tmp_path, config)
+    assert status == 0
+    rows = run_imported(suite, imported)  # Nunjucks renders a var no test sets as ""; promptfoo has no input else
+    assert [(r["case_id"], r["output"]) for r in rows] == [
+        ("test-1", "Q: [] [] hi"),
+        ("test-2", "Q: [it] [] yo"),
+        ("test-3", "Q: [0] [] z"),
+    ]
+
+
+def test_promptfoos_max_concurrency_bounds_every_model_of_the_suite(
+    tmp_path: Path, suite: Suite, loopback: LoopbackServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "promptfooconfig.yaml"
+    provider = f"{{id: 'openai:chat:m', config: {{apiBaseUrl: '{loopback.base_url}'}}, label: LABEL}}"
+    config.write_text(
+        "prompts: ['Say {{ x }}']\n"
+        f"providers: [{provider.replace('LABEL', 'a')}, {provider.replace('LABEL', 'b')}]\n"
+        "evaluateOptions: {maxConcurrency: 2, repeat: 1}\n"
+        "tests:\n"
+        + "".join(f"  - {{vars: {{x: '{i}'}}, assert: [{{type: contains, value: '{i}'}}]}}\n" for i in range(6)),
+        encoding="utf-8",
+    )
+    status, imported = _import(tmp_path, config)
+    assert status == 0
+    printed = capsys.readouterr().out
+    assert "concurrency = 2, from evaluateOptions.maxConcurrency" in printed
+    assert f"{config}:3: evaluateOptions not carried over: repeat" in printed
+    written = parse_toml((imported / "promptsuite.toml").read_bytes(), "promptsuite.toml")[0]
+    assert [written["variants"][name]["model"]["concurrency"] for name in ("p1-a", "p1-b")] == [2, 2]
+    loopback.reset(latency_s=0.05, max_concurrent=4)  # a 4-slot server: a fifth call in flight gets a 429
+    rows = run_imported(suite, imported)
+    assert [r["outcome"] for r in rows] == ["passed"] * 12
+    assert loopback.stats.max_in_flight <= 4  # two providers, each bounded at 2: never past the slots
+
+
+def test_without_max_concurrency_the_import_says_what_the_suite_uses(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "promptfooconfig.yaml"
+    config.write_text("prompts: ['Hi']\nproviders: [echo]\ntests: [{vars: {}}]\n", encoding="utf-8")
+    status, imported = _import(tmp_path, config)
+    assert status == 0
+    assert (
+        "concurrency: ours, 8 calls in flight (auto for an https:// OpenAI endpoint); the config sets no "
+        "evaluateOptions.maxConcurrency, so promptfoo runs 4: set [model] concurrency = 4 to match it"
+    ) in capsys.readouterr().out
+    assert "concurrency" not in parse_toml((imported / "promptsuite.toml").read_bytes(), "promptsuite.toml")[0]["model"]
+    config.write_text(
+        "prompts: ['Hi']\nproviders: [echo]\nevaluateOptions:\n  maxConcurrency: many\ntests: [{vars: {}}]\n"
+    )
+    assert _import(tmp_path / "again", config)[0] == 1
+    assert f"{config}:4: maxConcurrency is a whole number of calls, at least 1, not 'many'" in capsys.readouterr().err
+    config.write_text("prompts: ['Hi']\nproviders: [echo]\nevaluateOptions: [4]\ntests: [{vars: {}}]\n")
+    assert _import(tmp_path / "third", config)[0] == 1
+    assert f"{config}:3: evaluateOptions is a mapping (maxConcurrency, repeat, ...)" in capsys.readouterr().err
 
 
 def _run_without_node(

@@ -9,7 +9,9 @@ from typing import Any
 
 import pytest
 
-from pytest_promptsuite.dialects.promptfoo.import_promptfoo import _slug
+from pytest_promptsuite.dialects.promptfoo.config_file import ConfigFile
+from pytest_promptsuite.dialects.promptfoo.import_promptfoo import variant_names
+from pytest_promptsuite.dialects.promptfoo.prompt_forms import config_prompts
 from tests.importers.promptfoo_run import import_config
 from tests.importers.promptfoo_run import promptfoo_command
 from tests.importers.promptfoo_run import promptfoo_results
@@ -45,11 +47,18 @@ def _recorded(name: str) -> dict[str, Any]:
     return recorded
 
 
-def _variant(kept: dict[str, Any], prompt: int, provider: str) -> str | None:
-    """Name the variant the importer makes of a prompt x provider pair (none for the only pair)."""
+def _variants(name: str, kept: dict[str, Any]) -> dict[tuple[int, str], str | None]:
+    """Name the variant the importer makes of each prompt x provider pair of the rows (none for the only pair):
+    the config's label for the prompt (else ``p`` and its number), then the provider's when there are several."""
+    pairs = sorted(
+        {(r["prompt"], r["provider"]) for r in kept["rows"]}, key=lambda p: (p[0], kept["providers"].index(p[1]))
+    )
     if kept["prompts"] * len(kept["providers"]) == 1:
-        return None
-    return f"p{prompt}" if len(kept["providers"]) == 1 else f"p{prompt}-{_slug(provider)}"
+        return dict.fromkeys(pairs)
+    prompts = config_prompts(ConfigFile(CORPUS / name / "promptfooconfig.yaml"))
+    several = len(kept["providers"]) > 1
+    names = variant_names([(prompts[prompt - 1], prompt - 1, provider) for prompt, provider in pairs], several=several)
+    return dict(zip(pairs, names, strict=True))
 
 
 @pytest.mark.parametrize("name", CONFIGS)
@@ -58,7 +67,8 @@ def test_the_imported_config_gives_promptfoos_rows(name: str, tmp_path: Path, su
     status, imported = import_config(tmp_path, CORPUS / name / "promptfooconfig.yaml")
     assert status == 0
     ours = {(row["case_id"], row["variant"]): row for row in run_imported(suite, imported)}
-    theirs = {(f"test-{r['test']}", _variant(kept, r["prompt"], r["provider"])): r for r in kept["rows"]}
+    variants = _variants(name, kept)
+    theirs = {(f"test-{r['test']}", variants[(r["prompt"], r["provider"])]): r for r in kept["rows"]}
     assert sorted(ours, key=str) == sorted(theirs, key=str)
     differ = {}
     for key, row in theirs.items():

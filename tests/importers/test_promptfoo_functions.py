@@ -50,8 +50,8 @@ def test_a_prompt_function_is_copied_and_named_with_what_promptfoo_gives_it(tmp_
         "prompt_context": {"provider": {"id": "echo", "label": ""}, "config": {}},
         "model": {"spec": "echo"},
     }
-    assert imported.config["variants.p2-other"]["prompt_function"] == "code/prompts.py:ask"
-    assert imported.config["variants.p2-other"]["prompt_context"] == {
+    assert imported.config["variants.ask-other"]["prompt_function"] == "code/prompts.py:ask"
+    assert imported.config["variants.ask-other"]["prompt_context"] == {
         "provider": {"id": "echo", "label": "other"},
         "config": {"seed": 3, "max_tokens": 9},
     }
@@ -168,9 +168,10 @@ def test_a_prompt_map_labels_each_prompt_and_its_labels_filter_the_providers(tmp
     )
     imported = promptfoo_suite(config)
     variants = sorted(k for k in imported.config if k.startswith("variants."))
-    assert variants == ["variants.p1", "variants.p2", "variants.p3", "variants.p4"]  # D is filtered out
+    # each named by its label (the file's two prompts share theirs); D is filtered out
+    assert variants == ["variants.B", "variants.Fn", "variants.Label-A", "variants.Label-A-2"]
     assert [imported.files[f"prompts/prompt-{i}.txt"] for i in (1, 2, 3)] == ["A1 {{x}}", "A2 {{x}}", "Say {{x}}"]
-    assert imported.config["variants.p4"]["prompt_function"] == "fn.js"
+    assert imported.config["variants.Fn"]["prompt_function"] == "fn.js"
 
 
 def test_a_hand_written_prompt_function_needs_promptfoo_semantics(suite: Suite) -> None:

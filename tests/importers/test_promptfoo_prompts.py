@@ -29,7 +29,7 @@ def test_a_csv_prompt_file_is_one_prompt_a_row_with_its_label(tmp_path: Path) ->
     )
     imported = promptfoo_suite(config)
     variants = sorted(k for k in imported.config if k.startswith("variants."))
-    assert variants == ["variants.p1-echo", "variants.p2-echo", "variants.p2-eli5-only", "variants.p3-echo"]
+    assert variants == ["variants.Basic-echo", "variants.ELI5-echo", "variants.ELI5-eli5-only", "variants.p3-echo"]
     assert imported.files["prompts/prompt-1.txt"] == "Tell me about {{topic}}"
     assert imported.files["prompts/prompt-2.txt"] == "Explain {{topic}}, simply"
     assert "About {{topic}}" in imported.files["prompts.yml"]  # a JSON chat row is chat messages
@@ -101,6 +101,25 @@ def test_a_prompt_that_is_json_renders_each_string_and_is_written_back_as_prompt
         ("test-1", "p2"): '{\n  "ask": "say \\"hi\\"\\nthen go",\n  "n": 2\n}',
         ("test-2", "p1"): 'P: [{"role":"user","content":[{"modality":"text","value":"plain"}]},{"n":1,"":"plain"}]',
         ("test-2", "p2"): 'P: {"ask": "plain", "n": 2}',
+    }
+
+
+def test_the_configs_prompt_labels_name_the_variants(tmp_path: Path, suite: Suite) -> None:
+    config = write_config(
+        tmp_path,
+        "prompts:\n  - {raw: 'Short: {{ x }}', label: concise}\n  - {raw: 'Long: {{ x }}', label: 'v2.1 (détaillé)'}\n"
+        "  - 'Plain: {{ x }}'\n  - {raw: 'Again: {{ x }}', label: concise}\n"
+        "providers: [echo]\ntests: [{vars: {x: hi}, assert: [{type: contains, value: hi}]}]\n",
+        {},
+    )
+    status, imported = import_config(tmp_path, config)
+    assert status == 0
+    rows = run_imported(suite, imported)  # promptfoo 0.123.1 labels its columns concise, v2.1 (détaillé), ...
+    assert {r["variant"]: (r["output"], r["outcome"]) for r in rows} == {
+        "concise": ("Short: hi", "passed"),
+        "v2-1--d-taill": ("Long: hi", "passed"),
+        "p3": ("Plain: hi", "passed"),
+        "concise-2": ("Again: hi", "passed"),
     }
 
 
@@ -191,7 +210,7 @@ def test_a_prompts_own_config_goes_over_its_providers_settings(tmp_path: Path) -
     )
     imported = promptfoo_suite(config)
     assert imported.config["model"]["params"] == {"temperature": 0, "max_tokens": 64}
-    assert imported.config["variants.p1"]["model"]["params"] == {
+    assert imported.config["variants.json"]["model"]["params"] == {
         "temperature": 0.2,
         "max_tokens": 64,
         "response_format": {"type": "json_object"},

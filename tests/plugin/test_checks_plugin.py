@@ -194,13 +194,15 @@ def test_prompt_judge_option_names_the_judge(judged: Suite) -> None:
     result.assert_outcomes(passed=2, deselected=3)
 
 
-def test_llm_rubric_without_a_judge_says_how_to_configure_one(suite: Suite) -> None:
+def test_llm_rubric_without_a_judge_stops_collection_saying_how_to_configure_one(suite: Suite) -> None:
     suite.cases([{"case_id": "p", "input": "x", "slice": "s", "assert": [{"type": "llm-rubric", "value": "ok"}]}])
-    result = suite.run()
-    result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(
-        ["*found no judge model: configure [[]models.judge[]] in the suite config or pass --prompt-judge SPEC"]
-    )
+    result = suite.run("--prompt-report", "report")
+    result.assert_outcomes(errors=1)  # before any model call: nothing is spent on a check that cannot pass
+    assert (
+        "cases.jsonl:1: case 'p': assert[0] (llm-rubric): no judge model: configure [models.judge] "
+        "in the suite config or pass --prompt-judge SPEC"
+    ) in result.stdout.lines
+    assert not (suite.path / "report" / "results.jsonl").exists()
 
 
 def test_a_bad_suite_check_names_the_config(suite: Suite) -> None:

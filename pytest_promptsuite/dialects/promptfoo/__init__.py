@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -37,6 +38,20 @@ def pytest_promptsuite_make_prompt_source(
     from pytest_promptsuite.dialects.promptfoo.promptfoo_prompts import promptfoo_source
 
     return promptfoo_source(suite, table, variant, makers)
+
+
+#: The modules that keep what a run's code gave (each has ``end_run``), loaded only when a suite used them.
+_RUN_STATE = ("prompt_code", "code_asserts", "promptfoo_prompts")
+
+
+@hookimpl(trylast=True)
+def pytest_unconfigure() -> None:
+    """End what this run's promptfoo code kept (memos, loaded modules, Node.js processes): the next run in
+    this process (pytester's, an IDE's) reads every file afresh."""
+    for name in _RUN_STATE:
+        module = sys.modules.get(f"{__name__}.{name}")
+        if module is not None:
+            module.end_run()
 
 
 def _import(args: argparse.Namespace) -> int:

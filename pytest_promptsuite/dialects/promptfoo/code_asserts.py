@@ -162,12 +162,18 @@ def transformed(
     return CheckResult("metric", str(entry.get("type")), passed, message, score=verdict.score)
 
 
-_CHECKS: dict[str, tuple[Check, bool, str]] = {}
+#: The checks this run has made, by (suite folder, entry): a ``file://`` value is read from its suite's folder.
+_CHECKS: dict[tuple[str, str], tuple[Check, bool, str]] = {}
+
+
+def end_run() -> None:
+    """Forget the checks this run made, so that the next run in this process reads their files afresh."""
+    _CHECKS.clear()
 
 
 def _compiled(entry: dict[str, Any], base: Path) -> tuple[Check, bool, str]:
-    """Make our check of an imported assert entry once: (check, negated, its type without ``not-``)."""
-    key = json.dumps(entry, sort_keys=True)
+    """Make our check of an imported assert entry once a run: (check, negated, its type without ``not-``)."""
+    key = (str(base.resolve()), json.dumps(entry, sort_keys=True))
     if key not in _CHECKS:
         kind = str(entry["type"])
         negated = kind.startswith("not-")

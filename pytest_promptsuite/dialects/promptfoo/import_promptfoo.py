@@ -4,14 +4,16 @@ Every prompt x provider pair is a variant; files are read inside the config's fo
 from __future__ import annotations
 
 import copy
-import glob
 import re
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from pytest_promptsuite.config.settings import DEFAULT_CONCURRENCY
 from pytest_promptsuite.dialects.promptfoo.config_file import ConfigFile
+from pytest_promptsuite.dialects.promptfoo.config_glob import expand
+from pytest_promptsuite.dialects.promptfoo.config_glob import is_glob
 from pytest_promptsuite.dialects.promptfoo.csv_tests import csv_test
 from pytest_promptsuite.dialects.promptfoo.prompt_forms import ImportedPrompt
 from pytest_promptsuite.dialects.promptfoo.prompt_forms import config_prompts
@@ -43,8 +45,11 @@ _KEYS = frozenset(
 _CONVERSATION = re.compile(r"\b_conversation\b")
 #: The config's keys that are carried over; every other key present is listed in the import report.
 _CARRIED = frozenset(
-    "description prompts providers targets tests scenarios defaultTest assertionTemplates nunjucksFilters".split()
+    "description prompts providers targets tests scenarios defaultTest assertionTemplates nunjucksFilters "
+    "evaluateOptions".split()
 )
+#: promptfoo's calls in flight when ``evaluateOptions.maxConcurrency`` is not set.
+PROMPTFOO_CONCURRENCY = 4
 
 
 def _tests(config: ConfigFile) -> list[TestSource]:
@@ -128,9 +133,9 @@ def _glob(config: ConfigFile, written: str, where: str) -> list[str]:
     normal = inside(relative)
     if normal is None:
         raise ConfigError(f"{where}: file://{relative} lies outside the config's folder")
-    if not any(ch in normal for ch in "*?[{"):
+    if not is_glob(normal):
         return [normal]
-    found = sorted(glob.glob(normal, root_dir=config.root, recursive=True))
+    found = expand(config.root, normal, where)
     if not found:
         raise ConfigError(f"{where}: {written}: no test file matches")
     return found
@@ -285,6 +290,7 @@ def promptfoo_suite(path: Path, *, slice_key: str | None = None) -> ImportedSuit
         code=code,
         unsupported=unsupported,
         default_where=config.where("defaultTest"),
+        unset=_unset_fields(prompts),
     )
     files: dict[str, str] = {"cases.jsonl": cases.text}
     tasks: list[dict[str, Any]] = []
@@ -294,15 +300,79 @@ def promptfoo_suite(path: Path, *, slice_key: str | None = None) -> ImportedSuit
     tables = [_prompt_table(p, i + 1, files, tasks) for i, p in enumerate(prompts)]
     _nunjucks_filters(config, tables, files)
     suite_config = _suite_config(config, prompts, providers, tables)
+    _with_concurrency(suite_config, _concurrency(config))
     if cases.embedding is not None:  # the tests' options.provider: the similar checks' embeddings
         suite_config["models.embedding"] = cases.embedding
     if tasks:
         files["prompts.yml"] = encode({"prompts": tasks}, indent=2) + "\n"  # JSON is YAML
     if code.functions:
         _add_code_files(config, code, files)
+    _judge_note(config, cases.text)
     notes = list(dict.fromkeys([*config.notes, *(f"not carried over: {u}" for u in unsupported)]))
     header = f"Imported by `promptsuite import promptfoo` from {path.name}."
     return ImportedSuite(name=path.stem, config=suite_config, files=files, notes=notes, header=header)
+
+
+#: A Nunjucks tag reading a field every row of ours has (``input``, ``question``), which promptfoo renders
+#: empty when no var sets it.
+_ROW_FIELD = re.compile(r"{[{%][^}]*?\b(input|question)\b")
+
+
+def _unset_fields(prompts: list[ImportedPrompt]) -> frozenset[str]:
+    """Return the row fields of ours the text and chat prompts read: each case without such a var gets it
+    empty, as promptfoo renders it (not the case's description)."""
+    texts = [p.text or "" for p in prompts] + [m["content"] for p in prompts for m in p.messages or ()]
+    return frozenset(match.group(1) for text in texts for match in _ROW_FIELD.finditer(text))
+
+
+#: An ``llm-rubric`` check (or its ``not-`` form) in a case line the import wrote.
+_RUBRIC = re.compile(r'"type": "(?:not-)?llm-rubric"')
+
+
+def _judge_note(config: ConfigFile, cases: str) -> None:
+    """Say that the suite's ``llm-rubric`` checks need a judge: promptfoo grades with its own default grader (or
+    ``options.provider``), which the import does not choose, and without one collection stops."""
+    count = sum(1 for line in cases.splitlines() if _RUBRIC.search(line))
+    if count:
+        config.notes.append(
+            f"llm-rubric in {count} case{'s' if count != 1 else ''} needs a judge: add [models.judge] to "
+            "promptsuite.toml or pass --prompt-judge SPEC (promptfoo grades with its default grader or "
+            "options.provider, which the import does not choose); until then collection stops with "
+            "'no judge model'"
+        )
+
+
+def _concurrency(config: ConfigFile) -> int | None:
+    """Return ``evaluateOptions.maxConcurrency`` (promptfoo's calls in flight), None when it is not set; the
+    report says which bound the suite runs with, and lists the other ``evaluateOptions`` as not carried over."""
+    options = config.data.get("evaluateOptions") or {}
+    where = config.where("evaluateOptions")
+    if not isinstance(options, dict):
+        raise ConfigError(f"{where}: evaluateOptions is a mapping (maxConcurrency, repeat, ...)")
+    left = sorted(set(map(str, options)) - {"maxConcurrency"})
+    if left:
+        config.notes.append(f"{where}: evaluateOptions not carried over: {', '.join(left)}")
+    value = options.get("maxConcurrency")
+    if value is None:
+        config.notes.append(
+            f"concurrency: ours, {DEFAULT_CONCURRENCY} calls in flight (auto for an https:// OpenAI endpoint); the "
+            f"config sets no evaluateOptions.maxConcurrency, so promptfoo runs {PROMPTFOO_CONCURRENCY}: set [model] "
+            f"concurrency = {PROMPTFOO_CONCURRENCY} to match it"
+        )
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        where = config.where("evaluateOptions", "maxConcurrency")
+        raise ConfigError(f"{where}: maxConcurrency is a whole number of calls, at least 1, not {value!r}")
+    config.notes.append(f"concurrency = {value}, from evaluateOptions.maxConcurrency")
+    return value
+
+
+def _with_concurrency(suite_config: dict[str, dict[str, Any]], concurrency: int | None) -> None:
+    """Give the suite's model table, and each variant's own, promptfoo's bound on calls in flight (if set)."""
+    for key, table in suite_config.items():
+        model = table if key == "model" else table.get("model") if key.startswith("variants.") else None
+        if isinstance(model, dict) and concurrency is not None:
+            model.setdefault("concurrency", concurrency)
 
 
 def _check_keys(config: ConfigFile) -> None:
@@ -368,9 +438,8 @@ def _suite_config(
         suite_config["model"] = with_prompt_config(config, pairs[0][3], prompts[0])
         return suite_config
     suite_config["template"] = dict(pairs[0][1])
-    taken: set[str] = set()
-    for i, table, label, model in pairs:
-        name = _variant_name(f"p{i + 1}" if len(providers) == 1 else f"p{i + 1}-{_slug(label)}", taken)
+    names = variant_names([(prompts[i], i, label) for i, _, label, _ in pairs], several=len(providers) > 1)
+    for (i, table, _, model), name in zip(pairs, names, strict=True):
         own = with_prompt_config(config, model, prompts[i])  # the provider's table, the prompt's config over it
         mine = len(providers) > 1 or own is not model
         suite_config[f"variants.{name}"] = {**table, **({"model": own} if mine else {})}
@@ -399,6 +468,20 @@ def _pairs(
     return pairs
 
 
+def variant_names(pairs: list[tuple[ImportedPrompt, int, str]], *, several: bool) -> list[str]:
+    """Name the variant of each (prompt, its index, provider label) pair, in order: :func:`pair_name`, a name
+    taken twice made ``NAME-2``, ``NAME-3``..."""
+    taken: set[str] = set()
+    return [_variant_name(pair_name(prompt, i, label, several=several), taken) for prompt, i, label in pairs]
+
+
+def pair_name(prompt: ImportedPrompt, index: int, provider: str, *, several: bool) -> str:
+    """Name the variant of a prompt x provider pair: the prompt's label as the config wrote it (else ``p`` and
+    its number), then the provider's label when the config has several providers; bare TOML keys."""
+    own = _slug(prompt.named, f"p{index + 1}") if prompt.named else f"p{index + 1}"
+    return f"{own}-{_slug(provider)}" if several else own
+
+
 def _variant_name(name: str, taken: set[str]) -> str:
     """Return ``name``, or ``name-N`` when it is taken (two labels alike once made bare keys, 'a:b' and 'a/b',
     stay two variants); the name returned is taken."""
@@ -420,10 +503,10 @@ def _add_code_files(config: ConfigFile, code: AssertModule, files: dict[str, str
         files[relative] = config.read_text(relative, str(path))
 
 
-def _slug(label: str) -> str:
-    """Make a provider's label a variant name: a bare TOML key (a dot would nest the table)."""
+def _slug(label: str, empty: str = "provider") -> str:
+    """Make a label a variant name: a bare TOML key (a dot would nest the table); ``empty`` when nothing is left."""
     bare = "".join(ch if ch.isascii() and (ch.isalnum() or ch in "-_") else "-" for ch in label)
-    return bare.strip("-") or "provider"
+    return bare.strip("-") or empty
 
 
 def import_promptfoo(path: Path, *, out: Path, slice_key: str | None = None) -> ImportResult:

@@ -4,6 +4,7 @@ Node.js process for the run, Python in-process) and prompt functions; the import
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import importlib.util
 import inspect
 import json
@@ -26,17 +27,14 @@ from pytest_promptsuite.errors import CheckError
 from pytest_promptsuite.errors import TemplateError
 
 
-#: The Node.js side, one process for the run: each line of stdin is {output, context, code | file + fn, param,
-#: transform} (or {prompt, file, fn, context} for a prompt function); each answer a line {value} (a transform's
-#: value is {value, text}: text is promptfoo's coerceString, JSON.stringify of a non-string) or {error}. What the
-#: code logs goes to stderr, so it cannot garble an answer.
+#: The Node.js side, one process for the run: each request is {output, context, code | file + fn, param,
+#: transform} (or {prompt, file, fn, context} for a prompt function); each answer {value} (a transform's value is
+#: {value, text}: text is promptfoo's coerceString, JSON.stringify of a non-string) or {error}. They travel as
+#: node.FRAMING says, so nothing the code writes or logs can garble or forge an answer.
 _NODE_HARNESS = r"""
-const answer = (obj) => process.stdout.write(JSON.stringify(obj) + '\n');
-console.log = console.info = console.debug = (...args) => process.stderr.write(args.join(' ') + '\n');
-const lines = require('readline').createInterface({ input: process.stdin });
 let queue = Promise.resolve();
-lines.on('line', (line) => { queue = queue.then(() => run(JSON.parse(line))); });
-async function run(data) {
+requests((id, data) => { queue = queue.then(() => run(id, data)); });
+async function run(id, data) {
   try {
     let result;
     if (data.prompt) {  // a prompt function, loaded as promptfoo's importModule loads it (ESM import first)
@@ -59,12 +57,12 @@ async function run(data) {
     const value = result === undefined ? null : result;
     if (data.transform) {
       const text = result == null ? null : typeof result === 'string' ? result : JSON.stringify(result);
-      answer({ value: { value, text } });
+      answer(id, { value: { value, text } });
     } else {
-      answer({ value });
+      answer(id, { value });
     }
   } catch (e) {
-    answer({ error: String((e && e.stack) || e) });
+    answer(id, { error: String((e && e.stack) || e) });
   }
 }
 """
@@ -162,7 +160,7 @@ class Transform:
         file = self.code.startswith("file://")
         if not file or _JS_FILES.search(file_and_function(self.code[len("file://") :])[0]):
             _need_node(name)  # before the memo: a JavaScript transform without Node fails, whatever ran before
-        key = (self.code, param, json.dumps([value, context], sort_keys=True, default=str))
+        key = (self._identity(), param, json.dumps([value, context], sort_keys=True, default=str))
         if key in _DONE:
             return _DONE[key]
         payload = {"output": value, "context": context, "transform": True}
@@ -178,6 +176,14 @@ class Transform:
         _DONE[key] = (result, text)
         return result, text
 
+    def _identity(self) -> str:
+        """Name what decides the transform's result besides its input: its code, or its file (resolved, with
+        its content's digest) and function; the file as written may name another file in another suite."""
+        if not self.code.startswith("file://"):
+            return self.code
+        written, fn = file_and_function(self.code[len("file://") :])
+        return f"{file_identity((self.base or Path.cwd()) / written)}:{fn or ''}"
+
     def _run_file(self, payload: dict[str, Any], name: str) -> tuple[Any, str | None]:
         """Run a ``file://`` transform (``.py`` here, JavaScript in Node.js): its value and text."""
         written, fn = file_and_function(self.code[len("file://") :])
@@ -191,11 +197,31 @@ class Transform:
         raise CheckError(f"{name}: promptfoo runs .js and .py transforms, not {written}")
 
 
-#: The transforms already run, by (code, input): every assert of a case reads the test's transform once.
+#: The transforms this run has run, by (code or file, param, input): every assert of a case reads the test's
+#: transform once.
 _DONE: dict[tuple[str, str, str], tuple[Any, str]] = {}
 _DONE_SIZE = 256
 _JS_FILES = re.compile(r"\.(?:js|cjs|mjs)$", re.IGNORECASE)
-_MODULES: dict[Path, Any] = {}
+#: The Python files this run has loaded, by :func:`file_identity`.
+_MODULES: dict[str, Any] = {}
+
+
+def file_identity(path: Path) -> str:
+    """Name a code file by what decides what it does: its resolved path and its content's digest."""
+    resolved = path.resolve()
+    try:
+        digest = hashlib.sha256(resolved.read_bytes()).hexdigest()
+    except OSError:  # then loading it fails, and says why
+        digest = "unreadable"
+    return f"{resolved}#{digest}"
+
+
+def end_run() -> None:
+    """Forget what this run's code gave and loaded, and end its Node.js process (its modules with it), so
+    that the next run in this process reads every file afresh."""
+    _DONE.clear()
+    _MODULES.clear()
+    _NODE.close()
 
 
 def _answer_text(answer: Any, where: str) -> str:
@@ -214,7 +240,8 @@ def _answer_text(answer: Any, where: str) -> str:
 
 def python_function(path: Path, fn: str, name: str) -> Any:
     """Load ``fn`` of the Python file at ``path`` (each file once)."""
-    module = _MODULES.get(path)
+    identity = file_identity(path)
+    module = _MODULES.get(identity)
     if module is None:
         spec = importlib.util.spec_from_file_location(f"promptfoo_transform_{len(_MODULES)}", path)
         if spec is None or spec.loader is None or not path.is_file():
@@ -224,7 +251,7 @@ def python_function(path: Path, fn: str, name: str) -> Any:
             spec.loader.exec_module(module)
         except (Exception, SystemExit) as exc:
             raise CheckError(f"{name}: importing {path} failed: {exc!r}") from None
-        _MODULES[path] = module
+        _MODULES[identity] = module
     function = getattr(module, fn, None)
     if not callable(function):
         raise CheckError(f"{name}: {path.name} has no function {fn}")

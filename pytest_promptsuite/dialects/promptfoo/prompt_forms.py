@@ -3,12 +3,13 @@ functions, maps of prompts to labels, and globs."""
 
 from __future__ import annotations
 
-import glob
 import re
 from dataclasses import dataclass
 from typing import Any
 
 from pytest_promptsuite.dialects.promptfoo.config_file import ConfigFile
+from pytest_promptsuite.dialects.promptfoo.config_glob import expand
+from pytest_promptsuite.dialects.promptfoo.config_glob import is_glob
 from pytest_promptsuite.dialects.promptfoo.nunjucks import file_and_function
 from pytest_promptsuite.dialects.promptfoo.nunjucks import js_json
 from pytest_promptsuite.errors import ConfigError
@@ -37,6 +38,8 @@ class ImportedPrompt:
     function: str | None = None
     #: The prompt function's file (relative, text), copied into the suite.
     source: tuple[str, str] | None = None
+    #: The label the config wrote for it (``{raw, label}``, a map's value, a CSV ``label`` cell): its variant's name.
+    named: str | None = None
 
     def allowed(self, refs: Any) -> bool:
         """Tell whether a ``prompts:`` filter (labels, ids, ``prefix*``) lets this prompt run, as
@@ -201,6 +204,7 @@ def _csv_prompts(config: ConfigFile, relative: str, where: str, label: Any, iden
         prompt = _string_prompt(raw, where)
         base = f"{label}: {raw}" if label and several else str(label) if label else f"Prompt {index + 1} - {raw}"
         prompt.label = own or base
+        prompt.named = own or (str(label) if label else None)
         if isinstance(ident, str):
             prompt.ident = f"{ident}:{index + 1}" if several else ident
         out.append(prompt)
@@ -226,6 +230,7 @@ def _jsonl_prompts(config: ConfigFile, relative: str, where: str, label: Any) ->
     made = [_string_prompt(line, where) for line in lines]
     for prompt, line in zip(made, lines, strict=True):
         prompt.label = f"{named}: {line}" if len(lines) > 1 else named
+        prompt.named = str(label) if label else None
     return made
 
 
@@ -304,12 +309,12 @@ def _prompt_glob(config: ConfigFile, item: str, where: str) -> list[str]:
     if not item.startswith("file://"):
         return [item]
     path, function = file_and_function(item[len("file://") :])
-    if not any(ch in path for ch in "*?[{"):
+    if not is_glob(path):
         return [item]
     normal = inside(path)
     if normal is None:
         raise ConfigError(f"{where}: {item} lies outside the config's folder")
-    found = sorted(glob.glob(normal, root_dir=config.root, recursive=True))
+    found = expand(config.root, normal, where)
     if not found:
         raise ConfigError(f"{where}: {item}: no prompt file matches")
     return [f"file://{match}{f':{function}' if function else ''}" for match in found]
@@ -337,6 +342,7 @@ def _name(prompt: ImportedPrompt, item: str, label: Any, ident: Any, settings: d
     """Give a prompt read from ``item`` the id, config and label written for it, as promptfoo labels it."""
     prompt.ident = ident if isinstance(ident, str) else None
     prompt.config = settings or None
+    prompt.named = str(label) if label else prompt.named
     if label and item.startswith("file://") and item.endswith(_TEXT_PROMPT):
         prompt.label = f"{label}: {prompt.label}"
     elif label:

@@ -102,8 +102,15 @@ def _chat(config: SuiteConfig, table: TemplateConfig, make_filter: MakeFilter, v
     return PromptfooChat(tuple(messages), _renderer(config, table, make_filter, variant), entry.where, table.task)
 
 
-#: The Node.js filter processes by their files: the variants of a suite share one.
+#: The Node.js filter processes of this run by their files: the variants of a suite share one.
 _NODE_FILTERS: dict[tuple[tuple[str, Path], ...], NodeFilters] = {}
+
+
+def end_run() -> None:
+    """End this run's Nunjucks filter processes (their modules with them) and forget them."""
+    for filters in _NODE_FILTERS.values():
+        filters.close()
+    _NODE_FILTERS.clear()
 
 
 def _node_filters(config: SuiteConfig, table: TemplateConfig, variant: str | None) -> NodeFilters | None:

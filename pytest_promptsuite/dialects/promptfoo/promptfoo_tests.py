@@ -515,6 +515,7 @@ def cases_of(
     code: AssertModule,
     unsupported: list[str],
     default_where: str = "defaultTest",
+    unset: frozenset[str] = frozenset(),
 ) -> Cases:
     """Convert every test to a case (``defaultTest`` merged in as promptfoo's ``prepareTestCaseForEval``
     merges it), numbered in order: the text of ``cases.jsonl``. The number of cases is computed before
@@ -523,7 +524,7 @@ def cases_of(
     default = _checked(default, default_where)
     checked = [(_checked(source.test, source.where), source.where) for source in tests]
     _check_count(checked, default)
-    writer = _CaseWriter(default, read_var, slice_key, code, unsupported)
+    writer = _CaseWriter(default, read_var, slice_key, code, unsupported, unset)
     for test, where in checked:
         writer.add_test(test, where)
     return writer.cases()
@@ -551,6 +552,8 @@ class _CaseWriter:
     slice_key: str | None
     code: AssertModule
     unsupported: list[str]
+    #: Fields our rows always have that the prompts read and promptfoo renders empty unless a var sets them.
+    unset: frozenset[str] = frozenset()
     lines: list[str] = field(default_factory=list)
     size: int = 0
     number: int = 0
@@ -598,6 +601,8 @@ class _CaseWriter:
                 "uuid": str(uuid.uuid5(uuid.NAMESPACE_URL, f"promptfoo:{where}:{self.number}")),
                 "where": f"{where}: options.transformVars",
             }
+        for name in sorted(self.unset - set(variables)):  # promptfoo renders a var no test sets as ""
+            variables[name] = ""
         options = test["options"]
         affixes = {k: options.get(k) or self.default["options"].get(k) or "" for k in ("prefix", "suffix")}
         if any(affixes.values()) or self.affixed:
@@ -662,7 +667,7 @@ def _case(
     description = test.get("description")
     case: dict[str, Any] = {
         "case_id": f"test-{number}",
-        "input": str(variables.get("input") or description or f"test {number}"),
+        "input": _input(variables, description, number),
         "slice": str(metadata.get(slice_key, "unsliced")) if slice_key else "promptfoo",
         "vars": variables,
         "assert": mapped,
@@ -673,6 +678,13 @@ def _case(
     if threshold is not None:
         case["threshold"] = threshold
     return case
+
+
+def _input(variables: Mapping[str, Any], description: Any, number: int) -> str:
+    """Return a case's ``input``: its ``input`` var when it is text, else its description (a name for people;
+    the prompts read the ``input`` var, which promptfoo renders empty when no var sets it)."""
+    given = variables.get("input")
+    return given if isinstance(given, str) and given.strip() else str(description or f"test {number}")
 
 
 def _mapped_asserts(

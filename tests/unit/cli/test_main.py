@@ -47,6 +47,46 @@ def test_validate_reports_every_problem(tmp_path: Path, capsys: pytest.CaptureFi
     ]
 
 
+NO_JUDGE = "no judge model: configure [models.judge] in the suite config or pass --prompt-judge SPEC"
+RUBRIC_CASES = (
+    '{"case_id": "a", "input": "x", "slice": "s", "assert": [{"type": "llm-rubric", "value": "polite"}]}\n'
+    '{"case_id": "b", "input": "x", "slice": "s"}\n'
+    '{"case_id": "c", "input": "x", "slice": "s", "assert": [{"type": "assert-set", "assert": '
+    '[{"type": "contains", "value": "x"}, {"type": "not-llm-rubric", "value": "rude"}]}]}\n'
+)
+
+
+def test_validate_stops_at_a_rubric_check_with_no_judge(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _suite(tmp_path, RUBRIC_CASES)
+    assert main(["validate", str(path)]) == 1
+    assert capsys.readouterr().err.splitlines() == [
+        f"{path}:1: case 'a': assert[0] (llm-rubric): {NO_JUDGE}",
+        f"{path}:3: case 'c': assert[0].assert[1] (not-llm-rubric): {NO_JUDGE}",
+        "2 problems found",
+    ]
+
+
+def test_validate_passes_a_rubric_check_with_a_judge(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _suite(tmp_path, RUBRIC_CASES)
+    (tmp_path / "promptsuite.toml").write_text('[suite]\ncases = ["cases.jsonl"]\n[models.judge]\nspec = "fake"\n')
+    assert main(["validate", str(tmp_path / "promptsuite.toml")]) == 0
+    assert capsys.readouterr().out.startswith("ok: 3 cases")
+
+
+def test_validate_stops_at_a_suite_rubric_check_with_no_judge(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _suite(tmp_path, '{"case_id": "a", "input": "x", "slice": "s"}\n')
+    (tmp_path / "promptsuite.toml").write_text(
+        '[suite]\ncases = ["cases.jsonl"]\n[[checks]]\nassert = [{ type = "llm-rubric", value = "polite" }]\n'
+    )
+    assert main(["validate", str(tmp_path / "promptsuite.toml")]) == 1
+    assert capsys.readouterr().err.splitlines() == [
+        f"{path}:1: case 'a': [[checks]][0].assert[0] (llm-rubric): {NO_JUDGE}",
+        "1 problem found",
+    ]
+
+
 def test_validate_example_suite(capsys: pytest.CaptureFixture[str]) -> None:
     example = Path(__file__).parents[3] / "example_suites" / "customer_support"
     assert main(["validate", str(example)]) == 0
