@@ -20,6 +20,18 @@ from pytest_promptsuite.models.runner import ModelRunner
 from tests.suite import Suite
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Run Hypothesis without its deadline: a test may not depend on how fast this machine is (its default,
+    200 ms an example, failed tests on a loaded 2-core machine). Where the test extra is not installed (the
+    Quick start's first command runs from this folder), there is no Hypothesis to configure."""
+    try:
+        from hypothesis import settings
+    except ImportError:
+        return
+    settings.register_profile("promptsuite", deadline=None)
+    settings.load_profile("promptsuite")
+
+
 if TYPE_CHECKING:
     from tests.loopback import LoopbackServer
 # tests.loopback needs the test extra (uvicorn, starlette); it is imported in the fixture, because
