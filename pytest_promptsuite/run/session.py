@@ -35,6 +35,7 @@ from pytest_promptsuite.config.tables import base_url_problem
 from pytest_promptsuite.errors import CaseFileError
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.errors import PromptSuiteError
+from pytest_promptsuite.models.cache import DEFAULT_CACHE_DIR
 from pytest_promptsuite.models.concurrency import add_counts
 from pytest_promptsuite.models.concurrency import counts_line
 from pytest_promptsuite.models.concurrency import with_share
@@ -47,6 +48,7 @@ from pytest_promptsuite.prompts.tool_set import choice_name
 from pytest_promptsuite.prompts.tool_set import choice_problem
 from pytest_promptsuite.prompts.tool_set import result_problems
 from pytest_promptsuite.prompts.tool_set import tool_problems
+from pytest_promptsuite.report.reasons import plural
 from pytest_promptsuite.report.text import summary_lines
 from pytest_promptsuite.results.case_result import CaseResult
 from pytest_promptsuite.results.gate import GateResult
@@ -84,7 +86,7 @@ class PromptSession:
         options: the run's options.
         hook: the hook relay the parts are made through (``config.hook`` under pytest).
         invocation_dir: where the run was invoked; paths are shown relative to it.
-        rootpath: pytest's rootdir (configs and the default cache are found under it).
+        rootpath: pytest's rootdir (configs are found under it; the response cache is not: see ``open_stores``).
         config: handed to ``pytest_promptsuite_make_model`` (pytest's config).
         is_worker: a pytest-xdist worker (reports nothing itself).
         workers: how many workers share the concurrency bound (and ``--prompt-max-calls``).
@@ -120,7 +122,7 @@ class PromptSession:
         if options.max_calls is not None:  # pytest-xdist: each worker issues its share of the calls
             share, extra = divmod(options.max_calls, workers)
             self.runner.allowance.max_calls = share + (worker_index < extra)
-        self.stores = open_stores(options, invocation_dir=invocation_dir, rootpath=rootpath, is_worker=is_worker)
+        self.stores = open_stores(options, invocation_dir=invocation_dir, is_worker=is_worker)
         self.index = index or SuiteIndex(invocation_dir=invocation_dir, rootpath=rootpath, config=options.config)
         self.assembler = Assembler(
             hook,
@@ -418,16 +420,17 @@ class PromptSession:
             prompt_hash=RunInfo.prompts_hash(self.rows),
         )
 
-    def finish(self, *, not_run: int = 0, why: str | None = None) -> Summary | None:
+    def finish(self, *, not_run: int = 0, why: str | None = None, interrupted: bool = False) -> Summary | None:
         """Aggregate the rows into the summary and its gates (controller only) and return it.
 
-        None on a worker, or when nothing ran (a shard reports even then, for ``merge``). ``not_run`` collected
-        cases never reported a row (the run stopped, ``why``): the gate then fails, so no report file says PASSED.
+        None on a worker, or when nothing ran (a shard reports even then, for ``merge``, and an ``interrupted`` run,
+        to say that nothing finished). ``not_run`` collected cases never reported a row (the run stopped, ``why``):
+        the gate then fails, so no report file says PASSED.
         """
         self.cancel_pending()
         if self.stores.record is not None and not self.is_worker:
             self.stores.record.finalize()
-        if self.is_worker or not (self.rows or self.options.shard):
+        if self.is_worker or not (self.rows or self.options.shard or interrupted):
             return None
         self._know_every_suite()
         incomplete = self._incomplete(not_run, why)
@@ -448,7 +451,7 @@ class PromptSession:
         ]
         if skipped and not self.options.batch_file:  # the budget ran out: calls were not issued
             not_run, why = not_run + len(skipped), why or skipped[0].error
-        if not not_run:
+        if not (not_run or (why and not self.rows)):  # stopped before any case finished: still incomplete
             return None
         reason = why or "some cases reported no result"
         return RunIncomplete(why=reason, ran=len(self.rows) - len(skipped), not_run=not_run)
@@ -493,6 +496,13 @@ class PromptSession:
             cells=self._cells,
         )
 
+    def cache_line(self) -> str:
+        """Say where the response cache is and how many answers it gave (the terminal's line after the totals)."""
+        if self.stores.cache is None:
+            return f"response cache: not used ({'--prompt-no-cache' if self.options.no_cache else '--prompt-replay'})"
+        hits = 0 if self.usage is None else self.usage.total.cache_hits
+        return f"response cache: {plural(hits, 'hit')}, in {self.options.cache or DEFAULT_CACHE_DIR}"
+
     def terminal_sections(self) -> Iterator[tuple[str, list[str]]]:
         """Yield the terminal summary's sections: (title, lines) pairs."""
         if self.warnings and not self.is_worker:
@@ -500,7 +510,8 @@ class PromptSession:
         if self.summary is not None:
             lines = list(summary_lines(self.summary, usage=self.usage))
             at = next((i + 1 for i, line in enumerate(lines) if line.startswith("totals: ")), len(lines))
-            lines[at:at] = [counts_line(spec, counts) for spec, counts in self.call_counts().items()]
+            counts = [counts_line(spec, counts) for spec, counts in self.call_counts().items()]
+            lines[at:at] = [self.cache_line(), *counts]
             if self.options.report:
                 lines.append(f"promptsuite report: {self.options.report}")
             yield "promptsuite: pass rate by slice", lines
