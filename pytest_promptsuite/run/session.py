@@ -496,12 +496,13 @@ class PromptSession:
             cells=self._cells,
         )
 
-    def cache_line(self) -> str:
-        """Say where the response cache is and how many answers it gave (the terminal's line after the totals)."""
+    def _with_cache(self, totals: str) -> str:
+        """Say in the totals line where the response cache is, after its hits ("3 cache hits in .promptsuite_cache")."""
+        hits = plural(0 if self.usage is None else self.usage.total.cache_hits, "cache hit")
+        where = f"in {self.options.cache or DEFAULT_CACHE_DIR}"
         if self.stores.cache is None:
-            return f"response cache: not used ({'--prompt-no-cache' if self.options.no_cache else '--prompt-replay'})"
-        hits = 0 if self.usage is None else self.usage.total.cache_hits
-        return f"response cache: {plural(hits, 'hit')}, in {self.options.cache or DEFAULT_CACHE_DIR}"
+            where = f"(no cache: {'--prompt-no-cache' if self.options.no_cache else '--prompt-replay'})"
+        return totals.replace(f" {hits},", f" {hits} {where},", 1)
 
     def terminal_sections(self) -> Iterator[tuple[str, list[str]]]:
         """Yield the terminal summary's sections: (title, lines) pairs."""
@@ -510,8 +511,9 @@ class PromptSession:
         if self.summary is not None:
             lines = list(summary_lines(self.summary, usage=self.usage))
             at = next((i + 1 for i, line in enumerate(lines) if line.startswith("totals: ")), len(lines))
-            counts = [counts_line(spec, counts) for spec, counts in self.call_counts().items()]
-            lines[at:at] = [self.cache_line(), *counts]
+            if at:
+                lines[at - 1] = self._with_cache(lines[at - 1])
+            lines[at:at] = [counts_line(spec, counts) for spec, counts in self.call_counts().items()]
             if self.options.report:
                 lines.append(f"promptsuite report: {self.options.report}")
             yield "promptsuite: pass rate by slice", lines
