@@ -34,6 +34,8 @@ session_key = pytest.StashKey["_SessionPlugin"]()
 WARNINGS_OUTPUT = "promptsuite_warnings"
 #: The key of a pytest-xdist worker's ``workeroutput`` that carries its models' call counts.
 CALLS_OUTPUT = "promptsuite_calls"
+#: The key of a pytest-xdist worker's ``workeroutput`` that carries how many cases ``-k``, ``-m`` or ``--lf`` left out.
+DESELECTED_OUTPUT = "promptsuite_deselected"
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -301,6 +303,14 @@ class _SessionPlugin:
         if not (item.session.shouldfail or item.session.shouldstop):  # -x or a stop: no new calls
             self.session.advance(item, nextitem)
 
+    def pytest_deselected(self, items: list[pytest.Item]) -> None:
+        """Count the cases ``-k``, ``-m`` or ``--lf`` left out (not another shard's: ``--prompt-shard`` runs a part)."""
+        from pytest_promptsuite.items import PromptItem
+
+        shard = self.session.options.shard
+        ours = [item for item in items if isinstance(item, PromptItem)]
+        self.session.deselected += sum(shard is None or item.planned.key.case_id in shard for item in ours)
+
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         """Learn the collected ids from a worker: under pytest-xdist the controller collects nothing."""
@@ -348,6 +358,8 @@ class _SessionPlugin:
         """Take a pytest-xdist worker's collection warnings."""
         self.session.add_warnings(getattr(node, "workeroutput", {}).get(WARNINGS_OUTPUT, ()))
         self.session.add_call_counts(getattr(node, "workeroutput", {}).get(CALLS_OUTPUT, {}))
+        deselected = getattr(node, "workeroutput", {}).get(DESELECTED_OUTPUT, 0)  # each worker collects every case
+        self.session.deselected = max(self.session.deselected, deselected)
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
@@ -356,6 +368,7 @@ class _SessionPlugin:
         if workeroutput is not None:  # a pytest-xdist worker: the controller prints the warnings
             workeroutput[WARNINGS_OUTPUT] = list(self.session.warnings)
             workeroutput[CALLS_OUTPUT] = self.session.call_counts()
+            workeroutput[DESELECTED_OUTPUT] = self.session.deselected
         not_run = sum(nodeid not in self._prompt_nodeids for nodeid in self._collected)
         why = self._stop_reason(session, exitstatus)
         summary = self.session.finish(not_run=not_run, why=why, interrupted=self._interrupted is not None)

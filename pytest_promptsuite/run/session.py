@@ -148,6 +148,8 @@ class PromptSession:
         #: ``--prompt-sequential``: the comparisons fed as cases finish, and why calls stopped.
         self.sequential: SequentialRun | None = None
         self._worker_counts: dict[str, dict[str, Any]] = {}
+        #: Collected cases that ``-k``, ``-m`` or ``--lf`` left out: the gate then judges a selection.
+        self.deselected = 0
 
     def collect_file(self, path: Path, make_check: MakeCheck, *, render: bool = True) -> list[PlannedCase]:
         """Plan every item of a case file: each case in each variant and repeat, with its checks.
@@ -504,6 +506,17 @@ class PromptSession:
             where = f"(no cache: {'--prompt-no-cache' if self.options.no_cache else '--prompt-replay'})"
         return totals.replace(f" {hits},", f" {hits} {where},", 1)
 
+    def _say_selection(self, lines: list[str]) -> None:
+        """Say in the gate's verdict line that it judged a selection (``-k``, ``-m``, ``--lf``): how many of how
+        many collected cases."""
+        at = next((i for i, line in enumerate(lines) if line.startswith("promptsuite gate: ")), None)
+        if at is None or not self.deselected or self.summary is None:
+            return
+        judged = self.summary.totals.cases
+        lines[at] += (
+            f" on a selection: {judged:,} of {judged + self.deselected:,} cases (-k, -m or --lf left out the rest)"
+        )
+
     def terminal_sections(self) -> Iterator[tuple[str, list[str]]]:
         """Yield the terminal summary's sections: (title, lines) pairs."""
         if self.warnings and not self.is_worker:
@@ -514,6 +527,7 @@ class PromptSession:
             if at:
                 lines[at - 1] = self._with_cache(lines[at - 1])
             lines[at:at] = [counts_line(spec, counts) for spec, counts in self.call_counts().items()]
+            self._say_selection(lines)
             if self.options.report:
                 lines.append(f"promptsuite report: {self.options.report}")
             yield "promptsuite: pass rate by slice", lines

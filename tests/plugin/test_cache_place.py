@@ -31,6 +31,8 @@ def test_the_cache_stays_in_the_invocation_folder_whatever_the_rootdir(
     first.stdout.fnmatch_lines(["*pytest took '../reports/one' (the value of --prompt-report) for a test path*"])
     second.stdout.fnmatch_lines(["totals: 0 calls, 8 cache hits in .promptsuite_cache, *"])
     assert "cache hits (no cache: --prompt-no-cache)," in suite.run("--prompt-no-cache").stdout.str()
+    suite.run("--prompt-record", "cassette.jsonl").assert_outcomes(passed=len(PROMPTS))
+    assert "cache hits (no cache: --prompt-replay)," in suite.run("--prompt-replay", "cassette.jsonl").stdout.str()
     assert "for a test path" not in second.stdout.str()
     assert (suite.path / "proj" / ".promptsuite_cache").is_dir()
     assert not (suite.path / ".promptsuite_cache").exists()
