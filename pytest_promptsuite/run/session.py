@@ -175,6 +175,20 @@ class PromptSession:
             self.check_renders(pipeline.prompts, {case.case_id: case for case in cases}, planned)
         return planned
 
+    def collect_every_problem(self, path: Path, make_check: MakeCheck) -> tuple[list[PlannedCase], list[str]]:
+        """Plan a case file as :meth:`collect_file` does, going on past each stage's problems (``promptsuite
+        validate``): every problem of every stage (config, lines, checks, template fields, tools, renders) at once."""
+        try:
+            key, suite = self.index.suite_of(path)
+            if key not in self._pipelines:
+                self._pipelines[key] = self.assembler.pipeline(suite)
+            self.index.check_file(path)
+        except PromptSuiteError as exc:
+            problems = problem_lines(exc)
+            load_cases(path, seen=self.seen, display=self.index.display(path), problems_to=problems)
+            return [], problems
+        return _EveryProblem(self, path, key, suite).collect(make_check)
+
     def check_renders(
         self, prompts: CasePrompts, cases: Mapping[str, PromptCase], planned: Sequence[PlannedCase]
     ) -> None:
@@ -531,6 +545,60 @@ class PromptSession:
             if self.options.report:
                 lines.append(f"promptsuite report: {self.options.report}")
             yield "promptsuite: pass rate by slice", lines
+
+
+def problem_lines(exc: PromptSuiteError) -> list[str]:
+    """Return the problems an error holds, one a line (a CaseFileError's own, else its message's lines)."""
+    return list(exc.problems) if isinstance(exc, CaseFileError) else str(exc).splitlines()
+
+
+class _EveryProblem:
+    """One case file planned stage by stage, each stage's problems kept and the next stage run on what is
+    good so far (:meth:`PromptSession.collect_every_problem`)."""
+
+    def __init__(self, session: PromptSession, path: Path, key: SuiteKey, suite: Any) -> None:
+        self.session, self.path, self.key, self.suite = session, path, key, suite
+        self.pipeline = session._pipelines[key]
+        self.shown = session.index.display(path)
+        self.problems: list[str] = []
+
+    def _stage(self, run: Callable[[], Any]) -> bool:
+        """Run one stage; keep its problems; tell whether it had none."""
+        try:
+            run()
+        except PromptSuiteError as exc:
+            self.problems += problem_lines(exc)
+            return False
+        return True
+
+    def collect(self, make_check: MakeCheck) -> tuple[list[PlannedCase], list[str]]:
+        session, shown, pipeline = self.session, self.shown, self.pipeline
+        kind = output_kind(self.path)
+        if kind is not None:
+            return [], [f"{shown}:1: this is {kind}, not a case file"]
+        cases = load_cases(self.path, seen=session.seen, display=shown, problems_to=self.problems)
+        compiled = self._compiled(cases, make_check)
+        variants = session.index.variants(self.key, session.options.variant)
+        fields = self._stage(lambda: session.check_prompts(pipeline.prompts, cases, variants, shown))
+        tools = self._stage(lambda: check_tools(pipeline.prompts, cases, variants, shown))
+        good = [case for case in cases if case.case_id in compiled]
+        planned = _planned_items(good, compiled, variants, session.options.repeat, self.key, Path(shown))
+        if fields and tools:  # else rendering fails for the reason already given
+            self._stage(lambda: session.check_renders(pipeline.prompts, {c.case_id: c for c in good}, planned))
+        return planned, self.problems
+
+    def _compiled(self, cases: Sequence[PromptCase], make_check: MakeCheck) -> dict[str, CompiledChecks]:
+        """Compile each case's checks on its own, keeping the cases whose checks compile."""
+        scope = CheckScope(self.session.index.folder_of(self.path), self.suite.python_modules)
+        compiled: dict[str, CompiledChecks] = {}
+        for case in cases:
+            try:
+                compiled |= compile_cases(
+                    [case], make_check, suite=self.pipeline.evaluator.suite, display=self.shown, scope=scope
+                )
+            except PromptSuiteError as exc:
+                self.problems += problem_lines(exc)
+        return compiled
 
 
 def _planned_items(
