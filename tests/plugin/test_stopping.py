@@ -19,17 +19,22 @@ from tests.suite import Suite
 from tests.suite import default_sigint
 
 
-#: Written beside the cases: the controller (not a pytest-xdist worker) notes each case whose row it took (after
-#: promptsuite's own hook: registered later, so called first among the ``trylast``), so the test knows what finished.
+#: Written beside the cases: the controller (not a pytest-xdist worker: not ``PYTEST_XDIST_WORKER``, which this
+#: test's own process may hand down) notes each case whose row it took (after promptsuite's own hook: registered
+#: later, so called first among the ``trylast``), so the test knows what finished.
 CONFTEST = """
-import os
-
 import pytest
+
+WORKER = []
+
+
+def pytest_configure(config):
+    WORKER.append(hasattr(config, "workerinput"))
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_runtest_logreport(report):
-    if report.when == "call" and "PYTEST_XDIST_WORKER" not in os.environ:
+    if report.when == "call" and not WORKER[0]:
         with open("reported.txt", "a", encoding="utf-8") as fp:
             fp.write(report.nodeid + "\\n")
 """
@@ -99,7 +104,8 @@ def test_sigterm_keeps_the_finished_rows_and_writes_the_report(
         args = [*args, "--prompt-baseline", "base"]
     suite.write("conftest.py", CONFTEST)
     process = _start(suite, "--prompt-concurrency", "1", *args)
-    loopback.wait_for(lambda: len(_reported(suite)) >= 2, timeout=120)
+    loopback.wait_for(lambda: len(_reported(suite)) >= 2 or process.poll() is not None, timeout=120)
+    assert process.poll() is None, process.communicate()[0].decode()
     _hold_from_now(loopback)
     finished = _reported(suite)
     output = _stop(process, signal.SIGTERM, group=group).decode()
