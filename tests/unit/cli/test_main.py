@@ -270,3 +270,20 @@ def test_render_uses_the_conftest_filters_pytest_uses(
     assert main(["render", "--prompt-suite", ".", "--format", "jsonl"]) == 0
     assert json.loads(capsys.readouterr().out)["prompt"] == "HI!"
     assert main(["validate", "."]) == 0
+
+
+@pytest.mark.parametrize("target", [".", "promptsuite.toml"], ids=["folder", "config"])
+def test_validate_reads_the_case_files_of_a_folder_whose_config_fails(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, target: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "promptsuite.toml").write_text('[model]\nspek = "fake"\n', encoding="utf-8")
+    _suite(tmp_path, '{"case_id": "a", "input": "x"}\n')
+    (tmp_path / "report").mkdir()
+    (tmp_path / "report" / "summary.json").write_text("{}", encoding="utf-8")
+    (tmp_path / "report" / "results.jsonl").write_text('{"not": "a case"}\n', encoding="utf-8")  # a report's
+    assert main(["validate", target]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("promptsuite.toml:2: unknown key 'model.spek'")
+    lines = ["cases.jsonl:1: missing required field 'slice'"] if target == "." else []
+    assert err[1:] == [*lines, f"{1 + len(lines)} problems found" if lines else "1 problem found"]
