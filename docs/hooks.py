@@ -64,7 +64,8 @@ def options_page() -> str:
     lines += [
         "",
         "`promptsuite validate` and `promptsuite render` take `--prompt-config`, `--prompt-model`, `--prompt-judge`,",
-        "`--prompt-variant` and `--prompt-base-url` as pytest does; `promptsuite diff` takes `--prompt-alpha`,",
+        "`--prompt-variant` and `--prompt-base-url` as pytest does (`validate` also `--prompt-repeat`, for its",
+        "count of items); `promptsuite diff` takes `--prompt-alpha`,",
         "`--prompt-max-regression` and `--prompt-baseline-variant` (see [the CLI](cli.md)).",
         "",
     ]

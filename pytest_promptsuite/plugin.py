@@ -6,6 +6,8 @@ Only the options are imported at the top: the stages load inside the hooks, for 
 from __future__ import annotations
 
 import gc
+import signal
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 from typing import Any
@@ -32,6 +34,8 @@ session_key = pytest.StashKey["_SessionPlugin"]()
 WARNINGS_OUTPUT = "promptsuite_warnings"
 #: The key of a pytest-xdist worker's ``workeroutput`` that carries its models' call counts.
 CALLS_OUTPUT = "promptsuite_calls"
+#: The key of a pytest-xdist worker's ``workeroutput`` that carries how many cases ``-k``, ``-m`` or ``--lf`` left out.
+DESELECTED_OUTPUT = "promptsuite_deselected"
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -79,6 +83,8 @@ def pytest_configure(config: pytest.Config) -> None:
     except PromptSuiteError as exc:
         raise pytest.UsageError(str(exc)) from exc
     plugin = _SessionPlugin(session, config)
+    session.add_warnings(_rootdir_hints(config))
+    plugin.terminate.install()  # a pytest-xdist worker too: ``timeout`` signals the whole group
     config.stash[source_key] = session
     config.stash[session_key] = plugin
     config.pluginmanager.register(plugin, "promptsuite-session")
@@ -87,6 +93,27 @@ def pytest_configure(config: pytest.Config) -> None:
             config.args = [*config.args, *suites]
         else:
             config.args = suites
+
+
+def _rootdir_hints(config: pytest.Config) -> list[str]:
+    """Say where pytest took a ``--prompt-*`` option's value (``--prompt-baseline ../rep``) for a test path and moved
+    its rootdir up to hold it: pytest reads the paths before it knows our options, and ``--lf`` moves with it."""
+    args = [str(arg) for arg in config.invocation_params.args]
+    flags = {option.flag for option in OPTIONS if option.metavar is not None}
+    return [
+        f"pytest took {value!r} (the value of {flag}) for a test path, so its rootdir is {config.rootpath} and its "
+        f"cache (--lf, --ff) moved with it; write {flag}={value}"
+        for flag, value in zip(args, args[1:], strict=False)
+        if flag in flags and _moved_rootdir(config, config.invocation_params.dir / value)
+    ]
+
+
+def _moved_rootdir(config: pytest.Config, path: Path) -> bool:
+    """Tell whether pytest's rootdir (no ini file: the common folder of the paths) was moved up to hold ``path``:
+    existing (pytest counts only those) and outside the invocation folder."""
+    invocation, root, target = config.invocation_params.dir.resolve(), config.rootpath.resolve(), path.resolve()
+    moved = config.inipath is None and root != invocation and target.is_relative_to(root)
+    return moved and path.exists() and not target.is_relative_to(invocation)
 
 
 def _refuse_workers(options: RunOptions, config: pytest.Config) -> None:
@@ -109,6 +136,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         from pytest_promptsuite.items import source_key
 
         plugin.session.close()
+        plugin.terminate.restore()
         if plugin._frozen:
             gc.unfreeze()
         del config.stash[session_key]
@@ -165,6 +193,39 @@ def _keep_shard(config: pytest.Config, items: list[pytest.Item], shard: Any) -> 
         items[:] = keep
 
 
+class _TerminateAsInterrupt:
+    """Make SIGTERM (a CI runner's cancel, ``timeout``) stop the run as Ctrl-C does: once, then no more
+    (``timeout`` signals the process and then its group), and never while the run writes its report."""
+
+    def __init__(self) -> None:
+        self.previous: Any = None
+        self.installed = False
+        #: Set once interrupted, or once the run ends: a SIGTERM then lets the report be written.
+        self.quiet = False
+
+    def install(self) -> None:
+        """Handle SIGTERM (in the main thread only: there alone can a handler be set)."""
+        if threading.current_thread() is threading.main_thread():
+            self.previous = signal.signal(signal.SIGTERM, self._interrupt)
+            self.installed = True
+
+    def _interrupt(self, signum: int, frame: object) -> None:
+        if not self.quiet:
+            self.quiet = True
+            raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
+
+    def restore(self) -> None:
+        """Put back the handler that was there before."""
+        if self.installed:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL if self.previous is None else self.previous)
+            self.installed = False
+
+
+def _interrupted_by(said: str) -> str:
+    """Say what interrupted the run from its ``KeyboardInterrupt``'s words ("signal SIGTERM": a signal handler's)."""
+    return f"stopped by {said.removeprefix('signal ')}" if said.startswith("signal SIG") else "interrupted"
+
+
 class _SessionPlugin:
     """pytest's side of the run: prefetching, collecting rows, the exit status, the terminal."""
 
@@ -183,6 +244,9 @@ class _SessionPlugin:
 
         self._result_property = RESULT_PROPERTY
         self._failing = {Outcome.FAILED, Outcome.ERROR}
+        self.terminate = _TerminateAsInterrupt()
+        #: What interrupted the run ("interrupted" for Ctrl-C, "stopped by SIGTERM"), if something did.
+        self._interrupted: str | None = None
 
     def _start(self, item: Any) -> None:
         from pytest_promptsuite.items import PromptItem
@@ -239,6 +303,14 @@ class _SessionPlugin:
         if not (item.session.shouldfail or item.session.shouldstop):  # -x or a stop: no new calls
             self.session.advance(item, nextitem)
 
+    def pytest_deselected(self, items: list[pytest.Item]) -> None:
+        """Count the cases ``-k``, ``-m`` or ``--lf`` left out (not another shard's: ``--prompt-shard`` runs a part)."""
+        from pytest_promptsuite.items import PromptItem
+
+        shard = self.session.options.shard
+        ours = [item for item in items if isinstance(item, PromptItem)]
+        self.session.deselected += sum(shard is None or item.planned.key.case_id in shard for item in ours)
+
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         """Learn the collected ids from a worker: under pytest-xdist the controller collects nothing."""
@@ -246,7 +318,10 @@ class _SessionPlugin:
             self._collected = [i for i in ids if i.partition("::")[0].endswith(".jsonl")]
             self.session.expect_rows(len(self._collected))
 
-    def pytest_keyboard_interrupt(self) -> None:
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+        self.terminate.quiet = True
+        if type(excinfo.value) is KeyboardInterrupt:  # not pytest's own stop (collection errors)
+            self._interrupted = _interrupted_by(str(excinfo.value))
         self.session.cancel_pending()  # Ctrl-C: in-flight calls end now; finished rows stay
 
     @pytest.hookimpl(trylast=True)  # after junitxml and the like have seen the row
@@ -268,6 +343,8 @@ class _SessionPlugin:
 
     def _stop_reason(self, session: pytest.Session, exitstatus: int) -> str | None:
         """Return why the run stopped early, in pytest's words where it has some."""
+        if self._interrupted is not None:
+            return self._interrupted
         dsession = self.config.pluginmanager.get_plugin("dsession")  # pytest-xdist's controller
         for flag in (getattr(dsession, "shouldstop", None), session.shouldfail, session.shouldstop):
             if flag:
@@ -281,15 +358,20 @@ class _SessionPlugin:
         """Take a pytest-xdist worker's collection warnings."""
         self.session.add_warnings(getattr(node, "workeroutput", {}).get(WARNINGS_OUTPUT, ()))
         self.session.add_call_counts(getattr(node, "workeroutput", {}).get(CALLS_OUTPUT, {}))
+        deselected = getattr(node, "workeroutput", {}).get(DESELECTED_OUTPUT, 0)  # each worker collects every case
+        self.session.deselected = max(self.session.deselected, deselected)
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        self.terminate.quiet = True
         workeroutput = getattr(self.config, "workeroutput", None)
         if workeroutput is not None:  # a pytest-xdist worker: the controller prints the warnings
             workeroutput[WARNINGS_OUTPUT] = list(self.session.warnings)
             workeroutput[CALLS_OUTPUT] = self.session.call_counts()
+            workeroutput[DESELECTED_OUTPUT] = self.session.deselected
         not_run = sum(nodeid not in self._prompt_nodeids for nodeid in self._collected)
-        summary = self.session.finish(not_run=not_run, why=self._stop_reason(session, exitstatus))
+        why = self._stop_reason(session, exitstatus)
+        summary = self.session.finish(not_run=not_run, why=why, interrupted=self._interrupted is not None)
         if summary is None:
             return
         self.session.write_report()

@@ -54,13 +54,18 @@ def _objects(path: Path, name: str, problems: list[str]) -> Iterator[tuple[CaseR
 
 
 def load_cases(
-    path: Path | str, *, seen: MutableMapping[str, str] | None = None, display: str | None = None
+    path: Path | str,
+    *,
+    seen: MutableMapping[str, str] | None = None,
+    display: str | None = None,
+    problems_to: list[str] | None = None,
 ) -> list[PromptCase]:
     """Read every case of a JSONL file, or raise :class:`CaseFileError` listing every problem.
 
     Args:
         seen: case ids other files of the run took, each with its ``"path:line"`` (updated in place).
         display: how to name the file in messages (default: ``path`` as given).
+        problems_to: add the problems here and return the good cases instead (``promptsuite validate`` goes on).
     """
     path = Path(path)
     name = display if display is not None else str(path)
@@ -78,7 +83,9 @@ def load_cases(
         cases.append(case)
     if not cases and not problems:
         problems.append(f"{name}:1: the file has no cases (a case file needs one JSON object a line)")
-    if problems:
+    if problems and problems_to is not None:
+        problems_to.extend(problems)
+    elif problems:
         for case in cases:  # a failed file takes no ids: its cases never run
             del taken[case.case_id]
         raise CaseFileError(problems)

@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_promptsuite.cases.files import output_kind
+from pytest_promptsuite.cases.load import load_cases
 from pytest_promptsuite.config.discovery import SuiteIndex
 from pytest_promptsuite.config.options import BY_FLAG
 from pytest_promptsuite.config.options import OPTIONS
@@ -23,10 +25,12 @@ from pytest_promptsuite.formats.jsonio import JsonError
 from pytest_promptsuite.formats.jsonio import decode
 from pytest_promptsuite.formats.jsonio import encode
 from pytest_promptsuite.prompts.core import Prompt
+from pytest_promptsuite.report.reasons import plural
 from pytest_promptsuite.run.pipeline import PlannedCase
 from pytest_promptsuite.run.registration import conftest_modules
 from pytest_promptsuite.run.registration import plugin_manager
 from pytest_promptsuite.run.session import PromptSession
+from pytest_promptsuite.run.session import problem_lines
 from pytest_promptsuite.safety.scrub import install_log_filter
 from pytest_promptsuite.safety.scrub import printable
 
@@ -40,7 +44,9 @@ class _Collected:
     session and hooks, conftests included); ``problems`` holds every collection error, one a line.
     ``render=False`` leaves out collection's render of every case (``render`` shows each failure itself)."""
 
-    def __init__(self, paths: Sequence[str], args: argparse.Namespace, *, render: bool = True) -> None:
+    def __init__(
+        self, paths: Sequence[str], args: argparse.Namespace, *, render: bool = True, thorough: bool = False
+    ) -> None:
         self.problems: list[str] = []
         self.planned: list[PlannedCase] = []
         values = {**{o.dest: o.default for o in OPTIONS}, **vars(args), "prompt_suite": paths, "prompt_no_cache": True}
@@ -55,15 +61,27 @@ class _Collected:
             self.problems.append(str(exc))
             return
         index = self.session.index
+        failed: list[str] = []
         for raw in paths:
             try:
                 index.add_target(raw)
             except PromptSuiteError as exc:
-                self.problems.append(str(exc))
-        if not self.problems:
-            self._collect([path for path in index.case_files() if index.wants(path)], cwd, render)
+                self.problems += problem_lines(exc)
+                failed.append(raw)
+        if thorough:
+            self._lines_of(failed)
+        if thorough or not self.problems:
+            self._collect([path for path in index.case_files() if index.wants(path)], cwd, render, thorough)
 
-    def _collect(self, files: list[Path], cwd: Path, render: bool) -> None:
+    def _lines_of(self, targets: Sequence[str]) -> None:
+        """Read the case files of targets whose config failed, for their lines' own problems."""
+        for raw in targets:
+            path = Path(raw)
+            found = sorted(path.rglob("*.jsonl")) if path.is_dir() else [path] if path.suffix == ".jsonl" else []
+            for file in (f for f in found if f.is_file() and output_kind(f) is None):
+                load_cases(file, seen=self.session.seen, display=str(file), problems_to=self.problems)
+
+    def _collect(self, files: list[Path], cwd: Path, render: bool, thorough: bool = False) -> None:
         """Collect the case files with the conftests pytest would load for them (loaded first, as pytest does)."""
         try:
             hook = plugin_manager(conftest_modules(files, root=cwd)).hook
@@ -72,6 +90,11 @@ class _Collected:
             return
         self.session.assembler.hook = hook
         for path in files:
+            if thorough:
+                planned, problems = self.session.collect_every_problem(path, hook.pytest_promptsuite_make_check)
+                self.planned += planned
+                self.problems += problems
+                continue
             try:
                 self.planned.extend(self.session.collect_file(path, hook.pytest_promptsuite_make_check, render=render))
             except CaseFileError as exc:
@@ -97,7 +120,7 @@ def _print_problems(problems: Sequence[str]) -> None:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    collected = _Collected(args.paths, args)
+    collected = _Collected(args.paths, args, thorough=True)
     try:
         if collected.problems:
             _print_problems(collected.problems)
@@ -106,10 +129,19 @@ def _validate(args: argparse.Namespace) -> int:
             print(printable(f"warning: {warning}"), file=sys.stderr)
     finally:
         collected.close()
-    cases = {p.key.case_id: p.slice for p in collected.planned}  # the items know these: no case read back
-    slices = sorted(set(cases.values()))
-    print(f"ok: {len(cases)} cases in {len(slices)} slices ({', '.join(slices)})")
+    print(_counts(collected.planned, args.prompt_repeat))
     return 0
+
+
+def _counts(planned: Sequence[PlannedCase], repeats: int) -> str:
+    """Say what ``validate`` found: cases, slices, and the items a run makes of them (variants x repeats)."""
+    cases = {p.key.case_id: p.slice for p in planned}  # the items know these: no case read back
+    slices = sorted(set(cases.values()))
+    variants = len({p.key.variant for p in planned})
+    many = f"{plural(variants, 'variant')} x {plural(repeats, 'repeat')}"
+    return (
+        f"ok: {len(cases)} cases in {len(slices)} slices ({', '.join(slices)}), {plural(len(planned), 'item')} ({many})"
+    )
 
 
 def _text(prompt: Prompt) -> str:
@@ -332,6 +364,7 @@ def _parser(hook: Any = None) -> argparse.ArgumentParser:
     for command in (validate, render):
         for flag in _COLLECTION_OPTIONS:
             command.add_argument(flag, **BY_FLAG[flag].kwargs)
+    validate.add_argument("--prompt-repeat", **BY_FLAG["--prompt-repeat"].kwargs)
     validate.set_defaults(func=_validate)
     render.set_defaults(func=_render)
     diff = commands.add_parser(

@@ -181,7 +181,8 @@ HELP: dict[str, str] = {
     "--prompt-variant": "Run only this prompt version ([variants.NAME] of the suite config); repeatable. Default: "
     "every variant",
     "--prompt-repeat": "Run every case N times (item ids get [repeat-0] .. [repeat-N-1])",
-    "--prompt-cache": "Response cache folder (default .promptsuite_cache under the rootdir)",
+    "--prompt-cache": "Response cache folder (default .promptsuite_cache in the folder pytest is run from, whatever "
+    "pytest's rootdir)",
     "--prompt-no-cache": "Neither read nor write the response cache",
     "--prompt-record": "Write every model answer of this run to a cassette file (JSONL) to commit",
     "--prompt-replay": "Answer from a cassette only, never calling the endpoint; a missing answer is an error",

@@ -32,6 +32,8 @@ from pytest_promptsuite.safety.scrub import scrub
 
 #: Part of every key: bump it when the key's inputs or an entry's meaning change.
 CACHE_FORMAT_VERSION = 1
+#: The response cache's folder, in the folder the run was invoked from, unless ``--prompt-cache`` names one.
+DEFAULT_CACHE_DIR = ".promptsuite_cache"
 #: What a key hashes (one encoder: ``json.dumps`` with arguments builds one a call).
 _KEYED = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":"), default=str)
 #: How a cassette writes an entry: sorted keys (reviewable diffs), scrubbed.

@@ -123,6 +123,8 @@ def _with_repeats(cases: dict[CaseKey, list[int]], named: dict[CaseKey, str]) ->
 
 
 def _incomplete(d: RunIncomplete) -> str:
+    if not d.ran:
+        return f"the run stopped ({d.why}) and no case finished: nothing to judge; a partial run never passes the gate"
     return (
         f"the run stopped before every case ran ({d.why}): {d.ran} of {d.ran + d.not_run} cases ran; "
         "a partial run never passes the gate"

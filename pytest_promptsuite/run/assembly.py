@@ -31,6 +31,7 @@ from pytest_promptsuite.config.tables import ModelConfig
 from pytest_promptsuite.errors import CheckError
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.errors import PromptSuiteError
+from pytest_promptsuite.models.cache import DEFAULT_CACHE_DIR
 from pytest_promptsuite.models.cache import Cassette
 from pytest_promptsuite.models.cache import ResponseCache
 from pytest_promptsuite.models.cache import ResponseStores
@@ -56,14 +57,14 @@ if TYPE_CHECKING:
     from pytest_promptsuite.results.review_book import ReviewBook
 
 
-def open_stores(options: RunOptions, *, invocation_dir: Path, rootpath: Path, is_worker: bool) -> ResponseStores:
-    """Open the response cache and cassettes the options ask for (a bad cassette is a ConfigError now).
-    Only the controller starts a recording."""
+def open_stores(options: RunOptions, *, invocation_dir: Path, is_worker: bool) -> ResponseStores:
+    """Open the response cache (``.promptsuite_cache`` in the invocation folder, whatever pytest's rootdir) and
+    cassettes the options ask for (a bad cassette is a ConfigError now). Only the controller starts a recording."""
     if options.record and options.replay:
         raise ConfigError("--prompt-record and --prompt-replay exclude each other")
     cache = None
     if not options.no_cache and not options.replay:
-        cache = ResponseCache(invocation_dir / options.cache if options.cache else rootpath / ".promptsuite_cache")
+        cache = ResponseCache(invocation_dir / (options.cache or DEFAULT_CACHE_DIR))
     replay = Cassette(invocation_dir / options.replay, "replay") if options.replay else None
     record = _recording(invocation_dir / options.record, is_worker) if options.record else None
     return ResponseStores(cache=cache, replay=replay, record=record)

@@ -35,6 +35,7 @@ from pytest_promptsuite.config.tables import base_url_problem
 from pytest_promptsuite.errors import CaseFileError
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.errors import PromptSuiteError
+from pytest_promptsuite.models.cache import DEFAULT_CACHE_DIR
 from pytest_promptsuite.models.concurrency import add_counts
 from pytest_promptsuite.models.concurrency import counts_line
 from pytest_promptsuite.models.concurrency import with_share
@@ -47,6 +48,7 @@ from pytest_promptsuite.prompts.tool_set import choice_name
 from pytest_promptsuite.prompts.tool_set import choice_problem
 from pytest_promptsuite.prompts.tool_set import result_problems
 from pytest_promptsuite.prompts.tool_set import tool_problems
+from pytest_promptsuite.report.reasons import plural
 from pytest_promptsuite.report.text import cut_line
 from pytest_promptsuite.report.text import summary_lines
 from pytest_promptsuite.results.case_result import CaseResult
@@ -87,7 +89,7 @@ class PromptSession:
         options: the run's options.
         hook: the hook relay the parts are made through (``config.hook`` under pytest).
         invocation_dir: where the run was invoked; paths are shown relative to it.
-        rootpath: pytest's rootdir (configs and the default cache are found under it).
+        rootpath: pytest's rootdir (configs are found under it; the response cache is not: see ``open_stores``).
         config: handed to ``pytest_promptsuite_make_model`` (pytest's config).
         is_worker: a pytest-xdist worker (reports nothing itself).
         workers: how many workers share the concurrency bound (and ``--prompt-max-calls``).
@@ -123,7 +125,7 @@ class PromptSession:
         if options.max_calls is not None:  # pytest-xdist: each worker issues its share of the calls
             share, extra = divmod(options.max_calls, workers)
             self.runner.allowance.max_calls = share + (worker_index < extra)
-        self.stores = open_stores(options, invocation_dir=invocation_dir, rootpath=rootpath, is_worker=is_worker)
+        self.stores = open_stores(options, invocation_dir=invocation_dir, is_worker=is_worker)
         self.index = index or SuiteIndex(invocation_dir=invocation_dir, rootpath=rootpath, config=options.config)
         self.assembler = Assembler(
             hook,
@@ -152,6 +154,8 @@ class PromptSession:
         #: Each suite's slices and case files collected so far (:meth:`check_slice_names`).
         self._slices: dict[SuiteKey, set[str]] = {}
         self._collected: dict[SuiteKey, set[Path]] = {}
+        #: Collected cases that ``-k``, ``-m`` or ``--lf`` left out: the gate then judges a selection.
+        self.deselected = 0
 
     def collect_file(self, path: Path, make_check: MakeCheck, *, render: bool = True) -> list[PlannedCase]:
         """Plan every item of a case file: each case in each variant and repeat, with its checks.
@@ -187,6 +191,20 @@ class PromptSession:
         problems = self.index.slice_problems(key, self._slices[key], self._collected[key])
         if problems:
             raise CaseFileError(problems)
+
+    def collect_every_problem(self, path: Path, make_check: MakeCheck) -> tuple[list[PlannedCase], list[str]]:
+        """Plan a case file as :meth:`collect_file` does, going on past each stage's problems (``promptsuite
+        validate``): every problem of every stage (config, lines, checks, template fields, tools, renders) at once."""
+        try:
+            key, suite = self.index.suite_of(path)
+            if key not in self._pipelines:
+                self._pipelines[key] = self.assembler.pipeline(suite)
+            self.index.check_file(path)
+        except PromptSuiteError as exc:
+            problems = problem_lines(exc)
+            load_cases(path, seen=self.seen, display=self.index.display(path), problems_to=problems)
+            return [], problems
+        return _EveryProblem(self, path, key, suite).collect(make_check)
 
     def check_renders(
         self, prompts: CasePrompts, cases: Mapping[str, PromptCase], planned: Sequence[PlannedCase]
@@ -443,16 +461,17 @@ class PromptSession:
             prompt_hash=RunInfo.prompts_hash(self.rows),
         )
 
-    def finish(self, *, not_run: int = 0, why: str | None = None) -> Summary | None:
+    def finish(self, *, not_run: int = 0, why: str | None = None, interrupted: bool = False) -> Summary | None:
         """Aggregate the rows into the summary and its gates (controller only) and return it.
 
-        None on a worker, or when nothing ran (a shard reports even then, for ``merge``). ``not_run`` collected
-        cases never reported a row (the run stopped, ``why``): the gate then fails, so no report file says PASSED.
+        None on a worker, or when nothing ran (a shard reports even then, for ``merge``, and an ``interrupted`` run,
+        to say that nothing finished). ``not_run`` collected cases never reported a row (the run stopped, ``why``):
+        the gate then fails, so no report file says PASSED.
         """
         self.cancel_pending()
         if self.stores.record is not None and not self.is_worker:
             self.stores.record.finalize()
-        if self.is_worker or not (self.rows or self.options.shard):
+        if self.is_worker or not (self.rows or self.options.shard or interrupted):
             return None
         self._know_every_suite()
         incomplete = self._incomplete(not_run, why)
@@ -473,7 +492,7 @@ class PromptSession:
         ]
         if skipped and not self.options.batch_file:  # the budget ran out: calls were not issued
             not_run, why = not_run + len(skipped), why or skipped[0].error
-        if not not_run:
+        if not (not_run or (why and not self.rows)):  # stopped before any case finished: still incomplete
             return None
         reason = why or "some cases reported no result"
         return RunIncomplete(why=reason, ran=len(self.rows) - len(skipped), not_run=not_run)
@@ -517,6 +536,25 @@ class PromptSession:
             cells=self._cells,
         )
 
+    def _with_cache(self, totals: str) -> str:
+        """Say in the totals line where the response cache is, after its hits ("3 cache hits in .promptsuite_cache")."""
+        hits = plural(0 if self.usage is None else self.usage.total.cache_hits, "cache hit")
+        where = f"in {self.options.cache or DEFAULT_CACHE_DIR}"
+        if self.stores.cache is None:
+            where = f"(no cache: {'--prompt-no-cache' if self.options.no_cache else '--prompt-replay'})"
+        return totals.replace(f" {hits},", f" {hits} {where},", 1)
+
+    def _say_selection(self, lines: list[str]) -> None:
+        """Say in the gate's verdict line that it judged a selection (``-k``, ``-m``, ``--lf``): how many of how
+        many collected cases."""
+        at = next((i for i, line in enumerate(lines) if line.startswith("promptsuite gate: ")), None)
+        if at is None or not self.deselected or self.summary is None:
+            return
+        judged = self.summary.totals.cases
+        lines[at] += (
+            f" on a selection: {judged:,} of {judged + self.deselected:,} cases (-k, -m or --lf left out the rest)"
+        )
+
     def terminal_sections(self) -> Iterator[tuple[str, list[str]]]:
         """Yield the terminal summary's sections: (title, lines) pairs."""
         if self.warnings and not self.is_worker:
@@ -524,12 +562,69 @@ class PromptSession:
         if self.summary is not None:
             lines = list(summary_lines(self.summary, usage=self.usage))
             at = next((i + 1 for i, line in enumerate(lines) if line.startswith("totals: ")), len(lines))
+            if at:
+                lines[at - 1] = self._with_cache(lines[at - 1])
             rows = self.rows
             cut = [line for line in (cut_line(rows), required_ignored_hint(rows)) if line is not None]
             lines[at:at] = [*cut, *(counts_line(spec, counts) for spec, counts in self.call_counts().items())]
+            self._say_selection(lines)
             if self.options.report:
                 lines.append(f"promptsuite report: {self.options.report}")
             yield "promptsuite: pass rate by slice", lines
+
+
+def problem_lines(exc: PromptSuiteError) -> list[str]:
+    """Return the problems an error holds, one a line (a CaseFileError's own, else its message's lines)."""
+    return list(exc.problems) if isinstance(exc, CaseFileError) else str(exc).splitlines()
+
+
+class _EveryProblem:
+    """One case file planned stage by stage, each stage's problems kept and the next stage run on what is
+    good so far (:meth:`PromptSession.collect_every_problem`)."""
+
+    def __init__(self, session: PromptSession, path: Path, key: SuiteKey, suite: Any) -> None:
+        self.session, self.path, self.key, self.suite = session, path, key, suite
+        self.pipeline = session._pipelines[key]
+        self.shown = session.index.display(path)
+        self.problems: list[str] = []
+
+    def _stage(self, run: Callable[[], Any]) -> bool:
+        """Run one stage; keep its problems; tell whether it had none."""
+        try:
+            run()
+        except PromptSuiteError as exc:
+            self.problems += problem_lines(exc)
+            return False
+        return True
+
+    def collect(self, make_check: MakeCheck) -> tuple[list[PlannedCase], list[str]]:
+        session, shown, pipeline = self.session, self.shown, self.pipeline
+        kind = output_kind(self.path)
+        if kind is not None:
+            return [], [f"{shown}:1: this is {kind}, not a case file"]
+        cases = load_cases(self.path, seen=session.seen, display=shown, problems_to=self.problems)
+        compiled = self._compiled(cases, make_check)
+        variants = session.index.variants(self.key, session.options.variant)
+        fields = self._stage(lambda: session.check_prompts(pipeline.prompts, cases, variants, shown))
+        tools = self._stage(lambda: check_tools(pipeline.prompts, cases, variants, shown))
+        good = [case for case in cases if case.case_id in compiled]
+        planned = _planned_items(good, compiled, variants, session.options.repeat, self.key, Path(shown))
+        if fields and tools:  # else rendering fails for the reason already given
+            self._stage(lambda: session.check_renders(pipeline.prompts, {c.case_id: c for c in good}, planned))
+        return planned, self.problems
+
+    def _compiled(self, cases: Sequence[PromptCase], make_check: MakeCheck) -> dict[str, CompiledChecks]:
+        """Compile each case's checks on its own, keeping the cases whose checks compile."""
+        scope = CheckScope(self.session.index.folder_of(self.path), self.suite.python_modules)
+        compiled: dict[str, CompiledChecks] = {}
+        for case in cases:
+            try:
+                compiled |= compile_cases(
+                    [case], make_check, suite=self.pipeline.evaluator.suite, display=self.shown, scope=scope
+                )
+            except PromptSuiteError as exc:
+                self.problems += problem_lines(exc)
+        return compiled
 
 
 def _planned_items(

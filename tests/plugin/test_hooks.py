@@ -201,7 +201,7 @@ def test_the_promptsuite_command_sees_installed_and_conftest_plugins(
     (tmp_path / "cases.jsonl").write_text(THIRDPARTY_CASES + "\n", encoding="utf-8")
     monkeypatch.chdir(tmp_path)
     assert cli.main(["validate", "cases.jsonl"]) == 0, capsys.readouterr().err
-    assert capsys.readouterr().out == "ok: 3 cases in 1 slices (s)\n"
+    assert capsys.readouterr().out == "ok: 3 cases in 1 slices (s), 3 items (1 variant x 1 repeat)\n"
     (tmp_path / "more.jsonl").write_text(
         _lines({"case_id": "u", "input": "x", "slice": "s", "assert": [{"type": "is-upper", "value": 2}]}) + "\n",
         encoding="utf-8",

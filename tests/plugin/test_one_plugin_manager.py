@@ -85,7 +85,7 @@ def test_a_conftest_renderer_and_filter_work_under_pytest_render_and_validate(
     assert {s["variant"]: s["prompt"] for s in shown} == expected
 
     assert main(["validate", "promptsuite.toml"]) == 0
-    assert capsys.readouterr().out == "ok: 1 cases in 1 slices (s)\n"
+    assert capsys.readouterr().out == "ok: 1 cases in 1 slices (s), 3 items (3 variants x 1 repeat)\n"
 
 
 @pytest.mark.parametrize(

@@ -41,7 +41,8 @@ def test_report_is_the_same_serial_and_under_xdist(suite: Suite, plugin_args: li
             "refund * 4 * 3 * 1 * 0 * 0 * 75.0% * 30%-95% * 70% (option) * PASS",
             "注入 * 2 * 2 * 0 * 0 * 0 * 100.0% * 34%-100% * 70% (option) * PASS",
             "total: 6 cases, 5 passed, 1 failed, 0 error, 0 review",
-            "totals: 6 calls, 0 cache hits, tokens not reported, cost unknown (no [[]model] prices), "
+            "totals: 6 calls, 0 cache hits in .promptsuite_cache, tokens not reported, "
+            "cost unknown (no [[]model] prices), "
             "p95 latency * ms",  # fnmatch: [[] is a "[", * the fake model's measured milliseconds
             "promptsuite gate: PASSED (1 failed case within tolerance)",
             "promptsuite report: rep",
@@ -117,7 +118,8 @@ def test_baseline_regressions_fail_the_gate_unless_allowed(suite: Suite) -> None
             "refund * 100.0% * -50.0 * -2/+0 * 0.5 * 0.25 * 33.3",
             "注入 * 100.0% * +0.0 * -0/+0 * 1 * 1 * 50.0",
             "total: 6 cases, 4 passed, 2 failed, 0 error, 0 review",
-            "totals: 6 calls, 0 cache hits, tokens not reported, cost unknown (no [[]model] prices), "
+            "totals: 6 calls, 0 cache hits in .promptsuite_cache, tokens not reported, "
+            "cost unknown (no [[]model] prices), "
             "p95 latency * ms",  # fnmatch: [[] is a "[", * the fake model's measured milliseconds
             "against base: 2 regressions, 0 fixes, 1 new, 0 removed; allowed drop 0.0 points (default)",
             "regressions: r2, r3",

@@ -31,7 +31,72 @@ def test_validate_ok(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
         tmp_path, '{"case_id": "a", "input": "x", "slice": "s"}\n{"case_id": "b", "input": "y", "slice": "t"}\n'
     )
     assert main(["validate", str(path)]) == 0
-    assert capsys.readouterr().out == "ok: 2 cases in 2 slices (s, t)\n"
+    assert capsys.readouterr().out == "ok: 2 cases in 2 slices (s, t), 2 items (1 variant x 1 repeat)\n"
+
+
+def test_validate_counts_the_items_of_every_variant_and_repeat(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _suite(
+        tmp_path, '{"case_id": "a", "input": "x", "slice": "s"}\n{"case_id": "b", "input": "y", "slice": "t"}\n'
+    )
+    (tmp_path / "promptsuite.toml").write_text(
+        '[variants.v1]\ntemplate = "A: {input}"\n[variants.v2]\ntemplate = "B: {input}"\n', encoding="utf-8"
+    )
+    assert main(["validate", str(path), "--prompt-repeat", "3"]) == 0
+    assert capsys.readouterr().out == "ok: 2 cases in 2 slices (s, t), 12 items (2 variants x 3 repeats)\n"
+
+
+def test_validate_reports_every_problem_of_every_stage_in_one_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Lines, checks, template fields, tools and renders: each stage goes on with what is good so far."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "promptsuite.toml").write_text('[template]\ntemplate = "Q: {product}"\n', encoding="utf-8")
+    tool = {"type": "function", "function": {"name": "nope"}}
+    cases = [
+        {"case_id": "a", "input": "x", "slice": "s", "vars": {"product": "p"}},
+        {"case_id": "b", "input": "y", "slice": "s", "must_inlcude": ["y"]},
+        {"case_id": "c", "input": "z", "slice": "t", "assert": [{"type": "regexx", "value": "z"}]},
+        {"case_id": "d", "input": "z", "slice": "t"},
+        {"case_id": "e", "input": "z", "slice": "t", "vars": {"product": "p"}, "tool_choice": tool},
+    ]
+    _suite(tmp_path, "".join(json.dumps(case) + "\n" for case in cases))
+    assert main(["validate", "cases.jsonl"]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == "cases.jsonl:2: unknown key 'must_inlcude' (did you mean 'must_include'?)"
+    assert err[1].startswith("cases.jsonl:3: case 'c': assert[0]: unknown check type 'regexx' (did you mean 'regex'?)")
+    assert err[2].startswith("promptsuite.toml:2: template.template reads the field 'product', which 2 of 4 cases")
+    assert err[3] == "cases.jsonl:5: case 'e': 'tool_choice' names the tool 'nope', which is not defined"
+    assert err[4:] == ["4 problems found"]
+
+
+def test_validate_reports_render_failures_with_the_lines_of_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    config = '[template]\nrenderer = "jinja"\ntemplate = "Q: {{ input + 1 }}"\n'
+    (tmp_path / "promptsuite.toml").write_text(config, encoding="utf-8")
+    _suite(tmp_path, '{"case_id": "a", "input": "x", "slice": "s"}\n{"case_id": "b", "slice": "s"}\n')
+    assert main(["validate", "cases.jsonl"]) == 1
+    assert capsys.readouterr().err.splitlines() == [
+        "cases.jsonl:2: missing required field 'input'",
+        'cases.jsonl:1: a: template: TypeError: can only concatenate str (not "int") to str',
+        "2 problems found",
+    ]
+
+
+def test_validate_reads_the_lines_of_a_suite_whose_config_fails(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "promptsuite.toml").write_text('[model]\nspek = "fake"\nmax_retriez = 2\n', encoding="utf-8")
+    _suite(tmp_path, '{"case_id": "a", "input": "x", "slice": "s"}\n{"case_id": "b", "input": "y"}\n')
+    assert main(["validate", "cases.jsonl"]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("promptsuite.toml:2: unknown key 'model.spek'")
+    assert err[1].startswith("promptsuite.toml:3: unknown key 'model.max_retriez'")
+    assert err[2:] == ["cases.jsonl:2: missing required field 'slice'", "3 problems found"]
 
 
 def test_validate_reports_every_problem(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -268,3 +333,20 @@ def test_validate_names_a_misspelled_threshold_slice(tmp_path: Path, capsys: pyt
         "(did you mean 'injection'?); the slices: injection, t",
         "1 problem found",
     ]
+
+
+@pytest.mark.parametrize("target", [".", "promptsuite.toml"], ids=["folder", "config"])
+def test_validate_reads_the_case_files_of_a_folder_whose_config_fails(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, target: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "promptsuite.toml").write_text('[model]\nspek = "fake"\n', encoding="utf-8")
+    _suite(tmp_path, '{"case_id": "a", "input": "x"}\n')
+    (tmp_path / "report").mkdir()
+    (tmp_path / "report" / "summary.json").write_text("{}", encoding="utf-8")
+    (tmp_path / "report" / "results.jsonl").write_text('{"not": "a case"}\n', encoding="utf-8")  # a report's
+    assert main(["validate", target]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("promptsuite.toml:2: unknown key 'model.spek'")
+    lines = ["cases.jsonl:1: missing required field 'slice'"] if target == "." else []
+    assert err[1:] == [*lines, f"{1 + len(lines)} problems found" if lines else "1 problem found"]
