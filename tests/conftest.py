@@ -65,6 +65,14 @@ HYPOTHESIS_AT_SUMMARY = (
 )
 
 
+@pytest.fixture
+def short_regex_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Wait out a 0.25 s regex time limit instead of the real 2 s (``tests/limits.py``)."""
+    from tests.limits import shorten_regex_limit
+
+    shorten_regex_limit(monkeypatch.setattr)
+
+
 @pytest.fixture(params=[[], ["-n", "2"]], ids=["serial", "xdist_two"])
 def plugin_args(request: pytest.FixtureRequest) -> list[str]:
     """Extra pytest arguments for a run in one process and one over two pytest-xdist workers (syrupy's

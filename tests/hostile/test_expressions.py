@@ -42,26 +42,31 @@ def test_a_catastrophic_regex_check_fails_with_the_limit_named() -> None:
     assert "ran longer than the regex time limit of 2 seconds" in result.message
 
 
+@pytest.mark.usefixtures("short_regex_limit")
 def test_catastrophic_refusal_patterns_fail_the_check() -> None:
     entry = {"type": "is-refusal", "value": [EVIL], "defaults": False}
     case = PromptCase(case_id="c", input="i", slice="s", assert_=[entry])
     [result] = Evaluator().evaluate(case, VICTIM)
-    assert not result.passed and "the refusal patterns ran longer than the regex time limit" in result.message
+    assert not result.passed and "the refusal patterns ran longer than the regex time limit of 0.25" in result.message
 
 
+@pytest.mark.usefixtures("short_regex_limit")
 def test_a_catastrophic_fake_rule_is_a_model_error(tmp_path: Path) -> None:
     rules = tmp_path / "rules.json"
     rules.write_text(json.dumps({"rules": [{"match": EVIL, "reply": "x"}]}), encoding="utf-8")
     model = FakeModel.from_rules_file(rules)
-    with pytest.raises(ModelError, match="a rule of fake:.* on case c1 ran longer than the regex time limit"):
+    with pytest.raises(ModelError, match="a rule of fake:.* on case c1 ran longer than the regex time limit of 0.25"):
         model.generate_sync(ModelRequest(VICTIM, case_id="c1"))
 
 
+@pytest.mark.usefixtures("short_regex_limit")
 def test_a_schema_pattern_runs_with_the_budget() -> None:
     schema = {"type": "object", "properties": {"a": {"type": "string", "pattern": EVIL}}}
     case = PromptCase(case_id="c", input="i", slice="s", assert_=[{"type": "is-json", "value": schema}])
     [result] = Evaluator().evaluate(case, json.dumps({"a": VICTIM}))
-    assert not result.passed and "the schema's validation ran longer than the regex time limit" in result.message
+    assert (
+        not result.passed and "the schema's validation ran longer than the regex time limit of 0.25" in result.message
+    )
 
 
 JINJA = [

@@ -30,6 +30,7 @@ from pytest_promptsuite.safety.deadline import BudgetExceeded
 from pytest_promptsuite.safety.limits import Limit
 from pytest_promptsuite.safety.user_regex import RegexBudget
 from pytest_promptsuite.safety.user_regex import user_regex
+from tests.limits import shorten_regex_limit
 
 
 EVIL = r"^(a|aa)+$"  # backtracks for hours on VICTIM in re and in regex alike
@@ -82,9 +83,11 @@ SCENARIOS: dict[str, Callable[[], str]] = {
 }
 
 
-def child(name: str) -> None:
+def child(name: str, short: bool = True) -> None:
     """Run the scenario ``name`` off the main thread (the fake rule: on the runner's loop thread) and print
-    what it ended with."""
+    what it ended with; ``short``: under the tests' short regex limit."""
+    if short:
+        shorten_regex_limit()
     if name == "fake-rule":
         print(SCENARIOS[name]())
         return
@@ -95,8 +98,8 @@ def child(name: str) -> None:
     print(ended[0])
 
 
-def _off_the_main_thread(name: str) -> str:
-    code = f"from tests.unit.safety.test_user_regex import child; child({name!r})"
+def _off_the_main_thread(name: str, *, short: bool = True) -> str:
+    code = f"from tests.unit.safety.test_user_regex import child; child({name!r}, {short!r})"
     try:
         done = subprocess.run(
             [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=WAIT_S, check=False
@@ -110,28 +113,29 @@ def _off_the_main_thread(name: str) -> str:
 def test_a_catastrophic_regex_check_off_the_main_thread_fails_with_the_limit_named() -> None:
     out = _off_the_main_thread("regex-check")
     assert "passed=False skipped=False" in out
-    assert "ran longer than the regex time limit of 2 seconds" in out
+    assert "ran longer than the regex time limit of 0.25 seconds" in out
 
 
 def test_catastrophic_refusal_patterns_off_the_main_thread_fail_the_check() -> None:
     out = _off_the_main_thread("refusal")
-    assert "passed=False" in out and "the refusal patterns ran longer than the regex time limit" in out
+    assert "passed=False" in out and "the refusal patterns ran longer than the regex time limit of 0.25" in out
 
 
 def test_a_schema_pattern_off_the_main_thread_runs_with_the_budget() -> None:
     out = _off_the_main_thread("schema")
-    assert "passed=False" in out and "the schema's validation ran longer than the regex time limit" in out
+    assert "passed=False" in out and "the schema's validation ran longer than the regex time limit of 0.25" in out
 
 
 def test_a_catastrophic_fake_rule_on_the_event_loop_thread_is_a_model_error() -> None:
-    out = _off_the_main_thread("fake-rule")
+    out = _off_the_main_thread("fake-rule", short=False)  # the real limit, named as users see it
     assert out.startswith("ModelError: a rule of fake:")
     assert "on case c1 ran longer than the regex time limit of 2 seconds" in out
 
 
+@pytest.mark.usefixtures("short_regex_limit")
 def test_a_rule_compiled_with_re_is_searched_within_the_budget_too() -> None:
     model = FakeModel([FakeRule(re.compile(EVIL), "x")])
-    with pytest.raises(ModelError, match="ran longer than the regex time limit"):
+    with pytest.raises(ModelError, match="ran longer than the regex time limit of 0.25"):
         model.generate_sync(ModelRequest(VICTIM, case_id="c1"))
 
 
