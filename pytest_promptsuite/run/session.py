@@ -603,11 +603,13 @@ class _EveryProblem:
         if kind is not None:
             return [], [f"{shown}:1: this is {kind}, not a case file"]
         cases = load_cases(self.path, seen=session.seen, display=shown, problems_to=self.problems)
+        self._stage(lambda: session.check_slice_names(self.key, self.path, (case.slice for case in cases)))
         compiled = self._compiled(cases, make_check)
+        good = [case for case in cases if case.case_id in compiled]
+        self._stage(lambda: require_judge(compiled, good, pipeline.evaluator, shown))
         variants = session.index.variants(self.key, session.options.variant)
         fields = self._stage(lambda: session.check_prompts(pipeline.prompts, cases, variants, shown))
         tools = self._stage(lambda: check_tools(pipeline.prompts, cases, variants, shown))
-        good = [case for case in cases if case.case_id in compiled]
         planned = _planned_items(good, compiled, variants, session.options.repeat, self.key, Path(shown))
         if fields and tools:  # else rendering fails for the reason already given
             self._stage(lambda: session.check_renders(pipeline.prompts, {c.case_id: c for c in good}, planned))
