@@ -359,13 +359,16 @@ def test_ctrl_c_cancels_calls_and_keeps_finished_results(suite: Suite, loopback:
 
 
 def test_xdist_workers_share_the_concurrency_bound(suite: Suite, loopback: LoopbackServer) -> None:
-    loopback.reset(latency_s=0.2, hold_until=8)  # both workers' calls in flight at once, at any speed
+    # no answer before 5 calls came: more than one worker's 4 in flight at once, at any speed (8, the most both
+    # workers may have, is not held for: at the lowest versions CI installs they reached 7, and the held calls
+    # timed out and were retried)
+    loopback.reset(latency_s=0.2, hold_until=5)
     suite.prompts([f"case {i}" for i in range(48)])
     suite.config({"model": loopback.model()})
     result = suite.run("-n", "2", "--prompt-concurrency", "8")
 
     result.assert_outcomes(passed=48)
-    assert loopback.stats.max_answering == 8  # 4 per worker
+    assert 4 < loopback.stats.max_answering <= 8  # both workers at once, never past the shared bound
     assert loopback.stats.requests == 48
 
 
