@@ -19,6 +19,7 @@ Knobs (:class:`Knobs`, changeable while it runs):
 - ``refuse_from`` / ``refuse_count``: the requests numbered ``refuse_from + 1`` to ``refuse_from + refuse_count``
   (retries counted) are answered 429 with ``retry-after-ms: 20``, whatever the clock: a limit a client meets at
   any speed.
+- ``slow_from`` / ``slow_s``: every request after the first ``slow_from`` waits ``slow_s`` (60 s) for its answer.
 - ``hold_until``: no answer is sent before the server has received this many requests (at most 60 s): the
   calls a client keeps in flight are all in flight at once, at any speed.
 - ``api_key``: when set, a request without ``Authorization: Bearer <api_key>`` gets a 401 whose
@@ -121,6 +122,10 @@ class Knobs:
     refuse_from: int = 0
     refuse_count: int = 0
     hold_until: int = 0
+    #: Every request after the first ``slow_from`` (counted over the server's life) waits ``slow_s`` before
+    #: its answer: a test that must stop a run with some cases finished and the rest in flight sets it up front.
+    slow_from: int = 0
+    slow_s: float = 60.0
     #: Scripted tool use (chat, streaming off): the first ``(regex, answer)`` whose regex is found in the
     #: last message's content answers; a list of ``{"name", "arguments"}`` is sent as ``message.tool_calls``
     #: (ids ``call_<n>`` counted over the server's life; arguments given as a string are sent verbatim), a
@@ -269,6 +274,7 @@ class _App:
             "time": time.monotonic(),
         }
         stats.log.append(entry)
+        position = len(stats.log) - 1
         limited = self._limited(knobs, stats)
         if isinstance(limited, Response):
             response: Response = limited
@@ -276,6 +282,8 @@ class _App:
             await _held(knobs, stats)
             if knobs.latency_s:
                 await asyncio.sleep(knobs.latency_s)
+            if knobs.slow_from and position >= knobs.slow_from:
+                await asyncio.sleep(knobs.slow_s)
             response = self._respond(knobs, request, prompt, attempt, chat=chat, body=body)
             if limited is not None:
                 response.headers.update(limited)

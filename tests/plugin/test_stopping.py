@@ -59,11 +59,16 @@ def _reported(suite: Suite) -> list[str]:
     return path.read_text(encoding="utf-8").splitlines() if path.exists() else []
 
 
-def _hold_from_now(loopback: LoopbackServer) -> None:
-    """Make every call from now on wait a minute, and wait until one does (so a case cannot finish)."""
-    seen = len(loopback.stats.log)
-    loopback.knobs.latency_s = 60
-    loopback.wait_for(lambda: any("end" not in entry for entry in loopback.stats.log[seen:]))
+def _hold_after_two(loopback: LoopbackServer) -> None:
+    """Make every call after the next two wait a minute (set before the run starts: its calls may run ahead of
+    its cases, so "from now on" set later could come after the last call)."""
+    loopback.knobs.slow_from = len(loopback.stats.log) + 2
+
+
+def _wait_for_a_held_call(loopback: LoopbackServer) -> None:
+    """Wait until a call is held (so a case cannot finish)."""
+    start = loopback.knobs.slow_from
+    loopback.wait_for(lambda: any("end" not in entry for entry in loopback.stats.log[start:]), timeout=120)
 
 
 def _stop(process: subprocess.Popen[bytes], signum: int, *, group: bool) -> bytes:
@@ -103,10 +108,11 @@ def test_sigterm_keeps_the_finished_rows_and_writes_the_report(
         suite.run("--prompt-report", "base").assert_outcomes(passed=len(PROMPTS))
         args = [*args, "--prompt-baseline", "base"]
     suite.write("conftest.py", CONFTEST)
+    _hold_after_two(loopback)
     process = _start(suite, "--prompt-concurrency", "1", *args)
     loopback.wait_for(lambda: len(_reported(suite)) >= 2 or process.poll() is not None, timeout=120)
     assert process.poll() is None, process.communicate()[0].decode()
-    _hold_from_now(loopback)
+    _wait_for_a_held_call(loopback)
     finished = _reported(suite)
     output = _stop(process, signal.SIGTERM, group=group).decode()
 
