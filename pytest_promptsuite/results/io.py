@@ -19,6 +19,7 @@ from typing import Any
 from typing import ClassVar
 from typing import Literal
 
+from pytest_promptsuite.checks.outcome import CheckResult
 from pytest_promptsuite.config.settings import Share
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.formats.jsonio import JsonError
@@ -46,18 +47,10 @@ _REQUIRED = ("case_id", "slice", "outcome")
 
 
 @dataclass(frozen=True)
-class _StoredCheck:
-    """An entry of a row's ``checks``, every field as a run writes it (no other key)."""
+class _StoredCheck(CheckResult):
+    """An entry of a row's ``checks``: :class:`CheckResult`'s fields as a run writes them (no other key)."""
 
     __pydantic_config__: ClassVar[dict[str, Any]] = {**_STRICT, "extra": "forbid"}
-    layer: str
-    name: str
-    passed: bool
-    message: str
-    gating: bool = True
-    skipped: bool = False
-    score: float | None = None
-    details: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
