@@ -1,11 +1,6 @@
-"""A seeded attack campaign: for each class of attack, many attempts, each classified as a clear
-error, accepted, a traceback (any exception that is not ours), a hang (see :func:`hung`), a lost
-result or a leaked secret. ``tests/hostile/test_campaign.py`` runs
-it small and asserts the zeros; ``benchmarks/bench_hostile.py`` runs it large and prints the table.
-
-Each attack goes through the same stage functions the plugin uses (the loaders, the evaluator,
-the sandbox, the writers and readers, the HTTP client against the loopback server).
-"""
+"""A seeded attack campaign through the plugin's own stage functions: each attempt of each attack class is a
+clear error, accepted, a traceback, a hang (:func:`hung`), a lost result or a leaked secret. test_campaign.py
+runs it small and asserts the zeros; ``benchmarks/bench_hostile.py`` runs it large and prints the table."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""A user regex is bounded off the main thread too, where ``SIGALRM`` cannot reach: the regex check and the
-refusal patterns in a worker thread, a schema pattern in a worker thread, a fake-model rule on the model
-runner's event-loop thread.
-
-Each runs in a child Python: ``re`` keeps the GIL while it backtracks, so an unbounded search in a thread
-would stall this process too; the child is killed if it outlives :data:`WAIT_S`.
-"""
+"""A user regex is bounded off the main thread too, where ``SIGALRM`` cannot reach (the regex check, refusal
+patterns, a schema pattern, a fake-model rule on the runner's loop thread), each in a child Python: ``re`` keeps
+the GIL while it backtracks, so an unbounded search would stall this process; the child dies after :data:`WAIT_S`."""
 
 from __future__ import annotations
 
