@@ -209,6 +209,8 @@ class NodeProcess:
             if process.poll() is None:
                 process.kill()
             process.wait()
+            if self._error_reader is not None:
+                self._error_reader.join(timeout=5)  # it ends at the pipe's end: closed under it, it would raise
             if process.stdout is not None:
                 process.stdout.close()
 
