@@ -11,6 +11,7 @@ from typing import Any
 
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.formats.jsonio import decode
+from pytest_promptsuite.github.baseline_artifact import ORIGIN_FILE
 from pytest_promptsuite.report.markdown import first_failure
 from pytest_promptsuite.report.pr_comment import MAX_LISTED
 from pytest_promptsuite.report.pr_comment import CaseNote
@@ -19,10 +20,6 @@ from pytest_promptsuite.report.pr_comment import comment_markdown
 from pytest_promptsuite.results.case_result import CaseResult
 from pytest_promptsuite.results.io import load_summary_json
 from pytest_promptsuite.results.io import stream_results
-
-
-#: Where the baseline came from (commit, branch, time, run), written beside its report by ``promptsuite github``.
-ORIGIN_FILE = "origin.json"
 
 
 @dataclass
