@@ -115,3 +115,17 @@ def test_without_a_token_or_a_pull_request_the_steps_say_so(
     capsys.readouterr()
     assert main(["github", "post", str(tmp_path / "c.md")]) == 1
     assert "GITHUB_REPOSITORY is not set" in capsys.readouterr().err
+
+
+def test_another_refusal_and_an_unreadable_event_are_said(
+    tmp_path: Path, github: GitHubServer, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _environ(github, tmp_path, monkeypatch)
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_" + "n0tTheT0ken" * 3)
+    (tmp_path / "c.md").write_text("<!-- promptsuite-comment -->\nbody")
+    said = _step(capsys, "github", "post", str(tmp_path / "c.md"))
+    assert "HTTP 401: Bad credentials; the gate decides the job" in said and "n0tTheT0ken" not in said
+    (tmp_path / "event.json").write_text("{")
+    capsys.readouterr()
+    assert main(["github", "post", str(tmp_path / "c.md")]) == 1
+    assert "event.json: cannot read the event" in capsys.readouterr().err

@@ -164,3 +164,24 @@ def test_the_comment_goes_to_a_file_with_out(suite: Suite, capsys: pytest.Captur
     assert main(["comment", str(suite.path / "report"), "--out", str(suite.path / "comment.md")]) == 0
     assert capsys.readouterr().out == ""
     assert (suite.path / "comment.md").read_text(encoding="utf-8").startswith(MARKER)
+
+
+def test_a_model_change_is_named(suite: Suite, capsys: pytest.CaptureFixture[str]) -> None:
+    suite.cases(CASES)
+    suite.write("a.json", json.dumps(GOOD))
+    suite.write("b.json", json.dumps(GOOD))
+    suite.run("--prompt-model", "fake:a.json", "--prompt-report", "base")
+    suite.run("--prompt-model", "fake:b.json", "--prompt-report", "report", "--prompt-baseline", "base")
+    text = _comment(suite, capsys, "report", "base")
+    assert (
+        "- the baseline used model fake:a.json, this run fake:b.json: a model change, not only a prompt change" in text
+    )
+
+
+def test_an_unreadable_origin_is_an_error_naming_it(suite: Suite, capsys: pytest.CaptureFixture[str]) -> None:
+    suite.cases(CASES)
+    _run(suite, GOOD, "base")
+    (suite.path / "base" / "origin.json").write_text("{not json")
+    capsys.readouterr()
+    assert main(["comment", str(suite.path / "base"), "--baseline", str(suite.path / "base")]) == 2
+    assert "origin.json: cannot read where the baseline came from" in capsys.readouterr().err

@@ -127,3 +127,17 @@ def test_a_registered_secret_in_a_reason_is_scrubbed_by_the_command(tmp_path: Pa
     rows = [CaseResult(case_id="a", slice="s", outcome="error", error=f"HTTP 401: bad token {secret}")]  # type: ignore[arg-type]
     write_report(tmp_path / "r", rows, summarize(rows, ThresholdPolicy(option=0.5)))
     assert secret not in run_comment(tmp_path / "r")
+
+
+def test_repeated_cases_show_no_interval_and_costs_show_in_dollars() -> None:
+    test = {"against": "baseline", "slice": "s", "repeats": 3, "cases": 4, "baseline_pass_rate": 1.0}
+    slices = [{"slice": "s", "verdict": "no evidence of a drop", "gate": "pass", "pass_rate": 1.0}]
+    usage = {"total": {"calls": 4, "cost_usd": 0.0123, "tokens_per_case": 12.5, "latency_p95_ms": 840.0}}
+    report = {**_report(), "slices": slices, "baseline": {}, "regression_tests": [test], "usage": usage}
+    base = {"usage": {"total": {"calls": 4, "cost_usd": 0.01, "tokens_per_case": 10.0, "latency_p95_ms": 800.0}}}
+    text = comment_markdown(CommentSource(report, base, origin={"created_at": "2026-12-07T00:00:00"}))
+    assert "| s | - | 100.0% | - | no drop |" in text
+    assert "| cost | $0.01 | $0.0123 | +23% |" in text and "| p95 latency | 800 ms | 840 ms | +5% |" in text
+    assert "Baseline: " in text and "old." in text
+    alone = comment_markdown(CommentSource({**report, "baseline": None}))
+    assert "**Cost** (no baseline figures): calls 4, tokens per case 12.5, cost $0.0123, p95 latency 840 ms" in alone
