@@ -152,22 +152,27 @@ class GitHubServer:
 
 
 @contextlib.contextmanager
-def serve_github() -> Iterator[GitHubServer]:
-    """Run the fake in a daemon thread on a free port of 127.0.0.1 while the block runs."""
-    state = GitHubState()
-    config = uvicorn.Config(
-        _app(state), host="127.0.0.1", port=0, log_level="critical", access_log=False, lifespan="off"
-    )
+def serve_app(app: Any, name: str) -> Iterator[str]:
+    """Run an ASGI ``app`` in a daemon thread on a free port of 127.0.0.1 while the block runs; yield its URL."""
+    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="critical", access_log=False, lifespan="off")
     server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True, name="loopback-github")
+    thread = threading.Thread(target=server.run, daemon=True, name=name)
     thread.start()
     while not server.started:
         if not thread.is_alive():
-            raise RuntimeError("the loopback GitHub server did not start")
+            raise RuntimeError(f"the {name} server did not start")
         threading.Event().wait(0.005)
     port = server.servers[0].sockets[0].getsockname()[1]
     try:
-        yield GitHubServer(f"http://127.0.0.1:{port}", state)
+        yield f"http://127.0.0.1:{port}"
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+
+
+@contextlib.contextmanager
+def serve_github() -> Iterator[GitHubServer]:
+    """Run the fake in a daemon thread on a free port of 127.0.0.1 while the block runs."""
+    state = GitHubState()
+    with serve_app(_app(state), "loopback-github") as url:
+        yield GitHubServer(url, state)
