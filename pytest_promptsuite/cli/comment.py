@@ -32,15 +32,23 @@ class _Seen:
 
     def __call__(self, row: CaseResult, value: Any) -> None:
         """Note one row (its whole line's ``value``)."""
-        checks = value.get("checks") if isinstance(value, dict) else None
-        checks = [c for c in checks or () if isinstance(c, dict)]
-        for check in checks:
-            details = check.get("details")
-            if isinstance(details, dict) and isinstance(details.get("judge"), str):
-                self.judges.add(details["judge"])
+        checks = _checks(value)
+        self.judges.update(_judges(checks))
         name = row.key.name(with_repeat=False)
         if name in self.wanted and name not in self.notes:
             self.notes[name] = CaseNote(row.slice, first_failure(checks, row.error))
+
+
+def _checks(value: Any) -> list[dict[str, Any]]:
+    """Return the checks of a row's line, each an object."""
+    found = value.get("checks") if isinstance(value, dict) else None
+    return [c for c in found or () if isinstance(c, dict)]
+
+
+def _judges(checks: list[dict[str, Any]]) -> set[str]:
+    """Return the judge models a row's checks name (``llm-rubric``'s ``details.judge``)."""
+    details = [c.get("details") for c in checks]
+    return {d["judge"] for d in details if isinstance(d, dict) and isinstance(d.get("judge"), str)}
 
 
 def _read_rows(path: Path, wanted: frozenset[str]) -> _Seen:

@@ -200,15 +200,18 @@ def _paired_table(tests: Sequence[Mapping[str, Any]]) -> tuple[int, int, int, in
     """Return the paired 2x2 table (both passed, lost, gained, neither) of a slice's tests with one run per case."""
     if not tests or any(t.get("repeats") != 1 for t in tests):
         return None
-    both = lost = gained = neither = 0
-    for t in tests:
-        n, before = int(t.get("cases") or 0), t.get("baseline_pass_rate")
-        passed_before = round(before * n) if isinstance(before, (int, float)) else 0
-        b, c = int(t.get("regressions") or 0), int(t.get("fixes") or 0)
-        both += passed_before - b
-        lost, gained = lost + b, gained + c
-        neither += n - (passed_before - b) - b - c
+    tables = [_table_of(t) for t in tests]
+    both, lost, gained, neither = (sum(column) for column in zip(*tables, strict=True))
     return (both, lost, gained, neither) if min(both, neither) >= 0 and both + lost + gained + neither else None
+
+
+def _table_of(test: Mapping[str, Any]) -> tuple[int, int, int, int]:
+    """Return one test's paired 2x2 table from its cases, baseline pass rate, regressions and fixes."""
+    n, before = int(test.get("cases") or 0), test.get("baseline_pass_rate")
+    passed_before = round(before * n) if isinstance(before, (int, float)) else 0
+    lost, gained = int(test.get("regressions") or 0), int(test.get("fixes") or 0)
+    both = passed_before - lost
+    return both, lost, gained, n - both - lost - gained
 
 
 def _slice_verdict(s: Mapping[str, Any], tests: Sequence[Mapping[str, Any]]) -> str:
@@ -303,15 +306,19 @@ def _run(summary: Mapping[str, Any] | None, key: str = "run") -> RunInfo | None:
 
 def _judge_changes(source: CommentSource) -> list[str]:
     """Say whether the judge changed: by the summaries' fingerprints, else by the judges the rows name."""
-    old, new = _fingerprint(source.baseline), _fingerprint(source.report)
-    if old is None and isinstance(source.report.get("baseline_run"), Mapping):
-        old = _fingerprint({"run": source.report["baseline_run"]})
+    old, new = _fingerprint(source.baseline) or _fingerprint(_baseline_run(source.report)), _fingerprint(source.report)
     if old is not None and new is not None and old != new:
         return [f"judge changed: fingerprint {_cut(old, 24)} \u2192 {_cut(new, 24)}: a verdict may move with the judge"]
     if source.judges is not None and all(source.judges) and source.judges[0] != source.judges[1]:
         before, after = (", ".join(sorted(side)) for side in source.judges)
         return [f"judge changed: {_cut(before)} \u2192 {_cut(after)}: a verdict may move with the judge"]
     return []
+
+
+def _baseline_run(report: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """Return the report's record of the baseline's run as a summary holding it, when it has one."""
+    run = report.get("baseline_run")
+    return {"run": run} if isinstance(run, Mapping) else None
 
 
 def _model_changes(source: CommentSource) -> list[str]:
