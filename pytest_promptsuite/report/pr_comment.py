@@ -227,18 +227,25 @@ def _slice_verdict(s: Mapping[str, Any], tests: Sequence[Mapping[str, Any]]) -> 
 
 
 def _case_list(title: str, ids: Any, notes: Mapping[str, CaseNote]) -> list[str]:
-    """List changed cases (id, slice, first failure's message), at most :data:`MAX_LISTED`, then how many more."""
+    """List changed cases (id, slice and, of those that newly fail, the first failure's message), at most
+    :data:`MAX_LISTED`, then how many more."""
     names = [str(i) for i in ids or ()]
     if not names:
         return []
-    lines = [f"**{title} ({len(names):,})**", "", _row(["case", "slice", "first failed check"]), "|---|---|---|"]
-    for name in names[:MAX_LISTED]:
-        note = notes.get(name)
-        where, why = (md_escape(_cut(note.slice)), note.message) if note else ("-", "-")
-        lines.append(_row([md_escape(_cut(name)), where, why if title == "Newly failing" else "-"]))
+    failing = title == "Newly failing"
+    header = ["case", "slice", "first failed check"] if failing else ["case", "slice"]
+    lines = [f"**{title} ({len(names):,})**", "", _row(header), "|---" * len(header) + "|"]
+    lines += [_row(_case_cells(name, notes.get(name))[: len(header)]) for name in names[:MAX_LISTED]]
     if len(names) > MAX_LISTED:
         lines += ["", f"and {len(names) - MAX_LISTED:,} more (all in the report's summary.json)"]
     return [*lines, ""]
+
+
+def _case_cells(name: str, note: CaseNote | None) -> list[str]:
+    """Return a listed case's cells: its name, slice and first failure's message."""
+    if note is None:
+        return [md_escape(_cut(name)), "-", "-"]
+    return [md_escape(_cut(name)), md_escape(_cut(note.slice)), note.message]
 
 
 def _usage_total(summary: Mapping[str, Any] | None) -> Mapping[str, Any] | None:

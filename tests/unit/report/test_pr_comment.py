@@ -13,6 +13,7 @@ import pytest
 from pytest_promptsuite.checks.outcome import CheckResult
 from pytest_promptsuite.cli.comment import run_comment
 from pytest_promptsuite.config.settings import ThresholdPolicy
+from pytest_promptsuite.report.pr_comment import CaseNote
 from pytest_promptsuite.report.pr_comment import CommentSource
 from pytest_promptsuite.report.pr_comment import comment_markdown
 from pytest_promptsuite.report.pr_comment import marker
@@ -141,3 +142,14 @@ def test_repeated_cases_show_no_interval_and_costs_show_in_dollars() -> None:
     assert "Baseline: " in text and "old." in text
     alone = comment_markdown(CommentSource({**report, "baseline": None}))
     assert "**Cost** (no baseline figures): calls 4, tokens per case 12.5, cost $0.0123, p95 latency 840 ms" in alone
+
+
+def test_newly_passing_cases_are_listed_by_case_and_slice() -> None:
+    notes = {"b": CaseNote("s", "must_include: gone"), "a": CaseNote("s", "-")}
+    report = {**_report(), "baseline": {}, "regressions": ["b"], "fixes": ["a", "c"]}
+    text = comment_markdown(CommentSource(report, notes=notes))
+    assert (
+        "**Newly failing (1)**\n\n| case | slice | first failed check |\n|---|---|---|\n| b | s | must_include: gone |"
+        in text
+    )
+    assert "**Newly passing (2)**\n\n| case | slice |\n|---|---|\n| a | s |\n| c | - |" in text
