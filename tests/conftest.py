@@ -33,6 +33,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 if TYPE_CHECKING:
+    from tests.github_api import GitHubServer
     from tests.loopback import LoopbackServer
 # tests.loopback needs the test extra (uvicorn, starlette); it is imported in the fixture, because
 # pytest loads this conftest whenever it runs from the repository root, as the Quick start does
@@ -102,6 +103,15 @@ def _loopback_server() -> Iterator[LoopbackServer]:
 def loopback(_loopback_server: LoopbackServer) -> LoopbackServer:
     """The loopback OpenAI-compatible server (``tests/loopback.py``), fresh knobs and counters."""
     return _loopback_server.reset()
+
+
+@pytest.fixture
+def github() -> Iterator[GitHubServer]:
+    """A loopback server speaking the GitHub REST endpoints the action uses (``tests/github_api.py``)."""
+    from tests.github_api import serve_github
+
+    with serve_github() as server:
+        yield server
 
 
 @pytest.fixture

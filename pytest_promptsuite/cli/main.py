@@ -1,5 +1,5 @@
-"""The ``promptsuite`` command: ``validate``, ``render``, ``diff``, ``merge``, ``import``, ``history`` and
-``schema``."""
+"""The ``promptsuite`` command: ``validate``, ``render``, ``diff``, ``merge``, ``import``, ``history``,
+``schema``, ``comment`` and ``github``."""
 
 from __future__ import annotations
 
@@ -310,6 +310,73 @@ def _merge(args: argparse.Namespace) -> int:
     return run_merge([Path(p) for p in args.shards], Path(args.out), baseline=baseline)
 
 
+def _comment(args: argparse.Namespace) -> int:
+    from pytest_promptsuite.cli.comment import run_comment
+
+    baseline = Path(args.baseline) if args.baseline else None
+    try:
+        text = printable(run_comment(Path(args.report), baseline, args.key))
+    except PromptSuiteError as exc:
+        print(printable(str(exc)), file=sys.stderr)
+        return 2
+    if args.out:
+        Path(args.out).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def _add_comment(commands: Any) -> None:
+    comment = commands.add_parser(
+        "comment",
+        help="print the pull request comment of a report folder: the gate's verdict, the slice table, the newly "
+        "failing cases, cost and the baseline, under GitHub's 65,536-character limit; exits 2 if unreadable",
+    )
+    comment.add_argument("report", metavar="REPORT", help="a report folder written by --prompt-report")
+    comment.add_argument(
+        "--baseline",
+        metavar="REPORT",
+        help="the baseline's report folder: its cost, judge and origin.json (commit, age); a REPORT that compared "
+        "with no baseline is compared with it as --prompt-baseline would",
+    )
+    comment.add_argument("--key", default="", help="tells this suite's comment from another's in the same pull request")
+    comment.add_argument("--out", metavar="FILE", help="write the Markdown to FILE instead of stdout")
+    comment.set_defaults(func=_comment)
+
+
+def _github(args: argparse.Namespace) -> int:
+    from pytest_promptsuite.cli import github_steps
+
+    if args.step == "baseline":
+        where = {"branch": args.branch, "workflow": args.workflow}
+        return github_steps.run_baseline(Path(args.out), args.artifact, os.environ, sys.stdout, **where)
+    return github_steps.run_post(Path(args.body), os.environ, sys.stdout, number=args.pull_request)
+
+
+def _add_github(commands: Any) -> None:
+    github = commands.add_parser(
+        "github", help="the GitHub action's steps: fetch the baseline report, post the sticky comment (GITHUB_TOKEN)"
+    )
+    steps = github.add_subparsers(dest="step", required=True)
+    baseline = steps.add_parser(
+        "baseline",
+        help="download the report artifact of the base branch's latest successful run of this workflow into DIR, "
+        "with origin.json (commit, branch, time, run); none found is said in a line, not an error",
+    )
+    baseline.add_argument("--out", required=True, metavar="DIR")
+    baseline.add_argument("--artifact", default="promptsuite-report", help="the artifact's name (default %(default)s)")
+    baseline.add_argument("--branch", help="the branch whose runs to look at (default: the pull request's base)")
+    baseline.add_argument("--workflow", help="the workflow's file name (default: this job's, GITHUB_WORKFLOW_REF)")
+    post = steps.add_parser(
+        "post",
+        help="create the pull request's comment from FILE (the output of promptsuite comment), or update the one "
+        "with the same marker line; a fork's read-only token is said in a line; exits 0",
+    )
+    post.add_argument("body", metavar="FILE")
+    post.add_argument("--pull-request", type=int, metavar="N", help="default: the job's pull request")
+    github.set_defaults(func=_github)
+
+
 def _history(args: argparse.Namespace) -> int:
     from pytest_promptsuite.report.trends import history_lines
     from pytest_promptsuite.results.frames import read_history
@@ -394,6 +461,8 @@ def _parser(hook: Any = None) -> argparse.ArgumentParser:
     )
     schema.add_argument("what", choices=("config", "case"), help="config: promptsuite.toml; case: one JSONL line")
     schema.set_defaults(func=_schema)
+    _add_comment(commands)
+    _add_github(commands)
     return parser
 
 

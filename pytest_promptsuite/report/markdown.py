@@ -120,7 +120,8 @@ def _collapsed(title: str, header: Sequence[str], rows: Sequence[Sequence[str]],
     return [*md, "", "</details>", ""]
 
 
-def _first_failure(checks: Sequence[Mapping[str, Any]], error: str | None) -> str:
+def first_failure(checks: Sequence[Mapping[str, Any]], error: str | None) -> str:
+    """Write a row's error, or its first failed check's name and message, scrubbed, cut and escaped."""
     if error is not None:
         text = f"error: {error}"
     else:
@@ -138,7 +139,7 @@ def _failing(rows: Sequence[CaseResult]) -> list[str]:
     repeated = any(r.repeat for r in bad)
     table = []
     for r in bad[:MAX_CASES]:
-        first = _first_failure([c.to_dict() for c in r.checks], r.error)
+        first = first_failure([c.to_dict() for c in r.checks], r.error)
         table.append([md_escape(r.key.name(with_repeat=repeated)), md_escape(r.slice), r.outcome.value, first])
     header = ["case", "slice", "outcome", "first failed check"]
     return _collapsed(f"Failing cases ({len(bad)})", header, table, len(bad))
@@ -151,7 +152,7 @@ def _regressed(summary: Summary) -> list[str]:
         return []
     table = []
     for f in flips[:MAX_CASES]:
-        now = "an error (see the failing cases)" if f.new_outcome == "error" else _first_failure(f.checks, None)
+        now = "an error (see the failing cases)" if f.new_outcome == "error" else first_failure(f.checks, None)
         table.append([md_escape(f.id), md_escape(f.slice), f"{f.old_outcome} → {f.new_outcome}", now])
     title = f"Regressed cases ({len(flips)}, passed in the baseline)"
     return _collapsed(title, ["case", "slice", "outcome", "first failed check now"], table, len(flips))

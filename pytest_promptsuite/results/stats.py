@@ -195,3 +195,44 @@ def settling_size(strata: Sequence[Stratum], alpha: float, drop: float) -> tuple
     )
     repeats = next((r for r in range(k, 21) if _catches(math.floor(drop * n + 1e-9), r, variance * r / k, alpha)), None)
     return cases, repeats
+
+
+def _moved(p: float, bound: float) -> float:
+    return abs(p - bound)
+
+
+def paired_change_interval(both: int, lost: int, gained: int, neither: int) -> tuple[float, float] | None:
+    """Return the 95 % interval of the change of a paired pass rate (now minus before) by Newcombe's
+    method 10 over Wilson intervals; ``lost`` passed before only, ``gained`` now only. None without pairs."""
+    n = both + lost + gained + neither
+    if n <= 0:
+        return None
+    before, now = (both + lost) / n, (both + gained) / n
+    low1, high1 = wilson_interval(both + lost, n)
+    low2, high2 = wilson_interval(both + gained, n)
+    phi = _phi(both, lost, gained, neither)
+    change = now - before
+    down = math.sqrt(
+        max(
+            0.0,
+            _moved(now, low2) ** 2 - 2 * phi * _moved(now, low2) * _moved(before, high1) + _moved(before, high1) ** 2,
+        )
+    )
+    up = math.sqrt(
+        max(
+            0.0,
+            _moved(now, high2) ** 2 - 2 * phi * _moved(now, high2) * _moved(before, low1) + _moved(before, low1) ** 2,
+        )
+    )
+    return max(-1.0, change - down), min(1.0, change + up)
+
+
+def _phi(both: int, lost: int, gained: int, neither: int) -> float:
+    """Return Newcombe's continuity-corrected correlation of the two sides (0 where a margin is empty)."""
+    margins = (both + lost) * (gained + neither) * (both + gained) * (lost + neither)
+    if margins == 0:
+        return 0.0
+    n = both + lost + gained + neither
+    cross = both * neither - lost * gained
+    corrected = max(cross - n / 2, 0.0) if cross > 0 else cross
+    return corrected / math.sqrt(margins)

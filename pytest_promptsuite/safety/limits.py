@@ -69,3 +69,6 @@ IMPORT_CASES_BYTES = Limit("imported cases size", 128 * 1024 * 1024, "bytes")
 IMPORT_EXAMPLES = Limit("placeholder example count", 10_000, "rows")
 #: The largest field of a CSV file we read (a promptfoo test file, data rows).
 CSV_FIELD = Limit("CSV field size", 1_000_000, "characters")
+#: The largest baseline report artifact (its zip) the GitHub action downloads, and what it may unpack to.
+ARTIFACT_BYTES = Limit("baseline artifact size", 1024 * 1024 * 1024, "bytes")
+ARTIFACT_UNPACKED = Limit("unpacked baseline size", 4 * 1024 * 1024 * 1024, "bytes")

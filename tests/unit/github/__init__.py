@@ -1,0 +1,1 @@
+"""Stage tests of the GitHub steps against the loopback GitHub server."""
