@@ -710,8 +710,9 @@ class LoopbackServer:
         self.app.reset(Knobs(**knobs))
         return self
 
-    def wait_for(self, condition: Callable[[], bool], timeout: float = 30) -> None:
-        """Wait until ``condition()`` holds (the server has seen what a test waits for)."""
+    def wait_for(self, condition: Callable[[], bool], timeout: float = 180) -> None:
+        """Wait until ``condition()`` holds (the server has seen what a test waits for); ``timeout`` only ends a
+        test that would otherwise hang (a pytest child at nice 19 on a loaded machine took over 30 s to start)."""
         deadline = time.monotonic() + timeout
         while not condition():
             if time.monotonic() > deadline:

@@ -50,18 +50,59 @@ class Planned:
     output: str | None
 
 
+def steps_of(prompt: str) -> list[str]:
+    """The scripted steps of a case's prompt (``load case 00031 [[hang,503]]``: hang, 503)."""
+    return prompt.partition("[[")[2].rstrip("]").split(",") if "[[" in prompt else []
+
+
+def _step(steps: list[str], attempt: int) -> str:
+    """The step attempt ``attempt`` of a case meets (plain answers after its script)."""
+    return steps[attempt] if attempt < len(steps) else "ok"
+
+
+def _answer(prompt: str, step: str) -> tuple[str, str | None]:
+    """(outcome, output) of an attempt met by a step the client does not retry."""
+    if step == "latin1":
+        return "error", None
+    if step == "echo":
+        return "passed", f"{prompt} key=Bearer ***"
+    return "passed", WEIRD if step == "weird" else prompt
+
+
 def expected(prompt: str, steps: list[str]) -> tuple[str, str | None]:
     """(outcome, output) of a case whose attempts meet ``steps``."""
     for attempt in range(MAX_RETRIES + 1):
-        step = steps[attempt] if attempt < len(steps) else "ok"
-        if step in RETRYABLE:
-            continue
-        if step == "latin1":
-            return "error", None
-        if step == "echo":
-            return "passed", f"{prompt} key=Bearer ***"
-        return "passed", WEIRD if step == "weird" else prompt
+        step = _step(steps, attempt)
+        if step not in RETRYABLE:
+            return _answer(prompt, step)
     return "error", None
+
+
+def _planned_attempts(steps: list[str]) -> int:
+    """How many attempts a case whose attempts meet ``steps`` makes."""
+    return next((a + 1 for a in range(MAX_RETRIES + 1) if _step(steps, a) not in RETRYABLE), MAX_RETRIES + 1)
+
+
+def endings(prompt: str, steps: list[str], seen: int) -> set[tuple[str, str | None, bool]]:
+    """The endings a case's row may have when the server saw ``seen`` of its attempts: (outcome, output, whether the
+    error must be the client's timeout).
+
+    The plan's, when nothing made an answer late. On a machine too busy to read an answer within the client's
+    timeout (two cores at nice 19 beside another suite), the client gives that answer up and tries again: the
+    server sees more attempts than planned, and the ending is the last one's; a last attempt given up on ends in
+    the timeout's error. Fewer attempts, more than allowed, or one after a body that is not UTF-8 (never retried):
+    no ending is right."""
+    if not _planned_attempts(steps) <= seen <= MAX_RETRIES + 1:
+        return set()
+    if "latin1" in [_step(steps, a) for a in range(seen - 1)]:
+        return set()
+    last = _step(steps, seen - 1)
+    if last in RETRYABLE:
+        return {("error", None, False)} if seen == MAX_RETRIES + 1 else set()
+    ends = {(*_answer(prompt, last), False)}
+    if seen == MAX_RETRIES + 1 and last != "latin1":
+        ends.add(("error", None, True))
+    return ends
 
 
 def plan(cases: int, fault_share: float, seed: int) -> list[Planned]:
@@ -73,7 +114,7 @@ def plan(cases: int, fault_share: float, seed: int) -> list[Planned]:
         prompt = f"load case {i:05d}"
         if i in faulty:
             prompt += " [[" + ",".join(rng.choice(FAULTS) for _ in range(rng.randint(1, 4))) + "]]"
-        steps = prompt.partition("[[")[2].rstrip("]").split(",") if "[[" in prompt else []
+        steps = steps_of(prompt)
         outcome, output = expected(prompt, steps)
         planned.append(Planned(f"load-{i:05d}", prompt, outcome, output))
     return planned
@@ -117,7 +158,8 @@ class LoadReport:
     statuses: dict[int, int] = field(default_factory=dict)
 
 
-def _compare(report: LoadReport, planned: list[Planned], rows: list[dict[str, Any]]) -> None:
+def _compare(report: LoadReport, planned: list[Planned], rows: list[dict[str, Any]], seen: dict[str, int]) -> None:
+    """Hold every row to the endings its case may have, given the attempts the server saw (``seen``, by prompt)."""
     by_id = Counter(row["case_id"] for row in rows)
     report.rows = len(rows)
     report.lost = sorted(p.case_id for p in planned if p.case_id not in by_id)
@@ -126,8 +168,18 @@ def _compare(report: LoadReport, planned: list[Planned], rows: list[dict[str, An
     want = {p.case_id: p for p in planned}
     for row in rows:
         p = want.get(row["case_id"])
-        if p is None or row["outcome"] != p.outcome or (p.output is not None and row["output"] != p.output):
+        if p is None or not _ends_as_seen(row, p, seen.get(p.prompt, 0)):
             report.mislabelled.append(row["case_id"])
+
+
+def _ends_as_seen(row: dict[str, Any], p: Planned, seen: int) -> bool:
+    """Tell whether ``row`` has one of the endings its case may have after ``seen`` attempts."""
+    steps = steps_of(p.prompt)
+    timeout = f"within {TIMEOUT_S:g} s" in (row.get("error") or "")
+    return any(
+        row["outcome"] == outcome and (output is None or row["output"] == output) and (timeout or not timed_out)
+        for outcome, output, timed_out in endings(p.prompt, steps, seen)
+    )
 
 
 def run_load(
@@ -186,7 +238,8 @@ def run_load(
     (folder / "stdout.txt").write_bytes(done.stdout)
     (folder / "stderr.txt").write_bytes(done.stderr)
     text = (folder / "report" / "results.jsonl").read_text(encoding="utf-8")
-    _compare(report, planned, [json.loads(line) for line in text.split("\n") if line.strip()])
+    rows = [json.loads(line) for line in text.split("\n") if line.strip()]
+    _compare(report, planned, rows, dict(server.stats.attempts))
     files = [p for p in folder.rglob("*") if p.is_file() and p.name != "promptsuite.toml"]
     report.files_searched = len(files)
     report.leaks = [str(p) for p in files if KEY.encode() in p.read_bytes()]

@@ -9,8 +9,10 @@ from pathlib import Path
 import pytest
 
 from tests.hostile.load import KEY
+from tests.hostile.load import endings
 from tests.hostile.load import plan
 from tests.hostile.load import run_load
+from tests.hostile.load import steps_of
 from tests.loopback import LoopbackServer
 
 
@@ -25,6 +27,22 @@ def test_the_plan_covers_every_fault_and_both_endings() -> None:
     outcomes = {p.outcome for p in planned}
     assert outcomes == {"passed", "error"}
     assert sum("[[" in p.prompt for p in planned) == 500
+
+
+def test_a_row_is_held_to_the_attempts_the_server_saw() -> None:
+    prompt = "load case 00031 [[hang,503,reset]]"
+    steps = steps_of(prompt)
+    # as planned: the fourth attempt's answer passes the case, or (read too late) ends it in the timeout's error
+    assert endings(prompt, steps, 4) == {("passed", prompt, False), ("error", None, True)}
+    assert endings(prompt, steps, 3) == set()  # the client gave up before its last attempt
+    assert endings(prompt, steps, 5) == set()  # more attempts than max_retries allows
+    plain = "load case 00001"
+    assert endings(plain, [], 1) == {("passed", plain, False)}
+    assert endings(plain, [], 2) == {("passed", plain, False)}  # the first answer came too late: tried again
+    assert endings(plain, [], 4) == {("passed", plain, False), ("error", None, True)}
+    assert endings("x [[latin1]]", ["latin1"], 1) == {("error", None, False)}
+    assert endings("x [[latin1]]", ["latin1"], 2) == set()  # a body that is not UTF-8 is never retried
+    assert endings("x [[500,500,500,500]]", ["500"] * 4, 4) == {("error", None, False)}
 
 
 def test_two_thousand_cases_with_a_quarter_faulty_lose_nothing_and_leak_nothing(

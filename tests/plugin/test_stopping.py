@@ -68,7 +68,7 @@ def _hold_after_two(loopback: LoopbackServer) -> None:
 def _wait_for_a_held_call(loopback: LoopbackServer) -> None:
     """Wait until a call is held (so a case cannot finish)."""
     start = loopback.knobs.slow_from
-    loopback.wait_for(lambda: any("end" not in entry for entry in loopback.stats.log[start:]), timeout=120)
+    loopback.wait_for(lambda: any("end" not in entry for entry in loopback.stats.log[start:]))
 
 
 def _stop(process: subprocess.Popen[bytes], signum: int, *, group: bool) -> bytes:
@@ -110,7 +110,7 @@ def test_sigterm_keeps_the_finished_rows_and_writes_the_report(
     suite.write("conftest.py", CONFTEST)
     _hold_after_two(loopback)
     process = _start(suite, "--prompt-concurrency", "1", *args)
-    loopback.wait_for(lambda: len(_reported(suite)) >= 2 or process.poll() is not None, timeout=120)
+    loopback.wait_for(lambda: len(_reported(suite)) >= 2 or process.poll() is not None)
     assert process.poll() is None, process.communicate()[0].decode()
     _wait_for_a_held_call(loopback)
     finished = _reported(suite)
@@ -138,7 +138,7 @@ def test_a_stop_before_any_case_ended_still_writes_a_report(
     suite.config({"model": loopback.model(timeout_s=300)})
     loopback.knobs.latency_s = 60
     process = _start(suite, "--prompt-concurrency", "1")
-    loopback.wait_for(lambda: bool(loopback.stats.log), timeout=120)
+    loopback.wait_for(lambda: bool(loopback.stats.log))
     output = _stop(process, signum, group=False).decode()
 
     assert process.returncode == pytest.ExitCode.INTERRUPTED, output
@@ -157,7 +157,7 @@ def test_sigterm_while_the_batch_job_runs_writes_a_report(
     suite.prompts(["one", "two"])
     suite.config({"model": loopback.model()})
     process = _start(suite, "--prompt-batch")
-    loopback.wait_for(lambda: loopback.batch.stats.created == 1, timeout=120)
+    loopback.wait_for(lambda: loopback.batch.stats.created == 1)
     output = _stop(process, signal.SIGTERM, group=True).decode()
 
     assert process.returncode == pytest.ExitCode.INTERRUPTED, output
