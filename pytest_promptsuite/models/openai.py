@@ -29,6 +29,7 @@ from pytest_promptsuite.formats.jsonio import encode
 from pytest_promptsuite.models.body import ACCEPT_ENCODING
 from pytest_promptsuite.models.body import read_body
 from pytest_promptsuite.models.concurrency import AdaptiveConcurrency
+from pytest_promptsuite.models.http_transport import aiohttp_transport
 from pytest_promptsuite.models.model_api import ModelRequest
 from pytest_promptsuite.models.model_api import Response
 from pytest_promptsuite.models.model_api import Usage
@@ -72,12 +73,6 @@ class _Retry(Exception):
         self.retry_after = retry_after
 
 
-#: The most connections one ``httpx.AsyncClient`` holds. httpcore's pool walks all of its connections (twice over
-#: for its idle ones) each time a request starts or ends, so its cost a call grows with its size: a bound past this
-#: spreads its calls over more clients (docs/explanation/performance.md has the figures).
-POOL_CONNECTIONS = 8
-
-
 class OpenAIModel:
     """An OpenAI-compatible endpoint. ``generate`` is safe to call concurrently on one loop."""
 
@@ -114,7 +109,6 @@ class OpenAIModel:
         self._rng = random.Random(seed)
         self._transport = transport
         self._clients: list[httpx.AsyncClient] = []
-        self._in_flight: list[int] = []  # each client's requests under way
         #: The most connections the client keeps open (the runner's bound on calls in flight).
         self.connections = DEFAULT_CONCURRENCY
         #: Attempts sent, retries made and attempts answered 429 (the tests and the run's summary count them).
@@ -178,20 +172,18 @@ class OpenAIModel:
 
     @property
     def clients(self) -> tuple[httpx.AsyncClient, ...]:
-        """The model's clients made so far: one per :data:`POOL_CONNECTIONS` of its connections."""
+        """The model's client, once made (one per model, whatever its bound)."""
         return tuple(self._clients)
 
     def client(self) -> httpx.AsyncClient:
-        """Return the model's first ``httpx.AsyncClient`` (the Batch API's files and jobs go through it)."""
+        """Return the model's ``httpx.AsyncClient`` (its calls, and the Batch API's files and jobs, go through it)."""
         return (self._clients or self._open())[0]
 
     def _open(self) -> list[httpx.AsyncClient]:
-        """Make the model's clients at their first use (on the runner's event loop): one per
-        :data:`POOL_CONNECTIONS` of its connections. No proxy from the environment, no redirect followed, no
-        cookie kept."""
-        count = 1 if self._transport is not None else max(1, -(-self.connections // POOL_CONNECTIONS))
-        size = -(-self.connections // count)
-        limits = httpx.Limits(max_connections=size, max_keepalive_connections=size)
+        """Make the model's client at its first use (on the runner's event loop), of at most :attr:`connections`
+        connections over aiohttp's pool (``http_transport.py``). No proxy from the environment, no redirect
+        followed, no cookie kept."""
+        limits = httpx.Limits(max_connections=self.connections, max_keepalive_connections=self.connections)
         verify = self._ssl_context()
         headers = {"Accept-Encoding": ACCEPT_ENCODING, **self._headers()}  # what read_body decodes
         self._clients = [
@@ -204,11 +196,9 @@ class OpenAIModel:
                 cookies=_no_cookies(),
                 follow_redirects=False,
                 trust_env=False,
-                transport=self._transport,
+                transport=self._transport or aiohttp_transport(limits, verify),
             )
-            for _ in range(count)
         ]
-        self._in_flight = [0] * count
         return self._clients
 
     def target(self, path: str) -> str:
@@ -347,15 +337,9 @@ class OpenAIModel:
 
     async def _send(self, path: str, payload: bytes, where: str) -> tuple[httpx.Response, bytes]:
         """POST ``payload`` and read the answer, at most :data:`RESPONSE_BYTES` of it, decoded or not."""
-        clients = self._clients or self._open()
-        busy = self._in_flight
-        index = busy.index(min(busy)) if len(busy) > 1 else 0  # the client with the fewest requests under way
-        busy[index] += 1
-        try:
-            async with clients[index].stream("POST", self.target(path), content=payload, headers=_JSON) as reply:
-                return reply, await read_body(reply, RESPONSE_BYTES, where)
-        finally:
-            busy[index] -= 1
+        client = (self._clients or self._open())[0]
+        async with client.stream("POST", self.target(path), content=payload, headers=_JSON) as reply:
+            return reply, await read_body(reply, RESPONSE_BYTES, where)
 
     def _reason(self, exc: Exception) -> str:
         return self.scrub(str(exc) or type(exc).__name__)
