@@ -62,6 +62,8 @@ _SNIPPET_CHARS = 200
 _FINISH_CHARS = 40
 #: A call's body is JSON we encode ourselves (lone surrogates escaped), sent as bytes.
 _JSON = {"Content-Type": "application/json"}
+#: What every POST to one endpoint path shares: its URL, headers and extensions (the timeouts).
+_Post = tuple[httpx.URL, httpx.Headers, dict[str, Any]]
 
 
 class _Retry(Exception):
@@ -109,6 +111,7 @@ class OpenAIModel:
         self._rng = random.Random(seed)
         self._transport = transport
         self._clients: list[httpx.AsyncClient] = []
+        self._posts: dict[str, _Post] = {}  # each endpoint path's URL, headers and timeouts
         #: The most connections the client keeps open (the runner's bound on calls in flight).
         self.connections = DEFAULT_CONCURRENCY
         #: Attempts sent, retries made and attempts answered 429 (the tests and the run's summary count them).
@@ -338,8 +341,21 @@ class OpenAIModel:
     async def _send(self, path: str, payload: bytes, where: str) -> tuple[httpx.Response, bytes]:
         """POST ``payload`` and read the answer, at most :data:`RESPONSE_BYTES` of it, decoded or not."""
         client = (self._clients or self._open())[0]
-        async with client.stream("POST", self.target(path), content=payload, headers=_JSON) as reply:
+        url, headers, extensions = self._posts.get(path) or self._post_to(client, path)
+        request = httpx.Request("POST", url, headers=headers, content=payload, extensions=extensions)
+        reply = await client.send(request, stream=True)
+        try:
             return reply, await read_body(reply, RESPONSE_BYTES, where)
+        finally:
+            await reply.aclose()
+
+    def _post_to(self, client: httpx.AsyncClient, path: str) -> _Post:
+        """Return (and keep) what every POST to ``path`` shares, built by ``client`` once: its URL, its headers
+        (the client's and ``Content-Type``; the length is each body's) and its timeouts."""
+        shape = client.build_request("POST", self.target(path), headers=_JSON)
+        del shape.headers["Content-Length"]
+        self._posts[path] = post = (shape.url, shape.headers, shape.extensions)
+        return post
 
     def _reason(self, exc: Exception) -> str:
         return self.scrub(str(exc) or type(exc).__name__)
@@ -421,6 +437,7 @@ class OpenAIModel:
     async def aclose(self) -> None:
         """Close the clients and their connections (the runner does, before its event loop stops)."""
         clients, self._clients = self._clients, []
+        self._posts = {}
         for client in clients:
             await client.aclose()
 
