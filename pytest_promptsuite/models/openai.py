@@ -272,6 +272,8 @@ class OpenAIModel:
     async def _generate(
         self, path: str, body: dict[str, Any], where: str, parse: Callable[[Any], LabelScore] | None = None
     ) -> Response:
+        if not self._clients:  # made (aiohttp imported) before any attempt's timeout starts counting
+            self._open()
         send = self._attempt if self.pacing is None else self._paced_attempt  # a fixed bound: nothing new per attempt
         tries = CallRetries(self.retry, self._rng, paced=self.pacing is not None)
         refused = made = 0  # attempts refused a connection, attempts made
