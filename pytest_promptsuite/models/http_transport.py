@@ -76,8 +76,9 @@ class _Body(httpx.AsyncByteStream):
 
     async def aclose(self) -> None:
         """Give the connection back; close it if its answer was not read to the end (never reused, as httpcore)."""
-        if not self._read:  # httpx-aiohttp's stream holds the aiohttp response; release() would keep its connection
-            self._inner._aiohttp_response.close()  # type: ignore[attr-defined]
+        response = getattr(self._inner, "_aiohttp_response", None)  # httpx-aiohttp's stream holds it
+        if not self._read and response is not None:  # its release() would keep the connection of a body not read
+            response.close()
         with _as_httpx_errors():
             await self._inner.aclose()
 
