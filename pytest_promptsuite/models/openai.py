@@ -29,6 +29,7 @@ from pytest_promptsuite.formats.jsonio import encode
 from pytest_promptsuite.models.body import ACCEPT_ENCODING
 from pytest_promptsuite.models.body import read_body
 from pytest_promptsuite.models.concurrency import AdaptiveConcurrency
+from pytest_promptsuite.models.http_transport import aiohttp_transport
 from pytest_promptsuite.models.model_api import ModelRequest
 from pytest_promptsuite.models.model_api import Response
 from pytest_promptsuite.models.model_api import Usage
@@ -61,6 +62,8 @@ _SNIPPET_CHARS = 200
 _FINISH_CHARS = 40
 #: A call's body is JSON we encode ourselves (lone surrogates escaped), sent as bytes.
 _JSON = {"Content-Type": "application/json"}
+#: What every POST to one endpoint path shares: its URL, headers and extensions (the timeouts).
+_Post = tuple[httpx.URL, httpx.Headers, dict[str, Any]]
 
 
 class _Retry(Exception):
@@ -70,12 +73,6 @@ class _Retry(Exception):
         super().__init__(str(error))
         self.error = error
         self.retry_after = retry_after
-
-
-#: The most connections one ``httpx.AsyncClient`` holds. httpcore's pool walks all of its connections (twice over
-#: for its idle ones) each time a request starts or ends, so its cost a call grows with its size: a bound past this
-#: spreads its calls over more clients (docs/explanation/performance.md has the figures).
-POOL_CONNECTIONS = 8
 
 
 class OpenAIModel:
@@ -114,7 +111,7 @@ class OpenAIModel:
         self._rng = random.Random(seed)
         self._transport = transport
         self._clients: list[httpx.AsyncClient] = []
-        self._in_flight: list[int] = []  # each client's requests under way
+        self._posts: dict[str, _Post] = {}  # each endpoint path's URL, headers and timeouts
         #: The most connections the client keeps open (the runner's bound on calls in flight).
         self.connections = DEFAULT_CONCURRENCY
         #: Attempts sent, retries made and attempts answered 429 (the tests and the run's summary count them).
@@ -178,20 +175,18 @@ class OpenAIModel:
 
     @property
     def clients(self) -> tuple[httpx.AsyncClient, ...]:
-        """The model's clients made so far: one per :data:`POOL_CONNECTIONS` of its connections."""
+        """The model's client, once made (one per model, whatever its bound)."""
         return tuple(self._clients)
 
     def client(self) -> httpx.AsyncClient:
-        """Return the model's first ``httpx.AsyncClient`` (the Batch API's files and jobs go through it)."""
+        """Return the model's ``httpx.AsyncClient`` (its calls, and the Batch API's files and jobs, go through it)."""
         return (self._clients or self._open())[0]
 
     def _open(self) -> list[httpx.AsyncClient]:
-        """Make the model's clients at their first use (on the runner's event loop): one per
-        :data:`POOL_CONNECTIONS` of its connections. No proxy from the environment, no redirect followed, no
-        cookie kept."""
-        count = 1 if self._transport is not None else max(1, -(-self.connections // POOL_CONNECTIONS))
-        size = -(-self.connections // count)
-        limits = httpx.Limits(max_connections=size, max_keepalive_connections=size)
+        """Make the model's client at its first use (on the runner's event loop), of at most :attr:`connections`
+        connections over aiohttp's pool (``http_transport.py``). No proxy from the environment, no redirect
+        followed, no cookie kept."""
+        limits = httpx.Limits(max_connections=self.connections, max_keepalive_connections=self.connections)
         verify = self._ssl_context()
         headers = {"Accept-Encoding": ACCEPT_ENCODING, **self._headers()}  # what read_body decodes
         self._clients = [
@@ -204,11 +199,9 @@ class OpenAIModel:
                 cookies=_no_cookies(),
                 follow_redirects=False,
                 trust_env=False,
-                transport=self._transport,
+                transport=self._transport or aiohttp_transport(limits, verify),
             )
-            for _ in range(count)
         ]
-        self._in_flight = [0] * count
         return self._clients
 
     def target(self, path: str) -> str:
@@ -279,6 +272,8 @@ class OpenAIModel:
     async def _generate(
         self, path: str, body: dict[str, Any], where: str, parse: Callable[[Any], LabelScore] | None = None
     ) -> Response:
+        if not self._clients:  # made (aiohttp imported) before any attempt's timeout starts counting
+            self._open()
         send = self._attempt if self.pacing is None else self._paced_attempt  # a fixed bound: nothing new per attempt
         tries = CallRetries(self.retry, self._rng, paced=self.pacing is not None)
         refused = made = 0  # attempts refused a connection, attempts made
@@ -347,15 +342,22 @@ class OpenAIModel:
 
     async def _send(self, path: str, payload: bytes, where: str) -> tuple[httpx.Response, bytes]:
         """POST ``payload`` and read the answer, at most :data:`RESPONSE_BYTES` of it, decoded or not."""
-        clients = self._clients or self._open()
-        busy = self._in_flight
-        index = busy.index(min(busy)) if len(busy) > 1 else 0  # the client with the fewest requests under way
-        busy[index] += 1
+        client = (self._clients or self._open())[0]
+        url, headers, extensions = self._posts.get(path) or self._post_to(client, path)
+        request = httpx.Request("POST", url, headers=headers, content=payload, extensions=extensions)
+        reply = await client.send(request, stream=True)
         try:
-            async with clients[index].stream("POST", self.target(path), content=payload, headers=_JSON) as reply:
-                return reply, await read_body(reply, RESPONSE_BYTES, where)
+            return reply, await read_body(reply, RESPONSE_BYTES, where)
         finally:
-            busy[index] -= 1
+            await reply.aclose()
+
+    def _post_to(self, client: httpx.AsyncClient, path: str) -> _Post:
+        """Return (and keep) what every POST to ``path`` shares, built by ``client`` once: its URL, its headers
+        (the client's and ``Content-Type``; the length is each body's) and its timeouts."""
+        shape = client.build_request("POST", self.target(path), headers=_JSON)
+        del shape.headers["Content-Length"]
+        self._posts[path] = post = (shape.url, shape.headers, shape.extensions)
+        return post
 
     def _reason(self, exc: Exception) -> str:
         return self.scrub(str(exc) or type(exc).__name__)
@@ -437,6 +439,7 @@ class OpenAIModel:
     async def aclose(self) -> None:
         """Close the clients and their connections (the runner does, before its event loop stops)."""
         clients, self._clients = self._clients, []
+        self._posts = {}
         for client in clients:
             await client.aclose()
 

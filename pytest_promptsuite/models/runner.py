@@ -24,11 +24,9 @@ from pytest_promptsuite.config.settings import DEFAULT_CONCURRENCY
 from pytest_promptsuite.config.tables import Prices
 from pytest_promptsuite.errors import EndpointError
 from pytest_promptsuite.errors import ModelError
-from pytest_promptsuite.models.batch.requests import BatchAnswers
 from pytest_promptsuite.models.cache import CachingModel
 from pytest_promptsuite.models.cache import HeldCache
 from pytest_promptsuite.models.cache import ResponseStores
-from pytest_promptsuite.models.concurrency import AdaptiveConcurrency
 from pytest_promptsuite.models.model_api import Model
 from pytest_promptsuite.models.model_api import ModelRequest
 from pytest_promptsuite.models.model_api import Response
@@ -39,6 +37,9 @@ from pytest_promptsuite.models.spend import BudgetedModel
 
 if TYPE_CHECKING:
     import asyncio
+
+    from pytest_promptsuite.models.batch.requests import BatchAnswers
+    from pytest_promptsuite.models.concurrency import AdaptiveConcurrency
 
 
 T = TypeVar("T")
@@ -64,6 +65,13 @@ def _threadsafe(coro: Coroutine[Any, Any, T], loop: asyncio.AbstractEventLoop) -
     import asyncio
 
     return asyncio.run_coroutine_threadsafe(coro, loop)
+
+
+def _batch_answers(model: Model) -> BatchAnswers:
+    """Answer ``model``'s calls from the run's batch job (a batch run imports the batch modules, no other)."""
+    from pytest_promptsuite.models.batch.requests import BatchAnswers
+
+    return BatchAnswers(model)
 
 
 def _semaphore(limit: int) -> asyncio.Semaphore:
@@ -176,7 +184,7 @@ class ModelRunner:
         if is_sync(model):
             return model  # answers at once: nothing to cache, bound or wait for
         budgeted = BudgetedModel(model, self.allowance, budget_usd=budget_usd, prices=prices)
-        answers = BatchAnswers(budgeted) if batch else None
+        answers = _batch_answers(budgeted) if batch else None
         outer: Model = answers or budgeted
         caching = self._caching(outer, stores) if stores else None
         if caching is not None:
@@ -201,6 +209,8 @@ class ModelRunner:
     def _adapt(self, model: Model, outer: Model) -> None:
         """Bound ``outer``'s calls adaptively: ``model`` paces its own attempts (retries too) when it can, else
         the bound holds its calls at their start (no answer moves it)."""
+        from pytest_promptsuite.models.concurrency import AdaptiveConcurrency  # concurrency = "auto" only
+
         bound = self.adaptive[id(outer)] = AdaptiveConcurrency(self.limit(outer), workers=self.workers)
         retry = getattr(model, "retry", None)
         bound.max_pause_s = getattr(retry, "max_retry_after_s", bound.max_pause_s)

@@ -55,9 +55,12 @@ class Prefetcher:
         self._cursor = 0
         self._queue = None
 
-    def leave_out(self, unwanted: Callable[[Any], bool]) -> None:
+    def leave_out(self, unwanted: Callable[[Any], bool], *, spent: int = 0) -> None:
         """Take the items that will make no call (a settled slice's) out of a serial run's order, so that the
-        window ahead counts the others only; such an item still runs, and starts nothing."""
+        window ahead counts the others only; such an item still runs, and starts nothing. ``spent``: the calls
+        started for them that reached the endpoint anyway; the window shrinks by as many, so that the calls made
+        for cases that will not run stay within one window, however fast the calls are answered."""
+        self.window = max(1, self.window - spent)
         if self._queue is not None:
             return
         kept = [item for item in self._order if not unwanted(item)]

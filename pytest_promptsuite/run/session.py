@@ -70,13 +70,13 @@ from pytest_promptsuite.run.pipeline import PlannedCase
 from pytest_promptsuite.run.pipeline import error_row
 from pytest_promptsuite.run.pipeline import required_ignored_hint
 from pytest_promptsuite.run.prefetch import Prefetcher
-from pytest_promptsuite.run.sequential_run import SequentialRun
 from pytest_promptsuite.safety.scrub import public_url
 from pytest_promptsuite.safety.scrub import register
 
 
 if TYPE_CHECKING:
     from pytest_promptsuite.report.html import GridCells
+    from pytest_promptsuite.run.sequential_run import SequentialRun  # --prompt-sequential only
 
 
 class PromptSession:
@@ -293,9 +293,11 @@ class PromptSession:
         for its cases (those that reached the endpoint count as made), and every call once all are settled."""
         sequential = self.sequential
         if sequential is not None and sequential.add(row):
-            sequential.note_unused(self.runner.release(sequential.skips_call))
+            reached = self.runner.release(sequential.skips_call)
+            sequential.note_unused(reached)
             if self._prefetcher is not None:
-                self._prefetcher.leave_out(lambda item: sequential.skips_call(getattr(item, "planned", None)))
+                skips = sequential.skips_call
+                self._prefetcher.leave_out(lambda item: skips(getattr(item, "planned", None)), spent=len(reached))
             if sequential.stopped is not None:
                 self.cancel_pending()
 

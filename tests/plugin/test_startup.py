@@ -91,6 +91,26 @@ def test_a_one_case_run_loads_only_what_it_uses(folder: Path) -> None:
     } == set()
 
 
+def test_a_one_case_run_loads_no_batch_sequential_or_http_module(folder: Path) -> None:
+    """Batch mode, ``--prompt-sequential`` and the HTTP client (aiohttp under httpx) load with the runs that use
+    them, not with a one-case run on the fake model."""
+    modules = _imported(folder, "-p", "pytest_promptsuite.plugin", "--prompt-suite", "cases.jsonl")
+    assert "pytest_promptsuite.models.runner" in modules  # the run did load the runner
+    assert (
+        modules
+        & {
+            "pytest_promptsuite.models.batch",
+            "pytest_promptsuite.models.batch.requests",
+            "pytest_promptsuite.run.sequential_run",
+            "pytest_promptsuite.results.eprocess",
+            "pytest_promptsuite.models.openai",
+            "pytest_promptsuite.models.http_transport",
+        }
+        == set()
+    )
+    assert _tops(modules) & {"aiohttp", "httpx_aiohttp", "multidict", "yarl"} == set()
+
+
 def test_a_config_file_is_read_by_pydantic_and_a_run_without_one_never_loads_it(folder: Path) -> None:
     """The suite config's tables are validated by pydantic (``config/config_schema.py``), loaded with the
     first ``promptsuite.toml``; a run without a config imports neither, and neither run anything

@@ -99,3 +99,20 @@ def test_items_left_out_start_nothing_and_the_window_counts_the_others() -> None
     for item in range(3, 20):
         prefetcher.advance(item, None)
     assert started == [0, 1, 2, 3, *range(4, 20, 2)]
+
+
+def test_the_calls_a_left_out_item_made_shrink_the_window_by_as_many() -> None:
+    """Two calls started for a settled slice's items reached the endpoint: the window ahead of the others is two
+    calls smaller, so that calls for cases that will not run stay within one window however fast calls go."""
+    started: list[int] = []
+    prefetcher = Prefetcher(started.append, window=4, ahead=1)
+    prefetcher.plan(list(range(20)))
+    prefetcher.advance(0, 1)
+    prefetcher.leave_out(lambda item: item % 2 == 1, spent=2)
+    prefetcher.advance(2, 3)
+
+    assert prefetcher.window == 2
+    assert started == [0, 1, 2, 3, 4]  # the window: 2, 4
+    for item in range(4, 20, 2):
+        prefetcher.advance(item, None)
+    assert started == [0, 1, 2, 3, *range(4, 20, 2)]
