@@ -146,8 +146,8 @@ def test_transient_faults_are_retried(loopback: LoopbackServer, runner: ModelRun
 
 
 def test_a_timeout_is_retried(loopback: LoopbackServer, runner: ModelRunner) -> None:
-    loopback.knobs.hang_s = 2
-    model = _model(loopback, timeout_s=0.2)
+    loopback.knobs.hang_s = 30  # the hang far past the timeout, the timeout far past a plain answer on a busy machine
+    model = _model(loopback, timeout_s=2)
 
     assert runner.call(model, ModelRequest("slow once [[hang]]")).text == "slow once [[hang]]"
     assert loopback.stats.requests == 2
