@@ -278,7 +278,9 @@ def _ungated(
     """Return a judged check whose judge may not gate (``[judge] min_agreement``) as a review mark: the
     reason first, then what the judge found."""
     passed = verdict.passed != compiled.negate
-    message = f"{prefix}{details['review']}; the judge found {verdict.found} ({'pass' if passed else 'fail'})"
+    message = (
+        f"{prefix}{details['review']}; the judge found {verdict.found} (the check would {'pass' if passed else 'fail'})"
+    )
     return CheckResult(
         Layer.REVIEW.value, compiled.name, True, message, gating=gating, score=verdict.score, details=details
     )

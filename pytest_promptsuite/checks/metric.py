@@ -231,7 +231,7 @@ def _gated(verdict: Verdict, gate: JudgeGate | None, rubric: str, fingerprint: s
     if reason is None:
         return verdict
     assert verdict.details is not None
-    verdict.details.update({"ungated": True, "review": f"not gated: {reason}"})
+    verdict.details.update({"ungated": True, "rubric": rubric, "review": f"not gated: {reason}"})
     return verdict
 
 

@@ -243,6 +243,10 @@ class PromptSession:
         """Keep collection warnings (once each): this process's, or a pytest-xdist worker's."""
         self.warnings.extend(w for w in warnings if w not in self.warnings)
 
+    def pipeline_for(self, planned: PlannedCase) -> CasePipeline:
+        """Return the pipeline a planned case runs through (its suite's prompts, model, checks and judge)."""
+        return self._pipelines[planned.suite]
+
     def dry_render(self, planned: PlannedCase) -> tuple[list[Prompt], str | None]:
         """Render every request of a planned case known before a model answers, or say why it fails
         (what ``promptsuite render`` shows; collection checks the same, :meth:`check_renders`)."""
@@ -513,6 +517,7 @@ class PromptSession:
             run=run,
             full=self.full,
             usage=self._rows.usage.report(prices_of_run(run)),  # counted as rows were spooled
+            ungated=self._rows.ungated.report(),
         )
         if sequential is not None:
             summary = sequential.judge(summary)
