@@ -244,3 +244,25 @@ def test_calibrate_reads_outputs_from_a_report_and_review_decisions(
     assert disagreement["where"].endswith("decisions.jsonl:1") and disagreement["judge"] == "pass"
     markdown = (suite.path / "cal.md").read_text("utf-8")
     assert "| rubric | n |" in markdown and f"| {RUBRIC} | 5 |" in markdown
+
+
+@pytest.mark.slow
+def test_rejudge_compares_the_baseline_with_todays_judge(suite: Suite) -> None:
+    """The judge's params changed and five answers got worse: without ``--prompt-rejudge`` the slice is "judge
+    changed" (nothing compared); with it the baseline's stored outputs are judged again by today's judge, and
+    the five regressions show."""
+    _write(suite, disagree=1)
+    config = '[models.judge]\nspec = "fake:judge.json"\n{params}[thresholds]\ndefault = 0.0\n'
+    suite.write("promptsuite.toml", config.format(params=""))
+    suite.run("--prompt-report", "base").assert_outcomes(passed=20, failed=20)
+    worse = {f"c{i:02d}" for i in range(0, 10, 2)}
+    suite.cases([{**c, "input": c["input"].replace("GOOD", "BAD")} if c["case_id"] in worse else c for c in _cases()])
+    suite.write("promptsuite.toml", config.format(params="params = { temperature = 0.2 }\n"))
+    assert suite.run("--prompt-report", "now", "--prompt-baseline", "base").ret == 0
+    assert suite.summary("now")["slices"][0]["verdict"] == "judge changed"
+    result = suite.run("--prompt-report", "fair", "--prompt-baseline", "base", "--prompt-rejudge")
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(["--prompt-rejudge: 40 baseline rows checked again by this run's judge"])
+    summary = suite.summary("fair")
+    assert summary["judge_changed"] == [] and sorted(summary["regressions"]) == sorted(worse)
+    assert summary["slices"][0]["verdict"] == "regressed"
