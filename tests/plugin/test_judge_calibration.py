@@ -235,11 +235,14 @@ def test_calibrate_reads_outputs_from_a_report_and_review_decisions(
             str(suite.path / "cal.json"),
             "--markdown",
             str(suite.path / "cal.md"),
+            "--prompt-judge-repeat",
+            "3",
         ]
     )
     assert status == 0, capsys.readouterr()
     data = json.loads((suite.path / "cal.json").read_text("utf-8"))
     assert data["overall"]["n"] == 5 and data["overall"]["accuracy"] == pytest.approx(4 / 5)
+    assert data["judge"]["repeat"] == 3 and data["overall"]["flip_rate"] == 0.0  # the fake judge never flips
     [disagreement] = data["disagreements"]
     assert disagreement["where"].endswith("decisions.jsonl:1") and disagreement["judge"] == "pass"
     markdown = (suite.path / "cal.md").read_text("utf-8")
@@ -266,3 +269,69 @@ def test_rejudge_compares_the_baseline_with_todays_judge(suite: Suite) -> None:
     summary = suite.summary("fair")
     assert summary["judge_changed"] == [] and sorted(summary["regressions"]) == sorted(worse)
     assert summary["slices"][0]["verdict"] == "regressed"
+
+
+def test_calibrate_labels_by_rubric_check_or_inline_output(suite: Suite, capsys: pytest.CaptureFixture[str]) -> None:
+    """Labels name their check by its rubric or its place, or bring an output of no case; a reply the judge
+    garbles is listed as not judged (exit 1); a suite without a judge, or no labels, is said."""
+    cases = [
+        {
+            "case_id": "two",
+            "input": "GOOD",
+            "slice": "s",
+            "assert": [
+                {"type": "llm-rubric", "value": "first"},
+                {"type": "llm-rubric", "value": "second", "path": "$.a"},
+            ],
+        },
+        {"case_id": "none", "input": "x", "slice": "s"},
+    ]
+    suite.cases(cases)
+    rules = {**JUDGE_RULES, "rules": [{"match": "garble", "reply": "no verdict"}, *JUDGE_RULES["rules"]]}
+    suite.write("judge.json", json.dumps(rules))
+    suite.config('[models.judge]\nspec = "fake:judge.json"\n')
+    labels = [
+        {"case_id": "two", "output": "GOOD", "rubric": "first", "label": "pass"},
+        {"case_id": "two", "output": "GOOD", "check": "assert[0]", "label": "pass"},
+        {"case_id": "two", "output": "GOOD", "rubric": "a rubric of no check", "label": "fail"},
+        {"output": "garble GOOD", "rubric": "inline", "label": "pass"},
+        {"case_id": "two", "output": "GOOD", "check": "assert[1]", "label": "pass"},  # $.a: not JSON
+    ]
+    suite.write("labels.jsonl", "".join(json.dumps(line) + "\n" for line in labels))
+    args = [
+        "calibrate",
+        "--prompt-suite",
+        str(suite.path / "cases.jsonl"),
+        "--labels",
+        str(suite.path / "labels.jsonl"),
+    ]
+    assert cli_main(args) == 1
+    out = capsys.readouterr().out
+    data = json.loads((suite.path / "calibration.json").read_text("utf-8"))
+    assert data["overall"]["n"] == 3
+    assert [r["rubric"] for r in data["rubrics"]] == ["first", "a rubric of no check"]
+    assert [e["where"].rsplit(":", 1)[1] for e in data["errors"]] == ["4", "5"]
+    assert "unreadable judge reply" in data["errors"][0]["error"] and "not judged: " in out
+    assert "cannot read $.a" in data["errors"][1]["error"]
+
+    suite.write(
+        "labels.jsonl",
+        json.dumps({"case_id": "two", "output": "x", "check": "assert[7]", "label": "pass"})
+        + "\n"
+        + json.dumps({"case_id": "none", "output": "x", "label": "pass"})
+        + "\n",
+    )
+    assert cli_main(args) == 1
+    err = capsys.readouterr().err
+    assert (
+        "labels.jsonl:1: case 'two' has no llm-rubric check at 'assert[7]'; its llm-rubric checks: assert[0], assert[1]"
+        in err
+    )
+    assert "labels.jsonl:2: case 'none' has no llm-rubric check: give the 'rubric' it is labelled for" in err
+
+    assert cli_main(args[:3]) == 1
+    assert "no labels: give --labels FILE" in capsys.readouterr().err
+    suite.config('[model]\nspec = "fake"\n')
+    suite.cases(cases[1:])
+    assert cli_main(args) == 1
+    assert "the suite has no judge model" in capsys.readouterr().err
