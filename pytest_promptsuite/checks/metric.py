@@ -285,10 +285,17 @@ class ModelJudge:
     def __call__(self, prompt: str) -> str:
         return self.ask(prompt).text
 
+    def _request(self, prompt: str, repeat: int) -> ModelRequest:
+        return ModelRequest(prompt=prompt, params=self.params, repeat=repeat, salt=self.fingerprint)
+
     def ask(self, prompt: str, *, repeat: int = 0) -> Response:
         """Send the rubric prompt (its ``repeat``-th ask); return the whole response (its token usage too)."""
-        request = ModelRequest(prompt=prompt, params=self.params, repeat=repeat, salt=self.fingerprint)
-        return self.runner.call(self.model, request)
+        return self.runner.call(self.model, self._request(prompt, repeat), key=("judge", prompt, repeat))
+
+    def prefetch(self, prompt: str) -> None:
+        """Start every ask of ``prompt`` now (within the judge's bound on calls in flight): :meth:`ask` takes it."""
+        for repeat in range(self.repeat):
+            self.runner.prefetch(self.model, self._request(prompt, repeat), key=("judge", prompt, repeat))
 
 
 class PythonCheck(Check):

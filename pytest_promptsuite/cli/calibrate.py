@@ -20,6 +20,7 @@ from pytest_promptsuite.checks.compile_checks import CompiledCheck
 from pytest_promptsuite.checks.compile_checks import CompiledChecks
 from pytest_promptsuite.checks.metric import LlmRubric
 from pytest_promptsuite.checks.metric import ModelJudge
+from pytest_promptsuite.checks.metric import rubric_prompt
 from pytest_promptsuite.config.suite import SuiteConfig
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.errors import did_you_mean
@@ -200,7 +201,6 @@ def calibration(judged: Sequence[Judged], judge: ModelJudge, judge_name: str | N
     """Return ``calibration.json``: the judge (its fingerprint), the figures per rubric and overall, the
     disagreements and the labels the judge could not grade."""
     graded = [j for j in judged if j.error is None]
-    rubrics = list(dict.fromkeys(j.item.check.rubric for j in graded))
     return {
         "format_version": CALIBRATION_FORMAT_VERSION,
         "judge_fingerprint": judge.fingerprint,
@@ -208,12 +208,22 @@ def calibration(judged: Sequence[Judged], judge: ModelJudge, judge_name: str | N
         "created_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "interval": INTERVAL,
         "overall": _figures(graded),
-        "rubrics": [{"rubric": r, **_figures([j for j in graded if j.item.check.rubric == r])} for r in rubrics],
+        "rubrics": _by_rubric(graded),
         "disagreements": [_disagreement(j) for j in graded if j.passed != j.item.label.passed],
-        "errors": [
-            {"where": j.item.label.where, "rubric": j.item.check.rubric, "error": j.error} for j in judged if j.error
-        ],
+        "errors": [_error(j) for j in judged if j.error],
     }
+
+
+def _by_rubric(graded: Sequence[Judged]) -> list[dict[str, Any]]:
+    """Return each rubric's figures, in the order the labels first name it."""
+    groups: dict[str, list[Judged]] = {}
+    for j in graded:
+        groups.setdefault(j.item.check.rubric, []).append(j)
+    return [{"rubric": rubric, **_figures(group)} for rubric, group in groups.items()]
+
+
+def _error(j: Judged) -> dict[str, Any]:
+    return {"where": j.item.label.where, "rubric": j.item.check.rubric, "error": j.error}
 
 
 def gather_labels(suite: SuiteConfig, args: argparse.Namespace, display: Callable[[Path], str]) -> list[Label]:
@@ -255,6 +265,9 @@ def run_calibration(session: PromptSession, planned: Sequence[PlannedCase], args
     labels = gather_labels(suite, args, session.index.display)
     rows = load_results(Path(args.results)) if args.results else []
     items = Resolver(planned, rows).items(labels)
+    for item in items:  # every label's call in flight at once, within the judge's concurrency
+        if item.member is None or item.member.path is None:
+            judge.prefetch(rubric_prompt(judge.template, item.check.rubric, item.output))
     data = calibration([judge_item(item, judge, evaluator.judge_name) for item in items], judge, evaluator.judge_name)
     out = Path(args.out) if args.out else suite.resolve(suite.judge.calibration, key="judge.calibration")
     out.write_text(encode(data, indent=2) + "\n", encoding="utf-8")

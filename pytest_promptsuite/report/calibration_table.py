@@ -61,21 +61,23 @@ def _disagreement(d: Mapping[str, Any]) -> str:
     )
 
 
+def _aligned(rows: list[list[str]]) -> list[str]:
+    """Return a table's rows as lines: the first column to the left, the figures to the right."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return [
+        "  ".join([row[0].ljust(widths[0]), *(c.rjust(w) for c, w in zip(row[1:], widths[1:], strict=True))])
+        for row in rows
+    ]
+
+
 def terminal_lines(data: Mapping[str, Any]) -> list[str]:
     """Return the calibration as terminal lines: the judge, the table, the confusion, each disagreement."""
     judge = data.get("judge") or {}
     overall = data.get("overall") or {}
-    rows = [["rubric", *(heading for heading, _ in COLUMNS)], *_rows(data)]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = [
         f"promptsuite calibrate: judge {judge.get('spec')} (fingerprint {data.get('judge_fingerprint')}), "
         f"{overall.get('n', 0)} labels on {overall.get('outputs', 0)} outputs; interval: {data.get('interval')}",
-        *(
-            "  ".join(
-                cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths, strict=True))
-            )
-            for row in rows
-        ),
+        *_aligned([["rubric", *(heading for heading, _ in COLUMNS)], *_rows(data)]),
         f"confusion (overall): {_confusion(overall)}",
     ]
     disagreements = data.get("disagreements") or []

@@ -3,6 +3,7 @@ interval, the labellers' Krippendorff's alpha and the judge's flip rate (docs/ex
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -74,14 +75,14 @@ class Agreement:
     @classmethod
     def of(cls, labels: Sequence[bool], verdicts: Sequence[bool]) -> Agreement:
         """Compare ``verdicts`` with ``labels``, pair by pair."""
-        pairs = list(zip(labels, verdicts, strict=True))
+        pairs = Counter((bool(label), bool(verdict)) for label, verdict in zip(labels, verdicts, strict=True))
         low, high = kappa_interval(labels, verdicts)
         return cls(
-            n=len(pairs),
-            both_pass=sum(1 for label, verdict in pairs if label and verdict),
-            missed=sum(1 for label, verdict in pairs if label and not verdict),
-            false_pass=sum(1 for label, verdict in pairs if not label and verdict),
-            both_fail=sum(1 for label, verdict in pairs if not label and not verdict),
+            n=pairs.total(),
+            both_pass=pairs[True, True],
+            missed=pairs[True, False],
+            false_pass=pairs[False, True],
+            both_fail=pairs[False, False],
             kappa=cohen_kappa(labels, verdicts),
             kappa_low=low,
             kappa_high=high,

@@ -71,16 +71,21 @@ def ungated_of(rows: Iterable[CaseResult]) -> tuple[UngatedCheck, ...]:
     return tally.report()
 
 
+def _fingerprints(baseline: Sequence[CaseResult], variant: str | None) -> dict[tuple[str, str | None], str]:
+    """Return the baseline's judge fingerprint of each (case, variant) a judge decided (of ``variant`` only, keyed
+    without it, when given)."""
+    rows = [r for r in baseline if variant is None or r.variant == variant]
+    return {
+        (r.case_id, r.variant if variant is None else None): r.judge_fingerprint for r in rows if r.judge_fingerprint
+    }
+
+
 def judge_changes(
     rows: Iterable[CaseResult], baseline: Sequence[CaseResult], variant: str | None = None
 ) -> tuple[dict[str, JudgeChange], set[str]]:
     """Return, per slice, the first case both runs judged with different judges (by fingerprint), and the ids
     of every such case. ``variant``: the baseline's rows of that variant stand for every variant of ``rows``."""
-    before = {
-        (r.case_id, r.variant if variant is None else None): r.judge_fingerprint
-        for r in baseline
-        if r.judge_fingerprint is not None and (variant is None or r.variant == variant)
-    }
+    before = _fingerprints(baseline, variant)
     changed: dict[str, JudgeChange] = {}
     cases: set[str] = set()
     for row in rows:

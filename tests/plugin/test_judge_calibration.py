@@ -139,6 +139,8 @@ def test_a_judge_at_kappa_0_3_does_not_gate(suite: Suite, capsys: pytest.Capture
     [ungated] = suite.summary()["ungated_judge_checks"]
     assert "kappa 0.30" in ungated["reason"] and "below min_agreement = 0.6" in ungated["reason"]
     result.stdout.fnmatch_lines([f"judge not gating on 40 checks of rubric '{RUBRIC}': not gated: *kappa 0.30*"])
+    markdown = (suite.path / "report" / "summary.md").read_text("utf-8")
+    assert "### The judge" in markdown and "judge not gating on 40 checks" in markdown
     row = suite.rows()[1]  # c01: the judge fails it; ungated, the row says what the judge found
     [check] = row["checks"]
     assert check["layer"] == "review" and "the check would fail" in check["message"]
