@@ -19,17 +19,20 @@ LENGTH = 16
 
 
 def judge_fingerprint(
-    identity: Mapping[str, Any], params: Mapping[str, Any], template: str, *, served: str | None = None
+    identity: Mapping[str, Any], params: Mapping[str, Any], template: str, *, served: str | None = None, repeat: int = 1
 ) -> str:
     """Return the fingerprint of a judge: ``identity`` (its spec, base URL, endpoint), the ``served`` model
-    name its endpoint reports, ``params``, the rubric prompt ``template`` and :data:`PARSER`."""
-    parts = {
+    name its endpoint reports, ``params``, the rubric prompt ``template``, :data:`PARSER` and, when it is asked
+    more than once, ``repeat`` (the majority of three asks is another judge than one ask)."""
+    parts: dict[str, Any] = {
         "identity": dict(identity),
         "served": served,
         "params": dict(params),
         "template": template,
         "parser": PARSER,
     }
+    if repeat != 1:
+        parts["repeat"] = repeat
     text = encode(parts, sort_keys=True, compact=True, scrub=False)
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:LENGTH]
 

@@ -280,7 +280,7 @@ class ModelJudge:
         self.gate = gate
         #: The model part of the fingerprint: the unwrapped model's cache identity (else ``model``'s).
         self.identity = dict(identity if identity is not None else model_identity(model))
-        self.fingerprint = judge_fingerprint(self.identity, self.params, template, served=served)
+        self.fingerprint = judge_fingerprint(self.identity, self.params, template, served=served, repeat=repeat)
 
     def __call__(self, prompt: str) -> str:
         return self.ask(prompt).text

@@ -83,8 +83,10 @@ def test_the_fingerprint_changes_with_what_decides_verdicts() -> None:
         judge_fingerprint({"model": "openai:m"}, {"temperature": 1}, "T {output}"),
         judge_fingerprint({"model": "openai:m"}, {"temperature": 0}, "U {output}"),
         judge_fingerprint({"model": "openai:m"}, {"temperature": 0}, "T {output}", served="m-2026"),
+        judge_fingerprint({"model": "openai:m"}, {"temperature": 0}, "T {output}", repeat=3),
     }
-    assert base not in others and len(others) == 4
+    assert base not in others and len(others) == 5
+    assert base == judge_fingerprint({"model": "openai:m"}, {"temperature": 0}, "T {output}", repeat=1)
 
 
 def test_fingerprint_of_checks() -> None:
