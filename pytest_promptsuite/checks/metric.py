@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import math
 from collections.abc import Mapping
@@ -183,19 +184,24 @@ class LlmRubric(Check):
         if ctx.judge is None:
             return Verdict(False, expected, NO_JUDGE)
         judge = ctx.judge
-        prompt = rubric_prompt(getattr(judge, "template", RUBRIC_PROMPT), self.rubric, json_text(value))
         own = {"judge": ctx.judge_name, **_fingerprinted(judge)}
+        verdict = self._asked(judge, json_text(value), expected, own)
+        return _gated(verdict, getattr(judge, "gate", None), self.rubric, own.get("judge_fingerprint"))
+
+    def _asked(self, judge: Judge, output: str, expected: str, own: dict[str, Any]) -> Verdict:
+        """Return the verdict of the judge's grades of ``output``; a failed call or an unreadable reply fails."""
+        prompt = rubric_prompt(getattr(judge, "template", RUBRIC_PROMPT), self.rubric, output)
         try:
             grades, usage = _grades(judge, prompt)
         except ModelError as exc:
-            return Verdict(False, expected, f"the judge call failed: {exc}")
+            return Verdict(False, expected, f"the judge call failed: {exc}", details=dict(own))
         except _Unreadable as exc:
             message = f"an unreadable judge reply ({exc}): {shorten(exc.reply)}"
             return Verdict(False, expected, message, details={**own, "reply": exc.reply})
         except Exception as exc:  # whatever a judge model raised: this check fails, the case runs on
-            return Verdict(False, expected, f"the judge call failed: {type(exc).__name__}: {exc}")
-        verdict = self._graded(grades, expected, {**own, **usage})
-        return _gated(verdict, getattr(judge, "gate", None), self.rubric, own.get("judge_fingerprint"))
+            message = f"the judge call failed: {type(exc).__name__}: {exc}"
+            return Verdict(False, expected, message, details=dict(own))
+        return self._graded(grades, expected, {**own, **usage})
 
     def _graded(self, grades: list[dict[str, Any]], expected: str, details: dict[str, Any]) -> Verdict:
         """Return the verdict of the judge's grades: the majority's pass (a tie fails) and the mean score,
@@ -230,9 +236,8 @@ def _gated(verdict: Verdict, gate: JudgeGate | None, rubric: str, fingerprint: s
     reason = gate.reason(rubric, fingerprint) if gate is not None else None
     if reason is None:
         return verdict
-    assert verdict.details is not None
-    verdict.details.update({"ungated": True, "rubric": rubric, "review": f"not gated: {reason}"})
-    return verdict
+    marked = {**(verdict.details or {}), "ungated": True, "rubric": rubric, "review": f"not gated: {reason}"}
+    return dataclasses.replace(verdict, details=marked)
 
 
 def _grades(judge: Judge, prompt: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:

@@ -142,3 +142,13 @@ def test_an_uncalibrated_judge_leaves_a_review_mark() -> None:
     assert result.message.endswith("(the check would fail)")
     assert result.details is not None and result.details["rubric"] == "Is polite"
     assert outcome_of(case, (result,), error=None) is Outcome.REVIEW
+
+
+def test_an_uncalibrated_judges_unreadable_reply_does_not_gate_either() -> None:
+    judge = _judge("I cannot say")
+    judge.gate = JudgeGate(0.6, 30, "calibration.json")
+    case = _case([{"type": "llm-rubric", "value": "Is polite"}])
+    [result] = Evaluator(judge=judge, judge_name="fake").evaluate(case, "Go away")
+    assert (result.layer, result.passed) == ("review", True)
+    assert "an unreadable judge reply" in result.message and "(the check would fail)" in result.message
+    assert outcome_of(case, (result,), error=None) is Outcome.REVIEW
