@@ -146,6 +146,7 @@ _HEADINGS = {
     "gate": "[gate]",
     "checks": "[[checks]]",
     "review": "[review]",
+    "judge": "[judge]",
 }
 
 
@@ -424,6 +425,9 @@ ROW_FIELDS = {
     "tool_stop": "Why a run with `tool_results` stopped early (a call with no result given, `max_steps` reached), "
     'or that `tool_choice = "required"` was sent and the answer called no tool; '
     "absent otherwise.",
+    "judge_fingerprint": "The fingerprint of the judge that decided the row's `llm-rubric` checks (its model, the "
+    "served model name, params, rubric prompt template and reply parser, hashed); absent when no judge decided one. "
+    "See [Calibrating your judge](../guides/calibrating-your-judge.md).",
     "format_version": "The row format's version (a row without it is version 1).",
 }
 #: What each key of ``summary.json`` holds.
@@ -455,6 +459,14 @@ SUMMARY_FIELDS = {
     "hashes, the promptsuite version.",
     "baseline_run": "The same of the baseline's run, or null.",
     "usage": "Calls, cache hits, tokens, cost and latency (p50, p95): in total, per slice and per variant.",
+    "judge_fingerprint": "The fingerprint of the run's `llm-rubric` judge (a list when suites had different "
+    "judges), or null without one.",
+    "ungated_judge_checks": "Under `[judge] min_agreement`: each rubric whose checks did not gate, why (no "
+    "calibration, another judge's calibration, too few labels, a kappa interval below the bound) and how many "
+    "checks; their outcome was `review`.",
+    "judge_changed": "With a baseline: each slice whose judged checks another judge decided there (`slice`, "
+    "`baseline_fingerprint`, `fingerprint`); its cases count as unchanged against the baseline, its verdict is "
+    "`judge changed`.",
 }
 #: What each field of a slice row (``summary.json``'s ``slices``, ``slices.csv``) holds.
 SLICE_FIELDS = {
@@ -476,7 +488,8 @@ SLICE_FIELDS = {
     "fixes": "How many cases failed in the baseline and pass now.",
     "p_value": "The exact two-sided McNemar p-value on the paired flips; null without a baseline.",
     "p_regression": "The one-sided p-value of the test the gate uses.",
-    "verdict": "`regressed`, `inconclusive` or `no evidence of a drop`.",
+    "verdict": "`regressed`, `inconclusive` or `no evidence of a drop`; `judge changed` when the baseline's judge "
+    "decided the slice's judged checks and no regression was found.",
     "detectable_drop": "The smallest drop this slice catches with 90 % power.",
     "gate": "`pass` or `fail`.",
 }
@@ -513,7 +526,7 @@ def row_keys() -> list[str]:
         tool_calls=(call,),
         trajectory=(Step("", (call,)),),
     )
-    return list(dataclasses.replace(row, tool_stop="stopped").to_dict())
+    return list(dataclasses.replace(row, tool_stop="stopped", judge_fingerprint="0123456789abcdef").to_dict())
 
 
 def _fields_table(fields: dict[str, str], keys: list[str], what: str) -> list[str]:

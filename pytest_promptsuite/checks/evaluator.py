@@ -225,6 +225,8 @@ class _Run:
             details.update(verdict.details)
         if verdict.skip is not None:
             return self._result(compiled, False, f"{prefix}skipped: {verdict.skip}", gating, details, skipped=True)
+        if details.get("ungated"):
+            return _ungated(compiled, verdict, prefix, gating, details)
         passed = verdict.passed != compiled.negate
         expected = f"not {verdict.expected}" if compiled.negate else verdict.expected
         message = f"{prefix}expected {expected}; found {verdict.found}"
@@ -268,6 +270,20 @@ class _Run:
         scored = [(m.weight, self.leaf[id(m)]) for m in entry.members]
         layer = max((m.layer for m in entry.members), key=lambda layer: _ORDER[layer])
         return _share_result("assert-set", label, scored, entry.threshold, gating=gating, layer=layer)
+
+
+def _ungated(
+    compiled: CompiledCheck, verdict: Verdict, prefix: str, gating: bool, details: dict[str, Any]
+) -> CheckResult:
+    """Return a judged check whose judge may not gate (``[judge] min_agreement``) as a review mark: the
+    reason first, then what the judge found."""
+    passed = verdict.passed != compiled.negate
+    message = (
+        f"{prefix}{details['review']}; the judge found {verdict.found} (the check would {'pass' if passed else 'fail'})"
+    )
+    return CheckResult(
+        Layer.REVIEW.value, compiled.name, True, message, gating=gating, score=verdict.score, details=details
+    )
 
 
 def _details(compiled: CompiledCheck, label: str | None) -> dict[str, Any]:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import math
+from collections.abc import Mapping
 from typing import Any
 
+from pytest_promptsuite.checks.calibration import JudgeGate
 from pytest_promptsuite.checks.check_api import NO_JUDGE
 from pytest_promptsuite.checks.check_api import Check
 from pytest_promptsuite.checks.check_api import CheckContext
@@ -14,17 +17,20 @@ from pytest_promptsuite.checks.check_api import Params
 from pytest_promptsuite.checks.check_api import Verdict
 from pytest_promptsuite.checks.check_api import json_text
 from pytest_promptsuite.checks.check_api import shorten
+from pytest_promptsuite.checks.fingerprint import judge_fingerprint
 from pytest_promptsuite.checks.outcome import CheckResult
 from pytest_promptsuite.checks.outcome import Layer
 from pytest_promptsuite.config.suite import Prices
 from pytest_promptsuite.errors import CheckError
 from pytest_promptsuite.errors import ModelError
 from pytest_promptsuite.formats.jsonio import find_json
+from pytest_promptsuite.models.cache import model_identity
 from pytest_promptsuite.models.model_api import Model
 from pytest_promptsuite.models.model_api import ModelRequest
 from pytest_promptsuite.models.model_api import Response
 from pytest_promptsuite.models.model_api import Usage
 from pytest_promptsuite.models.runner import ModelRunner
+from pytest_promptsuite.prompts.files.substitute import substitute
 from pytest_promptsuite.safety.deadline import BudgetExceeded
 from pytest_promptsuite.safety.deadline import time_budget
 from pytest_promptsuite.safety.limits import JSON_SEARCH_SECONDS
@@ -111,7 +117,7 @@ class Cost(Check):
         )
 
 
-#: What the judge is sent; ``{rubric}`` and ``{output}`` are filled in.
+#: What the judge is sent; ``{rubric}`` and ``{output}`` are filled in (``[judge] template`` replaces it).
 RUBRIC_PROMPT = """You are grading an output against a rubric.
 
 <rubric>
@@ -123,7 +129,12 @@ RUBRIC_PROMPT = """You are grading an output against a rubric.
 </output>
 
 Reply with one JSON object and nothing else:
-{{"reason": "<one sentence>", "pass": true or false, "score": <number from 0 to 1>}}"""
+{"reason": "<one sentence>", "pass": true or false, "score": <number from 0 to 1>}"""
+
+
+def rubric_prompt(template: str, rubric: str, output: str) -> str:
+    """Return what the judge is sent: ``template`` with ``{rubric}`` and ``{output}`` filled in, in one pass."""
+    return substitute(template, {"rubric": rubric, "output": output})
 
 
 def parse_judge_reply(reply: str) -> dict[str, Any]:
@@ -147,6 +158,14 @@ def _check_score(score: Any) -> None:
         raise ValueError(f"'score' is {score!r}, not a number")
 
 
+class _Unreadable(ValueError):
+    """A judge reply with no grade in it (the reply kept)."""
+
+    def __init__(self, problem: ValueError, reply: str) -> None:
+        super().__init__(str(problem))
+        self.reply = reply
+
+
 class LlmRubric(Check):
     """``llm-rubric``: a judge model grades the output against the rubric in ``value`` (its pass, score
     and reason are recorded); with ``threshold`` the score must reach it."""
@@ -164,63 +183,124 @@ class LlmRubric(Check):
         )
         if ctx.judge is None:
             return Verdict(False, expected, NO_JUDGE)
-        prompt = RUBRIC_PROMPT.format(rubric=self.rubric, output=json_text(value))
+        judge = ctx.judge
+        own = {"judge": ctx.judge_name, **_fingerprinted(judge)}
+        verdict = self._asked(judge, json_text(value), expected, own)
+        return _gated(verdict, getattr(judge, "gate", None), self.rubric, own.get("judge_fingerprint"))
+
+    def _asked(self, judge: Judge, output: str, expected: str, own: dict[str, Any]) -> Verdict:
+        """Return the verdict of the judge's grades of ``output``; a failed call or an unreadable reply fails."""
+        prompt = rubric_prompt(getattr(judge, "template", RUBRIC_PROMPT), self.rubric, output)
         try:
-            reply, usage = _ask(ctx.judge, prompt)
+            grades, usage = _grades(judge, prompt)
         except ModelError as exc:
-            return Verdict(False, expected, f"the judge call failed: {exc}")
+            return Verdict(False, expected, f"the judge call failed: {exc}", details=dict(own))
+        except _Unreadable as exc:
+            message = f"an unreadable judge reply ({exc}): {shorten(exc.reply)}"
+            return Verdict(False, expected, message, details={**own, "reply": exc.reply})
         except Exception as exc:  # whatever a judge model raised: this check fails, the case runs on
-            return Verdict(False, expected, f"the judge call failed: {type(exc).__name__}: {exc}")
-        try:
-            grade = parse_judge_reply(reply)
-        except ValueError as exc:
-            return Verdict(
-                False,
-                expected,
-                f"an unreadable judge reply ({exc}): {shorten(reply)}",
-                details={"judge": ctx.judge_name, "reply": reply, **usage},
-            )
-        return self._graded(grade, expected, ctx.judge_name, usage)
+            message = f"the judge call failed: {type(exc).__name__}: {exc}"
+            return Verdict(False, expected, message, details=dict(own))
+        return self._graded(grades, expected, {**own, **usage})
 
-    def _graded(self, grade: dict[str, Any], expected: str, judge: str | None, usage: dict[str, Any]) -> Verdict:
-        """Return the verdict of the judge's grade: its pass, else its score against ``threshold``."""
-        passed = grade["pass"]
-        score = grade.get("score")
-        score = float(score) if score is not None else (1.0 if passed else 0.0)
-        reason = str(grade.get("reason", ""))
+    def _graded(self, grades: list[dict[str, Any]], expected: str, details: dict[str, Any]) -> Verdict:
+        """Return the verdict of the judge's grades: the majority's pass (a tie fails) and the mean score,
+        the score held against ``threshold`` when there is one."""
+        verdicts = [grade["pass"] for grade in grades]
+        passed = 2 * sum(verdicts) > len(verdicts)
+        score = sum(_score(grade) for grade in grades) / len(grades)
+        reason = str(next(grade for grade in grades if grade["pass"] == passed).get("reason", ""))
         ok = score >= self.threshold if self.threshold is not None else passed
-        return Verdict(
-            ok,
-            expected,
-            f"{'pass' if passed else 'fail'}, score {score:g}: {reason}",
-            score=score,
-            details={"judge": judge, "verdict": passed, "score": score, "reason": reason, **usage},
-        )
+        said = f"{'pass' if passed else 'fail'}, score {score:g}: {reason}"
+        if len(grades) > 1:
+            details["verdicts"] = verdicts
+            said += f" ({sum(verdicts)} of {len(verdicts)} asks passed)"
+        details.update({"verdict": passed, "score": score, "reason": reason})
+        return Verdict(ok, expected, said, score=score, details=details)
 
 
-def _ask(judge: Judge, prompt: str) -> tuple[str, dict[str, Any]]:
-    """Ask the judge; return its reply and, from a judge model, its token usage (counted apart from the tested
-    model's)."""
+def _score(grade: dict[str, Any]) -> float:
+    """Return a grade's score: its own, else 1 for a pass and 0 for a fail."""
+    score = grade.get("score")
+    return float(score) if score is not None else (1.0 if grade["pass"] else 0.0)
+
+
+def _fingerprinted(judge: Judge) -> dict[str, Any]:
+    """Return the details naming the judge's fingerprint (none for a judge callable without one)."""
+    fingerprint = getattr(judge, "fingerprint", None)
+    return {"judge_fingerprint": fingerprint} if isinstance(fingerprint, str) else {}
+
+
+def _gated(verdict: Verdict, gate: JudgeGate | None, rubric: str, fingerprint: str | None) -> Verdict:
+    """Return ``verdict``, marked for review with the reason when ``gate`` does not let the judge's verdict gate."""
+    reason = gate.reason(rubric, fingerprint) if gate is not None else None
+    if reason is None:
+        return verdict
+    marked = {**(verdict.details or {}), "ungated": True, "rubric": rubric, "review": f"not gated: {reason}"}
+    return dataclasses.replace(verdict, details=marked)
+
+
+def _grades(judge: Judge, prompt: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Ask the judge (its ``repeat`` times); return each grade and, from a judge model, its token usage summed
+    (counted apart from the tested model's). An unreadable reply raises :class:`_Unreadable`."""
     if not isinstance(judge, ModelJudge):
-        return judge(prompt), {}
-    response = judge.ask(prompt)
-    return response.text, {"judge_usage": response.usage.to_dict()} if response.usage is not None else {}
+        return [_grade(judge(prompt))], {}
+    responses = [judge.ask(prompt, repeat=i) for i in range(judge.repeat)]
+    grades = [_grade(response.text) for response in responses]
+    usages = [r.usage for r in responses if r.usage is not None]
+    if not usages:
+        return grades, {}
+    total = {f: sum(getattr(u, f) or 0 for u in usages) for f in ("prompt_tokens", "completion_tokens", "total_tokens")}
+    return grades, {"judge_usage": total}
+
+
+def _grade(reply: str) -> dict[str, Any]:
+    try:
+        return parse_judge_reply(reply)
+    except ValueError as exc:
+        raise _Unreadable(exc, reply) from None
 
 
 class ModelJudge:
-    """A judge callable over a model: sends the rubric prompt, returns the reply text."""
+    """A judge callable over a model: sends the rubric prompt (``template``) ``repeat`` times, returns the reply
+    text; ``fingerprint`` names what decides its verdicts, ``gate`` whether they gate."""
 
-    def __init__(self, model: Model, runner: ModelRunner, params: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        model: Model,
+        runner: ModelRunner,
+        params: dict[str, Any] | None = None,
+        *,
+        template: str = RUBRIC_PROMPT,
+        repeat: int = 1,
+        gate: JudgeGate | None = None,
+        identity: Mapping[str, Any] | None = None,
+        served: str | None = None,
+    ) -> None:
         self.model = model
         self.runner = runner
         self.params = dict(params or {})
+        self.template = template
+        self.repeat = repeat
+        self.gate = gate
+        #: The model part of the fingerprint: the unwrapped model's cache identity (else ``model``'s).
+        self.identity = dict(identity if identity is not None else model_identity(model))
+        self.fingerprint = judge_fingerprint(self.identity, self.params, template, served=served, repeat=repeat)
 
     def __call__(self, prompt: str) -> str:
         return self.ask(prompt).text
 
-    def ask(self, prompt: str) -> Response:
-        """Send the rubric prompt; return the whole response (its token usage too)."""
-        return self.runner.call(self.model, ModelRequest(prompt=prompt, params=self.params))
+    def _request(self, prompt: str, repeat: int) -> ModelRequest:
+        return ModelRequest(prompt=prompt, params=self.params, repeat=repeat, salt=self.fingerprint)
+
+    def ask(self, prompt: str, *, repeat: int = 0) -> Response:
+        """Send the rubric prompt (its ``repeat``-th ask); return the whole response (its token usage too)."""
+        return self.runner.call(self.model, self._request(prompt, repeat), key=("judge", prompt, repeat))
+
+    def prefetch(self, prompt: str) -> None:
+        """Start every ask of ``prompt`` now (within the judge's bound on calls in flight): :meth:`ask` takes it."""
+        for repeat in range(self.repeat):
+            self.runner.prefetch(self.model, self._request(prompt, repeat), key=("judge", prompt, repeat))
 
 
 class PythonCheck(Check):

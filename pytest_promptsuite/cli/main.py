@@ -1,5 +1,5 @@
-"""The ``promptsuite`` command: ``validate``, ``render``, ``diff``, ``merge``, ``import``, ``history``,
-``schema``, ``comment`` and ``github``."""
+"""The ``promptsuite`` command: ``validate``, ``render``, ``calibrate``, ``diff``, ``merge``, ``import``,
+``history``, ``schema``, ``comment`` and ``github``."""
 
 from __future__ import annotations
 
@@ -45,11 +45,18 @@ class _Collected:
     ``render=False`` leaves out collection's render of every case (``render`` shows each failure itself)."""
 
     def __init__(
-        self, paths: Sequence[str], args: argparse.Namespace, *, render: bool = True, thorough: bool = False
+        self,
+        paths: Sequence[str],
+        args: argparse.Namespace,
+        *,
+        render: bool = True,
+        thorough: bool = False,
+        cache: bool = False,
     ) -> None:
         self.problems: list[str] = []
         self.planned: list[PlannedCase] = []
-        values = {**{o.dest: o.default for o in OPTIONS}, **vars(args), "prompt_suite": paths, "prompt_no_cache": True}
+        values = {**{o.dest: o.default for o in OPTIONS}, **vars(args), "prompt_suite": paths}
+        values["prompt_no_cache"] = values["prompt_no_cache"] or not cache
         options = RunOptions.from_values(values.__getitem__)
         cwd = Path.cwd()
         try:
@@ -296,6 +303,49 @@ def _print_render(session: PromptSession, planned: PlannedCase, form: str) -> in
     return 1 if error is not None else 0
 
 
+def _calibrate(args: argparse.Namespace) -> int:
+    from pytest_promptsuite.cli.calibrate import run_calibration
+
+    collected = _Collected(args.prompt_suite, args, render=False, cache=True)  # the judge's calls cached, as a run's
+    try:
+        if collected.problems:
+            _print_problems(collected.problems)
+            return 1
+        if not collected.planned:
+            print("promptsuite calibrate: no cases collected: give --prompt-suite PATH", file=sys.stderr)
+            return 2
+        return run_calibration(collected.session, collected.planned, args)
+    finally:
+        collected.close()
+
+
+def _add_calibrate(commands: Any) -> None:
+    command = commands.add_parser(
+        "calibrate",
+        help="judge every labelled output with the suite's judge: agreement with the labels (Cohen's kappa with its "
+        "95%% interval, rates, confusion), written to calibration.json",
+    )
+    command.add_argument("--prompt-suite", action="append", default=[], metavar="PATH", required=True)
+    command.add_argument(
+        "--labels", action="append", default=[], metavar="FILE", help="a labels file (JSON Lines); repeatable"
+    )
+    command.add_argument(
+        "--reviews",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="review decisions (review-decisions.jsonl) as labels of their cases' rubric checks; repeatable",
+    )
+    command.add_argument(
+        "--results", metavar="REPORT", help="a report folder or results.jsonl holding the labelled cases' outputs"
+    )
+    command.add_argument("--out", metavar="FILE", help="where to write the calibration (default: [judge] calibration)")
+    command.add_argument("--markdown", metavar="FILE", help="also write the table as Markdown (a CI job summary)")
+    for flag in (*_COLLECTION_OPTIONS, "--prompt-judge-repeat", "--prompt-cache", "--prompt-no-cache"):
+        command.add_argument(flag, **BY_FLAG[flag].kwargs)
+    command.set_defaults(func=_calibrate)
+
+
 def _diff(args: argparse.Namespace) -> int:
     from pytest_promptsuite.cli.diff_merge import run_diff
 
@@ -444,6 +494,7 @@ def _parser(hook: Any = None) -> argparse.ArgumentParser:
     for flag in ("--prompt-alpha", "--prompt-max-regression", "--prompt-baseline-variant"):
         diff.add_argument(flag, **BY_FLAG[flag].kwargs)
     diff.set_defaults(func=_diff)
+    _add_calibrate(commands)
     merge = commands.add_parser("merge", help="merge shard report folders into one report")
     merge.add_argument("shards", nargs="+", metavar="SHARD")
     merge.add_argument("--out", required=True, metavar="DIR")

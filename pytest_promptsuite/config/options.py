@@ -131,6 +131,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("--prompt-config", "PATH"),
     Option("--prompt-model", "SPEC"),
     Option("--prompt-judge", "SPEC"),
+    Option("--prompt-judge-repeat", "K", _positive),
+    Option("--prompt-rejudge", action="store_true", default=False),
     Option("--prompt-report", "DIR"),
     Option("--prompt-min-pass-rate", "X", _fraction),
     Option("--prompt-baseline", "PATH", _results_path),
@@ -165,6 +167,10 @@ HELP: dict[str, str] = {
     "named in the config",
     "--prompt-judge": "Judge model for llm-rubric checks: a model named in the config or a spec (default: "
     "[models.judge] of the config)",
+    "--prompt-judge-repeat": "Ask the llm-rubric judge K times per check (at its temperature) and take the majority "
+    "(default 1, or [judge] repeat)",
+    "--prompt-rejudge": "Judge the --prompt-baseline's stored outputs again with this run's judge before comparing, "
+    "so that a changed judge is not read as a changed prompt (the judge's calls cached)",
     "--prompt-report": "Write results.jsonl, summary.json, slices.csv, summary.md and dashboard.html into DIR",
     "--prompt-min-pass-rate": "Default per-slice pass-rate threshold, 0..1 (default 1.0, or the config's)",
     "--prompt-baseline": "results.jsonl (or report folder) of an earlier version to diff against",
@@ -213,6 +219,8 @@ class RunOptions:
     config: str | None = None
     model: str | None = None
     judge: str | None = None
+    judge_repeat: int | None = None
+    rejudge: bool = False
     report: str | None = None
     min_pass_rate: float | None = None
     baseline: Path | None = None

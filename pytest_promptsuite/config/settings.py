@@ -73,6 +73,36 @@ class Increase:
         return core_schema.float_schema(ge=0, le=100)
 
 
+#: Labels a judge's calibration needs before its verdicts gate, when ``[judge] min_labels`` does not say.
+DEFAULT_MIN_LABELS = 30
+
+
+@dataclass(frozen=True)
+class JudgeSettings(ConfigTable):
+    """``[judge]``: what the llm-rubric judge is sent, how often it is asked, and whether its verdicts gate
+    (against the calibration ``promptsuite calibrate`` wrote)."""
+
+    template: str | None = key(
+        None, "The judge's prompt, with {rubric} and {output} filled in (default: the built-in one)."
+    )
+    template_file: str | None = key(None, "A UTF-8 file holding the judge's prompt, as template (one of the two).")
+    labels: list[str] = key(list, "Labels files (JSON Lines) promptsuite calibrate reads.")
+    calibration: str = key(
+        "calibration.json", "The calibration promptsuite calibrate writes and a run reads (beside the config)."
+    )
+    min_agreement: float | None = key(
+        None,
+        "Gate on an llm-rubric check only when the lower end of its judge's kappa interval reaches this; else "
+        "its outcome is review (default: none, every verdict gates).",
+        ge=-1,
+        le=1,
+    )
+    min_labels: int = key(
+        DEFAULT_MIN_LABELS, "The fewest labels a calibration needs before the judge's verdicts gate.", ge=1
+    )
+    repeat: int = key(1, "Ask the judge this many times and take the majority (--prompt-judge-repeat).", ge=1, le=25)
+
+
 @dataclass(frozen=True)
 class GateSettings(ConfigTable):
     """How a drop against a baseline (or the first variant) is judged: ``[gate]``, ``--prompt-alpha``."""

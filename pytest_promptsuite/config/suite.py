@@ -14,6 +14,7 @@ from typing import Any
 from typing import Literal
 
 from pytest_promptsuite.config.settings import GateSettings
+from pytest_promptsuite.config.settings import JudgeSettings
 from pytest_promptsuite.config.settings import Thresholds
 from pytest_promptsuite.config.tables import ConfigTable
 from pytest_promptsuite.config.tables import ModelConfig as ModelConfig
@@ -242,6 +243,7 @@ class SuiteTables(ConfigTable):
     gate: Override[GateSettings] = key(Override, "How a drop against the baseline is judged.")
     checks: list[SuiteCheck] = key(list, "Suite-level checks, for every case or for some slices.")
     review: ReviewConfig = key(ReviewConfig, "What a review mark does.")
+    judge: JudgeSettings = key(JudgeSettings, "The llm-rubric judge's prompt, repeats and calibration.")
 
 
 @dataclass(frozen=True)

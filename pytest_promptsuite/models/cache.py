@@ -62,6 +62,8 @@ def cache_key(identity: Mapping[str, Any], request: ModelRequest) -> str:
         "params": dict(request.params),
         "repeat": request.repeat,
     }
+    if request.salt:  # only then: the keys of every other call stay as they were
+        data["salt"] = request.salt
     return hashlib.sha256(_KEYED.encode(data).encode("utf-8", "surrogatepass")).hexdigest()
 
 

@@ -61,6 +61,8 @@ class ModelRequest:
     repeat: int = 0
     #: For messages only ("case refund-001"); never part of a cache key.
     case_id: str = ""
+    #: What else decides the answer (a judge's fingerprint): part of the cache key, never sent.
+    salt: str = ""
 
 
 @dataclass(frozen=True)

@@ -65,4 +65,5 @@ def _run_part(summary: Summary, usage: UsageReport | None) -> dict[str, Any]:
         "baseline_run": summary.baseline_run.to_dict() if summary.baseline_run is not None else None,
         **({} if usage is None else {"usage": usage.to_dict()}),
         **({} if summary.sequential is None else {"sequential": dict(summary.sequential)}),
+        **summary.judges.to_dict(),
     }

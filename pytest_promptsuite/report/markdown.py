@@ -88,7 +88,7 @@ def summary_markdown(
         if (line := per_case_line(usage)) is not None:
             md += [md_escape(line), ""]
     md += _failing(rows) + _regressed(summary) + _usage(usage) + _trend(history)
-    md += _baseline(summary) + _drops(summary) + _variants(summary)
+    md += _baseline(summary) + _drops(summary) + _variants(summary) + _judges(summary)
     md += _ids("Review queue (for a human; see review.jsonl)", [_queued(item) for item in review])
     flaky = [f"{r.key.name(with_repeat=False)}: {r.passed}/{r.runs}" for r in summary.flaky]
     md += _ids("Flaky cases (passed in some repeats only)", flaky)
@@ -222,6 +222,12 @@ def _baseline(summary: Summary) -> list[str]:
     md += _ids("Fixes (failed, now passed)", list(diff.fixes))
     md += _ids("New cases", list(diff.new))
     return md + _ids("Removed cases", list(diff.removed))
+
+
+def _judges(summary: Summary) -> list[str]:
+    """Return the judge's section: the rubric checks it did not gate and why, the slices whose judge changed."""
+    lines = summary.judges.lines()
+    return ["### The judge", "", *[f"- {md_escape(line)}" for line in lines], ""] if lines else []
 
 
 def _drops(summary: Summary) -> list[str]:

@@ -139,7 +139,7 @@ def _baseline_cells(s: SliceStats) -> list[str]:
         f"-{s.regressions or 0}/+{s.fixes or 0}",
         _p(s.p_value),
         _p(shown_p),
-        regression_cell(test),
+        "judge changed" if s.verdict == "judge changed" else regression_cell(test),
         detectable,
     ]
 
@@ -301,6 +301,7 @@ def summary_lines(
     yield from _group_lines(summary, max_ids)
     yield from _baseline_lines(summary, max_ids)
     yield from regression_lines(summary)
+    yield from summary.judges.lines()
     if gate:
         yield from _gate_lines(summary)
 

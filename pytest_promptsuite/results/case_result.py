@@ -56,6 +56,8 @@ class CaseResult:
     tool_stop: str | None = None
     #: Why the model stopped (``stop``, ``length`` for an answer cut at ``max_tokens``, ``tool_calls``), as it said.
     finish_reason: str | None = None
+    #: The fingerprint of the judge that decided the row's ``llm-rubric`` checks (None: no judge did).
+    judge_fingerprint: str | None = None
 
     def __post_init__(self) -> None:
         outcome: object = self.outcome
@@ -99,6 +101,7 @@ class CaseResult:
             **({"tool_calls": [c.to_dict() for c in self.tool_calls]} if self.tool_calls else {}),
             **({"trajectory": [step.to_dict() for step in self.trajectory]} if self.trajectory else {}),
             **({"tool_stop": self.tool_stop} if self.tool_stop is not None else {}),
+            **({"judge_fingerprint": self.judge_fingerprint} if self.judge_fingerprint is not None else {}),
             "format_version": RESULT_FORMAT_VERSION,
         }
 
@@ -138,6 +141,7 @@ class CaseResult:
             get("cached") is True,
             *(_tools_of(row) if "tool_calls" in row or "trajectory" in row or "tool_stop" in row else _NO_TOOLS),
             _text_or_none(get("finish_reason")),
+            _text_or_none(get("judge_fingerprint")),
         )
 
     @classmethod

@@ -112,6 +112,14 @@ class SliceStats:
     p_value: float | None = None
     #: The regression test against the baseline (None without one).
     test: RegressionTest | None = None
+    #: The slice's judged checks were decided by another judge in the baseline: those cases are not compared.
+    judge_changed: bool = False
+
+    @property
+    def verdict(self) -> str | None:
+        """The regression test's verdict; ``judge changed`` where that is all it could say (no regression)."""
+        verdict = None if self.test is None else self.test.verdict
+        return "judge changed" if self.judge_changed and verdict != "regressed" else verdict
 
     def to_dict(self) -> dict[str, Any]:
         """Return the row of ``slices.csv`` and of ``summary.json``'s ``slices``."""
@@ -127,7 +135,7 @@ class SliceStats:
             "fixes": self.fixes,
             "p_value": self.p_value,
             "p_regression": None if test is None else test.p_regression,
-            "verdict": None if test is None else test.verdict,
+            "verdict": self.verdict,
             "detectable_drop": None if test is None else test.detectable_drop,
             "gate": self.gate,
         }

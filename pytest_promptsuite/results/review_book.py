@@ -96,7 +96,8 @@ def _only_review(row: CaseResult) -> bool:
     return any(is_mark(c) for c in row.checks) and all(is_mark(c) for c in failing)
 
 
-def _decision(value: Any, where: str) -> ReviewDecision:
+def decision_of(value: Any, where: str) -> ReviewDecision:
+    """Return the decision a line holds; ValueError saying what is wrong with it."""
     if not isinstance(value, dict):
         raise ValueError("a decision is a JSON object")
     unknown = sorted(set(value) - _KEYS)
@@ -142,7 +143,7 @@ def load_reviews(path: Path, *, display: str | None = None) -> ReviewBook:
             problems.append(f"{where}: {line.problem}")
             continue
         try:
-            decisions.append(_decision(line.value, where))
+            decisions.append(decision_of(line.value, where))
         except ValueError as exc:
             problems.append(f"{where}: {exc}")
     if problems:

@@ -11,6 +11,7 @@ from pytest_promptsuite.results.case_result import CaseResult
 from pytest_promptsuite.results.io import OnRow
 from pytest_promptsuite.results.io import StoredResults
 from pytest_promptsuite.results.io import encode_row
+from pytest_promptsuite.results.judge_report import UngatedTally
 from pytest_promptsuite.results.usage import UsageTally
 from pytest_promptsuite.safety.scrub import registered
 from pytest_promptsuite.safety.scrub import scrub
@@ -22,6 +23,8 @@ class RowSpool:
 
     def __init__(self) -> None:
         self.usage = UsageTally()
+        #: The rubric checks whose judge did not gate, counted as rows arrive (their checks stay on disk).
+        self.ungated = UngatedTally()
         #: Also told of each row spooled, with what its line holds (the dashboard's grid).
         self.on_row: OnRow | None = None
         self._stored: StoredResults | None = None
@@ -53,6 +56,7 @@ class RowSpool:
 
     def _kept(self, row: CaseResult, line: dict[str, Any]) -> None:
         self.usage.add_line(line)
+        self.ungated.add_line(line)
         if self.on_row is not None:
             self.on_row(row, line)
 

@@ -23,6 +23,10 @@ from pytest_promptsuite.results.gate import SliceRegressed
 from pytest_promptsuite.results.gate import ThresholdRule
 from pytest_promptsuite.results.gate import check_errors
 from pytest_promptsuite.results.gate import check_threshold
+from pytest_promptsuite.results.judge_report import JudgeReport
+from pytest_promptsuite.results.judge_report import UngatedCheck
+from pytest_promptsuite.results.judge_report import judge_changes
+from pytest_promptsuite.results.judge_report import ungated_of
 from pytest_promptsuite.results.pairing import Comparison
 from pytest_promptsuite.results.pairing import Reader
 from pytest_promptsuite.results.pairing import compare
@@ -72,6 +76,8 @@ class Summary:
     usage: UsageReport | None = None
     #: ``--prompt-sequential``: its comparisons, when it settled, and the calls it saved.
     sequential: Mapping[str, Any] | None = None
+    #: The run's judges: fingerprints, the rubric checks left ungated, the slices whose judge changed.
+    judges: JudgeReport = field(default_factory=lambda: JudgeReport())
 
     @property
     def regressions(self) -> tuple[str, ...]:
@@ -131,6 +137,7 @@ def summarize(
     run: RunInfo | None = None,
     full: Reader | None = None,
     usage: UsageReport | None = None,
+    ungated: tuple[UngatedCheck, ...] | None = None,
 ) -> Summary:
     """Summarize ``rows``: per-slice counts, pass rates, Wilson intervals and gates, slices by name.
 
@@ -139,18 +146,23 @@ def summarize(
     variant) is gated on its own, ``variant_order`` (else sorted) putting first the variant the
     others are compared with. ``full`` reads a row back whole when ``rows`` left their texts on disk.
     ``usage`` (the rows' calls, tokens and cost) is compared with the baseline's under ``[gate]
-    max_tokens_increase`` and ``max_cost_increase``.
+    max_tokens_increase`` and ``max_cost_increase``. ``ungated``: the rubric checks whose judge did not gate, as
+    counted when the rows arrived (else read from the rows' checks). A case whose judged checks another judge
+    decided in the baseline counts as unchanged against it (neither a regression nor a fix): its slice says
+    "judge changed".
     """
     policy, settings = policy or ThresholdPolicy(), settings or GateSettings()
     baseline = _as_baseline(baseline, baseline_source)
     rows = list(rows)
     rule, counted = _counted(rows, settings)
     order = _variant_order(rows, variant_order)
-    compared = _compare_baseline(rows, baseline, order, policy, full, rule)
+    changed, neutral = judge_changes(rows, baseline.rows, baseline.variant) if baseline is not None else ({}, set())
+    compared = _compare_baseline(rows, _neutral(baseline, rows, neutral), order, policy, full, rule)
     later = {v: compare_variants(rows, order[0], v, policy, full, rule) for v in order[1:]}
     judgement = _decide(compared, later, settings, policy, run, baseline)
     versions = _compare_variants(counted, order, policy, later, judgement) if order else None
     slices, decisions = _slices(tally((r.slice, r.outcome) for r in counted), policy, versions, compared, judgement)
+    slices = [replace(s, judge_changed=s.slice in changed) for s in slices]
     totals = sum((s.counts for s in slices), Counts())
     base_usage = baseline.usage if baseline is not None else None
     return Summary(
@@ -168,7 +180,21 @@ def summarize(
         run=run,
         baseline_run=baseline.run if baseline is not None else None,
         usage=None if usage is None else usage.against(base_usage, baseline.variant if baseline else None),
+        judges=JudgeReport.of(rows, ungated_of(rows) if ungated is None else ungated, changed),
     )
+
+
+def _neutral(baseline: Baseline | None, rows: Sequence[CaseResult], cases: set[str]) -> Baseline | None:
+    """Return the baseline with the rows of ``cases`` (their judge changed) given this run's outcomes: paired,
+    they neither regress nor fix."""
+    if baseline is None or not cases:
+        return baseline
+    now = {(r.case_id, r.repeat): r.outcome for r in rows if r.case_id in cases}
+    kept = [
+        replace(r, outcome=now.get((r.case_id, r.repeat), r.outcome)) if r.case_id in cases else r
+        for r in baseline.rows
+    ]
+    return replace(baseline, rows=kept)
 
 
 def _as_baseline(baseline: Sequence[CaseResult] | Baseline | None, source: str) -> Baseline | None:

@@ -35,6 +35,7 @@ from pytest_promptsuite.models.cache import DEFAULT_CACHE_DIR
 from pytest_promptsuite.models.cache import Cassette
 from pytest_promptsuite.models.cache import ResponseCache
 from pytest_promptsuite.models.cache import ResponseStores
+from pytest_promptsuite.models.cache import model_identity
 from pytest_promptsuite.models.model_api import Model
 from pytest_promptsuite.models.runner import ModelRunner
 from pytest_promptsuite.prompts.case_prompts import CasePrompts
@@ -50,6 +51,7 @@ from pytest_promptsuite.safety.scrub import public_url
 
 if TYPE_CHECKING:
     from pytest_promptsuite.cases.prompt_case import PromptCase
+    from pytest_promptsuite.checks.calibration import JudgeGate
     from pytest_promptsuite.checks.metric import ModelJudge
     from pytest_promptsuite.checks.response_format import ResponseFormat
     from pytest_promptsuite.models.model_api import Response
@@ -268,7 +270,29 @@ class Assembler:
         )
         from pytest_promptsuite.checks.metric import ModelJudge  # the judge's layer: loaded when a suite has a judge
 
-        return ModelJudge(model, self.runner, choice.settings.params), choice.settings.spec
+        judge = ModelJudge(
+            model,
+            self.runner,
+            choice.settings.params,
+            template=judge_template(suite),
+            repeat=self.options.judge_repeat or suite.judge.repeat,
+            gate=self.judge_gate(suite),
+            identity=model_identity(made),
+        )
+        return judge, choice.settings.spec
+
+    def judge_gate(self, suite: SuiteConfig) -> JudgeGate | None:
+        """Return when the suite's judge may gate (``[judge] min_agreement`` and its calibration), if it is set."""
+        settings = suite.judge
+        if settings.min_agreement is None:
+            return None
+        from pytest_promptsuite.checks.calibration import JudgeGate
+        from pytest_promptsuite.checks.calibration import read_calibration
+
+        path = suite.resolve(settings.calibration, key="judge.calibration")
+        shown = self.display(path)
+        calibration = read_calibration(path, shown)
+        return JudgeGate(settings.min_agreement, settings.min_labels, shown, calibration)
 
     def _embedding(self, suite: SuiteConfig) -> Embed | None:
         """Make the embedding model of ``similar:cosine`` checks (``[models.embedding]``), if any: a model
@@ -362,6 +386,32 @@ class Assembler:
             prices={"": settings.prices, **{name: s.prices for name, (_, s) in own.items()}},
             formats=formats,
         )
+
+
+def judge_template(suite: SuiteConfig) -> str:
+    """Return the judge's prompt template: ``[judge] template`` or ``template_file``, else the built-in one; a
+    ConfigError for both, an unreadable file, or a template without ``{output}``."""
+    from pytest_promptsuite.checks.metric import RUBRIC_PROMPT
+
+    settings = suite.judge
+    if settings.template is not None and settings.template_file is not None:
+        raise ConfigError(f"{suite.where('judge.template_file')}: [judge] has both 'template' and 'template_file'")
+    if settings.template_file is None:
+        template, key = settings.template or RUBRIC_PROMPT, "judge.template"
+    else:
+        template, key = _read_text(suite, settings.template_file, "judge.template_file"), "judge.template_file"
+    if "{output}" not in template:
+        raise ConfigError(f"{suite.where(key)}: the judge's template has no {{output}}: write where the output goes")
+    return template
+
+
+def _read_text(suite: SuiteConfig, relative: str, key: str) -> str:
+    """Read a UTF-8 file the config names at ``key``; ConfigError naming the key's line when it cannot be read."""
+    path = suite.resolve(relative, key=key)
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{suite.where(key)}: {key} = {relative!r}: cannot read it ({exc})") from exc
 
 
 def _formats(

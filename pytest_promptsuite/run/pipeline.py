@@ -18,6 +18,7 @@ from pytest_promptsuite.cases.prompt_case import PromptCase
 from pytest_promptsuite.checks.compile_checks import CompiledChecks
 from pytest_promptsuite.checks.evaluator import Evaluator
 from pytest_promptsuite.checks.evaluator import outcome_of
+from pytest_promptsuite.checks.fingerprint import fingerprint_of
 from pytest_promptsuite.checks.outcome import CheckResult
 from pytest_promptsuite.checks.outcome import Layer
 from pytest_promptsuite.checks.outcome import Outcome
@@ -282,6 +283,7 @@ class CasePipeline:
             trajectory=tuple(steps) if len(steps) > 1 or any(s.calls for s in steps) else (),
             tool_stop=stop,
             finish_reason=response.finish_reason,
+            judge_fingerprint=fingerprint_of(checks),
             **base,
         )
 

@@ -75,7 +75,9 @@ from pytest_promptsuite.safety.scrub import register
 
 
 if TYPE_CHECKING:
+    from pytest_promptsuite.checks.evaluator import Evaluator
     from pytest_promptsuite.report.html import GridCells
+    from pytest_promptsuite.results.summary import Baseline
     from pytest_promptsuite.run.sequential_run import SequentialRun  # --prompt-sequential only
 
 
@@ -156,6 +158,8 @@ class PromptSession:
         self._collected: dict[SuiteKey, set[Path]] = {}
         #: Collected cases that ``-k``, ``-m`` or ``--lf`` left out: the gate then judges a selection.
         self.deselected = 0
+        #: ``--prompt-rejudge``: how many baseline rows this run's judge checked again (None: not asked).
+        self.rejudged: int | None = None
 
     def collect_file(self, path: Path, make_check: MakeCheck, *, render: bool = True) -> list[PlannedCase]:
         """Plan every item of a case file: each case in each variant and repeat, with its checks.
@@ -242,6 +246,10 @@ class PromptSession:
     def add_warnings(self, warnings: Iterable[str]) -> None:
         """Keep collection warnings (once each): this process's, or a pytest-xdist worker's."""
         self.warnings.extend(w for w in warnings if w not in self.warnings)
+
+    def pipeline_for(self, planned: PlannedCase) -> CasePipeline:
+        """Return the pipeline a planned case runs through (its suite's prompts, model, checks and judge)."""
+        return self._pipelines[planned.suite]
 
     def dry_render(self, planned: PlannedCase) -> tuple[list[Prompt], str | None]:
         """Render every request of a planned case known before a model answers, or say why it fails
@@ -509,16 +517,35 @@ class PromptSession:
         summary = summarize(
             self.rows,
             threshold_policy(self.options, self.index.configs()),
-            baseline=self.baseline,
+            baseline=self._rejudged_baseline(),
             variant_order=self.index.variant_order(),
             settings=settings,
             run=run,
             full=self.full,
             usage=self._rows.usage.report(prices_of_run(run)),  # counted as rows were spooled
+            ungated=self._rows.ungated.report(),
         )
         if sequential is not None:
             summary = sequential.judge(summary)
         return summary
+
+    def _rejudged_baseline(self) -> Baseline | None:
+        """Return the baseline, with ``--prompt-rejudge`` its judged rows checked again by this run's checks."""
+        if self.baseline is None or not self.options.rejudge:
+            return self.baseline
+        from pytest_promptsuite.run.rejudge import cases_to_rejudge
+        from pytest_promptsuite.run.rejudge import rejudge
+
+        make_check = self.assembler.hook.pytest_promptsuite_make_check
+        baseline, self.rejudged = rejudge(self.baseline, cases_to_rejudge(self.index, self._evaluator_of, make_check))
+        return baseline
+
+    def _evaluator_of(self, path: Path) -> Evaluator:
+        """Return the evaluator (checks and judge) of a case file's suite."""
+        key, suite = self.index.suite_of(path)
+        if key not in self._pipelines:
+            self._pipelines[key] = self.assembler.pipeline(suite)
+        return self._pipelines[key].evaluator
 
     def write_report(self) -> None:
         """Write the report files of the summary :meth:`finish` made, with ``--prompt-report`` (else nothing)."""
@@ -570,6 +597,10 @@ class PromptSession:
             cut = [line for line in (cut_line(rows), required_ignored_hint(rows)) if line is not None]
             lines[at:at] = [*cut, *(counts_line(spec, counts) for spec, counts in self.call_counts().items())]
             self._say_selection(lines)
+            if self.rejudged is not None:
+                lines.append(
+                    f"--prompt-rejudge: {plural(self.rejudged, 'baseline row')} checked again by this run's judge"
+                )
             if self.options.report:
                 lines.append(f"promptsuite report: {self.options.report}")
             yield "promptsuite: pass rate by slice", lines

@@ -185,7 +185,15 @@ def test_suite_checks_and_the_judge(judged: Suite) -> None:
     )
     polite = judged.by_id("out")["polite-1"]
     [rubric] = [c for c in polite["checks"] if c["name"] == "llm-rubric"]
-    assert rubric["details"] == {"judge": "fake:judge.json", "verdict": True, "score": 0.9, "reason": "Polite."}
+    fingerprint = polite["judge_fingerprint"]  # the judge's, in the row and in its checks
+    assert isinstance(fingerprint, str) and len(fingerprint) == 16
+    assert rubric["details"] == {
+        "judge": "fake:judge.json",
+        "judge_fingerprint": fingerprint,
+        "verdict": True,
+        "score": 0.9,
+        "reason": "Polite.",
+    }
 
 
 def test_prompt_judge_option_names_the_judge(judged: Suite) -> None:

@@ -8,12 +8,19 @@ from typing import Any
 import pytest
 
 from pytest_promptsuite.cases.prompt_case import PromptCase
+from pytest_promptsuite.checks.calibration import JudgeGate
 from pytest_promptsuite.checks.evaluator import Evaluator
 from pytest_promptsuite.checks.evaluator import evaluate
+from pytest_promptsuite.checks.evaluator import outcome_of
 from pytest_promptsuite.checks.metric import ModelJudge
+from pytest_promptsuite.checks.outcome import Outcome
 from pytest_promptsuite.errors import ModelError
+from pytest_promptsuite.models.cache import cache_key
 from pytest_promptsuite.models.fake import FakeModel
 from pytest_promptsuite.models.fake import FakeRule
+from pytest_promptsuite.models.model_api import ModelRequest
+from pytest_promptsuite.models.model_api import Response
+from pytest_promptsuite.models.model_api import Usage
 from pytest_promptsuite.models.runner import ModelRunner
 
 
@@ -82,3 +89,66 @@ def test_llm_rubric_judge_errors_fail_the_check() -> None:
 
     [result] = evaluate(_case([{"type": "llm-rubric", "value": "Is polite"}]), "x", judge=broken)
     assert result.message.endswith("found the judge call failed: HTTP 503 from the judge")
+
+
+class _Changing:
+    """A judge model whose verdict depends on which ask it is (its ``repeat``): pass on the asks in ``passes``."""
+
+    spec = "changing"
+
+    def __init__(self, passes: set[int]) -> None:
+        self.passes = passes
+        self.requests: list[ModelRequest] = []
+
+    async def generate(self, request: ModelRequest) -> Response:
+        self.requests.append(request)
+        verdict = "true" if request.repeat in self.passes else "false"
+        return Response(f'{{"reason": "ask {request.repeat}", "pass": {verdict}}}', usage=Usage(10, 2, 12))
+
+
+@pytest.mark.parametrize(("passes", "majority"), [({0, 2}, True), ({1}, False), ({0, 1, 2}, True)])
+def test_a_repeated_judge_takes_the_majority(passes: set[int], majority: bool) -> None:
+    runner = ModelRunner()
+    try:
+        model = _Changing(passes)
+        judge = ModelJudge(runner.attach(model), runner, {"temperature": 0.7}, repeat=3)
+        [result] = Evaluator(judge=judge, judge_name="changing").evaluate(
+            _case([{"type": "llm-rubric", "value": "Is polite"}]), "Thanks!"
+        )
+    finally:
+        runner.close()
+    assert result.passed is majority
+    assert result.details is not None
+    assert result.details["verdicts"] == [i in passes for i in range(3)]
+    assert f"({len(passes)} of 3 asks passed)" in result.message
+    assert result.details["judge_usage"] == {"prompt_tokens": 30, "completion_tokens": 6, "total_tokens": 36}
+    assert sorted(r.repeat for r in model.requests) == [0, 1, 2]
+    assert {r.salt for r in model.requests} == {judge.fingerprint}
+
+
+def test_the_judges_fingerprint_is_part_of_its_cache_key() -> None:
+    request = ModelRequest(prompt="p", params={"temperature": 0})
+    salted = ModelRequest(prompt="p", params={"temperature": 0}, salt="0123456789abcdef")
+    assert cache_key({"model": "m"}, request) != cache_key({"model": "m"}, salted)
+
+
+def test_an_uncalibrated_judge_leaves_a_review_mark() -> None:
+    judge = _judge('{"reason": "Rude.", "pass": false}')
+    judge.gate = JudgeGate(0.6, 30, "calibration.json")
+    case = _case([{"type": "llm-rubric", "value": "Is polite"}])
+    [result] = Evaluator(judge=judge, judge_name="fake").evaluate(case, "Go away")
+    assert (result.layer, result.passed, result.gating) == ("review", True, True)
+    assert result.message.startswith("not gated: the judge is not calibrated: no calibration.json")
+    assert result.message.endswith("(the check would fail)")
+    assert result.details is not None and result.details["rubric"] == "Is polite"
+    assert outcome_of(case, (result,), error=None) is Outcome.REVIEW
+
+
+def test_an_uncalibrated_judges_unreadable_reply_does_not_gate_either() -> None:
+    judge = _judge("I cannot say")
+    judge.gate = JudgeGate(0.6, 30, "calibration.json")
+    case = _case([{"type": "llm-rubric", "value": "Is polite"}])
+    [result] = Evaluator(judge=judge, judge_name="fake").evaluate(case, "Go away")
+    assert (result.layer, result.passed) == ("review", True)
+    assert "an unreadable judge reply" in result.message and "(the check would fail)" in result.message
+    assert outcome_of(case, (result,), error=None) is Outcome.REVIEW

@@ -21,3 +21,32 @@ def test_fake_rules_from_the_config(tmp_path: Path) -> None:
     # --prompt-model replaces the spec: the echo does not contain the fact
     with collect(tmp_path, "--prompt-suite", "cases.jsonl", "--prompt-model", "fake") as run:
         assert [row.outcome for row in run.run()] == [Outcome.FAILED]
+
+
+def test_the_judges_template_from_the_config(tmp_path: Path) -> None:
+    """``[judge] template`` or ``template_file`` replaces the built-in prompt; both, an unreadable file or a
+    template without ``{output}`` is a ConfigError naming the key's line."""
+    import pytest
+
+    from pytest_promptsuite.checks.metric import RUBRIC_PROMPT
+    from pytest_promptsuite.config.suite import load_config
+    from pytest_promptsuite.errors import ConfigError
+    from pytest_promptsuite.run.assembly import judge_template
+
+    def config(text: str) -> Path:
+        path = tmp_path / "promptsuite.toml"
+        path.write_text(text, encoding="utf-8")
+        return path
+
+    assert judge_template(load_config(config(""))) == RUBRIC_PROMPT
+    (tmp_path / "judge.txt").write_text("Rubric: {rubric}\nOutput: {output}\n", encoding="utf-8")
+    assert judge_template(load_config(config('[judge]\ntemplate_file = "judge.txt"\n'))).startswith("Rubric: {rubric}")
+    problems = {
+        '[judge]\ntemplate = "x {output}"\ntemplate_file = "judge.txt"\n': "promptsuite.toml:3: [judge] has both",
+        '[judge]\ntemplate_file = "missing.txt"\n': "promptsuite.toml:2: judge.template_file = 'missing.txt': cannot",
+        '[judge]\ntemplate = "no output here"\n': "promptsuite.toml:2: the judge's template has no {output}",
+    }
+    for text, said in problems.items():
+        with pytest.raises(ConfigError) as caught:
+            judge_template(load_config(config(text)))
+        assert said in str(caught.value)
