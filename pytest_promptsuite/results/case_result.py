@@ -56,6 +56,8 @@ class CaseResult:
     tool_stop: str | None = None
     #: Why the model stopped (``stop``, ``length`` for an answer cut at ``max_tokens``, ``tool_calls``), as it said.
     finish_reason: str | None = None
+    #: A conversation's transcript: a turn each (user message, reply, tool steps, checks, tokens, latency).
+    turns: tuple[dict[str, Any], ...] = ()
 
     def __post_init__(self) -> None:
         outcome: object = self.outcome
@@ -99,6 +101,7 @@ class CaseResult:
             **({"tool_calls": [c.to_dict() for c in self.tool_calls]} if self.tool_calls else {}),
             **({"trajectory": [step.to_dict() for step in self.trajectory]} if self.trajectory else {}),
             **({"tool_stop": self.tool_stop} if self.tool_stop is not None else {}),
+            **({"turns": list(self.turns)} if self.turns else {}),
             "format_version": RESULT_FORMAT_VERSION,
         }
 
@@ -138,6 +141,7 @@ class CaseResult:
             get("cached") is True,
             *(_tools_of(row) if "tool_calls" in row or "trajectory" in row or "tool_stop" in row else _NO_TOOLS),
             _text_or_none(get("finish_reason")),
+            _turns_of(get("turns")),
         )
 
     @classmethod
@@ -162,6 +166,13 @@ def _tools_of(row: dict[str, Any]) -> tuple[tuple[ToolCall, ...], tuple[Step, ..
         raise ValueError(str(exc)) from None
     stop = row.get("tool_stop")
     return calls, trajectory, stop if isinstance(stop, str) else None
+
+
+def _turns_of(value: Any) -> tuple[dict[str, Any], ...]:
+    """Read a row's ``turns`` (a list of objects; anything else, as from a row edited by hand: none)."""
+    if type(value) is not list:
+        return ()
+    return tuple(turn for turn in value if isinstance(turn, dict))
 
 
 def _text_or_none(value: Any) -> str | None:
