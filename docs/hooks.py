@@ -258,6 +258,14 @@ EXAMPLES: dict[str, dict[str, Any]] = {
         "value": {"name": "lookup_order", "args": {"order_id": "A1234"}, "mode": "partial"},
     },
     "trajectory:step-count": {"type": "trajectory:step-count", "value": {"min": 1, "max": 3}},
+    "conversation:turn-count": {"type": "conversation:turn-count", "value": {"min": 2, "max": 6}},
+    "conversation:keeps": {"type": "conversation:keeps", "value": "A[0-9]{4}", "regex": True, "turn": 3},
+    "conversation:goal-met": {"type": "conversation:goal-met", "value": "a refund for order A1234", "threshold": 0.7},
+    "conversation:role-adherence": {
+        "type": "conversation:role-adherence",
+        "value": "a polite support agent of ACME who never issues refunds",
+        "threshold": 0.7,
+    },
 }
 #: What a probe compiles in place of an example's module (the example's module does not exist here).
 _PROBE_VALUES = {"pydantic": "pydantic:BaseModel", "python": "json:dumps"}
