@@ -43,8 +43,8 @@ class TurnCount(_ConversationCheck):
 
 
 class Keeps(_ConversationCheck):
-    """``conversation:keeps``: a fact a user turn gave (text, or a regex with ``regex: true``) is used in a
-    later reply (``turn``: that turn's; default: the last)."""
+    """``conversation:keeps``: a fact a user turn gave (text, or a regex with ``regex: true``) is used in the
+    reply of that turn or a later one (``turn``: that turn's; default: the last)."""
 
     def __init__(self, fact: str, regex: bool, turn: int | None) -> None:
         self.fact, self.regex, self.turn = fact, regex, turn
@@ -64,8 +64,8 @@ class Keeps(_ConversationCheck):
         if given is None:
             return Verdict(False, expected, "no user turn gives it")
         target = self.turn or len(turns)
-        if target <= given or target > len(turns):
-            return Verdict(False, expected, f"turn {target} does not come after turn {given}, which gives it")
+        if target < given or target > len(turns):
+            return Verdict(False, expected, f"turn {target} comes before turn {given}, which gives it, or is no turn")
         if self._found(str(turns[target - 1].get("reply", ""))):
             return Verdict(True, expected, f"given in turn {given}, used in turn {target}")
         return Verdict(False, expected, f"turn {target}: the reply does not use it (given in turn {given})")
