@@ -141,6 +141,8 @@ class Conversation:
         self.model = pipeline.model_for(self.key.variant)[0]
         self.records: list[TurnRecord] = []
         self.history: list[Message] = []
+        #: The tool steps of the last turn sent (the case-level checks see them).
+        self.last_steps: tuple[Step, ...] = ()
         #: Which entry of ``turns`` holds the checks of each turn sent (None: a turn without checks).
         self.entries: list[int | None] = []
 
@@ -163,6 +165,7 @@ class Conversation:
         self.base["prompt"] = request.prompt
         response, steps, _ = pipeline._tool_steps(self.case, self.model, request, response, self.key, self.base)
         self.history = [*as_messages(self.base["prompt"]), {"role": "assistant", "content": response.text}]
+        self.last_steps = tuple(steps)
         return response, steps
 
     def check_turn(self, index: int, response: Response, steps: Sequence[Step]) -> tuple[CheckResult, ...]:
@@ -208,7 +211,7 @@ class Conversation:
             return CaseResult(outcome=Outcome.ERROR, error=error, turns=turns, usage=usage, **base)
         turn_results = tuple(check for record in self.records for check in record.checks)
         last = self.pipeline._checks(
-            self.case, response, self.compiled, self.key.variant, (), self.base["prompt"], transcript=turns
+            self.case, response, self.compiled, self.key.variant, self.last_steps, self.base["prompt"], transcript=turns
         )
         checks = (*turn_results, *last)
         return CaseResult(
