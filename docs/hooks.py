@@ -432,6 +432,9 @@ ROW_FIELDS = {
     "tool_stop": "Why a run with `tool_results` stopped early (a call with no result given, `max_steps` reached), "
     'or that `tool_choice = "required"` was sent and the answer called no tool; '
     "absent otherwise.",
+    "turns": "A conversation's transcript, a turn each: `turn`, `user` (the user's message), `reply`, `passed`, "
+    "`checks` (the turn's own, each message naming the turn), `usage`, `latency_ms`, and where they apply "
+    "`tool_steps` and `user_usage` (the simulated user's tokens); absent for a single-turn case.",
     "format_version": "The row format's version (a row without it is version 1).",
 }
 #: What each key of ``summary.json`` holds.
@@ -520,6 +523,7 @@ def row_keys() -> list[str]:
         cached=True,
         tool_calls=(call,),
         trajectory=(Step("", (call,)),),
+        turns=({"turn": 1},),
     )
     return list(dataclasses.replace(row, tool_stop="stopped").to_dict())
 

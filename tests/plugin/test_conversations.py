@@ -141,6 +141,11 @@ def test_the_cache_and_a_cassette_replay_a_conversation_with_no_endpoint(
     assert calls == 5  # three model turns, two user turns
     entries = [json.loads(line) for line in (suite.path / "cassette.jsonl").read_text().splitlines()]
     assert len(entries) == 5
+    total = suite.summary("first")["usage"]["total"]  # the user's calls and tokens apart from the model's
+    assert (total["calls"], total["user_calls"]) == (3, 2)
+    model_tokens = [t["usage"]["completion_tokens"] for t in first["turns"]]
+    user_tokens = [t["user_usage"]["completion_tokens"] for t in first["turns"][1:]]
+    assert total["completion_tokens"] == sum(model_tokens) and total["user_completion_tokens"] == sum(user_tokens)
     loopback.reset()
     suite.run("--prompt-replay", "cassette.jsonl", "--prompt-report", "replayed")
     assert loopback.stats.requests == 0

@@ -53,6 +53,7 @@ def test_case_result_round_trips_every_field() -> None:
         tool_calls=(ToolCall("call_1", "lookup_order", {"order_id": "A1"}), ToolCall("call_2", "x", None, "{bad")),
         trajectory=(Step("", (ToolCall("call_0", "lookup_order", {}),), ("found",)), Step("out")),
         tool_stop="stopped",
+        turns=({"turn": 1, "user": "u", "reply": "out", "passed": True},),
     )
     assert {f.name for f in dataclasses.fields(CaseResult)} == set(row.to_dict()) - {"format_version"}
     assert CaseResult.from_json(row.to_json()) == row
