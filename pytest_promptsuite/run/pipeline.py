@@ -270,6 +270,8 @@ class CasePipeline:
         conversation = Conversation(self, planned, case, base)
         try:
             row = conversation.run(prepared.request)
+        except NotIssued as exc:  # a call deliberately not issued (budget, batch file): skipped, as a case is
+            row = dataclasses.replace(conversation.row(Response(""), error=str(exc)), outcome=Outcome.SKIPPED)
         except (ModelError, TemplateError) as exc:
             row = conversation.row(Response(""), error=str(exc))
         except Exception as exc:  # whatever a model (ours or a plugin's) raised: an error row, never lost

@@ -205,3 +205,20 @@ def test_the_example_suite_runs_offline_and_a_complying_turn_3_fails_naming_it(s
     failing = turns.query("case_id == 'refuses-the-injection' and not passed")
     assert list(failing["turn"]) == [3]
     assert any("turn 3" in message for message in failing["failed_checks"].iloc[0])
+
+
+def test_batch_mode_sends_the_first_turns_in_the_job_and_a_batch_file_skips_the_conversation(
+    suite: Suite, loopback: LoopbackServer
+) -> None:
+    loopback.reset()
+    suite.cases([FOUR_TURNS | {"turns": [{}, *({"input": t["input"]} for t in FOUR_TURNS["turns"][1:])]}])
+    suite.config({"model": loopback.model()})
+    suite.run("--prompt-no-cache", "--prompt-batch", "--prompt-report", "report").assert_outcomes(passed=1)
+    assert loopback.batch.stats.lines == 1  # turn 1 went in the job, the later turns (they need its reply) direct
+    assert loopback.stats.requests == 3
+    assert [t["reply"] for t in suite.by_id()["support"]["turns"]][0] == FOUR_TURNS["input"]
+
+    written = suite.run("--prompt-no-cache", "--prompt-batch-file", "requests.jsonl", "--prompt-report", "file")
+    written.assert_outcomes(skipped=1)
+    [line] = [json.loads(text) for text in (suite.path / "requests.jsonl").read_text().splitlines()]
+    assert line["body"]["messages"] == [{"role": "user", "content": FOUR_TURNS["input"]}]
