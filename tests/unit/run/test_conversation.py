@@ -105,3 +105,32 @@ def test_a_simulated_user_on_the_model_under_test_with_a_replaced_prompt(tmp_pat
     row = _rows(tmp_path)["u"]
     assert [(t["user"], t["reply"]) for t in row.turns] == [("Hello there", "fine")]
     assert row.turns[0].get("user_usage") is None
+
+
+def test_a_turn_runs_its_tool_loop_and_its_checks_see_its_steps(tmp_path: Path) -> None:
+    rules = {
+        "rules": [
+            {"turn": 3, "match": "A1234", "tool_calls": [{"name": "lookup_order", "arguments": {"order_id": "A1234"}}]},
+            {"match": "shipped", "on_tool": True, "reply": "It has shipped."},
+            {"turn": 1, "reply": "Your order number?"},
+        ]
+    }
+    tool = {"type": "function", "function": {"name": "lookup_order", "parameters": {"type": "object"}}}
+    used = {"type": "trajectory:tool-used", "value": "lookup_order"}
+    case = {
+        "case_id": "t",
+        "slice": "s",
+        "input": "Where is my order?",
+        "tools": [tool],
+        "tool_results": {"lookup_order": "shipped"},
+        "turns": [{"input": "Hi"}, {"input": "It is A1234", "assert": [used]}],  # the case's input opens
+    }
+    _suite(tmp_path, [case], rules)
+    row = _rows(tmp_path)["t"]
+    assert row.outcome is Outcome.PASSED, row.checks
+    assert [t["user"] for t in row.turns] == ["Where is my order?", "Hi", "It is A1234"]
+    assert "tool_steps" not in row.turns[1]
+    steps = row.turns[2]["tool_steps"]
+    assert [s["tool_calls"][0]["name"] for s in steps if s["tool_calls"]] == ["lookup_order"]
+    assert row.output == "It has shipped."
+    assert [m["role"] for m in row.prompt][-3:] == ["user", "assistant", "tool"]
