@@ -208,7 +208,7 @@ class Conversation:
             usage, latency = add_usage(usage, record.usage), _latency(latency, record.latency_ms)
         base = {**self.base, "replies": tuple(r.reply for r in self.records)}
         if error is not None:
-            return CaseResult(outcome=Outcome.ERROR, error=error, turns=turns, usage=usage, **base)
+            return CaseResult(outcome=Outcome.ERROR, error=error, turns=turns, usage=usage, latency_ms=latency, **base)
         turn_results = tuple(check for record in self.records for check in record.checks)
         last = self.pipeline._checks(
             self.case, response, self.compiled, self.key.variant, self.last_steps, self.base["prompt"], transcript=turns
