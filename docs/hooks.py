@@ -259,6 +259,14 @@ EXAMPLES: dict[str, dict[str, Any]] = {
         "value": {"name": "lookup_order", "args": {"order_id": "A1234"}, "mode": "partial"},
     },
     "trajectory:step-count": {"type": "trajectory:step-count", "value": {"min": 1, "max": 3}},
+    "conversation:turn-count": {"type": "conversation:turn-count", "value": {"min": 2, "max": 6}},
+    "conversation:keeps": {"type": "conversation:keeps", "value": "A[0-9]{4}", "regex": True, "turn": 3},
+    "conversation:goal-met": {"type": "conversation:goal-met", "value": "a refund for order A1234", "threshold": 0.7},
+    "conversation:role-adherence": {
+        "type": "conversation:role-adherence",
+        "value": "a polite support agent of ACME who never issues refunds",
+        "threshold": 0.7,
+    },
 }
 #: What a probe compiles in place of an example's module (the example's module does not exist here).
 _PROBE_VALUES = {"pydantic": "pydantic:BaseModel", "python": "json:dumps"}
@@ -428,6 +436,9 @@ ROW_FIELDS = {
     "judge_fingerprint": "The fingerprint of the judge that decided the row's `llm-rubric` checks (its model, the "
     "served model name, params, rubric prompt template and reply parser, hashed); absent when no judge decided one. "
     "See [Calibrating your judge](../guides/calibrating-your-judge.md).",
+    "turns": "A conversation's transcript, a turn each: `turn`, `user` (the user's message), `reply`, `passed`, "
+    "`checks` (the turn's own, each message naming the turn), `usage`, `latency_ms`, and where they apply "
+    "`tool_steps` and `user_usage` (the simulated user's tokens); absent for a single-turn case.",
     "format_version": "The row format's version (a row without it is version 1).",
 }
 #: What each key of ``summary.json`` holds.
@@ -525,6 +536,7 @@ def row_keys() -> list[str]:
         cached=True,
         tool_calls=(call,),
         trajectory=(Step("", (call,)),),
+        turns=({"turn": 1},),
     )
     return list(dataclasses.replace(row, tool_stop="stopped", judge_fingerprint="0123456789abcdef").to_dict())
 

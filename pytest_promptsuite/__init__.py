@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from pytest_promptsuite.results.case_result import CaseResult as CaseResult
     from pytest_promptsuite.results.frames import read_history as read_history
     from pytest_promptsuite.results.frames import read_results as read_results
+    from pytest_promptsuite.results.frames import read_turns as read_turns
     from pytest_promptsuite.results.summary import Summary as Summary
     from pytest_promptsuite.results.summary import summarize as summarize
 
@@ -62,6 +63,7 @@ _EXPORTS = {
     "load_config": "pytest_promptsuite.config.suite",
     "read_history": "pytest_promptsuite.results.frames",
     "read_results": "pytest_promptsuite.results.frames",
+    "read_turns": "pytest_promptsuite.results.frames",
     "summarize": "pytest_promptsuite.results.summary",
 }
 

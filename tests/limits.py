@@ -13,7 +13,13 @@ from pytest_promptsuite.safety.limits import Limit
 #: The limit the tests wait out instead of :data:`pytest_promptsuite.safety.limits.REGEX_SECONDS`.
 SHORT_REGEX_SECONDS = Limit("regex time", 0.25, "seconds")
 #: Every module that reads ``REGEX_SECONDS`` (``tests/unit/safety/test_limits_support.py`` keeps this whole).
-USING = ("pytest_promptsuite.checks.content", "pytest_promptsuite.checks.structure", "pytest_promptsuite.models.fake")
+USING = (
+    "pytest_promptsuite.checks.content",
+    "pytest_promptsuite.checks.structure",
+    "pytest_promptsuite.models.fake",
+    "pytest_promptsuite.checks.conversation_checks",
+    "pytest_promptsuite.run.conversation",
+)
 
 
 def shorten_regex_limit(set_attribute: Callable[[Any, str, Any], None] = setattr) -> None:

@@ -23,6 +23,38 @@ _Text = Annotated[str, Field(pattern=r"^[\s\S]*\S")]
 _NonEmpty = Annotated[str, Field(min_length=1)]
 _Turns = Annotated[list[_Text], Field(min_length=1)]
 _Share = Annotated[float, Field(ge=0, le=1)]
+_STRICT = ConfigDict(strict=True, extra="forbid", regex_engine="python-re")
+
+
+def _drop_default(schema: dict[str, Any]) -> None:
+    schema.pop("default", None)
+
+
+def _absent(description: str) -> Any:
+    """Return a field that may be absent, never null."""
+    return Field(default=None, description=description, json_schema_extra=_drop_default)
+
+
+class Turn(BaseModel):
+    """One user turn of a conversation and the checks of the reply to it."""
+
+    model_config = _STRICT
+    input: _Text = _absent("The user's message (the first turn may leave it out: the case's input).")
+    must_include: list[_NonEmpty] = Field(default_factory=list, description="Texts the reply must contain.")
+    must_not_include: list[_NonEmpty] = Field(default_factory=list, description="Texts the reply must not contain.")
+    assert_: list[dict[str, Any]] = Field(default_factory=list, alias="assert", description="Checks of the reply.")
+
+
+class SimulatedUser(BaseModel):
+    """The user a model plays: who, what they want, how they open and when they stop."""
+
+    model_config = _STRICT
+    persona: _Text = _absent("Who the user is (their manner, what they know).")
+    goal: _Text = _absent("What the user wants from the conversation.")
+    first: _Text = _absent("The user's opening message (default: the case's input).")
+    max_turns: Annotated[int, Field(ge=1)] = _absent("The most user turns (default: [template] max_turns, else 6).")
+    stop: _Text = _absent("A text or regex in a reply that ends the conversation.")
+
 
 #: Each field's type (the loader's rules, ``shape_problems``, as pydantic types) and description.
 _FIELDS: dict[str, tuple[Any, str]] = {
@@ -41,11 +73,9 @@ _FIELDS: dict[str, tuple[Any, str]] = {
     "tools": (list[dict[str, Any]], "OpenAI function tools sent with the request, besides the suite's."),
     "tool_choice": (Union[str, dict[str, Any]], "auto, none, required, or the function the model must call."),
     "tool_results": (dict[str, Any], "Each tool's output (by name, or a list by arguments): a multi-step run."),
+    "turns": (list[Turn], "A conversation: each user turn and the checks of the reply to it."),
+    "user": (SimulatedUser, "A simulated user (played by [models.user]) who converses with the model."),
 }
-
-
-def _drop_default(schema: dict[str, Any]) -> None:
-    schema.pop("default", None)
 
 
 def _field(spec: dataclasses.Field[Any]) -> Any:

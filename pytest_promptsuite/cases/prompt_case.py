@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 from typing import Union
 
+from pytest_promptsuite.cases.conversation_fields import conversation_problems
 from pytest_promptsuite.errors import CaseFileError
 from pytest_promptsuite.errors import describe_type
 from pytest_promptsuite.errors import did_you_mean
@@ -84,6 +85,8 @@ class PromptCase:
     tools: list[dict[str, Any]] = field(default_factory=list)
     tool_choice: Union[str, dict[str, Any], None] = None
     tool_results: dict[str, Any] = field(default_factory=dict)
+    turns: list[dict[str, Any]] = field(default_factory=list)
+    user: Union[dict[str, Any], None] = None
 
     _location: CaseLocation | None = field(default=None, repr=False, compare=False, kw_only=True)
     _ref: CaseRef | None = field(default=None, repr=False, compare=False, kw_only=True)
@@ -102,6 +105,11 @@ class PromptCase:
     def to_dict(self) -> dict[str, Any]:
         """Return the case as a line holds it: its JSON keys, defaults included, None left out."""
         return {key: value for key, name in _KEYS.items() if (value := getattr(self, name)) is not None}
+
+    @property
+    def is_conversation(self) -> bool:
+        """Tell whether the case is a conversation: scripted ``turns`` or a simulated ``user``."""
+        return bool(self.turns) or self.user is not None
 
     @property
     def location(self) -> CaseLocation:
@@ -249,6 +257,7 @@ def _optional_problems(data: dict[str, Any]) -> Iterator[str]:
     if "review" in data and not isinstance(data["review"], (bool, str)):
         yield f"'review' must be true, false or a reason, got {describe_type(data['review'])}"
     yield from _tool_problems(data)
+    yield from conversation_problems(data)
 
 
 def _tool_problems(data: dict[str, Any]) -> Iterator[str]:

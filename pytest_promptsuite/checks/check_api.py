@@ -87,6 +87,8 @@ class CheckContext:
     embed: Embed | None = None
     #: The prompt the case sent (a string or chat messages); None for a bare output.
     prompt: Prompt | None = None
+    #: A conversation's transcript: a row's ``turns`` (each turn's ``user``, ``reply``, ...); empty otherwise.
+    transcript: tuple[dict[str, Any], ...] = ()
     _json: Any = field(default=_UNREAD, repr=False)
     _json_error: str | None = field(default=None, repr=False)
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from typing import Any
 from typing import Union
 
+from pytest_promptsuite.cases.conversation_fields import conversation_rules
 from pytest_promptsuite.cases.prompt_case import PromptCase
 from pytest_promptsuite.checks.builtin_checks import BUILTIN_TYPES
 from pytest_promptsuite.checks.builtin_checks import make_builtin_check
@@ -76,6 +77,8 @@ class CompiledChecks:
     entries: tuple[Entry, ...] = ()
     threshold: float | None = None
     suite: tuple[Entry, ...] = ()
+    #: A conversation's turns: each turn's ``assert`` entries, in turn order.
+    turns: tuple[tuple[Entry, ...], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -235,11 +238,26 @@ def compile_case(
     """
     location = case.location
     base = base_dir if base_dir is not None else location.path.parent
-    entries, problems = _Compiler(make, case, base, scope).entries(case.assert_)
+    compiler = _Compiler(make, case, base, scope)
+    entries, problems = compiler.entries(case.assert_)
+    turns: list[tuple[Entry, ...]] = []
+    if case.is_conversation:
+        problems += conversation_rules(case.turns, case.user, case.input)
+        turns = _turn_entries(compiler, case, problems)
     if problems:
         where = f"{display if display is not None else location.path}:{location.line}"
         raise CheckError("\n".join(f"{where}: case {case.case_id!r}: {p}" for p in problems))
-    return CompiledChecks(entries, case.threshold, suite.for_slice(case.slice) if suite else ())
+    return CompiledChecks(entries, case.threshold, suite.for_slice(case.slice) if suite else (), tuple(turns))
+
+
+def _turn_entries(compiler: _Compiler, case: PromptCase, problems: list[str]) -> list[tuple[Entry, ...]]:
+    """Compile each turn's ``assert`` entries, adding their problems (``turns[i].assert[j]: ...``) to ``problems``."""
+    turns = []
+    for i, turn in enumerate(case.turns):
+        entries, found = compiler.entries(turn.get("assert", []), f"turns[{i}].assert")
+        problems.extend(found)
+        turns.append(entries)
+    return turns
 
 
 def compile_cases(
@@ -256,7 +274,7 @@ def compile_cases(
     shared: dict[tuple[str, float | None], CompiledChecks] = {}  # cases without entries of their own
     for case in cases:
         try:
-            if case.assert_:
+            if case.assert_ or case.is_conversation:
                 compiled[case.case_id] = compile_case(case, make, suite=suite, display=display, scope=scope)
                 continue
             plain = (case.slice, case.threshold)

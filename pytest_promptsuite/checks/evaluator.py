@@ -80,6 +80,7 @@ class Evaluator:
         trajectory: tuple[Step, ...] = (),
         tools: ToolSet | None = None,
         prompt: Prompt | None = None,
+        transcript: tuple[dict[str, Any], ...] = (),
     ) -> tuple[CheckResult, ...]:
         """Return every check result for a response (or a bare output): ``must_include`` and
         ``must_not_include`` first, then by layer, then the assert-sets and the case threshold."""
@@ -110,6 +111,7 @@ class Evaluator:
             tools=tools,
             embed=self.embed,
             prompt=prompt,
+            transcript=transcript,
         )
         return _Run(ctx, checks, self.review_fails).results()
 

@@ -163,6 +163,17 @@ class TemplateConfig(ConfigTable):
         ge=1,
         le=100,
     )
+    max_turns: int | None = key(
+        None,
+        "The most user turns of a conversation with a simulated user (default 6; a case's user.max_turns wins).",
+        ge=1,
+        le=100,
+    )
+    user_prompt: str | None = key(
+        None,
+        "The simulated user's system prompt, a template of {persona}, {goal} and {stop_marker} "
+        "(default: the built-in one of the conversations guide).",
+    )
 
     def kind(self, *, path: Path | None = None) -> TemplateKind:
         """Return the kind of prompt this table makes (INFER_CFG by default); a mixture is a ConfigError."""

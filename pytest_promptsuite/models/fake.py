@@ -38,6 +38,8 @@ class FakeRule:
     reply: str
     tool_calls: tuple[tuple[str, Any], ...] = ()
     on_tool: bool = False
+    #: Only at this turn of a conversation (the prompt's user messages, counted from 1); None: any turn.
+    turn: int | None = None
 
 
 class FakeModel:
@@ -103,7 +105,10 @@ class FakeModel:
         results = [] if isinstance(prompt, str) else _tool_results(prompt)
         text = prompt_text(results) if results else prompt_text(prompt)
         budget = RegexBudget(REGEX_SECONDS, f"a rule of {self.spec} on case {request.case_id or '?'}")
+        turn = turn_of(prompt)
         for rule in self.rules:
+            if rule.turn not in (None, turn):
+                continue
             if rule.on_tool == bool(results) and budget.search(rule.pattern, text):
                 return rule
         return None
@@ -147,6 +152,13 @@ class FakeModel:
         return fake_score(score_text(request.prompt))
 
 
+def turn_of(prompt: str | list[Message]) -> int:
+    """Return which turn of a conversation a prompt asks for: its user messages (a string prompt: turn 1)."""
+    if isinstance(prompt, str):
+        return 1
+    return sum(1 for message in prompt if message.get("role") == "user")
+
+
 def _tool_results(messages: list[Message]) -> list[Message]:
     """Return the ``tool`` messages a conversation ends in, in order."""
     results: list[Message] = []
@@ -164,7 +176,7 @@ def _elapsed_ms(start: float) -> float:
 
 _BUCKETS = 256
 _WORD = re.compile(r"\w+")
-_RULE_KEYS = frozenset({"match", "reply", "tool_calls", "on_tool"})
+_RULE_KEYS = frozenset({"match", "reply", "tool_calls", "on_tool", "turn"})
 
 
 def _read_rules(path: Path) -> Any:
@@ -190,10 +202,14 @@ def _rule_call(call: Any, where: str) -> tuple[str, Any]:
 
 
 def _check_rule_keys(raw: Any, where: str) -> None:
-    if not isinstance(raw, dict) or "match" not in raw or not set(raw) <= _RULE_KEYS:
+    if not isinstance(raw, dict) or not ("match" in raw or "turn" in raw) or not set(raw) <= _RULE_KEYS:
         raise ConfigError(
-            f"{where}: a rule is an object with 'match' and 'reply' (or 'tool_calls'), and optionally 'on_tool'"
+            f"{where}: a rule is an object with 'match' and 'reply' (or 'tool_calls'), and optionally 'on_tool' and "
+            "'turn' (with 'turn', 'match' may be left out)"
         )
+    turn = raw.get("turn", 1)
+    if type(turn) is not int or turn < 1:
+        raise ConfigError(f"{where}: 'turn' must be a whole number from 1 (the conversation's turn), got {turn!r}")
     if "reply" not in raw and "tool_calls" not in raw:
         raise ConfigError(f"{where}: a rule needs 'reply' or 'tool_calls'")
 
@@ -202,7 +218,7 @@ def _rule(raw: Any, where: str) -> FakeRule:
     """Read one rule: ``match``, and ``reply`` or ``tool_calls`` (both may be given), ``on_tool`` optional."""
     _check_rule_keys(raw, where)
     reply = raw.get("reply", "")
-    if not isinstance(raw["match"], str) or not isinstance(reply, str):
+    if not isinstance(raw.get("match", ""), str) or not isinstance(reply, str):
         raise ConfigError(f"{where}: 'match' and 'reply' must be strings")
     on_tool = raw.get("on_tool", False)
     if not isinstance(on_tool, bool):
@@ -212,7 +228,7 @@ def _rule(raw: Any, where: str) -> FakeRule:
         raise ConfigError(f"{where}: 'tool_calls' must be a list of {{'name', 'arguments'}} objects")
     parsed = [_rule_call(call, f"{where}.tool_calls[{j}]") for j, call in enumerate(calls)]
     try:
-        pattern = user_regex(raw["match"])
+        pattern = user_regex(raw.get("match", ""))
     except (re.error, RecursionError, OverflowError) as exc:
         raise ConfigError(f"{where}: bad regex {raw['match']!r}: {exc}") from exc
-    return FakeRule(pattern, reply, tuple(parsed), on_tool)
+    return FakeRule(pattern, reply, tuple(parsed), on_tool, raw.get("turn"))

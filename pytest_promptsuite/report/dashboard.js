@@ -378,6 +378,7 @@
         el("p", { text: "location: " + (d.location || "-") + (d.tags && d.tags.length ? "   tags: " + d.tags.join(", ") : "") }),
         d.error ? el("p", { class: "error", text: "error: " + d.error }) : null,
         checksTable(d.checks),
+        d.transcript ? transcript(d.transcript) : null,
         d.tool_calls ? el("div", null, [el("h4", { text: "tool calls" }), pre(d.tool_calls)]) : null,
         d.tool_stop ? el("p", { class: "error", text: "tool run stopped: " + d.tool_stop }) : null,
         d.finish_reason === "length" ? el("p", { class: "cut", text: CUT_NOTE }) : null,
@@ -388,6 +389,17 @@
       ]);
     }
     return el("tr", { class: "detail-row" }, [cell]);
+  }
+
+  // a conversation as a chat: each turn's user message and reply, a failing turn marked
+  function transcript(turns) {
+    return el("div", { class: "transcript" }, [el("h4", { text: "conversation" })].concat(turns.map(function (t) {
+      return el("div", { class: t.passed ? "turn" : "turn failing" }, [
+        el("p", { class: "turn-head", text: "turn " + t.turn + (t.passed ? "" : " \u2014 failed") }),
+        el("div", { class: "said user" }, [pre(t.user)]),
+        el("div", { class: "said bot" }, [pre(t.reply)])
+      ]);
+    })));
   }
 
   // the first failing check of a row with details ("name: message"), else its error, shown without a click

@@ -99,9 +99,21 @@ def _detail(r: CaseResult) -> dict[str, Any]:
         detail["tool_calls"] = _trim("\n".join(calls))
     if r.tool_stop:
         detail["tool_stop"] = r.tool_stop
+    if r.turns:  # a conversation: shown as a chat transcript, the failing turns marked
+        detail["transcript"] = [_turn_detail(turn) for turn in r.turns]
     if r.finish_reason == "length":
         detail["finish_reason"] = r.finish_reason
     return detail
+
+
+def _turn_detail(turn: dict[str, Any]) -> dict[str, Any]:
+    """Return a conversation turn as the dashboard shows it: its number, user message, reply and verdict."""
+    return {
+        "turn": turn.get("turn"),
+        "user": _trim(str(turn.get("user", ""))),
+        "reply": _trim(str(turn.get("reply", ""))),
+        "passed": turn.get("passed") is not False,
+    }
 
 
 def _failed_names(r: CaseResult) -> str:

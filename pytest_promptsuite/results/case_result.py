@@ -58,6 +58,8 @@ class CaseResult:
     finish_reason: str | None = None
     #: The fingerprint of the judge that decided the row's ``llm-rubric`` checks (None: no judge did).
     judge_fingerprint: str | None = None
+    #: A conversation's transcript: a turn each (user message, reply, tool steps, checks, tokens, latency).
+    turns: tuple[dict[str, Any], ...] = ()
 
     def __post_init__(self) -> None:
         outcome: object = self.outcome
@@ -102,6 +104,7 @@ class CaseResult:
             **({"trajectory": [step.to_dict() for step in self.trajectory]} if self.trajectory else {}),
             **({"tool_stop": self.tool_stop} if self.tool_stop is not None else {}),
             **({"judge_fingerprint": self.judge_fingerprint} if self.judge_fingerprint is not None else {}),
+            **({"turns": list(self.turns)} if self.turns else {}),
             "format_version": RESULT_FORMAT_VERSION,
         }
 
@@ -142,6 +145,7 @@ class CaseResult:
             *(_tools_of(row) if "tool_calls" in row or "trajectory" in row or "tool_stop" in row else _NO_TOOLS),
             _text_or_none(get("finish_reason")),
             _text_or_none(get("judge_fingerprint")),
+            _turns_of(get("turns")),
         )
 
     @classmethod
@@ -166,6 +170,13 @@ def _tools_of(row: dict[str, Any]) -> tuple[tuple[ToolCall, ...], tuple[Step, ..
         raise ValueError(str(exc)) from None
     stop = row.get("tool_stop")
     return calls, trajectory, stop if isinstance(stop, str) else None
+
+
+def _turns_of(value: Any) -> tuple[dict[str, Any], ...]:
+    """Read a row's ``turns`` (a list of objects; anything else, as from a row edited by hand: none)."""
+    if type(value) is not list:
+        return ()
+    return tuple(turn for turn in value if isinstance(turn, dict))
 
 
 def _text_or_none(value: Any) -> str | None:

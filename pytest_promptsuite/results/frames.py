@@ -139,3 +139,55 @@ def slices_frame(summary: Summary) -> pd.DataFrame:
     table = [s.to_dict() for s in summary.slices]
     frame: pd.DataFrame = pd.DataFrame(table, columns=list(table[0]) if table else ["slice"], dtype=object)
     return frame
+
+
+#: The columns of :func:`read_turns`, in order.
+TURN_COLUMNS = (
+    "case_id",
+    "slice",
+    "variant",
+    "repeat",
+    "outcome",
+    "turn",
+    "user",
+    "reply",
+    "passed",
+    "failed_checks",
+    "latency_ms",
+    "prompt_tokens",
+    "completion_tokens",
+)
+
+
+def _turn_records(row: CaseResult) -> list[dict[str, Any]]:
+    """Return a record per turn of a conversation's row (none for a single-turn row)."""
+    head = {"case_id": row.case_id, "slice": row.slice, "variant": row.variant, "repeat": row.repeat}
+    records = []
+    for turn in row.turns:
+        usage = turn.get("usage") or {}
+        failed = [c.get("message", "") for c in turn.get("checks", []) if not c.get("passed") and not c.get("skipped")]
+        records.append(
+            {
+                **head,
+                "outcome": row.outcome.value,
+                "turn": turn.get("turn"),
+                "user": turn.get("user"),
+                "reply": turn.get("reply"),
+                "passed": turn.get("passed"),
+                "failed_checks": failed,
+                "latency_ms": turn.get("latency_ms"),
+                "prompt_tokens": usage.get("prompt_tokens"),
+                "completion_tokens": usage.get("completion_tokens"),
+            }
+        )
+    return records
+
+
+def read_turns(path: StrPath) -> pd.DataFrame:
+    """Read the conversations of a ``results.jsonl`` (or a report folder's) into a DataFrame: a row per turn
+    (its user message, reply, verdict and failed checks' messages, tokens, latency); ConfigError if unreadable."""
+    import pandas as pd
+
+    records = [record for row in load_results(Path(path)) for record in _turn_records(row)]
+    frame: pd.DataFrame = pd.DataFrame.from_records(records, columns=list(TURN_COLUMNS))
+    return frame

@@ -33,7 +33,7 @@ from pytest_promptsuite.safety.scrub import scrub
 
 
 #: What a stored row leaves on disk until a report shows it.
-_ON_DISK = ("output", "prompt", "checks", "replies", "metadata", "usage")
+_ON_DISK = ("output", "prompt", "checks", "replies", "metadata", "usage", "turns")
 _KEPT = tuple(f.name for f in dataclasses.fields(CaseResult) if f.name not in _ON_DISK)
 _BLOCK_BYTES = 1 << 20
 #: Told of each row a spool keeps, with everything its line holds.
@@ -202,7 +202,7 @@ def _once(file: Path, number: int, row: CaseResult, seen: dict[tuple[str, str | 
 
 
 class StoredResults:
-    """Rows whose texts (output, prompt, replies, checks, usage, metadata) stay on disk: a streamed
+    """Rows whose texts (output, prompt, replies, checks, usage, metadata, turns) stay on disk: a streamed
     ``results.jsonl``, or a run's spool (:meth:`spool`); :meth:`full` reads a row back whole."""
 
     def __init__(self, file: Path, fp: IO[bytes] | None = None, *, on_row: OnRow | None = None) -> None:

@@ -55,6 +55,10 @@ class UsageStats:
     #: The ``llm-rubric`` judge's tokens, apart from the tested model's (None when no judge reported any).
     judge_prompt_tokens: int | None = None
     judge_completion_tokens: int | None = None
+    #: A simulated user's calls and tokens (``[models.user]``), apart from the tested model's.
+    user_calls: int = 0
+    user_prompt_tokens: int | None = None
+    user_completion_tokens: int | None = None
     #: The tested model's tokens and USD per measured row (cost at its prices, cache hits priced too).
     tokens_per_case: float | None = None
     cost_per_case: float | None = None
@@ -85,6 +89,15 @@ class UsageStats:
             "measured": self.measured,
             "judge_prompt_tokens": self.judge_prompt_tokens,
             "judge_completion_tokens": self.judge_completion_tokens,
+            **(
+                {
+                    "user_calls": self.user_calls,
+                    "user_prompt_tokens": self.user_prompt_tokens,
+                    "user_completion_tokens": self.user_completion_tokens,
+                }
+                if self.user_calls
+                else {}
+            ),
             "tokens_per_case": self.tokens_per_case,
             "cost_per_case": self.cost_per_case,
             "baseline_tokens_per_case": self.baseline_tokens_per_case,
@@ -130,6 +143,9 @@ class _Group:
     measured: int = 0
     judge_prompt_tokens: int | None = None
     judge_completion_tokens: int | None = None
+    user_calls: int = 0
+    user_prompt_tokens: int | None = None
+    user_completion_tokens: int | None = None
     #: The USD of every measured row's tokens, cache hits included (what the prompt costs a case).
     list_cost: float | None = None
 
@@ -154,6 +170,15 @@ class _Group:
         for judge in judged:  # an llm-rubric's judge calls
             self.judge_prompt_tokens = _plus(self.judge_prompt_tokens, judge.get("prompt_tokens"))
             self.judge_completion_tokens = _plus(self.judge_completion_tokens, judge.get("completion_tokens"))
+
+    def add_user(self, turns: Any) -> None:
+        """Count a conversation's simulated-user calls: each turn's ``user_usage`` (``{}``: a call without tokens)."""
+        for turn in turns if type(turns) in (list, tuple) else ():
+            used = turn.get("user_usage") if type(turn) is dict else None
+            if type(used) is dict:
+                self.user_calls += 1
+                self.user_prompt_tokens = _plus(self.user_prompt_tokens, used.get("prompt_tokens"))
+                self.user_completion_tokens = _plus(self.user_completion_tokens, used.get("completion_tokens"))
 
     def _add_usage(self, usage: Mapping[str, Any], cached: bool) -> None:
         prompt, completion = _token(usage.get("prompt_tokens")), _token(usage.get("completion_tokens"))
@@ -186,12 +211,15 @@ class _Group:
         self.calls += other.calls
         self.cache_hits += other.cache_hits
         self.measured += other.measured
+        self.user_calls += other.user_calls
         for name in (
             "prompt_tokens",
             "completion_tokens",
             "cost_usd",
             "judge_prompt_tokens",
             "judge_completion_tokens",
+            "user_prompt_tokens",
+            "user_completion_tokens",
         ):
             theirs = getattr(other, name)
             if theirs is not None:
@@ -217,6 +245,9 @@ class _Group:
             measured,
             self.judge_prompt_tokens,
             self.judge_completion_tokens,
+            self.user_calls,
+            self.user_prompt_tokens,
+            self.user_completion_tokens,
             tokens / measured if measured else None,
             self.list_cost / measured if measured and self.list_cost is not None else None,
         )
@@ -285,6 +316,8 @@ class UsageTally:
         self._note((row.case_id, row.variant, row.repeat), row.slice, row.usage)
         judged = _judged([c.details for c in row.checks if c.details]) if row.checks else ()
         group.add(row.output is not None, len(row.replies) or 1, row.cached, row.latency_ms, row.usage, judged)
+        if row.turns:
+            group.add_user(row.turns)
 
     def add_line(self, row: Mapping[str, Any]) -> None:
         """Count one row as its ``results.jsonl`` line holds it (as this package wrote it)."""
@@ -297,6 +330,8 @@ class UsageTally:
                 judged = _judged([c.get("details") for c in row["checks"]])
                 break
         group.add(answered, calls, row.get("cached") is True, row.get("latency_ms"), row.get("usage"), judged)
+        if "turns" in row:
+            group.add_user(row["turns"])
 
     def add_read(self, row: Mapping[str, Any]) -> None:
         """Count one row read back from a file (a baseline's, maybe edited by hand): a field of the wrong

@@ -385,7 +385,29 @@ class Assembler:
             variant_models={name: (m, _with_format(s.params, formats.get(name))) for name, (m, s) in own.items()},
             prices={"": settings.prices, **{name: s.prices for name, (_, s) in own.items()}},
             formats=formats,
+            user=self._user_model(suite),
         )
+
+    def _user_model(self, suite: SuiteConfig) -> tuple[Model, dict[str, Any]] | None:
+        """Make the model of ``[models.user]`` (the simulated user of conversations), if the suite names one: its
+        calls cached, recorded, bounded and within the budget as the model's are, never started ahead."""
+        settings = suite.models.get("user")
+        if settings is None:
+            return None
+        where = f"{suite.where('models.user.spec')}: models.user.spec = {settings.spec!r}"
+        concurrency, adaptive = concurrency_of(settings.concurrency, settings)
+        choice = ModelChoice(settings, suite.root, where, concurrency, batch=False, adaptive=adaptive)
+        made = self.make_model(settings, suite.root, where)
+        model = self.runner.attach(
+            made,
+            concurrency=self._share(choice),
+            stores=self.stores,
+            prefetched=False,
+            budget_usd=settings.budget_usd,
+            prices=settings.prices,
+            adaptive=adaptive,
+        )
+        return model, dict(settings.params)
 
 
 def judge_template(suite: SuiteConfig) -> str:

@@ -49,6 +49,7 @@ from pytest_promptsuite.safety.limits import TOOL_REQUEST
 
 if TYPE_CHECKING:
     from pytest_promptsuite.checks.response_format import ResponseFormat
+    from pytest_promptsuite.models.simulated_user import SimulatedUser
 
 
 #: The ``finish_reason`` of an answer the endpoint cut at ``max_tokens``.
@@ -132,8 +133,12 @@ class CasePipeline:
         variant_models: Mapping[str, tuple[Model, Mapping[str, Any]]] | None = None,
         prices: Mapping[str, Prices | None] | None = None,
         formats: Mapping[str, ResponseFormat] | None = None,
+        user: tuple[Model, Mapping[str, Any]] | None = None,
     ) -> None:
         self.model = model
+        #: ``[models.user]``: the model that plays a conversation's simulated user, and its params (None: each
+        #: variant's own model plays it).
+        self.user = user
         self.runner = runner
         self.params = dict(params or {})
         #: Runs the checks: the suite's ``[[checks]]``, judge, review policy, output transform.
@@ -153,6 +158,16 @@ class CasePipeline:
     def model_for(self, variant: str | None) -> tuple[Model, dict[str, Any]]:
         """Return the model a variant's cases are sent to, and its params."""
         return self._own.get(variant or "", (self.model, self.params))
+
+    def simulated_user(self, variant: str | None) -> SimulatedUser:
+        """Return the simulated user of a variant's conversations: ``[models.user]`` (else the variant's own
+        model) with ``[template] user_prompt`` (else the built-in prompt)."""
+        from pytest_promptsuite.models.simulated_user import DEFAULT_USER_PROMPT
+        from pytest_promptsuite.models.simulated_user import SimulatedUser
+
+        model, params = self.user if self.user is not None else self.model_for(variant)
+        template = self.prompts.tables[variant].user_prompt or DEFAULT_USER_PROMPT
+        return SimulatedUser(model, params, template)
 
     def case_of(self, planned: PlannedCase) -> PromptCase:
         """Read ``planned.case`` back once for the items of one case in a row (variants, repeats, labels)."""
@@ -228,6 +243,8 @@ class CasePipeline:
         if not isinstance(prepared, _Prepared):  # a render error (the case is read)
             return CaseResult(outcome=Outcome.ERROR, error=f"render: {prepared}", **base)
         base["prompt"], base["prompt_hash"] = prepared.prompt, prepared.prompt_hash
+        if case.is_conversation:
+            return self._conversation(planned, case, prepared, base)
         replies: list[str] = []
         try:
             response, steps, stop = self._converse(case, prepared, key, base, replies)
@@ -244,6 +261,25 @@ class CasePipeline:
         if isinstance(case.input, list):
             base["replies"] = (*replies, response.text)
         return self._row(case, response, planned, steps, stop, base)
+
+    def _conversation(
+        self, planned: PlannedCase, case: PromptCase, prepared: _Prepared, base: dict[str, Any]
+    ) -> CaseResult:
+        """Run a conversation case (:mod:`.conversation`); a failing turn ends it as ``error``, its transcript kept."""
+        from pytest_promptsuite.run.conversation import Conversation
+
+        conversation = Conversation(self, planned, case, base)
+        try:
+            row = conversation.run(prepared.request)
+        except NotIssued as exc:  # a call deliberately not issued (budget, batch file): skipped, as a case is
+            row = dataclasses.replace(conversation.row(Response(""), error=str(exc)), outcome=Outcome.SKIPPED)
+        except (ModelError, TemplateError) as exc:
+            row = conversation.row(Response(""), error=str(exc))
+        except Exception as exc:  # whatever a model (ours or a plugin's) raised: an error row, never lost
+            row = conversation.row(Response(""), error=f"the model call raised {type(exc).__name__}: {exc}")
+        if row.prompt is not None:
+            row = dataclasses.replace(row, prompt_hash=self._hash(case, row.prompt, planned.key.variant))
+        return row
 
     def _converse(
         self, case: PromptCase, prepared: _Prepared, key: CaseKey, base: dict[str, Any], replies: list[str]
@@ -371,6 +407,7 @@ class CasePipeline:
         variant: str | None,
         steps: Sequence[Step] = (),
         prompt: Prompt | None = None,
+        transcript: Sequence[Mapping[str, Any]] = (),
     ) -> tuple[CheckResult, ...]:
         """Run the case's checks on the output parser's reading of the reply (raw output kept in results).
         A reply the parser cannot read fails the structure layer."""
@@ -380,6 +417,8 @@ class CasePipeline:
             "tools": self.prompts.tool_set(case, variant=variant),
             "prompt": prompt,
         }
+        if transcript:
+            tools["transcript"] = tuple(transcript)
         try:
             parsed = self.prompts.parse_output(response.text, variant=variant)
         except Exception as exc:  # OutputParserError, or whatever a plugin's parser raised

@@ -22,6 +22,8 @@ from pydantic import ValidationError
 
 from pytest_promptsuite.cases.case_schema import CaseLine
 from pytest_promptsuite.cases.case_schema import json_schema as case_schema
+from pytest_promptsuite.cases.conversation_fields import TURN_KEYS
+from pytest_promptsuite.cases.conversation_fields import USER_KEYS
 from pytest_promptsuite.cases.prompt_case import LINE_FIELDS
 from pytest_promptsuite.cases.prompt_case import PromptCase
 from pytest_promptsuite.cases.prompt_case import shape_problems
@@ -63,6 +65,14 @@ NEAR = {
     "tools": st.lists(st.dictionaries(STRINGS, SCALARS, max_size=1) | SCALARS, max_size=2),
     "tool_choice": STRINGS | st.dictionaries(STRINGS, SCALARS, max_size=1) | SCALARS,
     "tool_results": st.dictionaries(STRINGS, VALUES, max_size=2),
+    "turns": st.lists(
+        st.dictionaries(
+            st.sampled_from([*TURN_KEYS, "must_inlcude"]), STRINGS | st.lists(STRINGS, max_size=2), max_size=2
+        )
+        | SCALARS,
+        max_size=2,
+    ),
+    "user": st.dictionaries(st.sampled_from([*USER_KEYS, "gaol"]), STRINGS | NUMBERS, max_size=2) | SCALARS,
 }
 #: Every rule of the loader, as :func:`_rule` names a message: the generated lines hit each one.
 RULES = {
@@ -99,6 +109,28 @@ RULES = {
     "'tools[i]' must be an object",
     "'tool_choice' must be a string or an object",
     "'tool_results' must be an object",
+    "'turns' must be a list of turns",
+    "'turns[i]' must be an object",
+    "'turns[i].input' must be a string",
+    "'turns[i].input' is empty",
+    *(
+        rule
+        for key in ("must_include", "must_not_include")
+        for rule in (
+            f"'turns[i].{key}' must be a list of strings",
+            f"'turns[i].{key}[i]' must be a string",
+            f"'turns[i].{key}[i]' is an empty string",
+        )
+    ),
+    "'turns[i].assert' must be a list of checks",
+    "'turns[i].assert[i]' must be an object",
+    "'user' must be an object",
+    *(
+        f"'user.{key}' {rule}"
+        for key in ("persona", "goal", "first", "stop")
+        for rule in ("must be a string", "is empty")
+    ),
+    "'user.max_turns' must be a whole number from 1",
 }
 
 
@@ -152,6 +184,15 @@ RULE_LINES: list[dict[str, Any]] = [
     {**GOOD, "tools": [1]},
     {**GOOD, "tool_choice": 1},
     {**GOOD, "tool_results": []},
+    {**GOOD, "turns": {}},
+    {**GOOD, "turns": [1]},
+    *({**GOOD, "turns": [{"input": value}]} for value in (1, " ")),
+    *({**GOOD, "turns": [{key: value}]} for key in ("must_include", "must_not_include") for value in ("a", [1], [""])),
+    {**GOOD, "turns": [{"assert": {}}]},
+    {**GOOD, "turns": [{"assert": [1]}]},
+    {**GOOD, "user": []},
+    *({**GOOD, "user": {key: value}} for key in ("persona", "goal", "first", "stop") for value in (1, " ")),
+    {**GOOD, "user": {"max_turns": 0}},
 ]
 
 
@@ -191,6 +232,10 @@ def test_the_loader_and_the_schema_accept_the_same_lines_and_every_rule_is_tried
         {"assert": [{}]},
         {"input": "\u2028x"},
         {"slice": "\xa0s"},
+        {"turns": []},
+        {"turns": [{}, {"input": "x", "must_include": ["a"], "assert": [{}]}]},
+        {"user": {}},
+        {"user": {"persona": "p", "goal": "g", "first": "f", "max_turns": 1, "stop": "s"}},
     ],
 )
 def test_boundary_lines_are_accepted_by_both(change: dict[str, Any]) -> None:

@@ -44,6 +44,12 @@ TWO_STEPS = [Step("", (LOOKUP,), ('{"status": "shipped"}',)), Step("Your order A
 INJECTED = [Step("", (LOOKUP,), ("{}",)), Step("", (REFUND_CALL,), ("ok",)), Step("Refunded.")]
 
 
+#: A conversation: the order number given in turn 1, used in turn 2's reply.
+CHAT = (
+    {"turn": 1, "user": "My order is A1234", "reply": "Let me look."},
+    {"turn": 2, "user": "Well?", "reply": "A1234 has shipped."},
+)
+
 REFUND = '{"order": "A-1", "amount": 12.5, "items": [{"sku": "x"}]}'
 SCHEMA = {"type": "object", "required": ["order", "amount"], "properties": {"amount": {"type": "number"}}}
 
@@ -410,6 +416,10 @@ CASES: list[tuple[str, dict[str, Any], Any, bool, str]] = [
     ("steps", {"type": "trajectory:step-count", "value": 2}, TWO_STEPS, True, "expected 2 model steps; found 2 steps"),
     ("steps-bad", {"type": "trajectory:step-count", "value": {"max": 2}}, INJECTED, False, "found 3 steps"),
     ("not-steps", {"type": "not-trajectory:step-count", "value": {"min": 3}}, TWO_STEPS, True, "not at least 3"),
+    ("turns", {"type": "conversation:turn-count", "value": 2}, CHAT, True, "found 2 turns"),
+    ("turns-bad", {"type": "conversation:turn-count", "value": {"min": 3}}, CHAT, False, "found 2 turns"),
+    ("keeps", {"type": "conversation:keeps", "value": "A1234"}, CHAT, True, "given in turn 1, used in turn 2"),
+    ("keeps-bad", {"type": "conversation:keeps", "value": "A1234", "turn": 1}, CHAT, False, "turn 1: the reply"),
     ("python", {"type": "python", "value": f"{__name__}:is_short"}, "tiny", True, "found True"),
     ("python-bad", {"type": "python", "value": f"{__name__}:is_short"}, "far too long", False, "found False"),
     ("not-python", {"type": "not-python", "value": f"{__name__}:is_short"}, "far too long", True, "not "),
@@ -428,7 +438,9 @@ def test_builtin_type(entry: dict[str, Any], output: Any, passes: bool, words: s
 def test_every_builtin_type_has_a_passing_and_a_failing_case() -> None:
     tested = {(c[1]["type"].removeprefix("not-"), c[3] != c[1]["type"].startswith("not-")) for c in CASES}
     for name in BUILTIN_TYPES:
-        if name in ("human-review", "llm-rubric") or name.startswith("similar:"):  # never fails / with a model below
+        if name in ("human-review", "llm-rubric", "conversation:goal-met", "conversation:role-adherence") or (
+            name.startswith("similar:")
+        ):  # never fails / with a model below (the judged conversation checks: test_conversation_checks.py)
             continue
         assert (name, True) in tested and (name, False) in tested, name
 

@@ -142,6 +142,10 @@ MALFORMED: list[tuple[str, dict[str, Any], str]] = [
     ),
     ("steps-path", {"type": "trajectory:step-count", "value": 1, "path": "$.a"}, "'path' does not apply"),
     ("steps", {"type": "trajectory:step-count", "value": {}}, "needs 'min' or 'max'"),
+    ("turns", {"type": "conversation:turn-count", "value": {}}, "needs 'min' or 'max'"),
+    ("keeps", {"type": "conversation:keeps", "value": ""}, "write the fact"),
+    ("goal", {"type": "conversation:goal-met", "threshold": 2}, "a score from 0 to 1"),
+    ("role", {"type": "conversation:role-adherence"}, "'value'"),
     ("python", {"type": "python", "value": "json:nope"}, "'json' has no attribute 'nope'"),
     ("python-not-callable", {"type": "python", "value": "json:__name__"}, "is not callable"),
     (

@@ -54,6 +54,7 @@ def test_case_result_round_trips_every_field() -> None:
         trajectory=(Step("", (ToolCall("call_0", "lookup_order", {}),), ("found",)), Step("out")),
         tool_stop="stopped",
         judge_fingerprint="0123456789abcdef",
+        turns=({"turn": 1, "user": "u", "reply": "out", "passed": True},),
     )
     assert {f.name for f in dataclasses.fields(CaseResult)} == set(row.to_dict()) - {"format_version"}
     assert CaseResult.from_json(row.to_json()) == row
