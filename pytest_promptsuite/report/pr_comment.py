@@ -314,12 +314,19 @@ def _run(summary: Mapping[str, Any] | None, key: str = "run") -> RunInfo | None:
 def _judge_changes(source: CommentSource) -> list[str]:
     """Say whether the judge changed: by the summaries' fingerprints, else by the judges the rows name."""
     old, new = _fingerprint(source.baseline) or _fingerprint(_baseline_run(source.report)), _fingerprint(source.report)
+    named = _judge_names(source)
     if old is not None and new is not None and old != new:
-        return [f"judge changed: fingerprint {_cut(old, 24)} \u2192 {_cut(new, 24)}: a verdict may move with the judge"]
-    if source.judges is not None and all(source.judges) and source.judges[0] != source.judges[1]:
-        before, after = (", ".join(sorted(side)) for side in source.judges)
-        return [f"judge changed: {_cut(before)} \u2192 {_cut(after)}: a verdict may move with the judge"]
-    return []
+        prints = f"fingerprint {_cut(old, 24)} \u2192 {_cut(new, 24)}"
+        return [f"judge changed: {f'{named} ({prints})' if named else prints}: a verdict may move with the judge"]
+    return [f"judge changed: {named}: a verdict may move with the judge"] if named else []
+
+
+def _judge_names(source: CommentSource) -> str | None:
+    """Return ``before \u2192 after`` when the rows of the two runs name different judges, else None."""
+    if source.judges is None or not all(source.judges) or source.judges[0] == source.judges[1]:
+        return None
+    before, after = (", ".join(sorted(side)) for side in source.judges)
+    return f"{_cut(before)} \u2192 {_cut(after)}"
 
 
 def _baseline_run(report: Mapping[str, Any]) -> Mapping[str, Any] | None:
