@@ -450,6 +450,10 @@ def _reads_vars(value: Any) -> bool:
     return isinstance(value, list) and any(_reads_vars(v) for v in value)
 
 
+#: What reads a ``file://`` var: (path relative to the config, the var's name, the test's vars, where) -> value.
+ReadVar = Callable[[str, str, dict[str, Any], str], Any]
+
+
 @dataclass
 class TestSource:
     """One test as read, with where it is (``path:line``) for messages."""
@@ -510,12 +514,13 @@ def cases_of(
     tests: list[TestSource],
     default: Mapping[str, Any],
     *,
-    read_var: Callable[[str, str], str],
+    read_var: ReadVar,
     slice_key: str | None,
     code: AssertModule,
     unsupported: list[str],
     default_where: str = "defaultTest",
     unset: frozenset[str] = frozenset(),
+    expand_vars: Callable[[dict[str, Any], str], dict[str, Any]] | None = None,
 ) -> Cases:
     """Convert every test to a case (``defaultTest`` merged in as promptfoo's ``prepareTestCaseForEval``
     merges it), numbered in order: the text of ``cases.jsonl``. The number of cases is computed before
@@ -523,6 +528,9 @@ def cases_of(
     :data:`IMPORT_CASES_BYTES`."""
     default = _checked(default, default_where)
     checked = [(_checked(source.test, source.where), source.where) for source in tests]
+    if expand_vars is not None:  # file:// globs: a list of files, one test per file
+        default["vars"] = expand_vars(dict(default["vars"]), default_where)
+        checked = [({**test, "vars": expand_vars(dict(test["vars"]), where)}, where) for test, where in checked]
     _check_count(checked, default)
     writer = _CaseWriter(default, read_var, slice_key, code, unsupported, unset)
     for test, where in checked:
@@ -548,7 +556,7 @@ class _CaseWriter:
     ``file://`` vars read, whether a prefix or suffix was seen, the first test's embedding model."""
 
     default: Mapping[str, Any]
-    read_var: Callable[[str, str], str]
+    read_var: ReadVar
     slice_key: str | None
     code: AssertModule
     unsupported: list[str]
@@ -557,7 +565,6 @@ class _CaseWriter:
     lines: list[str] = field(default_factory=list)
     size: int = 0
     number: int = 0
-    files: dict[str, str] = field(default_factory=dict)
     affixed: list[str] = field(default_factory=list)
     embedding: dict[str, Any] | None = None
 
@@ -617,13 +624,10 @@ class _CaseWriter:
         self.lines.append(line)
 
     def read_files(self, variables: dict[str, Any], where: str) -> None:
-        """Replace each ``file://`` var by the file's text (read once), and drop a string's final newline."""
+        """Replace each ``file://`` var by what promptfoo loads from it, and drop a string's final newline."""
         for key, value in list(variables.items()):
             if isinstance(value, str) and value.startswith("file://"):
-                relative = value[len("file://") :]
-                if relative not in self.files:
-                    self.files[relative] = self.read_var(relative, where)
-                variables[key] = self.files[relative]
+                variables[key] = self.read_var(value[len("file://") :], key, variables, where)
             elif isinstance(value, str):
                 variables[key] = value[:-1] if value.endswith("\n") else value  # as promptfoo does
 
