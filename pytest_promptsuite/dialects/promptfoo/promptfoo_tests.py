@@ -40,10 +40,19 @@ class AssertModule:
     files: list[str] = field(default_factory=list)
 
     def add(
-        self, kind: str, value: Any, threshold: float | None, where: str, *, fill_vars: bool = False, config: Any = None
+        self,
+        kind: str,
+        value: Any,
+        threshold: float | None,
+        where: str,
+        *,
+        fill_vars: bool = False,
+        config: Any = None,
+        inverse: bool = False,
     ) -> str:
         """Add a function running one code assert (its inline code's ``{{ var }}`` filled at run time when
-        ``fill_vars``; the assert's ``config`` in its context); return the ``python`` check value naming it."""
+        ``fill_vars``; the assert's ``config`` in its context; ``inverse`` for its ``not-`` form); return the
+        ``python`` check value naming it."""
         name = f"{kind.replace('-', '_')}_{len(self.functions) + 1}"
         runner = "javascript" if kind == "javascript" else "python_assert"
         if not isinstance(value, str) or not value.strip():
@@ -54,6 +63,8 @@ class AssertModule:
             call = f"{value!r}, output, case" + (", fill_vars=True" if fill_vars else "")
         if config is not None:
             call += f", config={config!r}"
+        if inverse:
+            call += ", inverse=True"
         self.functions.append(
             f"def {name}(output, case, context=None):\n"
             f"    return {runner}({call}, threshold={threshold!r}, name={f'{kind} assert ({where})'!r}, base=_HERE, "
@@ -197,13 +208,13 @@ class _Assert:
 
 
 def _code_assert(entry: _Assert, out: dict[str, Any]) -> dict[str, Any]:
-    if entry.negated:
-        return entry.not_carried("a negated code assert")
+    """Map a ``javascript`` or ``python`` assert (or its ``not-`` form, which the runtime applies as promptfoo
+    does: an assert whose code fails stays failed)."""
     threshold, config = entry.raw.get("threshold"), entry.raw.get("config")
-    out.update(
-        type="python",
-        value=entry.code.add(entry.base, entry.value, threshold, entry.where, fill_vars=entry.fill_vars, config=config),
+    value = entry.code.add(
+        entry.base, entry.value, threshold, entry.where, fill_vars=entry.fill_vars, config=config, inverse=entry.negated
     )
+    out.update(type="python", value=value)
     return out
 
 
