@@ -54,7 +54,7 @@ def is_grading_result(result: Any) -> bool:
 
 
 def _scored(score: float, threshold: float | None) -> Rule:
-    """A number: it passes above 0, or at ``threshold`` and above when the assert has one."""
+    """Grade a number: it passes above 0, or at ``threshold`` and above when the assert has one."""
     passed = score > 0 if threshold is None else score >= threshold
     return Rule(passed, float(score))
 
@@ -93,7 +93,7 @@ def _camel(result: dict[str, Any]) -> dict[str, Any]:
 
 
 def _python_object(result: Any, threshold: float | None) -> Rule:
-    """A dict (or a list, an object to JavaScript): a GradingResult, failed when its score is under ``threshold``."""
+    """Grade a dict (or a list, an object to JavaScript): a GradingResult, failed under ``threshold``."""
     mapped = _camel(result) if isinstance(result, dict) else result
     if not is_grading_result(mapped):
         shown = json.dumps(mapped, ensure_ascii=False, indent=2)
