@@ -298,9 +298,55 @@ def config_prompts(config: ConfigFile) -> list[ImportedPrompt]:
             label, ident, item = item.get("label"), item.get("id"), item.get("raw", item.get("id"))
         if not isinstance(item, str):
             raise ConfigError(f"{where}: a prompt is a string, file://PATH or {{raw|id, label}}")
-        for one in _prompt_glob(config, item, where):
+        for one in _prompt_glob(config, _as_file(config, item, where), where):
             out.extend(_one_prompt(config, one, where, label, ident, settings))
     return out
+
+
+#: The extensions that make promptfoo's ``maybeFilePath`` take a prompt string for a file's name.
+_FILE_EXTENSIONS = (
+    ".cjs",
+    ".cts",
+    ".j2",
+    ".js",
+    ".json",
+    ".jsonl",
+    ".md",
+    ".mjs",
+    ".mts",
+    ".py",
+    ".ts",
+    ".txt",
+    ".yml",
+    ".yaml",
+)
+
+
+def _maybe_file(item: str) -> bool:
+    """Tell whether promptfoo's ``maybeFilePath`` reads a prompt string (no ``file://``) as a file's name: one line
+    with a ``/``, a ``*``, a known extension (before a ``:function`` too) or a dot three or four from its end."""
+    if "\n" in item or any(scheme in item for scheme in ("portkey://", "langfuse://", "helicone://")):
+        return False
+    tokens = item.split(":")
+    named = any(t.endswith(_FILE_EXTENSIONS) for t in tokens[-2:])
+    return named or "." in (item[-3:-2], item[-4:-3]) or any(ch in item for ch in "*/\\")
+
+
+def _as_file(config: ConfigFile, item: str, where: str) -> str:
+    """Return a prompt string promptfoo reads as a file (a file inside the config's folder, or a glob that matches
+    one) as ``file://`` names it; any other string as it is (promptfoo uses the text)."""
+    if item.startswith("file://") or not _maybe_file(item):
+        return item
+    path = file_and_function(item)[0]
+    normal = inside(path)
+    if normal is None:
+        return item
+    if is_glob(normal):
+        return f"file://{item}" if expand(config.root, normal, where) else item
+    if (config.root / normal).is_file():
+        return f"file://{item}"
+    config.notes.append(f"{where}: the prompt {item!r} is imported as text (promptfoo reads it as a file's name)")
+    return item
 
 
 def _prompt_glob(config: ConfigFile, item: str, where: str) -> list[str]:
