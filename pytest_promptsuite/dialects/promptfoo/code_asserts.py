@@ -131,6 +131,22 @@ def _python_result(
         raise CheckError(f"{name}: Python code execution failed: {type(exc).__name__}: {exc}") from None
 
 
+#: promptfoo's own code for is-html, contains-html, is-sql and contains-sql (run in Node.js with its libraries).
+_MARKUP = Path(__file__).with_name("markup_asserts.js")
+
+
+def markup(
+    kind: str, output: Any, case: PromptCase, *, value: Any = None, inverse: bool = False, base: Path | None = None
+) -> CheckResult:
+    """Run promptfoo's ``is-html``, ``contains-html``, ``is-sql`` or ``contains-sql`` (``kind``, without ``not-``)
+    as promptfoo runs it: its code, with parse5 and node-sql-parser found from the suite's folder (``base``), the
+    working folder or ``NODE_PATH``."""
+    name = f"{'not-' if inverse else ''}{kind}"
+    context = {"type": kind, "value": value, "inverse": inverse, "paths": [str(base)] if base else []}
+    answer = node_call({"output": output, "context": context, "file": str(_MARKUP), "fn": "run"}, name)
+    return CheckResult("metric", name, bool(answer["pass"]), str(answer["reason"]), score=float(answer["score"]))
+
+
 def not_carried(what: str, where: str) -> CheckResult:
     """Fail a case for an assert or option of its promptfoo test that the import did not carry over."""
     message = f"{where}: promptfoo's {what} was not carried over by the import, so this case cannot pass"

@@ -27,6 +27,7 @@ from pytest_promptsuite.dialects.promptfoo.providers import with_prompt_config
 from pytest_promptsuite.dialects.promptfoo.test_generators import generated_tests
 from pytest_promptsuite.dialects.promptfoo.test_generators import is_generator
 from pytest_promptsuite.dialects.promptfoo.var_files import VarFiles
+from pytest_promptsuite.dialects.promptfoo.var_files import assert_value
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.formats.csvio import read_csv
 from pytest_promptsuite.formats.imported_suite import ImportedSuite
@@ -315,7 +316,7 @@ def promptfoo_suite(path: Path, *, slice_key: str | None = None) -> ImportedSuit
     config.data = dereference(config.data, config.data, str(path))
     prompts, providers = config_prompts(config), config_providers(config)
     default = _default_test(config)
-    code = AssertModule()
+    code = AssertModule(read_value=lambda value, where: assert_value(config, value, where))
     unsupported: list[str] = []
     var_files = VarFiles(config, _first_raw(prompts))
     cases = cases_of(

@@ -38,6 +38,8 @@ class AssertModule:
     functions: list[str] = field(default_factory=list)
     #: The ``file://`` files the asserts name (relative to the config), copied beside the module.
     files: list[str] = field(default_factory=list)
+    #: What reads an assert's ``file://`` value (a JSON, YAML or text file) as promptfoo reads it: (value, where).
+    read_value: Callable[[Any, str], Any] | None = None
 
     def add(
         self,
@@ -111,6 +113,16 @@ class AssertModule:
             self.files.append(path)
         return f"file://{path}{f':{function}' if function else ''}"
 
+    def markup(self, kind: str, value: Any, *, inverse: bool) -> str:
+        """Add a function running promptfoo's own ``is-html``, ``contains-html``, ``is-sql`` or ``contains-sql``
+        (``kind``, its ``not-`` form when ``inverse``); return the ``python`` check value naming it."""
+        name = f"{kind.replace('-', '_')}_{len(self.functions) + 1}"
+        self.functions.append(
+            f"def {name}(output, case):\n"
+            f"    return markup({kind!r}, output, case, value={value!r}, inverse={inverse!r}, base=_HERE)\n"
+        )
+        return f"file://promptfoo_asserts.py:{name}"
+
     def uncarried(self, what: str, where: str) -> str:
         """Add a function that fails the case for an assert (or test option) not carried over, so a
         case never passes on the checks that remain; return the ``python`` check value naming it."""
@@ -124,6 +136,7 @@ class AssertModule:
             '"""The javascript and python asserts of an imported promptfoo config, as python checks."""\n\n'
             "from pathlib import Path\n\n"
             "from pytest_promptsuite.dialects.promptfoo.code_asserts import javascript\n"
+            "from pytest_promptsuite.dialects.promptfoo.code_asserts import markup\n"
             "from pytest_promptsuite.dialects.promptfoo.code_asserts import not_carried\n"
             "from pytest_promptsuite.dialects.promptfoo.code_asserts import python_assert\n"
             "from pytest_promptsuite.dialects.promptfoo.code_asserts import transformed\n"
@@ -272,6 +285,12 @@ def _levenshtein(entry: _Assert, out: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _markup(entry: _Assert, out: dict[str, Any]) -> dict[str, Any]:
+    """Map ``is-html``, ``contains-html``, ``is-sql`` and ``contains-sql`` (and ``not-``) to promptfoo's own code."""
+    out.update(type="python", value=entry.code.markup(entry.base, entry.value, inverse=entry.negated))
+    return out
+
+
 def _call_check(entry: _Assert, out: dict[str, Any]) -> dict[str, Any]:
     out["type"] = entry.base  # against the provider's functions or tools; promptfoo's handler ignores not-
     return out
@@ -288,6 +307,7 @@ ASSERT_MAPPERS: dict[str, Callable[[_Assert, dict[str, Any]], dict[str, Any]]] =
     **dict.fromkeys(("regex", "is-json", "contains-json", "is-xml", "is-refusal", "word-count"), _shared),
     **dict.fromkeys(("latency", "cost", "llm-rubric", "rouge-n"), _thresholded),
     "levenshtein": _levenshtein,
+    **dict.fromkeys(("is-html", "contains-html", "is-sql", "contains-sql"), _markup),
     **dict.fromkeys(("is-valid-openai-tools-call", "is-valid-openai-function-call"), _call_check),
 }
 
@@ -322,7 +342,10 @@ def map_assert(
     extra = _extra_keys(raw, entry.base)
     if extra:
         unsupported.append(f"{where}: {kind} keys {', '.join(extra)}")
-    entry = replace(entry, value=fill(raw.get("value"), variables, where))
+    value = raw.get("value")
+    if entry.base not in ("javascript", "python") and code.read_value is not None:
+        value = code.read_value(value, where)  # promptfoo's processFileReference
+    entry = replace(entry, value=fill(value, variables, where))
     out: dict[str, Any] = {"weight": raw["weight"]} if "weight" in raw else {}
     mapper = ASSERT_MAPPERS.get(entry.base)
     return entry.not_carried("") if mapper is None else mapper(entry, out)
@@ -692,7 +715,20 @@ def _case(
     threshold = test.get("threshold", default.get("threshold"))
     if threshold is not None:
         case["threshold"] = threshold
+    _row_fields(case, variables, where, unsupported)
     return case
+
+
+def _row_fields(case: dict[str, Any], variables: Mapping[str, Any], where: str, unsupported: list[str]) -> None:
+    """Carry a var named as a field our rows set (``answer``, ``history``) so that the prompt reads the var: an
+    ``answer`` var of text is the case's ``answer``; any other is listed (the prompt would read ours)."""
+    answer = variables.get("answer")
+    if isinstance(answer, str):
+        case["answer"] = answer
+    elif "answer" in variables:
+        unsupported.append(f"{where}: the var answer ({type(answer).__name__}: a prompt reads the case's answer)")
+    if "history" in variables:
+        unsupported.append(f"{where}: the var history (a prompt reads the case's turns)")
 
 
 def _input(variables: Mapping[str, Any], description: Any, number: int) -> str:

@@ -1,5 +1,5 @@
-"""A test's ``file://`` vars as promptfoo loads them, at import: globs expanded into one test per file, text
-trimmed, YAML as its JSON, and a ``.py`` or ``.js`` file's ``get_var`` run for its ``output``."""
+"""A test's ``file://`` vars and asserts' ``file://`` values as promptfoo loads them, at import: globs one test per
+file, text trimmed, YAML as its JSON, a var script's ``get_var`` output; an assert's JSON, YAML or text file."""
 
 from __future__ import annotations
 
@@ -103,3 +103,18 @@ def _output(answer: Any, name: str, *, python: bool) -> Any:
     if python and not isinstance(output, str):
         raise ConfigError(f"{name}: output is {type(output).__name__}, not a string")
     return output.strip() if python else output
+
+
+def assert_value(config: ConfigFile, value: Any, where: str) -> Any:
+    """Return an assert's value with each ``file://`` file read as promptfoo's ``processFileReference`` reads it:
+    ``.json``, ``.yaml`` and ``.yml`` parsed, ``.txt`` trimmed; any other file is refused, as promptfoo refuses it."""
+    if isinstance(value, list):
+        return [assert_value(config, item, where) for item in value]
+    if not isinstance(value, str) or not value.startswith("file://"):
+        return value
+    relative = value[len("file://") :]
+    if relative.endswith((".json", ".yaml", ".yml")):
+        return load_yaml(config.read_text(relative, where), str(config.root / relative), core=True)[0]
+    if relative.endswith(".txt"):
+        return config.read_text(relative, where).strip()
+    raise ConfigError(f"{where}: {value}: promptfoo reads an assert's .json, .yaml, .yml or .txt file, not this one")
