@@ -24,6 +24,8 @@ from pytest_promptsuite.dialects.promptfoo.promptfoo_tests import cases_of
 from pytest_promptsuite.dialects.promptfoo.providers import Provider
 from pytest_promptsuite.dialects.promptfoo.providers import config_providers
 from pytest_promptsuite.dialects.promptfoo.providers import with_prompt_config
+from pytest_promptsuite.dialects.promptfoo.refusals import refuse
+from pytest_promptsuite.dialects.promptfoo.refusals import refuse_remote_tests
 from pytest_promptsuite.dialects.promptfoo.test_generators import generated_tests
 from pytest_promptsuite.dialects.promptfoo.test_generators import is_generator
 from pytest_promptsuite.dialects.promptfoo.var_files import VarFiles
@@ -85,6 +87,7 @@ def _tests_of(config: ConfigFile, item: Any, where: str) -> list[TestSource]:
 
 def _test_files(config: ConfigFile, written: str, where: str, settings: Any) -> list[TestSource]:
     """Return the tests a generator makes (given ``settings``), or those of the test files a name or glob matches."""
+    refuse_remote_tests(written, where)
     if is_generator(written):
         return [TestSource(test, at) for test, at in generated_tests(config, written, settings, where)]
     return [t for path in _glob(config, written, where) for t in _test_file(config, path, where)]
@@ -189,7 +192,11 @@ def _test_file(config: ConfigFile, relative: str, where: str) -> list[TestSource
     elif relative.endswith((".yaml", ".yml", ".json")):
         items, lines = _yaml_tests(text, path)
     else:
-        raise ConfigError(f"{where}: test file {relative}: only .csv, .yaml, .json and .jsonl test files are imported")
+        raise refuse(
+            where,
+            f"the test file {relative}",
+            "promptfoo's tests are read from .csv, .yaml, .json, .jsonl, .py and .js files",
+        )
     items = dereference(items, items, f"{path}")
     if not all(isinstance(t, dict) for t in items):
         raise ConfigError(f"{path}:1: a test file holds a list of tests (mappings)")
@@ -232,10 +239,25 @@ def dereference(value: Any, root: Any, where: str, depth: int = 0) -> Any:
     return value
 
 
+def _refuse_outer_refs(config: ConfigFile, node: Any) -> None:
+    """Refuse a ``$ref`` to another file (promptfoo's ``$RefParser`` reads it), at its line."""
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            if key.value == "$ref" and isinstance(value, yaml.ScalarNode) and not value.value.startswith("#"):
+                where = f"{config.path}:{key.start_mark.line + 1}"
+                raise refuse(where, f"$ref {value.value!r} (a reference to another file)", "copy what it names here")
+            _refuse_outer_refs(config, value)
+    elif isinstance(node, yaml.SequenceNode):
+        for item in node.value:
+            _refuse_outer_refs(config, item)
+
+
 def _pointed(ref: str, root: Any, where: str) -> Any:
     """Return what a ``$ref`` (a JSON pointer inside the file, ``#/a/b``) points to in ``root``."""
     if not ref.startswith("#/") and ref != "#":
-        raise ConfigError(f"{where}: $ref {ref!r}: only references inside the file (#/...) are imported")
+        raise refuse(
+            where, f"$ref {ref!r} (a reference to another file)", "copy what it names into this file and refer to #/..."
+        )
     target = root
     for part in [p.replace("~1", "/").replace("~0", "~") for p in ref[2:].split("/") if p]:
         if isinstance(target, dict) and part in target:
@@ -313,6 +335,7 @@ def promptfoo_suite(path: Path, *, slice_key: str | None = None) -> ImportedSuit
     """Build the suite of a promptfoo config in memory (nothing written)."""
     config = ConfigFile(path)
     _check_keys(config)
+    _refuse_outer_refs(config, config.node)
     config.data = dereference(config.data, config.data, str(path))
     prompts, providers = config_prompts(config), config_providers(config)
     default = _default_test(config)

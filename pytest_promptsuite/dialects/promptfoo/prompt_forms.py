@@ -12,6 +12,8 @@ from pytest_promptsuite.dialects.promptfoo.config_glob import expand
 from pytest_promptsuite.dialects.promptfoo.config_glob import is_glob
 from pytest_promptsuite.dialects.promptfoo.nunjucks import file_and_function
 from pytest_promptsuite.dialects.promptfoo.nunjucks import js_json
+from pytest_promptsuite.dialects.promptfoo.refusals import Refused
+from pytest_promptsuite.dialects.promptfoo.refusals import refuse_remote_prompt
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.formats.csvio import read_csv
 from pytest_promptsuite.formats.imported_suite import inside
@@ -298,6 +300,7 @@ def config_prompts(config: ConfigFile) -> list[ImportedPrompt]:
             label, ident, item = item.get("label"), item.get("id"), item.get("raw", item.get("id"))
         if not isinstance(item, str):
             raise ConfigError(f"{where}: a prompt is a string, file://PATH or {{raw|id, label}}")
+        refuse_remote_prompt(item, where)
         for one in _prompt_glob(config, _as_file(config, item, where), where):
             out.extend(_one_prompt(config, one, where, label, ident, settings))
     return out
@@ -398,7 +401,7 @@ def _name(prompt: ImportedPrompt, item: str, label: Any, ident: Any, settings: d
 def _prompts_of(config: ConfigFile, item: str, where: str) -> list[ImportedPrompt]:
     """Read a prompt item other than a CSV or JSONL file: a prompt function, a prompt file or a string."""
     if item.startswith("file://") and _is_code(item, _TYPESCRIPT):
-        raise ConfigError(
+        raise Refused(
             f"{where}: {item}: TypeScript prompt functions are not imported (promptfoo loads them with a "
             "TypeScript loader); write it as .js, .mjs or .py"
         )

@@ -8,6 +8,7 @@ from typing import Any
 
 from pytest_promptsuite.dialects.promptfoo.config_file import ConfigFile
 from pytest_promptsuite.dialects.promptfoo.nunjucks import file_and_function
+from pytest_promptsuite.dialects.promptfoo.refusals import refuse
 from pytest_promptsuite.errors import CheckError
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.formats.imported_suite import inside
@@ -31,7 +32,7 @@ def generated_tests(config: ConfigFile, written: str, settings: Any, where: str)
     if normal is None:
         raise ConfigError(f"{where}: {written} lies outside the config's folder")
     if normal.endswith(_TYPESCRIPT):
-        raise ConfigError(f"{where}: {written}: TypeScript test generators are not imported; write it as .js or .py")
+        raise refuse(where, f"a TypeScript test generator ({written})", "write it as .js or .py")
     if not normal.endswith((*_JS, ".py")):
         raise ConfigError(f"{where}: {written}: a test generator is a .py or .js file (FILE:NAME)")
     path = config.file(normal, where)

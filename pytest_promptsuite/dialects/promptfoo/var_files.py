@@ -12,6 +12,8 @@ from pytest_promptsuite.dialects.promptfoo.config_file import ConfigFile
 from pytest_promptsuite.dialects.promptfoo.config_glob import expand
 from pytest_promptsuite.dialects.promptfoo.config_glob import is_glob
 from pytest_promptsuite.dialects.promptfoo.nunjucks import js_json
+from pytest_promptsuite.dialects.promptfoo.refusals import refuse
+from pytest_promptsuite.dialects.promptfoo.refusals import refuse_media_var
 from pytest_promptsuite.errors import CheckError
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.formats.imported_suite import inside
@@ -51,6 +53,7 @@ class VarFiles:
 
     def load(self, relative: str, key: str, variables: dict[str, Any], where: str) -> Any:
         """Return the var ``key`` read from ``file://relative`` as promptfoo's ``renderPrompt`` loads it."""
+        refuse_media_var(relative, key, where)
         if relative.endswith(_SCRIPTS):
             return self._run(relative, key, variables, where)
         if relative not in self.texts:
@@ -117,4 +120,8 @@ def assert_value(config: ConfigFile, value: Any, where: str) -> Any:
         return load_yaml(config.read_text(relative, where), str(config.root / relative), core=True)[0]
     if relative.endswith(".txt"):
         return config.read_text(relative, where).strip()
+    if relative.split(":")[0].endswith((*_SCRIPTS, ".ts")):
+        raise refuse(
+            where, f"an assert value made by a script ({value})", "write the expected value into a .json or .txt file"
+        )
     raise ConfigError(f"{where}: {value}: promptfoo reads an assert's .json, .yaml, .yml or .txt file, not this one")
