@@ -4,6 +4,7 @@ a transform, as promptfoo runs them."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -119,8 +120,10 @@ def _python_result(
         if file is not None:  # loaded once for the run, as the transforms' files are
             return json_value(python_function(Path(file), fn or "get_assert", name)(output, context))
         assert code is not None
-        if "\n" in code.strip():
-            body = "\n".join("    " + line for line in code.strip("\n").splitlines())
+        if "\n" in code:  # promptfoo's buildPythonScript: a function body, indented as its first indented line
+            indent = re.search(r"^(?!\s*$)\s+", code, re.MULTILINE)
+            step = indent.group(0) if indent else "    "
+            body = "\n".join(step + line for line in code.split("\n"))
             namespace: dict[str, Any] = {}
             exec(f"def _assert(output, context):\n{body}\n", namespace)  # noqa: S102 (the suite's own code)
             return json_value(namespace["_assert"](output, context))
