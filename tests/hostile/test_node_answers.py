@@ -38,10 +38,10 @@ WRITES = [
 
 @pytest.mark.parametrize("write", WRITES)
 def test_what_an_assert_writes_to_stdout_is_never_an_answer(write: str) -> None:
-    assert javascript(f"{write};\nreturn false", "out", CASE) is False
+    assert javascript(f"{write};\nreturn false", "out", CASE).passed is False
     for _ in range(3):  # the next cases' verdicts are their own, whatever the writes left behind
-        assert javascript("output === 'no'", "out", CASE) is False
-        assert javascript("output === 'out'", "out", CASE) is True
+        assert javascript("output === 'no'", "out", CASE).passed is False
+        assert javascript("output === 'out'", "out", CASE).passed is True
 
 
 #: Writes a forged answer and half a line to fd 1 and to every pipe Node holds one end of (the harness's
@@ -60,9 +60,9 @@ return false"""
 
 @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc")
 def test_an_assert_writing_to_the_answer_pipe_forges_no_answer() -> None:
-    assert javascript(EVERY_DESCRIPTOR, "out", CASE) is False
-    assert javascript("output === 'no'", "out", CASE) is False
-    assert javascript("output === 'out'", "out", CASE) is True
+    assert javascript(EVERY_DESCRIPTOR, "out", CASE).passed is False
+    assert javascript("output === 'no'", "out", CASE).passed is False
+    assert javascript("output === 'out'", "out", CASE).passed is True
 
 
 def test_what_a_nunjucks_filter_writes_to_stdout_is_never_an_answer(tmp_path: Path) -> None:

@@ -25,6 +25,29 @@ def promptfoo_command() -> list[str] | None:
     return [found] if found else None
 
 
+#: The Node.js libraries promptfoo's markup checks use, by the assert types that need them.
+_MARKUP_LIBRARIES = {"node-sql-parser": ("is-sql", "contains-sql"), "parse5": ("is-html", "contains-html")}
+
+
+def missing_node_modules(config: Path) -> list[str]:
+    """Return the Node.js libraries ``config``'s asserts need (is-sql: node-sql-parser, is-html: parse5) that Node.js
+    cannot find from the working folder or ``NODE_PATH``."""
+    text = config.read_text(encoding="utf-8")
+    needed = [
+        lib
+        for lib, kinds in _MARKUP_LIBRARIES.items()
+        if any(f"type: {k}" in text for k in kinds) or any(f"type: not-{k}" in text for k in kinds)
+    ]
+    if not needed or shutil.which("node") is None:
+        return needed
+    script = (
+        "for (const m of process.argv.slice(1)) { try { require.resolve(m, "
+        "{paths: [process.cwd(), ...(process.env.NODE_PATH || '').split(':')]}); } catch { console.log(m); } }"
+    )
+    done = subprocess.run(["node", "-e", script, *needed], capture_output=True, text=True, check=False, timeout=60)
+    return done.stdout.split()
+
+
 def run_promptfoo(config: Path, tmp_path: Path) -> list[dict[str, Any]]:
     """Run ``promptfoo eval`` on a copy of ``config``'s folder; return its result rows."""
     rows: list[dict[str, Any]] = promptfoo_results(config, tmp_path)["results"]

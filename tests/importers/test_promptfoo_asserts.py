@@ -12,7 +12,7 @@ from pytest_promptsuite.dialects.promptfoo.promptfoo_tests import ASSERT_MAPPERS
 
 GUIDE = Path(__file__).parents[2] / "docs" / "guides" / "from-promptfoo.md"
 #: The rows of the guide's "What is carried" table that name assert types (their first cell).
-_ROWS = ("| `assert` types we share", "| `javascript` ")
+_ROWS = ("| `assert` types we share", "| `is-html`", "| `javascript` ")
 
 
 def _section(text: str, heading: str) -> str:

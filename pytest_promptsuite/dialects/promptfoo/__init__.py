@@ -56,11 +56,17 @@ def pytest_unconfigure() -> None:
 
 def _import(args: argparse.Namespace) -> int:
     from pytest_promptsuite.dialects.promptfoo.import_promptfoo import import_promptfoo
+    from pytest_promptsuite.dialects.promptfoo.refusals import Refused
     from pytest_promptsuite.safety.scrub import printable
     from pytest_promptsuite.safety.scrub import register
 
     register(os.environ.get("OPENAI_API_KEY"))
-    print(printable(import_promptfoo(args.config, out=args.out, slice_key=args.slice_key).report()))
+    try:
+        result = import_promptfoo(args.config, out=args.out, slice_key=args.slice_key)
+    except Refused as exc:  # a feature the import does not carry: one line, exit 2, nothing written
+        print(printable(" ".join(str(exc).split())), file=sys.stderr)
+        return 2
+    print(printable(result.report()))
     return 0
 
 

@@ -4,6 +4,7 @@ a transform, as promptfoo runs them."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,10 @@ from pytest_promptsuite.checks.builtin_checks import make_builtin_check
 from pytest_promptsuite.checks.check_api import Check
 from pytest_promptsuite.checks.check_api import CheckContext
 from pytest_promptsuite.checks.outcome import CheckResult
+from pytest_promptsuite.dialects.promptfoo.grading_rules import Rule
+from pytest_promptsuite.dialects.promptfoo.grading_rules import javascript_rule
+from pytest_promptsuite.dialects.promptfoo.grading_rules import json_value
+from pytest_promptsuite.dialects.promptfoo.grading_rules import python_rule
 from pytest_promptsuite.dialects.promptfoo.prompt_code import Transform
 from pytest_promptsuite.dialects.promptfoo.prompt_code import node_call
 from pytest_promptsuite.dialects.promptfoo.prompt_code import python_function
@@ -41,27 +46,18 @@ def _context(
     return context
 
 
-def _verdict(name: str, result: Any, threshold: float | None) -> CheckResult | bool | float:
-    """Read an assert's result as promptfoo does: a bool, a score, or ``{pass, score, reason}``."""
-    if isinstance(result, dict):
-        return _grading(name, result, threshold)
-    if isinstance(result, bool):
-        return result
-    if isinstance(result, (int, float)):
-        return float(result)
-    raise CheckError(f"{name}: returned {result!r}; return a bool, a number or {{pass, score, reason}}")
+def _failed(name: str, reason: str) -> CheckResult:
+    """Fail an assert whose code raised or returned what promptfoo refuses (never inverted by ``not-``)."""
+    return CheckResult("metric", name, False, reason, score=0.0)
 
 
-def _grading(name: str, result: dict[str, Any], threshold: float | None) -> CheckResult:
-    """Read a ``{pass, score, reason}`` result: without ``pass``, the score against ``threshold`` (else above 0)."""
-    score = result.get("score")
-    passed = result.get("pass")
-    if passed is None and isinstance(score, (int, float)):
-        passed = score >= threshold if threshold is not None else score > 0
-    reason = str(result.get("reason") or ("passed" if passed else "failed"))
-    return CheckResult(
-        "metric", name, bool(passed), reason, score=float(score) if isinstance(score, (int, float)) else None
-    )
+def _rule_result(name: str, rule: Rule, inverse: bool) -> CheckResult:
+    """Make a :class:`~.grading_rules.Rule` a check's result, ``not-`` applied as promptfoo applies it."""
+    if rule.refused is not None:
+        return _failed(name, rule.refused)
+    passed = rule.passed != inverse
+    reason = rule.reason if passed == rule.passed and rule.reason else "passed" if passed else "failed"
+    return CheckResult("metric", name, passed, reason, score=rule.score)
 
 
 def javascript(
@@ -77,7 +73,8 @@ def javascript(
     fill_vars: bool = False,
     sent: CheckContext | None = None,
     config: Any = None,
-) -> CheckResult | bool | float:
+    inverse: bool = False,
+) -> CheckResult:
     """Run a promptfoo ``javascript`` assert in Node.js (``file`` is relative to the suite); ``output``
     is the text, or what a transform made of it (an object reaches the code as an object). ``fill_vars``:
     the code's ``{{ var }}`` are filled from the vars the test's ``transformVars`` made."""
@@ -87,7 +84,8 @@ def javascript(
     payload: dict[str, Any] = {"output": output, "context": context, "code": code or ""}
     if file is not None:  # an absolute path (the generated module passes one)
         payload["file"], payload["fn"] = file, fn
-    return _verdict(name, node_call(payload, name), threshold)
+    value = node_call(payload, name)  # CheckError when the code raises: the check fails, not- or not
+    return _rule_result(name, javascript_rule(value, threshold, from_file=file is not None), inverse)
 
 
 def python_assert(
@@ -103,23 +101,53 @@ def python_assert(
     fill_vars: bool = False,
     sent: CheckContext | None = None,
     config: Any = None,
-) -> CheckResult | bool | float:
+    inverse: bool = False,
+) -> CheckResult:
     """Run a promptfoo ``python`` assert: an inline expression (a function body when it spans
     lines) or ``get_assert(output, context)`` of a file (``fn`` names another function)."""
     context = _context(case, base, sent, config)
     if fill_vars:
         code = fill(code, context["vars"], name)
-    if file is not None:  # loaded once for the run, as the transforms' files are
-        return _verdict(name, python_function(Path(file), fn or "get_assert", name)(output, context), threshold)
-    assert code is not None
-    if "\n" in code.strip():
-        body = "\n".join("    " + line for line in code.strip("\n").splitlines())
-        namespace: dict[str, Any] = {}
-        exec(f"def _assert(output, context):\n{body}\n", namespace)  # noqa: S102 (the suite's own code)
-        result = namespace["_assert"](output, context)
-    else:
-        result = eval(code, {"output": output, "context": context})  # noqa: S307 (the suite's own code)
-    return _verdict(name, result, threshold)
+    result = _python_result(code, output, context, file, fn, name)  # CheckError when it raises: failed, not- or not
+    return _rule_result(name, python_rule(result, threshold), inverse)
+
+
+def _python_result(
+    code: str | None, output: Any, context: dict[str, Any], file: str | None, fn: str | None, name: str
+) -> Any:
+    """Run a ``python`` assert's code; what it returns (as JSON carries it); CheckError when it raises."""
+    try:
+        if file is not None:  # loaded once for the run, as the transforms' files are
+            return json_value(python_function(Path(file), fn or "get_assert", name)(output, context))
+        assert code is not None
+        if "\n" in code:  # promptfoo's buildPythonScript: a function body, indented as its first indented line
+            indent = re.search(r"^(?!\s*$)\s+", code, re.MULTILINE)
+            step = indent.group(0) if indent else "    "
+            body = "\n".join(step + line for line in code.split("\n"))
+            namespace: dict[str, Any] = {}
+            exec(f"def _assert(output, context):\n{body}\n", namespace)  # noqa: S102 (the suite's own code)
+            return json_value(namespace["_assert"](output, context))
+        return json_value(eval(code, {"output": output, "context": context}))  # noqa: S307 (the suite's own code)
+    except CheckError:
+        raise
+    except Exception as exc:  # noqa: BLE001 (the suite's own code: promptfoo fails the row with its error)
+        raise CheckError(f"{name}: Python code execution failed: {type(exc).__name__}: {exc}") from None
+
+
+#: promptfoo's own code for is-html, contains-html, is-sql and contains-sql (run in Node.js with its libraries).
+_MARKUP = Path(__file__).with_name("markup_asserts.js")
+
+
+def markup(
+    kind: str, output: Any, case: PromptCase, *, value: Any = None, inverse: bool = False, base: Path | None = None
+) -> CheckResult:
+    """Run promptfoo's ``is-html``, ``contains-html``, ``is-sql`` or ``contains-sql`` (``kind``, without ``not-``)
+    as promptfoo runs it: its code, with parse5 and node-sql-parser found from the suite's folder (``base``), the
+    working folder or ``NODE_PATH``."""
+    name = f"{'not-' if inverse else ''}{kind}"
+    context = {"type": kind, "value": value, "inverse": inverse, "paths": [str(base)] if base else []}
+    answer = node_call({"output": output, "context": context, "file": str(_MARKUP), "fn": "run"}, name)
+    return CheckResult("metric", name, bool(answer["pass"]), str(answer["reason"]), score=float(answer["score"]))
 
 
 def not_carried(what: str, where: str) -> CheckResult:

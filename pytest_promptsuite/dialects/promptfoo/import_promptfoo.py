@@ -24,6 +24,12 @@ from pytest_promptsuite.dialects.promptfoo.promptfoo_tests import cases_of
 from pytest_promptsuite.dialects.promptfoo.providers import Provider
 from pytest_promptsuite.dialects.promptfoo.providers import config_providers
 from pytest_promptsuite.dialects.promptfoo.providers import with_prompt_config
+from pytest_promptsuite.dialects.promptfoo.refusals import refuse
+from pytest_promptsuite.dialects.promptfoo.refusals import refuse_remote_tests
+from pytest_promptsuite.dialects.promptfoo.test_generators import generated_tests
+from pytest_promptsuite.dialects.promptfoo.test_generators import is_generator
+from pytest_promptsuite.dialects.promptfoo.var_files import VarFiles
+from pytest_promptsuite.dialects.promptfoo.var_files import assert_value
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.formats.csvio import read_csv
 from pytest_promptsuite.formats.imported_suite import ImportedSuite
@@ -60,20 +66,31 @@ def _tests(config: ConfigFile) -> list[TestSource]:
         where = config.where("tests", i) if isinstance(raw, list) else config.where("tests")
         tests.extend(_tests_of(config, item, where))
     tests.extend(_scenario_tests(config))
+    if not tests and not raw and config.data.get("scenarios") is None:  # promptfoo runs each prompt once, no vars
+        return [TestSource({}, config.where("prompts"))]
     if not tests:
         raise ConfigError(f"{config.where('tests')}: the config has no tests")
     return tests
 
 
 def _tests_of(config: ConfigFile, item: Any, where: str) -> list[TestSource]:
-    """Return the tests of one ``tests`` entry: a test, or a test file's name or glob (or ``{path: ...}``)."""
-    if isinstance(item, str):
-        return [t for path in _glob(config, item, where) for t in _test_file(config, path, where)]
+    """Return the tests of one ``tests`` entry: a test, a test file's name or glob, or a test generator (each
+    also as ``{path, config}``)."""
     if isinstance(item, dict) and isinstance(item.get("path"), str) and "vars" not in item:
-        return [t for path in _glob(config, item["path"], where) for t in _test_file(config, path, where)]
+        return _test_files(config, item["path"], where, item.get("config"))
+    if isinstance(item, str):
+        return _test_files(config, item, where, None)
     if isinstance(item, dict):
         return [TestSource(item, where)]
-    raise ConfigError(f"{where}: a test is a mapping (vars, assert) or file://tests.csv|yaml|json|jsonl")
+    raise ConfigError(f"{where}: a test is a mapping (vars, assert) or file://tests.csv|yaml|json|jsonl|py|js")
+
+
+def _test_files(config: ConfigFile, written: str, where: str, settings: Any) -> list[TestSource]:
+    """Return the tests a generator makes (given ``settings``), or those of the test files a name or glob matches."""
+    refuse_remote_tests(written, where)
+    if is_generator(written):
+        return [TestSource(test, at) for test, at in generated_tests(config, written, settings, where)]
+    return [t for path in _glob(config, written, where) for t in _test_file(config, path, where)]
 
 
 def _scenario_tests(config: ConfigFile) -> list[TestSource]:
@@ -83,17 +100,34 @@ def _scenario_tests(config: ConfigFile) -> list[TestSource]:
     raw = config.data.get("scenarios")
     if raw is None:
         return []
+    if isinstance(raw, str):
+        raw = [raw]
     if not isinstance(raw, list):
-        raise ConfigError(f"{config.where('scenarios')}: scenarios is a list of {{config, tests}}")
-    return [made for i, scenario in enumerate(raw) for made in _scenario(config, i, scenario)]
+        raise ConfigError(f"{config.where('scenarios')}: scenarios is a list of {{config, tests}} or file:// files")
+    found = [(i, one, isinstance(item, str)) for i, item in enumerate(raw) for one in _scenario_files(config, i, item)]
+    return [made for i, scenario, filed in found for made in _scenario(config, i, scenario, filed)]
 
 
-def _scenario(config: ConfigFile, i: int, scenario: Any) -> list[TestSource]:
-    """Return the tests of scenario ``i``: each of its ``config`` entries with each of its ``tests``."""
+def _scenario_files(config: ConfigFile, i: int, item: Any) -> list[Any]:
+    """Return the scenarios of one ``scenarios`` entry: itself, or those its ``file://`` file or glob holds
+    (a scenario or a list of them in each file, as promptfoo's ``maybeLoadFromExternalFile`` reads them)."""
+    if not isinstance(item, str) or not item.startswith("file://"):
+        return [item]
+    where = config.where("scenarios", i)
+    found: list[Any] = []
+    for relative in _glob(config, item, where):
+        value = load_yaml(config.read_text(relative, where), str(config.root / relative), core=True)[0]
+        found.extend(value if isinstance(value, list) else [value])
+    return [dereference(scenario, scenario, where) for scenario in found]
+
+
+def _scenario(config: ConfigFile, i: int, scenario: Any, filed: bool) -> list[TestSource]:
+    """Return the tests of scenario entry ``i`` (or of one scenario its file holds, ``filed``): each of its
+    ``config`` entries with each of its ``tests``."""
     where = config.where("scenarios", i)
     if not isinstance(scenario, dict):
         raise ConfigError(f"{where}: a scenario is {{config: [...], tests: [...]}}")
-    entries, tests = scenario.get("config"), scenario.get("tests")
+    entries, tests = scenario.get("config"), _scenario_tests_of(config, scenario.get("tests"), where)
     if tests is None:  # promptfoo's schema refuses it (with a warning) and runs nothing of it
         config.notes.append(f"{where}: a scenario without tests makes no test (promptfoo's schema refuses it)")
         return []
@@ -105,8 +139,15 @@ def _scenario(config: ConfigFile, i: int, scenario: Any) -> list[TestSource]:
     for j, data in enumerate(entries):
         for k, test in enumerate(tests):
             at = ("tests", k) if test else ("config", j)  # the test's line, or its config entry's
-            made.append(TestSource(_under(data, test), config.where("scenarios", i, *at)))
+            made.append(TestSource(_under(data, test), where if filed else config.where("scenarios", i, *at)))
     return made
+
+
+def _scenario_tests_of(config: ConfigFile, tests: Any, where: str) -> Any:
+    """Return a scenario's tests: as written, or read from the ``file://`` test files its ``tests`` names."""
+    if isinstance(tests, str):
+        return [t.test for t in _test_files(config, tests, where, None)]
+    return tests
 
 
 def _under(data: dict[str, Any], test: dict[str, Any]) -> dict[str, Any]:
@@ -128,8 +169,6 @@ def _under(data: dict[str, Any], test: dict[str, Any]) -> dict[str, Any]:
 def _glob(config: ConfigFile, written: str, where: str) -> list[str]:
     """Expand a test file's name or glob (``file://`` optional) inside the config's folder, in order."""
     relative = written.removeprefix("file://")
-    if ":" in relative or relative.endswith((".js", ".ts", ".mjs", ".cjs", ".py")):
-        raise ConfigError(f"{where}: {written}: tests made by code (.js, .py) are not imported")
     normal = inside(relative)
     if normal is None:
         raise ConfigError(f"{where}: file://{relative} lies outside the config's folder")
@@ -153,7 +192,11 @@ def _test_file(config: ConfigFile, relative: str, where: str) -> list[TestSource
     elif relative.endswith((".yaml", ".yml", ".json")):
         items, lines = _yaml_tests(text, path)
     else:
-        raise ConfigError(f"{where}: test file {relative}: only .csv, .yaml, .json and .jsonl test files are imported")
+        raise refuse(
+            where,
+            f"the test file {relative}",
+            "promptfoo's tests are read from .csv, .yaml, .json, .jsonl, .py and .js files",
+        )
     items = dereference(items, items, f"{path}")
     if not all(isinstance(t, dict) for t in items):
         raise ConfigError(f"{path}:1: a test file holds a list of tests (mappings)")
@@ -196,10 +239,25 @@ def dereference(value: Any, root: Any, where: str, depth: int = 0) -> Any:
     return value
 
 
+def _refuse_outer_refs(config: ConfigFile, node: Any) -> None:
+    """Refuse a ``$ref`` to another file (promptfoo's ``$RefParser`` reads it), at its line."""
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            if key.value == "$ref" and isinstance(value, yaml.ScalarNode) and not value.value.startswith("#"):
+                where = f"{config.path}:{key.start_mark.line + 1}"
+                raise refuse(where, f"$ref {value.value!r} (a reference to another file)", "copy what it names here")
+            _refuse_outer_refs(config, value)
+    elif isinstance(node, yaml.SequenceNode):
+        for item in node.value:
+            _refuse_outer_refs(config, item)
+
+
 def _pointed(ref: str, root: Any, where: str) -> Any:
     """Return what a ``$ref`` (a JSON pointer inside the file, ``#/a/b``) points to in ``root``."""
     if not ref.startswith("#/") and ref != "#":
-        raise ConfigError(f"{where}: $ref {ref!r}: only references inside the file (#/...) are imported")
+        raise refuse(
+            where, f"$ref {ref!r} (a reference to another file)", "copy what it names into this file and refer to #/..."
+        )
     target = root
     for part in [p.replace("~1", "/").replace("~0", "~") for p in ref[2:].split("/") if p]:
         if isinstance(target, dict) and part in target:
@@ -277,21 +335,25 @@ def promptfoo_suite(path: Path, *, slice_key: str | None = None) -> ImportedSuit
     """Build the suite of a promptfoo config in memory (nothing written)."""
     config = ConfigFile(path)
     _check_keys(config)
+    _refuse_outer_refs(config, config.node)
     config.data = dereference(config.data, config.data, str(path))
     prompts, providers = config_prompts(config), config_providers(config)
     default = _default_test(config)
-    code = AssertModule()
+    code = AssertModule(read_value=lambda value, where: assert_value(config, value, where))
     unsupported: list[str] = []
+    var_files = VarFiles(config, _first_raw(prompts))
     cases = cases_of(
         _tests(config),
         default,
-        read_var=lambda rel, where: config.read_text(rel, where).strip(),
+        read_var=var_files.load,
+        expand_vars=var_files.expand,
         slice_key=slice_key,
         code=code,
         unsupported=unsupported,
         default_where=config.where("defaultTest"),
         unset=_unset_fields(prompts),
     )
+    _script_notes(config, var_files, prompts)
     files: dict[str, str] = {"cases.jsonl": cases.text}
     tasks: list[dict[str, Any]] = []
     for prompt in prompts:
@@ -311,6 +373,19 @@ def promptfoo_suite(path: Path, *, slice_key: str | None = None) -> ImportedSuit
     notes = list(dict.fromkeys([*config.notes, *(f"not carried over: {u}" for u in unsupported)]))
     header = f"Imported by `promptsuite import promptfoo` from {path.name}."
     return ImportedSuite(name=path.stem, config=suite_config, files=files, notes=notes, header=header)
+
+
+def _first_raw(prompts: list[ImportedPrompt]) -> str:
+    """Return the first prompt as written (what promptfoo gives a var script as ``prompt``)."""
+    first = prompts[0]
+    return first.text if first.text is not None else encode(first.messages or first.function or "")
+
+
+def _script_notes(config: ConfigFile, var_files: VarFiles, prompts: list[ImportedPrompt]) -> None:
+    """Say that the var scripts ran at import (promptfoo runs them as each prompt renders)."""
+    for relative in var_files.scripts:
+        several = " with the first prompt (promptfoo gives each prompt's)" if len(prompts) > 1 else ""
+        config.notes.append(f"var file://{relative}: get_var ran at import{several}; import again after changing it")
 
 
 #: A Nunjucks tag reading a field every row of ours has (``input``, ``question``), which promptfoo renders

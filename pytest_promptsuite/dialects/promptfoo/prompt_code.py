@@ -28,9 +28,10 @@ from pytest_promptsuite.errors import TemplateError
 
 
 #: The Node.js side, one process for the run: each request is {output, context, code | file + fn, param,
-#: transform} (or {prompt, file, fn, context} for a prompt function); each answer {value} (a transform's value is
-#: {value, text}: text is promptfoo's coerceString, JSON.stringify of a non-string) or {error}. They travel as
-#: node.FRAMING says, so nothing the code writes or logs can garble or forge an answer.
+#: transform} (or {prompt, file, fn, context | args}: a prompt function, a var script, a test generator); each
+#: answer {value} (a transform's value is {value, text}: text is promptfoo's coerceString, JSON.stringify of a
+#: non-string) or {error}. They travel as node.FRAMING says, so nothing the code writes or logs can garble or
+#: forge an answer.
 _NODE_HARNESS = r"""
 let queue = Promise.resolve();
 requests((id, data) => { queue = queue.then(() => run(id, data)); });
@@ -42,7 +43,7 @@ async function run(id, data) {
       const mod = (imported.default && imported.default.default) || imported.default || imported;
       const fn = data.fn ? mod[data.fn] : mod;
       if (typeof fn !== 'function') throw new Error(`exports no function ${data.fn || '(module.exports or default)'}`);
-      result = await fn(data.context);
+      result = data.args ? await fn(...data.args) : await fn(data.context);
     } else if (data.file) {
       const mod = require(data.file);
       const own = data.fn && typeof mod[data.fn] === 'function' ? mod[data.fn] : undefined;

@@ -12,6 +12,8 @@ from pytest_promptsuite.dialects.promptfoo.config_glob import expand
 from pytest_promptsuite.dialects.promptfoo.config_glob import is_glob
 from pytest_promptsuite.dialects.promptfoo.nunjucks import file_and_function
 from pytest_promptsuite.dialects.promptfoo.nunjucks import js_json
+from pytest_promptsuite.dialects.promptfoo.refusals import Refused
+from pytest_promptsuite.dialects.promptfoo.refusals import refuse_remote_prompt
 from pytest_promptsuite.errors import ConfigError
 from pytest_promptsuite.formats.csvio import read_csv
 from pytest_promptsuite.formats.imported_suite import inside
@@ -298,9 +300,56 @@ def config_prompts(config: ConfigFile) -> list[ImportedPrompt]:
             label, ident, item = item.get("label"), item.get("id"), item.get("raw", item.get("id"))
         if not isinstance(item, str):
             raise ConfigError(f"{where}: a prompt is a string, file://PATH or {{raw|id, label}}")
-        for one in _prompt_glob(config, item, where):
+        refuse_remote_prompt(item, where)
+        for one in _prompt_glob(config, _as_file(config, item, where), where):
             out.extend(_one_prompt(config, one, where, label, ident, settings))
     return out
+
+
+#: The extensions that make promptfoo's ``maybeFilePath`` take a prompt string for a file's name.
+_FILE_EXTENSIONS = (
+    ".cjs",
+    ".cts",
+    ".j2",
+    ".js",
+    ".json",
+    ".jsonl",
+    ".md",
+    ".mjs",
+    ".mts",
+    ".py",
+    ".ts",
+    ".txt",
+    ".yml",
+    ".yaml",
+)
+
+
+def _maybe_file(item: str) -> bool:
+    """Tell whether promptfoo's ``maybeFilePath`` reads a prompt string (no ``file://``) as a file's name: one line
+    with a ``/``, a ``*``, a known extension (before a ``:function`` too) or a dot three or four from its end."""
+    if "\n" in item or any(scheme in item for scheme in ("portkey://", "langfuse://", "helicone://")):
+        return False
+    tokens = item.split(":")
+    named = any(t.endswith(_FILE_EXTENSIONS) for t in tokens[-2:])
+    return named or "." in (item[-3:-2], item[-4:-3]) or any(ch in item for ch in "*/\\")
+
+
+def _as_file(config: ConfigFile, item: str, where: str) -> str:
+    """Return a prompt string promptfoo reads as a file (a file inside the config's folder, or a glob that matches
+    one) as ``file://`` names it; any other string as it is (promptfoo uses the text)."""
+    if item.startswith("file://") or not _maybe_file(item):
+        return item
+    path = file_and_function(item)[0]
+    normal = inside(path)
+    if normal is None:
+        return item
+    if is_glob(normal):
+        return f"file://{item}" if expand(config.root, normal, where) else item
+    if (config.root / normal).is_file():
+        return f"file://{item}"
+    config.notes.append(f"{where}: the prompt {item!r} is imported as text (promptfoo reads it as a file's name)")
+    return item
 
 
 def _prompt_glob(config: ConfigFile, item: str, where: str) -> list[str]:
@@ -352,7 +401,7 @@ def _name(prompt: ImportedPrompt, item: str, label: Any, ident: Any, settings: d
 def _prompts_of(config: ConfigFile, item: str, where: str) -> list[ImportedPrompt]:
     """Read a prompt item other than a CSV or JSONL file: a prompt function, a prompt file or a string."""
     if item.startswith("file://") and _is_code(item, _TYPESCRIPT):
-        raise ConfigError(
+        raise Refused(
             f"{where}: {item}: TypeScript prompt functions are not imported (promptfoo loads them with a "
             "TypeScript loader); write it as .js, .mjs or .py"
         )

@@ -38,12 +38,23 @@ class AssertModule:
     functions: list[str] = field(default_factory=list)
     #: The ``file://`` files the asserts name (relative to the config), copied beside the module.
     files: list[str] = field(default_factory=list)
+    #: What reads an assert's ``file://`` value (a JSON, YAML or text file) as promptfoo reads it: (value, where).
+    read_value: Callable[[Any, str], Any] | None = None
 
     def add(
-        self, kind: str, value: Any, threshold: float | None, where: str, *, fill_vars: bool = False, config: Any = None
+        self,
+        kind: str,
+        value: Any,
+        threshold: float | None,
+        where: str,
+        *,
+        fill_vars: bool = False,
+        config: Any = None,
+        inverse: bool = False,
     ) -> str:
         """Add a function running one code assert (its inline code's ``{{ var }}`` filled at run time when
-        ``fill_vars``; the assert's ``config`` in its context); return the ``python`` check value naming it."""
+        ``fill_vars``; the assert's ``config`` in its context; ``inverse`` for its ``not-`` form); return the
+        ``python`` check value naming it."""
         name = f"{kind.replace('-', '_')}_{len(self.functions) + 1}"
         runner = "javascript" if kind == "javascript" else "python_assert"
         if not isinstance(value, str) or not value.strip():
@@ -54,6 +65,8 @@ class AssertModule:
             call = f"{value!r}, output, case" + (", fill_vars=True" if fill_vars else "")
         if config is not None:
             call += f", config={config!r}"
+        if inverse:
+            call += ", inverse=True"
         self.functions.append(
             f"def {name}(output, case, context=None):\n"
             f"    return {runner}({call}, threshold={threshold!r}, name={f'{kind} assert ({where})'!r}, base=_HERE, "
@@ -100,6 +113,16 @@ class AssertModule:
             self.files.append(path)
         return f"file://{path}{f':{function}' if function else ''}"
 
+    def markup(self, kind: str, value: Any, *, inverse: bool) -> str:
+        """Add a function running promptfoo's own ``is-html``, ``contains-html``, ``is-sql`` or ``contains-sql``
+        (``kind``, its ``not-`` form when ``inverse``); return the ``python`` check value naming it."""
+        name = f"{kind.replace('-', '_')}_{len(self.functions) + 1}"
+        self.functions.append(
+            f"def {name}(output, case):\n"
+            f"    return markup({kind!r}, output, case, value={value!r}, inverse={inverse!r}, base=_HERE)\n"
+        )
+        return f"file://promptfoo_asserts.py:{name}"
+
     def uncarried(self, what: str, where: str) -> str:
         """Add a function that fails the case for an assert (or test option) not carried over, so a
         case never passes on the checks that remain; return the ``python`` check value naming it."""
@@ -113,6 +136,7 @@ class AssertModule:
             '"""The javascript and python asserts of an imported promptfoo config, as python checks."""\n\n'
             "from pathlib import Path\n\n"
             "from pytest_promptsuite.dialects.promptfoo.code_asserts import javascript\n"
+            "from pytest_promptsuite.dialects.promptfoo.code_asserts import markup\n"
             "from pytest_promptsuite.dialects.promptfoo.code_asserts import not_carried\n"
             "from pytest_promptsuite.dialects.promptfoo.code_asserts import python_assert\n"
             "from pytest_promptsuite.dialects.promptfoo.code_asserts import transformed\n"
@@ -197,13 +221,13 @@ class _Assert:
 
 
 def _code_assert(entry: _Assert, out: dict[str, Any]) -> dict[str, Any]:
-    if entry.negated:
-        return entry.not_carried("a negated code assert")
+    """Map a ``javascript`` or ``python`` assert (or its ``not-`` form, which the runtime applies as promptfoo
+    does: an assert whose code fails stays failed)."""
     threshold, config = entry.raw.get("threshold"), entry.raw.get("config")
-    out.update(
-        type="python",
-        value=entry.code.add(entry.base, entry.value, threshold, entry.where, fill_vars=entry.fill_vars, config=config),
+    value = entry.code.add(
+        entry.base, entry.value, threshold, entry.where, fill_vars=entry.fill_vars, config=config, inverse=entry.negated
     )
+    out.update(type="python", value=value)
     return out
 
 
@@ -261,6 +285,12 @@ def _levenshtein(entry: _Assert, out: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _markup(entry: _Assert, out: dict[str, Any]) -> dict[str, Any]:
+    """Map ``is-html``, ``contains-html``, ``is-sql`` and ``contains-sql`` (and ``not-``) to promptfoo's own code."""
+    out.update(type="python", value=entry.code.markup(entry.base, entry.value, inverse=entry.negated))
+    return out
+
+
 def _call_check(entry: _Assert, out: dict[str, Any]) -> dict[str, Any]:
     out["type"] = entry.base  # against the provider's functions or tools; promptfoo's handler ignores not-
     return out
@@ -277,6 +307,7 @@ ASSERT_MAPPERS: dict[str, Callable[[_Assert, dict[str, Any]], dict[str, Any]]] =
     **dict.fromkeys(("regex", "is-json", "contains-json", "is-xml", "is-refusal", "word-count"), _shared),
     **dict.fromkeys(("latency", "cost", "llm-rubric", "rouge-n"), _thresholded),
     "levenshtein": _levenshtein,
+    **dict.fromkeys(("is-html", "contains-html", "is-sql", "contains-sql"), _markup),
     **dict.fromkeys(("is-valid-openai-tools-call", "is-valid-openai-function-call"), _call_check),
 }
 
@@ -311,7 +342,10 @@ def map_assert(
     extra = _extra_keys(raw, entry.base)
     if extra:
         unsupported.append(f"{where}: {kind} keys {', '.join(extra)}")
-    entry = replace(entry, value=fill(raw.get("value"), variables, where))
+    value = raw.get("value")
+    if entry.base not in ("javascript", "python") and code.read_value is not None:
+        value = code.read_value(value, where)  # promptfoo's processFileReference
+    entry = replace(entry, value=fill(value, variables, where))
     out: dict[str, Any] = {"weight": raw["weight"]} if "weight" in raw else {}
     mapper = ASSERT_MAPPERS.get(entry.base)
     return entry.not_carried("") if mapper is None else mapper(entry, out)
@@ -450,6 +484,10 @@ def _reads_vars(value: Any) -> bool:
     return isinstance(value, list) and any(_reads_vars(v) for v in value)
 
 
+#: What reads a ``file://`` var: (path relative to the config, the var's name, the test's vars, where) -> value.
+ReadVar = Callable[[str, str, dict[str, Any], str], Any]
+
+
 @dataclass
 class TestSource:
     """One test as read, with where it is (``path:line``) for messages."""
@@ -510,12 +548,13 @@ def cases_of(
     tests: list[TestSource],
     default: Mapping[str, Any],
     *,
-    read_var: Callable[[str, str], str],
+    read_var: ReadVar,
     slice_key: str | None,
     code: AssertModule,
     unsupported: list[str],
     default_where: str = "defaultTest",
     unset: frozenset[str] = frozenset(),
+    expand_vars: Callable[[dict[str, Any], str], dict[str, Any]] | None = None,
 ) -> Cases:
     """Convert every test to a case (``defaultTest`` merged in as promptfoo's ``prepareTestCaseForEval``
     merges it), numbered in order: the text of ``cases.jsonl``. The number of cases is computed before
@@ -523,6 +562,9 @@ def cases_of(
     :data:`IMPORT_CASES_BYTES`."""
     default = _checked(default, default_where)
     checked = [(_checked(source.test, source.where), source.where) for source in tests]
+    if expand_vars is not None:  # file:// globs: a list of files, one test per file
+        default["vars"] = expand_vars(dict(default["vars"]), default_where)
+        checked = [({**test, "vars": expand_vars(dict(test["vars"]), where)}, where) for test, where in checked]
     _check_count(checked, default)
     writer = _CaseWriter(default, read_var, slice_key, code, unsupported, unset)
     for test, where in checked:
@@ -548,7 +590,7 @@ class _CaseWriter:
     ``file://`` vars read, whether a prefix or suffix was seen, the first test's embedding model."""
 
     default: Mapping[str, Any]
-    read_var: Callable[[str, str], str]
+    read_var: ReadVar
     slice_key: str | None
     code: AssertModule
     unsupported: list[str]
@@ -557,7 +599,6 @@ class _CaseWriter:
     lines: list[str] = field(default_factory=list)
     size: int = 0
     number: int = 0
-    files: dict[str, str] = field(default_factory=dict)
     affixed: list[str] = field(default_factory=list)
     embedding: dict[str, Any] | None = None
 
@@ -617,13 +658,10 @@ class _CaseWriter:
         self.lines.append(line)
 
     def read_files(self, variables: dict[str, Any], where: str) -> None:
-        """Replace each ``file://`` var by the file's text (read once), and drop a string's final newline."""
+        """Replace each ``file://`` var by what promptfoo loads from it, and drop a string's final newline."""
         for key, value in list(variables.items()):
             if isinstance(value, str) and value.startswith("file://"):
-                relative = value[len("file://") :]
-                if relative not in self.files:
-                    self.files[relative] = self.read_var(relative, where)
-                variables[key] = self.files[relative]
+                variables[key] = self.read_var(value[len("file://") :], key, variables, where)
             elif isinstance(value, str):
                 variables[key] = value[:-1] if value.endswith("\n") else value  # as promptfoo does
 
@@ -677,7 +715,20 @@ def _case(
     threshold = test.get("threshold", default.get("threshold"))
     if threshold is not None:
         case["threshold"] = threshold
+    _row_fields(case, variables, where, unsupported)
     return case
+
+
+def _row_fields(case: dict[str, Any], variables: Mapping[str, Any], where: str, unsupported: list[str]) -> None:
+    """Carry a var named as a field our rows set (``answer``, ``history``) so that the prompt reads the var: an
+    ``answer`` var of text is the case's ``answer``; any other is listed (the prompt would read ours)."""
+    answer = variables.get("answer")
+    if isinstance(answer, str):
+        case["answer"] = answer
+    elif "answer" in variables:
+        unsupported.append(f"{where}: the var answer ({type(answer).__name__}: a prompt reads the case's answer)")
+    if "history" in variables:
+        unsupported.append(f"{where}: the var history (a prompt reads the case's turns)")
 
 
 def _input(variables: Mapping[str, Any], description: Any, number: int) -> str:
