@@ -79,14 +79,18 @@ def summary_markdown(
     rows: Sequence[CaseResult] = (),
     usage: UsageReport | None = None,
     history: History | None = None,
+    cut: str | None = None,
 ) -> str:
     """Write ``summary.md``: the gate's result, the slice table and the totals on top, then collapsed
-    sections (failing and regressed cases, cost and latency, the trend); ``review`` is the review queue."""
+    sections (failing and regressed cases, cost and latency, the trend); ``review`` is the review queue, ``rows``
+    the failed and errored rows, ``cut`` the line naming every answer cut at ``max_tokens`` (``text.cut_line``)."""
     md = _gate(summary) + _slice_table(summary)
     if usage is not None:
         md += [md_escape(totals_line(usage)), ""]
         if (line := per_case_line(usage)) is not None:
             md += [md_escape(line), ""]
+    if cut is not None:
+        md += [md_escape(cut), ""]
     md += _failing(rows) + _regressed(summary) + _usage(usage) + _trend(history)
     md += _baseline(summary) + _drops(summary) + _variants(summary) + _judges(summary)
     md += _ids("Review queue (for a human; see review.jsonl)", [_queued(item) for item in review])

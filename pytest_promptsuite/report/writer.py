@@ -20,6 +20,7 @@ from pytest_promptsuite.report.document import summary_document
 from pytest_promptsuite.report.html import GridCells
 from pytest_promptsuite.report.html import write_dashboard
 from pytest_promptsuite.report.markdown import summary_markdown
+from pytest_promptsuite.report.text import cut_line
 from pytest_promptsuite.results.case_result import CaseResult
 from pytest_promptsuite.results.frames import slices_frame
 from pytest_promptsuite.results.history import History
@@ -142,7 +143,7 @@ def write_report(
     queue = review_queue(_only(ordered, Outcome.REVIEW))  # only those rows read back
     summary_md = directory / "summary.md"
     failing = _only(ordered, Outcome.FAILED, Outcome.ERROR)
-    markdown = summary_markdown(summary, queue, rows=failing, usage=usage, history=trend)
+    markdown = summary_markdown(summary, queue, rows=failing, usage=usage, history=trend, cut=cut_line(light))
     summary_md.write_text(printable(markdown), encoding="utf-8")
     dashboard = directory / "dashboard.html"
     write_dashboard(dashboard, light, summary, usage=usage, history=trend, baseline=baseline, full=full, cells=cells)

@@ -33,6 +33,10 @@ def test_answers_cut_at_max_tokens_are_said_in_the_rows_the_checks_and_the_total
     assert all("cut" not in c["message"] for c in rows["short"]["checks"])  # a passed check says nothing more
     said = [line for line in result.stdout.lines if "cut at max_tokens (finish_reason" in line]
     assert said == ['2 answers cut at max_tokens (finish_reason "length"): long, short']
+    summary_md = (suite.path / "report" / "summary.md").read_text(encoding="utf-8").splitlines()
+    assert [line for line in summary_md if "cut at max\\_tokens (finish" in line] == [
+        '2 answers cut at max\\_tokens (finish\\_reason "length"): long, short'
+    ]
 
 
 def test_an_answer_that_stopped_says_so_and_no_totals_line(suite: Suite, loopback: LoopbackServer) -> None:
@@ -42,6 +46,7 @@ def test_an_answer_that_stopped_says_so_and_no_totals_line(suite: Suite, loopbac
 
     assert [row["finish_reason"] for row in suite.rows()] == ["stop", "stop"]
     assert "cut at max_tokens" not in result.stdout.str()
+    assert "cut at max" not in (suite.path / "report" / "summary.md").read_text(encoding="utf-8")
 
 
 def test_a_finish_reason_that_is_a_text_is_kept_as_a_word(suite: Suite, loopback: LoopbackServer) -> None:
