@@ -135,6 +135,8 @@ class Knobs:
     #: ``finish_reason`` instead of ``stop`` (chat) or ``length`` (completions): ``length`` for an answer cut.
     usage: Any = None
     finish_reason: str | None = None
+    #: The ``model`` every echoed answer says served it instead of the requested one (an alias moved on).
+    served: str | None = None
     #: The embedding of each text given here (``/v1/embeddings``); any other text's is its word counts.
     vectors: dict[str, list[float]] = field(default_factory=dict)
 
@@ -451,11 +453,13 @@ def _completion_data(text: str, body: dict[str, Any], *, chat: bool) -> dict[str
 
 
 def _dressed(data: dict[str, Any], knobs: Knobs) -> dict[str, Any]:
-    """Return an answer with the ``usage`` and ``finish_reason`` the knobs set (as it is without them)."""
+    """Return an answer with the ``usage``, ``finish_reason`` and ``model`` the knobs set (as it is without them)."""
     if knobs.usage is not None:
         data["usage"] = knobs.usage
     if knobs.finish_reason is not None:
         data["choices"][0]["finish_reason"] = knobs.finish_reason
+    if knobs.served is not None:
+        data["model"] = knobs.served
     return data
 
 

@@ -184,8 +184,9 @@ class LlmRubric(Check):
         if ctx.judge is None:
             return Verdict(False, expected, NO_JUDGE)
         judge = ctx.judge
-        own = {"judge": ctx.judge_name, **_fingerprinted(judge)}
-        verdict = self._asked(judge, json_text(value), expected, own)
+        verdict = self._asked(judge, json_text(value), expected, {"judge": ctx.judge_name})
+        own = _fingerprinted(judge)  # after the asks: the served model name an answer gave is part of it
+        verdict = dataclasses.replace(verdict, details={**(verdict.details or {}), **own})
         return _gated(verdict, getattr(judge, "gate", None), self.rubric, own.get("judge_fingerprint"))
 
     def _asked(self, judge: Judge, output: str, expected: str, own: dict[str, Any]) -> Verdict:
@@ -285,17 +286,29 @@ class ModelJudge:
         self.gate = gate
         #: The model part of the fingerprint: the unwrapped model's cache identity (else ``model``'s).
         self.identity = dict(identity if identity is not None else model_identity(model))
-        self.fingerprint = judge_fingerprint(self.identity, self.params, template, served=served, repeat=repeat)
+        #: The model name the endpoint said answered: given, else learnt from the first answer that names one.
+        self.served = served
+        #: What the judge's cache keys hold: its fingerprint before any answer (the served name comes with one).
+        self.salt = judge_fingerprint(self.identity, self.params, template, served=served, repeat=repeat)
+
+    @property
+    def fingerprint(self) -> str:
+        """Return the fingerprint of the judge, the model name its endpoint serves included once an answer said it."""
+        return judge_fingerprint(self.identity, self.params, self.template, served=self.served, repeat=self.repeat)
 
     def __call__(self, prompt: str) -> str:
         return self.ask(prompt).text
 
     def _request(self, prompt: str, repeat: int) -> ModelRequest:
-        return ModelRequest(prompt=prompt, params=self.params, repeat=repeat, salt=self.fingerprint)
+        return ModelRequest(prompt=prompt, params=self.params, repeat=repeat, salt=self.salt)
 
     def ask(self, prompt: str, *, repeat: int = 0) -> Response:
-        """Send the rubric prompt (its ``repeat``-th ask); return the whole response (its token usage too)."""
-        return self.runner.call(self.model, self._request(prompt, repeat), key=("judge", prompt, repeat))
+        """Send the rubric prompt (its ``repeat``-th ask); return the whole response (its token usage too), noting
+        the model name the endpoint says answered (the first one named)."""
+        response = self.runner.call(self.model, self._request(prompt, repeat), key=("judge", prompt, repeat))
+        if self.served is None and response.model is not None:
+            self.served = response.model
+        return response
 
     def prefetch(self, prompt: str) -> None:
         """Start every ask of ``prompt`` now (within the judge's bound on calls in flight): :meth:`ask` takes it."""

@@ -76,6 +76,8 @@ def _response_dict(response: Response) -> dict[str, Any]:
     }
     if response.tool_calls:  # only then: the entries of answers without calls stay as they were
         stored["tool_calls"] = [call.to_dict() for call in response.tool_calls]
+    if response.model is not None:  # likewise: the entries of answers that name no model stay as they were
+        stored["model"] = response.model
     return stored
 
 
@@ -97,7 +99,16 @@ def _response_from(raw: Mapping[str, Any]) -> Response:
         else None
     )
     calls = calls_from_dicts(raw["tool_calls"]) if "tool_calls" in raw else ()
-    return Response(raw["text"], raw.get("finish_reason"), usage, latency_ms=None, cached=True, tool_calls=calls)
+    served = raw.get("model")
+    return Response(
+        raw["text"],
+        raw.get("finish_reason"),
+        usage,
+        latency_ms=None,
+        cached=True,
+        tool_calls=calls,
+        model=served if isinstance(served, str) else None,
+    )
 
 
 class ResponseCache:

@@ -79,6 +79,8 @@ class Response:
     cost_usd: float | None = None
     #: The tools the model asked to call (OpenAI's ``message.tool_calls``), beside the text.
     tool_calls: tuple[ToolCall, ...] = ()
+    #: The model name the endpoint says answered (OpenAI's ``model``: an alias's dated snapshot), None if it says none.
+    model: str | None = None
 
 
 @runtime_checkable

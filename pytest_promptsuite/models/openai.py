@@ -58,6 +58,8 @@ FATAL_STATUSES = frozenset({401, 404})
 _ERROR_TEXT_LIMIT = 500
 #: How much of a body that is no answer a message quotes.
 _SNIPPET_CHARS = 200
+#: The most of the ``model`` name an answer reports that is kept (a judge's fingerprint holds it).
+_SERVED_CHARS = 200
 #: The most of an answer's ``finish_reason`` a row keeps (``stop``, ``length``, ``content_filter``: a word).
 _FINISH_CHARS = 40
 #: A call's body is JSON we encode ourselves (lone surrogates escaped), sent as bytes.
@@ -434,6 +436,7 @@ class OpenAIModel:
             usage=_usage(data.get("usage")),
             latency_ms=round(latency_ms, 3),
             tool_calls=calls,
+            model=served[:_SERVED_CHARS] if isinstance(served := data.get("model"), str) and served else None,
         )
 
     async def aclose(self) -> None:

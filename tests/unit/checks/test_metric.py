@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,13 +16,17 @@ from pytest_promptsuite.checks.evaluator import outcome_of
 from pytest_promptsuite.checks.metric import ModelJudge
 from pytest_promptsuite.checks.outcome import Outcome
 from pytest_promptsuite.errors import ModelError
+from pytest_promptsuite.models.cache import CachingModel
+from pytest_promptsuite.models.cache import ResponseCache
 from pytest_promptsuite.models.cache import cache_key
 from pytest_promptsuite.models.fake import FakeModel
 from pytest_promptsuite.models.fake import FakeRule
 from pytest_promptsuite.models.model_api import ModelRequest
 from pytest_promptsuite.models.model_api import Response
 from pytest_promptsuite.models.model_api import Usage
+from pytest_promptsuite.models.openai import OpenAIModel
 from pytest_promptsuite.models.runner import ModelRunner
+from tests.loopback import LoopbackServer
 
 
 def _case(entries: list[dict[str, Any]], **kwargs: Any) -> PromptCase:
@@ -130,6 +135,33 @@ def test_the_judges_fingerprint_is_part_of_its_cache_key() -> None:
     request = ModelRequest(prompt="p", params={"temperature": 0})
     salted = ModelRequest(prompt="p", params={"temperature": 0}, salt="0123456789abcdef")
     assert cache_key({"model": "m"}, request) != cache_key({"model": "m"}, salted)
+
+
+def test_the_model_name_the_endpoint_serves_is_part_of_the_fingerprint_not_of_the_cache_key(
+    loopback: LoopbackServer, runner: ModelRunner, tmp_path: Path
+) -> None:
+    """An alias that moved on (the endpoint says another model answered) is another judge; the cache key is the
+    one asked for, and a cache hit gives the served name back, so a replay has the same fingerprint offline."""
+
+    def judge(cache: Path) -> ModelJudge:
+        model = CachingModel(OpenAIModel("judge", base_url=loopback.base_url), cache=ResponseCache(cache))
+        return ModelJudge(model, runner)
+
+    early, later = judge(tmp_path / "a"), judge(tmp_path / "b")
+    assert early.fingerprint == later.fingerprint  # before any answer: the same judge asked for
+    case = _case([{"type": "llm-rubric", "value": "Is polite"}])
+    loopback.knobs.served = "judge-2026-01"
+    [result] = Evaluator(judge=early, judge_name="judge").evaluate(case, "Hello")
+    loopback.knobs.served = "judge-2026-06"
+    later.ask("rubric prompt")
+    assert (early.served, later.served) == ("judge-2026-01", "judge-2026-06")
+    assert early.fingerprint != later.fingerprint and early.salt == later.salt
+    assert result.details is not None and result.details["judge_fingerprint"] == early.fingerprint
+    requests, loopback.knobs.served = loopback.stats.requests, "judge-2026-12"
+    replayed = judge(tmp_path / "a")
+    Evaluator(judge=replayed, judge_name="judge").evaluate(case, "Hello")
+    assert loopback.stats.requests == requests  # answered by the cache
+    assert replayed.served == "judge-2026-01" and replayed.fingerprint == early.fingerprint
 
 
 def test_an_uncalibrated_judge_leaves_a_review_mark() -> None:

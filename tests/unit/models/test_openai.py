@@ -87,6 +87,7 @@ def test_completions_endpoint_for_string_prompts(loopback: LoopbackServer, runne
         finish_reason="length",
         usage=response.usage,
         latency_ms=response.latency_ms,
+        model="loop-model",  # the name the answer says served it
     )
     assert chat.text == "as messages"
     assert [e["path"] for e in loopback.stats.log] == ["/v1/completions", "/v1/chat/completions"]
