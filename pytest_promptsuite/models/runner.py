@@ -74,6 +74,13 @@ def _batch_answers(model: Model) -> BatchAnswers:
     return BatchAnswers(model)
 
 
+def _cancelled() -> BaseException:
+    """Return the error that ends a task as cancelled (asyncio is loaded by then: the loop runs)."""
+    import asyncio
+
+    return asyncio.CancelledError()
+
+
 def _semaphore(limit: int) -> asyncio.Semaphore:
     import asyncio
 
@@ -122,6 +129,8 @@ class ModelRunner:
         self._prefetched = {}
         #: The calls that passed the bound (sent to the endpoint), whatever became of them.
         self._sent: weakref.WeakSet[concurrent.futures.Future[Response]] = weakref.WeakSet()
+        #: The calls released before they passed the bound: none of them passes it after (see :meth:`release`).
+        self._withheld: weakref.WeakSet[concurrent.futures.Future[Response]] = weakref.WeakSet()
         self._batch: list[_Pending] | None = None
         self._submitted = 0  # written by the main thread only
         self._finished = 0  # written by the loop thread only
@@ -238,6 +247,8 @@ class ModelRunner:
         async with semaphore:
             self._check_usable(ident)
             if future is not None:
+                if future in self._withheld:  # released while it waited: never sent (it is counted as saved)
+                    raise _cancelled()
                 self._sent.add(future)  # on its way to the endpoint: made, even if cancelled now
             try:
                 return await call()
@@ -419,13 +430,22 @@ class ModelRunner:
     def release(self, unused: Callable[[Hashable], bool]) -> list[Hashable]:
         """Cancel the prefetched calls whose key is ``unused`` (cases that will not run); return the keys of
         those that had reached the endpoint already (made, and paid for)."""
-        reached = []
-        for slot in [slot for slot in self._prefetched if unused(slot[1])]:
-            _, future = self._prefetched.pop(slot)
+        released = [(slot[1], self._prefetched.pop(slot)[1]) for slot in list(self._prefetched) if unused(slot[1])]
+        reached = self._withhold(released) if released else []
+        for _, future in released:
             future.cancel()
-            if future in self._sent:
-                reached.append(slot[1])
         return reached
+
+    def _withhold(self, released: list[tuple[Hashable, concurrent.futures.Future[Response]]]) -> list[Hashable]:
+        """Return the keys of the ``released`` calls that passed the bound, and keep the others from passing it:
+        decided on the event loop, where a call passes the bound, so that a call counted as not made is never
+        sent (a cancel from this thread reaches the loop later, and a call may pass the bound in between)."""
+
+        async def withhold() -> list[Hashable]:
+            self._withheld.update(future for _, future in released if future not in self._sent)
+            return [key for key, future in released if future in self._sent]
+
+        return _threadsafe(withhold(), self._ensure_loop()).result()
 
     def cancel_pending(self) -> int:
         """Cancel every prefetched call nobody collected (``-x``, Ctrl-C, end of run)."""
