@@ -41,7 +41,7 @@ def _turn_problems(turn: dict[str, Any], where: str) -> Iterator[str]:
     if "input" in turn:
         yield from _text_problems(turn["input"], f"{where}.input")
     for key in ("must_include", "must_not_include"):
-        yield from _string_list_problems(turn.get(key, []), f"{where}.{key}")
+        yield from string_list_problems(turn.get(key, []), f"{where}.{key}")
     checks = turn.get("assert", [])
     if not isinstance(checks, list):
         yield f"'{where}.assert' must be a list of checks, got {describe_type(checks)}"
@@ -78,7 +78,8 @@ def _text_problems(value: Any, where: str) -> Iterator[str]:
         yield f"'{where}' is empty"
 
 
-def _string_list_problems(value: Any, where: str) -> Iterator[str]:
+def string_list_problems(value: Any, where: str) -> Iterator[str]:
+    """Yield what keeps ``value`` (at ``where``) from being a list of non-empty strings."""
     if not isinstance(value, list):
         yield f"'{where}' must be a list of strings, got {describe_type(value)}"
         return

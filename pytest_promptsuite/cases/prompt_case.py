@@ -17,6 +17,7 @@ from typing import Any
 from typing import Union
 
 from pytest_promptsuite.cases.conversation_fields import conversation_problems
+from pytest_promptsuite.cases.conversation_fields import string_list_problems
 from pytest_promptsuite.errors import CaseFileError
 from pytest_promptsuite.errors import describe_type
 from pytest_promptsuite.errors import did_you_mean
@@ -243,7 +244,7 @@ def _input_problems(value: Any) -> Iterator[str]:
 
 def _optional_problems(data: dict[str, Any]) -> Iterator[str]:
     for key in _STRING_LISTS:
-        yield from _string_list_problems(key, data.get(key, []))
+        yield from string_list_problems(data.get(key, []), key)
     for key in _OBJECTS:
         value = data.get(key, {})
         if not isinstance(value, dict):
@@ -265,17 +266,6 @@ def _tool_problems(data: dict[str, Any]) -> Iterator[str]:
         yield from _object_list_problems("tools", data["tools"], "a list of function tools")
     if "tool_choice" in data and not isinstance(data["tool_choice"], (str, dict)):
         yield f"'tool_choice' must be a string or an object, got {describe_type(data['tool_choice'])}"
-
-
-def _string_list_problems(key: str, value: Any) -> Iterator[str]:
-    if not isinstance(value, list):
-        yield f"{key!r} must be a list of strings, got {describe_type(value)}"
-        return
-    for i, item in enumerate(value):
-        if not isinstance(item, str):
-            yield f"'{key}[{i}]' must be a string, got {describe_type(item)}"
-        elif not item:
-            yield f"'{key}[{i}]' is an empty string"
 
 
 def _object_list_problems(key: str, value: Any, what: str) -> Iterator[str]:
